@@ -1,0 +1,51 @@
+"""Shared fixtures: every test gets its own Triton cache and store, so tests never see each other's kernels."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import pytest
+
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # silences Triton 3.9's start-up warning
+
+
+def gpu_available() -> bool:
+    """A CUDA driver with at least one device (checked through libcuda, so no torch is needed)."""
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return libcuda.cuInit(0) == 0 and libcuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+
+
+def pytest_collection_modifyitems(config, items):
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def triton_cache(tmp_path, monkeypatch):
+    """A fresh, empty Triton cache directory for each test."""
+    cache = tmp_path / "triton-cache"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+    return cache
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def capture_session(store_path):
+    """An enabled capture session, disabled again after the test whatever happens."""
+    import tritonhook
+
+    with tritonhook.session(store_path) as session:
+        yield session

@@ -1,0 +1,18 @@
+"""tritonhook: see what the Triton compiler (and ptxas) did to your kernels.
+
+    import tritonhook
+    tritonhook.enable()          # capture every Triton compile into ./tritonhook-store
+    ...
+    tritonhook.disable()         # Triton's hooks are put back as they were
+
+or `tritonhook run -- python script.py` with no source edit.
+"""
+
+from .errors import TritonhookError
+from .ptx_capture import Session, active_session, disable, enable, session
+from .store import Capture, Store
+
+__version__ = "0.1.0"
+
+__all__ = ["Capture", "Session", "Store", "TritonhookError", "active_session", "disable", "enable", "session",
+           "__version__"]

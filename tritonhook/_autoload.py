@@ -1,0 +1,56 @@
+"""Enable capture the moment a process finishes importing `triton`.
+
+A `sys.meta_path` finder that wraps the loader of the top-level `triton` package: after Triton's own
+`__init__` has run (so `triton.knobs` exists), it calls `tritonhook.enable` with the settings from the
+environment. If Triton is already imported, capture is enabled at once.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+
+
+def _enable() -> None:
+    from .errors import TritonhookError
+    from .ptx_capture import enable_from_env
+
+    try:
+        enable_from_env()
+    except TritonhookError as exc:
+        warnings.warn(f"tritonhook: capture not enabled: {exc}", RuntimeWarning, stacklevel=2)
+
+
+class _LoaderThenEnable(importlib.abc.Loader):
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _enable()
+
+    def __getattr__(self, name):  # get_resource_reader, is_package, ...
+        return getattr(self._loader, name)
+
+
+class _TritonImportFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "triton":
+            return None
+        sys.meta_path.remove(self)  # one shot; also avoids finding ourselves below
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _LoaderThenEnable(spec.loader)
+        return spec
+
+
+def install() -> None:
+    if "triton" in sys.modules:
+        _enable()
+    elif not any(isinstance(f, _TritonImportFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _TritonImportFinder())

@@ -1,0 +1,344 @@
+"""Everything that touches Triton internals lives here (Triton 3.6 through 3.9).
+
+The hook points (see shared/NOTES.md §2):
+
+* `knobs.compilation.listener(*, src, metadata, metadata_group, times, cache_hit)`: called after every
+  `triton.compile`, also for disk-cache hits. `metadata_group` maps file names to the cached stage outputs, so
+  one listener sees every artifact of both fresh compiles and cache hits.
+* `knobs.runtime.add_stages_inspection_hook`: called as `hook(backend, stages, options, language, capability)`
+  at the end of `CUDABackend.add_stages`, where a stage function may be wrapped (the rename does that to the
+  "ptx" stage). From 3.7 it is also called with no arguments and must return `(key, hash)`, which enters both
+  the disk cache key and the in-memory JIT cache key. On 3.6 neither cache sees it, so a transform's key is
+  appended by wrapping `get_cache_key` (disk) and `compute_cache_key` (JIT) instead.
+
+Both slots hold one callable. We chain: the hook that was there before keeps receiving every call, and
+`uninstall()` puts the very same objects back. If somebody installed a hook over ours meanwhile, we cannot
+take ours out of their chain; ours then turns into a pass-through so theirs keeps working.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import re
+import warnings
+from pathlib import Path
+from typing import Callable
+
+from .errors import TritonhookError
+
+MIN_VERSION = (3, 6)
+MAX_VERSION = (3, 9)
+ORIGINAL_NAME_KEY = "tritonhook_original_name"
+"""Metadata key the rename writes, so that cache hits still know the pre-rename entry name."""
+
+PtxTransform = Callable[[str, dict], str]
+
+
+# ----- versions ------------------------------------------------------------------------------------------------
+def parse_version(text: str) -> tuple[int, int]:
+    match = re.match(r"(\d+)\.(\d+)", text)
+    if not match:
+        raise TritonhookError(f"triton.__version__ {text!r}: cannot read a major.minor version from it")
+    return int(match.group(1)), int(match.group(2))
+
+
+def triton_version() -> str:
+    import triton
+
+    return triton.__version__
+
+
+def check_supported() -> tuple[int, int]:
+    """Import Triton and check its version; raise a clear error otherwise."""
+    try:
+        import triton  # noqa: F401
+        from triton import knobs  # noqa: F401
+    except ImportError as exc:
+        raise TritonhookError(f"cannot import triton ({exc}); tritonhook needs Triton "
+                              f"{_fmt(MIN_VERSION)} to {_fmt(MAX_VERSION)}") from None
+    version = parse_version(triton_version())
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        raise TritonhookError(f"Triton {triton_version()} is not supported: tritonhook works with Triton "
+                              f"{_fmt(MIN_VERSION)} to {_fmt(MAX_VERSION)}.x (the stage inspection hook it "
+                              f"needs appeared in 3.6)")
+    return version
+
+
+def stage_hook_in_cache_key() -> bool:
+    """From 3.7 Triton asks the stage hook for a cache-key contribution."""
+    return parse_version(triton_version()) >= (3, 7)
+
+
+def _fmt(version: tuple[int, int]) -> str:
+    return ".".join(map(str, version))
+
+
+# ----- what one compile looks like to tritonhook ----------------------------------------------------------------
+@dataclasses.dataclass
+class CompileEvent:
+    """One `triton.compile` call (fresh or cache hit), translated out of Triton's objects."""
+
+    cache_hit: bool
+    frontend: str
+    kernel: str
+    entry: str
+    original_entry: str
+    src_file: str | None
+    src_line: int | None
+    arch: str
+    capability: int | None
+    triton_version: str
+    ptxas_path: str | None
+    ptxas_version: str | None
+    triton_hash: str | None
+    options: dict
+    metadata: dict
+    times: dict
+    artifacts: dict[str, bytes]
+
+
+def _source_location(src) -> tuple[str, str, str | None, int | None]:
+    """(frontend, source-level name, file, first line) of an ASTSource / GluonASTSource / IRSource."""
+    kind = type(src).__name__
+    fn = getattr(src, "fn", None)
+    if fn is not None:
+        python_fn = getattr(fn, "fn", fn)
+        code = getattr(python_fn, "__code__", None)
+        frontend = "gluon" if "Gluon" in kind else "triton"
+        name = getattr(python_fn, "__name__", None) or getattr(src, "name", "?")
+        return frontend, name, code.co_filename if code else None, code.co_firstlineno if code else None
+    path = getattr(src, "path", None)
+    return "ir", getattr(src, "name", None) or Path(str(path)).stem, str(path) if path else None, None
+
+
+def _read_artifacts(metadata_group: dict) -> dict[str, bytes]:
+    """Stage outputs from the cache files: 'add.ptx' -> {'ptx': b'...'}."""
+    artifacts = {}
+    for filename, path in metadata_group.items():
+        stage = filename.rsplit(".", 1)[-1]
+        try:
+            artifacts[stage] = Path(path).read_bytes()
+        except OSError:
+            continue  # a cache manager that does not keep this file locally; record what is there
+    return artifacts
+
+
+def _capability(metadata: dict) -> int | None:
+    target = metadata.get("target")
+    if isinstance(target, dict):
+        return target.get("arch")
+    if isinstance(target, (list, tuple)) and len(target) >= 2:
+        return target[1]
+    return getattr(target, "arch", None)
+
+
+def _arch_name(artifacts: dict[str, bytes], capability: int | None) -> str:
+    ptx = artifacts.get("ptx")
+    if ptx:
+        match = re.search(rb"^\s*\.target\s+(sm_\w+)", ptx, re.MULTILINE)
+        if match:
+            return match.group(1).decode()
+    return f"sm_{capability}" if capability is not None else "unknown"
+
+
+def _entry_name(artifacts: dict[str, bytes], metadata: dict) -> str:
+    ptx = artifacts.get("ptx")
+    if ptx:
+        match = re.search(rb"\.entry\s+([A-Za-z_$][\w$]*)", ptx)
+        if match:
+            return match.group(1).decode()
+    return str(metadata.get("name", "?"))
+
+
+@functools.lru_cache(maxsize=None)
+def ptxas_for(capability: int) -> tuple[str | None, str | None]:
+    """(path, version) of the ptxas Triton uses for this compute capability now."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+
+        tool = get_ptxas(capability)
+        return tool.path, tool.version
+    except Exception:  # no ptxas available: still record the capture  # noqa: BLE001
+        return None, None
+
+
+def option_names() -> tuple[str, ...]:
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+
+        return tuple(field.name for field in dataclasses.fields(CUDAOptions))
+    except Exception:  # noqa: BLE001
+        return ()
+
+
+def _times(times) -> dict[str, float]:
+    if times is None:
+        return {}
+    result = {"ir_initialization": times.ir_initialization / 1e6}
+    result.update({stage: micros / 1e6 for stage, micros in times.lowering_stages})
+    result["store_results"] = times.store_results / 1e6
+    return result
+
+
+def _plain_json(value) -> dict:
+    """Metadata as plain JSON types (GPUTarget and tuples become lists)."""
+    return json.loads(json.dumps(value, default=lambda o: o._asdict() if hasattr(o, "_asdict") else repr(o)))
+
+
+def make_event(src, metadata, metadata_group, times, cache_hit) -> CompileEvent:
+    metadata = _plain_json(dict(metadata))
+    artifacts = _read_artifacts(metadata_group)
+    frontend, kernel, src_file, src_line = _source_location(src)
+    capability = _capability(metadata)
+    ptxas_path, ptxas_version = ptxas_for(capability) if capability is not None else (None, None)
+    entry = _entry_name(artifacts, metadata)
+    names = set(option_names())
+    return CompileEvent(
+        cache_hit=bool(cache_hit), frontend=frontend, kernel=kernel, entry=entry,
+        original_entry=metadata.get(ORIGINAL_NAME_KEY) or entry, src_file=src_file, src_line=src_line,
+        arch=_arch_name(artifacts, capability), capability=capability, triton_version=triton_version(),
+        ptxas_path=ptxas_path, ptxas_version=ptxas_version, triton_hash=metadata.get("hash"),
+        options={k: v for k, v in metadata.items() if k in names}, metadata=metadata, times=_times(times),
+        artifacts=artifacts,
+    )
+
+
+# ----- installing and removing hooks ----------------------------------------------------------------------------
+class _WarnOnce:
+    def __init__(self):
+        self.warned = False
+
+    def __call__(self, what: str, exc: BaseException) -> None:
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"tritonhook: {what} failed ({type(exc).__name__}: {exc}); compiling goes on, "
+                          f"further failures are silent", RuntimeWarning, stacklevel=3)
+
+
+class HookInstallation:
+    """Our listener and stage hook, chained in front of whatever Triton had.
+
+    on_compile:    called with a `CompileEvent` after every compile or cache hit.
+    ptx_transform: optional `f(ptx_text, metadata) -> ptx_text` applied to the "ptx" stage output.
+    cache_key:     a string naming the transform; compiles with different keys never share a cache entry.
+    Exceptions in our callbacks are reported once as a warning and never reach the user's compile.
+    """
+
+    def __init__(self, on_compile: Callable[[CompileEvent], None] | None = None,
+                 ptx_transform: PtxTransform | None = None, cache_key: str = ""):
+        self.on_compile = on_compile
+        self.ptx_transform = ptx_transform
+        self.cache_key = cache_key
+        self.active = False
+        self._warn = _WarnOnce()
+        self._saved: dict[str, object] = {}
+        self._listener = self._make_listener()
+        self._stage_hook = self._make_stage_hook()
+
+    # The callables Triton will hold. Built once so `uninstall` can recognise them by identity.
+    def _make_listener(self):
+        def tritonhook_listener(*, src, metadata, metadata_group, times, cache_hit):
+            previous = self._saved.get("listener")
+            if previous is not None:
+                previous(src=src, metadata=metadata, metadata_group=metadata_group, times=times,
+                         cache_hit=cache_hit)
+            if self.active and self.on_compile is not None:
+                try:
+                    self.on_compile(make_event(src, metadata, metadata_group, times, cache_hit))
+                except Exception as exc:  # noqa: BLE001 - capture must never break a compile
+                    self._warn("capture", exc)
+
+        return tritonhook_listener
+
+    def _make_stage_hook(self):
+        def tritonhook_stage_hook(*args):
+            previous = self._saved.get("stage_hook")
+            if not args:  # Triton 3.7+: cache-key query
+                key, digest = previous() if previous is not None else ("", "")
+                if self.active and self.cache_key:
+                    key = f"{key}-tritonhook:{self.cache_key}"
+                    digest = hashlib.sha256(f"{digest}{key}".encode()).hexdigest()
+                return key, digest
+            if previous is not None:
+                previous(*args)
+            if self.active and self.ptx_transform is not None:
+                _wrap_ptx_stage(args[1], self.ptx_transform)
+
+        return tritonhook_stage_hook
+
+    def install(self) -> None:
+        from triton import knobs
+
+        if self.active:
+            return
+        self._saved["listener"] = knobs.compilation.listener
+        self._saved["stage_hook"] = knobs.runtime.add_stages_inspection_hook
+        knobs.compilation.listener = self._listener
+        knobs.runtime.add_stages_inspection_hook = self._stage_hook
+        if self.cache_key and not stage_hook_in_cache_key():
+            self._patch_cache_keys_36()
+        self.active = True
+
+    def uninstall(self) -> None:
+        from triton import knobs
+
+        if not self.active:
+            return
+        self.active = False
+        for slot_owner, slot, ours in ((knobs.compilation, "listener", self._listener),
+                                       (knobs.runtime, "add_stages_inspection_hook", self._stage_hook)):
+            key = "listener" if slot == "listener" else "stage_hook"
+            if getattr(slot_owner, slot) is ours:
+                setattr(slot_owner, slot, self._saved.pop(key))
+            # else: someone chained over us; we stay in their chain as a pass-through (self.active is False)
+        self._unpatch_cache_keys_36()
+
+    # ----- Triton 3.6: cache keys by wrapping the key functions ---------------------------------------------
+    def _patch_cache_keys_36(self) -> None:
+        import triton.compiler.compiler as compiler_module
+        import triton.runtime.jit as jit_module
+
+        suffix = f"-tritonhook:{self.cache_key}"
+        disk_key, jit_key = compiler_module.get_cache_key, jit_module.compute_cache_key
+        self._saved["get_cache_key"], self._saved["compute_cache_key"] = disk_key, jit_key
+
+        @functools.wraps(disk_key)
+        def get_cache_key(*args, **kwargs):
+            return disk_key(*args, **kwargs) + suffix
+
+        @functools.wraps(jit_key)
+        def compute_cache_key(*args, **kwargs):
+            return jit_key(*args, **kwargs) + suffix
+
+        compiler_module.get_cache_key = get_cache_key
+        jit_module.compute_cache_key = compute_cache_key
+
+    def _unpatch_cache_keys_36(self) -> None:
+        import triton.compiler.compiler as compiler_module
+        import triton.runtime.jit as jit_module
+
+        if "get_cache_key" in self._saved:
+            compiler_module.get_cache_key = self._saved.pop("get_cache_key")
+            jit_module.compute_cache_key = self._saved.pop("compute_cache_key")
+
+
+def _wrap_ptx_stage(stages: dict, transform: PtxTransform) -> None:
+    make_ptx = stages.get("ptx")
+    if make_ptx is None:
+        return
+
+    def ptx_stage(src, metadata):
+        return transform(make_ptx(src, metadata), metadata)
+
+    stages["ptx"] = ptx_stage
+
+
+def current_hooks() -> dict[str, object]:
+    """The objects in Triton's single-slot hooks now (tests compare them before and after)."""
+    from triton import knobs
+
+    return {"listener": knobs.compilation.listener,
+            "add_stages_inspection_hook": knobs.runtime.add_stages_inspection_hook}

@@ -1,0 +1,135 @@
+"""Capture sessions: `enable()`, `disable()`, `session()`.
+
+A session owns one `HookInstallation` (the Triton side) and one `Store` (the disk side) and turns each
+`CompileEvent` into a store record. Only one session is active per process; `enable()` while one is active
+returns it unchanged (a second call with other settings is an error, so settings are never silently dropped).
+
+Subprocesses: `enable()` also exports `TRITONHOOK_STORE` and puts tritonhook's start-up hook on `PYTHONPATH`,
+so that Python processes the script starts (Inductor's compile workers, torchrun ranks) capture into the same
+store. `disable()` restores the environment it changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from pathlib import Path
+from typing import Callable, Iterator
+
+from . import _triton
+from .errors import TritonhookError
+from .store import STORE_ENV, NewCapture, Store
+
+ENABLE_ENV = "TRITONHOOK_ENABLE"
+BOOTSTRAP_DIR = Path(__file__).parent / "_bootstrap"
+
+
+@dataclasses.dataclass
+class Session:
+    """An active capture: the store it writes to, the hooks it holds, and the ids it has written."""
+
+    store: Store
+    hooks: _triton.HookInstallation
+    capture_ids: list[int] = dataclasses.field(default_factory=list)
+    saved_env: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    listeners: list[Callable[[int, _triton.CompileEvent], None]] = dataclasses.field(default_factory=list)
+
+    def record(self, event: _triton.CompileEvent) -> None:
+        capture_id = self.store.add(NewCapture(
+            event="cache_hit" if event.cache_hit else "compile", frontend=event.frontend, kernel=event.kernel,
+            entry=event.entry, original_entry=event.original_entry, src_file=event.src_file,
+            src_line=event.src_line, arch=event.arch, triton_version=event.triton_version,
+            ptxas_path=event.ptxas_path, ptxas_version=event.ptxas_version, triton_hash=event.triton_hash,
+            options=event.options, metadata=event.metadata, times=event.times, artifacts=event.artifacts,
+        ))
+        self.capture_ids.append(capture_id)
+        for listener in self.listeners:
+            listener(capture_id, event)
+
+    def captures(self):
+        """The captures this session wrote, in order."""
+        return self.store.captures(ids=self.capture_ids)
+
+
+_active: Session | None = None
+
+
+def active_session() -> Session | None:
+    return _active
+
+
+def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool = True,
+           ptx_transform: _triton.PtxTransform | None = None, cache_key: str = "") -> Session:
+    """Start capturing every Triton compile into `store` (default `$TRITONHOOK_STORE` or ./tritonhook-store)."""
+    global _active
+    if _active is not None:
+        if store is not None and Path(getattr(store, "path", store)) != _active.store.path:
+            raise TritonhookError(f"tritonhook is already capturing into {_active.store.path}; "
+                                  f"call tritonhook.disable() before enabling it for {store}")
+        return _active
+    _triton.check_supported()
+    opened = store if isinstance(store, Store) else Store(store)
+    hooks = _triton.HookInstallation(ptx_transform=ptx_transform, cache_key=cache_key)
+    session = Session(store=opened, hooks=hooks)
+    hooks.on_compile = session.record
+    hooks.install()
+    if subprocesses:
+        session.saved_env = _export_env(opened.path)
+    _active = session
+    return session
+
+
+def disable() -> None:
+    """Stop capturing; Triton's hooks and the environment are put back as they were."""
+    global _active
+    if _active is None:
+        return
+    session, _active = _active, None
+    session.hooks.uninstall()
+    _restore_env(session.saved_env)
+
+
+@contextlib.contextmanager
+def session(store: str | os.PathLike | Store | None = None, **options) -> Iterator[Session]:
+    """`with tritonhook.session(store="runs/a") as s:` captures inside the block only."""
+    started = enable(store, **options)
+    try:
+        yield started
+    finally:
+        disable()
+
+
+# ----- environment for child processes --------------------------------------------------------------------------
+def child_env(store_path: os.PathLike, base: dict | None = None) -> dict[str, str]:
+    """The environment under which a Python child process captures into `store_path` at start-up."""
+    env = dict(os.environ if base is None else base)
+    env[STORE_ENV] = str(Path(store_path).resolve())
+    env[ENABLE_ENV] = "1"
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(BOOTSTRAP_DIR) not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *paths])
+    return env
+
+
+def _export_env(store_path: Path) -> dict[str, str | None]:
+    wanted = child_env(store_path)
+    saved = {}
+    for key in (STORE_ENV, ENABLE_ENV, "PYTHONPATH"):
+        saved[key] = os.environ.get(key)
+        os.environ[key] = wanted[key]
+    return saved
+
+
+def _restore_env(saved: dict[str, str | None]) -> None:
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def enable_from_env() -> None:
+    """Called at start-up (sitecustomize) when `TRITONHOOK_ENABLE=1`, once Triton is imported."""
+    if os.environ.get(ENABLE_ENV) == "1" and _active is None:
+        enable(os.environ.get(STORE_ENV), subprocesses=False)
