@@ -8,11 +8,13 @@
 or `tritonhook run -- python script.py` with no source edit.
 """
 
+from . import ab
 from .errors import TritonhookError
 from .ptx_capture import Session, active_session, disable, enable, session
+from .rename import STRIP
 from .store import Capture, Store
 
 __version__ = "0.1.0"
 
-__all__ = ["Capture", "Session", "Store", "TritonhookError", "active_session", "disable", "enable", "session",
+__all__ = ["STRIP", "Capture", "Session", "Store", "TritonhookError", "ab", "active_session", "disable", "enable", "session",
            "__version__"]

@@ -184,8 +184,16 @@ def _times(times) -> dict[str, float]:
 
 
 def _plain_json(value) -> dict:
-    """Metadata as plain JSON types (GPUTarget and tuples become lists)."""
-    return json.loads(json.dumps(value, default=lambda o: o._asdict() if hasattr(o, "_asdict") else repr(o)))
+    """Metadata as plain JSON types (GPUTarget becomes a dict, tuples become lists)."""
+    return json.loads(json.dumps(value, default=_to_json_type))
+
+
+def _to_json_type(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if hasattr(value, "_asdict"):
+        return value._asdict()
+    return repr(value)
 
 
 def make_event(src, metadata, metadata_group, times, cache_hit) -> CompileEvent:
@@ -342,3 +350,45 @@ def current_hooks() -> dict[str, object]:
 
     return {"listener": knobs.compilation.listener,
             "add_stages_inspection_hook": knobs.runtime.add_stages_inspection_hook}
+
+
+# ----- runtime hooks and the scratch allocator (memwatch) --------------------------------------------------------
+RUNTIME_HOOK_CHAINS = ("launch_enter_hook", "launch_exit_hook", "kernel_load_start_hook", "kernel_load_end_hook")
+
+
+def add_runtime_hooks(hooks: dict[str, Callable]) -> dict[str, object]:
+    """Chain `hooks` (slot name -> callable) into Triton's runtime `HookChain`s with `.add`.
+
+    Returns the chain objects used, so `remove_runtime_hooks` takes ours out of those very chains even if
+    somebody assigned a new chain meanwhile. `.add` keeps Proton's (and anybody's) hooks in place.
+    """
+    from triton import knobs
+
+    chains = {name: getattr(knobs.runtime, name, None) for name in hooks}
+    missing = [name for name, chain in chains.items() if not hasattr(chain, "add")]
+    if missing:
+        raise TritonhookError(f"triton.knobs.runtime.{missing[0]} is not a HookChain in Triton "
+                              f"{triton_version()}; memwatch needs the launch/load hook chains (Triton 3.5+)")
+    for name, hook in hooks.items():
+        chains[name].add(hook)
+    return chains
+
+
+def remove_runtime_hooks(chains: dict[str, object], hooks: dict[str, Callable]) -> None:
+    for name, hook in hooks.items():
+        chains[name].remove(hook)
+
+
+def launch_kernel_name(launch_metadata) -> str:
+    """Kernel name from the launch hook's argument (a LazyDict) without running user `launch_metadata` code."""
+    data = getattr(launch_metadata, "data", None)
+    if isinstance(data, dict):
+        return str(data.get("name", "?"))
+    return "?"
+
+
+def allocator_var():
+    """The ContextVar behind `triton.set_allocator` (read it to wrap the user's allocator, reset it to unwrap)."""
+    from triton.runtime import _allocation
+
+    return _allocation._allocator

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import _triton
+from . import _triton, rename as _rename
 from .errors import TritonhookError
 from .store import STORE_ENV, NewCapture, Store
 
@@ -60,13 +60,25 @@ def active_session() -> Session | None:
 
 
 def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool = True,
-           ptx_transform: _triton.PtxTransform | None = None, cache_key: str = "") -> Session:
-    """Start capturing every Triton compile into `store` (default `$TRITONHOOK_STORE` or ./tritonhook-store)."""
+           ptx_transform: _triton.PtxTransform | None = None, cache_key: str = "",
+           rename: _rename.Rename | None = None, select: _rename.Selector = None) -> Session:
+    """Start capturing every Triton compile into `store` (default `$TRITONHOOK_STORE` or ./tritonhook-store).
+
+    `rename="cutlass_"` prefixes the selected kernels' names in the PTX stage, `rename=tritonhook.STRIP` removes
+    `cutlass` from them; `select` narrows it (regex, list of names, or `(name, metadata) -> bool`).
+    """
     global _active
+    if rename is not None:
+        if ptx_transform is not None:
+            raise TritonhookError("enable(): pass either rename= or ptx_transform=, not both")
+        ptx_transform, cache_key = _rename.make_ptx_transform(rename, select)
     if _active is not None:
         if store is not None and Path(getattr(store, "path", store)) != _active.store.path:
             raise TritonhookError(f"tritonhook is already capturing into {_active.store.path}; "
                                   f"call tritonhook.disable() before enabling it for {store}")
+        if cache_key != _active.hooks.cache_key:
+            raise TritonhookError(f"tritonhook is already capturing with transform {_active.hooks.cache_key!r}; "
+                                  f"call tritonhook.disable() before enabling {cache_key!r}")
         return _active
     _triton.check_supported()
     opened = store if isinstance(store, Store) else Store(store)
@@ -75,7 +87,7 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     hooks.on_compile = session.record
     hooks.install()
     if subprocesses:
-        session.saved_env = _export_env(opened.path)
+        session.saved_env = _export_env(opened.path, _rename.rename_env(rename, select))
     _active = session
     return session
 
@@ -112,10 +124,10 @@ def child_env(store_path: os.PathLike, base: dict | None = None) -> dict[str, st
     return env
 
 
-def _export_env(store_path: Path) -> dict[str, str | None]:
-    wanted = child_env(store_path)
+def _export_env(store_path: Path, extra: dict[str, str]) -> dict[str, str | None]:
+    wanted = {**child_env(store_path), **extra}
     saved = {}
-    for key in (STORE_ENV, ENABLE_ENV, "PYTHONPATH"):
+    for key in (STORE_ENV, ENABLE_ENV, "PYTHONPATH", *extra):
         saved[key] = os.environ.get(key)
         os.environ[key] = wanted[key]
     return saved
@@ -132,4 +144,5 @@ def _restore_env(saved: dict[str, str | None]) -> None:
 def enable_from_env() -> None:
     """Called at start-up (sitecustomize) when `TRITONHOOK_ENABLE=1`, once Triton is imported."""
     if os.environ.get(ENABLE_ENV) == "1" and _active is None:
-        enable(os.environ.get(STORE_ENV), subprocesses=False)
+        rename, select = _rename.rename_from_env(os.environ)
+        enable(os.environ.get(STORE_ENV), subprocesses=False, rename=rename, select=select)

@@ -8,9 +8,12 @@ from typing import Any, Iterable, Sequence
 
 
 def console(stderr: bool = False):
+    """A rich console; piped output gets a wide page instead of rich's 80 columns, so tables stay readable."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 200
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 
 def print_json(data: Any) -> None:

@@ -1,0 +1,105 @@
+"""The CLI end to end, as a user runs it: real subprocesses, real compiles."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tritonhook.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "examples" / "capture_demo.py"
+
+
+def tritonhook(*args, check=True, **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "tritonhook", *map(str, args)], capture_output=True, text=True,
+                            **kwargs)
+    if check and result.returncode != 0:
+        raise AssertionError(f"tritonhook {args} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def test_run_captures_a_script_with_no_source_edit_and_passes_its_exit_code(store_path):
+    result = tritonhook("run", "--store", store_path, "--", sys.executable, DEMO, "add", "matmul_fp16",
+                        "--exit-code", "3", check=False)
+    assert result.returncode == 3, result.stderr
+    entries = sorted((c.entry, c.arch) for c in Store(store_path, create=False).captures())
+    assert entries == sorted((k, a) for k in ("add_kernel", "matmul_kernel") for a in ("sm_90a", "sm_100a", "sm_120a"))
+    assert "6 capture(s)" in result.stderr
+
+
+def test_run_reaches_grandchild_python_processes(store_path):
+    inner = f"import subprocess, sys; sys.exit(subprocess.call([sys.executable, {str(DEMO)!r}, 'add']))"
+    tritonhook("run", "--store", store_path, "--", sys.executable, "-c", inner)
+    assert len(Store(store_path, create=False).captures()) == 3
+
+
+def test_run_honours_the_store_environment_variable(tmp_path):
+    env = dict(os.environ, TRITONHOOK_STORE=str(tmp_path / "from-env"))
+    tritonhook("run", "--", sys.executable, DEMO, "add", env=env)
+    assert len(Store(tmp_path / "from-env", create=False).captures()) == 3
+
+
+def test_run_keeps_a_users_own_sitecustomize_working(store_path, tmp_path):
+    users_dir = tmp_path / "users-site"
+    users_dir.mkdir()
+    (users_dir / "sitecustomize.py").write_text("import os\nos.environ['USER_SITECUSTOMIZE_RAN'] = '1'\n")
+    script = tmp_path / "check.py"
+    script.write_text("import os, sys\nsys.exit(0 if os.environ.get('USER_SITECUSTOMIZE_RAN') == '1' else 9)\n")
+    env = dict(os.environ, PYTHONPATH=str(users_dir))
+    assert tritonhook("run", "--store", store_path, "--", sys.executable, script, env=env, check=False).returncode == 0
+
+
+def test_ls_show_export_on_real_captures(store_path, tmp_path):
+    tritonhook("run", "--store", store_path, "--", sys.executable, DEMO, "add")
+    listed = json.loads(tritonhook("ls", "--store", store_path, "--json").stdout)
+    assert [c["entry"] for c in listed] == ["add_kernel"] * 3
+    first = listed[0]["id"]
+
+    table = tritonhook("ls", "--store", store_path, "--arch", "sm_100a").stdout
+    assert "add_kernel" in table and "sm_100a" in table and "sm_90a" not in table
+
+    ptx = tritonhook("show", "--store", store_path, first, "--ptx").stdout
+    assert ".entry add_kernel" in ptx and ".target sm_90a" in ptx
+    meta = json.loads(tritonhook("show", "--store", store_path, first, "--meta").stdout)
+    assert meta["metadata"]["name"] == "add_kernel"
+
+    tritonhook("export", "--store", store_path, first, tmp_path / "out")
+    exported = {p.name for p in (tmp_path / "out").iterdir()}
+    assert {"add_kernel.ptx", "add_kernel.cubin", "add_kernel.capture.json"} <= exported
+    assert (tmp_path / "out" / "add_kernel.ptx").read_text() == ptx
+
+
+@pytest.mark.parametrize("args,message", [
+    (["show", "999"], "no capture with id 999"),
+    (["show", "abc"], "whole number"),
+    (["ls", "--kernel", "("], "regular expression"),
+    (["run", "--"], "give the command"),
+])
+def test_bad_input_is_one_line_and_status_2(store_path, args, message):
+    Store(store_path).close()
+    result = tritonhook(*args[:1], "--store", store_path, *args[1:], check=False)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_missing_store_is_reported_not_created(tmp_path):
+    result = tritonhook("ls", "--store", tmp_path / "nope", check=False)
+    assert result.returncode == 2 and "no tritonhook store" in result.stderr
+    assert not (tmp_path / "nope").exists()
+
+
+def test_unwritable_store_fails_before_the_script_starts(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    marker = tmp_path / "script-ran"
+    result = tritonhook("run", "--store", blocker, "--", sys.executable, "-c",
+                        f"open({str(marker)!r}, 'w').close()", check=False)
+    assert result.returncode == 2 and "not writable" in result.stderr
+    assert not marker.exists()

@@ -1,0 +1,210 @@
+"""Rename kernels in PTX so that ptxas takes (or leaves) its "cutlass" code path (shared/NOTES.md §1.1).
+
+ptxas changes how it compiles a kernel whose name contains the substring `cutlass`; renaming is the only
+lever. The rename has to happen in the PTX, before ptxas, and everything that refers to the kernel by name
+must follow, or the launcher's `cuModuleGetFunction(metadata["name"])` fails (NOTES §2).
+
+What is renamed, in one pass over the PTX tokens (quoted strings excepted):
+  * the `.entry` name and every other identifier equal to it (`.globl` comments, calls, `// @name`),
+  * its parameters `<name>_param_<N>`.
+What is not renamed: quoted strings (the `.file` paths), DWARF bytes (`.b8` lists in `.debug_*` sections:
+with Triton's `-lineinfo` they hold the file and directory, not the kernel name), other functions and
+symbols whose name merely starts with the kernel's name, and names Triton keeps outside the PTX (the cache
+file names follow `fn.__name__`).
+
+The functions here are pure: text in, text out. `make_ptx_transform` builds the stage callback that
+`ptx_capture.enable(rename=..., select=...)` installs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Callable, Iterable, Union
+
+from ._triton import ORIGINAL_NAME_KEY, PtxTransform
+from .errors import TritonhookError
+
+CUTLASS = "cutlass"
+DEFAULT_PREFIX = "cutlass_"
+STRIP_ENV_VALUE = ":strip"
+"""How `STRIP` travels in `TRITONHOOK_RENAME` (a colon cannot start a prefix, so it is unambiguous)."""
+
+
+class _Strip:
+    """The `rename=` value that removes `cutlass` from kernel names instead of adding it."""
+
+    def __repr__(self) -> str:
+        return "tritonhook.STRIP"
+
+
+STRIP = _Strip()
+
+Rename = Union[str, _Strip]
+Selector = Union[None, str, re.Pattern, Iterable[str], Callable[[str, dict], bool]]
+
+# Triton's make_ptx finds the name with `.visible .entry ([a-zA-Z_][a-zA-Z0-9_]*)`: new names must match it.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)")
+# A quoted string (kept as is) or an identifier that does not start in the middle of a word or directive.
+_TOKEN = re.compile(r'"[^"\n]*"|(?<![\w$.])[A-Za-z_$%][\w$]*')
+_PARAM = "_param_"
+
+
+# ----- PTX text ---------------------------------------------------------------------------------------------------
+def ptx_entries(ptx: str) -> list[str]:
+    """The `.entry` names of a PTX module, in order."""
+    return _ENTRY.findall(ptx)
+
+
+def rename_ptx(ptx: str, prefix: str = DEFAULT_PREFIX, *, entry: str | None = None) -> str:
+    """Prefix the kernel `entry` (default: every `.entry`) with `prefix`; names that already start with it
+    are left alone, so renaming twice is the same as renaming once."""
+    return _apply(ptx, prefixer(prefix), entry)
+
+
+def strip_ptx(ptx: str, *, entry: str | None = None, substring: str = CUTLASS) -> str:
+    """Remove `substring` (and one `_` after it) from the names of the entries that carry it, so a kernel
+    named `cutlass_attention` can be measured as `attention`."""
+    return _apply(ptx, lambda name: strip_name(name, substring), entry)
+
+
+def strip_name(name: str, substring: str = CUTLASS) -> str:
+    stripped = re.sub(re.escape(substring) + "_?", "", name)
+    if stripped != name:
+        _check_name(stripped, what=f"{name!r} without {substring!r}")
+    return stripped
+
+
+def _apply(ptx: str, new_name: Callable[[str], str], entry: str | None) -> str:
+    entries = ptx_entries(ptx)
+    if entry is not None and entry not in entries:
+        raise TritonhookError(f"PTX has no .entry {entry!r} (entries: {', '.join(entries) or 'none'})")
+    mapping = {name: new_name(name) for name in ([entry] if entry is not None else entries)}
+    return rename_symbols(ptx, {old: new for old, new in mapping.items() if old != new})
+
+
+def rename_symbols(ptx: str, mapping: dict[str, str]) -> str:
+    """Replace each kernel name in `mapping` and its `_param_N` symbols; refuses a new name already in use."""
+    if not mapping:
+        return ptx
+    tokens = {match.group(0) for match in _TOKEN.finditer(ptx)}
+    for old, new in mapping.items():
+        if new in tokens:
+            raise TritonhookError(f"cannot rename kernel {old!r} to {new!r}: the PTX already uses that name")
+
+    def replace(match: re.Match) -> str:
+        token = match.group(0)
+        if token in mapping:
+            return mapping[token]
+        base, sep, index = token.rpartition(_PARAM)
+        if sep and index.isdigit() and base in mapping:
+            return f"{mapping[base]}{_PARAM}{index}"
+        return token
+
+    return _TOKEN.sub(replace, ptx)
+
+
+def prefixer(prefix: str) -> Callable[[str], str]:
+    """name -> prefix + name, except for names that already start with the prefix (never prefix twice)."""
+    _check_name(prefix, what="rename prefix")
+    return lambda name: name if name.startswith(prefix) else prefix + name
+
+
+def _check_name(name: str, *, what: str) -> None:
+    if not _NAME.fullmatch(name):
+        raise TritonhookError(f"{what} {name!r}: not a usable kernel name (letters, digits and '_', not starting "
+                              f"with a digit)")
+
+
+# ----- selecting kernels ----------------------------------------------------------------------------------------
+def make_selector(select: Selector) -> tuple[Callable[[str, dict], bool], str]:
+    """`(predicate(name, metadata) -> bool, key)`; the key names the selection for the cache key.
+
+    `select` is None (every kernel), a regex (string or compiled, searched in the kernel name), a list of exact
+    names, or a callable `(name, metadata) -> bool` (keyed by its qualified name and bytecode: change the
+    function and the cached builds are not reused).
+    """
+    if select is None:
+        return (lambda name, metadata: True), "all"
+    if isinstance(select, (str, re.Pattern)):
+        pattern = _compile(select)
+        return (lambda name, metadata: pattern.search(name) is not None), f"re:{pattern.pattern}"
+    if callable(select):
+        return select, f"fn:{_callable_key(select)}"
+    try:
+        names = frozenset(select)
+    except TypeError:
+        raise TritonhookError(f"select={select!r}: give a regex, a list of kernel names or a callable "
+                              f"(name, metadata) -> bool") from None
+    if not all(isinstance(n, str) for n in names):
+        raise TritonhookError(f"select={sorted(names, key=repr)!r}: kernel names must be strings")
+    return (lambda name, metadata: name in names), "names:" + ",".join(sorted(names))
+
+
+def _compile(pattern: str | re.Pattern) -> re.Pattern:
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise TritonhookError(f"select {pattern!r}: not a valid regular expression ({exc})") from None
+
+
+def _callable_key(fn: Callable) -> str:
+    code = getattr(fn, "__code__", None)
+    digest = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:16] if code else "-"
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}:{digest}"
+
+
+# ----- the compile-pipeline transform ---------------------------------------------------------------------------
+def rename_description(rename: Rename) -> str:
+    """`strip` or `prefix=<p>`: used in cache keys and reports."""
+    return "strip" if isinstance(rename, _Strip) else f"prefix={rename}"
+
+
+def make_ptx_transform(rename: Rename, select: Selector = None) -> tuple[PtxTransform, str]:
+    """`(transform, cache_key)` for `HookInstallation`: the transform renames the selected kernel in the "ptx"
+    stage output and sets `metadata["name"]` (what the launcher looks up) and the original name."""
+    if isinstance(rename, _Strip):
+        new_name = strip_name
+    elif isinstance(rename, str):
+        new_name = prefixer(rename)
+    else:
+        raise TritonhookError(f"rename={rename!r}: give a prefix such as 'cutlass_' or tritonhook.STRIP")
+    selected, select_key = make_selector(select)
+
+    def rename_stage(ptx: str, metadata: dict) -> str:
+        original = metadata.get("name") or ptx_entries(ptx)[0]
+        if not selected(original, metadata):
+            return ptx
+        target = new_name(original)
+        if target == original:
+            return ptx
+        metadata["name"] = target
+        metadata[ORIGINAL_NAME_KEY] = original
+        return rename_symbols(ptx, {original: target})
+
+    return rename_stage, f"rename:{rename_description(rename)};select:{select_key}"
+
+
+RENAME_ENV = "TRITONHOOK_RENAME"
+SELECT_ENV = "TRITONHOOK_SELECT"
+
+
+def rename_env(rename: Rename | None, select: Selector = None) -> dict[str, str]:
+    """The environment that makes a child process rename as this one does (`ptx_capture.enable_from_env`).
+    A callable selector cannot travel: children then rename nothing rather than rename everything."""
+    if rename is None or callable(select):
+        return {RENAME_ENV: "", SELECT_ENV: ""}
+    if select is None or isinstance(select, (str, re.Pattern)):
+        pattern = "" if select is None else _compile(select).pattern
+    else:
+        pattern = "^(?:" + "|".join(re.escape(name) for name in sorted(select)) + ")$"
+    return {RENAME_ENV: STRIP_ENV_VALUE if isinstance(rename, _Strip) else rename, SELECT_ENV: pattern}
+
+
+def rename_from_env(environ) -> tuple[Rename | None, str | None]:
+    """`(rename, select)` decoded from `TRITONHOOK_RENAME` / `TRITONHOOK_SELECT`; unset or empty: no rename."""
+    value = environ.get(RENAME_ENV) or None
+    return (STRIP if value == STRIP_ENV_VALUE else value), (environ.get(SELECT_ENV) or None)
