@@ -43,6 +43,8 @@ def _command_after_dashes(command: list[str], name: str) -> list[str]:
 def _add_run(sub) -> None:
     parser = sub.add_parser("run", help="run a command with capture enabled in every Python process it starts")
     _store_arg(parser)
+    _rename_args(parser, default_prefix=None)
+    parser.add_argument("--select", help="rename only kernels whose name matches this regex")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     parser.set_defaults(handler=_run)
 
@@ -54,7 +56,7 @@ def _run(args) -> int:
     store = _open_store(args, create=True)  # fails here, before the script starts, if unwritable
     before = len(store.captures())
     try:
-        completed = subprocess.run(command, env=child_env(store.path))
+        completed = subprocess.run(command, env={**child_env(store.path), **_rename_env(args)})
     except FileNotFoundError:
         raise TritonhookError(f"{command[0]}: command not found") from None
     after = len(store.captures())
@@ -80,11 +82,11 @@ def _ls(args) -> int:
     if not captures:
         print("no captures")
         return 0
-    rows = [(c.id, time.strftime("%H:%M:%S", time.localtime(c.created)), c.event, c.frontend, c.kernel,
+    rows = [(c.id, time.strftime("%H:%M:%S", time.localtime(c.created)), c.event, c.frontend,
              c.entry if not c.renamed else f"{c.entry} (was {c.original_entry})", c.arch, c.triton_version,
              c.ptxas_version or "-", _size(c, "ptx"), _size(c, "cubin"), f"{sum(c.times.values()):.2f}")
             for c in captures]
-    report.print_table(("id", "time", "event", "frontend", "kernel", "entry", "arch", "triton", "ptxas", "ptx",
+    report.print_table(("id", "time", "event", "frontend", "kernel (PTX entry)", "arch", "triton", "ptxas", "ptx",
                         "cubin", "compile s"), rows, right_align=("id", "ptx", "cubin", "compile s"))
     return 0
 
@@ -165,8 +167,265 @@ def _export(args) -> int:
     return 0
 
 
+# ----- rename ----------------------------------------------------------------------------------------------------
+def _rename_args(parser: argparse.ArgumentParser, *, default_prefix: str | None) -> None:
+    how = parser.add_mutually_exclusive_group()
+    default = f" (default {default_prefix})" if default_prefix else ""
+    how.add_argument("--prefix", "--rename", dest="prefix", default=default_prefix, metavar="PREFIX",
+                     help=f"prefix kernel names with PREFIX{default}")
+    how.add_argument("--strip", action="store_true", help="remove 'cutlass' from kernel names instead")
+
+
+def _rename_value(args):
+    from .rename import STRIP, prefixer
+
+    if args.strip:
+        return STRIP
+    if args.prefix is not None:
+        prefixer(args.prefix)  # a bad prefix fails here, not inside the child's compile
+    return args.prefix
+
+
+def _rename_env(args) -> dict[str, str]:
+    from .rename import compile_select, rename_env
+
+    rename = _rename_value(args)
+    if args.select is not None:
+        if rename is None:
+            raise TritonhookError("--select narrows a rename: give --rename PREFIX or --strip with it")
+        compile_select(args.select)
+    return rename_env(rename, args.select)
+
+
+def _add_rename(sub) -> None:
+    parser = sub.add_parser("rename", help="rename the kernels of a PTX file (e.g. to take ptxas's cutlass path)")
+    parser.add_argument("ptx", type=Path, help="input .ptx file")
+    _rename_args(parser, default_prefix="cutlass_")
+    parser.add_argument("--entry", help="rename only this .entry (default: every entry)")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="output .ptx file")
+    parser.add_argument("--json", action="store_true", help="print the renamed entries as JSON")
+    parser.set_defaults(handler=_rename)
+
+
+def _rename(args) -> int:
+    from .rename import STRIP, ptx_entries, rename_ptx, strip_ptx
+
+    try:
+        text = args.ptx.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TritonhookError(f"{args.ptx}: cannot read the PTX ({getattr(exc, 'strerror', None) or exc})") from None
+    if not ptx_entries(text):
+        raise TritonhookError(f"{args.ptx}: no .entry in this file (is it PTX?)")
+    rename = _rename_value(args)
+    renamed = strip_ptx(text, entry=args.entry) if rename is STRIP else rename_ptx(text, rename, entry=args.entry)
+    try:
+        args.output.write_text(renamed, encoding="utf-8")
+    except OSError as exc:
+        raise TritonhookError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
+    pairs = [{"before": a, "after": b} for a, b in zip(ptx_entries(text), ptx_entries(renamed))]
+    if args.json:
+        report.print_json({"input": str(args.ptx), "output": str(args.output), "entries": pairs})
+    else:
+        changed = [f"{p['before']} -> {p['after']}" for p in pairs if p["before"] != p["after"]]
+        print(f"{args.output}: {', '.join(changed) if changed else 'no entry needed renaming'}")
+    return 0
+
+
+# ----- ab --------------------------------------------------------------------------------------------------------
+def _add_ab(sub) -> None:
+    parser = sub.add_parser("ab", help="A/B-time kernel name variants: run a benchmark script per variant, "
+                                       "interleaved, in fresh processes")
+    _store_arg(parser)
+    parser.add_argument("--variants", default="plain,cutlass_",
+                        help="comma-separated: plain, strip, or a prefix (default plain,cutlass_; plain,plain: A/A)")
+    parser.add_argument("--select", help="rename only kernels whose name matches this regex")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds, at least 5 (default 7)")
+    parser.add_argument("--check", choices=("allclose", "bitwise", "none"), default="allclose",
+                        help="how the variants' recorded outputs must agree (default allclose)")
+    parser.add_argument("--min-effect", type=float, default=None, metavar="FRACTION",
+                        help="smallest time change called faster/slower (default 0.005)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python bench.py ARGS...")
+    parser.set_defaults(handler=_ab)
+
+
+def _ab(args) -> int:
+    from . import ab
+    from .rename import compile_select
+
+    command = _command_after_dashes(args.command, "ab")
+    variants = ab.parse_variants(args.variants)
+    if args.select is not None:
+        compile_select(args.select)
+    store = _open_store(args, create=True)
+    result = ab.run_interleaved(command, variants, rounds=args.rounds, store=store, select=args.select,
+                                check=None if args.check == "none" else args.check,
+                                min_effect=ab.DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect,
+                                progress=not args.json)
+    if args.json:
+        report.print_json(result.to_json())
+    else:
+        ab.print_report(result)
+    return 1 if any(b.correctness == "MISMATCH" for b in result.benchmarks) else 0
+
+
+# ----- diff / ptxas ----------------------------------------------------------------------------------------------
+def _add_diff(sub) -> None:
+    parser = sub.add_parser("diff", help="compare two cubins, PTX files (assembled here) or captures")
+    _store_arg(parser)
+    parser.add_argument("a", help="cubin, fatbin or PTX file, or a capture id")
+    parser.add_argument("b", help="cubin, fatbin or PTX file, or a capture id")
+    parser.add_argument("--sass", action="store_true", help="also diff opcode histograms and normalized SASS "
+                        "(runs nvdisasm)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("--ptxas", help="ptxas for PTX inputs (default: the one Triton uses for the target)")
+    parser.add_argument("--gpu-name", help="target for PTX inputs (default: the PTX .target)")
+    parser.add_argument("--nvdisasm", help="nvdisasm for --sass (default: the one Triton bundles)")
+    parser.add_argument("--prefix", default="cutlass_", help="rename prefix ignored when pairing kernels")
+    parser.set_defaults(handler=_diff)
+
+
+def _diff(args) -> int:
+    from . import diff
+
+    a, b = (diff.load_input(spec, ptxas=args.ptxas, gpu_name=args.gpu_name, store=args.store)
+            for spec in (args.a, args.b))
+    sass_a, sass_b = diff.disassemble_both(a, b, nvdisasm=args.nvdisasm) if args.sass else (None, None)
+    result = diff.diff_cubins(a.cubin, b.cubin, prefix=args.prefix, sass_a=sass_a, sass_b=sass_b)
+    if args.json:
+        report.print_json({**result.to_json(), "origin_a": a.origin, "origin_b": b.origin})
+    else:
+        diff.render(result)
+    return 0
+
+
+def _add_ptxas_matrix(sub) -> None:
+    parser = sub.add_parser("ptxas-matrix", help="assemble a PTX file plain and renamed with several ptxas")
+    parser.add_argument("ptx", type=Path)
+    parser.add_argument("--ptxas", action="append", help="a ptxas binary (repeat; default: every one found)")
+    parser.add_argument("--rename", default="cutlass_", help="prefix for the renamed build (default cutlass_)")
+    parser.add_argument("--gpu-name", help="target (default: the PTX .target)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(handler=_ptxas_matrix)
+
+
+def _ptxas_matrix(args) -> int:
+    from .cubin import read_input
+    from .ptxas import find_ptxas, ptxas_matrix
+
+    ptx = read_input(args.ptx).decode("utf-8", errors="replace")
+    paths = args.ptxas or [binary.path for binary in find_ptxas()]
+    rows = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx))
+    if args.json:
+        report.print_json(rows)
+        return 0
+    report.print_table(("ptxas", "build", "kernel", "cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time"),
+                       [(r.version, r.variant, r.kernel, f"{r.cubin_size:,}", f"{r.text_size:,}",
+                         f"{r.capmerc_size:,}", r.registers, f"{r.spill_stores}/{r.spill_loads}",
+                         f"{r.seconds * 1000:.0f} ms") for r in rows],
+                       right_align=("cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time"))
+    return 0
+
+
+def _add_ptxas(sub) -> None:
+    parser = sub.add_parser("ptxas", help="ptxas binaries on this machine")
+    actions = parser.add_subparsers(dest="ptxas_action", metavar="ACTION")
+    actions.required = True
+    listing = actions.add_parser("list", help="list the ptxas binaries found, with their versions")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.set_defaults(handler=_ptxas_list)
+
+
+def _ptxas_list(args) -> int:
+    from .ptxas import PTXAS_ENV, find_ptxas
+
+    found = find_ptxas()
+    if args.json:
+        report.print_json(found)
+    elif not found:
+        print(f"no ptxas found; install one (pip install nvidia-cuda-nvcc-cu12==12.8.93) or list paths in "
+              f"${PTXAS_ENV}")
+    else:
+        report.print_table(("version", "origin", "path"), [(b.version, b.origin, b.path) for b in found])
+    return 0
+
+
+# ----- memwatch --------------------------------------------------------------------------------------------------
+def _add_memwatch(sub) -> None:
+    parser = sub.add_parser("memwatch", help="run a Python command and show where its device memory went")
+    parser.add_argument("--interval-ms", type=float, default=2.0, help="NVML sampling interval (default 2)")
+    parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    parser.add_argument("--plot", type=Path, help="write the memory timeline to this image (needs matplotlib)")
+    parser.add_argument("--compare", nargs="+", metavar="NAME=CMD",
+                        help='run each command in a fresh process and compare, e.g. tma="python x.py --kernel tma"')
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python script.py ARGS...")
+    parser.set_defaults(handler=_memwatch)
+
+
+def _memwatch(args) -> int:
+    from . import memwatch
+
+    if args.compare:
+        if args.command or args.plot:
+            raise TritonhookError("tritonhook memwatch: --compare takes NAME=CMD pairs only (no -- command, "
+                                  "no --plot)")
+        results = {name: memwatch.run_command(command, args.interval_ms)[1]
+                   for name, command in memwatch.parse_compare(args.compare).items()}
+        if args.json:
+            report.print_json({name: result.to_json() for name, result in results.items()})
+        else:
+            memwatch.print_comparison(results)
+        return 0
+    code, result = memwatch.run_command(_command_after_dashes(args.command, "memwatch"), args.interval_ms)
+    if args.plot:
+        result.plot(args.plot)
+    if args.json:
+        report.print_json(result.to_json())
+    else:
+        result.report()
+    return code
+
+
+# ----- preflight -------------------------------------------------------------------------------------------------
+def _add_preflight(sub) -> None:
+    from .preflight import GPUS
+
+    parser = sub.add_parser("preflight", help="predict the driver stack reservation of cubins (no GPU needed)")
+    _store_arg(parser)
+    parser.add_argument("target", nargs="?", help="a .cubin file or a capture id; omitted: every capture in --store")
+    parser.add_argument("--gpu", help=f"predict for this GPU ({', '.join(g.name for g in GPUS.values())}); "
+                                      f"default: the listed GPUs that can load the cubin")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(handler=_preflight)
+
+
+def _preflight(args) -> int:
+    from . import preflight
+    from .cubin import Cubin
+
+    if args.target and not args.target.isdigit():
+        cubins = [Cubin.from_path(args.target)]
+    else:
+        store = _open_store(args)
+        captures = [store.get(args.target)] if args.target else [c for c in store.captures() if "cubin" in c.artifacts]
+        cubins = [Cubin.from_bytes(store.read(c, "cubin"), label=f"capture {c.id}") for c in captures]
+    gpus = [preflight.find_gpu(args.gpu)] if args.gpu else None
+    predictions = [p for cubin in cubins for p in preflight.predict_cubin(cubin, gpus)]
+    if args.json:
+        report.print_json([p.to_json() for p in predictions])
+        return 0
+    report.print_table(("kernel", "arch", "GPU", "driver calls", "ptxas stack", "predicted limit", "reserve"),
+                       [preflight.table_row(p) for p in predictions],
+                       title="preflight: predicted stack reservation (a prediction; see the basis below)",
+                       right_align=("ptxas stack", "predicted limit", "reserve"))
+    for basis in dict.fromkeys(p.basis for p in predictions):
+        print(f"basis: {basis}")
+    return 0
+
+
 # ----- main ------------------------------------------------------------------------------------------------------
-_COMMANDS = [_add_run, _add_ls, _add_show, _add_export]
+_COMMANDS = [_add_run, _add_ls, _add_show, _add_export, _add_rename, _add_ab, _add_diff, _add_ptxas_matrix, _add_ptxas,
+             _add_memwatch, _add_preflight]
 
 
 def build_parser() -> argparse.ArgumentParser:
