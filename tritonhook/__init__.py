@@ -16,5 +16,15 @@ from .store import Capture, Store
 
 __version__ = "0.1.0"
 
-__all__ = ["STRIP", "Capture", "Session", "Store", "TritonhookError", "ab", "active_session", "disable", "enable", "session",
-           "__version__"]
+__all__ = ["STRIP", "Capture", "Session", "Store", "TritonhookError", "ab", "active_session", "disable", "enable",
+           "memwatch", "session", "__version__"]
+
+
+def __getattr__(name: str):
+    """`tritonhook.memwatch` (a callable module) is imported on first use: `import tritonhook` stays cheap and works
+    without NVML or cuda-bindings."""
+    if name == "memwatch":
+        import importlib
+
+        return importlib.import_module(".memwatch", __name__)
+    raise AttributeError(f"module 'tritonhook' has no attribute {name!r}")

@@ -302,7 +302,8 @@ def _diff(args) -> int:
 def _add_ptxas_matrix(sub) -> None:
     parser = sub.add_parser("ptxas-matrix", help="assemble a PTX file plain and renamed with several ptxas")
     parser.add_argument("ptx", type=Path)
-    parser.add_argument("--ptxas", action="append", help="a ptxas binary (repeat; default: every one found)")
+    parser.add_argument("--ptxas", action="append", help="a ptxas binary (repeat; default: one of each version "
+                        "`tritonhook ptxas list` finds)")
     parser.add_argument("--rename", default="cutlass_", help="prefix for the renamed build (default cutlass_)")
     parser.add_argument("--gpu-name", help="target (default: the PTX .target)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -310,14 +311,16 @@ def _add_ptxas_matrix(sub) -> None:
 
 
 def _ptxas_matrix(args) -> int:
+    import dataclasses
+
     from .cubin import read_input
-    from .ptxas import find_ptxas, ptxas_matrix
+    from .ptxas import find_ptxas, one_per_version, ptxas_matrix
 
     ptx = read_input(args.ptx).decode("utf-8", errors="replace")
-    paths = args.ptxas or [binary.path for binary in find_ptxas()]
+    paths = args.ptxas or [binary.path for binary in one_per_version(find_ptxas())]
     rows = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx))
     if args.json:
-        report.print_json(rows)
+        report.print_json([dataclasses.asdict(row) for row in rows])
         return 0
     report.print_table(("ptxas", "build", "kernel", "cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time"),
                        [(r.version, r.variant, r.kernel, f"{r.cubin_size:,}", f"{r.text_size:,}",
@@ -334,20 +337,102 @@ def _add_ptxas(sub) -> None:
     listing = actions.add_parser("list", help="list the ptxas binaries found, with their versions")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.set_defaults(handler=_ptxas_list)
+    _add_ptxas_wrapper_actions(actions)
 
 
 def _ptxas_list(args) -> int:
+    import dataclasses
+
     from .ptxas import PTXAS_ENV, find_ptxas
 
     found = find_ptxas()
     if args.json:
-        report.print_json(found)
+        report.print_json([dataclasses.asdict(binary) for binary in found])
     elif not found:
         print(f"no ptxas found; install one (pip install nvidia-cuda-nvcc-cu12==12.8.93) or list paths in "
               f"${PTXAS_ENV}")
     else:
         report.print_table(("version", "origin", "path"), [(b.version, b.origin, b.path) for b in found])
     return 0
+
+
+# ----- ptxas install / uninstall / status, capture -------------------------------------------------------------
+_WRAPPER_ACTIONS = {"install": "put a recording wrapper in place of ptxas (a second install is a no-op)",
+                    "uninstall": "put the real ptxas back (also after an interrupted install or uninstall)",
+                    "status": "say whether each ptxas is wrapped, plain, or left half way"}
+
+
+def _add_ptxas_wrapper_actions(actions) -> None:
+    for name, help_text in _WRAPPER_ACTIONS.items():
+        parser = actions.add_parser(name, help=help_text)
+        parser.add_argument("--ptxas", action="append", metavar="PATH",
+                            help="a ptxas binary (repeat; default: Triton's bundled ones, $CUDA_HOME, "
+                                 "/usr/local/cuda*, PATH)")
+        if name == "install":
+            _store_arg(parser)
+        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        parser.set_defaults(handler=_ptxas_wrapper)
+
+
+def _ptxas_wrapper(args) -> int:
+    from . import ptxas_wrapper as wrapper
+
+    install = args.ptxas_action == "install"
+    targets = args.ptxas or (wrapper.default_targets() if install else wrapper.status_targets())
+    if not targets:
+        raise TritonhookError("no ptxas found (Triton, $CUDA_HOME, /usr/local/cuda*, PATH); pass --ptxas PATH")
+    if install:
+        results = [wrapper.install(path, store=args.store) for path in targets]
+    elif args.ptxas_action == "uninstall":
+        results = [wrapper.uninstall(path) for path in targets]
+    else:
+        results = [wrapper.status(path) for path in targets]
+    if args.json:
+        report.print_json(results)
+    else:
+        report.print_table(("ptxas", "state", "detail"), [(r.path, r.state, r.detail) for r in results])
+    return 0
+
+
+def _add_capture(sub) -> None:
+    parser = sub.add_parser("capture", help="run a command with capture for every frontend reachable without "
+                                            "installing anything: Triton, its ptxas calls, CuTe DSL")
+    _store_arg(parser)
+    parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    parser.set_defaults(handler=_capture)
+
+
+def _capture(args) -> int:
+    import collections
+    import tempfile
+
+    from .cute_capture import collect_dump_dir, keep_env
+    from .ptx_capture import child_env
+    from .ptxas_wrapper import capture_env
+
+    command = _command_after_dashes(args.command, "capture")
+    store = _open_store(args, create=True)
+    known = {c.id for c in store.captures()}
+    with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work:
+        dump = os.environ.get("CUTE_DSL_DUMP_DIR") or os.path.join(work, "cute-dump")
+        env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump)}
+        start = time.time()
+        try:
+            completed = subprocess.run(command, env=env)
+        except FileNotFoundError:
+            raise TritonhookError(f"{command[0]}: command not found") from None
+        collect_dump_dir(dump, store, since=start)
+    new = [c for c in store.captures() if c.id not in known]
+    counts = dict(collections.Counter(c.frontend for c in new))
+    if args.json:
+        report.print_json({"store": str(store.path), "exit_code": completed.returncode,
+                           "captures": [c.id for c in new], "by_frontend": counts})
+    else:
+        split = ", ".join(f"{frontend} {n}" for frontend, n in sorted(counts.items()))
+        print(f"tritonhook: {len(new)} capture(s) written to {store.path}{f' ({split})' if split else ''}",
+              file=sys.stderr)
+    return completed.returncode
 
 
 # ----- memwatch --------------------------------------------------------------------------------------------------
@@ -377,12 +462,12 @@ def _memwatch(args) -> int:
             memwatch.print_comparison(results)
         return 0
     code, result = memwatch.run_command(_command_after_dashes(args.command, "memwatch"), args.interval_ms)
-    if args.plot:
-        result.plot(args.plot)
     if args.json:
         report.print_json(result.to_json())
     else:
         result.report()
+    if args.plot:
+        print(f"plot written to {result.plot(args.plot)}", file=sys.stderr)
     return code
 
 
@@ -403,13 +488,13 @@ def _preflight(args) -> int:
     from . import preflight
     from .cubin import Cubin
 
+    gpus = [preflight.find_gpu(args.gpu)] if args.gpu else None
     if args.target and not args.target.isdigit():
         cubins = [Cubin.from_path(args.target)]
     else:
         store = _open_store(args)
         captures = [store.get(args.target)] if args.target else [c for c in store.captures() if "cubin" in c.artifacts]
         cubins = [Cubin.from_bytes(store.read(c, "cubin"), label=f"capture {c.id}") for c in captures]
-    gpus = [preflight.find_gpu(args.gpu)] if args.gpu else None
     predictions = [p for cubin in cubins for p in preflight.predict_cubin(cubin, gpus)]
     if args.json:
         report.print_json([p.to_json() for p in predictions])
@@ -424,7 +509,7 @@ def _preflight(args) -> int:
 
 
 # ----- main ------------------------------------------------------------------------------------------------------
-_COMMANDS = [_add_run, _add_ls, _add_show, _add_export, _add_rename, _add_ab, _add_diff, _add_ptxas_matrix, _add_ptxas,
+_COMMANDS = [_add_run, _add_capture, _add_ls, _add_show, _add_export, _add_rename, _add_ab, _add_diff, _add_ptxas_matrix, _add_ptxas,
              _add_memwatch, _add_preflight]
 
 

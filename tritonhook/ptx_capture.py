@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import _triton, rename as _rename
+from . import _triton, preflight, rename as _rename
 from .errors import TritonhookError
 from .store import STORE_ENV, NewCapture, Store
 
@@ -83,7 +83,7 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     _triton.check_supported()
     opened = store if isinstance(store, Store) else Store(store)
     hooks = _triton.HookInstallation(ptx_transform=ptx_transform, cache_key=cache_key)
-    session = Session(store=opened, hooks=hooks)
+    session = Session(store=opened, hooks=hooks, listeners=[preflight.capture_checker()])
     hooks.on_compile = session.record
     hooks.install()
     if subprocesses:

@@ -128,7 +128,7 @@ def make_selector(select: Selector) -> tuple[Callable[[str, dict], bool], str]:
     if select is None:
         return (lambda name, metadata: True), "all"
     if isinstance(select, (str, re.Pattern)):
-        pattern = _compile(select)
+        pattern = compile_select(select)
         return (lambda name, metadata: pattern.search(name) is not None), f"re:{pattern.pattern}"
     if callable(select):
         return select, f"fn:{_callable_key(select)}"
@@ -142,7 +142,7 @@ def make_selector(select: Selector) -> tuple[Callable[[str, dict], bool], str]:
     return (lambda name, metadata: name in names), "names:" + ",".join(sorted(names))
 
 
-def _compile(pattern: str | re.Pattern) -> re.Pattern:
+def compile_select(pattern: str | re.Pattern) -> re.Pattern:
     if isinstance(pattern, re.Pattern):
         return pattern
     try:
@@ -198,7 +198,7 @@ def rename_env(rename: Rename | None, select: Selector = None) -> dict[str, str]
     if rename is None or callable(select):
         return {RENAME_ENV: "", SELECT_ENV: ""}
     if select is None or isinstance(select, (str, re.Pattern)):
-        pattern = "" if select is None else _compile(select).pattern
+        pattern = "" if select is None else compile_select(select).pattern
     else:
         pattern = "^(?:" + "|".join(re.escape(name) for name in sorted(select)) + ")$"
     return {RENAME_ENV: STRIP_ENV_VALUE if isinstance(rename, _Strip) else rename, SELECT_ENV: pattern}

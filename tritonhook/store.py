@@ -27,7 +27,7 @@ from typing import Iterable, Iterator
 
 from .errors import TritonhookError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: ab_results / ab_captures (A/B timings); a schema-1 store is upgraded in place
 DEFAULT_STORE = "tritonhook-store"
 STORE_ENV = "TRITONHOOK_STORE"
 _BUSY_TIMEOUT_MS = 60_000
@@ -62,6 +62,18 @@ CREATE TABLE IF NOT EXISTS artifacts (
     sha256 TEXT NOT NULL,
     size INTEGER NOT NULL,
     PRIMARY KEY (capture_id, stage)
+);
+CREATE TABLE IF NOT EXISTS ab_results (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created REAL NOT NULL,
+    names TEXT NOT NULL,            -- the benchmark names, comma-separated
+    result TEXT NOT NULL            -- JSON: variants, timings, verdicts, correctness, cubin summaries
+);
+CREATE TABLE IF NOT EXISTS ab_captures (
+    ab_id INTEGER NOT NULL REFERENCES ab_results(id),
+    capture_id INTEGER NOT NULL REFERENCES captures(id),
+    variant TEXT NOT NULL,          -- the A/B variant label whose processes wrote the capture
+    PRIMARY KEY (ab_id, capture_id)
 );
 """
 
@@ -190,6 +202,8 @@ class Store:
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
                 conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) < SCHEMA_VERSION:  # the CREATE ... IF NOT EXISTS above added what was missing
+                conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
                 raise TritonhookError(
                     f"{self.path}: store written by a newer tritonhook (schema {row[0]}, this one reads up to "
@@ -275,6 +289,35 @@ class Store:
                 conn.execute("ROLLBACK")
                 raise
         return capture_id
+
+    def add_ab_result(self, result: dict, captures: dict[str, Iterable[int]]) -> int:
+        """Save one A/B result (JSON-able) and link it to the captures each variant wrote; returns its id."""
+        names = ",".join(b["name"] for b in result.get("benchmarks", []))
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                ab_id = conn.execute("INSERT INTO ab_results (created, names, result) VALUES (?, ?, ?)",
+                                     (time.time(), names, _dumps(result))).lastrowid
+                conn.executemany("INSERT OR IGNORE INTO ab_captures VALUES (?, ?, ?)",
+                                 [(ab_id, cid, label) for label, ids in captures.items() for cid in ids])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return ab_id
+
+    def ab_results(self) -> list[dict]:
+        """Saved A/B results in id order, each with its `id`, `created` and linked `captures` {variant: ids}."""
+        with self._lock:
+            conn = self._connection()
+            rows = conn.execute("SELECT id, created, result FROM ab_results ORDER BY id").fetchall()
+            links = conn.execute("SELECT ab_id, variant, capture_id FROM ab_captures ORDER BY capture_id").fetchall()
+        captures: dict[int, dict[str, list[int]]] = {}
+        for ab_id, variant, capture_id in links:
+            captures.setdefault(ab_id, {}).setdefault(variant, []).append(capture_id)
+        return [{**json.loads(result), "id": ab_id, "created": created, "captures": captures.get(ab_id, {})}
+                for ab_id, created, result in rows]
 
     # ----- reading -------------------------------------------------------------------------------------------
     def captures(self, *, kernel: str | None = None, arch: str | None = None, event: str | None = None,

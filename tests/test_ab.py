@@ -1,0 +1,171 @@
+"""A/B statistics (pure), the store's A/B table, and the interleaving runner with real compiles in real
+child processes (no GPU here: the children report their compile wall time instead of a kernel time)."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tritonhook import ab
+from tritonhook.errors import TritonhookError
+from tritonhook.store import SCHEMA_VERSION, Store
+
+samples = st.lists(st.floats(min_value=0.01, max_value=100.0, allow_nan=False), min_size=2, max_size=40)
+
+
+# ----- statistics -------------------------------------------------------------------------------------------------
+@given(values=samples)
+def test_quantiles_agree_with_the_standard_library(values):
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    assert ab.quantile(values, 0.25) == pytest.approx(q1)
+    assert ab.median(values) == pytest.approx(statistics.median(values)) == pytest.approx(q2)
+    assert ab.quantile(values, 0.75) == pytest.approx(q3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=samples)
+def test_the_interval_holds_the_ratio_and_an_identical_copy_gives_one(values):
+    ratio, low, high = ab.bootstrap_ratio(values, [v * 1.5 for v in values], resamples=300)
+    assert low <= ratio <= high
+    assert ratio == pytest.approx(1.5)
+    assert ab.bootstrap_ratio(values, list(values), resamples=300) == (1.0, 1.0, 1.0)
+
+
+def noisy(center: float, count: int, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [center * (1 + rng.gauss(0, 0.01)) for _ in range(count)]
+
+
+def test_verdicts_from_known_distributions():
+    base = noisy(1.0, 15, 1)
+    for other, expected in ((noisy(1.0, 15, 2), "no difference"), (noisy(0.9, 15, 3), "faster"),
+                            (noisy(1.1, 15, 4), "slower"), (noisy(1.003, 15, 5), "no difference")):
+        assert ab.verdict(*ab.bootstrap_ratio(base, other)) == expected
+
+
+def test_min_effect_keeps_tiny_but_certain_differences_as_no_difference():
+    assert ab.verdict(0.998, 0.997, 0.999) == "no difference"
+    assert ab.verdict(0.998, 0.997, 0.999, min_effect=0.001) == "faster"
+    assert ab.verdict(1.02, 1.01, 1.03) == "slower"
+
+
+def test_rotation_sets():
+    l2 = 50 * 2**20
+    assert ab.rotation_sets(3 * 2**20, l2) == 64            # 67 sets would span four L2s: capped
+    assert ab.rotation_sets(20 * 2**20, l2) == 10          # four L2s' worth of 20 MiB sets
+    assert ab.rotation_sets(l2 + 1, l2) == 1                 # does not fit: no copies
+    assert ab.rotation_sets(0, l2) == 1
+
+
+def test_parse_variants():
+    parsed = ab.parse_variants("plain,cutlass_,strip,plain")
+    assert [(v.label, v.describe()) for v in parsed] == [
+        ("plain", "no rename"), ("cutlass_", "prefix=cutlass_"), ("strip", "strip"), ("plain#2", "no rename")]
+    with pytest.raises(TritonhookError, match="at least two"):
+        ab.parse_variants("plain")
+    with pytest.raises(TritonhookError, match="rename prefix 'a-b'"):
+        ab.parse_variants("plain,a-b")
+
+
+def test_collect_takes_one_median_per_round_and_keeps_flops_and_digests():
+    records = [{"name": "mm", "variant": v, "round": r, "ms": ms, "flops": 2e9, "output_sha256": f"h{v}"}
+               for r in range(2) for v, ms in (("plain", 1.0 + r), ("plain", 3.0 + r), ("cutlass_", 5.0))]
+    [(name, (per_variant, flops, digests))] = ab.collect(records).items()
+    assert name == "mm" and flops == 2e9
+    assert per_variant == {"plain": [2.0, 3.0], "cutlass_": [5.0, 5.0]}
+    assert digests == {"plain": {"hplain"}, "cutlass_": {"hcutlass_"}}
+
+
+def test_analyze_reports_tflops_ratio_and_missing_variants():
+    variants = ab.parse_variants("plain,cutlass_")
+    result = ab.analyze("mm", {"plain": [2.0] * 5, "cutlass_": [1.0] * 5}, variants, flops=2e12,
+                        correctness="bitwise")
+    base, other = result.variants
+    assert (base.tflops, other.tflops) == (pytest.approx(1000.0), pytest.approx(2000.0))
+    assert (other.ratio, other.verdict, base.verdict) == (0.5, "faster", "baseline")
+    with pytest.raises(TritonhookError, match="no timings for variant"):
+        ab.analyze("mm", {"plain": [1.0]}, variants, flops=None, correctness="not checked")
+
+
+# ----- the store ----------------------------------------------------------------------------------------------------
+def test_a_schema_1_store_is_upgraded_and_keeps_its_captures(store_path):
+    Store(store_path).close()
+    with sqlite3.connect(store_path / "index.sqlite") as conn:  # what a schema-1 store looks like
+        conn.execute("DROP TABLE ab_captures")
+        conn.execute("DROP TABLE ab_results")
+        conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+        conn.execute("INSERT INTO captures (created, pid, event, frontend, kernel, entry, original_entry, arch, "
+                     "triton_version, options, metadata, times) VALUES (0, 1, 'compile', 'triton', 'k', 'k', 'k', "
+                     "'sm_90a', '3.6.0', '{}', '{}', '{}')")
+    store = Store(store_path)
+    assert [c.kernel for c in store.captures()] == ["k"]
+    ab_id = store.add_ab_result({"benchmarks": [{"name": "mm"}]}, {"plain": [1]})
+    [saved] = store.ab_results()
+    assert (saved["id"], saved["benchmarks"], saved["captures"]) == (ab_id, [{"name": "mm"}], {"plain": [1]})
+    with sqlite3.connect(store_path / "index.sqlite") as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+
+
+# ----- the interleaving runner, end to end ---------------------------------------------------------------------------
+BENCH = textwrap.dedent("""
+    import os, time
+    from tritonhook import ab
+    from tritonhook.samples import compile_sample
+    start = time.perf_counter()
+    kernel = compile_sample("add", 90)
+    ab.record("compile_add", (time.perf_counter() - start) * 1e3, flops=1e6)
+    round_, variant = os.environ["TRITONHOOK_AB_ROUND"], os.environ["TRITONHOOK_AB_VARIANT"]
+    with open(os.environ["ORDER_LOG"], "a") as log:
+        log.write(f"{round_} {variant} {kernel.metadata.name}\\n")
+""")
+
+
+def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_captures(tmp_path, store_path,
+                                                                                      monkeypatch):
+    script, order = tmp_path / "bench.py", tmp_path / "order.log"
+    script.write_text(BENCH)
+    monkeypatch.setenv("ORDER_LOG", str(order))
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), "--rounds", "5",
+                           "--json", "--", sys.executable, str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = order.read_text().split("\n")[:-1]
+    assert lines == [f"{r} {v} {n}" for r in range(5)
+                     for v, n in (("plain", "add_kernel"), ("cutlass_", "cutlass_add_kernel"))]
+    result = json.loads(done.stdout)
+    [bench] = result["benchmarks"]
+    assert bench["name"] == "compile_add" and bench["correctness"] == "not checked"
+    assert [(v["label"], v["summary"]["n"]) for v in bench["variants"]] == [("plain", 5), ("cutlass_", 5)]
+    assert bench["variants"][1]["verdict"] in ("faster", "slower", "no difference")
+    store = Store(store_path, create=False)
+    [saved] = store.ab_results()
+    assert saved["id"] == result["ab_id"]
+    by_id = {c.id: c for c in store.captures()}
+    assert {by_id[i].entry for i in saved["captures"]["plain"]} == {"add_kernel"}
+    assert {by_id[i].entry for i in saved["captures"]["cutlass_"]} == {"cutlass_add_kernel"}
+    [plain_kernel], [renamed_kernel] = result["kernels"]["plain"], result["kernels"]["cutlass_"]
+    assert (plain_kernel["entry"], renamed_kernel["original_entry"]) == ("add_kernel", "add_kernel")
+    assert plain_kernel["registers"] > 0 and renamed_kernel["text_size"] > 0
+
+
+def test_ab_cli_one_line_errors(tmp_path, store_path):
+    failing = tmp_path / "fail.py"
+    failing.write_text("raise SystemExit('boom')\n")
+    silent = tmp_path / "silent.py"
+    silent.write_text("pass\n")
+    for args, message in ((["--rounds", "3"], "--rounds 3: use at least 5"),
+                          (["--variants", "plain"], "at least two"),
+                          ([], "exited with status 1 (round 1, variant plain): boom")):
+        done = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), *args,
+                               "--", sys.executable, str(failing)], capture_output=True, text=True)
+        assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), "--",
+                           sys.executable, str(silent)], capture_output=True, text=True)
+    assert "reported no timings (round 1, variant plain)" in done.stderr
