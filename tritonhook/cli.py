@@ -388,7 +388,7 @@ def _ptxas_wrapper(args) -> int:
     else:
         results = [wrapper.status(path) for path in targets]
     if args.json:
-        report.print_json(results)
+        report.print_json([r.to_json() for r in results])
     else:
         report.print_table(("ptxas", "state", "detail"), [(r.path, r.state, r.detail) for r in results])
     return 0

@@ -1,0 +1,345 @@
+"""memwatch: the attribution arithmetic on recorded figures (CPU), the hook and allocator plumbing against real
+Triton (CPU), and the whole thing on a real GPU (`-m gpu`, run on the H200)."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import gpu_available
+from tritonhook import _triton, cli
+from tritonhook.errors import TritonhookError
+from tritonhook.memwatch import (DeviceInfo, KernelStats, MemwatchResult, Sample, Snapshot, attribute, compare_rows,
+                                 stack_growths, wrap_python_command, _ScratchRecorder)
+
+EXAMPLE = Path(__file__).parents[1] / "examples" / "stack_reservation.py"
+MIB = 2**20
+H200 = DeviceInfo(ordinal=0, name="NVIDIA H200", pci_bus_id="00000000:19:00.0", total=150_754_820_096, sms=132,
+                  max_threads_per_sm=2048, driver_version="580")
+# Figures recorded on the H200 (NOTES §1.2): a kernel with a 16 KiB .local array took the stack limit from 1024 to
+# 16384 and NVML used grew by 4,152,360,960 B while torch's reserved bytes did not move.
+H200_USED_BEFORE = 1_069_547_520
+H200_GROWTH = 4_152_360_960
+
+
+def snap(t, event, kernel=None, *, used, stack=1024, context=True, torch_reserved=2 * MIB, scratch_live=0,
+         fifo=1_048_576, heap=8_388_608):
+    return Snapshot(t=t, event=event, kernel=kernel, used=used, reserved=0, context=context,
+                    stack=stack if context else None, printf_fifo=fifo if context else None,
+                    malloc_heap=heap if context else None, torch_reserved=torch_reserved if context else None,
+                    torch_allocated=0 if context else None, scratch_live=scratch_live, scratch_requested=scratch_live)
+
+
+def recorded_h200_run() -> list[Snapshot]:
+    before, after = H200_USED_BEFORE, H200_USED_BEFORE + H200_GROWTH
+    return [snap(0.0, "before", used=before), snap(0.1, "launch_enter", "local_array_kernel", used=before),
+            snap(0.2, "launch_exit", "local_array_kernel", used=after, stack=16384), snap(0.3, "after", used=after,
+                                                                                         stack=16384)]
+
+
+def parts_by_name(snapshots):
+    return {part.name: part for part in attribute(snapshots, H200)}
+
+
+# ----- attribution (pure) ---------------------------------------------------------------------------------------
+def test_recorded_h200_growth_is_all_stack_reservation_of_that_launch():
+    parts = parts_by_name(recorded_h200_run())
+    stack = parts["stack (local memory) reservation"]
+    assert stack.bytes == H200_GROWTH
+    assert parts["residual"].bytes == 0 and parts["torch allocator"].bytes == 0
+    assert "launch of local_array_kernel" in stack.detail and "1024 -> 16384" in stack.detail
+
+
+def test_growth_between_launches_is_not_pinned_on_a_kernel():
+    used = H200_USED_BEFORE
+    snapshots = [snap(0, "before", used=used), snap(1, "launch_enter", "k", used=used),
+                 snap(2, "launch_exit", "k", used=used), snap(3, "after", used=used + H200_GROWTH, stack=16384)]
+    (growth,) = stack_growths(snapshots)
+    assert growth.kernel is None and "outside a Triton launch" in growth.where and "launch_exit k" in growth.where
+
+
+def test_context_created_inside_the_region_is_the_baseline_not_the_stack():
+    """No context at 'before'; the context appears with its default 1024 B stack and 2 MiB of torch blocks."""
+    baseline = 500 * MIB
+    snapshots = [snap(0, "before", used=H200_USED_BEFORE, context=False),
+                 snap(1, "launch_enter", "k", used=H200_USED_BEFORE + baseline + 2 * MIB),
+                 snap(2, "launch_exit", "k", used=H200_USED_BEFORE + baseline + 2 * MIB),
+                 snap(3, "after", used=H200_USED_BEFORE + baseline + 2 * MIB + 64 * MIB, torch_reserved=66 * MIB)]
+    parts = parts_by_name(snapshots)
+    assert parts["context baseline"].bytes == baseline
+    assert parts["torch allocator"].bytes == 66 * MIB
+    assert parts["stack (local memory) reservation"].bytes == 0
+    assert parts["residual"].bytes == 0
+
+
+def test_scratch_outside_torch_and_heap_limits_are_their_own_lines():
+    snapshots = [snap(0, "before", used=H200_USED_BEFORE),
+                 snap(1, "after", used=H200_USED_BEFORE + 4 * MIB + 64 * MIB, scratch_live=4 * MIB,
+                      heap=8_388_608 + 64 * MIB)]
+    parts = parts_by_name(snapshots)
+    assert parts["Triton scratch outside torch"].bytes == 4 * MIB
+    assert parts["printf FIFO + malloc heap"].bytes == 64 * MIB
+    assert parts["residual"].bytes == 0
+
+
+def result_of(snapshots) -> MemwatchResult:
+    samples = [Sample(s.t, s.used, 0, None) for s in snapshots]
+    return MemwatchResult(device=H200, interval_ms=2.0, snapshots=snapshots, samples=samples,
+                          kernels={"local_array_kernel": KernelStats(launches=1, loads=1)}, warnings=[])
+
+
+def test_json_round_trip_keeps_the_attribution():
+    result = result_of(recorded_h200_run())
+    again = MemwatchResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert again.attribution() == result.attribution() and again.summary() == result.summary()
+    with pytest.raises(TritonhookError, match="not a memwatch result"):
+        MemwatchResult.from_json({"version": 0})
+
+
+def test_report_and_comparison_show_the_kernel_and_the_stack_line(capsys):
+    result = result_of(recorded_h200_run())
+    result.report()
+    out = capsys.readouterr().out
+    assert "local_array_kernel" in out and "stack (local memory) reservation" in out
+    plain = result_of([snap(0, "before", used=H200_USED_BEFORE), snap(1, "after", used=H200_USED_BEFORE)])
+    rows = {row[0]: row[1:] for row in compare_rows({"plain": plain, "local": result})}
+    assert rows["used after vs plain"][1].startswith("3.9 GiB") and rows["stack limit after"] == ("1,024", "16,384")
+
+
+def test_plot_writes_an_image(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = result_of(recorded_h200_run()).plot(tmp_path / "mem.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ----- running commands -----------------------------------------------------------------------------------------
+def test_wrap_python_command(tmp_path):
+    out = tmp_path / "r.json"
+    assert wrap_python_command(["python3", "-u", "x.py", "--k", "tma"], out, 2) == [
+        "python3", "-u", "-m", "tritonhook.memwatch", "--out", str(out), "--interval-ms", "2", "--", "x.py", "--k",
+        "tma"]
+    with pytest.raises(TritonhookError, match="Python commands only"):
+        wrap_python_command(["ls", "-l"], out, 2)
+    with pytest.raises(TritonhookError, match="give a script"):
+        wrap_python_command(["python", "-X", "dev", "x.py"], out, 2)
+
+
+@pytest.mark.skipif(gpu_available(), reason="checks the message given when there is no GPU")
+def test_cli_memwatch_without_a_gpu_fails_in_one_line(capfd):
+    assert cli.main(["memwatch", "--", sys.executable, "-c", "pass"]) == 2
+    err = capfd.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("tritonhook: error:") and "before memwatch wrote its result" in err[-1]
+    assert any("CUDA" in line for line in err[:-1])
+
+
+# ----- Triton plumbing (real Triton, no GPU) --------------------------------------------------------------------
+def test_runtime_hooks_are_chained_and_removed_leaving_triton_as_found():
+    from triton import knobs
+
+    def someone_elses_hook(*args):  # e.g. Proton's, already in the chain
+        pass
+
+    knobs.runtime.launch_enter_hook.add(someone_elses_hook)
+    try:
+        before = {name: list(getattr(knobs.runtime, name).calls) for name in _triton.RUNTIME_HOOK_CHAINS}
+        ours = {name: (lambda *args: None) for name in _triton.RUNTIME_HOOK_CHAINS}
+        chains = _triton.add_runtime_hooks(ours)
+        for name in _triton.RUNTIME_HOOK_CHAINS:
+            assert getattr(knobs.runtime, name).calls == before[name] + [ours[name]]
+        _triton.remove_runtime_hooks(chains, ours)
+        assert {name: getattr(knobs.runtime, name).calls for name in _triton.RUNTIME_HOOK_CHAINS} == before
+    finally:
+        knobs.runtime.launch_enter_hook.remove(someone_elses_hook)
+
+
+class Buffer:
+    """A non-torch scratch buffer, as a cupy- or ctypes-based allocator would return."""
+
+    def __init__(self, size):
+        self.size = size
+
+    def data_ptr(self):
+        return 0
+
+
+def test_scratch_allocator_is_wrapped_recorded_and_put_back():
+    import triton
+
+    def users_allocator(size, alignment, stream):
+        return Buffer(size)
+
+    def run():
+        triton.set_allocator(users_allocator)
+        recorder = _ScratchRecorder()
+        recorder.install()
+        buffer = _triton.allocator_var().get()(4096, 128, None)  # what Triton's launcher does before a launch
+        assert (recorder.total, recorder.live, recorder.take_pending()) == (4096, 4096, [(4096, False)])
+        del buffer
+        assert recorder.live == 0
+        recorder.uninstall()
+        assert _triton.allocator_var().get() is users_allocator
+
+    contextvars.copy_context().run(run)
+
+
+def test_allocator_set_inside_the_region_is_recorded_and_kept():
+    import triton
+
+    def first(size, alignment, stream):
+        return Buffer(size)
+
+    def second(size, alignment, stream):
+        return Buffer(size)
+
+    def run():
+        triton.set_allocator(first)
+        recorder = _ScratchRecorder()
+        recorder.install()
+        triton.set_allocator(second)  # the user's program, inside the watched region
+        recorder.rewrap_if_replaced()
+        _triton.allocator_var().get()(256, 128, None)
+        assert recorder.total == 256
+        recorder.uninstall()
+        assert _triton.allocator_var().get() is second
+
+    contextvars.copy_context().run(run)
+
+
+def test_unset_allocator_is_unset_again():
+    def run():
+        var = _triton.allocator_var()
+        default = var.get()
+        recorder = _ScratchRecorder()
+        recorder.install()
+        recorder.uninstall()
+        assert var.get() is default
+
+    contextvars.Context().run(run)
+
+
+# ----- on a GPU (the lead runs these on the H200) ---------------------------------------------------------------
+@pytest.fixture
+def gpu_stack():
+    """torch on device 0 with the context's stack limit back at the default 1024, and put back after."""
+    torch = pytest.importorskip("torch")
+    from cuda.bindings import driver
+
+    torch.ones(1, device="cuda")
+
+    def set_stack(value):
+        (error,) = driver.cuCtxSetLimit(driver.CUlimit.CU_LIMIT_STACK_SIZE, value)
+        assert error == driver.CUresult.CUDA_SUCCESS, error
+        torch.cuda.synchronize()
+
+    set_stack(1024)
+    yield torch, set_stack
+    set_stack(1024)
+
+
+def example():
+    return runpy.run_path(str(EXAMPLE), run_name="stack_reservation")
+
+
+@pytest.mark.gpu
+def test_gpu_stack_reservation_is_measured_and_pinned_on_the_launch(gpu_stack):
+    import tritonhook
+
+    torch, set_stack = gpu_stack
+    kernels = example()
+    x = torch.arange(1 << 20, dtype=torch.int32, device="cuda")
+    out = torch.empty_like(x)
+    with tritonhook.memwatch(device=0, interval_ms=2) as watch:
+        kernels["local_array_kernel"][((1 << 20) // 128,)](x, out, BLOCK=128, ASM=kernels["local_array_asm"](16384))
+        torch.cuda.synchronize()
+    result = watch.result
+    result.report()
+    assert (result.before.stack, result.after.stack) == (1024, 16384)
+    growth = result.summary()["growth"]
+    expected = (16384 - 1024) * result.device.sms * result.device.max_threads_per_sm
+    assert abs(growth - expected) <= 32 * MIB, f"NVML used grew {growth:,} B, stack formula says {expected:,}"
+    assert result.after.torch_reserved == result.before.torch_reserved
+    assert [g.kernel for g in stack_growths(result.snapshots)] == ["local_array_kernel"]
+    parts = {p.name: p.bytes for p in result.attribution()}
+    assert abs(parts["residual"]) <= 32 * MIB
+    assert len(result.samples) > 10 and max(s.used for s in result.samples) - result.before.used >= expected - 32 * MIB
+    # the mechanism: setting the limit back gives the memory back (NOTES §1.2)
+    with tritonhook.memwatch(device=0) as release:
+        set_stack(1024)
+    assert abs(release.result.summary()["growth"] + expected) <= 32 * MIB
+
+
+@pytest.mark.gpu
+def test_gpu_measured_limit_falls_in_the_preflight_range(gpu_stack):
+    """A 12,000 B frame (neither a power of two nor a multiple of 1 KiB) tells the driver's rounding apart."""
+    import tritonhook
+    from tritonhook import preflight
+    from tritonhook.cubin import Cubin
+
+    torch, _ = gpu_stack
+    kernels = example()
+    x = torch.arange(1 << 16, dtype=torch.int32, device="cuda")
+    with tritonhook.memwatch(device=0) as watch:
+        compiled = kernels["local_array_kernel"][((1 << 16) // 128,)](x, torch.empty_like(x), BLOCK=128,
+                                                                      ASM=kernels["local_array_asm"](12000))
+        torch.cuda.synchronize()
+    device = watch.result.device
+    gpu = preflight.GpuSpec(device.name, 0, device.sms, device.max_threads_per_sm, "measured")
+    (prediction,) = preflight.predict_cubin(Cubin.from_bytes(compiled.asm["cubin"]), [gpu])
+    measured = watch.result.after.stack
+    print(f"frame {prediction.ptxas_stack} B -> driver stack limit {measured} B")
+    assert prediction.stack_low <= measured <= prediction.stack_high, (prediction.ptxas_stack, measured)
+
+
+@pytest.mark.gpu
+def test_gpu_tma_scratch_is_recorded_per_launch_and_hooks_are_left_as_found(gpu_stack):
+    import triton
+    from triton import knobs
+
+    import tritonhook
+    from tritonhook.samples import tma_copy_kernel
+
+    torch, _ = gpu_stack
+
+    def allocator(size, alignment, stream):
+        return torch.empty(size, dtype=torch.int8, device="cuda")
+
+    triton.set_allocator(allocator)
+    chains_before = {name: list(getattr(knobs.runtime, name).calls) for name in _triton.RUNTIME_HOOK_CHAINS}
+    a = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
+    grid = (1024 // 64, 1024 // 64)
+    with tritonhook.memwatch(device=0) as watch:
+        for _ in range(2):
+            compiled = tma_copy_kernel[grid](a, torch.empty_like(a), 1024, 1024, BLOCK_M=64, BLOCK_N=64)
+        torch.cuda.synchronize()
+    stats = watch.result.kernels["tma_copy_kernel"]
+    per_launch = grid[0] * grid[1] * compiled.metadata.num_ctas * compiled.metadata.global_scratch_size
+    assert per_launch > 0
+    assert (stats.launches, stats.scratch_requests, stats.scratch_bytes_total) == (2, 2, 2 * per_launch)
+    assert stats.scratch_in_torch is True
+    assert watch.result.after.stack == watch.result.before.stack  # sm_90a TMA makes no driver call
+    assert {name: getattr(knobs.runtime, name).calls for name in _triton.RUNTIME_HOOK_CHAINS} == chains_before
+    assert _triton.allocator_var().get() is allocator
+
+
+@pytest.mark.gpu
+def test_gpu_cli_compare_runs_each_command_in_a_fresh_process(tmp_path):
+    pytest.importorskip("torch")
+    command = f"{sys.executable} {EXAMPLE} --no-watch --kernel"
+    paths = [str(EXAMPLE.parents[1]), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    completed = subprocess.run([sys.executable, "-m", "tritonhook", "memwatch", "--json", "--compare",
+                                f"local={command} local", f"plain={command} plain"], capture_output=True, text=True,
+                               timeout=170, env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+    assert completed.returncode == 0, completed.stderr
+    results = {name: MemwatchResult.from_json(data) for name, data in json.loads(completed.stdout).items()}
+    assert results["local"].after.stack == 16384 and results["plain"].after.stack == 1024
+    local_stack = next(p for p in results["local"].attribution() if p.name.startswith("stack"))
+    device = results["local"].device
+    assert local_stack.bytes == (16384 - 1024) * device.sms * device.max_threads_per_sm
+    assert [g.kernel for g in stack_growths(results["local"].snapshots)] == ["local_array_kernel"]

@@ -1,0 +1,227 @@
+"""Static preflight: predict, with no GPU, the stack reservation a cubin will make the driver take.
+
+Why (shared/NOTES.md §1.2): when a kernel needs more per-thread stack than the context's `CU_LIMIT_STACK_SIZE`
+(1024 B in a fresh context), the driver raises the limit at the first launch and reserves
+`(new limit - 1024) x SMs x max threads per SM` for the life of the context; PyTorch never sees it. Triton 3.4-3.6
+TMA loads compiled for sm_120a call a driver routine, `__cuda_syscall_cp_async_bulk_tensor_<N>d_*`, whose frame
+(~14.6 KB per thread, as reported publicly) is not in the cubin: ptxas reports only the caller's few bytes. So the
+prediction adds a known frame for each such call to the stack ptxas reports, and says that it is a prediction.
+
+The driver's rounding of the new limit is not documented. The reproduction on the H200 (a 16 KiB `.local` array
+-> limit 16384) does not tell rounding rules apart, so each prediction is a range: from the need rounded up to
+16 B to the need rounded up to a power of two. The GPU tests check that a measured limit falls in it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import warnings
+from typing import Callable, Iterable
+
+from .errors import TritonhookError
+
+DEFAULT_STACK_LIMIT = 1024
+"""CU_LIMIT_STACK_SIZE of a fresh context (measured on the H200, NOTES §1.2); the reservation counts above it."""
+WARN_BYTES = 256 * 2**20
+"""Capture warns when a kernel's predicted reservation (low end) exceeds this on a GPU it can run on."""
+SYSCALL_FRAMES = {"__cuda_syscall_cp_async_bulk_tensor_": 14_600}
+"""Per-thread frame of driver routines a cubin calls, by name prefix: ~14.6 KB reported for the TMA routine
+(NOTES §1.2). Not measurable from the cubin; the largest uncertainty of the prediction."""
+
+_CC_GUIDE = ("CUDA C++ Programming Guide, 'Technical Specifications per Compute Capability': max resident "
+             "threads per SM {threads} for compute capability {cc}")
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuSpec:
+    """What the reservation formula needs about one GPU model, and where each figure comes from."""
+
+    name: str
+    capability: int
+    sms: int
+    max_threads_per_sm: int
+    source: str
+
+    @property
+    def threads(self) -> int:
+        return self.sms * self.max_threads_per_sm
+
+
+def _spec(name: str, capability: int, sms: int, threads: int, sm_source: str) -> GpuSpec:
+    cc = f"{capability // 10}.{capability % 10}"
+    return GpuSpec(name, capability, sms, threads, f"{sm_source}; {_CC_GUIDE.format(threads=threads, cc=cc)}")
+
+
+GPUS: dict[str, GpuSpec] = {
+    "h100": _spec("H100 SXM5", 90, 132, 2048, "132 SMs: NVIDIA H100 Tensor Core GPU Architecture whitepaper"),
+    "h100pcie": _spec("H100 PCIe", 90, 114, 2048, "114 SMs: NVIDIA H100 Tensor Core GPU Architecture whitepaper"),
+    "h200": _spec("H200", 90, 132, 2048, "132 SMs: cuDeviceGetAttribute(MULTIPROCESSOR_COUNT) on the lent H200 "
+                  "(NOTES §5)"),
+    "b200": _spec("B200", 100, 148, 2048, "148 SMs: NVIDIA Blackwell datacenter specifications (DGX B200)"),
+    "rtx5090": _spec("RTX 5090", 120, 170, 1536, "170 SMs: 21,760 CUDA cores / 128 per SM, NVIDIA GeForce RTX "
+                     "5090 specifications"),
+    "rtxpro6000": _spec("RTX PRO 6000 Blackwell", 120, 188, 1536, "188 SMs: 24,064 CUDA cores / 128 per SM, NVIDIA "
+                        "RTX PRO 6000 Blackwell specifications"),
+    "gb10": _spec("GB10 (DGX Spark)", 121, 48, 1536, "48 SMs: 6,144 CUDA cores / 128 per SM, NVIDIA DGX Spark "
+                  "specifications"),
+}
+
+
+def find_gpu(name: str) -> GpuSpec:
+    """'H200', 'NVIDIA H200', 'rtx-5090', 'RTX PRO 6000' -> the table entry (names compared without case,
+    spaces, dashes and the words NVIDIA / GeForce / Blackwell)."""
+    key = re.sub(r"nvidia|geforce|blackwell|[\s_-]", "", name.lower())
+    if key in GPUS:
+        return GPUS[key]
+    raise TritonhookError(f"--gpu {name!r}: not in the GPU table; choose from "
+                          f"{', '.join(spec.name for spec in GPUS.values())}")
+
+
+def _capability(arch: str) -> tuple[int, str]:
+    match = re.fullmatch(r"sm_(\d+)([af]?)", arch)
+    if not match:
+        raise TritonhookError(f"cubin arch {arch!r}: not an sm_XX[a|f] target")
+    return int(match.group(1)), match.group(2)
+
+
+def runs_on(arch: str, gpu: GpuSpec) -> bool:
+    """Whether a cubin for `arch` loads on `gpu`: 'a' targets need the exact capability, 'f' the same major and a
+    minor at least as high, plain targets the same major (SASS is compatible within a major version)."""
+    capability, variant = _capability(arch)
+    if variant == "a":
+        return gpu.capability == capability
+    return gpu.capability // 10 == capability // 10 and gpu.capability >= capability
+
+
+def gpus_for(arch: str) -> list[GpuSpec]:
+    return [gpu for gpu in GPUS.values() if runs_on(arch, gpu)]
+
+
+# ----- the prediction (pure) ------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """Predicted stack limit and reservation for one kernel on one GPU, as a low..high range."""
+
+    kernel: str
+    arch: str
+    gpu: GpuSpec
+    syscalls: tuple[str, ...]
+    ptxas_stack: int
+    syscall_frame: int
+    stack_low: int
+    stack_high: int
+    runs_on_gpu: bool
+
+    @property
+    def need(self) -> int:
+        return self.ptxas_stack + self.syscall_frame
+
+    @property
+    def reserve_low(self) -> int:
+        return reservation(self.stack_low, self.gpu)
+
+    @property
+    def reserve_high(self) -> int:
+        return reservation(self.stack_high, self.gpu)
+
+    @property
+    def basis(self) -> str:
+        calls = f" + {self.syscall_frame} B for {', '.join(self.syscalls)} (reported frame, not in the cubin)" \
+            if self.syscall_frame else ""
+        return (f"need = {self.ptxas_stack} B ptxas stack{calls}; limit = need rounded up to 16 B .. to a power "
+                f"of two; reserve = (limit - {DEFAULT_STACK_LIMIT}) x {self.gpu.sms} SMs x "
+                f"{self.gpu.max_threads_per_sm} threads/SM")
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "arch": self.arch, "gpu": dataclasses.asdict(self.gpu),
+                "syscalls": list(self.syscalls), "ptxas_stack": self.ptxas_stack,
+                "syscall_frame": self.syscall_frame, "stack_low": self.stack_low, "stack_high": self.stack_high,
+                "reserve_low": self.reserve_low, "reserve_high": self.reserve_high,
+                "runs_on_gpu": self.runs_on_gpu, "basis": self.basis}
+
+
+def syscall_frame(syscalls: Iterable[str]) -> int:
+    """The largest known frame among the driver routines called (calls are not nested in one another)."""
+    frames = [frame for name in syscalls for prefix, frame in SYSCALL_FRAMES.items() if name.startswith(prefix)]
+    return max(frames, default=0)
+
+
+def stack_limit_range(need: int) -> tuple[int, int]:
+    """(low, high) predicted CU_LIMIT_STACK_SIZE after a launch needing `need` B/thread; never below the default."""
+    if need <= DEFAULT_STACK_LIMIT:
+        return DEFAULT_STACK_LIMIT, DEFAULT_STACK_LIMIT
+    return -(-need // 16) * 16, 1 << (need - 1).bit_length()
+
+
+def reservation(limit: int, gpu: GpuSpec) -> int:
+    return max(0, limit - DEFAULT_STACK_LIMIT) * gpu.threads
+
+
+def predict(kernel, arch: str, syscalls: Iterable[str], gpu: GpuSpec) -> Prediction:
+    """`kernel`: a `cubin.Kernel` (name, frame_size, min_stack_size, max_stack_size) of a cubin for `arch`."""
+    syscalls = tuple(syscalls)
+    ptxas_stack = max(kernel.frame_size, kernel.min_stack_size, kernel.max_stack_size)
+    extra = syscall_frame(syscalls)
+    low, high = stack_limit_range(ptxas_stack + extra)
+    return Prediction(kernel=kernel.name, arch=arch, gpu=gpu, syscalls=syscalls, ptxas_stack=ptxas_stack,
+                      syscall_frame=extra, stack_low=low, stack_high=high, runs_on_gpu=runs_on(arch, gpu))
+
+
+def predict_cubin(cubin, gpus: list[GpuSpec] | None = None) -> list[Prediction]:
+    """Every kernel of a parsed `Cubin` on `gpus` (default: the table's GPUs that can load it, else all)."""
+    targets = gpus if gpus is not None else (gpus_for(cubin.arch) or list(GPUS.values()))
+    return [predict(kernel, cubin.arch, cubin.syscalls, gpu) for kernel in cubin.kernels.values() for gpu in targets]
+
+
+def table_row(prediction: Prediction) -> tuple[str, ...]:
+    """One row of `tritonhook preflight`'s table."""
+    from .report import human_bytes
+
+    gpu = prediction.gpu.name + ("" if prediction.runs_on_gpu else f" (cannot load {prediction.arch})")
+    limit = f"{prediction.stack_low:,}" if prediction.stack_low == prediction.stack_high else \
+        f"{prediction.stack_low:,}-{prediction.stack_high:,}"
+    reserve = human_bytes(prediction.reserve_low) if prediction.reserve_low == prediction.reserve_high else \
+        f"{human_bytes(prediction.reserve_low)}-{human_bytes(prediction.reserve_high)}"
+    return (prediction.kernel, prediction.arch, gpu, ", ".join(prediction.syscalls) or "-",
+            f"{prediction.ptxas_stack:,}", limit, reserve)
+
+
+# ----- capture-time check ---------------------------------------------------------------------------------------
+def capture_checker() -> Callable[[int, object], None]:
+    """A `Session.listeners` callback for one capture session: warns once per (entry, arch) when a captured
+    kernel would reserve more than WARN_BYTES on a GPU of the table that can load it."""
+    warned: set[tuple[str, str]] = set()
+
+    def check(capture_id: int, event) -> None:
+        cubin_bytes = event.artifacts.get("cubin")
+        if not cubin_bytes or (event.entry, event.arch) in warned:
+            return
+        worst = worst_prediction(cubin_bytes, f"capture {capture_id}")
+        if worst is not None and worst.reserve_low > WARN_BYTES:
+            warned.add((event.entry, event.arch))
+            warnings.warn(warning_text(worst, capture_id), RuntimeWarning, stacklevel=2)
+
+    return check
+
+
+def worst_prediction(cubin_bytes: bytes, label: str) -> Prediction | None:
+    """The largest predicted reservation of a cubin on the GPUs that can load it; None for an unreadable cubin
+    (a preflight problem must never disturb a compile)."""
+    from .cubin import Cubin
+
+    try:
+        cubin = Cubin.from_bytes(cubin_bytes, label=label)
+        return max(predict_cubin(cubin, gpus_for(cubin.arch)), key=lambda p: p.reserve_low, default=None)
+    except TritonhookError:
+        return None
+
+
+def warning_text(prediction: Prediction, capture_id: int | None = None) -> str:
+    where = f" (capture {capture_id})" if capture_id is not None else ""
+    gib = 2**30
+    calls = f"; it calls {', '.join(prediction.syscalls)}" if prediction.syscalls else ""
+    return (f"tritonhook preflight: kernel {prediction.kernel}{where} for {prediction.arch} would make the driver "
+            f"reserve {prediction.reserve_low / gib:.2f}-{prediction.reserve_high / gib:.2f} GiB of stack on "
+            f"{prediction.gpu.name} for the life of the context (stack limit {prediction.stack_low}-"
+            f"{prediction.stack_high} B/thread{calls}); see `tritonhook preflight`")
