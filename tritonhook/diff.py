@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from . import report
-from .cubin import FATBIN_MAGIC, Cubin, Instruction, disassemble, fatbin_cubins, normalized_sass, opcode_histogram
+from .cubin import (FATBIN_MAGIC, Cubin, Instruction, disassemble, fatbin_cubins, normalized_sass, opcode_histogram,
+                    read_input)
 from .errors import TritonhookError
 
 DEFAULT_PREFIX = "cutlass_"
@@ -51,8 +52,6 @@ def load_input(spec: str, *, ptxas: str | None = None, gpu_name: str | None = No
     """A cubin, fatbin or PTX file, or else a capture id of the store."""
     path = Path(spec)
     if path.is_file():
-        from .cubin import read_input
-
         return _from_file_bytes(spec, read_input(path), ptxas=ptxas, gpu_name=gpu_name)
     if spec.isdigit():
         from .store import Store, default_store_path
