@@ -9,7 +9,7 @@ failed=""
 for version in $versions; do
     venv=".venv-triton-$version"
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]" "triton==$version"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e ".[test,cute]" "triton==$version"
     echo "=== Triton $version ==="
     "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider "$@" || failed="$failed $version"
 done

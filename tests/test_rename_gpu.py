@@ -79,6 +79,7 @@ AA_SCRIPT = textwrap.dedent("""
     import torch
     from tritonhook import ab
     from tritonhook.samples import matmul_kernel
+    torch.manual_seed(0)  # every process must compute on the same inputs for the output check
     size = 4096
     a, b = (torch.randn(size, size, device="cuda").half() for _ in range(2))
     c = torch.empty(size, size, device="cuda", dtype=torch.float16)

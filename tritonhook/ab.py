@@ -18,6 +18,7 @@ clocks and temperature cancels) and `verdict`. torch is imported only when somet
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -253,31 +254,52 @@ def bench(fn: Callable, *, inputs: Sequence = (), warmup_ms: float = 25.0, rep_m
     With `name`, the result is also reported through `record` (what `tritonhook ab` collects), with the
     first call's return value as the output whose equality across variants is checked.
     """
+    (result,) = bench_interleaved([(contextlib.nullcontext, fn)], inputs=inputs, warmup_ms=warmup_ms,
+                                  rep_ms=rep_ms, min_reps=min_reps)
+    if name is not None:
+        record(name, result.median_ms, flops=flops, output=result.output)
+    return result
+
+
+Arm = tuple  # (context-manager factory entered around each call, callable)
+
+
+def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: float = 25.0,
+                      rep_ms: float = 100.0, min_reps: int = 10) -> list[BenchResult]:
+    """Time several arms call by call, A B A B ..., so that clock and power swings (a GPU at its power limit
+    moves by several percent within a second) fall on every arm alike. Each call runs inside its arm's
+    context (for A/B: the variant's capture session); the events bracket the call alone."""
     torch = _torch()
     sets = _input_sets(torch, tuple(inputs))
-    output = fn(*sets[0])  # first call: compiles; its result is the output the variants are compared on
+    outputs = []
+    for enter, fn in arms:  # first call of each arm: compiles; its result is the output compared across arms
+        with enter():
+            outputs.append(_snapshot(fn(*sets[0])))
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for i in range(5):
-        fn(*sets[i % len(sets)])
-    end.record()
+    estimate_ms = max(_estimate_ms(torch, arms, sets), 1e-4)
+    _timed_calls(torch, arms, sets, max(1, int(warmup_ms / estimate_ms)))
+    samples = _timed_calls(torch, arms, sets, max(min_reps, int(rep_ms / estimate_ms)))
+    return [BenchResult(median(arm_samples), arm_samples, len(sets), output)
+            for arm_samples, output in zip(samples, outputs)]
+
+
+def _estimate_ms(torch, arms, sets) -> float:
+    """Mean time of one call of the slowest arm, from a short burst (sizes the warm-up and the repetitions)."""
+    return max(sum(arm_samples) / len(arm_samples) for arm_samples in _timed_calls(torch, arms, sets, 5))
+
+
+def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
+    """`count` rounds of one call per arm, each bracketed by CUDA events; ms per call, per arm."""
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]
+              for _ in range(count)]
+    for i, pairs in enumerate(events):
+        for (enter, fn), (begin, finish) in zip(arms, pairs):
+            with enter():
+                begin.record()
+                fn(*sets[i % len(sets)])
+                finish.record()
     torch.cuda.synchronize()
-    estimate_ms = max(start.elapsed_time(end) / 5, 1e-4)
-    for i in range(max(1, int(warmup_ms / estimate_ms))):
-        fn(*sets[i % len(sets)])
-    count = max(min_reps, int(rep_ms / estimate_ms))
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(count)]
-    for i, (begin, finish) in enumerate(events):
-        begin.record()
-        fn(*sets[i % len(sets)])
-        finish.record()
-    torch.cuda.synchronize()
-    samples = [begin.elapsed_time(finish) for begin, finish in events]
-    result = BenchResult(median(samples), samples, len(sets), output)
-    if name is not None:
-        record(name, result.median_ms, flops=flops, output=output)
-    return result
+    return [[pairs[a][0].elapsed_time(pairs[a][1]) for pairs in events] for a in range(len(arms))]
 
 
 # ----- reporting from a benchmark script ------------------------------------------------------------------------
@@ -358,16 +380,25 @@ def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, "cutlass_"), 
     samples = {v.label: [] for v in parsed}
     outputs, captures = {}, {v.label: [] for v in parsed}
     label = name or getattr(run, "__name__", "run")
-    with _progress(progress, rounds * len(parsed)) as step:
+
+    def variant_session(variant: Variant):
+        """The capture session of one variant; the ids it captures are kept for the report."""
+        @contextlib.contextmanager
+        def enter():
+            with ptx_capture.session(opened, subprocesses=False, rename=variant.rename,
+                                     select=select if variant.rename is not None else None) as active:
+                yield
+                captures[variant.label] += active.capture_ids
+        return enter
+
+    arms = [(variant_session(variant), run) for variant in parsed]
+    with _progress(progress, rounds) as step:
         for round_index in range(rounds):
-            for variant in parsed:
-                with ptx_capture.session(opened, subprocesses=False, rename=variant.rename,
-                                         select=select if variant.rename is not None else None) as active:
-                    result = bench(run, inputs=inputs, warmup_ms=warmup_ms, rep_ms=rep_ms)
-                    captures[variant.label] += active.capture_ids
+            results = bench_interleaved(arms, inputs=inputs, warmup_ms=warmup_ms, rep_ms=rep_ms)
+            for variant, result in zip(parsed, results):
                 samples[variant.label].append(result.median_ms)
-                outputs.setdefault(variant.label, _snapshot(result.output))
-                step(f"round {round_index + 1}/{rounds} {variant.label}")
+                outputs.setdefault(variant.label, result.output)
+            step(f"round {round_index + 1}/{rounds}")
     benchmark = analyze(label, samples, parsed, flops=flops, correctness=compare_outputs(outputs, check),
                         min_effect=min_effect)
     return _finish(opened, [benchmark], parsed, rounds, select, None, captures, min_effect)

@@ -266,7 +266,12 @@ def _ab(args) -> int:
         report.print_json(result.to_json())
     else:
         ab.print_report(result)
-    return 1 if any(b.correctness == "MISMATCH" for b in result.benchmarks) else 0
+    mismatched = [b.name for b in result.benchmarks if b.correctness == "MISMATCH"]
+    if mismatched:
+        print(f"tritonhook ab: outputs differ between variants for {', '.join(mismatched)}; if the script draws "
+              f"random inputs, seed the generator so that every process computes on the same inputs",
+              file=sys.stderr)
+    return 1 if mismatched else 0
 
 
 # ----- diff / ptxas ----------------------------------------------------------------------------------------------

@@ -274,6 +274,7 @@ class _Sampler(threading.Thread):
                     del self.samples[1::2]
                     self.interval *= 2
                 if self._stop_event.wait(self.interval):
+                    self.samples.append(self._sample())  # the region's end state always closes the timeline
                     return
         except Exception as exc:  # noqa: BLE001 - the sampler must never take the program down
             self.error = f"sampler stopped: {type(exc).__name__}: {exc}"

@@ -1,0 +1,79 @@
+"""`tritonhook capture -- CMD`: every frontend reachable without installing anything, on real compiles."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tritonhook.store import Store
+
+TESTS = Path(__file__).resolve().parent
+DEMO = TESTS.parent / "examples" / "capture_demo.py"
+
+
+def capture(store_path, *command, env=None) -> tuple[subprocess.CompletedProcess, dict]:
+    result = subprocess.run([sys.executable, "-m", "tritonhook", "capture", "--store", str(store_path), "--json", "--",
+                             *map(str, command)], capture_output=True, text=True, env=env)
+    summary = json.loads(result.stdout[result.stdout.index("{\n"):]) if "{\n" in result.stdout else {}
+    return result, summary
+
+
+def test_a_triton_script_is_captured_by_the_hook_and_through_ptxas(store_path):
+    result, summary = capture(store_path, sys.executable, DEMO, "add", "--exit-code", "3")
+    assert result.returncode == 3 and summary["exit_code"] == 3, result.stderr
+    assert summary["by_frontend"] == {"triton": 3, "ptxas": 3}
+    store = Store(store_path, create=False)
+    by_frontend = {}
+    for c in store.captures(ids=summary["captures"]):
+        by_frontend.setdefault(c.frontend, {})[c.arch] = store.read(c, "cubin")
+        assert c.entry == "add_kernel"
+    assert set(by_frontend["triton"]) == {"sm_90a", "sm_100a", "sm_120a"}
+    assert by_frontend["ptxas"] == by_frontend["triton"]  # the wrapper saw the very cubins Triton kept
+
+
+def test_a_python_child_without_the_hook_is_still_captured_through_triton_ptxas_path(store_path):
+    """`python -I` ignores PYTHONPATH, so tritonhook's start-up hook never loads; Triton still runs ptxas."""
+    code = "from tritonhook.samples import compile_sample; compile_sample('add', 90)"
+    result, summary = capture(store_path, sys.executable, "-I", "-c", code)
+    assert result.returncode == 0, result.stderr
+    assert summary["by_frontend"] == {"ptxas": 1}
+    [c] = Store(store_path, create=False).captures()
+    assert (c.entry, c.arch) == ("add_kernel", "sm_90a")
+    assert "--gpu-name=sm_90a" in c.metadata["argv"] and c.metadata["exit_code"] == 0  # Triton's ptxas call
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cutlass") is None,
+                    reason="nvidia-cutlass-dsl is not installed (pip install 'tritonhook[cute]')")
+def test_a_cute_dsl_script_is_captured_from_its_dump_directory(store_path, tmp_path):
+    out = tmp_path / "from-the-dsl"
+    result, summary = capture(store_path, sys.executable, TESTS / "cute_scale.py", "--out", out, "sm_90a", "sm_120a")
+    assert result.returncode == 0, result.stderr
+    assert summary["by_frontend"] == {"cute": 2}
+    store = Store(store_path, create=False)
+    for c in store.captures():
+        assert store.read(c, "cubin") == (out / f"{c.arch}.cubin").read_bytes()
+        assert store.read(c, "ptx") == (out / f"{c.arch}.ptx").read_bytes()
+    assert sorted(c.arch for c in store.captures()) == ["sm_120a", "sm_90a"]
+
+
+def test_a_users_own_dump_directory_is_used_and_only_new_files_collected(store_path, tmp_path):
+    dump = tmp_path / "users-dump"
+    dump.mkdir()
+    (dump / "old_kernel.sm_90a.ptx").write_text("// from an earlier run\n")
+    os.utime(dump / "old_kernel.sm_90a.ptx", (0, 0))
+    env = dict(os.environ, CUTE_DSL_DUMP_DIR=str(dump))
+    result, summary = capture(store_path, sys.executable, "-c", "pass", env=env)
+    assert result.returncode == 0 and summary["captures"] == []
+    assert [p.name for p in dump.iterdir()] == ["old_kernel.sm_90a.ptx"]
+
+
+def test_no_command_is_one_line_error(store_path):
+    result = subprocess.run([sys.executable, "-m", "tritonhook", "capture", "--store", str(store_path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "after '--'" in result.stderr

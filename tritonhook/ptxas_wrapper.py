@@ -1,0 +1,432 @@
+"""The ptxas wrapper: `tritonhook ptxas install | uninstall | status`, and the program the wrapper runs.
+
+This module replaces a ptxas binary with a recorder; `ptxas.py` (a separate module) finds and runs ptxas
+binaries. The two are kept apart so that the wrapper program imports nothing but the store.
+
+On disk, for a ptxas binary at P::
+
+    P                     the wrapper: a Python script whose first lines carry MARKER and its settings
+    P.tritonhook-real     the real binary, a hard link to P's original inode (so its bytes and mode never change)
+    P.tritonhook-new      the wrapper while it is being written (only during an install)
+
+Install: write NEW, hard-link P to REAL, rename NEW over P. Uninstall: rename REAL over P. Renames and links are
+atomic, so at every instant P or REAL (or both) is the real binary: a killed install or uninstall loses nothing,
+`status` names the half state from what is on disk, and `uninstall` (or a new `install`) finishes the job.
+
+The wrapper execs the Python interpreter directly (`#!python -Es`): arguments reach ptxas as a list, never
+through a shell. It runs the real binary first and records afterwards; a recording failure is reported on
+stderr after ptxas's own output and never changes ptxas's exit status, output file or stdout.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .errors import TritonhookError
+
+MARKER = "# tritonhook-ptxas-wrapper"
+REAL_SUFFIX = ".tritonhook-real"
+NEW_SUFFIX = ".tritonhook-new"
+_MAX_SHEBANG = 127  # the limit of older Linux kernels; longer interpreter paths are cut silently
+
+NOT_INSTALLED = "not-installed"
+INSTALLED = "installed"
+INTERRUPTED_INSTALL = "interrupted-install"      # P is the real binary; REAL and/or NEW are left over
+REAL_ONLY = "real-binary-moved"                  # P is missing, REAL holds the binary
+STALE_REAL = "stale-real-binary"                 # P is a real binary, REAL is a different one (P was replaced)
+WRAPPER_WITHOUT_REAL = "wrapper-without-real"    # P is our wrapper but REAL is gone: not recoverable here
+MISSING = "missing"
+
+# ptxas options whose value is the next argument (long and short spellings, ptxas 12.8 to 13.x).
+_VALUE_OPTIONS = frozenset("""
+    -o --output-file -arch --gpu-name -m --machine -O --opt-level -e --entry -maxrregcount --maxrregcount
+    -func-maxrregcount --device-function-maxrregcount -minnctapersm --minnctapersm -maxntid --maxntid
+    -optf --options-file -ias --input-as-string -Ofc --Ofast-compile -fmad --fmad -pic
+    --position-independent-code -allow-expensive-optimizations --allow-expensive-optimizations
+    -device-stack-protector --device-stack-protector -regUsageLevel --register-usage-level -sanitize --sanitize
+    -split-compile --split-compile --regAllocOptLevel -dlcm --def-load-cache -dscm --def-store-cache
+    -flcm --force-load-cache -fscm --force-store-cache
+""".split())
+_TARGET = re.compile(rb"^\s*\.target\s+(sm_\w+)", re.MULTILINE)
+
+
+# ----- the on-disk state ---------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class WrapperStatus:
+    """What is at one ptxas location; `detail` says it in words and what `uninstall` would do."""
+
+    path: str
+    state: str
+    real: str
+    leftovers: list[str]
+    settings: dict
+    detail: str
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def real_path(path: str | os.PathLike) -> str:
+    return f"{path}{REAL_SUFFIX}"
+
+
+def new_path(path: str | os.PathLike) -> str:
+    return f"{path}{NEW_SUFFIX}"
+
+
+def read_settings(path: str | os.PathLike) -> dict | None:
+    """The settings line of a tritonhook wrapper, or None when `path` is not one (or cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return None
+    if MARKER.encode() not in head:
+        return None
+    for line in head.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("SETTINGS = "):
+            return ast.literal_eval(line.split("=", 1)[1].strip())
+    return {}
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def status(ptxas: str | os.PathLike) -> WrapperStatus:
+    """Classify what is on disk at `ptxas` (any state an interrupted install or uninstall can leave)."""
+    path = _resolve(ptxas)
+    real, new = real_path(path), new_path(path)
+    leftovers = [p for p in (real, new) if os.path.lexists(p)]
+    settings = read_settings(path)
+    exists, has_real = os.path.lexists(path), os.path.exists(real)
+    if settings is not None:
+        state, detail = ((INSTALLED, f"wrapper in place; ptxas runs as {real}") if has_real else
+                         (WRAPPER_WITHOUT_REAL, f"wrapper in place but {real} is gone; reinstall the toolkit "
+                                                f"that provided ptxas"))
+        return WrapperStatus(path, state, real, [p for p in leftovers if p != real], settings, detail)
+    if not exists:
+        state, detail = ((REAL_ONLY, f"ptxas is missing, the real binary is at {real}; uninstall moves it back")
+                         if has_real else (MISSING, "no ptxas here"))
+    elif has_real and not _same_file(path, real):
+        state, detail = STALE_REAL, f"{real} is an older binary than ptxas (replaced meanwhile); uninstall removes it"
+    elif leftovers:
+        state, detail = INTERRUPTED_INSTALL, "an install was interrupted; ptxas is intact; uninstall cleans up"
+    else:
+        state, detail = NOT_INSTALLED, "plain ptxas, no wrapper"
+    return WrapperStatus(path, state, real, leftovers, {}, detail)
+
+
+def _resolve(ptxas: str | os.PathLike) -> str:
+    """The file to wrap: symlinks are followed, so a link such as /usr/local/bin/ptxas keeps pointing at it."""
+    return os.path.realpath(os.path.abspath(ptxas))
+
+
+# ----- install / uninstall --------------------------------------------------------------------------------------
+StepHook = Callable[[str], None]
+
+
+def install(ptxas: str | os.PathLike, *, store: str | os.PathLike | None = None,
+            on_step: StepHook | None = None) -> WrapperStatus:
+    """Put the wrapper in place of the ptxas binary at `ptxas`; a second install is a no-op.
+
+    `store` is where calls are recorded when `$TRITONHOOK_STORE` is unset at call time (default: that variable now,
+    else ./tritonhook-store, made absolute). `on_step(name)` is called after each step, so a test can stop there.
+    """
+    step = on_step or (lambda name: None)
+    current = status(ptxas)
+    if current.state == INSTALLED:
+        return current
+    if read_settings(current.path) is not None:
+        raise TritonhookError(f"{current.path}: is a tritonhook wrapper (of {current.settings.get('real')}); "
+                              f"refusing to wrap a wrapper")
+    if current.state not in (NOT_INSTALLED, INTERRUPTED_INSTALL):
+        raise TritonhookError(f"{current.path}: cannot install ({current.detail})")
+    path = current.path
+    version = _check_wrappable(path)
+    _remove_leftovers(current)
+    step("cleaned")
+    settings = {"ptxas": path, "real": real_path(path), "version": version, "store": _default_store(store)}
+    _write_new(path, wrapper_script(settings))
+    step("wrapper-written")
+    try:
+        os.link(path, real_path(path))
+    except OSError as exc:
+        raise TritonhookError(f"{path}: cannot keep the real binary as {real_path(path)} "
+                              f"({exc.strerror or exc}); the wrapper needs a hard link in the same directory") from None
+    step("real-linked")
+    os.replace(new_path(path), path)
+    _fsync_dir(path)
+    step("wrapper-in-place")
+    return status(path)
+
+
+def uninstall(ptxas: str | os.PathLike, *, on_step: StepHook | None = None) -> WrapperStatus:
+    """Put the real binary back (from any state `status` reports but WRAPPER_WITHOUT_REAL and MISSING)."""
+    step = on_step or (lambda name: None)
+    current = status(ptxas)
+    if current.state in (WRAPPER_WITHOUT_REAL, MISSING):
+        raise TritonhookError(f"{current.path}: cannot uninstall ({current.detail})")
+    if current.state in (INSTALLED, REAL_ONLY):
+        if read_settings(current.real) is not None:
+            raise TritonhookError(f"{current.real}: is a tritonhook wrapper, not the real ptxas; not restoring it")
+        os.replace(current.real, current.path)
+        _fsync_dir(current.path)
+        step("real-restored")
+    _remove_leftovers(status(current.path))
+    step("cleaned")
+    return status(current.path)
+
+
+def _check_wrappable(path: str) -> str:
+    """The ptxas version of `path`; raises unless it is a real ptxas binary we may wrap."""
+    from .ptxas import ptxas_version
+
+    if path.endswith((REAL_SUFFIX, NEW_SUFFIX)):
+        raise TritonhookError(f"{path}: is tritonhook's own bookkeeping file; wrap the ptxas next to it")
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise TritonhookError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if magic != b"\x7fELF":
+        raise TritonhookError(f"{path}: not a ptxas executable (a script or another wrapper?); refusing to wrap "
+                              f"a wrapper: pass the binary it runs with --ptxas")
+    if not os.access(os.path.dirname(path), os.W_OK):
+        raise TritonhookError(f"{os.path.dirname(path)}: not writable; the wrapper is installed next to ptxas")
+    version = ptxas_version(path)
+    if not version:
+        raise TritonhookError(f"{path}: does not answer --version like ptxas; not wrapping it")
+    return version
+
+
+def _remove_leftovers(current: WrapperStatus) -> None:
+    """Delete NEW, and REAL when P still is (or has replaced) the real binary; never the only copy."""
+    for leftover in current.leftovers:
+        if leftover == current.real and current.state not in (INTERRUPTED_INSTALL, STALE_REAL):
+            continue
+        os.unlink(leftover)
+    if current.leftovers:
+        _fsync_dir(current.path)
+
+
+def _write_new(path: str, text: str) -> None:
+    """Write the wrapper under its temporary name, durable and with ptxas's permission bits."""
+    target = new_path(path)
+    mode = os.stat(path).st_mode & 0o7777
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(target, mode)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _default_store(store: str | os.PathLike | None) -> str:
+    from .store import default_store_path
+
+    return str(Path(store if store is not None else default_store_path()).resolve())
+
+
+def wrapper_script(settings: dict) -> str:
+    """The wrapper program for `settings` (ptxas, real, version, store).
+
+    If tritonhook cannot be imported any more (its environment was removed), the script still execs ptxas.
+    """
+    shebang = f"#!{sys.executable} -Es"
+    if len(shebang) > _MAX_SHEBANG or " " in sys.executable:
+        raise TritonhookError(f"{sys.executable}: the interpreter path is too long or has a space for a #! line; "
+                              f"run tritonhook from a Python at a shorter path")
+    package_parent = str(Path(__file__).resolve().parents[1])
+    return "\n".join([
+        shebang,
+        f"{MARKER}: records each call, then runs the real ptxas. Remove with: tritonhook ptxas uninstall "
+        f"--ptxas {settings['ptxas']}",
+        f"SETTINGS = {settings!r}",
+        "import os, sys",
+        "try:",
+        f"    sys.path.append({package_parent!r})",
+        "    from tritonhook.ptxas_wrapper import wrapper_main",
+        "except Exception:",
+        "    os.execv(SETTINGS['real'], [sys.argv[0], *sys.argv[1:]])",
+        "sys.exit(wrapper_main(SETTINGS, sys.argv))",
+        "",
+    ])
+
+
+# ----- the wrapper program ----------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Invocation:
+    """What a ptxas command line asks for: its PTX inputs, the output file and the target."""
+
+    inputs: list[str]
+    output: str
+    gpu_name: str | None
+
+
+def parse_invocation(args: Sequence[str]) -> Invocation:
+    inputs, output, gpu_name = [], "elf.o", None  # ptxas writes elf.o when no -o is given
+    values = iter(args)
+    for arg in values:
+        name, has_value, inline = arg.partition("=")
+        if arg.startswith("-"):
+            value = inline if has_value else (next(values, None) if name in _VALUE_OPTIONS else None)
+            if name in ("-o", "--output-file") and value is not None:
+                output = value
+            elif name in ("-arch", "--gpu-name") and value is not None:
+                gpu_name = value
+        else:
+            inputs.append(arg)
+    return Invocation([p for p in inputs if os.path.isfile(p)], output, gpu_name)
+
+
+def wrapper_main(settings: dict, argv: list[str]) -> int:
+    """Run the real ptxas with `argv[1:]`, pass its stderr and exit status through, record the call."""
+    args = argv[1:]
+    call = parse_invocation(args)
+    if not call.inputs:  # --version, --help, ...: nothing to record
+        os.execv(settings["real"], [argv[0], *args])
+    start, started = time.time(), time.perf_counter()
+    completed = subprocess.run([argv[0], *args], executable=settings["real"], stderr=subprocess.PIPE)
+    seconds = time.perf_counter() - started
+    sys.stderr.buffer.write(completed.stderr)
+    sys.stderr.flush()
+    try:
+        record_call(settings, args, call, completed.returncode, completed.stderr, seconds, start)
+    except Exception as exc:  # noqa: BLE001 - recording must never change what ptxas did
+        sys.stderr.write(f"tritonhook ptxas wrapper: call not recorded ({type(exc).__name__}: {exc})\n")
+    return _exit_status(completed.returncode)
+
+
+def _exit_status(returncode: int) -> int:
+    """ptxas's own status; a ptxas killed by a signal kills the wrapper with the same signal."""
+    if returncode < 0:
+        signal.signal(-returncode, signal.SIG_DFL)
+        os.kill(os.getpid(), -returncode)
+    return returncode
+
+
+def record_call(settings: dict, args: list[str], call: Invocation, returncode: int, stderr: bytes,
+                seconds: float, start: float) -> int:
+    """One store capture (frontend "ptxas") for one ptxas run; returns its id."""
+    from .rename import ptx_entries
+    from .store import STORE_ENV, NewCapture, Store
+
+    ptx = Path(call.inputs[0]).read_bytes()
+    entries = ptx_entries(ptx.decode("utf-8", errors="replace"))
+    target = _TARGET.search(ptx)
+    artifacts = {"ptx": ptx}
+    if returncode == 0 and _written_since(call.output, start):
+        artifacts["cubin"] = Path(call.output).read_bytes()
+    entry = entries[0] if entries else Path(call.inputs[0]).stem
+    store = Store(os.environ.get(STORE_ENV) or settings["store"])
+    try:
+        return store.add(NewCapture(
+            event="compile" if returncode == 0 else "error", frontend="ptxas", kernel=entry, entry=entry,
+            original_entry=entry, src_file=os.path.abspath(call.inputs[0]), src_line=None,
+            arch=call.gpu_name or (target.group(1).decode() if target else "unknown"), triton_version="",
+            ptxas_path=settings["ptxas"], ptxas_version=settings["version"], triton_hash=None,
+            options={"argv": args},
+            metadata={"name": entry, "entries": entries, "argv": args, "cwd": os.getcwd(), "exit_code": returncode,
+                      "stderr": stderr.decode("utf-8", errors="replace"), "inputs": call.inputs,
+                      "output": os.path.abspath(call.output), "real": settings["real"], "parent_pid": os.getppid()},
+            times={"ptxas": seconds}, artifacts=artifacts))
+    finally:
+        store.close()
+
+
+def _written_since(path: str, start: float) -> bool:
+    try:
+        return os.stat(path).st_mtime >= start - 1
+    except OSError:
+        return False
+
+
+# ----- where to install by default -------------------------------------------------------------------------------
+_DEFAULT_ORIGINS = ("triton ", "$CUDA_HOME", "$CUDA_PATH", "CUDA toolkit", "PATH")
+
+
+def default_targets() -> list[str]:
+    """The real ptxas binaries users expect tools to run: Triton's bundled ones, $CUDA_HOME, /usr/local/cuda*,
+    PATH (symlinks followed; scripts that exec another ptxas are skipped, the binary they run is listed)."""
+    from .ptxas import find_ptxas
+
+    found = [_resolve(b.path) for b in find_ptxas() if b.origin.startswith(_DEFAULT_ORIGINS)]
+    return [path for path in dict.fromkeys(found) if _is_elf(path) or read_settings(path) is not None]
+
+
+def status_targets() -> list[str]:
+    """default_targets plus any half-installed ptxas in their directories (found by our bookkeeping files)."""
+    targets = default_targets()
+    for directory in dict.fromkeys(os.path.dirname(p) for p in targets):
+        for entry in sorted(os.listdir(directory)):
+            for suffix in (REAL_SUFFIX, NEW_SUFFIX):
+                if entry.endswith(suffix):
+                    targets.append(os.path.join(directory, entry.removesuffix(suffix)))
+    return list(dict.fromkeys(targets))
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+# ----- tritonhook capture: wrappers on the side, nothing installed is touched ------------------------------------
+_TRITON_OVERRIDES = (("triton ptxas", "TRITON_PTXAS_PATH"), ("triton ptxas-blackwell", "TRITON_PTXAS_BLACKWELL_PATH"))
+
+
+def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: dict | None = None) -> dict[str, str]:
+    """Environment for a command whose ptxas calls should be recorded into `store` without an install.
+
+    Triton's `TRITON_PTXAS_PATH` / `TRITON_PTXAS_BLACKWELL_PATH` point at wrappers (written in `workdir`) around
+    the ptxas Triton would have run (the user's override, else the bundled one), and PATH gets a wrapper around
+    PATH's ptxas. A ptxas that already is an installed wrapper is left alone (it records already).
+    """
+    from .ptxas import find_ptxas
+
+    environ = os.environ if environ is None else environ
+    bundled = {b.origin: b.path for b in find_ptxas() if b.origin in dict(_TRITON_OVERRIDES)}
+    env = {}
+    for origin, var in _TRITON_OVERRIDES:
+        real = environ.get(var) or bundled.get(origin)
+        if real and read_settings(real) is None:
+            env[var] = _side_wrapper(Path(workdir, "triton", origin.split()[1]), real, store)
+    on_path = shutil.which("ptxas", path=environ.get("PATH"))
+    if on_path and read_settings(on_path) is None:
+        _side_wrapper(Path(workdir, "path", "ptxas"), on_path, store)
+        env["PATH"] = os.pathsep.join([str(Path(workdir, "path")), environ.get("PATH", "")])
+    return env
+
+
+def _side_wrapper(path: Path, real: str, store: str | os.PathLike) -> str:
+    from .ptxas import ptxas_version
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settings = {"ptxas": real, "real": real, "version": ptxas_version(real), "store": _default_store(store)}
+    path.write_text(wrapper_script(settings))
+    path.chmod(0o755)
+    return str(path)
