@@ -1,4 +1,7 @@
-"""Shared fixtures: every test gets its own Triton cache and store, so tests never see each other's kernels."""
+"""Shared by every test folder (tests/, gluon_kernels/tests/, sm120_attn/tests/).
+
+Every test gets its own Triton cache and store, so tests never see each other's kernels.
+"""
 
 from __future__ import annotations
 
