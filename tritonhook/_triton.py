@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import TritonhookError
+from .store import NewCapture
 
 MIN_VERSION = (3, 6)
 MAX_VERSION = (3, 9)
@@ -77,29 +78,6 @@ def _fmt(version: tuple[int, int]) -> str:
 
 
 # ----- what one compile looks like to tritonhook ----------------------------------------------------------------
-@dataclasses.dataclass
-class CompileEvent:
-    """One `triton.compile` call (fresh or cache hit), translated out of Triton's objects."""
-
-    cache_hit: bool
-    frontend: str
-    kernel: str
-    entry: str
-    original_entry: str
-    src_file: str | None
-    src_line: int | None
-    arch: str
-    capability: int | None
-    triton_version: str
-    ptxas_path: str | None
-    ptxas_version: str | None
-    triton_hash: str | None
-    options: dict
-    metadata: dict
-    times: dict
-    artifacts: dict[str, bytes]
-
-
 def _source_location(src) -> tuple[str, str, str | None, int | None]:
     """(frontend, source-level name, file, first line) of an ASTSource / GluonASTSource / IRSource."""
     kind = type(src).__name__
@@ -196,7 +174,8 @@ def _to_json_type(value):
     return repr(value)
 
 
-def make_event(src, metadata, metadata_group, times, cache_hit) -> CompileEvent:
+def make_event(src, metadata, metadata_group, times, cache_hit) -> NewCapture:
+    """One `triton.compile` call (fresh or cache hit), translated out of Triton's objects into a store record."""
     metadata = _plain_json(dict(metadata))
     artifacts = _read_artifacts(metadata_group)
     frontend, kernel, src_file, src_line = _source_location(src)
@@ -204,10 +183,10 @@ def make_event(src, metadata, metadata_group, times, cache_hit) -> CompileEvent:
     ptxas_path, ptxas_version = ptxas_for(capability) if capability is not None else (None, None)
     entry = _entry_name(artifacts, metadata)
     names = set(option_names())
-    return CompileEvent(
-        cache_hit=bool(cache_hit), frontend=frontend, kernel=kernel, entry=entry,
+    return NewCapture(
+        event="cache_hit" if cache_hit else "compile", frontend=frontend, kernel=kernel, entry=entry,
         original_entry=metadata.get(ORIGINAL_NAME_KEY) or entry, src_file=src_file, src_line=src_line,
-        arch=_arch_name(artifacts, capability), capability=capability, triton_version=triton_version(),
+        arch=_arch_name(artifacts, capability), triton_version=triton_version(),
         ptxas_path=ptxas_path, ptxas_version=ptxas_version, triton_hash=metadata.get("hash"),
         options={k: v for k, v in metadata.items() if k in names}, metadata=metadata, times=_times(times),
         artifacts=artifacts,
@@ -229,13 +208,13 @@ class _WarnOnce:
 class HookInstallation:
     """Our listener and stage hook, chained in front of whatever Triton had.
 
-    on_compile:    called with a `CompileEvent` after every compile or cache hit.
+    on_compile:    called with a `NewCapture` record after every compile or cache hit.
     ptx_transform: optional `f(ptx_text, metadata) -> ptx_text` applied to the "ptx" stage output.
     cache_key:     a string naming the transform; compiles with different keys never share a cache entry.
     Exceptions in our callbacks are reported once as a warning and never reach the user's compile.
     """
 
-    def __init__(self, on_compile: Callable[[CompileEvent], None] | None = None,
+    def __init__(self, on_compile: Callable[[NewCapture], None] | None = None,
                  ptx_transform: PtxTransform | None = None, cache_key: str = ""):
         self.on_compile = on_compile
         self.ptx_transform = ptx_transform

@@ -1,7 +1,7 @@
 """Capture sessions: `enable()`, `disable()`, `session()`.
 
-A session owns one `HookInstallation` (the Triton side) and one `Store` (the disk side) and turns each
-`CompileEvent` into a store record. Only one session is active per process; `enable()` while one is active
+A session owns one `HookInstallation` (the Triton side) and one `Store` (the disk side) and writes each
+compile record into the store. Only one session is active per process; `enable()` while one is active
 returns it unchanged (a second call with other settings is an error, so settings are never silently dropped).
 
 Subprocesses: `enable()` also exports `TRITONHOOK_STORE` and puts tritonhook's start-up hook on `PYTHONPATH`,
@@ -33,19 +33,13 @@ class Session:
     hooks: _triton.HookInstallation
     capture_ids: list[int] = dataclasses.field(default_factory=list)
     saved_env: dict[str, str | None] = dataclasses.field(default_factory=dict)
-    listeners: list[Callable[[int, _triton.CompileEvent], None]] = dataclasses.field(default_factory=list)
+    listeners: list[Callable[[int, NewCapture], None]] = dataclasses.field(default_factory=list)
 
-    def record(self, event: _triton.CompileEvent) -> None:
-        capture_id = self.store.add(NewCapture(
-            event="cache_hit" if event.cache_hit else "compile", frontend=event.frontend, kernel=event.kernel,
-            entry=event.entry, original_entry=event.original_entry, src_file=event.src_file,
-            src_line=event.src_line, arch=event.arch, triton_version=event.triton_version,
-            ptxas_path=event.ptxas_path, ptxas_version=event.ptxas_version, triton_hash=event.triton_hash,
-            options=event.options, metadata=event.metadata, times=event.times, artifacts=event.artifacts,
-        ))
+    def record(self, capture: NewCapture) -> None:
+        capture_id = self.store.add(capture)
         self.capture_ids.append(capture_id)
         for listener in self.listeners:
-            listener(capture_id, event)
+            listener(capture_id, capture)
 
     def captures(self):
         """The captures this session wrote, in order."""

@@ -91,8 +91,8 @@ class Artifact:
 
 
 @dataclasses.dataclass(frozen=True)
-class NewCapture:
-    """What the capture layer hands the store: one compiled (or cache-hit) kernel and its stage outputs."""
+class CaptureRecord:
+    """The fields of one capture that its producer knows (see the `captures` table for their meaning)."""
 
     event: str
     frontend: str
@@ -109,31 +109,22 @@ class NewCapture:
     options: dict
     metadata: dict
     times: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class NewCapture(CaptureRecord):
+    """What a producer (the Triton hook, the ptxas wrapper, the CuTe DSL adapter) hands the store."""
+
     artifacts: dict[str, bytes]
 
 
 @dataclasses.dataclass(frozen=True)
-class Capture:
+class Capture(CaptureRecord):
     """One row of the store, with its artifacts' hashes; read the bytes through `Store.read`."""
 
     id: int
     created: float
     pid: int
-    event: str
-    frontend: str
-    kernel: str
-    entry: str
-    original_entry: str
-    src_file: str | None
-    src_line: int | None
-    arch: str
-    triton_version: str
-    ptxas_path: str | None
-    ptxas_version: str | None
-    triton_hash: str | None
-    options: dict
-    metadata: dict
-    times: dict
     artifacts: dict[str, Artifact]
 
     @property
