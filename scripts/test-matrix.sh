@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# The project's test command: runs the whole suite once per supported Triton release, each in its own
-# virtualenv (.venv-triton-X.Y.Z, created on first use), so Triton 3.6 and 3.9 are both proven on every run.
-# Extra arguments go to pytest, e.g. scripts/test-matrix.sh -k capture.  TRITON_VERSIONS overrides the matrix.
+# The project's test command. Each supported Triton release gets its own virtualenv (.venv-triton-X.Y.Z, made on
+# first use): the whole suite (tritonhook, gluon_kernels, sm120_attn) runs under Triton 3.6.0 and 3.9.0, the
+# releases the bundled kernels target, and tritonhook's own tests (tests/) also under 3.7.1 and 3.8.0, so every
+# supported release is proven. Extra arguments go to pytest (e.g. -k capture).
+# TRITON_VERSIONS / TRITON_CORE_VERSIONS override the two lists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-versions=${TRITON_VERSIONS:-"3.6.0 3.9.0"}
+full=${TRITON_VERSIONS-"3.6.0 3.9.0"}
+core=${TRITON_CORE_VERSIONS-"3.7.1 3.8.0"}
 failed=""
-for version in $versions; do
-    venv=".venv-triton-$version"
+
+run_suite() {  # run_suite VERSION [PYTEST PATHS/ARGS...]
+    local version=$1 venv=".venv-triton-$1"
+    shift
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check -e ".[test,cute]" "triton==$version"
-    echo "=== Triton $version ==="
+    echo "=== Triton $version: pytest $* ==="
     "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider "$@" || failed="$failed $version"
-done
+}
+
+for version in $full; do run_suite "$version" "$@"; done
+for version in $core; do run_suite "$version" tests "$@"; done
 if [ -n "$failed" ]; then
     echo "tests failed under Triton:$failed"
     exit 1
