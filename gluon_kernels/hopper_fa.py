@@ -1,0 +1,691 @@
+"""Forward attention for Hopper (sm_90a) written in Gluon: TMA + mbarriers + wgmma + warp specialization.
+
+Written for this project; no upstream Hopper Gluon attention exists (NOTES.md §2). API facts were learned from
+Triton's Gluon tutorials at tag v3.6.1 of the upstream mirror (python/tutorials/gluon/04-tma.py, 05-wgmma.py,
+07-persistence.py, 08-warp-specialization.py) and from the installed sources of triton 3.6.0 / 3.9.0
+(triton/experimental/gluon/language/nvidia/hopper/*.py, _layouts.py, _core.py). The algorithm is FlashAttention-2's
+online softmax (Dao, 2023) with FlashAttention-3's producer/consumer split (Shah et al., 2024).
+
+Two kernels share the per-block math:
+
+* ``_attn_fwd_simple``: one program per (query tile, batch*head), all warps do everything; K/V are prefetched
+  ``STAGES - 1`` blocks ahead with TMA onto per-stage mbarriers. The baseline.
+* ``_attn_fwd_ws``: persistent over (batch*head, query tile); warp-specialized into a 1-warp TMA producer and two
+  4-warp consumer warpgroups, each owning 64 rows of a 128-row query tile and sharing the K/V stages. Optional
+  ping-pong: an mbarrier token passed between the two consumers orders their GEMMs so that one warpgroup's softmax
+  runs while the other's GEMMs occupy the tensor cores (FA3 §3.1).
+
+Layouts: Q, K, V, O are (B, H, S, D) contiguous, viewed as 2-D (B*H*S, D) for TMA; a tile that runs past S reads
+the next head's rows (or zeros past the end), which the key mask (col < S) and the masked output store make harmless.
+fp8 (e4m3): wgmma takes fp8 B operands only K-major, so the PV GEMM reads V^T; the wrapper makes that transposed
+copy, (B*H*D, S_pad) with S padded to 16 for TMA's 16-byte stride rule. P is rounded to e4m3 before the PV GEMM (as
+FA3 does); the output of an fp8 call is bf16.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from ._compat import (
+    GluonASTSource, MBarrierLayout, TensorDescriptor, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
+    mbarrier_invalidate, mbarrier_wait, nvmma_shared_layout, tensordesc_signature, tma_load, warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# layouts
+# ----------------------------------------------------------------------------------------------------------------
+@gluon.constexpr_function
+def _wgmma_layout(N, elem_bits, num_warps):
+    """Register layout of a wgmma accumulator with N columns: warps stacked along M (16 rows each, so 64 rows per
+    warpgroup), instruction shape m16 x N x (256 / bits) as in tutorial 05's pick_wgmma_layout."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                     instr_shape=[16, N, 256 // elem_bits])
+
+
+@gluon.constexpr_function
+def _p_operand_layout(o_layout, elem_bits):
+    """P as the register (A) operand of the PV wgmma: k_width = elements per 32 bits."""
+    return gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=32 // elem_bits)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# per-block math, shared by both kernels
+# ----------------------------------------------------------------------------------------------------------------
+@gluon.jit
+def _qk(q_smem, k_smem, s_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    """S = Q K^T for one K block (K smem is [BLOCK_N, D], D contiguous: K-major for the B operand)."""
+    s = warpgroup_mma(q_smem, k_smem.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                      use_acc=False, is_async=True)
+    return warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+
+
+@gluon.jit
+def _mask(s, n_off, rows, seq_len, s_layout: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """-inf where the key is past the sequence end or (causal) after the query. One compare per element against
+    a per-row (causal) or scalar bound, relative to the block start, to keep registers low."""
+    offs = gl.expand_dims(gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout)), 0)
+    if CAUSAL:
+        limit = gl.minimum(rows, seq_len - 1) - n_off  # last allowed key of each row, block-relative
+        valid = offs <= gl.expand_dims(limit, 1)
+    else:
+        valid = offs < seq_len - n_off
+    return gl.where(valid, s, -float("inf"))
+
+
+@gluon.jit
+def _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout: gl.constexpr, BLOCK_N: gl.constexpr,
+             MASKED: gl.constexpr, CAUSAL: gl.constexpr):
+    """Online softmax in base 2 (scores pre-multiplied by sm_scale*log2(e)). Returns P (fp32) and the new state;
+    rescales the output accumulator by alpha = 2^(m_old - m_new)."""
+    if MASKED:
+        s = _mask(s, n_off, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
+    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+    p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+    alpha = gl.exp2(m_i - m_new)
+    l_i = l_i * alpha + gl.sum(p, axis=1)
+    o_layout: gl.constexpr = acc.type.layout
+    acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
+    return p, m_new, l_i, acc
+
+
+@gluon.jit
+def _pv(p, v_smem, acc, p_layout: gl.constexpr, V_TRANSPOSED: gl.constexpr):
+    """acc += P V with P from registers (A operand) and V from shared memory (B operand, [BLOCK_N, D])."""
+    p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
+    if V_TRANSPOSED:
+        b = v_smem.permute((1, 0))  # smem holds V^T [D, BLOCK_N]: K-major view of V, needed for fp8
+    else:
+        b = v_smem
+    acc = warpgroup_mma(p_op, b, acc, is_async=True)
+    return warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+
+
+@gluon.jit
+def _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM: gl.constexpr, WRITE_LSE: gl.constexpr):
+    """O = acc / l, written with a row mask (rows >= S belong to padding or to the next head); LSE in natural log."""
+    o_layout: gl.constexpr = acc.type.layout
+    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
+    o = acc * gl.expand_dims(1.0 / l_o, 1)
+    rows_o = gl.convert_layout(rows, gl.SliceLayout(1, o_layout))
+    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
+    row_ok = rows_o < seq_len
+    offs = gl.expand_dims((bh * seq_len + rows_o).to(gl.int64) * HEAD_DIM, 1) + gl.expand_dims(cols, 0)
+    gl.store(o_ptr + offs, o.to(o_ptr.dtype.element_ty), mask=gl.expand_dims(row_ok, 1))
+    if WRITE_LSE:
+        lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
+        row_ok_s = rows < seq_len
+        gl.store(lse_ptr + (bh * seq_len + rows).to(gl.int64), lse, mask=row_ok_s)
+
+
+@gluon.jit
+def _kv_bounds(off_m, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """(n_full, n_blocks): K/V blocks [0, n_full) need no mask, [n_full, n_blocks) do (causal diagonal, S tail)."""
+    if CAUSAL:
+        hi = gl.minimum(off_m + BLOCK_M_CTA, seq_len)
+        n_full = off_m // BLOCK_N
+    else:
+        hi = seq_len
+        n_full = seq_len // BLOCK_N
+    n_blocks = gl.cdiv(hi, BLOCK_N)
+    return n_full, n_blocks
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# kernel 1: simple (not warp-specialized), one program per (query tile, batch*head)
+# ----------------------------------------------------------------------------------------------------------------
+@gluon.jit
+def _simple_issue(j, n_blocks, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0, STAGES: gl.constexpr,
+                  BLOCK_N: gl.constexpr, V_TRANSPOSED: gl.constexpr):
+    """Issue the TMA loads of K/V block j into stage j % STAGES (predicated off past the last block)."""
+    st = j % STAGES
+    pred = j < n_blocks
+    bar = bars.index(st)
+    mbarrier_expect(bar, k_desc.block_type.nbytes + v_desc.block_type.nbytes, pred)
+    tma_load(k_desc, [kv_row0 + j * BLOCK_N, 0], bar, k_bufs.index(st), pred)
+    if V_TRANSPOSED:
+        tma_load(v_desc, [vt_row0, j * BLOCK_N], bar, v_bufs.index(st), pred)
+    else:
+        tma_load(v_desc, [kv_row0 + j * BLOCK_N, 0], bar, v_bufs.index(st), pred)
+
+
+@gluon.jit
+def _simple_block(j, n_blocks, q_smem, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0, m_i, l_i, acc,
+                  qk_scale, rows, seq_len, s_layout: gl.constexpr, p_layout: gl.constexpr, BLOCK_M: gl.constexpr,
+                  BLOCK_N: gl.constexpr, STAGES: gl.constexpr, MASKED: gl.constexpr, CAUSAL: gl.constexpr,
+                  V_TRANSPOSED: gl.constexpr):
+    # stage (j-1) % STAGES was fully consumed (its wgmmas waited) in the previous step: refill it with j+STAGES-1
+    _simple_issue(j + STAGES - 1, n_blocks, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0, STAGES, BLOCK_N,
+                  V_TRANSPOSED)
+    st = j % STAGES
+    mbarrier_wait(bars.index(st), (j // STAGES) & 1)
+    s = _qk(q_smem, k_bufs.index(st), s_layout, BLOCK_M, BLOCK_N)
+    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, j * BLOCK_N, rows, seq_len, s_layout, BLOCK_N, MASKED,
+                                CAUSAL)
+    acc = _pv(p, v_bufs.index(st), acc, p_layout, V_TRANSPOSED)
+    return m_i, l_i, acc
+
+
+@gluon.jit
+def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, HEAD_DIM: gl.constexpr,
+                     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                     V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, num_warps: gl.constexpr):
+    dtype: gl.constexpr = q_desc.dtype
+    bits: gl.constexpr = dtype.primitive_bitwidth
+    s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, num_warps)
+    o_layout: gl.constexpr = _wgmma_layout(HEAD_DIM, bits, num_warps)
+    p_layout: gl.constexpr = _p_operand_layout(o_layout, bits)
+
+    pid_m = gl.program_id(0)
+    bh = gl.program_id(1)
+    off_m = pid_m * BLOCK_M
+    q_row0 = bh * seq_len + off_m
+    kv_row0 = bh * seq_len
+    vt_row0 = bh * HEAD_DIM
+
+    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
+    k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_bufs = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], MBarrierLayout())
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], MBarrierLayout())
+    mbarrier_init(q_bar, count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier_init(bars.index(i), count=1)
+
+    n_full, n_blocks = _kv_bounds(off_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
+    mbarrier_expect(q_bar, q_desc.block_type.nbytes)
+    tma_load(q_desc, [q_row0, 0], q_bar, q_smem)
+    for i in gl.static_range(STAGES - 1):
+        _simple_issue(i, n_blocks, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0, STAGES, BLOCK_N,
+                      V_TRANSPOSED)
+
+    rows = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+    m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
+    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    mbarrier_wait(q_bar, 0)
+    for j in range(0, n_full):
+        m_i, l_i, acc = _simple_block(j, n_blocks, q_smem, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0,
+                                      m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N,
+                                      STAGES, False, CAUSAL, V_TRANSPOSED)
+    for j in range(n_full, n_blocks):
+        m_i, l_i, acc = _simple_block(j, n_blocks, q_smem, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0,
+                                      m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N,
+                                      STAGES, True, CAUSAL, V_TRANSPOSED)
+    mbarrier_invalidate(q_bar)
+    for i in gl.static_range(STAGES):
+        mbarrier_invalidate(bars.index(i))
+    _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM, WRITE_LSE)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# kernel 2: persistent, warp-specialized (1 producer warp + 2 consumer warpgroups), optional ping-pong
+# ----------------------------------------------------------------------------------------------------------------
+@gluon.jit
+def _tile_coords(tile, num_m, num_bh, CAUSAL: gl.constexpr):
+    """Persistent schedule: program p takes tiles p, p + P, p + 2P, ... (static round-robin).
+
+    Non-causal: head-major (all query tiles of one head are neighbours: they share K/V in L2); every tile costs
+    the same. Causal: a tile's cost grows with its query index, and head-major order hands some programs only long
+    rows (measured: 0.77x cuDNN at S=16k). So order by query tile, longest first, heads innermost: each wave of P
+    tiles holds tiles of nearly equal cost (longest-processing-time first), and the P concurrent tiles of a wave
+    read the same K/V prefixes of a few query rows' worth of heads."""
+    if CAUSAL:
+        bh = tile % num_bh
+        mt = num_m - 1 - tile // num_bh
+    else:
+        bh = tile // num_m
+        mt = tile % num_m
+    return bh, mt
+
+
+@gluon.jit
+def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                 v_empty, seq_len, num_bh, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                 STAGES: gl.constexpr, CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr):
+    BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
+    num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
+    total = num_m * num_bh
+    kv_cnt = 0
+    t_cnt = 0
+    for tile in range(gl.program_id(0), total, gl.num_programs(0)):
+        bh, mt = _tile_coords(tile, num_m, num_bh, CAUSAL)
+        off_m = mt * BLOCK_M_CTA
+        n_full, n_blocks = _kv_bounds(off_m, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL)
+        kv_row0 = bh * seq_len
+        qb = t_cnt % 2
+        mbarrier_wait(q_empty.index(qb), ((t_cnt // 2) & 1) ^ 1)
+        qbar = q_ready.index(qb)
+        mbarrier_expect(qbar, 2 * q_desc.block_type.nbytes)
+        tma_load(q_desc, [kv_row0 + off_m, 0], qbar, q_bufs.index(2 * qb))
+        tma_load(q_desc, [kv_row0 + off_m + BLOCK_M, 0], qbar, q_bufs.index(2 * qb + 1))
+        for j in range(0, n_blocks):
+            c = kv_cnt + j
+            st = c % STAGES
+            ph = ((c // STAGES) & 1) ^ 1
+            mbarrier_wait(k_empty.index(st), ph)
+            kbar = k_ready.index(st)
+            mbarrier_expect(kbar, k_desc.block_type.nbytes)
+            tma_load(k_desc, [kv_row0 + j * BLOCK_N, 0], kbar, k_bufs.index(st))
+            mbarrier_wait(v_empty.index(st), ph)
+            vbar = v_ready.index(st)
+            mbarrier_expect(vbar, v_desc.block_type.nbytes)
+            if V_TRANSPOSED:
+                tma_load(v_desc, [bh * HEAD_DIM, j * BLOCK_N], vbar, v_bufs.index(st))
+            else:
+                tma_load(v_desc, [kv_row0 + j * BLOCK_N, 0], vbar, v_bufs.index(st))
+        kv_cnt += n_blocks
+        t_cnt += 1
+
+
+@gluon.jit
+def _ws_block(c, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, turn_mine, turn_other, m_i, l_i, acc,
+              qk_scale, n_off, masked, rows, seq_len, s_layout: gl.constexpr, p_layout: gl.constexpr,
+              BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+              V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr):
+    st = c % STAGES
+    ph = (c // STAGES) & 1
+    mbarrier_wait(k_ready.index(st), ph)
+    # Ping-pong (FA3 §3.1): a token alternates between the two consumer warpgroups; a warpgroup takes it before
+    # issuing a GEMM and hands it over right after issuing, so the other's softmax overlaps this one's GEMMs.
+    # Each warpgroup takes the token twice per block, so the parity waited for is 0 before QK and 1 before PV.
+    if PINGPONG:
+        mbarrier_wait(turn_mine, 0)
+    s = warpgroup_mma(q_smem, k_bufs.index(st).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                      use_acc=False, is_async=True)
+    if PINGPONG:
+        mbarrier_arrive(turn_other)
+    s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+    mbarrier_arrive(k_empty.index(st))
+    if masked:
+        s = _mask(s, n_off, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
+    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout, BLOCK_N, False, CAUSAL)
+    p_op = gl.convert_layout(p.to(v_bufs.dtype), p_layout)
+    mbarrier_wait(v_ready.index(st), ph)
+    if V_TRANSPOSED:
+        vb = v_bufs.index(st).permute((1, 0))
+    else:
+        vb = v_bufs.index(st)
+    if PINGPONG:
+        mbarrier_wait(turn_mine, 1)
+    acc = warpgroup_mma(p_op, vb, acc, is_async=True)
+    if PINGPONG:
+        mbarrier_arrive(turn_other)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+    mbarrier_arrive(v_empty.index(st))
+    return m_i, l_i, acc
+
+
+@gluon.jit
+def _v_operand(v_bufs, st, V_TRANSPOSED: gl.constexpr):
+    if V_TRANSPOSED:
+        return v_bufs.index(st).permute((1, 0))
+    else:
+        return v_bufs.index(st)
+
+
+@gluon.jit
+def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
+                        turn_mine, turn_other, m_i, l_i, acc, qk_scale, rows, seq_len, s_layout: gl.constexpr,
+                        p_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                        CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr):
+    """One query tile with FA3's intra-warpgroup overlap (FA3 §3.2): iteration j issues S_j = Q K_j^T and
+    O += P_{j-1} V_{j-1} back to back, waits for S_j only, and runs softmax(S_j) while the PV GEMM is still on the
+    tensor cores. With PINGPONG the two consumer warpgroups also take turns issuing their GEMM pairs (FA3 §3.1).
+
+    Token bookkeeping: per tile a warpgroup takes the turn n_blocks + 1 times (prologue, each loop step, final PV);
+    its k-th take overall waits for parity k & 1, and k = (sum of earlier n_blocks) + (earlier tiles) + step.
+    """
+    tk = kv_cnt + t_cnt
+    # prologue: S_0, softmax_0 (acc is zero: no rescale needed)
+    st = kv_cnt % STAGES
+    mbarrier_wait(k_ready.index(st), (kv_cnt // STAGES) & 1)
+    if PINGPONG:
+        mbarrier_wait(turn_mine, tk & 1)
+    s = warpgroup_mma(q_smem, k_bufs.index(st).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                      use_acc=False, is_async=True)
+    if PINGPONG:
+        mbarrier_arrive(turn_other)
+    s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+    mbarrier_arrive(k_empty.index(st))
+    if n_full == 0:
+        s = _mask(s, 0, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
+    m_i = gl.max(s, axis=1) * qk_scale
+    p = gl.exp2(s * qk_scale - gl.expand_dims(m_i, 1))
+    l_i = gl.sum(p, axis=1)
+    p_op = gl.convert_layout(p.to(v_bufs.dtype), p_layout)
+
+    for j in range(1, n_blocks):
+        c = kv_cnt + j
+        st = c % STAGES
+        st_prev = (c - 1) % STAGES
+        mbarrier_wait(k_ready.index(st), (c // STAGES) & 1)
+        mbarrier_wait(v_ready.index(st_prev), ((c - 1) // STAGES) & 1)
+        if PINGPONG:
+            mbarrier_wait(turn_mine, (tk + j) & 1)
+        s = warpgroup_mma(q_smem, k_bufs.index(st).permute((1, 0)),
+                          gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+        acc = warpgroup_mma(p_op, _v_operand(v_bufs, st_prev, V_TRANSPOSED), acc, is_async=True)
+        if PINGPONG:
+            mbarrier_arrive(turn_other)
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))  # groups retire in order: S_j is done
+        mbarrier_arrive(k_empty.index(st))
+        if j >= n_full:
+            s = _mask(s, j * BLOCK_N, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
+        m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+        p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+        alpha = gl.exp2(m_i - m_new)
+        l_i = l_i * alpha + gl.sum(p, axis=1)
+        m_i = m_new
+        p_next = p.to(v_bufs.dtype)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        mbarrier_arrive(v_empty.index(st_prev))
+        acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, acc.type.layout)), 1)
+        p_op = gl.convert_layout(p_next, p_layout)
+
+    # final PV
+    c = kv_cnt + n_blocks - 1
+    st = c % STAGES
+    mbarrier_wait(v_ready.index(st), (c // STAGES) & 1)
+    if PINGPONG:
+        mbarrier_wait(turn_mine, (tk + n_blocks) & 1)
+    acc = warpgroup_mma(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, is_async=True)
+    if PINGPONG:
+        mbarrier_arrive(turn_other)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+    mbarrier_arrive(v_empty.index(st))
+    return m_i, l_i, acc
+
+
+@gluon.jit
+def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+                 turns, o_ptr, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+                 BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr,
+                 WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr):
+    dtype: gl.constexpr = q_bufs.dtype
+    bits: gl.constexpr = dtype.primitive_bitwidth
+    s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
+    o_layout: gl.constexpr = _wgmma_layout(HEAD_DIM, bits, 4)
+    p_layout: gl.constexpr = _p_operand_layout(o_layout, bits)
+    BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
+    turn_mine = turns.index(WG)
+    turn_other = turns.index(1 - WG)
+
+    num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
+    total = num_m * num_bh
+    kv_cnt = 0
+    t_cnt = 0
+    for tile in range(gl.program_id(0), total, gl.num_programs(0)):
+        bh, mt = _tile_coords(tile, num_m, num_bh, CAUSAL)
+        off_m = mt * BLOCK_M_CTA
+        n_full, n_blocks = _kv_bounds(off_m, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL)
+        rows = off_m + WG * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+        m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
+        l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
+        acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+        qb = t_cnt % 2
+        mbarrier_wait(q_ready.index(qb), (t_cnt // 2) & 1)
+        q_smem = q_bufs.index(2 * qb + WG)
+        # One loop over all K/V blocks with a uniform run-time branch for the masked ones. (Two loops, unmasked
+        # [0, n_full) then masked [n_full, n_blocks), as in the simple kernel, miscomputed inside a warp-specialized
+        # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
+        if OVERLAP:
+            m_i, l_i, acc = _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs, k_ready,
+                                                k_empty, v_ready, v_empty, turn_mine, turn_other, m_i, l_i, acc,
+                                                qk_scale, rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N,
+                                                STAGES, CAUSAL, V_TRANSPOSED, PINGPONG)
+        else:
+            for j in range(0, n_blocks):
+                m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
+                                          turn_mine, turn_other, m_i, l_i, acc, qk_scale, j * BLOCK_N, j >= n_full,
+                                          rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
+                                          V_TRANSPOSED, PINGPONG)
+        mbarrier_arrive(q_empty.index(qb))
+        kv_cnt += n_blocks
+        t_cnt += 1
+        _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM, WRITE_LSE)
+
+
+@gluon.jit
+def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM: gl.constexpr,
+                 BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                 V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
+                 CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+    gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
+    dtype: gl.constexpr = q_desc.dtype
+    # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
+    q_bufs = gl.allocate_shared_memory(dtype, [4] + q_desc.block_type.shape, q_desc.layout)
+    k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_bufs = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
+    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], MBarrierLayout())
+    turns = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier_init(q_ready.index(i), count=1)
+        mbarrier_init(q_empty.index(i), count=2)
+        mbarrier_init(turns.index(i), count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier_init(k_ready.index(i), count=1)
+        mbarrier_init(k_empty.index(i), count=2)
+        mbarrier_init(v_ready.index(i), count=1)
+        mbarrier_init(v_empty.index(i), count=2)
+    if PINGPONG:
+        # warpgroup 0 goes first: complete phase 0 of its turn barrier up front
+        mbarrier_arrive(turns.index(0))
+
+    gl.warp_specialize([
+        (_ws_consumer, (0, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
+                        lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
+                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP)),
+        (_ws_consumer, (1, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
+                        lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
+                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP)),
+        (_ws_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                        v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED)),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# host side: configurations, the torch entry point, the AOT compile helper
+# ----------------------------------------------------------------------------------------------------------------
+_GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4nv": gl.float8e4nv}
+_OUT_DTYPES = {"fp16": "fp16", "bf16": "bf16", "fp8e4nv": "bf16"}  # fp8 in, bf16 out
+VARIANTS = ("ws", "simple")
+
+
+def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, pingpong: bool | None = None,
+            block_n: int | None = None, stages: int | None = None, overlap: bool | None = None) -> dict:
+    """Tile sizes and launch options for one (dtype, head dim, variant); shared by the wrapper and the AOT helper."""
+    if dtype not in _GL_DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(_GL_DTYPES)}, not {dtype!r}")
+    if head_dim not in (64, 128):
+        raise ValueError(f"head_dim must be 64 or 128, not {head_dim}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    fp8 = dtype == "fp8e4nv"
+    if variant == "ws":
+        bn = block_n or 128
+        st = stages or (2 if (head_dim == 128 and not fp8) else 3)
+        return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, BLOCK_N=bn, STAGES=st, CAUSAL=bool(causal),
+                                    V_TRANSPOSED=fp8, PINGPONG=True if pingpong is None else bool(pingpong),
+                                    OVERLAP=True if overlap is None else bool(overlap), CONSUMER_REGS=240, PRODUCER_REGS=24),
+                    num_warps=4, block_m_cta=128)
+    bn = block_n or (128 if head_dim == 64 or fp8 else 64)
+    st = stages or 2
+    return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=128, BLOCK_N=bn, STAGES=st, CAUSAL=bool(causal),
+                                V_TRANSPOSED=fp8), num_warps=8, block_m_cta=128)
+
+
+def _desc_blocks(cfg: dict):
+    c = cfg["constexprs"]
+    d, bn = c["HEAD_DIM"], c["BLOCK_N"]
+    q_block = [c["BLOCK_M"], d]
+    k_block = [bn, d]
+    v_block = [d, bn] if c["V_TRANSPOSED"] else [bn, d]
+    return q_block, k_block, v_block
+
+
+def _kernel(variant: str):
+    return _attn_fwd_ws if variant == "ws" else _attn_fwd_simple
+
+
+def compile_hopper_attention(dtype: str = "bf16", head_dim: int = 128, causal: bool = False, variant: str = "ws",
+                             write_lse: bool = False, capability: int = 90, **kwargs):
+    """Compile one configuration for sm_90a with no GPU; returns Triton's ``CompiledKernel``.
+
+    ``dtype``: "fp16", "bf16" or "fp8e4nv". Extra keyword arguments: ``pingpong``, ``overlap``, ``block_n``,
+    ``stages`` (tile/schedule choices of the "ws" variant) and Triton compile options (e.g. ``maxnreg``)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    tile_keys = {k: kwargs.pop(k) for k in ("pingpong", "block_n", "stages", "overlap") if k in kwargs}
+    cfg = _config(dtype, head_dim, variant, causal, **tile_keys)
+    q_block, k_block, v_block = _desc_blocks(cfg)
+    gdt = _GL_DTYPES[dtype]
+    sig = {
+        "q_desc": tensordesc_signature(dtype, q_block, nvmma_shared_layout(q_block, gdt)),
+        "k_desc": tensordesc_signature(dtype, k_block, nvmma_shared_layout(k_block, gdt)),
+        "v_desc": tensordesc_signature(dtype, v_block, nvmma_shared_layout(v_block, gdt)),
+        "o_ptr": "*" + _OUT_DTYPES[dtype],
+        "lse_ptr": "*fp32",
+        "qk_scale": "fp32",
+        "seq_len": "i32",
+    }
+    if variant == "ws":
+        sig["num_bh"] = "i32"
+    constexprs = dict(cfg["constexprs"], WRITE_LSE=bool(write_lse), num_warps=cfg["num_warps"])
+    for name in constexprs:
+        sig[name] = "constexpr"
+    options = {"num_warps": cfg["num_warps"], **kwargs}
+    src = GluonASTSource(_kernel(variant), sig, constexprs)
+    return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=options)
+
+
+_TORCH_TO_TRITON = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float8_e4m3fn": "fp8e4nv"}
+
+
+@lru_cache(maxsize=None)
+def _num_sms(device_index: int) -> int:
+    import torch
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def transpose_v_for_fp8(v):
+    """The V layout the fp8 kernel reads: (B, H, D, S_pad) contiguous, S padded with zeros to a multiple of 16.
+
+    wgmma takes fp8 B operands only K-major; for PV the reduction runs over S, so V must be S-contiguous. Callers
+    that keep an fp8 KV cache can store V this way once and pass it as ``hopper_attention(..., v_t=...)``."""
+    import torch
+
+    B, H, S, D = v.shape
+    s_pad = (S + 15) // 16 * 16
+    vt = torch.empty((B, H, D, s_pad), dtype=v.dtype, device=v.device)
+    vt[..., :S].copy_(v.transpose(-1, -2))
+    if s_pad != S:
+        vt[..., S:].zero_()
+    return vt
+
+
+def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = None, return_lse: bool = False,
+                     variant: str = "ws", out=None, v_t=None, **tile_kwargs):
+    """softmax(Q K^T * sm_scale [+ causal mask]) V for (B, H, S, D) tensors, like SDPA (no dropout, no attn mask).
+
+    q, k, v: same shape (B, H, S, D), dtype float16, bfloat16 or float8_e4m3fn, D in {64, 128}, on an sm_90 GPU.
+    Returns O (B, H, S, D) in the input dtype (bf16 for fp8 inputs) and, with ``return_lse=True``, also the
+    log-sum-exp (B, H, S) float32 in natural log of the scaled scores. For fp8, V is copied transposed (B*H, D, S)
+    because wgmma reads fp8 B operands only K-major (a full pass over V, timed separately in the benchmark); pass
+    ``v_t=transpose_v_for_fp8(v)`` (and ``v=None``) to skip that copy. ``out``: an optional contiguous (B, H, S, D)
+    output tensor.
+    ``variant``: "ws" (persistent, warp-specialized; default) or "simple" (baseline).
+    """
+    import torch
+
+    if v is None and v_t is not None:
+        v = v_t.transpose(-1, -2)[..., :q.shape[2], :]  # shape/dtype checks only
+    if q.dim() != 4 or q.shape != k.shape or q.shape != v.shape:
+        raise ValueError(f"q, k, v must have the same (B, H, S, D) shape; got {tuple(q.shape)}, {tuple(k.shape)}, "
+                         f"{tuple(v.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError("q, k, v must have the same dtype")
+    dtype = _TORCH_TO_TRITON.get(str(q.dtype))
+    if dtype is None:
+        raise ValueError(f"unsupported dtype {q.dtype}; use float16, bfloat16 or float8_e4m3fn")
+    B, H, S, D = q.shape
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(D)
+    cfg = _config(dtype, D, variant, causal, **tile_kwargs)
+    q_block, k_block, v_block = _desc_blocks(cfg)
+    gdt = _GL_DTYPES[dtype]
+    BH = B * H
+    q2 = q.contiguous().view(BH * S, D)
+    k2 = k.contiguous().view(BH * S, D)
+    if cfg["constexprs"]["V_TRANSPOSED"]:
+        if v_t is None:
+            v_t = transpose_v_for_fp8(v)
+        elif v_t.dim() != 4 or v_t.shape[:3] != (B, H, D) or v_t.shape[3] < S or v_t.shape[3] % 16 \
+                or not v_t.is_contiguous() or v_t.dtype != q.dtype:
+            raise ValueError("v_t must be transpose_v_for_fp8(v): contiguous (B, H, D, S_pad), S_pad % 16 == 0")
+        v2 = v_t.view(BH * D, v_t.shape[3])
+    else:
+        if v_t is not None:
+            raise ValueError("v_t (pre-transposed V) is only used by the fp8 kernel")
+        v2 = v.contiguous().view(BH * S, D)
+    out_dtype = torch.bfloat16 if dtype == "fp8e4nv" else q.dtype
+    if out is None:
+        o = torch.empty((B, H, S, D), dtype=out_dtype, device=q.device)
+    else:
+        if out.shape != q.shape or out.dtype != out_dtype or not out.is_contiguous():
+            raise ValueError(f"out must be a contiguous {tuple(q.shape)} tensor of {out_dtype}")
+        o = out
+    lse = torch.empty((B, H, S), dtype=torch.float32, device=q.device) if return_lse else o  # dummy when unused
+    q_desc = TensorDescriptor.from_tensor(q2, q_block, nvmma_shared_layout(q_block, gdt))
+    k_desc = TensorDescriptor.from_tensor(k2, k_block, nvmma_shared_layout(k_block, gdt))
+    v_desc = TensorDescriptor.from_tensor(v2, v_block, nvmma_shared_layout(v_block, gdt))
+    qk_scale = float(sm_scale) * LOG2E
+    consts = dict(cfg["constexprs"], WRITE_LSE=bool(return_lse))
+    n_m = triton_cdiv(S, cfg["block_m_cta"])
+    if variant == "ws":
+        grid = (min(_num_sms(q.device.index or 0), n_m * BH), )
+        _attn_fwd_ws[grid](q_desc, k_desc, v_desc, o, lse, qk_scale, S, BH, **consts, num_warps=cfg["num_warps"])
+    else:
+        grid = (n_m, BH)
+        _attn_fwd_simple[grid](q_desc, k_desc, v_desc, o, lse, qk_scale, S, **consts, num_warps=cfg["num_warps"])
+    return (o, lse) if return_lse else o
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def ptxas_report(kernel) -> dict:
+    """Registers, spill bytes and stack frame of a compiled kernel, from ``ptxas -v`` on its PTX with the same
+    ptxas and arch Triton used (no GPU needed). ``CompiledKernel.n_spills`` needs a GPU (it is read at load)."""
+    import re
+    import subprocess
+    import tempfile
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    arch = kernel.metadata.target.arch
+    ptxas = get_ptxas(arch).path
+    sm = f"sm_{arch}a" if arch >= 90 else f"sm_{arch}"
+    with tempfile.TemporaryDirectory() as tmp:
+        src = f"{tmp}/k.ptx"
+        with open(src, "w") as f:
+            f.write(kernel.asm["ptx"])
+        out = subprocess.run([ptxas, "-v", f"--gpu-name={sm}", src, "-o", f"{tmp}/k.cubin"], capture_output=True,
+                             text=True, check=True)
+    log = out.stdout + out.stderr
+    def grab(pat):
+        m = re.search(pat, log)
+        return int(m.group(1)) if m else 0
+    return {"registers": grab(r"Used (\d+) registers"), "spill_stores": grab(r"(\d+) bytes spill stores"),
+            "spill_loads": grab(r"(\d+) bytes spill loads"), "stack_frame": grab(r"(\d+) bytes stack frame"),
+            "log": log}

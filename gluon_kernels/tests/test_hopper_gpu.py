@@ -1,0 +1,115 @@
+"""Correctness of the Hopper Gluon attention on an sm_90 GPU, against an fp32 reference.
+
+Tolerances are relative error norms ||out - ref|| / ||ref|| over the whole output (METHOD.md of the device tool):
+* fp16 / bf16 inputs: 1e-2. Inputs are rounded to the dtype, then both sides use the same rounded values; the kernel
+  rounds P to the input dtype before the PV GEMM and O to the output dtype (bf16 has 8 bits of mantissa: a single
+  rounding is ~2e-3 relative; observed errors sit well below 1e-2).
+* fp8 e4m3 inputs: 5e-2. The reference gets the same e4m3-rounded Q, K, V (upcast to fp32), so the kernel's extra
+  error comes from rounding P (values in [0, 1]) to e4m3 before the PV GEMM: 3 mantissa bits, a relative step of
+  2^-4 = 6.25% per element worst case, ~1.8% RMS for uniformly spread values, averaged down over the S summed terms;
+  FA3 reports fp8 forward errors of a few 1e-2 for the same reason. 5e-2 leaves room for that and fails on any
+  indexing, masking or race bug (those give errors of order 1).
+* LSE: max abs error 1e-2 (natural-log units) for 16-bit, 5e-2 for fp8.
+The output (and LSE) buffers are filled with NaN before each launch and passed in, so an element the kernel fails
+to write stays NaN and fails the finiteness check. Each case draws fresh random inputs.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
+    pytest.skip("needs an sm_90 (Hopper) GPU", allow_module_level=True)
+
+from gluon_kernels import hopper_attention  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+TOL = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float8_e4m3fn: 5e-2}
+LSE_TOL = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float8_e4m3fn: 5e-2}
+
+
+def reference(q, k, v, causal, sm_scale):
+    qf, kf, vf = (t.float() for t in (q, k, v))
+    s = torch.matmul(qf, kf.transpose(-1, -2)) * sm_scale
+    if causal:
+        S = q.shape[2]
+        mask = torch.ones(S, S, dtype=torch.bool, device=q.device).tril()
+        s = s.masked_fill(~mask, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    return torch.matmul(torch.softmax(s, dim=-1), vf), lse
+
+
+def make_inputs(B, H, S, D, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    def one():
+        x = torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g)
+        return x.to(dtype)
+    return one(), one(), one()
+
+
+def rel_err(out, ref):
+    return ((out.float() - ref).norm() / ref.norm()).item()
+
+
+CASES = [
+    # B, H, S, D
+    (1, 1, 128, 64),
+    (2, 3, 1000, 128),  # S not a multiple of any tile
+    (1, 2, 77, 64),  # shorter than one tile
+    (2, 2, 1024, 128),
+    (1, 4, 2049, 64),
+    (1, 1, 4096, 128),
+]
+DTYPES = [torch.float16, torch.bfloat16, torch.float8_e4m3fn]
+
+
+@pytest.mark.parametrize("variant", ["ws", "simple"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("B,H,S,D", CASES)
+def test_attention_matches_fp32_reference(B, H, S, D, causal, dtype, variant):
+    seed = hash((B, H, S, D, causal, str(dtype), variant)) % (2**31)
+    q, k, v = make_inputs(B, H, S, D, dtype, seed)
+    sm_scale = 1.0 / math.sqrt(D)
+    out_dtype = torch.bfloat16 if dtype == torch.float8_e4m3fn else dtype
+    poisoned = torch.full((B, H, S, D), float("nan"), dtype=out_dtype, device="cuda")
+    out, lse = hopper_attention(q, k, v, causal=causal, sm_scale=sm_scale, return_lse=True, variant=variant,
+                                out=poisoned)
+    assert out.data_ptr() == poisoned.data_ptr()
+    torch.cuda.synchronize()
+    ref, ref_lse = reference(q, k, v, causal, sm_scale)
+    assert out.shape == (B, H, S, D) and out.dtype == out_dtype
+    assert torch.isfinite(out).all(), "unwritten (NaN-poisoned) or non-finite output elements"
+    assert torch.isfinite(lse).all(), "non-finite LSE"
+    err = rel_err(out, ref)
+    assert err < TOL[dtype], f"relative error {err:.3e} >= {TOL[dtype]}"
+    lse_err = (lse - ref_lse).abs().max().item()
+    assert lse_err < LSE_TOL[dtype], f"LSE max abs error {lse_err:.3e}"
+
+
+def test_default_scale_and_no_lse():
+    q, k, v = make_inputs(1, 2, 300, 128, torch.bfloat16, 7)
+    out = hopper_attention(q, k, v)
+    ref, _ = reference(q, k, v, False, 1.0 / math.sqrt(128))
+    assert rel_err(out, ref) < 1e-2
+
+
+def test_matches_sdpa_bf16():
+    q, k, v = make_inputs(2, 4, 2048, 128, torch.bfloat16, 11)
+    for causal in (False, True):
+        out = hopper_attention(q, k, v, causal=causal)
+        sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        assert rel_err(out, sdpa.float()) < 1e-2
+
+
+def test_fp8_with_pretransposed_v():
+    from gluon_kernels import transpose_v_for_fp8
+
+    q, k, v = make_inputs(2, 2, 1000, 128, torch.float8_e4m3fn, 5)
+    for causal in (False, True):
+        out = hopper_attention(q, k, None, causal=causal, v_t=transpose_v_for_fp8(v))
+        ref, _ = reference(q, k, v, causal, 1.0 / math.sqrt(128))
+        assert rel_err(out, ref) < TOL[torch.float8_e4m3fn]
