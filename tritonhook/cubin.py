@@ -238,8 +238,17 @@ def read_input(path: str | os.PathLike) -> bytes:
 
 
 # ----- parsing ---------------------------------------------------------------------------------------------------
+def _require_pyelftools() -> None:
+    """pyelftools is a dependency; say so plainly if it is missing instead of calling the cubin malformed."""
+    try:
+        import elftools  # noqa: F401
+    except ImportError:
+        raise TritonhookError("reading cubins needs pyelftools (pip install pyelftools)") from None
+
+
 def parse(data: bytes, *, label: str) -> Cubin:
     """Parse a cubin. Bad input of any shape becomes a `TritonhookError` naming `label` and the reason."""
+    _require_pyelftools()
     _check_is_cuda_elf(data, label)
     try:
         return _parse_elf(data, label)
