@@ -1,6 +1,10 @@
 """Does the `cutlass_` name pay for the Hopper Gluon attention? A benchmark script for `tritonhook ab`.
 
     tritonhook ab --variants plain,cutlass_ --rounds 5 -- python gluon_kernels/ab_hopper.py
+    python gluon_kernels/ab_hopper.py --in-process     # ab.compare: variants alternated call by call
+
+With `--in-process` each configuration is A/B-tested in this process by `tritonhook.ab.compare` (tighter
+intervals: both names see the same clocks), and the SASS of the two builds is compared byte for byte.
 
 `tritonhook ab` runs this script once per variant per round, in fresh processes, interleaved; the rename
 happens in Triton's PTX stage, so the same source gives both kernels. Each configuration is timed with
@@ -29,9 +33,29 @@ def attention_flops(batch: int, heads: int, seq: int, dim: int, causal: bool) ->
     return 4.0 * batch * heads * seq * seq * dim / (2 if causal else 1)
 
 
+def same_sass(report: ab.ABReport, store: str) -> bool:
+    """Whether every plain build has a cutlass_ twin with byte-identical SASS (the .text section)."""
+    from tritonhook import Store
+    from tritonhook.cubin import Cubin
+
+    opened = Store(store, create=False)
+
+    def text_hashes(label: str) -> set[str]:
+        hashes = set()
+        for kernel in report.kernels[label]:
+            cubin = Cubin.from_bytes(opened.read(opened.get(kernel["capture_id"]), "cubin"))
+            hashes |= {s.sha256 for s in cubin.sections if s.name == f".text.{kernel['entry']}"}
+        return hashes
+
+    return text_hashes("plain") == text_hashes("cutlass_")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seq", type=int, default=8192)
+    parser.add_argument("--in-process", action="store_true", help="A/B with ab.compare in this process")
+    parser.add_argument("--rounds", type=int, default=10, help="rounds for --in-process")
+    parser.add_argument("--store", default="ab-hopper-store", help="store for --in-process")
     args = parser.parse_args()
     batch, heads, dim = 2, 16, 128
     for dtype, causal in CONFIGS:
@@ -39,8 +63,18 @@ def main() -> None:
         q, k, v = (torch.randn(batch, heads, args.seq, dim, device="cuda").to(dtype) for _ in range(3))
         v_t = transpose_v_for_fp8(v) if dtype == torch.float8_e4m3fn else None
         name = f"{str(dtype).removeprefix('torch.')} {'causal' if causal else 'non-causal'} S={args.seq}"
-        ab.bench(lambda q, k, v: hopper_attention(q, k, v, causal=causal, v_t=v_t), inputs=(q, k, v), name=name,
-                 flops=attention_flops(batch, heads, args.seq, dim, causal))
+        flops = attention_flops(batch, heads, args.seq, dim, causal)
+
+        def run(q, k, v):
+            return hopper_attention(q, k, v, causal=causal, v_t=v_t)
+
+        if args.in_process:
+            report = ab.compare(run, ("plain", "cutlass_"), inputs=(q, k, v), flops=flops, rounds=args.rounds,
+                                check="bitwise", store=args.store, name=name, progress=False)
+            ab.print_report(report)
+            print(f"{name}: SASS of plain and cutlass_ byte-identical: {same_sass(report, args.store)}")
+        else:
+            ab.bench(run, inputs=(q, k, v), name=name, flops=flops)
 
 
 if __name__ == "__main__":

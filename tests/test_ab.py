@@ -14,7 +14,9 @@ import textwrap
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import tritonhook
 from tritonhook import ab
+from tritonhook.samples import compile_sample
 from tritonhook.errors import TritonhookError
 from tritonhook.store import SCHEMA_VERSION, Store
 
@@ -169,3 +171,16 @@ def test_ab_cli_one_line_errors(tmp_path, store_path):
     done = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), "--",
                            sys.executable, str(silent)], capture_output=True, text=True)
     assert "reported no timings (round 1, variant plain)" in done.stderr
+
+
+@pytest.mark.parametrize("sample,identical", [("matmul_fp8", True), ("matmul_fp32_ieee", False)])
+def test_sass_identical_compares_real_builds(store_path, sample, identical):
+    """NOTES §1.1: on sm_90a the name leaves wgmma matmuls byte-identical but changes FFMA loops."""
+    store = tritonhook.Store(store_path)
+    kernels = {}
+    for label, rename in (("plain", None), ("cutlass_", "cutlass_")):
+        with tritonhook.session(store, subprocesses=False, rename=rename) as session:
+            compile_sample(sample, 90)
+        kernels[label] = ab.kernel_summaries(store, session.capture_ids)
+    report = ab.ABReport([], [], 0, None, None, kernels)
+    assert report.sass_identical() is identical

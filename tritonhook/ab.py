@@ -198,10 +198,19 @@ class ABReport:
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
         data["variants"] = [{"label": v.label, "rename": v.describe()} for v in self.variants]
+        data["sass_identical"] = self.sass_identical()
         for bench_data, bench in zip(data["benchmarks"], self.benchmarks):
             for variant_data, variant in zip(bench_data["variants"], bench.variants):
                 variant_data["summary"]["spread_pct"] = variant.summary.spread_pct
         return data
+
+    def sass_identical(self) -> bool | None:
+        """True when every variant built byte-identical SASS (`.text`) for every kernel: then no measured
+        difference can come from the code, only from noise. None when the cubins were not summarized."""
+        hashes = {label: {k.get("text_sha256") for k in kernels} for label, kernels in self.kernels.items()}
+        if not hashes or any(not h or None in h for h in hashes.values()):
+            return None
+        return len({frozenset(h) for h in hashes.values()}) == 1
 
     def benchmark(self, name: str) -> BenchmarkResult:
         for bench in self.benchmarks:
@@ -537,9 +546,12 @@ def cubin_summary(data: bytes, entry: str) -> dict:
     """Registers, spills and section sizes of `entry` in a cubin (through tritonhook.cubin)."""
     from .cubin import Cubin
 
-    kernel = Cubin.from_bytes(data).kernels[entry]
-    return {field: getattr(kernel, field) for field in ("registers", "spill_stores", "spill_loads", "capmerc_size",
-                                                        "text_size", "frame_size")}
+    cubin = Cubin.from_bytes(data)
+    kernel = cubin.kernels[entry]
+    summary = {field: getattr(kernel, field) for field in ("registers", "spill_stores", "spill_loads",
+                                                           "capmerc_size", "text_size", "frame_size")}
+    summary["text_sha256"] = next((s.sha256 for s in cubin.sections if s.name == f".text.{entry}"), None)
+    return summary
 
 
 # ----- presentation -----------------------------------------------------------------------------------------------
@@ -599,4 +611,7 @@ def print_report(report: ABReport) -> None:
     if kernel_rows:
         render.print_table(("variant", "entry", "arch", "regs", "spill st/ld B", "capmerc B", ".text B"),
                            kernel_rows, right_align=("regs", "spill st/ld B", "capmerc B", ".text B"))
+    if report.sass_identical():
+        print("note: every variant built byte-identical SASS, so any difference measured here is noise "
+              "(between processes it can exceed the interval: prefer ab.compare, which alternates call by call)")
 
