@@ -22,16 +22,6 @@ CONFIGS = [
 MMA_KIND = {"fp16": "f16", "bf16": "f16", "fp8e4nv": "f8f6f4", "fp8e5": "f8f6f4"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _module_cache(tmp_path_factory):
-    # one cache for this module (the no-spill test reuses the compile test's fp16 D=128 build); never the user's
-    # cache, which on Triton 3.6 may hold a renamed build under the plain build's key (NOTES.md §2)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("triton-cache")))
-    yield
-    mp.undo()
-
-
 @pytest.mark.parametrize("dtype,head_dim,causal", CONFIGS)
 def test_compiles_for_sm100a_with_tcgen05_tmem_tma_mbarrier(dtype, head_dim, causal, record_property):
     k = compile_blackwell_attention(dtype, head_dim, causal)

@@ -19,15 +19,6 @@ CONFIGS = [
 ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _module_cache(tmp_path_factory):
-    # one cache for this module: the no-spill test reuses the fp16 D=128 build of the compile test
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("triton-cache")))
-    yield
-    mp.undo()
-
-
 @pytest.mark.parametrize("variant,dtype,head_dim,causal", CONFIGS)
 def test_compiles_for_sm90a_with_wgmma_tma_mbarrier(variant, dtype, head_dim, causal):
     k = compile_hopper_attention(dtype, head_dim, causal, variant, write_lse=causal)
