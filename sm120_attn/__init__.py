@@ -51,8 +51,9 @@ def to_cute(t, dtype_override=None):
     return ct
 
 
-def compiled_kernel(variant: str, q, k, v, o, causal: bool, arch: str | None = None, **kw):
-    """Compile (once per variant / dtypes / head dim / causal / arch / options) and return (fn, cute args)."""
+def compiled_kernel(variant: str, q, k, v, o, causal: bool, arch: str | None = None, options: str = "", **kw):
+    """Compile (once per variant / dtypes / head dim / causal / arch / options) and return (fn, cute args).
+    `options`: extra `cute.compile` options after `--gpu-arch` (e.g. `--keep-ptx --dump-dir D`)."""
     import cutlass
     import cutlass.cute as cute
     import torch
@@ -65,7 +66,7 @@ def compiled_kernel(variant: str, q, k, v, o, causal: bool, arch: str | None = N
     fp8 = q.dtype == torch.float8_e4m3fn
     cq = [to_cute(x, cutlass.Float8E4M3FN if fp8 else None) for x in (q, k, v)]
     co = to_cute(o)
-    key = (variant, q.dtype, o.dtype, head_dim, causal, arch, tuple(sorted(kw.items())))
+    key = (variant, q.dtype, o.dtype, head_dim, causal, arch, options, tuple(sorted(kw.items())))
     fn = _CACHE.get(key)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     if fn is None:
@@ -75,7 +76,7 @@ def compiled_kernel(variant: str, q, k, v, o, causal: bool, arch: str | None = N
                  torch.float8_e4m3fn: cutlass.Float8E4M3FN}[q.dtype]
         if not cls.can_implement(dtype, head_dim):
             raise ValueError(f"{cls.__name__} cannot implement dtype={q.dtype} head_dim={head_dim}")
-        fn = cute.compile(kernel, *cq, co, cutlass.Float32(1.0), stream, options=f"--gpu-arch {arch}")
+        fn = cute.compile(kernel, *cq, co, cutlass.Float32(1.0), stream, options=f"--gpu-arch {arch} {options}".strip())
         _CACHE[key] = fn
     return fn, (*cq, co), stream
 

@@ -1,6 +1,13 @@
-"""TFLOPS of the sm120_attn kernels against torch SDPA (FLASH_ATTENTION and CUDNN_ATTENTION backends pinned).
+"""TFLOPS of the sm120_attn kernels against torch SDPA (FLASH_ATTENTION and CUDNN_ATTENTION backends pinned) and,
+on sm_90, the repository's Hopper Gluon kernel (`gluon_kernels.hopper_attention`, wgmma).
 
-    python -m sm120_attn.bench [--json bench.json] [--quick]
+    python -m sm120_attn.bench [--json bench.json] [--quick] [--no-gluon]
+
+Layouts: our kernels take (B, S, H, D). SDPA gets (B, H, S, D) views of the same tensors (`transpose(1, 2)`,
+no copy: SDPA reads strided inputs). The Gluon kernel needs contiguous (B, H, S, D) (it would call
+`.contiguous()` on a view, a copy per call), so it gets (B, H, S, D) copies made once, outside the timing, and
+a preallocated (B, H, S, D) output; its host side (three TMA descriptors per call) is inside the timing, as the
+Python dispatch of SDPA is. Every candidate's first output is compared with SDPA flash's (rel_vs_flash in the JSON).
 
 FLOPs = 4 * B * H * Sq * Sk * D (two GEMMs), halved for causal. Each configuration is timed with CUDA events
 around single launches after a warm-up: `reps` samples, the median reported (and min / max in the JSON). Inputs
@@ -46,6 +53,19 @@ def time_fn(fn, reps=30, warmup=5):
     return statistics.median(times), min(times), max(times)
 
 
+def _agreement(candidates: dict, our_outputs: dict) -> dict:
+    """||O - O_flash|| / ||O_flash|| for every candidate's output, all compared in (B, S, H, D)."""
+    if "sdpa_flash" not in candidates:
+        return {}
+    base = candidates["sdpa_flash"]().transpose(1, 2).float()
+    rel = {}
+    for name, fn in candidates.items():
+        result = fn()
+        out = our_outputs[name] if name in our_outputs else result.transpose(1, 2)
+        rel[name] = float((out.float() - base).norm() / base.norm())
+    return rel
+
+
 def main(argv=None) -> int:
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -57,8 +77,15 @@ def main(argv=None) -> int:
     parser.add_argument("--variant", action="append")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--no-gluon", action="store_true", help="leave out the Hopper Gluon kernel")
     args = parser.parse_args(argv)
     variants = args.variant or ["cpasync", "tma"]
+    gluon = None
+    if not args.no_gluon and torch.cuda.get_device_capability()[0] == 9:
+        try:
+            from gluon_kernels import hopper_attention as gluon
+        except Exception as exc:  # noqa: BLE001 - the column is left out, and why is printed
+            print(f"bench: no Hopper Gluon column ({type(exc).__name__}: {exc})", flush=True)
     configs = CONFIGS[:2] + CONFIGS[3:4] if args.quick else CONFIGS
     rows = []
     torch.manual_seed(0)
@@ -66,9 +93,10 @@ def main(argv=None) -> int:
         q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
         row = {"B": b, "H": h, "S": s, "D": d, "causal": causal, "tflops": {}, "ms": {}}
-        candidates = {}
+        candidates, our_outputs = {}, {}
         for variant in variants:
             out = torch.empty_like(q)
+            our_outputs[variant] = out
             try:
                 fn, cargs, stream = sm120_attn.compiled_kernel(variant, q, k, v, out, causal)
                 scale_log2 = d ** -0.5 * 1.4426950408889634
@@ -85,6 +113,18 @@ def main(argv=None) -> int:
                 candidates[name] = run
             except Exception as exc:
                 row.setdefault("errors", {})[name] = f"{type(exc).__name__}: {exc}"[:500]
+        if gluon is not None:
+            qc, kc, vc = (x.contiguous() for x in (qt, kt, vt))  # (B, H, S, D) copies, made once
+            oc = torch.empty_like(qc)
+
+            def run_gluon(qc=qc, kc=kc, vc=vc, oc=oc):
+                return gluon(qc, kc, vc, causal=causal, out=oc)
+            try:
+                run_gluon()
+                candidates["gluon_hopper"] = run_gluon
+            except Exception as exc:
+                row.setdefault("errors", {})["gluon_hopper"] = f"{type(exc).__name__}: {exc}"[:500]
+        row["rel_vs_flash"] = _agreement(candidates, our_outputs)
         for name, fn in candidates.items():
             med, lo, hi = time_fn(fn, reps=args.reps)
             row["ms"][name] = {"median": med, "min": lo, "max": hi}
@@ -93,7 +133,7 @@ def main(argv=None) -> int:
         print(json.dumps(row), flush=True)
     with open(args.json, "w") as fh:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, fh, indent=1)
-    names = [n for n in [*variants, "sdpa_flash", "sdpa_cudnn"] if any(n in r["tflops"] for r in rows)]
+    names = [n for n in [*variants, "sdpa_flash", "sdpa_cudnn", "gluon_hopper"] if any(n in r["tflops"] for r in rows)]
     print(f"\nTFLOPS (median of {args.reps}), {torch.cuda.get_device_name()}, bf16; ratio = best ours / sdpa_flash")
     print(f"{'B':>2} {'H':>3} {'S':>5} {'D':>4} {'causal':>6} " + " ".join(f"{n:>11}" for n in names) + "  ratio")
     for r in rows:
