@@ -12,21 +12,28 @@ Entry point: `attention(q, k, v, causal=False, variant="cpasync")` on torch CUDA
 
 from __future__ import annotations
 
-VARIANTS = ("cpasync", "tma", "fp8")
+import importlib
+
+# variant -> (module, class): the one table behind `kernel_class` and the lazy package attributes
+_KERNELS = {"cpasync": ("fa2_cpasync", "FlashAttentionSm120"), "tma": ("fa2_tma", "FlashAttentionSm120Tma"),
+            "fp8": ("fa2_fp8", "FlashAttentionSm120Fp8")}
+VARIANTS = tuple(_KERNELS)
 
 _CACHE: dict = {}
 
 
+def kernel_class(variant: str):
+    """The kernel class of a variant, its module imported on first use (the DSL takes seconds to import)."""
+    if variant not in _KERNELS:
+        raise ValueError(f"unknown variant {variant!r} (one of {VARIANTS})")
+    module, name = _KERNELS[variant]
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
+
 def __getattr__(name):
-    if name == "FlashAttentionSm120":
-        from .fa2_cpasync import FlashAttentionSm120
-        return FlashAttentionSm120
-    if name == "FlashAttentionSm120Tma":
-        from .fa2_tma import FlashAttentionSm120Tma
-        return FlashAttentionSm120Tma
-    if name == "FlashAttentionSm120Fp8":
-        from .fa2_fp8 import FlashAttentionSm120Fp8
-        return FlashAttentionSm120Fp8
+    for variant, (_, cls_name) in _KERNELS.items():
+        if cls_name == name:
+            return kernel_class(variant)
     raise AttributeError(name)
 
 
@@ -58,8 +65,6 @@ def compiled_kernel(variant: str, q, k, v, o, causal: bool, arch: str | None = N
     import cutlass.cute as cute
     import torch
     from cuda.bindings import driver as cuda
-
-    from .build import kernel_class
 
     arch = arch or device_arch(q.device)
     head_dim = q.shape[-1]

@@ -19,9 +19,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import VARIANTS, kernel_class
+
 FP8_ARCHES = ("sm_120a", "sm_121a")
 BF16_ARCHES = ("sm_120a", "sm_121a", "sm_90a")
-VARIANTS = ("cpasync", "tma", "fp8")
 
 
 @dataclass
@@ -40,19 +41,6 @@ class Built:
     @property
     def label(self) -> str:
         return f"{self.variant}-d{self.head_dim}-{'causal' if self.causal else 'full'}-{self.arch}"
-
-
-def kernel_class(variant: str):
-    if variant == "cpasync":
-        from .fa2_cpasync import FlashAttentionSm120
-        return FlashAttentionSm120
-    if variant == "tma":
-        from .fa2_tma import FlashAttentionSm120Tma
-        return FlashAttentionSm120Tma
-    if variant == "fp8":
-        from .fa2_fp8 import FlashAttentionSm120Fp8
-        return FlashAttentionSm120Fp8
-    raise ValueError(f"unknown variant {variant!r} (one of {VARIANTS})")
 
 
 def supported_arches(variant: str) -> tuple[str, ...]:

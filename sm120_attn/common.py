@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import cutlass
 import cutlass.cute as cute
+from cutlass.cute.nvgpu import warp
 
 SM120_SMEM_BYTES = 101_376
 """Shared memory one block may use on SM120 (RTX 50xx / RTX PRO 6000 / GB10): 99 KiB (NOTES §4)."""
@@ -139,3 +140,74 @@ def mask_scores(acc_s: cute.Tensor, coords: cute.Tensor, seqlen_k, causal: cutla
         for c in cutlass.range_constexpr(cute.size(s_mn, mode=[1])):
             if c_mn[0, c][1] >= limit:
                 s_mn[r, c] = -cutlass.Float32.inf
+
+
+def ldmatrix_copies(mma: cute.TiledMma, dtype, tidx):
+    """The ldmatrix x4 tiled copies that feed the two m16n8k16 GEMMs, and their slices for thread `tidx`:
+    Q as the A operand and K as the B operand of S = Q K^T, V as the B operand of O += P V through
+    ldmatrix.trans (V lies (keys, D) in shared memory, the GEMM reads V^T).
+
+    Returns ((ld_q, ld_k, ld_v), (thr_ld_q, thr_ld_k, thr_ld_v)): `cute.copy` takes the tiled copy, the
+    partitions come from the slice."""
+    ld_q = cute.make_tiled_copy_A(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), dtype), mma)
+    ld_k = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), dtype), mma)
+    ld_v = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), dtype), mma)
+    return (ld_q, ld_k, ld_v), (ld_q.get_slice(tidx), ld_k.get_slice(tidx), ld_v.get_slice(tidx))
+
+
+def row_stats(acc_o: cute.Tensor):
+    """The online-softmax state for the rows of an m16n8 accumulator fragment: (row_max = -inf, row_sum = 0),
+    one entry per row this thread holds (2 row halves x MMA_M)."""
+    rows = cute.size(acc_o, mode=[0]) // 2 * cute.size(acc_o, mode=[1])
+    row_max = cute.make_rmem_tensor(rows, cutlass.Float32)
+    row_sum = cute.make_rmem_tensor(rows, cutlass.Float32)
+    row_max.fill(-cutlass.Float32.inf)
+    row_sum.fill(0.0)
+    return row_max, row_sum
+
+
+@cute.jit
+def ldmatrix_gemm(mma: cute.TiledMma, acc: cute.Tensor, rA: cute.Tensor, rB: cute.Tensor, ld_b: cute.TiledCopy,
+                  sB_ld: cute.Tensor, rB_ld: cute.Tensor, ld_a=None, sA_ld=None, rA_ld=None, stage=None):
+    """acc += A B over the k slices (mode 2) of the fragments, B (and A, when `ld_a` is given) loaded from
+    shared memory with ldmatrix one k slice ahead of the MMA that uses it (register double buffering). Without
+    `ld_a`, A is already in registers (Q kept there, or P from the softmax). With `stage`, `sB_ld` carries a
+    trailing stage mode (the TMA kernel's ring), indexed in place rather than sliced first, which keeps the
+    generated address arithmetic as it was."""
+    at = () if cutlass.const_expr(stage is None) else (stage,)
+    ks = cute.size(rA, mode=[2])
+    if cutlass.const_expr(ld_a is not None):
+        cute.copy(ld_a, sA_ld[None, None, 0], rA_ld[None, None, 0])
+    cute.copy(ld_b, sB_ld[(None, None, 0) + at], rB_ld[None, None, 0])
+    for k in cutlass.range_constexpr(ks):
+        if cutlass.const_expr(k + 1 < ks):
+            if cutlass.const_expr(ld_a is not None):
+                cute.copy(ld_a, sA_ld[None, None, k + 1], rA_ld[None, None, k + 1])
+            cute.copy(ld_b, sB_ld[(None, None, k + 1) + at], rB_ld[None, None, k + 1])
+        cute.gemm(mma, acc, rA[None, None, k], rB[None, None, k], acc)
+
+
+@cute.jit
+def load_rows(g2s: cute.TiledCopy, src: cute.Tensor, dst: cute.Tensor, coords: cute.Tensor, limit, tile=None):
+    """cp.async a (CPY, ROWS, COLS) thread partition into smem row by row; rows whose coordinate (`coords`, the
+    same partition of an identity tensor) is at or past `limit` become zeros instead: past the sequence end
+    global memory must not be read, and a garbage V row would poison O (0 * NaN). With `tile`, `src` and
+    `coords` carry a trailing tile mode and that tile is loaded (indexed in place rather than sliced first,
+    which keeps the generated address arithmetic as it was)."""
+    at = () if cutlass.const_expr(tile is None) else (tile,)
+    for r in cutlass.range_constexpr(cute.size(dst, mode=[1])):
+        if coords[(0, r, 0) + at][0] < limit:
+            cute.copy(g2s, src[(None, r, None) + at], dst[None, r, None])
+        else:
+            dst[None, r, None].fill(0)
+
+
+@cute.jit
+def load_kv_tile(g2s: cute.TiledCopy, tg: cute.Tensor, ts: cute.Tensor, tc: cute.Tensor, n, seqlen_k,
+                 tail: cutlass.Constexpr):
+    """cp.async key tile `n` of a (CPY, ROWS, COLS, tiles) K or V partition into smem; only the `tail` tile
+    (the last one, visited first) can run past seqlen_k and pays for the per-row check."""
+    if cutlass.const_expr(tail):
+        load_rows(g2s, tg, ts, tc, seqlen_k, tile=n)
+    else:
+        cute.copy(g2s, tg[None, None, None, n], ts)

@@ -21,7 +21,8 @@ import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
 
 from .common import (SM120_SMEM_BYTES, SUPPORTED_HEAD_DIMS, TileConfig, acc_as_a_operand, finish_softmax,
-                     mask_scores, online_softmax_step)
+                     ldmatrix_copies, ldmatrix_gemm, load_kv_tile, load_rows, mask_scores, online_softmax_step,
+                     row_stats)
 
 
 class FlashAttentionSm120:
@@ -156,31 +157,17 @@ class FlashAttentionSm120:
         acc_o = cute.make_rmem_tensor(thr_mma.partition_shape_C((self.m_block, d)), cutlass.Float32)
         acc_o.fill(0.0)
 
-        ld_q = cute.make_tiled_copy_A(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), dtype), mma)
-        ld_k = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), dtype), mma)
-        ld_v = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), dtype), mma)
-        thr_ld_q = ld_q.get_slice(tidx)
-        thr_ld_k = ld_k.get_slice(tidx)
-        thr_ld_v = ld_v.get_slice(tidx)
+        (ld_q, ld_k, ld_v), (thr_ld_q, thr_ld_k, thr_ld_v) = ldmatrix_copies(mma, dtype, tidx)
         sQ_ld, rQ_ld = thr_ld_q.partition_S(sQ), thr_ld_q.retile(rQ)
         sK_ld, rK_ld = thr_ld_k.partition_S(sK), thr_ld_k.retile(rK)
         sVt_ld, rVt_ld = thr_ld_v.partition_S(sVt), thr_ld_v.retile(rVt)
 
         # ---- prologue: Q tile and the last K tile (both may run past the sequence end: zero those rows)
-        for m in cutlass.range_constexpr(cute.size(tQs, mode=[1])):
-            if tQc[0, m, 0][0] < seqlen_q:
-                cute.copy(g2s, tQg[None, m, None], tQs[None, m, None])
-            else:
-                tQs[None, m, None].fill(0)
-        self.load_tile(g2s, tKg, tKs, tKVc, last, seqlen_k, True)
+        load_rows(g2s, tQg, tQs, tQc, seqlen_q)
+        load_kv_tile(g2s, tKg, tKs, tKVc, last, seqlen_k, True)
         cute.arch.cp_async_commit_group()
 
-        row_max = cute.make_rmem_tensor(cute.size(acc_o, mode=[0]) // 2 * cute.size(acc_o, mode=[1]),
-                                        cutlass.Float32)
-        row_sum = cute.make_rmem_tensor(cute.size(acc_o, mode=[0]) // 2 * cute.size(acc_o, mode=[1]),
-                                        cutlass.Float32)
-        row_max.fill(-cutlass.Float32.inf)
-        row_sum.fill(0.0)
+        row_max, row_sum = row_stats(acc_o)
 
         # Tiles that need a mask: the key tail (always the last tile) and, when causal, the tiles that cross the
         # diagonal of this Q tile: ceil(m_block / n_block) of them, counted from the last.
@@ -220,20 +207,6 @@ class FlashAttentionSm120:
                 cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
 
     @cute.jit
-    def load_tile(self, g2s: cute.TiledCopy, tg: cute.Tensor, ts: cute.Tensor, tc: cute.Tensor, n,
-                  seqlen_k, tail: cutlass.Constexpr):
-        """cp.async one K or V tile; for the tail tile, rows past seqlen_k become zeros in smem (V rows must
-        not be garbage: 0 * NaN would poison O)."""
-        if cutlass.const_expr(tail):
-            for r in cutlass.range_constexpr(cute.size(ts, mode=[1])):
-                if tc[0, r, 0, n][0] < seqlen_k:
-                    cute.copy(g2s, tg[None, r, None, n], ts[None, r, None])
-                else:
-                    ts[None, r, None].fill(0)
-        else:
-            cute.copy(g2s, tg[None, None, None, n], ts)
-
-    @cute.jit
     def step(self, mma: cute.TiledMma, thr_mma, scale_log2: cutlass.Float32, n, m_block, seqlen_q, seqlen_k,
              g2s: cute.TiledCopy, tKg, tKs, tVg, tVs, tKVc, ld_q, ld_k, ld_v, sQ_ld, rQ_ld, sK_ld, rK_ld,
              sVt_ld, rVt_ld, rQ, rK, rVt, acc_o, row_max, row_sum, first: cutlass.Constexpr,
@@ -242,23 +215,16 @@ class FlashAttentionSm120:
         acc_s.fill(0.0)
         cute.arch.cp_async_wait_group(0)  # K(n) has landed
         cute.arch.sync_threads()          # ... for every thread, and everyone is done with V(n+1)
-        self.load_tile(g2s, tVg, tVs, tKVc, n, seqlen_k, first)
+        load_kv_tile(g2s, tVg, tVs, tKVc, n, seqlen_k, first)
         cute.arch.cp_async_commit_group()
 
-        # S = Q K^T, register double-buffered over the k slices
-        ks = cute.size(sQ_ld, mode=[2])
-        cute.copy(ld_q, sQ_ld[None, None, 0], rQ_ld[None, None, 0])
-        cute.copy(ld_k, sK_ld[None, None, 0], rK_ld[None, None, 0])
-        for k in cutlass.range_constexpr(ks):
-            if cutlass.const_expr(k + 1 < ks):
-                cute.copy(ld_q, sQ_ld[None, None, k + 1], rQ_ld[None, None, k + 1])
-                cute.copy(ld_k, sK_ld[None, None, k + 1], rK_ld[None, None, k + 1])
-            cute.gemm(mma, acc_s, rQ[None, None, k], rK[None, None, k], acc_s)
+        # S = Q K^T, Q and K slices both loaded with ldmatrix
+        ldmatrix_gemm(mma, acc_s, rQ, rK, ld_k, sK_ld, rK_ld, ld_q, sQ_ld, rQ_ld)
 
         cute.arch.cp_async_wait_group(0)  # V(n) has landed
         cute.arch.sync_threads()          # ... and every warp is done reading K(n)
         if n > 0:
-            self.load_tile(g2s, tKg, tKs, tKVc, n - 1, seqlen_k, False)
+            load_kv_tile(g2s, tKg, tKs, tKVc, n - 1, seqlen_k, False)
             cute.arch.cp_async_commit_group()
 
         if cutlass.const_expr(masked):
@@ -269,13 +235,7 @@ class FlashAttentionSm120:
 
         rP = cute.make_fragment_like(acc_s, mQ_dtype(rQ))
         rP.store(acc_s.load().to(mQ_dtype(rQ)))
-        tOrP = acc_as_a_operand(rP)
-        kv = cute.size(tOrP, mode=[2])
-        cute.copy(ld_v, sVt_ld[None, None, 0], rVt_ld[None, None, 0])
-        for k in cutlass.range_constexpr(kv):
-            if cutlass.const_expr(k + 1 < kv):
-                cute.copy(ld_v, sVt_ld[None, None, k + 1], rVt_ld[None, None, k + 1])
-            cute.gemm(mma, acc_o, tOrP[None, None, k], rVt[None, None, k], acc_o)
+        ldmatrix_gemm(mma, acc_o, acc_as_a_operand(rP), rVt, ld_v, sVt_ld, rVt_ld)
 
 
 def mQ_dtype(frag: cute.Tensor):

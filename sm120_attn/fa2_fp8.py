@@ -30,7 +30,7 @@ from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import T, dsl_user_op
 
-from .common import SM120_SMEM_BYTES, SUPPORTED_HEAD_DIMS
+from .common import SM120_SMEM_BYTES, SUPPORTED_HEAD_DIMS, load_kv_tile, load_rows
 
 F8F6F4_ARCHES = ("sm_120a", "sm_121a")
 PAD = 16  # bytes of padding per shared-memory row
@@ -181,12 +181,8 @@ class FlashAttentionSm120Fp8:
         tVg, tVs = thr.partition_S(gV), thr.partition_D(sV)
         tKVc = thr.partition_S(cKV)
 
-        for m in cutlass.range_constexpr(cute.size(tQs, mode=[1])):
-            if tQc[0, m, 0][0] < seqlen_q:
-                cute.copy(g2s, tQg[None, m, None], tQs[None, m, None])
-            else:
-                tQs[None, m, None].fill(0)
-        self.load_tile(g2s, tKg, tKs, tKVc, last, seqlen_k, True)
+        load_rows(g2s, tQg, tQs, tQc, seqlen_q)
+        load_kv_tile(g2s, tKg, tKs, tKVc, last, seqlen_k, True)
         cute.arch.cp_async_commit_group()
 
         kq = d // 32          # k32 blocks of the first GEMM
@@ -225,18 +221,6 @@ class FlashAttentionSm120Fp8:
                         mO[batch, row, head, 8 * j + 2 * t + e] = (acc_o[4 * j + 2 * h + e] * inv).to(o_dtype)
 
     @cute.jit
-    def load_tile(self, g2s: cute.TiledCopy, tg: cute.Tensor, ts: cute.Tensor, tc: cute.Tensor, n, seqlen_k,
-                  tail: cutlass.Constexpr):
-        if cutlass.const_expr(tail):
-            for r in cutlass.range_constexpr(cute.size(ts, mode=[1])):
-                if tc[0, r, 0, n][0] < seqlen_k:
-                    cute.copy(g2s, tg[None, r, None, n], ts[None, r, None])
-                else:
-                    ts[None, r, None].fill(0)
-        else:
-            cute.copy(g2s, tg[None, None, None, n], ts)
-
-    @cute.jit
     def step(self, n, m_block, seqlen_k, scale_log2: cutlass.Float32, g, t, row0, sQ32: cute.Tensor,
              sK32: cute.Tensor, sV8: cute.Tensor, rQ: cute.Tensor, acc_o: cute.Tensor, row_max: cute.Tensor,
              row_sum: cute.Tensor, g2s: cute.TiledCopy, tKg, tKs, tVg, tVs, tKVc, first: cutlass.Constexpr,
@@ -248,7 +232,7 @@ class FlashAttentionSm120Fp8:
         nd = d // 8
         cute.arch.cp_async_wait_group(0)
         cute.arch.sync_threads()
-        self.load_tile(g2s, tVg, tVs, tKVc, n, seqlen_k, first)
+        load_kv_tile(g2s, tVg, tVs, tKVc, n, seqlen_k, first)
         cute.arch.cp_async_commit_group()
         if cutlass.const_expr(first):
             for kb in cutlass.range_constexpr(kq):
@@ -272,7 +256,7 @@ class FlashAttentionSm120Fp8:
         cute.arch.cp_async_wait_group(0)
         cute.arch.sync_threads()
         if n > 0:
-            self.load_tile(g2s, tKg, tKs, tKVc, n - 1, seqlen_k, False)
+            load_kv_tile(g2s, tKg, tKs, tKVc, n - 1, seqlen_k, False)
             cute.arch.cp_async_commit_group()
 
         # mask + online softmax on this thread's two rows (g and g+8), 2 * nj columns each

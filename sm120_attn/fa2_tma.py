@@ -30,8 +30,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp, warpgroup
 
-from .common import (SM120_SMEM_BYTES, SUPPORTED_HEAD_DIMS, acc_as_a_operand, finish_softmax, mask_scores,
-                     online_softmax_step)
+from .common import (SM120_SMEM_BYTES, SUPPORTED_HEAD_DIMS, acc_as_a_operand, finish_softmax, ldmatrix_copies,
+                     ldmatrix_gemm, mask_scores, online_softmax_step, row_stats)
 
 DMA_REGS = 56
 MMA_REGS = 224
@@ -226,21 +226,11 @@ class FlashAttentionSm120Tma:
         rVt = thr_mma.make_fragment_B(thr_mma.partition_B(sVt[None, None, 0]))
         acc_o = cute.make_rmem_tensor(thr_mma.partition_shape_C((self.m_block, d)), cutlass.Float32)
         acc_o.fill(0.0)
-        ld_q = cute.make_tiled_copy_A(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), dtype), mma)
-        ld_k = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), dtype), mma)
-        ld_v = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), dtype), mma)
-        thr_ld_q = ld_q.get_slice(ctid)
-        thr_ld_k = ld_k.get_slice(ctid)
-        thr_ld_v = ld_v.get_slice(ctid)
+        (ld_q, ld_k, ld_v), (thr_ld_q, thr_ld_k, thr_ld_v) = ldmatrix_copies(mma, dtype, ctid)
         sK_ld, rK_ld = thr_ld_k.partition_S(sK), thr_ld_k.retile(rK)
         sVt_ld, rVt_ld = thr_ld_v.partition_S(sVt), thr_ld_v.retile(rVt)
 
-        row_max = cute.make_rmem_tensor(cute.size(acc_o, mode=[0]) // 2 * cute.size(acc_o, mode=[1]),
-                                        cutlass.Float32)
-        row_sum = cute.make_rmem_tensor(cute.size(acc_o, mode=[0]) // 2 * cute.size(acc_o, mode=[1]),
-                                        cutlass.Float32)
-        row_max.fill(-cutlass.Float32.inf)
-        row_sum.fill(0.0)
+        row_max, row_sum = row_stats(acc_o)
 
         # Q stays in registers for the whole key loop
         cute.arch.mbarrier_wait(full_q, 0)
@@ -290,12 +280,7 @@ class FlashAttentionSm120Tma:
         acc_s.fill(0.0)
 
         cute.arch.mbarrier_wait(full_k + s, phase)
-        ks = cute.size(rQ, mode=[2])
-        cute.copy(ld_k, sK_ld[None, None, 0, s], rK_ld[None, None, 0])
-        for k in cutlass.range_constexpr(ks):
-            if cutlass.const_expr(k + 1 < ks):
-                cute.copy(ld_k, sK_ld[None, None, k + 1, s], rK_ld[None, None, k + 1])
-            cute.gemm(mma, acc_s, rQ[None, None, k], rK[None, None, k], acc_s)
+        ldmatrix_gemm(mma, acc_s, rQ, rK, ld_k, sK_ld, rK_ld, stage=s)  # Q is already in registers
         cute.arch.mbarrier_arrive(empty_k + s)
 
         if cutlass.const_expr(masked):
@@ -308,10 +293,5 @@ class FlashAttentionSm120Tma:
         tOrP = acc_as_a_operand(rP)
 
         cute.arch.mbarrier_wait(full_v + s, phase)
-        kv = cute.size(tOrP, mode=[2])
-        cute.copy(ld_v, sVt_ld[None, None, 0, s], rVt_ld[None, None, 0])
-        for k in cutlass.range_constexpr(kv):
-            if cutlass.const_expr(k + 1 < kv):
-                cute.copy(ld_v, sVt_ld[None, None, k + 1, s], rVt_ld[None, None, k + 1])
-            cute.gemm(mma, acc_o, tOrP[None, None, k], rVt[None, None, k], acc_o)
+        ldmatrix_gemm(mma, acc_o, tOrP, rVt, ld_v, sVt_ld, rVt_ld, stage=s)
         cute.arch.mbarrier_arrive(empty_v + s)
