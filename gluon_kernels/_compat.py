@@ -62,6 +62,22 @@ MBarrierLayout = mbarrier.MBarrierLayout
 FIRST_IR_STAGE = "glir" if TRITON_VERSION >= (3, 9) else "ttgir"
 
 
+def _triton_ptxas_flags() -> list:
+    """Register-allocation flags Triton itself passes to ptxas (besides -v, -lineinfo, --gpu-name), so that a
+    standalone ``ptxas -v`` report describes the cubin Triton builds. 3.9 adds ``--regAllocOptLevel=2`` (its
+    comment: a workaround for a ptxas 13.x bug); 3.6 adds none. Read from the backend's source, not the version."""
+    import inspect
+    try:
+        from triton.backends.nvidia import compiler as _nv
+        src = inspect.getsource(_nv)
+    except Exception:  # pragma: no cover - source not shipped
+        return []
+    return ["--regAllocOptLevel=2"] if "'--regAllocOptLevel=2'" in src or '"--regAllocOptLevel=2"' in src else []
+
+
+TRITON_PTXAS_FLAGS = _triton_ptxas_flags()
+
+
 def tensordesc_signature(dtype: str, block_shape, layout) -> str:
     """Signature string of a Gluon TMA descriptor argument for ``triton.compile`` with no GPU.
 
@@ -77,7 +93,7 @@ def nvmma_shared_layout(block_shape, dtype):
 
 
 __all__ = [
-    "GluonASTSource", "MBarrierLayout", "TRITON_VERSION", "TensorDescriptor", "FIRST_IR_STAGE", "fence_async_shared",
+    "GluonASTSource", "MBarrierLayout", "TRITON_PTXAS_FLAGS", "TRITON_VERSION", "TensorDescriptor", "FIRST_IR_STAGE", "fence_async_shared",
     "gl", "gluon", "mbarrier", "mbarrier_arrive", "mbarrier_expect", "mbarrier_init", "mbarrier_invalidate",
     "mbarrier_wait", "nvmma_shared_layout", "tensordesc_signature", "tma", "tma_load", "tma_store", "tma_store_wait",
     "warpgroup_mma", "warpgroup_mma_wait",

@@ -18,7 +18,8 @@ Two kernels share the per-block math:
 Layouts: Q, K, V, O are (B, H, S, D) contiguous, viewed as 2-D (B*H*S, D) for TMA; a tile that runs past S reads
 the next head's rows (or zeros past the end), which the key mask (col < S) and the masked output store make harmless.
 fp8 (e4m3): wgmma takes fp8 B operands only K-major, so the PV GEMM reads V^T; the wrapper makes that transposed
-copy, (B*H*D, S_pad) with S padded to 16 for TMA's 16-byte stride rule. P is rounded to e4m3 before the PV GEMM (as
+copy, (B*H*D, S_pad) with S padded to 16 for TMA's 16-byte stride rule and the keys renumbered within groups of 16
+to match P's free in-register relabelling (``_p_operand``). P is rounded to e4m3 before the PV GEMM (as
 FA3 does); the output of an fp8 call is bf16.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ import math
 from functools import lru_cache
 
 from ._compat import (
-    GluonASTSource, MBarrierLayout, TensorDescriptor, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
+    TRITON_PTXAS_FLAGS, GluonASTSource, MBarrierLayout, TensorDescriptor, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
     mbarrier_invalidate, mbarrier_wait, nvmma_shared_layout, tensordesc_signature, tma_load, warpgroup_mma,
     warpgroup_mma_wait,
 )
@@ -94,9 +95,34 @@ def _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout: gl.cons
 
 
 @gluon.jit
+def _p_operand(p, dtype: gl.constexpr, p_layout: gl.constexpr, PERMUTE_KEYS: gl.constexpr):
+    """P (fp32, wgmma accumulator layout) rounded to ``dtype`` in the A-operand register layout of the PV wgmma.
+
+    16-bit: the accumulator layout already matches the A layout register for register. 8-bit (PERMUTE_KEYS): in
+    each 16-key chunk a thread holds keys {2t, 2t+1, 8+2t, 9+2t} of the accumulator (t = lane % 4) but the 8-bit A
+    operand wants keys {4t .. 4t+3}; moving them costs shuffles and byte permutes. Instead the keys are renumbered
+    within each chunk, position 16c + 4t + 2h + e <- key 16c + 8h + 2t + e, which is a register-only relabelling
+    (checked: assert_trivial), and V^T's columns carry the same renumbering (transpose_v_for_fp8), so P V is
+    unchanged."""
+    if PERMUTE_KEYS:
+        M: gl.constexpr = p.shape[0]
+        N: gl.constexpr = p.shape[1]
+        pp = gl.reshape(p, [M, N // 16, 2, 4, 2])  # key = 16c + 8h + 2t + e
+        pp = gl.permute(pp, (0, 1, 3, 2, 4))  # [M, c, t, h, e]
+        pp = gl.reshape(pp, [M, N])  # position 16c + 4t + 2h + e
+        pp = gl.convert_layout(pp, p_layout, assert_trivial=True)
+        # 4 neighbouring registers = the 4 bytes of one A-operand register: two cvt's, one pack, no byte shuffles
+        return gl.inline_asm_elementwise(
+            "{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f32 lo, $2, $1; cvt.rn.satfinite.e4m3x2.f32 hi, $4, $3; "
+            "mov.b32 $0, {lo, hi}; }", "=r,r,r,r,r", [pp], dtype=gl.float8e4nv, is_pure=True, pack=4)
+    else:
+        return gl.convert_layout(p.to(dtype), p_layout)
+
+
+@gluon.jit
 def _pv(p, v_smem, acc, p_layout: gl.constexpr, V_TRANSPOSED: gl.constexpr):
     """acc += P V with P from registers (A operand) and V from shared memory (B operand, [BLOCK_N, D])."""
-    p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
+    p_op = _p_operand(p, v_smem.dtype, p_layout, V_TRANSPOSED)
     if V_TRANSPOSED:
         b = v_smem.permute((1, 0))  # smem holds V^T [D, BLOCK_N]: K-major view of V, needed for fp8
     else:
@@ -304,7 +330,7 @@ def _ws_block(c, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, tur
     if masked:
         s = _mask(s, n_off, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
     p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout, BLOCK_N, False, CAUSAL)
-    p_op = gl.convert_layout(p.to(v_bufs.dtype), p_layout)
+    p_op = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
     mbarrier_wait(v_ready.index(st), ph)
     if V_TRANSPOSED:
         vb = v_bufs.index(st).permute((1, 0))
@@ -357,9 +383,18 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     m_i = gl.max(s, axis=1) * qk_scale
     p = gl.exp2(s * qk_scale - gl.expand_dims(m_i, 1))
     l_i = gl.sum(p, axis=1)
-    p_op = gl.convert_layout(p.to(v_bufs.dtype), p_layout)
+    # P crosses the loop back edge. 16-bit: as the A operand. fp8: as fp32, packed at the top of the next step; an
+    # fp8 tensor carried by the loop is split into single bytes and re-packed each step (~450 PRMT in the SASS).
+    if V_TRANSPOSED:
+        p_keep = p
+    else:
+        p_keep = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
 
     for j in range(1, n_blocks):
+        if V_TRANSPOSED:
+            p_op = _p_operand(p_keep, v_bufs.dtype, p_layout, V_TRANSPOSED)
+        else:
+            p_op = p_keep
         c = kv_cnt + j
         st = c % STAGES
         st_prev = (c - 1) % STAGES
@@ -381,13 +416,20 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         alpha = gl.exp2(m_i - m_new)
         l_i = l_i * alpha + gl.sum(p, axis=1)
         m_i = m_new
-        p_next = p.to(v_bufs.dtype)
+        if V_TRANSPOSED:
+            p_next = p
+        else:
+            p_next = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         mbarrier_arrive(v_empty.index(st_prev))
         acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, acc.type.layout)), 1)
-        p_op = gl.convert_layout(p_next, p_layout)
+        p_keep = p_next
 
     # final PV
+    if V_TRANSPOSED:
+        p_op = _p_operand(p_keep, v_bufs.dtype, p_layout, V_TRANSPOSED)
+    else:
+        p_op = p_keep
     c = kv_cnt + n_blocks - 1
     st = c % STAGES
     mbarrier_wait(v_ready.index(st), (c // STAGES) & 1)
@@ -579,18 +621,26 @@ def _num_sms(device_index: int) -> int:
 
 
 def transpose_v_for_fp8(v):
-    """The V layout the fp8 kernel reads: (B, H, D, S_pad) contiguous, S padded with zeros to a multiple of 16.
+    """The V layout the fp8 kernel reads: (B, H, D, S_pad) contiguous, S padded with zeros to a multiple of 16, and
+    the keys renumbered within each group of 16: column 16c + 4t + 2h + e holds key 16c + 8h + 2t + e
+    (t < 4, h < 2, e < 2).
 
-    wgmma takes fp8 B operands only K-major; for PV the reduction runs over S, so V must be S-contiguous. Callers
-    that keep an fp8 KV cache can store V this way once and pass it as ``hopper_attention(..., v_t=...)``."""
+    wgmma takes fp8 B operands only K-major; for PV the reduction runs over S, so V must be S-contiguous. The
+    renumbering matches the one the kernel applies to P for free in registers (``_p_operand``): P V is a sum over
+    keys, so renumbering both sides alike leaves it unchanged. Callers that keep an fp8 KV cache can store V this way
+    once and pass it as ``hopper_attention(..., v_t=...)``."""
     import torch
 
     B, H, S, D = v.shape
     s_pad = (S + 15) // 16 * 16
-    vt = torch.empty((B, H, D, s_pad), dtype=v.dtype, device=v.device)
-    vt[..., :S].copy_(v.transpose(-1, -2))
     if s_pad != S:
-        vt[..., S:].zero_()
+        v_pad = torch.zeros((B, H, s_pad, D), dtype=v.dtype, device=v.device)
+        v_pad[:, :, :S].copy_(v)
+        v = v_pad
+    # one strided copy: key 16c + 8h + 2t + e goes to column 16c + 4t + 2h + e (see _p_operand)
+    vt = torch.empty((B, H, D, s_pad), dtype=v.dtype, device=v.device)
+    src = v.reshape(B, H, s_pad // 16, 2, 4, 2, D).permute(0, 1, 6, 2, 4, 3, 5)  # (B, H, D, c, t, h, e)
+    vt.view(B, H, D, s_pad // 16, 4, 2, 2).copy_(src)
     return vt
 
 
@@ -667,7 +717,8 @@ def triton_cdiv(a: int, b: int) -> int:
 
 def ptxas_report(kernel) -> dict:
     """Registers, spill bytes and stack frame of a compiled kernel, from ``ptxas -v`` on its PTX with the same
-    ptxas and arch Triton used (no GPU needed). ``CompiledKernel.n_spills`` needs a GPU (it is read at load)."""
+    ptxas, arch and register-allocation flags Triton used (``_compat.TRITON_PTXAS_FLAGS``; no GPU needed).
+    ``CompiledKernel.n_spills`` needs a GPU (it is read at load)."""
     import re
     import subprocess
     import tempfile
@@ -680,7 +731,7 @@ def ptxas_report(kernel) -> dict:
         src = f"{tmp}/k.ptx"
         with open(src, "w") as f:
             f.write(kernel.asm["ptx"])
-        out = subprocess.run([ptxas, "-v", f"--gpu-name={sm}", src, "-o", f"{tmp}/k.cubin"], capture_output=True,
+        out = subprocess.run([ptxas, "-v", *TRITON_PTXAS_FLAGS, f"--gpu-name={sm}", src, "-o", f"{tmp}/k.cubin"], capture_output=True,
                              text=True, check=True)
     log = out.stdout + out.stderr
     def grab(pat):
