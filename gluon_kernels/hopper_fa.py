@@ -252,9 +252,11 @@ def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, 
 # kernel 2: persistent, warp-specialized (1 producer warp + 2 consumer warpgroups), optional ping-pong
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
-def _tile_coords(tile, num_m, num_bh, CAUSAL: gl.constexpr):
-    """Persistent schedule: program p takes tiles p, p + P, p + 2P, ... (static round-robin).
+def _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N: gl.constexpr,
+               CAUSAL: gl.constexpr):
+    """Where persistent tile `tile` lies: (batch*head, first query row, KV blocks without mask, KV blocks).
 
+    Program p takes tiles p, p + P, p + 2P, ... (static round-robin); producer and consumers walk the same plan.
     Non-causal: head-major (all query tiles of one head are neighbours: they share K/V in L2); every tile costs
     the same. Causal: a tile's cost grows with its query index, and head-major order hands some programs only long
     rows (measured: 0.77x cuDNN at S=16k). So order by query tile, longest first, heads innermost: each wave of P
@@ -266,7 +268,9 @@ def _tile_coords(tile, num_m, num_bh, CAUSAL: gl.constexpr):
     else:
         bh = tile // num_m
         mt = tile % num_m
-    return bh, mt
+    off_m = mt * BLOCK_M_CTA
+    n_full, n_blocks = _kv_bounds(off_m, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL)
+    return bh, off_m, n_full, n_blocks
 
 
 @gluon.jit
@@ -279,9 +283,7 @@ def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empt
     kv_cnt = 0
     t_cnt = 0
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
-        bh, mt = _tile_coords(tile, num_m, num_bh, CAUSAL)
-        off_m = mt * BLOCK_M_CTA
-        n_full, n_blocks = _kv_bounds(off_m, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL)
+        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL)
         kv_row0 = bh * seq_len
         qb = t_cnt % 2
         mbarrier_wait(q_empty.index(qb), ((t_cnt // 2) & 1) ^ 1)
@@ -462,9 +464,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
     kv_cnt = 0
     t_cnt = 0
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
-        bh, mt = _tile_coords(tile, num_m, num_bh, CAUSAL)
-        off_m = mt * BLOCK_M_CTA
-        n_full, n_blocks = _kv_bounds(off_m, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL)
+        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL)
         rows = off_m + WG * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
         m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
         l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
