@@ -311,6 +311,23 @@ def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empt
 
 
 @gluon.jit
+def _gemm_in_turn(a, b, acc, use_acc, freed, turn_mine, turn_other, turn_phase, PINGPONG: gl.constexpr):
+    """acc (+)= a @ b, waited for, then the shared-memory stage b came from is released through `freed`.
+
+    Ping-pong (FA3 §3.1): a token alternates between the two consumer warpgroups; a warpgroup takes it (parity
+    `turn_phase`) before issuing a GEMM and hands it over right after issuing, so that the other warpgroup's
+    softmax overlaps this one's GEMM."""
+    if PINGPONG:
+        mbarrier_wait(turn_mine, turn_phase)
+    acc = warpgroup_mma(a, b, acc, use_acc=use_acc, is_async=True)
+    if PINGPONG:
+        mbarrier_arrive(turn_other)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+    mbarrier_arrive(freed)
+    return acc
+
+
+@gluon.jit
 def _ws_block(c, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, turn_mine, turn_other, m_i, l_i, acc,
               qk_scale, n_off, masked, rows, seq_len, s_layout: gl.constexpr, p_layout: gl.constexpr,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
@@ -318,33 +335,16 @@ def _ws_block(c, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, tur
     st = c % STAGES
     ph = (c // STAGES) & 1
     mbarrier_wait(k_ready.index(st), ph)
-    # Ping-pong (FA3 §3.1): a token alternates between the two consumer warpgroups; a warpgroup takes it before
-    # issuing a GEMM and hands it over right after issuing, so the other's softmax overlaps this one's GEMMs.
-    # Each warpgroup takes the token twice per block, so the parity waited for is 0 before QK and 1 before PV.
-    if PINGPONG:
-        mbarrier_wait(turn_mine, 0)
-    s = warpgroup_mma(q_smem, k_bufs.index(st).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-                      use_acc=False, is_async=True)
-    if PINGPONG:
-        mbarrier_arrive(turn_other)
-    s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
-    mbarrier_arrive(k_empty.index(st))
+    # Each warpgroup takes the ping-pong token twice per block: the parity waited for is 0 before QK, 1 before PV.
+    s = _gemm_in_turn(q_smem, k_bufs.index(st).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                      False, k_empty.index(st), turn_mine, turn_other, 0, PINGPONG)
     if masked:
         s = _mask(s, n_off, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
     p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout, BLOCK_N, False, CAUSAL)
     p_op = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
     mbarrier_wait(v_ready.index(st), ph)
-    if V_TRANSPOSED:
-        vb = v_bufs.index(st).permute((1, 0))
-    else:
-        vb = v_bufs.index(st)
-    if PINGPONG:
-        mbarrier_wait(turn_mine, 1)
-    acc = warpgroup_mma(p_op, vb, acc, is_async=True)
-    if PINGPONG:
-        mbarrier_arrive(turn_other)
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-    mbarrier_arrive(v_empty.index(st))
+    acc = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
+                        turn_other, 1, PINGPONG)
     return m_i, l_i, acc
 
 
@@ -435,13 +435,9 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     c = kv_cnt + n_blocks - 1
     st = c % STAGES
     mbarrier_wait(v_ready.index(st), (c // STAGES) & 1)
-    if PINGPONG:
-        mbarrier_wait(turn_mine, (tk + n_blocks) & 1)
-    acc = warpgroup_mma(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, is_async=True)
-    if PINGPONG:
-        mbarrier_arrive(turn_other)
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-    mbarrier_arrive(v_empty.index(st))
+    turn_phase = (tk + n_blocks) & 1
+    acc = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
+                        turn_other, turn_phase, PINGPONG)
     return m_i, l_i, acc
 
 
