@@ -311,6 +311,8 @@ def _add_ptxas_matrix(sub) -> None:
                         "`tritonhook ptxas list` finds)")
     parser.add_argument("--rename", default="cutlass_", help="prefix for the renamed build (default cutlass_)")
     parser.add_argument("--gpu-name", help="target (default: the PTX .target)")
+    parser.add_argument("--ptxas-arg", action="append", default=[], metavar="ARG",
+                        help="extra ptxas argument, repeatable; write it as --ptxas-arg=-lineinfo")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=_ptxas_matrix)
 
@@ -323,7 +325,8 @@ def _ptxas_matrix(args) -> int:
 
     ptx = read_input(args.ptx).decode("utf-8", errors="replace")
     paths = args.ptxas or [binary.path for binary in one_per_version(find_ptxas())]
-    rows = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx))
+    rows = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx),
+                        extra_args=args.ptxas_arg)
     if args.json:
         report.print_json([dataclasses.asdict(row) for row in rows])
         return 0
@@ -514,8 +517,8 @@ def _preflight(args) -> int:
 
 
 # ----- main ------------------------------------------------------------------------------------------------------
-_COMMANDS = [_add_run, _add_capture, _add_ls, _add_show, _add_export, _add_rename, _add_ab, _add_diff, _add_ptxas_matrix, _add_ptxas,
-             _add_memwatch, _add_preflight]
+_COMMANDS = [_add_run, _add_capture, _add_ls, _add_show, _add_export, _add_rename, _add_ab, _add_diff,
+             _add_ptxas_matrix, _add_ptxas, _add_memwatch, _add_preflight]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -203,8 +203,11 @@ class MatrixRow:
 
 
 def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None = None, prefix: str = "cutlass_",
-                 label: str = "PTX") -> list[MatrixRow]:
-    """Assemble `ptx` as is and with its entries renamed `prefix + name`, with each ptxas, and measure both."""
+                 label: str = "PTX", extra_args: Sequence[str] = ()) -> list[MatrixRow]:
+    """Assemble `ptx` as is and with its entries renamed `prefix + name`, with each ptxas, and measure both.
+
+    `extra_args` go to every ptxas call: pass the flags your frontend uses (Triton 3.9 adds
+    `--regAllocOptLevel=2`, which changes spills), or the figures describe another build than the one you run."""
     from .rename import rename_ptx
 
     gpu = gpu_name or ptx_target(ptx, label=label)
@@ -213,7 +216,7 @@ def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None =
     for path in ptxas_paths:
         version = ptxas_version(path) or "?"
         for variant, source in variants:
-            result = assemble(source, path, gpu, label=f"{label} ({variant})")
+            result = assemble(source, path, gpu, extra_args, label=f"{label} ({variant})")
             cubin = Cubin.from_bytes(result.cubin, label=f"{label} ({variant}, ptxas {version})")
             for kernel in cubin.kernels.values():
                 rows.append(MatrixRow(path, version, variant, kernel.name, cubin.size, kernel.text_size,
