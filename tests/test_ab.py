@@ -156,6 +156,14 @@ def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_capt
     assert (plain_kernel["entry"], renamed_kernel["original_entry"]) == ("add_kernel", "add_kernel")
     assert plain_kernel["registers"] > 0 and renamed_kernel["text_size"] > 0
 
+    listed = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), "--list"],
+                            capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    assert "compile_add" in listed.stdout and bench["variants"][1]["verdict"] in listed.stdout
+    as_json = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), "--list",
+                              "--json"], capture_output=True, text=True)
+    assert [r["id"] for r in json.loads(as_json.stdout)] == [result["ab_id"]]
+
 
 def test_ab_cli_one_line_errors(tmp_path, store_path):
     failing = tmp_path / "fail.py"

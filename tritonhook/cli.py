@@ -245,6 +245,7 @@ def _add_ab(sub) -> None:
     parser.add_argument("--min-effect", type=float, default=None, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--list", action="store_true", help="list the A/B results saved in the store instead")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python bench.py ARGS...")
     parser.set_defaults(handler=_ab)
 
@@ -253,6 +254,8 @@ def _ab(args) -> int:
     from . import ab
     from .rename import compile_select
 
+    if args.list:
+        return _ab_list(_open_store(args), as_json=args.json)
     command = _command_after_dashes(args.command, "ab")
     variants = ab.parse_variants(args.variants)
     if args.select is not None:
@@ -272,6 +275,30 @@ def _ab(args) -> int:
               f"random inputs, seed the generator so that every process computes on the same inputs",
               file=sys.stderr)
     return 1 if mismatched else 0
+
+
+def _ab_list(store: Store, *, as_json: bool) -> int:
+    """Every saved A/B result, one row per benchmark and compared variant, with the captures it links."""
+    results = store.ab_results()
+    if as_json:
+        report.print_json(results)
+        return 0
+    rows = []
+    for result in results:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(result["created"]))
+        for bench in result["benchmarks"]:
+            for variant in bench["variants"][1:]:
+                interval = f"{variant['ratio']:.4f} [{variant['ci_low']:.4f}, {variant['ci_high']:.4f}]"
+                pair = f"{variant['label']} vs {bench['variants'][0]['label']}"
+                same_sass = {True: "yes", False: "no"}.get(result.get("sass_identical"), "-")
+                rows.append((result["id"], when, bench["name"], pair, interval, variant["verdict"],
+                             bench["correctness"], same_sass))
+    if not rows:
+        print("no A/B results")
+        return 0
+    report.print_table(("id", "time", "benchmark", "variants", "time ratio [95% CI]", "verdict", "outputs",
+                        "same SASS"), rows, right_align=("id",))
+    return 0
 
 
 # ----- diff / ptxas ----------------------------------------------------------------------------------------------
