@@ -93,7 +93,8 @@ def nvmma_shared_layout(block_shape, dtype):
 
 
 __all__ = [
-    "GluonASTSource", "MBarrierLayout", "TRITON_PTXAS_FLAGS", "TRITON_VERSION", "TensorDescriptor", "FIRST_IR_STAGE", "fence_async_shared",
+    "GluonASTSource", "MBarrierLayout", "TRITON_PTXAS_FLAGS", "TRITON_VERSION", "TensorDescriptor", "FIRST_IR_STAGE",
+    "fence_async_shared",
     "gl", "gluon", "mbarrier", "mbarrier_arrive", "mbarrier_expect", "mbarrier_init", "mbarrier_invalidate",
     "mbarrier_wait", "nvmma_shared_layout", "tensordesc_signature", "tma", "tma_load", "tma_store", "tma_store_wait",
     "warpgroup_mma", "warpgroup_mma_wait",
@@ -108,7 +109,8 @@ __all__ = [
 # * ``tensor_memory_descriptor._reinterpret`` (3.6) became the public ``reinterpret`` (3.9).
 # * ``TensorMemoryLayout(block, col_stride, cta_split_num, two_ctas)`` (3.6) vs ``(block, col_stride, cga_layout,
 #   two_ctas, fp4_padded)`` (3.9): pass ``block`` and ``col_stride=`` only.
-# * ``tcgen05_mma`` gained ``multicast=``, ``tcgen05_commit`` gained ``pred``/``descs``; the calls used here are the same.
+# * ``tcgen05_mma`` gained ``multicast=``, ``tcgen05_commit`` gained ``pred``/``descs``; the calls used here are
+#   the same.
 from triton.experimental.gluon.language.nvidia import blackwell as _blackwell  # noqa: E402
 
 TensorMemoryLayout = _blackwell.TensorMemoryLayout

@@ -28,7 +28,8 @@ import math
 from functools import lru_cache
 
 from ._compat import (
-    TRITON_PTXAS_FLAGS, GluonASTSource, MBarrierLayout, TensorDescriptor, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
+    TRITON_PTXAS_FLAGS, GluonASTSource, MBarrierLayout, TensorDescriptor, gl, gluon, mbarrier_arrive, mbarrier_expect,
+    mbarrier_init,
     mbarrier_invalidate, mbarrier_wait, nvmma_shared_layout, tensordesc_signature, tma_load, warpgroup_mma,
     warpgroup_mma_wait,
 )
@@ -554,7 +555,8 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
         st = stages or (2 if (head_dim == 128 and not fp8) else 3)
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, BLOCK_N=bn, STAGES=st, CAUSAL=bool(causal),
                                     V_TRANSPOSED=fp8, PINGPONG=True if pingpong is None else bool(pingpong),
-                                    OVERLAP=True if overlap is None else bool(overlap), CONSUMER_REGS=240, PRODUCER_REGS=24),
+                                    OVERLAP=True if overlap is None else bool(overlap), CONSUMER_REGS=240,
+                                    PRODUCER_REGS=24),
                     num_warps=4, block_m_cta=128)
     bn = block_n or (128 if head_dim == 64 or fp8 else 64)
     st = stages or 2
@@ -727,8 +729,8 @@ def ptxas_report(kernel) -> dict:
         src = f"{tmp}/k.ptx"
         with open(src, "w") as f:
             f.write(kernel.asm["ptx"])
-        out = subprocess.run([ptxas, "-v", *TRITON_PTXAS_FLAGS, f"--gpu-name={sm}", src, "-o", f"{tmp}/k.cubin"], capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run([ptxas, "-v", *TRITON_PTXAS_FLAGS, f"--gpu-name={sm}", src, "-o", f"{tmp}/k.cubin"],
+                             capture_output=True, text=True, check=True)
     log = out.stdout + out.stderr
     def grab(pat):
         m = re.search(pat, log)

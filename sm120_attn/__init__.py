@@ -76,7 +76,8 @@ def compiled_kernel(variant: str, q, k, v, o, causal: bool, arch: str | None = N
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     if fn is None:
         cls = kernel_class(variant)
-        kernel = cls(head_dim, causal=causal, arch=arch, **kw) if variant == "fp8" else cls(head_dim, causal=causal, **kw)
+        arch_kw = {"arch": arch} if variant == "fp8" else {}
+        kernel = cls(head_dim, causal=causal, **arch_kw, **kw)
         dtype = {torch.bfloat16: cutlass.BFloat16, torch.float16: cutlass.Float16,
                  torch.float8_e4m3fn: cutlass.Float8E4M3FN}[q.dtype]
         if not cls.can_implement(dtype, head_dim):
