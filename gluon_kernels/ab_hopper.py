@@ -28,11 +28,6 @@ CONFIGS = [  # (dtype, causal): B=2, H=16, S=8192, D=128, the shape where the ke
 ]
 
 
-def attention_flops(batch: int, heads: int, seq: int, dim: int, causal: bool) -> float:
-    """QK^T and PV: 4 * B * H * S^2 * D, halved for causal."""
-    return 4.0 * batch * heads * seq * seq * dim / (2 if causal else 1)
-
-
 def same_sass(report: ab.ABReport, store: str) -> bool:
     """Whether every plain build has a cutlass_ twin with byte-identical SASS (the .text section)."""
     from tritonhook import Store
@@ -63,7 +58,7 @@ def main() -> None:
         q, k, v = (torch.randn(batch, heads, args.seq, dim, device="cuda").to(dtype) for _ in range(3))
         v_t = transpose_v_for_fp8(v) if dtype == torch.float8_e4m3fn else None
         name = f"{str(dtype).removeprefix('torch.')} {'causal' if causal else 'non-causal'} S={args.seq}"
-        flops = attention_flops(batch, heads, args.seq, dim, causal)
+        flops = ab.attention_flops(batch, heads, args.seq, dim, causal)
 
         def run(q, k, v):
             return hopper_attention(q, k, v, causal=causal, v_t=v_t)

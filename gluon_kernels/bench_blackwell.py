@@ -25,10 +25,6 @@ import tempfile
 VARIANTS = ("plain", "cutlass_")
 
 
-def _flops(B, H, S, D, causal):
-    return 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
-
-
 def _skip_reason() -> str | None:
     try:
         import torch
@@ -54,6 +50,7 @@ def run_child(args) -> list[dict]:
     import triton
 
     from gluon_kernels.blackwell import blackwell_attention
+    from tritonhook.ab import attention_flops
 
     if args.variant == "cutlass_":
         import tritonhook
@@ -71,7 +68,7 @@ def run_child(args) -> list[dict]:
                     fn()
                     ms = triton.testing.do_bench(fn, warmup=args.warmup, rep=args.rep)
                     rows.append(dict(variant=args.variant, dtype=dtype, D=D, causal=causal, S=S, B=B, H=H, ms=ms,
-                                     tflops=_flops(B, H, S, D, causal) / (ms * 1e-3) / 1e12))
+                                     tflops=attention_flops(B, H, S, D, causal) / (ms * 1e-3) / 1e12))
     return rows
 
 
@@ -79,6 +76,8 @@ def run_cudnn(args) -> list[dict]:
     import torch
     import triton
     from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from tritonhook.ab import attention_flops
 
     rows = []
     for dtype in args.dtype:
@@ -99,7 +98,7 @@ def run_cudnn(args) -> list[dict]:
                         continue
                     rows.append(dict(variant=f"cudnn-{str(sdpa_dtype).split('.')[-1]}", dtype=dtype, D=D,
                                      causal=causal, S=S, B=B, H=H, ms=ms,
-                                     tflops=_flops(B, H, S, D, causal) / (ms * 1e-3) / 1e12))
+                                     tflops=attention_flops(B, H, S, D, causal) / (ms * 1e-3) / 1e12))
     return rows
 
 

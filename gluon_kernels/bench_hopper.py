@@ -43,6 +43,7 @@ def main(argv=None):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from gluon_kernels import hopper_attention, transpose_v_for_fp8
+    from tritonhook.ab import attention_flops
 
     backends = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
                 "efficient": SDPBackend.EFFICIENT_ATTENTION}
@@ -63,7 +64,7 @@ def main(argv=None):
             for S in [int(x) for x in args.seqlens.split(",")]:
                 B = max(1, args.tokens // S)
                 H = args.hidden // D
-                flops = 4 * B * H * S * S * D / (2 if causal else 1)
+                flops = attention_flops(B, H, S, D, causal)
                 tf = lambda ms: flops / (ms * 1e-3) / 1e12
                 g = torch.Generator(device="cuda").manual_seed(S + D)
                 q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g)

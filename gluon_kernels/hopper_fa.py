@@ -655,6 +655,7 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
     ``variant``: "ws" (persistent, warp-specialized; default) or "simple" (baseline).
     """
     import torch
+    import triton
 
     if v is None and v_t is not None:
         v = v_t.transpose(-1, -2)[..., :q.shape[2], :]  # shape/dtype checks only
@@ -699,7 +700,7 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
     v_desc = TensorDescriptor.from_tensor(v2, v_block, nvmma_shared_layout(v_block, gdt))
     qk_scale = float(sm_scale) * LOG2E
     consts = dict(cfg["constexprs"], WRITE_LSE=bool(return_lse))
-    n_m = triton_cdiv(S, cfg["block_m_cta"])
+    n_m = triton.cdiv(S, cfg["block_m_cta"])
     if variant == "ws":
         grid = (min(_num_sms(q.device.index or 0), n_m * BH), )
         _attn_fwd_ws[grid](q_desc, k_desc, v_desc, o, lse, qk_scale, S, BH, **consts, num_warps=cfg["num_warps"])
@@ -709,32 +710,15 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
     return (o, lse) if return_lse else o
 
 
-def triton_cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def ptxas_report(kernel) -> dict:
     """Registers, spill bytes and stack frame of a compiled kernel, from ``ptxas -v`` on its PTX with the same
     ptxas, arch and register-allocation flags Triton used (``_compat.TRITON_PTXAS_FLAGS``; no GPU needed).
     ``CompiledKernel.n_spills`` needs a GPU (it is read at load)."""
-    import re
-    import subprocess
-    import tempfile
-    from triton.backends.nvidia.compiler import get_ptxas
+    from tritonhook.ptxas import PtxasInfo, assemble, parse_ptxas_verbose, triton_ptxas
 
     arch = kernel.metadata.target.arch
-    ptxas = get_ptxas(arch).path
     sm = f"sm_{arch}a" if arch >= 90 else f"sm_{arch}"
-    with tempfile.TemporaryDirectory() as tmp:
-        src = f"{tmp}/k.ptx"
-        with open(src, "w") as f:
-            f.write(kernel.asm["ptx"])
-        out = subprocess.run([ptxas, "-v", *TRITON_PTXAS_FLAGS, f"--gpu-name={sm}", src, "-o", f"{tmp}/k.cubin"],
-                             capture_output=True, text=True, check=True)
-    log = out.stdout + out.stderr
-    def grab(pat):
-        m = re.search(pat, log)
-        return int(m.group(1)) if m else 0
-    return {"registers": grab(r"Used (\d+) registers"), "spill_stores": grab(r"(\d+) bytes spill stores"),
-            "spill_loads": grab(r"(\d+) bytes spill loads"), "stack_frame": grab(r"(\d+) bytes stack frame"),
-            "log": log}
+    log = assemble(kernel.asm["ptx"], triton_ptxas(sm), sm, TRITON_PTXAS_FLAGS, label=kernel.metadata.name).stderr
+    info = next(iter(parse_ptxas_verbose(log).values()), PtxasInfo())
+    return {"registers": info.registers or 0, "spill_stores": info.spill_stores, "spill_loads": info.spill_loads,
+            "stack_frame": info.stack_frame, "log": log}

@@ -55,6 +55,8 @@ def time_fn(fn, reps=30, warmup=5):
 
 def _agreement(candidates: dict, our_outputs: dict) -> dict:
     """||O - O_flash|| / ||O_flash|| for every candidate's output, all compared in (B, S, H, D)."""
+    from .gpu_check import rel_err
+
     if "sdpa_flash" not in candidates:
         return {}
     base = candidates["sdpa_flash"]().transpose(1, 2).float()
@@ -62,7 +64,7 @@ def _agreement(candidates: dict, our_outputs: dict) -> dict:
     for name, fn in candidates.items():
         result = fn()
         out = our_outputs[name] if name in our_outputs else result.transpose(1, 2)
-        rel[name] = float((out.float() - base).norm() / base.norm())
+        rel[name] = rel_err(out, base)
     return rel
 
 
@@ -71,6 +73,7 @@ def main(argv=None) -> int:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import sm120_attn
+    from tritonhook.ab import attention_flops
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default="sm120_attn_bench.json")
@@ -91,7 +94,7 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     for b, h, s, d, causal in configs:
         q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
+        flops = attention_flops(b, h, s, d, causal)
         row = {"B": b, "H": h, "S": s, "D": d, "causal": causal, "tflops": {}, "ms": {}}
         candidates, our_outputs = {}, {}
         for variant in variants:

@@ -41,6 +41,11 @@ def reference(q, k, v, causal, scale):
     return out.transpose(1, 2)
 
 
+def rel_err(out, ref) -> float:
+    """||out - ref||_2 / ||ref||_2, out taken to fp32 (NaN if out holds NaN)."""
+    return float((out.float() - ref).norm() / ref.norm())
+
+
 def check_case(variant, dtype, case, causal, **kw):
     import torch
 
@@ -60,7 +65,7 @@ def check_case(variant, dtype, case, causal, **kw):
     torch.cuda.synchronize()
     ref = reference(q, k, v, causal, scale)
     unwritten = int(torch.isnan(out).sum())
-    rel = float((out.float() - ref).norm() / ref.norm())
+    rel = rel_err(out, ref)
     bound = BOUNDS[str(dtype).split(".")[-1]]
     ok = unwritten == 0 and rel == rel and rel < bound
     return {"variant": variant, "dtype": str(dtype).split(".")[-1], "B": b, "Sq": sq, "Sk": sk, "H": h, "D": d,

@@ -41,7 +41,9 @@ def bench_name(kernel: str, causal: bool) -> str:
 
 
 def flops(causal: bool) -> float:
-    return 4.0 * B * H * S * S * D / (2 if causal else 1)
+    from tritonhook.ab import attention_flops
+
+    return attention_flops(B, H, S, D, causal)
 
 
 def inputs(seed: int = 0):
@@ -106,16 +108,6 @@ def run_child(arm: str) -> None:
 
 
 # ----- the experiment (one process, all arms) ----------------------------------------------------------------------
-def reference(q, k, v, causal):
-    import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    with sdpa_kernel([SDPBackend.MATH]):
-        ref = torch.nn.functional.scaled_dot_product_attention(*(x.float().transpose(1, 2) for x in (q, k, v)),
-                                                               is_causal=causal)
-    return ref.transpose(1, 2)
-
-
 def kernel_facts(cubin: bytes, label: str) -> dict:
     from tritonhook.cubin import Cubin
 
@@ -143,7 +135,7 @@ def experiment(out_dir: Path, ptxas: str | None) -> dict:
 
     from tritonhook.rename import rename_ptx
 
-    from . import name_swap
+    from . import gpu_check, name_swap
 
     out_dir.mkdir(parents=True, exist_ok=True)
     q, k, v = inputs()
@@ -156,7 +148,7 @@ def experiment(out_dir: Path, ptxas: str | None) -> dict:
             t0 = time.perf_counter()
             fn, args, stream, plain = prepare(kernel, causal, "plain", q, k, v, out, dump_dir=dump, ptxas=ptxas)
             text = name_swap.module_text(fn)  # the DSL's host module, before any swap
-            ref = reference(q, k, v, causal)
+            ref = gpu_check.reference(q, k, v, causal, None)
             row = {"config": tag, "B": B, "H": H, "S": S, "D": D, "causal": causal, "arms": {}}
             outputs = {}
             for arm in name_swap.ARMS:
@@ -191,7 +183,7 @@ def experiment(out_dir: Path, ptxas: str | None) -> dict:
                 arm_row.update(facts)
                 arm_row["loaded_kernels"] = name_swap.loaded_kernel_names(fn)
                 arm_row["nan"] = int(torch.isnan(out).sum())
-                arm_row["rel_err_vs_sdpa_fp32"] = float((out.float() - ref).norm() / ref.norm())
+                arm_row["rel_err_vs_sdpa_fp32"] = gpu_check.rel_err(out, ref)
                 arm_row["bitwise_equal_plain"] = bool(torch.equal(out, outputs["plain"]))
                 row["arms"][arm] = arm_row
             # the stripped PTX re-prefixed with cutlass_ (pairs with strip under `tritonhook diff`'s default prefix)

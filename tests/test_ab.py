@@ -130,13 +130,17 @@ BENCH = textwrap.dedent("""
 """)
 
 
+def tritonhook_ab(store_path, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), *map(str, args)],
+                          capture_output=True, text=True)
+
+
 def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_captures(tmp_path, store_path,
                                                                                       monkeypatch):
     script, order = tmp_path / "bench.py", tmp_path / "order.log"
     script.write_text(BENCH)
     monkeypatch.setenv("ORDER_LOG", str(order))
-    done = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), "--rounds", "5",
-                           "--json", "--", sys.executable, str(script)], capture_output=True, text=True)
+    done = tritonhook_ab(store_path, "--rounds", "5", "--json", "--", sys.executable, script)
     assert done.returncode == 0, done.stderr
     lines = order.read_text().split("\n")[:-1]
     assert lines == [f"{r} {v} {n}" for r in range(5)
@@ -156,12 +160,10 @@ def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_capt
     assert (plain_kernel["entry"], renamed_kernel["original_entry"]) == ("add_kernel", "add_kernel")
     assert plain_kernel["registers"] > 0 and renamed_kernel["text_size"] > 0
 
-    listed = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), "--list"],
-                            capture_output=True, text=True)
+    listed = tritonhook_ab(store_path, "--list")
     assert listed.returncode == 0, listed.stderr
     assert "compile_add" in listed.stdout and bench["variants"][1]["verdict"] in listed.stdout
-    as_json = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), "--list",
-                              "--json"], capture_output=True, text=True)
+    as_json = tritonhook_ab(store_path, "--list", "--json")
     assert [r["id"] for r in json.loads(as_json.stdout)] == [result["ab_id"]]
 
 
@@ -173,11 +175,9 @@ def test_ab_cli_one_line_errors(tmp_path, store_path):
     for args, message in ((["--rounds", "3"], "--rounds 3: use at least 5"),
                           (["--variants", "plain"], "at least two"),
                           ([], "exited with status 1 (round 1, variant plain): boom")):
-        done = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), *args,
-                               "--", sys.executable, str(failing)], capture_output=True, text=True)
+        done = tritonhook_ab(store_path, *args, "--", sys.executable, failing)
         assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1, done.stderr
-    done = subprocess.run([sys.executable, "-m", "tritonhook", "ab", "--store", str(store_path), "--",
-                           sys.executable, str(silent)], capture_output=True, text=True)
+    done = tritonhook_ab(store_path, "--", sys.executable, silent)
     assert "reported no timings (round 1, variant plain)" in done.stderr
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tritonhook import ptxas as ptxas_mod
-from tritonhook.cubin import Cubin, disassemble, find_nvdisasm, opcode_histogram
+from tritonhook.cubin import Cubin, disassemble, opcode_histogram, run_nvdisasm
 from tritonhook.errors import TritonhookError
 
 DATA = Path(__file__).parent / "data"
@@ -130,11 +130,9 @@ def test_section_sizes_agree_with_readelf(source, gpu, which, tmp_path):
     assert cubin.section_size(".text." + next(iter(cubin.kernels))) > 0
 
 
-def nvdisasm_text_counts(data: bytes, tmp_path: Path) -> dict[str, collections.Counter]:
+def nvdisasm_text_counts(data: bytes) -> dict[str, collections.Counter]:
     """Opcode counts read from nvdisasm's plain listing (not the JSON that `disassemble` reads)."""
-    path = tmp_path / "y.cubin"
-    path.write_bytes(data)
-    out = subprocess.run([find_nvdisasm(), "-c", str(path)], capture_output=True, text=True, check=True).stdout
+    out = run_nvdisasm(data, ["-c"])
     counts: dict[str, collections.Counter] = {}
     current = None
     for line in out.splitlines():
@@ -148,31 +146,28 @@ def nvdisasm_text_counts(data: bytes, tmp_path: Path) -> dict[str, collections.C
 
 @pytest.mark.parametrize("source,gpu", [("ffma_spill", "sm_80"), ("matmul_fp16", "sm_90a"),
                                         ("ffma_spill", "sm_100a"), ("tma_copy", "sm_120a")])
-def test_opcode_counts_agree_with_nvdisasm_listing(source, gpu, tmp_path):
+def test_opcode_counts_agree_with_nvdisasm_listing(source, gpu):
     data = assembled(source, gpu, "triton").cubin
     sass = disassemble(data)
-    expected = nvdisasm_text_counts(data, tmp_path)
+    expected = nvdisasm_text_counts(data)
     assert {name: opcode_histogram(instructions) for name, instructions in sass.items()} == expected
     cubin = Cubin.from_bytes(data)
     assert {name: k.instructions for name, k in cubin.kernels.items()} == {
         name: sum(counts.values()) for name, counts in expected.items()}
 
 
-def nvdisasm_eiattr_names(data: bytes, tmp_path: Path) -> list[str]:
-    path = tmp_path / "z.cubin"
-    path.write_bytes(data)
-    out = subprocess.run([find_nvdisasm(), str(path)], capture_output=True, text=True, check=True).stdout
-    return re.findall(r"nvinfo : (\S+)", out)
+def nvdisasm_eiattr_names(data: bytes) -> list[str]:
+    return re.findall(r"nvinfo : (\S+)", run_nvdisasm(data, []))
 
 
 @pytest.mark.parametrize("source,gpu", [("ffma_spill", "sm_100a"), ("tma_copy", "sm_120a"),
                                         ("matmul_fp16", "sm_90a")])
-def test_eiattr_names_agree_with_nvdisasm(source, gpu, tmp_path):
+def test_eiattr_names_agree_with_nvdisasm(source, gpu):
     data = assembled(source, gpu, "triton").cubin
     cubin = Cubin.from_bytes(data)
     ours = [r.name for r in cubin.global_eiattrs] + [r.name for k in cubin.kernels.values() for r in k.eiattrs
                                                      if r.symbol is None]
-    theirs = nvdisasm_eiattr_names(data, tmp_path)
+    theirs = nvdisasm_eiattr_names(data)
     assert len(ours) == len(theirs)
     pairs = list(zip(ours, theirs))
     mismatched = [(a, b) for a, b in pairs if a != b and not ("UNKNOWN" in a and b == "<unknown>")]

@@ -169,16 +169,29 @@ class Buffer:
         return 0
 
 
-def test_scratch_allocator_is_wrapped_recorded_and_put_back():
-    import triton
-
-    def users_allocator(size, alignment, stream):
+def buffer_allocator():
+    """A distinct user allocator (the tests check which one is installed by identity)."""
+    def allocator(size, alignment, stream):
         return Buffer(size)
 
+    return allocator
+
+
+def recorder_over(allocator) -> _ScratchRecorder:
+    """`allocator` set with triton.set_allocator, then a recorder installed over it."""
+    import triton
+
+    triton.set_allocator(allocator)
+    recorder = _ScratchRecorder()
+    recorder.install()
+    return recorder
+
+
+def test_scratch_allocator_is_wrapped_recorded_and_put_back():
+    users_allocator = buffer_allocator()
+
     def run():
-        triton.set_allocator(users_allocator)
-        recorder = _ScratchRecorder()
-        recorder.install()
+        recorder = recorder_over(users_allocator)
         buffer = _triton.allocator_var().get()(4096, 128, None)  # what Triton's launcher does before a launch
         assert (recorder.total, recorder.live, recorder.take_pending()) == (4096, 4096, [(4096, False)])
         del buffer
@@ -192,16 +205,10 @@ def test_scratch_allocator_is_wrapped_recorded_and_put_back():
 def test_allocator_set_inside_the_region_is_recorded_and_kept():
     import triton
 
-    def first(size, alignment, stream):
-        return Buffer(size)
-
-    def second(size, alignment, stream):
-        return Buffer(size)
+    first, second = buffer_allocator(), buffer_allocator()
 
     def run():
-        triton.set_allocator(first)
-        recorder = _ScratchRecorder()
-        recorder.install()
+        recorder = recorder_over(first)
         triton.set_allocator(second)  # the user's program, inside the watched region
         recorder.rewrap_if_replaced()
         _triton.allocator_var().get()(256, 128, None)

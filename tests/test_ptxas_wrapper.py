@@ -221,19 +221,20 @@ def test_sigkill_at_random_points_never_loses_the_real_binary(ptxas):
 
 
 # ----- what the wrapper does with a call -----------------------------------------------------------------------
-def _reference(tmp_path: Path, ptx: Path, *args) -> tuple[subprocess.CompletedProcess, Path]:
-    """The original binary (not a copy of ours) on the same input, for comparison."""
-    work = tmp_path / "reference"
+def _assemble_in(work: Path, binary, ptx: Path, *args, env=None) -> tuple[subprocess.CompletedProcess, Path]:
+    """`binary` on a copy of `ptx` in `work`, writing `work/out.cubin`."""
     work.mkdir(exist_ok=True)
     shutil.copy(ptx, work / ptx.name)
-    return run_ptxas(bundled(), *args, ptx.name, "-o", "out.cubin", cwd=work), work / "out.cubin"
+    return run_ptxas(binary, *args, ptx.name, "-o", "out.cubin", cwd=work, env=env), work / "out.cubin"
+
+
+def _reference(tmp_path: Path, ptx: Path, *args) -> tuple[subprocess.CompletedProcess, Path]:
+    """The original binary (not a copy of ours) on the same input, for comparison."""
+    return _assemble_in(tmp_path / "reference", bundled(), ptx, *args)
 
 
 def _through_wrapper(tmp_path: Path, wrapped: Path, ptx: Path, *args, env=None):
-    work = tmp_path / "wrapped"
-    work.mkdir(exist_ok=True)
-    shutil.copy(ptx, work / ptx.name)
-    return run_ptxas(wrapped, *args, ptx.name, "-o", "out.cubin", cwd=work, env=env), work / "out.cubin"
+    return _assemble_in(tmp_path / "wrapped", wrapped, ptx, *args, env=env)
 
 
 def test_a_call_is_recorded_and_its_result_passed_through(ptxas, tmp_path, store_path):
@@ -243,8 +244,8 @@ def test_a_call_is_recorded_and_its_result_passed_through(ptxas, tmp_path, store
     got, got_cubin = _through_wrapper(tmp_path, ptxas, FFMA, *args)
     assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout) == (0, b"")
     assert stable(got.stderr) == stable(expected.stderr) and got_cubin.read_bytes() == expected_cubin.read_bytes()
-    [capture] = Store(store_path, create=False).captures()
     store = Store(store_path, create=False)
+    [capture] = store.captures()
     assert (capture.frontend, capture.event, capture.entry, capture.arch) == ("ptxas", "compile", "ffma_loop", "sm_90a")
     assert store.read(capture, "ptx") == FFMA.read_bytes()
     assert store.read(capture, "cubin") == expected_cubin.read_bytes()

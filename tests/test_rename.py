@@ -58,12 +58,10 @@ def add_ptx(tmp_path_factory) -> str:
         return compile_sample("add", 90).asm["ptx"]
 
 
-def ptxas(ptx_path, cubin_path, arch="sm_90a") -> None:
-    from triton.backends.nvidia.compiler import get_ptxas
+def ptxas(ptx: str, arch="sm_90a") -> bytes:
+    from tritonhook.ptxas import assemble, triton_ptxas
 
-    done = subprocess.run([get_ptxas(90).path, f"--gpu-name={arch}", str(ptx_path), "-o", str(cubin_path)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    return assemble(ptx, triton_ptxas(arch), arch).cubin
 
 
 # ----- in the compile pipeline ----------------------------------------------------------------------------------
@@ -158,13 +156,11 @@ def two_entry_ptx(ptx: str) -> str:
     return ptx[:end] + ptx[start:end].replace("add_kernel", "add_kernel2") + ptx[end:]
 
 
-def test_rename_ptx_leaves_longer_names_and_other_entries_alone(add_ptx, tmp_path):
+def test_rename_ptx_leaves_longer_names_and_other_entries_alone(add_ptx):
     renamed = rename_ptx(two_entry_ptx(add_ptx), entry="add_kernel")
     assert ptx_entries(renamed) == ["cutlass_add_kernel", "add_kernel2"]
     assert "add_kernel2_param_0" in renamed and "cutlass_add_kernel2" not in renamed
-    (tmp_path / "two.ptx").write_text(renamed)
-    ptxas(tmp_path / "two.ptx", tmp_path / "two.cubin")
-    assert sorted(elf_functions((tmp_path / "two.cubin").read_bytes())) == ["add_kernel2", "cutlass_add_kernel"]
+    assert sorted(elf_functions(ptxas(renamed))) == ["add_kernel2", "cutlass_add_kernel"]
 
 
 def test_rename_ptx_errors_name_the_problem(add_ptx):
@@ -237,8 +233,7 @@ def test_cli_rename_round_trip_is_accepted_by_ptxas(add_ptx, tmp_path, capsys):
     source.write_text(add_ptx)
     assert cli.main(["rename", str(source), "-o", str(renamed)]) == 0
     assert capsys.readouterr().out.strip() == f"{renamed}: add_kernel -> cutlass_add_kernel"
-    ptxas(renamed, tmp_path / "renamed.cubin")
-    cubin = (tmp_path / "renamed.cubin").read_bytes()
+    cubin = ptxas(renamed.read_text())
     assert elf_functions(cubin) == ["cutlass_add_kernel"] and ".text.cutlass_add_kernel" in elf_sections(cubin)
     assert cli.main(["rename", str(renamed), "--strip", "-o", str(back), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["entries"] == [{"before": "cutlass_add_kernel", "after": "add_kernel"}]

@@ -114,21 +114,20 @@ def _capability(metadata: dict) -> int | None:
 
 
 def _arch_name(artifacts: dict[str, bytes], capability: int | None) -> str:
-    ptx = artifacts.get("ptx")
-    if ptx:
-        match = re.search(rb"^\s*\.target\s+(sm_\w+)", ptx, re.MULTILINE)
-        if match:
-            return match.group(1).decode()
-    return f"sm_{capability}" if capability is not None else "unknown"
+    """The PTX `.target` (it carries the "a" suffix Triton chose), else sm_<capability>."""
+    from .ptxas import ptx_target
+
+    try:
+        return ptx_target(artifacts.get("ptx", b"").decode("utf-8", errors="replace"))
+    except TritonhookError:
+        return f"sm_{capability}" if capability is not None else "unknown"
 
 
 def _entry_name(artifacts: dict[str, bytes], metadata: dict) -> str:
-    ptx = artifacts.get("ptx")
-    if ptx:
-        match = re.search(rb"\.entry\s+([A-Za-z_$][\w$]*)", ptx)
-        if match:
-            return match.group(1).decode()
-    return str(metadata.get("name", "?"))
+    from .rename import ptx_entries  # rename imports this module: import it when first needed
+
+    entries = ptx_entries(artifacts.get("ptx", b"").decode("utf-8", errors="replace"))
+    return entries[0] if entries else str(metadata.get("name", "?"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,6 +142,7 @@ def ptxas_for(capability: int) -> tuple[str | None, str | None]:
         return None, None
 
 
+@functools.lru_cache(maxsize=None)
 def option_names() -> tuple[str, ...]:
     try:
         from triton.backends.nvidia.compiler import CUDAOptions

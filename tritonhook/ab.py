@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -343,6 +344,12 @@ def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
 
 
 # ----- reporting from a benchmark script ------------------------------------------------------------------------
+def attention_flops(batch: int, heads: int, seq: int, dim: int, causal: bool = False) -> float:
+    """FLOPs of one attention forward pass, the count `flops=` expects for an attention kernel: two GEMMs
+    (Q K^T and P V), 4 * B * H * S^2 * D, halved when causal (FlashAttention's convention)."""
+    return 4.0 * batch * heads * seq * seq * dim / (2 if causal else 1)
+
+
 def record(name: str, ms: float, *, flops: float | None = None, output=None) -> dict:
     """Report one timing. Under `tritonhook ab` it goes to the runner; outside, it is printed.
 
@@ -421,17 +428,15 @@ def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, "cutlass_"), 
     outputs, captures = {}, {v.label: [] for v in parsed}
     label = name or getattr(run, "__name__", "run")
 
+    @contextlib.contextmanager
     def variant_session(variant: Variant):
         """The capture session of one variant; the ids it captures are kept for the report."""
-        @contextlib.contextmanager
-        def enter():
-            with ptx_capture.session(opened, subprocesses=False, rename=variant.rename,
-                                     select=select if variant.rename is not None else None) as active:
-                yield
-                captures[variant.label] += active.capture_ids
-        return enter
+        with ptx_capture.session(opened, subprocesses=False, rename=variant.rename,
+                                 select=select if variant.rename is not None else None) as active:
+            yield
+            captures[variant.label] += active.capture_ids
 
-    arms = [(variant_session(variant), run) for variant in parsed]
+    arms = [(functools.partial(variant_session, variant), run) for variant in parsed]
     with _progress(progress, rounds) as step:
         for round_index in range(rounds):
             results = bench_interleaved(arms, inputs=inputs, warmup_ms=warmup_ms, rep_ms=rep_ms)
@@ -460,6 +465,7 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
     if rounds < MIN_ROUNDS:
         raise TritonhookError(f"--rounds {rounds}: use at least {MIN_ROUNDS} so the interval means something")
     records, pids = [], {v.label: set() for v in variants}
+    last_before = store.last_id()  # the children's captures are the ones after it
     with tempfile.TemporaryDirectory(prefix="tritonhook-ab-") as scratch, \
             _progress(progress, rounds * len(variants)) as step:
         for round_index in range(rounds):
@@ -477,7 +483,8 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
                               correctness=_check_across_processes(name, by_variant, variants, scratch, check),
                               min_effect=min_effect)
                       for name, (samples, flops, by_variant) in collect(records).items()]
-    captures = {label: [c.id for c in store.captures() if c.pid in ids] for label, ids in pids.items()}
+    written = store.captures(after=last_before)
+    captures = {label: [c.id for c in written if c.pid in ids] for label, ids in pids.items()}
     return _finish(store, benchmarks, variants, rounds, select, command, captures, min_effect)
 
 

@@ -7,6 +7,7 @@ Each subcommand is registered by one `_add_<name>` function (parser plus handler
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from . import report
 from .errors import TritonhookError
+from .rename import DEFAULT_PREFIX
 from .store import Capture, Store, default_store_path
 
 IR_STAGES = ("source", "ttir", "ttgir", "llir", "ptx")
@@ -54,13 +56,12 @@ def _run(args) -> int:
 
     command = _command_after_dashes(args.command, "run")
     store = _open_store(args, create=True)  # fails here, before the script starts, if unwritable
-    before = len(store.captures())
+    before = store.last_id()
     try:
         completed = subprocess.run(command, env={**child_env(store.path), **_rename_env(args)})
     except FileNotFoundError:
         raise TritonhookError(f"{command[0]}: command not found") from None
-    after = len(store.captures())
-    print(f"tritonhook: {after - before} capture(s) written to {store.path}", file=sys.stderr)
+    print(f"tritonhook: {len(store.captures(after=before))} capture(s) written to {store.path}", file=sys.stderr)
     return completed.returncode
 
 
@@ -200,7 +201,7 @@ def _rename_env(args) -> dict[str, str]:
 def _add_rename(sub) -> None:
     parser = sub.add_parser("rename", help="rename the kernels of a PTX file (e.g. to take ptxas's cutlass path)")
     parser.add_argument("ptx", type=Path, help="input .ptx file")
-    _rename_args(parser, default_prefix="cutlass_")
+    _rename_args(parser, default_prefix=DEFAULT_PREFIX)
     parser.add_argument("--entry", help="rename only this .entry (default: every entry)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="output .ptx file")
     parser.add_argument("--json", action="store_true", help="print the renamed entries as JSON")
@@ -214,7 +215,8 @@ def _rename(args) -> int:
         text = args.ptx.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TritonhookError(f"{args.ptx}: cannot read the PTX ({getattr(exc, 'strerror', None) or exc})") from None
-    if not ptx_entries(text):
+    entries = ptx_entries(text)
+    if not entries:
         raise TritonhookError(f"{args.ptx}: no .entry in this file (is it PTX?)")
     rename = _rename_value(args)
     renamed = strip_ptx(text, entry=args.entry) if rename is STRIP else rename_ptx(text, rename, entry=args.entry)
@@ -222,7 +224,7 @@ def _rename(args) -> int:
         args.output.write_text(renamed, encoding="utf-8")
     except OSError as exc:
         raise TritonhookError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
-    pairs = [{"before": a, "after": b} for a, b in zip(ptx_entries(text), ptx_entries(renamed))]
+    pairs = [{"before": a, "after": b} for a, b in zip(entries, ptx_entries(renamed))]
     if args.json:
         report.print_json({"input": str(args.ptx), "output": str(args.output), "entries": pairs})
     else:
@@ -313,7 +315,7 @@ def _add_diff(sub) -> None:
     parser.add_argument("--ptxas", help="ptxas for PTX inputs (default: the one Triton uses for the target)")
     parser.add_argument("--gpu-name", help="target for PTX inputs (default: the PTX .target)")
     parser.add_argument("--nvdisasm", help="nvdisasm for --sass (default: the one Triton bundles)")
-    parser.add_argument("--prefix", default="cutlass_", help="rename prefix ignored when pairing kernels")
+    parser.add_argument("--prefix", default=DEFAULT_PREFIX, help="rename prefix ignored when pairing kernels")
     parser.set_defaults(handler=_diff)
 
 
@@ -336,7 +338,8 @@ def _add_ptxas_matrix(sub) -> None:
     parser.add_argument("ptx", type=Path)
     parser.add_argument("--ptxas", action="append", help="a ptxas binary (repeat; default: one of each version "
                         "`tritonhook ptxas list` finds)")
-    parser.add_argument("--rename", default="cutlass_", help="prefix for the renamed build (default cutlass_)")
+    parser.add_argument("--rename", default=DEFAULT_PREFIX,
+                        help=f"prefix for the renamed build (default {DEFAULT_PREFIX})")
     parser.add_argument("--gpu-name", help="target (default: the PTX .target)")
     parser.add_argument("--ptxas-arg", action="append", default=[], metavar="ARG",
                         help="extra ptxas argument, repeatable; write it as --ptxas-arg=-lineinfo")
@@ -345,8 +348,6 @@ def _add_ptxas_matrix(sub) -> None:
 
 
 def _ptxas_matrix(args) -> int:
-    import dataclasses
-
     from .cubin import read_input
     from .ptxas import find_ptxas, one_per_version, ptxas_matrix
 
@@ -376,8 +377,6 @@ def _add_ptxas(sub) -> None:
 
 
 def _ptxas_list(args) -> int:
-    import dataclasses
-
     from .ptxas import PTXAS_ENV, find_ptxas
 
     found = find_ptxas()
@@ -448,7 +447,7 @@ def _capture(args) -> int:
 
     command = _command_after_dashes(args.command, "capture")
     store = _open_store(args, create=True)
-    known = {c.id for c in store.captures()}
+    before = store.last_id()
     with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work:
         dump = os.environ.get("CUTE_DSL_DUMP_DIR") or os.path.join(work, "cute-dump")
         env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump)}
@@ -458,7 +457,7 @@ def _capture(args) -> int:
         except FileNotFoundError:
             raise TritonhookError(f"{command[0]}: command not found") from None
         collect_dump_dir(dump, store, since=start)
-    new = [c for c in store.captures() if c.id not in known]
+    new = store.captures(after=before)
     counts = dict(collections.Counter(c.frontend for c in new))
     if args.json:
         report.print_json({"store": str(store.path), "exit_code": completed.returncode,

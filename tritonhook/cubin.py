@@ -34,7 +34,6 @@ EM_CUDA = 190
 FATBIN_MAGIC = 0xBA55ED50
 _ELF_MAGIC = b"\x7fELF"
 _STO_CUDA_ENTRY = 0x10
-_SHT_NOBITS = 8
 
 # EIATTR ids as nvdisasm names them (checked against nvdisasm's labelled `.nv.info` dumps in tests/test_cubin.py).
 EIATTR_NAMES = {
@@ -258,9 +257,13 @@ def parse(data: bytes, *, label: str) -> Cubin:
         raise TritonhookError(f"{label}: malformed cubin ({type(exc).__name__}: {exc})") from None
 
 
+def is_fatbin(data: bytes) -> bool:
+    return len(data) >= 4 and struct.unpack_from("<I", data)[0] == FATBIN_MAGIC
+
+
 def _check_is_cuda_elf(data: bytes, label: str) -> None:
     """Say what the input is when it is not a cubin: a fatbin, PTX, a host ELF, a truncated file, noise."""
-    if len(data) >= 4 and struct.unpack_from("<I", data)[0] == FATBIN_MAGIC:
+    if is_fatbin(data):
         raise TritonhookError(f"{label}: a CUDA fatbin, not a cubin ({describe_fatbin(data)}); "
                               f"extract its cubins with tritonhook.cubin.fatbin_cubins or `cuobjdump -xelf all`")
     if not data.startswith(_ELF_MAGIC):
@@ -300,16 +303,16 @@ def _parse_elf(data: bytes, label: str) -> Cubin:
     raw_sections = list(_raw_sections(elf, data, label))
     by_name = {name: (shdr, body) for name, shdr, body in raw_sections}
     symbols = _symbols(raw_sections)
-    compat = list(_eiattrs(by_name.get(".nv.compat", (None, b""))[1]))
-    tool = _tool(raw_sections)
+    compat = list(_eiattrs(_body(by_name, ".nv.compat")))
+    notes = [note for name, _, body in raw_sections if name.startswith(".note.") for note in _notes(name, body)]
+    tool = _tool(notes)
     abi = header["e_ident"]["EI_ABIVERSION"]
     sm, arch = _arch(header["e_flags"], abi, compat, tool)
-    global_info = list(_global_eiattrs(by_name.get(".nv.info", (None, b""))[1], symbols))
+    global_info = list(_global_eiattrs(_body(by_name, ".nv.info"), symbols))
     kernels = {sym.name: _kernel(sym.name, sm, by_name, global_info)
                for sym in symbols if sym.is_entry}
     return Cubin(
-        label=label, arch=arch, sm=sm, abi_version=abi, e_flags=header["e_flags"], tool=tool,
-        notes=[note for name, _, body in raw_sections if name.startswith(".note.") for note in _notes(name, body)],
+        label=label, arch=arch, sm=sm, abi_version=abi, e_flags=header["e_flags"], tool=tool, notes=notes,
         sections=[_section(name, shdr, body) for name, shdr, body in raw_sections],
         kernels=kernels, external_symbols=sorted({s.name for s in symbols if s.undefined and s.name}),
         global_eiattrs=global_info, compat=compat, size=len(data),
@@ -329,6 +332,14 @@ def _raw_sections(elf, data: bytes, label: str) -> Iterator[tuple[str, dict, byt
                                       f"past the end of the file ({len(data)} B)")
             body = data[shdr["sh_offset"]:end]
         yield section.name, shdr, body
+
+
+def _body(by_name: dict, name: str) -> bytes:
+    return by_name[name][1] if name in by_name else b""
+
+
+def _sh_size(by_name: dict, name: str) -> int:
+    return by_name[name][0]["sh_size"] if name in by_name else 0
 
 
 def _section(name: str, shdr, body: bytes) -> Section:
@@ -407,23 +418,23 @@ def _global_eiattrs(body: bytes, symbols: list[_Symbol]) -> Iterator[Eiattr]:
 def _kernel(name: str, sm: int, by_name: dict, global_info: list[Eiattr]) -> Kernel:
     """One kernel's resources. From sm_90 on, ptxas puts a 1 KiB system window at the start of the kernel's
     `.nv.shared.<fn>` section (measured with ptxas 12.8 to 13.0); `ptxas -v` counts only what follows it."""
-    shared = by_name.get(f".nv.shared.{name}", ({"sh_size": 0}, b""))[0]["sh_size"]
+    shared = _sh_size(by_name, f".nv.shared.{name}")
     window = min(_SYSTEM_SHARED, shared) if sm >= 90 else 0
-    own = list(_eiattrs(by_name.get(f".nv.info.{name}", (None, b""))[1]))
-    text = by_name.get(f".text.{name}", ({"sh_size": 0}, b""))
-    kernel = Kernel(name=name, text_size=text[0]["sh_size"],
-                    capmerc_size=by_name.get(f".nv.capmerc.text.{name}", ({"sh_size": 0}, b""))[0]["sh_size"],
+    own = list(_eiattrs(_body(by_name, f".nv.info.{name}")))
+    text_shdr, text = by_name.get(f".text.{name}", (None, b""))
+    kernel = Kernel(name=name, text_size=_sh_size(by_name, f".text.{name}"),
+                    capmerc_size=_sh_size(by_name, f".nv.capmerc.text.{name}"),
                     shared_static=max(shared - window, 0),
                     shared_reserved=window + sum(shdr["sh_size"] for section, (shdr, _) in by_name.items()
                                                  if section.startswith(".nv.shared.reserved.")),
                     eiattrs=[r for r in global_info if r.symbol == name] + own)
     # Up to ABI 7 the `.text` header carries the register count (sh_info bits 24-31) and the barrier count
     # (sh_flags bits 20-26); newer cubins have EIATTR records for both, which override these below.
-    if text[1]:
-        kernel.registers = (text[0]["sh_info"] >> 24) or None
-        kernel.barriers = (text[0]["sh_flags"] >> 20) & 0x7f
+    if text:
+        kernel.registers = (text_shdr["sh_info"] >> 24) or None
+        kernel.barriers = (text_shdr["sh_flags"] >> 20) & 0x7f
     for record in kernel.eiattrs:
-        _apply(kernel, record, text[1])
+        _apply(kernel, record, text)
     return kernel
 
 
@@ -496,18 +507,15 @@ def _notes(section: str, body: bytes) -> Iterator[Note]:
         pos = end
 
 
-def _tool(raw_sections) -> Tool:
+def _tool(notes: list[Note]) -> Tool:
     """`.note.nv.tkinfo`: 6 words (the 3rd to 6th are offsets into the strings after them), then the strings."""
-    for name, _, body in raw_sections:
-        if name != ".note.nv.tkinfo":
+    for note in notes:
+        if note.section != ".note.nv.tkinfo" or len(note.desc) < 24:
             continue
-        for note in _notes(name, body):
-            if len(note.desc) < 24:
-                continue
-            offsets = struct.unpack_from("<4I", note.desc, 8)
-            tool, version, build, options = (_cstring(note.desc[24:], offset) for offset in offsets)
-            match = re.search(r"V(\d+\.\d+\.\d+)", version)
-            return Tool(tool, match.group(1) if match else version, build, " ".join(options.split()))
+        offsets = struct.unpack_from("<4I", note.desc, 8)
+        tool, version, build, options = (_cstring(note.desc[24:], offset) for offset in offsets)
+        match = re.search(r"V(\d+\.\d+\.\d+)", version)
+        return Tool(tool, match.group(1) if match else version, build, " ".join(options.split()))
     return Tool()
 
 

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from .errors import TritonhookError
+from .ptxas import ptx_target
 from .store import NewCapture, Store
 
 FRONTEND = "cute"
@@ -28,7 +29,6 @@ KEEP_OPTIONS = "--keep-ptx --keep-cubin"
 also writes the files into its dump directory: add `--dump-dir DIR`, else they land in the current directory)."""
 
 _DUMPED = re.compile(r"^(?P<function>.+)\.(?P<arch>sm_\w+)\.(?P<ext>ptx|cubin)$")
-_TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)", re.MULTILINE)
 
 
 def dsl_version() -> str | None:
@@ -65,7 +65,8 @@ def capture_compiled(compiled, store: Store | str | os.PathLike | None = None) -
     if ptx is None and cubin is None:
         raise TritonhookError(f"CuTe DSL function {name}: it kept no PTX or cubin; compile it with "
                               f"options='{KEEP_OPTIONS}' (or CUTE_DSL_KEEP=ptx,cubin)")
-    return _add(_open(store), name, _as_bytes(ptx), _as_bytes(cubin), origin="compiled function")
+    return _add(_open(store), name, _as_bytes(ptx), _as_bytes(cubin), origin="compiled function",
+                dsl=dsl_version())
 
 
 def collect_dump_dir(dump_dir: str | os.PathLike, store: Store | str | os.PathLike | None = None, *,
@@ -80,8 +81,8 @@ def collect_dump_dir(dump_dir: str | os.PathLike, store: Store | str | os.PathLi
         match = _DUMPED.match(path.name)
         if match and path.is_file() and (since is None or path.stat().st_mtime >= since):
             found.setdefault((match["function"], match["arch"]), {})[match["ext"]] = path.read_bytes()
-    opened = _open(store)
-    return [_add(opened, function, files.get("ptx"), files.get("cubin"), origin=f"dump dir {directory}")
+    opened, dsl = _open(store), dsl_version()
+    return [_add(opened, function, files.get("ptx"), files.get("cubin"), origin=f"dump dir {directory}", dsl=dsl)
             for (function, _arch), files in found.items()]
 
 
@@ -104,15 +105,19 @@ def _open(store: Store | str | os.PathLike | None) -> Store:
     return Store(store)
 
 
-def _add(store: Store, function: str, ptx: bytes | None, cubin: bytes | None, *, origin: str) -> int:
+def _add(store: Store, function: str, ptx: bytes | None, cubin: bytes | None, *, origin: str,
+         dsl: str | None) -> int:
+    from .cubin import Cubin
     from .rename import ptx_entries
 
     text = ptx.rstrip(b"\0").decode("utf-8", errors="replace") if ptx is not None else ""
-    parsed = _parse_cubin(cubin, function) if cubin is not None else None
+    parsed = Cubin.from_bytes(cubin, label=f"CuTe DSL {function} cubin") if cubin is not None else None
     entries = ptx_entries(text) if text else list(parsed.kernels) if parsed else []
     entry = entries[0] if entries else function
-    target = _TARGET.search(text)
-    arch = target.group(1) if target else (parsed.arch if parsed else "unknown")
+    try:
+        arch = ptx_target(text)
+    except TritonhookError:  # no PTX (or no .target in it): the cubin's
+        arch = parsed.arch if parsed else "unknown"
     artifacts = {stage: data for stage, data in (("ptx", text.encode("utf-8") if ptx is not None else None),
                                                  ("cubin", cubin)) if data is not None}
     return store.add(NewCapture(
@@ -121,11 +126,5 @@ def _add(store: Store, function: str, ptx: bytes | None, cubin: bytes | None, *,
         ptxas_version=(parsed.tool.version or None) if parsed else None, triton_hash=None,
         options={"gpu_arch": arch},
         metadata={"name": entry, "entries": entries, "function_name": function, "origin": origin,
-                  "cutlass_dsl_version": dsl_version()},
+                  "cutlass_dsl_version": dsl},
         times={}, artifacts=artifacts))
-
-
-def _parse_cubin(cubin: bytes, function: str):
-    from .cubin import Cubin
-
-    return Cubin.from_bytes(cubin, label=f"CuTe DSL {function} cubin")

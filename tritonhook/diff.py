@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Callable
 
 from . import report
-from .cubin import (FATBIN_MAGIC, Cubin, Instruction, disassemble, fatbin_cubins, normalized_sass, opcode_histogram,
+from .cubin import (Cubin, Instruction, disassemble, fatbin_cubins, is_fatbin, normalized_sass, opcode_histogram,
                     read_input)
 from .errors import TritonhookError
-
-DEFAULT_PREFIX = "cutlass_"
+from .rename import DEFAULT_PREFIX
 
 KERNEL_METRICS: tuple[tuple[str, Callable], ...] = (
     ("registers", lambda k: k.registers),
@@ -65,7 +64,7 @@ def load_input(spec: str, *, ptxas: str | None = None, gpu_name: str | None = No
 
 
 def _from_file_bytes(label: str, data: bytes, *, ptxas: str | None, gpu_name: str | None) -> Input:
-    if len(data) >= 4 and int.from_bytes(data[:4], "little") == FATBIN_MAGIC:
+    if is_fatbin(data):
         cubins = fatbin_cubins(data)
         if len(cubins) == 1:
             return Input(label, cubins[0], Cubin.from_bytes(cubins[0], label=f"{label} (cubin in fatbin)"),
@@ -161,7 +160,7 @@ def diff_cubins(a: Cubin, b: Cubin, *, prefix: str = DEFAULT_PREFIX, sass_a: dic
         only_a=sorted(kernels_a[n].name for n in kernels_a if n not in kernels_b),
         only_b=sorted(kernels_b[n].name for n in kernels_b if n not in kernels_a),
         histogram=_histogram_rows(sass_a, sass_b) if with_sass else None,
-        sass_diff=_sass_diff(a, b, sass_a, sass_b, prefix, [(kernels_a[n].name, kernels_b[n].name) for n in paired])
+        sass_diff=_sass_diff(a, b, sass_a, sass_b, [(kernels_a[n].name, kernels_b[n].name) for n in paired])
         if with_sass else None)
 
 
@@ -192,8 +191,7 @@ def _histogram(sass: dict[str, list[Instruction]]) -> collections.Counter:
     return opcode_histogram(i for instructions in sass.values() for i in instructions)
 
 
-def _sass_diff(a: Cubin, b: Cubin, sass_a: dict, sass_b: dict, prefix: str,
-               pairs: list[tuple[str, str]]) -> list[str]:
+def _sass_diff(a: Cubin, b: Cubin, sass_a: dict, sass_b: dict, pairs: list[tuple[str, str]]) -> list[str]:
     lines: list[str] = []
     for name_a, name_b in pairs:
         lines += difflib.unified_diff(normalized_sass(sass_a.get(name_a, [])),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -55,6 +56,7 @@ def _import_nvml():
     return pynvml
 
 
+@functools.cache  # _cu calls it on every driver call, several per launch snapshot: import once
 def _import_driver():
     try:
         from cuda.bindings import driver
@@ -140,7 +142,7 @@ def _cu(result: tuple, what: str):
 
 def _bus_key(bus_id) -> tuple[int, ...]:
     """(domain, bus, device, function) from '0000:3B:00.0' or '00000000:3b:00.0' (NVML and CUDA differ)."""
-    text = bus_id.decode() if isinstance(bus_id, bytes) else str(bus_id)
+    text = _text(bus_id)
     match = re.search(r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\.([0-9a-fA-F]+)", text)
     if not match:
         raise TritonhookError(f"PCI bus id {text!r}: not in domain:bus:device.function form")
@@ -484,7 +486,7 @@ class MemWatch(contextlib.ContextDecorator):
         self._guarded("launch hook", self._launch_exit, launch_metadata)
 
     def _on_load_start(self, module, function, name, metadata_group, hash) -> None:  # noqa: A002 - Triton's names
-        self._guarded("load hook", self._pair_start, "load", "load_start", str(name))
+        self._guarded("load hook", self._load_start, str(name))
 
     def _on_load_end(self, module, function, name, metadata_group, hash) -> None:  # noqa: A002
         self._guarded("load hook", self._pair_end, "load", "load_end", str(name))
@@ -513,6 +515,10 @@ class MemWatch(contextlib.ContextDecorator):
             stats.scratch_in_torch = all(r[1] for r in requests)
         self._pair_start("launch", "launch_enter", kernel)
 
+    def _load_start(self, kernel: str) -> None:
+        self._kernels.setdefault(kernel, KernelStats()).loads += 1
+        self._pair_start("load", "load_start", kernel)
+
     def _launch_exit(self, launch_metadata) -> None:
         from . import _triton
 
@@ -520,8 +526,6 @@ class MemWatch(contextlib.ContextDecorator):
         self._scratch.rewrap_if_replaced()
 
     def _pair_start(self, kind: str, event: str, kernel: str) -> None:
-        if kind == "load":
-            self._kernels.setdefault(kernel, KernelStats()).loads += 1
         self._open_pairs[(kind, threading.get_ident())] = self._snapshot(event, kernel)
 
     def _pair_end(self, kind: str, event: str, kernel: str) -> None:
@@ -809,12 +813,13 @@ def _fmt_int(value: int | None) -> str:
 def compare_rows(results: dict[str, MemwatchResult]) -> list[tuple[str, ...]]:
     """One row per figure, one column per run; the first run is the baseline for the "vs" row."""
     names = list(results)
-    baseline = results[names[0]].summary()["used_after"] or 0
+    summaries = {name: result.summary() for name, result in results.items()}  # each one a pass over the timeline
+    baseline = summaries[names[0]]["used_after"] or 0
     rows = []
     for figure in ("used_after", "growth", "torch_reserved", "torch_allocated", "peak_growth"):
-        rows.append((figure.replace("_", " "), *(_fmt_bytes(results[n].summary()[figure]) for n in names)))
+        rows.append((figure.replace("_", " "), *(_fmt_bytes(summaries[n][figure]) for n in names)))
     rows.append((f"used after vs {names[0]}",
-                 *(_fmt_bytes((results[n].summary()["used_after"] or 0) - baseline) for n in names)))
+                 *(_fmt_bytes((summaries[n]["used_after"] or 0) - baseline) for n in names)))
     parts = {name: result.attribution() for name, result in results.items()}
     for index, part in enumerate(parts[names[0]]):
         rows.append((part.name, *(_fmt_bytes(parts[n][index].bytes) for n in names)))

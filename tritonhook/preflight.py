@@ -15,6 +15,7 @@ The driver's rounding of the new limit is not documented. The reproduction on th
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 import warnings
 from typing import Callable, Iterable
@@ -101,21 +102,34 @@ def gpus_for(arch: str) -> list[GpuSpec]:
 # ----- the prediction (pure) ------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Prediction:
-    """Predicted stack limit and reservation for one kernel on one GPU, as a low..high range."""
+    """Predicted stack limit and reservation for one kernel on one GPU, as a low..high range; everything past
+    the five fields is derived from them."""
 
     kernel: str
     arch: str
     gpu: GpuSpec
     syscalls: tuple[str, ...]
     ptxas_stack: int
-    syscall_frame: int
-    stack_low: int
-    stack_high: int
-    runs_on_gpu: bool
+
+    @property
+    def syscall_frame(self) -> int:
+        return syscall_frame(self.syscalls)
 
     @property
     def need(self) -> int:
         return self.ptxas_stack + self.syscall_frame
+
+    @property
+    def stack_low(self) -> int:
+        return stack_limit_range(self.need)[0]
+
+    @property
+    def stack_high(self) -> int:
+        return stack_limit_range(self.need)[1]
+
+    @property
+    def runs_on_gpu(self) -> bool:
+        return runs_on(self.arch, self.gpu)
 
     @property
     def reserve_low(self) -> int:
@@ -160,12 +174,8 @@ def reservation(limit: int, gpu: GpuSpec) -> int:
 
 def predict(kernel, arch: str, syscalls: Iterable[str], gpu: GpuSpec) -> Prediction:
     """`kernel`: a `cubin.Kernel` (name, frame_size, min_stack_size, max_stack_size) of a cubin for `arch`."""
-    syscalls = tuple(syscalls)
-    ptxas_stack = max(kernel.frame_size, kernel.min_stack_size, kernel.max_stack_size)
-    extra = syscall_frame(syscalls)
-    low, high = stack_limit_range(ptxas_stack + extra)
-    return Prediction(kernel=kernel.name, arch=arch, gpu=gpu, syscalls=syscalls, ptxas_stack=ptxas_stack,
-                      syscall_frame=extra, stack_low=low, stack_high=high, runs_on_gpu=runs_on(arch, gpu))
+    return Prediction(kernel=kernel.name, arch=arch, gpu=gpu, syscalls=tuple(syscalls),
+                      ptxas_stack=max(kernel.frame_size, kernel.min_stack_size, kernel.max_stack_size))
 
 
 def predict_cubin(cubin, gpus: list[GpuSpec] | None = None) -> list[Prediction]:
@@ -190,13 +200,19 @@ def table_row(prediction: Prediction) -> tuple[str, ...]:
 # ----- capture-time check ---------------------------------------------------------------------------------------
 def capture_checker() -> Callable[[int, object], None]:
     """A `Session.listeners` callback for one capture session: warns once per (entry, arch) when a captured
-    kernel would reserve more than WARN_BYTES on a GPU of the table that can load it."""
+    kernel would reserve more than WARN_BYTES on a GPU of the table that can load it. Each distinct cubin is
+    parsed once: cache hits of a kernel already checked cost a hash, not a parse, in the compile hook."""
     warned: set[tuple[str, str]] = set()
+    checked: set[str] = set()
 
     def check(capture_id: int, event) -> None:
         cubin_bytes = event.artifacts.get("cubin")
         if not cubin_bytes or (event.entry, event.arch) in warned:
             return
+        digest = hashlib.sha256(cubin_bytes).hexdigest()
+        if digest in checked:
+            return
+        checked.add(digest)
         worst = worst_prediction(cubin_bytes, f"capture {capture_id}")
         if worst is not None and worst.reserve_low > WARN_BYTES:
             warned.add((event.entry, event.arch))

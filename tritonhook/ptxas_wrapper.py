@@ -150,7 +150,7 @@ def install(ptxas: str | os.PathLike, *, store: str | os.PathLike | None = None,
     current = status(ptxas)
     if current.state == INSTALLED:
         return current
-    if read_settings(current.path) is not None:
+    if current.state == WRAPPER_WITHOUT_REAL:  # status read P's settings: P is a wrapper (the INSTALLED case left)
         raise TritonhookError(f"{current.path}: is a tritonhook wrapper (of {current.settings.get('real')}); "
                               f"refusing to wrap a wrapper")
     if current.state not in (NOT_INSTALLED, INTERRUPTED_INSTALL):

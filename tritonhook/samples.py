@@ -80,28 +80,26 @@ class Sample:
     min_capability: int = 80
 
 
-def _matmul(dtype: str, precision: str, block_k: int) -> Sample:
+def _matmul(dtype: str, precision: str, block_k: int, min_capability: int = 80) -> Sample:
     out = "fp32" if dtype == "fp32" else "fp16"
     return Sample(lambda: matmul_kernel,
                   {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{out}", "M": "i32", "N": "i32",
                    "K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"},
                   {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": block_k, "PRECISION": precision},
-                  {"num_warps": 8, "num_stages": 3})
+                  {"num_warps": 8, "num_stages": 3}, min_capability=min_capability)
 
 
 SAMPLES: dict[str, Sample] = {
     "add": Sample(lambda: add_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
                   {"BLOCK": 1024}),
     "matmul_fp16": _matmul("fp16", "tf32", 64),
-    "matmul_fp8": _matmul("fp8e4nv", "tf32", 128),
+    "matmul_fp8": _matmul("fp8e4nv", "tf32", 128, min_capability=89),  # fp8e4nv needs sm_89
     "matmul_fp32_ieee": _matmul("fp32", "ieee", 32),
     "tma_copy": Sample(lambda: tma_copy_kernel, {"src_ptr": "*fp16", "dst_ptr": "*fp16", "M": "i32", "N": "i32"},
                        {"BLOCK_M": 64, "BLOCK_N": 64}, min_capability=90),
     "gluon_scale": Sample(_gluon_scale_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "scale": "fp32"},
                           {"BLOCK": 512}, gluon=True),
 }
-if hasattr(tl, "float8e4nv"):
-    SAMPLES["matmul_fp8"] = dataclasses.replace(SAMPLES["matmul_fp8"], min_capability=89)
 
 
 def compile_sample(name: str, capability: int, **options):

@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from .errors import TritonhookError
 
@@ -312,9 +312,13 @@ class Store:
 
     # ----- reading -------------------------------------------------------------------------------------------
     def captures(self, *, kernel: str | None = None, arch: str | None = None, event: str | None = None,
-                 ids: Iterable[int] | None = None) -> list[Capture]:
-        """Captures in id order. `kernel` is a regex searched in the source name and the entry name."""
+                 ids: Iterable[int] | None = None, after: int | None = None) -> list[Capture]:
+        """Captures in id order. `kernel` is a regex searched in the source name and the entry name; `after`
+        keeps the ids above it (what a command wrote, given `last_id()` from before it ran)."""
         clauses, params = [], []
+        if after is not None:
+            clauses.append("id > ?")
+            params.append(after)
         if arch is not None:
             clauses.append("arch = ?")
             params.append(arch)
@@ -330,7 +334,8 @@ class Store:
             conn = self._connection()
             rows = conn.execute(f"SELECT id, {', '.join(_CAPTURE_COLUMNS)} FROM captures {where} ORDER BY id",
                                 params).fetchall()
-            artifact_rows = conn.execute("SELECT capture_id, stage, sha256, size FROM artifacts").fetchall()
+            artifact_rows = conn.execute("SELECT capture_id, stage, sha256, size FROM artifacts WHERE capture_id IN "
+                                         f"(SELECT id FROM captures {where})", params).fetchall()
         artifacts: dict[int, dict[str, Artifact]] = {}
         for capture_id, stage, digest, size in artifact_rows:
             artifacts.setdefault(capture_id, {})[stage] = Artifact(stage, digest, size)
@@ -341,6 +346,11 @@ class Store:
             if pattern is None or pattern.search(capture.kernel) or pattern.search(capture.entry):
                 result.append(capture)
         return result
+
+    def last_id(self) -> int:
+        """The highest capture id so far (0 for an empty store)."""
+        with self._lock:
+            return self._connection().execute("SELECT COALESCE(MAX(id), 0) FROM captures").fetchone()[0]
 
     def get(self, capture_id: int | str) -> Capture:
         try:
@@ -367,9 +377,6 @@ class Store:
     def size_bytes(self) -> int:
         """Bytes on disk: index files plus blobs."""
         return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
-
-    def __iter__(self) -> Iterator[Capture]:
-        return iter(self.captures())
 
 
 def _dumps(value) -> str:

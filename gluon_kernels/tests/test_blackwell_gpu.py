@@ -1,4 +1,5 @@
-"""Correctness of the Blackwell Gluon attention on a compute-capability 10.x GPU (B200/GB200), against SDPA in fp32.
+"""Correctness of the Blackwell Gluon attention on a compute-capability 10.x GPU (B200/GB200), against attention
+in fp32 (the reference test_hopper_gpu.py uses, _gpu_reference.py).
 
 NEVER RUN by this project (no Blackwell GPU was available); written to be ready for anyone with one. Skipped on any
 other machine.
@@ -23,38 +24,19 @@ if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 10:
     pytest.skip("needs a compute capability 10.x (sm_100) GPU", allow_module_level=True)
 
 from gluon_kernels import blackwell_attention  # noqa: E402
+from gluon_kernels.tests._gpu_reference import CASES as HOPPER_CASES  # noqa: E402
+from gluon_kernels.tests._gpu_reference import make_inputs, rel_err  # noqa: E402
+from gluon_kernels.tests._gpu_reference import reference as fp32_reference  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
 TOL = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float8_e4m3fn: 5e-2, torch.float8_e5m2: 1e-1}
 DTYPES = list(TOL)
-CASES = [
-    # B, H, S, D
-    (1, 1, 1, 64),  # a single key
-    (1, 1, 128, 64),
-    (1, 2, 77, 64),  # shorter than one tile
-    (2, 3, 1000, 128),  # S not a multiple of the tile
-    (2, 2, 1024, 128),
-    (1, 4, 2049, 64),
-    (1, 1, 4096, 128),
-    (3, 5, 333, 128),
-]
+CASES = [(1, 1, 1, 64), *HOPPER_CASES, (3, 5, 333, 128)]  # B, H, S, D; + a single key, + odd B*H
 
 
 def reference(q, k, v, causal, sm_scale):
-    """SDPA in fp32 on the same (rounded) inputs; the causal mask is top-left aligned as in SDPA's is_causal."""
-    qf, kf, vf = (t.float() for t in (q, k, v))
-    return torch.nn.functional.scaled_dot_product_attention(qf, kf, vf, is_causal=causal, scale=sm_scale)
-
-
-def make_inputs(B, H, S, D, dtype, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    return tuple(torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g).to(dtype)
-                 for _ in range(3))
-
-
-def rel_err(out, ref):
-    return ((out.float() - ref).norm() / ref.norm()).item()
+    return fp32_reference(q, k, v, causal, sm_scale)[0]
 
 
 def out_dtype(dtype):

@@ -24,6 +24,7 @@ if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
     pytest.skip("needs an sm_90 (Hopper) GPU", allow_module_level=True)
 
 from gluon_kernels import hopper_attention  # noqa: E402
+from gluon_kernels.tests._gpu_reference import CASES, make_inputs, reference, rel_err  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -31,38 +32,6 @@ TOL = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float8_e4m3fn: 5e-2}
 LSE_TOL = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float8_e4m3fn: 5e-2}
 
 
-def reference(q, k, v, causal, sm_scale):
-    qf, kf, vf = (t.float() for t in (q, k, v))
-    s = torch.matmul(qf, kf.transpose(-1, -2)) * sm_scale
-    if causal:
-        S = q.shape[2]
-        mask = torch.ones(S, S, dtype=torch.bool, device=q.device).tril()
-        s = s.masked_fill(~mask, float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    return torch.matmul(torch.softmax(s, dim=-1), vf), lse
-
-
-def make_inputs(B, H, S, D, dtype, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    def one():
-        x = torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g)
-        return x.to(dtype)
-    return one(), one(), one()
-
-
-def rel_err(out, ref):
-    return ((out.float() - ref).norm() / ref.norm()).item()
-
-
-CASES = [
-    # B, H, S, D
-    (1, 1, 128, 64),
-    (2, 3, 1000, 128),  # S not a multiple of any tile
-    (1, 2, 77, 64),  # shorter than one tile
-    (2, 2, 1024, 128),
-    (1, 4, 2049, 64),
-    (1, 1, 4096, 128),
-]
 DTYPES = [torch.float16, torch.bfloat16, torch.float8_e4m3fn]
 
 
