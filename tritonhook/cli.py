@@ -47,18 +47,22 @@ def _add_run(sub) -> None:
     _store_arg(parser)
     _rename_args(parser, default_prefix=None)
     parser.add_argument("--select", help="rename only kernels whose name matches this regex")
+    parser.add_argument("--fix-tma-scope", action="store_true",
+                        help="rewrite sm_12x TMA loads to CTA scope (no driver call, no stack reservation)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     parser.set_defaults(handler=_run)
 
 
 def _run(args) -> int:
     from .ptx_capture import child_env
+    from .tma_scope import FIX_TMA_SCOPE_ENV
 
     command = _command_after_dashes(args.command, "run")
     store = _open_store(args, create=True)  # fails here, before the script starts, if unwritable
     before = store.last_id()
     try:
-        completed = subprocess.run(command, env={**child_env(store.path), **_rename_env(args)})
+        completed = subprocess.run(command, env={**child_env(store.path), **_rename_env(args),
+                                                 FIX_TMA_SCOPE_ENV: "1" if args.fix_tma_scope else ""})
     except FileNotFoundError:
         raise TritonhookError(f"{command[0]}: command not found") from None
     print(f"tritonhook: {len(store.captures(after=before))} capture(s) written to {store.path}", file=sys.stderr)
@@ -132,12 +136,15 @@ def _show(args) -> int:
 
 
 def _print_summary(capture: Capture) -> None:
+    from .tma_scope import FIXED_KEY
+
     where = f"{capture.src_file}:{capture.src_line}" if capture.src_file else "-"
     rows = [("kernel", capture.kernel), ("entry", capture.entry), ("original entry", capture.original_entry),
             ("event", capture.event), ("frontend", capture.frontend), ("source", where), ("arch", capture.arch),
             ("triton", capture.triton_version), ("ptxas", f"{capture.ptxas_version} ({capture.ptxas_path})"),
             ("num_warps / num_stages", f"{capture.options.get('num_warps')} / {capture.options.get('num_stages')}"),
             ("shared memory", report.human_bytes(capture.metadata.get("shared"))),
+            ("TMA loads rewritten to CTA scope", capture.metadata.get(FIXED_KEY, "-")),
             ("stage times", ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in capture.times.items()))]
     rows += [(f"artifact {a.stage}", f"{report.human_bytes(a.size)}  sha256 {a.sha256[:16]}")
              for a in capture.artifacts.values()]

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import _triton, preflight, rename as _rename
+from . import _triton, preflight, rename as _rename, tma_scope
 from .errors import TritonhookError
 from .store import STORE_ENV, NewCapture, Store
 
@@ -55,17 +55,27 @@ def active_session() -> Session | None:
 
 def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool = True,
            ptx_transform: _triton.PtxTransform | None = None, cache_key: str = "",
-           rename: _rename.Rename | None = None, select: _rename.Selector = None) -> Session:
+           rename: _rename.Rename | None = None, select: _rename.Selector = None,
+           fix_tma_scope: bool | str = False) -> Session:
     """Start capturing every Triton compile into `store` (default `$TRITONHOOK_STORE` or ./tritonhook-store).
 
     `rename="cutlass_"` prefixes the selected kernels' names in the PTX stage, `rename=tritonhook.STRIP` removes
     `cutlass` from them; `select` narrows it (regex, list of names, or `(name, metadata) -> bool`).
+    `fix_tma_scope=True` rewrites sm_12x TMA loads to CTA scope so that they do not call the driver routine that
+    reserves gigabytes of stack (`tma_scope`); a string instead names the arch prefix it applies to ("" = all).
     """
     global _active
+    transforms = []
+    if fix_tma_scope is not False:
+        transforms.append(tma_scope.make_tma_scope_transform(tma_scope.SM12X if fix_tma_scope is True
+                                                             else fix_tma_scope))
     if rename is not None:
         if ptx_transform is not None:
             raise TritonhookError("enable(): pass either rename= or ptx_transform=, not both")
-        ptx_transform, cache_key = _rename.make_ptx_transform(rename, select)
+        transforms.append(_rename.make_ptx_transform(rename, select))
+    if ptx_transform is not None:
+        transforms.append((ptx_transform, cache_key))
+    ptx_transform, cache_key = _chain_transforms(transforms)
     if _active is not None:
         if store is not None and Path(getattr(store, "path", store)) != _active.store.path:
             raise TritonhookError(f"tritonhook is already capturing into {_active.store.path}; "
@@ -81,9 +91,23 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     hooks.on_compile = session.record
     hooks.install()
     if subprocesses:
-        session.saved_env = _export_env(opened.path, _rename.rename_env(rename, select))
+        session.saved_env = _export_env(opened.path, {**_rename.rename_env(rename, select),
+                                                      tma_scope.FIX_TMA_SCOPE_ENV: "1" if fix_tma_scope is True else ""})
     _active = session
     return session
+
+
+def _chain_transforms(transforms: list[tuple[_triton.PtxTransform, str]]) -> tuple[_triton.PtxTransform | None, str]:
+    """One PTX-stage transform applying each of `transforms` in order, and their joined cache key."""
+    if len(transforms) <= 1:
+        return transforms[0] if transforms else (None, "")
+
+    def chained(ptx: str, metadata: dict) -> str:
+        for transform, _ in transforms:
+            ptx = transform(ptx, metadata)
+        return ptx
+
+    return chained, ";".join(key for _, key in transforms)
 
 
 def disable() -> None:
@@ -139,4 +163,5 @@ def enable_from_env() -> None:
     """Called at start-up (sitecustomize) when `TRITONHOOK_ENABLE=1`, once Triton is imported."""
     if os.environ.get(ENABLE_ENV) == "1" and _active is None:
         rename, select = _rename.rename_from_env(os.environ)
-        enable(os.environ.get(STORE_ENV), subprocesses=False, rename=rename, select=select)
+        enable(os.environ.get(STORE_ENV), subprocesses=False, rename=rename, select=select,
+               fix_tma_scope=os.environ.get(tma_scope.FIX_TMA_SCOPE_ENV) == "1")

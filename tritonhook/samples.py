@@ -2,7 +2,7 @@
 
 They are the subjects of the tests, the benchmarks and the README's capture example: each one exercises a
 different part of the compiler (an elementwise kernel, fp16 and fp8 `tl.dot` loops that become wgmma /
-tcgen05 / mma.sync depending on the target, an fp32 FFMA dot, a device-side TMA descriptor, a Gluon kernel).
+tcgen05 / mma.sync depending on the target, an fp32 FFMA dot, device-side and host-side TMA descriptors, a Gluon kernel).
 """
 
 from __future__ import annotations
@@ -53,6 +53,13 @@ def tma_copy_kernel(src_ptr, dst_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.c
     dst.store([m, n], src.load([m, n]))
 
 
+@triton.jit
+def tma_copy_host_desc_kernel(src_desc, dst_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The same copy through host-side descriptors (`triton.tools.tensor_descriptor.TensorDescriptor` arguments)."""
+    m, n = tl.program_id(0) * BLOCK_M, tl.program_id(1) * BLOCK_N
+    dst_desc.store([m, n], src_desc.load([m, n]))
+
+
 def _gluon_scale_kernel():
     """A Gluon elementwise kernel (explicit BlockedLayout); built lazily since Gluon is experimental."""
     from triton.experimental import gluon
@@ -97,6 +104,9 @@ SAMPLES: dict[str, Sample] = {
     "matmul_fp32_ieee": _matmul("fp32", "ieee", 32),
     "tma_copy": Sample(lambda: tma_copy_kernel, {"src_ptr": "*fp16", "dst_ptr": "*fp16", "M": "i32", "N": "i32"},
                        {"BLOCK_M": 64, "BLOCK_N": 64}, min_capability=90),
+    "tma_copy_host_desc": Sample(lambda: tma_copy_host_desc_kernel,
+                                 {"src_desc": "tensordesc<fp16[64, 64]>", "dst_desc": "tensordesc<fp16[64, 64]>"},
+                                 {"BLOCK_M": 64, "BLOCK_N": 64}, min_capability=90),
     "gluon_scale": Sample(_gluon_scale_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "scale": "fp32"},
                           {"BLOCK": 512}, gluon=True),
 }
