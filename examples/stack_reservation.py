@@ -3,6 +3,7 @@
     python examples/stack_reservation.py --kernel local      # a Triton kernel with a 16 KiB .local array
     python examples/stack_reservation.py --kernel tma        # Triton device-side TMA copy (global scratch)
     python examples/stack_reservation.py --kernel plain      # an elementwise add: nothing should move
+    python examples/stack_reservation.py --kernel local --reset   # then reset_stack_limit() and launch again
     tritonhook memwatch --compare local="python examples/stack_reservation.py --kernel local --no-watch" \
                                   plain="python examples/stack_reservation.py --kernel plain --no-watch"
 
@@ -89,6 +90,8 @@ def main() -> None:
     parser.add_argument("--kernel", choices=("local", "tma", "plain"), default="local")
     parser.add_argument("--frame-bytes", type=int, default=16384, help="size of the .local array (local kernel)")
     parser.add_argument("--no-watch", action="store_true", help="no memwatch inside (run under `tritonhook memwatch`)")
+    parser.add_argument("--reset", action="store_true",
+                        help="then give the reservation back with memwatch.reset_stack_limit() and launch once more")
     args = parser.parse_args()
 
     import torch
@@ -106,6 +109,8 @@ def main() -> None:
         torch.cuda.synchronize()
     watch.report()
     print_summary(watch.result, compiled)
+    if args.reset:
+        show_reset_and_regrowth(watch.result, args.kernel, args.frame_bytes)
 
 
 def print_summary(result, compiled) -> None:
@@ -126,6 +131,27 @@ def print_summary(result, compiled) -> None:
                          f"{predicted.reserve_low:,}-{predicted.reserve_high:,}",
                          f"{(result.after.torch_reserved or 0) - (result.before.torch_reserved or 0):,}")],
                        title="stack reservation: measured vs predicted")
+
+
+def show_reset_and_regrowth(first, kind: str, frame_bytes: int) -> None:
+    """Watch `reset_stack_limit()` free the reservation, then the next launch take it again."""
+    import torch
+
+    import tritonhook
+    from tritonhook import report
+
+    steps = [("first launch", first)]
+    with tritonhook.memwatch(device=0, interval_ms=2) as watch:
+        previous, now = tritonhook.memwatch.reset_stack_limit()
+    steps.append((f"reset_stack_limit() {previous} -> {now}", watch.result))
+    with tritonhook.memwatch(device=0, interval_ms=2) as watch:
+        launch(kind, frame_bytes)
+        torch.cuda.synchronize()
+    steps.append(("launch again", watch.result))
+    report.print_table(("step", "stack limit", "NVML used delta"),
+                       [(step, f"{result.before.stack} -> {result.after.stack}",
+                         f"{result.after.used - result.before.used:+,}") for step, result in steps],
+                       title="reset_stack_limit: the reservation given back and taken again")
 
 
 if __name__ == "__main__":

@@ -231,18 +231,27 @@ def test_unset_allocator_is_unset_again():
     contextvars.Context().run(run)
 
 
+@pytest.mark.skipif(gpu_available(), reason="checks the message given when there is no GPU")
+def test_reset_stack_limit_without_a_gpu_is_a_clear_error():
+    import tritonhook
+
+    with pytest.raises(TritonhookError, match="NVML|CUDA|cuda-bindings"):
+        tritonhook.memwatch.reset_stack_limit()
+    with pytest.raises(TritonhookError, match="positive"):
+        tritonhook.memwatch.reset_stack_limit(0, 0)
+
+
 # ----- on a GPU (the lead runs these on the H200) ---------------------------------------------------------------
 @pytest.fixture
 def gpu_stack():
     """torch on device 0 with the context's stack limit back at the default 1024, and put back after."""
     torch = pytest.importorskip("torch")
-    from cuda.bindings import driver
+    import tritonhook
 
     torch.ones(1, device="cuda")
 
     def set_stack(value):
-        (error,) = driver.cuCtxSetLimit(driver.CUlimit.CU_LIMIT_STACK_SIZE, value)
-        assert error == driver.CUresult.CUDA_SUCCESS, error
+        tritonhook.memwatch.reset_stack_limit(0, value)
         torch.cuda.synchronize()
 
     set_stack(1024)
@@ -276,10 +285,18 @@ def test_gpu_stack_reservation_is_measured_and_pinned_on_the_launch(gpu_stack):
     parts = {p.name: p.bytes for p in result.attribution()}
     assert abs(parts["residual"]) <= 32 * MIB
     assert len(result.samples) > 10 and max(s.used for s in result.samples) - result.before.used >= expected - 32 * MIB
-    # the mechanism: setting the limit back gives the memory back (NOTES §1.2)
+    # reset_stack_limit() gives the memory back (NOTES §1.2) ...
     with tritonhook.memwatch(device=0) as release:
-        set_stack(1024)
+        assert tritonhook.memwatch.reset_stack_limit() == (16384, 1024)
     assert abs(release.result.summary()["growth"] + expected) <= 32 * MIB
+    # ... and the next launch of such a kernel takes it again
+    with tritonhook.memwatch(device=0) as again:
+        kernels["local_array_kernel"][((1 << 20) // 128,)](x, out, BLOCK=128, ASM=kernels["local_array_asm"](16384))
+        torch.cuda.synchronize()
+    assert (again.result.before.stack, again.result.after.stack) == (1024, 16384)
+    assert abs(again.result.summary()["growth"] - expected) <= 32 * MIB
+    print(f"stack line {expected:,} B; reset: NVML used {release.result.summary()['growth']:+,} B; "
+          f"next launch: {again.result.summary()['growth']:+,} B")
 
 
 @pytest.mark.gpu

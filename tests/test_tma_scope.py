@@ -119,3 +119,39 @@ def test_run_fix_tma_scope_reaches_the_child_process(tmp_path):
                     sys.executable, "-c", script], check=True, capture_output=True, text=True)
     (capture,) = tritonhook.Store(store).captures()
     assert capture.metadata[FIXED_KEY] == (1 if TRITON_EMITS_CLUSTER_TMA else 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sample", TMA_SAMPLES)
+def test_gpu_fixed_kernel_output_is_bitwise_the_unfixed_one(sample, tmp_path):
+    """On sm_90a both forms assemble: the CTA-scoped build must copy exactly what the cluster-scoped one copies."""
+    torch = pytest.importorskip("torch")
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from tritonhook.samples import tma_copy_host_desc_kernel, tma_copy_kernel
+
+    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+    size, block = 1024, 64
+    src = torch.randn(size, size, dtype=torch.float16, device="cuda")
+    grid = (size // block, size // block)
+
+    def copy():
+        dst = torch.full_like(src, float("nan"))
+        if sample == "tma_copy":
+            compiled = tma_copy_kernel[grid](src, dst, size, size, BLOCK_M=block, BLOCK_N=block)
+        else:
+            descs = [TensorDescriptor.from_tensor(t, [block, block]) for t in (src, dst)]
+            compiled = tma_copy_host_desc_kernel[grid](*descs, BLOCK_M=block, BLOCK_N=block)
+        torch.cuda.synchronize()
+        return dst, compiled
+
+    plain, plain_kernel = copy()
+    with tritonhook.session(tmp_path / "store", fix_tma_scope="") as session:
+        fixed, fixed_kernel = copy()
+        (capture,) = [c for c in session.captures() if c.kernel == plain_kernel.name]
+    assert capture.metadata[FIXED_KEY] == (1 if TRITON_EMITS_CLUSTER_TMA else 0)
+    if TRITON_EMITS_CLUSTER_TMA:  # two different builds ran, not one build twice
+        assert "shared::cluster.global.mbarrier" in plain_kernel.asm["ptx"]
+        assert "shared::cta.global.mbarrier" in fixed_kernel.asm["ptx"]
+    assert torch.equal(fixed.view(torch.int16), src.view(torch.int16))
+    assert torch.equal(fixed.view(torch.int16), plain.view(torch.int16))

@@ -36,6 +36,7 @@ from typing import Callable, Iterable
 
 from . import report
 from .errors import TritonhookError
+from .preflight import DEFAULT_STACK_LIMIT
 
 JSON_VERSION = 1
 MAX_SAMPLES = 200_000
@@ -209,23 +210,40 @@ class _Gpu:
         return None
 
     def limits(self) -> tuple[int, int, int] | None:
-        """(stack, printf FIFO, malloc heap) of this process's context on the device, None if it has none.
+        """(stack, printf FIFO, malloc heap) of this process's context on the device, None if it has none."""
+        with self._context() as present:
+            return self._read_limits() if present else None
 
-        Reads the calling thread's context when it belongs to this device, else the primary context if it is
-        active (retained and pushed just for the reads). Never creates a context.
-        """
+    def set_stack_limit(self, limit: int) -> int:
+        """Set `CU_LIMIT_STACK_SIZE` of this process's context on the device; returns the previous limit."""
+        stack = self.cu.CUlimit.CU_LIMIT_STACK_SIZE
+        with self._context() as present:
+            if not present:
+                raise TritonhookError(f"CUDA device {self.info.ordinal}: this process has no CUDA context there "
+                                      f"yet, so no stack is reserved")
+            previous = _cu(self.cu.cuCtxGetLimit(stack), "cuCtxGetLimit(CU_LIMIT_STACK_SIZE)")
+            _cu(self.cu.cuCtxSetLimit(stack, limit), f"cuCtxSetLimit(CU_LIMIT_STACK_SIZE, {limit})")
+            return previous
+
+    @contextlib.contextmanager
+    def _context(self):
+        """Yields True with this process's context on the device current: the calling thread's context when it
+        belongs to this device, else the primary context if it is active (retained and pushed just for the
+        block). Yields False when there is none: memwatch never creates a context."""
         cu = self.cu
         current = _cu(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")
         if int(current) and int(_cu(cu.cuCtxGetDevice(), "cuCtxGetDevice")) == int(self.device):
-            return self._read_limits()
+            yield True
+            return
         _flags, active = _cu(cu.cuDevicePrimaryCtxGetState(self.device), "cuDevicePrimaryCtxGetState")
         if not active:
-            return None
+            yield False
+            return
         primary = _cu(cu.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
         try:
             _cu(cu.cuCtxPushCurrent(primary), "cuCtxPushCurrent")
             try:
-                return self._read_limits()
+                yield True
             finally:
                 _cu(cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
         finally:
@@ -240,6 +258,29 @@ class _Gpu:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.nvml.nvmlShutdown()
+
+
+def reset_stack_limit(device: int = 0, limit: int | None = None) -> tuple[int, int]:
+    """Give the driver's stack reservation back: set this process's `CU_LIMIT_STACK_SIZE` on `device` to `limit`
+    (default: the driver's initial 1,024 B). Returns `(previous, now)` limits in bytes per thread.
+
+    The driver raises the limit at the launch of a kernel that needs more stack and keeps limit x SMs x max
+    threads per SM reserved for the context's life (NOTES §1.2); lowering it frees that memory at once (NVML
+    `used` drops by the stack line of memwatch's attribution). When it is safe: any time between launches. The
+    call waits for the device's pending work, and the next launch of a kernel that needs the stack grows it
+    again (paying the reservation and its synchronisation once more), so reset after a phase that used such
+    kernels (warm-up, autotuning, a TMA pre-processing step), not inside a loop that keeps launching them. If
+    other allocations fill the freed memory meanwhile, that later launch can fail with out of memory.
+    """
+    wanted = DEFAULT_STACK_LIMIT if limit is None else limit
+    if wanted <= 0:
+        raise TritonhookError(f"reset_stack_limit: limit must be a positive number of bytes, not {wanted}")
+    gpu = _Gpu(device)
+    try:
+        previous = gpu.set_stack_limit(wanted)
+        return previous, gpu.limits()[0]
+    finally:
+        gpu.close()
 
 
 def _text(value) -> str:

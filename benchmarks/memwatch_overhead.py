@@ -1,0 +1,99 @@
+"""What memwatch costs a launch-bound program (written for the H200, Triton 3.6, torch).
+
+    python benchmarks/memwatch_overhead.py [--launches 2000] [--rounds 15] [--out memwatch_overhead.json]
+
+A loop of small Triton kernels (the elementwise `add_kernel` on 4,096 floats: each launch costs the host far more
+than the GPU, so any time the sampler thread takes from the launching thread shows) runs in three arms,
+interleaved round by round in a rotating order after a warm-up:
+  plain    no memwatch;
+  sampler  `memwatch(interval_ms=2, triton_hooks=False)`: the NVML sampler thread alone (target: ratio <= 1.02);
+  memwatch `memwatch(interval_ms=2)`: the sampler plus the launch hooks' snapshot per launch (for information).
+Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. Ratios are of
+medians with the paired 95% interval of `ab.ratio_interval`; CPU use is the process CPU time per wall second of
+the loop, so the sampler's own CPU share is its arm's figure minus plain's. Prints a table last; writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+
+import tritonhook
+from tritonhook import ab, report
+from tritonhook.samples import add_kernel
+
+N = 4096
+BLOCK = 1024
+ARMS = ("plain", "sampler", "memwatch")
+
+
+def region(arm: str):
+    if arm == "plain":
+        return contextlib.nullcontext()
+    return tritonhook.memwatch(device=0, interval_ms=2.0, triton_hooks=(arm == "memwatch"))
+
+
+def timed_loop(arm: str, launches: int, x, y, out) -> tuple[float, float]:
+    """(wall ms, process CPU ms) of `launches` back-to-back launches inside the arm's region."""
+    with region(arm):
+        torch.cuda.synchronize()
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(launches):
+            add_kernel[(N // BLOCK,)](x, y, out, N, BLOCK=BLOCK)
+        torch.cuda.synchronize()
+        return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--launches", type=int, default=2000, help="kernel launches per timed loop")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--out", type=Path, default=Path("memwatch_overhead.json"))
+    args = parser.parse_args(argv)
+    x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
+    out = torch.empty_like(x)
+    for arm in ARMS:  # warm-up: compile, NVML and driver initialisation
+        timed_loop(arm, args.launches // 4, x, y, out)
+    wall = {arm: [] for arm in ARMS}
+    cpu = {arm: [] for arm in ARMS}
+    for round_index in range(args.rounds):
+        for offset in range(len(ARMS)):
+            arm = ARMS[(round_index + offset) % len(ARMS)]
+            ms, cpu_ms = timed_loop(arm, args.launches, x, y, out)
+            wall[arm].append(ms)
+            cpu[arm].append(cpu_ms)
+    rows, results = [], {}
+    for arm in ARMS:
+        summary = ab.summarize(wall[arm])
+        ratio, low, high = ab.ratio_interval(wall["plain"], wall[arm])
+        cpu_share = ab.median([c / w for c, w in zip(cpu[arm], wall[arm])])
+        results[arm] = {"wall_ms": wall[arm], "cpu_ms": cpu[arm], "median_ms": summary.median_ms,
+                        "spread_pct": summary.spread_pct, "ratio": ratio, "ci": [low, high], "cpu_share": cpu_share}
+        rows.append((arm, f"{summary.median_ms:.2f}", f"{summary.median_ms * 1e3 / args.launches:.2f}",
+                     f"{summary.spread_pct:.1f}%", f"{ratio:.4f}", f"[{low:.4f}, {high:.4f}]",
+                     f"{cpu_share * 100:.1f}%"))
+    sampler_cpu = results["sampler"]["cpu_share"] - results["plain"]["cpu_share"]
+    device = torch.cuda.get_device_name()
+    try:
+        args.out.write_text(json.dumps({"device": device, "triton": triton.__version__, "torch": torch.__version__,
+                                        "launches": args.launches, "rounds": args.rounds, "arms": results,
+                                        "sampler_cpu_share": sampler_cpu}, indent=2))
+    except OSError as exc:
+        print(f"memwatch_overhead: cannot write {args.out} ({exc.strerror or exc})", file=sys.stderr)
+        return 2
+    report.print_table(("arm", "loop ms (median)", "us/launch", "IQR", "time ratio vs plain", "95% interval",
+                        "process CPU / wall"), rows,
+                       title=f"memwatch overhead on {device}: {args.launches} launches x {args.rounds} rounds; "
+                             f"sampler CPU {sampler_cpu * 100:+.1f}% of a core; target sampler ratio <= 1.02")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
