@@ -9,7 +9,8 @@ the driver's local-memory (stack) reservation: when a kernel needs more stack th
 driver raises the limit at launch and reserves limit x SMs x max threads per SM for the rest of the context's
 life (RTX 5090 TMA kernels from Triton 3.4-3.6 cost ~3.7 GiB that way). So memwatch records, side by side:
 
-* a timeline from a daemon sampler thread: NVML v2 device `used` / `reserved` and this process's `usedGpuMemory`;
+* a timeline from a sampler process (`_nvml_sampler.py`, so the watched program keeps its GIL): NVML v2 device
+  `used` / `reserved` and this process's `usedGpuMemory`;
 * snapshots before and after the region and around every Triton kernel launch and module load (Triton's runtime
   hook chains, joined with `.add`): NVML, the context's stack / printf FIFO / heap limits (cuda-bindings), the
   torch caching allocator, and the global scratch Triton asks `triton.set_allocator`'s allocator for;
@@ -27,6 +28,7 @@ import functools
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -34,13 +36,12 @@ import weakref
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import report
+from . import _nvml_sampler, report
+from ._nvml_sampler import NvmlDevice
 from .errors import TritonhookError
 from .preflight import DEFAULT_STACK_LIMIT
 
 JSON_VERSION = 1
-MAX_SAMPLES = 200_000
-"""The timeline is halved (every other sample dropped, interval doubled) when it reaches this many samples."""
 MAX_SNAPSHOTS = 20_000
 """Hook snapshots kept at most; later ones are counted, not stored (before/after are always kept)."""
 _TRACKED = ("used", "context", "stack", "printf_fifo", "malloc_heap", "torch_reserved", "scratch_live")
@@ -102,7 +103,7 @@ class Snapshot:
 
 @dataclasses.dataclass(frozen=True)
 class Sample:
-    """One timeline point from the sampler thread."""
+    """One timeline point from the sampler process."""
 
     t: float
     used: int | None
@@ -141,15 +142,6 @@ def _cu(result: tuple, what: str):
     return values[0] if len(values) == 1 else tuple(values)
 
 
-def _bus_key(bus_id) -> tuple[int, ...]:
-    """(domain, bus, device, function) from '0000:3B:00.0' or '00000000:3b:00.0' (NVML and CUDA differ)."""
-    text = _text(bus_id)
-    match = re.search(r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\.([0-9a-fA-F]+)", text)
-    if not match:
-        raise TritonhookError(f"PCI bus id {text!r}: not in domain:bus:device.function form")
-    return tuple(int(part, 16) for part in match.groups())
-
-
 class _Gpu:
     """NVML and driver handles of one CUDA device.
 
@@ -171,8 +163,10 @@ class _Gpu:
             self.nvml.nvmlInit()
         except self.nvml.NVMLError as exc:
             raise TritonhookError(f"CUDA device {ordinal}: cannot initialise NVML ({exc})") from None
-        self.handle = self._nvml_handle(bus_id, ordinal)
-        self.memory_v2 = True
+        try:
+            self.nvml_device = NvmlDevice(self.nvml, bus_id)
+        except LookupError as exc:
+            raise TritonhookError(f"CUDA device {ordinal}: {exc}") from None
         self.info = DeviceInfo(
             ordinal=ordinal, name=_cu(self.cu.cuDeviceGetName(256, self.device), "cuDeviceGetName")
             .split(b"\0")[0].decode(), pci_bus_id=bus_id, total=self.memory()[2],
@@ -180,34 +174,11 @@ class _Gpu:
             max_threads_per_sm=self._attribute("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR"),
             driver_version=_text(self.nvml.nvmlSystemGetDriverVersion()))
 
-    def _nvml_handle(self, bus_id: str, ordinal: int):
-        wanted = _bus_key(bus_id)
-        for index in range(self.nvml.nvmlDeviceGetCount()):
-            handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
-            if _bus_key(self.nvml.nvmlDeviceGetPciInfo(handle).busId) == wanted:
-                return handle
-        raise TritonhookError(f"CUDA device {ordinal} ({bus_id}): NVML lists no device at that PCI bus id")
-
     def _attribute(self, name: str) -> int:
         return _cu(self.cu.cuDeviceGetAttribute(getattr(self.cu.CUdevice_attribute, name), self.device), name)
 
     def memory(self) -> tuple[int, int | None, int]:
-        """(used, reserved, total). NVML v2 splits `reserved` out of `used`; v1 (old drivers) does not."""
-        if self.memory_v2:
-            try:
-                info = self.nvml.nvmlDeviceGetMemoryInfo(self.handle, version=self.nvml.nvmlMemory_v2)
-                return info.used, info.reserved, info.total
-            except self.nvml.NVMLError:
-                self.memory_v2 = False
-        info = self.nvml.nvmlDeviceGetMemoryInfo(self.handle)
-        return info.used, None, info.total
-
-    def process_used(self, pid: int) -> int | None:
-        """This PID's usedGpuMemory, None when NVML does not list it (no context yet, or a PID namespace)."""
-        for process in self.nvml.nvmlDeviceGetComputeRunningProcesses(self.handle):
-            if process.pid == pid:
-                return process.usedGpuMemory
-        return None
+        return self.nvml_device.memory()
 
     def limits(self) -> tuple[int, int, int] | None:
         """(stack, printf FIFO, malloc heap) of this process's context on the device, None if it has none."""
@@ -296,52 +267,36 @@ def _torch_memory(ordinal: int) -> tuple[int | None, int | None]:
     return stats.get("reserved_bytes.all.current", 0), stats.get("allocated_bytes.all.current", 0)
 
 
-# ----- the sampler thread ---------------------------------------------------------------------------------------
-class _Sampler(threading.Thread):
-    """Reads NVML every `interval` seconds into `samples` until stopped. Any failure ends sampling, never the
-    program: the error is kept in `error` for the report."""
+# ----- the sampler process --------------------------------------------------------------------------------------
+class _SamplerProcess:
+    """The NVML timeline, sampled by a child process (`_nvml_sampler.py`: why a process, and the protocol).
+    Any failure ends sampling, never the program: the error is kept in `error` for the report."""
 
     def __init__(self, gpu: _Gpu, interval: float, t0: float):
-        super().__init__(name="tritonhook-memwatch", daemon=True)
-        self.gpu, self.interval, self.t0 = gpu, interval, t0
         self.samples: list[Sample] = []
         self.error: str | None = None
         self.processes_ok = True
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while True:
-                self.samples.append(self._sample())
-                if len(self.samples) >= MAX_SAMPLES:
-                    del self.samples[1::2]
-                    self.interval *= 2
-                if self._stop_event.wait(self.interval):
-                    self.samples.append(self._sample())  # the region's end state always closes the timeline
-                    return
-        except Exception as exc:  # noqa: BLE001 - the sampler must never take the program down
-            self.error = f"sampler stopped: {type(exc).__name__}: {exc}"
-
-    def _sample(self) -> Sample:
-        used, reserved, _total = self.gpu.memory()
-        return Sample(time.perf_counter() - self.t0, used, reserved, self._process_used())
-
-    def _process_used(self) -> int | None:
-        if not self.processes_ok:
-            return None
-        try:
-            return self.gpu.process_used(os.getpid())
-        except self.gpu.nvml.NVMLError:  # not supported on this system: device figures only
-            self.processes_ok = False
-            return None
+        command = [sys.executable, _nvml_sampler.__file__, gpu.info.pci_bus_id, repr(interval), str(os.getpid()),
+                   repr(t0)]
+        self._child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+        if self._child.stdout.readline().strip() != "ready":
+            self.error = f"sampler did not start: {self._child.communicate()[1].strip()[-300:] or 'no output'}"
 
     def stop(self) -> None:
-        self._stop_event.set()
-        if self.is_alive() and threading.current_thread() is not self:
-            self.join(timeout=max(1.0, 4 * self.interval))
+        if self._child.returncode is not None or self.error:
+            return
+        try:
+            out, err = self._child.communicate(input="", timeout=30)
+            data = json.loads(out)
+        except (subprocess.TimeoutExpired, ValueError) as exc:
+            self._child.kill()
+            self.error = f"sampler lost: {type(exc).__name__}: {exc}"
+            return
+        self.samples = [Sample(*row) for row in data["samples"]]
+        self.processes_ok, self.error = data["processes_ok"], data["error"]
 
 
-# ----- Triton's scratch allocator -------------------------------------------------------------------------------
 class _RecordingAllocator:
     """Stands in for the user's `triton.set_allocator` allocator and tells the recorder about every request."""
 
@@ -458,14 +413,14 @@ class MemWatch(contextlib.ContextDecorator):
         self._kernels: dict[str, KernelStats] = {}
         self._scratch = _ScratchRecorder()
         self._hooks, self._chains = {}, None
+        self._last_torch: tuple[int, tuple[int | None, int | None]] | None = None
         try:
             self._snapshots.append(self._snapshot("before", None))
         except TritonhookError:
             self._gpu.close()
             raise
         self._install_triton_hooks()
-        self._sampler = _Sampler(self._gpu, self.interval_ms / 1000, self._t0)
-        self._sampler.start()
+        self._sampler = _SamplerProcess(self._gpu, self.interval_ms / 1000, self._t0)
         atexit.register(self._stop_at_exit)
         self._running = True
         return self
@@ -590,12 +545,23 @@ class MemWatch(contextlib.ContextDecorator):
         except self._gpu.nvml.NVMLError as exc:
             raise TritonhookError(f"device {self.device}: NVML memory query failed ({exc})") from None
         limits = self._gpu.limits()
-        torch_reserved, torch_allocated = _torch_memory(self.device)
+        torch_reserved, torch_allocated = self._torch_reading(used, fresh=event in ("before", "after"))
         stack, fifo, heap = limits if limits is not None else (None, None, None)
         return Snapshot(t=time.perf_counter() - self._t0, event=event, kernel=kernel, used=used, reserved=reserved,
                         context=limits is not None, stack=stack, printf_fifo=fifo, malloc_heap=heap,
                         torch_reserved=torch_reserved, torch_allocated=torch_allocated,
                         scratch_live=self._scratch.live, scratch_requested=self._scratch.total)
+
+    def _torch_reading(self, used: int, *, fresh: bool) -> tuple[int | None, int | None]:
+        """torch's (reserved, allocated), re-read only when NVML `used` moved since the last reading (or `fresh`).
+
+        Reading torch's allocator statistics costs ~68 us (H200), ten times NVML's query, and a launch takes two
+        snapshots. torch's reserved memory only changes through cudaMalloc/cudaFree, which move NVML `used`, so
+        an unchanged `used` means an unchanged `reserved`; `allocated` (cache reuse) is exact in the before/after
+        snapshots only."""
+        if fresh or self._last_torch is None or self._last_torch[0] != used:
+            self._last_torch = used, _torch_memory(self.device)
+        return self._last_torch[1]
 
     def _build_result(self) -> "MemwatchResult":
         warnings = list(self._warnings)
@@ -946,7 +912,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_command(command: list[str], interval_ms: float) -> tuple[int, MemwatchResult]:
     """Run a Python command in a fresh process under memwatch; (its exit status, what memwatch recorded)."""
-    import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="tritonhook-memwatch-") as tmp:
