@@ -103,3 +103,74 @@ def test_unwritable_store_fails_before_the_script_starts(tmp_path):
                         f"open({str(marker)!r}, 'w').close()", check=False)
     assert result.returncode == 2 and "not writable" in result.stderr
     assert not marker.exists()
+
+
+def test_ls_tells_specializations_apart_and_matches_the_arch_family(capture_session):
+    from tritonhook.samples import compile_sample
+
+    compile_sample("matmul_fp16", 90)
+    compile_sample("matmul_fp8", 90)
+    compile_sample("add", 100)
+    store = capture_session.store.path
+    table = tritonhook("ls", "--store", store, "--arch", "sm_90").stdout
+    assert "fp16 BLOCK_M=128 BLOCK_N=128 BLOCK_K=64" in table and "fp8e4nv fp16 BLOCK_M=128" in table
+    assert "add_kernel" not in table
+    listed = json.loads(tritonhook("ls", "--store", store, "--json").stdout)
+    assert [c["specialization"].split()[0] for c in listed] == ["fp16", "fp8e4nv", "fp32"]
+    assert tritonhook("ls", "--store", store, "--arch", "sm_100f").stdout.strip() == \
+        "no captures for sm_100f; did you mean sm_100a?"
+
+
+def test_ls_shows_the_newest_rows_and_says_how_many_it_left_out(capture_session):
+    from tritonhook.samples import compile_sample
+
+    for name in ("add", "matmul_fp16", "add"):
+        compile_sample(name, 90)
+    store = capture_session.store.path
+    newest = tritonhook("ls", "--store", store, "--limit", "2", "--json")
+    assert [c["entry"] for c in json.loads(newest.stdout)] == ["matmul_kernel", "add_kernel"]
+    table = tritonhook("ls", "--store", store, "-n", "2")
+    assert table.stderr.strip() == "showing newest 2 of 3; --all for every row"
+    assert len(json.loads(tritonhook("ls", "--store", store, "--all", "--json").stdout)) == 3
+    assert tritonhook("ls", "--store", store, "--kernel", "^add", "-n", "1").stderr.strip() == \
+        "showing newest 1 of 2; --all for every row"
+
+
+def test_export_names_the_blob_it_cannot_read_and_writes_the_rest(capture_session, tmp_path):
+    from tritonhook.samples import compile_sample
+
+    compile_sample("add", 90)
+    (capture,) = capture_session.captures()
+    blob = capture_session.store.blob_path(capture.artifacts["ptx"].sha256)
+    blob.write_bytes(b"truncated")
+    result = tritonhook("export", "--store", capture_session.store.path, capture.id, tmp_path / "out", check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"tritonhook: error: exported {len(capture.artifacts) - 1} of {len(capture.artifacts)} artifacts of capture "
+        f"{capture.id} to {tmp_path / 'out'}; not written: {blob} (capture {capture.id} ptx): blob is corrupt "
+        f"(its sha256 does not match its name)")
+    written = {p.name for p in (tmp_path / "out").iterdir()}
+    assert written == {f"add_kernel.{stage}" for stage in capture.artifacts if stage != "ptx"} | \
+        {"add_kernel.capture.json"}
+
+
+def test_store_verify_reports_and_repairs(capture_session):
+    import time
+
+    from tritonhook.samples import compile_sample
+
+    compile_sample("add", 90)
+    store = capture_session.store
+    temporary = store.blobs_dir / "ab" / ".abcdef01-777-0000.tmp"
+    temporary.parent.mkdir(exist_ok=True)
+    temporary.write_bytes(b"half a blob")
+    os.utime(temporary, (time.time() - 120, time.time() - 120))
+    found = json.loads(tritonhook("store", "verify", "--store", store.path, "--json").stdout)
+    assert (found["ok"], found["temporary"], found["removed"]) == (True, [str(temporary)], [])
+    repaired = json.loads(tritonhook("store", "verify", "--store", store.path, "--repair", "--json").stdout)
+    assert repaired["removed"] == [str(temporary)] and not temporary.exists()
+
+    (capture,) = capture_session.captures()
+    store.blob_path(capture.artifacts["cubin"].sha256).write_bytes(b"not the cubin")
+    damaged = tritonhook("store", "verify", "--store", store.path, check=False)
+    assert damaged.returncode == 1 and "PROBLEMS" in damaged.stdout and "corrupt blobs" in damaged.stdout

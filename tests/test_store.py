@@ -1,18 +1,28 @@
-"""The store under concurrent writers, bad stores, corrupt blobs."""
+"""The store under concurrent writers, bad stores, corrupt blobs, other users, killed writers."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
+import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
 import tritonhook
 from tritonhook.samples import compile_sample
-from tritonhook.store import SCHEMA_VERSION, Store
+from tritonhook.store import SCHEMA_VERSION, NewCapture, Store
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA_2_COMMIT = "c77a38a"  # the last commit whose store.py writes schema 2 (before `specialization`)
 
 WRITERS = 8
 KERNELS_PER_WRITER = 4
@@ -47,7 +57,7 @@ def test_many_processes_writing_at_once_lose_nothing(store_path, tmp_path):
     captures = store.captures()
     assert len(captures) == WRITERS * KERNELS_PER_WRITER
     assert len({c.pid for c in captures}) == WRITERS
-    assert store.verify() == []
+    assert store.verify().ok
     for capture in captures:  # every record complete: no half-written rows
         assert {"ptx", "cubin", "json"} <= set(capture.artifacts)
         assert store.read(capture, "cubin")[:4] == b"\x7fELF"
@@ -61,7 +71,7 @@ def test_a_corrupt_blob_is_detected_on_read(capture_session):
     blob.write_bytes(blob.read_bytes()[:-10])  # truncated, as after a crash mid-write by another tool
     with pytest.raises(tritonhook.TritonhookError, match="corrupt"):
         store.read(capture, "ptx")
-    assert any("corrupt" in problem for problem in store.verify())
+    assert [os.path.basename(p) for p in store.verify().corrupt] == [blob.name]
     blob.unlink()
     with pytest.raises(tritonhook.TritonhookError, match="missing"):
         store.read(capture, "ptx")
@@ -75,12 +85,11 @@ def test_a_store_from_a_newer_schema_is_refused(store_path):
         Store(store_path)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
-def test_an_unwritable_store_fails_at_open(tmp_path):
-    locked = tmp_path / "locked"
-    locked.mkdir(mode=0o500)
-    with pytest.raises(tritonhook.TritonhookError, match="not writable"):
-        Store(locked / "store")
+def test_an_unwritable_store_fails_at_open(shared_dir, as_other_user):
+    locked = shared_dir / "locked"
+    locked.mkdir(mode=0o555)
+    result = as_other_user(sys.executable, "-c", f"from tritonhook.store import Store; Store({str(locked)!r} + '/s')")
+    assert result.returncode != 0 and "TritonhookError" in result.stderr and "not writable" in result.stderr
 
 
 def test_a_store_path_that_is_a_file_fails_at_open(tmp_path):
@@ -105,3 +114,184 @@ def test_query_by_kernel_regex_and_arch(capture_session):
     assert [c.entry for c in store.captures(arch="sm_90a")] == ["add_kernel"]
     with pytest.raises(tritonhook.TritonhookError, match="regular expression"):
         store.captures(kernel="(")
+
+
+def test_a_corrupt_blob_is_healed_by_the_next_write_of_its_content(capture_session):
+    compile_sample("add", 90)
+    (capture,) = capture_session.captures()
+    store = capture_session.store
+    blob = store.blob_path(capture.artifacts["ptx"].sha256)
+    damaged = bytearray(blob.read_bytes())
+    damaged[100] ^= 0xFF  # same size: a flipped bit on disk
+    blob.write_bytes(bytes(damaged))
+    compile_sample("add", 90)  # a cache hit: the same PTX captured again
+    assert store.read(capture, "ptx") == store.read(capture_session.captures()[1], "ptx")
+    assert store.verify().ok
+
+
+def test_a_schema_version_that_is_not_a_number_names_the_index(store_path):
+    Store(store_path).close()
+    with sqlite3.connect(store_path / "index.sqlite") as conn:
+        conn.execute("UPDATE meta SET value='two' WHERE key='schema_version'")
+    for readonly in (False, True):
+        with pytest.raises(tritonhook.TritonhookError, match=r"index\.sqlite: schema version 'two' is not a whole"):
+            Store(store_path, readonly=readonly)
+
+
+def test_a_missing_column_names_the_index_and_the_column(store_path):
+    Store(store_path).close()
+    with sqlite3.connect(store_path / "index.sqlite") as conn:
+        conn.execute("ALTER TABLE captures DROP COLUMN triton_hash")
+    for readonly in (False, True):
+        with pytest.raises(tritonhook.TritonhookError, match=r"index\.sqlite: .*captures is missing triton_hash"):
+            Store(store_path, readonly=readonly)
+
+
+def test_a_schema_2_store_is_upgraded_and_keeps_its_captures(capture_session, tmp_path, monkeypatch):
+    """The store.py of a schema-2 commit writes a store; this code opens it, upgrades it, and reads it."""
+    source = subprocess.run(["git", "-C", str(REPO), "show", f"{SCHEMA_2_COMMIT}:tritonhook/store.py"],
+                            capture_output=True, text=True)
+    if source.returncode != 0:
+        pytest.skip(f"git cannot show {SCHEMA_2_COMMIT} here (shallow clone?)")
+    (tmp_path / "store_v2.py").write_text(source.stdout)
+    spec = importlib.util.spec_from_file_location("tritonhook._store_v2", tmp_path / "store_v2.py")
+    old = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, old)  # dataclasses look their module up there
+    spec.loader.exec_module(old)
+    compile_sample("matmul_fp16", 90)
+    (new,) = capture_session.captures()
+    fields = {f.name: getattr(new, f.name) for f in dataclasses.fields(old.CaptureRecord)}
+    artifacts = {stage: capture_session.store.read(new, stage) for stage in new.artifacts}
+    old_store = old.Store(tmp_path / "v2")
+    old_id = old_store.add(old.NewCapture(**fields, artifacts=artifacts))
+    old_store.close()
+
+    upgraded = Store(tmp_path / "v2", readonly=True)  # a reader allowed to write upgrades it once
+    (capture,) = upgraded.captures(kernel="matmul", arch="sm_90")
+    assert (capture.id, capture.entry, capture.specialization) == (old_id, "matmul_kernel", "")
+    assert upgraded.read(capture, "cubin") == artifacts["cubin"]
+    with sqlite3.connect(tmp_path / "v2" / "index.sqlite") as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+        indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"captures_arch", "captures_event"} <= indexes
+
+
+def test_verify_finds_orphans_and_temporary_files_and_repair_removes_the_old_ones(capture_session):
+    compile_sample("add", 90)
+    store = capture_session.store
+    orphan = store.blob_path(store.put_blob(b"a blob whose capture row was never written"))
+    old_tmp = orphan.parent / ".deadbeef-4242-0000.tmp"  # a writer killed mid-blob
+    young_tmp = orphan.parent / ".deadbeef-4243-0000.tmp"  # a writer at work right now
+    old_tmp.write_bytes(b"half")
+    young_tmp.write_bytes(b"half")
+    an_hour_ago = time.time() - 3600
+    for path in (orphan, old_tmp):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+
+    found = store.verify()
+    assert found.ok and found.orphans == [str(orphan)] and found.temporary == sorted([str(old_tmp), str(young_tmp)])
+    repaired = store.verify(repair=True)
+    assert sorted(repaired.removed) == sorted([str(orphan), str(old_tmp)])
+    assert young_tmp.exists() and not orphan.exists() and not old_tmp.exists()
+    (capture,) = capture_session.captures()
+    assert store.read(capture, "cubin")[:4] == b"\x7fELF"  # what rows refer to is never touched
+
+
+_LOSES_CAPTURES = textwrap.dedent("""
+    import shutil, sys
+    import tritonhook
+    from tritonhook.samples import compile_sample
+    session = tritonhook.enable(sys.argv[1])
+    compile_sample("add", 90)
+    shutil.rmtree(session.store.blobs_dir)
+    session.store.blobs_dir.write_text("a file where the blobs directory was")  # every blob write now fails
+    compile_sample("add", 100)
+    compile_sample("matmul_fp16", 90)
+    print("compiled", len(session.capture_ids))
+""")
+
+
+def test_lost_captures_are_counted_and_reported_at_exit(store_path):
+    result = subprocess.run([sys.executable, "-c", _LOSES_CAPTURES, str(store_path)], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "compiled 1"  # the compiles went on
+    assert result.stderr.count("capture failed") == 1  # warned once
+    assert "tritonhook: 2 capture(s) lost (first error: NotADirectoryError" in result.stderr
+
+
+# ----- another user on a shared store ---------------------------------------------------------------------------
+@pytest.fixture
+def shared_dir():
+    """A directory under /tmp that another user may enter (pytest's tmp_path is private to its owner)."""
+    path = Path(tempfile.mkdtemp(prefix="tritonhook-shared-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def as_other_user(shared_dir):
+    """Run a command as `nobody` (CI runs as root, which may read and write anything), with this checkout's
+    tritonhook copied where `nobody` can read it."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to switch to an unprivileged user")
+    package = shared_dir / "pythonpath"
+    shutil.copytree(REPO / "tritonhook", package / "tritonhook", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(package), "HOME": str(shared_dir),
+           "TRITON_CACHE_DIR": str(shared_dir / "nobody-cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("TRITONHOOK_STORE", None)
+    probe = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c",
+                            "import tritonhook"], env=env, capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"nobody cannot run this Python ({probe.stderr.strip()[-200:]})")
+
+    def run(*command: str, **kwargs) -> subprocess.CompletedProcess:
+        return subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *map(str, command)],
+                              env=env, capture_output=True, text=True, cwd=shared_dir, **kwargs)
+
+    return run
+
+
+def test_another_user_reads_a_store_it_may_not_write(shared_dir, as_other_user):
+    """Written by root under umask 022: nobody may read it (blobs 0644) but not write it (directories 0755)."""
+    store_path = shared_dir / "store"
+    with tritonhook.session(store_path) as session:
+        compile_sample("add", 90)
+        compile_sample("add", 100)
+        (first, second) = session.captures()
+        assert Path(f"{store_path}/index.sqlite-wal").exists()  # a writer holds it: read through its -shm
+        while_open = as_other_user(sys.executable, "-m", "tritonhook", "ls", "--store", store_path, "--json")
+    session.store.close()
+    assert not Path(f"{store_path}/index.sqlite-wal").exists()  # no writer: read the file as it is
+    (shared_dir / "out").mkdir()
+    (shared_dir / "out").chmod(0o777)
+    listed = as_other_user(sys.executable, "-m", "tritonhook", "ls", "--store", store_path, "--arch", "sm_90")
+    ptx = as_other_user(sys.executable, "-m", "tritonhook", "show", "--store", store_path, first.id, "--ptx")
+    exported = as_other_user(sys.executable, "-m", "tritonhook", "export", "--store", store_path, second.id,
+                             shared_dir / "out" / "export")
+    assert while_open.returncode == 0, while_open.stderr
+    assert [c["id"] for c in json.loads(while_open.stdout)] == [first.id, second.id]
+    assert listed.returncode == 0 and "add_kernel" in listed.stdout and "sm_90a" in listed.stdout, listed.stderr
+    assert ptx.returncode == 0 and ".entry add_kernel" in ptx.stdout, ptx.stderr
+    assert exported.returncode == 0, exported.stderr
+    assert not any(p.owner() == "nobody" for p in store_path.rglob("*"))  # the readers wrote nothing
+
+    blob = session.store.blob_path(first.artifacts["ptx"].sha256)
+    blob.chmod(0o600)  # e.g. written by an older tritonhook
+    refused = as_other_user(sys.executable, "-m", "tritonhook", "show", "--store", store_path, first.id, "--ptx")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip() == (f"tritonhook: error: {blob} (capture {first.id} ptx): cannot read the blob "
+                                      f"(Permission denied)")
+
+
+def test_blobs_follow_the_umask_of_a_team_store(store_path):
+    previous = os.umask(0o002)
+    try:
+        with tritonhook.session(store_path) as session:
+            compile_sample("add", 90)
+    finally:
+        os.umask(previous)
+    (capture,) = session.captures()
+    for artifact in capture.artifacts.values():
+        assert session.store.blob_path(artifact.sha256).stat().st_mode & 0o777 == 0o664

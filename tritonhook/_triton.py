@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import TritonhookError
-from .store import NewCapture
+from .store import NewCapture, specialization_label
 
 MIN_VERSION = (3, 6)
 MAX_VERSION = (3, 9)
@@ -90,6 +90,18 @@ def _source_location(src) -> tuple[str, str, str | None, int | None]:
         return frontend, name, code.co_filename if code else None, code.co_firstlineno if code else None
     path = getattr(src, "path", None)
     return "ir", getattr(src, "name", None) or Path(str(path)).stem, str(path) if path else None, None
+
+
+def _specialization(src) -> str:
+    """The argument types and constexpr values this compile was specialized for (empty for IR sources)."""
+    fn = getattr(src, "fn", None)
+    arg_names = getattr(fn, "arg_names", None) or []
+    constexprs = {}
+    for path, value in (getattr(src, "constants", None) or {}).items():
+        index = path[0] if isinstance(path, tuple) and path else path
+        name = arg_names[index] if isinstance(index, int) and index < len(arg_names) else str(path)
+        constexprs[name] = value
+    return specialization_label(dict(getattr(src, "signature", None) or {}), constexprs)
 
 
 def _read_artifacts(metadata_group: dict) -> dict[str, bytes]:
@@ -189,7 +201,7 @@ def make_event(src, metadata, metadata_group, times, cache_hit) -> NewCapture:
         arch=_arch_name(artifacts, capability), triton_version=triton_version(),
         ptxas_path=ptxas_path, ptxas_version=ptxas_version, triton_hash=metadata.get("hash"),
         options={k: v for k, v in metadata.items() if k in names}, metadata=metadata, times=_times(times),
-        artifacts=artifacts,
+        artifacts=artifacts, specialization=_specialization(src),
     )
 
 
@@ -202,7 +214,7 @@ class _WarnOnce:
         if not self.warned:
             self.warned = True
             warnings.warn(f"tritonhook: {what} failed ({type(exc).__name__}: {exc}); compiling goes on, "
-                          f"further failures are silent", RuntimeWarning, stacklevel=3)
+                          f"further failures are counted and reported at exit", RuntimeWarning, stacklevel=3)
 
 
 class HookInstallation:

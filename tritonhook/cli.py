@@ -21,6 +21,7 @@ from .rename import DEFAULT_PREFIX
 from .store import Capture, Store, default_store_path
 
 IR_STAGES = ("source", "ttir", "ttgir", "llir", "ptx")
+LS_DEFAULT_LIMIT = 50  # `ls` shows the newest this many, like `git log -n`; a store can hold 100,000
 
 
 def _store_arg(parser: argparse.ArgumentParser) -> None:
@@ -28,8 +29,11 @@ def _store_arg(parser: argparse.ArgumentParser) -> None:
                         help="capture store directory (default: $TRITONHOOK_STORE or ./tritonhook-store)")
 
 
-def _open_store(args, *, create: bool = False) -> Store:
-    return Store(args.store if args.store is not None else default_store_path(), create=create)
+def _open_store(args, *, create: bool = False, write: bool = False) -> Store:
+    """Commands that write captures create the store; reading commands open it read-only, so a user who may
+    read a shared store but not write it can still list and show it."""
+    path = args.store if args.store is not None else default_store_path()
+    return Store(path, create=create) if create or write else Store(path, readonly=True)
 
 
 def _command_after_dashes(command: list[str], name: str) -> list[str]:
@@ -71,29 +75,49 @@ def _run(args) -> int:
 
 # ----- ls --------------------------------------------------------------------------------------------------------
 def _add_ls(sub) -> None:
-    parser = sub.add_parser("ls", help="list captures")
+    parser = sub.add_parser("ls", help="list the newest captures")
     _store_arg(parser)
     parser.add_argument("--kernel", help="regex matched against the kernel and entry names")
-    parser.add_argument("--arch", help="only this target, e.g. sm_90a")
+    parser.add_argument("--arch", help="only this target; sm_90 also matches sm_90a")
+    parser.add_argument("--event", choices=("compile", "cache_hit"), help="only fresh compiles or cache hits")
+    count = parser.add_mutually_exclusive_group()
+    count.add_argument("-n", "--limit", type=int, default=LS_DEFAULT_LIMIT, metavar="N",
+                       help=f"show the newest N captures (default {LS_DEFAULT_LIMIT})")
+    count.add_argument("--all", dest="limit", action="store_const", const=None, help="show every capture")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=_ls)
 
 
 def _ls(args) -> int:
-    captures = _open_store(args).captures(kernel=args.kernel, arch=args.arch)
+    store = _open_store(args)
+    filters = {"kernel": args.kernel, "arch": args.arch, "event": args.event}
+    captures = store.captures(**filters, limit=args.limit)
     if args.json:
         report.print_json([c.to_json() for c in captures])
         return 0
     if not captures:
-        print("no captures")
+        print(f"no captures{_did_you_mean(store, args.arch)}")
         return 0
     rows = [(c.id, time.strftime("%H:%M:%S", time.localtime(c.created)), c.event, c.frontend,
-             c.entry if not c.renamed else f"{c.entry} (was {c.original_entry})", c.arch, c.triton_version,
-             c.ptxas_version or "-", _size(c, "ptx"), _size(c, "cubin"), f"{sum(c.times.values()):.2f}")
-            for c in captures]
-    report.print_table(("id", "time", "event", "frontend", "kernel (PTX entry)", "arch", "triton", "ptxas", "ptx",
-                        "cubin", "compile s"), rows, right_align=("id", "ptx", "cubin", "compile s"))
+             c.entry if not c.renamed else f"{c.entry} (was {c.original_entry})", c.specialization or "-", c.arch,
+             c.triton_version, c.ptxas_version or "-", _size(c, "ptx"), _size(c, "cubin"),
+             f"{sum(c.times.values()):.2f}") for c in captures]
+    report.print_table(("id", "time", "event", "frontend", "kernel (PTX entry)", "specialization", "arch", "triton",
+                        "ptxas", "ptx", "cubin", "compile s"), rows, right_align=("id", "ptx", "cubin", "compile s"))
+    if args.limit is not None and len(captures) == args.limit:
+        total = store.count(**filters)
+        if total > len(captures):
+            print(f"showing newest {len(captures):,} of {total:,}; --all for every row", file=sys.stderr)
     return 0
+
+
+def _did_you_mean(store: Store, arch: str | None) -> str:
+    """For `ls --arch sm_90` on a store of sm_90a captures: the targets present with the same number."""
+    if arch is None:
+        return ""
+    number = "".join(filter(str.isdigit, arch))
+    near = [a for a in store.archs() if "".join(filter(str.isdigit, a)) == number]
+    return f" for {arch}; did you mean {' or '.join(near)}?" if near else f" for {arch}"
 
 
 def _size(capture: Capture, stage: str) -> str:
@@ -161,17 +185,28 @@ def _add_export(sub) -> None:
 
 
 def _export(args) -> int:
+    """Every artifact that can be read is written; one that cannot is named (with its blob) and the command fails,
+    so a partial export never looks complete."""
     store = _open_store(args)
     capture = store.get(args.id)
+    contents, unreadable = {}, []
+    for stage in capture.artifacts:
+        try:
+            contents[f"{capture.entry}.{stage}"] = store.read(capture, stage)
+        except TritonhookError as exc:
+            unreadable.append(str(exc))
+    contents[f"{capture.entry}.capture.json"] = json.dumps(capture.to_json(), indent=2, default=str).encode()
     try:
         args.dir.mkdir(parents=True, exist_ok=True)
-        for stage in capture.artifacts:
-            (args.dir / f"{capture.entry}.{stage}").write_bytes(store.read(capture, stage))
-        (args.dir / f"{capture.entry}.capture.json").write_text(json.dumps(capture.to_json(), indent=2,
-                                                                           default=str))
+        for name, data in contents.items():
+            (args.dir / name).write_bytes(data)
     except OSError as exc:
         raise TritonhookError(f"{args.dir}: cannot write the export ({exc.strerror or exc})") from None
-    print(f"exported capture {capture.id} ({len(capture.artifacts)} artifacts) to {args.dir}")
+    written = len(contents) - 1
+    if unreadable:
+        raise TritonhookError(f"exported {written} of {len(capture.artifacts)} artifacts of capture {capture.id} to "
+                              f"{args.dir}; not written: {'; '.join(unreadable)}")
+    print(f"exported capture {capture.id} ({written} artifacts) to {args.dir}")
     return 0
 
 
@@ -531,27 +566,59 @@ def _preflight(args) -> int:
 
     gpus = [preflight.find_gpu(args.gpu)] if args.gpu else None
     if args.target and not args.target.isdigit():
-        cubins = [Cubin.from_path(args.target)]
+        sources = [("-", "-", Cubin.from_path(args.target))]
     else:
         store = _open_store(args)
         captures = [store.get(args.target)] if args.target else [c for c in store.captures() if "cubin" in c.artifacts]
-        cubins = [Cubin.from_bytes(store.read(c, "cubin"), label=f"capture {c.id}") for c in captures]
-    predictions = [p for cubin in cubins for p in preflight.predict_cubin(cubin, gpus)]
+        sources = [(c.id, c.specialization or "-", Cubin.from_bytes(store.read(c, "cubin"), label=f"capture {c.id}"))
+                   for c in captures]
+    found = [(capture_id, spec, p) for capture_id, spec, cubin in sources
+             for p in preflight.predict_cubin(cubin, gpus)]
     if args.json:
-        report.print_json([p.to_json() for p in predictions])
+        report.print_json([{**p.to_json(), "capture_id": None if capture_id == "-" else capture_id,
+                            "specialization": spec} for capture_id, spec, p in found])
         return 0
-    report.print_table(("kernel", "arch", "GPU", "driver calls", "ptxas stack", "predicted limit", "reserve"),
-                       [preflight.table_row(p) for p in predictions],
+    rows = []
+    for capture_id, spec, prediction in found:
+        kernel, *rest = preflight.table_row(prediction)
+        rows.append((capture_id, kernel, spec, *rest))
+    report.print_table(("capture", "kernel", "specialization", "arch", "GPU", "driver calls", "ptxas stack",
+                        "predicted limit", "reserve"), rows,
                        title="preflight: predicted stack reservation (a prediction; see the basis below)",
-                       right_align=("ptxas stack", "predicted limit", "reserve"))
-    for basis in dict.fromkeys(p.basis for p in predictions):
+                       right_align=("capture", "ptxas stack", "predicted limit", "reserve"))
+    for basis in dict.fromkeys(p.basis for _, _, p in found):
         print(f"basis: {basis}")
     return 0
 
 
+# ----- store -----------------------------------------------------------------------------------------------------
+def _add_store(sub) -> None:
+    parser = sub.add_parser("store", help="look after a capture store")
+    actions = parser.add_subparsers(dest="store_action", metavar="ACTION")
+    actions.required = True
+    verify = actions.add_parser("verify", help="check every blob's hash and every row's blob; find orphan blobs "
+                                               "and temporary files left by killed writers")
+    _store_arg(verify)
+    verify.add_argument("--repair", action="store_true",
+                        help="remove orphan blobs and temporary files older than a minute")
+    verify.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    verify.set_defaults(handler=_store_verify)
+
+
+def _store_verify(args) -> int:
+    """Exit status 1 when captured content is damaged or missing (orphans alone are no damage)."""
+    store = _open_store(args, write=args.repair)
+    result = store.verify(repair=args.repair)
+    if args.json:
+        report.print_json(result.to_json())
+    else:
+        result.render()
+    return 0 if result.ok else 1
+
+
 # ----- main ------------------------------------------------------------------------------------------------------
 _COMMANDS = [_add_run, _add_capture, _add_ls, _add_show, _add_export, _add_rename, _add_ab, _add_diff,
-             _add_ptxas_matrix, _add_ptxas, _add_memwatch, _add_preflight]
+             _add_ptxas_matrix, _add_ptxas, _add_memwatch, _add_preflight, _add_store]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -55,7 +55,7 @@ def load_input(spec: str, *, ptxas: str | None = None, gpu_name: str | None = No
     if spec.isdigit():
         from .store import Store, default_store_path
 
-        capture_store = Store(store if store is not None else default_store_path(), create=False)
+        capture_store = Store(store if store is not None else default_store_path(), readonly=True)
         capture = capture_store.get(spec)
         label = f"capture {capture.id} ({capture.entry})"
         data = capture_store.read(capture, "cubin")

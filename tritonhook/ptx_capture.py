@@ -7,13 +7,18 @@ returns it unchanged (a second call with other settings is an error, so settings
 Subprocesses: `enable()` also exports `TRITONHOOK_STORE` and puts tritonhook's start-up hook on `PYTHONPATH`,
 so that Python processes the script starts (Inductor's compile workers, torchrun ranks) capture into the same
 store. `disable()` restores the environment it changed.
+
+Lost captures: a capture that cannot be written (disk full, store removed) must not break the compile, so the hook
+warns once and goes on; the session counts the losses and says how many at `disable()` or at exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import os
+import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -34,9 +39,16 @@ class Session:
     capture_ids: list[int] = dataclasses.field(default_factory=list)
     saved_env: dict[str, str | None] = dataclasses.field(default_factory=dict)
     listeners: list[Callable[[int, NewCapture], None]] = dataclasses.field(default_factory=list)
+    lost: int = 0
+    first_loss: str | None = None
 
     def record(self, capture: NewCapture) -> None:
-        capture_id = self.store.add(capture)
+        try:
+            capture_id = self.store.add(capture)
+        except Exception as exc:
+            self.lost += 1
+            self.first_loss = self.first_loss or f"{type(exc).__name__}: {exc}"
+            raise  # the hook warns (once) and lets the compile go on
         self.capture_ids.append(capture_id)
         for listener in self.listeners:
             listener(capture_id, capture)
@@ -44,6 +56,11 @@ class Session:
     def captures(self):
         """The captures this session wrote, in order."""
         return self.store.captures(ids=self.capture_ids)
+
+    def report_losses(self) -> None:
+        """Say on stderr how many captures could not be written (nothing when none were lost)."""
+        if self.lost:
+            print(f"tritonhook: {self.lost} capture(s) lost (first error: {self.first_loss})", file=sys.stderr)
 
 
 _active: Session | None = None
@@ -90,6 +107,7 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     session = Session(store=opened, hooks=hooks, listeners=[preflight.capture_checker()])
     hooks.on_compile = session.record
     hooks.install()
+    atexit.register(session.report_losses)
     if subprocesses:
         session.saved_env = _export_env(opened.path, {**_rename.rename_env(rename, select),
                                                       tma_scope.FIX_TMA_SCOPE_ENV: "1" if fix_tma_scope is True else ""})
@@ -118,6 +136,8 @@ def disable() -> None:
     session, _active = _active, None
     session.hooks.uninstall()
     _restore_env(session.saved_env)
+    atexit.unregister(session.report_losses)
+    session.report_losses()
 
 
 @contextlib.contextmanager

@@ -14,10 +14,12 @@ listed or absent. Identical artifacts (the same PTX compiled twice, a cache hit)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
 import re
+import secrets
 import sqlite3
 import tempfile
 import threading
@@ -27,10 +29,13 @@ from typing import Iterable
 
 from .errors import TritonhookError
 
-SCHEMA_VERSION = 2  # 2: ab_results / ab_captures (A/B timings); a schema-1 store is upgraded in place
+# 2: ab_results / ab_captures (A/B timings). 3: captures.specialization, indexes on arch and event.
+# An older store is upgraded in place when opened by a writer (or by a reader allowed to write it).
+SCHEMA_VERSION = 3
 DEFAULT_STORE = "tritonhook-store"
 STORE_ENV = "TRITONHOOK_STORE"
 _BUSY_TIMEOUT_MS = 60_000
+REPAIR_MIN_AGE_S = 60.0  # `verify(repair=True)` leaves younger orphans and temp files: a writer may be mid-capture
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -52,10 +57,13 @@ CREATE TABLE IF NOT EXISTS captures (
     triton_hash TEXT,               -- Triton's cache key hash
     options TEXT NOT NULL,          -- JSON
     metadata TEXT NOT NULL,         -- JSON, as Triton wrote it
-    times TEXT NOT NULL             -- JSON: seconds per stage
+    times TEXT NOT NULL,            -- JSON: seconds per stage
+    specialization TEXT NOT NULL DEFAULT ''  -- short: pointer dtypes and constexprs, e.g. 'fp16 BLOCK_M=128'
 );
 CREATE INDEX IF NOT EXISTS captures_kernel ON captures(kernel);
 CREATE INDEX IF NOT EXISTS captures_entry ON captures(entry);
+CREATE INDEX IF NOT EXISTS captures_arch ON captures(arch);
+CREATE INDEX IF NOT EXISTS captures_event ON captures(event);
 CREATE TABLE IF NOT EXISTS artifacts (
     capture_id INTEGER NOT NULL REFERENCES captures(id),
     stage TEXT NOT NULL,            -- ttir, ttgir, llir, ptx, cubin, source, json, ...
@@ -79,7 +87,7 @@ CREATE TABLE IF NOT EXISTS ab_captures (
 
 _CAPTURE_COLUMNS = (
     "created", "pid", "event", "frontend", "kernel", "entry", "original_entry", "src_file", "src_line", "arch",
-    "triton_version", "ptxas_path", "ptxas_version", "triton_hash", "options", "metadata", "times",
+    "triton_version", "ptxas_path", "ptxas_version", "triton_hash", "options", "metadata", "times", "specialization",
 )
 
 
@@ -109,6 +117,7 @@ class CaptureRecord:
     options: dict
     metadata: dict
     times: dict
+    specialization: str = dataclasses.field(default="", kw_only=True)  # see `specialization_label`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +146,13 @@ class Capture(CaptureRecord):
         return data
 
 
+def specialization_label(signature: dict[str, str], constexprs: dict[str, object]) -> str:
+    """What tells two compiles of one kernel apart, short enough for a table column: the distinct pointer element
+    types, then the constexpr values. `({'a': '*fp16', 'n': 'i32'}, {'BLOCK': 64})` -> 'fp16 BLOCK=64'."""
+    dtypes = dict.fromkeys(kind[1:] for kind in signature.values() if isinstance(kind, str) and kind.startswith("*"))
+    return " ".join([*dtypes, *(f"{name}={value}" for name, value in constexprs.items())])
+
+
 def default_store_path() -> Path:
     return Path(os.environ.get(STORE_ENV) or DEFAULT_STORE)
 
@@ -148,16 +164,18 @@ def sha256_hex(data: bytes) -> str:
 class Store:
     """A capture store on disk. Safe to share between processes and threads.
 
-    `Store(path)` opens (creating when `create=True`) the store; `captures(...)` queries it; `read(capture, stage)`
-    returns an artifact's bytes after checking its hash.
+    `Store(path)` opens (creating when `create=True`) the store; `readonly=True` opens an existing store without
+    writing anything, for users who may read a shared store but not write it; `captures(...)` queries it;
+    `read(capture, stage)` returns an artifact's bytes after checking its hash.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, create: bool = True):
+    def __init__(self, path: str | os.PathLike | None = None, *, create: bool = True, readonly: bool = False):
         self.path = Path(path) if path is not None else default_store_path()
+        self.readonly = readonly
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._conn_pid: int | None = None
-        if not create and not (self.path / "index.sqlite").exists():
+        if (readonly or not create) and not self.index_path.exists():
             raise TritonhookError(f"{self.path}: no tritonhook store here (missing index.sqlite)")
         self._open()
 
@@ -166,39 +184,103 @@ class Store:
     def blobs_dir(self) -> Path:
         return self.path / "blobs"
 
+    @property
+    def index_path(self) -> Path:
+        return self.path / "index.sqlite"
+
     def _open(self) -> None:
+        try:
+            conn = self._connect_readonly() if self.readonly else self._connect_writable()
+        except sqlite3.DatabaseError as exc:
+            raise TritonhookError(f"{self.index_path}: not a usable tritonhook index ({exc})") from None
+        self._conn, self._conn_pid = conn, os.getpid()
+
+    def _connect_writable(self) -> sqlite3.Connection:
         try:
             self.blobs_dir.mkdir(parents=True, exist_ok=True)
             probe = tempfile.NamedTemporaryFile(dir=self.blobs_dir, prefix=".probe-", delete=True)
             probe.close()
         except OSError as exc:
             raise TritonhookError(f"{self.path}: store is not writable ({exc.strerror or exc})") from None
+        conn = sqlite3.connect(self.index_path, timeout=_BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+                               isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        self._migrate(conn)
+        return conn
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """Open without writing. A WAL database opened `mode=ro` needs its -shm file (a writer has it open) or a
+        directory where SQLite may create it; with neither, and no -wal file left, the main file is the whole
+        database and `immutable=1` reads it as it is."""
         try:
-            conn = sqlite3.connect(self.path / "index.sqlite", timeout=_BUSY_TIMEOUT_MS / 1000,
-                                   check_same_thread=False, isolation_level=None)
-            conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._migrate(conn)
-        except sqlite3.DatabaseError as exc:
-            raise TritonhookError(f"{self.path / 'index.sqlite'}: not a usable tritonhook index ({exc})") from None
-        self._conn, self._conn_pid = conn, os.getpid()
+            conn = self._connect_uri("mode=ro")
+            version = self._schema_version(conn)
+        except sqlite3.OperationalError as exc:
+            if Path(f"{self.index_path}-wal").exists():
+                raise TritonhookError(f"{self.index_path}: cannot open read-only while its -wal file exists and "
+                                      f"its -shm file cannot be made ({exc})") from None
+            conn = self._connect_uri("immutable=1")
+            version = self._schema_version(conn)
+        if version < SCHEMA_VERSION:
+            conn.close()
+            self._upgrade_for_reader(version)
+            return self._connect_readonly()
+        _check_columns(conn, self.index_path)
+        return conn
+
+    def _connect_uri(self, mode: str) -> sqlite3.Connection:
+        uri = f"{self.index_path.resolve().as_uri()}?{mode}"
+        conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+                               isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        return conn
+
+    def _upgrade_for_reader(self, version: int) -> None:
+        if not (os.access(self.path, os.W_OK) and os.access(self.index_path, os.W_OK)):
+            raise TritonhookError(
+                f"{self.path}: store schema {version} predates this tritonhook's {SCHEMA_VERSION} and you may not "
+                f"write it to upgrade it; ask its owner to run `tritonhook store verify --store {self.path} --repair`")
+        Store(self.path).close()  # a writable open upgrades it
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int:
+        """The store's schema version; None-free: a missing or malformed one is a `TritonhookError`."""
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            row = None
+        if row is None:
+            if self.readonly:
+                raise TritonhookError(f"{self.index_path}: not a tritonhook index (no schema version)")
+            return SCHEMA_VERSION  # a new store: the schema statements just made it
+        try:
+            version = int(row[0])
+        except (TypeError, ValueError):
+            raise TritonhookError(f"{self.index_path}: schema version {row[0]!r} is not a whole number "
+                                  f"(damaged index?)") from None
+        if version > SCHEMA_VERSION:
+            raise TritonhookError(
+                f"{self.path}: store written by a newer tritonhook (schema {version}, this one reads up to "
+                f"{SCHEMA_VERSION}); upgrade tritonhook or use another --store")
+        return version
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             # executescript() would commit on its own: run the statements one by one inside this transaction.
+            # The CREATE ... IF NOT EXISTS statements add the tables and indexes an older store lacks.
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "captures" in tables and "specialization" not in _columns(conn, "captures"):  # schema < 3
+                conn.execute("ALTER TABLE captures ADD COLUMN specialization TEXT NOT NULL DEFAULT ''")
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 conn.execute(statement)
-            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None:
-                conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) < SCHEMA_VERSION:  # the CREATE ... IF NOT EXISTS above added what was missing
-                conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise TritonhookError(
-                    f"{self.path}: store written by a newer tritonhook (schema {row[0]}, this one reads up to "
-                    f"{SCHEMA_VERSION}); upgrade tritonhook or use another --store")
+            if "meta" in tables:
+                self._schema_version(conn)  # refuses a newer or damaged store before anything is committed
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            _check_columns(conn, self.index_path)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -220,20 +302,21 @@ class Store:
         return self.blobs_dir / digest[:2] / digest
 
     def put_blob(self, data: bytes) -> str:
-        """Store `data` under its sha256 (once) and return the digest. Atomic: temp file, then rename."""
+        """Store `data` under its sha256 and return the digest. Atomic: temp file, then rename. An existing blob
+        is kept only when its content verifies, so a corrupt one is healed by the next write of that content."""
         digest = sha256_hex(data)
         final = self.blob_path(digest)
-        if final.exists() and final.stat().st_size == len(data):
+        if _blob_matches(final, digest, len(data)):
             return digest
         final.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{digest[:8]}-")
+        tmp = final.parent / f".{digest[:8]}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask decides who may read it
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             os.replace(tmp, final)
         except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            tmp.unlink(missing_ok=True)
             raise
         return digest
 
@@ -244,6 +327,8 @@ class Store:
             data = path.read_bytes()
         except FileNotFoundError:
             raise TritonhookError(f"{label}: blob missing from the store") from None
+        except OSError as exc:
+            raise TritonhookError(f"{label}: cannot read the blob ({exc.strerror or exc})") from None
         if sha256_hex(data) != digest:
             raise TritonhookError(f"{label}: blob is corrupt (its sha256 does not match its name)")
         return data
@@ -259,27 +344,35 @@ class Store:
     # ----- writing -------------------------------------------------------------------------------------------
     def add(self, new: NewCapture) -> int:
         """Write the blobs, then the index rows in one transaction; returns the capture id."""
-        digests = {stage: (self.put_blob(data), len(data)) for stage, data in new.artifacts.items()}
-        row = (
-            time.time(), os.getpid(), new.event, new.frontend, new.kernel, new.entry, new.original_entry,
-            new.src_file, new.src_line, new.arch, new.triton_version, new.ptxas_path, new.ptxas_version,
-            new.triton_hash, _dumps(new.options), _dumps(new.metadata), _dumps(new.times),
-        )
+        return self.add_many([new])[0]
+
+    def add_many(self, captures: Iterable[NewCapture]) -> list[int]:
+        """`add` for many captures in one transaction (an importer, a benchmark filling a store)."""
+        prepared = []
+        for new in captures:
+            digests = {stage: (self.put_blob(data), len(data)) for stage, data in new.artifacts.items()}
+            row = (time.time(), os.getpid(), new.event, new.frontend, new.kernel, new.entry, new.original_entry,
+                   new.src_file, new.src_line, new.arch, new.triton_version, new.ptxas_path, new.ptxas_version,
+                   new.triton_hash, _dumps(new.options), _dumps(new.metadata), _dumps(new.times),
+                   new.specialization)
+            prepared.append((row, digests))
+        insert = (f"INSERT INTO captures ({', '.join(_CAPTURE_COLUMNS)}) "
+                  f"VALUES ({', '.join('?' * len(_CAPTURE_COLUMNS))})")
+        ids = []
         with self._lock:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                cursor = conn.execute(
-                    f"INSERT INTO captures ({', '.join(_CAPTURE_COLUMNS)}) "
-                    f"VALUES ({', '.join('?' * len(_CAPTURE_COLUMNS))})", row)
-                capture_id = cursor.lastrowid
-                conn.executemany("INSERT INTO artifacts VALUES (?, ?, ?, ?)",
-                                 [(capture_id, stage, d, size) for stage, (d, size) in digests.items()])
+                for row, digests in prepared:
+                    capture_id = conn.execute(insert, row).lastrowid
+                    conn.executemany("INSERT INTO artifacts VALUES (?, ?, ?, ?)",
+                                     [(capture_id, stage, d, size) for stage, (d, size) in digests.items()])
+                    ids.append(capture_id)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        return capture_id
+        return ids
 
     def add_ab_result(self, result: dict, captures: dict[str, Iterable[int]]) -> int:
         """Save one A/B result (JSON-able) and link it to the captures each variant wrote; returns its id."""
@@ -312,40 +405,63 @@ class Store:
 
     # ----- reading -------------------------------------------------------------------------------------------
     def captures(self, *, kernel: str | None = None, arch: str | None = None, event: str | None = None,
-                 ids: Iterable[int] | None = None, after: int | None = None) -> list[Capture]:
-        """Captures in id order. `kernel` is a regex searched in the source name and the entry name; `after`
-        keeps the ids above it (what a command wrote, given `last_id()` from before it ran)."""
+                 ids: Iterable[int] | None = None, after: int | None = None,
+                 limit: int | None = None) -> list[Capture]:
+        """Captures in id order. `kernel` is a regex searched in the source name and the entry name; `arch`
+        `sm_90` also matches its variants `sm_90a`/`sm_90f`; `after` keeps the ids above it (what a command
+        wrote, given `last_id()` from before it ran); `limit` keeps the newest that many."""
+        with self._lock:
+            conn = self._connection()
+            where, params = self._where(conn, kernel=kernel, arch=arch, event=event, ids=ids, after=after)
+            newest = f"SELECT id FROM captures {where} ORDER BY id DESC LIMIT ?"
+            params.append(-1 if limit is None else limit)
+            rows = conn.execute(f"SELECT id, {', '.join(_CAPTURE_COLUMNS)} FROM captures WHERE id IN ({newest}) "
+                                f"ORDER BY id", params).fetchall()
+            artifact_rows = conn.execute("SELECT capture_id, stage, sha256, size FROM artifacts "
+                                         f"WHERE capture_id IN ({newest})", params).fetchall()
+        artifacts: dict[int, dict[str, Artifact]] = {}
+        for capture_id, stage, digest, size in artifact_rows:
+            artifacts.setdefault(capture_id, {})[stage] = Artifact(stage, digest, size)
+        return [_capture_from_row(row, artifacts.get(row[0], {})) for row in rows]
+
+    def count(self, *, kernel: str | None = None, arch: str | None = None, event: str | None = None) -> int:
+        """How many captures `captures(...)` with these filters would return, without reading them."""
+        with self._lock:
+            conn = self._connection()
+            where, params = self._where(conn, kernel=kernel, arch=arch, event=event)
+            return conn.execute(f"SELECT COUNT(*) FROM captures {where}", params).fetchone()[0]
+
+    def archs(self) -> list[str]:
+        """The distinct targets in the store (read from the arch index)."""
+        with self._lock:
+            return [row[0] for row in self._connection().execute("SELECT DISTINCT arch FROM captures ORDER BY 1")]
+
+    @staticmethod
+    def _where(conn: sqlite3.Connection, *, kernel=None, arch=None, event=None, ids=None,
+               after=None) -> tuple[str, list]:
+        """The WHERE clause of a capture query. The kernel regex runs in Python over the distinct kernel and entry
+        names (read from their indexes); the rows are then selected through those indexes, never scanned."""
         clauses, params = [], []
-        if after is not None:
-            clauses.append("id > ?")
-            params.append(after)
+        if kernel is not None:
+            pattern = _compile_regex(kernel)
+            names = [name for (name,) in conn.execute("SELECT kernel FROM captures UNION SELECT entry FROM captures")
+                     if pattern.search(name)]
+            listed = "IN (SELECT value FROM json_each(?))"
+            clauses.append(f"(kernel {listed} OR entry {listed})")
+            params += [json.dumps(names)] * 2
         if arch is not None:
-            clauses.append("arch = ?")
-            params.append(arch)
+            clauses.append("(arch = ? OR arch GLOB ?)")
+            params += [arch, f"{arch}[a-z]" if arch[-1:].isdigit() else arch]
         if event is not None:
             clauses.append("event = ?")
             params.append(event)
         if ids is not None:
-            id_list = list(ids)
-            clauses.append(f"id IN ({', '.join('?' * len(id_list))})")
-            params.extend(id_list)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        with self._lock:
-            conn = self._connection()
-            rows = conn.execute(f"SELECT id, {', '.join(_CAPTURE_COLUMNS)} FROM captures {where} ORDER BY id",
-                                params).fetchall()
-            artifact_rows = conn.execute("SELECT capture_id, stage, sha256, size FROM artifacts WHERE capture_id IN "
-                                         f"(SELECT id FROM captures {where})", params).fetchall()
-        artifacts: dict[int, dict[str, Artifact]] = {}
-        for capture_id, stage, digest, size in artifact_rows:
-            artifacts.setdefault(capture_id, {})[stage] = Artifact(stage, digest, size)
-        pattern = _compile_regex(kernel) if kernel else None
-        result = []
-        for row in rows:
-            capture = _capture_from_row(row, artifacts.get(row[0], {}))
-            if pattern is None or pattern.search(capture.kernel) or pattern.search(capture.entry):
-                result.append(capture)
-        return result
+            clauses.append("id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps([int(i) for i in ids]))
+        if after is not None:
+            clauses.append("id > ?")
+            params.append(after)
+        return (f"WHERE {' AND '.join(clauses)}" if clauses else ""), params
 
     def last_id(self) -> int:
         """The highest capture id so far (0 for an empty store)."""
@@ -362,21 +478,79 @@ class Store:
             raise TritonhookError(f"{self.path}: no capture with id {wanted}")
         return found[0]
 
-    def verify(self) -> list[str]:
-        """Check every blob against its name; returns one message per problem (empty when all is well)."""
-        problems = []
+    # ----- checking ------------------------------------------------------------------------------------------
+    def verify(self, *, repair: bool = False, min_age: float = REPAIR_MIN_AGE_S) -> VerifyReport:
+        """Check every blob against its name and every row against its blob, and find the files no row needs:
+        orphan blobs (a writer killed between its blobs and its rows) and temporary files (killed mid-blob).
+        `repair=True` removes those of them older than `min_age` seconds (younger ones may belong to a writer
+        at work); it never touches a blob a row refers to."""
+        if repair and self.readonly:
+            raise TritonhookError(f"{self.path}: opened read-only; repair needs a writable store")
         with self._lock:
-            digests = [r[0] for r in self._connection().execute("SELECT DISTINCT sha256 FROM artifacts")]
-        for digest in digests:
+            referenced = self._connection().execute(
+                "SELECT sha256, MIN(capture_id), MIN(stage) FROM artifacts GROUP BY sha256").fetchall()
+        found = _blob_files(self.blobs_dir)
+        report = VerifyReport(store=str(self.path), blobs_checked=0)
+        for digest, capture_id, stage in referenced:
+            path = self.blob_path(digest)
+            if path not in found["blobs"]:
+                report.missing.append({"capture_id": capture_id, "stage": stage, "sha256": digest})
+                continue
+            report.blobs_checked += 1
             try:
                 self.read_blob(digest)
             except TritonhookError as exc:
-                problems.append(str(exc))
-        return problems
+                (report.corrupt if "corrupt" in str(exc) else report.unreadable).append(str(path))
+        wanted = {self.blob_path(digest) for digest, _, _ in referenced}
+        report.orphans = sorted(str(p) for p in found["blobs"] - wanted)
+        report.temporary = sorted(str(p) for p in found["temporary"])
+        if repair:
+            cutoff = time.time() - min_age
+            for name in report.orphans + report.temporary:
+                path = Path(name)
+                if path.stat().st_mtime < cutoff:
+                    path.unlink(missing_ok=True)
+                    report.removed.append(name)
+        return report
 
     def size_bytes(self) -> int:
         """Bytes on disk: index files plus blobs."""
         return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+
+
+@dataclasses.dataclass
+class VerifyReport:
+    """What `Store.verify` found, and removed with `repair=True`. Paths are blob files; `missing` lists the
+    rows whose blob is gone. Renders itself as a table (`render`) or JSON (`to_json`)."""
+
+    store: str
+    blobs_checked: int
+    corrupt: list[str] = dataclasses.field(default_factory=list)
+    unreadable: list[str] = dataclasses.field(default_factory=list)
+    missing: list[dict] = dataclasses.field(default_factory=list)
+    orphans: list[str] = dataclasses.field(default_factory=list)
+    temporary: list[str] = dataclasses.field(default_factory=list)
+    removed: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No captured content lost or damaged (orphans and temporary files only waste space)."""
+        return not (self.corrupt or self.unreadable or self.missing)
+
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "ok": self.ok}
+
+    def render(self) -> None:
+        from .report import print_table
+
+        missing = [f"capture {m['capture_id']} {m['stage']} {m['sha256'][:16]}" for m in self.missing]
+        checks = [("corrupt blobs (hash mismatch)", self.corrupt), ("unreadable blobs", self.unreadable),
+                  ("rows whose blob is missing", missing), ("orphan blobs (no row)", self.orphans),
+                  ("temporary files", self.temporary), ("removed", self.removed)]
+        print_table(("check", "count", "first"), [(name, len(items), items[0] if items else "-")
+                                                  for name, items in checks],
+                    title=f"{self.store}: {self.blobs_checked} blobs checked, "
+                          f"{'all good' if self.ok else 'PROBLEMS'}", right_align=("count",))
 
 
 def _dumps(value) -> str:
@@ -407,3 +581,52 @@ def _capture_from_row(row: tuple, artifacts: dict[str, Artifact]) -> Capture:
     for key in ("options", "metadata", "times"):
         values[key] = json.loads(values[key])
     return Capture(**values, artifacts=artifacts)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+@functools.lru_cache(maxsize=1)
+def _expected_columns() -> dict[str, list[str]]:
+    """Each table's columns as `_SCHEMA` declares them (read from a scratch in-memory database)."""
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(_SCHEMA)
+    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE "
+                                             "'sqlite_%'")]
+    return {table: _columns(conn, table) for table in tables}
+
+
+def _check_columns(conn: sqlite3.Connection, index_path: Path) -> None:
+    """A damaged or foreign index fails here, naming what it lacks, not later in a query with a traceback."""
+    for table, wanted in _expected_columns().items():
+        have = set(_columns(conn, table))
+        missing = [column for column in wanted if column not in have]
+        if missing:
+            what = f"table {table} is missing" if have else f"table {table} is missing entirely:"
+            raise TritonhookError(f"{index_path}: not a usable tritonhook index ({what} {', '.join(missing)})")
+
+
+def _blob_matches(path: Path, digest: str, size: int) -> bool:
+    try:
+        return path.stat().st_size == size and sha256_hex(path.read_bytes()) == digest
+    except OSError:
+        return False
+
+
+def _blob_files(blobs_dir: Path) -> dict[str, set[Path]]:
+    """The files under blobs/: final blobs (named by their sha256) and temporary ones (dot-names)."""
+    found: dict[str, set[Path]] = {"blobs": set(), "temporary": set()}
+    if not blobs_dir.is_dir():
+        return found
+    for entry in os.scandir(blobs_dir):
+        children = os.scandir(entry.path) if entry.is_dir() else [entry]
+        for child in children:
+            if child.name.startswith("."):
+                found["temporary"].add(Path(child.path))
+            elif child.is_file() and _DIGEST.fullmatch(child.name):
+                found["blobs"].add(Path(child.path))
+    return found
+
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
