@@ -1,6 +1,6 @@
 """What memwatch costs a launch-bound program (written for the H200, Triton 3.6, torch).
 
-    python benchmarks/memwatch_overhead.py [--launches 2000] [--rounds 15] [--out memwatch_overhead.json]
+    python benchmarks/memwatch_overhead.py [--launches 5000] [--rounds 21] [--out memwatch_overhead.json]
 
 A loop of small Triton kernels (the elementwise `add_kernel` on 4,096 floats: each launch costs the host far more
 than the GPU, so any time the sampler thread takes from the launching thread shows) runs in three arms,
@@ -53,8 +53,8 @@ def timed_loop(arm: str, launches: int, x, y, out) -> tuple[float, float]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--launches", type=int, default=2000, help="kernel launches per timed loop")
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--launches", type=int, default=5000, help="kernel launches per timed loop")
+    parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--out", type=Path, default=Path("memwatch_overhead.json"))
     args = parser.parse_args(argv)
     x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")

@@ -14,7 +14,8 @@ step() {  # step NAME SECONDS CMD...: run with a time limit, log to $out/NAME.lo
 }
 step gpu-tests 300 python3 -m pytest tests -m gpu -q -s -p no:cacheprovider
 step ab-noise 200 python3 benchmarks/ab_noise.py --out "$out/ab_noise.json"
-step stack-demo 120 python3 examples/stack_reservation.py --kernel local
+step stack-demo 120 python3 examples/stack_reservation.py --kernel local --reset
+step memwatch-overhead 200 python3 benchmarks/memwatch_overhead.py --out "$out/memwatch_overhead.json"
 step memwatch-compare 200 python3 -m tritonhook memwatch --compare \
     local="python3 examples/stack_reservation.py --kernel local --no-watch" \
     tma="python3 examples/stack_reservation.py --kernel tma --no-watch" \
