@@ -89,6 +89,18 @@ def test_bad_input_is_one_line_and_status_2(store_path, args, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", ["run", "capture", "ab"])
+@pytest.mark.parametrize("target,why", [("script", "not executable"), ("directory", "is a directory")])
+def test_a_command_that_cannot_run_is_one_line_naming_it(store_path, tmp_path, command, target, why):
+    script = tmp_path / "script.py"
+    script.write_text("print('hello')\n")  # mode 0644: no execute bit
+    path = script if target == "script" else tmp_path
+    result = tritonhook(command, "--store", store_path, "--", path, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip() == f"tritonhook: error: {path}: {why}" + \
+        (f" (chmod +x it, or run it as: python {path})" if target == "script" else ", not a program")
+
+
 def test_missing_store_is_reported_not_created(tmp_path):
     result = tritonhook("ls", "--store", tmp_path / "nope", check=False)
     assert result.returncode == 2 and "no tritonhook store" in result.stderr

@@ -33,12 +33,40 @@ def _open_store(args, *, create: bool = False) -> Store:
 
 
 def _command_after_dashes(command: list[str], name: str) -> list[str]:
+    """The command after `--`, checked to be runnable, so that a typo is one line here and not a traceback from
+    the process start (run, capture, ab and memwatch all start their command through this)."""
     if command and command[0] == "--":
         command = command[1:]
     if not command:
         raise TritonhookError(f"tritonhook {name}: give the command to run after '--', "
                               f"e.g. tritonhook {name} -- python script.py")
+    _check_runnable(command[0])
     return command
+
+
+def _check_runnable(program: str) -> None:
+    """Raise unless `program` names an executable file (a path, or a name found on PATH)."""
+    import shutil
+
+    if os.sep not in program:
+        if shutil.which(program) is None:
+            raise TritonhookError(f"{program}: command not found (not on PATH)")
+        return
+    if not os.path.exists(program):
+        raise TritonhookError(f"{program}: no such file")
+    if os.path.isdir(program):
+        raise TritonhookError(f"{program}: is a directory, not a program")
+    if not os.access(program, os.X_OK):
+        raise TritonhookError(f"{program}: not executable (chmod +x it, or run it as: python {program})")
+
+
+def _start(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run, with a start failure the check above cannot foresee (a #! interpreter that does not
+    exist, say) as one line."""
+    try:
+        return subprocess.run(command, **kwargs)
+    except OSError as exc:
+        raise TritonhookError(f"{command[0]}: cannot start it ({exc.strerror or exc})") from None
 
 
 # ----- run -------------------------------------------------------------------------------------------------------
@@ -57,10 +85,7 @@ def _run(args) -> int:
     command = _command_after_dashes(args.command, "run")
     store = _open_store(args, create=True)  # fails here, before the script starts, if unwritable
     before = store.last_id()
-    try:
-        completed = subprocess.run(command, env={**child_env(store.path), **_rename_env(args)})
-    except FileNotFoundError:
-        raise TritonhookError(f"{command[0]}: command not found") from None
+    completed = _start(command, env={**child_env(store.path), **_rename_env(args)})
     print(f"tritonhook: {len(store.captures(after=before))} capture(s) written to {store.path}", file=sys.stderr)
     return completed.returncode
 
@@ -452,10 +477,8 @@ def _capture(args) -> int:
         dump = os.environ.get("CUTE_DSL_DUMP_DIR") or os.path.join(work, "cute-dump")
         env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump)}
         start = time.time()
-        try:
-            completed = subprocess.run(command, env=env)
-        except FileNotFoundError:
-            raise TritonhookError(f"{command[0]}: command not found") from None
+        # with --json, stdout carries the summary alone: the command's own output goes to stderr
+        completed = _start(command, env=env, stdout=sys.stderr if args.json else None)
         collect_dump_dir(dump, store, since=start)
     new = store.captures(after=before)
     counts = dict(collections.Counter(c.frontend for c in new))
