@@ -115,3 +115,4 @@ def test_unwritable_store_fails_before_the_script_starts(tmp_path):
                         f"open({str(marker)!r}, 'w').close()", check=False)
     assert result.returncode == 2 and "not writable" in result.stderr
     assert not marker.exists()
+
