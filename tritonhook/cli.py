@@ -429,6 +429,9 @@ def _add_ptxas_wrapper_actions(actions) -> None:
                                  "/usr/local/cuda*, PATH)")
         if name == "install":
             _store_arg(parser)
+            parser.add_argument("--yes", action="store_true",
+                                help="wrap the default binaries in place (needed when --ptxas is not given)")
+            parser.add_argument("--dry-run", action="store_true", help="list what install would wrap; change nothing")
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
         parser.set_defaults(handler=_ptxas_wrapper)
 
@@ -440,7 +443,12 @@ def _ptxas_wrapper(args) -> int:
     targets = args.ptxas or (wrapper.default_targets() if install else wrapper.status_targets())
     if not targets:
         raise TritonhookError("no ptxas found (Triton, $CUDA_HOME, /usr/local/cuda*, PATH); pass --ptxas PATH")
-    if install:
+    if install and args.dry_run:
+        results = [wrapper.status(path) for path in targets]
+    elif install:
+        if not (args.ptxas or args.yes):
+            raise TritonhookError(f"tritonhook ptxas install would wrap in place: {', '.join(targets)}; "
+                                  f"pass --yes to do so, or --ptxas PATH for one binary (--dry-run lists them)")
         results = [wrapper.install(path, store=args.store) for path in targets]
     elif args.ptxas_action == "uninstall":
         results = [wrapper.uninstall(path) for path in targets]
@@ -449,7 +457,8 @@ def _ptxas_wrapper(args) -> int:
     if args.json:
         report.print_json([r.to_json() for r in results])
     else:
-        report.print_table(("ptxas", "state", "detail"), [(r.path, r.state, r.detail) for r in results])
+        title = "dry run: install would wrap these (state now)" if install and args.dry_run else None
+        report.print_table(("ptxas", "state", "detail"), [(r.path, r.state, r.detail) for r in results], title=title)
     return 0
 
 
