@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import report
 from .errors import TritonhookError
+from .preflight import named_gpu
 from .rename import DEFAULT_PREFIX
 from .store import Capture, Store, default_store_path
 
@@ -83,6 +84,7 @@ def _run(args) -> int:
     from .ptx_capture import child_env
 
     command = _command_after_dashes(args.command, "run")
+    named_gpu()  # a bad $TRITONHOOK_GPU fails here, not in the command's compiles
     store = _open_store(args, create=True)  # fails here, before the script starts, if unwritable
     before = store.last_id()
     completed = _start(command, env={**child_env(store.path), **_rename_env(args)})
@@ -284,6 +286,7 @@ def _ab(args) -> int:
     if args.list:
         return _ab_list(_open_store(args), as_json=args.json)
     command = _command_after_dashes(args.command, "ab")
+    named_gpu()
     variants = ab.parse_variants(args.variants)
     if args.select is not None:
         compile_select(args.select)
@@ -480,6 +483,7 @@ def _capture(args) -> int:
     from .ptxas_wrapper import capture_env
 
     command = _command_after_dashes(args.command, "capture")
+    named_gpu()
     store = _open_store(args, create=True)
     before = store.last_id()
     with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work:
