@@ -130,7 +130,11 @@ def _add_show(sub) -> None:
     _store_arg(parser)
     parser.add_argument("id", help="capture id (see `tritonhook ls`)")
     what = parser.add_mutually_exclusive_group()
-    for stage in IR_STAGES:
+    what.add_argument("--source", dest="stage", action="store_const", const="python",
+                      help="print the kernel's Python source (read now from the file and line captured)")
+    what.add_argument("--source-ir", dest="stage", action="store_const", const="source",
+                      help="print Triton's MLIR before its passes (--ttir: after them)")
+    for stage in IR_STAGES[1:]:
         what.add_argument(f"--{stage}", dest="stage", action="store_const", const=stage,
                           help=f"print the {stage} text")
     what.add_argument("--sass", dest="stage", action="store_const", const="sass",
@@ -144,7 +148,9 @@ def _add_show(sub) -> None:
 def _show(args) -> int:
     store = _open_store(args)
     capture = store.get(args.id)
-    if args.stage in IR_STAGES:
+    if args.stage == "python":
+        sys.stdout.write(_python_source(capture))
+    elif args.stage in IR_STAGES:
         sys.stdout.write(store.read(capture, args.stage).decode("utf-8", errors="replace"))
     elif args.stage == "sass":
         from .cubin import sass_text
@@ -156,6 +162,28 @@ def _show(args) -> int:
     else:
         _print_summary(capture)
     return 0
+
+
+def _python_source(capture: Capture) -> str:
+    """The decorated kernel function as it stands now in the file the capture recorded, from its first line
+    (the decorator) to the end of its body."""
+    import inspect
+
+    if capture.src_file is None or capture.src_line is None:
+        raise TritonhookError(f"capture {capture.id}: no Python source recorded for this {capture.frontend} "
+                              f"capture (see --ptx)")
+    try:
+        lines = Path(capture.src_file).read_text(encoding="utf-8").splitlines(keepends=True)
+    except FileNotFoundError:
+        raise TritonhookError(f"{capture.src_file}: the kernel's source file is gone (capture {capture.id} "
+                              f"was compiled from line {capture.src_line}); --ttir shows Triton's IR") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TritonhookError(f"{capture.src_file}: cannot read the kernel's source "
+                              f"({getattr(exc, 'strerror', None) or exc})") from None
+    if not 1 <= capture.src_line <= len(lines):
+        raise TritonhookError(f"{capture.src_file}: has {len(lines)} lines, the kernel was at line "
+                              f"{capture.src_line}; the file changed since capture {capture.id}")
+    return "".join(inspect.getblock(lines[capture.src_line - 1:]))
 
 
 def _print_summary(capture: Capture) -> None:
