@@ -331,7 +331,8 @@ def test_the_wrapper_outlives_the_virtualenv_that_installed_it(ptxas, tmp_path, 
     assert got_cubin.read_bytes() == expected_cubin.read_bytes()
     assert not os.path.exists(store_path)  # nothing recorded: the recorder's Python is gone
     current = wrapper.status(ptxas)
-    assert current.state == wrapper.INSTALLED and f"NOT RECORDING: its Python {venv}/bin/python is gone" in current.detail
+    assert current.state == wrapper.INSTALLED
+    assert f"NOT RECORDING: its Python {venv}/bin/python is gone" in current.detail
     assert wrapper.uninstall(ptxas).state == wrapper.NOT_INSTALLED
     assert_pristine(ptxas)
 
