@@ -20,7 +20,7 @@ DEMO = TESTS.parent / "examples" / "capture_demo.py"
 def capture(store_path, *command, env=None) -> tuple[subprocess.CompletedProcess, dict]:
     result = subprocess.run([sys.executable, "-m", "tritonhook", "capture", "--store", str(store_path), "--json", "--",
                              *map(str, command)], capture_output=True, text=True, env=env)
-    summary = json.loads(result.stdout[result.stdout.index("{\n"):]) if "{\n" in result.stdout else {}
+    summary = json.loads(result.stdout) if result.returncode != 2 else {}  # stdout is the JSON summary alone
     return result, summary
 
 
@@ -71,6 +71,12 @@ def test_a_users_own_dump_directory_is_used_and_only_new_files_collected(store_p
     result, summary = capture(store_path, sys.executable, "-c", "pass", env=env)
     assert result.returncode == 0 and summary["captures"] == []
     assert [p.name for p in dump.iterdir()] == ["old_kernel.sm_90a.ptx"]
+
+
+def test_json_stdout_is_the_summary_alone_and_the_commands_output_goes_to_stderr(store_path):
+    result, summary = capture(store_path, sys.executable, DEMO, "add")
+    assert summary["by_frontend"] == {"triton": 3, "ptxas": 3}, result.stderr
+    assert "add_kernel" in result.stderr  # what the demo prints on its stdout
 
 
 def test_no_command_is_one_line_error(store_path):

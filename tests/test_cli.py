@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tritonhook.samples import add_kernel
 from tritonhook.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,6 +70,10 @@ def test_ls_show_export_on_real_captures(store_path, tmp_path):
     assert ".entry add_kernel" in ptx and ".target sm_90a" in ptx
     meta = json.loads(tritonhook("show", "--store", store_path, first, "--meta").stdout)
     assert meta["metadata"]["name"] == "add_kernel"
+    source = tritonhook("show", "--store", store_path, first, "--source").stdout
+    assert source == inspect.getsource(add_kernel.fn) and source.startswith("@triton.jit\ndef add_kernel(")
+    for flag, first_op in (("--source-ir", "tt.func public @add_kernel"), ("--ttir", "tt.func public @add_kernel")):
+        assert first_op in tritonhook("show", "--store", store_path, first, flag).stdout
 
     tritonhook("export", "--store", store_path, first, tmp_path / "out")
     exported = {p.name for p in (tmp_path / "out").iterdir()}
@@ -87,6 +93,47 @@ def test_bad_input_is_one_line_and_status_2(store_path, args, message):
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["run", "capture", "ab"])
+@pytest.mark.parametrize("target,why", [("script", "not executable"), ("directory", "is a directory")])
+def test_a_command_that_cannot_run_is_one_line_naming_it(store_path, tmp_path, command, target, why):
+    script = tmp_path / "script.py"
+    script.write_text("print('hello')\n")  # mode 0644: no execute bit
+    path = script if target == "script" else tmp_path
+    result = tritonhook(command, "--store", store_path, "--", path, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip() == f"tritonhook: error: {path}: {why}" + \
+        (f" (chmod +x it, or run it as: python {path})" if target == "script" else ", not a program")
+
+
+KERNEL_SCRIPT = """
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+
+@triton.jit
+def one_kernel(x_ptr):  # a kernel in a file that will be deleted
+    tl.store(x_ptr, 1)
+
+
+triton.compile(ASTSource(one_kernel, {"x_ptr": "*i32"}, {}), target=GPUTarget("cuda", 90, 32))
+"""
+
+
+def test_show_source_of_a_kernel_whose_file_is_gone_says_so(store_path, tmp_path):
+    script = tmp_path / "kernels.py"
+    script.write_text(KERNEL_SCRIPT)
+    tritonhook("run", "--store", store_path, "--", sys.executable, script)
+    shown = tritonhook("show", "--store", store_path, "1", "--source").stdout
+    assert shown == KERNEL_SCRIPT[KERNEL_SCRIPT.index("@triton.jit"):KERNEL_SCRIPT.index("\n\n\ntriton.compile") + 1]
+    script.unlink()
+    gone = tritonhook("show", "--store", store_path, "1", "--source", check=False)
+    assert gone.returncode == 2 and gone.stderr.strip() == (
+        f"tritonhook: error: {script}: the kernel's source file is gone (capture 1 was compiled from line 8); "
+        f"--ttir shows Triton's IR")
 
 
 def test_missing_store_is_reported_not_created(tmp_path):

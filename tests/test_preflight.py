@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import runpy
+import sys
 import warnings
 from pathlib import Path
 
 import pytest
 import triton
 
+import tritonhook
 from tritonhook import _triton, cli, preflight
 from tritonhook.cubin import Cubin
+from tritonhook.errors import TritonhookError
 from tritonhook.samples import compile_sample
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "stack_reservation.py"
@@ -124,3 +127,60 @@ def test_cli_preflight_errors_are_one_line(tmp_path, capsys):
     assert cli.main(["preflight", str(text), "--gpu", "A100"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and str(text) in lines[0] and "A100" in lines[1]
+
+
+# ----- which GPU the capture-time warning quotes ------------------------------------------------------------------
+@pytest.fixture
+def local_array_sm120(tmp_path):
+    """A 16 KiB .local frame compiled for sm_120a: a reservation on every GPU that loads it, on any Triton."""
+    example = runpy.run_path(str(EXAMPLE), run_name="stack_reservation")
+    return example["compile_local_array"], 16384, 120
+
+
+def _warnings_while(compile_args) -> list[str]:
+    compile_local_array, frame, capability = compile_args
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compile_local_array(frame, capability)
+    return [str(w.message) for w in caught if "tritonhook preflight" in str(w.message)]
+
+
+@pytest.fixture
+def rtx5090_named(monkeypatch):
+    monkeypatch.setenv("TRITONHOOK_GPU", "rtx-5090")
+
+
+def test_warning_quotes_the_gpu_named_by_the_environment(rtx5090_named, capture_session, local_array_sm120):
+    (message,) = _warnings_while(local_array_sm120)
+    assert " on RTX 5090 for the life" in message and "RTX PRO 6000" not in message
+
+
+def test_warning_with_no_gpu_named_or_visible_gives_the_range_over_the_gpus_that_load_it(capture_session,
+                                                                                          local_array_sm120):
+    (message,) = _warnings_while(local_array_sm120)  # no GPU here; on a GPU machine an H200 cannot load sm_120a
+    cubin = Cubin.from_bytes(capture_session.store.read(capture_session.store.captures()[-1], "cubin"), label="x")
+    rtx5090, pro6000 = (preflight.predict_cubin(cubin, [preflight.GPUS[key]])[0] for key in ("rtx5090", "rtxpro6000"))
+    gib = 2**30
+    assert (f"reserve {rtx5090.reserve_low / gib:.2f}-{pro6000.reserve_high / gib:.2f} GiB of stack on RTX 5090 or "
+            f"RTX PRO 6000 Blackwell (whichever runs it; $TRITONHOOK_GPU names yours)") in message
+
+
+def test_an_unknown_gpu_in_the_environment_is_one_line_listing_the_valid_names(monkeypatch, store_path, capsys):
+    monkeypatch.setenv("TRITONHOOK_GPU", "a100")
+    assert cli.main(["run", "--store", str(store_path), "--", sys.executable, "-c", "pass"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("tritonhook: error: $TRITONHOOK_GPU 'a100': not in the GPU table; choose from h100 (H100")
+    assert "rtx5090 (RTX 5090)" in line
+    with pytest.raises(TritonhookError, match=r"\$TRITONHOOK_GPU 'a100'"):
+        tritonhook.enable(store_path)
+
+
+@pytest.mark.gpu
+def test_the_visible_gpu_is_found_in_the_table():
+    """On the GPU machine (an H200): the warning would quote this GPU for kernels it can load."""
+    import torch
+
+    gpu = preflight.visible_gpu()
+    assert gpu is not None and gpu.name in torch.cuda.get_device_name(), torch.cuda.get_device_name()
+    arch = f"sm_{gpu.capability}a"
+    assert preflight.warning_gpus(arch, gpu) == [gpu] and preflight.warning_gpus("sm_80", gpu) == []

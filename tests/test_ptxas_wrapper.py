@@ -109,6 +109,21 @@ def test_cli_status_json_and_one_line_errors(ptxas, tmp_path, store_path):
     assert_pristine(ptxas)
 
 
+def test_install_without_ptxas_lists_what_it_would_wrap_and_needs_yes(tmp_path):
+    """The default targets are Triton's and the system's binaries: never wrapped in place without --yes."""
+    targets = wrapper.default_targets()
+    assert targets  # Triton's bundled ptxas at least
+    before = {path: sha256(path) for path in targets}
+    refused = tritonhook_cli("ptxas", "install", "--store", tmp_path / "store")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith(f"tritonhook: error: tritonhook ptxas install would wrap in place: "
+                                     f"{', '.join(targets)}; pass --yes")
+    dry = tritonhook_cli("ptxas", "install", "--dry-run", "--json")
+    assert dry.returncode == 0 and [r["path"] for r in json.loads(dry.stdout)] == targets
+    assert {path: sha256(path) for path in targets} == before
+    assert not (tmp_path / "store").exists()
+
+
 def test_wrapping_a_wrapper_or_our_own_files_is_refused(ptxas, tmp_path):
     wrapper.install(ptxas)
     elsewhere = tmp_path / "copy-of-wrapper" / "ptxas"
@@ -299,6 +314,27 @@ def test_the_wrapper_still_runs_ptxas_when_tritonhook_is_gone(ptxas, tmp_path):
     got, got_cubin = _through_wrapper(tmp_path, orphan, FFMA, "--gpu-name=sm_90a")
     assert (got.returncode, got.stderr) == (expected.returncode, expected.stderr)
     assert got_cubin.read_bytes() == expected_cubin.read_bytes()
+
+
+def test_the_wrapper_outlives_the_virtualenv_that_installed_it(ptxas, tmp_path, store_path):
+    """Install from a throw-away venv, delete the venv: ptxas still assembles (plain), status says recording is
+    off and why, and uninstall restores the original bytes."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    install = f"from tritonhook import ptxas_wrapper; ptxas_wrapper.install({str(ptxas)!r}, store={str(store_path)!r})"
+    subprocess.run([venv / "bin" / "python", "-c", install], check=True,
+                   env=dict(os.environ, PYTHONPATH=str(Path(wrapper.__file__).parents[1])))
+    shutil.rmtree(venv)
+    expected, expected_cubin = _reference(tmp_path, FFMA, "--gpu-name=sm_90a")
+    got, got_cubin = _through_wrapper(tmp_path, ptxas, FFMA, "--gpu-name=sm_90a")
+    assert (got.returncode, got.stderr) == (expected.returncode, expected.stderr) == (0, b"")
+    assert got_cubin.read_bytes() == expected_cubin.read_bytes()
+    assert not os.path.exists(store_path)  # nothing recorded: the recorder's Python is gone
+    current = wrapper.status(ptxas)
+    assert current.state == wrapper.INSTALLED
+    assert f"NOT RECORDING: its Python {venv}/bin/python is gone" in current.detail
+    assert wrapper.uninstall(ptxas).state == wrapper.NOT_INSTALLED
+    assert_pristine(ptxas)
 
 
 # ----- real frontends through an installed wrapper ------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import report
 from .errors import TritonhookError
+from .preflight import named_gpu
 from .rename import DEFAULT_PREFIX
 from .store import Capture, Store, default_store_path
 
@@ -37,12 +38,40 @@ def _open_store(args, *, create: bool = False, write: bool = False) -> Store:
 
 
 def _command_after_dashes(command: list[str], name: str) -> list[str]:
+    """The command after `--`, checked to be runnable, so that a typo is one line here and not a traceback from
+    the process start (run, capture, ab and memwatch all start their command through this)."""
     if command and command[0] == "--":
         command = command[1:]
     if not command:
         raise TritonhookError(f"tritonhook {name}: give the command to run after '--', "
                               f"e.g. tritonhook {name} -- python script.py")
+    _check_runnable(command[0])
     return command
+
+
+def _check_runnable(program: str) -> None:
+    """Raise unless `program` names an executable file (a path, or a name found on PATH)."""
+    import shutil
+
+    if os.sep not in program:
+        if shutil.which(program) is None:
+            raise TritonhookError(f"{program}: command not found (not on PATH)")
+        return
+    if not os.path.exists(program):
+        raise TritonhookError(f"{program}: no such file")
+    if os.path.isdir(program):
+        raise TritonhookError(f"{program}: is a directory, not a program")
+    if not os.access(program, os.X_OK):
+        raise TritonhookError(f"{program}: not executable (chmod +x it, or run it as: python {program})")
+
+
+def _start(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run, with a start failure the check above cannot foresee (a #! interpreter that does not
+    exist, say) as one line."""
+    try:
+        return subprocess.run(command, **kwargs)
+    except OSError as exc:
+        raise TritonhookError(f"{command[0]}: cannot start it ({exc.strerror or exc})") from None
 
 
 # ----- run -------------------------------------------------------------------------------------------------------
@@ -62,13 +91,11 @@ def _run(args) -> int:
     from .tma_scope import FIX_TMA_SCOPE_ENV
 
     command = _command_after_dashes(args.command, "run")
+    named_gpu()  # a bad $TRITONHOOK_GPU fails here, not in the command's compiles
     store = _open_store(args, create=True)  # fails here, before the script starts, if unwritable
     before = store.last_id()
-    try:
-        completed = subprocess.run(command, env={**child_env(store.path), **_rename_env(args),
-                                                 FIX_TMA_SCOPE_ENV: "1" if args.fix_tma_scope else ""})
-    except FileNotFoundError:
-        raise TritonhookError(f"{command[0]}: command not found") from None
+    completed = _start(command, env={**child_env(store.path), **_rename_env(args),
+                                     FIX_TMA_SCOPE_ENV: "1" if args.fix_tma_scope else ""})
     print(f"tritonhook: {len(store.captures(after=before))} capture(s) written to {store.path}", file=sys.stderr)
     return completed.returncode
 
@@ -131,7 +158,11 @@ def _add_show(sub) -> None:
     _store_arg(parser)
     parser.add_argument("id", help="capture id (see `tritonhook ls`)")
     what = parser.add_mutually_exclusive_group()
-    for stage in IR_STAGES:
+    what.add_argument("--source", dest="stage", action="store_const", const="python",
+                      help="print the kernel's Python source (read now from the file and line captured)")
+    what.add_argument("--source-ir", dest="stage", action="store_const", const="source",
+                      help="print Triton's MLIR before its passes (--ttir: after them)")
+    for stage in IR_STAGES[1:]:
         what.add_argument(f"--{stage}", dest="stage", action="store_const", const=stage,
                           help=f"print the {stage} text")
     what.add_argument("--sass", dest="stage", action="store_const", const="sass",
@@ -145,7 +176,9 @@ def _add_show(sub) -> None:
 def _show(args) -> int:
     store = _open_store(args)
     capture = store.get(args.id)
-    if args.stage in IR_STAGES:
+    if args.stage == "python":
+        sys.stdout.write(_python_source(capture))
+    elif args.stage in IR_STAGES:
         sys.stdout.write(store.read(capture, args.stage).decode("utf-8", errors="replace"))
     elif args.stage == "sass":
         from .cubin import sass_text
@@ -157,6 +190,28 @@ def _show(args) -> int:
     else:
         _print_summary(capture)
     return 0
+
+
+def _python_source(capture: Capture) -> str:
+    """The decorated kernel function as it stands now in the file the capture recorded, from its first line
+    (the decorator) to the end of its body."""
+    import inspect
+
+    if capture.src_file is None or capture.src_line is None:
+        raise TritonhookError(f"capture {capture.id}: no Python source recorded for this {capture.frontend} "
+                              f"capture (see --ptx)")
+    try:
+        lines = Path(capture.src_file).read_text(encoding="utf-8").splitlines(keepends=True)
+    except FileNotFoundError:
+        raise TritonhookError(f"{capture.src_file}: the kernel's source file is gone (capture {capture.id} "
+                              f"was compiled from line {capture.src_line}); --ttir shows Triton's IR") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TritonhookError(f"{capture.src_file}: cannot read the kernel's source "
+                              f"({getattr(exc, 'strerror', None) or exc})") from None
+    if not 1 <= capture.src_line <= len(lines):
+        raise TritonhookError(f"{capture.src_file}: has {len(lines)} lines, the kernel was at line "
+                              f"{capture.src_line}; the file changed since capture {capture.id}")
+    return "".join(inspect.getblock(lines[capture.src_line - 1:]))
 
 
 def _print_summary(capture: Capture) -> None:
@@ -301,6 +356,7 @@ def _ab(args) -> int:
     if args.list:
         return _ab_list(_open_store(args), as_json=args.json)
     command = _command_after_dashes(args.command, "ab")
+    named_gpu()
     variants = ab.parse_variants(args.variants)
     if args.select is not None:
         compile_select(args.select)
@@ -446,6 +502,9 @@ def _add_ptxas_wrapper_actions(actions) -> None:
                                  "/usr/local/cuda*, PATH)")
         if name == "install":
             _store_arg(parser)
+            parser.add_argument("--yes", action="store_true",
+                                help="wrap the default binaries in place (needed when --ptxas is not given)")
+            parser.add_argument("--dry-run", action="store_true", help="list what install would wrap; change nothing")
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
         parser.set_defaults(handler=_ptxas_wrapper)
 
@@ -457,7 +516,12 @@ def _ptxas_wrapper(args) -> int:
     targets = args.ptxas or (wrapper.default_targets() if install else wrapper.status_targets())
     if not targets:
         raise TritonhookError("no ptxas found (Triton, $CUDA_HOME, /usr/local/cuda*, PATH); pass --ptxas PATH")
-    if install:
+    if install and args.dry_run:
+        results = [wrapper.status(path) for path in targets]
+    elif install:
+        if not (args.ptxas or args.yes):
+            raise TritonhookError(f"tritonhook ptxas install would wrap in place: {', '.join(targets)}; "
+                                  f"pass --yes to do so, or --ptxas PATH for one binary (--dry-run lists them)")
         results = [wrapper.install(path, store=args.store) for path in targets]
     elif args.ptxas_action == "uninstall":
         results = [wrapper.uninstall(path) for path in targets]
@@ -466,7 +530,8 @@ def _ptxas_wrapper(args) -> int:
     if args.json:
         report.print_json([r.to_json() for r in results])
     else:
-        report.print_table(("ptxas", "state", "detail"), [(r.path, r.state, r.detail) for r in results])
+        title = "dry run: install would wrap these (state now)" if install and args.dry_run else None
+        report.print_table(("ptxas", "state", "detail"), [(r.path, r.state, r.detail) for r in results], title=title)
     return 0
 
 
@@ -488,16 +553,15 @@ def _capture(args) -> int:
     from .ptxas_wrapper import capture_env
 
     command = _command_after_dashes(args.command, "capture")
+    named_gpu()
     store = _open_store(args, create=True)
     before = store.last_id()
     with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work:
         dump = os.environ.get("CUTE_DSL_DUMP_DIR") or os.path.join(work, "cute-dump")
         env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump)}
         start = time.time()
-        try:
-            completed = subprocess.run(command, env=env)
-        except FileNotFoundError:
-            raise TritonhookError(f"{command[0]}: command not found") from None
+        # with --json, stdout carries the summary alone: the command's own output goes to stderr
+        completed = _start(command, env=env, stdout=sys.stderr if args.json else None)
         collect_dump_dir(dump, store, since=start)
     new = store.captures(after=before)
     counts = dict(collections.Counter(c.frontend for c in new))

@@ -846,6 +846,10 @@ def print_comparison(results: dict[str, MemwatchResult]) -> None:
 _INTERPRETER_FLAGS = {"-u", "-O", "-OO", "-B", "-E", "-s", "-S", "-I", "-q"}
 
 
+NOT_STARTED = "memwatch_not_started"
+"""Key of the file the in-process runner writes instead of a result when memwatch could not start."""
+
+
 def wrap_python_command(command: list[str], out: Path, interval_ms: float) -> list[str]:
     """`python [flags] script.py args` -> `python [flags] -m tritonhook.memwatch --out F ... -- script.py args`.
 
@@ -895,10 +899,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     target = args.target[1:] if args.target[:1] == ["--"] else args.target
     watch = memwatch(interval_ms=args.interval_ms)
+    try:
+        watch.__enter__()
+    except TritonhookError as exc:  # the command never ran: the parent says why memwatch could not start
+        args.out.write_text(json.dumps({NOT_STARTED: str(exc)}))
+        return 2
     code = 0
     try:
-        with watch:
+        try:
             _run_target(target)
+        finally:
+            watch.__exit__(None, None, None)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except TritonhookError as exc:
@@ -923,6 +934,9 @@ def run_command(command: list[str], interval_ms: float) -> tuple[int, MemwatchRe
         if not out.exists():
             raise TritonhookError(f"{' '.join(command)}: exited with status {completed.returncode} before "
                                   f"memwatch wrote its result (see its output above)")
+        not_started = json.loads(out.read_text()).get(NOT_STARTED)
+        if not_started:
+            raise TritonhookError(f"memwatch could not start, so {' '.join(command)} was not run: {not_started}")
         return completed.returncode, load_result(out)
 
 

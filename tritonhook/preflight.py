@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
+import sys
 import warnings
 from typing import Callable, Iterable
 
@@ -69,14 +71,63 @@ GPUS: dict[str, GpuSpec] = {
 }
 
 
-def find_gpu(name: str) -> GpuSpec:
+GPU_ENV = "TRITONHOOK_GPU"
+"""The GPU the capture-time warning quotes (a table name such as rtx5090), when no GPU is visible or to override it."""
+
+
+def _table_key(name: str) -> str:
+    return re.sub(r"nvidia|geforce|blackwell|[\s_-]", "", name.lower())
+
+
+def find_gpu(name: str, *, given_as: str = "--gpu") -> GpuSpec:
     """'H200', 'NVIDIA H200', 'rtx-5090', 'RTX PRO 6000' -> the table entry (names compared without case,
-    spaces, dashes and the words NVIDIA / GeForce / Blackwell)."""
-    key = re.sub(r"nvidia|geforce|blackwell|[\s_-]", "", name.lower())
+    spaces, dashes and the words NVIDIA / GeForce / Blackwell). `given_as` names the option or variable."""
+    key = _table_key(name)
     if key in GPUS:
         return GPUS[key]
-    raise TritonhookError(f"--gpu {name!r}: not in the GPU table; choose from "
-                          f"{', '.join(spec.name for spec in GPUS.values())}")
+    raise TritonhookError(f"{given_as} {name!r}: not in the GPU table; choose from "
+                          f"{', '.join(f'{key} ({spec.name})' for key, spec in GPUS.items())}")
+
+
+def named_gpu() -> GpuSpec | None:
+    """The GPU named by $TRITONHOOK_GPU (an error listing the valid names when it is not one), else None."""
+    name = os.environ.get(GPU_ENV)
+    return find_gpu(name, given_as=f"${GPU_ENV}") if name else None
+
+
+def visible_gpu() -> GpuSpec | None:
+    """The table entry of the GPU this process would run on (torch's current device if torch has started CUDA,
+    else NVML's first device as CUDA_VISIBLE_DEVICES orders them); None when there is none or it is not in the
+    table. Marketing names carry suffixes ('... 80GB HBM3', '... Workstation Edition'): the longest table key the
+    name starts with wins."""
+    name = _visible_gpu_name()
+    if not name:
+        return None
+    key = _table_key(name)
+    matches = [k for k in GPUS if key.startswith(k)]
+    return GPUS[max(matches, key=len)] if matches else None
+
+
+def _visible_gpu_name() -> str | None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return torch.cuda.get_device_name()
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no bindings, no driver, no GPU: nothing is visible
+        return None
+    try:
+        first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+        handle = (pynvml.nvmlDeviceGetHandleByUUID(first) if first.startswith(("GPU-", "MIG-")) else
+                  pynvml.nvmlDeviceGetHandleByIndex(int(first)))
+        name = pynvml.nvmlDeviceGetName(handle)
+        return name.decode() if isinstance(name, bytes) else name
+    except Exception:  # noqa: BLE001 - an empty or odd CUDA_VISIBLE_DEVICES: no device to name
+        return None
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def _capability(arch: str) -> tuple[int, str]:
@@ -200,8 +251,11 @@ def table_row(prediction: Prediction) -> tuple[str, ...]:
 # ----- capture-time check ---------------------------------------------------------------------------------------
 def capture_checker() -> Callable[[int, object], None]:
     """A `Session.listeners` callback for one capture session: warns once per (entry, arch) when a captured
-    kernel would reserve more than WARN_BYTES on a GPU of the table that can load it. Each distinct cubin is
-    parsed once: cache hits of a kernel already checked cost a hash, not a parse, in the compile hook."""
+    kernel would reserve more than WARN_BYTES on the GPU it is meant for (`warning_gpus`). A bad $TRITONHOOK_GPU
+    fails here, when capture starts. Each distinct cubin is parsed once: cache hits of a kernel already checked
+    cost a hash, not a parse, in the compile hook."""
+    named = named_gpu()
+    visible: list[GpuSpec | None] = []  # looked up at the first cubin, not at enable()
     warned: set[tuple[str, str]] = set()
     checked: set[str] = set()
 
@@ -213,31 +267,47 @@ def capture_checker() -> Callable[[int, object], None]:
         if digest in checked:
             return
         checked.add(digest)
-        worst = worst_prediction(cubin_bytes, f"capture {capture_id}")
-        if worst is not None and worst.reserve_low > WARN_BYTES:
+        if named is None and not visible:
+            visible.append(visible_gpu())
+        predictions = warning_predictions(cubin_bytes, f"capture {capture_id}", named or visible[0])
+        if any(p.reserve_low > WARN_BYTES for p in predictions):
             warned.add((event.entry, event.arch))
-            warnings.warn(warning_text(worst, capture_id), RuntimeWarning, stacklevel=2)
+            warnings.warn(warning_text(predictions, capture_id), RuntimeWarning, stacklevel=2)
 
     return check
 
 
-def worst_prediction(cubin_bytes: bytes, label: str) -> Prediction | None:
-    """The largest predicted reservation of a cubin on the GPUs that can load it; None for an unreadable cubin
-    (a preflight problem must never disturb a compile)."""
+def warning_gpus(arch: str, gpu: GpuSpec | None) -> list[GpuSpec]:
+    """The GPUs a warning quotes for a cubin of `arch`: `gpu` (named or visible) when it can load the cubin, else
+    every table GPU that can (the cubin is meant for another GPU, which one is not known)."""
+    return [gpu] if gpu is not None and runs_on(arch, gpu) else gpus_for(arch)
+
+
+def warning_predictions(cubin_bytes: bytes, label: str, gpu: GpuSpec | None) -> list[Prediction]:
+    """The predictions of a cubin's heaviest kernel on `warning_gpus`; [] for an unreadable cubin (a preflight
+    problem must never disturb a compile)."""
     from .cubin import Cubin
 
     try:
         cubin = Cubin.from_bytes(cubin_bytes, label=label)
-        return max(predict_cubin(cubin, gpus_for(cubin.arch)), key=lambda p: p.reserve_low, default=None)
     except TritonhookError:
-        return None
+        return []
+    predictions = predict_cubin(cubin, warning_gpus(cubin.arch, gpu))
+    if not predictions:
+        return []
+    heaviest = max(predictions, key=lambda p: p.reserve_low).kernel
+    return [p for p in predictions if p.kernel == heaviest]
 
 
-def warning_text(prediction: Prediction, capture_id: int | None = None) -> str:
+def warning_text(predictions: list[Prediction], capture_id: int | None = None) -> str:
+    """One kernel's predictions: on one GPU the figures for it; on several the range over them, naming them all."""
+    first = predictions[0]
     where = f" (capture {capture_id})" if capture_id is not None else ""
     gib = 2**30
-    calls = f"; it calls {', '.join(prediction.syscalls)}" if prediction.syscalls else ""
-    return (f"tritonhook preflight: kernel {prediction.kernel}{where} for {prediction.arch} would make the driver "
-            f"reserve {prediction.reserve_low / gib:.2f}-{prediction.reserve_high / gib:.2f} GiB of stack on "
-            f"{prediction.gpu.name} for the life of the context (stack limit {prediction.stack_low}-"
-            f"{prediction.stack_high} B/thread{calls}); see `tritonhook preflight`")
+    low, high = min(p.reserve_low for p in predictions), max(p.reserve_high for p in predictions)
+    gpus = first.gpu.name if len(predictions) == 1 else \
+        f"{' or '.join(p.gpu.name for p in predictions)} (whichever runs it; ${GPU_ENV} names yours)"
+    calls = f"; it calls {', '.join(first.syscalls)}" if first.syscalls else ""
+    return (f"tritonhook preflight: kernel {first.kernel}{where} for {first.arch} would make the driver "
+            f"reserve {low / gib:.2f}-{high / gib:.2f} GiB of stack on {gpus} for the life of the context "
+            f"(stack limit {first.stack_low}-{first.stack_high} B/thread{calls}); see `tritonhook preflight`")

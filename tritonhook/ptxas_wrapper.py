@@ -5,7 +5,7 @@ binaries. The two are kept apart so that the wrapper program imports nothing but
 
 On disk, for a ptxas binary at P::
 
-    P                     the wrapper: a Python script whose first lines carry MARKER and its settings
+    P                     the wrapper: a sh + Python script whose first lines carry MARKER and its settings
     P.tritonhook-real     the real binary, a hard link to P's original inode (so its bytes and mode never change)
     P.tritonhook-new      the wrapper while it is being written (only during an install)
 
@@ -13,8 +13,9 @@ Install: write NEW, hard-link P to REAL, rename NEW over P. Uninstall: rename RE
 atomic, so at every instant P or REAL (or both) is the real binary: a killed install or uninstall loses nothing,
 `status` names the half state from what is on disk, and `uninstall` (or a new `install`) finishes the job.
 
-The wrapper execs the Python interpreter directly (`#!python -Es`): arguments reach ptxas as a list, never
-through a shell. It runs the real binary first and records afterwards; a recording failure is reported on
+The wrapper is read by /bin/sh and by Python (see `wrapper_script`): sh execs the Python that installed it, or the
+real ptxas when that Python is gone, so a removed virtualenv never breaks ptxas; arguments pass as "$@", never
+re-split. It runs the real binary first and records afterwards; a recording failure is reported on
 stderr after ptxas's own output and never changes ptxas's exit status, output file or stdout.
 """
 
@@ -24,6 +25,7 @@ import ast
 import dataclasses
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -37,7 +39,6 @@ from .errors import TritonhookError
 MARKER = "# tritonhook-ptxas-wrapper"
 REAL_SUFFIX = ".tritonhook-real"
 NEW_SUFFIX = ".tritonhook-new"
-_MAX_SHEBANG = 127  # the limit of older Linux kernels; longer interpreter paths are cut silently
 
 NOT_INSTALLED = "not-installed"
 INSTALLED = "installed"
@@ -114,7 +115,8 @@ def status(ptxas: str | os.PathLike) -> WrapperStatus:
     settings = read_settings(path)
     exists, has_real = os.path.lexists(path), os.path.exists(real)
     if settings is not None:
-        state, detail = ((INSTALLED, f"wrapper in place; ptxas runs as {real}") if has_real else
+        state, detail = ((INSTALLED, f"wrapper in place; ptxas runs as {real}{_recording_note(settings)}")
+                         if has_real else
                          (WRAPPER_WITHOUT_REAL, f"wrapper in place but {real} is gone; reinstall the toolkit "
                                                 f"that provided ptxas"))
         return WrapperStatus(path, state, real, [p for p in leftovers if p != real], settings, detail)
@@ -128,6 +130,15 @@ def status(ptxas: str | os.PathLike) -> WrapperStatus:
     else:
         state, detail = NOT_INSTALLED, "plain ptxas, no wrapper"
     return WrapperStatus(path, state, real, leftovers, {}, detail)
+
+
+def _recording_note(settings: dict) -> str:
+    """Why an installed wrapper no longer records: the Python that installed it is gone (ptxas still runs)."""
+    python = settings.get("python")
+    if python and not os.access(python, os.X_OK):
+        return (f"; NOT RECORDING: its Python {python} is gone (ptxas runs plain); uninstall, then install "
+                f"again from a Python that stays")
+    return ""
 
 
 def _resolve(ptxas: str | os.PathLike) -> str:
@@ -252,17 +263,28 @@ def _default_store(store: str | os.PathLike | None) -> str:
 def wrapper_script(settings: dict) -> str:
     """The wrapper program for `settings` (ptxas, real, version, store).
 
-    If tritonhook cannot be imported any more (its environment was removed), the script still execs ptxas.
+    It is a file both /bin/sh and Python read: sh runs first and execs this Python on the same file with the
+    same arguments ("$@": a list, never re-split), or, when that interpreter is gone (its virtualenv removed),
+    execs the real ptxas, so ptxas keeps working and only the recording stops. Python sees the sh part as a
+    string. If tritonhook cannot be imported any more, the Python part still execs ptxas.
     """
-    shebang = f"#!{sys.executable} -Es"
-    if len(shebang) > _MAX_SHEBANG or " " in sys.executable:
-        raise TritonhookError(f"{sys.executable}: the interpreter path is too long or has a space for a #! line; "
-                              f"run tritonhook from a Python at a shorter path")
     package_parent = str(Path(__file__).resolve().parents[1])
+    settings = {**settings, "python": sys.executable}
+    shell = "\n".join([
+        f"python={shlex.quote(sys.executable)}",
+        'if [ -x "$python" ]; then exec "$python" -Es "$0" "$@"; fi',
+        f'exec {shlex.quote(settings["real"])} "$@"',
+    ])
+    if "'''" in shell:
+        raise TritonhookError(f"{sys.executable} or {settings['real']}: a path with three quotes in a row cannot "
+                              f"go into the wrapper")
     return "\n".join([
-        shebang,
+        "#!/bin/sh",
         f"{MARKER}: records each call, then runs the real ptxas. Remove with: tritonhook ptxas uninstall "
         f"--ptxas {settings['ptxas']}",
+        "\"true\" r'''\\'",  # sh: runs `true`; Python: opens a raw string holding the sh lines below
+        shell,
+        "'''",
         f"SETTINGS = {settings!r}",
         "import os, sys",
         "try:",
