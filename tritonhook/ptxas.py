@@ -56,6 +56,7 @@ class PtxasInfo:
     spill_loads: int = 0
     shared: int = 0
     barriers: int = 0
+    cumulative_stack: int = 0  # the frame plus what its calls need; printed only when not 0
 
 
 # ----- finding ptxas ---------------------------------------------------------------------------------------------
@@ -180,7 +181,8 @@ def parse_ptxas_verbose(stderr: str) -> dict[str, PtxasInfo]:
             continue
         for key, pattern in (("stack_frame", r"(\d+) bytes stack frame"), ("spill_stores", r"(\d+) bytes spill stores"),
                              ("spill_loads", r"(\d+) bytes spill loads"), ("registers", r"Used (\d+) registers"),
-                             ("barriers", r"used (\d+) barriers"), ("shared", r"(\d+) bytes smem")):
+                             ("barriers", r"used (\d+) barriers"), ("shared", r"(\d+) bytes smem"),
+                             ("cumulative_stack", r"(\d+) bytes cumulative stack size")):
             if match := re.search(pattern, line):
                 current[key] = int(match.group(1))
     return {name: PtxasInfo(**values) for name, values in fields.items()}
