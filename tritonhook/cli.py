@@ -365,16 +365,12 @@ def _ptxas_matrix(args) -> int:
 
     ptx = read_input(args.ptx).decode("utf-8", errors="replace")
     paths = args.ptxas or [binary.path for binary in one_per_version(find_ptxas())]
-    rows = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx),
-                        extra_args=args.ptxas_arg)
+    matrix = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx),
+                          extra_args=args.ptxas_arg)
     if args.json:
-        report.print_json([dataclasses.asdict(row) for row in rows])
-        return 0
-    report.print_table(("ptxas", "build", "kernel", "cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time"),
-                       [(r.version, r.variant, r.kernel, f"{r.cubin_size:,}", f"{r.text_size:,}",
-                         f"{r.capmerc_size:,}", r.registers, f"{r.spill_stores}/{r.spill_loads}",
-                         f"{r.seconds * 1000:.0f} ms") for r in rows],
-                       right_align=("cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time"))
+        report.print_json(matrix.to_json())
+    else:
+        matrix.render()
     return 0
 
 
