@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import triton
+import triton.language as tl
 
 from tritonhook import cli
 from tritonhook.cubin import Cubin
@@ -152,6 +154,48 @@ def test_ptxas_arg_reaches_ptxas_for_ptx_inputs(tcgen05_pair, capsys):
     [kernel] = result["kernels"]
     assert kernel["metrics"][".nv.capmerc"]["a"] == kernel["metrics"][".nv.capmerc"]["b"] > 0
     assert result["origin_a"].endswith(" -O2")
+
+
+@triton.jit
+def _square_plus_one(v):
+    return v * v + 1.0
+
+
+def _helper_calling_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Calls a JIT helper: its inlining gives the kernel a DW_TAG_subprogram, whose DW_AT_name is the kernel's."""
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.load(x_ptr + offsets, mask=offsets < n)
+    for _ in range(4):
+        acc = _square_plus_one(acc)
+    tl.store(out_ptr + offsets, acc, mask=offsets < n)
+
+
+def test_source_rename_and_ptx_rename_differ_only_in_the_debug_text(store_path, capsys, tmp_path):
+    """docs/rename_ab.md: Triton's DWARF names the kernel; renaming the PTX (what tritonhook does) leaves that name,
+    renaming at the source (`repr=`) does not. The cubins differ in the embedded PTX text (and, from Triton 3.9's
+    LLVM, `.debug_str`), never in SASS or Mercury metadata."""
+    import tritonhook
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    def build(fn):
+        source = ASTSource(fn, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 1024})
+        return triton.compile(source, target=GPUTarget("cuda", 100, 32))
+
+    at_source = build(triton.jit(_helper_calling_kernel, repr=lambda _: "cutlass__helper_calling_kernel"))
+    with tritonhook.session(store_path, rename="cutlass_"):
+        in_pipeline = build(triton.jit(_helper_calling_kernel))
+    assert at_source.metadata.name == in_pipeline.metadata.name == "cutlass__helper_calling_kernel"
+    assert "DW_TAG_subprogram" in in_pipeline.asm["ptx"]
+    paths = []
+    for name, kernel in (("source", at_source), ("pipeline", in_pipeline)):
+        paths.append(tmp_path / f"{name}.cubin")
+        paths[-1].write_bytes(kernel.asm["cubin"])
+    result = run_json(capsys, *paths, "--sass")
+    changed = {row["name_a"] for row in result["sections"] if row["changed"]}
+    assert ".nv_debug_ptx_txt" in changed
+    assert changed <= {".nv_debug_ptx_txt", ".nv.merc.nv_debug_ptx_txt", ".debug_str", ".nv.merc.debug_str"}
+    assert result["sass_identical"] is True
 
 
 def test_diff_of_store_captures(tmp_path, capsys):
