@@ -337,9 +337,8 @@ def render(diff: CubinDiff) -> None:
 
 
 def _section_name(row: SectionRow) -> str:
-    if row.name_a and row.name_b and row.name_a != row.name_b:
-        return f"{row.name_a} -> {row.name_b}"
-    name = row.name_a or row.name_b
+    both = row.name_a and row.name_b and row.name_a != row.name_b
+    name = f"{row.name_a} -> {row.name_b}" if both else row.name_a or row.name_b
     return name if row.in_file else f"{name} (no file bytes)"
 
 
