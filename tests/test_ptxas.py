@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from tritonhook import cli
+from tritonhook.cubin import Cubin
 from tritonhook.ptxas import assemble, find_ptxas, one_per_version, ptxas_matrix, triton_ptxas
+from tritonhook.rename import rename_ptx
 from tritonhook.errors import TritonhookError
 
 DATA = Path(__file__).parent / "data"
@@ -45,7 +47,7 @@ def blackwell_ptxas() -> list[str]:
 
 @pytest.mark.parametrize("path", blackwell_ptxas())
 def test_cutlass_name_grows_capmerc_at_least_3x(path):
-    rows = ptxas_matrix((DATA / "tcgen05_fp8_loop.ptx").read_text(), [path], prefix="cutlass_")
+    rows = ptxas_matrix((DATA / "tcgen05_fp8_loop.ptx").read_text(), [path], prefix="cutlass_").rows
     plain, renamed = (next(r for r in rows if r.variant == v) for v in ("plain", "renamed"))
     assert (plain.kernel, renamed.kernel) == ("tcgen05_fp8_loop", "cutlass_tcgen05_fp8_loop")
     assert renamed.capmerc_size >= 3 * plain.capmerc_size > 0, (plain, renamed)
@@ -54,7 +56,7 @@ def test_cutlass_name_grows_capmerc_at_least_3x(path):
 def test_ptxas_matrix_cli_table(capsys):
     path = triton_ptxas("sm_100a")
     assert cli.main(["ptxas-matrix", str(DATA / "tcgen05_fp8_loop.ptx"), "--ptxas", path, "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["variant"] for r in rows] == ["plain", "renamed"]
     assert all(re.fullmatch(r"\d+\.\d+\.\d+", r["version"]) for r in rows)
 
@@ -64,6 +66,55 @@ def test_extra_ptxas_args_reach_ptxas_and_O2_turns_the_cutlass_path_off(capsys):
     path = triton_ptxas("sm_100a")
     assert cli.main(["ptxas-matrix", str(DATA / "tcgen05_fp8_loop.ptx"), "--ptxas", path, "--ptxas-arg=-O2",
                      "--json"]) == 0
-    plain, renamed = json.loads(capsys.readouterr().out)
+    plain, renamed = json.loads(capsys.readouterr().out)["rows"]
     assert renamed["kernel"] == "cutlass_tcgen05_fp8_loop"
     assert renamed["capmerc_size"] == plain["capmerc_size"] > 0
+
+
+def test_default_set_skips_a_ptxas_too_old_for_the_ptx_with_a_note(tmp_path, capsys):
+    """Triton's sm_100a PTX is newer than its own bundled `ptxas` (3.6: ISA 8.8 vs 12.8.93; 3.9: ISA 9.4 vs
+    12.9.86): the default matrix notes that ptxas and goes on with the others."""
+    from tritonhook.samples import compile_sample
+
+    ptx = tmp_path / "add_kernel.ptx"
+    ptx.write_text(compile_sample("add", 100).asm["ptx"])
+    assert cli.main(["ptxas-matrix", str(ptx), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    bundled = next(b for b in find_ptxas() if b.origin == "triton ptxas")
+    skipped = {s["path"]: s for s in result["skipped"]}
+    assert "Unsupported .version" in skipped[bundled.path]["reason"]
+    assert {r["variant"] for r in result["rows"]} == {"plain", "renamed"}
+    assert cli.main(["ptxas-matrix", str(ptx)]) == 0
+    assert f"skipped ptxas {bundled.version} ({bundled.path}): too old" in capsys.readouterr().out
+
+
+def test_two_ptxas_of_one_version_are_told_apart_by_their_paths(tmp_path, capsys):
+    path = triton_ptxas("sm_100a")
+    other = tmp_path / "bin" / "ptxas"
+    other.parent.mkdir()
+    other.symlink_to(path)
+    assert cli.main(["ptxas-matrix", str(DATA / "tcgen05_fp8_loop.ptx"), "--ptxas", path, "--ptxas", str(other)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"[1] {path}" in lines and f"[2] {other}" in lines
+
+
+def test_renamed_over_plain_ratios_match_the_cubins(tmp_path, capsys):
+    path = triton_ptxas("sm_100a")
+    ptx = (DATA / "tcgen05_fp8_loop.ptx").read_text()
+    assert cli.main(["ptxas-matrix", str(DATA / "tcgen05_fp8_loop.ptx"), "--ptxas", path, "--json"]) == 0
+    [ratio] = json.loads(capsys.readouterr().out)["ratios"]
+    plain, renamed = (Cubin.from_bytes(assemble(text, path, "sm_100a").cubin)
+                      for text in (ptx, rename_ptx(ptx, "cutlass_")))
+    capmerc = (renamed.section_size(".nv.capmerc.text.cutlass_tcgen05_fp8_loop")
+               / plain.section_size(".nv.capmerc.text.tcgen05_fp8_loop"))
+    assert (ratio["kernel"], ratio["renamed"]) == ("tcgen05_fp8_loop", "cutlass_tcgen05_fp8_loop")
+    assert ratio["capmerc"] == pytest.approx(capmerc) and capmerc >= 3
+    assert ratio["cubin"] == pytest.approx(renamed.size / plain.size)
+
+
+def test_ptx_without_an_entry_is_a_clear_error(tmp_path, capsys):
+    library = tmp_path / "library.ptx"
+    library.write_text((DATA / "indirect_call.ptx").read_text().split(".visible .entry")[0])
+    assert cli.main(["ptxas-matrix", str(library), "--ptxas", triton_ptxas("sm_90a")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"tritonhook: error: {library}: no .entry in this PTX, so no kernel to assemble and compare\n"

@@ -402,6 +402,12 @@ def _ab_list(store: Store, *, as_json: bool) -> int:
 
 
 # ----- diff / ptxas ----------------------------------------------------------------------------------------------
+def _ptxas_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ptxas-arg", action="append", default=[], metavar="ARG",
+                        help="extra ptxas argument, repeatable; write it as --ptxas-arg=-lineinfo (Triton passes "
+                        "-lineinfo and, from 3.9, --regAllocOptLevel=2)")
+
+
 def _add_diff(sub) -> None:
     parser = sub.add_parser("diff", help="compare two cubins, PTX files (assembled here) or captures")
     _store_arg(parser)
@@ -411,19 +417,26 @@ def _add_diff(sub) -> None:
                         "(runs nvdisasm)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--ptxas", help="ptxas for PTX inputs (default: the one Triton uses for the target)")
+    _ptxas_arg(parser)
     parser.add_argument("--gpu-name", help="target for PTX inputs (default: the PTX .target)")
     parser.add_argument("--nvdisasm", help="nvdisasm for --sass (default: the one Triton bundles)")
     parser.add_argument("--prefix", default=DEFAULT_PREFIX, help="rename prefix ignored when pairing kernels")
+    parser.add_argument("--pair", action="append", default=[], metavar="A_NAME=B_NAME",
+                        help="compare kernel A_NAME of A with B_NAME of B (repeatable); otherwise kernels pair by "
+                        "name modulo --prefix, and a lone kernel on each side pairs with the other")
+    parser.add_argument("--elf-order", action="store_true",
+                        help="list sections in ELF order instead of largest change first")
     parser.set_defaults(handler=_diff)
 
 
 def _diff(args) -> int:
     from . import diff
 
-    a, b = (diff.load_input(spec, ptxas=args.ptxas, gpu_name=args.gpu_name, store=args.store)
-            for spec in (args.a, args.b))
+    a, b = (diff.load_input(spec, ptxas=args.ptxas, ptxas_args=args.ptxas_arg, gpu_name=args.gpu_name,
+                            store=args.store) for spec in (args.a, args.b))
     sass_a, sass_b = diff.disassemble_both(a, b, nvdisasm=args.nvdisasm) if args.sass else (None, None)
-    result = diff.diff_cubins(a.cubin, b.cubin, prefix=args.prefix, sass_a=sass_a, sass_b=sass_b)
+    result = diff.diff_cubins(a.cubin, b.cubin, prefix=args.prefix, pairs=diff.parse_pairs(args.pair),
+                              sass_a=sass_a, sass_b=sass_b, elf_order=args.elf_order)
     if args.json:
         report.print_json({**result.to_json(), "origin_a": a.origin, "origin_b": b.origin})
     else:
@@ -439,8 +452,7 @@ def _add_ptxas_matrix(sub) -> None:
     parser.add_argument("--rename", default=DEFAULT_PREFIX,
                         help=f"prefix for the renamed build (default {DEFAULT_PREFIX})")
     parser.add_argument("--gpu-name", help="target (default: the PTX .target)")
-    parser.add_argument("--ptxas-arg", action="append", default=[], metavar="ARG",
-                        help="extra ptxas argument, repeatable; write it as --ptxas-arg=-lineinfo")
+    _ptxas_arg(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=_ptxas_matrix)
 
@@ -451,16 +463,12 @@ def _ptxas_matrix(args) -> int:
 
     ptx = read_input(args.ptx).decode("utf-8", errors="replace")
     paths = args.ptxas or [binary.path for binary in one_per_version(find_ptxas())]
-    rows = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx),
-                        extra_args=args.ptxas_arg)
+    matrix = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx),
+                          extra_args=args.ptxas_arg)
     if args.json:
-        report.print_json([dataclasses.asdict(row) for row in rows])
-        return 0
-    report.print_table(("ptxas", "build", "kernel", "cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time"),
-                       [(r.version, r.variant, r.kernel, f"{r.cubin_size:,}", f"{r.text_size:,}",
-                         f"{r.capmerc_size:,}", r.registers, f"{r.spill_stores}/{r.spill_loads}",
-                         f"{r.seconds * 1000:.0f} ms") for r in rows],
-                       right_align=("cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time"))
+        report.print_json(matrix.to_json())
+    else:
+        matrix.render()
     return 0
 
 

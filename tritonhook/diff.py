@@ -2,8 +2,10 @@
 
 Inputs are cubins, fatbins holding one cubin, PTX (assembled here with the chosen ptxas) or capture ids of the
 store (`load_input`). `diff_cubins` is a pure function of two parsed cubins (and, with `--sass`, their
-disassembly); `render` and `to_json` present its result. Kernels and their sections are paired by name modulo
-the rename prefix, so `matmul_kernel` meets `cutlass_matmul_kernel`.
+disassembly); `render` and `to_json` present its result. Kernels pair up as `--pair` says, else by name modulo
+the rename prefix (`matmul_kernel` meets `cutlass_matmul_kernel`), else a lone kernel on each side with the other;
+each section follows its kernel and keeps its own name on each side. SASS is called identical only when every
+function's normalized SASS has its twin on the other side, so an unpaired kernel can never hide a difference.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from . import report
 from .cubin import (Cubin, Instruction, disassemble, fatbin_cubins, is_fatbin, normalized_sass, opcode_histogram,
@@ -26,6 +28,7 @@ from .rename import DEFAULT_PREFIX
 KERNEL_METRICS: tuple[tuple[str, Callable], ...] = (
     ("registers", lambda k: k.registers),
     ("stack frame", lambda k: k.frame_size),
+    ("cumulative stack", lambda k: k.min_stack_size),
     ("max stack", lambda k: k.max_stack_size),
     ("spill stores", lambda k: k.spill_stores),
     ("spill loads", lambda k: k.spill_loads),
@@ -46,12 +49,13 @@ class Input:
     origin: str  # "cubin", "fatbin", "PTX via ptxas 12.9.86", "capture 3"
 
 
-def load_input(spec: str, *, ptxas: str | None = None, gpu_name: str | None = None,
+def load_input(spec: str, *, ptxas: str | None = None, ptxas_args: Sequence[str] = (), gpu_name: str | None = None,
                store: str | os.PathLike | None = None) -> Input:
-    """A cubin, fatbin or PTX file, or else a capture id of the store."""
+    """A cubin, fatbin or PTX file, or else a capture id of the store. PTX is assembled with `ptxas` (default:
+    Triton's for the target) and `ptxas_args`: pass the frontend's flags to diff the build it makes."""
     path = Path(spec)
     if path.is_file():
-        return _from_file_bytes(spec, read_input(path), ptxas=ptxas, gpu_name=gpu_name)
+        return _from_file_bytes(spec, read_input(path), ptxas=ptxas, ptxas_args=ptxas_args, gpu_name=gpu_name)
     if spec.isdigit():
         from .store import Store, default_store_path
 
@@ -63,7 +67,8 @@ def load_input(spec: str, *, ptxas: str | None = None, gpu_name: str | None = No
     raise TritonhookError(f"{spec}: no such file, and not a capture id (see `tritonhook ls`)")
 
 
-def _from_file_bytes(label: str, data: bytes, *, ptxas: str | None, gpu_name: str | None) -> Input:
+def _from_file_bytes(label: str, data: bytes, *, ptxas: str | None, ptxas_args: Sequence[str],
+                     gpu_name: str | None) -> Input:
     if is_fatbin(data):
         cubins = fatbin_cubins(data)
         if len(cubins) == 1:
@@ -71,7 +76,8 @@ def _from_file_bytes(label: str, data: bytes, *, ptxas: str | None, gpu_name: st
                          "fatbin")
         Cubin.from_bytes(data, label=label)  # raises, describing what the fatbin holds
     if _looks_like_ptx(data):
-        return _assemble_input(label, data.decode("utf-8", errors="replace"), ptxas=ptxas, gpu_name=gpu_name)
+        return _assemble_input(label, data.decode("utf-8", errors="replace"), ptxas=ptxas, ptxas_args=ptxas_args,
+                               gpu_name=gpu_name)
     return Input(label, data, Cubin.from_bytes(data, label=label), "cubin")
 
 
@@ -80,14 +86,15 @@ def _looks_like_ptx(data: bytes) -> bool:
     return b"\0" not in head.rstrip(b"\0") and re.search(rb"^\s*\.target\s+sm_", head, re.MULTILINE) is not None
 
 
-def _assemble_input(label: str, ptx: str, *, ptxas: str | None, gpu_name: str | None) -> Input:
+def _assemble_input(label: str, ptx: str, *, ptxas: str | None, ptxas_args: Sequence[str],
+                    gpu_name: str | None) -> Input:
     from .ptxas import assemble, ptx_target, ptxas_version, triton_ptxas
 
     gpu = gpu_name or ptx_target(ptx, label=label)
     tool = ptxas or triton_ptxas(gpu)
-    result = assemble(ptx, tool, gpu, label=label)
+    result = assemble(ptx, tool, gpu, ptxas_args, label=label)
     return Input(label, result.cubin, Cubin.from_bytes(result.cubin, label=label),
-                 f"PTX via ptxas {ptxas_version(tool) or tool}")
+                 " ".join(["PTX via ptxas", ptxas_version(tool) or tool, *ptxas_args]))
 
 
 def disassemble_both(a: Input, b: Input, *, nvdisasm: str | None = None) -> tuple[dict, dict]:
@@ -99,17 +106,35 @@ def disassemble_both(a: Input, b: Input, *, nvdisasm: str | None = None) -> tupl
 
 # ----- the diff ----------------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
+class KernelPair:
+    """Which kernel of A is compared with which of B, and why (`--pair`, name, prefix, or the lone kernel of each
+    side), so a reader can tell a real match from a guess."""
+
+    name_a: str
+    name_b: str
+    paired_by: str  # "--pair", "same name", "name modulo prefix", "only kernel on each side"
+
+
+@dataclasses.dataclass(frozen=True)
 class SectionRow:
-    name: str
-    size_a: int | None  # None: the section is absent on that side
+    name_a: str | None  # None: the section is absent on that side
+    name_b: str | None
+    size_a: int | None
     size_b: int | None
     changed: bool
+    in_file: bool  # False for NOBITS sections (shared memory): a size, but no bytes in the cubin
+    share: float | None  # this row's part of the total change of the file bytes; None when it is not part of it
+
+    @property
+    def delta(self) -> int:
+        return (self.size_b or 0) - (self.size_a or 0)
 
 
 @dataclasses.dataclass(frozen=True)
 class KernelRow:
     name_a: str
     name_b: str
+    paired_by: str
     metrics: dict[str, tuple]  # metric -> (a, b)
 
 
@@ -120,16 +145,21 @@ class CubinDiff:
     header_a: str
     header_b: str
     identical: bool
-    sections: list[SectionRow]
+    sections: list[SectionRow]  # largest |Δ| first, or ELF order (`elf_order=True`)
+    section_total: tuple[int, int]  # bytes of all sections that occupy the file, A and B
     kernels: list[KernelRow]
     only_a: list[str]
     only_b: list[str]
     histogram: list[tuple[str, int, int]] | None  # (opcode, count a, count b), largest change first
     sass_diff: list[str] | None
+    sass_identical: bool | None  # None without disassembly; True only when every function's SASS matches
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
-        data["kernels"] = [{"name_a": k.name_a, "name_b": k.name_b,
+        data["sections"] = [{**dataclasses.asdict(row), "delta": row.delta} for row in self.sections]
+        total_a, total_b = self.section_total
+        data["section_total"] = {"a": total_a, "b": total_b, "delta": total_b - total_a}
+        data["kernels"] = [{"name_a": k.name_a, "name_b": k.name_b, "paired_by": k.paired_by,
                             "metrics": {m: {"a": a, "b": b} for m, (a, b) in k.metrics.items()}}
                            for k in self.kernels]
         if self.histogram is not None:
@@ -138,30 +168,65 @@ class CubinDiff:
 
 
 def canonical_name(name: str, prefix: str = DEFAULT_PREFIX) -> str:
-    """A kernel or section name without the rename prefix (`.text.cutlass_k` -> `.text.k`)."""
-    if not prefix:
-        return name
-    return re.sub(rf"(^|\.){re.escape(prefix)}", r"\1", name)
+    """A kernel name without the rename prefix (`cutlass_k` -> `k`)."""
+    return name[len(prefix):] if prefix and name.startswith(prefix) else name
 
 
-def diff_cubins(a: Cubin, b: Cubin, *, prefix: str = DEFAULT_PREFIX, sass_a: dict | None = None,
-                sass_b: dict | None = None) -> CubinDiff:
-    """Compare two parsed cubins; with both disassemblies, also their opcode histograms and normalized SASS."""
-    kernels_a = {canonical_name(name, prefix): k for name, k in a.kernels.items()}
-    kernels_b = {canonical_name(name, prefix): k for name, k in b.kernels.items()}
-    paired = [name for name in kernels_a if name in kernels_b]
-    rows = [KernelRow(kernels_a[n].name, kernels_b[n].name,
-                      {metric: (get(kernels_a[n]), get(kernels_b[n])) for metric, get in KERNEL_METRICS})
-            for n in paired]
+def parse_pairs(specs: Sequence[str]) -> dict[str, str]:
+    """`["a_kernel=b_kernel", ...]` (the `--pair` option) -> {name in A: name in B}."""
+    pairs = {}
+    for spec in specs:
+        name_a, sep, name_b = spec.partition("=")
+        if not sep or not name_a or not name_b:
+            raise TritonhookError(f"--pair {spec!r}: write it as KERNEL_IN_A=KERNEL_IN_B")
+        pairs[name_a] = name_b
+    return pairs
+
+
+def pair_kernels(names_a: Sequence[str], names_b: Sequence[str], *, prefix: str = DEFAULT_PREFIX,
+                 explicit: dict[str, str] | None = None) -> tuple[list[KernelPair], list[str], list[str]]:
+    """(pairs, only in A, only in B): explicit pairs first, then equal names, then names equal once the rename
+    prefix is removed, then, when exactly one kernel of each side is left, those two."""
+    pairs = []
+    for name_a, name_b in (explicit or {}).items():
+        for name, side, names in ((name_a, "A", names_a), (name_b, "B", names_b)):
+            if name not in names:
+                raise TritonhookError(f"--pair {name_a}={name_b}: {side} has no kernel {name!r} "
+                                      f"(kernels: {', '.join(names) or 'none'})")
+        pairs.append(KernelPair(name_a, name_b, "--pair"))
+    left_a = [n for n in names_a if n not in {p.name_a for p in pairs}]
+    left_b = [n for n in names_b if n not in {p.name_b for p in pairs}]
+    for rule, key in (("same name", lambda n: n), ("name modulo prefix", lambda n: canonical_name(n, prefix))):
+        keys_b = {key(n): n for n in left_b}
+        matched = [(a, keys_b[key(a)]) for a in left_a if key(a) in keys_b]
+        pairs += [KernelPair(a, b, rule) for a, b in matched]
+        left_a = [n for n in left_a if n not in {a for a, _ in matched}]
+        left_b = [n for n in left_b if n not in {b for _, b in matched}]
+    if len(left_a) == len(left_b) == 1:
+        pairs.append(KernelPair(left_a[0], left_b[0], "only kernel on each side"))
+        left_a, left_b = [], []
+    return pairs, sorted(left_a), sorted(left_b)
+
+
+def diff_cubins(a: Cubin, b: Cubin, *, prefix: str = DEFAULT_PREFIX, pairs: dict[str, str] | None = None,
+                sass_a: dict | None = None, sass_b: dict | None = None, elf_order: bool = False) -> CubinDiff:
+    """Compare two parsed cubins; with both disassemblies, also their opcode histograms and normalized SASS.
+
+    `pairs` names kernels to compare whatever their names ({name in A: name in B}); the others pair up as
+    `pair_kernels` says. Sections follow their kernel's pair, so `.text.k` meets `.text.cutlass_k`."""
+    kernel_pairs, only_a, only_b = pair_kernels(list(a.kernels), list(b.kernels), prefix=prefix, explicit=pairs)
+    rows = [KernelRow(p.name_a, p.name_b, p.paired_by,
+                      {metric: (get(a.kernels[p.name_a]), get(b.kernels[p.name_b])) for metric, get in KERNEL_METRICS})
+            for p in kernel_pairs]
+    sections, total = _section_rows(a, b, kernel_pairs, elf_order=elf_order)
     with_sass = sass_a is not None and sass_b is not None
     return CubinDiff(
         label_a=a.label, label_b=b.label, header_a=_header(a), header_b=_header(b),
-        identical=a.sha256 == b.sha256, sections=_section_rows(a, b, prefix), kernels=rows,
-        only_a=sorted(kernels_a[n].name for n in kernels_a if n not in kernels_b),
-        only_b=sorted(kernels_b[n].name for n in kernels_b if n not in kernels_a),
+        identical=a.sha256 == b.sha256, sections=sections, section_total=total, kernels=rows,
+        only_a=only_a, only_b=only_b,
         histogram=_histogram_rows(sass_a, sass_b) if with_sass else None,
-        sass_diff=_sass_diff(a, b, sass_a, sass_b, [(kernels_a[n].name, kernels_b[n].name) for n in paired])
-        if with_sass else None)
+        sass_diff=_sass_diff(a, b, sass_a, sass_b, kernel_pairs) if with_sass else None,
+        sass_identical=_same_sass(sass_a, sass_b) if with_sass else None)
 
 
 def _header(cubin: Cubin) -> str:
@@ -169,16 +234,43 @@ def _header(cubin: Cubin) -> str:
     return f"{cubin.arch}, {tool}, {cubin.size} B"
 
 
-def _section_rows(a: Cubin, b: Cubin, prefix: str) -> list[SectionRow]:
-    sections_a = {canonical_name(s.name, prefix): s for s in a.sections}
-    sections_b = {canonical_name(s.name, prefix): s for s in b.sections}
-    names = list(sections_a) + [name for name in sections_b if name not in sections_a]
+def _section_rows(a: Cubin, b: Cubin, kernel_pairs: list[KernelPair], *,
+                  elf_order: bool) -> tuple[list[SectionRow], tuple[int, int]]:
+    """Sections of A and B side by side under their own names, the file-byte totals, and each row's share of
+    the total change; largest change first unless `elf_order`."""
+    keys_a = _section_keys(a, {p.name_a: index for index, p in enumerate(kernel_pairs)})
+    keys_b = _section_keys(b, {p.name_b: index for index, p in enumerate(kernel_pairs)})
+    by_key_b = {key: section for key, section in zip(keys_b, b.sections)}
+    matched = [(sa, by_key_b.get(key)) for key, sa in zip(keys_a, a.sections)]
+    seen_a = set(keys_a)
+    matched += [(None, sb) for key, sb in zip(keys_b, b.sections) if key not in seen_a]
+    total = tuple(sum(s.size for s in cubin.sections if s.sha256 is not None) for cubin in (a, b))
+    total_delta = total[1] - total[0]
     rows = []
-    for name in names:
-        sa, sb = sections_a.get(name), sections_b.get(name)
-        changed = sa is None or sb is None or (sa.size, sa.sha256) != (sb.size, sb.sha256)
-        rows.append(SectionRow(name, sa.size if sa else None, sb.size if sb else None, changed))
-    return rows
+    for sa, sb in matched:
+        in_file = (sa or sb).sha256 is not None
+        row_delta = (sb.size if sb else 0) - (sa.size if sa else 0)
+        rows.append(SectionRow(sa.name if sa else None, sb.name if sb else None, sa.size if sa else None,
+                               sb.size if sb else None,
+                               sa is None or sb is None or (sa.size, sa.sha256) != (sb.size, sb.sha256), in_file,
+                               row_delta / total_delta if in_file and total_delta else None))
+    if not elf_order:
+        rows.sort(key=lambda row: -abs(row.delta))
+    return rows, total
+
+
+def _section_keys(cubin: Cubin, kernel_index: dict[str, int]) -> list[str]:
+    """One key per section: its name, with the name of a paired kernel at its end replaced by the pair's number,
+    so that the sections of paired kernels get equal keys on both sides."""
+    keys = []
+    for section in cubin.sections:
+        owners = [name for name in kernel_index if section.name.endswith("." + name)]
+        if owners:
+            owner = max(owners, key=len)
+            keys.append(f"{section.name[:-len(owner)]}\0{kernel_index[owner]}")
+        else:
+            keys.append(section.name)
+    return keys
 
 
 def _histogram_rows(sass_a: dict, sass_b: dict) -> list[tuple[str, int, int]]:
@@ -191,13 +283,20 @@ def _histogram(sass: dict[str, list[Instruction]]) -> collections.Counter:
     return opcode_histogram(i for instructions in sass.values() for i in instructions)
 
 
-def _sass_diff(a: Cubin, b: Cubin, sass_a: dict, sass_b: dict, pairs: list[tuple[str, str]]) -> list[str]:
+def _sass_diff(a: Cubin, b: Cubin, sass_a: dict, sass_b: dict, pairs: list[KernelPair]) -> list[str]:
     lines: list[str] = []
-    for name_a, name_b in pairs:
-        lines += difflib.unified_diff(normalized_sass(sass_a.get(name_a, [])),
-                                      normalized_sass(sass_b.get(name_b, [])),
-                                      fromfile=f"{a.label}:{name_a}", tofile=f"{b.label}:{name_b}", lineterm="")
+    for pair in pairs:
+        lines += difflib.unified_diff(normalized_sass(sass_a.get(pair.name_a, [])),
+                                      normalized_sass(sass_b.get(pair.name_b, [])),
+                                      fromfile=f"{a.label}:{pair.name_a}", tofile=f"{b.label}:{pair.name_b}",
+                                      lineterm="")
     return lines
+
+
+def _same_sass(sass_a: dict, sass_b: dict) -> bool:
+    """Every function of A has its normalized SASS in B and the other way round, whatever the names: the only
+    claim of identity that holds when kernels went unpaired or device functions were renamed."""
+    return sorted(map(normalized_sass, sass_a.values())) == sorted(map(normalized_sass, sass_b.values()))
 
 
 # ----- presentation ----------------------------------------------------------------------------------------------
@@ -207,18 +306,24 @@ def render(diff: CubinDiff) -> None:
         print(f"identical: {diff.label_a} and {diff.label_b} are the same cubin ({diff.header_a})")
         return
     print(f"A: {diff.label_a} [{diff.header_a}]\nB: {diff.label_b} [{diff.header_b}]")
-    report.print_table(("section", "size A", "size B", "Δ", "ratio", "changed"),
-                       [(r.name, _num(r.size_a), _num(r.size_b), _delta(r.size_a, r.size_b),
-                         _ratio(r.size_a, r.size_b), "yes" if r.changed else "") for r in diff.sections],
-                       title="sections", right_align=("size A", "size B", "Δ", "ratio"))
+    total_a, total_b = diff.section_total
+    report.print_table(("section", "size A", "size B", "Δ", "share of Δ", "ratio", "changed"),
+                       [*([_section_name(r), _num(r.size_a), _num(r.size_b), _delta(r.size_a or 0, r.size_b or 0),
+                           _share(r.share), _ratio(r.size_a, r.size_b), "yes" if r.changed else ""]
+                          for r in diff.sections),
+                        ["total (bytes in the file)", _num(total_a), _num(total_b), _delta(total_a, total_b),
+                         "100.0%" if total_a != total_b else "", _ratio(total_a, total_b), ""]],
+                       title="sections", right_align=("size A", "size B", "Δ", "share of Δ", "ratio"))
     for row in diff.kernels:
         title = row.name_a if row.name_a == row.name_b else f"{row.name_a} -> {row.name_b}"
         report.print_table(("resource", "A", "B", "Δ"),
                            [(metric, _num(va), _num(vb), _delta(va, vb)) for metric, (va, vb) in row.metrics.items()],
-                           title=f"kernel {title}", right_align=("A", "B", "Δ"))
+                           title=f"kernel {title}" + ("" if row.paired_by in ("same name", "name modulo prefix")
+                                                      else f" (paired: {row.paired_by})"),
+                           right_align=("A", "B", "Δ"))
     for side, names in (("A", diff.only_a), ("B", diff.only_b)):
         if names:
-            print(f"only in {side}: {', '.join(names)}")
+            print(f"only in {side}: {', '.join(names)} (compare with --pair A_NAME=B_NAME)")
     if diff.histogram is None:
         print("(opcode histogram and SASS diff: pass --sass, which runs nvdisasm)")
         return
@@ -226,8 +331,15 @@ def render(diff: CubinDiff) -> None:
                        title="opcode histogram (changed, largest first)", right_align=("A", "B", "Δ"))
     if diff.sass_diff:
         print("\n".join(diff.sass_diff))
-    else:
-        print("normalized SASS: identical")
+    print("normalized SASS: identical" if diff.sass_identical else
+          "normalized SASS: differs" + ("" if diff.sass_diff else
+                                        " (outside the paired kernels: see the histogram and the unpaired kernels)"))
+
+
+def _section_name(row: SectionRow) -> str:
+    both = row.name_a and row.name_b and row.name_a != row.name_b
+    name = f"{row.name_a} -> {row.name_b}" if both else row.name_a or row.name_b
+    return name if row.in_file else f"{name} (no file bytes)"
 
 
 def _num(value) -> str:
@@ -240,8 +352,11 @@ def _delta(a, b) -> str:
     return f"{b - a:+,}" if b != a else "0"
 
 
+def _share(share: float | None) -> str:
+    return "" if share is None else f"{share:.1%}"
+
+
 def _ratio(a, b) -> str:
     if not a or b is None:
         return ""
     return f"{b / a:.2f}x"
-

@@ -7,10 +7,11 @@ must follow, or the launcher's `cuModuleGetFunction(metadata["name"])` fails (NO
 What is renamed, in one pass over the PTX tokens (quoted strings excepted):
   * the `.entry` name and every other identifier equal to it (`.globl` comments, calls, `// @name`),
   * its parameters `<name>_param_<N>`.
-What is not renamed: quoted strings (the `.file` paths), DWARF bytes (`.b8` lists in `.debug_*` sections:
-with Triton's `-lineinfo` they hold the file and directory, not the kernel name), other functions and
-symbols whose name merely starts with the kernel's name, and names Triton keeps outside the PTX (the cache
-file names follow `fn.__name__`).
+What is not renamed: quoted strings (the `.file` paths), DWARF bytes (`.b8` lists in `.debug_*` sections,
+which hold the kernel's name as `DW_AT_name` when it inlines JIT helpers: ptxas copies them into the cubin's
+debug sections only, never into its code; docs/rename_ab.md), other functions and symbols whose name merely
+starts with the kernel's name, and names Triton keeps outside the PTX (the cache file names follow
+`fn.__name__`).
 
 The functions here are pure: text in, text out. `make_ptx_transform` builds the stage callback that
 `ptx_capture.enable(rename=..., select=...)` installs.
