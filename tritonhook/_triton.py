@@ -212,6 +212,13 @@ class _WarnOnce:
                           f"further failures are silent", RuntimeWarning, stacklevel=3)
 
 
+class _Dispatching(threading.local):
+    """The events (by `id(metadata_group)`) our listener is handing to the chained listener, in this thread."""
+
+    def __init__(self):
+        self.events: set[int] = set()
+
+
 class HookInstallation:
     """Our listener and stage hook, chained in front of whatever Triton had.
 
@@ -230,7 +237,7 @@ class HookInstallation:
         self._warn = _WarnOnce()
         self._saved: dict[str, object] = {}
         self._filed_before: list = []  # listeners assigned before the one we chain to now (save/restore idiom)
-        self._dispatching = threading.local()  # events our listener is handing to the chained one right now
+        self._dispatching = _Dispatching()
         self._warned_replaced = False
         self._listener = self._make_listener()
         self._stage_hook = self._make_stage_hook()
@@ -239,7 +246,7 @@ class HookInstallation:
     # The callables Triton will hold. Built once so `uninstall` can recognise them by identity.
     def _make_listener(self):
         def tritonhook_listener(*, src, metadata, metadata_group, times, cache_hit):
-            dispatching = self._dispatching.__dict__.setdefault("events", set())
+            dispatching = self._dispatching.events
             if id(metadata_group) in dispatching:
                 return  # a listener that chained to the slot's listener (us) calls us back with the same event
             previous = self._saved.get("listener")
