@@ -166,3 +166,22 @@ def test_a_replaced_compilation_knobs_object_is_reported_once(store_path, monkey
             warnings.simplefilter("error")  # no second warning
             compile_sample("matmul_fp16", 90)
         assert session.captures() == []
+
+
+@pytest.mark.gpu
+def test_gpu_memwatch_and_tritonparse_launch_tracing_both_see_the_launch(tritonparse, tmp_path):
+    torch = pytest.importorskip("torch")
+    from tritonhook.samples import add_kernel
+
+    trace = tmp_path / "tritonparse"
+    tritonparse.init(str(trace), enable_trace_launch=True)
+    tritonparse_hook = knobs.runtime.launch_enter_hook
+    x = torch.arange(4096, dtype=torch.float32, device="cuda")
+    out = torch.empty_like(x)
+    with tritonhook.memwatch(device=0) as watch:
+        add_kernel[(4,)](x, x, out, x.numel(), BLOCK=1024)
+        torch.cuda.synchronize()
+    assert torch.equal(out, x + x)
+    assert watch.result.kernels["add_kernel"].launches == 1, watch.result.warnings
+    assert [e["name"] for e in tritonparse_events(trace, "launch")] == ["add_kernel"]
+    assert knobs.runtime.launch_enter_hook is tritonparse_hook
