@@ -34,9 +34,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def triton_cache(tmp_path, monkeypatch):
-    """A fresh, empty Triton cache directory for each test."""
+    """A fresh, empty Triton cache directory for each test (and cuTile's: a cache hit runs no ptxas)."""
     cache = tmp_path / "triton-cache"
     monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+    monkeypatch.setenv("CUDA_TILE_CACHE_DIR", str(tmp_path / "cutile-cache"))
     return cache
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -60,6 +61,44 @@ def test_a_cute_dsl_script_is_captured_from_its_dump_directory(store_path, tmp_p
         assert store.read(c, "cubin") == (out / f"{c.arch}.cubin").read_bytes()
         assert store.read(c, "ptx") == (out / f"{c.arch}.ptx").read_bytes()
     assert sorted(c.arch for c in store.captures()) == ["sm_120a", "sm_90a"]
+
+
+def _tileiras_ptxas() -> Path | None:
+    """The ptxas cuTile's `tileiras` runs (the one beside it in the nvidia-cuda-nvcc / -tileiras wheels)."""
+    try:
+        import nvidia.cu13
+    except ImportError:
+        return None
+    bin_dir = Path(nvidia.cu13.__path__[0], "bin")
+    return bin_dir / "ptxas" if (bin_dir / "tileiras").exists() and (bin_dir / "ptxas").exists() else None
+
+
+needs_cutile = pytest.mark.skipif(importlib.util.find_spec("cuda.tile") is None or _tileiras_ptxas() is None,
+                                  reason="cuda-tile[tileiras] is not installed (pip install 'tritonhook[test]')")
+
+
+@needs_cutile
+def test_a_cutile_export_is_captured_through_the_wheel_ptxas_and_the_wheel_is_restored(store_path, tmp_path):
+    ptxas = _tileiras_ptxas()
+    before = hashlib.sha256(ptxas.read_bytes()).hexdigest()
+    out = tmp_path / "exported"
+    result, summary = capture(store_path, sys.executable, TESTS / "tile_scale.py", "--out", out, "sm_90", "sm_120")
+    assert result.returncode == 0, result.stderr
+    store = Store(store_path, create=False)
+    kernels = {c.arch: c for c in store.captures() if c.entry.startswith("scale_tile")}
+    assert sorted(kernels) == ["sm_120a", "sm_90a"] and set(summary["by_frontend"]) == {"ptxas"}
+    for arch, c in kernels.items():
+        assert c.ptxas_path == str(ptxas.resolve()) and "--nv-host" in " ".join(c.metadata["argv"])
+        assert store.read(c, "cubin") == (out / f"{arch.removesuffix('a')}.cubin").read_bytes()  # what cuTile wrote
+    assert hashlib.sha256(ptxas.read_bytes()).hexdigest() == before  # the real binary is back
+    assert not list(ptxas.parent.glob("ptxas.tritonhook-*"))
+
+
+@needs_cutile
+def test_ptxas_status_lists_the_wheel_ptxas():
+    from tritonhook import ptxas_wrapper
+
+    assert str(_tileiras_ptxas().resolve()) in ptxas_wrapper.status_targets()
 
 
 def test_a_users_own_dump_directory_is_used_and_only_new_files_collected(store_path, tmp_path):

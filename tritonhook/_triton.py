@@ -12,8 +12,14 @@ The hook points (see shared/NOTES.md §2):
   appended by wrapping `get_cache_key` (disk) and `compute_cache_key` (JIT) instead.
 
 Both slots hold one callable. We chain: the hook that was there before keeps receiving every call, and
-`uninstall()` puts the very same objects back. If somebody installed a hook over ours meanwhile, we cannot
+`uninstall()` puts the very same objects back. If somebody installed a stage hook over ours meanwhile, we cannot
 take ours out of their chain; ours then turns into a pass-through so theirs keeps working.
+
+The listener slot is also assigned outright by other tools after we installed (TritonParse's `init`, Triton's own
+warm-up tracing): that would silently end capture. So while installed, `knobs.compilation` is given a subclass of
+its class whose `listener` property always yields our listener and files an assignment as the listener we chain
+to (assigning our own listener back, the save/restore idiom, restores the one filed before it). Both tools then
+see every event in either order, and `uninstall()` leaves in the slot whatever the other tool last assigned.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import functools
 import hashlib
 import json
 import re
+import threading
 import warnings
 from pathlib import Path
 from typing import Callable
@@ -217,6 +224,13 @@ class _WarnOnce:
                           f"further failures are counted and reported at exit", RuntimeWarning, stacklevel=3)
 
 
+class _Dispatching(threading.local):
+    """The events (by `id(metadata_group)`) our listener is handing to the chained listener, in this thread."""
+
+    def __init__(self):
+        self.events: set[int] = set()
+
+
 class HookInstallation:
     """Our listener and stage hook, chained in front of whatever Triton had.
 
@@ -234,16 +248,27 @@ class HookInstallation:
         self.active = False
         self._warn = _WarnOnce()
         self._saved: dict[str, object] = {}
+        self._filed_before: list = []  # listeners assigned before the one we chain to now (save/restore idiom)
+        self._dispatching = _Dispatching()
+        self._warned_replaced = False
         self._listener = self._make_listener()
         self._stage_hook = self._make_stage_hook()
+        self._guarded_class: type | None = None
 
     # The callables Triton will hold. Built once so `uninstall` can recognise them by identity.
     def _make_listener(self):
         def tritonhook_listener(*, src, metadata, metadata_group, times, cache_hit):
+            dispatching = self._dispatching.events
+            if id(metadata_group) in dispatching:
+                return  # a listener that chained to the slot's listener (us) calls us back with the same event
             previous = self._saved.get("listener")
             if previous is not None:
-                previous(src=src, metadata=metadata, metadata_group=metadata_group, times=times,
-                         cache_hit=cache_hit)
+                dispatching.add(id(metadata_group))
+                try:
+                    previous(src=src, metadata=metadata, metadata_group=metadata_group, times=times,
+                             cache_hit=cache_hit)
+                finally:
+                    dispatching.discard(id(metadata_group))
             if self.active and self.on_compile is not None:
                 try:
                     self.on_compile(make_event(src, metadata, metadata_group, times, cache_hit))
@@ -263,6 +288,7 @@ class HookInstallation:
                 return key, digest
             if previous is not None:
                 previous(*args)
+            self._check_listener_slot()
             if self.active and self.ptx_transform is not None:
                 _wrap_ptx_stage(args[1], self.ptx_transform)
 
@@ -273,9 +299,8 @@ class HookInstallation:
 
         if self.active:
             return
-        self._saved["listener"] = knobs.compilation.listener
+        self._guard_listener_slot(knobs.compilation)
         self._saved["stage_hook"] = knobs.runtime.add_stages_inspection_hook
-        knobs.compilation.listener = self._listener
         knobs.runtime.add_stages_inspection_hook = self._stage_hook
         if self.cache_key and not stage_hook_in_cache_key():
             self._patch_cache_keys_36()
@@ -287,13 +312,57 @@ class HookInstallation:
         if not self.active:
             return
         self.active = False
-        for slot_owner, slot, ours in ((knobs.compilation, "listener", self._listener),
-                                       (knobs.runtime, "add_stages_inspection_hook", self._stage_hook)):
-            key = "listener" if slot == "listener" else "stage_hook"
-            if getattr(slot_owner, slot) is ours:
-                setattr(slot_owner, slot, self._saved.pop(key))
-            # else: someone chained over us; we stay in their chain as a pass-through (self.active is False)
+        self._unguard_listener_slot()
+        if knobs.runtime.add_stages_inspection_hook is self._stage_hook:
+            knobs.runtime.add_stages_inspection_hook = self._saved.pop("stage_hook")
+        # else: someone chained over us; we stay in their chain as a pass-through (self.active is False)
         self._unpatch_cache_keys_36()
+
+    # ----- the listener slot, guarded against being assigned over ---------------------------------------------
+    def _guard_listener_slot(self, compilation) -> None:
+        """Chain the listener found, then give `compilation` a class whose `listener` is ours (see module doc)."""
+        found_class = type(compilation)
+        self._saved["listener"] = compilation.listener
+        self._saved["compilation"] = compilation, found_class
+        vars(compilation).pop("listener", None)
+        self._guarded_class = type(found_class.__name__, (found_class,), {
+            "__module__": found_class.__module__, "__qualname__": found_class.__qualname__,
+            "listener": property(lambda _: self._listener, lambda _, value: self._file_listener(value),
+                                 doc="tritonhook's listener; an assignment is chained behind it"),
+        })
+        compilation.__class__ = self._guarded_class
+
+    def _file_listener(self, value) -> None:
+        """Somebody assigned `knobs.compilation.listener`: chain to `value` instead of being displaced."""
+        if value is self._listener:  # `old = listener; listener = mine; ...; listener = old`: `old` is us
+            if self._filed_before:
+                self._saved["listener"] = self._filed_before.pop()
+            return
+        self._filed_before.append(self._saved.get("listener"))
+        self._saved["listener"] = value
+
+    def _unguard_listener_slot(self) -> None:
+        compilation, found_class = self._saved.pop("compilation")
+        if type(compilation) is not self._guarded_class:
+            return  # another guard went over ours; we stay its pass-through to the listener filed with us
+        compilation.__class__ = found_class
+        last_assigned = self._saved.pop("listener")
+        self._filed_before.clear()
+        if last_assigned is None:
+            vars(compilation).pop("listener", None)
+        else:
+            compilation.listener = last_assigned
+
+    def _check_listener_slot(self) -> None:
+        """A compile is under way: warn once if our listener is no longer the one Triton calls."""
+        from triton import knobs
+
+        if not self.active or self._warned_replaced or knobs.compilation.listener is self._listener:
+            return
+        self._warned_replaced = True
+        warnings.warn(f"tritonhook: triton.knobs.compilation was replaced by {knobs.compilation!r} after "
+                      f"tritonhook was enabled; compiles are no longer captured (disable and enable again)",
+                      RuntimeWarning, stacklevel=2)
 
     # ----- Triton 3.6: cache keys by wrapping the key functions ---------------------------------------------
     def _patch_cache_keys_36(self) -> None:
@@ -347,27 +416,47 @@ def current_hooks() -> dict[str, object]:
 RUNTIME_HOOK_CHAINS = ("launch_enter_hook", "launch_exit_hook", "kernel_load_start_hook", "kernel_load_end_hook")
 
 
-def add_runtime_hooks(hooks: dict[str, Callable]) -> dict[str, object]:
-    """Chain `hooks` (slot name -> callable) into Triton's runtime `HookChain`s with `.add`.
+@dataclasses.dataclass
+class RuntimeHooksAdded:
+    """Where `add_runtime_hooks` put each hook: the chain it joined, and what the slot held before when that was
+    not a `HookChain` (a plain hook or None that another tool assigned), so removal can put that object back."""
 
-    Returns the chain objects used, so `remove_runtime_hooks` takes ours out of those very chains even if
-    somebody assigned a new chain meanwhile. `.add` keeps Proton's (and anybody's) hooks in place.
+    chains: dict[str, object]
+    replaced: dict[str, object]
+
+
+def add_runtime_hooks(hooks: dict[str, Callable]) -> RuntimeHooksAdded:
+    """Chain `hooks` (slot name -> callable) into Triton's runtime launch / load hook slots.
+
+    A slot holding a `HookChain` is joined with `.add`, which keeps Proton's (and anybody's) hooks in place.
+    A slot another tool assigned outright (TritonParse's launch tracing puts its own callable there; its
+    `clear_logging_config` puts None) gets a new chain of that callable followed by ours.
     """
     from triton import knobs
 
-    chains = {name: getattr(knobs.runtime, name, None) for name in hooks}
-    missing = [name for name, chain in chains.items() if not hasattr(chain, "add")]
-    if missing:
-        raise TritonhookError(f"triton.knobs.runtime.{missing[0]} is not a HookChain in Triton "
-                              f"{triton_version()}; memwatch needs the launch/load hook chains (Triton 3.5+)")
+    added = RuntimeHooksAdded(chains={}, replaced={})
     for name, hook in hooks.items():
-        chains[name].add(hook)
-    return chains
+        chain = getattr(knobs.runtime, name)
+        if not isinstance(chain, knobs.HookChain):
+            added.replaced[name] = chain
+            chain = knobs.HookChain(reversed=getattr(type(knobs.runtime), name).reversed)
+            if added.replaced[name] is not None:
+                chain.add(added.replaced[name])
+            setattr(knobs.runtime, name, chain)
+        chain.add(hook)
+        added.chains[name] = chain
+    return added
 
 
-def remove_runtime_hooks(chains: dict[str, object], hooks: dict[str, Callable]) -> None:
+def remove_runtime_hooks(added: RuntimeHooksAdded, hooks: dict[str, Callable]) -> None:
+    """Take our hooks out of the chains they joined (even if somebody assigned a new chain meanwhile), and put
+    back the very object a slot held where we had to build a chain around it."""
+    from triton import knobs
+
     for name, hook in hooks.items():
-        chains[name].remove(hook)
+        added.chains[name].remove(hook)
+        if name in added.replaced and getattr(knobs.runtime, name) is added.chains[name]:
+            setattr(knobs.runtime, name, added.replaced[name])
 
 
 def launch_kernel_name(launch_metadata) -> str:

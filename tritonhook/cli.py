@@ -523,7 +523,8 @@ def _ptxas_wrapper(args) -> int:
     install = args.ptxas_action == "install"
     targets = args.ptxas or (wrapper.default_targets() if install else wrapper.status_targets())
     if not targets:
-        raise TritonhookError("no ptxas found (Triton, $CUDA_HOME, /usr/local/cuda*, PATH); pass --ptxas PATH")
+        raise TritonhookError("no ptxas found (Triton, $CUDA_HOME, /usr/local/cuda*, PATH, pip wheels); "
+                              "pass --ptxas PATH")
     if install and args.dry_run:
         results = [wrapper.status(path) for path in targets]
     elif install:
@@ -545,7 +546,8 @@ def _ptxas_wrapper(args) -> int:
 
 def _add_capture(sub) -> None:
     parser = sub.add_parser("capture", help="run a command with capture for every frontend reachable without "
-                                            "installing anything: Triton, its ptxas calls, CuTe DSL")
+                                            "installing anything: Triton, its ptxas calls, CuTe DSL, cuTile "
+                                            "(pip-wheel ptxas binaries are wrapped for the command's duration)")
     _store_arg(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
@@ -558,13 +560,13 @@ def _capture(args) -> int:
 
     from .cute_capture import collect_dump_dir, keep_env
     from .ptx_capture import child_env
-    from .ptxas_wrapper import capture_env
+    from .ptxas_wrapper import capture_env, wheel_ptxas_wrapped
 
     command = _command_after_dashes(args.command, "capture")
     named_gpu()
     store = _open_store(args, create=True)
     before = store.last_id()
-    with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work:
+    with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work, wheel_ptxas_wrapped(store.path):
         dump = os.environ.get("CUTE_DSL_DUMP_DIR") or os.path.join(work, "cute-dump")
         env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump)}
         start = time.time()

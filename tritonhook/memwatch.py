@@ -412,7 +412,7 @@ class MemWatch(contextlib.ContextDecorator):
         self._warnings: list[str] = []
         self._kernels: dict[str, KernelStats] = {}
         self._scratch = _ScratchRecorder()
-        self._hooks, self._chains = {}, None
+        self._hooks, self._hooks_added = {}, None
         self._last_torch: tuple[int, tuple[int | None, int | None]] | None = None
         try:
             self._snapshots.append(self._snapshot("before", None))
@@ -461,18 +461,18 @@ class MemWatch(contextlib.ContextDecorator):
             _triton.check_supported()
             self._hooks = {"launch_enter_hook": self._on_launch_enter, "launch_exit_hook": self._on_launch_exit,
                            "kernel_load_start_hook": self._on_load_start, "kernel_load_end_hook": self._on_load_end}
-            self._chains = _triton.add_runtime_hooks(self._hooks)
+            self._hooks_added = _triton.add_runtime_hooks(self._hooks)
             self._scratch.install()
         except TritonhookError as exc:
             self._hooks = {}
             self._warnings.append(f"no per-kernel snapshots: {exc}")
 
     def _uninstall_triton_hooks(self) -> None:
-        if self._chains is not None:
+        if self._hooks_added is not None:
             from . import _triton
 
-            _triton.remove_runtime_hooks(self._chains, self._hooks)
-            self._chains = None
+            _triton.remove_runtime_hooks(self._hooks_added, self._hooks)
+            self._hooks_added = None
         self._scratch.uninstall()
 
     def _on_launch_enter(self, launch_metadata) -> None:

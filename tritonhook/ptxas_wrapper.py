@@ -22,6 +22,7 @@ stderr after ptxas's own output and never changes ptxas's exit status, output fi
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import os
 import re
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from .errors import TritonhookError
 
@@ -386,15 +387,18 @@ def _written_since(path: str, start: float) -> bool:
 
 
 # ----- where to install by default -------------------------------------------------------------------------------
-_DEFAULT_ORIGINS = ("triton ", "$CUDA_HOME", "$CUDA_PATH", "CUDA toolkit", "PATH")
+PIP_ORIGIN = "pip "
+"""`find_ptxas` origin of the ptxas in a pip wheel (`nvidia-cuda-nvcc`: nvidia/cu13/bin/ptxas, ...)."""
+_DEFAULT_ORIGINS = ("triton ", "$CUDA_HOME", "$CUDA_PATH", "CUDA toolkit", "PATH", PIP_ORIGIN)
 
 
-def default_targets() -> list[str]:
+def default_targets(origins: tuple[str, ...] = _DEFAULT_ORIGINS) -> list[str]:
     """The real ptxas binaries users expect tools to run: Triton's bundled ones, $CUDA_HOME, /usr/local/cuda*,
-    PATH (symlinks followed; scripts that exec another ptxas are skipped, the binary they run is listed)."""
+    PATH, pip wheels (symlinks followed; scripts that exec another ptxas are skipped, the binary they run is listed).
+    `origins` narrows them to some of those places."""
     from .ptxas import find_ptxas
 
-    found = [_resolve(b.path) for b in find_ptxas() if b.origin.startswith(_DEFAULT_ORIGINS)]
+    found = [_resolve(b.path) for b in find_ptxas() if b.origin.startswith(origins)]
     return [path for path in dict.fromkeys(found) if _is_elf(path) or read_settings(path) is not None]
 
 
@@ -417,7 +421,7 @@ def _is_elf(path: str) -> bool:
         return False
 
 
-# ----- tritonhook capture: wrappers on the side, nothing installed is touched ------------------------------------
+# ----- tritonhook capture: wrappers on the side, and wheel ptxas wrapped for the command's duration ---------------
 _TRITON_OVERRIDES = (("triton ptxas", "TRITON_PTXAS_PATH"), ("triton ptxas-blackwell", "TRITON_PTXAS_BLACKWELL_PATH"))
 
 
@@ -442,6 +446,32 @@ def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: d
         _side_wrapper(Path(workdir, "path", "ptxas"), on_path, store)
         env["PATH"] = os.pathsep.join([str(Path(workdir, "path")), environ.get("PATH", "")])
     return env
+
+
+@contextlib.contextmanager
+def wheel_ptxas_wrapped(store: str | os.PathLike) -> Iterator[list[str]]:
+    """Wrap the pip-wheel ptxas binaries in place until the block ends; yields the paths wrapped.
+
+    Some tools run the ptxas beside them by its absolute path and honour no variable: cuTile's `tileiras`
+    (nvidia-cuda-tileiras) runs nvidia/cu13/bin/ptxas from its own directory and looks nowhere else, and cuTile
+    drops CUDA_HOME when it uses the wheel. No side wrapper can reach those calls, so the binary itself is
+    wrapped for the duration (the crash-safe install above) and put back afterwards. One already wrapped is left
+    as it is; one that cannot be wrapped (read-only site-packages) is reported on stderr and skipped.
+    """
+    wrapped = []
+    try:
+        for path in default_targets(origins=(PIP_ORIGIN,)):
+            if status(path).state != NOT_INSTALLED:
+                continue
+            try:
+                install(path, store=store)
+                wrapped.append(path)
+            except TritonhookError as exc:
+                print(f"tritonhook: {exc}; calls of that ptxas are not recorded", file=sys.stderr)
+        yield wrapped
+    finally:
+        for path in wrapped:
+            uninstall(path)
 
 
 def _side_wrapper(path: Path, real: str, store: str | os.PathLike) -> str:
