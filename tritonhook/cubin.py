@@ -21,15 +21,12 @@ import io
 import json
 import os
 import re
-import shutil
 import struct
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from . import config
 from .errors import TritonhookError
+from .tools import find_nvdisasm, run_nvdisasm
 
 EM_CUDA = 190
 FATBIN_MAGIC = 0xBA55ED50
@@ -590,48 +587,6 @@ class Instruction:
 
     def text(self) -> str:
         return " ".join(part for part in (self.predicate, self.opcode, self.operands) if part)
-
-
-def find_nvdisasm(explicit: str | None = None) -> str:
-    """`explicit`, else the nvdisasm Triton bundles, else $CUDA_HOME/bin, else PATH."""
-    if explicit:
-        found = shutil.which(explicit)
-        if not found:
-            raise TritonhookError(f"--nvdisasm {explicit}: not found or not executable")
-        return found
-    candidates = [_triton_bin("nvdisasm")]
-    candidates += [os.path.join(var.get(), "bin", "nvdisasm") for var in (config.CUDA_HOME, config.CUDA_PATH)
-                   if var.is_set()]
-    candidates.append(shutil.which("nvdisasm"))
-    for candidate in candidates:
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    raise TritonhookError("no nvdisasm found (looked in Triton's backends/nvidia/bin, $CUDA_HOME/bin and PATH); "
-                          "pass --nvdisasm PATH")
-
-
-def _triton_bin(tool: str) -> str | None:
-    """A binary Triton bundles, found without importing Triton (which takes seconds)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("triton")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "backends" / "nvidia" / "bin" / tool
-    return str(path) if path.exists() else None
-
-
-def run_nvdisasm(data: bytes, args: Iterable[str], *, nvdisasm: str | None = None, label: str = "") -> str:
-    tool = find_nvdisasm(nvdisasm)
-    with tempfile.TemporaryDirectory(prefix="tritonhook-sass-") as tmp:
-        path = os.path.join(tmp, "input.cubin")
-        with open(path, "wb") as handle:
-            handle.write(data)
-        completed = subprocess.run([tool, *args, path], capture_output=True, text=True)
-    if completed.returncode != 0:
-        message = " ".join(completed.stderr.split()) or f"exit status {completed.returncode}"
-        raise TritonhookError(f"{label or 'cubin'}: {tool} failed ({message}); try another --nvdisasm")
-    return completed.stdout
 
 
 def sass_text(data: bytes, *, nvdisasm: str | None = None, label: str = "") -> str:

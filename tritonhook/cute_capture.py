@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from .errors import TritonhookError
-from .ptxas import ptx_target
+from .ptx import target as ptx_target
 from .store import NewCapture, Store
 
 FRONTEND = "cute"

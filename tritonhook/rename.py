@@ -24,6 +24,7 @@ import re
 from typing import Callable, Iterable, Union
 
 from . import config
+from .ptx import entries as ptx_entries, rename_symbols
 from ._triton import ORIGINAL_NAME_KEY, PtxTransform
 from .errors import TritonhookError
 
@@ -47,18 +48,9 @@ Selector = Union[None, str, re.Pattern, Iterable[str], Callable[[str, dict], boo
 
 # Triton's make_ptx finds the name with `.visible .entry ([a-zA-Z_][a-zA-Z0-9_]*)`: new names must match it.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)")
-# A quoted string (kept as is) or an identifier that does not start in the middle of a word or directive.
-_TOKEN = re.compile(r'"[^"\n]*"|(?<![\w$.])[A-Za-z_$%][\w$]*')
-_PARAM = "_param_"
 
 
-# ----- PTX text ---------------------------------------------------------------------------------------------------
-def ptx_entries(ptx: str) -> list[str]:
-    """The `.entry` names of a PTX module, in order."""
-    return _ENTRY.findall(ptx)
-
-
+# ----- renaming kernels in PTX -------------------------------------------------------------------------------------------------
 def rename_ptx(ptx: str, prefix: str = DEFAULT_PREFIX, *, entry: str | None = None) -> str:
     """Prefix the kernel `entry` (default: every `.entry`) with `prefix`; names that already start with it
     are left alone, so renaming twice is the same as renaming once."""
@@ -84,27 +76,6 @@ def _apply(ptx: str, new_name: Callable[[str], str], entry: str | None) -> str:
         raise TritonhookError(f"PTX has no .entry {entry!r} (entries: {', '.join(entries) or 'none'})")
     mapping = {name: new_name(name) for name in ([entry] if entry is not None else entries)}
     return rename_symbols(ptx, {old: new for old, new in mapping.items() if old != new})
-
-
-def rename_symbols(ptx: str, mapping: dict[str, str]) -> str:
-    """Replace each kernel name in `mapping` and its `_param_N` symbols; refuses a new name already in use."""
-    if not mapping:
-        return ptx
-    tokens = {match.group(0) for match in _TOKEN.finditer(ptx)}
-    for old, new in mapping.items():
-        if new in tokens:
-            raise TritonhookError(f"cannot rename kernel {old!r} to {new!r}: the PTX already uses that name")
-
-    def replace(match: re.Match) -> str:
-        token = match.group(0)
-        if token in mapping:
-            return mapping[token]
-        base, sep, index = token.rpartition(_PARAM)
-        if sep and index.isdigit() and base in mapping:
-            return f"{mapping[base]}{_PARAM}{index}"
-        return token
-
-    return _TOKEN.sub(replace, ptx)
 
 
 def prefixer(prefix: str) -> Callable[[str], str]:

@@ -11,7 +11,7 @@ address in both state spaces, so rewriting the destination space is exact for th
 address other CTAs of the cluster and are left alone. `shared::cta` as the destination needs PTX ISA 8.6, which
 Triton 3.6 already emits (8.7 for sm_90a, 8.8 for sm_120a).
 
-`rewrite_tma_scope` is the pure text transform; `make_tma_scope_transform` is the compile-stage callback that
+`ptx.rewrite_tma_scope` is the pure text transform (re-exported here); `make_tma_scope_transform` is the compile-stage callback that
 `tritonhook.enable(fix_tma_scope=True)` installs (sm_12x targets only, since elsewhere there is nothing to gain).
 """
 
@@ -21,31 +21,12 @@ import re
 
 from . import config
 from ._triton import PtxTransform
-from .ptxas import ptx_target
+from .ptx import rewrite_tma_scope, target as ptx_target
 
 FIXED_KEY = "tritonhook_tma_scope_fixed"
 """Metadata key the transform writes: how many TMA loads it rewrote (0 when it looked and found none)."""
 FIX_TMA_SCOPE_ENV = config.FIX_TMA_SCOPE.name
 """Old name of `config.FIX_TMA_SCOPE`, kept for one release."""
-
-# The opcode of a TMA tensor load into a cluster-scoped destination, and its qualifiers after `.global`.
-_CLUSTER_LOAD = re.compile(r"\bcp\.async\.bulk\.tensor\.[1-5]d\.shared::cluster\.global((?:\.[\w:]+)*)")
-
-
-def rewrite_tma_scope(ptx: str) -> tuple[str, int]:
-    """`(ptx, count)`: every non-multicast `cp.async.bulk.tensor` load into `shared::cluster` now targets
-    `shared::cta`; `count` is how many instructions changed."""
-    count = 0
-
-    def to_cta(match: re.Match) -> str:
-        nonlocal count
-        if ".multicast::" in match.group(1):
-            return match.group(0)
-        count += 1
-        return match.group(0).replace(".shared::cluster.global", ".shared::cta.global", 1)
-
-    return _CLUSTER_LOAD.sub(to_cta, ptx), count
-
 
 SM12X = "sm_12"
 """Consumer Blackwell (sm_120/sm_121 and their a/f variants): where ptxas turns the cluster form into a call."""
