@@ -23,7 +23,9 @@ from typing import Callable, Iterable
 
 from . import config
 from .config import WARN_BYTES
+from .cubin import Cubin
 from .errors import TritonhookError
+from .report import human_bytes
 
 DEFAULT_STACK_LIMIT = 1024
 """CU_LIMIT_STACK_SIZE of a fresh context (measured on the H200, NOTES §1.2); the reservation counts above it."""
@@ -236,8 +238,6 @@ def predict_cubin(cubin, gpus: list[GpuSpec] | None = None) -> list[Prediction]:
 
 def table_row(prediction: Prediction) -> tuple[str, ...]:
     """One row of `tritonhook preflight`'s table."""
-    from .report import human_bytes
-
     gpu = prediction.gpu.name + ("" if prediction.runs_on_gpu else f" (cannot load {prediction.arch})")
     limit = f"{prediction.stack_low:,}" if prediction.stack_low == prediction.stack_high else \
         f"{prediction.stack_low:,}-{prediction.stack_high:,}"
@@ -285,8 +285,6 @@ def warning_gpus(arch: str, gpu: GpuSpec | None) -> list[GpuSpec]:
 def warning_predictions(cubin_bytes: bytes, label: str, gpu: GpuSpec | None) -> list[Prediction]:
     """The predictions of a cubin's heaviest kernel on `warning_gpus`; [] for an unreadable cubin (a preflight
     problem must never disturb a compile)."""
-    from .cubin import Cubin
-
     try:
         cubin = Cubin.from_bytes(cubin_bytes, label=label)
     except TritonhookError:

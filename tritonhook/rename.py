@@ -14,7 +14,7 @@ starts with the kernel's name, and names Triton keeps outside the PTX (the cache
 `fn.__name__`).
 
 The functions here are pure: text in, text out. `make_ptx_transform` builds the stage callback that
-`ptx_capture.enable(rename=..., select=...)` installs.
+`session.enable(rename=..., select=...)` installs.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ SELECT_ENV = config.SELECT.name
 
 
 def rename_env(rename: Rename | None, select: Selector = None) -> dict[str, str]:
-    """The environment that makes a child process rename as this one does (`ptx_capture.enable_from_env`).
+    """The environment that makes a child process rename as this one does (`session.enable_from_env`).
     A callable selector cannot travel: children then rename nothing rather than rename everything."""
     if rename is None or callable(select):
         return {RENAME_ENV: "", SELECT_ENV: ""}

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from . import config
+from . import config, report
 from .config import DEFAULT_STORE, REPAIR_MIN_AGE_S
 from .errors import TritonhookError
 
@@ -541,13 +541,11 @@ class VerifyReport:
         return {**dataclasses.asdict(self), "ok": self.ok}
 
     def render(self) -> None:
-        from .report import print_table
-
         missing = [f"capture {m['capture_id']} {m['stage']} {m['sha256'][:16]}" for m in self.missing]
         checks = [("corrupt blobs (hash mismatch)", self.corrupt), ("unreadable blobs", self.unreadable),
                   ("rows whose blob is missing", missing), ("orphan blobs (no row)", self.orphans),
                   ("temporary files", self.temporary), ("removed", self.removed)]
-        print_table(("check", "count", "first"), [(name, len(items), items[0] if items else "-")
+        report.print_table(("check", "count", "first"), [(name, len(items), items[0] if items else "-")
                                                   for name, items in checks],
                     title=f"{self.store}: {self.blobs_checked} blobs checked, "
                           f"{'all good' if self.ok else 'PROBLEMS'}", right_align=("count",))
