@@ -1,6 +1,6 @@
 """Everything that touches Triton internals lives here (Triton 3.6 through 3.9).
 
-The hook points (see shared/NOTES.md §2):
+The hook points (see docs/notes.md §2):
 
 * `knobs.compilation.listener(*, src, metadata, metadata_group, times, cache_hit)`: called after every
   `triton.compile`, also for disk-cache hits. `metadata_group` maps file names to the cached stage outputs, so

@@ -183,7 +183,7 @@ def _cstring(table: bytes, offset: int) -> str:
 
 
 def _eiattrs(body: bytes) -> Iterator[Eiattr]:
-    """Decode `.nv.info`-style records: 4-byte aligned `u8 format, u8 id, u16 x` (NOTES §3)."""
+    """Decode `.nv.info`-style records: 4-byte aligned `u8 format, u8 id, u16 x` (docs/notes.md §3)."""
     pos = 0
     while pos + 4 <= len(body):
         fmt, attr, x = struct.unpack_from("<BBH", body, pos)
