@@ -175,7 +175,7 @@ def test_eiattr_names_agree_with_nvdisasm(source, gpu):
 
 
 def test_triton_cubin_arch_tool_and_syscall():
-    """Triton's own sm_120a TMA cubin (3.6 emits the syscall, 3.9 does not: NOTES §1.2)."""
+    """Triton's own sm_120a TMA cubin (3.6 emits the syscall, 3.9 does not: docs/notes.md §1.2)."""
     import triton
     from triton.backends.nvidia.compiler import get_ptxas_version, sm_arch_from_capability
 
@@ -228,3 +228,32 @@ def test_fatbin_is_named_and_its_cubin_extracted(tmp_path):
     with pytest.raises(TritonhookError, match=r"a\.fatbin: a CUDA fatbin, not a cubin \(elf sm_80\)"):
         Cubin.from_bytes(data, label="a.fatbin")
     assert fatbin_cubins(data) == [good]
+
+
+@pytest.mark.parametrize("source,gpu", [("ffma_spill", "sm_90a"), ("tma_copy", "sm_120a")])
+def test_summary_agrees_with_ptxas_verbose_and_readelf(source, gpu, tmp_path):
+    """`Cubin.summary(entry)`, the one kernel summary reports quote: ptxas -v's registers and spills, and the size
+    and bytes of the kernel's .text section as readelf and objcopy see them."""
+    import hashlib
+
+    result = assembled(source, gpu, "triton")
+    (entry, info), = ptxas_mod.parse_ptxas_verbose(result.stderr).items()
+    summary = Cubin.from_bytes(result.cubin, label=source).summary(entry)
+    assert (summary["registers"], summary["spill_stores"], summary["spill_loads"], summary["frame_size"]) == (
+        info.registers, info.spill_stores, info.spill_loads, info.stack_frame)
+    if not shutil.which("readelf"):
+        pytest.skip("no readelf")
+    (tmp_path / "k.cubin").write_bytes(result.cubin)
+    dump = subprocess.run(["readelf", "-x", f".text.{entry}", tmp_path / "k.cubin"], capture_output=True, text=True,
+                          check=True).stdout
+    text = bytes.fromhex("".join("".join(m.group(1).split()) for m in re.finditer(
+        r"^\s+0x[0-9a-f]+ ((?:[0-9a-f]{2,8} ){1,4})", dump, re.MULTILINE)))
+    assert summary["text_size"] == len(text) == readelf_sections(result.cubin, tmp_path)[f".text.{entry}"]
+    assert summary["text_sha256"] == hashlib.sha256(text).hexdigest()
+
+
+def test_summary_names_the_missing_kernel():
+    cubin = Cubin.from_bytes(assembled("add", "sm_80", "triton").cubin, label="add.cubin")
+    with pytest.raises(TritonhookError, match=r"add\.cubin: no kernel 'nope' \(kernels: add_kernel\)"):
+        cubin.summary("nope")
+    assert cubin.summary() == cubin.summary("add_kernel")

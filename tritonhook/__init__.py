@@ -10,7 +10,7 @@ or `tritonhook run -- python script.py` with no source edit.
 
 from . import ab
 from .errors import TritonhookError
-from .ptx_capture import Session, active_session, disable, enable, session
+from .session import Session, active_session, disable, enable, session
 from .rename import STRIP
 from .store import Capture, Store
 

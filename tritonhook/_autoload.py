@@ -15,7 +15,7 @@ import warnings
 
 def _enable() -> None:
     from .errors import TritonhookError
-    from .ptx_capture import enable_from_env
+    from .session import enable_from_env
 
     try:
         enable_from_env()

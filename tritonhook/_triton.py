@@ -1,6 +1,6 @@
 """Everything that touches Triton internals lives here (Triton 3.6 through 3.9).
 
-The hook points (see shared/NOTES.md §2):
+The hook points (see docs/notes.md §2):
 
 * `knobs.compilation.listener(*, src, metadata, metadata_group, times, cache_hit)`: called after every
   `triton.compile`, also for disk-cache hits. `metadata_group` maps file names to the cached stage outputs, so
@@ -34,6 +34,7 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
+from . import ptx as _ptx
 from .errors import TritonhookError
 from .store import NewCapture, specialization_label
 
@@ -134,18 +135,14 @@ def _capability(metadata: dict) -> int | None:
 
 def _arch_name(artifacts: dict[str, bytes], capability: int | None) -> str:
     """The PTX `.target` (it carries the "a" suffix Triton chose), else sm_<capability>."""
-    from .ptxas import ptx_target
-
     try:
-        return ptx_target(artifacts.get("ptx", b"").decode("utf-8", errors="replace"))
+        return _ptx.target(artifacts.get("ptx", b""))
     except TritonhookError:
         return f"sm_{capability}" if capability is not None else "unknown"
 
 
 def _entry_name(artifacts: dict[str, bytes], metadata: dict) -> str:
-    from .rename import ptx_entries  # rename imports this module: import it when first needed
-
-    entries = ptx_entries(artifacts.get("ptx", b"").decode("utf-8", errors="replace"))
+    entries = _ptx.entries(artifacts.get("ptx", b""))
     return entries[0] if entries else str(metadata.get("name", "?"))
 
 
@@ -159,6 +156,13 @@ def ptxas_for(capability: int) -> tuple[str | None, str | None]:
         return tool.path, tool.version
     except Exception:  # no ptxas available: still record the capture  # noqa: BLE001
         return None, None
+
+
+def triton_ptxas(gpu_name: str) -> str:
+    """The ptxas Triton itself would use for `gpu_name` ('sm_90a'; honours TRITON_PTXAS_PATH and friends)."""
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    return get_ptxas(_ptx.sm_number(gpu_name)).path
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from .errors import TritonhookError
-from .ptxas import ptx_target
+from .ptx import target as ptx_target
 from .store import NewCapture, Store
 
 FRONTEND = "cute"
@@ -97,7 +97,7 @@ def _open(store: Store | str | os.PathLike | None) -> Store:
     if isinstance(store, Store):
         return store
     if store is None:
-        from .ptx_capture import active_session
+        from .session import active_session
 
         session = active_session()
         if session is not None:

@@ -19,11 +19,13 @@ import re
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import report
+from . import ptx as _ptx, report
+from ._triton import triton_ptxas
 from .cubin import (Cubin, Instruction, disassemble, fatbin_cubins, is_fatbin, normalized_sass, opcode_histogram,
                     read_input)
 from .errors import TritonhookError
 from .rename import DEFAULT_PREFIX
+from .tools import assemble, ptxas_version
 
 KERNEL_METRICS: tuple[tuple[str, Callable], ...] = (
     ("registers", lambda k: k.registers),
@@ -75,22 +77,15 @@ def _from_file_bytes(label: str, data: bytes, *, ptxas: str | None, ptxas_args: 
             return Input(label, cubins[0], Cubin.from_bytes(cubins[0], label=f"{label} (cubin in fatbin)"),
                          "fatbin")
         Cubin.from_bytes(data, label=label)  # raises, describing what the fatbin holds
-    if _looks_like_ptx(data):
+    if _ptx.looks_like_ptx(data):
         return _assemble_input(label, data.decode("utf-8", errors="replace"), ptxas=ptxas, ptxas_args=ptxas_args,
                                gpu_name=gpu_name)
     return Input(label, data, Cubin.from_bytes(data, label=label), "cubin")
 
 
-def _looks_like_ptx(data: bytes) -> bool:
-    head = data[:4096]
-    return b"\0" not in head.rstrip(b"\0") and re.search(rb"^\s*\.target\s+sm_", head, re.MULTILINE) is not None
-
-
 def _assemble_input(label: str, ptx: str, *, ptxas: str | None, ptxas_args: Sequence[str],
                     gpu_name: str | None) -> Input:
-    from .ptxas import assemble, ptx_target, ptxas_version, triton_ptxas
-
-    gpu = gpu_name or ptx_target(ptx, label=label)
+    gpu = gpu_name or _ptx.target(ptx, label=label)
     tool = ptxas or triton_ptxas(gpu)
     result = assemble(ptx, tool, gpu, ptxas_args, label=label)
     return Input(label, result.cubin, Cubin.from_bytes(result.cubin, label=label),

@@ -1,6 +1,6 @@
 """Static preflight: predict, with no GPU, the stack reservation a cubin will make the driver take.
 
-Why (shared/NOTES.md §1.2): when a kernel needs more per-thread stack than the context's `CU_LIMIT_STACK_SIZE`
+Why (docs/notes.md §1.2): when a kernel needs more per-thread stack than the context's `CU_LIMIT_STACK_SIZE`
 (1024 B in a fresh context), the driver raises the limit at the first launch and reserves
 `(new limit - 1024) x SMs x max threads per SM` for the life of the context; PyTorch never sees it. Triton 3.4-3.6
 TMA loads compiled for sm_120a call a driver routine, `__cuda_syscall_cp_async_bulk_tensor_<N>d_*`, whose frame
@@ -16,21 +16,22 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import re
 import sys
 import warnings
 from typing import Callable, Iterable
 
+from . import config
+from .config import WARN_BYTES
+from .cubin import Cubin
 from .errors import TritonhookError
+from .report import human_bytes
 
 DEFAULT_STACK_LIMIT = 1024
-"""CU_LIMIT_STACK_SIZE of a fresh context (measured on the H200, NOTES §1.2); the reservation counts above it."""
-WARN_BYTES = 256 * 2**20
-"""Capture warns when a kernel's predicted reservation (low end) exceeds this on a GPU it can run on."""
+"""CU_LIMIT_STACK_SIZE of a fresh context (measured on the H200, docs/notes.md §1.2); the reservation counts above it."""
 SYSCALL_FRAMES = {"__cuda_syscall_cp_async_bulk_tensor_": 14_600}
 """Per-thread frame of driver routines a cubin calls, by name prefix: ~14.6 KB reported for the TMA routine
-(NOTES §1.2). Not measurable from the cubin; the largest uncertainty of the prediction."""
+(docs/notes.md §1.2). Not measurable from the cubin; the largest uncertainty of the prediction."""
 
 _CC_GUIDE = ("CUDA C++ Programming Guide, 'Technical Specifications per Compute Capability': max resident "
              "threads per SM {threads} for compute capability {cc}")
@@ -60,7 +61,7 @@ GPUS: dict[str, GpuSpec] = {
     "h100": _spec("H100 SXM5", 90, 132, 2048, "132 SMs: NVIDIA H100 Tensor Core GPU Architecture whitepaper"),
     "h100pcie": _spec("H100 PCIe", 90, 114, 2048, "114 SMs: NVIDIA H100 Tensor Core GPU Architecture whitepaper"),
     "h200": _spec("H200", 90, 132, 2048, "132 SMs: cuDeviceGetAttribute(MULTIPROCESSOR_COUNT) on the lent H200 "
-                  "(NOTES §5)"),
+                  "(docs/notes.md §5)"),
     "b200": _spec("B200", 100, 148, 2048, "148 SMs: NVIDIA Blackwell datacenter specifications (DGX B200)"),
     "rtx5090": _spec("RTX 5090", 120, 170, 1536, "170 SMs: 21,760 CUDA cores / 128 per SM, NVIDIA GeForce RTX "
                      "5090 specifications"),
@@ -71,8 +72,8 @@ GPUS: dict[str, GpuSpec] = {
 }
 
 
-GPU_ENV = "TRITONHOOK_GPU"
-"""The GPU the capture-time warning quotes (a table name such as rtx5090), when no GPU is visible or to override it."""
+GPU_ENV = config.GPU.name
+"""Old name of `config.GPU`, kept for one release."""
 
 
 def _table_key(name: str) -> str:
@@ -91,7 +92,7 @@ def find_gpu(name: str, *, given_as: str = "--gpu") -> GpuSpec:
 
 def named_gpu() -> GpuSpec | None:
     """The GPU named by $TRITONHOOK_GPU (an error listing the valid names when it is not one), else None."""
-    name = os.environ.get(GPU_ENV)
+    name = config.GPU.get()
     return find_gpu(name, given_as=f"${GPU_ENV}") if name else None
 
 
@@ -119,7 +120,7 @@ def _visible_gpu_name() -> str | None:
     except Exception:  # noqa: BLE001 - no bindings, no driver, no GPU: nothing is visible
         return None
     try:
-        first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+        first = config.CUDA_VISIBLE_DEVICES.get().split(",")[0].strip()
         handle = (pynvml.nvmlDeviceGetHandleByUUID(first) if first.startswith(("GPU-", "MIG-")) else
                   pynvml.nvmlDeviceGetHandleByIndex(int(first)))
         name = pynvml.nvmlDeviceGetName(handle)
@@ -237,8 +238,6 @@ def predict_cubin(cubin, gpus: list[GpuSpec] | None = None) -> list[Prediction]:
 
 def table_row(prediction: Prediction) -> tuple[str, ...]:
     """One row of `tritonhook preflight`'s table."""
-    from .report import human_bytes
-
     gpu = prediction.gpu.name + ("" if prediction.runs_on_gpu else f" (cannot load {prediction.arch})")
     limit = f"{prediction.stack_low:,}" if prediction.stack_low == prediction.stack_high else \
         f"{prediction.stack_low:,}-{prediction.stack_high:,}"
@@ -286,8 +285,6 @@ def warning_gpus(arch: str, gpu: GpuSpec | None) -> list[GpuSpec]:
 def warning_predictions(cubin_bytes: bytes, label: str, gpu: GpuSpec | None) -> list[Prediction]:
     """The predictions of a cubin's heaviest kernel on `warning_gpus`; [] for an unreadable cubin (a preflight
     problem must never disturb a compile)."""
-    from .cubin import Cubin
-
     try:
         cubin = Cubin.from_bytes(cubin_bytes, label=label)
     except TritonhookError:

@@ -1,7 +1,7 @@
 """The ptxas wrapper: `tritonhook ptxas install | uninstall | status`, and the program the wrapper runs.
 
-This module replaces a ptxas binary with a recorder; `ptxas.py` (a separate module) finds and runs ptxas
-binaries. The two are kept apart so that the wrapper program imports nothing but the store.
+This module replaces a ptxas binary with a recorder; `tools.py` finds and runs ptxas binaries. The wrapper program
+imports only the store, `tools` and `ptx` (standard library below them), so a recorded ptxas call stays cheap.
 
 On disk, for a ptxas binary at P::
 
@@ -35,7 +35,10 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from . import config, ptx as _ptx
 from .errors import TritonhookError
+from .store import NewCapture, Store, default_store_path
+from .tools import find_ptxas, ptxas_version
 
 MARKER = "# tritonhook-ptxas-wrapper"
 REAL_SUFFIX = ".tritonhook-real"
@@ -59,7 +62,6 @@ _VALUE_OPTIONS = frozenset("""
     -split-compile --split-compile --regAllocOptLevel -dlcm --def-load-cache -dscm --def-store-cache
     -flcm --force-load-cache -fscm --force-store-cache
 """.split())
-_TARGET = re.compile(rb"^\s*\.target\s+(sm_\w+)", re.MULTILINE)
 
 
 # ----- the on-disk state ---------------------------------------------------------------------------------------
@@ -205,8 +207,6 @@ def uninstall(ptxas: str | os.PathLike, *, on_step: StepHook | None = None) -> W
 
 def _check_wrappable(path: str) -> str:
     """The ptxas version of `path`; raises unless it is a real ptxas binary we may wrap."""
-    from .ptxas import ptxas_version
-
     if path.endswith((REAL_SUFFIX, NEW_SUFFIX)):
         raise TritonhookError(f"{path}: is tritonhook's own bookkeeping file; wrap the ptxas next to it")
     try:
@@ -256,8 +256,6 @@ def _fsync_dir(path: str) -> None:
 
 
 def _default_store(store: str | os.PathLike | None) -> str:
-    from .store import default_store_path
-
     return str(Path(store if store is not None else default_store_path()).resolve())
 
 
@@ -353,22 +351,18 @@ def _exit_status(returncode: int) -> int:
 def record_call(settings: dict, args: list[str], call: Invocation, returncode: int, stderr: bytes,
                 seconds: float, start: float) -> int:
     """One store capture (frontend "ptxas") for one ptxas run; returns its id."""
-    from .rename import ptx_entries
-    from .store import STORE_ENV, NewCapture, Store
-
     ptx = Path(call.inputs[0]).read_bytes()
-    entries = ptx_entries(ptx.decode("utf-8", errors="replace"))
-    target = _TARGET.search(ptx)
+    entries = _ptx.entries(ptx)
     artifacts = {"ptx": ptx}
     if returncode == 0 and _written_since(call.output, start):
         artifacts["cubin"] = Path(call.output).read_bytes()
     entry = entries[0] if entries else Path(call.inputs[0]).stem
-    store = Store(os.environ.get(STORE_ENV) or settings["store"])
+    store = Store(config.STORE.get() or settings["store"])
     try:
         return store.add(NewCapture(
             event="compile" if returncode == 0 else "error", frontend="ptxas", kernel=entry, entry=entry,
             original_entry=entry, src_file=os.path.abspath(call.inputs[0]), src_line=None,
-            arch=call.gpu_name or (target.group(1).decode() if target else "unknown"), triton_version="",
+            arch=call.gpu_name or _arch(ptx), triton_version="",
             ptxas_path=settings["ptxas"], ptxas_version=settings["version"], triton_hash=None,
             options={"argv": args},
             metadata={"name": entry, "entries": entries, "argv": args, "cwd": os.getcwd(), "exit_code": returncode,
@@ -377,6 +371,13 @@ def record_call(settings: dict, args: list[str], call: Invocation, returncode: i
             times={"ptxas": seconds}, artifacts=artifacts))
     finally:
         store.close()
+
+
+def _arch(ptx: bytes) -> str:
+    try:
+        return _ptx.target(ptx)
+    except TritonhookError:
+        return "unknown"
 
 
 def _written_since(path: str, start: float) -> bool:
@@ -396,8 +397,6 @@ def default_targets(origins: tuple[str, ...] = _DEFAULT_ORIGINS) -> list[str]:
     """The real ptxas binaries users expect tools to run: Triton's bundled ones, $CUDA_HOME, /usr/local/cuda*,
     PATH, pip wheels (symlinks followed; scripts that exec another ptxas are skipped, the binary they run is listed).
     `origins` narrows them to some of those places."""
-    from .ptxas import find_ptxas
-
     found = [_resolve(b.path) for b in find_ptxas() if b.origin.startswith(origins)]
     return [path for path in dict.fromkeys(found) if _is_elf(path) or read_settings(path) is not None]
 
@@ -422,7 +421,7 @@ def _is_elf(path: str) -> bool:
 
 
 # ----- tritonhook capture: wrappers on the side, and wheel ptxas wrapped for the command's duration ---------------
-_TRITON_OVERRIDES = (("triton ptxas", "TRITON_PTXAS_PATH"), ("triton ptxas-blackwell", "TRITON_PTXAS_BLACKWELL_PATH"))
+_TRITON_OVERRIDES = tuple((origin, var.name) for origin, var in config.TRITON_OVERRIDES)
 
 
 def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: dict | None = None) -> dict[str, str]:
@@ -432,8 +431,6 @@ def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: d
     the ptxas Triton would have run (the user's override, else the bundled one), and PATH gets a wrapper around
     PATH's ptxas. A ptxas that already is an installed wrapper is left alone (it records already).
     """
-    from .ptxas import find_ptxas
-
     environ = os.environ if environ is None else environ
     bundled = {b.origin: b.path for b in find_ptxas() if b.origin in dict(_TRITON_OVERRIDES)}
     env = {}
@@ -441,10 +438,10 @@ def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: d
         real = environ.get(var) or bundled.get(origin)
         if real and read_settings(real) is None:
             env[var] = _side_wrapper(Path(workdir, "triton", origin.split()[1]), real, store)
-    on_path = shutil.which("ptxas", path=environ.get("PATH"))
+    on_path = shutil.which("ptxas", path=environ.get(config.PATH.name))
     if on_path and read_settings(on_path) is None:
         _side_wrapper(Path(workdir, "path", "ptxas"), on_path, store)
-        env["PATH"] = os.pathsep.join([str(Path(workdir, "path")), environ.get("PATH", "")])
+        env[config.PATH.name] = os.pathsep.join([str(Path(workdir, "path")), environ.get(config.PATH.name, "")])
     return env
 
 
@@ -475,8 +472,6 @@ def wheel_ptxas_wrapped(store: str | os.PathLike) -> Iterator[list[str]]:
 
 
 def _side_wrapper(path: Path, real: str, store: str | os.PathLike) -> str:
-    from .ptxas import ptxas_version
-
     path.parent.mkdir(parents=True, exist_ok=True)
     settings = {"ptxas": real, "real": real, "version": ptxas_version(real), "store": _default_store(store)}
     path.write_text(wrapper_script(settings))

@@ -1,8 +1,8 @@
-"""Rename kernels in PTX so that ptxas takes (or leaves) its "cutlass" code path (shared/NOTES.md §1.1).
+"""Rename kernels in PTX so that ptxas takes (or leaves) its "cutlass" code path (docs/notes.md §1.1).
 
 ptxas changes how it compiles a kernel whose name contains the substring `cutlass`; renaming is the only
 lever. The rename has to happen in the PTX, before ptxas, and everything that refers to the kernel by name
-must follow, or the launcher's `cuModuleGetFunction(metadata["name"])` fails (NOTES §2).
+must follow, or the launcher's `cuModuleGetFunction(metadata["name"])` fails (docs/notes.md §2).
 
 What is renamed, in one pass over the PTX tokens (quoted strings excepted):
   * the `.entry` name and every other identifier equal to it (`.globl` comments, calls, `// @name`),
@@ -14,7 +14,7 @@ starts with the kernel's name, and names Triton keeps outside the PTX (the cache
 `fn.__name__`).
 
 The functions here are pure: text in, text out. `make_ptx_transform` builds the stage callback that
-`ptx_capture.enable(rename=..., select=...)` installs.
+`session.enable(rename=..., select=...)` installs.
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ import hashlib
 import re
 from typing import Callable, Iterable, Union
 
+from . import config
+from .ptx import entries as ptx_entries, rename_symbols
 from ._triton import ORIGINAL_NAME_KEY, PtxTransform
 from .errors import TritonhookError
 
 CUTLASS = "cutlass"
 DEFAULT_PREFIX = "cutlass_"
-STRIP_ENV_VALUE = ":strip"
+STRIP_ENV_VALUE = config.STRIP_VALUE
 """How `STRIP` travels in `TRITONHOOK_RENAME` (a colon cannot start a prefix, so it is unambiguous)."""
 
 
@@ -46,18 +48,9 @@ Selector = Union[None, str, re.Pattern, Iterable[str], Callable[[str, dict], boo
 
 # Triton's make_ptx finds the name with `.visible .entry ([a-zA-Z_][a-zA-Z0-9_]*)`: new names must match it.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)")
-# A quoted string (kept as is) or an identifier that does not start in the middle of a word or directive.
-_TOKEN = re.compile(r'"[^"\n]*"|(?<![\w$.])[A-Za-z_$%][\w$]*')
-_PARAM = "_param_"
 
 
-# ----- PTX text ---------------------------------------------------------------------------------------------------
-def ptx_entries(ptx: str) -> list[str]:
-    """The `.entry` names of a PTX module, in order."""
-    return _ENTRY.findall(ptx)
-
-
+# ----- renaming kernels in PTX -------------------------------------------------------------------------------------------------
 def rename_ptx(ptx: str, prefix: str = DEFAULT_PREFIX, *, entry: str | None = None) -> str:
     """Prefix the kernel `entry` (default: every `.entry`) with `prefix`; names that already start with it
     are left alone, so renaming twice is the same as renaming once."""
@@ -83,27 +76,6 @@ def _apply(ptx: str, new_name: Callable[[str], str], entry: str | None) -> str:
         raise TritonhookError(f"PTX has no .entry {entry!r} (entries: {', '.join(entries) or 'none'})")
     mapping = {name: new_name(name) for name in ([entry] if entry is not None else entries)}
     return rename_symbols(ptx, {old: new for old, new in mapping.items() if old != new})
-
-
-def rename_symbols(ptx: str, mapping: dict[str, str]) -> str:
-    """Replace each kernel name in `mapping` and its `_param_N` symbols; refuses a new name already in use."""
-    if not mapping:
-        return ptx
-    tokens = {match.group(0) for match in _TOKEN.finditer(ptx)}
-    for old, new in mapping.items():
-        if new in tokens:
-            raise TritonhookError(f"cannot rename kernel {old!r} to {new!r}: the PTX already uses that name")
-
-    def replace(match: re.Match) -> str:
-        token = match.group(0)
-        if token in mapping:
-            return mapping[token]
-        base, sep, index = token.rpartition(_PARAM)
-        if sep and index.isdigit() and base in mapping:
-            return f"{mapping[base]}{_PARAM}{index}"
-        return token
-
-    return _TOKEN.sub(replace, ptx)
 
 
 def prefixer(prefix: str) -> Callable[[str], str]:
@@ -189,12 +161,12 @@ def make_ptx_transform(rename: Rename, select: Selector = None) -> tuple[PtxTran
     return rename_stage, f"rename:{rename_description(rename)};select:{select_key}"
 
 
-RENAME_ENV = "TRITONHOOK_RENAME"
-SELECT_ENV = "TRITONHOOK_SELECT"
+RENAME_ENV = config.RENAME.name  # old names, kept for one release
+SELECT_ENV = config.SELECT.name
 
 
 def rename_env(rename: Rename | None, select: Selector = None) -> dict[str, str]:
-    """The environment that makes a child process rename as this one does (`ptx_capture.enable_from_env`).
+    """The environment that makes a child process rename as this one does (`session.enable_from_env`).
     A callable selector cannot travel: children then rename nothing rather than rename everything."""
     if rename is None or callable(select):
         return {RENAME_ENV: "", SELECT_ENV: ""}
@@ -207,5 +179,5 @@ def rename_env(rename: Rename | None, select: Selector = None) -> dict[str, str]
 
 def rename_from_env(environ) -> tuple[Rename | None, str | None]:
     """`(rename, select)` decoded from `TRITONHOOK_RENAME` / `TRITONHOOK_SELECT`; unset or empty: no rename."""
-    value = environ.get(RENAME_ENV) or None
-    return (STRIP if value == STRIP_ENV_VALUE else value), (environ.get(SELECT_ENV) or None)
+    value = config.RENAME.get(environ)
+    return (STRIP if value == STRIP_ENV_VALUE else value), config.SELECT.get(environ)

@@ -1,6 +1,6 @@
 """Give TMA loads a CTA-scoped destination so that sm_120a kernels stop calling the driver's TMA routine.
 
-Why (NOTES §1.2): Triton 3.4-3.6 emit every TMA load as
+Why (docs/notes.md §1.2): Triton 3.4-3.6 emit every TMA load as
 `cp.async.bulk.tensor.<N>d.shared::cluster.global.mbarrier::complete_tx::bytes`. For sm_120a ptxas lowers that
 form to a call of `__cuda_syscall_cp_async_bulk_tensor_<N>d_tile_unicast`, whose ~14.6 KB/thread stack frame makes
 the driver raise `CU_LIMIT_STACK_SIZE` and reserve ~3.7 GiB on an RTX 5090 for the life of the context. Triton 3.7+
@@ -11,39 +11,22 @@ address in both state spaces, so rewriting the destination space is exact for th
 address other CTAs of the cluster and are left alone. `shared::cta` as the destination needs PTX ISA 8.6, which
 Triton 3.6 already emits (8.7 for sm_90a, 8.8 for sm_120a).
 
-`rewrite_tma_scope` is the pure text transform; `make_tma_scope_transform` is the compile-stage callback that
+`ptx.rewrite_tma_scope` is the pure text transform (re-exported here); `make_tma_scope_transform` is the compile-stage callback that
 `tritonhook.enable(fix_tma_scope=True)` installs (sm_12x targets only, since elsewhere there is nothing to gain).
 """
 
 from __future__ import annotations
 
 import re
+
+from . import config
 from ._triton import PtxTransform
-from .ptxas import ptx_target
+from .ptx import rewrite_tma_scope, target as ptx_target
 
 FIXED_KEY = "tritonhook_tma_scope_fixed"
 """Metadata key the transform writes: how many TMA loads it rewrote (0 when it looked and found none)."""
-FIX_TMA_SCOPE_ENV = "TRITONHOOK_FIX_TMA_SCOPE"
-"""`1` makes child processes of `enable(fix_tma_scope=True)` / `tritonhook run --fix-tma-scope` apply it too."""
-
-# The opcode of a TMA tensor load into a cluster-scoped destination, and its qualifiers after `.global`.
-_CLUSTER_LOAD = re.compile(r"\bcp\.async\.bulk\.tensor\.[1-5]d\.shared::cluster\.global((?:\.[\w:]+)*)")
-
-
-def rewrite_tma_scope(ptx: str) -> tuple[str, int]:
-    """`(ptx, count)`: every non-multicast `cp.async.bulk.tensor` load into `shared::cluster` now targets
-    `shared::cta`; `count` is how many instructions changed."""
-    count = 0
-
-    def to_cta(match: re.Match) -> str:
-        nonlocal count
-        if ".multicast::" in match.group(1):
-            return match.group(0)
-        count += 1
-        return match.group(0).replace(".shared::cluster.global", ".shared::cta.global", 1)
-
-    return _CLUSTER_LOAD.sub(to_cta, ptx), count
-
+FIX_TMA_SCOPE_ENV = config.FIX_TMA_SCOPE.name
+"""Old name of `config.FIX_TMA_SCOPE`, kept for one release."""
 
 SM12X = "sm_12"
 """Consumer Blackwell (sm_120/sm_121 and their a/f variants): where ptxas turns the cluster form into a call."""

@@ -1,0 +1,124 @@
+"""The layer order of tritonhook's modules, checked on every import (module-level and inside functions).
+
+Why: imports inside functions used to hide cycles (`_triton` -> `rename` -> `_triton`, `_triton` -> `ptxas` ->
+`rename`); a lower layer that reaches up makes every module above it harder to test and to move. A module may
+import modules of its own layer or of lower layers, never of a higher one, and the import graph has no cycle.
+Old module paths kept as re-export shims (`ptx_capture`, `ptxas`, `memwatch`, `report`) sit in the layer of what
+they re-export.
+
+The order (this table is its only declaration; README "Layout" describes it):
+  0 foundations   errors, config, format/report (number formatters, rich tables), flops, _nvml_sampler (a script)
+  1 text & tools  ptx (PTX text), tools (finding and running ptxas / nvdisasm)
+  2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
+  3 adapters      _triton (the only module touching Triton internals), rename, tma_scope, ptxas_wrapper
+  4 prediction    preflight: below session because every capture runs its checker (`preflight.capture_checker`)
+  5 session       session (was ptx_capture), cute adapters (they write into the active session's store)
+  6 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix)
+  7 presentation  render, run (the CLI's orchestration as a library)
+  8 entry points  cli/, _autoload, __main__, the package itself
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import tritonhook
+
+PACKAGE = Path(tritonhook.__file__).parent
+LAYERS: list[set[str]] = [
+    {"errors", "config", "format", "report", "flops", "_nvml_sampler"},
+    {"ptx", "tools"},
+    {"cubin", "store", "samples"},
+    {"_triton", "rename", "tma_scope", "ptxas_wrapper"},
+    {"preflight"},
+    {"session", "ptx_capture", "cute", "cute_capture"},
+    {"ab", "mem", "memwatch", "diff", "matrix", "ptxas"},
+    {"render", "run"},
+    {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
+]
+LAYER_OF = {name: index for index, layer in enumerate(LAYERS) for name in layer}
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted name (tritonhook.x.y) -> file, for every module of the package."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The tritonhook modules `name` imports anywhere in its file (relative or absolute; `from . import x` names
+    module x when x is a module)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "tritonhook"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{base}.{node.module}" if node.module else base
+            elif (node.module or "").split(".")[0] == "tritonhook":
+                base = node.module
+            else:
+                continue
+            submodules = {f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules}
+            found |= submodules
+            if len(submodules) < len(node.names):  # names defined in `base` itself
+                found.add(base)
+    return {_owner(module, modules) for module in found} - {None, name}
+
+
+def _owner(module: str, modules: dict[str, Path]) -> str | None:
+    while module and module not in modules:
+        module = module.rpartition(".")[0]
+    return module or None
+
+
+def _top(module: str) -> str:
+    """The layer-table name of a module: tritonhook.cubin.elf -> cubin; the package itself -> tritonhook."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def test_every_module_has_a_layer():
+    missing = sorted({_top(name) for name in _modules()} - set(LAYER_OF))
+    assert not missing, f"modules without a layer (add them to LAYERS): {missing}"
+
+
+def test_no_module_imports_a_higher_layer():
+    upward = [f"{name} (layer {LAYER_OF[_top(name)]}) imports {imported} (layer {LAYER_OF[_top(imported)]})"
+              for name, imports in _graph().items() for imported in sorted(imports)
+              if _top(name) in LAYER_OF and _top(imported) in LAYER_OF
+              and LAYER_OF[_top(imported)] > LAYER_OF[_top(name)]]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    # a package's __init__ re-exports its submodules, which import siblings through the package path: the
+    # package -> submodule edges are not cycles of code, so only edges between different files count here
+    edges = {name: {m for m in imports if not name.startswith(m + ".")} for name, imports in graph.items()}
+    cycles, state = [], {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == "open":
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [node, nxt]) if nxt in stack else f"{node} -> {nxt}")
+            elif nxt not in state:
+                visit(nxt, stack + [node])
+        state[node] = "done"
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [])
+    assert not cycles, "\n".join(cycles)

@@ -1,0 +1,79 @@
+"""SASS of a cubin, through nvdisasm (`tools.run_nvdisasm`; Triton's bundled one unless told otherwise).
+
+`disassemble` gives the instruction list per kernel; `opcode_histogram` and `normalized_sass` turn it into
+something to count and to diff (addresses and constants masked, so that a moved kernel still compares equal).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import re
+from typing import Iterable
+
+from ..errors import TritonhookError
+from ..tools import find_nvdisasm, run_nvdisasm
+
+
+@dataclasses.dataclass(frozen=True)
+class Instruction:
+    offset: int
+    predicate: str
+    opcode: str
+    operands: str
+    control_flow: bool = False
+
+    @property
+    def base_opcode(self) -> str:
+        return self.opcode.split(".", 1)[0]
+
+    def text(self) -> str:
+        return " ".join(part for part in (self.predicate, self.opcode, self.operands) if part)
+
+
+def sass_text(data: bytes, *, nvdisasm: str | None = None, label: str = "") -> str:
+    """nvdisasm's own listing of the code sections, as a person reads it."""
+    return run_nvdisasm(data, ["-c"], nvdisasm=nvdisasm, label=label)
+
+
+def disassemble(data: bytes, *, nvdisasm: str | None = None, label: str = "") -> dict[str, list[Instruction]]:
+    """kernel (function) name -> its instructions, from nvdisasm's JSON output."""
+    return parse_sass_json(run_nvdisasm(data, ["-json", "-c"], nvdisasm=nvdisasm, label=label), label=label)
+
+
+def parse_sass_json(text: str, *, label: str = "") -> dict[str, list[Instruction]]:
+    try:
+        functions = json.loads(text)[1]
+        return {function["function-name"]: [_instruction(function["start"] + 16 * index, raw)
+                                             for index, raw in enumerate(function["sass-instructions"])]
+                for function in functions}
+    except (ValueError, LookupError, TypeError) as exc:
+        raise TritonhookError(f"{label or 'cubin'}: unexpected nvdisasm JSON ({exc})") from None
+
+
+def _instruction(offset: int, raw: dict) -> Instruction:
+    flow = raw.get("other-attributes", {}).get("control-flow") == "True"
+    return Instruction(offset, raw.get("predicate", ""), raw["opcode"], raw.get("operands", ""), flow)
+
+
+def opcode_histogram(instructions: Iterable[Instruction], *, full: bool = False) -> collections.Counter:
+    """Counts of base opcodes (`IMAD`), or of full mnemonics with modifiers (`IMAD.MOV.U32`) when `full`."""
+    return collections.Counter(i.opcode if full else i.base_opcode for i in instructions)
+
+
+_HEX = re.compile(r"\b0x[0-9a-f]+\b")
+
+
+def normalized_sass(instructions: list[Instruction]) -> list[str]:
+    """One line per instruction with code addresses replaced by label numbers, so that two kernels that differ
+    only where their code sits diff as equal."""
+    targets = sorted({int(token, 16) for i in instructions if i.control_flow for token in _HEX.findall(i.operands)})
+    labels = {target: f"L{number}" for number, target in enumerate(targets)}
+    lines = []
+    for instruction in instructions:
+        text = instruction.text()
+        if instruction.control_flow:
+            text = _HEX.sub(lambda m: labels[int(m.group(0), 16)], text)
+        lines.append(text)
+    return lines

@@ -1,0 +1,157 @@
+"""`tritonhook ptxas-matrix`: one PTX file assembled plain and renamed by every ptxas, measured side by side.
+
+Why: the ptxas "cutlass" path (docs/notes.md §1.1) changes from one ptxas release to the next, so whether a rename
+helps is a property of the (PTX, ptxas) pair. This is a feature over `tools` (finding and running ptxas), `rename`
+(the renamed variant) and `cubin` (the sizes); `PtxasMatrix` renders itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Sequence
+
+from . import ptx as _ptx, report
+from .cubin import Cubin
+from .errors import TritonhookError
+from .rename import prefixer, rename_ptx
+from .tools import assemble, ptxas_version
+
+
+# ----- the matrix ------------------------------------------------------------------------------------------------
+_TOO_OLD = (re.compile(r"Unsupported \.version [\d.]+; current version is '[\d.]+'"),
+            re.compile(r"Value '\w+' is not defined for option 'gpu-name'"))
+
+
+def too_old_reason(message: str) -> str | None:
+    """ptxas's own words when it refuses the PTX for being newer than itself (its `.version` or its target);
+    None for any other refusal."""
+    for pattern in _TOO_OLD:
+        if match := pattern.search(message):
+            return match.group(0)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixRow:
+    ptxas: str
+    version: str
+    variant: str  # "plain" or "renamed"
+    kernel: str
+    cubin_size: int
+    text_size: int
+    capmerc_size: int
+    registers: int | None
+    spill_stores: int
+    spill_loads: int
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixRatio:
+    """renamed / plain for one kernel and one ptxas; None where the plain build has none of it."""
+
+    ptxas: str
+    version: str
+    kernel: str
+    renamed: str
+    cubin: float
+    text: float | None
+    capmerc: float | None
+    seconds: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class SkippedPtxas:
+    path: str
+    version: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PtxasMatrix:
+    rows: list[MatrixRow]
+    ratios: list[MatrixRatio]
+    skipped: list[SkippedPtxas]
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def render(self) -> None:
+        """One row per build with the renamed/plain ratios on the renamed rows; a ptxas whose version another
+        one shares is marked [n] and its path printed below; skipped ptxas are listed with ptxas's reason."""
+        names = self._ptxas_names()
+        ratios = {(r.ptxas, r.renamed): r for r in self.ratios}
+        report.print_table(
+            ("ptxas", "build", "kernel", "cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time",
+             "cubin ×", ".text ×", "capmerc ×"),
+            [(names[r.ptxas], r.variant, r.kernel, f"{r.cubin_size:,}", f"{r.text_size:,}", f"{r.capmerc_size:,}",
+              r.registers, f"{r.spill_stores}/{r.spill_loads}", f"{r.seconds * 1000:.0f} ms",
+              *_ratio_cells(ratios.get((r.ptxas, r.kernel)) if r.variant == "renamed" else None))
+             for r in self.rows],
+            right_align=("cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time", "cubin ×", ".text ×",
+                         "capmerc ×"))
+        for path, name in names.items():
+            if name.endswith("]"):
+                print(f"{name.rsplit(' ', 1)[1]} {path}")
+        for skipped in self.skipped:
+            print(f"skipped ptxas {skipped.version} ({skipped.path}): too old for this PTX: {skipped.reason}")
+
+    def _ptxas_names(self) -> dict[str, str]:
+        """path -> its version, with a [n] mark when two paths share that version."""
+        versions = {row.ptxas: row.version for row in self.rows}
+        shared = [path for path, version in versions.items() if list(versions.values()).count(version) > 1]
+        return {path: f"{version} [{shared.index(path) + 1}]" if path in shared else version
+                for path, version in versions.items()}
+
+
+def _ratio_cells(ratio: MatrixRatio | None) -> tuple[str, str, str]:
+    if ratio is None:
+        return "", "", ""
+    return tuple("-" if value is None else f"{value:.2f}x" for value in (ratio.cubin, ratio.text, ratio.capmerc))
+
+
+def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None = None, prefix: str = "cutlass_",
+                 label: str = "PTX", extra_args: Sequence[str] = ()) -> PtxasMatrix:
+    """Assemble `ptx` as is and with its entries renamed `prefix + name`, with each ptxas, and measure both.
+
+    `extra_args` go to every ptxas call: pass the flags your frontend uses (Triton 3.9 adds
+    `--regAllocOptLevel=2`, which changes spills), or the figures describe another build than the one you run.
+    A ptxas older than the PTX (its `.version` or target) is skipped with ptxas's reason; any other refusal, or
+    no ptxas able to assemble it, is an error."""
+    if not _ptx.entries(ptx):
+        raise TritonhookError(f"{label}: no .entry in this PTX, so no kernel to assemble and compare")
+    gpu = gpu_name or _ptx.target(ptx, label=label)
+    variants = (("plain", ptx), ("renamed", rename_ptx(ptx, prefix)))
+    rows, ratios, skipped = [], [], []
+    for path in ptxas_paths:
+        version = ptxas_version(path) or "?"
+        try:
+            built = {variant: assemble(source, path, gpu, extra_args, label=f"{label} ({variant})")
+                     for variant, source in variants}
+        except TritonhookError as exc:
+            if (reason := too_old_reason(str(exc))) is None:
+                raise
+            skipped.append(SkippedPtxas(path, version, reason))
+            continue
+        cubins = {variant: Cubin.from_bytes(result.cubin, label=f"{label} ({variant}, ptxas {version})")
+                  for variant, result in built.items()}
+        for variant, cubin in cubins.items():
+            rows += [MatrixRow(path, version, variant, kernel.name, cubin.size, kernel.text_size, kernel.capmerc_size,
+                               kernel.registers, kernel.spill_stores, kernel.spill_loads, built[variant].seconds)
+                     for kernel in cubin.kernels.values()]
+        renamed_name = prefixer(prefix)
+        for name, plain in cubins["plain"].kernels.items():
+            renamed = cubins["renamed"].kernels[renamed_name(name)]
+            ratios.append(MatrixRatio(path, version, name, renamed.name, cubins["renamed"].size / cubins["plain"].size,
+                                      _over(renamed.text_size, plain.text_size),
+                                      _over(renamed.capmerc_size, plain.capmerc_size),
+                                      _over(built["renamed"].seconds, built["plain"].seconds)))
+    if not rows:
+        raise TritonhookError(f"{label}: every ptxas is too old for it: "
+                              + "; ".join(f"{s.version} ({s.reason})" for s in skipped))
+    return PtxasMatrix(rows, ratios, skipped)
+
+
+def _over(value: float, base: float) -> float | None:
+    return value / base if base else None
