@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import report
+from . import render, report
 from .errors import TritonhookError
 from .preflight import named_gpu
 from .rename import DEFAULT_PREFIX
@@ -598,24 +598,18 @@ def _add_memwatch(sub) -> None:
 
 
 def _memwatch(args) -> int:
-    from . import memwatch
+    from . import mem
 
     if args.compare:
         if args.command or args.plot:
             raise TritonhookError("tritonhook memwatch: --compare takes NAME=CMD pairs only (no -- command, "
                                   "no --plot)")
-        results = {name: memwatch.run_command(command, args.interval_ms)[1]
-                   for name, command in memwatch.parse_compare(args.compare).items()}
-        if args.json:
-            report.print_json({name: result.to_json() for name, result in results.items()})
-        else:
-            memwatch.print_comparison(results)
+        results = {name: mem.run_command(command, args.interval_ms)[1]
+                   for name, command in mem.parse_compare(args.compare).items()}
+        render.show(mem.MemwatchComparison(results), as_json=args.json)
         return 0
-    code, result = memwatch.run_command(_command_after_dashes(args.command, "memwatch"), args.interval_ms)
-    if args.json:
-        report.print_json(result.to_json())
-    else:
-        result.report()
+    code, result = mem.run_command(_command_after_dashes(args.command, "memwatch"), args.interval_ms)
+    render.show(result, as_json=args.json)
     if args.plot:
         print(f"plot written to {result.plot(args.plot)}", file=sys.stderr)
     return code
