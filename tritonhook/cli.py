@@ -365,10 +365,7 @@ def _ab(args) -> int:
                                 check=None if args.check == "none" else args.check,
                                 min_effect=ab.DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect,
                                 progress=not args.json)
-    if args.json:
-        report.print_json(result.to_json())
-    else:
-        ab.print_report(result)
+    render.show(result, as_json=args.json)
     mismatched = [b.name for b in result.benchmarks if b.correctness == "MISMATCH"]
     if mismatched:
         print(f"tritonhook ab: outputs differ between variants for {', '.join(mismatched)}; if the script draws "
@@ -379,25 +376,9 @@ def _ab(args) -> int:
 
 def _ab_list(store: Store, *, as_json: bool) -> int:
     """Every saved A/B result, one row per benchmark and compared variant, with the captures it links."""
-    results = store.ab_results()
-    if as_json:
-        report.print_json(results)
-        return 0
-    rows = []
-    for result in results:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(result["created"]))
-        for bench in result["benchmarks"]:
-            for variant in bench["variants"][1:]:
-                interval = f"{variant['ratio']:.4f} [{variant['ci_low']:.4f}, {variant['ci_high']:.4f}]"
-                pair = f"{variant['label']} vs {bench['variants'][0]['label']}"
-                same_sass = {True: "yes", False: "no"}.get(result.get("sass_identical"), "-")
-                rows.append((result["id"], when, bench["name"], pair, interval, variant["verdict"],
-                             bench["correctness"], same_sass))
-    if not rows:
-        print("no A/B results")
-        return 0
-    report.print_table(("id", "time", "benchmark", "variants", "time ratio [95% CI]", "verdict", "outputs",
-                        "same SASS"), rows, right_align=("id",))
+    from .ab import SavedABResults
+
+    render.show(SavedABResults(store.ab_results()), as_json=as_json)
     return 0
 
 

@@ -59,3 +59,31 @@ def show(result, *, as_json: bool = False) -> None:
     console().print(result, crop=False)
     for warning in getattr(result, "warnings", ()):
         console(stderr=True).print(f"[yellow]{getattr(result, 'warning_prefix', 'warning')}:[/] {warning}")
+
+
+class progress:
+    """A rich progress bar on a terminal's stderr: `with progress(on, total, "A/B") as step: step("round 1")`.
+    A log file gets no bar (rich would leave blank lines there)."""
+
+    def __init__(self, enabled: bool, total: int, label: str):
+        self.enabled, self.total, self.label, self.bar = enabled, total, label, None
+
+    def __enter__(self):
+        screen = console(stderr=True)
+        if self.enabled and screen.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn(f"{self.label} {{task.description}}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=screen, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("starting", total=self.total)
+        return self._step
+
+    def _step(self, description: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=description)
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+        return False
