@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from . import config
 from .errors import TritonhookError
 
 EM_CUDA = 190
@@ -599,8 +600,8 @@ def find_nvdisasm(explicit: str | None = None) -> str:
             raise TritonhookError(f"--nvdisasm {explicit}: not found or not executable")
         return found
     candidates = [_triton_bin("nvdisasm")]
-    candidates += [os.path.join(os.environ[var], "bin", "nvdisasm") for var in ("CUDA_HOME", "CUDA_PATH")
-                   if os.environ.get(var)]
+    candidates += [os.path.join(var.get(), "bin", "nvdisasm") for var in (config.CUDA_HOME, config.CUDA_PATH)
+                   if var.is_set()]
     candidates.append(shutil.which("nvdisasm"))
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):

@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import re
 import sys
 import warnings
 from typing import Callable, Iterable
 
+from . import config
+from .config import WARN_BYTES
 from .errors import TritonhookError
 
 DEFAULT_STACK_LIMIT = 1024
 """CU_LIMIT_STACK_SIZE of a fresh context (measured on the H200, NOTES §1.2); the reservation counts above it."""
-WARN_BYTES = 256 * 2**20
-"""Capture warns when a kernel's predicted reservation (low end) exceeds this on a GPU it can run on."""
 SYSCALL_FRAMES = {"__cuda_syscall_cp_async_bulk_tensor_": 14_600}
 """Per-thread frame of driver routines a cubin calls, by name prefix: ~14.6 KB reported for the TMA routine
 (NOTES §1.2). Not measurable from the cubin; the largest uncertainty of the prediction."""
@@ -71,8 +70,8 @@ GPUS: dict[str, GpuSpec] = {
 }
 
 
-GPU_ENV = "TRITONHOOK_GPU"
-"""The GPU the capture-time warning quotes (a table name such as rtx5090), when no GPU is visible or to override it."""
+GPU_ENV = config.GPU.name
+"""Old name of `config.GPU`, kept for one release."""
 
 
 def _table_key(name: str) -> str:
@@ -91,7 +90,7 @@ def find_gpu(name: str, *, given_as: str = "--gpu") -> GpuSpec:
 
 def named_gpu() -> GpuSpec | None:
     """The GPU named by $TRITONHOOK_GPU (an error listing the valid names when it is not one), else None."""
-    name = os.environ.get(GPU_ENV)
+    name = config.GPU.get()
     return find_gpu(name, given_as=f"${GPU_ENV}") if name else None
 
 
@@ -119,7 +118,7 @@ def _visible_gpu_name() -> str | None:
     except Exception:  # noqa: BLE001 - no bindings, no driver, no GPU: nothing is visible
         return None
     try:
-        first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+        first = config.CUDA_VISIBLE_DEVICES.get().split(",")[0].strip()
         handle = (pynvml.nvmlDeviceGetHandleByUUID(first) if first.startswith(("GPU-", "MIG-")) else
                   pynvml.nvmlDeviceGetHandleByIndex(int(first)))
         name = pynvml.nvmlDeviceGetName(handle)

@@ -22,11 +22,11 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import _triton, preflight, rename as _rename, tma_scope
+from . import _triton, config, preflight, rename as _rename, tma_scope
 from .errors import TritonhookError
-from .store import STORE_ENV, NewCapture, Store
+from .store import NewCapture, Store
 
-ENABLE_ENV = "TRITONHOOK_ENABLE"
+ENABLE_ENV = config.ENABLE.name  # old name, kept for one release
 BOOTSTRAP_DIR = Path(__file__).parent / "_bootstrap"
 
 
@@ -37,7 +37,7 @@ class Session:
     store: Store
     hooks: _triton.HookInstallation
     capture_ids: list[int] = dataclasses.field(default_factory=list)
-    saved_env: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    exported_env: config.scope | None = None
     listeners: list[Callable[[int, NewCapture], None]] = dataclasses.field(default_factory=list)
     lost: int = 0
     first_loss: str | None = None
@@ -109,8 +109,9 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     hooks.install()
     atexit.register(session.report_losses)
     if subprocesses:
-        session.saved_env = _export_env(opened.path, {**_rename.rename_env(rename, select),
-                                                      tma_scope.FIX_TMA_SCOPE_ENV: "1" if fix_tma_scope is True else ""})
+        session.exported_env = config.scope({**_capture_vars(opened.path, os.environ),
+                                             **_rename.rename_env(rename, select),
+                                             config.FIX_TMA_SCOPE.name: config.FIX_TMA_SCOPE.encode(fix_tma_scope is True)})
     _active = session
     return session
 
@@ -135,7 +136,8 @@ def disable() -> None:
         return
     session, _active = _active, None
     session.hooks.uninstall()
-    _restore_env(session.saved_env)
+    if session.exported_env is not None:
+        session.exported_env.close()
     atexit.unregister(session.report_losses)
     session.report_losses()
 
@@ -152,36 +154,26 @@ def session(store: str | os.PathLike | Store | None = None, **options) -> Iterat
 
 # ----- environment for child processes --------------------------------------------------------------------------
 def child_env(store_path: os.PathLike, base: dict | None = None) -> dict[str, str]:
-    """The environment under which a Python child process captures into `store_path` at start-up."""
+    """The environment under which a Python child process captures into `store_path` at start-up: `base`
+    (default os.environ) with the store, the enable flag and tritonhook's sitecustomize first on PYTHONPATH."""
     env = dict(os.environ if base is None else base)
-    env[STORE_ENV] = str(Path(store_path).resolve())
-    env[ENABLE_ENV] = "1"
-    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if str(BOOTSTRAP_DIR) not in paths:
-        env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *paths])
+    env.update(_capture_vars(store_path, env))
     return env
 
 
-def _export_env(store_path: Path, extra: dict[str, str]) -> dict[str, str | None]:
-    wanted = {**child_env(store_path), **extra}
-    saved = {}
-    for key in (STORE_ENV, ENABLE_ENV, "PYTHONPATH", *extra):
-        saved[key] = os.environ.get(key)
-        os.environ[key] = wanted[key]
-    return saved
-
-
-def _restore_env(saved: dict[str, str | None]) -> None:
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+def _capture_vars(store_path: os.PathLike, environ: dict) -> dict[str, str]:
+    paths = config.PYTHONPATH.get(environ)
+    if str(BOOTSTRAP_DIR) not in paths:
+        paths = [str(BOOTSTRAP_DIR), *paths]
+    return {config.STORE.name: config.STORE.encode(Path(store_path).resolve()),
+            config.ENABLE.name: config.ENABLE.encode(True),
+            config.PYTHONPATH.name: config.PYTHONPATH.encode(paths)}
 
 
 def enable_from_env() -> None:
     """Called at start-up (sitecustomize) when `TRITONHOOK_ENABLE=1`, once Triton is imported."""
-    if os.environ.get(ENABLE_ENV) == "1" and _active is None:
+    settings = config.CaptureSettings.from_env()
+    if settings.enable and _active is None:
         rename, select = _rename.rename_from_env(os.environ)
-        enable(os.environ.get(STORE_ENV), subprocesses=False, rename=rename, select=select,
-               fix_tma_scope=os.environ.get(tma_scope.FIX_TMA_SCOPE_ENV) == "1")
+        enable(settings.store, subprocesses=False, rename=rename, select=select,
+               fix_tma_scope=settings.fix_tma_scope)

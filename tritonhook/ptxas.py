@@ -21,11 +21,12 @@ import tempfile
 import time
 from typing import Iterable, Sequence
 
+from . import config
 from .cubin import Cubin, _triton_bin
 from .errors import TritonhookError
 
-PTXAS_ENV = "TRITONHOOK_PTXAS"
-"""Extra ptxas binaries (or directories holding one), separated by os.pathsep."""
+PTXAS_ENV = config.PTXAS.name
+"""Old name of `config.PTXAS`, kept for one release."""
 
 _PIP_LAYOUTS = ("nvidia/cuda_nvcc/bin/ptxas", "nvidia/cu13/bin/ptxas", "nvidia/cu12/bin/ptxas")
 _TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)", re.MULTILINE)
@@ -83,14 +84,14 @@ def _candidates() -> Iterable[tuple[str, str]]:
     for tool in ("ptxas", "ptxas-blackwell"):
         if path := _triton_bin(tool):
             yield path, f"triton {tool}"
-    for var in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
-        if os.environ.get(var):
-            yield os.environ[var], f"${var}"
-    for entry in filter(None, os.environ.get(PTXAS_ENV, "").split(os.pathsep)):
-        yield (os.path.join(entry, "ptxas") if os.path.isdir(entry) else entry), f"${PTXAS_ENV}"
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            yield os.path.join(os.environ[var], "bin", "ptxas"), f"${var}"
+    for _, var in config.TRITON_OVERRIDES:
+        if var.is_set():
+            yield var.get(), f"${var.name}"
+    for entry in config.PTXAS.get():
+        yield (os.path.join(entry, "ptxas") if os.path.isdir(entry) else entry), f"${config.PTXAS.name}"
+    for var in (config.CUDA_HOME, config.CUDA_PATH):
+        if var.is_set():
+            yield os.path.join(var.get(), "bin", "ptxas"), f"${var.name}"
     for path in sorted(glob.glob("/usr/local/cuda*/bin/ptxas")):
         yield path, "CUDA toolkit"
     if path := shutil.which("ptxas"):

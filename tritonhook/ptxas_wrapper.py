@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from . import config
 from .errors import TritonhookError
 
 MARKER = "# tritonhook-ptxas-wrapper"
@@ -354,7 +355,7 @@ def record_call(settings: dict, args: list[str], call: Invocation, returncode: i
                 seconds: float, start: float) -> int:
     """One store capture (frontend "ptxas") for one ptxas run; returns its id."""
     from .rename import ptx_entries
-    from .store import STORE_ENV, NewCapture, Store
+    from .store import NewCapture, Store
 
     ptx = Path(call.inputs[0]).read_bytes()
     entries = ptx_entries(ptx.decode("utf-8", errors="replace"))
@@ -363,7 +364,7 @@ def record_call(settings: dict, args: list[str], call: Invocation, returncode: i
     if returncode == 0 and _written_since(call.output, start):
         artifacts["cubin"] = Path(call.output).read_bytes()
     entry = entries[0] if entries else Path(call.inputs[0]).stem
-    store = Store(os.environ.get(STORE_ENV) or settings["store"])
+    store = Store(config.STORE.get() or settings["store"])
     try:
         return store.add(NewCapture(
             event="compile" if returncode == 0 else "error", frontend="ptxas", kernel=entry, entry=entry,
@@ -422,7 +423,7 @@ def _is_elf(path: str) -> bool:
 
 
 # ----- tritonhook capture: wrappers on the side, and wheel ptxas wrapped for the command's duration ---------------
-_TRITON_OVERRIDES = (("triton ptxas", "TRITON_PTXAS_PATH"), ("triton ptxas-blackwell", "TRITON_PTXAS_BLACKWELL_PATH"))
+_TRITON_OVERRIDES = tuple((origin, var.name) for origin, var in config.TRITON_OVERRIDES)
 
 
 def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: dict | None = None) -> dict[str, str]:
@@ -441,10 +442,10 @@ def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: d
         real = environ.get(var) or bundled.get(origin)
         if real and read_settings(real) is None:
             env[var] = _side_wrapper(Path(workdir, "triton", origin.split()[1]), real, store)
-    on_path = shutil.which("ptxas", path=environ.get("PATH"))
+    on_path = shutil.which("ptxas", path=environ.get(config.PATH.name))
     if on_path and read_settings(on_path) is None:
         _side_wrapper(Path(workdir, "path", "ptxas"), on_path, store)
-        env["PATH"] = os.pathsep.join([str(Path(workdir, "path")), environ.get("PATH", "")])
+        env[config.PATH.name] = os.pathsep.join([str(Path(workdir, "path")), environ.get(config.PATH.name, "")])
     return env
 
 

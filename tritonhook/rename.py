@@ -23,12 +23,13 @@ import hashlib
 import re
 from typing import Callable, Iterable, Union
 
+from . import config
 from ._triton import ORIGINAL_NAME_KEY, PtxTransform
 from .errors import TritonhookError
 
 CUTLASS = "cutlass"
 DEFAULT_PREFIX = "cutlass_"
-STRIP_ENV_VALUE = ":strip"
+STRIP_ENV_VALUE = config.STRIP_VALUE
 """How `STRIP` travels in `TRITONHOOK_RENAME` (a colon cannot start a prefix, so it is unambiguous)."""
 
 
@@ -189,8 +190,8 @@ def make_ptx_transform(rename: Rename, select: Selector = None) -> tuple[PtxTran
     return rename_stage, f"rename:{rename_description(rename)};select:{select_key}"
 
 
-RENAME_ENV = "TRITONHOOK_RENAME"
-SELECT_ENV = "TRITONHOOK_SELECT"
+RENAME_ENV = config.RENAME.name  # old names, kept for one release
+SELECT_ENV = config.SELECT.name
 
 
 def rename_env(rename: Rename | None, select: Selector = None) -> dict[str, str]:
@@ -207,5 +208,5 @@ def rename_env(rename: Rename | None, select: Selector = None) -> dict[str, str]
 
 def rename_from_env(environ) -> tuple[Rename | None, str | None]:
     """`(rename, select)` decoded from `TRITONHOOK_RENAME` / `TRITONHOOK_SELECT`; unset or empty: no rename."""
-    value = environ.get(RENAME_ENV) or None
-    return (STRIP if value == STRIP_ENV_VALUE else value), (environ.get(SELECT_ENV) or None)
+    value = config.RENAME.get(environ)
+    return (STRIP if value == STRIP_ENV_VALUE else value), config.SELECT.get(environ)

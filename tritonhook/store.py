@@ -27,15 +27,15 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+from . import config
+from .config import DEFAULT_STORE, REPAIR_MIN_AGE_S
 from .errors import TritonhookError
 
 # 2: ab_results / ab_captures (A/B timings). 3: captures.specialization, indexes on arch and event.
 # An older store is upgraded in place when opened by a writer (or by a reader allowed to write it).
 SCHEMA_VERSION = 3
-DEFAULT_STORE = "tritonhook-store"
-STORE_ENV = "TRITONHOOK_STORE"
+STORE_ENV = config.STORE.name  # old name, kept for one release
 _BUSY_TIMEOUT_MS = 60_000
-REPAIR_MIN_AGE_S = 60.0  # `verify(repair=True)` leaves younger orphans and temp files: a writer may be mid-capture
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -154,7 +154,7 @@ def specialization_label(signature: dict[str, str], constexprs: dict[str, object
 
 
 def default_store_path() -> Path:
-    return Path(os.environ.get(STORE_ENV) or DEFAULT_STORE)
+    return config.store_path()
 
 
 def sha256_hex(data: bytes) -> str:

@@ -18,13 +18,15 @@ Triton 3.6 already emits (8.7 for sm_90a, 8.8 for sm_120a).
 from __future__ import annotations
 
 import re
+
+from . import config
 from ._triton import PtxTransform
 from .ptxas import ptx_target
 
 FIXED_KEY = "tritonhook_tma_scope_fixed"
 """Metadata key the transform writes: how many TMA loads it rewrote (0 when it looked and found none)."""
-FIX_TMA_SCOPE_ENV = "TRITONHOOK_FIX_TMA_SCOPE"
-"""`1` makes child processes of `enable(fix_tma_scope=True)` / `tritonhook run --fix-tma-scope` apply it too."""
+FIX_TMA_SCOPE_ENV = config.FIX_TMA_SCOPE.name
+"""Old name of `config.FIX_TMA_SCOPE`, kept for one release."""
 
 # The opcode of a TMA tensor load into a cluster-scoped destination, and its qualifiers after `.global`.
 _CLUSTER_LOAD = re.compile(r"\bcp\.async\.bulk\.tensor\.[1-5]d\.shared::cluster\.global((?:\.[\w:]+)*)")

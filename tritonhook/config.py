@@ -1,0 +1,193 @@
+"""Every tritonhook setting and environment variable, declared once (the model is Triton's `knobs.py`).
+
+Why one module: a setting that travels to child processes (the store, rename, TMA-scope fix, the A/B protocol) is
+written by one process and read by another, and when the name or the encoding lives in two places they drift.
+Here each variable is an `EnvVar` with its type, default and a docstring; modules read it with `VAR.get()` and
+write it with `VAR.encode(value)`; `scope()` sets variables for a block (or until `close()`) and puts back exactly
+what was there. `CaptureSettings` is the capture state a child process inherits: `from_env` / `to_env`.
+
+Thresholds and limits that shape results (preflight's warning, the A/B "no difference" floor, memwatch's sample
+caps) are declared here too, so a reader finds every tunable in one file.
+
+This module is the bottom layer: it imports nothing from tritonhook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Callable, Generic, Iterator, Mapping, MutableMapping, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvVar(Generic[T]):
+    """One environment variable: its name, how its text decodes, what an unset or empty one means."""
+
+    name: str
+    default: T
+    parse: Callable[[str], T] = str  # type: ignore[assignment]
+    doc: str = ""
+
+    def get(self, environ: Mapping[str, str] | None = None) -> T:
+        """The decoded value in `environ` (default os.environ); the default when unset or empty."""
+        raw = (os.environ if environ is None else environ).get(self.name)
+        return self.parse(raw) if raw else self.default
+
+    def is_set(self, environ: Mapping[str, str] | None = None) -> bool:
+        return bool((os.environ if environ is None else environ).get(self.name))
+
+    def encode(self, value: T | None) -> str:
+        """The text a child reads back as `value`; "" for None/False (empty means unset to `get`)."""
+        if value is None or value is False:
+            return ""
+        if value is True:
+            return "1"
+        return os.pathsep.join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def _flag(text: str) -> bool:
+    return text == "1"
+
+
+def _path_list(text: str) -> list[str]:
+    return [entry for entry in text.split(os.pathsep) if entry]
+
+
+# ----- tritonhook's own variables ---------------------------------------------------------------------------------
+STORE = EnvVar("TRITONHOOK_STORE", None, str,
+               "The store directory captures go to when none is given (default ./tritonhook-store).")
+ENABLE = EnvVar("TRITONHOOK_ENABLE", False, _flag,
+                "'1': a Python process started with tritonhook's sitecustomize enables capture when it imports Triton.")
+RENAME = EnvVar("TRITONHOOK_RENAME", None, str,
+                "The rename a child process applies in the PTX stage: a prefix, or ':strip' (`STRIP_VALUE`).")
+SELECT = EnvVar("TRITONHOOK_SELECT", None, str,
+                "Regex of the kernel names the rename applies to (unset: all kernels).")
+FIX_TMA_SCOPE = EnvVar("TRITONHOOK_FIX_TMA_SCOPE", False, _flag,
+                       "'1': a child process rewrites sm_12x TMA loads to CTA scope (tma_scope).")
+GPU = EnvVar("TRITONHOOK_GPU", None, str,
+             "The GPU the capture-time stack-reservation warning quotes (a preflight table name such as rtx5090), "
+             "when no GPU is visible or to override the visible one.")
+PTXAS = EnvVar("TRITONHOOK_PTXAS", [], _path_list,
+               "Extra ptxas binaries or directories holding one (os.pathsep-separated) for `ptxas` and `diff`.")
+STRIP_VALUE = ":strip"
+"""The value of TRITONHOOK_RENAME that means `tritonhook.STRIP` (remove 'cutlass' from names)."""
+
+# The A/B child protocol: the parent sets these for each child process it runs; `ab.bench` in the child reads them.
+AB_OUT = EnvVar("TRITONHOOK_AB_OUT", None, str, "JSON-lines file an A/B child appends its timing records to.")
+AB_VARIANT = EnvVar("TRITONHOOK_AB_VARIANT", None, str, "The A/B child's variant label ('plain', 'cutlass_', ...).")
+AB_ROUND = EnvVar("TRITONHOOK_AB_ROUND", 0, int, "The A/B child's round; outputs are saved in round 0 only.")
+AB_OUTPUTS = EnvVar("TRITONHOOK_AB_OUTPUTS", None, str,
+                    "Directory for the round-0 outputs of A/B children (the allclose check across processes).")
+
+# ----- variables of other tools that tritonhook reads or sets --------------------------------------------------------
+CUDA_HOME = EnvVar("CUDA_HOME", None, str, "A CUDA toolkit root; its bin/ is searched for ptxas and nvdisasm.")
+CUDA_PATH = EnvVar("CUDA_PATH", None, str, "Like CUDA_HOME (the name Windows installers and some images use).")
+CUDA_VISIBLE_DEVICES = EnvVar("CUDA_VISIBLE_DEVICES", "0", str,
+                              "Which GPU is device 0 for CUDA; NVML ignores it, so tritonhook maps it itself.")
+TRITON_PTXAS_PATH = EnvVar("TRITON_PTXAS_PATH", None, str, "Triton's override of the ptxas it runs (sm < 100).")
+TRITON_PTXAS_BLACKWELL_PATH = EnvVar("TRITON_PTXAS_BLACKWELL_PATH", None, str,
+                                     "Triton's override of the ptxas it runs for Blackwell targets.")
+CUTE_DSL_DUMP_DIR = EnvVar("CUTE_DSL_DUMP_DIR", None, str, "Where CuTe DSL writes the PTX/cubin it keeps.")
+CUTE_DSL_KEEP = EnvVar("CUTE_DSL_KEEP", "", str, "CuTe DSL 4.5+: comma-separated artifacts to keep (ptx,cubin).")
+CUTE_DSL_KEEP_PTX = EnvVar("CUTE_DSL_KEEP_PTX", False, _flag, "CuTe DSL 4.4: '1' keeps the PTX.")
+CUTE_DSL_KEEP_CUBIN = EnvVar("CUTE_DSL_KEEP_CUBIN", False, _flag, "CuTe DSL 4.4: '1' keeps the cubin.")
+PYTHONPATH = EnvVar("PYTHONPATH", [], _path_list, "Where tritonhook's sitecustomize is put first for child processes.")
+PATH = EnvVar("PATH", [], _path_list, "Searched for ptxas and nvdisasm; a recording ptxas wrapper goes first on it.")
+TRITON_OVERRIDES = (("triton ptxas", TRITON_PTXAS_PATH), ("triton ptxas-blackwell", TRITON_PTXAS_BLACKWELL_PATH))
+"""`find_ptxas` origin of each Triton-bundled ptxas, and the variable with which Triton lets a user replace it."""
+
+# ----- defaults, thresholds and limits ------------------------------------------------------------------------------
+DEFAULT_STORE = "tritonhook-store"
+"""The store directory when neither an argument nor $TRITONHOOK_STORE names one."""
+REPAIR_MIN_AGE_S = 60.0
+"""`Store.verify(repair=True)` leaves younger orphans and temp files: a writer may be mid-capture."""
+LS_DEFAULT_LIMIT = 50
+"""`tritonhook ls` shows the newest this many, like `git log -n`; a store can hold 100,000."""
+WARN_BYTES = 256 * 2**20
+"""Capture warns when a kernel's predicted stack reservation (low end) exceeds this on a GPU it can run on."""
+MIN_ROUNDS = 5
+"""A/B comparisons run at least this many rounds (fewer give no usable interval)."""
+DEFAULT_MIN_EFFECT = 0.005
+"""A/B differences below 0.5% are called "no difference" even when the interval excludes 1: that is the A/A noise
+floor `benchmarks/ab_noise.py` targets, and below it a difference says more about the machine than the kernel."""
+MAX_SNAPSHOTS = 20_000
+"""memwatch keeps at most this many hook snapshots; later ones are counted, not stored (before/after always kept)."""
+# The sampler's own limits (MAX_SAMPLES, PROCESS_SAMPLE_EVERY) stay in `_nvml_sampler.py`: it runs as a script in
+# a bare child interpreter and imports nothing from tritonhook.
+
+
+# ----- capture settings a child process inherits --------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class CaptureSettings:
+    """What `tritonhook run` / `enable()` hand to child processes: where to capture and which PTX rewrites to make.
+
+    `rename` is the encoded form (a prefix, or `STRIP_VALUE`); `rename.py` turns it into a `Rename`."""
+
+    store: str | None = None
+    enable: bool = False
+    rename: str | None = None
+    select: str | None = None
+    fix_tma_scope: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "CaptureSettings":
+        return cls(store=STORE.get(environ), enable=ENABLE.get(environ), rename=RENAME.get(environ),
+                   select=SELECT.get(environ), fix_tma_scope=FIX_TMA_SCOPE.get(environ))
+
+    def to_env(self) -> dict[str, str]:
+        """Every variable of these settings, as text (an unset setting is "" so that it overrides a parent's)."""
+        return {STORE.name: STORE.encode(self.store), ENABLE.name: ENABLE.encode(self.enable),
+                RENAME.name: RENAME.encode(self.rename), SELECT.name: SELECT.encode(self.select),
+                FIX_TMA_SCOPE.name: FIX_TMA_SCOPE.encode(self.fix_tma_scope)}
+
+
+def to_env(values: Mapping[EnvVar, object]) -> dict[str, str]:
+    """`{VAR: value}` -> `{name: text}`, each value encoded as its variable's `get` reads it back."""
+    return {var.name: var.encode(value) for var, value in values.items()}
+
+
+class scope:
+    """Set environment variables until the block ends (or `close()`), then put back exactly what was there.
+
+        with config.scope({"TRITONHOOK_STORE": "/tmp/s", "TRITONHOOK_ENABLE": "1"}):
+            ...
+
+    A value of None removes the variable for the duration. Usable without `with` (a capture session opens one at
+    `enable()` and closes it at `disable()`); closing twice is harmless."""
+
+    def __init__(self, values: Mapping[str, str | None], environ: MutableMapping[str, str] | None = None):
+        self._environ = os.environ if environ is None else environ
+        self._saved: dict[str, str | None] = {}
+        for key, value in values.items():
+            self._saved.setdefault(key, self._environ.get(key))
+            if value is None:
+                self._environ.pop(key, None)
+            else:
+                self._environ[key] = value
+
+    def close(self) -> None:
+        saved, self._saved = self._saved, {}
+        for key, value in saved.items():
+            if value is None:
+                self._environ.pop(key, None)
+            else:
+                self._environ[key] = value
+
+    def __enter__(self) -> "scope":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def store_path(explicit: str | os.PathLike | None = None, environ: Mapping[str, str] | None = None) -> Path:
+    """The store directory: `explicit`, else $TRITONHOOK_STORE, else ./tritonhook-store."""
+    return Path(explicit or STORE.get(environ) or DEFAULT_STORE)
+
+
+def declared() -> Iterator[EnvVar]:
+    """Every environment variable declared here (for documentation and `tritonhook --help`)."""
+    return (value for value in globals().values() if isinstance(value, EnvVar))
