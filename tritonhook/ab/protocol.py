@@ -12,13 +12,17 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from ..config import AB_OUT, AB_OUTPUTS, AB_ROUND, AB_VARIANT, to_env
 from ..errors import TritonhookError
 from .stats import median
 
-OUT_ENV = "TRITONHOOK_AB_OUT"          # JSON-lines file a child appends its records to
-VARIANT_ENV = "TRITONHOOK_AB_VARIANT"  # the child's variant label
-ROUND_ENV = "TRITONHOOK_AB_ROUND"      # the child's round (outputs are saved in round 0 only)
-OUTPUTS_ENV = "TRITONHOOK_AB_OUTPUTS"  # directory for round-0 outputs (allclose check across processes)
+OUT_ENV, VARIANT_ENV, ROUND_ENV, OUTPUTS_ENV = (var.name for var in (AB_OUT, AB_VARIANT, AB_ROUND, AB_OUTPUTS))
+"""The variables' names, as the old `tritonhook.ab` exported them."""
+
+
+def child_env(out: Path, variant: str, round_index: int, outputs: str) -> dict[str, str]:
+    """The variables the runner sets for one child: where it reports, which variant and round it is."""
+    return to_env({AB_OUT: out, AB_VARIANT: variant, AB_ROUND: round_index, AB_OUTPUTS: outputs})
 
 
 def record(name: str, ms: float, *, flops: float | None = None, output=None) -> dict:
@@ -27,15 +31,15 @@ def record(name: str, ms: float, *, flops: float | None = None, output=None) -> 
     `output` (a tensor) is what the variants' results are compared on: its sha256 is recorded, and in round 0
     the tensor itself is saved so the runner can fall back to allclose when the bits differ.
     """
-    entry = {"name": name, "ms": float(ms), "flops": flops, "variant": os.environ.get(VARIANT_ENV),
-             "round": int(os.environ.get(ROUND_ENV, "0")), "pid": os.getpid()}
+    entry = {"name": name, "ms": float(ms), "flops": flops, "variant": AB_VARIANT.get(), "round": AB_ROUND.get(),
+             "pid": os.getpid()}
     if output is not None:
         entry["output_sha256"] = _tensor_digest(output)
-        if os.environ.get(OUTPUTS_ENV) and entry["round"] == 0:
+        if AB_OUTPUTS.get() and entry["round"] == 0:
             import torch
 
-            torch.save(output.detach().cpu(), Path(os.environ[OUTPUTS_ENV]) / output_file(entry["variant"], name))
-    path = os.environ.get(OUT_ENV)
+            torch.save(output.detach().cpu(), Path(AB_OUTPUTS.get()) / output_file(entry["variant"], name))
+    path = AB_OUT.get()
     if path:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry) + "\n")

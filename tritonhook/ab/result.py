@@ -7,7 +7,7 @@ import dataclasses
 import time
 from typing import Sequence
 
-from .. import render
+from .. import format
 from ..errors import TritonhookError
 from .stats import DEFAULT_MIN_EFFECT, Summary, ratio_interval, summarize, verdict
 from .variants import Variant, parse_variants
@@ -120,7 +120,7 @@ class ABReport:
         return rows
 
     def __rich_console__(self, console, options):
-        yield render.table(("benchmark", "variant", "rounds", "median ms", "IQR", "TFLOPS", "time ratio [95% CI]",
+        yield format.table(("benchmark", "variant", "rounds", "median ms", "IQR", "TFLOPS", "time ratio [95% CI]",
                             "verdict", "outputs"), self.rows(),
                            title=f"A/B, {self.rounds} interleaved rounds (store id {self.ab_id})",
                            right_align=("rounds", "median ms", "IQR", "TFLOPS"))
@@ -128,10 +128,10 @@ class ABReport:
                         f"{k.get('spill_stores', '-')}/{k.get('spill_loads', '-')}", k.get("capmerc_size", "-"),
                         k.get("text_size", "-")) for label, kernels in self.kernels.items() for k in kernels]
         if kernel_rows:
-            yield render.table(("variant", "entry", "arch", "regs", "spill st/ld B", "capmerc B", ".text B"),
+            yield format.table(("variant", "entry", "arch", "regs", "spill st/ld B", "capmerc B", ".text B"),
                                kernel_rows, right_align=("regs", "spill st/ld B", "capmerc B", ".text B"))
         if self.sass_identical():
-            yield render.line("note: every variant built byte-identical SASS, so any difference measured here is "
+            yield format.line("note: every variant built byte-identical SASS, so any difference measured here is "
                               "noise (between processes it can exceed the interval: prefer ab.compare, which "
                               "alternates call by call)")
 
@@ -162,12 +162,12 @@ class SavedABResults:
                     rows.append((report.ab_id, when, bench.name, f"{variant.label} vs {bench.variants[0].label}",
                                  variant.interval(), variant.verdict, bench.correctness, same_sass))
         if not rows:
-            yield render.line("no A/B results")
+            yield format.line("no A/B results")
             return
-        yield render.table(("id", "time", "benchmark", "variants", "time ratio [95% CI]", "verdict", "outputs",
+        yield format.table(("id", "time", "benchmark", "variants", "time ratio [95% CI]", "verdict", "outputs",
                             "same SASS"), rows, right_align=("id",))
 
 
 def print_report(report: ABReport) -> None:
-    """Old name of `render.show(report)`."""
-    render.show(report)
+    """Old name of `format.show(report)`."""
+    format.show(report)

@@ -10,17 +10,15 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .. import render
+from .. import format
+from ..config import MIN_ROUNDS
 from ..errors import TritonhookError
 from ..rename import Selector, rename_env
-from .protocol import OUT_ENV, OUTPUTS_ENV, ROUND_ENV, VARIANT_ENV, collect, output_file, read_records
+from .protocol import child_env as protocol_env, collect, output_file, read_records
 from .result import ABReport, analyze
 from .stats import DEFAULT_MIN_EFFECT
 from .timing import bench_interleaved
 from .variants import PLAIN, Variant, parse_variants
-
-MIN_ROUNDS = 5
-
 
 # ----- correctness ------------------------------------------------------------------------------------------------
 def compare_outputs(outputs: dict[str, object], check, *, rtol: float = 1e-2, atol: float = 1e-2) -> str:
@@ -74,7 +72,7 @@ def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, "cutlass_"), 
             captures[variant.label] += active.capture_ids
 
     arms = [(functools.partial(variant_session, variant), run) for variant in parsed]
-    with render.progress(progress, rounds, "A/B") as step:
+    with format.progress(progress, rounds, "A/B") as step:
         for round_index in range(rounds):
             results = bench_interleaved(arms, inputs=inputs, warmup_ms=warmup_ms, rep_ms=rep_ms)
             for variant, result in zip(parsed, results):
@@ -100,14 +98,13 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
     records, pids = [], {v.label: set() for v in variants}
     last_before = store.last_id()  # the children's captures are the ones after it
     with tempfile.TemporaryDirectory(prefix="tritonhook-ab-") as scratch, \
-            render.progress(progress, rounds * len(variants), "A/B") as step:
+            format.progress(progress, rounds * len(variants), "A/B") as step:
         for round_index in range(rounds):
             for variant in variants:
                 out = Path(scratch) / f"round{round_index}-{len(records)}.jsonl"
                 env = {**child_env(store.path),
                        **rename_env(variant.rename, select if variant.rename is not None else None),
-                       OUT_ENV: str(out), VARIANT_ENV: variant.label, ROUND_ENV: str(round_index),
-                       OUTPUTS_ENV: scratch}
+                       **protocol_env(out, variant.label, round_index, scratch)}
                 reported = _run_child(command, env, out, f"round {round_index + 1}, variant {variant.label}")
                 records += reported
                 pids[variant.label].update(r["pid"] for r in reported)

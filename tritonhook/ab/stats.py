@@ -12,11 +12,8 @@ import math
 import random
 from typing import Sequence
 
+from ..config import DEFAULT_MIN_EFFECT
 from ..errors import TritonhookError
-
-DEFAULT_MIN_EFFECT = 0.005
-"""Differences below 0.5% are called "no difference" even when the interval excludes 1: that is the A/A noise
-floor `benchmarks/ab_noise.py` targets, and below it a difference says more about the machine than the kernel."""
 
 
 def quantile(values: Sequence[float], q: float) -> float:

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from .. import render
+from .. import format
 from ..errors import TritonhookError
 from ..format import bytes_exact, count
 from .attribution import Part, Snapshot, attribute, stack_growths, value_of
@@ -32,7 +32,7 @@ class KernelStats:
 
 @dataclasses.dataclass
 class MemwatchResult:
-    """Everything one watched region recorded; renders itself (`render.show`, `report()`), `to_json()` /
+    """Everything one watched region recorded; renders itself (`format.show`, `report()`), `to_json()` /
     `from_json()`, `plot()`."""
 
     device: DeviceInfo
@@ -95,13 +95,13 @@ class MemwatchResult:
         device = self.device
         rows = [(key.replace("_", " "), bytes_exact(value) if "limit" not in key else count(value))
                 for key, value in self.summary().items()]
-        yield render.table(("figure", "value"), rows, title=f"memwatch: device {device.ordinal} {device.name} "
+        yield format.table(("figure", "value"), rows, title=f"memwatch: device {device.ordinal} {device.name} "
                            f"({device.sms} SMs x {device.max_threads_per_sm} threads/SM)")
-        yield render.table(("part", "bytes", "formula", "detail"),
+        yield format.table(("part", "bytes", "formula", "detail"),
                            [(p.name, bytes_exact(p.bytes), p.formula, p.detail) for p in self.attribution()],
                            title="where the growth went (NVML used, after - before)", right_align=("bytes",))
         if self.kernels:
-            yield render.table(("kernel", "loads", "launches", "scratch/launch max", "scratch total", "in torch"),
+            yield format.table(("kernel", "loads", "launches", "scratch/launch max", "scratch total", "in torch"),
                                [(name, k.loads, k.launches, bytes_exact(k.scratch_bytes_max),
                                  bytes_exact(k.scratch_bytes_total), "-" if k.scratch_in_torch is None
                                  else str(k.scratch_in_torch).lower()) for name, k in self.kernels.items()],
@@ -110,7 +110,7 @@ class MemwatchResult:
 
     def report(self) -> None:
         """Print the tables (stdout) and the warnings (stderr)."""
-        render.show(self)
+        format.show(self)
 
     def plot(self, path: str | os.PathLike) -> Path:
         """A PNG (or any matplotlib format) of the timeline, with the stack-limit rises marked."""
@@ -177,11 +177,11 @@ class MemwatchComparison:
         return {name: result.to_json() for name, result in self.results.items()}
 
     def __rich_console__(self, console, options):
-        yield render.table(("figure", *self.results), compare_rows(self.results),
+        yield format.table(("figure", *self.results), compare_rows(self.results),
                            title="memwatch comparison (one process each)", right_align=tuple(self.results))
         for name, result in self.results.items():
             for growth in stack_growths(result.snapshots):
-                yield render.line(f"{name}: stack {growth.old} -> {growth.new} B/thread at {growth.where}")
+                yield format.line(f"{name}: stack {growth.old} -> {growth.new} B/thread at {growth.where}")
 
 
 def load_result(path: Path) -> MemwatchResult:

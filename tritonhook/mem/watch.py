@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..config import MAX_SNAPSHOTS
 from ..errors import TritonhookError
 from .attribution import Snapshot
 from .device import Gpu, torch_memory
@@ -17,8 +18,6 @@ from .result import KernelStats, MemwatchResult
 from .sampler import SamplerProcess
 from .scratch import ScratchRecorder
 
-MAX_SNAPSHOTS = 20_000
-"""Hook snapshots kept at most; later ones are counted, not stored (before/after are always kept)."""
 _TRACKED = ("used", "context", "stack", "printf_fifo", "malloc_heap", "torch_reserved", "scratch_live")
 """Fields whose change makes a launch/load snapshot worth keeping; unchanged pairs are only counted."""
 
