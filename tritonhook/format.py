@@ -125,11 +125,12 @@ def print_json(data: Any) -> None:
 
 
 def show(result, *, as_json: bool = False) -> None:
-    """Print a result: its `to_json()` as JSON, or the result itself through rich (and its warnings to stderr)."""
+    """Print a result: its `to_json()` as JSON, or the result itself through rich; the lines in its `warnings`
+    go to stderr (prefixed with its `warning_prefix` when it has one), so stdout holds the result alone."""
     if as_json:
         print_json(result.to_json())
         return
     console().print(result, crop=False)
+    prefix = getattr(result, "warning_prefix", "")
     for warning in getattr(result, "warnings", ()):
-        console(stderr=True).print(f"[yellow]{getattr(result, 'warning_prefix', 'warning')}:[/] {warning}")
-
+        console(stderr=True).print(f"[yellow]{prefix}:[/] {warning}" if prefix else line(warning))

@@ -21,7 +21,7 @@ import tempfile
 import time
 from typing import Iterable, Sequence
 
-from . import config
+from . import config, format
 from .cubin import Cubin, _triton_bin
 from .errors import TritonhookError
 
@@ -248,14 +248,12 @@ class PtxasMatrix:
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
-    def render(self) -> None:
+    def __rich_console__(self, console, options):
         """One row per build with the renamed/plain ratios on the renamed rows; a ptxas whose version another
         one shares is marked [n] and its path printed below; skipped ptxas are listed with ptxas's reason."""
-        from . import report
-
         names = self._ptxas_names()
         ratios = {(r.ptxas, r.renamed): r for r in self.ratios}
-        report.print_table(
+        yield format.table(
             ("ptxas", "build", "kernel", "cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time",
              "cubin ×", ".text ×", "capmerc ×"),
             [(names[r.ptxas], r.variant, r.kernel, f"{r.cubin_size:,}", f"{r.text_size:,}", f"{r.capmerc_size:,}",
@@ -266,9 +264,14 @@ class PtxasMatrix:
                          "capmerc ×"))
         for path, name in names.items():
             if name.endswith("]"):
-                print(f"{name.rsplit(' ', 1)[1]} {path}")
+                yield format.line(f"{name.rsplit(' ', 1)[1]} {path}")
         for skipped in self.skipped:
-            print(f"skipped ptxas {skipped.version} ({skipped.path}): too old for this PTX: {skipped.reason}")
+            yield format.line(f"skipped ptxas {skipped.version} ({skipped.path}): too old for this PTX: "
+                              f"{skipped.reason}")
+
+    def render(self) -> None:
+        """Old name of `format.show(matrix)`."""
+        format.show(self)
 
     def _ptxas_names(self) -> dict[str, str]:
         """path -> its version, with a [n] mark when two paths share that version."""
@@ -281,7 +284,7 @@ class PtxasMatrix:
 def _ratio_cells(ratio: MatrixRatio | None) -> tuple[str, str, str]:
     if ratio is None:
         return "", "", ""
-    return tuple("-" if value is None else f"{value:.2f}x" for value in (ratio.cubin, ratio.text, ratio.capmerc))
+    return tuple(format.times(value) for value in (ratio.cubin, ratio.text, ratio.capmerc))
 
 
 def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None = None, prefix: str = "cutlass_",
