@@ -37,9 +37,11 @@ def test_preflight_report_renders_itself_and_to_json(tma_cubin, tmp_path):
         path = tmp_path / "k.cubin"
         path.write_bytes(tma_cubin)
         symbols = subprocess.run(["readelf", "-sW", str(path)], capture_output=True, text=True).stdout
-        [kernel] = [line.split()[-1] for line in symbols.splitlines() if " FUNC " in line and "GLOBAL" in line]
+        [kernel] = [line.split()[-1] for line in symbols.splitlines()
+                    if " FUNC " in line and "GLOBAL" in line and not line.split()[-1].startswith("__cuda")]
         assert kernel in text
-    assert (", ".join(cubin.syscalls) or "-") in text and text.count("basis: ") == 1
+    assert (", ".join(cubin.syscalls) or "-") in text
+    assert text.count("basis: ") == len({p.prediction.basis for p in report.predictions}) > 0
     data = json.loads(json.dumps(report.to_json()))
     assert data and all(row["capture_id"] is None and row["specialization"] == "-" for row in data)
 
