@@ -25,7 +25,7 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 import triton  # noqa: E402
 
 import tritonhook  # noqa: E402
-from tritonhook import report  # noqa: E402
+from tritonhook import format, render  # noqa: E402
 from tritonhook.samples import SAMPLES, compile_sample  # noqa: E402
 
 TARGETS = (80, 90, 100, 120)
@@ -75,7 +75,7 @@ def measure(rounds: int, work: Path) -> dict:
 
 
 def print_result(result: dict) -> None:
-    report.print_table(
+    render.print_table(
         ("kernel", "target", "plain ms", "capture ms", "ratio"),
         [(r["kernel"], r["target"], f"{r['plain_s'] * 1e3:.1f}", f"{r['capture_s'] * 1e3:.1f}", f"{r['ratio']:.3f}")
          for r in result["rows"]],
@@ -84,7 +84,7 @@ def print_result(result: dict) -> None:
     total_ratio = result["total_capture_s"] / result["total_plain_s"]
     print(f"kernels: {result['kernels']}   median per-kernel ratio: {result['median_ratio']:.3f} "
           f"(spread {result['ratio_min']:.3f}..{result['ratio_max']:.3f})   total ratio: {total_ratio:.3f}   "
-          f"store: {report.human_bytes(int(result['store_bytes_per_kernel']))} per kernel   target: <= 1.03")
+          f"store: {format.human_bytes(int(result['store_bytes_per_kernel']))} per kernel   target: <= 1.03")
 
 
 def main() -> int:

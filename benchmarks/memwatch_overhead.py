@@ -26,7 +26,7 @@ import torch
 import triton
 
 import tritonhook
-from tritonhook import ab, report
+from tritonhook import ab, render
 from tritonhook.samples import add_kernel
 
 N = 4096
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     except OSError as exc:
         print(f"memwatch_overhead: cannot write {args.out} ({exc.strerror or exc})", file=sys.stderr)
         return 2
-    report.print_table(("arm", "loop ms (median)", "us/launch", "IQR", "time ratio vs plain", "95% interval",
+    render.print_table(("arm", "loop ms (median)", "us/launch", "IQR", "time ratio vs plain", "95% interval",
                         "process CPU / wall"), rows,
                        title=f"memwatch overhead on {device}: {args.launches} launches x {args.rounds} rounds; "
                              f"sampler CPU {sampler_cpu * 100:+.1f}% of a core; target sampler ratio <= 1.02")

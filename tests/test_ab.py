@@ -165,6 +165,8 @@ def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_capt
     assert "compile_add" in listed.stdout and bench["variants"][1]["verdict"] in listed.stdout
     as_json = tritonhook_ab(store_path, "--list", "--json")
     assert [r["id"] for r in json.loads(as_json.stdout)] == [result["ab_id"]]
+    # the store's record reads back through the result type, to the report the run printed
+    assert ab.ABReport.from_json(saved).to_json() == result
 
 
 def test_ab_cli_one_line_errors(tmp_path, store_path):

@@ -10,7 +10,7 @@ region's end state) and prints one JSON document: samples `[t, used, reserved, p
 seconds since `T0` on the shared monotonic clock (`time.perf_counter` is CLOCK_MONOTONIC on Linux), the interval
 actually used, whether NVML lists processes, and the error that stopped sampling, if any.
 
-This file imports nothing from tritonhook (it starts by path, in ~0.1 s); `memwatch._Gpu` uses `NvmlDevice` too.
+This file imports nothing from tritonhook (it starts by path, in ~0.1 s); `mem.device.Gpu` uses `NvmlDevice` too.
 """
 
 from __future__ import annotations

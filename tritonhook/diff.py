@@ -19,11 +19,12 @@ import re
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import ptx as _ptx, report
+from . import format, ptx as _ptx
 from ._triton import triton_ptxas
 from .cubin import (Cubin, Instruction, disassemble, fatbin_cubins, is_fatbin, normalized_sass, opcode_histogram,
                     read_input)
 from .errors import TritonhookError
+from .format import count, delta, share, size_ratio
 from .rename import DEFAULT_PREFIX
 from .tools import assemble, ptxas_version
 
@@ -148,6 +149,9 @@ class CubinDiff:
     histogram: list[tuple[str, int, int]] | None  # (opcode, count a, count b), largest change first
     sass_diff: list[str] | None
     sass_identical: bool | None  # None without disassembly; True only when every function's SASS matches
+
+    def __rich_console__(self, console, options):
+        yield from _renderables(self)
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
@@ -296,62 +300,47 @@ def _same_sass(sass_a: dict, sass_b: dict) -> bool:
 
 # ----- presentation ----------------------------------------------------------------------------------------------
 def render(diff: CubinDiff) -> None:
+    """Old name of `format.show(diff)` (the diff renders itself)."""
+    format.show(diff)
+
+
+def _renderables(diff: CubinDiff):
     """Tables for people (rich), in the order one reads a diff: what, where, how much, which instructions."""
     if diff.identical:
-        print(f"identical: {diff.label_a} and {diff.label_b} are the same cubin ({diff.header_a})")
+        yield format.line(f"identical: {diff.label_a} and {diff.label_b} are the same cubin ({diff.header_a})")
         return
-    print(f"A: {diff.label_a} [{diff.header_a}]\nB: {diff.label_b} [{diff.header_b}]")
+    yield format.line(f"A: {diff.label_a} [{diff.header_a}]")
+    yield format.line(f"B: {diff.label_b} [{diff.header_b}]")
     total_a, total_b = diff.section_total
-    report.print_table(("section", "size A", "size B", "Δ", "share of Δ", "ratio", "changed"),
-                       [*([_section_name(r), _num(r.size_a), _num(r.size_b), _delta(r.size_a or 0, r.size_b or 0),
-                           _share(r.share), _ratio(r.size_a, r.size_b), "yes" if r.changed else ""]
+    yield format.table(("section", "size A", "size B", "Δ", "share of Δ", "ratio", "changed"),
+                       [*([_section_name(r), count(r.size_a), count(r.size_b), delta(r.size_a or 0, r.size_b or 0),
+                           share(r.share), size_ratio(r.size_a, r.size_b), "yes" if r.changed else ""]
                           for r in diff.sections),
-                        ["total (bytes in the file)", _num(total_a), _num(total_b), _delta(total_a, total_b),
-                         "100.0%" if total_a != total_b else "", _ratio(total_a, total_b), ""]],
+                        ["total (bytes in the file)", count(total_a), count(total_b), delta(total_a, total_b),
+                         "100.0%" if total_a != total_b else "", size_ratio(total_a, total_b), ""]],
                        title="sections", right_align=("size A", "size B", "Δ", "share of Δ", "ratio"))
     for row in diff.kernels:
         title = row.name_a if row.name_a == row.name_b else f"{row.name_a} -> {row.name_b}"
-        report.print_table(("resource", "A", "B", "Δ"),
-                           [(metric, _num(va), _num(vb), _delta(va, vb)) for metric, (va, vb) in row.metrics.items()],
+        yield format.table(("resource", "A", "B", "Δ"),
+                           [(metric, count(va), count(vb), delta(va, vb)) for metric, (va, vb) in row.metrics.items()],
                            title=f"kernel {title}" + ("" if row.paired_by in ("same name", "name modulo prefix")
                                                       else f" (paired: {row.paired_by})"),
                            right_align=("A", "B", "Δ"))
     for side, names in (("A", diff.only_a), ("B", diff.only_b)):
         if names:
-            print(f"only in {side}: {', '.join(names)} (compare with --pair A_NAME=B_NAME)")
+            yield format.line(f"only in {side}: {', '.join(names)} (compare with --pair A_NAME=B_NAME)")
     if diff.histogram is None:
-        print("(opcode histogram and SASS diff: pass --sass, which runs nvdisasm)")
+        yield format.line("(opcode histogram and SASS diff: pass --sass, which runs nvdisasm)")
         return
-    report.print_table(("opcode", "A", "B", "Δ"), [(op, ca, cb, f"{cb - ca:+d}") for op, ca, cb in diff.histogram],
+    yield format.table(("opcode", "A", "B", "Δ"), [(op, ca, cb, f"{cb - ca:+d}") for op, ca, cb in diff.histogram],
                        title="opcode histogram (changed, largest first)", right_align=("A", "B", "Δ"))
-    if diff.sass_diff:
-        print("\n".join(diff.sass_diff))
-    print("normalized SASS: identical" if diff.sass_identical else
-          "normalized SASS: differs" + ("" if diff.sass_diff else
-                                        " (outside the paired kernels: see the histogram and the unpaired kernels)"))
+    yield from map(format.line, diff.sass_diff)
+    yield format.line("normalized SASS: identical" if diff.sass_identical else
+                      "normalized SASS: differs" + ("" if diff.sass_diff else " (outside the paired kernels: see the "
+                                                    "histogram and the unpaired kernels)"))
 
 
 def _section_name(row: SectionRow) -> str:
     both = row.name_a and row.name_b and row.name_a != row.name_b
     name = f"{row.name_a} -> {row.name_b}" if both else row.name_a or row.name_b
     return name if row.in_file else f"{name} (no file bytes)"
-
-
-def _num(value) -> str:
-    return "-" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
-
-
-def _delta(a, b) -> str:
-    if not isinstance(a, int) or not isinstance(b, int):
-        return ""
-    return f"{b - a:+,}" if b != a else "0"
-
-
-def _share(share: float | None) -> str:
-    return "" if share is None else f"{share:.1%}"
-
-
-def _ratio(a, b) -> str:
-    if not a or b is None:
-        return ""
-    return f"{b / a:.2f}x"

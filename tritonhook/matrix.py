@@ -11,7 +11,7 @@ import dataclasses
 import re
 from typing import Sequence
 
-from . import ptx as _ptx, report
+from . import format, ptx as _ptx
 from .cubin import Cubin
 from .errors import TritonhookError
 from .rename import prefixer, rename_ptx
@@ -77,12 +77,12 @@ class PtxasMatrix:
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
-    def render(self) -> None:
+    def __rich_console__(self, console, options):
         """One row per build with the renamed/plain ratios on the renamed rows; a ptxas whose version another
         one shares is marked [n] and its path printed below; skipped ptxas are listed with ptxas's reason."""
         names = self._ptxas_names()
         ratios = {(r.ptxas, r.renamed): r for r in self.ratios}
-        report.print_table(
+        yield format.table(
             ("ptxas", "build", "kernel", "cubin", ".text", ".nv.capmerc", "regs", "spill st/ld", "time",
              "cubin ×", ".text ×", "capmerc ×"),
             [(names[r.ptxas], r.variant, r.kernel, f"{r.cubin_size:,}", f"{r.text_size:,}", f"{r.capmerc_size:,}",
@@ -93,9 +93,14 @@ class PtxasMatrix:
                          "capmerc ×"))
         for path, name in names.items():
             if name.endswith("]"):
-                print(f"{name.rsplit(' ', 1)[1]} {path}")
+                yield format.line(f"{name.rsplit(' ', 1)[1]} {path}")
         for skipped in self.skipped:
-            print(f"skipped ptxas {skipped.version} ({skipped.path}): too old for this PTX: {skipped.reason}")
+            yield format.line(f"skipped ptxas {skipped.version} ({skipped.path}): too old for this PTX: "
+                              f"{skipped.reason}")
+
+    def render(self) -> None:
+        """Old name of `format.show(matrix)`."""
+        format.show(self)
 
     def _ptxas_names(self) -> dict[str, str]:
         """path -> its version, with a [n] mark when two paths share that version."""
@@ -108,7 +113,7 @@ class PtxasMatrix:
 def _ratio_cells(ratio: MatrixRatio | None) -> tuple[str, str, str]:
     if ratio is None:
         return "", "", ""
-    return tuple("-" if value is None else f"{value:.2f}x" for value in (ratio.cubin, ratio.text, ratio.capmerc))
+    return tuple(format.times(value) for value in (ratio.cubin, ratio.text, ratio.capmerc))
 
 
 def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None = None, prefix: str = "cutlass_",

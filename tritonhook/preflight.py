@@ -21,11 +21,11 @@ import sys
 import warnings
 from typing import Callable, Iterable
 
-from . import config
+from . import config, format
 from .config import WARN_BYTES
 from .cubin import Cubin
 from .errors import TritonhookError
-from .report import human_bytes
+from .format import human_bytes
 
 DEFAULT_STACK_LIMIT = 1024
 """CU_LIMIT_STACK_SIZE of a fresh context (measured on the H200, docs/notes.md §1.2); the reservation counts above it."""
@@ -245,6 +245,39 @@ def table_row(prediction: Prediction) -> tuple[str, ...]:
         f"{human_bytes(prediction.reserve_low)}-{human_bytes(prediction.reserve_high)}"
     return (prediction.kernel, prediction.arch, gpu, ", ".join(prediction.syscalls) or "-",
             f"{prediction.ptxas_stack:,}", limit, reserve)
+
+
+@dataclasses.dataclass(frozen=True)
+class SourcedPrediction:
+    """A prediction and where its cubin came from: a capture (id, specialization) or a file (None, None)."""
+
+    capture_id: int | None
+    specialization: str | None
+    prediction: Prediction
+
+
+@dataclasses.dataclass
+class PreflightReport:
+    """`tritonhook preflight`'s result: a table with the basis of each prediction below it, or JSON."""
+
+    predictions: list[SourcedPrediction]
+
+    def to_json(self) -> list[dict]:
+        return [{**p.prediction.to_json(), "capture_id": p.capture_id, "specialization": p.specialization or "-"}
+                for p in self.predictions]
+
+    def __rich_console__(self, console, options):
+        rows = []
+        for sourced in self.predictions:
+            kernel, *rest = table_row(sourced.prediction)
+            rows.append(("-" if sourced.capture_id is None else sourced.capture_id, kernel,
+                         sourced.specialization or "-", *rest))
+        yield format.table(("capture", "kernel", "specialization", "arch", "GPU", "driver calls", "ptxas stack",
+                            "predicted limit", "reserve"), rows,
+                           title="preflight: predicted stack reservation (a prediction; see the basis below)",
+                           right_align=("capture", "ptxas stack", "predicted limit", "reserve"))
+        for basis in dict.fromkeys(p.prediction.basis for p in self.predictions):
+            yield format.line(f"basis: {basis}")
 
 
 # ----- capture-time check ---------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from . import config, report
+from . import config, format
 from .config import DEFAULT_STORE, REPAIR_MIN_AGE_S
 from .errors import TritonhookError
 
@@ -521,7 +521,7 @@ class Store:
 @dataclasses.dataclass
 class VerifyReport:
     """What `Store.verify` found, and removed with `repair=True`. Paths are blob files; `missing` lists the
-    rows whose blob is gone. Renders itself as a table (`render`) or JSON (`to_json`)."""
+    rows whose blob is gone. Renders itself (rich: `format.show`) or to JSON (`to_json`)."""
 
     store: str
     blobs_checked: int
@@ -540,15 +540,19 @@ class VerifyReport:
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "ok": self.ok}
 
-    def render(self) -> None:
+    def __rich_console__(self, console, options):
         missing = [f"capture {m['capture_id']} {m['stage']} {m['sha256'][:16]}" for m in self.missing]
         checks = [("corrupt blobs (hash mismatch)", self.corrupt), ("unreadable blobs", self.unreadable),
                   ("rows whose blob is missing", missing), ("orphan blobs (no row)", self.orphans),
                   ("temporary files", self.temporary), ("removed", self.removed)]
-        report.print_table(("check", "count", "first"), [(name, len(items), items[0] if items else "-")
-                                                  for name, items in checks],
-                    title=f"{self.store}: {self.blobs_checked} blobs checked, "
-                          f"{'all good' if self.ok else 'PROBLEMS'}", right_align=("count",))
+        yield format.table(("check", "count", "first"), [(name, len(items), items[0] if items else "-")
+                                                         for name, items in checks],
+                           title=f"{self.store}: {self.blobs_checked} blobs checked, "
+                                 f"{'all good' if self.ok else 'PROBLEMS'}", right_align=("count",))
+
+    def render(self) -> None:
+        """Old name of `format.show(report)`."""
+        format.show(self)
 
 
 def _dumps(value) -> str:

@@ -1,0 +1,91 @@
+"""The A/B child protocol: what a benchmark script reports (`record`) and how the runner reads it back.
+
+Under `tritonhook ab` each child gets its variant, round and output files through the environment; it appends
+one JSON line per timing to the file named there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Iterable
+
+from ..config import AB_OUT, AB_OUTPUTS, AB_ROUND, AB_VARIANT, to_env
+from ..errors import TritonhookError
+from .stats import median
+
+OUT_ENV, VARIANT_ENV, ROUND_ENV, OUTPUTS_ENV = (var.name for var in (AB_OUT, AB_VARIANT, AB_ROUND, AB_OUTPUTS))
+"""The variables' names, as the old `tritonhook.ab` exported them."""
+
+
+def child_env(out: Path, variant: str, round_index: int, outputs: str) -> dict[str, str]:
+    """The variables the runner sets for one child: where it reports, which variant and round it is."""
+    return to_env({AB_OUT: out, AB_VARIANT: variant, AB_ROUND: round_index, AB_OUTPUTS: outputs})
+
+
+def record(name: str, ms: float, *, flops: float | None = None, output=None) -> dict:
+    """Report one timing. Under `tritonhook ab` it goes to the runner; outside, it is printed.
+
+    `output` (a tensor) is what the variants' results are compared on: its sha256 is recorded, and in round 0
+    the tensor itself is saved so the runner can fall back to allclose when the bits differ.
+    """
+    entry = {"name": name, "ms": float(ms), "flops": flops, "variant": AB_VARIANT.get(), "round": AB_ROUND.get(),
+             "pid": os.getpid()}
+    if output is not None:
+        entry["output_sha256"] = _tensor_digest(output)
+        if AB_OUTPUTS.get() and entry["round"] == 0:
+            import torch
+
+            torch.save(output.detach().cpu(), Path(AB_OUTPUTS.get()) / output_file(entry["variant"], name))
+    path = AB_OUT.get()
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
+    else:
+        print(f"tritonhook.ab.record: {name} {ms:.4f} ms")
+    return entry
+
+
+def _tensor_digest(tensor) -> str:
+    """sha256 of the tensor's bytes (read through ctypes: torch does not require numpy)."""
+    import ctypes
+
+    host = tensor.detach().contiguous().cpu()
+    return hashlib.sha256(ctypes.string_at(host.data_ptr(), host.numel() * host.element_size())).hexdigest()
+
+
+def output_file(variant: str | None, name: str) -> str:
+    return hashlib.sha256(f"{variant}\0{name}".encode()).hexdigest()[:24] + ".pt"
+
+
+def read_records(path: Path) -> list[dict]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    try:
+        return [json.loads(line) for line in lines if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise TritonhookError(f"{path}: a timing record is not JSON ({exc})") from None
+
+
+def collect(records: Iterable[dict]) -> dict[str, tuple[dict[str, list[float]], float | None, dict[str, set]]]:
+    """Per benchmark name: ({variant: one median per round}, flops, {variant: output digests})."""
+    grouped: dict[str, dict[tuple[str, int], list[float]]] = {}
+    flops: dict[str, float | None] = {}
+    digests: dict[str, dict[str, set]] = {}
+    for entry in records:
+        grouped.setdefault(entry["name"], {}).setdefault((entry["variant"], entry["round"]), []).append(entry["ms"])
+        flops[entry["name"]] = entry.get("flops") or flops.get(entry["name"])
+        if entry.get("output_sha256"):
+            digests.setdefault(entry["name"], {}).setdefault(entry["variant"], set()).add(entry["output_sha256"])
+    result = {}
+    for name, runs in grouped.items():
+        samples: dict[str, list[float]] = {}
+        for (variant, _round), values in sorted(runs.items(), key=lambda item: item[0][1]):
+            samples.setdefault(variant, []).append(median(values))
+        result[name] = (samples, flops[name], digests.get(name, {}))
+    return result
+

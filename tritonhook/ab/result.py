@@ -1,0 +1,173 @@
+"""A/B results: per-benchmark statistics (`analyze`) and `ABReport`, which renders itself and reads back from
+the JSON the store keeps (`from_json`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Sequence
+
+from .. import format
+from ..errors import TritonhookError
+from .stats import DEFAULT_MIN_EFFECT, Summary, ratio_interval, summarize, verdict
+from .variants import Variant, parse_variants
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantResult:
+    label: str
+    rename: str
+    summary: Summary
+    samples_ms: list[float]
+    tflops: float | None
+    ratio: float | None = None     # median time / the baseline's; < 1 is faster
+    ci_low: float | None = None
+    ci_high: float | None = None
+    verdict: str = "baseline"
+
+    def interval(self) -> str:
+        """"0.9876 [0.9801, 0.9950]": the time ratio and its 95% interval; "-" for the baseline."""
+        if self.ratio is None:
+            return "-"
+        return f"{self.ratio:.4f} [{self.ci_low:.4f}, {self.ci_high:.4f}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchmarkResult:
+    name: str
+    flops: float | None
+    correctness: str              # "bitwise", "allclose", "MISMATCH", "not checked"
+    variants: list[VariantResult]
+
+
+def analyze(name: str, samples: dict[str, list[float]], variants: Sequence[Variant], *, flops: float | None,
+            correctness: str, min_effect: float = DEFAULT_MIN_EFFECT) -> BenchmarkResult:
+    """One benchmark's per-variant statistics; the first variant is the baseline."""
+    missing = [v.label for v in variants if not samples.get(v.label)]
+    if missing:
+        raise TritonhookError(f"benchmark {name!r}: no timings for variant(s) {', '.join(missing)}")
+    base = samples[variants[0].label]
+    results = []
+    for index, variant in enumerate(variants):
+        own = samples[variant.label]
+        summary = summarize(own)
+        tflops = flops / (summary.median_ms * 1e-3) / 1e12 if flops else None
+        result = VariantResult(variant.label, variant.describe(), summary, list(own), tflops)
+        if index:
+            ratio, low, high = ratio_interval(base, own)
+            result = dataclasses.replace(result, ratio=ratio, ci_low=low, ci_high=high,
+                                         verdict=verdict(ratio, low, high, min_effect))
+        results.append(result)
+    return BenchmarkResult(name, flops, correctness, results)
+
+
+@dataclasses.dataclass
+class ABReport:
+    benchmarks: list[BenchmarkResult]
+    variants: list[Variant]
+    rounds: int
+    select: str | None
+    command: list[str] | None
+    kernels: dict[str, list[dict]]   # variant label -> cubin summaries of the kernels it built
+    min_effect: float = DEFAULT_MIN_EFFECT
+    ab_id: int | None = None          # id in the store
+
+    def to_json(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["variants"] = [{"label": v.label, "rename": v.describe()} for v in self.variants]
+        data["sass_identical"] = self.sass_identical()
+        for bench_data, bench in zip(data["benchmarks"], self.benchmarks):
+            for variant_data, variant in zip(bench_data["variants"], bench.variants):
+                variant_data["summary"]["spread_pct"] = variant.summary.spread_pct
+        return data
+
+    def sass_identical(self) -> bool | None:
+        """True when every variant built byte-identical SASS (`.text`) for every kernel: then no measured
+        difference can come from the code, only from noise. None when the cubins were not summarized."""
+        hashes = {label: {k.get("text_sha256") for k in kernels} for label, kernels in self.kernels.items()}
+        if not hashes or any(not h or None in h for h in hashes.values()):
+            return None
+        return len({frozenset(h) for h in hashes.values()}) == 1
+
+    def benchmark(self, name: str) -> BenchmarkResult:
+        for bench in self.benchmarks:
+            if bench.name == name:
+                return bench
+        raise TritonhookError(f"no benchmark {name!r} in this A/B report "
+                              f"(have: {', '.join(b.name for b in self.benchmarks)})")
+
+    @classmethod
+    def from_json(cls, data: dict, *, source: str = "A/B result") -> "ABReport":
+        """The report `to_json` wrote (as the store keeps it); `ab_id` from the store's `id` when it has one."""
+        try:
+            benchmarks = [BenchmarkResult(b["name"], b["flops"], b["correctness"],
+                                          [_variant_result(v) for v in b["variants"]]) for b in data["benchmarks"]]
+            variants = parse_variants([v["label"].split("#")[0] for v in data["variants"]])
+            return cls(benchmarks, variants, data["rounds"], data["select"], data["command"], data["kernels"],
+                       data.get("min_effect", DEFAULT_MIN_EFFECT), data.get("id", data.get("ab_id")))
+        except (KeyError, TypeError, IndexError) as exc:
+            raise TritonhookError(f"{source}: malformed A/B result ({type(exc).__name__}: {exc})") from None
+
+    def rows(self) -> list[tuple]:
+        """Table rows: one per benchmark and variant."""
+        rows = []
+        for bench in self.benchmarks:
+            for variant in bench.variants:
+                s = variant.summary
+                rows.append((bench.name, variant.label, s.n, f"{s.median_ms:.4f}", f"{s.spread_pct:.2f}%",
+                             "-" if variant.tflops is None else f"{variant.tflops:.1f}", variant.interval(),
+                             variant.verdict, bench.correctness))
+        return rows
+
+    def __rich_console__(self, console, options):
+        yield format.table(("benchmark", "variant", "rounds", "median ms", "IQR", "TFLOPS", "time ratio [95% CI]",
+                            "verdict", "outputs"), self.rows(),
+                           title=f"A/B, {self.rounds} interleaved rounds (store id {self.ab_id})",
+                           right_align=("rounds", "median ms", "IQR", "TFLOPS"))
+        kernel_rows = [(label, k["entry"], k["arch"], k.get("registers", "-"),
+                        f"{k.get('spill_stores', '-')}/{k.get('spill_loads', '-')}", k.get("capmerc_size", "-"),
+                        k.get("text_size", "-")) for label, kernels in self.kernels.items() for k in kernels]
+        if kernel_rows:
+            yield format.table(("variant", "entry", "arch", "regs", "spill st/ld B", "capmerc B", ".text B"),
+                               kernel_rows, right_align=("regs", "spill st/ld B", "capmerc B", ".text B"))
+        if self.sass_identical():
+            yield format.line("note: every variant built byte-identical SASS, so any difference measured here is "
+                              "noise (between processes it can exceed the interval: prefer ab.compare, which "
+                              "alternates call by call)")
+
+
+def _variant_result(data: dict) -> VariantResult:
+    summary = {k: v for k, v in data["summary"].items() if k != "spread_pct"}  # a property, written for readers
+    return VariantResult(**{**data, "summary": Summary(**summary)})
+
+
+@dataclasses.dataclass
+class SavedABResults:
+    """The A/B results a store holds (`tritonhook ab --list`): one row per benchmark and compared variant, with
+    the captures each links. JSON: the records as the store returns them."""
+
+    records: list[dict]
+
+    def to_json(self) -> list[dict]:
+        return self.records
+
+    def __rich_console__(self, console, options):
+        rows = []
+        for record in self.records:
+            report = ABReport.from_json(record, source=f"A/B result {record.get('id')}")
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record["created"]))
+            same_sass = {True: "yes", False: "no"}.get(record.get("sass_identical"), "-")
+            for bench in report.benchmarks:
+                for variant in bench.variants[1:]:
+                    rows.append((report.ab_id, when, bench.name, f"{variant.label} vs {bench.variants[0].label}",
+                                 variant.interval(), variant.verdict, bench.correctness, same_sass))
+        if not rows:
+            yield format.line("no A/B results")
+            return
+        yield format.table(("id", "time", "benchmark", "variants", "time ratio [95% CI]", "verdict", "outputs",
+                            "same SASS"), rows, right_align=("id",))
+
+
+def print_report(report: ABReport) -> None:
+    """Old name of `format.show(report)`."""
+    format.show(report)

@@ -1,0 +1,194 @@
+"""Running an A/B comparison: in this process (`compare`) or in fresh processes per variant and round
+(`run_interleaved`, what `tritonhook ab` runs); both save the report in the store, linked to the captures."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from .. import format
+from ..config import MIN_ROUNDS
+from ..errors import TritonhookError
+from ..rename import Selector, rename_env
+from .protocol import child_env as protocol_env, collect, output_file, read_records
+from .result import ABReport, analyze
+from .stats import DEFAULT_MIN_EFFECT
+from .timing import bench_interleaved
+from .variants import PLAIN, Variant, parse_variants
+
+# ----- correctness ------------------------------------------------------------------------------------------------
+def compare_outputs(outputs: dict[str, object], check, *, rtol: float = 1e-2, atol: float = 1e-2) -> str:
+    """Compare every variant's output with the first one's: "bitwise" when all are identical, "allclose" when
+    `check` allows tolerance and all are close, else "MISMATCH"; "not checked" without outputs or `check`."""
+    values = [v for v in outputs.values() if v is not None]
+    if check is None or len(values) < 2:
+        return "not checked"
+    import torch
+
+    base, others = values[0], values[1:]
+    if callable(check):
+        return "check passed" if all(check(base, other) for other in others) else "MISMATCH"
+    if check not in ("bitwise", "allclose"):
+        raise TritonhookError(f"check={check!r}: use 'bitwise', 'allclose', a callable (a, b) -> bool, or None")
+    if all(torch.equal(base, other) for other in others):
+        return "bitwise"
+    if check == "allclose" and all(torch.allclose(base.float(), other.float(), rtol=rtol, atol=atol)
+                                   for other in others):
+        return "allclose"
+    return "MISMATCH"
+
+
+# ----- in one process -----------------------------------------------------------------------------------------------
+def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, "cutlass_"), *, flops: float | None = None,
+            check="allclose", inputs: Sequence = (), rounds: int = 10, select: Selector = None, store=None,
+            name: str | None = None, warmup_ms: float = 25.0, rep_ms: float = 100.0,
+            min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = True) -> ABReport:
+    """Time `run(*inputs)` under each variant, `rounds` times interleaved, in this process.
+
+    `run` launches the workload and returns its output (compared with `check`). Every build is captured into
+    `store`, and the report is saved there, linked to those captures.
+    """
+    from .. import ptx_capture
+    from ..store import Store
+
+    if ptx_capture.active_session() is not None:
+        raise TritonhookError("ab.compare() enables each variant itself: call tritonhook.disable() first")
+    parsed = parse_variants(variants)
+    opened = store if isinstance(store, Store) else Store(store)
+    samples = {v.label: [] for v in parsed}
+    outputs, captures = {}, {v.label: [] for v in parsed}
+    label = name or getattr(run, "__name__", "run")
+
+    @contextlib.contextmanager
+    def variant_session(variant: Variant):
+        """The capture session of one variant; the ids it captures are kept for the report."""
+        with ptx_capture.session(opened, subprocesses=False, rename=variant.rename,
+                                 select=select if variant.rename is not None else None) as active:
+            yield
+            captures[variant.label] += active.capture_ids
+
+    arms = [(functools.partial(variant_session, variant), run) for variant in parsed]
+    with format.progress(progress, rounds, "A/B") as step:
+        for round_index in range(rounds):
+            results = bench_interleaved(arms, inputs=inputs, warmup_ms=warmup_ms, rep_ms=rep_ms)
+            for variant, result in zip(parsed, results):
+                samples[variant.label].append(result.median_ms)
+                outputs.setdefault(variant.label, result.output)
+            step(f"round {round_index + 1}/{rounds}")
+    benchmark = analyze(label, samples, parsed, flops=flops, correctness=compare_outputs(outputs, check),
+                        min_effect=min_effect)
+    return _finish(opened, [benchmark], parsed, rounds, select, None, captures, min_effect)
+
+
+
+# ----- in fresh processes (the CLI) -----------------------------------------------------------------------------
+def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: int, store, select: str | None,
+                    check: str | None = "allclose", min_effect: float = DEFAULT_MIN_EFFECT,
+                    progress: bool = True) -> ABReport:
+    """Run `command` once per variant per round (A B A B ...), each in a fresh process, and analyse the timings
+    it reports. Each child captures into `store` with its variant's rename."""
+    from ..ptx_capture import child_env
+
+    if rounds < MIN_ROUNDS:
+        raise TritonhookError(f"--rounds {rounds}: use at least {MIN_ROUNDS} so the interval means something")
+    records, pids = [], {v.label: set() for v in variants}
+    last_before = store.last_id()  # the children's captures are the ones after it
+    with tempfile.TemporaryDirectory(prefix="tritonhook-ab-") as scratch, \
+            format.progress(progress, rounds * len(variants), "A/B") as step:
+        for round_index in range(rounds):
+            for variant in variants:
+                out = Path(scratch) / f"round{round_index}-{len(records)}.jsonl"
+                env = {**child_env(store.path),
+                       **rename_env(variant.rename, select if variant.rename is not None else None),
+                       **protocol_env(out, variant.label, round_index, scratch)}
+                reported = _run_child(command, env, out, f"round {round_index + 1}, variant {variant.label}")
+                records += reported
+                pids[variant.label].update(r["pid"] for r in reported)
+                step(f"round {round_index + 1}/{rounds} {variant.label}")
+        benchmarks = [analyze(name, samples, variants, flops=flops,
+                              correctness=_check_across_processes(name, by_variant, variants, scratch, check),
+                              min_effect=min_effect)
+                      for name, (samples, flops, by_variant) in collect(records).items()]
+    written = store.captures(after=last_before)
+    captures = {label: [c.id for c in written if c.pid in ids] for label, ids in pids.items()}
+    return _finish(store, benchmarks, variants, rounds, select, command, captures, min_effect)
+
+
+def _run_child(command: list[str], env: dict, out: Path, where: str) -> list[dict]:
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise TritonhookError(f"{command[0]}: command not found") from None
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        raise TritonhookError(f"{' '.join(command)}: exited with status {done.returncode} ({where}): {tail[0]}")
+    reported = read_records(out)
+    if not reported:
+        raise TritonhookError(f"{' '.join(command)}: reported no timings ({where}); time with "
+                              f"tritonhook.ab.bench(fn, name=...) or report with tritonhook.ab.record(name, ms)")
+    return reported
+
+
+def _check_across_processes(name: str, digests: dict[str, set], variants: Sequence[Variant], scratch: str,
+                            check) -> str:
+    if check is None or len(digests) < len(variants):
+        return "not checked"
+    if len(set().union(*digests.values())) == 1:
+        return "bitwise"
+    import torch
+
+    outputs = {}
+    for variant in variants:
+        path = Path(scratch) / output_file(variant.label, name)
+        outputs[variant.label] = torch.load(path) if path.exists() else None
+    return compare_outputs(outputs, check)
+
+
+# ----- shared ending ------------------------------------------------------------------------------------------------
+def _finish(store, benchmarks, variants, rounds, select, command, captures, min_effect) -> ABReport:
+    report = ABReport(benchmarks, list(variants), rounds, _select_text(select), command,
+                      {label: kernel_summaries(store, ids) for label, ids in captures.items()}, min_effect)
+    report.ab_id = store.add_ab_result(report.to_json(), captures)
+    return report
+
+
+def _select_text(select) -> str | None:
+    if select is None or isinstance(select, str):
+        return select
+    return getattr(select, "pattern", None) or repr(select)
+
+
+def kernel_summaries(store, capture_ids: Iterable[int]) -> list[dict]:
+    """One row per distinct cubin the variant built: names, and registers / spills / capmerc size."""
+    rows, seen = [], set()
+    for capture in store.captures(ids=list(capture_ids)):
+        cubin = capture.artifacts.get("cubin")
+        if cubin is None or (capture.entry, cubin.sha256) in seen:
+            continue
+        seen.add((capture.entry, cubin.sha256))
+        try:
+            summary = cubin_summary(store.read(capture, "cubin"), capture.entry)
+        except TritonhookError as exc:  # the timings stand without it: report why the summary is missing
+            summary = {"summary_error": str(exc)}
+        rows.append({"capture_id": capture.id, "kernel": capture.kernel, "entry": capture.entry,
+                     "original_entry": capture.original_entry, "arch": capture.arch, "cubin_size": cubin.size,
+                     **summary})
+    return rows
+
+
+def cubin_summary(data: bytes, entry: str) -> dict:
+    """Registers, spills and section sizes of `entry` in a cubin (through tritonhook.cubin)."""
+    from ..cubin import Cubin
+
+    cubin = Cubin.from_bytes(data)
+    kernel = cubin.kernels[entry]
+    summary = {field: getattr(kernel, field) for field in ("registers", "spill_stores", "spill_loads",
+                                                           "capmerc_size", "text_size", "frame_size")}
+    summary["text_sha256"] = next((s.sha256 for s in cubin.sections if s.name == f".text.{entry}"), None)
+    return summary
+
+

@@ -1,0 +1,114 @@
+"""GPU timing: the one timer of the project (`bench`, `bench_interleaved`) and the L2 rotation of inputs.
+
+CUDA events around every call, warm-up by time, inputs rotated through copies when they fit in L2 (so every
+call reads from DRAM as in a real model), and the median of the calls. torch is imported only when something is
+timed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from typing import Callable, Sequence
+
+from ..errors import TritonhookError
+from .protocol import record
+from .stats import median
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchResult:
+    median_ms: float
+    samples_ms: list[float]
+    input_sets: int                  # > 1: inputs were rotated through this many copies
+    output: object = dataclasses.field(default=None, repr=False, compare=False)
+
+
+def rotation_sets(working_set_bytes: int, l2_bytes: int, *, factor: int = 4, most: int = 64) -> int:
+    """How many copies of the inputs to rotate through so that a call never finds its inputs in L2: enough to
+    span `factor` times the L2 when one set fits in it, else 1."""
+    if working_set_bytes <= 0 or working_set_bytes > l2_bytes:
+        return 1
+    return max(2, min(most, math.ceil(factor * l2_bytes / working_set_bytes)))
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise TritonhookError("timing needs torch with CUDA (import torch failed)") from None
+    if not torch.cuda.is_available():
+        raise TritonhookError("timing needs a CUDA GPU: torch.cuda.is_available() is False")
+    return torch
+
+
+def _input_sets(torch, inputs: tuple) -> list[tuple]:
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    size = sum(t.numel() * t.element_size() for t in tensors)
+    l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    count = rotation_sets(size, l2_bytes)
+    copies = [tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs) for _ in range(count - 1)]
+    return [inputs, *copies]
+
+
+def bench(fn: Callable, *, inputs: Sequence = (), warmup_ms: float = 25.0, rep_ms: float = 100.0,
+          min_reps: int = 10, name: str | None = None, flops: float | None = None) -> BenchResult:
+    """Time `fn(*inputs)` with CUDA events: the median of per-call times after a timed warm-up.
+
+    With `name`, the result is also reported through `record` (what `tritonhook ab` collects), with the
+    first call's return value as the output whose equality across variants is checked.
+    """
+    (result,) = bench_interleaved([(contextlib.nullcontext, fn)], inputs=inputs, warmup_ms=warmup_ms,
+                                  rep_ms=rep_ms, min_reps=min_reps)
+    if name is not None:
+        record(name, result.median_ms, flops=flops, output=result.output)
+    return result
+
+
+Arm = tuple  # (context-manager factory entered around each call, callable)
+
+
+def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: float = 25.0,
+                      rep_ms: float = 100.0, min_reps: int = 10) -> list[BenchResult]:
+    """Time several arms call by call, A B A B ..., so that clock and power swings (a GPU at its power limit
+    moves by several percent within a second) fall on every arm alike. Each call runs inside its arm's
+    context (for A/B: the variant's capture session); the events bracket the call alone."""
+    torch = _torch()
+    sets = _input_sets(torch, tuple(inputs))
+    outputs = []
+    for enter, fn in arms:  # first call of each arm: compiles; its result is the output compared across arms
+        with enter():
+            outputs.append(_snapshot(fn(*sets[0])))
+    torch.cuda.synchronize()
+    estimate_ms = max(_estimate_ms(torch, arms, sets), 1e-4)
+    _timed_calls(torch, arms, sets, max(1, int(warmup_ms / estimate_ms)))
+    samples = _timed_calls(torch, arms, sets, max(min_reps, int(rep_ms / estimate_ms)))
+    return [BenchResult(median(arm_samples), arm_samples, len(sets), output)
+            for arm_samples, output in zip(samples, outputs)]
+
+
+def _estimate_ms(torch, arms, sets) -> float:
+    """Mean time of one call of the slowest arm, from a short burst (sizes the warm-up and the repetitions)."""
+    return max(sum(arm_samples) / len(arm_samples) for arm_samples in _timed_calls(torch, arms, sets, 5))
+
+
+def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
+    """`count` rounds of one call per arm, each bracketed by CUDA events; ms per call, per arm."""
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]
+              for _ in range(count)]
+    for i, pairs in enumerate(events):
+        for (enter, fn), (begin, finish) in zip(arms, pairs):
+            with enter():
+                begin.record()
+                fn(*sets[i % len(sets)])
+                finish.record()
+    torch.cuda.synchronize()
+    return [[pairs[a][0].elapsed_time(pairs[a][1]) for pairs in events] for a in range(len(arms))]
+
+
+
+def _snapshot(output):
+    clone = getattr(output, "clone", None)
+    return clone() if callable(clone) else output
+

@@ -1,0 +1,50 @@
+"""`tritonhook run` and `tritonhook capture`: a command under capture (library: `tritonhook.run`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import run
+from ..format import console, line, print_json
+from .common import command_after_dashes, rename_args, rename_selection, store_arg
+
+
+def add_run(sub) -> None:
+    parser = sub.add_parser("run", help="run a command with capture enabled in every Python process it starts")
+    store_arg(parser)
+    rename_args(parser, default_prefix=None)
+    parser.add_argument("--select", help="rename only kernels whose name matches this regex")
+    parser.add_argument("--fix-tma-scope", action="store_true",
+                        help="rewrite sm_12x TMA loads to CTA scope (no driver call, no stack reservation)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args) -> int:
+    command = command_after_dashes(args.command, "run")
+    rename, select = rename_selection(args)
+    result = run.run_command(command, args.store, rename=rename, select=select, fix_tma_scope=args.fix_tma_scope)
+    console(stderr=True).print(line(result.summary(frontends=False)))
+    return result.exit_code
+
+
+def add_capture(sub) -> None:
+    parser = sub.add_parser("capture", help="run a command with capture for every frontend reachable without "
+                                            "installing anything: Triton, its ptxas calls, CuTe DSL, cuTile "
+                                            "(pip-wheel ptxas binaries are wrapped for the command's duration)")
+    store_arg(parser)
+    parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    parser.set_defaults(handler=_capture)
+
+
+def _capture(args) -> int:
+    command = command_after_dashes(args.command, "capture")
+    # with --json, stdout carries the summary alone: the command's own output goes to stderr
+    result = run.capture_command(command, args.store, stdout=sys.stderr if args.json else None)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        console(stderr=True).print(line(result.summary()))
+    return result.exit_code

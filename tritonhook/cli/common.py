@@ -1,0 +1,89 @@
+"""What several command groups share: the store option, the command after `--`, the rename options."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ..errors import TritonhookError
+from ..store import Store, default_store_path
+
+
+def store_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", type=Path, default=None,
+                        help="capture store directory (default: $TRITONHOOK_STORE or ./tritonhook-store)")
+
+
+def open_store(args, *, create: bool = False, write: bool = False) -> Store:
+    """Commands that write captures create the store; reading commands open it read-only, so a user who may
+    read a shared store but not write it can still list and show it."""
+    path = args.store if args.store is not None else default_store_path()
+    return Store(path, create=create) if create or write else Store(path, readonly=True)
+
+
+def command_after_dashes(command: list[str], name: str) -> list[str]:
+    """The command after `--`, checked to be runnable, so that a typo is one line here and not a traceback from
+    the process start (run, capture, ab and memwatch all start their command through this)."""
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise TritonhookError(f"tritonhook {name}: give the command to run after '--', "
+                              f"e.g. tritonhook {name} -- python script.py")
+    _check_runnable(command[0])
+    return command
+
+
+def _check_runnable(program: str) -> None:
+    """Raise unless `program` names an executable file (a path, or a name found on PATH)."""
+    import shutil
+
+    if os.sep not in program:
+        if shutil.which(program) is None:
+            raise TritonhookError(f"{program}: command not found (not on PATH)")
+        return
+    if not os.path.exists(program):
+        raise TritonhookError(f"{program}: no such file")
+    if os.path.isdir(program):
+        raise TritonhookError(f"{program}: is a directory, not a program")
+    if not os.access(program, os.X_OK):
+        raise TritonhookError(f"{program}: not executable (chmod +x it, or run it as: python {program})")
+
+
+
+def rename_args(parser: argparse.ArgumentParser, *, default_prefix: str | None) -> None:
+    how = parser.add_mutually_exclusive_group()
+    default = f" (default {default_prefix})" if default_prefix else ""
+    how.add_argument("--prefix", "--rename", dest="prefix", default=default_prefix, metavar="PREFIX",
+                     help=f"prefix kernel names with PREFIX{default}")
+    how.add_argument("--strip", action="store_true", help="remove 'cutlass' from kernel names instead")
+
+
+def rename_value(args):
+    from ..rename import STRIP, prefixer
+
+    if args.strip:
+        return STRIP
+    if args.prefix is not None:
+        prefixer(args.prefix)  # a bad prefix fails here, not inside the child's compile
+    return args.prefix
+
+
+def rename_selection(args) -> tuple:
+    """(rename, select) from --prefix/--strip and --select, checked here: a bad prefix or regex, or --select
+    with nothing to narrow, fails before the command starts."""
+    from ..rename import compile_select
+
+    rename = rename_value(args)
+    if args.select is not None:
+        if rename is None:
+            raise TritonhookError("--select narrows a rename: give --rename PREFIX or --strip with it")
+        compile_select(args.select)
+    return rename, args.select
+
+
+def ptxas_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ptxas-arg", action="append", default=[], metavar="ARG",
+                        help="extra ptxas argument, repeatable; write it as --ptxas-arg=-lineinfo (Triton passes "
+                        "-lineinfo and, from 3.9, --regAllocOptLevel=2)")
+

@@ -1,0 +1,68 @@
+"""`tritonhook memwatch` and `tritonhook preflight`: device memory measured, and predicted with no GPU."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import mem, preflight
+from ..cubin import Cubin
+from ..errors import TritonhookError
+from ..format import show
+from .common import command_after_dashes, open_store, store_arg
+
+
+def add_memwatch(sub) -> None:
+    parser = sub.add_parser("memwatch", help="run a Python command and show where its device memory went")
+    parser.add_argument("--interval-ms", type=float, default=2.0, help="NVML sampling interval (default 2)")
+    parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    parser.add_argument("--plot", type=Path, help="write the memory timeline to this image (needs matplotlib)")
+    parser.add_argument("--compare", nargs="+", metavar="NAME=CMD",
+                        help='run each command in a fresh process and compare, e.g. tma="python x.py --kernel tma"')
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python script.py ARGS...")
+    parser.set_defaults(handler=_memwatch)
+
+
+def _memwatch(args) -> int:
+    if args.compare:
+        if args.command or args.plot:
+            raise TritonhookError("tritonhook memwatch: --compare takes NAME=CMD pairs only (no -- command, "
+                                  "no --plot)")
+        results = {name: mem.run_command(command, args.interval_ms)[1]
+                   for name, command in mem.parse_compare(args.compare).items()}
+        show(mem.MemwatchComparison(results), as_json=args.json)
+        return 0
+    code, result = mem.run_command(command_after_dashes(args.command, "memwatch"), args.interval_ms)
+    show(result, as_json=args.json)
+    if args.plot:
+        print(f"plot written to {result.plot(args.plot)}", file=sys.stderr)
+    return code
+
+
+# ----- preflight -------------------------------------------------------------------------------------------------
+def add_preflight(sub) -> None:
+
+    parser = sub.add_parser("preflight", help="predict the driver stack reservation of cubins (no GPU needed)")
+    store_arg(parser)
+    parser.add_argument("target", nargs="?", help="a .cubin file or a capture id; omitted: every capture in --store")
+    parser.add_argument("--gpu", help=f"predict for this GPU ({', '.join(g.name for g in preflight.GPUS.values())}); "
+                                      f"default: the listed GPUs that can load the cubin")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(handler=_preflight)
+
+
+def _preflight(args) -> int:
+
+    gpus = [preflight.find_gpu(args.gpu)] if args.gpu else None
+    if args.target and not args.target.isdigit():
+        sources = [(None, None, Cubin.from_path(args.target))]
+    else:
+        store = open_store(args)
+        captures = [store.get(args.target)] if args.target else [c for c in store.captures() if "cubin" in c.artifacts]
+        sources = [(c.id, c.specialization, Cubin.from_bytes(store.read(c, "cubin"), label=f"capture {c.id}"))
+                   for c in captures]
+    show(preflight.PreflightReport([preflight.SourcedPrediction(capture_id, spec, p)
+                                    for capture_id, spec, cubin in sources
+                                    for p in preflight.predict_cubin(cubin, gpus)]), as_json=args.json)
+    return 0

@@ -1,0 +1,136 @@
+"""How results look: the number formatters every report uses (one set, so a figure reads the same in every
+table), and the rich building blocks results render themselves with (`table`, `line`, the console, `progress`).
+
+Low in the layers: result types (memwatch, A/B, diff, preflight, store) import it; printing a result for the CLI
+is `render.show`. The formatters are pure functions of plain values; "-" stands for a value that could not be
+read (None).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Iterable, Sequence
+
+
+def human_bytes(count: int | None) -> str:
+    """1536 -> "1.5 KiB": bytes in the largest binary unit below 1024 of it."""
+    if count is None:
+        return "-"
+    value = float(count)
+    for unit in ("B", "KiB", "MiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def bytes_exact(value: int | None) -> str:
+    """-1536 -> "-1.5 KiB (1,536 B)": human size and, from 1 KiB, the exact count (memory figures are compared
+    to the byte with a formula)."""
+    if value is None:
+        return "-"
+    sign = "-" if value < 0 else ""
+    exact = f" ({value:,} B)" if abs(value) >= 1024 else ""
+    return f"{sign}{human_bytes(abs(value))}{exact}"
+
+
+def count(value) -> str:
+    """An integer with thousands separators; anything else as text, None as "-"."""
+    return "-" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def delta(a, b) -> str:
+    """b - a with its sign ("+1,024", "0"); empty when either side is not an integer."""
+    if not isinstance(a, int) or not isinstance(b, int):
+        return ""
+    return f"{b - a:+,}" if b != a else "0"
+
+
+def share(fraction: float | None) -> str:
+    return "" if fraction is None else f"{fraction:.1%}"
+
+
+def times(ratio: float | None, missing: str = "-") -> str:
+    """A ratio as "1.15x"; `missing` where there is none."""
+    return missing if ratio is None else f"{ratio:.2f}x"
+
+
+def size_ratio(a, b) -> str:
+    """b / a as "1.15x"; empty when a is zero or missing, or b is missing."""
+    return "" if not a or b is None else times(b / a)
+
+
+# ----- rich building blocks ---------------------------------------------------------------------------------
+def console(stderr: bool = False):
+    """A rich console; piped output gets a wide page instead of rich's 80 columns, so tables stay readable."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 200
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None,
+          right_align: Sequence[str] = ()):
+    """A rich Table: `columns` headers, cells as text (None -> empty), `right_align` names the numeric columns."""
+    from rich.table import Table
+
+    built = Table(title=title, show_lines=False, header_style="bold")
+    for column in columns:
+        built.add_column(column, justify="right" if column in right_align else "left", overflow="fold")
+    for row in rows:
+        built.add_row(*("" if cell is None else str(cell) for cell in row))
+    return built
+
+
+def line(text: str):
+    """A line of plain text as a renderable: no markup, no wrapping (a SASS diff line stays one line)."""
+    from rich.text import Text
+
+    return Text(text, no_wrap=True, overflow="ignore", end="\n")
+
+
+class progress:
+    """A rich progress bar on a terminal's stderr: `with progress(on, total, "A/B") as step: step("round 1")`.
+    A log file gets no bar (rich would leave blank lines there)."""
+
+    def __init__(self, enabled: bool, total: int, label: str):
+        self.enabled, self.total, self.label, self.bar = enabled, total, label, None
+
+    def __enter__(self):
+        screen = console(stderr=True)
+        if self.enabled and screen.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn(f"{self.label} {{task.description}}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=screen, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("starting", total=self.total)
+        return self._step
+
+    def _step(self, description: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=description)
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+        return False
+
+
+def print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, sort_keys=True, default=str)
+    sys.stdout.write("\n")
+
+
+def show(result, *, as_json: bool = False) -> None:
+    """Print a result: its `to_json()` as JSON, or the result itself through rich; the lines in its `warnings`
+    go to stderr (prefixed with its `warning_prefix` when it has one), so stdout holds the result alone."""
+    if as_json:
+        print_json(result.to_json())
+        return
+    console().print(result, crop=False)
+    prefix = getattr(result, "warning_prefix", "")
+    for warning in getattr(result, "warnings", ()):
+        console(stderr=True).print(f"[yellow]{prefix}:[/] {warning}" if prefix else line(warning))

@@ -1,0 +1,35 @@
+"""memwatch: where did the device memory go, and which kernel took it.
+
+    with tritonhook.memwatch(device=0, interval_ms=2) as mw:
+        run_model()
+    mw.report()                 # rich tables: attribution, kernels; mw.to_json(), mw.plot("mem.png")
+
+Why this exists (docs/notes.md, the driver stack reservation): a CUDA context's memory grows in ways PyTorch
+cannot see. The largest is the driver's local-memory (stack) reservation: when a kernel needs more stack than
+`CU_LIMIT_STACK_SIZE`, the driver raises the limit at launch and reserves limit x SMs x max threads per SM for the
+rest of the context's life (RTX 5090 TMA kernels from Triton 3.4-3.6 cost ~3.7 GiB that way). So memwatch
+records, side by side:
+
+* a timeline from a sampler process (`sampler`, so the watched program keeps its GIL): NVML v2 device `used` /
+  `reserved` and this process's `usedGpuMemory`;
+* snapshots before and after the region and around every Triton kernel launch and module load (`watch`, through
+  Triton's runtime hook chains): NVML, the context's stack / printf FIFO / heap limits (`device`), the torch
+  caching allocator, and the global scratch Triton asks `triton.set_allocator`'s allocator for (`scratch`);
+
+and `attribute()` (`attribution`), a pure function of the snapshots, splits the growth into parts, each with its
+formula. `result` holds what a region recorded and renders it; `runner` runs a Python command under memwatch in a
+fresh process. Nothing here creates a CUDA context or raises into the user's program: a failing reading is a
+warning.
+"""
+
+from .attribution import Part, Snapshot, StackGrowth, attribute, stack_growths
+from .device import DeviceInfo, reset_stack_limit
+from .result import JSON_VERSION, KernelStats, MemwatchComparison, MemwatchResult, compare_rows, load_result
+from .runner import NOT_STARTED, parse_compare, run_command, wrap_python_command
+from .sampler import Sample
+from .watch import MAX_SNAPSHOTS, MemWatch, memwatch
+
+__all__ = ["JSON_VERSION", "MAX_SNAPSHOTS", "NOT_STARTED", "DeviceInfo", "KernelStats", "MemWatch",
+           "MemwatchComparison", "MemwatchResult", "Part", "Sample", "Snapshot", "StackGrowth", "attribute",
+           "compare_rows", "load_result", "memwatch", "parse_compare", "reset_stack_limit", "run_command",
+           "stack_growths", "wrap_python_command"]

@@ -1,0 +1,194 @@
+"""MemwatchResult: what one watched region recorded; it renders itself (rich, JSON) and plots its timeline."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+from .. import format
+from ..errors import TritonhookError
+from ..format import bytes_exact, count
+from .attribution import Part, Snapshot, attribute, stack_growths, value_of
+from .device import DeviceInfo
+from .sampler import Sample
+
+JSON_VERSION = 1
+
+
+@dataclasses.dataclass
+class KernelStats:
+    """Per kernel name: launches seen and the scratch they requested."""
+
+    launches: int = 0
+    loads: int = 0
+    scratch_requests: int = 0
+    scratch_bytes_max: int = 0
+    scratch_bytes_total: int = 0
+    scratch_in_torch: bool | None = None
+
+
+
+@dataclasses.dataclass
+class MemwatchResult:
+    """Everything one watched region recorded; renders itself (`format.show`, `report()`), `to_json()` /
+    `from_json()`, `plot()`."""
+
+    device: DeviceInfo
+    interval_ms: float
+    snapshots: list[Snapshot]
+    samples: list[Sample]
+    kernels: dict[str, KernelStats]
+    warnings: list[str]
+
+    @property
+    def before(self) -> Snapshot:
+        return self.snapshots[0]
+
+    @property
+    def after(self) -> Snapshot:
+        return self.snapshots[-1]
+
+    def attribution(self) -> list[Part]:
+        return attribute(self.snapshots, self.device)
+
+    def summary(self) -> dict[str, int | None]:
+        """The headline figures; `peak` is the highest NVML used seen (timeline or snapshot) minus before."""
+        used = [s.used for s in (*self.samples, *self.snapshots) if s.used is not None]
+        process = [s.process_used for s in self.samples if s.process_used is not None]
+        base = value_of(self.before, "used")
+        return {"used_before": self.before.used, "used_after": self.after.used,
+                "growth": value_of(self.after, "used") - base, "peak_growth": max(used) - base if used else None,
+                "process_used_last": process[-1] if process else None,
+                "process_used_peak": max(process) if process else None,
+                "torch_reserved": self.after.torch_reserved, "torch_allocated": self.after.torch_allocated,
+                "stack_limit_before": self.before.stack, "stack_limit_after": self.after.stack}
+
+    def to_json(self) -> dict:
+        return {"version": JSON_VERSION, "device": dataclasses.asdict(self.device), "interval_ms": self.interval_ms,
+                "summary": self.summary(),
+                "attribution": [dataclasses.asdict(p) for p in self.attribution()],
+                "stack_growths": [dataclasses.asdict(g) for g in stack_growths(self.snapshots)],
+                "kernels": {k: dataclasses.asdict(v) for k, v in self.kernels.items()},
+                "warnings": self.warnings,
+                "snapshots": [dataclasses.asdict(s) for s in self.snapshots],
+                "samples": [[s.t, s.used, s.reserved, s.process_used] for s in self.samples]}
+
+    @classmethod
+    def from_json(cls, data: dict, *, source: str = "memwatch JSON") -> "MemwatchResult":
+        if not isinstance(data, dict) or data.get("version") != JSON_VERSION:
+            raise TritonhookError(f"{source}: not a memwatch result (version {JSON_VERSION})")
+        try:
+            return cls(device=DeviceInfo(**data["device"]), interval_ms=data["interval_ms"],
+                       snapshots=[Snapshot(**s) for s in data["snapshots"]],
+                       samples=[Sample(*s) for s in data["samples"]],
+                       kernels={k: KernelStats(**v) for k, v in data["kernels"].items()},
+                       warnings=list(data["warnings"]))
+        except (KeyError, TypeError) as exc:
+            raise TritonhookError(f"{source}: malformed memwatch result ({exc})") from None
+
+    # ----- presentation ---------------------------------------------------------------------------------------
+    warning_prefix = "memwatch warning"
+
+    def __rich_console__(self, console, options):
+        device = self.device
+        rows = [(key.replace("_", " "), bytes_exact(value) if "limit" not in key else count(value))
+                for key, value in self.summary().items()]
+        yield format.table(("figure", "value"), rows, title=f"memwatch: device {device.ordinal} {device.name} "
+                           f"({device.sms} SMs x {device.max_threads_per_sm} threads/SM)")
+        yield format.table(("part", "bytes", "formula", "detail"),
+                           [(p.name, bytes_exact(p.bytes), p.formula, p.detail) for p in self.attribution()],
+                           title="where the growth went (NVML used, after - before)", right_align=("bytes",))
+        if self.kernels:
+            yield format.table(("kernel", "loads", "launches", "scratch/launch max", "scratch total", "in torch"),
+                               [(name, k.loads, k.launches, bytes_exact(k.scratch_bytes_max),
+                                 bytes_exact(k.scratch_bytes_total), "-" if k.scratch_in_torch is None
+                                 else str(k.scratch_in_torch).lower()) for name, k in self.kernels.items()],
+                               title="Triton kernels", right_align=("loads", "launches", "scratch/launch max",
+                                                                    "scratch total"))
+
+    def report(self) -> None:
+        """Print the tables (stdout) and the warnings (stderr)."""
+        format.show(self)
+
+    def plot(self, path: str | os.PathLike) -> Path:
+        """A PNG (or any matplotlib format) of the timeline, with the stack-limit rises marked."""
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise TritonhookError(f"{path}: plotting needs matplotlib (pip install matplotlib)") from None
+        figure, axes = plt.subplots(figsize=(10, 4))
+        gib = 2 ** 30
+        for label, field in (("NVML used", "used"), ("NVML reserved", "reserved"), ("this process", "process_used")):
+            points = [(s.t, getattr(s, field)) for s in self.samples if getattr(s, field) is not None]
+            if points:
+                axes.plot([p[0] for p in points], [p[1] / gib for p in points], label=label)
+        torch_points = [(s.t, s.torch_reserved) for s in self.snapshots if s.torch_reserved is not None]
+        if torch_points:
+            axes.step([p[0] for p in torch_points], [p[1] / gib for p in torch_points], where="post",
+                      label="torch reserved")
+        for growth in stack_growths(self.snapshots):
+            axes.axvline(growth.t, color="red", linestyle="--", linewidth=0.8)
+            axes.annotate(f"stack {growth.old}->{growth.new} ({growth.kernel or 'outside Triton'})",
+                          (growth.t, axes.get_ylim()[1]), rotation=90, va="top", fontsize=7, color="red")
+        axes.set_xlabel("seconds")
+        axes.set_ylabel("GiB")
+        axes.set_title(f"memwatch: {self.device.name}")
+        axes.legend(loc="lower right", fontsize=8)
+        out = Path(path)
+        try:
+            figure.savefig(out, dpi=120, bbox_inches="tight")
+        except OSError as exc:
+            raise TritonhookError(f"{out}: cannot write the plot ({exc.strerror or exc})") from None
+        finally:
+            plt.close(figure)
+        return out
+
+
+# ----- comparing runs (each in a fresh process) -----------------------------------------------------------------
+def compare_rows(results: dict[str, MemwatchResult]) -> list[tuple[str, ...]]:
+    """One row per figure, one column per run; the first run is the baseline for the "vs" row."""
+    names = list(results)
+    summaries = {name: result.summary() for name, result in results.items()}  # each one a pass over the timeline
+    baseline = summaries[names[0]]["used_after"] or 0
+    rows = []
+    for figure in ("used_after", "growth", "torch_reserved", "torch_allocated", "peak_growth"):
+        rows.append((figure.replace("_", " "), *(bytes_exact(summaries[n][figure]) for n in names)))
+    rows.append((f"used after vs {names[0]}",
+                 *(bytes_exact((summaries[n]["used_after"] or 0) - baseline) for n in names)))
+    parts = {name: result.attribution() for name, result in results.items()}
+    for index, part in enumerate(parts[names[0]]):
+        rows.append((part.name, *(bytes_exact(parts[n][index].bytes) for n in names)))
+    rows.append(("stack limit after", *(count(results[n].after.stack) for n in names)))
+    return rows
+
+
+@dataclasses.dataclass
+class MemwatchComparison:
+    """Several runs side by side (`tritonhook memwatch --compare`), each recorded in a fresh process."""
+
+    results: dict[str, MemwatchResult]
+
+    def to_json(self) -> dict:
+        return {name: result.to_json() for name, result in self.results.items()}
+
+    def __rich_console__(self, console, options):
+        yield format.table(("figure", *self.results), compare_rows(self.results),
+                           title="memwatch comparison (one process each)", right_align=tuple(self.results))
+        for name, result in self.results.items():
+            for growth in stack_growths(result.snapshots):
+                yield format.line(f"{name}: stack {growth.old} -> {growth.new} B/thread at {growth.where}")
+
+
+def load_result(path: Path) -> MemwatchResult:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise TritonhookError(f"{path}: cannot read a memwatch result ({exc})") from None
+    return MemwatchResult.from_json(data, source=str(path))
+
+

@@ -1,0 +1,240 @@
+"""MemWatch: the context manager that records a region (snapshots around Triton launches, the sampler)."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..config import MAX_SNAPSHOTS
+from ..errors import TritonhookError
+from .attribution import Snapshot
+from .device import Gpu, torch_memory
+from .result import KernelStats, MemwatchResult
+from .sampler import SamplerProcess
+from .scratch import ScratchRecorder
+
+_TRACKED = ("used", "context", "stack", "printf_fifo", "malloc_heap", "torch_reserved", "scratch_live")
+"""Fields whose change makes a launch/load snapshot worth keeping; unchanged pairs are only counted."""
+
+
+class MemWatch(contextlib.ContextDecorator):
+    """`with memwatch(...) as mw:` or `@memwatch(...)`; each entry starts a fresh recording.
+
+    After the region: `mw.result` (a `MemwatchResult`), and the shortcuts `report()`, `to_json()`, `plot()`.
+    """
+
+    def __init__(self, device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True):
+        if interval_ms <= 0:
+            raise TritonhookError(f"memwatch interval_ms={interval_ms}: must be positive")
+        self.device, self.interval_ms, self.triton_hooks = device, interval_ms, triton_hooks
+        self.result: MemwatchResult | None = None
+        self._running = False
+
+    # ----- start / stop ---------------------------------------------------------------------------------------
+    def __enter__(self) -> "MemWatch":
+        if self._running:
+            raise TritonhookError("memwatch: this watch is already running (nested use of one MemWatch)")
+        self._gpu = Gpu(self.device)
+        self._t0 = time.perf_counter()
+        self._snapshots: list[Snapshot] = []
+        self._open_pairs: dict[tuple[str, int], Snapshot] = {}
+        self._dropped = 0
+        self._warnings: list[str] = []
+        self._kernels: dict[str, KernelStats] = {}
+        self._scratch = ScratchRecorder()
+        self._hooks, self._hooks_added = {}, None
+        self._last_torch: tuple[int, tuple[int | None, int | None]] | None = None
+        try:
+            self._snapshots.append(self._snapshot("before", None))
+        except TritonhookError:
+            self._gpu.close()
+            raise
+        self._install_triton_hooks()
+        self._sampler = SamplerProcess(self._gpu, self.interval_ms / 1000, self._t0)
+        atexit.register(self._stop_at_exit)
+        self._running = True
+        return self
+
+    def __exit__(self, *exc_info) -> bool:
+        self._stop()
+        return False
+
+    def _stop(self) -> None:
+        """Hooks out and sampler stopped first, whatever happens; then the last reading and the result."""
+        if not self._running:
+            return
+        self._running = False
+        atexit.unregister(self._stop_at_exit)
+        try:
+            self._uninstall_triton_hooks()
+        finally:
+            self._sampler.stop()
+        try:
+            self._snapshots.append(self._snapshot("after", None))
+            self.result = self._build_result()
+        finally:
+            self._gpu.close()
+
+    def _stop_at_exit(self) -> None:
+        """The program exits inside the region (sys.exit in a decorated main): still stop and keep the result."""
+        with contextlib.suppress(Exception):
+            self._stop()
+
+    # ----- Triton hooks ---------------------------------------------------------------------------------------
+    def _install_triton_hooks(self) -> None:
+        """Join Triton's launch / load hook chains, if Triton is importable (memwatch works without it)."""
+        if not self.triton_hooks:
+            return
+        try:
+            from .. import _triton
+
+            _triton.check_supported()
+            self._hooks = {"launch_enter_hook": self._on_launch_enter, "launch_exit_hook": self._on_launch_exit,
+                           "kernel_load_start_hook": self._on_load_start, "kernel_load_end_hook": self._on_load_end}
+            self._hooks_added = _triton.add_runtime_hooks(self._hooks)
+            self._scratch.install()
+        except TritonhookError as exc:
+            self._hooks = {}
+            self._warnings.append(f"no per-kernel snapshots: {exc}")
+
+    def _uninstall_triton_hooks(self) -> None:
+        if self._hooks_added is not None:
+            from .. import _triton
+
+            _triton.remove_runtime_hooks(self._hooks_added, self._hooks)
+            self._hooks_added = None
+        self._scratch.uninstall()
+
+    def _on_launch_enter(self, launch_metadata) -> None:
+        self._guarded("launch hook", self._launch_enter, launch_metadata)
+
+    def _on_launch_exit(self, launch_metadata) -> None:
+        self._guarded("launch hook", self._launch_exit, launch_metadata)
+
+    def _on_load_start(self, module, function, name, metadata_group, hash) -> None:  # noqa: A002 - Triton's names
+        self._guarded("load hook", self._load_start, str(name))
+
+    def _on_load_end(self, module, function, name, metadata_group, hash) -> None:  # noqa: A002
+        self._guarded("load hook", self._pair_end, "load", "load_end", str(name))
+
+    def _guarded(self, what: str, action: Callable, *args) -> None:
+        """Hooks run inside the user's launch: a failure becomes one warning, never an exception there."""
+        try:
+            action(*args)
+        except Exception as exc:  # noqa: BLE001
+            message = f"{what} failed ({type(exc).__name__}: {exc})"
+            if message not in self._warnings:
+                self._warnings.append(message)
+
+    def _launch_enter(self, launch_metadata) -> None:
+        from .. import _triton
+
+        kernel = _triton.launch_kernel_name(launch_metadata)
+        stats = self._kernels.setdefault(kernel, KernelStats())
+        stats.launches += 1
+        requests = self._scratch.take_pending()
+        if requests:
+            size = sum(r[0] for r in requests)
+            stats.scratch_requests += 1
+            stats.scratch_bytes_max = max(stats.scratch_bytes_max, size)
+            stats.scratch_bytes_total += size
+            stats.scratch_in_torch = all(r[1] for r in requests)
+        self._pair_start("launch", "launch_enter", kernel)
+
+    def _load_start(self, kernel: str) -> None:
+        self._kernels.setdefault(kernel, KernelStats()).loads += 1
+        self._pair_start("load", "load_start", kernel)
+
+    def _launch_exit(self, launch_metadata) -> None:
+        from .. import _triton
+
+        self._pair_end("launch", "launch_exit", _triton.launch_kernel_name(launch_metadata))
+        self._scratch.rewrap_if_replaced()
+
+    def _pair_start(self, kind: str, event: str, kernel: str) -> None:
+        self._open_pairs[(kind, threading.get_ident())] = self._snapshot(event, kernel)
+
+    def _pair_end(self, kind: str, event: str, kernel: str) -> None:
+        """Keep the start/end pair only when something moved, so a long loop of launches stays small."""
+        start = self._open_pairs.pop((kind, threading.get_ident()), None)
+        end = self._snapshot(event, kernel)
+        if start is not None and (_changed(self._snapshots[-1], start) or _changed(start, end)):
+            self._keep(start)
+            self._keep(end)
+
+    def _keep(self, snapshot: Snapshot) -> None:
+        if len(self._snapshots) < MAX_SNAPSHOTS:
+            self._snapshots.append(snapshot)
+        else:
+            self._dropped += 1
+
+    # ----- readings -------------------------------------------------------------------------------------------
+    def _snapshot(self, event: str, kernel: str | None) -> Snapshot:
+        try:
+            used, reserved, _total = self._gpu.memory()
+        except self._gpu.nvml.NVMLError as exc:
+            raise TritonhookError(f"device {self.device}: NVML memory query failed ({exc})") from None
+        limits = self._gpu.limits()
+        torch_reserved, torch_allocated = self._torch_reading(used, fresh=event in ("before", "after"))
+        stack, fifo, heap = limits if limits is not None else (None, None, None)
+        return Snapshot(t=time.perf_counter() - self._t0, event=event, kernel=kernel, used=used, reserved=reserved,
+                        context=limits is not None, stack=stack, printf_fifo=fifo, malloc_heap=heap,
+                        torch_reserved=torch_reserved, torch_allocated=torch_allocated,
+                        scratch_live=self._scratch.live, scratch_requested=self._scratch.total)
+
+    def _torch_reading(self, used: int, *, fresh: bool) -> tuple[int | None, int | None]:
+        """torch's (reserved, allocated), re-read only when NVML `used` moved since the last reading (or `fresh`).
+
+        Reading torch's allocator statistics costs ~68 us (H200), ten times NVML's query, and a launch takes two
+        snapshots. torch's reserved memory only changes through cudaMalloc/cudaFree, which move NVML `used`, so
+        an unchanged `used` means an unchanged `reserved`; `allocated` (cache reuse) is exact in the before/after
+        snapshots only."""
+        if fresh or self._last_torch is None or self._last_torch[0] != used:
+            self._last_torch = used, torch_memory(self.device)
+        return self._last_torch[1]
+
+    def _build_result(self) -> "MemwatchResult":
+        warnings = list(self._warnings)
+        if self._sampler.error:
+            warnings.append(self._sampler.error)
+        if self._dropped:
+            warnings.append(f"{self._dropped} launch/load snapshots not stored (limit {MAX_SNAPSHOTS})")
+        samples = list(self._sampler.samples)
+        had_context = any(s.context for s in self._snapshots)
+        if had_context and self._sampler.processes_ok and not any(s.process_used is not None for s in samples):
+            warnings.append(f"this process (pid {os.getpid()}) never appeared in NVML's process list (a container "
+                            f"without the host PID namespace?): per-process figures are missing and the device "
+                            f"figures include other processes")
+        return MemwatchResult(device=self._gpu.info, interval_ms=self.interval_ms, snapshots=list(self._snapshots),
+                              samples=samples, kernels=dict(self._kernels), warnings=warnings)
+
+    # ----- shortcuts ------------------------------------------------------------------------------------------
+    def _done(self) -> "MemwatchResult":
+        if self.result is None:
+            raise TritonhookError("memwatch: no result yet; report() / to_json() / plot() work after the region")
+        return self.result
+
+    def report(self) -> None:
+        self._done().report()
+
+    def to_json(self) -> dict:
+        return self._done().to_json()
+
+    def plot(self, path: str | os.PathLike) -> Path:
+        return self._done().plot(path)
+
+
+def memwatch(device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True) -> MemWatch:
+    """Watch device memory in a region: `with tritonhook.memwatch(device=0) as mw: ...` or as a decorator."""
+    return MemWatch(device, interval_ms, triton_hooks=triton_hooks)
+
+
+def _changed(a: Snapshot, b: Snapshot) -> bool:
+    return any(getattr(a, field) != getattr(b, field) for field in _TRACKED)
+
+

@@ -1,0 +1,95 @@
+"""Running a command with capture: the library side of `tritonhook run` and `tritonhook capture`.
+
+`run_command` captures Triton compiles in every Python process the command starts (tritonhook's sitecustomize
+on PYTHONPATH), with an optional rename and the TMA-scope fix; `capture_command` adds every frontend reachable
+without installing anything: Triton's ptxas calls through wrappers named in Triton's variables, CuTe DSL's kept
+files, and the pip-wheel ptxas that cuTile runs (wrapped for the command's duration). Both return a `RunResult`.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import IO
+
+from . import config, format
+from .errors import TritonhookError
+from .preflight import named_gpu
+from .ptx_capture import child_env
+from .rename import Rename, Selector, rename_env
+from .store import Store
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What a command under capture left: its exit status and the captures it wrote, by frontend."""
+
+    store: str
+    exit_code: int
+    captures: list[int]
+    by_frontend: dict[str, int]
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def summary(self, *, frontends: bool = True) -> str:
+        split = ", ".join(f"{frontend} {n}" for frontend, n in sorted(self.by_frontend.items()))
+        return (f"tritonhook: {len(self.captures)} capture(s) written to {self.store}"
+                f"{f' ({split})' if frontends and split else ''}")
+
+    def __rich_console__(self, console, options):
+        yield format.line(self.summary())
+
+
+def start(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run, with a failure to start the program (a #! interpreter that does not exist, say) as one
+    line."""
+    try:
+        return subprocess.run(command, **kwargs)
+    except OSError as exc:
+        raise TritonhookError(f"{command[0]}: cannot start it ({exc.strerror or exc})") from None
+
+
+def run_command(command: list[str], store: Store | str | os.PathLike | None = None, *,
+                rename: Rename | None = None, select: Selector = None, fix_tma_scope: bool = False) -> RunResult:
+    """Run `command` with capture enabled in every Python process it starts, into `store` (a path is created)."""
+    store = _writable_store(store)
+    before = store.last_id()
+    completed = start(command, env={**child_env(store.path), **rename_env(rename, select),
+                                    **config.to_env({config.FIX_TMA_SCOPE: fix_tma_scope})})
+    return _result(store, before, completed.returncode)
+
+
+def capture_command(command: list[str], store: Store | str | os.PathLike | None = None, *, stdout: IO | None = None) -> RunResult:
+    """Run `command` capturing every frontend reachable without an install (see the module's docstring);
+    `stdout` redirects the command's own output (the CLI's --json keeps stdout for its summary)."""
+    from .cute_capture import collect_dump_dir, keep_env
+    from .ptxas_wrapper import capture_env, wheel_ptxas_wrapped
+
+    store = _writable_store(store)
+    before = store.last_id()
+    with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work, wheel_ptxas_wrapped(store.path):
+        dump = config.CUTE_DSL_DUMP_DIR.get() or str(Path(work) / "cute-dump")
+        env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump)}
+        began = time.time()
+        completed = start(command, env=env, stdout=stdout)
+        collect_dump_dir(dump, store, since=began)
+    return _result(store, before, completed.returncode)
+
+
+def _writable_store(store: Store | str | os.PathLike | None) -> Store:
+    """The store to capture into, checked before the command starts: a bad $TRITONHOOK_GPU (which the capture
+    warning quotes) fails here rather than in the command's compiles, an unwritable store likewise."""
+    named_gpu()
+    return store if isinstance(store, Store) else Store(store, create=True)
+
+
+def _result(store: Store, before: int, exit_code: int) -> RunResult:
+    new = store.captures(after=before)
+    return RunResult(str(store.path), exit_code, [c.id for c in new],
+                     dict(collections.Counter(c.frontend for c in new)))
