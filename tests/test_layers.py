@@ -7,14 +7,14 @@ Old module paths kept as re-export shims (`ptx_capture`, `ptxas`, `memwatch`, `r
 they re-export.
 
 The order (this table is its only declaration; README "Layout" describes it):
-  0 foundations   errors, config, format/report (number formatters, rich tables), flops, _nvml_sampler (a script)
+  0 foundations   errors, config, format (number formatters, rich building blocks), flops, _nvml_sampler (a script)
   1 text & tools  ptx (PTX text), tools (finding and running ptxas / nvdisasm)
   2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
   3 adapters      _triton (the only module touching Triton internals), rename, tma_scope, ptxas_wrapper
   4 prediction    preflight: below session because every capture runs its checker (`preflight.capture_checker`)
   5 session       session (was ptx_capture), cute adapters (they write into the active session's store)
-  6 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix)
-  7 presentation  render, run (the CLI's orchestration as a library)
+  6 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix), captures (listing and summary of captures)
+  7 presentation  render (report: its old path), run (the CLI's orchestration as a library)
   8 entry points  cli/, _autoload, __main__, the package itself
 """
 
@@ -27,14 +27,14 @@ import tritonhook
 
 PACKAGE = Path(tritonhook.__file__).parent
 LAYERS: list[set[str]] = [
-    {"errors", "config", "format", "report", "flops", "_nvml_sampler"},
+    {"errors", "config", "format", "flops", "_nvml_sampler"},
     {"ptx", "tools"},
     {"cubin", "store", "samples"},
     {"_triton", "rename", "tma_scope", "ptxas_wrapper"},
     {"preflight"},
     {"session", "ptx_capture", "cute", "cute_capture"},
-    {"ab", "mem", "memwatch", "diff", "matrix", "ptxas"},
-    {"render", "run"},
+    {"ab", "mem", "memwatch", "diff", "matrix", "ptxas", "captures"},
+    {"render", "report", "run"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
 ]
 LAYER_OF = {name: index for index, layer in enumerate(LAYERS) for name in layer}
