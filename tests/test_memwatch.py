@@ -23,7 +23,7 @@ EXAMPLE = Path(__file__).parents[1] / "examples" / "stack_reservation.py"
 MIB = 2**20
 H200 = DeviceInfo(ordinal=0, name="NVIDIA H200", pci_bus_id="00000000:19:00.0", total=150_754_820_096, sms=132,
                   max_threads_per_sm=2048, driver_version="580")
-# Figures recorded on the H200 (NOTES §1.2): a kernel with a 16 KiB .local array took the stack limit from 1024 to
+# Figures recorded on the H200 (docs/notes.md §1.2): a kernel with a 16 KiB .local array took the stack limit from 1024 to
 # 16384 and NVML used grew by 4,152,360,960 B while torch's reserved bytes did not move.
 H200_USED_BEFORE = 1_069_547_520
 H200_GROWTH = 4_152_360_960
@@ -289,7 +289,7 @@ def test_gpu_stack_reservation_is_measured_and_pinned_on_the_launch(gpu_stack):
     parts = {p.name: p.bytes for p in result.attribution()}
     assert abs(parts["residual"]) <= 32 * MIB
     assert len(result.samples) > 10 and max(s.used for s in result.samples) - result.before.used >= expected - 32 * MIB
-    # reset_stack_limit() gives the memory back (NOTES §1.2) ...
+    # reset_stack_limit() gives the memory back (docs/notes.md §1.2) ...
     with tritonhook.memwatch(device=0) as release:
         assert tritonhook.memwatch.reset_stack_limit() == (16384, 1024)
     assert abs(release.result.summary()["growth"] + expected) <= 32 * MIB

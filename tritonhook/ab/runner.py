@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Sequence
 
 from .. import format
 from ..config import MIN_ROUNDS
+from ..cubin import Cubin
 from ..errors import TritonhookError
 from ..rename import Selector, rename_env
 from .protocol import child_env as protocol_env, collect, output_file, read_records
@@ -171,7 +172,7 @@ def kernel_summaries(store, capture_ids: Iterable[int]) -> list[dict]:
             continue
         seen.add((capture.entry, cubin.sha256))
         try:
-            summary = cubin_summary(store.read(capture, "cubin"), capture.entry)
+            summary = Cubin.from_bytes(store.read(capture, "cubin")).summary(capture.entry)
         except TritonhookError as exc:  # the timings stand without it: report why the summary is missing
             summary = {"summary_error": str(exc)}
         rows.append({"capture_id": capture.id, "kernel": capture.kernel, "entry": capture.entry,
@@ -181,14 +182,8 @@ def kernel_summaries(store, capture_ids: Iterable[int]) -> list[dict]:
 
 
 def cubin_summary(data: bytes, entry: str) -> dict:
-    """Registers, spills and section sizes of `entry` in a cubin (through tritonhook.cubin)."""
-    from ..cubin import Cubin
+    """Old name of `Cubin.from_bytes(data).summary(entry)`, kept for one release."""
+    return Cubin.from_bytes(data).summary(entry)
 
-    cubin = Cubin.from_bytes(data)
-    kernel = cubin.kernels[entry]
-    summary = {field: getattr(kernel, field) for field in ("registers", "spill_stores", "spill_loads",
-                                                           "capmerc_size", "text_size", "frame_size")}
-    summary["text_sha256"] = next((s.sha256 for s in cubin.sections if s.name == f".text.{entry}"), None)
-    return summary
 
 
