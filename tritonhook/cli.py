@@ -705,6 +705,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for add in _COMMANDS:
         add(sub)
+    from .page import add_report_commands
+
+    add_report_commands(sub)
     return parser
 
 
