@@ -60,10 +60,15 @@ class CutlassEffect:
         return tuple(sum(v or 0 for v in side) if any(v is not None for v in side) else None for side in zip(*pairs))
 
     @property
+    def cubin_sizes(self) -> tuple[int, int]:
+        """(plain, renamed) cubin file size in bytes."""
+        return self.plain.artifacts["cubin"].size, self.renamed.artifacts["cubin"].size
+
+    @property
     def cubin_change(self) -> float:
-        """Relative change of the cubin's file bytes: the sort key, largest effect first."""
-        total_a, total_b = self.diff.section_total
-        return (total_b - total_a) / total_a if total_a else 0.0
+        """Relative change of the cubin file size: the sort key, largest effect first."""
+        plain, renamed = self.cubin_sizes
+        return (renamed - plain) / plain if plain else 0.0
 
 
 @dataclasses.dataclass(frozen=True)

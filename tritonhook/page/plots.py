@@ -16,7 +16,7 @@ from typing import Sequence
 from ..errors import TritonhookError
 from .model import CutlassEffect, ForestRow
 
-EFFECT_METRICS = (("cubin", lambda e: e.diff.section_total), (".nv.capmerc", lambda e: e.metric(".nv.capmerc")),
+EFFECT_METRICS = (("cubin", lambda e: e.cubin_sizes), (".nv.capmerc", lambda e: e.metric(".nv.capmerc")),
                   (".text", lambda e: e.metric(".text")), ("registers", lambda e: e.metric("registers")))
 """What the bar chart shows per kernel: the renamed build's change in percent of the plain build's."""
 EFFECT_BARS = 25
