@@ -16,6 +16,7 @@ import functools
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -75,8 +76,9 @@ def run_demo(out: str | os.PathLike, *, samples: Sequence[str] | None = None, at
     steps = len(jobs) * len(VARIANTS) + 2 + (2 if gpu else 0)
     with _progress(progress, steps) as step:
         for label, rename in VARIANTS:
-            with _environ(TRITON_CACHE_DIR=str(out / "triton-cache" / label)), \
+            with _environ(TRITON_CACHE_DIR=str(out / "triton-cache" / label)), warnings.catch_warnings(), \
                     tritonhook.session(store, subprocesses=False, rename=rename):
+                warnings.simplefilter("ignore", RuntimeWarning)  # preflight's capture warnings: the report has them
                 for name, compile_kernel in jobs:
                     step(f"compile {name} ({label})")
                     compile_kernel()
