@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..errors import TritonhookError
 from ..store import Capture, Store, default_store_path
-from .model import SASS_DIFF_LINES, ReportData, collect
+from .model import SASS_DIFF_KERNELS, SASS_DIFF_LINES, ReportData, collect
 
 DEFAULT_REPORT = "tritonhook-report.html"
 SECTIONS = (("captures", "Captures"), ("cutlass", "cutlass name"), ("ptxas-matrix", "ptxas matrix"),
@@ -35,7 +35,8 @@ def render_html(data: ReportData) -> str:
         data=data, sections=SECTIONS, version=__version__, overview=overview(data.captures),
         generated=time.strftime("%Y-%m-%d %H:%M", time.localtime(data.generated)),
         effect_chart=plots.effect_chart(data.effects), effect_bars=plots.EFFECT_BARS,
-        forest_plot=plots.forest_plot(data.forest), timeline=plots.memwatch_timeline, sass_lines=SASS_DIFF_LINES)
+        forest_plot=plots.forest_plot(data.forest), timeline=plots.memwatch_timeline, sass_lines=SASS_DIFF_LINES,
+        sass_kernels=SASS_DIFF_KERNELS)
 
 
 def _environment():

@@ -24,9 +24,11 @@ from ..store import Capture, Store
 
 PTXAS_MATRIX_KIND = "ptxas-matrix"
 """`Store.results` kind under which `tritonhook demo` saves a ptxas matrix (a `PtxasMatrix.to_json()`)."""
-SASS_DIFF_LINES = 3000
-"""A kernel section shows at most this many SASS diff lines (an attention kernel's can run to tens of
-thousands); the section's `tritonhook diff` command prints them all."""
+SASS_DIFF_LINES = 1500
+SASS_DIFF_KERNELS = 20
+"""The page carries the SASS diffs of the SASS_DIFF_KERNELS largest effects, each cut at SASS_DIFF_LINES lines
+(an attention kernel's runs to tens of thousands), so that a store of 1,000 captures stays a page of a few MB
+(benchmarks/report_scale.py); each kernel section's `tritonhook diff` command prints the whole diff."""
 
 
 @dataclasses.dataclass(frozen=True)
