@@ -53,6 +53,11 @@ class CutlassEffect:
         return f"{self.plain.original_entry} {self.plain.arch}{spec}"
 
     @property
+    def short_title(self) -> str:
+        """For a figure's axis: the kernel and target (the specialization can run to ten constexprs)."""
+        return f"{self.plain.original_entry} {self.plain.arch}"
+
+    @property
     def anchor(self) -> str:
         return f"kernel-{self.plain.id}-{self.renamed.id}"
 

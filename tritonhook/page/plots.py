@@ -16,9 +16,11 @@ from typing import Sequence
 from ..errors import TritonhookError
 from .model import CutlassEffect, ForestRow
 
-EFFECT_METRICS = (("cubin", lambda e: e.cubin_sizes), (".nv.capmerc", lambda e: e.metric(".nv.capmerc")),
-                  (".text", lambda e: e.metric(".text")), ("registers", lambda e: e.metric("registers")))
-"""What the bar chart shows per kernel: the renamed build's change in percent of the plain build's."""
+EFFECT_METRICS = (("cubin", "#4c78a8", lambda e: e.cubin_sizes),
+                  (".nv.capmerc", "#f58518", lambda e: e.metric(".nv.capmerc")),
+                  (".text", "#54a24b", lambda e: e.metric(".text")),
+                  ("registers", "#b279a2", lambda e: e.metric("registers")))
+"""What the bar chart shows per kernel (name, colour, (plain, renamed)): the renamed build's change in percent."""
 EFFECT_BARS = 25
 """Kernels in the bar chart (largest effects first); the table below it lists them all."""
 VERDICT_COLOURS = {"faster": "#1a9850", "slower": "#d73027", "no difference": "#7f7f7f"}
@@ -60,18 +62,20 @@ def percent_change(pair: tuple) -> float | None:
 
 
 def effect_chart(effects: Sequence[CutlassEffect]) -> str | None:
-    """Grouped horizontal bars: per kernel, the renamed build's change of each EFFECT_METRICS figure."""
+    """Grouped horizontal bars: per kernel, the renamed build's change of each EFFECT_METRICS figure; kernels are
+    numbered as in the table under the chart."""
     shown = list(effects[:EFFECT_BARS])
     if not shown:
         return None
     plt = _pyplot()
     height = 0.8 / len(EFFECT_METRICS)
     figure, axes = plt.subplots(figsize=(9, 1.2 + 0.42 * len(shown)))
-    for index, (name, value) in enumerate(EFFECT_METRICS):
+    for index, (name, colour, value) in enumerate(EFFECT_METRICS):
         changes = [percent_change(value(effect)) for effect in shown]
         positions = [row + (index - (len(EFFECT_METRICS) - 1) / 2) * height for row in range(len(shown))]
-        axes.barh(positions, [c or 0.0 for c in changes], height=height, label=name)
-    axes.set_yticks(range(len(shown)), [effect.title for effect in shown], fontsize=8)
+        axes.barh(positions, [c or 0.0 for c in changes], height=height, label=name, color=colour)
+    axes.set_yticks(range(len(shown)), [f"{n}. {effect.short_title}" for n, effect in enumerate(shown, 1)],
+                    fontsize=8)
     axes.invert_yaxis()
     axes.axvline(0, color="black", linewidth=0.6)
     axes.set_xlabel("renamed (cutlass_) vs plain build, % change")
