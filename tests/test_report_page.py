@@ -205,3 +205,19 @@ def test_a_schema_3_store_gains_the_results_table(tmp_path, monkeypatch):
     assert [r["id"] for r in upgraded.results(PTXAS_MATRIX_KIND)] == [saved]
     with sqlite3.connect(tmp_path / "v3" / "index.sqlite") as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+
+
+@pytest.mark.gpu
+def test_gpu_demo_adds_the_sweep_and_the_memwatch_timeline(tmp_path):
+    """On a GPU the demo A/B-times bundled kernels and watches the stack example; the page shows both."""
+    result = run_demo(tmp_path / "demo", samples=["add"], attention=False, progress=False)
+    assert not [line for line in result.skipped if "GPU" in line or "memwatch" in line], result.skipped
+    store = Store(tmp_path / "demo" / "store", readonly=True)
+    saved = store.ab_results()
+    assert saved and all(b["correctness"] in ("bitwise", "allclose") for r in saved for b in r["benchmarks"])
+    page = result.report.read_text()
+    sweep, memory = section(page, "sweep"), section(page, "memory")
+    assert "<svg" in sweep and "matmul_fp16 4096^3" in sweep and "Workload estimate" in sweep
+    watched = json.loads((tmp_path / "demo" / "memwatch-stack.json").read_text())
+    assert watched["summary"]["stack_limit_after"] > watched["summary"]["stack_limit_before"]
+    assert "<svg" in memory and "stack (local memory) reservation" in memory
