@@ -36,7 +36,7 @@ def test_the_demo_report_loads_with_no_error_and_asks_the_network_for_nothing(de
     page = browser.open(demo.report)
     assert page.errors == [] and page.requests == []
     for section_id, title in SECTIONS:
-        text = browser.evaluate(f"(document.getElementById('{section_id}') || {{}}).innerText || ''")
+        text = browser.evaluate(f"(document.getElementById('{section_id}') || {{}}).textContent || ''")
         assert len(text) > len(title) + 20, f"section {section_id} missing or empty"
         assert browser.evaluate(f"!!document.querySelector('nav a[href=\"#{section_id}\"]')")
     assert browser.evaluate("document.querySelectorAll('#cutlass svg').length") == 1
