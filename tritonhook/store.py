@@ -32,8 +32,9 @@ from .config import DEFAULT_STORE, REPAIR_MIN_AGE_S
 from .errors import TritonhookError
 
 # 2: ab_results / ab_captures (A/B timings). 3: captures.specialization, indexes on arch and event.
+# 4: results (any other command's saved result, by kind: ptxas-matrix, ...).
 # An older store is upgraded in place when opened by a writer (or by a reader allowed to write it).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STORE_ENV = config.STORE.name  # old name, kept for one release
 _BUSY_TIMEOUT_MS = 60_000
 
@@ -83,6 +84,13 @@ CREATE TABLE IF NOT EXISTS ab_captures (
     variant TEXT NOT NULL,          -- the A/B variant label whose processes wrote the capture
     PRIMARY KEY (ab_id, capture_id)
 );
+CREATE TABLE IF NOT EXISTS results (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created REAL NOT NULL,
+    kind TEXT NOT NULL,             -- what produced it, e.g. 'ptxas-matrix'
+    data TEXT NOT NULL              -- JSON, as that command's to_json() wrote it
+);
+CREATE INDEX IF NOT EXISTS results_kind ON results(kind);
 """
 
 _CAPTURE_COLUMNS = (
@@ -402,6 +410,20 @@ class Store:
             captures.setdefault(ab_id, {}).setdefault(variant, []).append(capture_id)
         return [{**json.loads(result), "id": ab_id, "created": created, "captures": captures.get(ab_id, {})}
                 for ab_id, created, result in rows]
+
+    def add_result(self, kind: str, data: dict) -> int:
+        """Save one JSON-able result of another command (a ptxas matrix, ...) under `kind`; returns its id."""
+        with self._lock:
+            conn = self._connection()
+            return conn.execute("INSERT INTO results (created, kind, data) VALUES (?, ?, ?)",
+                                (time.time(), kind, _dumps(data))).lastrowid
+
+    def results(self, kind: str) -> list[dict]:
+        """The saved results of `kind` in id order, each with its `id` and `created` added."""
+        with self._lock:
+            rows = self._connection().execute("SELECT id, created, data FROM results WHERE kind = ? ORDER BY id",
+                                              (kind,)).fetchall()
+        return [{**json.loads(data), "id": result_id, "created": created} for result_id, created, data in rows]
 
     # ----- reading -------------------------------------------------------------------------------------------
     def captures(self, *, kernel: str | None = None, arch: str | None = None, event: str | None = None,

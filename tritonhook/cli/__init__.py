@@ -13,11 +13,11 @@ import os
 import sys
 
 from ..errors import TritonhookError
-from . import ab, binaries, capture, inspect, mem
+from . import ab, binaries, capture, inspect, mem, report
 
 _COMMANDS = [capture.add_run, capture.add_capture, inspect.add_ls, inspect.add_show, inspect.add_export,
              binaries.add_rename, ab.add_ab, binaries.add_diff, binaries.add_ptxas_matrix, binaries.add_ptxas,
-             mem.add_memwatch, mem.add_preflight, inspect.add_store]
+             mem.add_memwatch, mem.add_preflight, inspect.add_store, report.add_report, report.add_demo]
 """Every subcommand's parser, in the order `tritonhook --help` lists them."""
 
 

@@ -1,0 +1,223 @@
+"""`tritonhook report` and `tritonhook demo` without a browser: what the page holds for real stores.
+
+The stores are real: the demo compiles sample kernels with real Triton and ptxas (plain and renamed), its ptxas
+matrix runs every ptxas found, and the report reads the cubins back. A/B results are made by `ab.analyze` from
+timings given here (the timing needs a GPU, the statistics do not); the memwatch file is the run recorded on the
+H200 (tests/test_memwatch.py).
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tritonhook import ab
+from tritonhook.cubin import Cubin
+from tritonhook.page import SECTIONS, write_report
+from tritonhook.page.demo import run_demo
+from tritonhook.page.model import PTXAS_MATRIX_KIND, forest_rows, workload_estimate
+from tritonhook.ptxas import find_ptxas, one_per_version
+from tritonhook.store import SCHEMA_VERSION, Store
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3
+DEMO_SAMPLES = ["add", "matmul_fp16"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """One demo run over two samples (12 compiles: 2 kernels x 3 targets x plain/renamed), shared by the tests."""
+    out = tmp_path_factory.mktemp("demo")
+    return run_demo(out, samples=DEMO_SAMPLES, attention=False, progress=False)
+
+
+def section(page: str, section_id: str) -> str:
+    match = re.search(rf'<section id="{section_id}">(.*?)</section>', page, re.DOTALL)
+    assert match, f"section {section_id} missing"
+    return match.group(1)
+
+
+def test_demo_pairs_each_kernel_and_target_and_shows_the_cubins_real_figures(demo):
+    page = demo.report.read_text()
+    for section_id, _ in SECTIONS:
+        section(page, section_id)
+    store = Store(demo.report.parent / "store", readonly=True)
+    captures = store.captures()
+    assert len(captures) == 12 and sum(c.renamed for c in captures) == 6
+    effect_rows = re.findall(r'<a href="#kernel-(\d+)-(\d+)">', section(page, "cutlass"))
+    assert len(effect_rows) == 6
+    for plain_id, renamed_id in effect_rows:
+        plain, renamed = store.get(plain_id), store.get(renamed_id)
+        assert (plain.original_entry, plain.arch) == (renamed.original_entry, renamed.arch)
+        assert renamed.entry == "cutlass_" + plain.entry
+    # the Blackwell matmul: its capmerc grows under the cutlass name; the page quotes the cubins' own figures
+    (matmul_100,) = [c for c in captures if c.arch == "sm_100a" and c.kernel == "matmul_kernel" and not c.renamed]
+    (matmul_100r,) = [c for c in captures if c.arch == "sm_100a" and c.kernel == "matmul_kernel" and c.renamed]
+    before = Cubin.from_bytes(store.read(matmul_100, "cubin")).kernels[matmul_100.entry].capmerc_size
+    after = Cubin.from_bytes(store.read(matmul_100r, "cubin")).kernels[matmul_100r.entry].capmerc_size
+    assert after > before > 0
+    assert f"{before:,} → {after:,}" in html.unescape(section(page, "cutlass"))
+    kernel = html.unescape(section(page, "kernels"))
+    assert f"tritonhook diff --store {store.path} {matmul_100.id} {matmul_100r.id} --sass" in kernel
+    assert "<details><summary>SASS diff" in kernel and "samples.py:" in kernel
+
+
+def test_demo_saves_a_ptxas_matrix_with_every_ptxas_version_found(demo):
+    store = Store(demo.report.parent / "store", readonly=True)
+    (matrix,) = store.results(PTXAS_MATRIX_KIND)
+    versions = {b.version for b in one_per_version(find_ptxas())}
+    assert {row["version"] for row in matrix["rows"]} | {s["version"] for s in matrix["skipped"]} == versions
+    table = section(demo.report.read_text(), "ptxas-matrix")
+    for row in matrix["rows"]:
+        assert f"<td>{row['version']}</td><td>{row['variant']}</td><td>{row['kernel']}</td>" in table
+
+
+def test_demo_summary_is_five_lines_and_says_what_needs_a_gpu(demo):
+    assert len(demo.summary) == 5 and demo.summary[0].startswith(f"report: {demo.report.resolve()}")
+    assert "6 plain/renamed pairs" in demo.summary[2]
+    assert any("no CUDA GPU" in line for line in demo.skipped)
+
+
+def test_demo_refuses_to_reuse_a_store(demo):
+    with pytest.raises(Exception, match="already holds a store"):
+        run_demo(demo.report.parent, samples=["add"], attention=False, progress=False)
+
+
+def test_a_corrupt_blob_is_named_and_the_rest_of_the_page_stands(demo, tmp_path):
+    store_path = tmp_path / "store"
+    shutil.copytree(demo.report.parent / "store", store_path)
+    store = Store(store_path)
+    (victim,) = [c for c in store.captures() if c.renamed and c.arch == "sm_90a" and c.kernel == "add_kernel"]
+    store.blob_path(victim.artifacts["cubin"].sha256).write_bytes(b"not the cubin any more")
+    path, data = write_report(store, tmp_path / "r.html")
+    page = path.read_text()
+    problems = section(page, "problems")
+    assert f"capture {victim.id} (cutlass_add_kernel, sm_90a)" in problems and "corrupt" in problems
+    assert len(data.effects) == 5  # the pair that lost its cubin, and only it, is gone
+    assert all(victim.id != e.renamed.id for e in data.effects)
+    for section_id, _ in SECTIONS:
+        section(page, section_id)
+
+
+def test_an_empty_store_says_in_each_section_how_to_fill_it(tmp_path):
+    path, data = write_report(Store(tmp_path / "store"), tmp_path / "r.html")
+    page = path.read_text()
+    assert not data.problems
+    for section_id in ("captures", "cutlass", "ptxas-matrix", "sweep", "memory", "kernels"):
+        assert 'class="empty"' in section(page, section_id), section_id
+    assert "tritonhook demo" in section(page, "captures")
+
+
+def test_a_store_with_only_plain_captures_has_no_pairs_but_its_captures_and_predictions(tmp_path, capture_session):
+    from tritonhook.samples import compile_sample
+
+    compile_sample("tma_copy", 120)  # sm_120a TMA on Triton 3.6-: the driver stack routine (NOTES §1.2)
+    path, data = write_report(capture_session.store, tmp_path / "r.html")
+    page = path.read_text()
+    assert len(data.captures) == 1 and not data.effects
+    assert 'class="empty"' in section(page, "cutlass")
+    import triton
+
+    if triton.__version__.startswith("3.6"):
+        assert data.warnings and "__cuda_syscall_cp_async_bulk_tensor" in section(page, "memory")
+
+
+def ab_result(store: Store) -> dict:
+    """A saved A/B run: `matmul` 10% faster renamed in every round, `attention` unchanged."""
+    variants = ab.parse_variants("plain,cutlass_")
+    rounds = {"matmul": ([1.00, 1.01, 0.99, 1.00, 1.02], [0.90, 0.91, 0.89, 0.90, 0.92]),
+              "attention": ([3.00, 3.03, 2.97, 3.01, 2.99], [3.01, 2.98, 3.00, 3.02, 2.99])}
+    benchmarks = [ab.analyze(name, {"plain": a, "cutlass_": b}, variants, flops=None, correctness="allclose")
+                  for name, (a, b) in rounds.items()]
+    report = ab.ABReport(benchmarks, variants, 5, None, None, {})
+    store.add_ab_result(report.to_json(), {})
+    (saved,) = store.ab_results()
+    return saved
+
+
+def test_ab_results_become_a_forest_plot_a_workload_estimate_and_the_select_of_the_winners(tmp_path):
+    store = Store(tmp_path / "store")
+    saved = ab_result(store)
+    rows = forest_rows(saved)
+    assert [(r.benchmark, r.verdict) for r in rows] == [("matmul", "faster"), ("attention", "no difference")]
+    assert rows[0].share == pytest.approx(1.00 / 4.00) and rows[0].high < 1.0
+    estimate = workload_estimate(saved)
+    assert estimate.winners == {"matmul": "cutlass_"} and estimate.select == {"cutlass_": "^(matmul)$"}
+    assert estimate.ratio == pytest.approx((0.90 + 3.00) / (1.00 + 3.00))
+    path, _ = write_report(store, tmp_path / "r.html")
+    sweep = section(path.read_text(), "sweep")
+    assert "<svg" in sweep and 'class="faster">faster' in sweep
+    assert "tritonhook run --rename cutlass_ --select '^(matmul)$'" in html.unescape(sweep)
+
+
+def test_memwatch_files_draw_the_timeline_and_a_bad_one_is_named(tmp_path):
+    from test_memwatch import H200_GROWTH, recorded_h200_run, result_of
+
+    good, bad = tmp_path / "stack.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(result_of(recorded_h200_run()).to_json()))
+    bad.write_text('{"not": "memwatch"}')
+    path, data = write_report(Store(tmp_path / "store"), tmp_path / "r.html", memwatch_files=[good, bad])
+    page = path.read_text()
+    memory = section(page, "memory")
+    assert "<svg" in memory and f"{H200_GROWTH:,}" in memory and "1024 &rarr; 16384" in memory
+    assert str(bad) in section(page, "problems") and len(data.memwatch) == 1
+
+
+def test_cli_report_on_a_missing_store_is_one_line(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "report", "--store", str(tmp_path / "none"),
+                           "-o", str(tmp_path / "r.html")], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no tritonhook store here" in done.stderr
+
+
+def test_cli_report_writes_the_page_and_prints_five_lines(demo, tmp_path):
+    out = tmp_path / "page.html"
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "report", "--store", str(demo.report.parent / "store"),
+                           "-o", str(out), "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["report"] == str(out.resolve()) and len(printed["summary"]) == 5 and out.stat().st_size > 0
+
+
+def test_a_schema_3_store_gains_the_results_table(tmp_path, monkeypatch):
+    source = subprocess.run(["git", "-C", str(REPO), "show", f"{SCHEMA_3_COMMIT}:tritonhook/store.py"],
+                            capture_output=True, text=True)
+    if source.returncode != 0:
+        pytest.skip(f"git cannot show {SCHEMA_3_COMMIT} here (shallow clone?)")
+    (tmp_path / "store_v3.py").write_text(source.stdout)
+    spec = importlib.util.spec_from_file_location("tritonhook._store_v3", tmp_path / "store_v3.py")
+    old = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, old)
+    spec.loader.exec_module(old)
+    assert old.SCHEMA_VERSION == 3
+    old.Store(tmp_path / "v3").close()
+    upgraded = Store(tmp_path / "v3")
+    assert upgraded.results(PTXAS_MATRIX_KIND) == []
+    saved = upgraded.add_result(PTXAS_MATRIX_KIND, {"rows": [], "ratios": [], "skipped": []})
+    assert [r["id"] for r in upgraded.results(PTXAS_MATRIX_KIND)] == [saved]
+    with sqlite3.connect(tmp_path / "v3" / "index.sqlite") as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+
+
+@pytest.mark.gpu
+def test_gpu_demo_adds_the_sweep_and_the_memwatch_timeline(tmp_path):
+    """On a GPU the demo A/B-times bundled kernels and watches the stack example; the page shows both."""
+    result = run_demo(tmp_path / "demo", samples=["add"], attention=False, progress=False)
+    assert not [line for line in result.skipped if "GPU" in line or "memwatch" in line], result.skipped
+    store = Store(tmp_path / "demo" / "store", readonly=True)
+    saved = store.ab_results()
+    assert saved and all(b["correctness"] in ("bitwise", "allclose") for r in saved for b in r["benchmarks"])
+    page = result.report.read_text()
+    sweep, memory = section(page, "sweep"), section(page, "memory")
+    assert "<svg" in sweep and "matmul_fp16 4096^3" in sweep and "Workload estimate" in sweep
+    watched = json.loads((tmp_path / "demo" / "memwatch-stack.json").read_text())
+    assert watched["summary"]["stack_limit_after"] > watched["summary"]["stack_limit_before"]
+    assert "<svg" in memory and "stack (local memory) reservation" in memory

@@ -1,0 +1,146 @@
+"""`tritonhook report`: one self-contained HTML page that tells the story of a capture store.
+
+`model.collect` gathers the data (plain dataclasses), `plots` draws the figures as inline SVG, and the Jinja2
+template `templates/report.html.j2` lays them out with inline styles and a few lines of script (the filter box):
+the page loads nothing from the network. `write_report` is the library entry point; `add_report_commands`
+registers `tritonhook report` and `tritonhook demo` with the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import TritonhookError
+from ..store import Capture, Store, default_store_path
+from .model import SASS_DIFF_KERNELS, SASS_DIFF_LINES, ReportData, collect
+
+DEFAULT_REPORT = "tritonhook-report.html"
+SECTIONS = (("captures", "Captures"), ("cutlass", "cutlass name"), ("ptxas-matrix", "ptxas matrix"),
+            ("sweep", "Sweep / A/B"), ("memory", "Memory"), ("kernels", "Kernels"))
+"""The page's sections, in order: (element id, navigation title). The browser test checks each one."""
+
+
+def render_html(data: ReportData) -> str:
+    """The page for `data`, as one HTML string."""
+    from .. import __version__
+    from . import plots
+
+    env = _environment()
+    template = env.get_template("report.html.j2")
+    return template.render(
+        data=data, sections=SECTIONS, version=__version__, overview=overview(data.captures),
+        generated=time.strftime("%Y-%m-%d %H:%M", time.localtime(data.generated)),
+        effect_chart=plots.effect_chart(data.effects), effect_bars=plots.EFFECT_BARS,
+        forest_plot=plots.forest_plot(data.forest), timeline=plots.memwatch_timeline, sass_lines=SASS_DIFF_LINES,
+        sass_kernels=SASS_DIFF_KERNELS)
+
+
+def _environment():
+    try:
+        import jinja2
+    except ImportError:
+        raise TritonhookError("tritonhook report renders with Jinja2: pip install jinja2") from None
+    from ..preflight import table_row
+    from ..report import human_bytes
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+                             autoescape=True, trim_blocks=False, undefined=jinja2.StrictUndefined)
+    env.globals.update(size=_size, where=_where, change=_change, pair_text=_pair_text, ratio_text=_ratio_text,
+                       matrix_ratio=_matrix_ratio, bytes=human_bytes, preflight_row=table_row,
+                       diff_class=_diff_class)
+    return env
+
+
+def overview(captures: Sequence[Capture]) -> dict:
+    """The headline figures of the captures table."""
+    return {"kernels": len({c.original_entry for c in captures}), "archs": sorted({c.arch for c in captures}),
+            "tritons": sorted({c.triton_version for c in captures}),
+            "ptxas": sorted({c.ptxas_version for c in captures if c.ptxas_version}),
+            "compiles": sum(c.event == "compile" for c in captures),
+            "cache_hits": sum(c.event == "cache_hit" for c in captures),
+            "compile_s": sum(sum(c.times.values()) for c in captures if c.event == "compile"),
+            "cubin_bytes": sum(c.artifacts["cubin"].size for c in captures
+                               if "cubin" in c.artifacts and c.event == "compile")}
+
+
+def _size(capture: Capture, stage: str) -> str:
+    artifact = capture.artifacts.get(stage)
+    return f"{artifact.size:,}" if artifact else "-"
+
+
+def _where(capture: Capture) -> str:
+    return f"{capture.src_file}:{capture.src_line}" if capture.src_file else "-"
+
+
+def _change(pair: tuple) -> str:
+    """'16,756 → 53,648 (+220%)' for (plain, renamed)."""
+    plain, renamed = pair
+    if plain is None or renamed is None:
+        return "-"
+    if plain == renamed:
+        return f"{plain:,}"
+    percent = f" ({100 * (renamed - plain) / plain:+.0f}%)" if plain else ""
+    return f"{plain:,} → {renamed:,}{percent}"
+
+
+def _pair_text(pair: tuple) -> str:
+    plain, renamed = pair
+    return "-" if plain is None else f"{plain}" if plain == renamed else f"{plain}→{renamed}"
+
+
+def _ratio_text(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}×"
+
+
+def _matrix_ratio(matrix: dict, row: dict) -> dict | None:
+    """The renamed/plain ratios that belong on a renamed row of a saved ptxas matrix."""
+    if row["variant"] != "renamed":
+        return None
+    return next((r for r in matrix.get("ratios", []) if r["ptxas"] == row["ptxas"] and r["renamed"] == row["kernel"]),
+                None)
+
+
+def _diff_class(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return ""
+    return {"+": "diff-add", "-": "diff-del", "@": "diff-hunk"}.get(line[:1], "")
+
+
+def write_report(store: Store, out: str | os.PathLike, *, memwatch_files: Sequence[str | os.PathLike] = (),
+                 sass: bool = True) -> tuple[Path, ReportData]:
+    """Collect, render and write the page for `store`; returns its path and the data it shows."""
+    data = collect(store, memwatch_files, sass=sass)
+    html = render_html(data)
+    path = Path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise TritonhookError(f"{path}: cannot write the report ({exc.strerror or exc})") from None
+    return path, data
+
+
+def summary_lines(path: Path, data: ReportData) -> list[str]:
+    """Five lines for the terminal: where the page is and what it found."""
+    biggest = data.effects[0] if data.effects else None
+    effect = "no plain/renamed pairs" if biggest is None else \
+        f"{len(data.effects)} plain/renamed pairs; largest: {biggest.title} cubin {biggest.cubin_change:+.1%}"
+    capmerc = [e for e in data.effects if (e.metric(".nv.capmerc")[0] or 0) > 0]
+    capmerc_text = "" if not capmerc else \
+        f"; .nv.capmerc up to {max(e.metric('.nv.capmerc')[1] / e.metric('.nv.capmerc')[0] for e in capmerc):.1f}x"
+    winners = sum(r.verdict == "faster" for r in data.forest)
+    sweep = f"{len(data.forest)} A/B comparisons, {winners} faster" if data.forest else "no A/B results (needs a GPU)"
+    memory = f"{len(data.warnings)} preflight warnings over {data.predicted_cubins} cubins; " \
+             f"{len(data.memwatch)} memwatch timelines"
+    problems = f"; {len(data.problems)} problems (see the page)" if data.problems else ""
+    return [f"report: {path.resolve()}",
+            f"captures: {len(data.captures)} in {data.store} ({', '.join(overview(data.captures)['archs']) or '-'})",
+            f"cutlass name: {effect}{capmerc_text}",
+            f"sweep: {sweep}; ptxas matrices: {len(data.matrices)}",
+            f"memory: {memory}{problems}"]
+
+
+# ----- the CLI ---------------------------------------------------------------------------------------------------

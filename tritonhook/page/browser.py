@@ -1,0 +1,181 @@
+"""Open a page in headless Chromium and report what a reader would meet: errors, load time, a screenshot.
+
+Chromium is driven through its DevTools protocol over one WebSocket (`websocket-client`, a small pure-Python
+package): no WebDriver, no Node. The browser test, the report benchmark and the README screenshot use it.
+
+    with Chromium() as browser:
+        page = browser.open(path)            # PageLoad: errors, load_ms
+        browser.evaluate("document.title")
+        browser.screenshot(png_path)
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from ..errors import TritonhookError
+
+CHROMIUM_ENV = "TRITONHOOK_CHROMIUM"
+"""The Chromium binary to use (default: `chromium`, `chromium-browser` or `google-chrome` on PATH)."""
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+         "--remote-debugging-port=0", "--window-size=1400,1000")
+_LISTENING = re.compile(r"DevTools listening on (ws://\S+)")
+
+
+def find_chromium() -> str | None:
+    if os.environ.get(CHROMIUM_ENV):
+        return os.environ[CHROMIUM_ENV]
+    return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class PageLoad:
+    """What loading a page produced: console errors and uncaught exceptions, and the load time."""
+
+    url: str
+    errors: list[str]
+    load_ms: float  # navigation start to the end of the load event, as the page's own Performance API says
+    requests: list[str]  # every URL the page asked for beyond itself (a self-contained page asks for none)
+
+
+class Chromium:
+    """One headless Chromium with one page, controlled over the DevTools protocol."""
+
+    def __init__(self, binary: str | None = None, *, timeout: float = 60.0):
+        self.binary = binary or find_chromium()
+        if self.binary is None:
+            raise TritonhookError(f"no Chromium found: apt-get install chromium, or set ${CHROMIUM_ENV}")
+        self.timeout = timeout
+        self._ids = itertools.count(1)
+        self._events: list[dict] = []
+
+    def __enter__(self) -> "Chromium":
+        import websocket
+
+        self._profile = tempfile.TemporaryDirectory(prefix="tritonhook-chromium-")
+        self._process = subprocess.Popen([self.binary, *FLAGS, f"--user-data-dir={self._profile.name}",
+                                          "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         text=True)
+        try:
+            browser_url = self._devtools_url()
+            threading.Thread(target=self._process.stderr.read, daemon=True).start()  # a full pipe would block it
+            port = browser_url.split(":")[2].split("/")[0]
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=self.timeout) as reply:
+                page = next(t for t in json.load(reply) if t["type"] == "page")
+            self._socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=self.timeout,
+                                                        suppress_origin=True)
+            for domain in ("Page", "Runtime", "Log", "Network"):
+                self.call(f"{domain}.enable")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if getattr(self, "_socket", None) is not None:
+            self._socket.close()
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._profile.cleanup()
+
+    def _devtools_url(self) -> str:
+        deadline = time.monotonic() + self.timeout
+        seen = []
+        while time.monotonic() < deadline:
+            line = self._process.stderr.readline()
+            if not line and self._process.poll() is not None:
+                break
+            seen.append(line.strip())
+            if match := _LISTENING.search(line):
+                return match.group(1)
+        raise TritonhookError(f"{self.binary}: did not start its DevTools endpoint ({' | '.join(seen[-3:])})")
+
+    def call(self, method: str, **params) -> dict:
+        """Send one DevTools command and return its result; events received meanwhile are kept."""
+        message_id = next(self._ids)
+        self._socket.send(json.dumps({"id": message_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self._socket.recv())
+            if message.get("id") == message_id:
+                if "error" in message:
+                    raise TritonhookError(f"Chromium {method}: {message['error'].get('message')}")
+                return message.get("result", {})
+            self._events.append(message)
+
+    def _wait_for(self, method: str) -> dict:
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            for index, event in enumerate(self._events):
+                if event.get("method") == method:
+                    return self._events.pop(index)
+            self._events.append(json.loads(self._socket.recv()))
+        raise TritonhookError(f"Chromium: no {method} within {self.timeout:.0f} s")
+
+    def open(self, path: str | os.PathLike) -> PageLoad:
+        """Load a local file and wait for its load event."""
+        url = Path(path).resolve().as_uri()
+        self._events.clear()
+        self.call("Page.navigate", url=url)
+        self._wait_for("Page.loadEventFired")
+        load_ms = self.evaluate("(() => { const n = performance.getEntriesByType('navigation')[0];"
+                                " return n.loadEventEnd - n.startTime; })()")
+        return PageLoad(url, self.errors(), load_ms, self.requests(url))
+
+    def errors(self) -> list[str]:
+        """Console errors and uncaught exceptions seen since the page was opened."""
+        self.evaluate("0")  # lets pending events arrive first
+        found = []
+        for event in self._events:
+            method, params = event.get("method"), event.get("params", {})
+            if method == "Runtime.exceptionThrown":
+                details = params["exceptionDetails"]
+                found.append(details.get("exception", {}).get("description") or details.get("text", "exception"))
+            elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+                found.append(" ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", [])))
+            elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
+                found.append(params["entry"].get("text", ""))
+        return found
+
+    def requests(self, own_url: str) -> list[str]:
+        return [e["params"]["request"]["url"] for e in self._events if e.get("method") == "Network.requestWillBeSent"
+                and e["params"]["request"]["url"] != own_url]
+
+    def evaluate(self, expression: str):
+        """The value of a JavaScript expression in the page (an exception in it is a TritonhookError)."""
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise TritonhookError(f"Chromium: {expression!r} threw {result['exceptionDetails'].get('text')}")
+        return result["result"].get("value")
+
+    def type_into(self, selector: str, text: str) -> None:
+        """Focus an input and type `text` as key events (what a reader does), so its input handlers run."""
+        self.evaluate(f"document.querySelector({json.dumps(selector)}).focus()")
+        self.call("Input.insertText", text=text)
+
+    def screenshot(self, path: str | os.PathLike, *, full_page: bool = False) -> Path:
+        params = {"format": "png"}
+        if full_page:
+            width, height = self.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+            params.update(captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": width,
+                                                            "height": min(height, 8000), "scale": 1})
+        data = self.call("Page.captureScreenshot", **params)["data"]
+        out = Path(path)
+        out.write_bytes(base64.b64decode(data))
+        return out

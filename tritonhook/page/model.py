@@ -1,0 +1,282 @@
+"""What `tritonhook report` shows, gathered from a store as plain data (no HTML here).
+
+`collect(store, memwatch_files)` reads every capture once, parses each distinct cubin once, pairs the plain and
+renamed builds of each kernel and diffs them with `diff.diff_cubins` (SASS through nvdisasm, each distinct cubin
+disassembled once), predicts the stack reservation of each distinct cubin with `preflight.predict_cubin`, and
+reads the saved ptxas matrices, A/B results and the memwatch files given. Whatever cannot be read (a corrupt
+blob, a memwatch file that is not one, no nvdisasm) becomes a `Problem` the page lists, and the rest goes on.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..cubin import Cubin, disassemble
+from ..diff import CubinDiff, diff_cubins
+from ..errors import TritonhookError
+from ..preflight import WARN_BYTES, Prediction, predict_cubin
+from ..store import Capture, Store
+
+PTXAS_MATRIX_KIND = "ptxas-matrix"
+"""`Store.results` kind under which `tritonhook demo` saves a ptxas matrix (a `PtxasMatrix.to_json()`)."""
+SASS_DIFF_LINES = 1500
+SASS_DIFF_KERNELS = 20
+"""The page carries the SASS diffs of the SASS_DIFF_KERNELS largest effects, each cut at SASS_DIFF_LINES lines
+(an attention kernel's runs to tens of thousands), so that a store of 1,000 captures stays a page of a few MB
+(benchmarks/report_scale.py); each kernel section's `tritonhook diff` command prints the whole diff."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """Something the report could not read, and what it did instead."""
+
+    where: str
+    what: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CutlassEffect:
+    """One kernel built twice for one target and specialization: with its own name (`plain`) and renamed."""
+
+    plain: Capture
+    renamed: Capture
+    diff: CubinDiff
+
+    @property
+    def title(self) -> str:
+        spec = f" [{self.plain.specialization}]" if self.plain.specialization else ""
+        return f"{self.plain.original_entry} {self.plain.arch}{spec}"
+
+    @property
+    def short_title(self) -> str:
+        """For a figure's axis: the kernel and target (the specialization can run to ten constexprs)."""
+        return f"{self.plain.original_entry} {self.plain.arch}"
+
+    @property
+    def anchor(self) -> str:
+        return f"kernel-{self.plain.id}-{self.renamed.id}"
+
+    def metric(self, name: str) -> tuple:
+        """(plain, renamed) value of a `diff.KERNEL_METRICS` metric, summed over the paired kernels."""
+        pairs = [row.metrics[name] for row in self.diff.kernels]
+        return tuple(sum(v or 0 for v in side) if any(v is not None for v in side) else None for side in zip(*pairs))
+
+    @property
+    def cubin_sizes(self) -> tuple[int, int]:
+        """(plain, renamed) cubin file size in bytes."""
+        return self.plain.artifacts["cubin"].size, self.renamed.artifacts["cubin"].size
+
+    @property
+    def cubin_change(self) -> float:
+        """Relative change of the cubin file size: the sort key, largest effect first."""
+        plain, renamed = self.cubin_sizes
+        return (renamed - plain) / plain if plain else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ForestRow:
+    """One non-baseline variant of one A/B benchmark: its time ratio and interval, verdict, and GPU-time share."""
+
+    ab_id: int
+    benchmark: str
+    variant: str
+    baseline: str
+    ratio: float
+    low: float
+    high: float
+    verdict: str
+    share: float  # the benchmark's part of its A/B run's baseline time
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadEstimate:
+    """An A/B run with every benchmark given its winning variant (or the baseline where none won)."""
+
+    ab_id: int
+    baseline_ms: float
+    chosen_ms: float
+    winners: dict[str, str]  # benchmark -> winning variant
+    select: dict[str, str]  # variant -> the regex that gives it exactly to its winners
+
+    @property
+    def ratio(self) -> float:
+        return self.chosen_ms / self.baseline_ms if self.baseline_ms else 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class MemwatchRun:
+    source: str
+    result: object  # memwatch.MemwatchResult
+
+
+@dataclasses.dataclass
+class ReportData:
+    store: str
+    generated: float
+    captures: list[Capture]
+    effects: list[CutlassEffect]
+    matrices: list[dict]
+    ab_results: list[dict]
+    forest: list[ForestRow]
+    estimates: list[WorkloadEstimate]
+    memwatch: list[MemwatchRun]
+    predictions: list[tuple[Capture, Prediction]]  # those that reserve anything; heaviest first
+    predicted_cubins: int
+    problems: list[Problem]
+
+    @property
+    def warnings(self) -> list[tuple[Capture, Prediction]]:
+        """Predictions above the capture-time warning threshold on a GPU that can load the cubin."""
+        return [(c, p) for c, p in self.predictions if p.runs_on_gpu and p.reserve_low > WARN_BYTES]
+
+
+# ----- reading the store -----------------------------------------------------------------------------------------
+class _Cubins:
+    """Each distinct cubin of the store read, parsed and (on demand) disassembled once; failures become
+    Problems naming the capture, and that capture is left out of what needs its cubin."""
+
+    def __init__(self, store: Store, problems: list[Problem]):
+        self.store, self.problems = store, problems
+        self.parsed: dict[str, tuple[bytes, Cubin] | None] = {}
+        self.sass: dict[str, dict | None] = {}
+        self.nvdisasm_error: str | None = None
+
+    def get(self, capture: Capture) -> tuple[bytes, Cubin] | None:
+        artifact = capture.artifacts.get("cubin")
+        if artifact is None:
+            return None
+        if artifact.sha256 not in self.parsed:
+            try:
+                data = self.store.read(capture, "cubin")
+                self.parsed[artifact.sha256] = data, Cubin.from_bytes(data, label=f"capture {capture.id}")
+            except TritonhookError as exc:
+                self.parsed[artifact.sha256] = None
+                self.problems.append(Problem(f"capture {capture.id} ({capture.entry}, {capture.arch})",
+                                             f"{exc}; left out of the cubin sections"))
+        return self.parsed[artifact.sha256]
+
+    def disassemble_all(self, digests: Iterable[str]) -> None:
+        """nvdisasm on every cubin wanted, a few at a time (each run is a process of its own)."""
+        wanted = [d for d in dict.fromkeys(digests) if d not in self.sass and self.parsed.get(d)]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            jobs = {digest: pool.submit(disassemble, self.parsed[digest][0], label=digest[:12]) for digest in wanted}
+            for digest, job in jobs.items():
+                try:
+                    self.sass[digest] = job.result()
+                except TritonhookError as exc:
+                    self.sass[digest] = None
+                    self.nvdisasm_error = self.nvdisasm_error or str(exc)
+
+
+def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, sass: bool = True) -> ReportData:
+    """Everything the report shows, from `store` and the `tritonhook memwatch --json` files given."""
+    problems: list[Problem] = []
+    captures = store.captures()
+    cubins = _Cubins(store, problems)
+    effects = _effects(captures, cubins, sass=sass)
+    if cubins.nvdisasm_error:
+        problems.append(Problem("nvdisasm", f"{cubins.nvdisasm_error}; the kernel sections show no SASS"))
+    predictions, predicted = _predictions(captures, cubins)
+    ab_results = store.ab_results()
+    forest = [row for result in ab_results for row in forest_rows(result)]
+    return ReportData(store=str(store.path), generated=time.time(), captures=captures, effects=effects,
+                      matrices=store.results(PTXAS_MATRIX_KIND), ab_results=ab_results, forest=forest,
+                      estimates=[e for e in map(workload_estimate, ab_results) if e is not None],
+                      memwatch=_memwatch_runs(memwatch_files, problems), predictions=predictions,
+                      predicted_cubins=predicted, problems=problems)
+
+
+def build_pairs(captures: Iterable[Capture]) -> list[tuple[Capture, Capture]]:
+    """(plain, renamed) per kernel, target, specialization and Triton version: the newest of each side."""
+    sides: dict[tuple, dict[bool, Capture]] = {}
+    for capture in captures:
+        if "cubin" in capture.artifacts:
+            key = (capture.original_entry, capture.arch, capture.specialization, capture.triton_version)
+            sides.setdefault(key, {})[capture.renamed] = capture  # id order: the newest wins
+    return [(found[False], found[True]) for found in sides.values() if len(found) == 2]
+
+
+def _effects(captures: list[Capture], cubins: _Cubins, *, sass: bool) -> list[CutlassEffect]:
+    pairs = [(plain, renamed) for plain, renamed in build_pairs(captures)
+             if cubins.get(plain) is not None and cubins.get(renamed) is not None]
+    if sass:
+        cubins.disassemble_all(c.artifacts["cubin"].sha256 for pair in pairs for c in pair)
+    diffs: dict[tuple[str, str], CubinDiff] = {}
+    effects = []
+    for plain, renamed in pairs:
+        key = (plain.artifacts["cubin"].sha256, renamed.artifacts["cubin"].sha256)
+        if key not in diffs:
+            sass_a, sass_b = (cubins.sass.get(digest) for digest in key)
+            diffs[key] = diff_cubins(cubins.get(plain)[1], cubins.get(renamed)[1], sass_a=sass_a, sass_b=sass_b)
+        effects.append(CutlassEffect(plain, renamed, diffs[key]))
+    return sorted(effects, key=lambda e: (-abs(e.cubin_change), e.title))
+
+
+def _predictions(captures: list[Capture], cubins: _Cubins) -> tuple[list[tuple[Capture, Prediction]], int]:
+    """Predictions that reserve anything, one capture per distinct cubin; and how many cubins were predicted."""
+    found, seen = [], set()
+    for capture in captures:
+        artifact = capture.artifacts.get("cubin")
+        if artifact is None or artifact.sha256 in seen or (parsed := cubins.get(capture)) is None:
+            continue
+        seen.add(artifact.sha256)
+        found += [(capture, p) for p in predict_cubin(parsed[1]) if p.reserve_high > 0]
+    return sorted(found, key=lambda cp: -cp[1].reserve_low), len(seen)
+
+
+def _memwatch_runs(paths: Sequence[str | os.PathLike], problems: list[Problem]) -> list[MemwatchRun]:
+    from ..memwatch import load_result
+
+    runs = []
+    for path in paths:
+        try:
+            runs.append(MemwatchRun(str(path), load_result(Path(path))))
+        except TritonhookError as exc:
+            problems.append(Problem(str(path), f"{exc}; the memory section leaves it out"))
+    return runs
+
+
+# ----- A/B results (pure) ----------------------------------------------------------------------------------------
+def forest_rows(result: dict) -> list[ForestRow]:
+    """One row per compared variant of each benchmark of a saved A/B result (`Store.ab_results()` item)."""
+    benchmarks = result.get("benchmarks", [])
+    total = sum(b["variants"][0]["summary"]["median_ms"] for b in benchmarks)
+    rows = []
+    for bench in benchmarks:
+        base = bench["variants"][0]
+        for variant in bench["variants"][1:]:
+            rows.append(ForestRow(result.get("id", 0), bench["name"], variant["label"], base["label"],
+                                  variant["ratio"], variant["ci_low"], variant["ci_high"], variant["verdict"],
+                                  base["summary"]["median_ms"] / total if total else 0.0))
+    return rows
+
+
+def workload_estimate(result: dict) -> WorkloadEstimate | None:
+    """Total baseline time of an A/B run against the time with each benchmark's fastest winning variant (a
+    variant wins only with the verdict "faster"); None for a run with no benchmarks. The `--select` regex per
+    winning variant names the kernels its builds renamed (from the run's kernel summaries) when the run timed
+    one benchmark, else the benchmark names (name benchmarks after their kernels for it to apply as is)."""
+    benchmarks = result.get("benchmarks", [])
+    if not benchmarks:
+        return None
+    baseline = chosen = 0.0
+    winners: dict[str, str] = {}
+    for bench in benchmarks:
+        base_ms = bench["variants"][0]["summary"]["median_ms"]
+        faster = [v for v in bench["variants"][1:] if v["verdict"] == "faster"]
+        best = min(faster, key=lambda v: v["summary"]["median_ms"], default=None)
+        baseline += base_ms
+        chosen += best["summary"]["median_ms"] if best else base_ms
+        if best:
+            winners[bench["name"]] = best["label"]
+    select = {}
+    for label in dict.fromkeys(winners.values()):
+        names = [k["original_entry"] for k in result.get("kernels", {}).get(label, [])] if len(benchmarks) == 1 \
+            else [name for name, won in winners.items() if won == label]
+        select[label] = "^(" + "|".join(sorted(set(names))) + ")$"
+    return WorkloadEstimate(result.get("id", 0), baseline, chosen, winners, select)
