@@ -28,7 +28,7 @@ import tritonhook
 
 PACKAGE = Path(tritonhook.__file__).parent
 LAYERS: list[set[str]] = [
-    {"errors", "config", "format", "flops", "_nvml_sampler"},
+    {"errors", "config", "format", "flops", "_nvml_sampler", "_version"},
     {"ptx", "tools"},
     {"cubin", "store", "samples"},
     {"_triton", "rename", "tma_scope", "ptxas_wrapper"},

@@ -14,7 +14,7 @@ from .session import Session, active_session, disable, enable, session
 from .rename import STRIP
 from .store import Capture, Store
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["STRIP", "Capture", "Session", "Store", "TritonhookError", "ab", "active_session", "disable", "enable",
            "memwatch", "session", "__version__"]

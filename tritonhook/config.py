@@ -87,6 +87,8 @@ CUDA_HOME = EnvVar("CUDA_HOME", None, str, "A CUDA toolkit root; its bin/ is sea
 CUDA_PATH = EnvVar("CUDA_PATH", None, str, "Like CUDA_HOME (the name Windows installers and some images use).")
 CUDA_VISIBLE_DEVICES = EnvVar("CUDA_VISIBLE_DEVICES", "0", str,
                               "Which GPU is device 0 for CUDA; NVML ignores it, so tritonhook maps it itself.")
+TRITON_CACHE_DIR = EnvVar("TRITON_CACHE_DIR", None, str,
+                          "Triton's disk cache; the demo gives each variant its own so no build is a cache hit.")
 TRITON_PTXAS_PATH = EnvVar("TRITON_PTXAS_PATH", None, str, "Triton's override of the ptxas it runs (sm < 100).")
 TRITON_PTXAS_BLACKWELL_PATH = EnvVar("TRITON_PTXAS_BLACKWELL_PATH", None, str,
                                      "Triton's override of the ptxas it runs for Blackwell targets.")

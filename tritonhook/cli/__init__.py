@@ -22,7 +22,7 @@ _COMMANDS = [capture.add_run, capture.add_capture, inspect.add_ls, inspect.add_s
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from .._version import __version__
 
     parser = argparse.ArgumentParser(prog="tritonhook", description="Capture, rename, diff and measure Triton "
                                      "kernels and what ptxas made of them.")

@@ -2,8 +2,8 @@
 
 `model.collect` gathers the data (plain dataclasses), `plots` draws the figures as inline SVG, and the Jinja2
 template `templates/report.html.j2` lays them out with inline styles and a few lines of script (the filter box):
-the page loads nothing from the network. `write_report` is the library entry point; `add_report_commands`
-registers `tritonhook report` and `tritonhook demo` with the CLI.
+the page loads nothing from the network. `write_report` is the library entry point (`tritonhook report`,
+through `cli/report.py`); `demo.run_demo` is `tritonhook demo`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ SECTIONS = (("captures", "Captures"), ("cutlass", "cutlass name"), ("ptxas-matri
 
 def render_html(data: ReportData) -> str:
     """The page for `data`, as one HTML string."""
-    from .. import __version__
+    from .._version import __version__
     from . import plots
 
     env = _environment()
@@ -44,7 +44,7 @@ def _environment():
     except ImportError:
         raise TritonhookError("tritonhook report renders with Jinja2: pip install jinja2") from None
     from ..preflight import table_row
-    from ..report import human_bytes
+    from ..format import human_bytes
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
                              autoescape=True, trim_blocks=False, undefined=jinja2.StrictUndefined)

@@ -20,7 +20,9 @@ import warnings
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from .. import config
 from ..errors import TritonhookError
+from ..session import session as capture_session
 from ..store import Store
 
 TARGETS = (90, 100, 120)
@@ -59,8 +61,6 @@ def compile_jobs(samples: Sequence[str] | None, attention: bool) -> list[tuple[s
 def run_demo(out: str | os.PathLike, *, samples: Sequence[str] | None = None, attention: bool = True,
              progress: bool = True) -> DemoResult:
     """Everything `tritonhook demo` does; the report is `out/report.html`."""
-    import tritonhook
-
     from . import write_report, summary_lines
 
     started = time.perf_counter()
@@ -76,8 +76,8 @@ def run_demo(out: str | os.PathLike, *, samples: Sequence[str] | None = None, at
     steps = len(jobs) * len(VARIANTS) + 2 + (2 if gpu else 0)
     with _progress(progress, steps) as step:
         for label, rename in VARIANTS:
-            with _environ(TRITON_CACHE_DIR=str(out / "triton-cache" / label)), warnings.catch_warnings(), \
-                    tritonhook.session(store, subprocesses=False, rename=rename):
+            with config.scope({config.TRITON_CACHE_DIR.name: str(out / "triton-cache" / label)}), \
+                    warnings.catch_warnings(), capture_session(store, subprocesses=False, rename=rename):
                 warnings.simplefilter("ignore", RuntimeWarning)  # preflight's capture warnings: the report has them
                 for name, compile_kernel in jobs:
                     step(f"compile {name} ({label})")
@@ -100,23 +100,9 @@ def run_demo(out: str | os.PathLike, *, samples: Sequence[str] | None = None, at
 
 
 @contextlib.contextmanager
-def _environ(**values: str) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-@contextlib.contextmanager
 def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
     """A rich progress bar on a terminal's stderr; `step(text)` starts the next step."""
-    from ..report import console
+    from ..format import console
 
     screen = console(stderr=True)
     if not (enabled and screen.is_terminal):
@@ -192,7 +178,7 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
         q, k, v = (torch.randn(2, 16, 4096, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         benchmarks.append(("hopper attention bf16 S=4096", lambda: hopper_attention(q, k, v),
                            ab.attention_flops(2, 16, 4096, 128)))
-    with _environ(TRITON_CACHE_DIR=str(out / "triton-cache" / "ab")):
+    with config.scope({config.TRITON_CACHE_DIR.name: str(out / "triton-cache" / "ab")}):
         for name, run, flops in benchmarks:
             ab.compare(run, flops=flops, rounds=5, store=store, name=name, progress=False)
     return [] if len(benchmarks) > 1 else ["A/B of the Hopper attention: the GPU is not sm_90"]
@@ -202,7 +188,7 @@ def _memwatch(out: Path) -> tuple[list[Path], list[str]]:
     """memwatch over the stack-reservation example (a kernel with a 16 KiB stack frame), written as JSON."""
     import json
 
-    from ..memwatch import run_command
+    from ..mem.runner import run_command
 
     if not STACK_EXAMPLE.exists():
         return [], [f"memwatch: {STACK_EXAMPLE} is not here (a source checkout has it)"]
