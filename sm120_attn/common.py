@@ -16,12 +16,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
-SM120_SMEM_BYTES = 101_376
-"""Shared memory one block may use on SM120 (RTX 50xx / RTX PRO 6000 / GB10): 99 KiB (NOTES §4)."""
-
-LOG2_E = 1.4426950408889634
-
-SUPPORTED_HEAD_DIMS = (64, 128)
+from .constants import SM120_SMEM_BYTES, SUPPORTED_HEAD_DIMS  # noqa: F401 (the kernels import them from here)
 
 
 @dataclass(frozen=True)

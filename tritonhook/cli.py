@@ -558,7 +558,7 @@ def _capture(args) -> int:
     import collections
     import tempfile
 
-    from .cute_capture import collect_dump_dir, keep_env
+    from .cute.capture import collect_dump_dir, keep_env
     from .ptx_capture import child_env
     from .ptxas_wrapper import capture_env, wheel_ptxas_wrapped
 

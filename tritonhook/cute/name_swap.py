@@ -1,7 +1,7 @@
 """Run a CuTe DSL kernel from a cubin that an external ptxas built, optionally under a name without `cutlass`.
 
 Why: every CuTe DSL kernel name contains `cutlass` (`kernel_cutlass_...`), so the DSL's linked-in ptxas always
-takes its "cutlass" path at -O3 (shared/NOTES.md §1.1, §4). To measure what the name does, the same PTX is
+takes its "cutlass" path at -O3 (docs/notes.md §1.1, §4). To measure what the name does, the same PTX is
 assembled by an external ptxas twice, once as is ("ext") and once with `cutlass` stripped from the entry names
 ("strip", `tritonhook.rename.strip_ptx`), and the compiled function is made to launch that cubin.
 
@@ -15,7 +15,7 @@ parses the new text and builds a new execution engine the way the DSL's own file
 module, then swaps it into the compiled function before its first call. Unlike patching `_load_cuda_library`
 (FlashAttention-4's approach, which keeps the name), the loaded cubin really holds the stripped entry.
 
-`swap_module_text`, `strip_names`, the MLIR string codec and `assemble_cached` need no GPU (tests/test_name_swap.py);
+`swap_module_text`, `strip_names`, the MLIR string codec and `assemble_cached` need no GPU (tests/test_cute_name_swap.py);
 `install_cubin` needs the execution engine, which the DSL only builds where a GPU is present.
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,7 @@ PTXAS_ENV = "SM120_NAME_PTXAS"
 # ----- names -------------------------------------------------------------------------------------------------------
 def strip_names(ptx: str) -> tuple[str, dict[str, str]]:
     """(PTX with `cutlass` stripped from every entry name, {old entry: new entry})."""
-    from tritonhook.rename import ptx_entries, strip_ptx
+    from ..rename import ptx_entries, strip_ptx
 
     before = ptx_entries(ptx)
     stripped = strip_ptx(ptx)
@@ -150,7 +151,7 @@ def default_ptxas() -> str:
         return os.environ[PTXAS_ENV]
     if os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
         return "/usr/local/cuda/bin/ptxas"
-    from tritonhook.ptxas import find_ptxas
+    from ..ptxas import find_ptxas
 
     found = sorted(find_ptxas(), key=lambda b: tuple(int(x) for x in b.version.split(".")))
     if not found:
@@ -163,14 +164,14 @@ def assemble_cached(ptx: str, arch: str, *, ptxas: str | None = None, flags=DSL_
     """Assemble `ptx` for `arch` with an external ptxas (`tritonhook.ptxas.assemble`), cached on disk by
     (ptxas, version, flags, arch, PTX). If this ptxas refuses the PTX's ISA version (a DSL newer than the
     toolkit), the `.version` line is lowered to the one ptxas names and that is recorded."""
-    from tritonhook.errors import TritonhookError
-    from tritonhook.ptxas import assemble, ptxas_version
+    from ..errors import TritonhookError
+    from ..ptxas import assemble, ptxas_version
 
     ptxas = ptxas or default_ptxas()
     version = ptxas_version(ptxas)
     flags = tuple(flags)
     key = hashlib.sha256("\0".join([os.path.realpath(ptxas), version, *flags, arch, ptx]).encode()).hexdigest()[:32]
-    cache = Path(cache_dir or os.environ.get(CACHE_ENV) or "/tmp/sm120_name_cache")
+    cache = Path(cache_dir or os.environ.get(CACHE_ENV) or Path(tempfile.gettempdir()) / "sm120_name_cache")
     hit = cache / f"{key}.cubin"
     if hit.exists():
         meta = (cache / f"{key}.log").read_text()
