@@ -1,4 +1,4 @@
-"""Shared by every test folder (tests/, gluon_kernels/tests/, sm120_attn/tests/).
+"""Shared by every test folder (tests/ and its kernel-package folders tests/gluon_kernels/, tests/sm120_attn/).
 
 Every test gets its own Triton cache and store, so tests never see each other's kernels.
 """

@@ -1,6 +1,6 @@
 """Forward attention for Blackwell (sm_100a) written in Gluon: TMA, tcgen05 MMAs into tensor memory (TMEM),
 mbarriers, warp specialization and persistent scheduling. The subject of the ptxas ``cutlass`` name effect
-(shared/NOTES.md §1.1): the kernel's own name is plain; the ``cutlass_`` variant comes from tritonhook's rename.
+(docs/notes.md §1.1): the kernel's own name is plain; the ``cutlass_`` variant comes from tritonhook's rename.
 
 STATUS: compiled for sm_100a and inspected (PTX, cubin) on machines with no Blackwell GPU; never run. See
 docs/blackwell_attention.md.
@@ -37,25 +37,25 @@ is bf16.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 from ._compat import (
-    GluonASTSource, MBarrierLayout, TensorDescriptor, allocate_tensor_memory, gl, gluon, mbarrier_arrive,
-    mbarrier_expect, mbarrier_init, mbarrier_invalidate, mbarrier_wait, nvmma_shared_layout, tcgen05_commit,
-    tcgen05_mma, tensordesc_signature, tma_load, tmem_layout, tmem_reg_layout, tmem_reinterpret,
+    MBarrierLayout, allocate_tensor_memory, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
+    mbarrier_invalidate, mbarrier_wait, tcgen05_commit, tcgen05_mma, tma_load, tmem_layout, tmem_reg_layout,
+    tmem_reinterpret,
+)
+from .host import (
+    LOG2E, check_qkv, compile_for, descriptor, descriptor_signature, out_dtype, output, persistent_grid, rows,
+    is_fp8, short_dtype,
 )
 
-LOG2E = 1.4426950408889634
 KERNEL_NAME = "blackwell_attention_kernel"
+"""The kernel's entry name: plain; the ``cutlass_`` variant comes from tritonhook's rename (docs/notes.md §1.1)."""
 DTYPES = ("fp16", "bf16", "fp8e4nv", "fp8e5")
+"""Input dtypes, as Triton's short names (``normalize_dtype`` also takes torch's and other spellings); fp8 inputs
+give a bf16 output. The dtype tables are in gluon_kernels/host.py, shared with the Hopper kernel."""
 HEAD_DIMS = (64, 128)
-_GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4nv": gl.float8e4nv, "fp8e5": gl.float8e5}
-_OUT_DTYPES = {"fp16": "fp16", "bf16": "bf16", "fp8e4nv": "bf16", "fp8e5": "bf16"}
-_TORCH_TO_TRITON = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float8_e4m3fn": "fp8e4nv",
-                    "torch.float8_e5m2": "fp8e5"}
-_DTYPE_ALIASES = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "e4m3": "fp8e4nv", "fp8": "fp8e4nv",
-                  "float8_e4m3fn": "fp8e4nv", "e5m2": "fp8e5", "float8_e5m2": "fp8e5", "fp8e4m3": "fp8e4nv",
-                  "fp8e5m2": "fp8e5"}
+"""Head dims of the configurations (``config`` refuses others): one or two 64-column slices of O in TMEM for the
+correction warps."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -363,10 +363,8 @@ def blackwell_attention_kernel(q_desc, k_desc, v_desc, o_ptr, qk_scale, seq_len,
 # ----------------------------------------------------------------------------------------------------------------
 def normalize_dtype(dtype) -> str:
     """Triton's short name ("fp16", "bf16", "fp8e4nv", "fp8e5") of a dtype given as a string or torch dtype."""
-    name = str(dtype)
-    name = _TORCH_TO_TRITON.get(name, name)
-    name = _DTYPE_ALIASES.get(name.replace("torch.", ""), name)
-    if name not in _GL_DTYPES:
+    name = short_dtype(dtype)
+    if name not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES} (or float16, bfloat16, float8_e4m3fn, float8_e5m2), "
                          f"not {dtype!r}")
     return name
@@ -378,7 +376,7 @@ def config(dtype, head_dim: int, causal: bool = False, kv_stages: int | None = N
     dtype = normalize_dtype(dtype)
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim must be one of {HEAD_DIMS}, not {head_dim}")
-    fp8 = dtype.startswith("fp8")
+    fp8 = is_fp8(dtype)
     block_m, block_n = 128, 128
     tile_bytes = block_n * head_dim * (1 if fp8 else 2)
     if kv_stages is None:  # fill ~160 KB of shared memory with K/V slots (Q takes one more tile)
@@ -400,14 +398,13 @@ def _desc_blocks(cfg: dict):
 
 def signature(cfg: dict) -> dict:
     dtype = cfg["dtype"]
-    gdt = _GL_DTYPES[dtype]
     q_block, kv_block = _desc_blocks(cfg)
-    kv_sig = tensordesc_signature(dtype, kv_block, nvmma_shared_layout(kv_block, gdt))
+    kv_sig = descriptor_signature(dtype, kv_block)
     sig = {
-        "q_desc": tensordesc_signature(dtype, q_block, nvmma_shared_layout(q_block, gdt)),
+        "q_desc": descriptor_signature(dtype, q_block),
         "k_desc": kv_sig,
         "v_desc": kv_sig,
-        "o_ptr": "*" + _OUT_DTYPES[dtype],
+        "o_ptr": "*" + out_dtype(dtype),
         "qk_scale": "fp32",
         "seq_len": "i32",
         "num_bh": "i32",
@@ -426,20 +423,9 @@ def compile_blackwell_attention(dtype="fp16", head_dim: int = 128, causal: bool 
     ``blackwell_attention_kernel``: for the ``cutlass_`` variant compile under ``tritonhook.enable(rename=
     "cutlass_")`` or rename the PTX with ``tritonhook.rename.rename_ptx``. Extra keyword arguments are Triton
     compile options (e.g. ``ptx_version=87``, ``maxnreg``)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-
     cfg = config(dtype, head_dim, causal, kv_stages, softmax_regs, worker_regs)
     constexprs = dict(cfg["constexprs"], num_warps=cfg["num_warps"])
-    src = GluonASTSource(blackwell_attention_kernel, signature(cfg), constexprs)
-    return triton.compile(src, target=GPUTarget("cuda", capability, 32),
-                          options={"num_warps": cfg["num_warps"], **options})
-
-
-@lru_cache(maxsize=None)
-def _num_sms(device_index: int) -> int:
-    import torch
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
+    return compile_for(blackwell_attention_kernel, signature(cfg), constexprs, cfg["num_warps"], capability, options)
 
 
 def blackwell_attention(q, k, v, causal: bool = False, sm_scale: float | None = None, *, out=None,
@@ -451,11 +437,7 @@ def blackwell_attention(q, k, v, causal: bool = False, sm_scale: float | None = 
     Never run by this project (no Blackwell GPU was available): see docs/blackwell_attention.md."""
     import torch
 
-    if q.dim() != 4 or q.shape != k.shape or q.shape != v.shape:
-        raise ValueError(f"q, k, v must have the same (B, H, S, D) shape; got {tuple(q.shape)}, {tuple(k.shape)}, "
-                         f"{tuple(v.shape)}")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError("q, k, v must have the same dtype")
+    check_qkv(q, k, v)
     if not q.is_cuda or torch.cuda.get_device_capability(q.device)[0] != 10:
         raise RuntimeError("blackwell_attention needs a compute capability 10.x GPU (sm_100a)")
     dtype = normalize_dtype(q.dtype)
@@ -463,24 +445,15 @@ def blackwell_attention(q, k, v, causal: bool = False, sm_scale: float | None = 
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
     cfg = config(dtype, D, causal, kv_stages)
-    gdt = _GL_DTYPES[dtype]
-    BH = B * H
     q_block, kv_block = _desc_blocks(cfg)
-    q2 = q.contiguous().view(BH * S, D)
-    k2 = k.contiguous().view(BH * S, D)
-    v2 = v.contiguous().view(BH * S, D)
-    out_dtype = torch.bfloat16 if dtype.startswith("fp8") else q.dtype
-    if out is None:
-        out = torch.empty((B, H, S, D), dtype=out_dtype, device=q.device)
-    elif out.shape != q.shape or out.dtype != out_dtype or not out.is_contiguous():
-        raise ValueError(f"out must be a contiguous {tuple(q.shape)} tensor of {out_dtype}")
-    q_desc = TensorDescriptor.from_tensor(q2, q_block, nvmma_shared_layout(q_block, gdt))
-    k_desc = TensorDescriptor.from_tensor(k2, kv_block, nvmma_shared_layout(kv_block, gdt))
-    v_desc = TensorDescriptor.from_tensor(v2, kv_block, nvmma_shared_layout(kv_block, gdt))
-    n_tiles = -(-S // cfg["constexprs"]["BLOCK_M"]) * BH
-    grid = (max(1, min(_num_sms(q.device.index or 0), n_tiles)), )
-    blackwell_attention_kernel[grid](q_desc, k_desc, v_desc, out, float(sm_scale) * LOG2E, S, BH,
-                                     **cfg["constexprs"], num_warps=cfg["num_warps"])
+    out = output(q, dtype, out)
+    q_desc = descriptor(rows(q), dtype, q_block)
+    k_desc = descriptor(rows(k), dtype, kv_block)
+    v_desc = descriptor(rows(v), dtype, kv_block)
+    n_tiles = -(-S // cfg["constexprs"]["BLOCK_M"]) * B * H
+    blackwell_attention_kernel[persistent_grid(q.device, n_tiles)](
+        q_desc, k_desc, v_desc, out, float(sm_scale) * LOG2E, S, B * H, **cfg["constexprs"],
+        num_warps=cfg["num_warps"])
     return out
 
 

@@ -1,6 +1,6 @@
 """Forward attention for Hopper (sm_90a) written in Gluon: TMA + mbarriers + wgmma + warp specialization.
 
-Written for this project; no upstream Hopper Gluon attention exists (NOTES.md §2). API facts were learned from
+Written for this project; no upstream Hopper Gluon attention exists (docs/notes.md §2). API facts were learned from
 Triton's Gluon tutorials at tag v3.6.1 of the upstream mirror (python/tutorials/gluon/04-tma.py, 05-wgmma.py,
 07-persistence.py, 08-warp-specialization.py) and from the installed sources of triton 3.6.0 / 3.9.0
 (triton/experimental/gluon/language/nvidia/hopper/*.py, _layouts.py, _core.py). The algorithm is FlashAttention-2's
@@ -25,17 +25,17 @@ FA3 does); the output of an fp8 call is bf16.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 from ._compat import (
-    TRITON_PTXAS_FLAGS, GluonASTSource, MBarrierLayout, TensorDescriptor, gl, gluon, mbarrier_arrive, mbarrier_expect,
-    mbarrier_init,
-    mbarrier_invalidate, mbarrier_wait, nvmma_shared_layout, tensordesc_signature, tma_load, warpgroup_mma,
-    warpgroup_mma_wait,
+    TRITON_PTXAS_FLAGS, MBarrierLayout, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
+    mbarrier_invalidate, mbarrier_wait, tma_load, warpgroup_mma, warpgroup_mma_wait,
+)
+from .host import (
+    LOG2E, check_qkv, compile_for, descriptor, descriptor_signature, out_dtype, output, persistent_grid, rows,
+    short_dtype,
 )
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
+HOPPER_DTYPES = ("fp16", "bf16", "fp8e4nv")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -535,16 +535,14 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, num_
 # ----------------------------------------------------------------------------------------------------------------
 # host side: configurations, the torch entry point, the AOT compile helper
 # ----------------------------------------------------------------------------------------------------------------
-_GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4nv": gl.float8e4nv}
-_OUT_DTYPES = {"fp16": "fp16", "bf16": "bf16", "fp8e4nv": "bf16"}  # fp8 in, bf16 out
 VARIANTS = ("ws", "simple")
 
 
 def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, pingpong: bool | None = None,
             block_n: int | None = None, stages: int | None = None, overlap: bool | None = None) -> dict:
     """Tile sizes and launch options for one (dtype, head dim, variant); shared by the wrapper and the AOT helper."""
-    if dtype not in _GL_DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(_GL_DTYPES)}, not {dtype!r}")
+    if dtype not in HOPPER_DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(HOPPER_DTYPES)}, not {dtype!r}")
     if head_dim not in (64, 128):
         raise ValueError(f"head_dim must be 64 or 128, not {head_dim}")
     if variant not in VARIANTS:
@@ -583,18 +581,14 @@ def compile_hopper_attention(dtype: str = "bf16", head_dim: int = 128, causal: b
 
     ``dtype``: "fp16", "bf16" or "fp8e4nv". Extra keyword arguments: ``pingpong``, ``overlap``, ``block_n``,
     ``stages`` (tile/schedule choices of the "ws" variant) and Triton compile options (e.g. ``maxnreg``)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-
     tile_keys = {k: kwargs.pop(k) for k in ("pingpong", "block_n", "stages", "overlap") if k in kwargs}
     cfg = _config(dtype, head_dim, variant, causal, **tile_keys)
     q_block, k_block, v_block = _desc_blocks(cfg)
-    gdt = _GL_DTYPES[dtype]
     sig = {
-        "q_desc": tensordesc_signature(dtype, q_block, nvmma_shared_layout(q_block, gdt)),
-        "k_desc": tensordesc_signature(dtype, k_block, nvmma_shared_layout(k_block, gdt)),
-        "v_desc": tensordesc_signature(dtype, v_block, nvmma_shared_layout(v_block, gdt)),
-        "o_ptr": "*" + _OUT_DTYPES[dtype],
+        "q_desc": descriptor_signature(dtype, q_block),
+        "k_desc": descriptor_signature(dtype, k_block),
+        "v_desc": descriptor_signature(dtype, v_block),
+        "o_ptr": "*" + out_dtype(dtype),
         "lse_ptr": "*fp32",
         "qk_scale": "fp32",
         "seq_len": "i32",
@@ -604,18 +598,7 @@ def compile_hopper_attention(dtype: str = "bf16", head_dim: int = 128, causal: b
     constexprs = dict(cfg["constexprs"], WRITE_LSE=bool(write_lse), num_warps=cfg["num_warps"])
     for name in constexprs:
         sig[name] = "constexpr"
-    options = {"num_warps": cfg["num_warps"], **kwargs}
-    src = GluonASTSource(_kernel(variant), sig, constexprs)
-    return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=options)
-
-
-_TORCH_TO_TRITON = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float8_e4m3fn": "fp8e4nv"}
-
-
-@lru_cache(maxsize=None)
-def _num_sms(device_index: int) -> int:
-    import torch
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
+    return compile_for(_kernel(variant), sig, constexprs, cfg["num_warps"], capability, kwargs)
 
 
 def transpose_v_for_fp8(v):
@@ -642,6 +625,22 @@ def transpose_v_for_fp8(v):
     return vt
 
 
+def _v_rows(v, v_t, q, fp8: bool):
+    """V as the 2-D view the kernel's V descriptor reads: V^T rows for fp8 (``v_t`` checked, or made here), else
+    V's rows."""
+    B, H, S, D = q.shape
+    if fp8:
+        if v_t is None:
+            v_t = transpose_v_for_fp8(v)
+        elif v_t.dim() != 4 or v_t.shape[:3] != (B, H, D) or v_t.shape[3] < S or v_t.shape[3] % 16 \
+                or not v_t.is_contiguous() or v_t.dtype != q.dtype:
+            raise ValueError("v_t must be transpose_v_for_fp8(v): contiguous (B, H, D, S_pad), S_pad % 16 == 0")
+        return v_t.view(B * H * D, v_t.shape[3])
+    if v_t is not None:
+        raise ValueError("v_t (pre-transposed V) is only used by the fp8 kernel")
+    return rows(v)
+
+
 def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = None, return_lse: bool = False,
                      variant: str = "ws", out=None, v_t=None, **tile_kwargs):
     """softmax(Q K^T * sm_scale [+ causal mask]) V for (B, H, S, D) tensors, like SDPA (no dropout, no attn mask).
@@ -659,50 +658,26 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
 
     if v is None and v_t is not None:
         v = v_t.transpose(-1, -2)[..., :q.shape[2], :]  # shape/dtype checks only
-    if q.dim() != 4 or q.shape != k.shape or q.shape != v.shape:
-        raise ValueError(f"q, k, v must have the same (B, H, S, D) shape; got {tuple(q.shape)}, {tuple(k.shape)}, "
-                         f"{tuple(v.shape)}")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError("q, k, v must have the same dtype")
-    dtype = _TORCH_TO_TRITON.get(str(q.dtype))
-    if dtype is None:
+    check_qkv(q, k, v)
+    dtype = short_dtype(q.dtype)
+    if dtype not in HOPPER_DTYPES:
         raise ValueError(f"unsupported dtype {q.dtype}; use float16, bfloat16 or float8_e4m3fn")
     B, H, S, D = q.shape
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
     cfg = _config(dtype, D, variant, causal, **tile_kwargs)
     q_block, k_block, v_block = _desc_blocks(cfg)
-    gdt = _GL_DTYPES[dtype]
     BH = B * H
-    q2 = q.contiguous().view(BH * S, D)
-    k2 = k.contiguous().view(BH * S, D)
-    if cfg["constexprs"]["V_TRANSPOSED"]:
-        if v_t is None:
-            v_t = transpose_v_for_fp8(v)
-        elif v_t.dim() != 4 or v_t.shape[:3] != (B, H, D) or v_t.shape[3] < S or v_t.shape[3] % 16 \
-                or not v_t.is_contiguous() or v_t.dtype != q.dtype:
-            raise ValueError("v_t must be transpose_v_for_fp8(v): contiguous (B, H, D, S_pad), S_pad % 16 == 0")
-        v2 = v_t.view(BH * D, v_t.shape[3])
-    else:
-        if v_t is not None:
-            raise ValueError("v_t (pre-transposed V) is only used by the fp8 kernel")
-        v2 = v.contiguous().view(BH * S, D)
-    out_dtype = torch.bfloat16 if dtype == "fp8e4nv" else q.dtype
-    if out is None:
-        o = torch.empty((B, H, S, D), dtype=out_dtype, device=q.device)
-    else:
-        if out.shape != q.shape or out.dtype != out_dtype or not out.is_contiguous():
-            raise ValueError(f"out must be a contiguous {tuple(q.shape)} tensor of {out_dtype}")
-        o = out
+    v2 = _v_rows(v, v_t, q, cfg["constexprs"]["V_TRANSPOSED"])
+    o = output(q, dtype, out)
     lse = torch.empty((B, H, S), dtype=torch.float32, device=q.device) if return_lse else o  # dummy when unused
-    q_desc = TensorDescriptor.from_tensor(q2, q_block, nvmma_shared_layout(q_block, gdt))
-    k_desc = TensorDescriptor.from_tensor(k2, k_block, nvmma_shared_layout(k_block, gdt))
-    v_desc = TensorDescriptor.from_tensor(v2, v_block, nvmma_shared_layout(v_block, gdt))
+    q_desc, k_desc, v_desc = (descriptor(t, dtype, block)
+                              for t, block in ((rows(q), q_block), (rows(k), k_block), (v2, v_block)))
     qk_scale = float(sm_scale) * LOG2E
     consts = dict(cfg["constexprs"], WRITE_LSE=bool(return_lse))
     n_m = triton.cdiv(S, cfg["block_m_cta"])
     if variant == "ws":
-        grid = (min(_num_sms(q.device.index or 0), n_m * BH), )
+        grid = persistent_grid(q.device, n_m * BH)
         _attn_fwd_ws[grid](q_desc, k_desc, v_desc, o, lse, qk_scale, S, BH, **consts, num_warps=cfg["num_warps"])
     else:
         grid = (n_m, BH)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib
 
+from .constants import DSL_DTYPES, LOG2E
+
 # variant -> (module, class): the one table behind `kernel_class` and the lazy package attributes
 _KERNELS = {"cpasync": ("fa2_cpasync", "FlashAttentionSm120"), "tma": ("fa2_tma", "FlashAttentionSm120Tma"),
             "fp8": ("fa2_fp8", "FlashAttentionSm120Fp8")}
@@ -78,8 +80,7 @@ def compiled_kernel(variant: str, q, k, v, o, causal: bool, arch: str | None = N
         cls = kernel_class(variant)
         arch_kw = {"arch": arch} if variant == "fp8" else {}
         kernel = cls(head_dim, causal=causal, **arch_kw, **kw)
-        dtype = {torch.bfloat16: cutlass.BFloat16, torch.float16: cutlass.Float16,
-                 torch.float8_e4m3fn: cutlass.Float8E4M3FN}[q.dtype]
+        dtype = getattr(cutlass, DSL_DTYPES[str(q.dtype).removeprefix("torch.")])
         if not cls.can_implement(dtype, head_dim):
             raise ValueError(f"{cls.__name__} cannot implement dtype={q.dtype} head_dim={head_dim}")
         fn = cute.compile(kernel, *cq, co, cutlass.Float32(1.0), stream, options=f"--gpu-arch {arch} {options}".strip())
@@ -111,5 +112,5 @@ def attention(q, k, v, causal: bool = False, variant: str = "cpasync", scale: fl
         out = torch.empty(q.shape, dtype=out_dtype or q.dtype, device=q.device)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     fn, args, stream = compiled_kernel(variant, q, k, v, out, causal, **kw)
-    fn(*args, scale * 1.4426950408889634, stream)
+    fn(*args, scale * LOG2E, stream)
     return out

@@ -3,7 +3,7 @@
     python -m sm120_attn.build --arch sm_120a --arch sm_121a --arch sm_90a [--store DIR] [--out DIR]
 
 Every kernel is compiled for each arch it supports (FP8 only for sm_120a / sm_121a: ptxas rejects `kind::f8f6f4`
-elsewhere). With no driver the DSL would assume sm_100a, so the arch is always given (NOTES §4).
+elsewhere). With no driver the DSL would assume sm_100a, so the arch is always given (docs/notes.md §4).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def main(argv=None) -> int:
                     facts = kernel_facts(built)
                     cid = None
                     if args.store:
-                        from tritonhook.cute_capture import capture_compiled
+                        from tritonhook.cute.capture import capture_compiled
                         cid = capture_compiled(built.compiled, store=args.store)
                     if args.out:
                         args.out.mkdir(parents=True, exist_ok=True)

@@ -16,12 +16,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
-SM120_SMEM_BYTES = 101_376
-"""Shared memory one block may use on SM120 (RTX 50xx / RTX PRO 6000 / GB10): 99 KiB (NOTES §4)."""
-
-LOG2_E = 1.4426950408889634
-
-SUPPORTED_HEAD_DIMS = (64, 128)
+from .constants import SM120_SMEM_BYTES, SUPPORTED_HEAD_DIMS  # noqa: F401 (the kernels import them from here)
 
 
 @dataclass(frozen=True)
@@ -40,6 +35,51 @@ class TileConfig:
 
 def default_scale(head_dim: int) -> float:
     return 1.0 / math.sqrt(head_dim)
+
+
+class FlashAttentionForward:
+    """What the FlashAttention-2 forward kernels of this package share on the host side: the problem (head dim,
+    causal), the tile (``m_block`` query rows of one (batch, head) per CTA, ``n_block`` keys per step), the number
+    of key tiles that need a mask, and the implementability check. A subclass brings its element types
+    (``dtypes``), its tile rules (``tile_fits``), its shared-memory footprint (``smem_bytes``) and its device code.
+
+    Every kernel walks the key tiles from the last to the first, so the tiles that need the mask come first."""
+
+    variant = ""
+    dtypes: tuple = ()
+
+    def __init__(self, head_dim: int, causal: bool, m_block: int, n_block: int, num_threads: int):
+        self.head_dim = head_dim
+        self.causal = causal
+        self.m_block = m_block
+        self.n_block = n_block
+        self.num_threads = num_threads
+
+    @staticmethod
+    def default_n_block(head_dim: int) -> int:
+        """Keys per tile of the 16-bit kernels: 64 at D=128, 128 at D=64."""
+        return 64 if head_dim > 64 else 128
+
+    @property
+    def mask_tiles(self) -> int:
+        """Key tiles that need a mask: the key tail (always the last tile) and, when causal, the tiles that cross
+        the diagonal of the Q tile: ceil(m_block / n_block) of them, counted from the last."""
+        return (self.m_block + self.n_block - 1) // self.n_block if self.causal else 1
+
+    @classmethod
+    def can_implement(cls, dtype, head_dim: int, smem_limit: int = SM120_SMEM_BYTES, **tile) -> bool:
+        """Whether this kernel takes `dtype` at `head_dim` with the tile choices `tile` (the constructor's keyword
+        arguments) within `smem_limit` bytes of shared memory (SM120's by default)."""
+        return (dtype in cls.dtypes and head_dim in SUPPORTED_HEAD_DIMS and cls.tile_fits(head_dim, **tile)
+                and cls.smem_bytes(head_dim, **tile) <= smem_limit)
+
+    @classmethod
+    def tile_fits(cls, head_dim: int, **tile) -> bool:
+        raise NotImplementedError
+
+    @staticmethod
+    def smem_bytes(head_dim: int, **tile) -> int:
+        raise NotImplementedError
 
 
 # ------------------------------------------------------------------------------------------------------------

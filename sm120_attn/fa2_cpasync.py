@@ -20,46 +20,35 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
 
-from .common import (SM120_SMEM_BYTES, SUPPORTED_HEAD_DIMS, TileConfig, acc_as_a_operand, finish_softmax,
-                     ldmatrix_copies, ldmatrix_gemm, load_kv_tile, load_rows, mask_scores, online_softmax_step,
-                     row_stats)
+from .common import (FlashAttentionForward, TileConfig, acc_as_a_operand, finish_softmax, ldmatrix_copies,
+                     ldmatrix_gemm, load_kv_tile, load_rows, mask_scores, online_softmax_step, row_stats)
 
 
-class FlashAttentionSm120:
+class FlashAttentionSm120(FlashAttentionForward):
     """FA2 forward with cp.async loads. Tiles: 128 query rows x (64 keys for D=128, 128 keys for D=64), 8 warps
     (16 query rows each). 4 warps with 32 rows each needs > 255 registers at D=128 and spills (ptxas, sm_90a and
     sm_120a), so 8 warps is the default."""
 
     variant = "cpasync"
+    dtypes = (cutlass.BFloat16, cutlass.Float16)
 
     def __init__(self, head_dim: int, causal: bool = False, m_block: int = 128, n_block: int | None = None,
                  num_warps: int = 8, **_unused):
-        self.head_dim = head_dim
-        self.causal = causal
-        self.m_block = m_block
-        self.n_block = n_block or (64 if head_dim > 64 else 128)
+        super().__init__(head_dim, causal, m_block, n_block or self.default_n_block(head_dim), num_warps * 32)
         self.num_warps = num_warps
-        self.num_threads = num_warps * 32
 
     # -------------------------------------------------------------------------------------------- host side
-    @staticmethod
-    def smem_bytes(head_dim: int, m_block: int = 128, n_block: int | None = None) -> int:
-        n_block = n_block or (64 if head_dim > 64 else 128)
-        return TileConfig(m_block, n_block, head_dim).smem_bytes()
+    @classmethod
+    def smem_bytes(cls, head_dim: int, m_block: int = 128, n_block: int | None = None, **_unused) -> int:
+        return TileConfig(m_block, n_block or cls.default_n_block(head_dim), head_dim).smem_bytes()
 
     @classmethod
-    def can_implement(cls, dtype, head_dim: int, m_block: int = 128, n_block: int | None = None,
-                      num_warps: int = 8, smem_limit: int = SM120_SMEM_BYTES) -> bool:
-        n_block = n_block or (64 if head_dim > 64 else 128)
-        if dtype not in (cutlass.BFloat16, cutlass.Float16):
-            return False
-        if head_dim not in SUPPORTED_HEAD_DIMS:
-            return False
+    def tile_fits(cls, head_dim: int, m_block: int = 128, n_block: int | None = None, num_warps: int = 8,
+                  **_unused) -> bool:
+        n_block = n_block or cls.default_n_block(head_dim)
         if m_block % (16 * num_warps) != 0 or n_block % 16 != 0:
             return False
-        if (m_block * head_dim // 8) % (num_warps * 32) or (n_block * head_dim // 8) % (num_warps * 32):
-            return False
-        return cls.smem_bytes(head_dim, m_block, n_block) <= smem_limit
+        return not ((m_block * head_dim // 8) % (num_warps * 32) or (n_block * head_dim // 8) % (num_warps * 32))
 
     @cute.jit
     def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mO: cute.Tensor,
@@ -169,11 +158,7 @@ class FlashAttentionSm120:
 
         row_max, row_sum = row_stats(acc_o)
 
-        # Tiles that need a mask: the key tail (always the last tile) and, when causal, the tiles that cross the
-        # diagonal of this Q tile: ceil(m_block / n_block) of them, counted from the last.
-        mask_tiles = 1
-        if cutlass.const_expr(self.causal):
-            mask_tiles = (self.m_block + self.n_block - 1) // self.n_block
+        mask_tiles = self.mask_tiles
         for i in cutlass.range_constexpr(mask_tiles):
             n = last - i
             if n >= 0:

@@ -30,7 +30,7 @@ from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import T, dsl_user_op
 
-from .common import SM120_SMEM_BYTES, SUPPORTED_HEAD_DIMS, load_kv_tile, load_rows
+from .common import FlashAttentionForward, load_kv_tile, load_rows
 
 F8F6F4_ARCHES = ("sm_120a", "sm_121a")
 PAD = 16  # bytes of padding per shared-memory row
@@ -81,31 +81,25 @@ def _byte(x):
     return cutlass.Int32(x) & 0xFF
 
 
-class FlashAttentionSm120Fp8:
+class FlashAttentionSm120Fp8(FlashAttentionForward):
     variant = "fp8"
+    dtypes = (cutlass.Float8E4M3FN,)
 
     def __init__(self, head_dim: int, causal: bool = False, arch: str = "sm_120a", n_block: int = 64,
                  num_warps: int = 4, **_unused):
-        self.head_dim = head_dim
-        self.causal = causal
+        super().__init__(head_dim, causal, 16 * num_warps, n_block, 32 * num_warps)
         self.arch = arch
         self.emulate = arch not in F8F6F4_ARCHES
         self.num_warps = num_warps
-        self.m_block = 16 * num_warps
-        self.n_block = n_block
-        self.num_threads = 32 * num_warps
         self.row_bytes = head_dim + PAD
 
     @staticmethod
-    def smem_bytes(head_dim: int, num_warps: int = 4, n_block: int = 64) -> int:
+    def smem_bytes(head_dim: int, num_warps: int = 4, n_block: int = 64, **_unused) -> int:
         return (16 * num_warps + 2 * n_block) * (head_dim + PAD)
 
     @classmethod
-    def can_implement(cls, dtype, head_dim: int, num_warps: int = 4, n_block: int = 64,
-                      smem_limit: int = SM120_SMEM_BYTES, **_unused) -> bool:
-        if dtype is not cutlass.Float8E4M3FN or head_dim not in SUPPORTED_HEAD_DIMS or n_block % 32:
-            return False
-        return cls.smem_bytes(head_dim, num_warps, n_block) <= smem_limit
+    def tile_fits(cls, head_dim: int, n_block: int = 64, **_unused) -> bool:
+        return n_block % 32 == 0
 
     @cute.jit
     def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mO: cute.Tensor,
@@ -196,9 +190,7 @@ class FlashAttentionSm120Fp8:
         row_sum.fill(0.0)
         rQ = cute.make_rmem_tensor((kq * 4,), cutlass.Int32)
 
-        mask_tiles = 1
-        if cutlass.const_expr(self.causal):
-            mask_tiles = (self.m_block + nb - 1) // nb
+        mask_tiles = self.mask_tiles
         for i in cutlass.range_constexpr(mask_tiles):
             if i < n_tiles:
                 self.step(last - i, m_block, seqlen_k, scale_log2, g, t, row0, sQ32, sK32, sV8, rQ, acc_o,

@@ -30,27 +30,25 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp, warpgroup
 
-from .common import (SM120_SMEM_BYTES, SUPPORTED_HEAD_DIMS, acc_as_a_operand, finish_softmax, ldmatrix_copies,
-                     ldmatrix_gemm, mask_scores, online_softmax_step, row_stats)
+from .common import (FlashAttentionForward, acc_as_a_operand, finish_softmax, ldmatrix_copies, ldmatrix_gemm,
+                     mask_scores, online_softmax_step, row_stats)
 
 DMA_REGS = 56
 MMA_REGS = 224
 
 
-class FlashAttentionSm120Tma:
+class FlashAttentionSm120Tma(FlashAttentionForward):
     variant = "tma"
+    dtypes = (cutlass.BFloat16, cutlass.Float16)
 
     def __init__(self, head_dim: int, causal: bool = False, m_block: int = 128, n_block: int = None,
                  stages: int = 2, mma_warps: int = 8, dma_regs: int = DMA_REGS, mma_regs: int = MMA_REGS,
                  reg_rebalance: bool = True, entry_cap: bool = True, **_unused):
-        self.head_dim = head_dim
-        self.causal = causal
-        self.m_block = m_block
-        self.n_block = n_block or (64 if head_dim > 64 else 128)
+        # warpgroup 0 = DMA, then the MMA warpgroups
+        super().__init__(head_dim, causal, m_block, n_block or self.default_n_block(head_dim), 128 + mma_warps * 32)
         self.stages = stages
         self.mma_warps = mma_warps
         self.mma_threads = mma_warps * 32
-        self.num_threads = 128 + self.mma_threads  # warpgroup 0 = DMA, then the MMA warpgroups
         self.dma_regs = dma_regs
         self.mma_regs = mma_regs
         self.reg_rebalance = reg_rebalance
@@ -59,21 +57,16 @@ class FlashAttentionSm120Tma:
         self.entry_cap = entry_cap
 
     # -------------------------------------------------------------------------------------------- host side
-    @staticmethod
-    def smem_bytes(head_dim: int, m_block: int = 128, n_block: int = None, stages: int = 2) -> int:
-        n_block = n_block or (64 if head_dim > 64 else 128)
+    @classmethod
+    def smem_bytes(cls, head_dim: int, m_block: int = 128, n_block: int = None, stages: int = 2, **_unused) -> int:
+        n_block = n_block or cls.default_n_block(head_dim)
         tiles = (m_block + 2 * stages * n_block) * head_dim * 2
         barriers = 8 * (1 + 4 * stages)
         return tiles + barriers + 1024  # alignment slack of the 1024 B aligned buffers
 
     @classmethod
-    def can_implement(cls, dtype, head_dim: int, m_block: int = 128, n_block: int = None, stages: int = 2,
-                      mma_warps: int = 8, smem_limit: int = SM120_SMEM_BYTES, **_unused) -> bool:
-        if dtype not in (cutlass.BFloat16, cutlass.Float16) or head_dim not in SUPPORTED_HEAD_DIMS:
-            return False
-        if mma_warps % 4 or m_block != 16 * mma_warps:
-            return False
-        return cls.smem_bytes(head_dim, m_block, n_block, stages) <= smem_limit
+    def tile_fits(cls, head_dim: int, m_block: int = 128, mma_warps: int = 8, **_unused) -> bool:
+        return mma_warps % 4 == 0 and m_block == 16 * mma_warps
 
     @staticmethod
     def _seq_dim_head_batch(t: cute.Tensor) -> cute.Tensor:
@@ -236,9 +229,7 @@ class FlashAttentionSm120Tma:
         cute.arch.mbarrier_wait(full_q, 0)
         cute.copy(ld_q, thr_ld_q.partition_S(sQ), thr_ld_q.retile(rQ))
 
-        mask_tiles = 1
-        if cutlass.const_expr(self.causal):
-            mask_tiles = (self.m_block + self.n_block - 1) // self.n_block
+        mask_tiles = self.mask_tiles
         for i in cutlass.range_constexpr(mask_tiles):
             if i < n_tiles:
                 self.step(i, last - i, m_block, seqlen_q, seqlen_k, scale_log2, mma, thr_mma, rQ, rK, rVt,

@@ -68,7 +68,7 @@ def run_command(command: list[str], store: Store | str | os.PathLike | None = No
 def capture_command(command: list[str], store: Store | str | os.PathLike | None = None, *, stdout: IO | None = None) -> RunResult:
     """Run `command` capturing every frontend reachable without an install (see the module's docstring);
     `stdout` redirects the command's own output (the CLI's --json keeps stdout for its summary)."""
-    from .cute_capture import collect_dump_dir, keep_env
+    from .cute.capture import collect_dump_dir, keep_env
     from .ptxas_wrapper import capture_env, wheel_ptxas_wrapped
 
     store = _writable_store(store)

@@ -1,7 +1,7 @@
 """Does the `cutlass_` name pay for the Hopper Gluon attention? A benchmark script for `tritonhook ab`.
 
-    tritonhook ab --variants plain,cutlass_ --rounds 5 -- python gluon_kernels/ab_hopper.py
-    python gluon_kernels/ab_hopper.py --in-process     # ab.compare: variants alternated call by call
+    tritonhook ab --variants plain,cutlass_ --rounds 5 -- python experiments/hopper_name_ab.py
+    python experiments/hopper_name_ab.py --in-process     # ab.compare: variants alternated call by call
 
 With `--in-process` each configuration is A/B-tested in this process by `tritonhook.ab.compare` (tighter
 intervals: both names see the same clocks), and the SASS of the two builds is compared byte for byte.
@@ -9,7 +9,8 @@ intervals: both names see the same clocks), and the SASS of the two builds is co
 `tritonhook ab` runs this script once per variant per round, in fresh processes, interleaved; the rename
 happens in Triton's PTX stage, so the same source gives both kernels. Each configuration is timed with
 `tritonhook.ab.bench` (CUDA events, warm-up, median) and reported with its FLOP count; the inputs are seeded so
-that every process computes the same outputs, which `tritonhook ab` compares across variants.
+that every process computes the same outputs, which `tritonhook ab` compares across variants. Needs an sm_90 GPU
+and torch; run from the repository root with it installed (pip install -e .) or PYTHONPATH=$PWD. Results: docs/rename_ab.md.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 10:
     pytest.skip("needs a compute capability 10.x (sm_100) GPU", allow_module_level=True)
 
 from gluon_kernels import blackwell_attention  # noqa: E402
-from gluon_kernels.tests._gpu_reference import CASES as HOPPER_CASES  # noqa: E402
-from gluon_kernels.tests._gpu_reference import make_inputs, rel_err  # noqa: E402
-from gluon_kernels.tests._gpu_reference import reference as fp32_reference  # noqa: E402
+from _gpu_reference import CASES as HOPPER_CASES  # noqa: E402
+from _gpu_reference import make_inputs, rel_err  # noqa: E402
+from _gpu_reference import reference as fp32_reference  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

@@ -1,16 +1,18 @@
 """The ptxas ``cutlass`` name effect on the Blackwell Gluon attention: plain vs ``cutlass_`` build of the same PTX,
-per ptxas version, with no GPU (shared/NOTES.md §1.1).
+per ptxas version, with no GPU (docs/notes.md §1.1).
 
-    python -m gluon_kernels.effect_blackwell                        # fp8 e4m3 + e5m2, D=128, non-causal
-    python -m gluon_kernels.effect_blackwell --dtype fp16 --causal --ptxas /path/to/ptxas --json out.json
+    python experiments/blackwell_name_effect.py                      # fp8 e4m3 + e5m2, D=128, non-causal
+    python experiments/blackwell_name_effect.py --dtype fp16 --causal --ptxas /path/to/ptxas --json out.json
 
 The PTX comes from the Triton in this environment (``compile_blackwell_attention``, with ``ptx_version=87`` by
 default so that ptxas 12.8 and 12.9 accept it: Triton 3.9 emits PTX ISA 9.4 otherwise). It is assembled as is and
 renamed with ``tritonhook.rename.rename_ptx`` (the kernel then starts with ``cutlass_``), by every ptxas given with
-``--ptxas`` (default: one of each version ``tritonhook ptxas list`` finds, plus /work/ptxas128 from PyPI
-``nvidia-cuda-nvcc-cu12==12.8.93`` when present), with the flags Triton passes (``-lineinfo -v
+``--ptxas`` (default: one of each version ``tritonhook ptxas list`` finds; the table in the docs adds ptxas 12.8
+from PyPI ``nvidia-cuda-nvcc-cu12==12.8.93`` with ``--ptxas``), with the flags Triton passes (``-lineinfo -v
 --regAllocOptLevel=2``; ``--bare`` leaves them out, as ``tritonhook ptxas-matrix`` does). Both cubins are compared
-with ``tritonhook.diff.diff_cubins``; the table is markdown, ready for docs/blackwell_attention.md.
+with ``tritonhook.diff.diff_cubins``; the table is markdown, ready for docs/blackwell_attention.md. Needs Triton
+and a ptxas, no GPU; run from the repository root with the repository installed (pip install -e .) or
+PYTHONPATH=$PWD.
 """
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ import os
 import sys
 
 TRITON_PTXAS_FLAGS = ("-lineinfo", "--regAllocOptLevel=2")
-PIP_PTXAS_128 = "/work/ptxas128/nvidia/cuda_nvcc/bin/ptxas"
 
 
 @dataclasses.dataclass
@@ -46,12 +47,9 @@ class Row:
 
 
 def default_ptxas() -> list[str]:
-    from tritonhook.ptxas import find_ptxas, one_per_version, ptxas_version
+    from tritonhook.ptxas import find_ptxas, one_per_version
 
-    paths = [b.path for b in one_per_version(find_ptxas())]
-    if os.path.exists(PIP_PTXAS_128) and ptxas_version(PIP_PTXAS_128) not in {ptxas_version(p) for p in paths}:
-        paths.insert(0, PIP_PTXAS_128)
-    return paths
+    return [b.path for b in one_per_version(find_ptxas())]
 
 
 def measure(dtype: str, head_dim: int, causal: bool, ptxas_paths, *, ptx_version: int | None = 87,
@@ -63,7 +61,7 @@ def measure(dtype: str, head_dim: int, causal: bool, ptxas_paths, *, ptx_version
     from tritonhook.ptxas import assemble, ptxas_version
     from tritonhook.rename import rename_ptx
 
-    from .blackwell import compile_blackwell_attention
+    from gluon_kernels.blackwell import compile_blackwell_attention
 
     options = {"ptx_version": ptx_version} if ptx_version else {}
     kernel = compile_blackwell_attention(dtype, head_dim, causal, **options)

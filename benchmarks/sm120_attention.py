@@ -1,7 +1,7 @@
 """TFLOPS of the sm120_attn kernels against torch SDPA (FLASH_ATTENTION and CUDNN_ATTENTION backends pinned) and,
 on sm_90, the repository's Hopper Gluon kernel (`gluon_kernels.hopper_attention`, wgmma).
 
-    python -m sm120_attn.bench [--json bench.json] [--quick] [--no-gluon]
+    python benchmarks/sm120_attention.py [--json bench.json] [--quick] [--no-gluon]
 
 Layouts: our kernels take (B, S, H, D). SDPA gets (B, H, S, D) views of the same tensors (`transpose(1, 2)`,
 no copy: SDPA reads strided inputs). The Gluon kernel needs contiguous (B, H, S, D) (it would call
@@ -9,18 +9,19 @@ no copy: SDPA reads strided inputs). The Gluon kernel needs contiguous (B, H, S,
 a preallocated (B, H, S, D) output; its host side (three TMA descriptors per call) is inside the timing, as the
 Python dispatch of SDPA is. Every candidate's first output is compared with SDPA flash's (rel_vs_flash in the JSON).
 
-FLOPs = 4 * B * H * Sq * Sk * D (two GEMMs), halved for causal. Each configuration is timed with CUDA events
-around single launches after a warm-up: `reps` samples, the median reported (and min / max in the JSON). Inputs
+FLOPs = 4 * B * H * Sq * Sk * D (two GEMMs), halved for causal. Each configuration is timed with
+`tritonhook.ab.bench` (CUDA events around single launches after a warm-up; at least `--reps` samples), the median
+reported (and min / max in the JSON). Inputs
 are random normal; every kernel reads the same tensors. Our kernels are launched through their compiled CuTe DSL
 function with arguments converted once (the per-call dlpack conversion of `attention()` is host overhead that
-is not the kernel's). The table is printed last.
+is not the kernel's). The table is printed last. Run from the repository root with the repository installed
+(pip install -e '.[cute]') or PYTHONPATH=$PWD.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 
 CONFIGS = [
@@ -36,26 +37,9 @@ CONFIGS = [
 ]
 
 
-def time_fn(fn, reps=30, warmup=5):
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times), min(times), max(times)
-
-
 def _agreement(candidates: dict, our_outputs: dict) -> dict:
     """||O - O_flash|| / ||O_flash|| for every candidate's output, all compared in (B, S, H, D)."""
-    from .gpu_check import rel_err
+    from sm120_attn.gpu_check import rel_err
 
     if "sdpa_flash" not in candidates:
         return {}
@@ -73,13 +57,14 @@ def main(argv=None) -> int:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import sm120_attn
-    from tritonhook.ab import attention_flops
+    from sm120_attn.constants import LOG2E
+    from tritonhook.ab import attention_flops, bench
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default="sm120_attn_bench.json")
     parser.add_argument("--variant", action="append")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--reps", type=int, default=30, help="at least this many timed calls per kernel")
     parser.add_argument("--no-gluon", action="store_true", help="leave out the Hopper Gluon kernel")
     args = parser.parse_args(argv)
     variants = args.variant or ["cpasync", "tma"]
@@ -102,7 +87,7 @@ def main(argv=None) -> int:
             our_outputs[variant] = out
             try:
                 fn, cargs, stream = sm120_attn.compiled_kernel(variant, q, k, v, out, causal)
-                scale_log2 = d ** -0.5 * 1.4426950408889634
+                scale_log2 = d ** -0.5 * LOG2E
                 candidates[variant] = (lambda fn=fn, a=cargs, st=stream: fn(*a, scale_log2, st))
             except Exception as exc:
                 row.setdefault("errors", {})[variant] = f"{type(exc).__name__}: {exc}"[:500]
@@ -129,15 +114,16 @@ def main(argv=None) -> int:
                 row.setdefault("errors", {})["gluon_hopper"] = f"{type(exc).__name__}: {exc}"[:500]
         row["rel_vs_flash"] = _agreement(candidates, our_outputs)
         for name, fn in candidates.items():
-            med, lo, hi = time_fn(fn, reps=args.reps)
-            row["ms"][name] = {"median": med, "min": lo, "max": hi}
-            row["tflops"][name] = flops / (med * 1e-3) / 1e12
+            timed = bench(fn, min_reps=args.reps)
+            row["ms"][name] = {"median": timed.median_ms, "min": min(timed.samples_ms), "max": max(timed.samples_ms)}
+            row["tflops"][name] = flops / (timed.median_ms * 1e-3) / 1e12
         rows.append(row)
         print(json.dumps(row), flush=True)
     with open(args.json, "w") as fh:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, fh, indent=1)
     names = [n for n in [*variants, "sdpa_flash", "sdpa_cudnn", "gluon_hopper"] if any(n in r["tflops"] for r in rows)]
-    print(f"\nTFLOPS (median of {args.reps}), {torch.cuda.get_device_name()}, bf16; ratio = best ours / sdpa_flash")
+    print(f"\nTFLOPS (median of >= {args.reps} calls), {torch.cuda.get_device_name()}, bf16; "
+          "ratio = best ours / sdpa_flash")
     print(f"{'B':>2} {'H':>3} {'S':>5} {'D':>4} {'causal':>6} " + " ".join(f"{n:>11}" for n in names) + "  ratio")
     for r in rows:
         ours = [r["tflops"][n] for n in variants if n in r["tflops"]]

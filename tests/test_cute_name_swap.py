@@ -1,4 +1,4 @@
-"""CPU tests of the name experiment's plumbing (sm120_attn.name_swap): no GPU.
+"""CPU tests of the name experiment's plumbing (tritonhook.cute.name_swap): no GPU.
 
 The MLIR string codec and the host-module rewrite are tested on synthetic text; with the CuTe DSL and an external
 ptxas present, one real kernel (CpAsync, sm_90a, D=128, causal) is compiled with fake tensors, its PTX stripped
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from sm120_attn import name_swap
+from tritonhook.cute import name_swap
 
 
 def test_mlir_string_codec_round_trips_every_byte():
@@ -137,22 +137,3 @@ def test_dsl_host_module_takes_the_stripped_cubin(dsl_kernel, external_ptxas, tm
     lookups = re.findall(r'llvm\.mlir\.constant\("(kernel\w*?)(?:\\00)+"\)', printed)
     assert lookups and set(lookups) == {names[entry]}
     assert name_swap.mlir_encode(built.cubin[:64]) in printed
-
-
-def test_summarize_ab_adds_strip_over_ext():
-    """The A/B table: each arm against plain from the report, and strip against ext with the same bootstrap."""
-    from tritonhook import ab
-
-    from sm120_attn.name_ab import summarize_ab
-
-    variants = ab.parse_variants("plain,strip,ext")
-    samples = {"plain": [1.00, 1.01, 0.99, 1.00, 1.02, 1.00], "strip": [0.90, 0.91, 0.90, 0.89, 0.92, 0.90],
-               "ext": [1.00, 1.00, 1.01, 0.99, 1.00, 1.01]}
-    bench = ab.analyze("tma-full", samples, variants, flops=1e12, correctness="bitwise")
-    report = ab.ABReport([bench], variants, 6, None, ["python"], {}).to_json()
-    (row,) = summarize_ab(report)
-    assert row["correctness"] == "bitwise"
-    assert set(row["vs"]) == {"strip/plain", "ext/plain", "strip/ext"}
-    ratio, low, high, verdict = row["vs"]["strip/ext"]
-    assert ratio < 0.92 and high < 1.0 and verdict == "faster"
-    assert row["vs"]["ext/plain"][3] == "no difference"

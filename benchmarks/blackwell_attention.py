@@ -3,15 +3,16 @@
 NEVER RUN by this project (no Blackwell GPU was available): written to be ready for anyone with a B200/GB200.
 On any other machine it prints why it skipped and exits 0.
 
-    python -m gluon_kernels.bench_blackwell                          # B=4 H=32, D 64/128, S 1k..16k, both masks
-    python -m gluon_kernels.bench_blackwell --dtype fp8e4nv --head-dim 128 --seq 4096 8192 --json out.json
+    python benchmarks/blackwell_attention.py                         # B=4 H=32, D 64/128, S 1k..16k, both masks
+    python benchmarks/blackwell_attention.py --dtype fp8e4nv --head-dim 128 --seq 4096 8192 --json out.json
 
 Each name variant runs in its own child process with its own Triton cache (on Triton 3.6 a renamed build would
-otherwise be served from the plain build's cache entry, NOTES.md §2); the ``cutlass_`` child compiles under
+otherwise be served from the plain build's cache entry, docs/notes.md §2); the ``cutlass_`` child compiles under
 ``tritonhook.enable(rename="cutlass_")``. The parent prints one table. cuDNN SDPA (pinned with
 ``torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)``) is the baseline for 16-bit inputs; for fp8 inputs
 it is measured on the same shapes in bf16 (SDPA has no fp8 path). FLOPs: 4*B*H*S*S*D, halved when causal.
-For an interleaved, statistically checked A/B of the two names, see also ``tritonhook ab``.
+Times: medians of ``tritonhook.ab.bench`` (CUDA events). Run from the repository root with the repository installed
+(pip install -e .) or PYTHONPATH=$PWD. For an interleaved, statistically checked A/B of the two names, see also ``tritonhook ab``.
 """
 from __future__ import annotations
 
@@ -40,17 +41,17 @@ def _skip_reason() -> str | None:
 
 def _torch_dtype(name):
     import torch
-    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp8e4nv": torch.float8_e4m3fn,
-            "fp8e5": torch.float8_e5m2}[name]
+
+    from gluon_kernels.host import TORCH_DTYPE_NAMES
+    return getattr(torch, TORCH_DTYPE_NAMES[name])
 
 
 def run_child(args) -> list[dict]:
     """Measure this process's variant (args.variant) over the grid."""
     import torch
-    import triton
 
     from gluon_kernels.blackwell import blackwell_attention
-    from tritonhook.ab import attention_flops
+    from tritonhook.ab import attention_flops, bench
 
     if args.variant == "cutlass_":
         import tritonhook
@@ -65,8 +66,7 @@ def run_child(args) -> list[dict]:
                     q, k, v = (torch.randn((B, H, S, D), device="cuda", generator=g).mul_(0.5).to(_torch_dtype(dtype))
                                for _ in range(3))
                     fn = lambda: blackwell_attention(q, k, v, causal=causal)  # noqa: E731
-                    fn()
-                    ms = triton.testing.do_bench(fn, warmup=args.warmup, rep=args.rep)
+                    ms = bench(fn, warmup_ms=args.warmup, rep_ms=args.rep).median_ms
                     rows.append(dict(variant=args.variant, dtype=dtype, D=D, causal=causal, S=S, B=B, H=H, ms=ms,
                                      tflops=attention_flops(B, H, S, D, causal) / (ms * 1e-3) / 1e12))
     return rows
@@ -74,10 +74,9 @@ def run_child(args) -> list[dict]:
 
 def run_cudnn(args) -> list[dict]:
     import torch
-    import triton
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from tritonhook.ab import attention_flops
+    from tritonhook.ab import attention_flops, bench
 
     rows = []
     for dtype in args.dtype:
@@ -91,8 +90,7 @@ def run_cudnn(args) -> list[dict]:
                         with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
                             fn = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
                                 q, k, v, is_causal=causal)
-                            fn()
-                            ms = triton.testing.do_bench(fn, warmup=args.warmup, rep=args.rep)
+                            ms = bench(fn, warmup_ms=args.warmup, rep_ms=args.rep).median_ms
                     except RuntimeError as exc:  # cuDNN not available for this shape / build
                         print(f"cuDNN SDPA failed for {dtype} D={D} S={S}: {exc}", file=sys.stderr)
                         continue
@@ -103,7 +101,7 @@ def run_cudnn(args) -> list[dict]:
 
 
 def _child_argv(args, variant, out):
-    argv = [sys.executable, "-m", "gluon_kernels.bench_blackwell", "--variant", variant, "--child-json", out,
+    argv = [sys.executable, os.path.abspath(__file__), "--variant", variant, "--child-json", out,
             "--batch", str(args.batch), "--heads", str(args.heads), "--warmup", str(args.warmup),
             "--rep", str(args.rep), "--dtype", *args.dtype, "--head-dim", *map(str, args.head_dim),
             "--seq", *map(str, args.seq), "--causal", *("1" if c else "0" for c in args.causal)]
@@ -136,8 +134,8 @@ def main(argv=None) -> int:
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--variants", default=",".join(VARIANTS), help="plain,cutlass_")
     parser.add_argument("--no-cudnn", action="store_true")
-    parser.add_argument("--warmup", type=int, default=25)
-    parser.add_argument("--rep", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=25, help="warm-up milliseconds per measurement")
+    parser.add_argument("--rep", type=int, default=100, help="timed milliseconds per measurement")
     parser.add_argument("--json", help="write all rows here")
     parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)  # child mode
     parser.add_argument("--child-json", help=argparse.SUPPRESS)

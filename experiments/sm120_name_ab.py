@@ -1,23 +1,28 @@
 """The name experiment: does the `cutlass` in every CuTe DSL kernel name change the speed of our kernels?
 
-Three arms of the same PTX (sm120_attn.name_swap): `plain` = the DSL's own cubin (its linked-in ptxas, cutlass
+Three arms of the same PTX (tritonhook.cute.name_swap): `plain` = the DSL's own cubin (its linked-in ptxas, cutlass
 name), `ext` = an external ptxas at -O3 on the unchanged PTX (cutlass name), `strip` = the same external ptxas on
 the PTX with `cutlass` stripped from the entry names. strip vs ext isolates the name; plain vs ext the ptxas.
 
 As a `tritonhook ab` child (the arm comes from $TRITONHOOK_AB_VARIANT, `#N` suffixes of A/A runs ignored):
 
-    python -m tritonhook ab --variants plain,strip,ext --rounds 6 -- python -m sm120_attn.name_ab
+    python -m tritonhook ab --variants plain,strip,ext --rounds 6 -- python experiments/sm120_name_ab.py
 
 times CpAsync and TMA, BF16, B=2 H=16 S=4096 D=128, causal and not, with `tritonhook.ab.bench` (the first call's
 output is what tritonhook ab compares across arms). Every process seeds the same inputs. The variant labels are
 the ones `tritonhook.ab.parse_variants` accepts: `plain` and `strip` are its own; `ext` parses as a rename prefix,
 which only Triton compiles would see (nothing here compiles Triton), so for this script it is only a label.
 
-    python -m sm120_attn.name_ab --experiment --out DIR [--json FILE]
+    python experiments/sm120_name_ab.py --experiment --out DIR [--json FILE]
 
 builds the three arms of each configuration once, checks the loaded library's kernel names, runs each arm on the
 same NaN-poisoned output (bitwise against plain, relative error against SDPA in fp32), and writes every cubin and
 PTX to DIR with a JSON of registers, spills, instruction counts and which .text sections are identical.
+
+Needs an sm_90 GPU (the arms are built for sm_90a), torch, nvidia-cutlass-dsl and an external ptxas; run from the
+repository root with the repository installed (pip install -e '.[cute]') or PYTHONPATH=$PWD.
+experiments/sm120_h200_name_run.sh runs both modes on the H200 and prints the tables. Results: sm120_attn/README.md
+("The cutlass name").
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from sm120_attn.constants import LOG2E
+from tritonhook.ab import VARIANT_ENV
+
 B, H, S, D = 2, 16, 4096, 128
 CONFIGS = [("cpasync", False), ("cpasync", True), ("tma", False), ("tma", True)]
 ARCH = "sm_90a"
-VARIANT_ENV = "TRITONHOOK_AB_VARIANT"
 
 
 def bench_name(kernel: str, causal: bool) -> str:
@@ -56,9 +63,8 @@ def inputs(seed: int = 0):
 def prepare(kernel: str, causal: bool, arm: str, q, k, v, out, *, dump_dir: str, ptxas: str | None = None):
     """Compile one configuration and switch it to `arm`. Returns (fn, cute args, stream, info)."""
     import sm120_attn
+    from tritonhook.cute import name_swap
     from tritonhook.rename import ptx_entries
-
-    from . import name_swap
 
     fn, args, stream = sm120_attn.compiled_kernel(kernel, q, k, v, out, causal, arch=ARCH,
                                                   options=f"--keep-ptx --keep-cubin --dump-dir {dump_dir}")
@@ -92,7 +98,7 @@ def run_child(arm: str) -> None:
     if arm not in ("plain", "ext", "strip"):
         raise SystemExit(f"name_ab: unknown arm {arm!r} (plain, ext, strip)")
     q, k, v = inputs()
-    scale_log2 = D ** -0.5 * 1.4426950408889634
+    scale_log2 = D ** -0.5 * LOG2E
     with tempfile.TemporaryDirectory(prefix="sm120_name_ab_") as dump:
         for kernel, causal in CONFIGS:
             out = torch.empty_like(q)
@@ -133,13 +139,13 @@ def opcode_delta(a: bytes, b: bytes) -> list:
 def experiment(out_dir: Path, ptxas: str | None) -> dict:
     import torch
 
+    from sm120_attn import gpu_check
+    from tritonhook.cute import name_swap
     from tritonhook.rename import rename_ptx
-
-    from . import gpu_check, name_swap
 
     out_dir.mkdir(parents=True, exist_ok=True)
     q, k, v = inputs()
-    scale_log2 = D ** -0.5 * 1.4426950408889634
+    scale_log2 = D ** -0.5 * LOG2E
     results = []
     with tempfile.TemporaryDirectory(prefix="sm120_name_exp_") as dump:
         for kernel, causal in CONFIGS:

@@ -1,7 +1,7 @@
 """Run a CuTe DSL kernel from a cubin that an external ptxas built, optionally under a name without `cutlass`.
 
 Why: every CuTe DSL kernel name contains `cutlass` (`kernel_cutlass_...`), so the DSL's linked-in ptxas always
-takes its "cutlass" path at -O3 (shared/NOTES.md §1.1, §4). To measure what the name does, the same PTX is
+takes its "cutlass" path at -O3 (docs/notes.md §1.1, §4). To measure what the name does, the same PTX is
 assembled by an external ptxas twice, once as is ("ext") and once with `cutlass` stripped from the entry names
 ("strip", `tritonhook.rename.strip_ptx`), and the compiled function is made to launch that cubin.
 
@@ -15,7 +15,7 @@ parses the new text and builds a new execution engine the way the DSL's own file
 module, then swaps it into the compiled function before its first call. Unlike patching `_load_cuda_library`
 (FlashAttention-4's approach, which keeps the name), the loaded cubin really holds the stripped entry.
 
-`swap_module_text`, `strip_names`, the MLIR string codec and `assemble_cached` need no GPU (tests/test_name_swap.py);
+`swap_module_text`, `strip_names`, the MLIR string codec and `assemble_cached` need no GPU (tests/test_cute_name_swap.py);
 `install_cubin` needs the execution engine, which the DSL only builds where a GPU is present.
 """
 
@@ -24,8 +24,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .. import config
+from ..errors import TritonhookError
+from ..rename import ptx_entries, strip_ptx
+from ..tools import assemble, find_ptxas, ptxas_version
 
 DSL_PTXAS_FLAGS = ("-O3",)
 """What the DSL gives its linked-in ptxas by default: opt level 3 (`--opt-level` default), no line info, no extra
@@ -35,14 +41,13 @@ ARMS = ("plain", "ext", "strip")
 """plain: the DSL's own cubin (linked ptxas, cutlass name); ext: the external ptxas on the unchanged PTX (cutlass
 name); strip: the external ptxas on the PTX with `cutlass` removed from the entry names."""
 
-CACHE_ENV = "SM120_NAME_CACHE"
-PTXAS_ENV = "SM120_NAME_PTXAS"
+CACHE_ENV = config.SM120_NAME_CACHE.name  # old names, kept for one release
+PTXAS_ENV = config.SM120_NAME_PTXAS.name
 
 
 # ----- names -------------------------------------------------------------------------------------------------------
 def strip_names(ptx: str) -> tuple[str, dict[str, str]]:
     """(PTX with `cutlass` stripped from every entry name, {old entry: new entry})."""
-    from tritonhook.rename import ptx_entries, strip_ptx
 
     before = ptx_entries(ptx)
     stripped = strip_ptx(ptx)
@@ -145,16 +150,12 @@ _VERSION_LINE = re.compile(r"^(\s*\.version\s+)(\d+\.\d+)", re.MULTILINE)
 
 
 def default_ptxas() -> str:
-    """$SM120_NAME_PTXAS, else the CUDA toolkit's, else the newest tritonhook finds."""
-    if os.environ.get(PTXAS_ENV):
-        return os.environ[PTXAS_ENV]
-    if os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
-        return "/usr/local/cuda/bin/ptxas"
-    from tritonhook.ptxas import find_ptxas
-
+    """$SM120_NAME_PTXAS, else the newest ptxas tritonhook finds (the CUDA toolkit's among them)."""
+    if config.SM120_NAME_PTXAS.is_set():
+        return config.SM120_NAME_PTXAS.get()
     found = sorted(find_ptxas(), key=lambda b: tuple(int(x) for x in b.version.split(".")))
     if not found:
-        raise RuntimeError("no ptxas found; set $SM120_NAME_PTXAS")
+        raise TritonhookError(f"no ptxas found; set ${config.SM120_NAME_PTXAS.name}")
     return found[-1].path
 
 
@@ -163,14 +164,11 @@ def assemble_cached(ptx: str, arch: str, *, ptxas: str | None = None, flags=DSL_
     """Assemble `ptx` for `arch` with an external ptxas (`tritonhook.ptxas.assemble`), cached on disk by
     (ptxas, version, flags, arch, PTX). If this ptxas refuses the PTX's ISA version (a DSL newer than the
     toolkit), the `.version` line is lowered to the one ptxas names and that is recorded."""
-    from tritonhook.errors import TritonhookError
-    from tritonhook.ptxas import assemble, ptxas_version
-
     ptxas = ptxas or default_ptxas()
     version = ptxas_version(ptxas)
     flags = tuple(flags)
     key = hashlib.sha256("\0".join([os.path.realpath(ptxas), version, *flags, arch, ptx]).encode()).hexdigest()[:32]
-    cache = Path(cache_dir or os.environ.get(CACHE_ENV) or "/tmp/sm120_name_cache")
+    cache = Path(cache_dir or config.SM120_NAME_CACHE.get() or Path(tempfile.gettempdir()) / "sm120_name_cache")
     hit = cache / f"{key}.cubin"
     if hit.exists():
         meta = (cache / f"{key}.log").read_text()

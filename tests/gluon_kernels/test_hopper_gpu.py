@@ -24,7 +24,7 @@ if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
     pytest.skip("needs an sm_90 (Hopper) GPU", allow_module_level=True)
 
 from gluon_kernels import hopper_attention  # noqa: E402
-from gluon_kernels.tests._gpu_reference import CASES, make_inputs, reference, rel_err  # noqa: E402
+from _gpu_reference import CASES, make_inputs, reference, rel_err  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

@@ -1,25 +1,20 @@
 """Benchmark the Hopper Gluon attention against torch SDPA with each backend pinned, on one sm_90 GPU.
 
-    PYTHONPATH=$PWD python gluon_kernels/bench_hopper.py --out bench.json
+    PYTHONPATH=$PWD python benchmarks/hopper_attention.py --out bench.json
 
 Shapes follow FlashAttention-3's forward benchmark: 16k tokens per batch (B = 16384 / S) and a hidden size of 2048
-(H = 2048 / D). FLOPs = 4 * B * H * S^2 * D, halved for causal. Times are medians of
-``triton.testing.do_bench(..., return_mode="median")`` (CUDA events). fp8 has no SDPA counterpart: it is compared
+(H = 2048 / D). FLOPs = 4 * B * H * S^2 * D, halved for causal. Times are medians of ``tritonhook.ab.bench``
+(CUDA events around each call, after a warm-up). fp8 has no SDPA counterpart: it is compared
 with our own bf16 and with cuDNN bf16, twice: "fp8" is the kernel with V given pre-transposed (the K-major layout
 fp8 wgmma needs; see transpose_v_for_fp8) and "fp8+T" includes the wrapper's V transpose on every call. Columns
 "bf16/cudnn" and "fp8/bf16" are ratios of the first variant listed. The table is printed last; every number also
-goes to --out (JSON).
+goes to --out (JSON). Results of earlier runs: benchmarks/results/bench_h200_*.json.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import os
 import platform
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def main(argv=None):
@@ -34,7 +29,7 @@ def main(argv=None):
     ap.add_argument("--no-sdpa", action="store_true")
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--hidden", type=int, default=2048)
-    ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
+    ap.add_argument("--rep", type=int, default=200, help="timed milliseconds per measurement")
     ap.add_argument("--out", default=None, help="write all results as JSON here")
     args = ap.parse_args(argv)
 
@@ -43,6 +38,7 @@ def main(argv=None):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from gluon_kernels import hopper_attention, transpose_v_for_fp8
+    from tritonhook import ab
     from tritonhook.ab import attention_flops
 
     backends = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
@@ -55,9 +51,7 @@ def main(argv=None):
     rows = []
 
     def bench(fn):
-        fn()
-        torch.cuda.synchronize()
-        return triton.testing.do_bench(fn, warmup=25, rep=args.rep, return_mode="median")
+        return ab.bench(fn, warmup_ms=25, rep_ms=args.rep).median_ms
 
     for D in [int(x) for x in args.head_dims.split(",")]:
         for causal in [bool(int(x)) for x in args.causal.split(",")]:
@@ -111,7 +105,7 @@ def main(argv=None):
                 print(f"done D={D} causal={causal} S={S}", flush=True)
 
     meta = dict(device=dev, torch=torch.__version__, triton=triton.__version__, python=platform.python_version(),
-                tokens=args.tokens, hidden=args.hidden, timing="triton.testing.do_bench median, CUDA events")
+                tokens=args.tokens, hidden=args.hidden, timing="tritonhook.ab.bench median, CUDA events")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(dict(meta=meta, rows=rows), f, indent=1)
