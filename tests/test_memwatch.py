@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import gpu_available
 from tritonhook import _triton, cli
 from tritonhook.errors import TritonhookError
 from tritonhook.memwatch import (DeviceInfo, KernelStats, MemwatchResult, Sample, Snapshot, attribute, compare_rows,
@@ -131,7 +130,7 @@ def test_wrap_python_command(tmp_path):
         wrap_python_command(["python", "-X", "dev", "x.py"], out, 2)
 
 
-@pytest.mark.skipif(gpu_available(), reason="checks the message given when there is no GPU")
+@pytest.mark.nogpu
 def test_cli_memwatch_without_a_gpu_says_only_why_it_could_not_start(capfd, tmp_path):
     """No GPU (or no NVML bindings) here: memwatch cannot start, the command never runs, and no exit status of a
     command that never ran is quoted."""
@@ -235,7 +234,7 @@ def test_unset_allocator_is_unset_again():
     contextvars.Context().run(run)
 
 
-@pytest.mark.skipif(gpu_available(), reason="checks the message given when there is no GPU")
+@pytest.mark.nogpu
 def test_reset_stack_limit_without_a_gpu_is_a_clear_error():
     import tritonhook
 

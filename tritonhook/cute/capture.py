@@ -100,7 +100,6 @@ def _open(store: Store | str | os.PathLike | None) -> Store:
     if isinstance(store, Store):
         return store
     if store is None:
-
         session = active_session()
         if session is not None:
             return session.store
