@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from .. import _triton, config, session as _session
+from .. import _triton, config
+from ..session import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
 from .recording import (RESULT_KIND, Recording, Signature, SnapshotBudget, argument_key, describe_args)
@@ -55,8 +56,8 @@ class Recorder:
         if pending is None:  # first launch: describe and snapshot the inputs before the kernel can write them
             pending = self.by_key[key] = _Pending(Signature(
                 id=len(self.by_key), kernel=spec.name, triton_hash=spec.triton_hash, capture_id=None, arch=None,
-                grid=list(grid), args=describe_args(args, spec.arg_names, spec.signature, store=self.store,
-                                                    budget=self.budget,
+                grid=list(grid), args=describe_args(args, spec.arg_names, spec.signature, spec.constexprs,
+                                                    store=self.store, budget=self.budget,
                                                     descriptor_fields=_triton.tensor_descriptor_fields),
                 arg_names=spec.arg_names, signature=spec.signature, constexprs=spec.to_json()["constexprs"],
                 launches=0, times_ms=[]))
@@ -132,8 +133,8 @@ def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
     `recorder.recording.id`). Compiles are captured into the same store (the replay builds its variants from the
     captured PTX); a capture session already active is used as it is."""
     _triton.check_supported()
-    active = _session.active_session()
-    capture = _session.session(store) if active is None else contextlib.nullcontext(active)
+    active = active_session()
+    capture = capture_session(store) if active is None else contextlib.nullcontext(active)
     with capture as running, _inductor_launches_through_triton():
         recorder = Recorder(running.store, budget or default_budget(), label=label)
         tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched)
@@ -158,7 +159,7 @@ def default_budget() -> SnapshotBudget:
 
 def start_from_env() -> None:
     """Called at start-up (sitecustomize, after capture was enabled) when TRITONHOOK_RECORD=1: record until exit."""
-    active = _session.active_session()
+    active = active_session()
     if not config.RECORD.get() or active is None:
         return
     recorder = Recorder(active.store, default_budget(), label=config.RECORD_LABEL.get())
@@ -194,7 +195,7 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     """Run `command` with every Python process it starts recording (and capturing) into `store`; the processes'
     recordings merged into one, saved in the store. The command's stderr is passed through and its tail kept."""
     label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
-    env = {**_session.child_env(store.path),
+    env = {**child_env(store.path),
            **config.to_env({config.RECORD: True, config.RECORD_LABEL: label,
                             config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER: "0"})}
     if budget is not None:

@@ -101,14 +101,15 @@ def describe_tensor(tensor, *, store, budget: SnapshotBudget | None, used: list[
     return described
 
 
-def describe_args(args: tuple, arg_names: Sequence[str], signature: dict, *, store=None,
+def describe_args(args: tuple, arg_names: Sequence[str], signature: dict, constexprs: dict, *, store=None,
                   budget: SnapshotBudget | None = None, descriptor_fields=None) -> list[dict]:
     """Every positional argument of a launch as data (`kind` tensor, tensordesc, scalar, constexpr or other).
+    Compile-time arguments are typed "constexpr" in the launcher's signature or listed in `constexprs`.
     `descriptor_fields(value)` reads a host-side TMA descriptor (`_triton.tensor_descriptor_fields`)."""
     described, used, aliases = [], [0], {}
     for index, value in enumerate(args):
         name = arg_names[index] if index < len(arg_names) else f"arg{index}"
-        if signature.get(name) == "constexpr":
+        if signature.get(name) == "constexpr" or name in constexprs:
             described.append({"kind": "constexpr", "name": name, "value": _plain(value)})
         elif is_tensor(value):
             described.append({"name": name, **describe_tensor(value, store=store, budget=budget, used=used,
