@@ -261,3 +261,16 @@ def test_a_recording_file_of_another_version_is_refused(tmp_path):
     done = _cli("replay", "--store", str(tmp_path / "s"), "--recording", str(path))
     assert done.returncode == 2 and f"{path}: recording format version 0" in done.stderr
     assert "record the workload again" in done.stderr
+
+
+def test_a_replay_worker_that_cannot_start_is_one_error_not_a_hang(tmp_path):
+    import importlib
+
+    if torch.cuda.is_available():
+        pytest.skip("checks the message given when there is no GPU")
+    replay_module = importlib.import_module("tritonhook.sweep.replay")
+    job = {"store": str(tmp_path), "arch": "sm_90a", "recording": "recording 1", "rounds": 5, "rtol": 0.01,
+           "warmup_ms": 5, "rep_ms": 20, "min_reps": 10, "signatures": [{"id": 0}]}
+    Store(tmp_path)
+    with pytest.raises(TritonhookError, match=r"replay worker failed before replaying anything \(status 1\)"):
+        replay_module.run_workers(tmp_path, job)
