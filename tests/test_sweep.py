@@ -62,16 +62,25 @@ def test_renamed_variant_changes_the_ffma_matmul_and_leaves_the_wgmma_fp8_matmul
 
 def test_a_repeated_plain_is_timed_and_another_ptxas_is_a_variant_of_its_own(captured):
     store, kernels = captured
-    other = tools.triton_bundled("ptxas-blackwell")
+    import os
+
+    captured_tool = os.path.realpath(captured_ptxas(kernels["add"][1]))
+    other = next((path for tool in ("ptxas", "ptxas-blackwell") if (path := tools.triton_bundled(tool))
+                  and os.path.realpath(path) != captured_tool), None)
     if other is None:
-        pytest.skip("Triton's ptxas-blackwell is not bundled")
-    built = build_variants(store, kernels["add"][1], parse_variants("plain,plain"), [other])
+        pytest.skip("Triton bundles no second ptxas")
+    try:
+        built = build_variants(store, kernels["add"][1], parse_variants("plain,plain"), [other])
+    except TritonhookError as exc:  # Triton 3.9's PTX ISA 9.4 is newer than its ptxas 12.8 reads: said so
+        assert "Unsupported .version" in str(exc) and "plain@" in str(exc)
+        pytest.skip(f"the other bundled ptxas is older than this Triton's PTX: {exc}")
     version = tools.ptxas_version(other)
     assert [b.label for b in built] == ["plain", "plain#2", f"plain@{version}", f"plain#2@{version}"]
     assert built[1].same_text_as is None and built[1].cubin == built[0].cubin
     assert built[2].ptxas == other and built[2].ptxas_version == version
-    assert built[2].cubin != built[0].cubin  # another ptxas wrote it (same .text here: marked, not timed twice)
-    assert built[2].same_text_as == "plain"
+    assert built[2].cubin != built[0].cubin  # another ptxas wrote it
+    same_text = built[2].summary["text_sha256"] == built[0].summary["text_sha256"]
+    assert built[2].same_text_as == ("plain" if same_text else None)  # identical .text: marked, not timed twice
 
 
 def test_a_variant_loads_as_a_triton_kernel_under_its_new_name(captured, tmp_path):
