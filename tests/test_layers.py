@@ -13,7 +13,8 @@ The order (this table is its only declaration; README "Layout" describes it):
   3 adapters      _triton (the only module touching Triton internals), rename, tma_scope, ptxas_wrapper
   4 prediction    preflight: below session because every capture runs its checker (`preflight.capture_checker`)
   5 session       session (was ptx_capture), cute adapters (they write into the active session's store)
-  6 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix), captures (listing and summary of captures)
+  6 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix), captures (listing and summary of captures),
+                  sweep/ (record, replay)
   7 presentation  render (report: its old path), run (the CLI's orchestration as a library), page/ (the HTML
                   report and the demo: they read every feature's results)
   8 entry points  cli/, _autoload, __main__, the package itself
@@ -34,7 +35,7 @@ LAYERS: list[set[str]] = [
     {"_triton", "rename", "tma_scope", "ptxas_wrapper"},
     {"preflight"},
     {"session", "ptx_capture", "cute", "cute_capture"},
-    {"ab", "mem", "memwatch", "diff", "matrix", "ptxas", "captures"},
+    {"ab", "mem", "memwatch", "diff", "matrix", "ptxas", "captures", "sweep"},
     {"render", "report", "run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
 ]

@@ -16,9 +16,11 @@ import warnings
 def _enable() -> None:
     from .errors import TritonhookError
     from .session import enable_from_env
+    from .sweep.record import start_from_env as record_from_env
 
     try:
         enable_from_env()
+        record_from_env()
     except TritonhookError as exc:
         warnings.warn(f"tritonhook: capture not enabled: {exc}", RuntimeWarning, stacklevel=2)
 

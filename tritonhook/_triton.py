@@ -30,6 +30,7 @@ import hashlib
 import json
 import re
 import threading
+import types
 import warnings
 from pathlib import Path
 from typing import Callable
@@ -476,3 +477,172 @@ def allocator_var():
     from triton.runtime import _allocation
 
     return _allocation._allocator
+
+
+# ----- launches with their arguments (tritonhook.sweep) -----------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class LaunchSpec:
+    """What the launcher of one compiled kernel needs besides its binary: the source signature Triton specialized
+    (`{arg: type}`, "constexpr" for compile-time arguments) and the constexpr values, by argument name."""
+
+    triton_hash: str
+    name: str
+    arg_names: list[str]
+    signature: dict[str, str]
+    constexprs: dict[str, object]
+
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "constexprs": _plain_json(self.constexprs)}
+
+
+def launch_spec(kernel) -> LaunchSpec:
+    """The `LaunchSpec` of a CompiledKernel (JIT, Gluon and Inductor kernels are all ASTSources)."""
+    src = kernel.src
+    arg_names = list(getattr(getattr(src, "fn", None), "arg_names", None) or [])
+    constexprs = {}
+    for path, value in (getattr(src, "constants", None) or {}).items():
+        index = path[0] if isinstance(path, tuple) and len(path) == 1 else path
+        constexprs[arg_names[index] if isinstance(index, int) and index < len(arg_names) else str(path)] = value
+    return LaunchSpec(kernel.hash, kernel.name, arg_names, {str(k): str(v) for k, v in src.signature.items()},
+                      constexprs)
+
+
+LaunchCallback = Callable[[LaunchSpec, tuple[int, int, int], tuple], object]
+
+
+class LaunchTracer:
+    """Every launch of a Triton kernel, with its grid and arguments, whichever launcher made it.
+
+    Why not TritonParse's way (a `launch_metadata` function set on each JITFunction from `jit_post_compile_hook`):
+    that hook is a single slot, it does not fire for kernels compiled before it was set, and Inductor calls it
+    only under `torch._inductor.config.run_jit_post_compile_hook` and only in the process that compiled (its
+    compile workers), not in the parent that launches. Every launch path that runs the hooks (the JIT's `run`,
+    `compiled[grid](...)`, Inductor's generated launcher) first calls `CompiledKernel.launch_metadata(grid, stream,
+    *args)` with the full argument list; wrapping that method on the class sees them all, with `self` (the
+    kernel: its hash and source signature). `uninstall()` puts the very same function back; if another tool
+    wrapped it over ours meanwhile, ours turns into a pass-through. Inductor's static CUDA launcher calls none of
+    this: a recording switches it off (config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER).
+
+    on_launch(spec, grid, args) runs before the kernel is queued; what it returns is handed to
+    on_launched(token) from the launch-exit hook, right after the kernel is queued (CUDA events go around it).
+    """
+
+    def __init__(self, on_launch: LaunchCallback, on_launched: Callable[[object], None] | None = None):
+        self.on_launch = on_launch
+        self.on_launched = on_launched
+        self.active = False
+        self._warn = _WarnOnce()
+        self._specs: dict[str, LaunchSpec] = {}
+        self._pending = threading.local()
+        self._original = None
+        self._wrapper = None
+        self._hooks = {"launch_enter_hook": self._entered, "launch_exit_hook": self._exited}
+        self._added: RuntimeHooksAdded | None = None
+
+    def install(self) -> None:
+        from triton.compiler.compiler import CompiledKernel
+
+        if self.active:
+            return
+        original = CompiledKernel.__dict__["launch_metadata"]
+        tracer = self
+
+        @functools.wraps(original)
+        def launch_metadata(kernel, grid, stream, *args):
+            result = original(kernel, grid, stream, *args)
+            if tracer.active:
+                tracer._seen(kernel, grid, args)
+            return result
+
+        self._original, self._wrapper = original, launch_metadata
+        CompiledKernel.launch_metadata = launch_metadata
+        # the launchers call the exit hook, and build launch metadata only while an enter hook is set (Inductor
+        # decides when it generates a launcher): ours are in both chains
+        self._added = add_runtime_hooks(self._hooks)
+        self.active = True
+
+    def uninstall(self) -> None:
+        from triton.compiler.compiler import CompiledKernel
+
+        if not self.active:
+            return
+        self.active = False
+        if CompiledKernel.__dict__.get("launch_metadata") is self._wrapper:
+            CompiledKernel.launch_metadata = self._original
+        remove_runtime_hooks(self._added, self._hooks)
+
+    def _seen(self, kernel, grid, args) -> None:
+        try:
+            spec = self._specs.get(kernel.hash)
+            if spec is None:
+                spec = self._specs[kernel.hash] = launch_spec(kernel)
+            grid = tuple(grid) + (1,) * (3 - len(grid))
+            self._pending.token = self.on_launch(spec, grid, args)
+        except Exception as exc:  # noqa: BLE001 - recording must never break a launch
+            self._pending.token = None
+            self._warn("launch recording", exc)
+
+    def _entered(self, launch_metadata) -> None:
+        """In the enter chain only so that launchers build launch metadata (see install)."""
+
+    def _exited(self, launch_metadata) -> None:
+        token, self._pending.token = getattr(self._pending, "token", None), None
+        if token is not None and self.on_launched is not None:
+            try:
+                self.on_launched(token)
+            except Exception as exc:  # noqa: BLE001
+                self._warn("launch timing", exc)
+
+
+def tensor_descriptor_fields(arg) -> dict | None:
+    """A host-side `TensorDescriptor` argument as plain fields (its base tensor kept as the object); None for
+    anything else."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        return None
+    if not isinstance(arg, TensorDescriptor):
+        return None
+    return {"base": arg.base, "shape": [int(x) for x in arg.shape], "strides": [int(x) for x in arg.strides],
+            "block_shape": [int(x) for x in arg.block_shape], "padding": str(getattr(arg, "padding", "zero"))}
+
+
+def make_tensor_descriptor(base, shape, strides, block_shape, padding: str = "zero"):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return TensorDescriptor(base, list(shape), list(strides), list(block_shape), padding=padding)
+
+
+class _ReplaySource:
+    """What Triton's launcher reads from a kernel's source (`signature`, `constants` by position, `fn.arg_names`),
+    rebuilt from a `LaunchSpec` without the Python function."""
+
+    def __init__(self, spec: LaunchSpec):
+        self.signature = dict(spec.signature)
+        self.fn = types.SimpleNamespace(arg_names=list(spec.arg_names))
+        self.constants = {(spec.arg_names.index(name),): value for name, value in spec.constexprs.items()
+                          if name in spec.arg_names}
+
+
+def load_kernel(directory: str | Path, spec: LaunchSpec, metadata_json: bytes, cubin: bytes, name: str):
+    """A CompiledKernel from a metadata JSON and a cubin, launched by Triton's own launcher (global scratch, TMA
+    descriptors, clusters and PDL handled as for a kernel Triton compiled): `kernel[grid](*args)`.
+
+    `name` is the entry the cubin holds: the metadata's `name` (what `cuModuleGetFunction` looks up) follows it,
+    so a renamed cubin loads under its new name."""
+    from triton.compiler.compiler import CompiledKernel
+
+    metadata = json.loads(metadata_json)
+    metadata["name"] = name
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    json_path, cubin_path = directory / f"{name}.json", directory / f"{name}.cubin"
+    json_path.write_text(json.dumps(metadata))
+    cubin_path.write_bytes(cubin)
+    return CompiledKernel(_ReplaySource(spec), {json_path.name: str(json_path), cubin_path.name: str(cubin_path)},
+                          metadata.get("hash", ""))
+
+
+def launch(kernel, grid: tuple[int, int, int], args: list) -> None:
+    """Launch a `load_kernel` kernel on the current stream."""
+    kernel[tuple(grid)](*args)

@@ -82,6 +82,20 @@ AB_ROUND = EnvVar("TRITONHOOK_AB_ROUND", 0, int, "The A/B child's round; outputs
 AB_OUTPUTS = EnvVar("TRITONHOOK_AB_OUTPUTS", None, str,
                     "Directory for the round-0 outputs of A/B children (the allclose check across processes).")
 
+# `tritonhook record` / `sweep`: a process started with tritonhook's sitecustomize records every Triton launch.
+RECORD = EnvVar("TRITONHOOK_RECORD", False, _flag,
+                "'1': a Python process started with tritonhook's sitecustomize records every Triton kernel launch "
+                "(arguments, grid, input snapshots, sampled GPU time) into the store at exit (tritonhook.sweep).")
+RECORD_LABEL = EnvVar("TRITONHOOK_RECORD_LABEL", "", str,
+                      "The label a recording process files its recording under (the parent `tritonhook record` "
+                      "finds its children's recordings by it).")
+SNAPSHOT_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_BUDGET", 256 * 2**20, int,
+                         "Bytes of input tensors snapshotted per launch signature (default 256 MiB); inputs beyond "
+                         "it are replayed with synthetic data of the same dtype and shape, and marked so.")
+SNAPSHOT_TOTAL_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_TOTAL_BUDGET", 8 * 2**30, int,
+                               "Bytes of input snapshots per recording process, all signatures together "
+                               "(default 8 GiB), so a long workload cannot fill the disk.")
+
 # ----- variables of other tools that tritonhook reads or sets --------------------------------------------------------
 CUDA_HOME = EnvVar("CUDA_HOME", None, str, "A CUDA toolkit root; its bin/ is searched for ptxas and nvdisasm.")
 CUDA_PATH = EnvVar("CUDA_PATH", None, str, "Like CUDA_HOME (the name Windows installers and some images use).")
@@ -102,6 +116,10 @@ SM120_NAME_CACHE = EnvVar("SM120_NAME_CACHE", None, str,
                           "Where the CuTe DSL name swap caches assembled cubins; default: <tmp>/sm120_name_cache.")
 PYTHONPATH = EnvVar("PYTHONPATH", [], _path_list, "Where tritonhook's sitecustomize is put first for child processes.")
 PATH = EnvVar("PATH", [], _path_list, "Searched for ptxas and nvdisasm; a recording ptxas wrapper goes first on it.")
+TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER = EnvVar(
+    "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", None, str,
+    "Inductor's switch for its static CUDA launcher, which bypasses Triton's launch path (and so every launch "
+    "hook); a recording sets it to '0' (docs/notes.md §6).")
 TRITON_OVERRIDES = (("triton ptxas", TRITON_PTXAS_PATH), ("triton ptxas-blackwell", TRITON_PTXAS_BLACKWELL_PATH))
 """`find_ptxas` origin of each Triton-bundled ptxas, and the variable with which Triton lets a user replace it."""
 
@@ -119,6 +137,14 @@ MIN_ROUNDS = 5
 DEFAULT_MIN_EFFECT = 0.005
 """A/B differences below 0.5% are called "no difference" even when the interval excludes 1: that is the A/A noise
 floor `benchmarks/ab_noise.py` targets, and below it a difference says more about the machine than the kernel."""
+RECORD_TIMED_FIRST = 8
+"""A recording times (CUDA events) the first this many launches of each signature, then one launch in
+`RECORD_TIME_EVERY`: the per-kernel GPU time stays measured while a launch-bound loop pays for few events."""
+RECORD_TIME_EVERY = 32
+SWEEP_DEFAULT_ROUNDS = 7
+"""Interleaved rounds per kernel signature in a sweep replay (one median per variant per round)."""
+SWEEP_RTOL = 1e-2
+"""Tolerance of the replay's output comparison when outputs are not bitwise equal (rtol = atol, on float32)."""
 MAX_SNAPSHOTS = 20_000
 """memwatch keeps at most this many hook snapshots; later ones are counted, not stored (before/after always kept)."""
 # The sampler's own limits (MAX_SAMPLES, PROCESS_SAMPLE_EVERY) stay in `_nvml_sampler.py`: it runs as a script in

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from . import config
 from .errors import TritonhookError
@@ -34,6 +34,19 @@ TRITON_PTXAS_FLAGS = ("-lineinfo",)
 adds `TRITON_39_PTXAS_FLAGS`. Pass both to `assemble` so that a standalone build describes the cubin Triton builds."""
 TRITON_39_PTXAS_FLAGS = ("--regAllocOptLevel=2",)
 """Triton 3.9's addition (its workaround for a ptxas 13.x bug; it changes spills)."""
+
+
+def triton_ptxas_args(options: Mapping, triton_version: tuple[int, int]) -> list[str]:
+    """The ptxas flags (besides `-v`, `--gpu-name` and the files) Triton passed for a compile with `options` (a
+    capture's options), under Triton's default knobs (line info on, ptxas optimizations on): an assembly of the
+    captured PTX with these flags and the same ptxas reproduces the captured cubin byte for byte."""
+    args = list(TRITON_PTXAS_FLAGS)
+    if not options.get("enable_fp_fusion", True):
+        args.append("--fmad=false")
+    if triton_version >= (3, 9):
+        args += TRITON_39_PTXAS_FLAGS
+    return args + (options.get("ptx_options") or "").split()
+
 
 _PIP_LAYOUTS = ("nvidia/cuda_nvcc/bin/ptxas", "nvidia/cu13/bin/ptxas", "nvidia/cu12/bin/ptxas")
 _VERSION = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")

@@ -1,7 +1,7 @@
 """The `tritonhook` command: a thin layer over the library, one module per command group.
 
 `capture` (run, capture), `inspect` (ls, show, export, store), `binaries` (diff, ptxas-matrix, ptxas, rename),
-`ab`, `mem` (memwatch, preflight); `common` holds the options several share. Each group's `add_<command>`
+`ab`, `mem` (memwatch, preflight), `sweep` (sweep, record, replay); `common` holds the options several share. Each group's `add_<command>`
 registers a parser and its handler; handlers raise `TritonhookError` for bad input, and `main` prints it as one
 line and exits with status 2.
 """
@@ -13,11 +13,12 @@ import os
 import sys
 
 from ..errors import TritonhookError
-from . import ab, binaries, capture, inspect, mem, report
+from . import ab, binaries, capture, inspect, mem, report, sweep
 
 _COMMANDS = [capture.add_run, capture.add_capture, inspect.add_ls, inspect.add_show, inspect.add_export,
              binaries.add_rename, ab.add_ab, binaries.add_diff, binaries.add_ptxas_matrix, binaries.add_ptxas,
-             mem.add_memwatch, mem.add_preflight, inspect.add_store, report.add_report, report.add_demo]
+             mem.add_memwatch, mem.add_preflight, inspect.add_store, report.add_report, report.add_demo,
+             sweep.add_sweep, sweep.add_record, sweep.add_replay]
 """Every subcommand's parser, in the order `tritonhook --help` lists them."""
 
 

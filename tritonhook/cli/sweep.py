@@ -1,0 +1,123 @@
+"""`tritonhook sweep`, `record` and `replay`: per-kernel A/B of a whole workload (library: `tritonhook.sweep`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .. import config, sweep
+from ..ab import DEFAULT_MIN_EFFECT, parse_variants
+from ..errors import TritonhookError
+from ..format import console, line, show
+from ..rename import compile_select
+from .common import command_after_dashes, open_store, store_arg
+
+
+def _replay_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--variants", default="plain,cutlass_",
+                        help="comma-separated: plain, strip, or a prefix (default plain,cutlass_; plain,plain: A/A)")
+    parser.add_argument("--ptxas", default="", metavar="P1,P2",
+                        help="also assemble every variant with these ptxas binaries (a runtime ptxas matrix)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--top", type=int, default=None, metavar="N", help="replay the N signatures with most GPU time")
+    which.add_argument("--select", "--kernel", dest="kernel", default=None, metavar="REGEX",
+                       help="replay the kernels whose name matches REGEX")
+    parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
+                        help=f"interleaved rounds per signature, at least {config.MIN_ROUNDS} "
+                             f"(default {config.SWEEP_DEFAULT_ROUNDS})")
+    parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
+                        help="smallest time change called faster/slower (default 0.005)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _record_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget", type=int, default=None, metavar="BYTES",
+                        help="input snapshot bytes per signature (default 256 MiB; beyond: synthetic data)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS...")
+
+
+def add_sweep(sub) -> None:
+    parser = sub.add_parser("sweep", help="record a workload, then time every Triton kernel it launched per "
+                                          "variant (plain, cutlass_, other ptxas), kernel by kernel")
+    store_arg(parser)
+    _replay_args(parser)
+    _record_args(parser)
+    parser.set_defaults(handler=_sweep)
+
+
+def add_record(sub) -> None:
+    parser = sub.add_parser("record", help="run a workload recording every Triton launch (arguments, inputs, "
+                                           "GPU time) for a later `tritonhook replay`")
+    store_arg(parser)
+    parser.add_argument("--json", action="store_true", help="print the recording's summary as JSON")
+    _record_args(parser)
+    parser.set_defaults(handler=_record)
+
+
+def add_replay(sub) -> None:
+    parser = sub.add_parser("replay", help="replay a recording's kernels per variant and compare them")
+    store_arg(parser)
+    parser.add_argument("--recording", default=None, metavar="ID|FILE",
+                        help="the recording: an id in the store or a JSON file (default: the newest)")
+    _replay_args(parser)
+    parser.set_defaults(handler=_replay)
+
+
+def _checked(args):
+    variants = parse_variants(args.variants)
+    if args.kernel is not None:
+        compile_select(args.kernel)
+    if args.rounds < config.MIN_ROUNDS:
+        raise TritonhookError(f"--rounds {args.rounds}: at least {config.MIN_ROUNDS}")
+    return variants, [p for p in args.ptxas.split(",") if p]
+
+
+def _record_run(args) -> tuple[sweep.RecordResult, object, float]:
+    command = command_after_dashes(args.command, args.command_name)
+    store = open_store(args, create=True)
+    began = time.time()
+    result = sweep.record_command(command, store, budget=args.budget)
+    if (failure := result.failure()) is not None:
+        print(f"tritonhook {args.command_name}: {failure}", file=sys.stderr)
+    return result, store, time.time() - began
+
+
+def _record(args) -> int:
+    result, _, _ = _record_run(args)
+    recording = result.recording
+    summary = {"recording": recording.id if recording else None, "exit_code": result.exit_code,
+               "signatures": len(recording.signatures) if recording else 0,
+               "launches": sum(s.launches for s in recording.signatures) if recording else 0,
+               "gpu_ms": recording.total_gpu_ms if recording else 0.0}
+    if args.json:
+        from ..format import print_json
+
+        print_json(summary)
+    else:
+        console(stderr=True).print(line(f"tritonhook record: recording {summary['recording']}: "
+                                         f"{summary['signatures']} signature(s), {summary['launches']:,} launches, "
+                                         f"{summary['gpu_ms']:.1f} ms of Triton GPU time"))
+    return result.exit_code or (0 if recording else 1)
+
+
+def _sweep(args) -> int:
+    variants, ptxas = _checked(args)
+    result, store, record_s = _record_run(args)
+    if result.recording is None:
+        raise TritonhookError("the workload launched no Triton kernel that could be recorded" +
+                              (f" (it exited with status {result.exit_code})" if result.exit_code else ""))
+    swept = sweep.replay(result.recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
+                         rounds=args.rounds, min_effect=args.min_effect, progress=not args.json, record_s=record_s)
+    show(swept, as_json=args.json)
+    return 0
+
+
+def _replay(args) -> int:
+    variants, ptxas = _checked(args)
+    store = open_store(args, write=True)
+    recording = sweep.load(store, args.recording)
+    swept = sweep.replay(recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
+                         rounds=args.rounds, min_effect=args.min_effect, progress=not args.json)
+    show(swept, as_json=args.json)
+    return 0

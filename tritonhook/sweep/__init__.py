@@ -1,0 +1,68 @@
+"""`tritonhook sweep`: which kernels of a real workload gain from the `cutlass` name (or another ptxas), measured
+kernel by kernel with no benchmark code (issue 15).
+
+Design
+------
+Record, then replay. `record` runs the workload once; `replay` re-launches every recorded kernel signature in
+isolation for each variant; `sweep` is both.
+
+How launches are caught (`_triton.LaunchTracer`). Triton's launch hooks receive a LazyDict with the kernel's name
+and stream, not its arguments; `CompiledKernel.launch_metadata(grid, stream, *args)` builds that dict and is called
+with the full argument list on every launch path that runs the hooks: the JIT's `run`, `compiled[grid](...)`, and
+Inductor's generated launcher. TritonParse sets a `launch_metadata` function on each JITFunction from
+`jit_post_compile_hook`; we wrap the method on the class instead (restored by identity), because that hook is a
+single slot, misses kernels compiled before it was set, and under Inductor fires only in the compile worker, not
+in the process that launches. Inductor's static CUDA launcher calls none of this: recording sets
+`TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=0` (for children; the live torch config too). CUDA graphs replay
+without any launcher and are not seen.
+
+Record format (`recording.py`, versioned JSON saved in the store's results table, kind "recording"). A signature
+is (Triton hash, grid, per argument: tensor dtype/shape/strides, scalar value, host TMA descriptor base and block
+shape). Per signature: the kernel name, its capture (linked by Triton hash: the compile listener already stored
+its PTX, cubin and metadata JSON), the launcher's source signature and constexprs, the launch count, the argument
+descriptions and, at its first launch, input snapshots: each distinct storage the arguments view, copied before
+the kernel runs into a content-addressed blob (`Store.put_blob`). Budget: 256 MiB per signature and 8 GiB per
+process (TRITONHOOK_SNAPSHOT_BUDGET, TRITONHOOK_SNAPSHOT_TOTAL_BUDGET); beyond it a tensor is marked
+"synthetic" and replayed with random normal floats, or zeros for integers and booleans (valid indices).
+Arguments sharing an address are recorded as aliases and replayed sharing one buffer.
+
+Time share. CUDA events around the launches of each signature, in the recorded run: launches 2 to 9 and then one
+in 32 (the first launch waited for its snapshot), read once at exit; a signature's GPU time is its mean sampled
+time x its launch count, and its share is over all recorded Triton kernels (cuBLAS and other non-Triton kernels
+are not in the denominator).
+
+Variants (`variants.py`, CPU-testable). plain = the captured cubin; a prefix (`cutlass_`) or `strip` = the
+captured PTX renamed (`rename.rename_ptx` / `strip_ptx`) and assembled with the ptxas that built the capture and
+Triton's flags (`tools.triton_ptxas_args`; plain assembled that way reproduces the captured cubin byte for byte);
+`--ptxas P` adds every name assembled by P (`plain@13.0.88`, ...). The metadata JSON's `name` follows the
+rename. A variant whose kernel `.text` is byte-identical to an earlier one is reported "SASS identical" and not
+timed.
+
+Replay (`replay.py`, `worker.py`). Workers are subprocesses that take the signatures one by one and write a JSON
+line as each starts and ends: a kernel that faults (and takes the CUDA context with it) or hangs loses only
+itself; a fresh worker goes on with the rest. A worker loads every variant through Triton's own loader and
+launcher (`_triton.load_kernel`: `CompiledKernel` from metadata JSON + cubin, so global scratch, TMA descriptors,
+clusters and PDL are handled by Triton), restores the inputs, runs each variant once to find the buffers it
+writes and compare them (bitwise, else allclose with rtol = atol = 1e-2), then times the variants with the A/B
+timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation, call-by-call interleaving), one median
+per variant per round, restoring written buffers from the snapshot at every round. The parent computes
+`ratio_interval` and the verdict per signature, the fidelity (replayed plain time / time inside the workload),
+and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
+(outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
+
+Autotuned kernels (not built yet). Each autotune candidate is its own compile (its own capture, with the config
+in its options); the recording sees the benchmark launches of every candidate and the winner's launches after.
+The fair comparison is each variant's own best: group the signatures of one `Autotuner` key (same kernel, same
+non-constexpr argument shapes, different constexprs/num_warps), replay every candidate per variant, take each
+variant's fastest, report both winners, whether they differ and the ratio of the winners.
+"""
+
+from .record import RecordResult, Recorder, load, record, record_command
+from .recording import Recording, Signature, SnapshotBudget
+from .replay import replay, select_signatures
+from .result import SweepResult, SweepRow, VariantTiming, WorkloadEstimate
+from .variants import BuiltVariant, build_variants
+
+__all__ = ["BuiltVariant", "RecordResult", "Recorder", "Recording", "Signature", "SnapshotBudget", "SweepResult",
+           "SweepRow", "VariantTiming", "WorkloadEstimate", "build_variants", "load", "record", "record_command",
+           "replay", "select_signatures"]

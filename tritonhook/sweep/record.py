@@ -1,0 +1,241 @@
+"""Recording a workload: every Triton launch with its arguments, input snapshots and sampled GPU times.
+
+`record(store)` is a context manager for a process's own code; `record_command(command)` runs a command with
+recording in every Python process it starts (tritonhook's sitecustomize, as `tritonhook run`), and merges what
+they recorded. See the package docstring for the design.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import dataclasses
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+from .. import _triton, config
+from ..session import active_session, child_env, session as capture_session
+from ..errors import TritonhookError
+from ..store import Store
+from .recording import (RESULT_KIND, Recording, Signature, SnapshotBudget, argument_key, describe_args)
+
+STDERR_TAIL_LINES = 20
+"""How many of a failed workload's last stderr lines `record_command` quotes."""
+
+
+@dataclasses.dataclass
+class _Pending:
+    """A signature while recording: its description, launch count and the CUDA event pairs not yet read."""
+
+    signature: Signature
+    events: list = dataclasses.field(default_factory=list)
+
+
+class Recorder:
+    """The launch callbacks of one recording process (see `_triton.LaunchTracer`)."""
+
+    def __init__(self, store: Store, budget: SnapshotBudget, *, label: str = "",
+                 timed_first: int = config.RECORD_TIMED_FIRST, time_every: int = config.RECORD_TIME_EVERY):
+        import torch
+
+        self.torch, self.store, self.budget, self.label = torch, store, budget, label
+        self.timed_first, self.time_every = timed_first, time_every
+        self.by_key: dict[tuple, _Pending] = {}
+        self.started = time.time()
+        self.first_capture = store.last_id()
+
+    def on_launch(self, spec: _triton.LaunchSpec, grid: tuple[int, int, int], args: tuple):
+        key = (spec.triton_hash, grid, argument_key(args))
+        pending = self.by_key.get(key)
+        if pending is None:  # first launch: describe and snapshot the inputs before the kernel can write them
+            pending = self.by_key[key] = _Pending(Signature(
+                id=len(self.by_key), kernel=spec.name, triton_hash=spec.triton_hash, capture_id=None, arch=None,
+                grid=list(grid), args=describe_args(args, spec.arg_names, spec.signature, spec.constexprs,
+                                                    store=self.store, budget=self.budget,
+                                                    descriptor_fields=_triton.tensor_descriptor_fields),
+                arg_names=spec.arg_names, signature=spec.signature, constexprs=spec.to_json()["constexprs"],
+                launches=0, times_ms=[]))
+        launches = pending.signature.launches = pending.signature.launches + 1
+        # the first launch is not timed: its snapshot left the GPU idle, so its events would time the launch gap
+        if 1 < launches <= self.timed_first + 1 or launches % self.time_every == 0:
+            start = self.torch.cuda.Event(enable_timing=True)
+            start.record()
+            return pending, start
+        return None
+
+    def on_launched(self, token) -> None:
+        pending, start = token
+        end = self.torch.cuda.Event(enable_timing=True)
+        end.record()
+        pending.events.append((start, end))
+
+    def finish(self) -> Recording:
+        """Read every event (after a synchronize), link each signature to its capture, and return the recording."""
+        if self.by_key:
+            self.torch.cuda.synchronize()
+        for pending in self.by_key.values():
+            pending.signature.times_ms += [start.elapsed_time(end) for start, end in pending.events]
+            pending.events.clear()
+        signatures = [pending.signature for pending in self.by_key.values()]
+        _link_captures(self.store, signatures, self.first_capture)
+        device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
+        arch = next((s.arch for s in signatures if s.arch), None)
+        return Recording(signatures, arch=arch, device=device, triton_version=_triton.triton_version(),
+                         torch_version=self.torch.__version__, pid=os.getpid(), label=self.label,
+                         wall_s=time.time() - self.started, store=str(self.store.path),
+                         budget={"per_signature": self.budget.per_signature})
+
+
+def _link_captures(store: Store, signatures: list[Signature], after: int) -> None:
+    """Each signature's capture: the first one of its Triton hash (captures of this run first, then older ones,
+    for kernels this process compiled before recording began)."""
+    wanted = {s.triton_hash for s in signatures}
+    found: dict[str, object] = {}
+    for captures in (lambda: store.captures(after=after), store.captures):
+        for capture in captures():
+            if capture.triton_hash in wanted and capture.triton_hash not in found:
+                found[capture.triton_hash] = capture
+        if len(found) == len(wanted):
+            break
+    for signature in signatures:
+        capture = found.get(signature.triton_hash)
+        if capture is not None:
+            signature.capture_id, signature.arch = capture.id, capture.arch
+
+
+@contextlib.contextmanager
+def _inductor_launches_through_triton() -> Iterator[None]:
+    """Inductor's static CUDA launcher bypasses Triton's launch path: switch it off for the block (the variable
+    for processes that import torch later, torch's config where it is loaded already)."""
+    var = config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER
+    inductor_config = sys.modules.get("torch._inductor.config")
+    saved = getattr(inductor_config, "use_static_cuda_launcher", None)
+    with config.scope({var.name: "0"}):
+        if inductor_config is not None:
+            inductor_config.use_static_cuda_launcher = False
+        try:
+            yield
+        finally:
+            if inductor_config is not None:
+                inductor_config.use_static_cuda_launcher = saved
+
+
+@contextlib.contextmanager
+def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
+           budget: SnapshotBudget | None = None) -> Iterator[Recorder]:
+    """Record every Triton launch inside the block; at its end the recording is saved in the store (its id in
+    `recorder.recording.id`). Compiles are captured into the same store (the replay builds its variants from the
+    captured PTX); a capture session already active is used as it is."""
+    _triton.check_supported()
+    active = active_session()
+    capture = capture_session(store) if active is None else contextlib.nullcontext(active)
+    with capture as running, _inductor_launches_through_triton():
+        recorder = Recorder(running.store, budget or default_budget(), label=label)
+        tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched)
+        tracer.install()
+        try:
+            yield recorder
+        finally:
+            tracer.uninstall()
+            recorder.recording = save(recorder)
+
+
+def save(recorder: Recorder) -> Recording:
+    recording = recorder.finish()
+    if recording.signatures:
+        recording.id = recorder.store.add_result(RESULT_KIND, recording.to_json())
+    return recording
+
+
+def default_budget() -> SnapshotBudget:
+    return SnapshotBudget(config.SNAPSHOT_BUDGET.get(), config.SNAPSHOT_TOTAL_BUDGET.get())
+
+
+def start_from_env() -> None:
+    """Called at start-up (sitecustomize, after capture was enabled) when TRITONHOOK_RECORD=1: record until exit."""
+    active = active_session()
+    if not config.RECORD.get() or active is None:
+        return
+    recorder = Recorder(active.store, default_budget(), label=config.RECORD_LABEL.get())
+    tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched)
+    tracer.install()
+
+    def finish() -> None:
+        tracer.uninstall()
+        save(recorder)
+
+    atexit.register(finish)
+
+
+# ----- a command under recording -------------------------------------------------------------------------------
+@dataclasses.dataclass
+class RecordResult:
+    """What `record_command` left: the merged recording (None when nothing was launched) and the exit status."""
+
+    recording: Recording | None
+    exit_code: int
+    stderr_tail: list[str]
+
+    def failure(self) -> str | None:
+        if self.exit_code == 0:
+            return None
+        kept = f"{len(self.recording.signatures)} signature(s) recorded are kept" if self.recording else \
+            "nothing was recorded"
+        tail = "\n".join(f"  | {line}" for line in self.stderr_tail)
+        return f"the workload exited with status {self.exit_code} ({kept}); its last stderr lines:\n{tail}"
+
+
+def record_command(command: list[str], store: Store, *, budget: int | None = None) -> RecordResult:
+    """Run `command` with every Python process it starts recording (and capturing) into `store`; the processes'
+    recordings merged into one, saved in the store. The command's stderr is passed through and its tail kept."""
+    label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
+    env = {**child_env(store.path),
+           **config.to_env({config.RECORD: True, config.RECORD_LABEL: label,
+                            config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER: "0"})}
+    if budget is not None:
+        env[config.SNAPSHOT_BUDGET.name] = str(budget)
+    began = time.time()
+    tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+    try:
+        process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, errors="replace")
+    except OSError as exc:
+        raise TritonhookError(f"{command[0]}: cannot start it ({exc.strerror or exc})") from None
+    for line in process.stderr:
+        sys.stderr.write(line)
+        tail.append(line.rstrip("\n"))
+    exit_code = process.wait()
+    parts = [Recording.from_json(data, source=f"{store.path} result {data['id']}")
+             for data in store.results(RESULT_KIND) if data.get("label") == label]
+    recording = None
+    if parts:
+        recording = Recording.merged(parts)
+        recording.command, recording.exit_code, recording.wall_s = command, exit_code, time.time() - began
+        recording.id = store.add_result(RESULT_KIND, {**recording.to_json(), "label": f"{label}-merged"})
+    return RecordResult(recording, exit_code, list(tail))
+
+
+def load(store: Store, which: str | None = None) -> Recording:
+    """A saved recording: `which` is a JSON file, a result id in the store, or None for the newest one."""
+    if which is not None and Path(which).is_file():
+        import json
+
+        try:
+            data = json.loads(Path(which).read_text())
+        except (OSError, ValueError) as exc:
+            raise TritonhookError(f"{which}: cannot read it as a recording ({exc})") from None
+        return Recording.from_json(data, source=which)
+    saved = store.results(RESULT_KIND)
+    if which is not None:
+        saved = [data for data in saved if str(data["id"]) == str(which)]
+        if not saved:
+            raise TritonhookError(f"{store.path}: no recording with id {which} (and no such file)")
+    if not saved:
+        raise TritonhookError(f"{store.path}: no recording in this store; run tritonhook record -- CMD first")
+    data = saved[-1]
+    return Recording.from_json(data, source=f"{store.path} recording {data['id']}")

@@ -1,0 +1,269 @@
+"""The recording format: what a recorded run left for a replay, as plain JSON, with a version number.
+
+A recording lists launch signatures. A signature is one kernel (its Triton hash) launched with one grid and one
+argument shape: every tensor's dtype, shape and strides, every scalar's value, every host-side TMA descriptor's
+base, shape and block shape. Storage offsets and data pointers are not part of it, so a kernel run on the slices
+of one buffer is one signature. Each signature keeps its first launch's arguments (input snapshots as
+content-addressed blobs in the store), how often it ran, and the GPU times measured for a sample of its launches.
+
+The functions here are pure or work on tensors of any device (torch CPU tensors suffice for the format's tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Sequence
+
+from ..errors import TritonhookError
+
+FORMAT = "tritonhook-recording"
+VERSION = 1
+"""Bump when a field changes meaning; `Recording.from_json` refuses any other version with both numbers."""
+RESULT_KIND = "recording"
+"""The kind recordings are saved under in the store's results table."""
+
+SNAPSHOT, SYNTHETIC, PARTLY_SYNTHETIC, NO_INPUTS = "snapshot", "synthetic", "partly synthetic", "none"
+
+
+# ----- a launch's arguments as data ---------------------------------------------------------------------------------
+class SnapshotBudget:
+    """Bytes of input snapshots still allowed: per signature, and for the whole recording process."""
+
+    def __init__(self, per_signature: int, total: int):
+        self.per_signature, self.total_left = per_signature, total
+
+    def take(self, used_by_signature: int, nbytes: int) -> bool:
+        if used_by_signature + nbytes > self.per_signature or nbytes > self.total_left:
+            return False
+        self.total_left -= nbytes
+        return True
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def is_tensor(value) -> bool:
+    torch = _torch()
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def span_elements(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """Elements of storage a strided view reaches, from its first element: 1 + sum((size - 1) * stride)."""
+    if any(size == 0 for size in shape):
+        return 0
+    return 1 + sum((size - 1) * abs(stride) for size, stride in zip(shape, strides))
+
+
+def dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def argument_key(args: tuple) -> tuple:
+    """What makes two launches of one kernel the same signature (see the module docstring). Called on every
+    launch: attribute reads only."""
+    torch = _torch()
+    key = []
+    for value in args:
+        if torch is not None and isinstance(value, torch.Tensor):
+            key.append((value.dtype, tuple(value.shape), value.stride()))
+        elif isinstance(value, (int, float, bool, str)) or value is None:
+            key.append(value)
+        elif hasattr(value, "block_shape") and hasattr(value, "base"):  # a host-side TensorDescriptor
+            key.append((value.base.dtype, tuple(value.shape), tuple(value.strides), tuple(value.block_shape)))
+        else:
+            key.append(type(value).__name__)
+    return tuple(key)
+
+
+def describe_tensor(tensor, *, store, budget: SnapshotBudget | None, used: list[int], aliases: dict) -> dict:
+    """A tensor argument as data; its content saved as a blob when the budget allows (else marked synthetic).
+    A tensor at the same address as an earlier argument is recorded as that argument's alias."""
+    shape, strides = [int(x) for x in tensor.shape], [int(x) for x in tensor.stride()]
+    span = span_elements(shape, strides)
+    described = {"kind": "tensor", "dtype": dtype_name(tensor.dtype), "shape": shape, "strides": strides,
+                 "storage_offset": int(tensor.storage_offset()), "span": span,
+                 "element_size": tensor.element_size(), "alias": None, "blob": None, "synthetic": False}
+    pointer = tensor.data_ptr()
+    if pointer and pointer in aliases:
+        described["alias"] = aliases[pointer]
+        return described
+    aliases[pointer] = len(aliases)
+    described["buffer"] = aliases[pointer]
+    nbytes = span * tensor.element_size()
+    if store is None or budget is None or not budget.take(used[0], nbytes):
+        described["synthetic"] = nbytes > 0
+        return described
+    used[0] += nbytes
+    flat = tensor.detach().as_strided((span,), (1,)) if span else tensor.detach().reshape(-1)[:0]
+    described["blob"] = store.put_blob(flat.contiguous().view(_torch().uint8).cpu().numpy().tobytes())
+    return described
+
+
+def describe_args(args: tuple, arg_names: Sequence[str], signature: dict, constexprs: dict, *, store=None,
+                  budget: SnapshotBudget | None = None, descriptor_fields=None) -> list[dict]:
+    """Every positional argument of a launch as data (`kind` tensor, tensordesc, scalar, constexpr or other).
+    Compile-time arguments are typed "constexpr" in the launcher's signature or listed in `constexprs`.
+    `descriptor_fields(value)` reads a host-side TMA descriptor (`_triton.tensor_descriptor_fields`)."""
+    described, used, aliases = [], [0], {}
+    for index, value in enumerate(args):
+        name = arg_names[index] if index < len(arg_names) else f"arg{index}"
+        if signature.get(name) == "constexpr" or name in constexprs:
+            described.append({"kind": "constexpr", "name": name, "value": _plain(value)})
+        elif is_tensor(value):
+            described.append({"name": name, **describe_tensor(value, store=store, budget=budget, used=used,
+                                                              aliases=aliases)})
+        elif descriptor_fields is not None and (fields := descriptor_fields(value)) is not None:
+            base = describe_tensor(fields.pop("base"), store=store, budget=budget, used=used, aliases=aliases)
+            described.append({"kind": "tensordesc", "name": name, "base": base, **fields})
+        elif isinstance(value, (int, float, bool)) or value is None:
+            described.append({"kind": "scalar", "name": name, "value": value})
+        else:
+            described.append({"kind": "other", "name": name, "value": repr(value)})
+    return described
+
+
+def _plain(value):
+    return value if isinstance(value, (int, float, bool, str)) or value is None else repr(value)
+
+
+def tensors_of(args: Sequence[dict]) -> list[dict]:
+    """The tensor descriptions of a signature's arguments (descriptor bases included)."""
+    return [a if a["kind"] == "tensor" else a["base"] for a in args if a["kind"] in ("tensor", "tensordesc")]
+
+
+def inputs_status(args: Sequence[dict]) -> str:
+    """snapshot / synthetic / partly synthetic / none: how a replay gets this signature's input data."""
+    owners = [t for t in tensors_of(args) if t["alias"] is None and t["span"]]
+    synthetic = sum(t["synthetic"] for t in owners)
+    if not owners:
+        return NO_INPUTS
+    return SNAPSHOT if not synthetic else SYNTHETIC if synthetic == len(owners) else PARTLY_SYNTHETIC
+
+
+# ----- the recording ----------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Signature:
+    """One launch signature of one kernel (see the module docstring)."""
+
+    id: int
+    kernel: str                      # the entry name the launcher looked up
+    triton_hash: str
+    capture_id: int | None
+    arch: str | None
+    grid: list[int]
+    args: list[dict]
+    arg_names: list[str]
+    signature: dict[str, str]
+    constexprs: dict[str, object]
+    launches: int
+    times_ms: list[float]            # GPU times of the sampled launches (CUDA events around each)
+
+    @property
+    def inputs(self) -> str:
+        return inputs_status(self.args)
+
+    @property
+    def replayable(self) -> str | None:
+        """None when a replay can rebuild the arguments; else why not."""
+        others = [a["name"] for a in self.args if a["kind"] == "other"]
+        return f"arguments of unknown type: {', '.join(others)}" if others else None
+
+    @property
+    def time_per_launch_ms(self) -> float | None:
+        """The median of the sampled launch times."""
+        if not self.times_ms:
+            return None
+        ordered = sorted(self.times_ms)
+        middle = len(ordered) // 2
+        return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+    @property
+    def gpu_ms(self) -> float:
+        """Estimated GPU time of all its launches: the mean sampled time x launches."""
+        return sum(self.times_ms) / len(self.times_ms) * self.launches if self.times_ms else 0.0
+
+    def label(self) -> str:
+        shapes = [("x".join(map(str, t["shape"])) or "scalar") for t in tensors_of(self.args)][:3]
+        return f"{self.kernel} [{', '.join(shapes)}]" if shapes else self.kernel
+
+
+@dataclasses.dataclass
+class Recording:
+    """A recorded run: its signatures and where they came from. `to_json` / `from_json` are the file format."""
+
+    signatures: list[Signature]
+    arch: str | None
+    device: str | None
+    triton_version: str
+    torch_version: str | None
+    pid: int
+    label: str = ""
+    command: list[str] | None = None
+    exit_code: int | None = None
+    wall_s: float | None = None
+    budget: dict = dataclasses.field(default_factory=dict)
+    store: str | None = None
+    id: int | None = None            # its id in the store's results table
+
+    @property
+    def total_gpu_ms(self) -> float:
+        return sum(s.gpu_ms for s in self.signatures)
+
+    def share(self, signature: Signature) -> float | None:
+        total = self.total_gpu_ms
+        return signature.gpu_ms / total if total else None
+
+    def to_json(self) -> dict:
+        data = dataclasses.asdict(self)
+        data.pop("id")
+        return {"format": FORMAT, "version": VERSION, **data}
+
+    @classmethod
+    def from_json(cls, data: dict, *, source: str = "recording") -> "Recording":
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise TritonhookError(f"{source}: not a tritonhook recording (no \"format\": \"{FORMAT}\")")
+        version = data.get("version")
+        if version != VERSION:
+            newer = isinstance(version, int) and version > VERSION
+            raise TritonhookError(f"{source}: recording format version {version}, this tritonhook reads version "
+                                  f"{VERSION}; {'upgrade tritonhook' if newer else 'record the workload again'}")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        try:
+            values = {k: v for k, v in data.items() if k in fields}
+            values["signatures"] = [Signature(**s) for s in data["signatures"]]
+            return cls(**values, id=data.get("id"))
+        except (KeyError, TypeError) as exc:
+            raise TritonhookError(f"{source}: malformed recording ({type(exc).__name__}: {exc})") from None
+
+    @classmethod
+    def merged(cls, recordings: Sequence["Recording"]) -> "Recording":
+        """The recordings of several processes of one run as one (signature ids renumbered)."""
+        if not recordings:
+            raise TritonhookError("no recording to merge: the command launched no Triton kernel")
+        first = recordings[0]
+        signatures = [dataclasses.replace(s, id=index) for index, s in
+                      enumerate(s for r in recordings for s in r.signatures)]
+        return dataclasses.replace(first, signatures=signatures, id=None)
+
+
+def capability_of(arch: str | None) -> int | None:
+    """'sm_90a' -> 90."""
+    digits = "".join(ch for ch in (arch or "").removeprefix("sm_") if ch.isdigit())
+    return int(digits) if digits else None
+
+
+def synthetic_fill(dtype_text: str) -> str:
+    """How a replay fills a tensor it has no snapshot of: floats random normal, everything else zeros (zeros are
+    valid indices and masks, random integers would read out of bounds)."""
+    return "randn" if any(word in dtype_text for word in ("float", "bfloat", "half")) else "zeros"
+
+
+def check_arch(recorded: str | None, device: str, *, source: str) -> None:
+    """A recording replays only on the GPU architecture it was recorded on (its cubins are built for it)."""
+    if recorded is not None and capability_of(recorded) != capability_of(device):
+        raise TritonhookError(f"{source}: recorded on {recorded}, this GPU is {device}; replay it on a GPU of the "
+                              f"same architecture (its cubins are built for {recorded})")
+
+

@@ -1,0 +1,194 @@
+"""Replaying a recording: build each signature's variants, time them in worker processes, collect a
+`SweepResult` (saved in the store as a "sweep" result)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+from .. import config, format
+from ..ab.stats import DEFAULT_MIN_EFFECT
+from ..ab.variants import Variant
+from ..errors import TritonhookError
+from ..rename import compile_select
+from ..store import Store
+from .recording import Recording, Signature
+from .result import SweepResult, SweepRow, analyze_row
+from .variants import BuiltVariant, build_variants
+from .worker import REFUSED_EXIT
+
+RESULT_KIND = "sweep"
+KERNEL_TIMEOUT_S = 120.0
+"""A signature whose replay shows no result after this long is reported as hung and its worker killed."""
+WARMUP_MS, REP_MS, MIN_REPS = 5.0, 20.0, 10
+"""Per round and variant: the timer's warm-up, the time its repetitions span, and the fewest repetitions."""
+
+
+def select_signatures(recording: Recording, *, kernel: str | None = None, top: int | None = None
+                      ) -> list[Signature]:
+    """The signatures to replay: those whose kernel name matches `kernel` (a regex), the `top` by GPU time."""
+    chosen = list(recording.signatures)
+    if kernel is not None:
+        pattern = compile_select(kernel)
+        chosen = [s for s in chosen if pattern.search(s.kernel)]
+    chosen.sort(key=lambda s: s.gpu_ms, reverse=True)
+    return chosen[:top] if top else chosen
+
+
+def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, ptxas: Sequence[str] = (),
+           kernel: str | None = None, top: int | None = None, rounds: int = config.SWEEP_DEFAULT_ROUNDS,
+           min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, record_s: float | None = None
+           ) -> SweepResult:
+    """Replay the chosen signatures of `recording` for every variant (x every extra ptxas), save and return the
+    result. A signature that cannot be built or replayed is reported in its row; the others go on."""
+    if rounds < config.MIN_ROUNDS:
+        raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
+    chosen = select_signatures(recording, kernel=kernel, top=top)
+    if not chosen:
+        raise TritonhookError(f"recording {recording.id}: no signature matches" +
+                              (f" --kernel {kernel}" if kernel else ""))
+    rows = {s.id: SweepRow(s.id, s.kernel, s.label(), recording.share(s), s.launches, s.time_per_launch_ms,
+                           s.inputs, "ok") for s in chosen}
+    began = time.time()
+    built = _build_all(store, chosen, variants, ptxas, rows)
+    build_s = time.time() - began
+    labels = next((list(b) for b in built.values()), [v.label for v in variants])
+    with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
+        job = _write_job(Path(work), recording, store, [s for s in chosen if s.id in built], built, rounds)
+        began = time.time()
+        results = run_workers(Path(work), job, progress=progress)
+        replay_s = time.time() - began
+    for signature in chosen:
+        if signature.id not in built:
+            continue
+        outcome = results.get(signature.id, {"status": "error", "message": "not replayed"})
+        row = rows[signature.id]
+        if outcome["status"] != "ok":
+            row.status = f"{outcome['status']}: {outcome.get('message', '')}"
+            continue
+        row.outputs = outcome["outputs"]
+        analyze_row(row, outcome["samples"], {label: b.facts() for label, b in built[signature.id].items()},
+                    {label: b.same_text_as for label, b in built[signature.id].items() if b.same_text_as},
+                    min_effect)
+    times = {"record": record_s, "build": build_s, "replay": replay_s}
+    result = SweepResult(list(rows.values()), labels, rounds, recording.id, recording.command,
+                         {k: v for k, v in times.items() if v is not None}, config.SWEEP_RTOL, min_effect).finish()
+    result.warnings += [f"{row.label}: {row.status}" for row in result.rows if row.status != "ok"]
+    result.id = store.add_result(RESULT_KIND, result.to_json())
+    return result
+
+
+def _build_all(store: Store, chosen: list[Signature], variants, ptxas, rows) -> dict[int, dict[str, BuiltVariant]]:
+    """label -> built variant, per signature id; a signature whose capture is missing or whose build fails gets
+    its row's status set instead. Variants are built once per capture."""
+    by_capture: dict[int, dict[str, BuiltVariant] | str] = {}
+    built = {}
+    for signature in chosen:
+        if signature.replayable is not None:
+            rows[signature.id].status = f"not replayable: {signature.replayable}"
+            continue
+        if signature.capture_id is None:
+            rows[signature.id].status = "no capture of this kernel in the store (compiled before recording?)"
+            continue
+        if signature.capture_id not in by_capture:
+            try:
+                capture = store.get(signature.capture_id)
+                by_capture[capture.id] = {b.label: b for b in build_variants(store, capture, variants, ptxas)}
+            except TritonhookError as exc:
+                by_capture[signature.capture_id] = f"build failed: {exc}"
+        outcome = by_capture[signature.capture_id]
+        if isinstance(outcome, str):
+            rows[signature.id].status = outcome
+        else:
+            built[signature.id] = outcome
+    return built
+
+
+def _write_job(work: Path, recording: Recording, store: Store, signatures: list[Signature],
+               built: dict[int, dict[str, BuiltVariant]], rounds: int) -> dict:
+    entries = []
+    for signature in signatures:
+        variants = []
+        for label, variant in built[signature.id].items():
+            folder = work / "variants" / str(signature.capture_id) / label.replace("/", "_")
+            if not folder.exists():
+                folder.mkdir(parents=True)
+                (folder / "metadata.json").write_bytes(variant.metadata_json)
+                (folder / "kernel.cubin").write_bytes(variant.cubin)
+            variants.append({"label": label, "entry": variant.entry, "metadata": str(folder / "metadata.json"),
+                             "cubin": str(folder / "kernel.cubin"), "timed": variant.same_text_as is None})
+        entries.append({"id": signature.id, "kernel": signature.kernel, "triton_hash": signature.triton_hash,
+                        "grid": signature.grid, "args": signature.args, "arg_names": signature.arg_names,
+                        "signature": signature.signature, "constexprs": signature.constexprs,
+                        "variants": variants})
+    return {"store": str(store.path), "arch": recording.arch, "recording": f"recording {recording.id}",
+            "rounds": rounds, "rtol": config.SWEEP_RTOL, "warmup_ms": WARMUP_MS, "rep_ms": REP_MS,
+            "min_reps": MIN_REPS, "signatures": entries}
+
+
+def run_workers(work: Path, job: dict, *, progress: bool = False, timeout_s: float = KERNEL_TIMEOUT_S
+                ) -> dict[int, dict]:
+    """Run replay workers until every signature of `job` has a result: a worker that dies (a kernel fault) or
+    hangs costs the signature it was on, and a fresh worker takes the rest."""
+    results: dict[int, dict] = {}
+    remaining = list(job["signatures"])
+    attempt = 0
+    with format.progress(progress, len(remaining), "replay") as step:
+        while remaining:
+            attempt += 1
+            job_path, out_path = work / f"job-{attempt}.json", work / f"out-{attempt}.jsonl"
+            job_path.write_text(json.dumps({**job, "signatures": remaining}))
+            out_path.touch()
+            exit_code, stderr_tail, records = _run_one_worker(job_path, out_path, timeout_s, step)
+            refused = next((r for r in records if r.get("status") == "refused"), None)
+            if refused is not None or exit_code == REFUSED_EXIT:
+                raise TritonhookError((refused or {}).get("message") or "the replay worker refused the job")
+            started = None
+            for record in records:
+                if record.get("status") == "started":
+                    started = record["id"]
+                elif "id" in record:
+                    results[record["id"]] = record
+                    started = None
+            if started is not None:  # it died or hung on this one
+                why = "hung (killed)" if exit_code is None else f"worker exited with status {exit_code}"
+                results[started] = {"id": started, "status": "fault",
+                                    "message": f"{why}; {' | '.join(stderr_tail[-3:])}"[:2000]}
+            elif exit_code not in (0, None) and not any("id" in r for r in records):
+                raise TritonhookError(f"the replay worker failed before replaying anything (status {exit_code}): "
+                                      + " | ".join(stderr_tail[-5:]))
+            remaining = [s for s in remaining if s["id"] not in results]
+    return results
+
+
+def _run_one_worker(job_path: Path, out_path: Path, timeout_s: float, step) -> tuple[int | None, list[str], list]:
+    command = [sys.executable, "-m", "tritonhook.sweep.worker", str(job_path), str(out_path)]
+    env = {**os.environ, config.ENABLE.name: "", config.RECORD.name: ""}
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(command, env=env, stderr=stderr, stdout=subprocess.DEVNULL)
+        seen, last_progress, killed = 0, time.time(), False
+        while process.poll() is None:
+            time.sleep(0.2)
+            lines = out_path.read_text().splitlines()
+            if len(lines) != seen:
+                for line in lines[seen:]:
+                    record = json.loads(line)
+                    if record.get("status") not in ("started", "worker", "refused"):
+                        step(f"{record.get('id')}")
+                seen, last_progress = len(lines), time.time()
+            elif time.time() - last_progress > timeout_s:
+                process.kill()
+                process.wait()
+                killed = True
+        exit_code = None if killed else process.returncode
+        stderr.seek(0)
+        tail = list(collections.deque(stderr.read().splitlines(), maxlen=20))
+    records = [json.loads(line) for line in out_path.read_text().splitlines() if line.strip()]
+    return exit_code, tail, records

@@ -1,0 +1,176 @@
+"""`SweepResult`: per kernel signature, its share of the workload, the variants' times, ratios and verdicts,
+output equality and the cubin facts; and the estimate for the whole workload. Renders itself (rich) and to JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+
+from .. import format
+from ..ab.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from .variants import IDENTICAL
+
+
+@dataclasses.dataclass
+class VariantTiming:
+    label: str
+    median_ms: float | None
+    ratio: float | None = None        # time / the baseline's; < 1 is faster
+    low: float | None = None
+    high: float | None = None
+    verdict: str = "baseline"
+    facts: dict = dataclasses.field(default_factory=dict)   # cubin summary of this variant's kernel
+
+
+@dataclasses.dataclass
+class SweepRow:
+    signature: int
+    kernel: str
+    label: str
+    share: float | None               # of the recorded Triton GPU time
+    launches: int
+    recorded_ms: float | None          # median sampled time per launch inside the workload
+    inputs: str                        # snapshot / synthetic / partly synthetic / none
+    status: str                        # ok, or what went wrong (build, replay error, fault)
+    outputs: str = "-"                 # bitwise / allclose / differ / no output
+    variants: list[VariantTiming] = dataclasses.field(default_factory=list)
+
+    @property
+    def fidelity(self) -> float | None:
+        """Replayed (baseline) time over the time inside the workload; 1.0 is perfect agreement."""
+        base = self.variants[0].median_ms if self.variants else None
+        return base / self.recorded_ms if base and self.recorded_ms else None
+
+
+def analyze_row(row: SweepRow, samples: dict[str, list[float]], facts: dict[str, dict],
+                identical: dict[str, str], min_effect: float = DEFAULT_MIN_EFFECT) -> SweepRow:
+    """Fill `row.variants` from the per-round medians of each timed variant (the first label is the baseline);
+    a variant in `identical` (label -> the label whose .text it equals) is not timed and says so."""
+    labels = list(facts)
+    base = samples.get(labels[0]) or []
+    for label in labels:
+        own = samples.get(label)
+        timing = VariantTiming(label, median(own) if own else None, facts=facts[label])
+        if label == labels[0]:
+            pass
+        elif label in identical:
+            timing.ratio, timing.low, timing.high, timing.verdict = 1.0, 1.0, 1.0, IDENTICAL
+        elif own and base:
+            ratio, low, high = ratio_interval(base, own)
+            timing.ratio, timing.low, timing.high = ratio, low, high
+            timing.verdict = verdict(ratio, low, high, min_effect)
+        else:
+            timing.verdict = "-"
+        row.variants.append(timing)
+    return row
+
+
+@dataclasses.dataclass
+class WorkloadEstimate:
+    """What renaming (or re-assembling) only the kernels that got faster does to the recorded Triton GPU time."""
+
+    variant: str
+    kernels: list[str]
+    ratio: float                      # new / old Triton GPU time
+    select: str | None                # regex of exactly those kernel names
+    command: str | None               # the `tritonhook run` line that does it
+
+
+def estimate(rows: list[SweepRow], variant: str, command: list[str] | None) -> WorkloadEstimate:
+    """Kernels (by name, as `--select` matches) where `variant` is faster for some signature, slower for none and
+    the outputs agree; the ratio is 1 - sum(share x (1 - ratio)) over all their signatures."""
+    by_kernel: dict[str, list[tuple[SweepRow, VariantTiming]]] = {}
+    for row in rows:
+        timing = next((v for v in row.variants if v.label == variant), None)
+        if timing is not None:
+            by_kernel.setdefault(row.kernel, []).append((row, timing))
+    chosen = [kernel for kernel, pairs in by_kernel.items()
+              if any(t.verdict == "faster" for _, t in pairs)
+              and not any(t.verdict == "slower" or r.outputs == "differ" for r, t in pairs)]
+    saved = sum((row.share or 0.0) * (1.0 - (timing.ratio or 1.0))
+                for kernel in chosen for row, timing in by_kernel[kernel])
+    select = "^(?:" + "|".join(re.escape(k) for k in sorted(chosen)) + ")$" if chosen else None
+    return WorkloadEstimate(variant, sorted(chosen), 1.0 - saved, select, _run_line(variant, select, command))
+
+
+def _run_line(variant: str, select: str | None, command: list[str] | None) -> str | None:
+    if select is None or "@" in variant or variant.startswith("plain"):
+        return None
+    how = "--strip" if variant == "strip" else f"--rename {shlex.quote(variant)}"
+    tail = f" -- {shlex.join(command)}" if command else " -- CMD"
+    return f"tritonhook run {how} --select {shlex.quote(select)}{tail}"
+
+
+@dataclasses.dataclass
+class SweepResult:
+    rows: list[SweepRow]
+    variants: list[str]
+    rounds: int
+    recording_id: int | None
+    command: list[str] | None
+    times_s: dict[str, float]          # record, build, replay
+    rtol: float
+    min_effect: float = DEFAULT_MIN_EFFECT
+    estimates: list[WorkloadEstimate] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    id: int | None = None              # in the store's results table
+    warning_prefix = "tritonhook sweep"
+
+    def finish(self) -> "SweepResult":
+        self.estimates = [estimate(self.rows, label, self.command) for label in self.variants[1:]]
+        return self
+
+    def to_json(self) -> dict:
+        data = dataclasses.asdict(self)
+        for row_data, row in zip(data["rows"], self.rows):
+            row_data["fidelity"] = row.fidelity
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SweepResult":
+        rows = []
+        for row in data["rows"]:
+            row = {k: v for k, v in row.items() if k != "fidelity"}
+            rows.append(SweepRow(**{**row, "variants": [VariantTiming(**v) for v in row["variants"]]}))
+        fields = {f.name for f in dataclasses.fields(cls)} - {"rows", "estimates"}
+        result = cls(rows=rows, **{k: v for k, v in data.items() if k in fields})
+        result.estimates = [WorkloadEstimate(**e) for e in data.get("estimates", [])]
+        return result
+
+    def __rich_console__(self, console, options):
+        others = self.variants[1:]
+        columns = ["kernel", "share", "launches", "inputs", *[f"{v} µs" for v in self.variants],
+                   *[f"{v} ratio [95%]" for v in others], *[f"{v} verdict" for v in others], "outputs",
+                   "regs", "spills", "stack", "capmerc", "replay/workload"]
+        yield format.table(columns, [self._cells(row, len(columns)) for row in self.rows],
+                           title=f"tritonhook sweep: {len(self.rows)} kernel signature(s), {self.rounds} rounds, "
+                                 f"baseline {self.variants[0]}",
+                           right_align=[c for c in columns if c not in ("kernel", "inputs", "outputs")
+                                        and not c.endswith("verdict")])
+        split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
+        yield format.line(f"time: {split}; outputs compared bitwise, else allclose (rtol = atol = {self.rtol:g})")
+        for est in self.estimates:
+            yield format.line(self._estimate_line(est))
+
+    def _cells(self, row: SweepRow, width: int) -> list[str]:
+        if row.status != "ok" or not row.variants:  # what went wrong, in the last column
+            head = [row.label, format.share(row.share), format.count(row.launches), row.inputs]
+            return head + [""] * (width - len(head) - 1) + [row.status]
+        times = [f"{v.median_ms * 1e3:.2f}" if v.median_ms else "-" for v in row.variants]
+        ratios = [f"{v.ratio:.3f} [{v.low:.3f}, {v.high:.3f}]" if v.ratio is not None else "-"
+                  for v in row.variants[1:]]
+        verdicts = [v.verdict for v in row.variants[1:]]
+        facts = [v.facts for v in row.variants]
+        joined = lambda key: "/".join(format.count(f.get(key)) for f in facts)  # noqa: E731
+        spills = "/".join(f"{f.get('spill_stores', 0)}+{f.get('spill_loads', 0)}" for f in facts)
+        return [row.label, format.share(row.share), format.count(row.launches), row.inputs, *times, *ratios,
+                *verdicts, row.outputs, joined("registers"), spills, joined("frame_size"), joined("capmerc_size"),
+                format.times(row.fidelity)]
+
+    def _estimate_line(self, est: WorkloadEstimate) -> str:
+        if not est.kernels:
+            return f"{est.variant}: no kernel got faster; renaming none leaves the workload as it is"
+        text = (f"{est.variant}: renaming only the {len(est.kernels)} kernel(s) that got faster changes the "
+                f"recorded Triton GPU time by {est.ratio - 1:+.1%} (x{est.ratio:.3f})")
+        return text + (f": {est.command}" if est.command else f"; kernels: {est.select}")

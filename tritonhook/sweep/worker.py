@@ -1,0 +1,173 @@
+"""The replay worker: a child process that replays launch signatures on the GPU, one after another.
+
+Run as `python -m tritonhook.sweep.worker JOB OUT`. JOB (JSON) lists the signatures and, per signature, the
+variants to load (metadata JSON + cubin files the parent built); OUT receives one JSON line when a signature
+starts and one with its result, so that when a kernel faults and takes the CUDA context (and this process) down,
+the parent knows which one it was and starts a new worker for the rest.
+
+Per signature: rebuild the arguments (snapshot blobs, else synthetic data of the same dtype and shape), load every
+variant through Triton's own launcher (`_triton.load_kernel`), run each once from the restored inputs and compare
+the buffers it wrote (bitwise, else allclose), then time the variants interleaved call by call with the A/B timer
+(`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation), one median per variant per round, restoring
+the written buffers from the snapshot before every round.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from .. import _triton
+from ..ab.runner import compare_outputs
+from ..ab.timing import bench_interleaved
+from ..errors import TritonhookError
+from ..store import Store
+from .recording import check_arch, synthetic_fill, tensors_of
+
+FAULT_EXIT = 3
+"""Exit status of a worker that stopped after a kernel fault (the CUDA context is unusable afterwards)."""
+REFUSED_EXIT = 4
+"""Exit status of a worker that refused the job as a whole (a recording of another GPU architecture)."""
+
+
+def _buffers(torch, args: list[dict], store: Store, device) -> dict[int, object]:
+    """One flat device buffer per distinct storage of the arguments: the snapshot, else synthetic data."""
+    buffers = {}
+    for tensor in tensors_of(args):
+        if tensor["alias"] is not None:
+            continue
+        dtype = getattr(torch, tensor["dtype"])
+        span = tensor["span"]
+        if tensor["blob"] is not None:
+            raw = bytearray(store.read_blob(tensor["blob"], what=f"snapshot of {tensor.get('name', 'tensor')}"))
+            data = torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+            buffers[tensor["buffer"]] = data.to(device).view(dtype)
+        elif synthetic_fill(tensor["dtype"]) == "randn":
+            buffers[tensor["buffer"]] = torch.randn(span, device=device).to(dtype)
+        else:
+            buffers[tensor["buffer"]] = torch.zeros(span, device=device, dtype=dtype)
+    return buffers
+
+
+def _view(torch, tensor: dict, buffers: dict):
+    """A tensor argument as a view of its buffer (an alias: of the buffer of the argument it shares memory with)."""
+    base = buffers[tensor["buffer"] if tensor["alias"] is None else tensor["alias"]]
+    return base.as_strided(tensor["shape"], tensor["strides"], 0)
+
+
+def _arguments(torch, args: list[dict], buffers: dict) -> list:
+    built = []
+    for arg in args:
+        if arg["kind"] == "tensor":
+            built.append(_view(torch, arg, buffers))
+        elif arg["kind"] == "tensordesc":
+            built.append(_triton.make_tensor_descriptor(_view(torch, arg["base"], buffers), arg["shape"],
+                                                        arg["strides"], arg["block_shape"], arg["padding"]))
+        elif arg["kind"] == "constexpr":
+            built.append(None)  # the launcher skips compile-time arguments
+        else:
+            built.append(arg["value"])
+    return built
+
+
+def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: Path) -> dict:
+    device = torch.device("cuda")
+    spec = _triton.LaunchSpec(signature["triton_hash"], signature["kernel"], signature["arg_names"],
+                              signature["signature"], signature["constexprs"])
+    pristine = _buffers(torch, signature["args"], store, device)
+    grid = tuple(signature["grid"])
+    kernels = {v["label"]: _triton.load_kernel(workdir / str(signature["id"]) / v["label"].replace("/", "_"), spec,
+                                               Path(v["metadata"]).read_bytes(), Path(v["cubin"]).read_bytes(),
+                                               v["entry"])
+               for v in signature["variants"]}
+    buffers = {index: buffer.clone() for index, buffer in pristine.items()}
+
+    def restore() -> None:
+        for index, buffer in buffers.items():
+            buffer.copy_(pristine[index])
+
+    written, outputs = set(), {}
+    for label, kernel in kernels.items():  # one call each from the snapshot: which buffers it writes, and what
+        restore()
+        _triton.launch(kernel, grid, _arguments(torch, signature["args"], buffers))
+        torch.cuda.synchronize()
+        written |= {index for index, buffer in buffers.items() if not torch.equal(buffer, pristine[index])}
+        outputs[label] = {index: buffers[index].clone() for index in sorted(written)}
+    checks = [compare_outputs({label: out.get(index) for label, out in outputs.items()}, "allclose",
+                              rtol=job["rtol"], atol=job["rtol"]) for index in sorted(written)]
+    outputs_equal = ("differ" if "MISMATCH" in checks else "allclose" if "allclose" in checks
+                     else "bitwise" if checks else "no output")
+    timed = [v["label"] for v in signature["variants"] if v["timed"]]
+    arms_args = {}
+
+    def arm(label: str):
+        kernel = kernels[label]
+
+        def call(*rotated):
+            key = tuple(id(buffer) for buffer in rotated)
+            if key not in arms_args:
+                arms_args[key] = _arguments(torch, signature["args"], dict(zip(sorted(buffers), rotated)))
+            _triton.launch(kernel, grid, arms_args[key])
+
+        return call
+
+    samples = {label: [] for label in timed}
+    for _ in range(job["rounds"]):
+        restore()
+        arms_args.clear()
+        results = bench_interleaved([(contextlib.nullcontext, arm(label)) for label in timed],
+                                    inputs=[buffers[index] for index in sorted(buffers)],
+                                    warmup_ms=job["warmup_ms"], rep_ms=job["rep_ms"], min_reps=job["min_reps"])
+        for label, result in zip(timed, results):
+            samples[label].append(result.median_ms)
+    return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": outputs_equal,
+            "written": len(written)}
+
+
+def main(argv: list[str]) -> int:
+    job_path, out_path = Path(argv[0]), Path(argv[1])
+    job = json.loads(job_path.read_text())
+    import torch
+
+    capability = "sm_%d%d" % torch.cuda.get_device_capability()
+    store = Store(job["store"], readonly=True)
+    workdir = job_path.parent / "kernels"
+    with open(out_path, "a") as out:
+        def emit(record: dict) -> None:
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+
+        emit({"status": "worker", "device": torch.cuda.get_device_name(), "capability": capability})
+        try:
+            check_arch(job["arch"], capability, source=job["recording"])
+        except TritonhookError as exc:
+            emit({"status": "refused", "message": str(exc)})
+            return REFUSED_EXIT
+        for signature in job["signatures"]:
+            emit({"id": signature["id"], "status": "started"})
+            try:
+                emit(replay_signature(torch, job, signature, store, workdir))
+            except Exception as exc:  # noqa: BLE001 - reported per kernel; the parent goes on with the others
+                message = f"{type(exc).__name__}: {exc}".strip()
+                emit({"id": signature["id"], "status": "error", "message": message[-2000:],
+                      "traceback": traceback.format_exc()[-4000:]})
+                if _context_lost(torch):
+                    return FAULT_EXIT
+    return 0
+
+
+def _context_lost(torch) -> bool:
+    """After a kernel fault every CUDA call fails: then this worker must stop and a fresh one go on."""
+    try:
+        torch.cuda.synchronize()
+        torch.zeros(1, device="cuda").add_(1).item()
+        return False
+    except Exception:  # noqa: BLE001
+        return True
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
