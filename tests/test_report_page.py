@@ -9,14 +9,12 @@ H200 (tests/test_memwatch.py).
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import re
 import shutil
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -28,7 +26,6 @@ from tritonhook.page.model import PTXAS_MATRIX_KIND, forest_rows, workload_estim
 from tritonhook.ptxas import find_ptxas, one_per_version
 from tritonhook.store import SCHEMA_VERSION, Store
 
-REPO = Path(__file__).resolve().parents[1]
 SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3
 DEMO_SAMPLES = ["add", "matmul_fp16"]
 
@@ -187,16 +184,8 @@ def test_cli_report_writes_the_page_and_prints_five_lines(demo, tmp_path):
     assert printed["report"] == str(out.resolve()) and len(printed["summary"]) == 5 and out.stat().st_size > 0
 
 
-def test_a_schema_3_store_gains_the_results_table(tmp_path, monkeypatch):
-    source = subprocess.run(["git", "-C", str(REPO), "show", f"{SCHEMA_3_COMMIT}:tritonhook/store.py"],
-                            capture_output=True, text=True)
-    if source.returncode != 0:
-        pytest.skip(f"git cannot show {SCHEMA_3_COMMIT} here (shallow clone?)")
-    (tmp_path / "store_v3.py").write_text(source.stdout)
-    spec = importlib.util.spec_from_file_location("tritonhook._store_v3", tmp_path / "store_v3.py")
-    old = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, old)
-    spec.loader.exec_module(old)
+def test_a_schema_3_store_gains_the_results_table(tmp_path, old_store_module):
+    old = old_store_module(SCHEMA_3_COMMIT)
     assert old.SCHEMA_VERSION == 3
     old.Store(tmp_path / "v3").close()
     upgraded = Store(tmp_path / "v3")

@@ -192,11 +192,11 @@ def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, s
 
 
 def build_pairs(captures: Iterable[Capture]) -> list[tuple[Capture, Capture]]:
-    """(plain, renamed) per kernel, target, specialization and Triton version: the newest of each side."""
+    """(plain, renamed) per kernel, target, specialization and frontend version: the newest of each side."""
     sides: dict[tuple, dict[bool, Capture]] = {}
     for capture in captures:
         if "cubin" in capture.artifacts:
-            key = (capture.original_entry, capture.arch, capture.specialization, capture.triton_version)
+            key = (capture.original_entry, capture.arch, capture.specialization, capture.frontend_label)
             sides.setdefault(key, {})[capture.renamed] = capture  # id order: the newest wins
     return [(found[False], found[True]) for found in sides.values() if len(found) == 2]
 
