@@ -128,7 +128,7 @@ def test_a_store_with_only_plain_captures_has_no_pairs_but_its_captures_and_pred
         assert data.warnings and "__cuda_syscall_cp_async_bulk_tensor" in section(page, "memory")
 
 
-def ab_result(store: Store) -> dict:
+def ab_result(store: Store) -> ab.SavedABResult:
     """A saved A/B run: `matmul` 10% faster renamed in every round, `attention` unchanged."""
     variants = ab.parse_variants("plain,cutlass_")
     rounds = {"matmul": ([1.00, 1.01, 0.99, 1.00, 1.02], [0.90, 0.91, 0.89, 0.90, 0.92]),
@@ -137,23 +137,31 @@ def ab_result(store: Store) -> dict:
                   for name, (a, b) in rounds.items()]
     report = ab.ABReport(benchmarks, variants, 5, None, None, {})
     store.add_ab_result(report.to_json(), {})
-    (saved,) = store.ab_results()
+    (saved,) = ab.saved_results(store).results
     return saved
 
 
 def test_ab_results_become_a_forest_plot_a_workload_estimate_and_the_select_of_the_winners(tmp_path):
     store = Store(tmp_path / "store")
     saved = ab_result(store)
-    rows = forest_rows(saved)
+    rows = forest_rows(saved.report)
     assert [(r.benchmark, r.verdict) for r in rows] == [("matmul", "faster"), ("attention", "no difference")]
     assert rows[0].share == pytest.approx(1.00 / 4.00) and rows[0].high < 1.0
-    estimate = workload_estimate(saved)
+    estimate = workload_estimate(saved.report)
     assert estimate.winners == {"matmul": "cutlass_"} and estimate.select == {"cutlass_": "^(matmul)$"}
     assert estimate.ratio == pytest.approx((0.90 + 3.00) / (1.00 + 3.00))
     path, _ = write_report(store, tmp_path / "r.html")
     sweep = section(path.read_text(), "sweep")
     assert "<svg" in sweep and 'class="faster">faster' in sweep
     assert "tritonhook run --rename cutlass_ --select '^(matmul)$'" in html.unescape(sweep)
+
+
+def test_a_malformed_saved_ab_result_is_a_problem_on_the_page_not_a_traceback(tmp_path):
+    store = Store(tmp_path / "store")
+    store.add_ab_result({"benchmarks": [{"name": "mm"}]}, {})  # no variants, rounds, ...: not an ABReport
+    path, data = write_report(store, tmp_path / "r.html")
+    assert data.ab_results == [] and data.problems[0].where == "A/B results"
+    assert "A/B result 1: malformed A/B result" in section(path.read_text(), "problems")
 
 
 def test_memwatch_files_draw_the_timeline_and_a_bad_one_is_named(tmp_path):
@@ -202,8 +210,8 @@ def test_gpu_demo_adds_the_sweep_and_the_memwatch_timeline(tmp_path):
     result = run_demo(tmp_path / "demo", samples=["add"], attention=False, progress=False)
     assert not [line for line in result.skipped if "GPU" in line or "memwatch" in line], result.skipped
     store = Store(tmp_path / "demo" / "store", readonly=True)
-    saved = store.ab_results()
-    assert saved and all(b["correctness"] in ("bitwise", "allclose") for r in saved for b in r["benchmarks"])
+    saved = ab.saved_results(store).results
+    assert saved and all(b.correctness in ("bitwise", "allclose") for r in saved for b in r.report.benchmarks)
     page = result.report.read_text()
     sweep, memory = section(page, "sweep"), section(page, "memory")
     assert "<svg" in sweep and "matmul_fp16 4096^3" in sweep and "Workload estimate" in sweep
