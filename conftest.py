@@ -56,3 +56,28 @@ def capture_session(store_path):
 
     with tritonhook.session(store_path) as session:
         yield session
+
+
+@pytest.fixture
+def old_store_module(tmp_path, monkeypatch):
+    """`load(commit)`: the `tritonhook/store.py` of an older commit, imported as a module, to write a store of
+    that commit's schema with that commit's own code (for the upgrade tests). Skips where git cannot show it."""
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def load(commit: str):
+        source = subprocess.run(["git", "-C", str(Path(__file__).parent), "show", f"{commit}:tritonhook/store.py"],
+                                capture_output=True, text=True)
+        if source.returncode != 0:
+            pytest.skip(f"git cannot show {commit} here (shallow clone?)")
+        name = f"store_{commit}"
+        (tmp_path / f"{name}.py").write_text(source.stdout)
+        spec = importlib.util.spec_from_file_location(f"tritonhook._{name}", tmp_path / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -103,12 +103,14 @@ def test_a_schema_1_store_is_upgraded_and_keeps_its_captures(store_path):
     with sqlite3.connect(store_path / "index.sqlite") as conn:  # what a schema-1 store looks like
         conn.execute("DROP TABLE ab_captures")
         conn.execute("DROP TABLE ab_results")
+        conn.execute("ALTER TABLE captures RENAME COLUMN frontend_version TO triton_version")  # its name until 5
         conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
         conn.execute("INSERT INTO captures (created, pid, event, frontend, kernel, entry, original_entry, arch, "
                      "triton_version, options, metadata, times) VALUES (0, 1, 'compile', 'triton', 'k', 'k', 'k', "
                      "'sm_90a', '3.6.0', '{}', '{}', '{}')")
     store = Store(store_path)
     assert [c.kernel for c in store.captures()] == ["k"]
+    assert store.captures()[0].frontend_label == "triton 3.6.0"
     ab_id = store.add_ab_result({"benchmarks": [{"name": "mm"}]}, {"plain": [1]})
     [saved] = store.ab_results()
     assert (saved["id"], saved["benchmarks"], saved["captures"]) == (ab_id, [{"name": "mm"}], {"plain": [1]})
@@ -151,11 +153,11 @@ def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_capt
     assert [(v["label"], v["summary"]["n"]) for v in bench["variants"]] == [("plain", 5), ("cutlass_", 5)]
     assert bench["variants"][1]["verdict"] in ("faster", "slower", "no difference")
     store = Store(store_path, create=False)
-    [saved] = store.ab_results()
-    assert saved["id"] == result["ab_id"]
+    [saved] = ab.saved_results(store).results
+    assert saved.id == result["ab_id"]
     by_id = {c.id: c for c in store.captures()}
-    assert {by_id[i].entry for i in saved["captures"]["plain"]} == {"add_kernel"}
-    assert {by_id[i].entry for i in saved["captures"]["cutlass_"]} == {"cutlass_add_kernel"}
+    assert {by_id[i].entry for i in saved.captures["plain"]} == {"add_kernel"}
+    assert {by_id[i].entry for i in saved.captures["cutlass_"]} == {"cutlass_add_kernel"}
     [plain_kernel], [renamed_kernel] = result["kernels"]["plain"], result["kernels"]["cutlass_"]
     assert (plain_kernel["entry"], renamed_kernel["original_entry"]) == ("add_kernel", "add_kernel")
     assert plain_kernel["registers"] > 0 and renamed_kernel["text_size"] > 0
@@ -164,9 +166,11 @@ def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_capt
     assert listed.returncode == 0, listed.stderr
     assert "compile_add" in listed.stdout and bench["variants"][1]["verdict"] in listed.stdout
     as_json = tritonhook_ab(store_path, "--list", "--json")
-    assert [r["id"] for r in json.loads(as_json.stdout)] == [result["ab_id"]]
+    [listed_json] = json.loads(as_json.stdout)
+    assert listed_json["id"] == result["ab_id"] and listed_json["captures"] == saved.captures
     # the store's record reads back through the result type, to the report the run printed
-    assert ab.ABReport.from_json(saved).to_json() == result
+    assert saved.report.to_json() == result
+    assert ab.ABReport.from_json(store.ab_results()[0]).to_json() == result
 
 
 def test_ab_cli_one_line_errors(tmp_path, store_path):

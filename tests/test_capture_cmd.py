@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -86,8 +87,9 @@ def test_a_cutile_export_is_captured_through_the_wheel_ptxas_and_the_wheel_is_re
     assert result.returncode == 0, result.stderr
     store = Store(store_path, create=False)
     kernels = {c.arch: c for c in store.captures() if c.entry.startswith("scale_tile")}
-    assert sorted(kernels) == ["sm_120a", "sm_90a"] and set(summary["by_frontend"]) == {"ptxas"}
+    assert sorted(kernels) == ["sm_120a", "sm_90a"] and set(summary["by_frontend"]) == {"cutile"}
     for arch, c in kernels.items():
+        assert c.frontend_version == importlib.metadata.version("cuda-tile")  # the wrapper saw tileiras run it
         assert c.ptxas_path == str(ptxas.resolve()) and "--nv-host" in " ".join(c.metadata["argv"])
         assert store.read(c, "cubin") == (out / f"{arch.removesuffix('a')}.cubin").read_bytes()  # what cuTile wrote
     assert hashlib.sha256(ptxas.read_bytes()).hexdigest() == before  # the real binary is back

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -40,6 +41,7 @@ def test_a_compiled_function_becomes_a_capture_like_tritons(compiled, store_path
     [entry] = function.kernel_info  # the DSL's own account of its kernels
     assert (capture.frontend, capture.event, capture.kernel, capture.entry, capture.original_entry, capture.arch) == (
         "cute", "compile", function.function_name, entry, entry, arch)
+    assert capture.frontend_version == importlib.metadata.version("nvidia-cutlass-dsl") and not capture.triton_version
     assert "cutlass" in capture.entry  # DSL names all take ptxas's cutlass path (NOTES §1.1)
     assert store.read(capture, "ptx") == function.__ptx__.encode()
     assert store.read(capture, "cubin") == function.__cubin__

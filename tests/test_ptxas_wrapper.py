@@ -262,6 +262,7 @@ def test_a_call_is_recorded_and_its_result_passed_through(ptxas, tmp_path, store
     store = Store(store_path, create=False)
     [capture] = store.captures()
     assert (capture.frontend, capture.event, capture.entry, capture.arch) == ("ptxas", "compile", "ffma_loop", "sm_90a")
+    assert capture.frontend_version == "" and capture.frontend_label == "ptxas"  # run from a test: caller unknown
     assert store.read(capture, "ptx") == FFMA.read_bytes()
     assert store.read(capture, "cubin") == expected_cubin.read_bytes()
     version = re.search(rb"V(\d+\.\d+\.\d+)", run_ptxas(bundled(), "--version", cwd=tmp_path).stdout).group(1)

@@ -9,14 +9,12 @@ H200 (tests/test_memwatch.py).
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import re
 import shutil
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -28,7 +26,6 @@ from tritonhook.page.model import PTXAS_MATRIX_KIND, forest_rows, workload_estim
 from tritonhook.ptxas import find_ptxas, one_per_version
 from tritonhook.store import SCHEMA_VERSION, Store
 
-REPO = Path(__file__).resolve().parents[1]
 SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3
 DEMO_SAMPLES = ["add", "matmul_fp16"]
 
@@ -131,7 +128,7 @@ def test_a_store_with_only_plain_captures_has_no_pairs_but_its_captures_and_pred
         assert data.warnings and "__cuda_syscall_cp_async_bulk_tensor" in section(page, "memory")
 
 
-def ab_result(store: Store) -> dict:
+def ab_result(store: Store) -> ab.SavedABResult:
     """A saved A/B run: `matmul` 10% faster renamed in every round, `attention` unchanged."""
     variants = ab.parse_variants("plain,cutlass_")
     rounds = {"matmul": ([1.00, 1.01, 0.99, 1.00, 1.02], [0.90, 0.91, 0.89, 0.90, 0.92]),
@@ -140,23 +137,31 @@ def ab_result(store: Store) -> dict:
                   for name, (a, b) in rounds.items()]
     report = ab.ABReport(benchmarks, variants, 5, None, None, {})
     store.add_ab_result(report.to_json(), {})
-    (saved,) = store.ab_results()
+    (saved,) = ab.saved_results(store).results
     return saved
 
 
 def test_ab_results_become_a_forest_plot_a_workload_estimate_and_the_select_of_the_winners(tmp_path):
     store = Store(tmp_path / "store")
     saved = ab_result(store)
-    rows = forest_rows(saved)
+    rows = forest_rows(saved.report)
     assert [(r.benchmark, r.verdict) for r in rows] == [("matmul", "faster"), ("attention", "no difference")]
     assert rows[0].share == pytest.approx(1.00 / 4.00) and rows[0].high < 1.0
-    estimate = workload_estimate(saved)
+    estimate = workload_estimate(saved.report)
     assert estimate.winners == {"matmul": "cutlass_"} and estimate.select == {"cutlass_": "^(matmul)$"}
     assert estimate.ratio == pytest.approx((0.90 + 3.00) / (1.00 + 3.00))
     path, _ = write_report(store, tmp_path / "r.html")
     sweep = section(path.read_text(), "sweep")
     assert "<svg" in sweep and 'class="faster">faster' in sweep
     assert "tritonhook run --rename cutlass_ --select '^(matmul)$'" in html.unescape(sweep)
+
+
+def test_a_malformed_saved_ab_result_is_a_problem_on_the_page_not_a_traceback(tmp_path):
+    store = Store(tmp_path / "store")
+    store.add_ab_result({"benchmarks": [{"name": "mm"}]}, {})  # no variants, rounds, ...: not an ABReport
+    path, data = write_report(store, tmp_path / "r.html")
+    assert data.ab_results == [] and data.problems[0].where == "A/B results"
+    assert "A/B result 1: malformed A/B result" in section(path.read_text(), "problems")
 
 
 def test_memwatch_files_draw_the_timeline_and_a_bad_one_is_named(tmp_path):
@@ -187,16 +192,8 @@ def test_cli_report_writes_the_page_and_prints_five_lines(demo, tmp_path):
     assert printed["report"] == str(out.resolve()) and len(printed["summary"]) == 5 and out.stat().st_size > 0
 
 
-def test_a_schema_3_store_gains_the_results_table(tmp_path, monkeypatch):
-    source = subprocess.run(["git", "-C", str(REPO), "show", f"{SCHEMA_3_COMMIT}:tritonhook/store.py"],
-                            capture_output=True, text=True)
-    if source.returncode != 0:
-        pytest.skip(f"git cannot show {SCHEMA_3_COMMIT} here (shallow clone?)")
-    (tmp_path / "store_v3.py").write_text(source.stdout)
-    spec = importlib.util.spec_from_file_location("tritonhook._store_v3", tmp_path / "store_v3.py")
-    old = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, old)
-    spec.loader.exec_module(old)
+def test_a_schema_3_store_gains_the_results_table(tmp_path, old_store_module):
+    old = old_store_module(SCHEMA_3_COMMIT)
     assert old.SCHEMA_VERSION == 3
     old.Store(tmp_path / "v3").close()
     upgraded = Store(tmp_path / "v3")
@@ -213,8 +210,8 @@ def test_gpu_demo_adds_the_sweep_and_the_memwatch_timeline(tmp_path):
     result = run_demo(tmp_path / "demo", samples=["add"], attention=False, progress=False)
     assert not [line for line in result.skipped if "GPU" in line or "memwatch" in line], result.skipped
     store = Store(tmp_path / "demo" / "store", readonly=True)
-    saved = store.ab_results()
-    assert saved and all(b["correctness"] in ("bitwise", "allclose") for r in saved for b in r["benchmarks"])
+    saved = ab.saved_results(store).results
+    assert saved and all(b.correctness in ("bitwise", "allclose") for r in saved for b in r.report.benchmarks)
     page = result.report.read_text()
     sweep, memory = section(page, "sweep"), section(page, "memory")
     assert "<svg" in sweep and "matmul_fp16 4096^3" in sweep and "Workload estimate" in sweep

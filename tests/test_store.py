@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import shutil
@@ -23,6 +22,9 @@ from tritonhook.store import SCHEMA_VERSION, NewCapture, Store
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_2_COMMIT = "c77a38a"  # the last commit whose store.py writes schema 2 (before `specialization`)
+SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3 (before the `results` table)
+SCHEMA_4_COMMIT = "e26f29c"  # a commit whose store.py writes schema 4 (before `frontend_version`) from the standard
+#                              library alone (later ones import tritonhook.config, which moves on)
 
 WRITERS = 8
 KERNELS_PER_WRITER = 4
@@ -147,33 +149,38 @@ def test_a_missing_column_names_the_index_and_the_column(store_path):
             Store(store_path, readonly=readonly)
 
 
-def test_a_schema_2_store_is_upgraded_and_keeps_its_captures(capture_session, tmp_path, monkeypatch):
-    """The store.py of a schema-2 commit writes a store; this code opens it, upgrades it, and reads it."""
-    source = subprocess.run(["git", "-C", str(REPO), "show", f"{SCHEMA_2_COMMIT}:tritonhook/store.py"],
-                            capture_output=True, text=True)
-    if source.returncode != 0:
-        pytest.skip(f"git cannot show {SCHEMA_2_COMMIT} here (shallow clone?)")
-    (tmp_path / "store_v2.py").write_text(source.stdout)
-    spec = importlib.util.spec_from_file_location("tritonhook._store_v2", tmp_path / "store_v2.py")
-    old = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, old)  # dataclasses look their module up there
-    spec.loader.exec_module(old)
+@pytest.mark.parametrize("commit, version", [(SCHEMA_2_COMMIT, 2), (SCHEMA_3_COMMIT, 3), (SCHEMA_4_COMMIT, 4)])
+def test_an_older_store_is_upgraded_and_keeps_its_captures(capture_session, tmp_path, old_store_module, commit,
+                                                           version):
+    """The store.py of an older commit writes a store (a Triton capture and a ptxas-wrapper one); this code opens
+    it, upgrades it, and reads it: the old `triton_version` is the new `frontend_version`."""
+    import triton
+
+    old = old_store_module(commit)
+    assert old.SCHEMA_VERSION == version
     compile_sample("matmul_fp16", 90)
     (new,) = capture_session.captures()
     fields = {f.name: getattr(new, f.name) for f in dataclasses.fields(old.CaptureRecord)}
     artifacts = {stage: capture_session.store.read(new, stage) for stage in new.artifacts}
-    old_store = old.Store(tmp_path / "v2")
+    old_store = old.Store(tmp_path / "old")
     old_id = old_store.add(old.NewCapture(**fields, artifacts=artifacts))
+    ptxas_id = old_store.add(old.NewCapture(**{**fields, "frontend": "ptxas", "triton_version": ""}, artifacts={}))
     old_store.close()
 
-    upgraded = Store(tmp_path / "v2", readonly=True)  # a reader allowed to write upgrades it once
-    (capture,) = upgraded.captures(kernel="matmul", arch="sm_90")
-    assert (capture.id, capture.entry, capture.specialization) == (old_id, "matmul_kernel", "")
+    upgraded = Store(tmp_path / "old", readonly=True)  # a reader allowed to write it upgrades it once
+    (capture,) = upgraded.captures(kernel="matmul", arch="sm_90", ids=[old_id])
+    specialization = new.specialization if version >= 3 else ""
+    assert (capture.id, capture.entry, capture.specialization) == (old_id, "matmul_kernel", specialization)
+    assert (capture.frontend, capture.frontend_version, capture.triton_version) == ("triton", triton.__version__,
+                                                                                   triton.__version__)
+    assert upgraded.get(ptxas_id).frontend_label == "ptxas" and upgraded.get(ptxas_id).frontend_version == ""
     assert upgraded.read(capture, "cubin") == artifacts["cubin"]
-    with sqlite3.connect(tmp_path / "v2" / "index.sqlite") as conn:
+    with sqlite3.connect(tmp_path / "old" / "index.sqlite") as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
         indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(captures)")}
     assert {"captures_arch", "captures_event"} <= indexes
+    assert "frontend_version" in columns and "triton_version" not in columns
 
 
 def test_verify_finds_orphans_and_temporary_files_and_repair_removes_the_old_ones(capture_session):

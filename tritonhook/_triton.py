@@ -210,7 +210,7 @@ def make_event(src, metadata, metadata_group, times, cache_hit) -> NewCapture:
     return NewCapture(
         event="cache_hit" if cache_hit else "compile", frontend=frontend, kernel=kernel, entry=entry,
         original_entry=metadata.get(ORIGINAL_NAME_KEY) or entry, src_file=src_file, src_line=src_line,
-        arch=_arch_name(artifacts, capability), triton_version=triton_version(),
+        arch=_arch_name(artifacts, capability), frontend_version=triton_version(),
         ptxas_path=ptxas_path, ptxas_version=ptxas_version, triton_hash=metadata.get("hash"),
         options={k: v for k, v in metadata.items() if k in names}, metadata=metadata, times=_times(times),
         artifacts=artifacts, specialization=_specialization(src),

@@ -32,12 +32,12 @@ class CaptureListing:
         if not self.captures:
             yield format.line(f"no captures{self.empty_note}")
             return
-        rows = [(c.id, time.strftime("%H:%M:%S", time.localtime(c.created)), c.event, c.frontend,
+        rows = [(c.id, time.strftime("%H:%M:%S", time.localtime(c.created)), c.event, c.frontend_label,
                  c.entry if not c.renamed else f"{c.entry} (was {c.original_entry})", c.specialization or "-",
-                 c.arch, c.triton_version, c.ptxas_version or "-", artifact_size(c, "ptx"), artifact_size(c, "cubin"),
+                 c.arch, c.ptxas_version or "-", artifact_size(c, "ptx"), artifact_size(c, "cubin"),
                  f"{sum(c.times.values()):.2f}") for c in self.captures]
         yield format.table(("id", "time", "event", "frontend", "kernel (PTX entry)", "specialization", "arch",
-                            "triton", "ptxas", "ptx", "cubin", "compile s"), rows,
+                            "ptxas", "ptx", "cubin", "compile s"), rows,
                            right_align=("id", "ptx", "cubin", "compile s"))
 
     @property
@@ -61,8 +61,8 @@ class CaptureSummary:
         capture = self.capture
         where = f"{capture.src_file}:{capture.src_line}" if capture.src_file else "-"
         rows = [("kernel", capture.kernel), ("entry", capture.entry), ("original entry", capture.original_entry),
-                ("event", capture.event), ("frontend", capture.frontend), ("source", where), ("arch", capture.arch),
-                ("triton", capture.triton_version), ("ptxas", f"{capture.ptxas_version} ({capture.ptxas_path})"),
+                ("event", capture.event), ("frontend", capture.frontend_label), ("source", where),
+                ("arch", capture.arch), ("ptxas", f"{capture.ptxas_version} ({capture.ptxas_path})"),
                 ("num_warps / num_stages",
                  f"{capture.options.get('num_warps')} / {capture.options.get('num_stages')}"),
                 ("shared memory", human_bytes(capture.metadata.get("shared"))),

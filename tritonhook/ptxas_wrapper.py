@@ -350,19 +350,21 @@ def _exit_status(returncode: int) -> int:
 
 def record_call(settings: dict, args: list[str], call: Invocation, returncode: int, stderr: bytes,
                 seconds: float, start: float) -> int:
-    """One store capture (frontend "ptxas") for one ptxas run; returns its id."""
+    """One store capture for one ptxas run; returns its id. Its frontend is "cutile" when the process that ran
+    ptxas is cuTile's `tileiras`, else "ptxas" (see `caller_frontend`)."""
     ptx = Path(call.inputs[0]).read_bytes()
     entries = _ptx.entries(ptx)
     artifacts = {"ptx": ptx}
     if returncode == 0 and _written_since(call.output, start):
         artifacts["cubin"] = Path(call.output).read_bytes()
     entry = entries[0] if entries else Path(call.inputs[0]).stem
+    frontend, frontend_version = caller_frontend(os.getppid())
     store = Store(config.STORE.get() or settings["store"])
     try:
         return store.add(NewCapture(
-            event="compile" if returncode == 0 else "error", frontend="ptxas", kernel=entry, entry=entry,
+            event="compile" if returncode == 0 else "error", frontend=frontend, kernel=entry, entry=entry,
             original_entry=entry, src_file=os.path.abspath(call.inputs[0]), src_line=None,
-            arch=call.gpu_name or _arch(ptx), triton_version="",
+            arch=call.gpu_name or _arch(ptx), frontend_version=frontend_version,
             ptxas_path=settings["ptxas"], ptxas_version=settings["version"], triton_hash=None,
             options={"argv": args},
             metadata={"name": entry, "entries": entries, "argv": args, "cwd": os.getcwd(), "exit_code": returncode,
@@ -371,6 +373,34 @@ def record_call(settings: dict, args: list[str], call: Invocation, returncode: i
             times={"ptxas": seconds}, artifacts=artifacts))
     finally:
         store.close()
+
+
+TILEIRAS = "tileiras"
+"""cuTile's compiler (nvidia-cuda-tileiras); it runs the ptxas beside it, so a wrapper there sees its calls
+(docs/notes.md §6, §7)."""
+
+
+def caller_frontend(parent_pid: int) -> tuple[str, str]:
+    """(frontend, version) of the process that ran ptxas, for the capture record: ("cutile", the cuda-tile version
+    installed beside it) when its executable is cuTile's `tileiras`, ("cutile", "") when no cuda-tile package sits
+    beside that tileiras; ("ptxas", "") for any other caller and wherever /proc cannot say (not Linux, the parent
+    already gone, another user's process): then the frontend is unknown, and so is its version."""
+    try:
+        executable = Path(os.readlink(f"/proc/{parent_pid}/exe"))
+    except OSError:
+        return "ptxas", ""
+    if executable.name != TILEIRAS:
+        return "ptxas", ""
+    return "cutile", _version_beside(executable, "cuda-tile")
+
+
+def _version_beside(executable: Path, distribution: str) -> str:
+    """The version of `distribution` installed in a directory above `executable` (a wheel's binary lives in
+    site-packages/nvidia/cu13/bin/, the package's metadata in site-packages/), "" when there is none."""
+    from importlib import metadata
+
+    found = next(iter(metadata.distributions(name=distribution, path=[str(p) for p in executable.parents])), None)
+    return found.version if found is not None else ""
 
 
 def _arch(ptx: bytes) -> str:

@@ -33,8 +33,9 @@ from .errors import TritonhookError
 
 # 2: ab_results / ab_captures (A/B timings). 3: captures.specialization, indexes on arch and event.
 # 4: results (any other command's saved result, by kind: ptxas-matrix, ...).
+# 5: captures.triton_version renamed frontend_version (the version of whichever frontend `frontend` names).
 # An older store is upgraded in place when opened by a writer (or by a reader allowed to write it).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 STORE_ENV = config.STORE.name  # old name, kept for one release
 _BUSY_TIMEOUT_MS = 60_000
 
@@ -45,14 +46,14 @@ CREATE TABLE IF NOT EXISTS captures (
     created REAL NOT NULL,
     pid INTEGER NOT NULL,
     event TEXT NOT NULL,            -- 'compile' or 'cache_hit'
-    frontend TEXT NOT NULL,         -- 'triton', 'gluon', 'ir'
+    frontend TEXT NOT NULL,         -- 'triton', 'gluon', 'ir', 'cute', 'cutile', 'ptxas' (see CaptureRecord)
     kernel TEXT NOT NULL,           -- source-level name (the Python function)
     entry TEXT NOT NULL,            -- PTX .entry name the launcher looks up (after any rename)
     original_entry TEXT NOT NULL,   -- PTX .entry name before tritonhook renamed it (== entry when not renamed)
     src_file TEXT,
     src_line INTEGER,
     arch TEXT NOT NULL,             -- e.g. sm_90a, from the PTX .target
-    triton_version TEXT NOT NULL,
+    frontend_version TEXT NOT NULL, -- the version of that frontend, '' when unknown (schema < 5: triton_version)
     ptxas_path TEXT,
     ptxas_version TEXT,
     triton_hash TEXT,               -- Triton's cache key hash
@@ -95,8 +96,12 @@ CREATE INDEX IF NOT EXISTS results_kind ON results(kind);
 
 _CAPTURE_COLUMNS = (
     "created", "pid", "event", "frontend", "kernel", "entry", "original_entry", "src_file", "src_line", "arch",
-    "triton_version", "ptxas_path", "ptxas_version", "triton_hash", "options", "metadata", "times", "specialization",
+    "frontend_version", "ptxas_path", "ptxas_version", "triton_hash", "options", "metadata", "times", "specialization",
 )
+
+
+TRITON_FRONTENDS = ("triton", "gluon", "ir")
+"""The frontends Triton compiles: their `frontend_version` is Triton's version."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +113,14 @@ class Artifact:
 
 @dataclasses.dataclass(frozen=True)
 class CaptureRecord:
-    """The fields of one capture that its producer knows (see the `captures` table for their meaning)."""
+    """The fields of one capture that its producer knows (see the `captures` table for their meaning).
+
+    `frontend` names what produced the PTX and `frontend_version` its version: "triton" / "gluon" / "ir"
+    (Triton compiled it: Triton's version), "cute" (the CuTe DSL: the nvidia-cutlass-dsl version), "cutile" (the
+    ptxas wrapper saw cuTile's `tileiras` run ptxas: the cuda-tile version installed beside that tileiras),
+    "ptxas" (the ptxas wrapper could not tell who ran ptxas). The version is "" wherever it is not known: always
+    for "ptxas", and for "cute" / "cutile" when the package's metadata cannot be found.
+    """
 
     event: str
     frontend: str
@@ -118,7 +130,7 @@ class CaptureRecord:
     src_file: str | None
     src_line: int | None
     arch: str
-    triton_version: str
+    frontend_version: str
     ptxas_path: str | None
     ptxas_version: str | None
     triton_hash: str | None
@@ -126,6 +138,16 @@ class CaptureRecord:
     metadata: dict
     times: dict
     specialization: str = dataclasses.field(default="", kw_only=True)  # see `specialization_label`
+
+    @property
+    def triton_version(self) -> str:
+        """Old name (schema < 5), kept for one release: Triton's version for a capture Triton compiled, else ""."""
+        return self.frontend_version if self.frontend in TRITON_FRONTENDS else ""
+
+    @property
+    def frontend_label(self) -> str:
+        """"triton 3.6.0", "cute 4.8.1", "ptxas": the frontend and, when known, its version."""
+        return f"{self.frontend} {self.frontend_version}" if self.frontend_version else self.frontend
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +173,7 @@ class Capture(CaptureRecord):
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
         data["artifacts"] = {stage: {"sha256": a.sha256, "size": a.size} for stage, a in self.artifacts.items()}
+        data["triton_version"] = self.triton_version  # old key, kept for one release
         return data
 
 
@@ -281,8 +304,11 @@ class Store:
             # executescript() would commit on its own: run the statements one by one inside this transaction.
             # The CREATE ... IF NOT EXISTS statements add the tables and indexes an older store lacks.
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if "captures" in tables and "specialization" not in _columns(conn, "captures"):  # schema < 3
+            columns = _columns(conn, "captures") if "captures" in tables else []
+            if columns and "specialization" not in columns:  # schema < 3
                 conn.execute("ALTER TABLE captures ADD COLUMN specialization TEXT NOT NULL DEFAULT ''")
+            if "triton_version" in columns and "frontend_version" not in columns:  # schema < 5: rows keep their value
+                conn.execute("ALTER TABLE captures RENAME COLUMN triton_version TO frontend_version")
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 conn.execute(statement)
             if "meta" in tables:
@@ -360,7 +386,7 @@ class Store:
         for new in captures:
             digests = {stage: (self.put_blob(data), len(data)) for stage, data in new.artifacts.items()}
             row = (time.time(), os.getpid(), new.event, new.frontend, new.kernel, new.entry, new.original_entry,
-                   new.src_file, new.src_line, new.arch, new.triton_version, new.ptxas_path, new.ptxas_version,
+                   new.src_file, new.src_line, new.arch, new.frontend_version, new.ptxas_path, new.ptxas_version,
                    new.triton_hash, _dumps(new.options), _dumps(new.metadata), _dumps(new.times),
                    new.specialization)
             prepared.append((row, digests))

@@ -16,7 +16,8 @@ timer), `protocol` (what a child reports and how it is read back), `result` (`AB
 
 from ..flops import attention_flops
 from .protocol import OUT_ENV, OUTPUTS_ENV, ROUND_ENV, VARIANT_ENV, collect, read_records, record
-from .result import ABReport, BenchmarkResult, SavedABResults, VariantResult, analyze, print_report
+from .result import (ABReport, BenchmarkResult, SavedABResult, SavedABResults, VariantResult, analyze, print_report,
+                     saved_results)
 from .runner import MIN_ROUNDS, compare, compare_outputs, cubin_summary, kernel_summaries, run_interleaved
 from .stats import (DEFAULT_MIN_EFFECT, Summary, bootstrap_ratio, median, quantile, ratio_interval, summarize,
                     t_interval_ratio, verdict)
@@ -24,8 +25,8 @@ from .timing import Arm, BenchResult, bench, bench_interleaved, rotation_sets
 from .variants import PLAIN, STRIP_LABEL, Variant, parse_variants
 
 __all__ = ["DEFAULT_MIN_EFFECT", "MIN_ROUNDS", "OUTPUTS_ENV", "OUT_ENV", "PLAIN", "ROUND_ENV", "STRIP_LABEL",
-           "VARIANT_ENV", "ABReport", "Arm", "BenchResult", "BenchmarkResult", "SavedABResults", "Summary",
-           "Variant", "VariantResult", "analyze", "attention_flops", "bench", "bench_interleaved", "bootstrap_ratio",
-           "collect", "compare", "compare_outputs", "cubin_summary", "kernel_summaries", "median", "parse_variants",
-           "print_report", "quantile", "ratio_interval", "read_records", "record", "rotation_sets", "run_interleaved",
-           "summarize", "t_interval_ratio", "verdict"]
+           "VARIANT_ENV", "ABReport", "Arm", "BenchResult", "BenchmarkResult", "SavedABResult", "SavedABResults",
+           "Summary", "Variant", "VariantResult", "analyze", "attention_flops", "bench", "bench_interleaved",
+           "bootstrap_ratio", "collect", "compare", "compare_outputs", "cubin_summary", "kernel_summaries", "median",
+           "parse_variants", "print_report", "quantile", "ratio_interval", "read_records", "record", "rotation_sets",
+           "run_interleaved", "saved_results", "summarize", "t_interval_ratio", "verdict"]

@@ -1,5 +1,5 @@
-"""A/B results: per-benchmark statistics (`analyze`) and `ABReport`, which renders itself and reads back from
-the JSON the store keeps (`from_json`)."""
+"""A/B results: per-benchmark statistics (`analyze`), `ABReport`, which renders itself and reads back from the JSON
+the store keeps (`from_json`), and the store's saved results through these types (`saved_results`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Sequence
 
 from .. import format
 from ..errors import TritonhookError
+from ..store import Store
 from .stats import DEFAULT_MIN_EFFECT, Summary, ratio_interval, summarize, verdict
 from .variants import Variant, parse_variants
 
@@ -141,31 +142,64 @@ def _variant_result(data: dict) -> VariantResult:
     return VariantResult(**{**data, "summary": Summary(**summary)})
 
 
+@dataclasses.dataclass(frozen=True)
+class SavedABResult:
+    """One A/B result as the store keeps it: the report, when it was saved, and the captures each variant wrote."""
+
+    report: ABReport
+    created: float
+    captures: dict[str, list[int]]  # variant label -> capture ids
+
+    @property
+    def id(self) -> int:
+        return self.report.ab_id
+
+    @classmethod
+    def from_record(cls, record: dict) -> "SavedABResult":
+        """From one `Store.ab_results()` record (the report's JSON with the store's `id`, `created`, `captures`)."""
+        source = f"A/B result {record.get('id')}"
+        try:
+            created, captures = float(record["created"]), {k: list(v) for k, v in record["captures"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise TritonhookError(f"{source}: malformed store record ({type(exc).__name__}: {exc})") from None
+        return cls(ABReport.from_json(record, source=source), created, captures)
+
+    def to_json(self) -> dict:
+        """The report's JSON with `id`, `created` and `captures`: the keys `Store.ab_results()` records have."""
+        return {**self.report.to_json(), "id": self.id, "created": self.created, "captures": self.captures}
+
+
 @dataclasses.dataclass
 class SavedABResults:
-    """The A/B results a store holds (`tritonhook ab --list`): one row per benchmark and compared variant, with
-    the captures each links. JSON: the records as the store returns them."""
+    """The A/B results a store holds (`tritonhook ab --list`): one row per benchmark and compared variant."""
 
-    records: list[dict]
+    results: list[SavedABResult]
 
     def to_json(self) -> list[dict]:
-        return self.records
+        return [result.to_json() for result in self.results]
 
     def __rich_console__(self, console, options):
         rows = []
-        for record in self.records:
-            report = ABReport.from_json(record, source=f"A/B result {record.get('id')}")
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record["created"]))
-            same_sass = {True: "yes", False: "no"}.get(record.get("sass_identical"), "-")
+        for saved in self.results:
+            report = saved.report
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(saved.created))
+            same_sass = {True: "yes", False: "no"}.get(report.sass_identical(), "-")
             for bench in report.benchmarks:
                 for variant in bench.variants[1:]:
-                    rows.append((report.ab_id, when, bench.name, f"{variant.label} vs {bench.variants[0].label}",
+                    rows.append((saved.id, when, bench.name, f"{variant.label} vs {bench.variants[0].label}",
                                  variant.interval(), variant.verdict, bench.correctness, same_sass))
         if not rows:
             yield format.line("no A/B results")
             return
         yield format.table(("id", "time", "benchmark", "variants", "time ratio [95% CI]", "verdict", "outputs",
                             "same SASS"), rows, right_align=("id",))
+
+
+def saved_results(store: Store) -> SavedABResults:
+    """The A/B results `store` holds, in id order, read back through their types. Here and not in the store
+    because the store sits below the A/B layer (tests/test_layers.py): it keeps and returns the JSON records,
+    and this layer, which wrote them, gives them their types."""
+    return SavedABResults([SavedABResult.from_record(record) for record in store.ab_results()])
 
 
 def print_report(report: ABReport) -> None:

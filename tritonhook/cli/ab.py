@@ -32,7 +32,7 @@ def add_ab(sub) -> None:
 
 def _ab(args) -> int:
     if args.list:
-        show(ab.SavedABResults(open_store(args).ab_results()), as_json=args.json)
+        show(ab.saved_results(open_store(args)), as_json=args.json)
         return 0
     command = command_after_dashes(args.command, "ab")
     named_gpu()

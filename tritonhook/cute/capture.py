@@ -121,7 +121,7 @@ def _add(store: Store, function: str, ptx: bytes | None, cubin: bytes | None, *,
                                                  ("cubin", cubin)) if data is not None}
     return store.add(NewCapture(
         event="compile", frontend=FRONTEND, kernel=function, entry=entry, original_entry=entry, src_file=None,
-        src_line=None, arch=arch, triton_version="", ptxas_path=None,
+        src_line=None, arch=arch, frontend_version=dsl or "", ptxas_path=None,
         ptxas_version=(parsed.tool.version or None) if parsed else None, triton_hash=None,
         options={"gpu_arch": arch},
         metadata={"name": entry, "entries": entries, "function_name": function, "origin": origin,

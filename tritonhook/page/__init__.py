@@ -57,7 +57,7 @@ def _environment():
 def overview(captures: Sequence[Capture]) -> dict:
     """The headline figures of the captures table."""
     return {"kernels": len({c.original_entry for c in captures}), "archs": sorted({c.arch for c in captures}),
-            "tritons": sorted({c.triton_version for c in captures}),
+            "frontends": sorted({c.frontend_label for c in captures}),
             "ptxas": sorted({c.ptxas_version for c in captures if c.ptxas_version}),
             "compiles": sum(c.event == "compile" for c in captures),
             "cache_hits": sum(c.event == "cache_hit" for c in captures),

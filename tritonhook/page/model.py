@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..ab import ABReport, SavedABResult, saved_results
 from ..cubin import Cubin, disassemble
 from ..diff import CubinDiff, diff_cubins
 from ..errors import TritonhookError
@@ -121,7 +122,7 @@ class ReportData:
     captures: list[Capture]
     effects: list[CutlassEffect]
     matrices: list[dict]
-    ab_results: list[dict]
+    ab_results: list[SavedABResult]
     forest: list[ForestRow]
     estimates: list[WorkloadEstimate]
     memwatch: list[MemwatchRun]
@@ -182,21 +183,21 @@ def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, s
     if cubins.nvdisasm_error:
         problems.append(Problem("nvdisasm", f"{cubins.nvdisasm_error}; the kernel sections show no SASS"))
     predictions, predicted = _predictions(captures, cubins)
-    ab_results = store.ab_results()
-    forest = [row for result in ab_results for row in forest_rows(result)]
+    ab_results = _saved_ab_results(store, problems)
+    forest = [row for saved in ab_results for row in forest_rows(saved.report)]
     return ReportData(store=str(store.path), generated=time.time(), captures=captures, effects=effects,
                       matrices=store.results(PTXAS_MATRIX_KIND), ab_results=ab_results, forest=forest,
-                      estimates=[e for e in map(workload_estimate, ab_results) if e is not None],
+                      estimates=[e for e in (workload_estimate(saved.report) for saved in ab_results) if e is not None],
                       memwatch=_memwatch_runs(memwatch_files, problems), predictions=predictions,
                       predicted_cubins=predicted, problems=problems)
 
 
 def build_pairs(captures: Iterable[Capture]) -> list[tuple[Capture, Capture]]:
-    """(plain, renamed) per kernel, target, specialization and Triton version: the newest of each side."""
+    """(plain, renamed) per kernel, target, specialization and frontend version: the newest of each side."""
     sides: dict[tuple, dict[bool, Capture]] = {}
     for capture in captures:
         if "cubin" in capture.artifacts:
-            key = (capture.original_entry, capture.arch, capture.specialization, capture.triton_version)
+            key = (capture.original_entry, capture.arch, capture.specialization, capture.frontend_label)
             sides.setdefault(key, {})[capture.renamed] = capture  # id order: the newest wins
     return [(found[False], found[True]) for found in sides.values() if len(found) == 2]
 
@@ -229,6 +230,14 @@ def _predictions(captures: list[Capture], cubins: _Cubins) -> tuple[list[tuple[C
     return sorted(found, key=lambda cp: -cp[1].reserve_low), len(seen)
 
 
+def _saved_ab_results(store: Store, problems: list[Problem]) -> list[SavedABResult]:
+    try:
+        return saved_results(store).results
+    except TritonhookError as exc:
+        problems.append(Problem("A/B results", f"{exc}; the sweep section leaves them out"))
+        return []
+
+
 def _memwatch_runs(paths: Sequence[str | os.PathLike], problems: list[Problem]) -> list[MemwatchRun]:
     from ..memwatch import load_result
 
@@ -242,41 +251,39 @@ def _memwatch_runs(paths: Sequence[str | os.PathLike], problems: list[Problem]) 
 
 
 # ----- A/B results (pure) ----------------------------------------------------------------------------------------
-def forest_rows(result: dict) -> list[ForestRow]:
-    """One row per compared variant of each benchmark of a saved A/B result (`Store.ab_results()` item)."""
-    benchmarks = result.get("benchmarks", [])
-    total = sum(b["variants"][0]["summary"]["median_ms"] for b in benchmarks)
+def forest_rows(report: ABReport) -> list[ForestRow]:
+    """One row per compared variant of each benchmark of an A/B report (`ab.saved_results(store)` holds them)."""
+    total = sum(bench.variants[0].summary.median_ms for bench in report.benchmarks)
     rows = []
-    for bench in benchmarks:
-        base = bench["variants"][0]
-        for variant in bench["variants"][1:]:
-            rows.append(ForestRow(result.get("id", 0), bench["name"], variant["label"], base["label"],
-                                  variant["ratio"], variant["ci_low"], variant["ci_high"], variant["verdict"],
-                                  base["summary"]["median_ms"] / total if total else 0.0))
+    for bench in report.benchmarks:
+        base = bench.variants[0]
+        for variant in bench.variants[1:]:
+            rows.append(ForestRow(report.ab_id or 0, bench.name, variant.label, base.label, variant.ratio,
+                                  variant.ci_low, variant.ci_high, variant.verdict,
+                                  base.summary.median_ms / total if total else 0.0))
     return rows
 
 
-def workload_estimate(result: dict) -> WorkloadEstimate | None:
+def workload_estimate(report: ABReport) -> WorkloadEstimate | None:
     """Total baseline time of an A/B run against the time with each benchmark's fastest winning variant (a
     variant wins only with the verdict "faster"); None for a run with no benchmarks. The `--select` regex per
     winning variant names the kernels its builds renamed (from the run's kernel summaries) when the run timed
     one benchmark, else the benchmark names (name benchmarks after their kernels for it to apply as is)."""
-    benchmarks = result.get("benchmarks", [])
-    if not benchmarks:
+    if not report.benchmarks:
         return None
     baseline = chosen = 0.0
     winners: dict[str, str] = {}
-    for bench in benchmarks:
-        base_ms = bench["variants"][0]["summary"]["median_ms"]
-        faster = [v for v in bench["variants"][1:] if v["verdict"] == "faster"]
-        best = min(faster, key=lambda v: v["summary"]["median_ms"], default=None)
+    for bench in report.benchmarks:
+        base_ms = bench.variants[0].summary.median_ms
+        faster = [v for v in bench.variants[1:] if v.verdict == "faster"]
+        best = min(faster, key=lambda v: v.summary.median_ms, default=None)
         baseline += base_ms
-        chosen += best["summary"]["median_ms"] if best else base_ms
+        chosen += best.summary.median_ms if best else base_ms
         if best:
-            winners[bench["name"]] = best["label"]
+            winners[bench.name] = best.label
     select = {}
     for label in dict.fromkeys(winners.values()):
-        names = [k["original_entry"] for k in result.get("kernels", {}).get(label, [])] if len(benchmarks) == 1 \
+        names = [k["original_entry"] for k in report.kernels.get(label, [])] if len(report.benchmarks) == 1 \
             else [name for name, won in winners.items() if won == label]
         select[label] = "^(" + "|".join(sorted(set(names))) + ")$"
-    return WorkloadEstimate(result.get("id", 0), baseline, chosen, winners, select)
+    return WorkloadEstimate(report.ab_id or 0, baseline, chosen, winners, select)
