@@ -283,3 +283,23 @@ def test_a_replay_worker_that_cannot_start_is_one_error_not_a_hang(tmp_path):
     Store(tmp_path)
     with pytest.raises(TritonhookError, match=r"replay worker failed before replaying anything \(status 1\)"):
         replay_module.run_workers(tmp_path, job)
+
+
+def test_a_kernel_compiled_before_recording_is_captured_late_from_its_cache_files(tmp_path):
+    """A workload may compile (warm up) before recording starts: its kernels still get a capture to replay from,
+    the same record a compile would have written."""
+    from tritonhook import _triton
+    from tritonhook.samples import compile_sample
+    from tritonhook.session import session
+    from tritonhook.store import Store
+
+    with session(tmp_path / "compiled") as compiled_session:
+        kernel = compile_sample("matmul_fp32_ieee", 90)
+        (compiled,) = compiled_session.captures()
+    store = Store(tmp_path / "late")
+    late = store.get(store.add(_triton.loaded_event(kernel)))
+    assert late.event == "loaded"
+    assert (late.entry, late.arch, late.triton_hash, late.specialization) == \
+        (compiled.entry, compiled.arch, compiled.triton_hash, compiled.specialization)
+    for stage in ("ptx", "cubin"):
+        assert store.read(late, stage) == Store(tmp_path / "compiled").read(compiled, stage)

@@ -217,6 +217,13 @@ def make_event(src, metadata, metadata_group, times, cache_hit) -> NewCapture:
     )
 
 
+def loaded_event(kernel) -> NewCapture:
+    """The record of a CompiledKernel seen at launch but never captured (compiled before capture began), read
+    from the cache files Triton loaded it from; its event is "loaded"."""
+    event = make_event(kernel.src, kernel.metadata._asdict(), kernel.metadata_group, None, cache_hit=False)
+    return dataclasses.replace(event, event="loaded")
+
+
 # ----- installing and removing hooks ----------------------------------------------------------------------------
 class _WarnOnce:
     def __init__(self):
@@ -525,11 +532,15 @@ class LaunchTracer:
 
     on_launch(spec, grid, args) runs before the kernel is queued; what it returns is handed to
     on_launched(token) from the launch-exit hook, right after the kernel is queued (CUDA events go around it).
+    on_new_kernel(spec, loaded) runs at the first launch of each kernel this tracer sees; `loaded()` builds the
+    kernel's capture record from the files Triton loaded it from, for kernels compiled before capture began.
     """
 
-    def __init__(self, on_launch: LaunchCallback, on_launched: Callable[[object], None] | None = None):
+    def __init__(self, on_launch: LaunchCallback, on_launched: Callable[[object], None] | None = None,
+                 on_new_kernel: Callable[[LaunchSpec, Callable[[], NewCapture]], None] | None = None):
         self.on_launch = on_launch
         self.on_launched = on_launched
+        self.on_new_kernel = on_new_kernel
         self.active = False
         self._warn = _WarnOnce()
         self._specs: dict[str, LaunchSpec] = {}
@@ -576,6 +587,8 @@ class LaunchTracer:
             spec = self._specs.get(kernel.hash)
             if spec is None:
                 spec = self._specs[kernel.hash] = launch_spec(kernel)
+                if self.on_new_kernel is not None:
+                    self.on_new_kernel(spec, functools.partial(loaded_event, kernel))
             grid = tuple(grid) + (1,) * (3 - len(grid))
             self._pending.token = self.on_launch(spec, grid, args)
         except Exception as exc:  # noqa: BLE001 - recording must never break a launch

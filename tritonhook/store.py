@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS captures (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created REAL NOT NULL,
     pid INTEGER NOT NULL,
-    event TEXT NOT NULL,            -- 'compile' or 'cache_hit'
+    event TEXT NOT NULL,            -- 'compile', 'cache_hit', or 'loaded' (seen at a launch, compiled before capture began)
     frontend TEXT NOT NULL,         -- 'triton', 'gluon', 'ir', 'cute', 'cutile', 'ptxas' (see CaptureRecord)
     kernel TEXT NOT NULL,           -- source-level name (the Python function)
     entry TEXT NOT NULL,            -- PTX .entry name the launcher looks up (after any rename)

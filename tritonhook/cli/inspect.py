@@ -22,7 +22,7 @@ def add_ls(sub) -> None:
     store_arg(parser)
     parser.add_argument("--kernel", help="regex matched against the kernel and entry names")
     parser.add_argument("--arch", help="only this target; sm_90 also matches sm_90a")
-    parser.add_argument("--event", choices=("compile", "cache_hit"), help="only fresh compiles or cache hits")
+    parser.add_argument("--event", choices=("compile", "cache_hit", "loaded"), help="only fresh compiles, cache hits, or kernels captured late at a launch (sweep record)")
     count = parser.add_mutually_exclusive_group()
     count.add_argument("-n", "--limit", type=int, default=LS_DEFAULT_LIMIT, metavar="N",
                        help=f"show the newest N captures (default {LS_DEFAULT_LIMIT})")

@@ -47,6 +47,7 @@ class Recorder:
         self.torch, self.store, self.budget, self.label = torch, store, budget, label
         self.timed_first, self.time_every = timed_first, time_every
         self.by_key: dict[tuple, _Pending] = {}
+        self.loaded: dict[str, object] = {}
         self.started = time.time()
         self.first_capture = store.last_id()
 
@@ -69,6 +70,10 @@ class Recorder:
             return pending, start
         return None
 
+    def on_new_kernel(self, spec: _triton.LaunchSpec, loaded) -> None:
+        """Keep the way to capture a kernel late: one compiled before recording began has no capture yet."""
+        self.loaded[spec.triton_hash] = loaded
+
     def on_launched(self, token) -> None:
         pending, start = token
         end = self.torch.cuda.Event(enable_timing=True)
@@ -84,6 +89,11 @@ class Recorder:
             pending.events.clear()
         signatures = [pending.signature for pending in self.by_key.values()]
         _link_captures(self.store, signatures, self.first_capture)
+        late = {s.triton_hash for s in signatures if s.capture_id is None and s.triton_hash in self.loaded}
+        if late:  # compiled before recording: captured now, from Triton's cache files
+            for triton_hash in late:
+                self.store.add(self.loaded[triton_hash]())
+            _link_captures(self.store, signatures, self.first_capture)
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
         arch = next((s.arch for s in signatures if s.arch), None)
         return Recording(signatures, arch=arch, device=device, triton_version=_triton.triton_version(),
@@ -137,7 +147,7 @@ def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
     capture = capture_session(store) if active is None else contextlib.nullcontext(active)
     with capture as running, _inductor_launches_through_triton():
         recorder = Recorder(running.store, budget or default_budget(), label=label)
-        tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched)
+        tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched, recorder.on_new_kernel)
         tracer.install()
         try:
             yield recorder
@@ -163,7 +173,7 @@ def start_from_env() -> None:
     if not config.RECORD.get() or active is None:
         return
     recorder = Recorder(active.store, default_budget(), label=config.RECORD_LABEL.get())
-    tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched)
+    tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched, recorder.on_new_kernel)
     tracer.install()
 
     def finish() -> None:
