@@ -51,6 +51,7 @@ def test_replay_times_each_variant_and_compares_outputs(recorded):
     rows = {r.kernel: r for r in result.rows}
     assert all(r.status == "ok" for r in rows.values()), [r.status for r in rows.values()]
     assert rows["matmul_kernel"].outputs in ("bitwise", "allclose") and rows["add_kernel"].outputs == "bitwise"
+    print({kernel: (row.fidelity, row.recorded_ms) for kernel, row in rows.items()})
     assert all(0.5 < r.fidelity < 2.0 for r in rows.values())
     print("\n" + "\n".join(f"{r.label}: {r.variants[1].verdict} {r.variants[1].ratio}" for r in rows.values()))
 

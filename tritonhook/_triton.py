@@ -631,7 +631,9 @@ class _ReplaySource:
     rebuilt from a `LaunchSpec` without the Python function."""
 
     def __init__(self, spec: LaunchSpec):
-        self.signature = dict(spec.signature)
+        # the launcher maps arguments by the signature's order: put it back in argument order (a JSON round trip
+        # through the store sorts the keys)
+        self.signature = {name: spec.signature[name] for name in spec.arg_names if name in spec.signature}
         self.fn = types.SimpleNamespace(arg_names=list(spec.arg_names))
         self.constants = {(spec.arg_names.index(name),): value for name, value in spec.constexprs.items()
                           if name in spec.arg_names}

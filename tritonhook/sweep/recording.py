@@ -233,7 +233,7 @@ class Recording:
         try:
             values = {k: v for k, v in data.items() if k in fields}
             values["signatures"] = [Signature(**s) for s in data["signatures"]]
-            return cls(**values, id=data.get("id"))
+            return cls(**values)
         except (KeyError, TypeError) as exc:
             raise TritonhookError(f"{source}: malformed recording ({type(exc).__name__}: {exc})") from None
 

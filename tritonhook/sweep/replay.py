@@ -72,6 +72,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
         row = rows[signature.id]
         if outcome["status"] != "ok":
             row.status = f"{outcome['status']}: {outcome.get('message', '')}"
+            row.detail = outcome.get("traceback", "")
             continue
         row.outputs = outcome["outputs"]
         analyze_row(row, outcome["samples"], {label: b.facts() for label, b in built[signature.id].items()},

@@ -34,6 +34,7 @@ class SweepRow:
     inputs: str                        # snapshot / synthetic / partly synthetic / none
     status: str                        # ok, or what went wrong (build, replay error, fault)
     outputs: str = "-"                 # bitwise / allclose / differ / no output
+    detail: str = ""                   # the worker's traceback when the replay failed (in --json, not the table)
     variants: list[VariantTiming] = dataclasses.field(default_factory=list)
 
     @property
