@@ -94,14 +94,20 @@ def _estimate_ms(torch, arms, sets) -> float:
 
 
 def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
-    """`count` rounds of one call per arm, each bracketed by CUDA events; ms per call, per arm."""
+    """`count` rounds of one call per arm, each bracketed by CUDA events; ms per call, per arm.
+
+    Every call takes the next input set in turn (so no call finds the previous call's inputs in L2), and the arms'
+    order flips every round (A B, B A, ...): when two arms read the same set back to back, the second ran warm
+    and an A/A comparison of a memory-bound kernel called the second arm 'faster' (seen on the H200)."""
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]
               for _ in range(count)]
     for i, pairs in enumerate(events):
-        for (enter, fn), (begin, finish) in zip(arms, pairs):
+        order = range(len(arms)) if i % 2 == 0 else reversed(range(len(arms)))
+        for position, arm in enumerate(order):
+            (enter, fn), (begin, finish) = arms[arm], pairs[arm]
             with enter():
                 begin.record()
-                fn(*sets[i % len(sets)])
+                fn(*sets[(i * len(arms) + position) % len(sets)])
                 finish.record()
     torch.cuda.synchronize()
     return [[pairs[a][0].elapsed_time(pairs[a][1]) for pairs in events] for a in range(len(arms))]
