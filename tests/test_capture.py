@@ -156,3 +156,20 @@ def test_enable_exports_the_environment_for_child_processes_and_disable_restores
         assert os.environ["TRITONHOOK_STORE"] == str(store_path.resolve())
         assert os.environ["PYTHONPATH"].split(os.pathsep)[1] == "/somewhere"
     assert "TRITONHOOK_STORE" not in os.environ and os.environ["PYTHONPATH"] == "/somewhere"
+
+
+def test_run_captures_a_script_that_probes_for_triton_before_importing_it(tmp_path):
+    """torch's `has_triton()` calls `importlib.util.find_spec("triton")` before it imports Triton; the start-up
+    hook must still catch the import that follows (a torch.compile'd script was captured not at all)."""
+    import subprocess
+    import sys
+
+    script = ("import importlib.util\n"
+              "assert importlib.util.find_spec('triton') is not None\n"
+              "from tritonhook.samples import compile_sample\n"
+              "compile_sample('add', 90)\n")
+    store = tmp_path / "store"
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "run", "--store", str(store), "--", sys.executable,
+                           "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [c.entry for c in tritonhook.Store(store).captures()] == ["add_kernel"]

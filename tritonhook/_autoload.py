@@ -34,6 +34,7 @@ class _LoaderThenEnable(importlib.abc.Loader):
 
     def exec_module(self, module):
         self._loader.exec_module(module)
+        _remove_finder()
         _enable()
 
     def __getattr__(self, name):  # get_resource_reader, is_package, ...
@@ -41,14 +42,21 @@ class _LoaderThenEnable(importlib.abc.Loader):
 
 
 class _TritonImportFinder(importlib.abc.MetaPathFinder):
+    """Stays in place until Triton is really imported: `importlib.util.find_spec("triton")` (torch's `has_triton`
+    probes so before importing it) calls this too, and a finder that left after the first call missed the import
+    that followed, so a torch.compile'd script was never captured (seen on the H200)."""
+
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "triton":
             return None
-        sys.meta_path.remove(self)  # one shot; also avoids finding ourselves below
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)  # PathFinder does not consult meta_path
         if spec is not None and spec.loader is not None:
             spec.loader = _LoaderThenEnable(spec.loader)
         return spec
+
+
+def _remove_finder() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TritonImportFinder)]
 
 
 def install() -> None:
