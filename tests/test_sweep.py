@@ -303,3 +303,13 @@ def test_a_kernel_compiled_before_recording_is_captured_late_from_its_cache_file
         (compiled.entry, compiled.arch, compiled.triton_hash, compiled.specialization)
     for stage in ("ptx", "cubin"):
         assert store.read(late, stage) == Store(tmp_path / "compiled").read(compiled, stage)
+
+
+def test_record_json_keeps_the_workloads_output_off_stdout(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "record", "--json", "--store", str(tmp_path / "s"),
+                           "--", sys.executable, "-c", "print('workload says hello')"],
+                          capture_output=True, text=True)
+    assert "workload says hello" not in done.stdout and "workload says hello" in done.stderr

@@ -77,7 +77,7 @@ def _record_run(args) -> tuple[sweep.RecordResult, object, float]:
     command = command_after_dashes(args.command, args.command_name)
     store = open_store(args, create=True)
     began = time.time()
-    result = sweep.record_command(command, store, budget=args.budget)
+    result = sweep.record_command(command, store, budget=args.budget, stdout=sys.stderr if args.json else None)
     if (failure := result.failure()) is not None:
         print(f"tritonhook {args.command_name}: {failure}", file=sys.stderr)
     return result, store, time.time() - began

@@ -201,9 +201,11 @@ class RecordResult:
         return f"the workload exited with status {self.exit_code} ({kept}); its last stderr lines:\n{tail}"
 
 
-def record_command(command: list[str], store: Store, *, budget: int | None = None) -> RecordResult:
+def record_command(command: list[str], store: Store, *, budget: int | None = None,
+                   stdout=None) -> RecordResult:
     """Run `command` with every Python process it starts recording (and capturing) into `store`; the processes'
-    recordings merged into one, saved in the store. The command's stderr is passed through and its tail kept."""
+    recordings merged into one, saved in the store. The command's stderr is passed through and its tail kept;
+    `stdout` redirects its own output (the CLI's --json keeps stdout for its result)."""
     label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
     env = {**child_env(store.path),
            **config.to_env({config.RECORD: True, config.RECORD_LABEL: label,
@@ -213,7 +215,8 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     began = time.time()
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
     try:
-        process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, errors="replace")
+        process = subprocess.Popen(command, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True,
+                                   errors="replace")
     except OSError as exc:
         raise TritonhookError(f"{command[0]}: cannot start it ({exc.strerror or exc})") from None
     for line in process.stderr:
