@@ -1,4 +1,4 @@
-"""What memwatch costs a launch-bound program (written for the H200, Triton 3.6, torch).
+"""What memwatch and sweep recording cost a launch-bound program (written for the H200, Triton 3.6, torch).
 
     python benchmarks/memwatch_overhead.py [--launches 5000] [--rounds 21] [--out memwatch_overhead.json]
 
@@ -7,7 +7,10 @@ than the GPU, so any time the sampler thread takes from the launching thread sho
 interleaved round by round in a rotating order after a warm-up:
   plain    no memwatch;
   sampler  `memwatch(interval_ms=2, triton_hooks=False)`: the NVML sampler thread alone (target: ratio <= 1.02);
-  memwatch `memwatch(interval_ms=2)`: the sampler plus the launch hooks' snapshot per launch (for information).
+  memwatch `memwatch(interval_ms=2)`: the sampler plus the launch hooks' snapshot per launch (for information);
+  record   `tritonhook.sweep.record(store)`: every launch's arguments seen, CUDA events on the sampled ones
+           (issue 15's target: <= 1.05 after each signature's first launch; each round's first launch, which
+           snapshots the inputs, is 1 of the loop's launches).
 Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. Ratios are of
 medians with the paired 95% interval of `ab.ratio_interval`; CPU use is the process CPU time per wall second of
 the loop, so the sampler's own CPU share is its arm's figure minus plain's. Prints a table last; writes JSON.
@@ -19,6 +22,7 @@ import argparse
 import contextlib
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,17 +30,20 @@ import torch
 import triton
 
 import tritonhook
-from tritonhook import ab, render
+from tritonhook import ab, render, sweep
 from tritonhook.samples import add_kernel
 
 N = 4096
 BLOCK = 1024
-ARMS = ("plain", "sampler", "memwatch")
+ARMS = ("plain", "sampler", "memwatch", "record")
+RECORD_STORE = Path(tempfile.mkdtemp(prefix="tritonhook-overhead-")) / "store"
 
 
 def region(arm: str):
     if arm == "plain":
         return contextlib.nullcontext()
+    if arm == "record":
+        return sweep.record(RECORD_STORE)
     return tritonhook.memwatch(device=0, interval_ms=2.0, triton_hooks=(arm == "memwatch"))
 
 
@@ -90,8 +97,9 @@ def main(argv=None) -> int:
         return 2
     render.print_table(("arm", "loop ms (median)", "us/launch", "IQR", "time ratio vs plain", "95% interval",
                         "process CPU / wall"), rows,
-                       title=f"memwatch overhead on {device}: {args.launches} launches x {args.rounds} rounds; "
-                             f"sampler CPU {sampler_cpu * 100:+.1f}% of a core; target sampler ratio <= 1.02")
+                       title=f"memwatch / record overhead on {device}: {args.launches} launches x {args.rounds} "
+                             f"rounds; sampler CPU {sampler_cpu * 100:+.1f}% of a core; targets: sampler <= 1.02, "
+                             f"record <= 1.05")
     return 0
 
 
