@@ -388,3 +388,20 @@ def _toolkit_root() -> Path:
     dry = subprocess.run(["nvcc", "--dryrun", "-cubin", "x.cu"], capture_output=True, text=True).stderr
     match = re.search(r"^#\$ _HERE_=(.+)$", dry, re.MULTILINE)
     return Path(match.group(1).strip()).resolve().parent
+
+
+def test_a_wrapper_with_a_token_records_only_the_processes_that_carry_it(ptxas, store_path, tmp_path):
+    """`tritonhook capture` wraps a shared (pip-wheel) ptxas for its command's duration: other processes that run
+    that ptxas meanwhile must not land in the capture's store (seen: a concurrent test's call recorded)."""
+    wrapper.install(ptxas, store=store_path, token="capture-1")
+    source = FFMA
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITONHOOK_STORE", "TRITONHOOK_CAPTURE_TOKEN")}
+    for token in (None, "capture-2", "capture-1"):
+        out = tmp_path / f"{token}.cubin"
+        call_env = env if token is None else {**env, "TRITONHOOK_CAPTURE_TOKEN": token}
+        done = run_ptxas(ptxas, "--gpu-name=sm_90a", source, "-o", out, cwd=tmp_path, env=call_env)
+        assert done.returncode == 0 and out.exists(), done.stderr  # everyone's ptxas works
+    recorded = [c.metadata["output"] for c in Store(store_path).captures()]
+    assert recorded == [str(tmp_path / "capture-1.cubin")]
+    wrapper.uninstall(ptxas)
+    assert_pristine(ptxas)

@@ -83,6 +83,9 @@ AB_OUTPUTS = EnvVar("TRITONHOOK_AB_OUTPUTS", None, str,
                     "Directory for the round-0 outputs of A/B children (the allclose check across processes).")
 
 # `tritonhook record` / `sweep`: a process started with tritonhook's sitecustomize records every Triton launch.
+CAPTURE_TOKEN = EnvVar("TRITONHOOK_CAPTURE_TOKEN", None, str,
+                       "Set by `tritonhook capture` for its command: a ptxas it wraps in place for the command's "
+                       "duration records only the calls of processes that carry the same token.")
 RECORD = EnvVar("TRITONHOOK_RECORD", False, _flag,
                 "'1': a Python process started with tritonhook's sitecustomize records every Triton kernel launch "
                 "(arguments, grid, input snapshots, sampled GPU time) into the store at exit (tritonhook.sweep).")

@@ -154,11 +154,13 @@ StepHook = Callable[[str], None]
 
 
 def install(ptxas: str | os.PathLike, *, store: str | os.PathLike | None = None,
-            on_step: StepHook | None = None) -> WrapperStatus:
+            on_step: StepHook | None = None, token: str | None = None) -> WrapperStatus:
     """Put the wrapper in place of the ptxas binary at `ptxas`; a second install is a no-op.
 
     `store` is where calls are recorded when `$TRITONHOOK_STORE` is unset at call time (default: that variable now,
     else ./tritonhook-store, made absolute). `on_step(name)` is called after each step, so a test can stop there.
+    `token`: record only the calls of processes whose $TRITONHOOK_CAPTURE_TOKEN equals it (others run ptxas
+    unrecorded): what a wrapper installed for one command's duration needs, since the binary is shared.
     """
     step = on_step or (lambda name: None)
     current = status(ptxas)
@@ -173,7 +175,8 @@ def install(ptxas: str | os.PathLike, *, store: str | os.PathLike | None = None,
     version = _check_wrappable(path)
     _remove_leftovers(current)
     step("cleaned")
-    settings = {"ptxas": path, "real": real_path(path), "version": version, "store": _default_store(store)}
+    settings = {"ptxas": path, "real": real_path(path), "version": version, "store": _default_store(store),
+                "token": token}
     _write_new(path, wrapper_script(settings))
     step("wrapper-written")
     try:
@@ -326,7 +329,8 @@ def wrapper_main(settings: dict, argv: list[str]) -> int:
     """Run the real ptxas with `argv[1:]`, pass its stderr and exit status through, record the call."""
     args = argv[1:]
     call = parse_invocation(args)
-    if not call.inputs:  # --version, --help, ...: nothing to record
+    foreign = settings.get("token") not in (None, config.CAPTURE_TOKEN.get())  # another process than the capture's
+    if not call.inputs or foreign:  # --version, --help, ...: nothing to record
         os.execv(settings["real"], [argv[0], *args])
     start, started = time.time(), time.perf_counter()
     completed = subprocess.run([argv[0], *args], executable=settings["real"], stderr=subprocess.PIPE)
@@ -476,8 +480,9 @@ def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: d
 
 
 @contextlib.contextmanager
-def wheel_ptxas_wrapped(store: str | os.PathLike) -> Iterator[list[str]]:
-    """Wrap the pip-wheel ptxas binaries in place until the block ends; yields the paths wrapped.
+def wheel_ptxas_wrapped(store: str | os.PathLike, token: str) -> Iterator[list[str]]:
+    """Wrap the pip-wheel ptxas binaries in place until the block ends; yields the paths wrapped. Only processes
+    whose $TRITONHOOK_CAPTURE_TOKEN is `token` are recorded: other users of that ptxas meanwhile are not.
 
     Some tools run the ptxas beside them by its absolute path and honour no variable: cuTile's `tileiras`
     (nvidia-cuda-tileiras) runs nvidia/cu13/bin/ptxas from its own directory and looks nowhere else, and cuTile
@@ -491,7 +496,7 @@ def wheel_ptxas_wrapped(store: str | os.PathLike) -> Iterator[list[str]]:
             if status(path).state != NOT_INSTALLED:
                 continue
             try:
-                install(path, store=store)
+                install(path, store=store, token=token)
                 wrapped.append(path)
             except TritonhookError as exc:
                 print(f"tritonhook: {exc}; calls of that ptxas are not recorded", file=sys.stderr)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+import secrets
 import subprocess
 import tempfile
 import time
@@ -73,9 +74,11 @@ def capture_command(command: list[str], store: Store | str | os.PathLike | None 
 
     store = _writable_store(store)
     before = store.last_id()
-    with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work, wheel_ptxas_wrapped(store.path):
+    token = secrets.token_hex(8)
+    with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work, wheel_ptxas_wrapped(store.path, token):
         dump = config.CUTE_DSL_DUMP_DIR.get() or str(Path(work) / "cute-dump")
-        env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump)}
+        env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump),
+               config.CAPTURE_TOKEN.name: token}
         began = time.time()
         completed = start(command, env=env, stdout=stdout)
         collect_dump_dir(dump, store, since=began)
