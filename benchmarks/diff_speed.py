@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import re
-import statistics
 import tempfile
-import time
 
+from tritonhook.ab.timing import median_wall_seconds
 from tritonhook.cubin import Cubin
 from tritonhook.diff import Input, diff_cubins, disassemble_both
 from tritonhook.ptxas import assemble, triton_ptxas
@@ -33,15 +32,6 @@ def inputs() -> tuple[bytes, bytes]:
     return tuple(assemble(text, ptxas, "sm_100a", ["-lineinfo"]).cubin for text in (ptx, rename_ptx(ptx)))
 
 
-def median_seconds(work, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=15)
@@ -58,8 +48,8 @@ def main() -> None:
         return diff_cubins(a, b, sass_a=sass_a, sass_b=sass_b)
 
     print(f"cubins: {len(data_a):,} B and {len(data_b):,} B (sm_100a); {len(with_sass().sass_diff):,} diff lines")
-    print(f"parse + diff, no SASS : median {median_seconds(plain, args.repeat) * 1000:7.1f} ms (target <= 100 ms)")
-    print(f"parse + diff, --sass  : median {median_seconds(with_sass, max(3, args.repeat // 3)) * 1000:7.1f} ms "
+    print(f"parse + diff, no SASS : median {median_wall_seconds(plain, args.repeat) * 1000:7.1f} ms (target <= 100 ms)")
+    print(f"parse + diff, --sass  : median {median_wall_seconds(with_sass, max(3, args.repeat // 3)) * 1000:7.1f} ms "
           f"(target <= 1500 ms)")
 
 

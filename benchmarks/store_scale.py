@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import tritonhook
+from tritonhook.ab.timing import median_wall_seconds
 from tritonhook.samples import compile_sample
 from tritonhook.store import NewCapture, Store
 
@@ -57,15 +58,6 @@ def fill(store: Store, base: NewCapture, count: int, batch: int = 5000) -> float
     return time.perf_counter() - start
 
 
-def median_seconds(work, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _writer(path: str, base: NewCapture, start, results) -> None:
     store = Store(path)
     start.wait()
@@ -97,7 +89,7 @@ def cli_seconds(*args: str, repeat: int = 3) -> float:
     def run():
         subprocess.run([sys.executable, "-m", "tritonhook", *args], check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
-    return median_seconds(run, repeat)
+    return median_wall_seconds(run, repeat)
 
 
 def main() -> None:
@@ -118,17 +110,17 @@ def main() -> None:
         ("tritonhook ls (newest 50, whole command)", cli_seconds("ls", "--store", str(path)), 0.5),
         ("tritonhook ls --kernel kernel_7$ (whole command)", cli_seconds("ls", "--store", str(path), "--kernel",
                                                                          "kernel_7$"), 0.5),
-        ("Store.captures(limit=50)", median_seconds(lambda: reader.captures(limit=50)), 0.2),
-        ("Store.captures(kernel='kernel_7$', limit=50) + count", median_seconds(
+        ("Store.captures(limit=50)", median_wall_seconds(lambda: reader.captures(limit=50)), 0.2),
+        ("Store.captures(kernel='kernel_7$', limit=50) + count", median_wall_seconds(
             lambda: (reader.captures(kernel="kernel_7$", limit=50), reader.count(kernel="kernel_7$"))), 0.2),
-        ("Store.captures(kernel='kernel_7$') (all 500 rows)", median_seconds(
+        ("Store.captures(kernel='kernel_7$') (all 500 rows)", median_wall_seconds(
             lambda: reader.captures(kernel="kernel_7$")), 0.2),
-        ("Store.captures(arch='sm_90', limit=50) + count", median_seconds(
+        ("Store.captures(arch='sm_90', limit=50) + count", median_wall_seconds(
             lambda: (reader.captures(arch="sm_90", limit=50), reader.count(arch="sm_90"))), 0.2),
-        ("Store.captures(event='cache_hit', limit=50) + count", median_seconds(
+        ("Store.captures(event='cache_hit', limit=50) + count", median_wall_seconds(
             lambda: (reader.captures(event="cache_hit", limit=50), reader.count(event="cache_hit"))), 0.2),
-        (f"Store.get({some_id})", median_seconds(lambda: reader.get(some_id)), 0.2),
-        ("Store.captures() (every row, for reference)", median_seconds(reader.captures, repeat=1), None),
+        (f"Store.get({some_id})", median_wall_seconds(lambda: reader.get(some_id)), 0.2),
+        ("Store.captures() (every row, for reference)", median_wall_seconds(reader.captures, repeat=1), None),
     ]
     reader.close()
     adds = sorted(concurrent_adds(path, base, args.writers))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import time
 from typing import Callable, Sequence
 
 from ..errors import TritonhookError
@@ -112,6 +113,17 @@ def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
     torch.cuda.synchronize()
     return [[pairs[a][0].elapsed_time(pairs[a][1]) for pairs in events] for a in range(len(arms))]
 
+
+
+def median_wall_seconds(work: Callable[[], object], repeat: int = 5) -> float:
+    """Median wall-clock seconds of `repeat` calls of `work`: the host-side timer of the CPU benchmarks (parsing,
+    diffing, store queries), where no GPU stream is involved."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return median(times)
 
 
 def _snapshot(output):
