@@ -218,3 +218,24 @@ def test_gpu_demo_adds_the_sweep_and_the_memwatch_timeline(tmp_path):
     watched = json.loads((tmp_path / "demo" / "memwatch-stack.json").read_text())
     assert watched["summary"]["stack_limit_after"] == 16384  # the example's 16 KiB frame (the context starts later)
     assert "<svg" in memory and "stack (local memory) reservation" in memory
+
+
+def test_sweep_results_join_the_forest_plot_with_their_workload_estimate(tmp_path):
+    """A saved `tritonhook sweep` result: one forest row per timed variant of each kernel signature (identical SASS
+    and failed rows are not plotted), its estimate and the `tritonhook run --select` line that applies it."""
+    from test_sweep import _result
+
+    from tritonhook.page.model import sweep_forest_rows
+    from tritonhook.sweep.result import RESULT_KIND
+
+    store = Store(tmp_path / "store")
+    result = _result()
+    result.id = store.add_result(RESULT_KIND, result.to_json())
+    rows = sweep_forest_rows(result)
+    assert [(r.benchmark, r.verdict, r.kind) for r in rows] == [("k_fast [4096]", "faster", "sweep"),
+                                                               ("k_slow [64]", "slower", "sweep")]
+    assert rows[0].share == pytest.approx(0.6)
+    path, data = write_report(store, tmp_path / "r.html")
+    sweep = html.unescape(section(path.read_text(), "sweep"))
+    assert "<svg" in sweep and f"Workload estimate (sweep {result.id}, cutlass_)" in sweep
+    assert "tritonhook run --rename cutlass_ --select '^(?:k_fast)$' -- python train.py" in sweep

@@ -133,6 +133,8 @@ def summary_lines(path: Path, data: ReportData) -> list[str]:
         f"; .nv.capmerc up to {max(e.metric('.nv.capmerc')[1] / e.metric('.nv.capmerc')[0] for e in capmerc):.1f}x"
     winners = sum(r.verdict == "faster" for r in data.forest)
     sweep = f"{len(data.forest)} A/B comparisons, {winners} faster" if data.forest else "no A/B results (needs a GPU)"
+    if data.sweeps:
+        sweep += f"; {len(data.sweeps)} workload sweep(s)"
     memory = f"{len(data.warnings)} preflight warnings over {data.predicted_cubins} cubins; " \
              f"{len(data.memwatch)} memwatch timelines"
     problems = f"; {len(data.problems)} problems (see the page)" if data.problems else ""

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..ab import ABReport, SavedABResult, saved_results
+from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
+from ..sweep.variants import IDENTICAL
 from ..cubin import Cubin, disassemble
 from ..diff import CubinDiff, diff_cubins
 from ..errors import TritonhookError
@@ -81,9 +83,10 @@ class CutlassEffect:
 
 @dataclasses.dataclass(frozen=True)
 class ForestRow:
-    """One non-baseline variant of one A/B benchmark: its time ratio and interval, verdict, and GPU-time share."""
+    """One non-baseline variant of one A/B benchmark or one swept kernel signature: its time ratio and interval,
+    verdict, and GPU-time share (of its A/B run, or of the workload's recorded Triton time)."""
 
-    ab_id: int
+    ab_id: int  # the id of the saved A/B run or sweep (`kind` says which)
     benchmark: str
     variant: str
     baseline: str
@@ -92,6 +95,7 @@ class ForestRow:
     high: float
     verdict: str
     share: float  # the benchmark's part of its A/B run's baseline time
+    kind: str = "A/B"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +129,7 @@ class ReportData:
     ab_results: list[SavedABResult]
     forest: list[ForestRow]
     estimates: list[WorkloadEstimate]
+    sweeps: list[SweepResult]
     memwatch: list[MemwatchRun]
     predictions: list[tuple[Capture, Prediction]]  # those that reserve anything; heaviest first
     predicted_cubins: int
@@ -184,9 +189,12 @@ def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, s
         problems.append(Problem("nvdisasm", f"{cubins.nvdisasm_error}; the kernel sections show no SASS"))
     predictions, predicted = _predictions(captures, cubins)
     ab_results = _saved_ab_results(store, problems)
+    sweeps = _saved_sweeps(store, problems)
     forest = [row for saved in ab_results for row in forest_rows(saved.report)]
+    forest += [row for result in sweeps for row in sweep_forest_rows(result)]
     return ReportData(store=str(store.path), generated=time.time(), captures=captures, effects=effects,
                       matrices=store.results(PTXAS_MATRIX_KIND), ab_results=ab_results, forest=forest,
+                      sweeps=sweeps,
                       estimates=[e for e in (workload_estimate(saved.report) for saved in ab_results) if e is not None],
                       memwatch=_memwatch_runs(memwatch_files, problems), predictions=predictions,
                       predicted_cubins=predicted, problems=problems)
@@ -251,6 +259,26 @@ def _memwatch_runs(paths: Sequence[str | os.PathLike], problems: list[Problem]) 
 
 
 # ----- A/B results (pure) ----------------------------------------------------------------------------------------
+def _saved_sweeps(store: Store, problems: list[Problem]) -> list[SweepResult]:
+    sweeps = []
+    for data in store.results(SWEEP_KIND):
+        try:
+            sweeps.append(SweepResult.from_json(data))
+        except (KeyError, TypeError) as exc:
+            problems.append(Problem(f"sweep result {data.get('id')}", f"malformed ({type(exc).__name__}: {exc}); "
+                                                                      f"the sweep section leaves it out"))
+    return sweeps
+
+
+def sweep_forest_rows(result: SweepResult) -> list[ForestRow]:
+    """One row per timed non-baseline variant of each swept kernel signature (variants with identical SASS are
+    not timed and have no interval: the sweep's own table lists them)."""
+    return [ForestRow(result.id or 0, row.label, timing.label, row.variants[0].label, timing.ratio, timing.low,
+                      timing.high, timing.verdict, row.share or 0.0, kind="sweep")
+            for row in result.rows for timing in row.variants[1:]
+            if timing.verdict != IDENTICAL and None not in (timing.ratio, timing.low, timing.high)]
+
+
 def forest_rows(report: ABReport) -> list[ForestRow]:
     """One row per compared variant of each benchmark of an A/B report (`ab.saved_results(store)` holds them)."""
     total = sum(bench.variants[0].summary.median_ms for bench in report.benchmarks)

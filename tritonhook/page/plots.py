@@ -94,7 +94,7 @@ def forest_plot(rows: Sequence[ForestRow]) -> str | None:
         colour = VERDICT_COLOURS.get(row.verdict, "#333333")
         axes.plot([row.low, row.high], [index, index], color=colour, linewidth=2)
         axes.scatter([row.ratio], [index], s=30 + 400 * row.share, color=colour, zorder=3)
-    axes.set_yticks(range(len(rows)), [f"{r.benchmark}: {r.variant} vs {r.baseline} (A/B {r.ab_id})" for r in rows],
+    axes.set_yticks(range(len(rows)), [f"{r.benchmark}: {r.variant} vs {r.baseline} ({r.kind} {r.ab_id})" for r in rows],
                     fontsize=8)
     axes.invert_yaxis()
     axes.axvline(1.0, color="black", linewidth=0.6, linestyle="--")

@@ -20,11 +20,10 @@ from ..errors import TritonhookError
 from ..rename import compile_select
 from ..store import Store
 from .recording import Recording, Signature
-from .result import SweepResult, SweepRow, analyze_row
+from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row
 from .variants import BuiltVariant, build_variants
 from .worker import REFUSED_EXIT
 
-RESULT_KIND = "sweep"
 KERNEL_TIMEOUT_S = 120.0
 """A signature whose replay shows no result after this long is reported as hung and its worker killed."""
 WARMUP_MS, REP_MS, MIN_REPS = 5.0, 20.0, 10

@@ -12,6 +12,10 @@ from ..ab.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from .variants import IDENTICAL
 
 
+RESULT_KIND = "sweep"
+"""The kind a `SweepResult` is saved under in the store's results table."""
+
+
 @dataclasses.dataclass
 class VariantTiming:
     label: str
