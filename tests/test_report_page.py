@@ -215,6 +215,10 @@ def test_gpu_demo_adds_the_sweep_and_the_memwatch_timeline(tmp_path):
     page = result.report.read_text()
     sweep, memory = section(page, "sweep"), section(page, "memory")
     assert "<svg" in sweep and "matmul_fp16 4096^3" in sweep and "Workload estimate" in sweep
+    (swept,) = store.results("sweep")
+    assert {row["kernel"] for row in swept["rows"]} >= {"matmul_kernel"}
+    assert all(row["status"] == "ok" for row in swept["rows"]), [row["status"] for row in swept["rows"]]
+    assert "Workload estimate (sweep" in sweep
     watched = json.loads((tmp_path / "demo" / "memwatch-stack.json").read_text())
     assert watched["summary"]["stack_limit_after"] == 16384  # the example's 16 KiB frame (the context starts later)
     assert "<svg" in memory and "stack (local memory) reservation" in memory

@@ -155,10 +155,12 @@ def _gpu_present() -> bool:
 
 
 def _gpu_sweep(store: Store, out: Path) -> list[str]:
-    """A short A/B sweep (plain vs cutlass_) over two bundled kernels, in this process, saved in the store."""
+    """plain vs cutlass_ on two bundled kernels, both ways, saved in the store: an in-process A/B
+    (`ab.compare`) and a workload sweep (`sweep.record` of their launches, then `sweep.replay` kernel by kernel)."""
     import torch
 
-    from .. import ab
+    from .. import ab, sweep
+    from ..ab.variants import parse_variants
     from ..samples import matmul_kernel
 
     size = 4096
@@ -181,6 +183,12 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
     with config.scope({config.TRITON_CACHE_DIR.name: str(out / "triton-cache" / "ab")}):
         for name, run, flops in benchmarks:
             ab.compare(run, flops=flops, rounds=5, store=store, name=name, progress=False)
+        with sweep.record(store) as recorder:
+            for _ in range(3):
+                for _, run, _ in benchmarks:
+                    run()
+            torch.cuda.synchronize()
+        sweep.replay(recorder.recording, store, parse_variants("plain,cutlass_"), rounds=5)
     return [] if len(benchmarks) > 1 else ["A/B of the Hopper attention: the GPU is not sm_90"]
 
 
