@@ -17,7 +17,9 @@ run_suite() {  # run_suite VERSION [PYTEST PATHS/ARGS...]
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check -e ".[test,cute]" "triton==$version"
     echo "=== Triton $version: pytest $* ==="
-    "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider "$@" || failed="$failed $version"
+    # tests marked `serial` change files the others use (a wheel ptxas wrapped in place): they run alone, after
+    "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider -m "not serial" "$@" || failed="$failed $version"
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m serial "$@" || failed="$failed $version(serial)"
 }
 
 for version in $full; do run_suite "$version" "$@"; done

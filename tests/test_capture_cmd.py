@@ -19,9 +19,9 @@ TESTS = Path(__file__).resolve().parent
 DEMO = TESTS.parent / "examples" / "capture_demo.py"
 
 
-def capture(store_path, *command, env=None) -> tuple[subprocess.CompletedProcess, dict]:
-    result = subprocess.run([sys.executable, "-m", "tritonhook", "capture", "--store", str(store_path), "--json", "--",
-                             *map(str, command)], capture_output=True, text=True, env=env)
+def capture(store_path, *command, env=None, options=()) -> tuple[subprocess.CompletedProcess, dict]:
+    result = subprocess.run([sys.executable, "-m", "tritonhook", "capture", "--store", str(store_path), "--json",
+                             *options, "--", *map(str, command)], capture_output=True, text=True, env=env)
     summary = json.loads(result.stdout) if result.returncode != 2 else {}  # stdout is the JSON summary alone
     return result, summary
 
@@ -79,11 +79,13 @@ needs_cutile = pytest.mark.skipif(importlib.util.find_spec("cuda.tile") is None 
 
 
 @needs_cutile
+@pytest.mark.serial  # wraps the virtualenv's wheel ptxas in place, which other tests run and hash
 def test_a_cutile_export_is_captured_through_the_wheel_ptxas_and_the_wheel_is_restored(store_path, tmp_path):
     ptxas = _tileiras_ptxas()
     before = hashlib.sha256(ptxas.read_bytes()).hexdigest()
     out = tmp_path / "exported"
-    result, summary = capture(store_path, sys.executable, TESTS / "tile_scale.py", "--out", out, "sm_90", "sm_120")
+    result, summary = capture(store_path, sys.executable, TESTS / "tile_scale.py", "--out", out, "sm_90", "sm_120",
+                              options=("--wheel-ptxas",))
     assert result.returncode == 0, result.stderr
     store = Store(store_path, create=False)
     kernels = {c.arch: c for c in store.captures() if c.entry.startswith("scale_tile")}

@@ -9,6 +9,7 @@ files, and the pip-wheel ptxas that cuTile runs (wrapped for the command's durat
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
 import secrets
@@ -66,16 +67,20 @@ def run_command(command: list[str], store: Store | str | os.PathLike | None = No
     return _result(store, before, completed.returncode)
 
 
-def capture_command(command: list[str], store: Store | str | os.PathLike | None = None, *, stdout: IO | None = None) -> RunResult:
+def capture_command(command: list[str], store: Store | str | os.PathLike | None = None, *, stdout: IO | None = None,
+                    wheel_ptxas: bool = False) -> RunResult:
     """Run `command` capturing every frontend reachable without an install (see the module's docstring);
-    `stdout` redirects the command's own output (the CLI's --json keeps stdout for its summary)."""
+    `stdout` redirects the command's own output (the CLI's --json keeps stdout for its summary).
+    `wheel_ptxas`: also wrap the pip-wheel ptxas binaries in place for the command's duration (cuTile's
+    `tileiras` reaches no other way); opt-in, since it changes files of the Python environment while it runs."""
     from .cute.capture import collect_dump_dir, keep_env
     from .ptxas_wrapper import capture_env, wheel_ptxas_wrapped
 
     store = _writable_store(store)
     before = store.last_id()
     token = secrets.token_hex(8)
-    with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work, wheel_ptxas_wrapped(store.path, token):
+    wheels = wheel_ptxas_wrapped(store.path, token) if wheel_ptxas else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work, wheels:
         dump = config.CUTE_DSL_DUMP_DIR.get() or str(Path(work) / "cute-dump")
         env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump),
                config.CAPTURE_TOKEN.name: token}

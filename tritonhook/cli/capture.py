@@ -31,10 +31,13 @@ def _run(args) -> int:
 
 def add_capture(sub) -> None:
     parser = sub.add_parser("capture", help="run a command with capture for every frontend reachable without "
-                                            "installing anything: Triton, its ptxas calls, CuTe DSL, cuTile "
-                                            "(pip-wheel ptxas binaries are wrapped for the command's duration)")
+                                            "installing anything: Triton, its ptxas calls, CuTe DSL (and cuTile "
+                                            "with --wheel-ptxas)")
     store_arg(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    parser.add_argument("--wheel-ptxas", action="store_true",
+                        help="also wrap the pip-wheel ptxas binaries in place while the command runs (what cuTile's "
+                             "tileiras runs; only this command's processes are recorded)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     parser.set_defaults(handler=_capture)
 
@@ -42,7 +45,8 @@ def add_capture(sub) -> None:
 def _capture(args) -> int:
     command = command_after_dashes(args.command, "capture")
     # with --json, stdout carries the summary alone: the command's own output goes to stderr
-    result = run.capture_command(command, args.store, stdout=sys.stderr if args.json else None)
+    result = run.capture_command(command, args.store, stdout=sys.stderr if args.json else None,
+                                 wheel_ptxas=args.wheel_ptxas)
     if args.json:
         print_json(result.to_json())
     else:
