@@ -126,3 +126,15 @@ def test_ffma_matmul_whose_sass_changes_with_the_name(torch, store_path):
           f"regs {plain['registers']} -> {renamed['registers']}, spills {plain['spill_stores']} -> "
           f"{renamed['spill_stores']} B")
     assert bench.correctness in ("bitwise", "allclose")
+
+
+def test_compare_after_the_program_already_ran_the_kernel_still_summarizes_the_plain_build(torch, store_path):
+    """The plain variant of a kernel the program already launched compiles nothing (an in-memory JIT cache hit):
+    its build is captured late, from Triton's cache files, so the report still has its cubin facts."""
+    run, inputs, _ = matmul(torch, torch.float32, 1024, "ieee", 32)
+    run(*inputs)
+    torch.cuda.synchronize()
+    report = ab.compare(run, ("plain", "cutlass_"), inputs=inputs, rounds=5, store=store_path, progress=False)
+    [plain], [renamed] = report.kernels["plain"], report.kernels["cutlass_"]
+    assert (plain["entry"], renamed["entry"]) == ("matmul_kernel", "cutlass_matmul_kernel")
+    assert plain["registers"] != renamed["registers"] and report.sass_identical() is False

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .. import format
+from .. import _triton, format
 from ..config import MIN_ROUNDS
 from ..cubin import Cubin
 from ..errors import TritonhookError
@@ -44,6 +44,26 @@ def compare_outputs(outputs: dict[str, object], check, *, rtol: float = 1e-2, at
 
 
 # ----- in one process -----------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _late_captures(store, active, *, enabled: bool):
+    """Yields a list that, when the block launched kernels but captured nothing, receives the capture ids of those
+    kernels' late captures (`_triton.loaded_event`)."""
+    late: list[int] = []
+    if not enabled:
+        yield late
+        return
+    seen: dict[str, Callable] = {}
+    tracer = _triton.LaunchTracer(lambda spec, grid, args: None,
+                                  on_new_kernel=lambda spec, loaded: seen.setdefault(spec.triton_hash, loaded))
+    tracer.install()
+    try:
+        yield late
+    finally:
+        tracer.uninstall()
+    if not active.capture_ids:
+        late += [store.add(loaded()) for loaded in seen.values()]
+
+
 def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, "cutlass_"), *, flops: float | None = None,
             check="allclose", inputs: Sequence = (), rounds: int = 10, select: Selector = None, store=None,
             name: str | None = None, warmup_ms: float = 25.0, rep_ms: float = 100.0,
@@ -64,13 +84,19 @@ def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, "cutlass_"), 
     outputs, captures = {}, {v.label: [] for v in parsed}
     label = name or getattr(run, "__name__", "run")
 
+    first_calls: set[str] = set()
+
     @contextlib.contextmanager
     def variant_session(variant: Variant):
-        """The capture session of one variant; the ids it captures are kept for the report."""
+        """The capture session of one variant; the ids it captures are kept for the report. A variant's first call
+        (untimed) also watches its launches: a kernel this process had compiled before (the plain variant of a
+        kernel the program already ran) compiles nothing, so it is captured late from Triton's cache files."""
         with ptx_capture.session(opened, subprocesses=False, rename=variant.rename,
                                  select=select if variant.rename is not None else None) as active:
-            yield
-            captures[variant.label] += active.capture_ids
+            with _late_captures(opened, active, enabled=variant.label not in first_calls) as late:
+                first_calls.add(variant.label)
+                yield
+            captures[variant.label] += active.capture_ids + late
 
     arms = [(functools.partial(variant_session, variant), run) for variant in parsed]
     with format.progress(progress, rounds, "A/B") as step:
