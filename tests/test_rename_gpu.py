@@ -11,6 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import triton
+import triton.language as tl
 
 import tritonhook
 from tritonhook import ab
@@ -49,23 +51,31 @@ def keep(title: str, report: ab.ABReport) -> None:
     RESULTS.write_text(json.dumps(saved, indent=2, default=str))
 
 
-def test_renamed_kernel_launches_and_matches_plain_in_one_process(torch, store_path):
-    from tritonhook.samples import add_kernel
+@triton.jit
+def rename_probe_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """This module's own add: the shared `add_kernel` may already sit in the in-memory JIT cache when another GPU
+    test ran first, and then its plain session would compile (and capture) nothing."""
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+             mask=mask)
 
+
+def test_renamed_kernel_launches_and_matches_plain_in_one_process(torch, store_path):
     x, y = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
     outs, names = [], []
     for rename in (None, "cutlass_", None, "cutlass_"):
         out = torch.empty_like(x)
         with tritonhook.session(store_path, rename=rename, subprocesses=False):
-            compiled = add_kernel[(x.numel() // 1024,)](x, y, out, x.numel(), BLOCK=1024)
+            compiled = rename_probe_kernel[(x.numel() // 1024,)](x, y, out, x.numel(), BLOCK=1024)
         torch.cuda.synchronize()
         outs.append(out)
         names.append(compiled.metadata.name)
-    assert names == ["add_kernel", "cutlass_add_kernel"] * 2     # the in-memory cache never crosses variants
+    assert names == ["rename_probe_kernel", "cutlass_rename_probe_kernel"] * 2  # the JIT cache never crosses variants
     assert all(torch.equal(out, x + y) for out in outs)
     captures = tritonhook.Store(store_path, create=False).captures()
-    assert [(c.entry, c.original_entry) for c in captures] == [("add_kernel", "add_kernel"),
-                                                               ("cutlass_add_kernel", "add_kernel")]
+    assert [(c.entry, c.original_entry) for c in captures] == [
+        ("rename_probe_kernel", "rename_probe_kernel"), ("cutlass_rename_probe_kernel", "rename_probe_kernel")]
 
 
 AA_SCRIPT = textwrap.dedent("""
