@@ -17,6 +17,7 @@ from tritonhook.ab.timing import median_wall_seconds
 from tritonhook.cubin import Cubin
 from tritonhook.diff import Input, diff_cubins, disassemble_both
 from tritonhook.ptxas import assemble, triton_ptxas
+from tritonhook.tools import TRITON_PTXAS_FLAGS
 from tritonhook.rename import rename_ptx
 from tritonhook.samples import compile_sample
 
@@ -29,7 +30,7 @@ def inputs() -> tuple[bytes, bytes]:
     ptx = compile_sample("matmul_fp32_ieee", 100, ptx_version=87).asm["ptx"]
     ptx = re.sub(r"^\.target\s+\S+", ".target sm_100a", ptx, count=1, flags=re.MULTILINE)
     ptxas = triton_ptxas("sm_100a")
-    return tuple(assemble(text, ptxas, "sm_100a", ["-lineinfo"]).cubin for text in (ptx, rename_ptx(ptx)))
+    return tuple(assemble(text, ptxas, "sm_100a", TRITON_PTXAS_FLAGS).cubin for text in (ptx, rename_ptx(ptx)))
 
 
 def main() -> None:

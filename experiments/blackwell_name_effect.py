@@ -22,7 +22,9 @@ import json
 import os
 import sys
 
-TRITON_PTXAS_FLAGS = ("-lineinfo", "--regAllocOptLevel=2")
+from tritonhook import tools
+
+TRITON_PTXAS_FLAGS = tools.TRITON_PTXAS_FLAGS + tools.TRITON_39_PTXAS_FLAGS
 
 
 @dataclasses.dataclass

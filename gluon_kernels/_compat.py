@@ -32,6 +32,8 @@ from triton.experimental.gluon.language.nvidia import hopper as _hopper
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+from tritonhook import tools
+
 try:  # 3.5+: present; exported from 3.9
     from triton.experimental.gluon._runtime import GluonASTSource
 except ImportError:  # pragma: no cover - older than any supported release
@@ -62,20 +64,10 @@ MBarrierLayout = mbarrier.MBarrierLayout
 FIRST_IR_STAGE = "glir" if TRITON_VERSION >= (3, 9) else "ttgir"
 
 
-def _triton_ptxas_flags() -> list:
-    """Register-allocation flags Triton itself passes to ptxas (besides -v, -lineinfo, --gpu-name), so that a
-    standalone ``ptxas -v`` report describes the cubin Triton builds. 3.9 adds ``--regAllocOptLevel=2`` (its
-    comment: a workaround for a ptxas 13.x bug); 3.6 adds none. Read from the backend's source, not the version."""
-    import inspect
-    try:
-        from triton.backends.nvidia import compiler as _nv
-        src = inspect.getsource(_nv)
-    except Exception:  # pragma: no cover - source not shipped
-        return []
-    return ["--regAllocOptLevel=2"] if "'--regAllocOptLevel=2'" in src or '"--regAllocOptLevel=2"' in src else []
-
-
-TRITON_PTXAS_FLAGS = _triton_ptxas_flags()
+TRITON_PTXAS_FLAGS = list(tools.TRITON_39_PTXAS_FLAGS) if TRITON_VERSION >= (3, 9) else []
+"""Register-allocation flags Triton itself passes to ptxas (besides -v, -lineinfo, --gpu-name), so that a
+standalone ``ptxas -v`` report describes the cubin Triton builds: 3.9's ``--regAllocOptLevel=2``, declared once in
+``tritonhook.tools``."""
 
 
 def tensordesc_signature(dtype: str, block_shape, layout) -> str:

@@ -313,3 +313,26 @@ def test_record_json_keeps_the_workloads_output_off_stdout(tmp_path):
                            "--", sys.executable, "-c", "print('workload says hello')"],
                           capture_output=True, text=True)
     assert "workload says hello" not in done.stdout and "workload says hello" in done.stderr
+
+
+def test_signatures_link_to_this_runs_capture_else_an_older_one_else_a_late_one(tmp_path):
+    """One store query by Triton hash: a capture this run wrote wins over an older one of the same build, and a
+    kernel the store never saw (compiled before recording) is captured from its cache files."""
+    from tritonhook.samples import compile_sample
+    from tritonhook.session import session
+    from tritonhook.store import Store
+    from tritonhook.sweep.record import _link_captures
+
+    store = Store(tmp_path / "store")
+    with session(store):
+        add = compile_sample("add", 90)
+    with session(store):
+        compile_sample("add", 90)  # a cache hit of the same build, written "during this run"
+    older, this_run = store.captures()
+    matmul = compile_sample("matmul_fp16", 90)  # never captured
+    signatures = [_signature(add, older, [], capture_id=None, arch=None),
+                  _signature(matmul, older, [], id=1, capture_id=None, arch=None)]
+    _link_captures(store, signatures, older.id, {matmul.hash: lambda: _triton.loaded_event(matmul)})
+    late = store.get(signatures[1].capture_id)
+    assert signatures[0].capture_id == this_run.id
+    assert (late.event, late.entry, late.triton_hash) == ("loaded", "matmul_kernel", matmul.hash)

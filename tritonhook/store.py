@@ -453,14 +453,16 @@ class Store:
 
     # ----- reading -------------------------------------------------------------------------------------------
     def captures(self, *, kernel: str | None = None, arch: str | None = None, event: str | None = None,
-                 ids: Iterable[int] | None = None, after: int | None = None,
+                 ids: Iterable[int] | None = None, after: int | None = None, triton_hashes: Iterable[str] | None = None,
                  limit: int | None = None) -> list[Capture]:
         """Captures in id order. `kernel` is a regex searched in the source name and the entry name; `arch`
         `sm_90` also matches its variants `sm_90a`/`sm_90f`; `after` keeps the ids above it (what a command
-        wrote, given `last_id()` from before it ran); `limit` keeps the newest that many."""
+        wrote, given `last_id()` from before it ran); `triton_hashes` keeps the builds of those Triton cache keys;
+        `limit` keeps the newest that many."""
         with self._lock:
             conn = self._connection()
-            where, params = self._where(conn, kernel=kernel, arch=arch, event=event, ids=ids, after=after)
+            where, params = self._where(conn, kernel=kernel, arch=arch, event=event, ids=ids, after=after,
+                                        triton_hashes=triton_hashes)
             newest = f"SELECT id FROM captures {where} ORDER BY id DESC LIMIT ?"
             params.append(-1 if limit is None else limit)
             rows = conn.execute(f"SELECT id, {', '.join(_CAPTURE_COLUMNS)} FROM captures WHERE id IN ({newest}) "
@@ -486,7 +488,7 @@ class Store:
 
     @staticmethod
     def _where(conn: sqlite3.Connection, *, kernel=None, arch=None, event=None, ids=None,
-               after=None) -> tuple[str, list]:
+               after=None, triton_hashes=None) -> tuple[str, list]:
         """The WHERE clause of a capture query. The kernel regex runs in Python over the distinct kernel and entry
         names (read from their indexes); the rows are then selected through those indexes, never scanned."""
         clauses, params = [], []
@@ -509,6 +511,9 @@ class Store:
         if after is not None:
             clauses.append("id > ?")
             params.append(after)
+        if triton_hashes is not None:
+            clauses.append("triton_hash IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(sorted(triton_hashes)))
         return (f"WHERE {' AND '.join(clauses)}" if clauses else ""), params
 
     def last_id(self) -> int:

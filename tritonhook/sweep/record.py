@@ -88,12 +88,7 @@ class Recorder:
             pending.signature.times_ms += [start.elapsed_time(end) for start, end in pending.events]
             pending.events.clear()
         signatures = [pending.signature for pending in self.by_key.values()]
-        _link_captures(self.store, signatures, self.first_capture)
-        late = {s.triton_hash for s in signatures if s.capture_id is None and s.triton_hash in self.loaded}
-        if late:  # compiled before recording: captured now, from Triton's cache files
-            for triton_hash in late:
-                self.store.add(self.loaded[triton_hash]())
-            _link_captures(self.store, signatures, self.first_capture)
+        _link_captures(self.store, signatures, self.first_capture, self.loaded)
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
         arch = next((s.arch for s in signatures if s.arch), None)
         return Recording(signatures, arch=arch, device=device, triton_version=_triton.triton_version(),
@@ -102,19 +97,18 @@ class Recorder:
                          budget={"per_signature": self.budget.per_signature})
 
 
-def _link_captures(store: Store, signatures: list[Signature], after: int) -> None:
-    """Each signature's capture: the first one of its Triton hash (captures of this run first, then older ones,
-    for kernels this process compiled before recording began)."""
-    wanted = {s.triton_hash for s in signatures}
+def _link_captures(store: Store, signatures: list[Signature], after: int, loaded: dict) -> None:
+    """Each signature's capture: of its Triton hash, one this run wrote if any, else the first older one; a
+    kernel compiled before recording that the store never saw is captured now, from Triton's cache files
+    (`loaded[hash]()`, see `Recorder.on_new_kernel`). One query, by hash."""
     found: dict[str, object] = {}
-    for captures in (lambda: store.captures(after=after), store.captures):
-        for capture in captures():
-            if capture.triton_hash in wanted and capture.triton_hash not in found:
-                found[capture.triton_hash] = capture
-        if len(found) == len(wanted):
-            break
+    for capture in store.captures(triton_hashes={s.triton_hash for s in signatures}):
+        if capture.triton_hash not in found or (capture.id > after >= found[capture.triton_hash].id):
+            found[capture.triton_hash] = capture
     for signature in signatures:
         capture = found.get(signature.triton_hash)
+        if capture is None and signature.triton_hash in loaded:
+            capture = found[signature.triton_hash] = store.get(store.add(loaded[signature.triton_hash]()))
         if capture is not None:
             signature.capture_id, signature.arch = capture.id, capture.arch
 

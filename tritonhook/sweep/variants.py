@@ -66,7 +66,7 @@ def build_variants(store: Store, capture: Capture, variants: Sequence[Variant], 
     `same_text_as` (a repeated `plain`, the A/A arm, never is)."""
     ptx = _ptx.as_text(store.read(capture, "ptx"))
     metadata_json = store.read(capture, "json")
-    flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.triton_version))
+    flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
     built: list[BuiltVariant] = []
     for variant, path, label in variant_labels(variants, ptxas):
         entry, source = _renamed(ptx, capture.entry, variant)
