@@ -30,7 +30,9 @@ def captured(tmp_path_factory):
     """A store with real captures of three sample kernels for sm_90a, and their compiled kernels."""
     store_dir = tmp_path_factory.mktemp("sweep-store")
     kernels = {}
-    with tritonhook.session(store_dir) as session:
+    # a module fixture runs before the per-test cache fixture: its own cache, or a user cache's entries leak in
+    with pytest.MonkeyPatch.context() as patch, tritonhook.session(store_dir) as session:
+        patch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("sweep-cache")))
         for name in ("add", "matmul_fp32_ieee", "matmul_fp8"):
             kernels[name] = compile_sample(name, 90)
     store = Store(store_dir)

@@ -530,8 +530,11 @@ class LaunchTracer:
     wrapped it over ours meanwhile, ours turns into a pass-through. Inductor's static CUDA launcher calls none of
     this: a recording switches it off (config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER).
 
-    on_launch(spec, grid, args) runs before the kernel is queued; what it returns is handed to
-    on_launched(token) from the launch-exit hook, right after the kernel is queued (CUDA events go around it).
+    on_launch(spec, grid, args) runs before the kernel is queued; what it returns (None for most launches) is
+    handed to on_launched(token) from the launch-exit hook, right after the kernel is queued (CUDA events go
+    around it). The exit hook joins Triton's chain only while a token waits: a launch-bound loop pays for it on
+    the sampled launches alone (the chain object itself stays in its slot: Inductor binds it into the launchers
+    it generates).
     on_new_kernel(spec, loaded) runs at the first launch of each kernel this tracer sees; `loaded()` builds the
     kernel's capture record from the files Triton loaded it from, for kernels compiled before capture began.
     """
@@ -545,9 +548,9 @@ class LaunchTracer:
         self._warn = _WarnOnce()
         self._specs: dict[str, LaunchSpec] = {}
         self._pending = threading.local()
+        self._waiting = 0                 # tokens queued on any thread and not yet handed to on_launched
         self._original = None
         self._wrapper = None
-        self._hooks = {"launch_enter_hook": self._entered, "launch_exit_hook": self._exited}
         self._added: RuntimeHooksAdded | None = None
 
     def install(self) -> None:
@@ -567,9 +570,11 @@ class LaunchTracer:
 
         self._original, self._wrapper = original, launch_metadata
         CompiledKernel.launch_metadata = launch_metadata
-        # the launchers call the exit hook, and build launch metadata only while an enter hook is set (Inductor
-        # decides when it generates a launcher): ours are in both chains
-        self._added = add_runtime_hooks(self._hooks)
+        # the launchers build launch metadata only while an enter hook is set (Inductor decides when it generates a
+        # launcher), and call the exit chain they were given: ours are in both chains, the exit hook taken out
+        # again until a launch hands it a token
+        self._added = add_runtime_hooks({"launch_enter_hook": self._entered, "launch_exit_hook": self._exited})
+        self._added.chains["launch_exit_hook"].remove(self._exited)
         self.active = True
 
     def uninstall(self) -> None:
@@ -580,7 +585,7 @@ class LaunchTracer:
         self.active = False
         if CompiledKernel.__dict__.get("launch_metadata") is self._wrapper:
             CompiledKernel.launch_metadata = self._original
-        remove_runtime_hooks(self._added, self._hooks)
+        remove_runtime_hooks(self._added, {"launch_enter_hook": self._entered, "launch_exit_hook": self._exited})
 
     def _seen(self, kernel, grid, args) -> None:
         try:
@@ -589,22 +594,33 @@ class LaunchTracer:
                 spec = self._specs[kernel.hash] = launch_spec(kernel)
                 if self.on_new_kernel is not None:
                     self.on_new_kernel(spec, functools.partial(loaded_event, kernel))
-            grid = tuple(grid) + (1,) * (3 - len(grid))
-            self._pending.token = self.on_launch(spec, grid, args)
+            if len(grid) != 3:
+                grid = tuple(grid) + (1,) * (3 - len(grid))
+            token = self.on_launch(spec, grid, args)
         except Exception as exc:  # noqa: BLE001 - recording must never break a launch
-            self._pending.token = None
             self._warn("launch recording", exc)
+            return
+        if token is not None and self.on_launched is not None:
+            self._pending.token = token
+            self._waiting += 1
+            self._added.chains["launch_exit_hook"].add(self._exited)
 
     def _entered(self, launch_metadata) -> None:
         """In the enter chain only so that launchers build launch metadata (see install)."""
 
     def _exited(self, launch_metadata) -> None:
-        token, self._pending.token = getattr(self._pending, "token", None), None
-        if token is not None and self.on_launched is not None:
-            try:
-                self.on_launched(token)
-            except Exception as exc:  # noqa: BLE001
-                self._warn("launch timing", exc)
+        token = getattr(self._pending, "token", None)
+        if token is None:  # another thread's launch while this hook waits for that thread's token
+            return
+        self._pending.token = None
+        self._waiting -= 1
+        if self._waiting <= 0:
+            self._waiting = 0
+            self._added.chains["launch_exit_hook"].remove(self._exited)
+        try:
+            self.on_launched(token)
+        except Exception as exc:  # noqa: BLE001
+            self._warn("launch timing", exc)
 
 
 def tensor_descriptor_fields(arg) -> dict | None:

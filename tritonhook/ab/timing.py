@@ -1,8 +1,9 @@
-"""GPU timing: the one timer of the project (`bench`, `bench_interleaved`) and the L2 rotation of inputs.
+"""GPU timing: the one timer of the project (`bench`, `bench_interleaved`), the L2 rotation of inputs and the
+stream hold.
 
 CUDA events around every call, warm-up by time, inputs rotated through copies when they fit in L2 (so every
-call reads from DRAM as in a real model), and the median of the calls. torch is imported only when something is
-timed.
+call reads from DRAM as in a real model), the stream held while the host queues each round (`hold_stream`), and
+the median of the calls. torch is imported only when something is timed.
 """
 
 from __future__ import annotations
@@ -69,6 +70,40 @@ def bench(fn: Callable, *, inputs: Sequence = (), warmup_ms: float = 25.0, rep_m
 
 Arm = tuple  # (context-manager factory entered around each call, callable)
 
+HOLD_MARGIN, HOLD_EXTRA_US, HOLD_MAX_US = 2.0, 20.0, 20_000.0
+"""A round's stream hold lasts HOLD_MARGIN x the host time the previous round took to queue, plus HOLD_EXTRA_US,
+at most HOLD_MAX_US."""
+_CYCLES_PER_US: dict[int, float] = {}
+
+
+def hold_stream(torch, microseconds: float) -> bool:
+    """Keep the current stream busy for about `microseconds` (a clock64 spin kernel, `torch.cuda._sleep`), so that
+    what the host queues next runs back to back. False when this torch has no spin kernel.
+
+    Why: CUDA events time the stream, not the kernel. When the host queues a kernel more slowly than the GPU runs
+    it (a small kernel, a launch-bound program), the start event fires on an idle GPU and the interval counts the
+    host's launch latency: a 4 us kernel read 12 us. Held, the stream reaches the start event only after the
+    kernel and the end event are queued. The spin length is in GPU cycles, calibrated once per device."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        return False
+    device = torch.cuda.current_device()
+    rate = _CYCLES_PER_US.get(device) or _calibrate_cycles(torch, sleep, device)
+    sleep(max(1, int(min(microseconds, HOLD_MAX_US) * rate)))
+    return True
+
+
+def _calibrate_cycles(torch, sleep, device: int, cycles: int = 2_000_000) -> float:
+    """GPU clock cycles per microsecond of `sleep`, from CUDA events around a ~1 ms spin."""
+    sleep(cycles // 10)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    sleep(cycles)
+    end.record()
+    end.synchronize()
+    rate = _CYCLES_PER_US[device] = cycles / (start.elapsed_time(end) * 1e3)
+    return rate
+
 
 def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: float = 25.0,
                       rep_ms: float = 100.0, min_reps: int = 10) -> list[BenchResult]:
@@ -82,16 +117,21 @@ def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: 
         with enter():
             outputs.append(_snapshot(fn(*sets[0])))
     torch.cuda.synchronize()
-    estimate_ms = max(_estimate_ms(torch, arms, sets), 1e-4)
+    estimate_ms = _estimate_ms(torch, arms, sets)
     _timed_calls(torch, arms, sets, max(1, int(warmup_ms / estimate_ms)))
     samples = _timed_calls(torch, arms, sets, max(min_reps, int(rep_ms / estimate_ms)))
     return [BenchResult(median(arm_samples), arm_samples, len(sets), output)
             for arm_samples, output in zip(samples, outputs)]
 
 
-def _estimate_ms(torch, arms, sets) -> float:
-    """Mean time of one call of the slowest arm, from a short burst (sizes the warm-up and the repetitions)."""
-    return max(sum(arm_samples) / len(arm_samples) for arm_samples in _timed_calls(torch, arms, sets, 5))
+def _estimate_ms(torch, arms, sets, calls: int = 5) -> float:
+    """What one call of the slowest arm costs, from a short burst: its GPU time, or the wall time per call where
+    the host is slower (a held stream times a small kernel alone, but the host still spends its launch latency
+    on each call): sizes the warm-up and the repetitions by the time they take."""
+    began = time.perf_counter()
+    gpu_ms = max(sum(arm_samples) / len(arm_samples) for arm_samples in _timed_calls(torch, arms, sets, calls))
+    wall_ms = (time.perf_counter() - began) * 1e3 / (calls * len(arms))
+    return max(gpu_ms, wall_ms, 1e-4)
 
 
 def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
@@ -99,10 +139,14 @@ def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
 
     Every call takes the next input set in turn (so no call finds the previous call's inputs in L2), and the arms'
     order flips every round (A B, B A, ...): when two arms read the same set back to back, the second ran warm
-    and an A/A comparison of a memory-bound kernel called the second arm 'faster' (seen on the H200)."""
+    and an A/A comparison of a memory-bound kernel called the second arm 'faster' (seen on the H200). Each round
+    is queued behind a stream hold sized from the previous round's host time (see `hold_stream`)."""
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]
               for _ in range(count)]
+    host_us = HOLD_EXTRA_US
     for i, pairs in enumerate(events):
+        hold_stream(torch, HOLD_MARGIN * host_us + HOLD_EXTRA_US)
+        queued_from = time.perf_counter()
         order = range(len(arms)) if i % 2 == 0 else reversed(range(len(arms)))
         for position, arm in enumerate(order):
             (enter, fn), (begin, finish) = arms[arm], pairs[arm]
@@ -110,6 +154,7 @@ def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
                 begin.record()
                 fn(*sets[(i * len(arms) + position) % len(sets)])
                 finish.record()
+        host_us = (time.perf_counter() - queued_from) * 1e6
     torch.cuda.synchronize()
     return [[pairs[a][0].elapsed_time(pairs[a][1]) for pairs in events] for a in range(len(arms))]
 

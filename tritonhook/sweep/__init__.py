@@ -29,7 +29,9 @@ Arguments sharing an address are recorded as aliases and replayed sharing one bu
 Time share. CUDA events around the launches of each signature, in the recorded run: launches 2 to 9 and then one
 in 32 (the first launch waited for its snapshot), read once at exit; a signature's GPU time is its mean sampled
 time x its launch count, and its share is over all recorded Triton kernels (cuBLAS and other non-Triton kernels
-are not in the denominator).
+are not in the denominator). Each sampled launch is queued behind a stream hold (`ab.timing.hold_stream`, as in
+the replay's timer) so that its events time the kernel, not the host's launch latency; a sample whose kernel was
+queued after the hold ran out is used only where a signature has no other.
 
 Variants (`variants.py`, CPU-testable). plain = the captured cubin; a prefix (`cutlass_`) or `strip` = the
 captured PTX renamed (`rename.rename_ptx` / `strip_ptx`) and assembled with the ptxas that built the capture and

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import _triton, config
+from ..ab.timing import HOLD_EXTRA_US, HOLD_MARGIN, hold_stream
 from ..session import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
@@ -31,10 +32,12 @@ STDERR_TAIL_LINES = 20
 
 @dataclasses.dataclass
 class _Pending:
-    """A signature while recording: its description, launch count and the CUDA event pairs not yet read."""
+    """A signature while recording: its description, launch count and the CUDA event pairs not yet read (`held`:
+    the kernel was queued before the stream hold ran out, so the events time the kernel alone)."""
 
     signature: Signature
-    events: list = dataclasses.field(default_factory=list)
+    held: list = dataclasses.field(default_factory=list)
+    late: list = dataclasses.field(default_factory=list)
 
 
 class Recorder:
@@ -48,6 +51,7 @@ class Recorder:
         self.timed_first, self.time_every = timed_first, time_every
         self.by_key: dict[tuple, _Pending] = {}
         self.loaded: dict[str, object] = {}
+        self.host_us = HOLD_EXTRA_US     # the host's time from a stream hold to the kernel queued, smoothed
         self.started = time.time()
         self.first_capture = store.last_id()
 
@@ -65,28 +69,39 @@ class Recorder:
         launches = pending.signature.launches = pending.signature.launches + 1
         # the first launch is not timed: its snapshot left the GPU idle, so its events would time the launch gap
         if 1 < launches <= self.timed_first + 1 or launches % self.time_every == 0:
-            start = self.torch.cuda.Event(enable_timing=True)
-            start.record()
-            return pending, start
+            return self._start_timing(pending)
         return None
+
+    def _start_timing(self, pending: _Pending) -> tuple:
+        """Hold the stream (`ab.timing.hold_stream`), then the start event: the kernel's time inside the workload
+        without the host's launch latency, which a launch-bound workload would otherwise add to every sample."""
+        queued_from = time.perf_counter()
+        hold_us = HOLD_MARGIN * self.host_us + HOLD_EXTRA_US
+        hold_stream(self.torch, hold_us)
+        start = self.torch.cuda.Event(enable_timing=True)
+        start.record()
+        return pending, start, queued_from, hold_us
 
     def on_new_kernel(self, spec: _triton.LaunchSpec, loaded) -> None:
         """Keep the way to capture a kernel late: one compiled before recording began has no capture yet."""
         self.loaded[spec.triton_hash] = loaded
 
     def on_launched(self, token) -> None:
-        pending, start = token
+        pending, start, queued_from, hold_us = token
         end = self.torch.cuda.Event(enable_timing=True)
         end.record()
-        pending.events.append((start, end))
+        host_us = (time.perf_counter() - queued_from) * 1e6
+        (pending.held if host_us < hold_us else pending.late).append((start, end))
+        self.host_us = 0.8 * self.host_us + 0.2 * host_us
 
     def finish(self) -> Recording:
         """Read every event (after a synchronize), link each signature to its capture, and return the recording."""
         if self.by_key:
             self.torch.cuda.synchronize()
-        for pending in self.by_key.values():
-            pending.signature.times_ms += [start.elapsed_time(end) for start, end in pending.events]
-            pending.events.clear()
+        for pending in self.by_key.values():  # samples queued after their hold ran out only where none was in time
+            events = pending.held or pending.late
+            pending.signature.times_ms += [start.elapsed_time(end) for start, end in events]
+            pending.held, pending.late = [], []
         signatures = [pending.signature for pending in self.by_key.values()]
         _link_captures(self.store, signatures, self.first_capture, self.loaded)
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None

@@ -62,19 +62,37 @@ def dtype_name(dtype) -> str:
 
 def argument_key(args: tuple) -> tuple:
     """What makes two launches of one kernel the same signature (see the module docstring). Called on every
-    launch: attribute reads only."""
-    torch = _torch()
+    launch, so flat and lean: a tensor adds its dtype, shape and strides; a scalar itself."""
+    tensor_type = _tensor_type()
     key = []
     for value in args:
-        if torch is not None and isinstance(value, torch.Tensor):
-            key.append((value.dtype, tuple(value.shape), value.stride()))
-        elif isinstance(value, (int, float, bool, str)) or value is None:
+        if isinstance(value, tensor_type):
+            key += (value.dtype, value.shape, value.stride())
+        elif value is None or isinstance(value, (int, float, str)):
             key.append(value)
         elif hasattr(value, "block_shape") and hasattr(value, "base"):  # a host-side TensorDescriptor
             key.append((value.base.dtype, tuple(value.shape), tuple(value.strides), tuple(value.block_shape)))
         else:
             key.append(type(value).__name__)
     return tuple(key)
+
+
+_TENSOR_TYPE: list = []
+
+
+def _tensor_type() -> type:
+    """torch.Tensor once torch is loaded (a type nothing is an instance of before that)."""
+    if _TENSOR_TYPE:
+        return _TENSOR_TYPE[0]
+    torch = _torch()
+    if torch is None:
+        return _NoTensor
+    _TENSOR_TYPE.append(torch.Tensor)
+    return torch.Tensor
+
+
+class _NoTensor:
+    """Stands for torch.Tensor while torch is not imported."""
 
 
 def describe_tensor(tensor, *, store, budget: SnapshotBudget | None, used: list[int], aliases: dict) -> dict:
