@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # GPU proofs of `tritonhook sweep` (issue 15), for the H200 (torch 2.11 + Triton 3.6). Run from the repository root:
-#     OUT=/some/dir bash experiments/sweep_h200.sh
+#     OUT=/some/dir [ONLY="own liger ..."] bash experiments/sweep_h200.sh
 # Each step runs under `timeout` and keeps what it produced; the last step prints the summary table
 # (experiments/sweep_summary.py) and writes $OUT/summary.json.
 #   (a) own kernels: fp32 ieee FFMA matmul (expected slower renamed), fp8 wgmma matmul (expected SASS identical)
 #   (b) an Inductor-compiled transformer (torch.compile, forward + backward): plain vs cutlass_
 #   (c) A/A (plain vs plain) over the same recording: "no difference" for >= 95% of signatures
-#   (d) time split (record, build, replay) and fidelity (replayed / in-workload time) per kernel: in (a)-(c)
+#   (d) time split (record, build, replay) and fidelity (replayed / in-workload time) per kernel: in (a)-(e)
+#   (e) the ops of a published Triton kernel library (Liger-Kernel; its wheel carried in .whl/), plain vs cutlass_
+#   (f) a runtime ptxas matrix: (a)'s recording replayed with the system ptxas beside Triton's (--ptxas)
+#   (g) recording overhead on a launch-bound loop (benchmarks/memwatch_overhead.py, record arm)
 set -u
 OUT=${OUT:-$PWD/sweep-out}
 mkdir -p "$OUT"
@@ -15,6 +18,7 @@ export TRITON_CACHE_DIR="$OUT/triton-cache" TORCHINDUCTOR_CACHE_DIR="$OUT/induct
 PY=${PYTHON:-python}
 step() {  # step NAME SECONDS CMD...: stdout to $OUT/NAME.json (or .txt), stderr to $OUT/NAME.log, status recorded
   local name=$1 limit=$2; shift 2
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
   echo "== $name (limit ${limit}s): $*" | tee -a "$OUT/steps.log"
   local began=$(date +%s)
   timeout "$limit" "$@" > "$OUT/$name.out" 2> "$OUT/$name.log"
@@ -27,4 +31,7 @@ step gpu_tests 300 $PY -m pytest tests/test_sweep_gpu.py -q -x -p no:cacheprovid
 step own 420 $PY -m tritonhook sweep --store "$OUT/store-own" --rounds 9 --json -- $PY experiments/sweep_workloads/own_kernels.py
 step transformer 600 $PY -m tritonhook sweep --store "$OUT/store-tf" --json -- $PY experiments/sweep_workloads/inductor_transformer.py 10
 step transformer_aa 480 $PY -m tritonhook replay --store "$OUT/store-tf" --variants plain,plain --json
+step liger 600 $PY -m tritonhook sweep --store "$OUT/store-liger" --json -- $PY experiments/sweep_workloads/liger_ops.py 10
+step own_ptxas 300 $PY -m tritonhook replay --store "$OUT/store-own" --ptxas "$(command -v ptxas)" --json
+step overhead 300 $PY benchmarks/memwatch_overhead.py --launches 3000 --rounds 11 --out "$OUT/overhead.json"
 $PY experiments/sweep_summary.py "$OUT" | tee "$OUT/summary.txt"

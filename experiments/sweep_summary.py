@@ -32,7 +32,7 @@ def fidelity(result: SweepResult) -> dict:
 
 def main(out: Path) -> None:
     summary = {}
-    for name in ("own", "transformer", "transformer_aa"):
+    for name in ("own", "transformer", "transformer_aa", "liger", "own_ptxas"):
         result = load(out / f"{name}.out")
         if result is None:
             continue

@@ -34,8 +34,8 @@ def step(params, x, target, cos, sin):
     h = LigerLayerNormFunction.apply(h, ln_w, ln_b, 1e-5)
     h = h + LigerGELUMulFunction.apply(h @ w_gate, h @ w_up) @ w_down
     logits = (h @ w_out).view(-1, VOCAB)
-    loss = LigerCrossEntropyFunction.apply(logits, target.view(-1))
-    return loss[0] if isinstance(loss, tuple) else loss
+    loss, *_ = LigerCrossEntropyFunction.apply(logits, target.view(-1), None)  # (loss, z_loss, accuracy, tokens)
+    return loss
 
 
 def main():
