@@ -139,8 +139,8 @@ def test_aliased_arguments_share_one_buffer_and_nothing_over_budget_is_snapshott
 
 
 def test_recordings_of_another_version_or_shape_are_refused_clearly():
-    with pytest.raises(TritonhookError, match="version 2, this tritonhook reads version 1; upgrade"):
-        rec.Recording.from_json({"format": rec.FORMAT, "version": 2}, source="r.json")
+    with pytest.raises(TritonhookError, match="version 3, this tritonhook reads versions 1, 2; upgrade"):
+        rec.Recording.from_json({"format": rec.FORMAT, "version": 3}, source="r.json")
     with pytest.raises(TritonhookError, match="r.json: not a tritonhook recording"):
         rec.Recording.from_json({"signatures": []}, source="r.json")
     with pytest.raises(TritonhookError, match="r.json: malformed recording"):
