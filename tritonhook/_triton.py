@@ -756,12 +756,11 @@ class AutotuneTracer:
             frame = {"group": None, "candidate": None, "known": set(getattr(autotuner, "cache", {}))}
             stack.append(frame)
             try:
-                result = original(autotuner, *args, **kwargs)
-            finally:
+                return original(autotuner, *args, **kwargs)
+            finally:  # a decision made stays made when the launch that follows it raises
                 stack.pop()
-            if frame["group"] is not None:
-                tracer._decided(autotuner, frame)
-            return result
+                if frame["group"] is not None:
+                    tracer._decided(autotuner, frame)
 
         return run
 
@@ -787,12 +786,12 @@ class AutotuneTracer:
     def _decided(self, autotuner, frame) -> None:
         try:
             keys = [key for key in autotuner.cache if key not in frame["known"]]
-            chosen = getattr(autotuner, "best_config", None) or (autotuner.cache[keys[0]] if keys else None)
+            if not keys:  # the benchmark itself failed: nothing was decided
+                return
             timings = getattr(autotuner, "configs_timings", None) or {}
             self.on_decided(AutotuneDecision(
-                frame["group"], getattr(autotuner.base_fn, "__name__", "?"),
-                [str(part) for part in keys[0]] if keys else [],
-                autotune_config(chosen) if chosen is not None else {},
+                frame["group"], getattr(autotuner.base_fn, "__name__", "?"), [str(part) for part in keys[0]],
+                autotune_config(autotuner.cache[keys[0]]),
                 [[autotune_config(config), _finite_ms(timing)] for config, timing in timings.items()],
                 getattr(autotuner, "bench_time", None)))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
