@@ -34,7 +34,7 @@ CONFIGS = [triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 5
 BENCH_MS = [0.030, 0.020, 0.025]  # what the autotuner measured per config: BLOCK 512 wins
 
 
-# ----- the tracer on Triton's real Autotuner ---------------------------------------------------------------------------
+# ----- the tracer on Triton's real Autotuner -----------------------------------------------------------------------
 def test_the_autotune_tracer_tags_each_benchmarked_config_and_records_one_decision_per_tuning_key():
     from triton.runtime.autotuner import Autotuner
 
@@ -112,7 +112,7 @@ def candidates(tmp_path_factory):
             autotune={"group": 0, "config": _triton.autotune_config(config)}))
     decision = _triton.AutotuneDecision(0, "add_kernel", ["4096", "torch.float32"],
                                         _triton.autotune_config(CONFIGS[1]),
-                                        [[_triton.autotune_config(c), [ms, ms, ms]] for c, ms in zip(CONFIGS, BENCH_MS)],
+                                        [[_triton.autotune_config(c), [ms] * 3] for c, ms in zip(CONFIGS, BENCH_MS)],
                                         0.5)
     other = dataclasses.replace(signatures[0], id=3, autotune=None, launches=10, times_ms=[0.01],
                                 tuning_launches=0, grid=[64, 1, 1])

@@ -88,8 +88,9 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
     by_id = {c.signature: c for c in candidates}
     timed = {c.signature: _resolved(c, samples.get(c.signature, {})) for c in candidates if c.status == "ok"}
     timed = {sid: own for sid, own in timed.items() if all(own.get(label) for label in labels)}
-    row.autotune = {"group": group.group, "configs": len(group.candidates), "replayed": [c.signature for c in candidates],
-                    "workload": config_text(group.chosen), "winners": {}, "winner_signatures": {}, "changed": False}
+    row.autotune = {"group": group.group, "configs": len(group.candidates),
+                    "replayed": [c.signature for c in candidates], "workload": config_text(group.chosen),
+                    "winners": {}, "winner_signatures": {}, "changed": False}
     if not timed:
         failed = next((c.status for c in candidates if c.status != "ok"), "no candidate was timed")
         row.status = f"no candidate replayed: {failed}"

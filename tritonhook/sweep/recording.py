@@ -237,9 +237,10 @@ class Recording:
             raise TritonhookError(f"{source}: not a tritonhook recording (no \"format\": \"{FORMAT}\")")
         version = data.get("version")
         if version not in READS:
-            newer = isinstance(version, int) and version > VERSION
+            advice = "upgrade tritonhook" if isinstance(version, int) and version > VERSION else \
+                "record the workload again"
             raise TritonhookError(f"{source}: recording format version {version}, this tritonhook reads versions "
-                                  f"{', '.join(map(str, READS))}; {'upgrade tritonhook' if newer else 'record the workload again'}")
+                                  f"{', '.join(map(str, READS))}; {advice}")
         fields = {f.name for f in dataclasses.fields(cls)}
         try:
             values = {k: v for k, v in data.items() if k in fields}
