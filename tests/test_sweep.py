@@ -253,6 +253,7 @@ def test_record_reports_a_failing_workload_with_its_status_and_last_stderr_lines
     (["replay"], "no recording in this store; run tritonhook record -- CMD first"),
     (["replay", "--recording", "42"], "no recording with id 42"),
     (["replay", "--rounds", "2"], "--rounds 2: at least 5"),
+    (["replay", "--autotune-top", "0"], "--autotune-top 0: at least 1"),
     (["sweep", "--variants", "plain"], "give at least two"),
     (["sweep", "--select", "("], "not a valid regular expression"),
     (["sweep"], "give the command to run after '--'"),
