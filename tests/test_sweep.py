@@ -141,8 +141,8 @@ def test_aliased_arguments_share_one_buffer_and_nothing_over_budget_is_snapshott
 
 
 def test_recordings_of_another_version_or_shape_are_refused_clearly():
-    with pytest.raises(TritonhookError, match="version 2, this tritonhook reads version 1; upgrade"):
-        rec.Recording.from_json({"format": rec.FORMAT, "version": 2}, source="r.json")
+    with pytest.raises(TritonhookError, match="version 3, this tritonhook reads versions 1, 2; upgrade"):
+        rec.Recording.from_json({"format": rec.FORMAT, "version": 3}, source="r.json")
     with pytest.raises(TritonhookError, match="r.json: not a tritonhook recording"):
         rec.Recording.from_json({"signatures": []}, source="r.json")
     with pytest.raises(TritonhookError, match="r.json: malformed recording"):
@@ -255,6 +255,7 @@ def test_record_reports_a_failing_workload_with_its_status_and_last_stderr_lines
     (["replay"], "no recording in this store; run tritonhook record -- CMD first"),
     (["replay", "--recording", "42"], "no recording with id 42"),
     (["replay", "--rounds", "2"], "--rounds 2: at least 5"),
+    (["replay", "--autotune-top", "0"], "--autotune-top 0: at least 1"),
     (["sweep", "--variants", "plain"], "give at least two"),
     (["sweep", "--select", "("], "not a valid regular expression"),
     (["sweep"], "give the command to run after '--'"),

@@ -63,3 +63,58 @@ def test_plain_against_plain_finds_no_difference(recorded):
 
     result = sweep.replay(recorded.recording, Store(recorded.store.path), parse_variants("plain,plain"), rounds=7)
     assert [r.variants[1].verdict for r in result.rows] == ["no difference"] * len(result.rows)
+
+
+# ----- an autotuned kernel: every candidate replayed per variant, each variant's own winner ---------------------------
+AUTOTUNE_CONFIGS = [(64, 64, 4), (128, 64, 4), (64, 128, 8)]  # BLOCK_M, BLOCK_N, num_warps (BLOCK_K 32, 3 stages)
+WORKLOAD_LAUNCHES = 6
+
+
+@pytest.fixture(scope="module")
+def autotuned(tmp_path_factory):
+    """The fp32 `ieee` FFMA matmul (whose SASS the cutlass name changes) under `triton.autotune` with three configs,
+    called WORKLOAD_LAUNCHES times on one shape: one decision, benchmarked at the first call."""
+    torch = pytest.importorskip("torch")
+    import triton
+
+    from tritonhook.samples import matmul_kernel
+
+    configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": 32}, num_warps=w, num_stages=3)
+               for m, n, w in AUTOTUNE_CONFIGS]
+    tuned = triton.autotune(configs, key=["M", "N", "K"])(matmul_kernel)
+    size = 512
+    a, b = torch.randn(size, size, device="cuda"), torch.randn(size, size, device="cuda")
+    c = torch.empty(size, size, device="cuda")
+    grid = lambda meta: (triton.cdiv(size, meta["BLOCK_M"]), triton.cdiv(size, meta["BLOCK_N"]))  # noqa: E731
+    store = tmp_path_factory.mktemp("sweep-gpu-autotune")
+    with sweep.record(store) as recorder:
+        for _ in range(WORKLOAD_LAUNCHES):
+            tuned[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")
+    return recorder
+
+
+def test_autotune_candidates_are_recorded_apart_from_the_workload(autotuned):
+    recording = autotuned.recording
+    (decision,) = recording.autotune
+    assert decision["kernel"] == "matmul_kernel" and len(decision["timings"]) == len(AUTOTUNE_CONFIGS)
+    assert all(times[0] for _, times in decision["timings"])
+    candidates = [s for s in recording.signatures if s.autotune is not None]
+    assert len(candidates) == len(AUTOTUNE_CONFIGS) and {s.autotune["group"] for s in candidates} == {0}
+    assert all(s.tuning_launches > 0 and s.capture_id is not None for s in candidates)
+    (winner,) = [s for s in candidates if s.launches]
+    assert winner.launches == WORKLOAD_LAUNCHES and winner.autotune["config"] == decision["chosen"]
+    assert recording.share(winner) == 1.0  # the benchmark's launches are not part of the workload's time
+
+
+def test_an_autotuned_kernel_replays_as_one_row_with_a_winner_per_variant(autotuned):
+    from tritonhook.store import Store
+
+    result = sweep.replay(autotuned.recording, Store(autotuned.store.path), parse_variants("plain,cutlass_"), rounds=5)
+    (row,) = result.rows
+    assert row.status == "ok", row.status
+    assert len(result.candidates) == len(AUTOTUNE_CONFIGS) and all(c.status == "ok" for c in result.candidates)
+    assert set(row.autotune["winners"]) == {"plain", "cutlass_"} and row.autotune["configs"] == len(AUTOTUNE_CONFIGS)
+    assert row.variants[1].ratio is not None and row.outputs in ("bitwise", "allclose")
+    print(f"\n{row.label}: winners {row.autotune['winners']} changed={row.autotune['changed']} "
+          f"ratio {row.variants[1].ratio:.3f} [{row.variants[1].low:.3f}, {row.variants[1].high:.3f}] "
+          f"{row.variants[1].verdict}; in the workload {row.autotune['workload']}")

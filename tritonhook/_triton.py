@@ -677,3 +677,138 @@ def load_kernel(directory: str | Path, spec: LaunchSpec, metadata_json: bytes, c
 def launch(kernel, grid: tuple[int, int, int], args: list) -> None:
     """Launch a `load_kernel` kernel on the current stream."""
     kernel[tuple(grid)](*args)
+
+
+# ----- autotuning (tritonhook.sweep) ------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class AutotuneCandidate:
+    """A config `triton.autotune` is benchmarking now, in this thread: its decision (`group`: one Autotuner and one
+    tuning key, numbered per tracer) and the config as plain data (`Config.all_kwargs()`: its constexprs and
+    num_warps, num_stages, num_ctas, maxnreg where set)."""
+
+    group: int
+    config: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class AutotuneDecision:
+    """What one autotune decision chose, and the autotuner's own benchmark of every config it tried
+    (`timings`: [config, [median, p20, p80] ms]; None for a config that failed to compile or run)."""
+
+    group: int
+    kernel: str
+    key: list[str]
+    chosen: dict
+    timings: list
+    bench_s: float | None
+
+
+def autotune_config(config) -> dict:
+    """A `triton.Config` as plain data (the kwargs `Autotuner.run` passes for it)."""
+    return _plain_json(config.all_kwargs())
+
+
+def _finite_ms(timing) -> list[float | None]:
+    """The autotuner's timing of one config (a float or [median, p20, p80]) as JSON numbers, None for inf."""
+    values = list(timing) if isinstance(timing, (list, tuple)) else [timing]
+    return [float(v) if v is not None and v != float("inf") else None for v in values]
+
+
+class AutotuneTracer:
+    """Which launches are `triton.autotune` benchmarking a candidate config, and which config won.
+
+    Wraps `Autotuner.run` (a call that benchmarks is one decision: the tuning key was not cached) and
+    `Autotuner._bench` (one candidate config; every launch inside it is that candidate's) on the class, in Triton
+    3.6 through 3.9 alike; `uninstall()` puts the very same functions back, or turns ours into pass-throughs when
+    another tool wrapped over them. `current()` is the candidate being benchmarked in this thread (None outside a
+    benchmark: the launch of the chosen config that follows is the workload's own). `on_decided(decision)` runs
+    when a benchmarking `run` returns. Decisions read from Triton's autotune disk cache benchmark nothing and are
+    not seen.
+    """
+
+    def __init__(self, on_decided: Callable[[AutotuneDecision], None]):
+        self.on_decided = on_decided
+        self.active = False
+        self._warn = _WarnOnce()
+        self._groups = 0
+        self._frames = threading.local()
+        self._originals: dict[str, Callable] = {}
+        self._wrappers: dict[str, Callable] = {}
+
+    def current(self) -> AutotuneCandidate | None:
+        frames = getattr(self._frames, "stack", None)
+        return frames[-1]["candidate"] if frames else None
+
+    def install(self) -> None:
+        from triton.runtime.autotuner import Autotuner
+
+        if self.active:
+            return
+        self._originals = {"run": Autotuner.__dict__["run"], "_bench": Autotuner.__dict__["_bench"]}
+        self._wrappers = {"run": self._wrap_run(self._originals["run"]),
+                          "_bench": self._wrap_bench(self._originals["_bench"])}
+        for name, wrapper in self._wrappers.items():
+            setattr(Autotuner, name, wrapper)
+        self.active = True
+
+    def uninstall(self) -> None:
+        from triton.runtime.autotuner import Autotuner
+
+        if not self.active:
+            return
+        self.active = False
+        for name, wrapper in self._wrappers.items():
+            if Autotuner.__dict__.get(name) is wrapper:
+                setattr(Autotuner, name, self._originals[name])
+
+    def _wrap_run(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def run(autotuner, *args, **kwargs):
+            if not tracer.active:
+                return original(autotuner, *args, **kwargs)
+            stack = tracer._frames.__dict__.setdefault("stack", [])
+            frame = {"group": None, "candidate": None, "known": set(getattr(autotuner, "cache", {}))}
+            stack.append(frame)
+            try:
+                return original(autotuner, *args, **kwargs)
+            finally:  # a decision made stays made when the launch that follows it raises
+                stack.pop()
+                if frame["group"] is not None:
+                    tracer._decided(autotuner, frame)
+
+        return run
+
+    def _wrap_bench(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def _bench(autotuner, *args, config, **meta):
+            stack = getattr(tracer._frames, "stack", None)
+            if not tracer.active or not stack:
+                return original(autotuner, *args, config=config, **meta)
+            frame = stack[-1]
+            if frame["group"] is None:
+                frame["group"], tracer._groups = tracer._groups, tracer._groups + 1
+            frame["candidate"] = AutotuneCandidate(frame["group"], autotune_config(config))
+            try:
+                return original(autotuner, *args, config=config, **meta)
+            finally:
+                frame["candidate"] = None
+
+        return _bench
+
+    def _decided(self, autotuner, frame) -> None:
+        try:
+            keys = [key for key in autotuner.cache if key not in frame["known"]]
+            if not keys:  # the benchmark itself failed: nothing was decided
+                return
+            timings = getattr(autotuner, "configs_timings", None) or {}
+            self.on_decided(AutotuneDecision(
+                frame["group"], getattr(autotuner.base_fn, "__name__", "?"), [str(part) for part in keys[0]],
+                autotune_config(autotuner.cache[keys[0]]),
+                [[autotune_config(config), _finite_ms(timing)] for config, timing in timings.items()],
+                getattr(autotuner, "bench_time", None)))
+        except Exception as exc:  # noqa: BLE001 - recording must never break the workload
+            self._warn("autotune recording", exc)

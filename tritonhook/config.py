@@ -146,6 +146,9 @@ RECORD_TIMED_FIRST = 8
 RECORD_TIME_EVERY = 32
 SWEEP_DEFAULT_ROUNDS = 7
 """Interleaved rounds per kernel signature in a sweep replay (one median per variant per round)."""
+AUTOTUNE_REPLAY_CAP = 32
+"""A sweep replays at most this many candidates of one autotune decision (the fastest by the autotuner's own
+benchmark, plus the config the workload ran); `--autotune-top K` asks for fewer."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output comparison when outputs are not bitwise equal (rtol = atol, on float32)."""
 MAX_SNAPSHOTS = 20_000

@@ -26,6 +26,9 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
                         help=f"interleaved rounds per signature, at least {config.MIN_ROUNDS} "
                              f"(default {config.SWEEP_DEFAULT_ROUNDS})")
+    parser.add_argument("--autotune-top", type=int, default=None, metavar="K",
+                        help="per autotuned kernel, replay the K configs fastest in the autotuner's own benchmark "
+                             f"(default all, at most {config.AUTOTUNE_REPLAY_CAP})")
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -70,6 +73,8 @@ def _checked(args):
         compile_select(args.kernel)
     if args.rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {args.rounds}: at least {config.MIN_ROUNDS}")
+    if args.autotune_top is not None and args.autotune_top < 1:
+        raise TritonhookError(f"--autotune-top {args.autotune_top}: at least 1")
     return variants, [p for p in args.ptxas.split(",") if p]
 
 
@@ -108,7 +113,8 @@ def _sweep(args) -> int:
         raise TritonhookError("the workload launched no Triton kernel that could be recorded" +
                               (f" (it exited with status {result.exit_code})" if result.exit_code else ""))
     swept = sweep.replay(result.recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
-                         rounds=args.rounds, min_effect=args.min_effect, progress=not args.json, record_s=record_s)
+                         rounds=args.rounds, min_effect=args.min_effect, progress=not args.json, record_s=record_s,
+                         autotune_top=args.autotune_top)
     show(swept, as_json=args.json)
     return 0
 
@@ -118,6 +124,7 @@ def _replay(args) -> int:
     store = open_store(args, write=True)
     recording = sweep.load(store, args.recording)
     swept = sweep.replay(recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
-                         rounds=args.rounds, min_effect=args.min_effect, progress=not args.json)
+                         rounds=args.rounds, min_effect=args.min_effect, progress=not args.json,
+                         autotune_top=args.autotune_top)
     show(swept, as_json=args.json)
     return 0

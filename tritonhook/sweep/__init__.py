@@ -52,11 +52,13 @@ per variant per round, restoring written buffers from the snapshot at every roun
 and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
 (outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
 
-Autotuned kernels (not built yet). Each autotune candidate is its own compile (its own capture, with the config
-in its options); the recording sees the benchmark launches of every candidate and the winner's launches after.
-The fair comparison is each variant's own best: group the signatures of one `Autotuner` key (same kernel, same
-non-constexpr argument shapes, different constexprs/num_warps), replay every candidate per variant, take each
-variant's fastest, report both winners, whether they differ and the ratio of the winners.
+Autotuned kernels (`autotune.py`; docs/sweep.md). `_triton.AutotuneTracer` wraps `Autotuner.run` and `_bench`
+while recording: a launch inside a benchmark is tagged with its decision (one Autotuner, one tuning key) and config
+and counted in `tuning_launches`, never in the workload's launches, times or share; the decision (chosen config,
+the autotuner's own timing per config) is saved in the recording. The replay replays every candidate (the
+`--autotune-top K` fastest by that timing, at most `config.AUTOTUNE_REPLAY_CAP`, plus the workload's winner) per
+variant, picks each variant's fastest, and shows one row per group: the winners' times, the ratio of the winners,
+whether the winner changed; the candidate rows are in the JSON (`SweepResult.candidates`).
 """
 
 from .record import RecordResult, Recorder, load, record, record_command

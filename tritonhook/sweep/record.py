@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .. import _triton, config
 from ..ab.timing import HOLD_EXTRA_US, HOLD_MARGIN, hold_stream
@@ -52,6 +52,8 @@ class Recorder:
         self.by_key: dict[tuple, _Pending] = {}
         self.loaded: dict[str, object] = {}
         self.host_us = HOLD_EXTRA_US     # the host's time from a stream hold to the kernel queued, smoothed
+        self.decisions: list[dict] = []
+        self.tuning: Callable[[], _triton.AutotuneCandidate | None] = lambda: None  # set by `_tracers`
         self.started = time.time()
         self.first_capture = store.last_id()
 
@@ -66,6 +68,12 @@ class Recorder:
                                                     descriptor_fields=_triton.tensor_descriptor_fields),
                 arg_names=spec.arg_names, signature=spec.signature, constexprs=spec.to_json()["constexprs"],
                 launches=0, times_ms=[]))
+        candidate = self.tuning()
+        if candidate is not None:  # the autotuner benchmarking a config: tuning, not the workload; not timed
+            signature = pending.signature
+            signature.tuning_launches += 1
+            signature.autotune = signature.autotune or {"group": candidate.group, "config": candidate.config}
+            return None
         launches = pending.signature.launches = pending.signature.launches + 1
         # the first launch is not timed: its snapshot left the GPU idle, so its events would time the launch gap
         if 1 < launches <= self.timed_first + 1 or launches % self.time_every == 0:
@@ -85,6 +93,9 @@ class Recorder:
     def on_new_kernel(self, spec: _triton.LaunchSpec, loaded) -> None:
         """Keep the way to capture a kernel late: one compiled before recording began has no capture yet."""
         self.loaded[spec.triton_hash] = loaded
+
+    def on_autotuned(self, decision: _triton.AutotuneDecision) -> None:
+        self.decisions.append(dataclasses.asdict(decision))
 
     def on_launched(self, token) -> None:
         pending, start, queued_from, hold_us = token
@@ -109,7 +120,7 @@ class Recorder:
         return Recording(signatures, arch=arch, device=device, triton_version=_triton.triton_version(),
                          torch_version=self.torch.__version__, pid=os.getpid(), label=self.label,
                          wall_s=time.time() - self.started, store=str(self.store.path),
-                         budget={"per_signature": self.budget.per_signature})
+                         budget={"per_signature": self.budget.per_signature}, autotune=list(self.decisions))
 
 
 def _link_captures(store: Store, signatures: list[Signature], after: int, loaded: dict) -> None:
@@ -156,13 +167,23 @@ def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
     capture = capture_session(store) if active is None else contextlib.nullcontext(active)
     with capture as running, _inductor_launches_through_triton():
         recorder = Recorder(running.store, budget or default_budget(), label=label)
-        tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched, recorder.on_new_kernel)
-        tracer.install()
+        tracers = _tracers(recorder)
         try:
             yield recorder
         finally:
-            tracer.uninstall()
+            for tracer in tracers:
+                tracer.uninstall()
             recorder.recording = save(recorder)
+
+
+def _tracers(recorder: Recorder) -> list:
+    """Install the launch tracer and the autotune tracer feeding `recorder`; returned for uninstalling."""
+    autotune = _triton.AutotuneTracer(recorder.on_autotuned)
+    recorder.tuning = autotune.current
+    tracers = [_triton.LaunchTracer(recorder.on_launch, recorder.on_launched, recorder.on_new_kernel), autotune]
+    for tracer in tracers:
+        tracer.install()
+    return tracers
 
 
 def save(recorder: Recorder) -> Recording:
@@ -182,11 +203,11 @@ def start_from_env() -> None:
     if not config.RECORD.get() or active is None:
         return
     recorder = Recorder(active.store, default_budget(), label=config.RECORD_LABEL.get())
-    tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched, recorder.on_new_kernel)
-    tracer.install()
+    tracers = _tracers(recorder)
 
     def finish() -> None:
-        tracer.uninstall()
+        for tracer in tracers:
+            tracer.uninstall()
         save(recorder)
 
     atexit.register(finish)

@@ -6,6 +6,11 @@ base, shape and block shape. Storage offsets and data pointers are not part of i
 of one buffer is one signature. Each signature keeps its first launch's arguments (input snapshots as
 content-addressed blobs in the store), how often it ran, and the GPU times measured for a sample of its launches.
 
+Autotuned kernels (version 2): a signature launched while `triton.autotune` benchmarked it carries `autotune`
+({"group", "config"}: which decision it was a candidate of, with which config) and counts those launches in
+`tuning_launches`, never in `launches` or `times_ms` (tuning is not the workload). The recording's `autotune` lists
+the decisions (`_triton.AutotuneDecision` as data: the chosen config, the autotuner's own timing of each config).
+
 The functions here are pure or work on tensors of any device (torch CPU tensors suffice for the format's tests).
 """
 
@@ -18,8 +23,11 @@ from typing import Sequence
 from ..errors import TritonhookError
 
 FORMAT = "tritonhook-recording"
-VERSION = 1
-"""Bump when a field changes meaning; `Recording.from_json` refuses any other version with both numbers."""
+VERSION = 2
+"""Bump when a field changes meaning; `Recording.from_json` refuses any version not in `READS` with both numbers."""
+READS = (1, 2)
+"""Versions this tritonhook loads: version 1 has no autotune fields (its benchmark launches count as the
+workload's, as they were recorded)."""
 RESULT_KIND = "recording"
 """The kind recordings are saved under in the store's results table."""
 
@@ -177,6 +185,8 @@ class Signature:
     constexprs: dict[str, object]
     launches: int
     times_ms: list[float]            # GPU times of the sampled launches (CUDA events around each)
+    tuning_launches: int = 0         # launches while the autotuner benchmarked it (not in launches/times_ms)
+    autotune: dict | None = None     # {"group": decision, "config": its config} when it was an autotune candidate
 
     @property
     def inputs(self) -> str:
@@ -223,6 +233,7 @@ class Recording:
     wall_s: float | None = None
     budget: dict = dataclasses.field(default_factory=dict)
     store: str | None = None
+    autotune: list[dict] = dataclasses.field(default_factory=list)  # the autotune decisions (AutotuneDecision)
     id: int | None = None            # its id in the store's results table
 
     @property
@@ -243,10 +254,11 @@ class Recording:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise TritonhookError(f"{source}: not a tritonhook recording (no \"format\": \"{FORMAT}\")")
         version = data.get("version")
-        if version != VERSION:
-            newer = isinstance(version, int) and version > VERSION
-            raise TritonhookError(f"{source}: recording format version {version}, this tritonhook reads version "
-                                  f"{VERSION}; {'upgrade tritonhook' if newer else 'record the workload again'}")
+        if version not in READS:
+            advice = "upgrade tritonhook" if isinstance(version, int) and version > VERSION else \
+                "record the workload again"
+            raise TritonhookError(f"{source}: recording format version {version}, this tritonhook reads versions "
+                                  f"{', '.join(map(str, READS))}; {advice}")
         fields = {f.name for f in dataclasses.fields(cls)}
         try:
             values = {k: v for k, v in data.items() if k in fields}
@@ -257,13 +269,21 @@ class Recording:
 
     @classmethod
     def merged(cls, recordings: Sequence["Recording"]) -> "Recording":
-        """The recordings of several processes of one run as one (signature ids renumbered)."""
+        """The recordings of several processes of one run as one (signature ids and autotune groups renumbered:
+        each process numbers its own from 0)."""
         if not recordings:
             raise TritonhookError("no recording to merge: the command launched no Triton kernel")
-        first = recordings[0]
-        signatures = [dataclasses.replace(s, id=index) for index, s in
-                      enumerate(s for r in recordings for s in r.signatures)]
-        return dataclasses.replace(first, signatures=signatures, id=None)
+        signatures, decisions, offset = [], [], 0
+        for recording in recordings:
+            moved = lambda group: group + offset  # noqa: E731
+            for s in recording.signatures:
+                tag = s.autotune and {**s.autotune, "group": moved(s.autotune["group"])}
+                signatures.append(dataclasses.replace(s, id=len(signatures), autotune=tag))
+            decisions += [{**d, "group": moved(d["group"])} for d in recording.autotune]
+            groups = [d["group"] for d in recording.autotune] + [s.autotune["group"] for s in recording.signatures
+                                                                   if s.autotune]
+            offset += max(groups, default=-1) + 1
+        return dataclasses.replace(recordings[0], signatures=signatures, autotune=decisions, id=None)
 
 
 def capability_of(arch: str | None) -> int | None:

@@ -19,6 +19,7 @@ from ..ab.variants import Variant
 from ..errors import TritonhookError
 from ..rename import compile_select
 from ..store import Store
+from .autotune import analyze_group, autotune_groups, config_text
 from .recording import Recording, Signature
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row
 from .variants import BuiltVariant, build_variants
@@ -30,26 +31,31 @@ WARMUP_MS, REP_MS, MIN_REPS = 5.0, 20.0, 10
 """Per round and variant: the timer's warm-up, the time its repetitions span, and the fewest repetitions."""
 
 
-def select_signatures(recording: Recording, *, kernel: str | None = None, top: int | None = None
-                      ) -> list[Signature]:
-    """The signatures to replay: those whose kernel name matches `kernel` (a regex), the `top` by GPU time."""
-    chosen = list(recording.signatures)
-    if kernel is not None:
-        pattern = compile_select(kernel)
-        chosen = [s for s in chosen if pattern.search(s.kernel)]
-    chosen.sort(key=lambda s: s.gpu_ms, reverse=True)
-    return chosen[:top] if top else chosen
+def select_signatures(recording: Recording, *, kernel: str | None = None, top: int | None = None,
+                      autotune_top: int | None = None) -> list[Signature]:
+    """The signatures to replay: those whose kernel name matches `kernel` (a regex), the `top` by GPU time. An
+    autotune decision counts as one, with its group's GPU time, and brings its `autotune_top` candidates fastest
+    by the autotuner's own benchmark (default all, at most `config.AUTOTUNE_REPLAY_CAP`) and its workload winner."""
+    pattern = compile_select(kernel) if kernel is not None else None
+    units = [([s], s.gpu_ms) for s in recording.signatures if s.autotune is None]
+    units += [(g.to_replay(autotune_top or config.AUTOTUNE_REPLAY_CAP), g.gpu_ms) for g in autotune_groups(recording)]
+    units = [(members, gpu_ms) for members, gpu_ms in units if pattern is None or pattern.search(members[0].kernel)]
+    units.sort(key=lambda unit: unit[1], reverse=True)
+    return [s for members, _ in (units[:top] if top else units) for s in members]
 
 
 def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, ptxas: Sequence[str] = (),
            kernel: str | None = None, top: int | None = None, rounds: int = config.SWEEP_DEFAULT_ROUNDS,
-           min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, record_s: float | None = None
-           ) -> SweepResult:
+           min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, record_s: float | None = None,
+           autotune_top: int | None = None) -> SweepResult:
     """Replay the chosen signatures of `recording` for every variant (x every extra ptxas), save and return the
-    result. A signature that cannot be built or replayed is reported in its row; the others go on."""
+    result. A signature that cannot be built or replayed is reported in its row; the others go on. The candidates
+    of an autotune decision are replayed each and shown as one row (`autotune.analyze_group`)."""
     if rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
-    chosen = select_signatures(recording, kernel=kernel, top=top)
+    if autotune_top is not None and autotune_top < 1:
+        raise TritonhookError(f"--autotune-top {autotune_top}: at least 1")
+    chosen = select_signatures(recording, kernel=kernel, top=top, autotune_top=autotune_top)
     if not chosen:
         raise TritonhookError(f"recording {recording.id}: no signature matches" +
                               (f" --kernel {kernel}" if kernel else ""))
@@ -64,6 +70,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
         began = time.time()
         results = run_workers(Path(work), job, progress=progress)
         replay_s = time.time() - began
+    samples: dict[int, dict[str, list[float]]] = {}
     for signature in chosen:
         if signature.id not in built:
             continue
@@ -73,16 +80,44 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
             row.status = f"{outcome['status']}: {outcome.get('message', '')}"
             row.detail = outcome.get("traceback", "")
             continue
-        row.outputs = outcome["outputs"]
+        row.outputs, samples[signature.id] = outcome["outputs"], outcome["samples"]
         analyze_row(row, outcome["samples"], {label: b.facts() for label, b in built[signature.id].items()},
                     {label: b.same_text_as for label, b in built[signature.id].items() if b.same_text_as},
                     min_effect)
     times = {"record": record_s, "build": build_s, "replay": replay_s}
-    result = SweepResult(list(rows.values()), labels, rounds, recording.id, recording.command,
-                         {k: v for k, v in times.items() if v is not None}, config.SWEEP_RTOL, min_effect).finish()
-    result.warnings += [f"{row.label}: {row.status}" for row in result.rows if row.status != "ok"]
+    shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
+    result = SweepResult(shown, labels, rounds, recording.id, recording.command,
+                         {k: v for k, v in times.items() if v is not None}, config.SWEEP_RTOL, min_effect,
+                         candidates=candidates).finish()
+    result.warnings += [f"{row.label}: {row.status}" for row in result.rows + candidates if row.status != "ok"]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], samples: dict, labels: list[str],
+                          min_effect: float) -> tuple[list[SweepRow], list[SweepRow]]:
+    """(rows to show, candidate rows): each autotune group's candidate rows folded into one row where its first
+    candidate stood, its share the group's (the workload's launches of its configs)."""
+    groups = {s.id: g for g in autotune_groups(recording) for s in g.candidates}
+    shown, candidates, folded = [], [], set()
+    for signature_id, row in rows.items():
+        group = groups.get(signature_id)
+        if group is None:
+            shown.append(row)
+            continue
+        if group.group in folded:
+            continue
+        folded.add(group.group)
+        members = [rows[s.id] for s in group.candidates if s.id in rows]
+        for member, signature in zip(members, [s for s in group.candidates if s.id in rows]):
+            member.autotune = {"group": group.group, "config": config_text(signature.autotune["config"])}
+        winner = group.workload_winner or group.candidates[0]
+        folded_row = SweepRow(winner.id, group.kernel, winner.label(),
+                              sum(recording.share(s) or 0.0 for s in group.candidates),
+                              sum(s.launches for s in group.candidates), winner.time_per_launch_ms, winner.inputs, "ok")
+        shown.append(analyze_group(folded_row, group, members, samples, labels, min_effect))
+        candidates += members
+    return shown, candidates
 
 
 def _build_all(store: Store, chosen: list[Signature], variants, ptxas, rows) -> dict[int, dict[str, BuiltVariant]]:

@@ -40,6 +40,7 @@ class SweepRow:
     outputs: str = "-"                 # bitwise / allclose / differ / no output
     detail: str = ""                   # the worker's traceback when the replay failed (in --json, not the table)
     variants: list[VariantTiming] = dataclasses.field(default_factory=list)
+    autotune: dict | None = None       # a candidate: {"group", "config"}; a group's row: see autotune.analyze_group
 
     @property
     def fidelity(self) -> float | None:
@@ -119,6 +120,7 @@ class SweepResult:
     min_effect: float = DEFAULT_MIN_EFFECT
     estimates: list[WorkloadEstimate] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
+    candidates: list[SweepRow] = dataclasses.field(default_factory=list)  # autotune candidates (rows: per group)
     id: int | None = None              # in the store's results table
     warning_prefix = "tritonhook sweep"
 
@@ -128,18 +130,20 @@ class SweepResult:
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
-        for row_data, row in zip(data["rows"], self.rows):
+        for row_data, row in zip(data["rows"] + data["candidates"], self.rows + self.candidates):
             row_data["fidelity"] = row.fidelity
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> "SweepResult":
-        rows = []
-        for row in data["rows"]:
-            row = {k: v for k, v in row.items() if k != "fidelity"}
-            rows.append(SweepRow(**{**row, "variants": [VariantTiming(**v) for v in row["variants"]]}))
-        fields = {f.name for f in dataclasses.fields(cls)} - {"rows", "estimates"}
-        result = cls(rows=rows, **{k: v for k, v in data.items() if k in fields})
+        def rows_of(key: str) -> list[SweepRow]:
+            return [SweepRow(**{**{k: v for k, v in row.items() if k != "fidelity"},
+                                "variants": [VariantTiming(**v) for v in row["variants"]]})
+                    for row in data.get(key, [])]
+
+        fields = {f.name for f in dataclasses.fields(cls)} - {"rows", "estimates", "candidates"}
+        result = cls(rows=rows_of("rows"), candidates=rows_of("candidates"),
+                     **{k: v for k, v in data.items() if k in fields})
         result.estimates = [WorkloadEstimate(**e) for e in data.get("estimates", [])]
         return result
 
@@ -155,12 +159,29 @@ class SweepResult:
                                         and not c.endswith("verdict")])
         split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
         yield format.line(f"time: {split}; outputs compared bitwise, else allclose (rtol = atol = {self.rtol:g})")
+        for row in self.rows:
+            if row.autotune is not None and row.autotune.get("winners"):
+                yield format.line(self._autotune_line(row))
         for est in self.estimates:
             yield format.line(self._estimate_line(est))
 
+    @staticmethod
+    def _label(row: SweepRow) -> str:
+        if row.autotune is None or "configs" not in row.autotune:
+            return row.label
+        replayed, configs = len(row.autotune["replayed"]), row.autotune["configs"]
+        return f"{row.label} (autotuned: {configs} configs" + (f", {replayed} replayed)" if replayed < configs else ")")
+
+    def _autotune_line(self, row: SweepRow) -> str:
+        winners = row.autotune["winners"]
+        each = "; ".join(f"{label}: {config}" for label, config in winners.items())
+        changed = "the winner changed" if row.autotune["changed"] else "the same config wins"
+        return (f"{row.label}: autotuned, {changed}; winner per variant: {each} "
+                f"(in the workload: {row.autotune['workload']})")
+
     def _cells(self, row: SweepRow, width: int) -> list[str]:
         if row.status != "ok" or not row.variants:  # what went wrong, in the last column
-            head = [row.label, format.share(row.share), format.count(row.launches), row.inputs]
+            head = [self._label(row), format.share(row.share), format.count(row.launches), row.inputs]
             return head + [""] * (width - len(head) - 1) + [row.status]
         times = [f"{v.median_ms * 1e3:.2f}" if v.median_ms else "-" for v in row.variants]
         ratios = [f"{v.ratio:.3f} [{v.low:.3f}, {v.high:.3f}]" if v.ratio is not None else "-"
@@ -169,7 +190,7 @@ class SweepResult:
         facts = [v.facts for v in row.variants]
         joined = lambda key: "/".join(format.count(f.get(key)) for f in facts)  # noqa: E731
         spills = "/".join(f"{f.get('spill_stores', 0)}+{f.get('spill_loads', 0)}" for f in facts)
-        return [row.label, format.share(row.share), format.count(row.launches), row.inputs, *times, *ratios,
+        return [self._label(row), format.share(row.share), format.count(row.launches), row.inputs, *times, *ratios,
                 *verdicts, row.outputs, joined("registers"), spills, joined("frame_size"), joined("capmerc_size"),
                 format.times(row.fidelity)]
 

@@ -1,0 +1,245 @@
+"""Autotuned kernels in `tritonhook sweep`, on a CPU: the autotune tracer on Triton's real `Autotuner` (its public
+`do_bench` argument stands in for the GPU timer, so no kernel runs), the grouping of signatures built from real
+sm_90 captures of every candidate config, the winner / changed / ratio analysis from given samples, rendering,
+JSON, and the recording format's versions. The GPU half is in tests/test_sweep_gpu.py."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import random
+
+import pytest
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+import tritonhook
+from tritonhook import _triton
+from tritonhook.ab.variants import parse_variants
+from tritonhook.errors import TritonhookError
+from tritonhook.samples import add_kernel
+from tritonhook.store import Store
+from tritonhook.sweep import recording as rec
+from tritonhook.sweep.autotune import analyze_group, autotune_groups, config_text
+from tritonhook.sweep.replay import select_signatures
+from tritonhook.sweep.result import SweepResult, SweepRow, analyze_row
+from tritonhook.sweep.variants import build_variants
+
+torch = pytest.importorskip("torch")
+
+CONFIGS = [triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 512}, num_warps=4),
+           triton.Config({"BLOCK": 1024}, num_warps=8)]
+BENCH_MS = [0.030, 0.020, 0.025]  # what the autotuner measured per config: BLOCK 512 wins
+
+
+# ----- the tracer on Triton's real Autotuner -----------------------------------------------------------------------
+def test_the_autotune_tracer_tags_each_benchmarked_config_and_records_one_decision_per_tuning_key():
+    from triton.runtime.autotuner import Autotuner
+
+    seen = []
+
+    def do_bench(kernel_call, quantiles):  # Triton's public hook for the timer: says which candidate is on
+        candidate = tracer.current()
+        seen.append(candidate)
+        return [BENCH_MS[[c.kwargs["BLOCK"] for c in CONFIGS].index(candidate.config["BLOCK"])]] * 3
+
+    autotuned = triton.autotune(CONFIGS, key=["n"], do_bench=do_bench)(add_kernel)
+    decisions = []
+    run, bench = Autotuner.run, Autotuner._bench
+    tracer = _triton.AutotuneTracer(decisions.append)
+    tracer.install()
+    try:
+        for n in (4096, 4096, 8192):  # the second call is cached: no benchmark, no decision
+            x = torch.zeros(n)
+            with contextlib.suppress(Exception):  # no GPU: the launch after the decision fails; that is fine
+                autotuned[(1,)](x, x, x, n)
+            assert tracer.current() is None  # outside a benchmark launches are the workload's
+    finally:
+        tracer.uninstall()
+    assert Autotuner.run is run and Autotuner._bench is bench
+    assert [(c.group, c.config["BLOCK"], c.config["num_warps"]) for c in seen] == \
+        [(0, 256, 2), (0, 512, 4), (0, 1024, 8), (1, 256, 2), (1, 512, 4), (1, 1024, 8)]
+    assert [(d.group, d.kernel, d.key[0], d.chosen["BLOCK"]) for d in decisions] == \
+        [(0, "add_kernel", "4096", 512), (1, "add_kernel", "8192", 512)]
+    assert [times[0] for _, times in decisions[0].timings] == BENCH_MS
+
+
+def test_a_tool_wrapping_over_the_autotune_tracer_keeps_working_after_uninstall():
+    from triton.runtime.autotuner import Autotuner
+
+    original = Autotuner.__dict__["run"]
+    tracer = _triton.AutotuneTracer(lambda decision: pytest.fail("called after uninstall"))
+    tracer.install()
+    ours = Autotuner.__dict__["run"]
+
+    def other_tool(self, *args, **kwargs):
+        return ours(self, *args, **kwargs)
+
+    Autotuner.run = other_tool
+    try:
+        tracer.uninstall()
+        assert Autotuner.run is other_tool and not tracer.active
+    finally:
+        Autotuner.run = original
+
+
+# ----- grouping, from real captures of every candidate ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def candidates(tmp_path_factory):
+    """Each config of the autotuned add kernel compiled for sm_90a (captured), as recorded signatures: every
+    candidate benchmarked, the winner (BLOCK 512) also launched 50 times by the workload."""
+    store_dir = tmp_path_factory.mktemp("autotune-store")
+    compiled = []
+    with tritonhook.session(store_dir) as session:
+        for config in CONFIGS:
+            source = ASTSource(add_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                               dict(config.kwargs))
+            compiled.append(triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                                           options={"num_warps": config.num_warps, "num_stages": config.num_stages}))
+    store = Store(store_dir)
+    by_hash = {c.triton_hash: c for c in store.captures(ids=session.capture_ids)}
+    signatures = []
+    for index, (config, kernel) in enumerate(zip(CONFIGS, compiled)):
+        spec, capture = _triton.launch_spec(kernel), by_hash[kernel.hash]
+        won = config.kwargs["BLOCK"] == 512
+        signatures.append(rec.Signature(
+            id=index, kernel=spec.name, triton_hash=spec.triton_hash, capture_id=capture.id, arch=capture.arch,
+            grid=[4096 // config.kwargs["BLOCK"], 1, 1], args=[], arg_names=spec.arg_names, signature=spec.signature,
+            constexprs=spec.to_json()["constexprs"], launches=50 if won else 0,
+            times_ms=[0.021, 0.02] if won else [], tuning_launches=120,
+            autotune={"group": 0, "config": _triton.autotune_config(config)}))
+    decision = _triton.AutotuneDecision(0, "add_kernel", ["4096", "torch.float32"],
+                                        _triton.autotune_config(CONFIGS[1]),
+                                        [[_triton.autotune_config(c), [ms] * 3] for c, ms in zip(CONFIGS, BENCH_MS)],
+                                        0.5)
+    other = dataclasses.replace(signatures[0], id=3, autotune=None, launches=10, times_ms=[0.01],
+                                tuning_launches=0, grid=[64, 1, 1])
+    recording = rec.Recording(signatures + [other], arch="sm_90a", device=None, triton_version=triton.__version__,
+                              torch_version=torch.__version__, pid=1, autotune=[dataclasses.asdict(decision)])
+    return store, recording
+
+
+def test_candidates_of_one_decision_form_one_group_ordered_by_the_autotuners_benchmark(candidates):
+    store, recording = candidates
+    (group,) = autotune_groups(recording)
+    assert [s.autotune["config"]["BLOCK"] for s in group.candidates] == [512, 1024, 256]
+    assert group.workload_winner.autotune["config"]["BLOCK"] == 512 and group.kernel == "add_kernel"
+    assert group.gpu_ms == pytest.approx(0.0205 * 50)  # the benchmark's 120 launches per config are not in it
+    assert recording.share(group.workload_winner) == pytest.approx(group.gpu_ms / (group.gpu_ms + 0.01 * 10))
+    for signature in group.candidates:  # each candidate is its own capture, and builds its variants
+        built = build_variants(store, store.get(signature.capture_id), parse_variants("plain,cutlass_"))
+        assert [b.entry for b in built] == ["add_kernel", "cutlass_add_kernel"]
+    assert len({s.capture_id for s in group.candidates}) == 3
+
+
+def test_selection_counts_a_group_as_one_kernel_and_autotune_top_keeps_the_fastest(candidates):
+    _, recording = candidates
+    assert [s.id for s in select_signatures(recording, top=1)] == [1, 2, 0]  # the group outweighs signature 3
+    assert [s.id for s in select_signatures(recording, autotune_top=1)] == [1, 3]
+    assert [s.id for s in select_signatures(recording, kernel="nothing")] == []
+
+
+def test_a_recording_with_groups_round_trips_and_merging_renumbers_its_groups(candidates):
+    _, recording = candidates
+    again = rec.Recording.from_json(json.loads(json.dumps(recording.to_json())))
+    assert again == recording
+    merged = rec.Recording.merged([recording, again])
+    assert [d["group"] for d in merged.autotune] == [0, 1]
+    assert [s.autotune["group"] for s in merged.signatures if s.autotune] == [0, 0, 0, 1, 1, 1]
+    assert [len(g.candidates) for g in autotune_groups(merged)] == [3, 3]
+
+
+def test_an_older_recording_loads_without_autotune_and_a_newer_one_is_refused(candidates):
+    _, recording = candidates
+    old = recording.to_json()
+    old["version"] = 1
+    for signature in old["signatures"]:
+        del signature["autotune"], signature["tuning_launches"]
+    del old["autotune"]
+    loaded = rec.Recording.from_json(old, source="old.json")
+    assert autotune_groups(loaded) == [] and loaded.signatures[1].launches == 50
+    with pytest.raises(TritonhookError, match="new.json: recording format version 3, this tritonhook reads "
+                                              "versions 1, 2; upgrade tritonhook"):
+        rec.Recording.from_json({**recording.to_json(), "version": 3}, source="new.json")
+
+
+# ----- the analysis: each variant's winner, whether it changed, the ratio of the winners ----------------------------
+def _noisy(center: float, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [center * (1 + rng.gauss(0, 0.002)) for _ in range(9)]
+
+
+FACTS = {"plain": {"registers": 20}, "cutlass_": {"registers": 22}}
+
+
+def _candidate_rows(candidates, centers: dict[int, tuple[float, float]], identical=()):
+    """Candidate rows as the replay leaves them, from per-round samples around `centers` (plain, cutlass_)."""
+    _, recording = candidates
+    rows, samples = [], {}
+    for signature in autotune_groups(recording)[0].candidates:
+        plain, renamed = centers[signature.autotune["config"]["BLOCK"]]
+        own = {"plain": _noisy(plain, signature.id)}
+        if signature.id not in identical:
+            own["cutlass_"] = _noisy(renamed, 10 + signature.id)
+        facts = {**FACTS, "cutlass_": {**FACTS["cutlass_"], "same_text_as": "plain" if signature.id in identical
+                                       else None}}
+        row = SweepRow(signature.id, signature.kernel, signature.label(), 0.0, signature.launches, None, "snapshot",
+                       "ok", "bitwise", autotune={"group": 0, "config": config_text(signature.autotune["config"])})
+        rows.append(analyze_row(row, own, facts, {"cutlass_": "plain"} if signature.id in identical else {}))
+        samples[signature.id] = own
+    group = autotune_groups(recording)[0]
+    return group, rows, samples
+
+
+def test_each_variant_gets_its_own_fastest_config_and_the_ratio_is_of_the_winners(candidates):
+    group, rows, samples = _candidate_rows(candidates, {256: (0.030, 0.018), 512: (0.020, 0.024), 1024: (0.025, 0.026)})
+    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
+                        samples, ["plain", "cutlass_"])
+    assert row.autotune["winners"] == {"plain": "BLOCK=512, num_warps=4, num_ctas=1, num_stages=3",
+                                       "cutlass_": "BLOCK=256, num_warps=2, num_ctas=1, num_stages=3"}
+    assert row.autotune["changed"] and row.autotune["winner_signatures"] == {"plain": 1, "cutlass_": 0}
+    plain, renamed = row.variants
+    assert plain.median_ms == pytest.approx(0.020, rel=0.01) and renamed.ratio == pytest.approx(0.9, rel=0.01)
+    assert renamed.low < renamed.ratio < renamed.high < 1 and renamed.verdict == "faster"
+    assert row.fidelity == pytest.approx(1.0, rel=0.01)
+
+
+def test_one_config_winning_both_keeps_its_interleaved_comparison_and_identical_sass_uses_plains_rounds(candidates):
+    group, rows, samples = _candidate_rows(candidates, {256: (0.030, 0.031), 512: (0.020, 0.020), 1024: (0.025, 0.026)},
+                                           identical={1})
+    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
+                        samples, ["plain", "cutlass_"])
+    assert not row.autotune["changed"] and row.variants[1].verdict == "SASS identical"
+    assert row.variants[1].ratio == 1.0 and row.variants[1].facts["same_text_as"] == "plain"
+
+
+def test_a_group_with_no_timed_candidate_says_why(candidates):
+    group, rows, samples = _candidate_rows(candidates, {256: (1, 1), 512: (1, 1), 1024: (1, 1)})
+    for row in rows:
+        row.status = "fault: worker exited with status -11"
+    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows, {},
+                        ["plain", "cutlass_"])
+    assert row.status == "no candidate replayed: fault: worker exited with status -11" and not row.variants
+
+
+def test_a_group_row_renders_as_one_row_feeds_the_estimate_and_round_trips(candidates):
+    group, rows, samples = _candidate_rows(candidates, {256: (0.030, 0.018), 512: (0.020, 0.024), 1024: (0.025, 0.026)})
+    folded = analyze_group(SweepRow(1, "add_kernel", "add_kernel [4096]", 0.9, 50, 0.02, "snapshot", "ok"), group,
+                           rows, samples, ["plain", "cutlass_"])
+    result = SweepResult([folded], ["plain", "cutlass_"], 9, 7, ["python", "train.py"], {"replay": 3.0}, 0.01,
+                         candidates=rows).finish()
+    (est,) = result.estimates
+    assert est.kernels == ["add_kernel"] and est.ratio == pytest.approx(1 - 0.9 * (1 - folded.variants[1].ratio))
+    again = SweepResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert again.to_json() == result.to_json() and len(again.candidates) == 3
+    from rich.console import Console
+
+    console = Console(width=400, record=True)
+    console.print(result)
+    text = console.export_text()
+    assert text.count("add_kernel [4096] (autotuned: 3 configs)") == 1 and "faster" in text
+    assert ("add_kernel [4096]: autotuned, the winner changed; winner per variant: plain: BLOCK=512, num_warps=4, "
+            "num_ctas=1, num_stages=3; cutlass_: BLOCK=256, num_warps=2, num_ctas=1, num_stages=3 (in the workload: "
+            "BLOCK=512, num_warps=4, num_ctas=1, num_stages=3)") in text

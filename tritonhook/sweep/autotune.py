@@ -1,0 +1,134 @@
+"""Autotuned kernels in a sweep: the candidates of one autotune decision replayed per variant, each variant's own
+best config, and the ratio of the winners.
+
+A kernel under `triton.autotune` is compiled once per config and benchmarked; renaming it in production re-runs
+the autotuner under the new name, so the fair comparison is each variant's fastest config against plain's fastest,
+not one fixed config. The recording tags every signature launched while the autotuner benchmarked it with its
+decision (`group`) and config (recording.py); here those signatures become one group, and a group's replayed
+candidates become one `SweepRow`. Pure functions: tested with real captures and given sample arrays on a CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..ab.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from .recording import Recording, Signature
+from .result import SweepRow, VariantTiming
+from .variants import IDENTICAL
+
+OUTPUTS_ORDER = ("differ", "allclose", "bitwise", "no output", "-")
+"""A group's outputs are its worst candidate's: "differ" anywhere keeps the kernel out of the estimate."""
+
+
+@dataclasses.dataclass
+class AutotuneGroup:
+    """One autotune decision: the signatures of every config the autotuner benchmarked, fastest first by the
+    autotuner's own benchmark (configs it could not time last), and the config it chose."""
+
+    group: int
+    kernel: str
+    candidates: list[Signature]
+    chosen: dict | None
+    bench_ms: dict[int, float | None]  # signature id -> the autotuner's median for its config
+
+    @property
+    def workload_winner(self) -> Signature | None:
+        """The candidate that ran as the workload: the chosen config, else the one with workload launches."""
+        return (next((s for s in self.candidates if s.autotune["config"] == self.chosen), None)
+                or next((s for s in self.candidates if s.launches), None))
+
+    @property
+    def gpu_ms(self) -> float:
+        """The group's GPU time in the workload (benchmark launches are not in it)."""
+        return sum(s.gpu_ms for s in self.candidates)
+
+    def to_replay(self, top: int | None) -> list[Signature]:
+        """The `top` candidates by the autotuner's benchmark, and always the workload's winner."""
+        chosen = self.candidates[:top] if top else list(self.candidates)
+        winner = self.workload_winner
+        return chosen + [winner] if winner is not None and winner not in chosen else chosen
+
+
+def config_text(config: dict | None) -> str:
+    """A config as `BLOCK_M=128, num_warps=4, ...` (its constexprs first, as the autotuner passes them)."""
+    return ", ".join(f"{key}={value}" for key, value in (config or {}).items()) or "-"
+
+
+def autotune_groups(recording: Recording) -> list[AutotuneGroup]:
+    """The recording's autotune decisions with their candidate signatures, in decision order."""
+    decisions = {d["group"]: d for d in recording.autotune}
+    members: dict[int, list[Signature]] = {}
+    for signature in recording.signatures:
+        if signature.autotune is not None:
+            members.setdefault(signature.autotune["group"], []).append(signature)
+    groups = []
+    for group, signatures in sorted(members.items()):
+        decision = decisions.get(group, {})
+        timed = {json_key(config): (times[0] if times else None) for config, times in decision.get("timings", [])}
+        bench = {s.id: timed.get(json_key(s.autotune["config"])) for s in signatures}
+        signatures.sort(key=lambda s: (bench[s.id] is None, bench[s.id] or 0.0, s.id))
+        groups.append(AutotuneGroup(group, decision.get("kernel") or signatures[0].kernel, signatures,
+                                    decision.get("chosen"), bench))
+    return groups
+
+
+def json_key(config: dict) -> tuple:
+    return tuple(sorted((str(k), repr(v)) for k, v in config.items()))
+
+
+def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow],
+                  samples: dict[int, dict[str, list[float]]], labels: list[str],
+                  min_effect: float = DEFAULT_MIN_EFFECT) -> SweepRow:
+    """Fill the group's `row` from its replayed candidates: per variant the candidate with the lowest median time
+    (`samples[signature][label]`, per-round medians; a variant not timed because its SASS equals another's takes
+    that one's samples), the winners' times, and each variant's winner against the baseline's winner (the
+    candidate row's own interleaved comparison when one candidate wins both, else `ratio_interval` of the two
+    candidates' rounds)."""
+    by_id = {c.signature: c for c in candidates}
+    timed = {c.signature: _resolved(c, samples.get(c.signature, {})) for c in candidates if c.status == "ok"}
+    timed = {sid: own for sid, own in timed.items() if all(own.get(label) for label in labels)}
+    row.autotune = {"group": group.group, "configs": len(group.candidates),
+                    "replayed": [c.signature for c in candidates], "workload": config_text(group.chosen),
+                    "winners": {}, "winner_signatures": {}, "changed": False}
+    if not timed:
+        failed = next((c.status for c in candidates if c.status != "ok"), "no candidate was timed")
+        row.status = f"no candidate replayed: {failed}"
+        return row
+    winners = {label: min(timed, key=lambda sid: (median(timed[sid][label]), sid)) for label in labels}
+    base_id = winners[labels[0]]
+    base = timed[base_id][labels[0]]
+    for label in labels:
+        winner = by_id[winners[label]]
+        own = timed[winner.signature][label]
+        candidate_timing = next(v for v in winner.variants if v.label == label)
+        timing = VariantTiming(label, median(own), facts=candidate_timing.facts)
+        if label == labels[0]:
+            pass
+        elif winner.signature == base_id:  # one config wins both: its own interleaved comparison
+            timing.ratio, timing.low, timing.high = candidate_timing.ratio, candidate_timing.low, candidate_timing.high
+            timing.verdict = candidate_timing.verdict
+        else:
+            timing.ratio, timing.low, timing.high = ratio_interval(base, own)
+            timing.verdict = verdict(timing.ratio, timing.low, timing.high, min_effect)
+        row.variants.append(timing)
+    row.autotune["winners"] = {label: _config_of(by_id[sid]) for label, sid in winners.items()}
+    row.autotune["winner_signatures"] = winners
+    row.autotune["changed"] = len(set(winners.values())) > 1
+    row.outputs = min((c.outputs for c in candidates if c.status == "ok"),
+                      key=lambda o: OUTPUTS_ORDER.index(o) if o in OUTPUTS_ORDER else len(OUTPUTS_ORDER))
+    return row
+
+
+def _resolved(candidate: SweepRow, samples: dict[str, list[float]]) -> dict[str, list[float]]:
+    """A candidate's samples per variant, a variant with SASS identical to another's given that one's."""
+    resolved = dict(samples)
+    for timing in candidate.variants:
+        twin = timing.facts.get("same_text_as")
+        if timing.verdict == IDENTICAL and twin in samples:
+            resolved[timing.label] = samples[twin]
+    return resolved
+
+
+def _config_of(row: SweepRow) -> str:
+    return (row.autotune or {}).get("config", "-")
