@@ -24,17 +24,20 @@ see every event in either order, and `uninstall()` leaves in the slot whatever t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
 import json
 import re
+import sys
 import threading
 import types
 import warnings
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
+from . import config
 from . import ptx as _ptx
 from .errors import TritonhookError
 from .store import NewCapture, specialization_label
@@ -471,14 +474,6 @@ def remove_runtime_hooks(added: RuntimeHooksAdded, hooks: dict[str, Callable]) -
             setattr(knobs.runtime, name, added.replaced[name])
 
 
-def launch_kernel_name(launch_metadata) -> str:
-    """Kernel name from the launch hook's argument (a LazyDict) without running user `launch_metadata` code."""
-    data = getattr(launch_metadata, "data", None)
-    if isinstance(data, dict):
-        return str(data.get("name", "?"))
-    return "?"
-
-
 def allocator_var():
     """The ContextVar behind `triton.set_allocator` (read it to wrap the user's allocator, reset it to unwrap)."""
     from triton.runtime import _allocation
@@ -528,17 +523,21 @@ class LaunchTracer:
     *args)` with the full argument list; wrapping that method on the class sees them all, with `self` (the
     kernel: its hash and source signature). `uninstall()` puts the very same function back; if another tool
     wrapped it over ours meanwhile, ours turns into a pass-through. Inductor's static CUDA launcher calls none of
-    this: a recording switches it off (config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER).
+    this: a recording and memwatch switch it off for their duration (`inductor_launches_through_triton`).
 
-    on_launch(spec, grid, args) runs before the kernel is queued; what it returns is handed to
-    on_launched(token) from the launch-exit hook, right after the kernel is queued (CUDA events go around it).
+    on_launch(spec, grid, args) runs before the kernel is queued, before Triton's launcher allocates the kernel's
+    global scratch; what it returns (the token; None: nothing more for this launch) is handed to
+    on_entered(token) from the launch-enter hook, after the scratch allocation, and to on_launched(token) from
+    the launch-exit hook, right after the kernel is queued (CUDA events go around it).
     on_new_kernel(spec, loaded) runs at the first launch of each kernel this tracer sees; `loaded()` builds the
     kernel's capture record from the files Triton loaded it from, for kernels compiled before capture began.
     """
 
     def __init__(self, on_launch: LaunchCallback, on_launched: Callable[[object], None] | None = None,
-                 on_new_kernel: Callable[[LaunchSpec, Callable[[], NewCapture]], None] | None = None):
+                 on_new_kernel: Callable[[LaunchSpec, Callable[[], NewCapture]], None] | None = None, *,
+                 on_entered: Callable[[object], None] | None = None):
         self.on_launch = on_launch
+        self.on_entered = on_entered
         self.on_launched = on_launched
         self.on_new_kernel = on_new_kernel
         self.active = False
@@ -596,7 +595,13 @@ class LaunchTracer:
             self._warn("launch recording", exc)
 
     def _entered(self, launch_metadata) -> None:
-        """In the enter chain only so that launchers build launch metadata (see install)."""
+        """In the enter chain so that launchers build launch metadata (see install), and for `on_entered`."""
+        token = getattr(self._pending, "token", None)
+        if token is not None and self.on_entered is not None:
+            try:
+                self.on_entered(token)
+            except Exception as exc:  # noqa: BLE001
+                self._warn("launch entry", exc)
 
     def _exited(self, launch_metadata) -> None:
         token, self._pending.token = getattr(self._pending, "token", None), None
@@ -605,6 +610,31 @@ class LaunchTracer:
                 self.on_launched(token)
             except Exception as exc:  # noqa: BLE001
                 self._warn("launch timing", exc)
+
+
+def inductor_launches_through_triton_env() -> dict[str, str]:
+    """The variable that switches Inductor's static CUDA launcher off in a process that imports torch later (a
+    child process, or this one before `torch._inductor.config` is loaded)."""
+    return config.to_env({config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER: "0"})
+
+
+@contextlib.contextmanager
+def inductor_launches_through_triton() -> Iterator[None]:
+    """Inductor's static CUDA launcher (on by default in torch 2.11 and 2.13) calls the cubin directly, past
+    `CompiledKernel.launch_metadata` and Triton's launch hooks: a `LaunchTracer` never sees those launches. Switch
+    it off for the block: the variable for what imports torch later, torch's config where it is loaded already
+    (`use_static_cuda_launcher`; torch 2.13 also reads it as `use_static_triton_launcher`, an alias). Inductor
+    reads the config when it builds a kernel's launcher, so kernels built before the block keep theirs."""
+    inductor_config = sys.modules.get("torch._inductor.config")
+    saved = getattr(inductor_config, "use_static_cuda_launcher", None)
+    with config.scope(inductor_launches_through_triton_env()):
+        if inductor_config is not None:
+            inductor_config.use_static_cuda_launcher = False
+        try:
+            yield
+        finally:
+            if inductor_config is not None:
+                inductor_config.use_static_cuda_launcher = saved
 
 
 def tensor_descriptor_fields(arg) -> dict | None:

@@ -12,7 +12,7 @@ with the full argument list on every launch path that runs the hooks: the JIT's 
 Inductor's generated launcher. TritonParse sets a `launch_metadata` function on each JITFunction from
 `jit_post_compile_hook`; we wrap the method on the class instead (restored by identity), because that hook is a
 single slot, misses kernels compiled before it was set, and under Inductor fires only in the compile worker, not
-in the process that launches. Inductor's static CUDA launcher calls none of this: recording sets
+in the process that launches. Inductor's static CUDA launcher calls none of this: recording (and memwatch) sets
 `TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=0` (for children; the live torch config too). CUDA graphs replay
 without any launcher and are not seen.
 
