@@ -637,23 +637,68 @@ def inductor_launches_through_triton() -> Iterator[None]:
                 inductor_config.use_static_cuda_launcher = saved
 
 
-def tensor_descriptor_fields(arg) -> dict | None:
-    """A host-side `TensorDescriptor` argument as plain fields (its base tensor kept as the object); None for
-    anything else."""
-    try:
+def _host_descriptor_classes() -> dict[str, type]:
+    """The host-side TMA descriptor classes of this Triton, by the name a recording keeps for each: Triton's
+    (`triton.tools.tensor_descriptor`), Gluon's (`gluon.nvidia.hopper`; `gluon.nvidia.blackwell` re-exports the
+    same class in 3.6 and 3.9) and Gluon's im2col one (3.9)."""
+    classes = {}
+    with contextlib.suppress(ImportError):
         from triton.tools.tensor_descriptor import TensorDescriptor
-    except ImportError:
+
+        classes["triton"] = TensorDescriptor
+    with contextlib.suppress(ImportError):
+        from triton.experimental.gluon.nvidia import hopper
+
+        classes["gluon"] = hopper.TensorDescriptor
+        if hasattr(hopper, "TensorDescriptorIm2Col"):
+            classes["gluon_im2col"] = hopper.TensorDescriptorIm2Col
+    return classes
+
+
+def tensor_descriptor_fields(arg) -> dict | None:
+    """A host-side TMA descriptor argument as plain data (its base tensor kept as the object); None for anything
+    else. `descriptor` names its class; every other field of the dataclass is kept (3.9 added
+    `round_f32_to_tf32`), a Gluon descriptor's shared-memory layout as its class name and fields."""
+    kind = next((name for name, cls in _host_descriptor_classes().items() if type(arg) is cls), None)
+    if kind is None:
         return None
-    if not isinstance(arg, TensorDescriptor):
-        return None
-    return {"base": arg.base, "shape": [int(x) for x in arg.shape], "strides": [int(x) for x in arg.strides],
-            "block_shape": [int(x) for x in arg.block_shape], "padding": str(getattr(arg, "padding", "zero"))}
+    fields = {"descriptor": kind}
+    for field in dataclasses.fields(arg):
+        fields[field.name] = _descriptor_field(getattr(arg, field.name)) if field.name != "base" else arg.base
+    return fields
 
 
-def make_tensor_descriptor(base, shape, strides, block_shape, padding: str = "zero"):
-    from triton.tools.tensor_descriptor import TensorDescriptor
+def _descriptor_field(value):
+    if dataclasses.is_dataclass(value):  # a Gluon layout (NVMMASharedLayout): frozen, its fields plain data
+        return {"class": type(value).__name__, **dataclasses.asdict(value)}
+    if isinstance(value, (list, tuple)):  # shape and strides come as torch.Size / tuples of ints
+        return [int(x) for x in value]
+    return value
 
-    return TensorDescriptor(base, list(shape), list(strides), list(block_shape), padding=padding)
+
+def make_tensor_descriptor(base, fields: dict):
+    """The descriptor `tensor_descriptor_fields` described (`fields`: what it returned but the base), over `base`.
+    Recordings older than the `descriptor` field hold Triton's descriptors."""
+    kind = fields.get("descriptor", "triton")
+    cls = _host_descriptor_classes().get(kind)
+    names = [field.name for field in dataclasses.fields(cls)] if cls is not None else []
+    recorded = [name for name in fields if name != "descriptor"]
+    if cls is None or set(recorded) - set(names):
+        raise TritonhookError(f"a {kind} host TMA descriptor with fields {sorted(recorded)}: Triton "
+                              f"{triton_version()} cannot rebuild it (recorded with another Triton version?)")
+    values = {name: fields[name] for name in recorded}
+    if isinstance(values.get("layout"), dict):
+        values["layout"] = _make_layout(values["layout"])
+    return cls(base, **values)
+
+
+def _make_layout(data: dict):
+    from triton.experimental.gluon import language as gl
+
+    layout_class = getattr(gl, data["class"], None)
+    if not isinstance(layout_class, type):
+        raise TritonhookError(f"Gluon layout {data['class']!r}: not in Triton {triton_version()}'s gluon.language")
+    return layout_class(**{key: value for key, value in data.items() if key != "class"})
 
 
 class _ReplaySource:
