@@ -17,8 +17,8 @@ in the process that launches. Inductor's static CUDA launcher calls none of this
 without any launcher and are not seen.
 
 Record format (`recording.py`, versioned JSON saved in the store's results table, kind "recording"). A signature
-is (Triton hash, grid, per argument: tensor dtype/shape/strides, scalar value, host TMA descriptor base and block
-shape). Per signature: the kernel name, its capture (linked by Triton hash: the compile listener already stored
+is (Triton hash, grid, per argument: tensor dtype/shape/strides, scalar value, host TMA descriptor class, base,
+block shape, padding and, for Gluon's, NVMMA shared layout, kept as data and rebuilt). Per signature: the kernel name, its capture (linked by Triton hash: the compile listener already stored
 its PTX, cubin and metadata JSON), the launcher's source signature and constexprs, the launch count, the argument
 descriptions and, at its first launch, input snapshots: each distinct storage the arguments view, copied before
 the kernel runs into a content-addressed blob (`Store.put_blob`). Budget: 256 MiB per signature and 8 GiB per
