@@ -121,6 +121,22 @@ def test_runtime_hooks_chain_into_tritonparse_launch_tracing_and_give_its_hook_b
     assert knobs.runtime.launch_enter_hook is None
 
 
+def test_memwatch_launch_tracer_chains_into_tritonparse_launch_tracing_and_gives_its_hook_back(tritonparse, tmp_path):
+    from tritonhook.memwatch import MemWatch
+
+    tritonparse.init(str(tmp_path / "tritonparse"), enable_trace_launch=True)
+    tritonparse_hook = knobs.runtime.launch_enter_hook
+    watch = MemWatch()
+    watch._new_recording()  # memwatch's Triton side alone, as __enter__ installs it (no GPU here)
+    watch._install_triton_hooks()
+    try:
+        chain = knobs.runtime.launch_enter_hook
+        assert isinstance(chain, knobs.HookChain) and chain.calls[0] is tritonparse_hook and len(chain.calls) == 2
+    finally:
+        watch._uninstall_triton_hooks()
+    assert knobs.runtime.launch_enter_hook is tritonparse_hook
+
+
 def test_a_listener_saved_and_restored_around_ours_gets_its_events_and_then_none(store_path):
     """Triton 3.9's compile warm-up idiom: `old = listener; listener = mine; ...; listener = old`."""
     theirs = []

@@ -162,6 +162,61 @@ def test_runtime_hooks_are_chained_and_removed_leaving_triton_as_found():
         knobs.runtime.launch_enter_hook.remove(someone_elses_hook)
 
 
+def attached(watch):
+    """memwatch's Triton side alone (what `__enter__` installs after its first GPU reading), with no GPU."""
+    watch._new_recording()
+    watch._install_triton_hooks()
+    return watch
+
+
+def test_memwatch_sees_launches_through_the_tracer_with_inductor_static_launcher_off_and_leaves_all_as_found(
+        monkeypatch):
+    """Inductor's static CUDA launcher (torch's default) launches past Triton's hooks: memwatch switches it off in
+    torch's real config and in the environment for its region, and catches launches with the LaunchTracer."""
+    inductor_config = pytest.importorskip("torch._inductor.config")
+    from triton import knobs
+    from triton.compiler.compiler import CompiledKernel
+
+    from tritonhook.memwatch import MemWatch
+
+    monkeypatch.delenv("TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", raising=False)
+    method = CompiledKernel.__dict__["launch_metadata"]
+    chains = {name: list(getattr(knobs.runtime, name).calls) for name in _triton.RUNTIME_HOOK_CHAINS}
+
+    def run():
+        watch = attached(MemWatch())
+        try:
+            assert not watch._warnings
+            assert CompiledKernel.__dict__["launch_metadata"] is not method  # the tracer's wrapper
+            for name in _triton.RUNTIME_HOOK_CHAINS:
+                assert getattr(knobs.runtime, name).calls[:-1] == chains[name]
+            # torch 2.13 reads the launcher choice under an alias: both names see it
+            assert inductor_config.use_static_cuda_launcher is False
+            assert getattr(inductor_config, "use_static_triton_launcher", False) is False
+            assert os.environ["TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"] == "0"
+        finally:
+            watch._uninstall_triton_hooks()
+
+    with inductor_config.patch(use_static_cuda_launcher=True):  # torch's default, whatever ran before
+        contextvars.copy_context().run(run)
+        assert inductor_config.use_static_cuda_launcher is True
+    assert CompiledKernel.__dict__["launch_metadata"] is method
+    assert {name: getattr(knobs.runtime, name).calls for name in _triton.RUNTIME_HOOK_CHAINS} == chains
+    assert "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER" not in os.environ
+
+
+def test_memwatch_without_triton_hooks_leaves_inductor_alone():
+    inductor_config = pytest.importorskip("torch._inductor.config")
+    from triton.compiler.compiler import CompiledKernel
+
+    from tritonhook.memwatch import MemWatch
+
+    before = inductor_config.use_static_cuda_launcher, CompiledKernel.__dict__["launch_metadata"]
+    watch = attached(MemWatch(triton_hooks=False))
+    assert (inductor_config.use_static_cuda_launcher, CompiledKernel.__dict__["launch_metadata"]) == before
+    watch._uninstall_triton_hooks()
+
+
 class Buffer:
     """A non-torch scratch buffer, as a cupy- or ctypes-based allocator would return."""
 
@@ -370,3 +425,54 @@ def test_gpu_cli_compare_runs_each_command_in_a_fresh_process(tmp_path):
     device = results["local"].device
     assert local_stack.bytes == (16384 - 1024) * device.sms * device.max_threads_per_sm
     assert [g.kernel for g in stack_growths(results["local"].snapshots)] == ["local_array_kernel"]
+
+
+INDUCTOR_PROGRAM = """
+import torch
+
+def scaled_softmax_sum(x):
+    return torch.softmax(x * 2.0 + 1.0, dim=-1).sum(dim=0)  # pointwise + reductions: Inductor emits Triton kernels
+
+x = torch.randn(512, 1024, device="cuda")
+out = torch.compile(scaled_softmax_sum)(x)
+torch.cuda.synchronize()
+assert torch.allclose(out, scaled_softmax_sum(x), rtol=1e-4, atol=1e-4)
+"""
+
+
+def inductor_kernels(result: MemwatchResult) -> dict[str, KernelStats]:
+    return {name: stats for name, stats in result.kernels.items() if name.startswith("triton_")}
+
+
+@pytest.mark.gpu
+def test_gpu_memwatch_sees_the_kernels_inductor_launches():
+    """torch's default static CUDA launcher bypasses Triton's launch hooks; memwatch switches it off for its region,
+    so a torch.compile'd function's kernels are in its launch list (they were missing before)."""
+    torch = pytest.importorskip("torch")
+    import torch._inductor.config as inductor_config
+
+    import tritonhook
+
+    default = inductor_config.use_static_cuda_launcher
+    torch.ones(1, device="cuda")
+    with tritonhook.memwatch(device=0) as watch:
+        exec(compile(INDUCTOR_PROGRAM, "<inductor program>", "exec"), {})
+    kernels = inductor_kernels(watch.result)
+    print({name: stats.launches for name, stats in kernels.items()})
+    assert kernels and all(stats.launches >= 1 for stats in kernels.values()), watch.result.kernels
+    assert inductor_config.use_static_cuda_launcher is default
+
+
+@pytest.mark.gpu
+def test_gpu_cli_memwatch_sees_the_kernels_inductor_launches_in_the_command(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "inductor_program.py"
+    script.write_text(INDUCTOR_PROGRAM)
+    paths = [str(EXAMPLE.parents[1]), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    completed = subprocess.run([sys.executable, "-m", "tritonhook", "memwatch", "--json", "--", sys.executable,
+                                str(script)], capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+    assert completed.returncode == 0, completed.stderr
+    kernels = inductor_kernels(MemwatchResult.from_json(json.loads(completed.stdout)))
+    print({name: stats.launches for name, stats in kernels.items()})
+    assert kernels, completed.stdout

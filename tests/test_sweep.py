@@ -155,6 +155,56 @@ def test_a_recording_replays_only_on_its_architecture():
         rec.check_arch("sm_90a", "sm_100", source="recording 3")
 
 
+def recorded_descriptor(descriptor) -> dict:
+    """A host TMA descriptor argument as a recording keeps it: described, then through the recording's JSON."""
+    (arg,) = rec.describe_args((descriptor,), ["desc"], {"desc": "tensordesc"}, {},
+                               descriptor_fields=_triton.tensor_descriptor_fields)
+    return json.loads(json.dumps(arg))
+
+
+def rebuilt_descriptor(arg: dict, base):
+    """What the replay worker builds from a recorded descriptor argument."""
+    return _triton.make_tensor_descriptor(base, {k: v for k, v in arg.items() if k not in ("kind", "name", "base")})
+
+
+def descriptor_data(descriptor) -> tuple:
+    return (type(descriptor), [list(descriptor.shape), list(descriptor.strides), list(descriptor.block_shape)],
+            descriptor.padding, getattr(descriptor, "layout", None))
+
+
+def test_a_gluon_host_descriptor_round_trips_through_the_recording_with_its_shared_layout():
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    base = torch.arange(128 * 256, dtype=torch.float16).reshape(128, 256)  # Gluon's constructor takes a CPU base
+    swizzled_128 = gl.NVMMASharedLayout.get_default_for([64, 64], gl.float16)
+    swizzled_64 = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=16)
+    descriptor = TensorDescriptor.from_tensor(base[:, 64:], [64, 64], swizzled_128)
+    arg = recorded_descriptor(descriptor)
+    assert (arg["kind"], arg["descriptor"], arg["base"]["shape"]) == ("tensordesc", "gluon", [128, 192])
+    assert arg["layout"]["class"] == "NVMMASharedLayout" and arg["layout"]["swizzle_byte_width"] == 128
+    rebuilt = rebuilt_descriptor(arg, base[:, 64:])
+    assert descriptor_data(rebuilt) == descriptor_data(descriptor)
+    other_layout = TensorDescriptor.from_tensor(base[:, 64:], [64, 64], swizzled_64)
+    assert rec.argument_key((descriptor,)) != rec.argument_key((other_layout,))
+    assert rec.argument_key((descriptor,)) == rec.argument_key((rebuilt,))
+
+
+def test_a_triton_host_descriptor_still_round_trips_also_from_a_recording_without_the_descriptor_field():
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    base = torch.zeros(64, 128, dtype=torch.float16)
+    descriptor = TensorDescriptor.from_tensor(base, [32, 64])
+    arg = recorded_descriptor(descriptor)
+    assert arg["descriptor"] == "triton"
+    assert descriptor_data(rebuilt_descriptor(arg, base)) == descriptor_data(descriptor)
+    del arg["descriptor"]  # recorded before Gluon descriptors were
+    assert descriptor_data(rebuilt_descriptor(arg, base)) == descriptor_data(descriptor)
+    with pytest.raises(TritonhookError, match="gluon host TMA descriptor .* cannot rebuild it"):
+        _triton.make_tensor_descriptor(base, {"descriptor": "gluon", "shape": [64, 128], "strides": [128, 1],
+                                              "block_shape": [32, 64], "no_such_field": 1})
+
+
 # ----- the launch tracer against Triton's real classes -------------------------------------------------------------
 def test_the_launch_tracer_puts_back_exactly_what_it_found():
     from triton import knobs

@@ -118,3 +118,25 @@ def test_an_autotuned_kernel_replays_as_one_row_with_a_winner_per_variant(autotu
     print(f"\n{row.label}: winners {row.autotune['winners']} changed={row.autotune['changed']} "
           f"ratio {row.variants[1].ratio:.3f} [{row.variants[1].low:.3f}, {row.variants[1].high:.3f}] "
           f"{row.variants[1].verdict}; in the workload {row.autotune['workload']}")
+
+
+def test_a_gluon_kernel_taking_host_descriptors_is_recorded_and_replayed(tmp_path):
+    """The Hopper Gluon attention takes Gluon's own host-side TensorDescriptors (NVMMA shared layouts): recorded
+    with their layouts, replayed plain and cutlass_ through Triton's launcher, outputs compared."""
+    torch = pytest.importorskip("torch")
+    from gluon_kernels import hopper_attention
+    from tritonhook.store import Store
+
+    q, k, v = (torch.randn(1, 8, 2048, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+    with sweep.record(tmp_path) as recorder:
+        for _ in range(3):
+            hopper_attention(q, k, v)
+    (signature,) = recorder.recording.signatures
+    descriptors = [a for a in signature.args if a["kind"] == "tensordesc"]
+    assert [a["descriptor"] for a in descriptors] == ["gluon"] * 3 and signature.replayable is None
+    assert all(a["layout"]["class"] == "NVMMASharedLayout" for a in descriptors)
+    result = sweep.replay(recorder.recording, Store(recorder.store.path), parse_variants("plain,cutlass_"),
+                          rounds=5)
+    (row,) = result.rows
+    print(f"{row.label}: {row.variants[1].verdict} {row.variants[1].ratio}, outputs {row.outputs}")
+    assert row.status == "ok" and row.outputs in ("bitwise", "allclose"), (row.status, row.outputs)

@@ -24,17 +24,20 @@ see every event in either order, and `uninstall()` leaves in the slot whatever t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
 import json
 import re
+import sys
 import threading
 import types
 import warnings
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
+from . import config
 from . import ptx as _ptx
 from .errors import TritonhookError
 from .store import NewCapture, specialization_label
@@ -471,14 +474,6 @@ def remove_runtime_hooks(added: RuntimeHooksAdded, hooks: dict[str, Callable]) -
             setattr(knobs.runtime, name, added.replaced[name])
 
 
-def launch_kernel_name(launch_metadata) -> str:
-    """Kernel name from the launch hook's argument (a LazyDict) without running user `launch_metadata` code."""
-    data = getattr(launch_metadata, "data", None)
-    if isinstance(data, dict):
-        return str(data.get("name", "?"))
-    return "?"
-
-
 def allocator_var():
     """The ContextVar behind `triton.set_allocator` (read it to wrap the user's allocator, reset it to unwrap)."""
     from triton.runtime import _allocation
@@ -528,20 +523,23 @@ class LaunchTracer:
     *args)` with the full argument list; wrapping that method on the class sees them all, with `self` (the
     kernel: its hash and source signature). `uninstall()` puts the very same function back; if another tool
     wrapped it over ours meanwhile, ours turns into a pass-through. Inductor's static CUDA launcher calls none of
-    this: a recording switches it off (config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER).
+    this: a recording and memwatch switch it off for their duration (`inductor_launches_through_triton`).
 
-    on_launch(spec, grid, args) runs before the kernel is queued; what it returns (None for most launches) is
-    handed to on_launched(token) from the launch-exit hook, right after the kernel is queued (CUDA events go
-    around it). The exit hook joins Triton's chain only while a token waits: a launch-bound loop pays for it on
-    the sampled launches alone (the chain object itself stays in its slot: Inductor binds it into the launchers
-    it generates).
+    on_launch(spec, grid, args) runs before the kernel is queued, before Triton's launcher allocates the kernel's
+    global scratch; what it returns (the token; None, as for most launches of a recording: nothing more for this
+    launch) is handed to on_entered(token) from the launch-enter hook, after the scratch allocation, and to
+    on_launched(token) from the launch-exit hook, right after the kernel is queued (CUDA events go around it). The
+    exit hook joins Triton's chain only while a token waits: a launch-bound loop pays for it on the sampled
+    launches alone (the chain object itself stays in its slot: Inductor binds it into the launchers it generates).
     on_new_kernel(spec, loaded) runs at the first launch of each kernel this tracer sees; `loaded()` builds the
     kernel's capture record from the files Triton loaded it from, for kernels compiled before capture began.
     """
 
     def __init__(self, on_launch: LaunchCallback, on_launched: Callable[[object], None] | None = None,
-                 on_new_kernel: Callable[[LaunchSpec, Callable[[], NewCapture]], None] | None = None):
+                 on_new_kernel: Callable[[LaunchSpec, Callable[[], NewCapture]], None] | None = None, *,
+                 on_entered: Callable[[object], None] | None = None):
         self.on_launch = on_launch
+        self.on_entered = on_entered
         self.on_launched = on_launched
         self.on_new_kernel = on_new_kernel
         self.active = False
@@ -600,13 +598,19 @@ class LaunchTracer:
         except Exception as exc:  # noqa: BLE001 - recording must never break a launch
             self._warn("launch recording", exc)
             return
-        if token is not None and self.on_launched is not None:
+        if token is not None:
             self._pending.token = token
             self._waiting += 1
             self._added.chains["launch_exit_hook"].add(self._exited)
 
     def _entered(self, launch_metadata) -> None:
-        """In the enter chain only so that launchers build launch metadata (see install)."""
+        """In the enter chain so that launchers build launch metadata (see install), and for `on_entered`."""
+        token = getattr(self._pending, "token", None)
+        if token is not None and self.on_entered is not None:
+            try:
+                self.on_entered(token)
+            except Exception as exc:  # noqa: BLE001
+                self._warn("launch entry", exc)
 
     def _exited(self, launch_metadata) -> None:
         token = getattr(self._pending, "token", None)
@@ -617,29 +621,101 @@ class LaunchTracer:
         if self._waiting <= 0:
             self._waiting = 0
             self._added.chains["launch_exit_hook"].remove(self._exited)
+        if self.on_launched is None:
+            return
         try:
             self.on_launched(token)
         except Exception as exc:  # noqa: BLE001
             self._warn("launch timing", exc)
 
 
-def tensor_descriptor_fields(arg) -> dict | None:
-    """A host-side `TensorDescriptor` argument as plain fields (its base tensor kept as the object); None for
-    anything else."""
-    try:
+def inductor_launches_through_triton_env() -> dict[str, str]:
+    """The variable that switches Inductor's static CUDA launcher off in a process that imports torch later (a
+    child process, or this one before `torch._inductor.config` is loaded)."""
+    return config.to_env({config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER: "0"})
+
+
+@contextlib.contextmanager
+def inductor_launches_through_triton() -> Iterator[None]:
+    """Inductor's static CUDA launcher (on by default in torch 2.11 and 2.13) calls the cubin directly, past
+    `CompiledKernel.launch_metadata` and Triton's launch hooks: a `LaunchTracer` never sees those launches. Switch
+    it off for the block: the variable for what imports torch later, torch's config where it is loaded already
+    (`use_static_cuda_launcher`; torch 2.13 also reads it as `use_static_triton_launcher`, an alias). Inductor
+    reads the config when it builds a kernel's launcher, so kernels built before the block keep theirs."""
+    inductor_config = sys.modules.get("torch._inductor.config")
+    saved = getattr(inductor_config, "use_static_cuda_launcher", None)
+    with config.scope(inductor_launches_through_triton_env()):
+        if inductor_config is not None:
+            inductor_config.use_static_cuda_launcher = False
+        try:
+            yield
+        finally:
+            if inductor_config is not None:
+                inductor_config.use_static_cuda_launcher = saved
+
+
+def _host_descriptor_classes() -> dict[str, type]:
+    """The host-side TMA descriptor classes of this Triton, by the name a recording keeps for each: Triton's
+    (`triton.tools.tensor_descriptor`), Gluon's (`gluon.nvidia.hopper`; `gluon.nvidia.blackwell` re-exports the
+    same class in 3.6 and 3.9) and Gluon's im2col one (3.9)."""
+    classes = {}
+    with contextlib.suppress(ImportError):
         from triton.tools.tensor_descriptor import TensorDescriptor
-    except ImportError:
+
+        classes["triton"] = TensorDescriptor
+    with contextlib.suppress(ImportError):
+        from triton.experimental.gluon.nvidia import hopper
+
+        classes["gluon"] = hopper.TensorDescriptor
+        if hasattr(hopper, "TensorDescriptorIm2Col"):
+            classes["gluon_im2col"] = hopper.TensorDescriptorIm2Col
+    return classes
+
+
+def tensor_descriptor_fields(arg) -> dict | None:
+    """A host-side TMA descriptor argument as plain data (its base tensor kept as the object); None for anything
+    else. `descriptor` names its class; every other field of the dataclass is kept (3.9 added
+    `round_f32_to_tf32`), a Gluon descriptor's shared-memory layout as its class name and fields."""
+    kind = next((name for name, cls in _host_descriptor_classes().items() if type(arg) is cls), None)
+    if kind is None:
         return None
-    if not isinstance(arg, TensorDescriptor):
-        return None
-    return {"base": arg.base, "shape": [int(x) for x in arg.shape], "strides": [int(x) for x in arg.strides],
-            "block_shape": [int(x) for x in arg.block_shape], "padding": str(getattr(arg, "padding", "zero"))}
+    fields = {"descriptor": kind}
+    for field in dataclasses.fields(arg):
+        fields[field.name] = _descriptor_field(getattr(arg, field.name)) if field.name != "base" else arg.base
+    return fields
 
 
-def make_tensor_descriptor(base, shape, strides, block_shape, padding: str = "zero"):
-    from triton.tools.tensor_descriptor import TensorDescriptor
+def _descriptor_field(value):
+    if dataclasses.is_dataclass(value):  # a Gluon layout (NVMMASharedLayout): frozen, its fields plain data
+        return {"class": type(value).__name__, **dataclasses.asdict(value)}
+    if isinstance(value, (list, tuple)):  # shape and strides come as torch.Size / tuples of ints
+        return [int(x) for x in value]
+    return value
 
-    return TensorDescriptor(base, list(shape), list(strides), list(block_shape), padding=padding)
+
+def make_tensor_descriptor(base, fields: dict):
+    """The descriptor `tensor_descriptor_fields` described (`fields`: what it returned but the base), over `base`.
+    Recordings older than the `descriptor` field hold Triton's descriptors."""
+    kind = fields.get("descriptor", "triton")
+    cls = _host_descriptor_classes().get(kind)
+    names = [field.name for field in dataclasses.fields(cls)] if cls is not None else []
+    recorded = [name for name in fields if name != "descriptor"]
+    if cls is None or set(recorded) - set(names):
+        raise TritonhookError(f"a {kind} host TMA descriptor with fields {sorted(recorded)}: Triton "
+                              f"{triton_version()} cannot rebuild it (recorded with another Triton version?)")
+    values = {name: fields[name] for name in recorded}
+    if isinstance(values.get("layout"), dict):
+        values["layout"] = _make_layout(values["layout"])
+    return cls(base, **values)
+
+
+def _make_layout(data: dict):
+    from triton.experimental.gluon import language as gl
+
+    layout_class = getattr(gl, data["class"], None)
+    if not isinstance(layout_class, type):
+        raise TritonhookError(f"Gluon layout {data['class']!r}: not in Triton {triton_version()}'s gluon.language")
+    return layout_class(**{key: value for key, value in data.items() if key != "class"})
 
 
 class _ReplaySource:

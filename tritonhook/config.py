@@ -122,7 +122,7 @@ PATH = EnvVar("PATH", [], _path_list, "Searched for ptxas and nvdisasm; a record
 TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER = EnvVar(
     "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", None, str,
     "Inductor's switch for its static CUDA launcher, which bypasses Triton's launch path (and so every launch "
-    "hook); a recording sets it to '0' (docs/notes.md §6).")
+    "hook); a recording and memwatch set it to '0' (docs/notes.md §6).")
 TRITON_OVERRIDES = (("triton ptxas", TRITON_PTXAS_PATH), ("triton ptxas-blackwell", TRITON_PTXAS_BLACKWELL_PATH))
 """`find_ptxas` origin of each Triton-bundled ptxas, and the variable with which Triton lets a user replace it."""
 

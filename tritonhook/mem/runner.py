@@ -4,6 +4,7 @@ and the child side (`child_main`, what `python -m tritonhook.memwatch` runs)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -104,7 +105,7 @@ def run_command(command: list[str], interval_ms: float) -> tuple[int, MemwatchRe
     with tempfile.TemporaryDirectory(prefix="tritonhook-memwatch-") as tmp:
         out = Path(tmp) / "result.json"
         try:
-            completed = subprocess.run(wrap_python_command(command, out, interval_ms))
+            completed = subprocess.run(wrap_python_command(command, out, interval_ms), env=_child_env())
         except FileNotFoundError:
             raise TritonhookError(f"{command[0]}: command not found") from None
         if not out.exists():
@@ -114,6 +115,15 @@ def run_command(command: list[str], interval_ms: float) -> tuple[int, MemwatchRe
         if not_started:
             raise TritonhookError(f"memwatch could not start, so {' '.join(command)} was not run: {not_started}")
         return completed.returncode, load_result(out)
+
+
+def _child_env() -> dict[str, str]:
+    """The command's environment, with Inductor's static launcher off from its first line on (the in-process
+    memwatch switches it off too, but only from its start; this also covers what the command runs before and
+    the processes it starts)."""
+    from .._triton import inductor_launches_through_triton_env
+
+    return {**os.environ, **inductor_launches_through_triton_env()}
 
 
 def parse_compare(specs: list[str]) -> dict[str, list[str]]:

@@ -39,16 +39,8 @@ class MemWatch(contextlib.ContextDecorator):
     def __enter__(self) -> "MemWatch":
         if self._running:
             raise TritonhookError("memwatch: this watch is already running (nested use of one MemWatch)")
+        self._new_recording()
         self._gpu = Gpu(self.device)
-        self._t0 = time.perf_counter()
-        self._snapshots: list[Snapshot] = []
-        self._open_pairs: dict[tuple[str, int], Snapshot] = {}
-        self._dropped = 0
-        self._warnings: list[str] = []
-        self._kernels: dict[str, KernelStats] = {}
-        self._scratch = ScratchRecorder()
-        self._hooks, self._hooks_added = {}, None
-        self._last_torch: tuple[int, tuple[int | None, int | None]] | None = None
         try:
             self._snapshots.append(self._snapshot("before", None))
         except TritonhookError:
@@ -59,6 +51,18 @@ class MemWatch(contextlib.ContextDecorator):
         atexit.register(self._stop_at_exit)
         self._running = True
         return self
+
+    def _new_recording(self) -> None:
+        """The state one region records into (nothing here touches the GPU)."""
+        self._t0 = time.perf_counter()
+        self._snapshots: list[Snapshot] = []
+        self._open_pairs: dict[tuple[str, int], Snapshot] = {}
+        self._dropped = 0
+        self._warnings: list[str] = []
+        self._kernels: dict[str, KernelStats] = {}
+        self._scratch = ScratchRecorder()
+        self._triton_attached = contextlib.ExitStack()
+        self._last_torch: tuple[int, tuple[int | None, int | None]] | None = None
 
     def __exit__(self, *exc_info) -> bool:
         self._stop()
@@ -87,34 +91,41 @@ class MemWatch(contextlib.ContextDecorator):
 
     # ----- Triton hooks ---------------------------------------------------------------------------------------
     def _install_triton_hooks(self) -> None:
-        """Join Triton's launch / load hook chains, if Triton is importable (memwatch works without it)."""
+        """Attach to Triton, if it is importable (memwatch works without it): launches through the `LaunchTracer`
+        (the one way in that recording uses too), with Inductor's static launcher off so that a torch.compile'd
+        program's kernels are among them; module loads through Triton's load hook chains; the scratch allocator."""
         if not self.triton_hooks:
             return
         try:
             from .. import _triton
 
             _triton.check_supported()
-            self._hooks = {"launch_enter_hook": self._on_launch_enter, "launch_exit_hook": self._on_launch_exit,
-                           "kernel_load_start_hook": self._on_load_start, "kernel_load_end_hook": self._on_load_end}
-            self._hooks_added = _triton.add_runtime_hooks(self._hooks)
+            attached = self._triton_attached
+            attached.enter_context(_triton.inductor_launches_through_triton())
+            tracer = _triton.LaunchTracer(self._on_launch, self._on_launch_exit, on_entered=self._on_launch_enter)
+            tracer.install()
+            attached.callback(tracer.uninstall)
+            loads = {"kernel_load_start_hook": self._on_load_start, "kernel_load_end_hook": self._on_load_end}
+            attached.callback(_triton.remove_runtime_hooks, _triton.add_runtime_hooks(loads), loads)
             self._scratch.install()
+            attached.callback(self._scratch.uninstall)
         except TritonhookError as exc:
-            self._hooks = {}
+            self._triton_attached.close()
             self._warnings.append(f"no per-kernel snapshots: {exc}")
 
     def _uninstall_triton_hooks(self) -> None:
-        if self._hooks_added is not None:
-            from .. import _triton
+        """Everything `_install_triton_hooks` attached, taken off in the reverse order."""
+        self._triton_attached.close()
 
-            _triton.remove_runtime_hooks(self._hooks_added, self._hooks)
-            self._hooks_added = None
-        self._scratch.uninstall()
+    def _on_launch(self, spec, grid, args) -> str:
+        """The tracer's launch callback: the kernel's name is the token its enter and exit callbacks receive."""
+        return spec.name
 
-    def _on_launch_enter(self, launch_metadata) -> None:
-        self._guarded("launch hook", self._launch_enter, launch_metadata)
+    def _on_launch_enter(self, kernel: str) -> None:
+        self._guarded("launch hook", self._launch_enter, kernel)
 
-    def _on_launch_exit(self, launch_metadata) -> None:
-        self._guarded("launch hook", self._launch_exit, launch_metadata)
+    def _on_launch_exit(self, kernel: str) -> None:
+        self._guarded("launch hook", self._launch_exit, kernel)
 
     def _on_load_start(self, module, function, name, metadata_group, hash) -> None:  # noqa: A002 - Triton's names
         self._guarded("load hook", self._load_start, str(name))
@@ -131,10 +142,7 @@ class MemWatch(contextlib.ContextDecorator):
             if message not in self._warnings:
                 self._warnings.append(message)
 
-    def _launch_enter(self, launch_metadata) -> None:
-        from .. import _triton
-
-        kernel = _triton.launch_kernel_name(launch_metadata)
+    def _launch_enter(self, kernel: str) -> None:
         stats = self._kernels.setdefault(kernel, KernelStats())
         stats.launches += 1
         requests = self._scratch.take_pending()
@@ -150,10 +158,8 @@ class MemWatch(contextlib.ContextDecorator):
         self._kernels.setdefault(kernel, KernelStats()).loads += 1
         self._pair_start("load", "load_start", kernel)
 
-    def _launch_exit(self, launch_metadata) -> None:
-        from .. import _triton
-
-        self._pair_end("launch", "launch_exit", _triton.launch_kernel_name(launch_metadata))
+    def _launch_exit(self, kernel: str) -> None:
+        self._pair_end("launch", "launch_exit", kernel)
         self._scratch.rewrap_if_replaced()
 
     def _pair_start(self, kind: str, event: str, kernel: str) -> None:

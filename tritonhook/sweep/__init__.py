@@ -12,13 +12,13 @@ with the full argument list on every launch path that runs the hooks: the JIT's 
 Inductor's generated launcher. TritonParse sets a `launch_metadata` function on each JITFunction from
 `jit_post_compile_hook`; we wrap the method on the class instead (restored by identity), because that hook is a
 single slot, misses kernels compiled before it was set, and under Inductor fires only in the compile worker, not
-in the process that launches. Inductor's static CUDA launcher calls none of this: recording sets
+in the process that launches. Inductor's static CUDA launcher calls none of this: recording (and memwatch) sets
 `TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=0` (for children; the live torch config too). CUDA graphs replay
 without any launcher and are not seen.
 
 Record format (`recording.py`, versioned JSON saved in the store's results table, kind "recording"). A signature
-is (Triton hash, grid, per argument: tensor dtype/shape/strides, scalar value, host TMA descriptor base and block
-shape). Per signature: the kernel name, its capture (linked by Triton hash: the compile listener already stored
+is (Triton hash, grid, per argument: tensor dtype/shape/strides, scalar value, host TMA descriptor class, base,
+block shape, padding and, for Gluon's, NVMMA shared layout, kept as data and rebuilt). Per signature: the kernel name, its capture (linked by Triton hash: the compile listener already stored
 its PTX, cubin and metadata JSON), the launcher's source signature and constexprs, the launch count, the argument
 descriptions and, at its first launch, input snapshots: each distinct storage the arguments view, copied before
 the kernel runs into a content-addressed blob (`Store.put_blob`). Budget: 256 MiB per signature and 8 GiB per

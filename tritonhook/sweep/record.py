@@ -140,23 +140,6 @@ def _link_captures(store: Store, signatures: list[Signature], after: int, loaded
 
 
 @contextlib.contextmanager
-def _inductor_launches_through_triton() -> Iterator[None]:
-    """Inductor's static CUDA launcher bypasses Triton's launch path: switch it off for the block (the variable
-    for processes that import torch later, torch's config where it is loaded already)."""
-    var = config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER
-    inductor_config = sys.modules.get("torch._inductor.config")
-    saved = getattr(inductor_config, "use_static_cuda_launcher", None)
-    with config.scope({var.name: "0"}):
-        if inductor_config is not None:
-            inductor_config.use_static_cuda_launcher = False
-        try:
-            yield
-        finally:
-            if inductor_config is not None:
-                inductor_config.use_static_cuda_launcher = saved
-
-
-@contextlib.contextmanager
 def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
            budget: SnapshotBudget | None = None) -> Iterator[Recorder]:
     """Record every Triton launch inside the block; at its end the recording is saved in the store (its id in
@@ -165,7 +148,7 @@ def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
     _triton.check_supported()
     active = active_session()
     capture = capture_session(store) if active is None else contextlib.nullcontext(active)
-    with capture as running, _inductor_launches_through_triton():
+    with capture as running, _triton.inductor_launches_through_triton():
         recorder = Recorder(running.store, budget or default_budget(), label=label)
         tracers = _tracers(recorder)
         try:
@@ -238,8 +221,8 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     `stdout` redirects its own output (the CLI's --json keeps stdout for its result)."""
     label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
     env = {**child_env(store.path),
-           **config.to_env({config.RECORD: True, config.RECORD_LABEL: label,
-                            config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER: "0"})}
+           **config.to_env({config.RECORD: True, config.RECORD_LABEL: label}),
+           **_triton.inductor_launches_through_triton_env()}
     if budget is not None:
         env[config.SNAPSHOT_BUDGET.name] = str(budget)
     began = time.time()

@@ -2,7 +2,7 @@
 
 A recording lists launch signatures. A signature is one kernel (its Triton hash) launched with one grid and one
 argument shape: every tensor's dtype, shape and strides, every scalar's value, every host-side TMA descriptor's
-base, shape and block shape. Storage offsets and data pointers are not part of it, so a kernel run on the slices
+class, base, shape, block shape, padding and (Gluon) shared-memory layout. Storage offsets and data pointers are not part of it, so a kernel run on the slices
 of one buffer is one signature. Each signature keeps its first launch's arguments (input snapshots as
 content-addressed blobs in the store), how often it ran, and the GPU times measured for a sample of its launches.
 
@@ -79,7 +79,8 @@ def argument_key(args: tuple) -> tuple:
         elif value is None or isinstance(value, (int, float, str)):
             key.append(value)
         elif hasattr(value, "block_shape") and hasattr(value, "base"):  # a host-side TensorDescriptor
-            key.append((value.base.dtype, tuple(value.shape), tuple(value.strides), tuple(value.block_shape)))
+            key.append((type(value), value.base.dtype, tuple(value.shape), tuple(value.strides),
+                        tuple(value.block_shape), getattr(value, "layout", None), value.padding))
         else:
             key.append(type(value).__name__)
     return tuple(key)

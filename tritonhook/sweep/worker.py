@@ -64,8 +64,8 @@ def _arguments(torch, args: list[dict], buffers: dict) -> list:
         if arg["kind"] == "tensor":
             built.append(_view(torch, arg, buffers))
         elif arg["kind"] == "tensordesc":
-            built.append(_triton.make_tensor_descriptor(_view(torch, arg["base"], buffers), arg["shape"],
-                                                        arg["strides"], arg["block_shape"], arg["padding"]))
+            fields = {key: value for key, value in arg.items() if key not in ("kind", "name", "base")}
+            built.append(_triton.make_tensor_descriptor(_view(torch, arg["base"], buffers), fields))
         elif arg["kind"] == "constexpr":
             built.append(None)  # the launcher skips compile-time arguments
         else:
