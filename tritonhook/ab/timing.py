@@ -137,22 +137,27 @@ def _estimate_ms(torch, arms, sets, calls: int = 5) -> float:
 def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
     """`count` rounds of one call per arm, each bracketed by CUDA events; ms per call, per arm.
 
-    Every call takes the next input set in turn (so no call finds the previous call's inputs in L2), and the arms'
-    order flips every round (A B, B A, ...): when two arms read the same set back to back, the second ran warm
-    and an A/A comparison of a memory-bound kernel called the second arm 'faster' (seen on the H200). Each round
-    is queued behind a stream hold sized from the previous round's host time (see `hold_stream`)."""
+    Arm a takes input set (round + a x stride) in round `round`: no call finds the previous call's inputs in L2
+    (when two arms read one set back to back, the second ran warm and an A/A comparison of a memory-bound kernel
+    called it 'faster', seen on the H200), and every arm goes through every set alike. Sets handed out by call
+    position instead kept each arm on its own half of the sets round after round; the allocator gives the copies
+    the same addresses every round, so a small kernel's few-percent difference between two allocations became
+    a steady A/A 'slower' that no number of rounds could widen its interval for (also seen on the H200). The
+    arms' order flips every round (A B, B A, ...), and each round is queued behind a stream hold sized from the
+    previous round's host time (see `hold_stream`)."""
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]
               for _ in range(count)]
     host_us = HOLD_EXTRA_US
+    stride = max(1, len(sets) // len(arms))
     for i, pairs in enumerate(events):
         hold_stream(torch, HOLD_MARGIN * host_us + HOLD_EXTRA_US)
         queued_from = time.perf_counter()
         order = range(len(arms)) if i % 2 == 0 else reversed(range(len(arms)))
-        for position, arm in enumerate(order):
+        for arm in order:
             (enter, fn), (begin, finish) = arms[arm], pairs[arm]
             with enter():
                 begin.record()
-                fn(*sets[(i * len(arms) + position) % len(sets)])
+                fn(*sets[(i + arm * stride) % len(sets)])
                 finish.record()
         host_us = (time.perf_counter() - queued_from) * 1e6
     torch.cuda.synchronize()
