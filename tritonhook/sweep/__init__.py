@@ -50,6 +50,12 @@ per variant per round, restoring written buffers from the snapshot at every roun
 and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
 (outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
 
+Scaling out (`schedule.py`). `gpus=` ("all" or indices): one worker per local GPU pinned with
+CUDA_VISIBLE_DEVICES, signatures handed out one at a time from one queue, results merged by the parent as they
+arrive; a worker that dies loses only its signature in flight, retried once on another GPU. `ray=`: one Ray task per
+signature (`num_gpus=1`), the job, variant files and snapshot blobs travelling through Ray's object store; the
+driver retries a task that dies once. Each row says where it ran (host/gpuN).
+
 Autotuned kernels (not built yet). Each autotune candidate is its own compile (its own capture, with the config
 in its options); the recording sees the benchmark launches of every candidate and the winner's launches after.
 The fair comparison is each variant's own best: group the signatures of one `Autotuner` key (same kernel, same
@@ -60,9 +66,10 @@ variant's fastest, report both winners, whether they differ and the ratio of the
 from .record import RecordResult, Recorder, load, record, record_command
 from .recording import Recording, Signature, SnapshotBudget
 from .replay import replay, select_signatures
+from .schedule import require_ray, resolve_gpus
 from .result import SweepResult, SweepRow, VariantTiming, WorkloadEstimate
 from .variants import BuiltVariant, build_variants
 
 __all__ = ["BuiltVariant", "RecordResult", "Recorder", "Recording", "Signature", "SnapshotBudget", "SweepResult",
            "SweepRow", "VariantTiming", "WorkloadEstimate", "build_variants", "load", "record", "record_command",
-           "replay", "select_signatures"]
+           "replay", "require_ray", "resolve_gpus", "select_signatures"]
