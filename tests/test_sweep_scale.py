@@ -206,3 +206,22 @@ def test_a_ray_task_whose_kernel_kills_its_worker_twice_is_a_fault(recorded, ray
     status = {row.signature: row.status for row in result.rows}
     assert status[4].startswith("fault: ") and status[4].count("worker exited with status -9") == 2
     assert all(s == "ok" for i, s in status.items() if i != 4)
+
+
+def test_a_fault_inside_a_ray_batch_costs_only_that_kernel(recorded, ray_cluster, tmp_path):
+    """A task needing both "GPUs" leaves room for one at a time, so the recording goes in batches of two: the
+    worker dies on one kernel, a fresh worker on the node finishes the batch, the driver retries only that one."""
+    store, recording = recorded
+    victim = 3
+    result = replay(recording, store, VARIANTS, ray=True, ray_task={"num_cpus": 0, "resources": {"test_gpu": 2}},
+                    worker=fake("--die-once", str(tmp_path / "died"), str(victim)))
+    assert (tmp_path / "died").exists()
+    assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
+    assert [row.signature for row in result.rows if row.retried_after] == [victim]
+    assert "worker exited with status -9" in next(r for r in result.rows if r.signature == victim).retried_after
+
+
+def test_a_cluster_without_room_for_a_task_is_one_error_not_a_hang(recorded, ray_cluster):
+    store, recording = recorded
+    with pytest.raises(TritonhookError, match="--ray: the cluster has no room for a replay task"):
+        replay(recording, store, VARIANTS, ray=True, worker=fake())  # one GPU per task; this cluster has none

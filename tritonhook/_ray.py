@@ -53,6 +53,13 @@ def cluster(address: str | None = None) -> Iterator[None]:
         ray.shutdown()
 
 
+def capacity(options: dict) -> int:
+    """How many tasks with these resource `options` the cluster can run at once (0: none, they would wait)."""
+    total = _ray().cluster_resources()
+    needed = {"GPU": options.get("num_gpus", 0), "CPU": options.get("num_cpus", 0), **options.get("resources", {})}
+    return int(min((total.get(name, 0) // amount for name, amount in needed.items() if amount), default=0))
+
+
 def put(data) -> object:
     """An object-store reference to `data`: each node that runs a task given it fetches it once."""
     return _ray().put(data)

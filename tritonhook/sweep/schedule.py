@@ -7,13 +7,15 @@ hangs (killed after `timeout_s`) loses only the signature in flight: that one go
 retried once on another GPU (on the same one when there is only one); a second death reports it as a fault. The
 slot starts a fresh worker for the rest. One GPU is the case of one slot.
 
-Ray (`run_on_ray`). One task per signature with `num_gpus=1` (Ray pins it with CUDA_VISIBLE_DEVICES). What a
-task needs travels through Ray's object store, so a node needs no shared filesystem, only tritonhook, Triton and
-torch: the job, the signature's variant files (metadata JSON + cubin) and the snapshot blobs its inputs read, each
-put once however many signatures share it. On the node the task writes them to a temporary folder (a store holding
-just those blobs) and runs the same worker there through `run_workers` with one slot and no retry, so a fault
-still kills only a process; a task that dies is retried once by the driver, then reported as a fault. Results come
-back to the driver, which alone writes the local store.
+Ray (`run_on_ray`). Tasks of a few signatures each (`RAY_TASKS_PER_GPU`), `num_gpus=1` (Ray pins them with
+CUDA_VISIBLE_DEVICES). What a task needs travels through Ray's object store, so a node needs no shared filesystem,
+only tritonhook, Triton and torch: the job, the signatures' variant files (metadata JSON + cubin) and the snapshot
+blobs their inputs read, each put once however many tasks share it. On the node the task writes them to a
+temporary folder (a store holding just those blobs) and runs the same worker there through `run_workers` with one
+slot and no retry, so a kernel fault kills only that worker, and the task returns every result, the fault
+included. The driver retries a faulted signature once as a task of its own; when a whole task dies (its Ray worker
+or node lost), each of its signatures is retried once on its own. Results come back to the driver, which alone
+writes the local store.
 
 Every result names where it ran (`where`: host/gpuN, from the worker's hello).
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import math
 import os
 import queue
 import subprocess
@@ -47,6 +50,9 @@ RETRIES = 1
 """How often a signature whose worker died is handed out again before it is reported as a fault."""
 RAY_TASK = {"num_gpus": 1}
 """The resources of one Ray replay task."""
+RAY_TASKS_PER_GPU = 3
+"""A Ray replay is cut into about this many tasks per GPU of the cluster: each task starts one worker (torch and a
+CUDA context: seconds), and several per GPU still balance uneven kernels."""
 STDERR_TAIL_LINES = 20
 
 
@@ -295,17 +301,17 @@ def require_ray() -> None:
         raise TritonhookError(_ray.INSTALL_HINT)
 
 
-def _payload(entry: dict) -> tuple[list[str], list[str]]:
-    """(variant files relative to `work`, snapshot blob digests) one signature's replay reads."""
-    files = [v[key] for v in entry["variants"] for key in ("metadata", "cubin")]
-    blobs = sorted({t["blob"] for t in tensors_of(entry["args"]) if t.get("blob")})
-    return files, blobs
+def _payload(entries: list[dict]) -> tuple[list[str], list[str]]:
+    """(variant files relative to the work folder, snapshot blob digests) these signatures' replays read."""
+    files = {v[key]: None for entry in entries for v in entry["variants"] for key in ("metadata", "cubin")}
+    blobs = {t["blob"]: None for entry in entries for t in tensors_of(entry["args"]) if t.get("blob")}
+    return list(files), list(blobs)
 
 
-def replay_on_node(job: dict, entry: dict, worker: Sequence[str], timeout_s: float, files: list[str],
-                   blobs: list[str], *contents: bytes) -> dict:
-    """The body of one Ray task: lay out the signature's files and blobs (`contents`, in that order) in a
-    temporary folder and replay it with one local worker, no retry (the driver retries)."""
+def replay_on_node(job: dict, entries: list[dict], worker: Sequence[str], timeout_s: float, files: list[str],
+                   blobs: list[str], *contents: bytes) -> dict[int, dict]:
+    """The body of one Ray task: lay out the files and blobs (`contents`, in that order) in a temporary folder and
+    replay the signatures with one local worker, no retry (the driver retries)."""
     with tempfile.TemporaryDirectory(prefix="tritonhook-ray-") as folder:
         work = Path(folder)
         for name, data in zip(files, contents):
@@ -316,18 +322,25 @@ def replay_on_node(job: dict, entry: dict, worker: Sequence[str], timeout_s: flo
             if store.put_blob(data) != digest:
                 raise TritonhookError(f"snapshot blob {digest}: corrupted on its way to this node")
         store.close()
-        node_job = {**job, "store": str(store.path), "signatures": [entry]}
-        return run_workers(work, node_job, worker=worker, timeout_s=timeout_s, retries=0)[entry["id"]]
+        node_job = {**job, "store": str(store.path), "signatures": entries}
+        return run_workers(work, node_job, worker=worker, timeout_s=timeout_s, retries=0)
 
 
 def run_on_ray(work: Path, job: dict, store: Store, *, address: str | None = None, progress: bool = False,
                timeout_s: float = KERNEL_TIMEOUT_S, worker: Sequence[str] = WORKER, task: dict | None = None,
                retries: int = RETRIES) -> dict[int, dict]:
-    """Replay every signature of `job` as a Ray task (`task`: its resources, default one GPU); the variant files
-    under `work` and the snapshot blobs in `store` travel through the object store. See the module docstring."""
+    """Replay every signature of `job` as Ray tasks (`task`: the resources of each, default one GPU); the variant
+    files under `work` and the snapshot blobs in `store` travel through the object store. See the module
+    docstring."""
+    task = task or RAY_TASK
     common = {key: value for key, value in job.items() if key != "signatures"}
+    entries = job["signatures"]
     results: dict[int, dict] = {}
-    with _ray.cluster(address), format.progress(progress, len(job["signatures"]), "replay (ray)") as step:
+    deaths: dict[int, list[str]] = {entry["id"]: [] for entry in entries}
+    with _ray.cluster(address), format.progress(progress, len(entries), "replay (ray)") as step:
+        slots = _ray.capacity(task)
+        if not slots:
+            raise TritonhookError(f"--ray: the cluster has no room for a replay task ({task}): add a node with a GPU")
         refs: dict[str, object] = {}
 
         def ref(key: str, read: Callable[[], bytes]):
@@ -335,24 +348,26 @@ def run_on_ray(work: Path, job: dict, store: Store, *, address: str | None = Non
                 refs[key] = _ray.put(read())
             return refs[key]
 
-        def submit(entry: dict):
-            files, blobs = _payload(entry)
+        def submit(batch: list[dict]):
+            files, blobs = _payload(batch)
             contents = [ref(f"file:{name}", lambda name=name: (work / name).read_bytes()) for name in files]
             contents += [ref(f"blob:{digest}", lambda digest=digest: store.read_blob(digest, what="snapshot"))
                          for digest in blobs]
-            return _ray.submit(replay_on_node, task or RAY_TASK, common, entry, list(worker), timeout_s, files,
-                               blobs, *contents)
+            return _ray.submit(replay_on_node, task, common, batch, list(worker), timeout_s, files, blobs, *contents)
 
-        running = {submit(entry): (entry, []) for entry in job["signatures"]}
+        size = max(1, math.ceil(len(entries) / (RAY_TASKS_PER_GPU * slots)))
+        running = {submit(entries[i:i + size]): entries[i:i + size] for i in range(0, len(entries), size)}
         while running:
             done, outcome = _ray.next_done(list(running))
-            entry, deaths = running.pop(done)
+            batch = running.pop(done)
             if isinstance(outcome, _ray.TaskDied):
-                outcome = {"id": entry["id"], "status": "fault", "message": outcome.message, "where": "ray task"}
-            final = settle(outcome, deaths, retries)
-            if final is None:
-                running[submit(entry)] = (entry, deaths)
-            else:
-                results[entry["id"]] = final
-                step(str(entry["id"]))
+                outcome = {entry["id"]: {"id": entry["id"], "status": "fault", "where": "ray task",
+                                         "message": outcome.message} for entry in batch}
+            for entry in batch:
+                final = settle(outcome[entry["id"]], deaths[entry["id"]], retries)
+                if final is None:
+                    running[submit([entry])] = [entry]
+                else:
+                    results[entry["id"]] = final
+                    step(str(entry["id"]))
     return results
