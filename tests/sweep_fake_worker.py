@@ -4,10 +4,11 @@ It speaks the real worker protocol (`tritonhook.sweep.worker.serve`, `hello`, `p
 "replays" a signature by reading every file and snapshot blob the real worker would (so a missing or corrupt one
 fails the signature) and returning fixed timings. Told to, it dies on a signature, as a faulting kernel does:
 
-    python sweep_fake_worker.py [--die ID] [--die-once MARKER ID] [--kill-parent] [--hang ID] JOB
+    python sweep_fake_worker.py [--die ID] [--die-once MARKER ID] [--kill-parent] [--hang ID] [--refuse WHY] JOB
 
 --die ID: SIGKILL itself on signature ID, every time; --die-once MARKER ID: only when MARKER does not exist yet
-(it creates it); --kill-parent: SIGKILL its parent too (in a Ray task: the Ray worker process); --hang ID: sleep.
+(it creates it); --kill-parent: SIGKILL its parent too (in a Ray task: the Ray worker process); --hang ID: sleep;
+--refuse WHY: refuse the job as a worker on a GPU of another architecture does.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from tritonhook.store import Store
 from tritonhook.sweep.recording import tensors_of
-from tritonhook.sweep.worker import hello, protocol, serve
+from tritonhook.sweep.worker import REFUSED_EXIT, hello, protocol, serve
 
 SECONDS_PER_SIGNATURE = 0.3
 
@@ -32,6 +33,7 @@ def main() -> int:
     parser.add_argument("--die-once", nargs=2, default=None, metavar=("MARKER", "ID"))
     parser.add_argument("--kill-parent", action="store_true")
     parser.add_argument("--hang", type=int, default=None)
+    parser.add_argument("--refuse", default=None)
     parser.add_argument("job")
     args = parser.parse_args()
     job_path = Path(args.job)
@@ -64,6 +66,9 @@ def main() -> int:
         return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": "bitwise", "written": 1}
 
     with protocol() as emit:
+        if args.refuse:
+            emit({"status": "refused", "message": args.refuse})
+            return REFUSED_EXIT
         emit(hello(device="fake", capability=job["arch"]))
         return serve(job, emit, replay_one)
 

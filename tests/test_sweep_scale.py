@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,16 @@ def test_one_gpu_retries_on_a_fresh_worker_and_a_hung_kernel_is_killed(recorded,
     results = run_workers(tmp_path, job, worker=fake("--hang", "1"), timeout_s=4)
     assert [results[i]["status"] for i in range(3)] == ["ok", "fault", "ok"]
     assert results[1]["message"].count("hung (killed)") == 2 and results[1]["attempts"] == 2
+
+
+def test_a_worker_that_refuses_the_job_stops_the_replay_with_its_reason(recorded, tmp_path):
+    store, recording = recorded
+    job = {"store": str(store.path), "arch": "sm_90a", "recording": "r", "rounds": 5,
+           "signatures": [{"id": s.id, "args": s.args, "variants": []} for s in recording.signatures]}
+    began = time.time()
+    with pytest.raises(TritonhookError, match="^r: recorded on sm_90a, this GPU is sm_100$"):
+        run_workers(tmp_path, job, ["0", "1"], worker=fake("--refuse", "r: recorded on sm_90a, this GPU is sm_100"))
+    assert time.time() - began < 30  # not one refusal per signature and GPU
 
 
 # ----- Ray ----------------------------------------------------------------------------------------------------------

@@ -183,12 +183,12 @@ def main(argv: list[str]) -> int:
         import torch
 
         capability = "sm_%d%d" % torch.cuda.get_device_capability()
-        emit(hello(device=torch.cuda.get_device_name(), capability=capability))
         try:
             check_arch(job["arch"], capability, source=job["recording"])
-        except TritonhookError as exc:
+        except TritonhookError as exc:  # instead of the hello: the parent stops the whole replay
             emit({"status": "refused", "message": str(exc)})
             return REFUSED_EXIT
+        emit(hello(device=torch.cuda.get_device_name(), capability=capability))
         store = Store(job["store"], readonly=True)
         return serve(job, emit, lambda signature: replay_signature(torch, job, signature, store, job_path.parent),
                      context_lost=lambda: _context_lost(torch))
