@@ -53,7 +53,6 @@ RAY_TASK = {"num_gpus": 1}
 RAY_TASKS_PER_GPU = 3
 """A Ray replay is cut into about this many tasks per GPU of the cluster: each task starts one worker (torch and a
 CUDA context: seconds), and several per GPU still balance uneven kernels."""
-STDERR_TAIL_LINES = 20
 
 
 # ----- which GPUs ---------------------------------------------------------------------------------------------------
@@ -166,9 +165,9 @@ class _Worker:
     def why(self) -> str:
         """Why it stopped, with its last stderr lines."""
         self.stderr.seek(0)
-        tail = list(collections.deque(self.stderr.read().splitlines(), maxlen=STDERR_TAIL_LINES))
+        tail = collections.deque(self.stderr.read().splitlines(), maxlen=3)
         what = "hung (killed)" if self.hung else f"worker exited with status {self.process.returncode}"
-        return " | ".join([what, *tail[-3:]])
+        return " | ".join([what, *tail])
 
     def close(self) -> None:
         if self.alive:
