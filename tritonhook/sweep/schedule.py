@@ -45,7 +45,9 @@ from .worker import REFUSED_EXIT
 WORKER = (sys.executable, "-m", "tritonhook.sweep.worker")
 """The worker program; the job file's path is its last argument. Tests of the scheduling alone replace it."""
 KERNEL_TIMEOUT_S = 120.0
-"""A worker that shows no result this long after it was handed a signature (or after it started) is killed."""
+"""A worker that shows no result this long after it was handed a signature is killed (the kernel hung)."""
+WORKER_START_TIMEOUT_S = 300.0
+"""How long a worker may take to say hello (importing torch, creating a CUDA context) on a loaded machine."""
 RETRIES = 1
 """How often a signature whose worker died is handed out again before it is reported as a fault."""
 RAY_TASK = {"num_gpus": 1}
@@ -137,9 +139,9 @@ class _Worker:
             self.process.wait()
         return record
 
-    def start(self, timeout_s: float) -> None:
+    def start(self) -> None:
         """Wait for its hello; a worker that refuses the job or dies first fails the whole replay."""
-        hello = self._next(timeout_s)
+        hello = self._next(WORKER_START_TIMEOUT_S)
         if hello is not None and hello.get("status") == "refused" or self.process.returncode == REFUSED_EXIT:
             raise TritonhookError((hello or {}).get("message") or "the replay worker refused the job")
         if hello is None or hello.get("status") != "worker":
@@ -254,7 +256,7 @@ def _serve_slot(slot: int, device: str | None, work: _Queue, command, job_path: 
                 if worker is not None:
                     worker.close()
                 worker = _Worker(command, job_path, device)
-                worker.start(timeout_s)
+                worker.start()
             record = worker.replay(signature_id, timeout_s)
             if record["status"] == "fault" or record.get("context_lost"):
                 worker.close()
