@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from tritonhook import sweep
+from tritonhook import config, sweep
 from tritonhook.ab.variants import parse_variants
 from tritonhook.store import Store
 
@@ -82,7 +82,7 @@ def kill_one_worker_after(seconds: float, killed: list) -> threading.Thread:
 
 
 def ray_command(*args: str, gpu: str) -> None:
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+    env = {**os.environ, config.CUDA_VISIBLE_DEVICES.name: gpu}
     subprocess.run(["timeout", str(RAY_STEP_TIMEOUT_S), sys.executable, "-m", "ray.scripts.scripts", *args],
                    env=env, check=True, stdout=subprocess.DEVNULL)
 
@@ -110,8 +110,8 @@ def main() -> int:
     where.add_argument("--ray-local", action="store_true", help="start a two-node Ray cluster on this host")
     parser.add_argument("--out", default="sweep_scaling.json")
     args = parser.parse_args()
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault(config.RAY_USAGE_STATS_ENABLED.name, "0")
+    os.environ.setdefault(config.RAY_AUTH_MODE.name, "disabled")
 
     store = Store(args.store)
     began = time.time()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import tritonhook
-from tritonhook import _triton
+from tritonhook import _triton, config
 from tritonhook.ab.variants import parse_variants
 from tritonhook.errors import TritonhookError
 from tritonhook.samples import compile_sample
@@ -184,7 +184,7 @@ def ray_cluster():
     ray = pytest.importorskip("ray")
     import os
 
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault(config.RAY_USAGE_STATS_ENABLED.name, "0")
     ray.init(num_cpus=2, num_gpus=0, resources={"test_gpu": 2}, include_dashboard=False, logging_level="WARNING")
     yield ray
     ray.shutdown()
