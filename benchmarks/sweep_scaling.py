@@ -28,6 +28,7 @@ from pathlib import Path
 
 from tritonhook import config, sweep
 from tritonhook.ab.variants import parse_variants
+from tritonhook.errors import TritonhookError
 from tritonhook.store import Store
 
 WORKLOAD = Path(__file__).resolve().parent.parent / "experiments" / "sweep_workloads" / "many_shapes.py"
@@ -134,12 +135,15 @@ def main() -> int:
 
     run("1 GPU", gpus=[0])
     run("2 GPUs", gpus=[0, 1])
-    address = args.ray
+    address, ray_error = args.ray, None
     try:
         if args.ray_local:
             address = start_local_ray()
         if address:
             run("Ray, 2 nodes", ray=address)
+    except (subprocess.CalledProcessError, TritonhookError) as exc:  # reported; the killed-worker run still goes on
+        ray_error = str(exc)
+        print(f"Ray run failed: {exc}", file=sys.stderr)
     finally:
         if args.ray_local:
             stop_local_ray()
@@ -171,7 +175,8 @@ def main() -> int:
     for data in runs.values():
         data["verdicts"] = {str(k): list(v) for k, v in data["verdicts"].items()}
     Path(args.out).write_text(json.dumps({"signatures": len(recording.signatures), "rounds": args.rounds,
-                                          "record_s": record_s, "runs": runs, "checks": checks}, indent=1))
+                                          "record_s": record_s, "runs": runs, "checks": checks,
+                                          "ray_error": ray_error}, indent=1))
     return 0 if all(checks.values()) else 1
 
 

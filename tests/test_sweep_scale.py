@@ -32,7 +32,7 @@ VARIANTS = parse_variants("plain,cutlass_")
 
 
 def fake(*flags: str) -> list[str]:
-    return [sys.executable, FAKE_WORKER, *flags]
+    return [FAKE_WORKER, *flags]
 
 
 @pytest.fixture(scope="module")

@@ -42,8 +42,9 @@ from ..store import Store
 from .recording import tensors_of
 from .worker import REFUSED_EXIT
 
-WORKER = (sys.executable, "-m", "tritonhook.sweep.worker")
-"""The worker program; the job file's path is its last argument. Tests of the scheduling alone replace it."""
+WORKER = ("-m", "tritonhook.sweep.worker")
+"""The worker program, as arguments of the Python that runs the workers (on a Ray node: that node's); the job
+file's path is its last argument. Tests of the scheduling alone replace it."""
 KERNEL_TIMEOUT_S = 120.0
 """A worker that shows no result this long after it was handed a signature is killed (the kernel hung)."""
 WORKER_START_TIMEOUT_S = 300.0
@@ -115,7 +116,7 @@ class _Worker:
         if device is not None:
             env[config.CUDA_VISIBLE_DEVICES.name] = device
         self.stderr = tempfile.TemporaryFile("w+")
-        self.process = subprocess.Popen([*command, str(job_path)], env=env, stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, *command, str(job_path)], env=env, stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.stderr, text=True, bufsize=1)
         self.lines: queue.Queue = queue.Queue()
         self.hung, self.where = False, "?"
