@@ -10,11 +10,12 @@ The order (this table is its only declaration; README "Layout" describes it):
   0 foundations   errors, config, format (number formatters, rich building blocks), flops, _nvml_sampler (a script)
   1 text & tools  ptx (PTX text), tools (finding and running ptxas / nvdisasm)
   2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
-  3 adapters      _triton (the only module touching Triton internals), rename, tma_scope, ptxas_wrapper
+  3 adapters      _triton (the only module touching Triton internals), _ray (the only one touching Ray), rename,
+                  tma_scope, ptxas_wrapper
   4 prediction    preflight: below session because every capture runs its checker (`preflight.capture_checker`)
   5 session       session (was ptx_capture), cute adapters (they write into the active session's store)
   6 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix), captures (listing and summary of captures),
-                  sweep/ (record, replay)
+                  sweep/ (record, replay, schedule)
   7 presentation  render (report: its old path), run (the CLI's orchestration as a library), page/ (the HTML
                   report and the demo: they read every feature's results)
   8 entry points  cli/, _autoload, __main__, the package itself
@@ -32,7 +33,7 @@ LAYERS: list[set[str]] = [
     {"errors", "config", "format", "flops", "_nvml_sampler", "_version"},
     {"ptx", "tools"},
     {"cubin", "store", "samples"},
-    {"_triton", "rename", "tma_scope", "ptxas_wrapper"},
+    {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper"},
     {"preflight"},
     {"session", "ptx_capture", "cute", "cute_capture"},
     {"ab", "mem", "memwatch", "diff", "matrix", "ptxas", "captures", "sweep"},

@@ -5,6 +5,8 @@ difference."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tritonhook import sweep
@@ -141,3 +143,38 @@ def test_a_gluon_kernel_taking_host_descriptors_is_recorded_and_replayed(tmp_pat
     (row,) = result.rows
     print(f"{row.label}: {row.variants[1].verdict} {row.variants[1].ratio}, outputs {row.outputs}")
     assert row.status == "ok" and row.outputs in ("bitwise", "allclose"), (row.status, row.outputs)
+
+
+def _conclusions(result) -> dict:
+    """What must not depend on where a signature ran: status, outputs, and the verdicts that are no measurement."""
+    return {r.signature: (r.status, r.outputs, [v.verdict for v in r.variants if v.verdict == "SASS identical"])
+            for r in result.rows}
+
+
+def test_replay_on_every_local_gpu_concludes_what_one_gpu_does(recorded):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    from tritonhook.store import Store
+
+    store = Store(recorded.store.path)
+    variants = parse_variants("plain,cutlass_")
+    one = sweep.replay(recorded.recording, store, variants, rounds=5, gpus=[0])
+    spread = sweep.replay(recorded.recording, store, variants, rounds=5, gpus="all")
+    assert all(r.status == "ok" for r in spread.rows), [r.status for r in spread.rows]
+    assert _conclusions(spread) == _conclusions(one)
+    assert all(re.fullmatch(r".+/gpu\d+", r.replayed_on) for r in spread.rows)
+    print({r.label: r.replayed_on for r in spread.rows})
+
+
+def test_replay_through_a_local_ray_cluster_concludes_what_one_gpu_does(recorded):
+    pytest.importorskip("ray")
+    from tritonhook.store import Store
+
+    store = Store(recorded.store.path)
+    variants = parse_variants("plain,cutlass_")
+    one = sweep.replay(recorded.recording, store, variants, rounds=5)
+    through_ray = sweep.replay(recorded.recording, store, variants, rounds=5, ray=True)
+    assert all(r.status == "ok" for r in through_ray.rows), [r.status for r in through_ray.rows]
+    assert _conclusions(through_ray) == _conclusions(one)
+    assert all(r.replayed_on for r in through_ray.rows)

@@ -123,6 +123,12 @@ TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER = EnvVar(
     "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", None, str,
     "Inductor's switch for its static CUDA launcher, which bypasses Triton's launch path (and so every launch "
     "hook); a recording and memwatch set it to '0' (docs/notes.md §6).")
+RAY_USAGE_STATS_ENABLED = EnvVar("RAY_USAGE_STATS_ENABLED", None, str,
+                                 "Ray's usage reporting; `--ray` sets it to '0' while connecting unless it is set "
+                                 "(a cluster it starts then reports nothing; docs/notes.md §5).")
+RAY_AUTH_MODE = EnvVar("RAY_AUTH_MODE", None, str,
+                       "Ray's token authentication; benchmarks/sweep_scaling.py's two-node cluster on one host runs "
+                       "with 'disabled', as docs/notes.md §5 does.")
 TRITON_OVERRIDES = (("triton ptxas", TRITON_PTXAS_PATH), ("triton ptxas-blackwell", TRITON_PTXAS_BLACKWELL_PATH))
 """`find_ptxas` origin of each Triton-bundled ptxas, and the variable with which Triton lets a user replace it."""
 

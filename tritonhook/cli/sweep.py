@@ -31,6 +31,13 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
                              f"(default all, at most {config.AUTOTUNE_REPLAY_CAP})")
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--gpus", default=None, metavar="all|0,1",
+                       help="one replay worker per GPU of this machine, pinned with CUDA_VISIBLE_DEVICES; work "
+                            "handed out kernel by kernel (default: one worker on this process's GPU)")
+    where.add_argument("--ray", nargs="?", const=True, default=False, metavar="ADDRESS",
+                       help="replay as Ray tasks of one GPU each on the cluster at ADDRESS (default: the one this "
+                            "machine belongs to, else a new local one); needs pip install 'tritonhook[ray]'")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -75,6 +82,9 @@ def _checked(args):
         raise TritonhookError(f"--rounds {args.rounds}: at least {config.MIN_ROUNDS}")
     if args.autotune_top is not None and args.autotune_top < 1:
         raise TritonhookError(f"--autotune-top {args.autotune_top}: at least 1")
+    sweep.resolve_gpus(args.gpus)  # before a workload runs: a bad --gpus is one line, not a wasted recording
+    if args.ray is not False:
+        sweep.require_ray()
     return variants, [p for p in args.ptxas.split(",") if p]
 
 
@@ -114,7 +124,7 @@ def _sweep(args) -> int:
                               (f" (it exited with status {result.exit_code})" if result.exit_code else ""))
     swept = sweep.replay(result.recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
                          rounds=args.rounds, min_effect=args.min_effect, progress=not args.json, record_s=record_s,
-                         autotune_top=args.autotune_top)
+                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray)
     show(swept, as_json=args.json)
     return 0
 
@@ -125,6 +135,6 @@ def _replay(args) -> int:
     recording = sweep.load(store, args.recording)
     swept = sweep.replay(recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
                          rounds=args.rounds, min_effect=args.min_effect, progress=not args.json,
-                         autotune_top=args.autotune_top)
+                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray)
     show(swept, as_json=args.json)
     return 0

@@ -59,14 +59,21 @@ the autotuner's own timing per config) is saved in the recording. The replay rep
 `--autotune-top K` fastest by that timing, at most `config.AUTOTUNE_REPLAY_CAP`, plus the workload's winner) per
 variant, picks each variant's fastest, and shows one row per group: the winners' times, the ratio of the winners,
 whether the winner changed; the candidate rows are in the JSON (`SweepResult.candidates`).
+
+Scaling out (`schedule.py`). `gpus=` ("all" or indices): one worker per local GPU pinned with
+CUDA_VISIBLE_DEVICES, signatures handed out one at a time from one queue, results merged by the parent as they
+arrive; a worker that dies loses only its signature in flight, retried once on another GPU. `ray=`: one Ray task per
+signature (`num_gpus=1`), the job, variant files and snapshot blobs travelling through Ray's object store; the
+driver retries a task that dies once. Each row says where it ran (host/gpuN).
 """
 
 from .record import RecordResult, Recorder, load, record, record_command
 from .recording import Recording, Signature, SnapshotBudget
 from .replay import replay, select_signatures
+from .schedule import require_ray, resolve_gpus
 from .result import SweepResult, SweepRow, VariantTiming, WorkloadEstimate
 from .variants import BuiltVariant, build_variants
 
 __all__ = ["BuiltVariant", "RecordResult", "Recorder", "Recording", "Signature", "SnapshotBudget", "SweepResult",
            "SweepRow", "VariantTiming", "WorkloadEstimate", "build_variants", "load", "record", "record_command",
-           "replay", "select_signatures"]
+           "replay", "require_ray", "resolve_gpus", "select_signatures"]

@@ -1,19 +1,14 @@
-"""Replaying a recording: build each signature's variants, time them in worker processes, collect a
-`SweepResult` (saved in the store as a "sweep" result)."""
+"""Replaying a recording: build each signature's variants, time them in worker processes (on one GPU, every
+local GPU or a Ray cluster: `schedule.py`), collect a `SweepResult` (saved in the store as a "sweep" result)."""
 
 from __future__ import annotations
 
-import collections
-import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
 
-from .. import config, format
+from .. import config
 from ..ab.stats import DEFAULT_MIN_EFFECT
 from ..ab.variants import Variant
 from ..errors import TritonhookError
@@ -22,11 +17,9 @@ from ..store import Store
 from .autotune import analyze_group, autotune_groups, config_text
 from .recording import Recording, Signature
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row
+from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
 from .variants import BuiltVariant, build_variants
-from .worker import REFUSED_EXIT
 
-KERNEL_TIMEOUT_S = 120.0
-"""A signature whose replay shows no result after this long is reported as hung and its worker killed."""
 WARMUP_MS, REP_MS, MIN_REPS = 5.0, 20.0, 10
 """Per round and variant: the timer's warm-up, the time its repetitions span, and the fewest repetitions."""
 
@@ -47,14 +40,22 @@ def select_signatures(recording: Recording, *, kernel: str | None = None, top: i
 def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, ptxas: Sequence[str] = (),
            kernel: str | None = None, top: int | None = None, rounds: int = config.SWEEP_DEFAULT_ROUNDS,
            min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, record_s: float | None = None,
-           autotune_top: int | None = None) -> SweepResult:
+           autotune_top: int | None = None, gpus: str | Sequence[int] | None = None, ray: str | bool = False,
+           ray_task: dict | None = None, worker: Sequence[str] = WORKER) -> SweepResult:
     """Replay the chosen signatures of `recording` for every variant (x every extra ptxas), save and return the
     result. A signature that cannot be built or replayed is reported in its row; the others go on. The candidates
-    of an autotune decision are replayed each and shown as one row (`autotune.analyze_group`)."""
+    of an autotune decision are replayed each and shown as one row (`autotune.analyze_group`).
+
+    Where: one worker on this process's GPU; `gpus` "all" or indices: one worker per local GPU; `ray` True (the
+    cluster this machine belongs to, else a new local one) or an address: Ray tasks of one GPU each (`ray_task`:
+    other Ray resources per task). `worker` replaces the worker program in tests of the scheduling only."""
     if rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
     if autotune_top is not None and autotune_top < 1:
         raise TritonhookError(f"--autotune-top {autotune_top}: at least 1")
+    if ray is not False and gpus is not None:
+        raise TritonhookError("--gpus and --ray: give one (Ray decides which GPU runs what)")
+    devices = resolve_gpus(gpus)
     chosen = select_signatures(recording, kernel=kernel, top=top, autotune_top=autotune_top)
     if not chosen:
         raise TritonhookError(f"recording {recording.id}: no signature matches" +
@@ -68,7 +69,11 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
         job = _write_job(Path(work), recording, store, [s for s in chosen if s.id in built], built, rounds)
         began = time.time()
-        results = run_workers(Path(work), job, progress=progress)
+        if ray is not False:
+            results = run_on_ray(Path(work), job, store, address=None if ray is True else ray, progress=progress,
+                                 worker=worker, task=ray_task)
+        else:
+            results = run_workers(Path(work), job, devices, progress=progress, worker=worker)
         replay_s = time.time() - began
     samples: dict[int, dict[str, list[float]]] = {}
     for signature in chosen:
@@ -76,6 +81,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
             continue
         outcome = results.get(signature.id, {"status": "error", "message": "not replayed"})
         row = rows[signature.id]
+        row.replayed_on, row.retried_after = outcome.get("where", ""), outcome.get("retried_after", "")
         if outcome["status"] != "ok":
             row.status = f"{outcome['status']}: {outcome.get('message', '')}"
             row.detail = outcome.get("traceback", "")
@@ -89,7 +95,10 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     result = SweepResult(shown, labels, rounds, recording.id, recording.command,
                          {k: v for k, v in times.items() if v is not None}, config.SWEEP_RTOL, min_effect,
                          candidates=candidates).finish()
-    result.warnings += [f"{row.label}: {row.status}" for row in result.rows + candidates if row.status != "ok"]
+    replayed = result.rows + candidates
+    result.warnings += [f"{row.label}: {row.status}" for row in replayed if row.status != "ok"]
+    result.warnings += [f"{row.label}: replayed again on {row.replayed_on} after its worker died ({row.retried_after})"
+                        for row in replayed if row.retried_after and row.status == "ok"]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
 
@@ -152,11 +161,11 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
     for signature in signatures:
         variants = []
         for label, variant in built[signature.id].items():
-            folder = work / "variants" / str(signature.capture_id) / label.replace("/", "_")
-            if not folder.exists():
-                folder.mkdir(parents=True)
-                (folder / "metadata.json").write_bytes(variant.metadata_json)
-                (folder / "kernel.cubin").write_bytes(variant.cubin)
+            folder = Path("variants", str(signature.capture_id), label.replace("/", "_"))  # relative to `work`
+            if not (work / folder).exists():
+                (work / folder).mkdir(parents=True)
+                (work / folder / "metadata.json").write_bytes(variant.metadata_json)
+                (work / folder / "kernel.cubin").write_bytes(variant.cubin)
             variants.append({"label": label, "entry": variant.entry, "metadata": str(folder / "metadata.json"),
                              "cubin": str(folder / "kernel.cubin"), "timed": variant.same_text_as is None})
         entries.append({"id": signature.id, "kernel": signature.kernel, "triton_hash": signature.triton_hash,
@@ -166,64 +175,3 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
     return {"store": str(store.path), "arch": recording.arch, "recording": f"recording {recording.id}",
             "rounds": rounds, "rtol": config.SWEEP_RTOL, "warmup_ms": WARMUP_MS, "rep_ms": REP_MS,
             "min_reps": MIN_REPS, "signatures": entries}
-
-
-def run_workers(work: Path, job: dict, *, progress: bool = False, timeout_s: float = KERNEL_TIMEOUT_S
-                ) -> dict[int, dict]:
-    """Run replay workers until every signature of `job` has a result: a worker that dies (a kernel fault) or
-    hangs costs the signature it was on, and a fresh worker takes the rest."""
-    results: dict[int, dict] = {}
-    remaining = list(job["signatures"])
-    attempt = 0
-    with format.progress(progress, len(remaining), "replay") as step:
-        while remaining:
-            attempt += 1
-            job_path, out_path = work / f"job-{attempt}.json", work / f"out-{attempt}.jsonl"
-            job_path.write_text(json.dumps({**job, "signatures": remaining}))
-            out_path.touch()
-            exit_code, stderr_tail, records = _run_one_worker(job_path, out_path, timeout_s, step)
-            refused = next((r for r in records if r.get("status") == "refused"), None)
-            if refused is not None or exit_code == REFUSED_EXIT:
-                raise TritonhookError((refused or {}).get("message") or "the replay worker refused the job")
-            started = None
-            for record in records:
-                if record.get("status") == "started":
-                    started = record["id"]
-                elif "id" in record:
-                    results[record["id"]] = record
-                    started = None
-            if started is not None:  # it died or hung on this one
-                why = "hung (killed)" if exit_code is None else f"worker exited with status {exit_code}"
-                results[started] = {"id": started, "status": "fault",
-                                    "message": f"{why}; {' | '.join(stderr_tail[-3:])}"[:2000]}
-            elif exit_code not in (0, None) and not any("id" in r for r in records):
-                raise TritonhookError(f"the replay worker failed before replaying anything (status {exit_code}): "
-                                      + " | ".join(stderr_tail[-5:]))
-            remaining = [s for s in remaining if s["id"] not in results]
-    return results
-
-
-def _run_one_worker(job_path: Path, out_path: Path, timeout_s: float, step) -> tuple[int | None, list[str], list]:
-    command = [sys.executable, "-m", "tritonhook.sweep.worker", str(job_path), str(out_path)]
-    env = {**os.environ, config.ENABLE.name: "", config.RECORD.name: ""}
-    with tempfile.TemporaryFile("w+") as stderr:
-        process = subprocess.Popen(command, env=env, stderr=stderr, stdout=subprocess.DEVNULL)
-        seen, last_progress, killed = 0, time.time(), False
-        while process.poll() is None:
-            time.sleep(0.2)
-            lines = out_path.read_text().splitlines()
-            if len(lines) != seen:
-                for line in lines[seen:]:
-                    record = json.loads(line)
-                    if record.get("status") not in ("started", "worker", "refused"):
-                        step(f"{record.get('id')}")
-                seen, last_progress = len(lines), time.time()
-            elif time.time() - last_progress > timeout_s:
-                process.kill()
-                process.wait()
-                killed = True
-        exit_code = None if killed else process.returncode
-        stderr.seek(0)
-        tail = list(collections.deque(stderr.read().splitlines(), maxlen=20))
-    records = [json.loads(line) for line in out_path.read_text().splitlines() if line.strip()]
-    return exit_code, tail, records

@@ -39,6 +39,8 @@ class SweepRow:
     status: str                        # ok, or what went wrong (build, replay error, fault)
     outputs: str = "-"                 # bitwise / allclose / differ / no output
     detail: str = ""                   # the worker's traceback when the replay failed (in --json, not the table)
+    replayed_on: str = ""              # host/gpuN of the worker that replayed it
+    retried_after: str = ""            # where and why earlier workers died on it, when it was retried
     variants: list[VariantTiming] = dataclasses.field(default_factory=list)
     autotune: dict | None = None       # a candidate: {"group", "config"}; a group's row: see autotune.analyze_group
 
@@ -152,7 +154,12 @@ class SweepResult:
         columns = ["kernel", "share", "launches", "inputs", *[f"{v} µs" for v in self.variants],
                    *[f"{v} ratio [95%]" for v in others], *[f"{v} verdict" for v in others], "outputs",
                    "regs", "spills", "stack", "capmerc", "replay/workload"]
-        yield format.table(columns, [self._cells(row, len(columns)) for row in self.rows],
+        cells = [self._cells(row, len(columns)) for row in self.rows]
+        if len({row.replayed_on for row in self.rows}) > 1:  # spread over GPUs: say which ran what
+            columns.insert(1, "replayed on")
+            for row, line in zip(self.rows, cells):
+                line.insert(1, row.replayed_on or "-")
+        yield format.table(columns, cells,
                            title=f"tritonhook sweep: {len(self.rows)} kernel signature(s), {self.rounds} rounds, "
                                  f"baseline {self.variants[0]}",
                            right_align=[c for c in columns if c not in ("kernel", "inputs", "outputs")

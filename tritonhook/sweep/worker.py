@@ -1,9 +1,12 @@
-"""The replay worker: a child process that replays launch signatures on the GPU, one after another.
+"""The replay worker: a child process that replays launch signatures on one GPU, one after another.
 
-Run as `python -m tritonhook.sweep.worker JOB OUT`. JOB (JSON) lists the signatures and, per signature, the
-variants to load (metadata JSON + cubin files the parent built); OUT receives one JSON line when a signature
-starts and one with its result, so that when a kernel faults and takes the CUDA context (and this process) down,
-the parent knows which one it was and starts a new worker for the rest.
+Run as `python -m tritonhook.sweep.worker JOB`. JOB (JSON) lists the signatures and, per signature, the variants
+to load (metadata JSON + cubin files the parent built, paths relative to JOB's folder). The protocol (`serve`):
+the worker says hello (a JSON line with its host and `CUDA_VISIBLE_DEVICES`), then reads signature ids from stdin,
+one a line, and for each writes one JSON line when it starts and one with its result, on the stdout it was given
+(anything else written to stdout goes to stderr). So when a kernel faults and takes the CUDA context (and this
+process) down, the parent (`schedule.py`) knows which one it was, and a fresh worker goes on with the rest.
+stdin closed: the worker exits.
 
 Per signature: rebuild the arguments (snapshot blobs, else synthetic data of the same dtype and shape), load every
 variant through Triton's own launcher (`_triton.load_kernel`), run each once from the restored inputs and compare
@@ -16,11 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 import sys
 import traceback
 from pathlib import Path
+from typing import Callable, Iterator
 
-from .. import _triton
+from .. import _triton, config
 from ..ab.runner import compare_outputs
 from ..ab.timing import bench_interleaved
 from ..errors import TritonhookError
@@ -79,9 +85,10 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
                               signature["signature"], signature["constexprs"])
     pristine = _buffers(torch, signature["args"], store, device)
     grid = tuple(signature["grid"])
-    kernels = {v["label"]: _triton.load_kernel(workdir / str(signature["id"]) / v["label"].replace("/", "_"), spec,
-                                               Path(v["metadata"]).read_bytes(), Path(v["cubin"]).read_bytes(),
-                                               v["entry"])
+    loaded = workdir / "kernels" / str(signature["id"])
+    kernels = {v["label"]: _triton.load_kernel(loaded / v["label"].replace("/", "_"), spec,
+                                               (workdir / v["metadata"]).read_bytes(),
+                                               (workdir / v["cubin"]).read_bytes(), v["entry"])
                for v in signature["variants"]}
     buffers = {index: buffer.clone() for index, buffer in pristine.items()}
 
@@ -127,36 +134,64 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
             "written": len(written)}
 
 
+@contextlib.contextmanager
+def protocol() -> Iterator[Callable[[dict], None]]:
+    """`emit(record)` writes one JSON line to the stdout this process was given; everything else printed to stdout
+    (Triton, torch, a kernel's printf) goes to stderr, so the parent reads only protocol lines."""
+    stream = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    try:
+        yield lambda record: (stream.write(json.dumps(record) + "\n"), stream.flush())
+    finally:
+        stream.close()
+
+
+def hello(**facts) -> dict:
+    """The first line a worker writes: where it runs (host, the GPU it was pinned to) and what it found."""
+    visible = os.environ.get(config.CUDA_VISIBLE_DEVICES.name, "")
+    return {"status": "worker", "host": socket.gethostname(), "gpu": visible, **facts}
+
+
+def serve(job: dict, emit: Callable[[dict], None], replay_one: Callable[[dict], dict], *,
+          context_lost: Callable[[], bool] = lambda: False) -> int:
+    """Replay the signatures whose ids arrive on stdin until it closes (the protocol in the module docstring).
+    An exception is that signature's error; when it left the CUDA context unusable (`context_lost`), the error
+    says so and the worker stops (FAULT_EXIT) so that the parent starts a fresh one."""
+    by_id = {signature["id"]: signature for signature in job["signatures"]}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        signature = by_id[int(line)]
+        emit({"id": signature["id"], "status": "started"})
+        try:
+            emit(replay_one(signature))
+        except Exception as exc:  # noqa: BLE001 - reported per kernel; the parent goes on with the others
+            message = f"{type(exc).__name__}: {exc}".strip()
+            lost = context_lost()
+            emit({"id": signature["id"], "status": "error", "message": message[-2000:],
+                  "traceback": traceback.format_exc()[-4000:], "context_lost": lost})
+            if lost:
+                return FAULT_EXIT
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    job_path, out_path = Path(argv[0]), Path(argv[1])
+    job_path = Path(argv[0])
     job = json.loads(job_path.read_text())
-    import torch
+    with protocol() as emit:
+        import torch
 
-    capability = "sm_%d%d" % torch.cuda.get_device_capability()
-    store = Store(job["store"], readonly=True)
-    workdir = job_path.parent / "kernels"
-    with open(out_path, "a") as out:
-        def emit(record: dict) -> None:
-            out.write(json.dumps(record) + "\n")
-            out.flush()
-
-        emit({"status": "worker", "device": torch.cuda.get_device_name(), "capability": capability})
+        capability = "sm_%d%d" % torch.cuda.get_device_capability()
         try:
             check_arch(job["arch"], capability, source=job["recording"])
-        except TritonhookError as exc:
+        except TritonhookError as exc:  # instead of the hello: the parent stops the whole replay
             emit({"status": "refused", "message": str(exc)})
             return REFUSED_EXIT
-        for signature in job["signatures"]:
-            emit({"id": signature["id"], "status": "started"})
-            try:
-                emit(replay_signature(torch, job, signature, store, workdir))
-            except Exception as exc:  # noqa: BLE001 - reported per kernel; the parent goes on with the others
-                message = f"{type(exc).__name__}: {exc}".strip()
-                emit({"id": signature["id"], "status": "error", "message": message[-2000:],
-                      "traceback": traceback.format_exc()[-4000:]})
-                if _context_lost(torch):
-                    return FAULT_EXIT
-    return 0
+        emit(hello(device=torch.cuda.get_device_name(), capability=capability))
+        store = Store(job["store"], readonly=True)
+        return serve(job, emit, lambda signature: replay_signature(torch, job, signature, store, job_path.parent),
+                     context_lost=lambda: _context_lost(torch))
 
 
 def _context_lost(torch) -> bool:

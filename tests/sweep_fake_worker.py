@@ -1,0 +1,77 @@
+"""A replay worker for tests of the sweep's scheduling on a machine with no GPU (tests/test_sweep_scale.py).
+
+It speaks the real worker protocol (`tritonhook.sweep.worker.serve`, `hello`, `protocol`) over the real job, and
+"replays" a signature by reading every file and snapshot blob the real worker would (so a missing or corrupt one
+fails the signature) and returning fixed timings. Told to, it dies on a signature, as a faulting kernel does:
+
+    python sweep_fake_worker.py [--die ID] [--die-once MARKER ID] [--kill-parent] [--hang ID] [--refuse WHY] JOB
+
+--die ID: SIGKILL itself on signature ID, every time; --die-once MARKER ID: only when MARKER does not exist yet
+(it creates it); --kill-parent: SIGKILL its parent too (in a Ray task: the Ray worker process); --hang ID: sleep;
+--refuse WHY: refuse the job as a worker on a GPU of another architecture does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from tritonhook.store import Store
+from tritonhook.sweep.recording import tensors_of
+from tritonhook.sweep.worker import REFUSED_EXIT, hello, protocol, serve
+
+SECONDS_PER_SIGNATURE = 0.3
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--die", type=int, default=None)
+    parser.add_argument("--die-once", nargs=2, default=None, metavar=("MARKER", "ID"))
+    parser.add_argument("--kill-parent", action="store_true")
+    parser.add_argument("--hang", type=int, default=None)
+    parser.add_argument("--refuse", default=None)
+    parser.add_argument("job")
+    args = parser.parse_args()
+    job_path = Path(args.job)
+    job = json.loads(job_path.read_text())
+    store = Store(job["store"], readonly=True)
+
+    def die() -> None:
+        if args.kill_parent:
+            os.kill(os.getppid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def replay_one(signature: dict) -> dict:
+        if signature["id"] == args.die:
+            die()
+        if args.die_once and int(args.die_once[1]) == signature["id"] and not Path(args.die_once[0]).exists():
+            Path(args.die_once[0]).touch()
+            die()
+        if signature["id"] == args.hang:
+            time.sleep(3600)
+        for variant in signature["variants"]:
+            (job_path.parent / variant["metadata"]).read_bytes()
+            (job_path.parent / variant["cubin"]).read_bytes()
+        for tensor in tensors_of(signature["args"]):
+            if tensor.get("blob"):
+                store.read_blob(tensor["blob"])
+        time.sleep(SECONDS_PER_SIGNATURE)
+        timed = [v["label"] for v in signature["variants"] if v["timed"]]
+        samples = {label: [0.010 + 0.0001 * (index + round_) for round_ in range(job["rounds"])]
+                   for index, label in enumerate(timed)}
+        return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": "bitwise", "written": 1}
+
+    with protocol() as emit:
+        if args.refuse:
+            emit({"status": "refused", "message": args.refuse})
+            return REFUSED_EXIT
+        emit(hello(device="fake", capability=job["arch"]))
+        return serve(job, emit, replay_one)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,238 @@
+"""Sweeps beyond one GPU (issue 17), on a CPU: the scheduling, retry and merge logic of `sweep.schedule` over a
+recording built from real captures (real compiles, real ptxas-built variants, real snapshot blobs in a real store),
+with the local workers and with a real local Ray cluster. Only the worker program is replaced
+(tests/sweep_fake_worker.py): it speaks the real protocol and reads every file and blob a replay reads, but times
+nothing, so these tests prove where work goes, not what a GPU measures. The replays themselves are proven on a
+GPU: tests/test_sweep_gpu.py and benchmarks/sweep_scaling.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import tritonhook
+from tritonhook import _triton, config
+from tritonhook.ab.variants import parse_variants
+from tritonhook.errors import TritonhookError
+from tritonhook.samples import compile_sample
+from tritonhook.store import Store
+from tritonhook.sweep import recording as rec, replay
+from tritonhook.sweep.result import RESULT_KIND, SweepResult
+from tritonhook.sweep.schedule import resolve_gpus, run_workers
+
+torch = pytest.importorskip("torch")
+
+FAKE_WORKER = str(Path(__file__).with_name("sweep_fake_worker.py"))
+SIGNATURES = 6
+VARIANTS = parse_variants("plain,cutlass_")
+
+
+def fake(*flags: str) -> list[str]:
+    return [FAKE_WORKER, *flags]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A store with real captures of two sample kernels for sm_90a and a recording of SIGNATURES launch
+    signatures of them (different grids and sizes), each with input snapshots as blobs."""
+    store_dir = tmp_path_factory.mktemp("scale-store")
+    with tritonhook.session(store_dir) as session:
+        kernels = [compile_sample(name, 90) for name in ("add", "matmul_fp32_ieee")]
+    store = Store(store_dir)
+    by_hash = {c.triton_hash: c for c in store.captures(ids=session.capture_ids)}
+    budget = rec.SnapshotBudget(per_signature=2**20, total=2**30)
+    signatures = []
+    for index in range(SIGNATURES):
+        kernel = kernels[index % 2]
+        spec = _triton.launch_spec(kernel)
+        size = 64 * (index + 1)
+        if spec.name == "add_kernel":
+            args = (torch.randn(size), torch.randn(size), torch.empty(size), size, 1024)
+        else:
+            a, b, c = torch.randn(size, size), torch.randn(size, size), torch.empty(size, size)
+            args = (a, b, c, size, size, size, size, size, size, 128, 128, 32, "ieee")
+        described = rec.describe_args(args, spec.arg_names, spec.signature, spec.constexprs, store=store,
+                                      budget=budget)
+        signatures.append(rec.Signature(
+            id=index, kernel=spec.name, triton_hash=spec.triton_hash, capture_id=by_hash[kernel.hash].id,
+            arch="sm_90a", grid=[index + 1, 1, 1], args=described, arg_names=spec.arg_names,
+            signature=spec.signature, constexprs=spec.to_json()["constexprs"], launches=10 * (index + 1),
+            times_ms=[0.01 * (index + 1)]))
+    recording = rec.Recording(signatures, arch="sm_90a", device=None, triton_version="3.6.0",
+                              torch_version=torch.__version__, pid=1, command=["python", "train.py"])
+    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
+    return store, recording
+
+
+def _stored(store: Store, result: SweepResult) -> SweepResult:
+    return SweepResult.from_json(next(r for r in store.results(RESULT_KIND) if r["id"] == result.id))
+
+
+# ----- which GPUs -----------------------------------------------------------------------------------------------------
+def test_gpus_are_counted_as_cuda_counts_the_visible_ones():
+    visible = ["4", "7"]
+    assert resolve_gpus(None, visible) == [None]
+    assert resolve_gpus("all", visible) == ["4", "7"]
+    assert resolve_gpus("1", visible) == ["7"] and resolve_gpus([1, 0], visible) == ["7", "4"]
+    for spec, message in [("0,x", "--gpus 0,x: give 'all' or GPU indices such as 0,1"),
+                          ("2", "--gpus 2: this machine shows 2 GPU(s) (0-1)"),
+                          ("0,0", "--gpus 0,0: a GPU is named twice")]:
+        with pytest.raises(TritonhookError) as raised:
+            resolve_gpus(spec, visible)
+        assert str(raised.value) == message
+    with pytest.raises(TritonhookError, match="--gpus all: no GPU is visible"):
+        resolve_gpus("all", [])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--gpus", "0,x"], "--gpus 0,x: give 'all' or GPU indices such as 0,1"),
+    (["--gpus", "all"], "--gpus all: cannot count the GPUs here"),
+    (["--gpus", "0", "--ray"], "not allowed with argument"),
+])
+@pytest.mark.nogpu
+def test_bad_gpus_are_one_line(tmp_path, args, message):
+    import os
+
+    Store(tmp_path / "s")
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "replay", "--store", str(tmp_path / "s"), *args],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_ray_missing_says_how_to_install_it(tmp_path):
+    Store(tmp_path / "s")
+    code = ("import sys; sys.modules['ray'] = None; from tritonhook.cli import main; "
+            f"sys.exit(main(['replay', '--store', {str(tmp_path / 's')!r}, '--ray']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "--ray needs Ray: pip install 'tritonhook[ray]'" in done.stderr and "Traceback" not in done.stderr
+
+
+# ----- local workers, one per GPU -------------------------------------------------------------------------------------
+def test_work_is_spread_over_two_gpus_and_merged_into_the_store(recorded, monkeypatch):
+    store, recording = recorded
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,7")  # --gpus 0,1 are the GPUs CUDA shows as 0 and 1
+    result = replay(recording, store, VARIANTS, gpus=[0, 1], worker=fake())
+    assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
+    where = {row.replayed_on.rsplit("/", 1)[1] for row in result.rows}
+    assert where == {"gpu4", "gpu7"}  # both used; each worker saw only its own GPU
+    stored = _stored(store, result)
+    assert [(r.signature, r.replayed_on, r.variants[1].verdict) for r in stored.rows] == \
+        [(r.signature, r.replayed_on, r.variants[1].verdict) for r in result.rows]
+    assert not result.warnings
+
+
+def test_a_worker_killed_mid_sweep_loses_only_its_kernel_which_is_retried_on_the_other_gpu(recorded, monkeypatch,
+                                                                                           tmp_path):
+    store, recording = recorded
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    victim = 2
+    result = replay(recording, store, VARIANTS, gpus="all", worker=fake("--die-once", str(tmp_path / "died"),
+                                                                        str(victim)))
+    assert (tmp_path / "died").exists()  # a worker did die on it
+    assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
+    row = next(r for r in result.rows if r.signature == victim)
+    died_on = row.retried_after.split(":")[0]
+    assert "worker exited with status -9" in row.retried_after and died_on != row.replayed_on
+    assert any(f"replayed again on {row.replayed_on} after its worker died" in w for w in result.warnings)
+    assert all(not r.retried_after for r in result.rows if r.signature != victim)
+
+
+def test_a_kernel_that_kills_every_worker_is_a_fault_after_one_retry_and_the_others_go_on(recorded, tmp_path):
+    store, recording = recorded
+    job = {"store": str(store.path), "arch": "sm_90a", "recording": "r", "rounds": 5,
+           "signatures": [{"id": s.id, "args": s.args, "variants": []} for s in recording.signatures]}
+    results = run_workers(tmp_path, job, ["0", "1"], worker=fake("--die", "3"))
+    assert {i: r["status"] for i, r in results.items()} == {i: "fault" if i == 3 else "ok" for i in range(SIGNATURES)}
+    fault = results[3]
+    assert fault["attempts"] == 2 and fault["message"].count("worker exited with status -9") == 2
+    assert "/gpu0:" in fault["message"] and "/gpu1:" in fault["message"]  # tried on both GPUs
+
+
+def test_one_gpu_retries_on_a_fresh_worker_and_a_hung_kernel_is_killed(recorded, tmp_path):
+    store, recording = recorded
+    job = {"store": str(store.path), "arch": "sm_90a", "recording": "r", "rounds": 5,
+           "signatures": [{"id": s.id, "args": s.args, "variants": []} for s in recording.signatures[:3]]}
+    results = run_workers(tmp_path, job, worker=fake("--hang", "1"), timeout_s=4)
+    assert [results[i]["status"] for i in range(3)] == ["ok", "fault", "ok"]
+    assert results[1]["message"].count("hung (killed)") == 2 and results[1]["attempts"] == 2
+
+
+def test_a_worker_that_refuses_the_job_stops_the_replay_with_its_reason(recorded, tmp_path):
+    store, recording = recorded
+    job = {"store": str(store.path), "arch": "sm_90a", "recording": "r", "rounds": 5,
+           "signatures": [{"id": s.id, "args": s.args, "variants": []} for s in recording.signatures]}
+    began = time.time()
+    with pytest.raises(TritonhookError, match="^r: recorded on sm_90a, this GPU is sm_100$"):
+        run_workers(tmp_path, job, ["0", "1"], worker=fake("--refuse", "r: recorded on sm_90a, this GPU is sm_100"))
+    assert time.time() - began < 30  # not one refusal per signature and GPU
+
+
+# ----- Ray ----------------------------------------------------------------------------------------------------------
+TASK = {"num_cpus": 0, "resources": {"test_gpu": 1}}
+"""A Ray task of these tests: a custom resource stands for the GPU a CPU cluster does not have."""
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One real local Ray cluster for the module (it takes seconds to start), with two "GPUs"."""
+    ray = pytest.importorskip("ray")
+    import os
+
+    os.environ.setdefault(config.RAY_USAGE_STATS_ENABLED.name, "0")
+    ray.init(num_cpus=2, num_gpus=0, resources={"test_gpu": 2}, include_dashboard=False, logging_level="WARNING")
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_tasks_get_files_and_snapshots_through_the_object_store_and_results_reach_the_store(recorded,
+                                                                                               ray_cluster):
+    store, recording = recorded
+    result = replay(recording, store, VARIANTS, ray=True, ray_task=TASK, worker=fake())
+    assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
+    assert all(row.replayed_on for row in result.rows)
+    stored = _stored(store, result)
+    assert [r.replayed_on for r in stored.rows] == [r.replayed_on for r in result.rows]
+
+
+def test_a_killed_ray_task_is_retried_and_nothing_is_lost(recorded, ray_cluster, tmp_path):
+    store, recording = recorded
+    victim = 1
+    result = replay(recording, store, VARIANTS, ray=True, ray_task=TASK,
+                    worker=fake("--die-once", str(tmp_path / "died"), str(victim), "--kill-parent"))
+    assert (tmp_path / "died").exists()
+    assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
+    row = next(r for r in result.rows if r.signature == victim)
+    assert row.retried_after.startswith("ray task: ") and "Crashed" in row.retried_after
+
+
+def test_a_ray_task_whose_kernel_kills_its_worker_twice_is_a_fault(recorded, ray_cluster):
+    store, recording = recorded
+    result = replay(recording, store, VARIANTS, ray=True, ray_task=TASK, worker=fake("--die", "4"))
+    status = {row.signature: row.status for row in result.rows}
+    assert status[4].startswith("fault: ") and status[4].count("worker exited with status -9") == 2
+    assert all(s == "ok" for i, s in status.items() if i != 4)
+
+
+def test_a_fault_inside_a_ray_batch_costs_only_that_kernel(recorded, ray_cluster, tmp_path):
+    """A task needing both "GPUs" leaves room for one at a time, so the recording goes in batches of two: the
+    worker dies on one kernel, a fresh worker on the node finishes the batch, the driver retries only that one."""
+    store, recording = recorded
+    victim = 3
+    result = replay(recording, store, VARIANTS, ray=True, ray_task={"num_cpus": 0, "resources": {"test_gpu": 2}},
+                    worker=fake("--die-once", str(tmp_path / "died"), str(victim)))
+    assert (tmp_path / "died").exists()
+    assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
+    assert [row.signature for row in result.rows if row.retried_after] == [victim]
+    assert "worker exited with status -9" in next(r for r in result.rows if r.signature == victim).retried_after
+
+
+def test_a_cluster_without_room_for_a_task_is_one_error_not_a_hang(recorded, ray_cluster):
+    store, recording = recorded
+    with pytest.raises(TritonhookError, match="--ray: the cluster has no room for a replay task"):
+        replay(recording, store, VARIANTS, ray=True, worker=fake())  # one GPU per task; this cluster has none
