@@ -7,6 +7,8 @@ GPU: tests/test_sweep_gpu.py and benchmarks/sweep_scaling.py."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -22,6 +24,7 @@ from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec, replay
 from tritonhook.sweep.result import RESULT_KIND, SweepResult
+from tritonhook.sweep.replay import SIGNATURE_KIND
 from tritonhook.sweep.schedule import resolve_gpus, run_workers
 
 torch = pytest.importorskip("torch")
@@ -125,6 +128,37 @@ def test_work_is_spread_over_two_gpus_and_merged_into_the_store(recorded, monkey
     assert [(r.signature, r.replayed_on, r.variants[1].verdict) for r in stored.rows] == \
         [(r.signature, r.replayed_on, r.variants[1].verdict) for r in result.rows]
     assert not result.warnings
+
+
+def test_each_result_is_in_the_store_as_it_arrives_so_a_replay_killed_half_way_keeps_them(recorded, tmp_path):
+    """The replaying process itself killed while one of its two workers hangs on signature 3: what the other
+    measured meanwhile is already in the store (kind sweep-signature), tagged with the recording."""
+    store, recording = recorded
+    hung = 3
+    script = (f"import sys; sys.path[:0] = {sys.path!r}\n"
+              "from tritonhook.store import Store\nfrom tritonhook import sweep\n"
+              "from tritonhook.ab.variants import parse_variants\n"
+              f"store = Store({str(store.path)!r})\n"
+              f"sweep.replay(sweep.load(store, '{recording.id}'), store, parse_variants('plain,cutlass_'), "
+              f"gpus=[0, 1], worker=[{FAKE_WORKER!r}, '--hang', '{hung}'])\n")
+    before = {r["id"] for r in store.results(SIGNATURE_KIND)}
+    process = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
+                               env={**os.environ, "CUDA_VISIBLE_DEVICES": "0,1"})  # one worker hangs, one goes on
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and process.poll() is None:
+            arrived = [r for r in store.results(SIGNATURE_KIND) if r["id"] not in before]
+            if len(arrived) == SIGNATURES - 1:
+                break
+            time.sleep(0.5)
+        assert process.poll() is None, "the replay ended instead of hanging"
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    arrived = [r for r in store.results(SIGNATURE_KIND) if r["id"] not in before]
+    assert sorted(r["signature"] for r in arrived) == \
+        [i for i in range(SIGNATURES) if i != hung]
+    assert all(r["status"] == "ok" and r["recording"] == recording.id for r in arrived)
 
 
 def test_a_worker_killed_mid_sweep_loses_only_its_kernel_which_is_retried_on_the_other_gpu(recorded, monkeypatch,

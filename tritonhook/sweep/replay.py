@@ -3,6 +3,7 @@ local GPU or a Ray cluster: `schedule.py`), collect a `SweepResult` (saved in th
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +21,8 @@ from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row
 from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
 from .variants import BuiltVariant, build_variants
 
+SIGNATURE_KIND = "sweep-signature"
+"""The kind each signature's replay result is kept under in the store as it arrives (see `_journal`)."""
 WARMUP_MS, REP_MS, MIN_REPS = 5.0, 20.0, 10
 """Per round and variant: the timer's warm-up, the time its repetitions span, and the fewest repetitions."""
 
@@ -69,11 +72,12 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
         job = _write_job(Path(work), recording, store, [s for s in chosen if s.id in built], built, rounds)
         began = time.time()
+        arrived = _journal(store, recording)
         if ray is not False:
             results = run_on_ray(Path(work), job, store, address=None if ray is True else ray, progress=progress,
-                                 worker=worker, task=ray_task)
+                                 worker=worker, task=ray_task, arrived=arrived)
         else:
-            results = run_workers(Path(work), job, devices, progress=progress, worker=worker)
+            results = run_workers(Path(work), job, devices, progress=progress, worker=worker, arrived=arrived)
         replay_s = time.time() - began
     samples: dict[int, dict[str, list[float]]] = {}
     for signature in chosen:
@@ -101,6 +105,19 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
                         for row in replayed if row.retried_after and row.status == "ok"]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+def _journal(store: Store, recording: Recording):
+    """What keeps each signature's result in the store the moment it arrives (kind `SIGNATURE_KIND`, tagged with
+    the recording and this replay's start), so a replay stopped half-way keeps what it measured; the sweep result
+    saved at the end is what the commands read."""
+    tag = {"recording": recording.id, "replay_started": time.time(), "pid": os.getpid()}
+
+    def arrived(record: dict) -> None:  # the store numbers its results under "id": the signature's is "signature"
+        store.add_result(SIGNATURE_KIND, {**tag, **{k: v for k, v in record.items() if k != "id"},
+                                          "signature": record["id"]})
+
+    return arrived
 
 
 def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], samples: dict, labels: list[str],

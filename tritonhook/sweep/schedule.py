@@ -208,9 +208,10 @@ class _Queue:
     """The signatures not handed out yet, shared by the slots; `take` blocks while a retry waits for another
     slot to be free. Thread-safe."""
 
-    def __init__(self, ids: list[int], slots: int, retries: int, step: Callable[[str], None]):
+    def __init__(self, ids: list[int], slots: int, retries: int, step: Callable[[str], None],
+                 arrived: Callable[[dict], None]):
         self.pending = collections.deque(_Item(i) for i in ids)
-        self.slots, self.retries, self.step = slots, retries, step
+        self.slots, self.retries, self.step, self.arrived = slots, retries, step, arrived
         self.running: dict[int, _Item] = {}
         self.results: dict[int, dict] = {}
         self.error: BaseException | None = None
@@ -240,6 +241,7 @@ class _Queue:
                 self.pending.appendleft(item)
             else:
                 self.results[item.id] = final
+                self.arrived(final)
                 self.step(str(item.id))
             self.cond.notify_all()
 
@@ -271,10 +273,11 @@ def _serve_slot(slot: int, device: str | None, work: _Queue, command, job_path: 
 
 
 def run_workers(work: Path, job: dict, devices: Sequence[str | None] = (None,), *, progress: bool = False,
-                timeout_s: float = KERNEL_TIMEOUT_S, worker: Sequence[str] = WORKER, retries: int = RETRIES
-                ) -> dict[int, dict]:
+                timeout_s: float = KERNEL_TIMEOUT_S, worker: Sequence[str] = WORKER, retries: int = RETRIES,
+                arrived: Callable[[dict], None] = lambda record: None) -> dict[int, dict]:
     """Replay every signature of `job` (written to `work`/job.json) on one worker per entry of `devices` (a
-    CUDA_VISIBLE_DEVICES value, None: inherit); signature id -> result record. See the module docstring."""
+    CUDA_VISIBLE_DEVICES value, None: inherit); signature id -> result record, each also handed to `arrived` the
+    moment it is final. See the module docstring."""
     job_path = work / "job.json"
     job_path.write_text(json.dumps(job))
     with format.progress(progress, len(job["signatures"]), "replay") as step:
@@ -284,7 +287,7 @@ def run_workers(work: Path, job: dict, devices: Sequence[str | None] = (None,), 
             with lock:
                 step(text)
 
-        shared = _Queue([s["id"] for s in job["signatures"]], len(devices), retries, locked_step)
+        shared = _Queue([s["id"] for s in job["signatures"]], len(devices), retries, locked_step, arrived)
         threads = [threading.Thread(target=_serve_slot, args=(slot, device, shared, worker, job_path, timeout_s),
                                     daemon=True) for slot, device in enumerate(devices)]
         for thread in threads:
@@ -330,10 +333,10 @@ def replay_on_node(job: dict, entries: list[dict], worker: Sequence[str], timeou
 
 def run_on_ray(work: Path, job: dict, store: Store, *, address: str | None = None, progress: bool = False,
                timeout_s: float = KERNEL_TIMEOUT_S, worker: Sequence[str] = WORKER, task: dict | None = None,
-               retries: int = RETRIES) -> dict[int, dict]:
+               retries: int = RETRIES, arrived: Callable[[dict], None] = lambda record: None) -> dict[int, dict]:
     """Replay every signature of `job` as Ray tasks (`task`: the resources of each, default one GPU); the variant
-    files under `work` and the snapshot blobs in `store` travel through the object store. See the module
-    docstring."""
+    files under `work` and the snapshot blobs in `store` travel through the object store. Each final record is
+    handed to `arrived` as it comes back. See the module docstring."""
     task = task or RAY_TASK
     common = {key: value for key, value in job.items() if key != "signatures"}
     entries = job["signatures"]
@@ -371,5 +374,6 @@ def run_on_ray(work: Path, job: dict, store: Store, *, address: str | None = Non
                     running[submit([entry])] = [entry]
                 else:
                     results[entry["id"]] = final
+                    arrived(final)
                     step(str(entry["id"]))
     return results
