@@ -32,7 +32,7 @@ def fidelity(result: SweepResult) -> dict:
 
 def main(out: Path) -> None:
     summary = {}
-    for name in ("own", "transformer", "transformer_aa", "liger", "own_ptxas"):
+    for name in ("own", "transformer", "transformer_aa", "liger", "own_ptxas", "both", "both_warm", "both_aa"):
         result = load(out / f"{name}.out")
         if result is None:
             continue
@@ -43,7 +43,8 @@ def main(out: Path) -> None:
                          "verdicts": {v: verdicts.count(v) for v in set(verdicts)},
                          "no_difference_fraction": (verdicts.count("no difference") + verdicts.count("SASS identical"))
                          / len(verdicts) if verdicts else None,
-                         "times_s": result.times_s, "fidelity": fidelity(result),
+                         "times_s": result.times_s, "l2": result.l2, "fidelity": fidelity(result),
+                         "replayed": len(result.rows) + len(result.candidates),
                          "estimates": [e.__dict__ for e in result.estimates],
                          "rows": {r.label: {"status": r.status, "outputs": r.outputs,
                                             "verdict": r.variants[1].verdict if len(r.variants) > 1 else None,

@@ -59,6 +59,16 @@ def test_min_effect_keeps_tiny_but_certain_differences_as_no_difference():
     assert ab.verdict(1.02, 1.01, 1.03) == "slower"
 
 
+def test_interquartile_mean_resolves_below_the_quantum_and_ignores_stragglers():
+    quantum = 0.032
+    base = [100 * quantum] * 60 + [101 * quantum] * 40 + [900 * quantum]      # a straggler, 40% one step up
+    other = [100 * quantum] * 45 + [101 * quantum] * 55 + [900 * quantum]
+    assert (ab.median(base), ab.median(other)) == (100 * quantum, 101 * quantum)  # medians jump a whole step
+    mean_base, mean_other = ab.stats.interquartile_mean(base), ab.stats.interquartile_mean(other)
+    assert 100 * quantum < mean_base < mean_other < 101 * quantum  # the 15% shift shows, the straggler does not
+    assert ab.stats.interquartile_mean([2.0]) == 2.0
+
+
 def test_rotation_sets():
     l2 = 50 * 2**20
     assert ab.rotation_sets(3 * 2**20, l2) == 64            # 67 sets would span four L2s: capped

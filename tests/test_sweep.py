@@ -284,7 +284,7 @@ def test_the_result_renders_and_round_trips_through_json():
     console.print(result)
     text = console.export_text()
     for expected in ("k_fast [4096]", "60.0%", "faster", "slower", "SASS identical", "fault: worker exited",
-                     "record 1.0 s, build 2.0 s, replay 3.0 s", "--select '^(?:k_fast)$'"):
+                     "record 1.0 s, build 2.0 s, replay 3.0 s; L2 cold", "--select '^(?:k_fast)$'"):
         assert expected in text, expected
 
 
@@ -306,6 +306,7 @@ def test_record_reports_a_failing_workload_with_its_status_and_last_stderr_lines
     (["replay", "--recording", "42"], "no recording with id 42"),
     (["replay", "--rounds", "2"], "--rounds 2: at least 5"),
     (["replay", "--autotune-top", "0"], "--autotune-top 0: at least 1"),
+    (["replay", "--l2", "hot"], "invalid choice: 'hot'"),
     (["sweep", "--variants", "plain"], "give at least two"),
     (["sweep", "--select", "("], "not a valid regular expression"),
     (["sweep"], "give the command to run after '--'"),

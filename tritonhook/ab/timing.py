@@ -106,12 +106,14 @@ def _calibrate_cycles(torch, sleep, device: int, cycles: int = 2_000_000) -> flo
 
 
 def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: float = 25.0,
-                      rep_ms: float = 100.0, min_reps: int = 10) -> list[BenchResult]:
+                      rep_ms: float = 100.0, min_reps: int = 10, rotate: bool = True) -> list[BenchResult]:
     """Time several arms call by call, A B A B ..., so that clock and power swings (a GPU at its power limit
     moves by several percent within a second) fall on every arm alike. Each call runs inside its arm's
-    context (for A/B: the variant's capture session); the events bracket the call alone."""
+    context (for A/B: the variant's capture session); the events bracket the call alone. `rotate=False` keeps
+    one input set: every call then finds in L2 what the previous call read and wrote (a kernel whose producer has
+    just written its inputs, as inside a workload)."""
     torch = _torch()
-    sets = _input_sets(torch, tuple(inputs))
+    sets = _input_sets(torch, tuple(inputs)) if rotate else [tuple(inputs)]
     outputs = []
     for enter, fn in arms:  # first call of each arm: compiles; its result is the output compared across arms
         with enter():

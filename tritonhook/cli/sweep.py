@@ -29,6 +29,9 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--autotune-top", type=int, default=None, metavar="K",
                         help="per autotuned kernel, replay the K configs fastest in the autotuner's own benchmark "
                              f"(default all, at most {config.AUTOTUNE_REPLAY_CAP})")
+    parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
+                        help="cold: inputs rotated so every call reads DRAM (default); warm: one input set, every "
+                             "call reads L2, as a kernel right after its producer inside a workload")
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     where = parser.add_mutually_exclusive_group()
@@ -124,7 +127,7 @@ def _sweep(args) -> int:
                               (f" (it exited with status {result.exit_code})" if result.exit_code else ""))
     swept = sweep.replay(result.recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
                          rounds=args.rounds, min_effect=args.min_effect, progress=not args.json, record_s=record_s,
-                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray)
+                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2)
     show(swept, as_json=args.json)
     return 0
 
@@ -135,6 +138,6 @@ def _replay(args) -> int:
     recording = sweep.load(store, args.recording)
     swept = sweep.replay(recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
                          rounds=args.rounds, min_effect=args.min_effect, progress=not args.json,
-                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray)
+                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2)
     show(swept, as_json=args.json)
     return 0

@@ -44,14 +44,21 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
            kernel: str | None = None, top: int | None = None, rounds: int = config.SWEEP_DEFAULT_ROUNDS,
            min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, record_s: float | None = None,
            autotune_top: int | None = None, gpus: str | Sequence[int] | None = None, ray: str | bool = False,
-           ray_task: dict | None = None, worker: Sequence[str] = WORKER) -> SweepResult:
+           ray_task: dict | None = None, worker: Sequence[str] = WORKER, l2: str = config.SWEEP_L2_MODES[0]
+           ) -> SweepResult:
     """Replay the chosen signatures of `recording` for every variant (x every extra ptxas), save and return the
     result. A signature that cannot be built or replayed is reported in its row; the others go on. The candidates
     of an autotune decision are replayed each and shown as one row (`autotune.analyze_group`).
 
     Where: one worker on this process's GPU; `gpus` "all" or indices: one worker per local GPU; `ray` True (the
     cluster this machine belongs to, else a new local one) or an address: Ray tasks of one GPU each (`ray_task`:
-    other Ray resources per task). `worker` replaces the worker program in tests of the scheduling only."""
+    other Ray resources per task). `worker` replaces the worker program in tests of the scheduling only.
+
+    `l2`: "cold" (the A/B timer's rule: inputs rotated through copies spanning 4x the L2, every call reads DRAM) or
+    "warm" (one input set: each call finds its inputs in L2, as a kernel does right after the kernel that wrote
+    them; the in-workload times of small kernels are warm, see docs/notes.md §8)."""
+    if l2 not in config.SWEEP_L2_MODES:
+        raise TritonhookError(f"--l2 {l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
     if rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
     if autotune_top is not None and autotune_top < 1:
@@ -71,6 +78,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     labels = next((list(b) for b in built.values()), [v.label for v in variants])
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
         job = _write_job(Path(work), recording, store, [s for s in chosen if s.id in built], built, rounds)
+        job["l2"] = l2
         began = time.time()
         arrived = _journal(store, recording)
         if ray is not False:
@@ -98,7 +106,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
     result = SweepResult(shown, labels, rounds, recording.id, recording.command,
                          {k: v for k, v in times.items() if v is not None}, config.SWEEP_RTOL, min_effect,
-                         candidates=candidates).finish()
+                         candidates=candidates, l2=l2).finish()
     replayed = result.rows + candidates
     result.warnings += [f"{row.label}: {row.status}" for row in replayed if row.status != "ok"]
     result.warnings += [f"{row.label}: replayed again on {row.replayed_on} after its worker died ({row.retried_after})"

@@ -123,6 +123,7 @@ class SweepResult:
     estimates: list[WorkloadEstimate] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
     candidates: list[SweepRow] = dataclasses.field(default_factory=list)  # autotune candidates (rows: per group)
+    l2: str = "cold"                   # the replay's L2 rule (see `replay.replay`)
     id: int | None = None              # in the store's results table
     warning_prefix = "tritonhook sweep"
 
@@ -165,7 +166,8 @@ class SweepResult:
                            right_align=[c for c in columns if c not in ("kernel", "inputs", "outputs")
                                         and not c.endswith("verdict")])
         split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
-        yield format.line(f"time: {split}; outputs compared bitwise, else allclose (rtol = atol = {self.rtol:g})")
+        yield format.line(f"time: {split}; L2 {self.l2}; outputs compared bitwise, else allclose "
+                          f"(rtol = atol = {self.rtol:g})")
         for row in self.rows:
             if row.autotune is not None and row.autotune.get("winners"):
                 yield format.line(self._autotune_line(row))

@@ -12,7 +12,8 @@ Per signature: rebuild the arguments (snapshot blobs, else synthetic data of the
 variant through Triton's own launcher (`_triton.load_kernel`), run each once from the restored inputs and compare
 the buffers it wrote (bitwise, else allclose), then time the variants interleaved call by call with the A/B timer
 (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation), one median per variant per round, restoring
-the written buffers from the snapshot before every round.
+the written buffers from the snapshot before every round. `l2` "warm" in the job keeps one input set (no L2
+rotation), as inside a workload whose producer kernel has just written the inputs.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Callable, Iterator
 
 from .. import _triton, config
 from ..ab.runner import compare_outputs
+from ..ab.stats import interquartile_mean
 from ..ab.timing import bench_interleaved
 from ..errors import TritonhookError
 from ..store import Store
@@ -127,9 +129,10 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         arms_args.clear()
         results = bench_interleaved([(contextlib.nullcontext, arm(label)) for label in timed],
                                     inputs=[buffers[index] for index in sorted(buffers)],
-                                    warmup_ms=job["warmup_ms"], rep_ms=job["rep_ms"], min_reps=job["min_reps"])
-        for label, result in zip(timed, results):
-            samples[label].append(result.median_ms)
+                                    warmup_ms=job["warmup_ms"], rep_ms=job["rep_ms"], min_reps=job["min_reps"],
+                                    rotate=job.get("l2", "cold") == "cold")
+        for label, result in zip(timed, results):  # one figure per round: see stats.interquartile_mean
+            samples[label].append(interquartile_mean(result.samples_ms))
     return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": outputs_equal,
             "written": len(written)}
 
