@@ -140,7 +140,8 @@ def _no_context():
 
 
 def _verdicts(row: dict, grid: list[dict]) -> dict:
-    """Best correct config, its ratio to cuDNN and to the default, each with the interval of `ratio_interval`."""
+    """Best correct config and its speed relative to cuDNN and to the default (x's time / best's time), each with
+    the interval of `ratio_interval`."""
     from tritonhook.ab.stats import ratio_interval
 
     arms = row["arms"]
@@ -152,15 +153,15 @@ def _verdicts(row: dict, grid: list[dict]) -> dict:
     row["best"] = best
     row["best_knobs"] = next(k for k in grid if label(k) == best)
     for other in ("cudnn", "default"):
-        if other in arms:  # time ratio other/best = speed ratio best/other
-            row[f"best_vs_{other}"] = ratio_interval(arms[other]["samples_ms"], arms[best]["samples_ms"])
+        if other in arms:  # speed of best over other = other's time / best's time: > 1 where best is faster
+            row[f"best_vs_{other}"] = ratio_interval(arms[best]["samples_ms"], arms[other]["samples_ms"])
     return row
 
 
 # ---- report ---------------------------------------------------------------------------------------------------
 def print_table(meta: dict, rows: list[dict]) -> None:
     print(f"\n{meta['device']} | torch {meta['torch']} | triton {meta['triton']} | bf16 TFLOPS (median; spread = "
-          f"IQR / median) | ratios: time ratio of medians [interval]")
+          f"IQR / median) | best/x: x's median time / best's [95% interval], > 1: best is faster")
     print(f"{'D':>4} {'causal':>6} {'S':>6} {'cudnn':>12} {'flash':>6} {'default':>12} {'best config':>24} "
           f"{'best':>12} {'best/cudnn':>20} {'best/default':>20} {'wrong':>5}")
     for r in rows:
