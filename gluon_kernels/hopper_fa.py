@@ -254,18 +254,30 @@ def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, 
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
 def _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N: gl.constexpr,
-               CAUSAL: gl.constexpr):
+               CAUSAL: gl.constexpr, HEAD_GROUP: gl.constexpr):
     """Where persistent tile `tile` lies: (batch*head, first query row, KV blocks without mask, KV blocks).
 
     Program p takes tiles p, p + P, p + 2P, ... (static round-robin); producer and consumers walk the same plan.
     Non-causal: head-major (all query tiles of one head are neighbours: they share K/V in L2); every tile costs
     the same. Causal: a tile's cost grows with its query index, and head-major order hands some programs only long
     rows (measured: 0.77x cuDNN at S=16k). So order by query tile, longest first, heads innermost: each wave of P
-    tiles holds tiles of nearly equal cost (longest-processing-time first), and the P concurrent tiles of a wave
-    read the same K/V prefixes of a few query rows' worth of heads."""
+    tiles holds tiles of nearly equal cost (longest-processing-time first).
+
+    HEAD_GROUP (causal): 0 puts all heads in that order at once; n > 0 applies it within sections of n heads, one
+    section after the other, as FlashAttention-3's LPT scheduler does with as many heads as fit their K/V in L2.
+    With all heads at once, a wave at short S reads the K/V of as many heads as it has tiles and L2 reuses
+    little (bf16 D=128 causal S=2k, H200: 398 TFLOPS against 437 for the earlier head-major order,
+    benchmarks/results/bench_h200_before_causal_schedule.json); sections keep the balance and the reuse."""
     if CAUSAL:
-        bh = tile % num_bh
-        mt = num_m - 1 - tile // num_bh
+        if HEAD_GROUP == 0:
+            bh = tile % num_bh
+            mt = num_m - 1 - tile // num_bh
+        else:
+            first_bh = tile // (HEAD_GROUP * num_m) * HEAD_GROUP
+            heads = gl.minimum(num_bh - first_bh, HEAD_GROUP)  # the last section may hold fewer heads
+            r = tile - first_bh * num_m
+            bh = first_bh + r % heads
+            mt = num_m - 1 - r // heads
     else:
         bh = tile // num_m
         mt = tile % num_m
@@ -277,14 +289,15 @@ def _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N:
 @gluon.jit
 def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                  v_empty, seq_len, num_bh, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                 STAGES: gl.constexpr, CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr):
+                 STAGES: gl.constexpr, CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, HEAD_GROUP: gl.constexpr):
     BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
     num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
     total = num_m * num_bh
     kv_cnt = 0
     t_cnt = 0
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
-        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL)
+        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL,
+                                                 HEAD_GROUP)
         kv_row0 = bh * seq_len
         qb = t_cnt % 2
         mbarrier_wait(q_empty.index(qb), ((t_cnt // 2) & 1) ^ 1)
@@ -446,7 +459,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
 def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
                  turns, o_ptr, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
                  BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr,
-                 WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr):
+                 WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr):
     dtype: gl.constexpr = q_bufs.dtype
     bits: gl.constexpr = dtype.primitive_bitwidth
     s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
@@ -461,7 +474,8 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
     kv_cnt = 0
     t_cnt = 0
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
-        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL)
+        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL,
+                                                 HEAD_GROUP)
         rows = off_m + WG * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
         m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
         l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
@@ -493,7 +507,8 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
 def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM: gl.constexpr,
                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-                 CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+                 HEAD_GROUP: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                 num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     dtype: gl.constexpr = q_desc.dtype
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
@@ -523,12 +538,13 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, num_
     gl.warp_specialize([
         (_ws_consumer, (0, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP)),
+                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP)),
         (_ws_consumer, (1, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP)),
+                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP)),
         (_ws_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                        v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED)),
+                        v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED,
+                        HEAD_GROUP)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
@@ -537,27 +553,50 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, num_
 # ----------------------------------------------------------------------------------------------------------------
 VARIANTS = ("ws", "simple")
 
+WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
+            "head_group": "HEAD_GROUP", "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS"}
+"""Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
+the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
-def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, pingpong: bool | None = None,
-            block_n: int | None = None, stages: int | None = None, overlap: bool | None = None) -> dict:
-    """Tile sizes and launch options for one (dtype, head dim, variant); shared by the wrapper and the AOT helper."""
+TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {}
+"""Measured ws knobs per (causal, head_dim) for 16-bit inputs: ``((max_seq_len, {knob: value}), ...)`` in rising
+max_seq_len; the first entry with seq_len <= max_seq_len applies, over the defaults of ``_config``, under any knob
+the caller passes. Filled from the JSON of ``benchmarks/hopper_attention_tune.py`` (its ``--emit-table`` prints
+this literal). Empty: every shape runs the defaults."""
+
+
+def _tuned_knobs(causal: bool, head_dim: int, seq_len: int | None) -> dict:
+    for max_seq_len, knobs in TUNED_WS.get((bool(causal), head_dim), ()):
+        if seq_len is not None and seq_len <= max_seq_len:
+            return knobs
+    return {}
+
+
+def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, seq_len: int | None = None,
+            **knobs) -> dict:
+    """Tile sizes and launch options for one (dtype, head dim, variant[, seq_len]); shared by the wrapper and the
+    AOT helper. ``knobs``: the ``WS_KNOBS`` names (None = default), over the ``TUNED_WS`` entry for seq_len."""
     if dtype not in HOPPER_DTYPES:
         raise ValueError(f"dtype must be one of {sorted(HOPPER_DTYPES)}, not {dtype!r}")
     if head_dim not in (64, 128):
         raise ValueError(f"head_dim must be 64 or 128, not {head_dim}")
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    allowed = WS_KNOBS if variant == "ws" else ("block_n", "stages")
+    unknown = sorted(set(knobs) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown {variant} knob(s) {unknown}; known: {sorted(allowed)}")
+    knobs = {k: v for k, v in knobs.items() if v is not None}
     fp8 = dtype == "fp8e4nv"
     if variant == "ws":
-        bn = block_n or 128
-        st = stages or (2 if (head_dim == 128 and not fp8) else 3)
-        return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, BLOCK_N=bn, STAGES=st, CAUSAL=bool(causal),
-                                    V_TRANSPOSED=fp8, PINGPONG=True if pingpong is None else bool(pingpong),
-                                    OVERLAP=True if overlap is None else bool(overlap), CONSUMER_REGS=240,
-                                    PRODUCER_REGS=24),
+        defaults = dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
+                        head_group=0, consumer_regs=240, producer_regs=24)
+        chosen = {**defaults, **({} if fp8 else _tuned_knobs(causal, head_dim, seq_len)), **knobs}
+        consts = {WS_KNOBS[k]: (bool(v) if k in ("pingpong", "overlap") else int(v)) for k, v in chosen.items()}
+        return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8, **consts),
                     num_warps=4, block_m_cta=128)
-    bn = block_n or (128 if head_dim == 64 or fp8 else 64)
-    st = stages or 2
+    bn = knobs.get("block_n") or (128 if head_dim == 64 or fp8 else 64)
+    st = knobs.get("stages") or 2
     return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=128, BLOCK_N=bn, STAGES=st, CAUSAL=bool(causal),
                                 V_TRANSPOSED=fp8), num_warps=8, block_m_cta=128)
 
@@ -576,13 +615,15 @@ def _kernel(variant: str):
 
 
 def compile_hopper_attention(dtype: str = "bf16", head_dim: int = 128, causal: bool = False, variant: str = "ws",
-                             write_lse: bool = False, capability: int = 90, **kwargs):
+                             write_lse: bool = False, capability: int = 90, seq_len: int | None = None, **kwargs):
     """Compile one configuration for sm_90a with no GPU; returns Triton's ``CompiledKernel``.
 
-    ``dtype``: "fp16", "bf16" or "fp8e4nv". Extra keyword arguments: ``pingpong``, ``overlap``, ``block_n``,
-    ``stages`` (tile/schedule choices of the "ws" variant) and Triton compile options (e.g. ``maxnreg``)."""
-    tile_keys = {k: kwargs.pop(k) for k in ("pingpong", "block_n", "stages", "overlap") if k in kwargs}
-    cfg = _config(dtype, head_dim, variant, causal, **tile_keys)
+    ``dtype``: "fp16", "bf16" or "fp8e4nv". ``seq_len``: build what the wrapper launches at that S (its
+    ``TUNED_WS`` entry). Extra keyword arguments: the ``WS_KNOBS`` (tile/schedule choices: ``block_n``, ``stages``,
+    ``pingpong``, ``overlap``, ``head_group``, ``consumer_regs``, ``producer_regs``) and Triton compile options
+    (e.g. ``maxnreg``)."""
+    tile_keys = {k: kwargs.pop(k) for k in WS_KNOBS if k in kwargs}
+    cfg = _config(dtype, head_dim, variant, causal, seq_len, **tile_keys)
     q_block, k_block, v_block = _desc_blocks(cfg)
     sig = {
         "q_desc": descriptor_signature(dtype, q_block),
@@ -651,7 +692,8 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
     because wgmma reads fp8 B operands only K-major (a full pass over V, timed separately in the benchmark); pass
     ``v_t=transpose_v_for_fp8(v)`` (and ``v=None``) to skip that copy. ``out``: an optional contiguous (B, H, S, D)
     output tensor.
-    ``variant``: "ws" (persistent, warp-specialized; default) or "simple" (baseline).
+    ``variant``: "ws" (persistent, warp-specialized; default) or "simple" (baseline). ``tile_kwargs``: the
+    ``WS_KNOBS`` (None or absent: the ``TUNED_WS`` entry for S, else the default).
     """
     import torch
     import triton
@@ -665,7 +707,7 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
     B, H, S, D = q.shape
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
-    cfg = _config(dtype, D, variant, causal, **tile_kwargs)
+    cfg = _config(dtype, D, variant, causal, S, **tile_kwargs)
     q_block, k_block, v_block = _desc_blocks(cfg)
     BH = B * H
     v2 = _v_rows(v, v_t, q, cfg["constexprs"]["V_TRANSPOSED"])

@@ -59,6 +59,28 @@ def test_attention_matches_fp32_reference(B, H, S, D, causal, dtype, variant):
     assert lse_err < LSE_TOL[dtype], f"LSE max abs error {lse_err:.3e}"
 
 
+KNOBS = [dict(head_group=1), dict(head_group=4), dict(head_group=8, pingpong=False),
+         dict(head_group=4, block_n=64, stages=4), dict(block_n=64, stages=3)]
+
+
+@pytest.mark.parametrize("knobs", KNOBS, ids=lambda k: "-".join(f"{n}{int(v)}" for n, v in k.items()))
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("B,H,S,D", [(2, 3, 1000, 128), (1, 4, 2049, 64), (3, 5, 640, 128)])
+def test_ws_knobs_match_fp32_reference(B, H, S, D, causal, dtype, knobs):
+    """The tuner's knobs (benchmarks/hopper_attention_tune.py), each tile written once: HEAD_GROUP with B*H not a
+    multiple of the section (6, 4 and 15 heads: a short last section), BLOCK_N 64 with more stages."""
+    q, k, v = make_inputs(B, H, S, D, dtype, hash((B, H, S, D, causal, str(knobs))) % (2**31))
+    sm_scale = 1.0 / math.sqrt(D)
+    poisoned = torch.full((B, H, S, D), float("nan"), dtype=dtype, device="cuda")
+    out, lse = hopper_attention(q, k, v, causal=causal, sm_scale=sm_scale, return_lse=True, out=poisoned, **knobs)
+    torch.cuda.synchronize()
+    ref, ref_lse = reference(q, k, v, causal, sm_scale)
+    assert torch.isfinite(out).all() and torch.isfinite(lse).all()
+    assert rel_err(out, ref) < TOL[dtype]
+    assert (lse - ref_lse).abs().max().item() < LSE_TOL[dtype]
+
+
 def test_default_scale_and_no_lse():
     q, k, v = make_inputs(1, 2, 300, 128, torch.bfloat16, 7)
     out = hopper_attention(q, k, v)

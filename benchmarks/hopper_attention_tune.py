@@ -1,0 +1,248 @@
+"""Tune the Hopper Gluon attention (ws kernel, bf16) against cuDNN SDPA on one sm_90 GPU: a small grid of knob
+sets per (head dim, causal) family, every S of the family timed against cuDNN and FLASH (SDPA backends pinned).
+
+    PYTHONPATH=$PWD python benchmarks/hopper_attention_tune.py --out tune.json           # full: <= 7 min on an H200
+    PYTHONPATH=$PWD python benchmarks/hopper_attention_tune.py --quick --out tune.json   # D=128, 3 S, 5 configs
+    PYTHONPATH=$PWD python benchmarks/hopper_attention_tune.py --emit-table tune.json    # TUNED_WS literal
+
+Shapes as FlashAttention-3's benchmark: 16k tokens (B = 16384 / S), hidden 2048 (H = 2048 / D); TFLOPS =
+4 B H S^2 D / t, halved for causal. Per shape, cuDNN, FLASH and every config are timed call by call in one
+interleaved run (`tritonhook.ab.bench_interleaved`: CUDA events, stream held while the host queues), so clock
+swings fall on all alike. A config whose output differs from cuDNN's by more than 1e-2 (relative norm) is
+reported and never chosen. Compiles come first, all at once, in a process pool (`--jobs`, default the CPU count):
+each worker runs the real wrapper once per config on a small tensor, which leaves the build in Triton's disk cache
+under exactly the key the timed calls look up (an AOT `triton.compile` keys on another specialization and would
+miss). The table is printed last; every sample summary goes to --out. `--emit-table` turns that JSON into the
+`TUNED_WS` table of gluon_kernels/hopper_fa.py: per (causal, D), the best config of each S whose interval against
+the default lies wholly above 1, consecutive S with the same choice merged.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+SEQLENS = (1024, 2048, 4096, 8192, 16384)
+TOKENS, HIDDEN = 16384, 2048
+ERR_LIMIT = 1e-2
+
+# Knob sets per (head_dim, causal), the default first ({}); every set is compiled once and reused across S.
+# Shared memory: Q 4 x 64 x D, K+V 2 x BLOCK_N x D per stage (2-byte elements), at most 227 KB per CTA.
+# head_group (causal only): FA3's LPT sections hold as many heads as fit K/V in L2 (50 MB): D=128 bf16 that is
+# 64 heads at S=1k, 32 at 2k, 16 at 4k, 4 at 8k, 2 at 16k; 0 is today's order (all heads in one section).
+GRID: dict[tuple[int, bool], list[dict]] = {
+    (128, False): [{}, dict(pingpong=False), dict(block_n=64, stages=4), dict(block_n=64, stages=4, pingpong=False),
+                   dict(block_n=64, stages=3)],
+    (128, True): [{}, dict(head_group=2), dict(head_group=8), dict(head_group=32), dict(head_group=8, pingpong=False),
+                  dict(head_group=8, block_n=64, stages=4), dict(block_n=64, stages=4)],
+    (64, False): [{}, dict(pingpong=False), dict(stages=4), dict(block_n=64, stages=5), dict(stages=4, pingpong=False)],
+    (64, True): [{}, dict(head_group=4), dict(head_group=16), dict(head_group=64), dict(head_group=16, pingpong=False),
+                 dict(head_group=16, stages=4), dict(block_n=64, stages=5, head_group=16)],
+}
+QUICK = dict(families=[(128, False), (128, True)], seqlens=(1024, 2048, 8192), configs=5)
+
+SHORT = {"block_n": "bn", "stages": "st", "pingpong": "pp", "overlap": "ov", "head_group": "hg",
+         "consumer_regs": "cr", "producer_regs": "pr"}
+
+
+def label(knobs: dict) -> str:
+    """A config's name in the table and the JSON: 'default' or e.g. 'bn64-st4-pp0'."""
+    return "-".join(f"{SHORT[k]}{int(v)}" for k, v in sorted(knobs.items())) or "default"
+
+
+def shape(S: int, D: int) -> tuple[int, int]:
+    """(B, H) as FA3's benchmark: 16k tokens, hidden 2048."""
+    return max(1, TOKENS // S), HIDDEN // D
+
+
+def plan(quick: bool, families=None, seqlens=None) -> list[tuple[int, bool, tuple[int, ...], list[dict]]]:
+    """[(D, causal, seqlens, knob sets)] for this run."""
+    fams = families or (QUICK["families"] if quick else list(GRID))
+    sls = tuple(seqlens or (QUICK["seqlens"] if quick else SEQLENS))
+    n = QUICK["configs"] if quick else None
+    return [(D, causal, sls, GRID[(D, causal)][:n]) for D, causal in fams]
+
+
+# ---- compiles, in worker processes ----------------------------------------------------------------------------
+def _warm(job):
+    """Worker: run the wrapper once for one config (compiles it into Triton's disk cache); (job, seconds, error)."""
+    D, causal, S, knobs = job
+    began = time.perf_counter()
+    try:
+        import torch
+
+        from gluon_kernels import hopper_attention
+
+        B, H = shape(S, D)
+        q = torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16)
+        hopper_attention(q, q, q, causal=causal, **knobs)
+        torch.cuda.synchronize()
+        return job, time.perf_counter() - began, None
+    except Exception as e:  # reported per config; the config is left out of the timing
+        return job, time.perf_counter() - began, repr(e)[:300]
+
+
+def warm_all(runs, jobs: int) -> dict[tuple, str]:
+    """Compile every (family, config) in a spawn pool of `jobs` processes; {(D, causal, label): error} of failures."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    work = [(D, causal, sls[0], knobs) for D, causal, sls, grid in runs for knobs in grid]
+    failed = {}
+    began = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        for (D, causal, _, knobs), seconds, err in pool.map(_warm, work):
+            print(f"compiled D={D} causal={int(causal)} {label(knobs):<24} {seconds:5.1f} s"
+                  + (f"  FAILED {err}" if err else ""), flush=True)
+            if err:
+                failed[(D, causal, label(knobs))] = err
+    print(f"{len(work)} configs compiled in {time.perf_counter() - began:.0f} s with {jobs} processes", flush=True)
+    return failed
+
+
+# ---- timing ---------------------------------------------------------------------------------------------------
+def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float) -> dict:
+    """cuDNN, FLASH and every config of `grid`, interleaved; one JSON row."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from gluon_kernels import hopper_attention
+    from tritonhook.ab import attention_flops, bench_interleaved
+    from tritonhook.ab.stats import summarize
+
+    B, H = shape(S, D)
+    flops = attention_flops(B, H, S, D, causal)
+    g = torch.Generator(device="cuda").manual_seed(S + D + causal)
+    q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g).to(torch.bfloat16)
+               for _ in range(3))
+    sdpa = lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    arms = {"cudnn": (lambda: sdpa_kernel([SDPBackend.CUDNN_ATTENTION]), sdpa),
+            "flash": (lambda: sdpa_kernel([SDPBackend.FLASH_ATTENTION]), sdpa)}
+    for knobs in grid:
+        arms[label(knobs)] = (_no_context, lambda q, k, v, knobs=knobs: hopper_attention(q, k, v, causal, **knobs))
+    results = dict(zip(arms, bench_interleaved(list(arms.values()), inputs=(q, k, v), rep_ms=rep_ms, min_reps=20)))
+    ref = results["cudnn"].output.float()
+    row = dict(D=D, causal=causal, S=S, B=B, H=H, flops=flops, arms={})
+    for name, res in results.items():
+        s = summarize(res.samples_ms)
+        row["arms"][name] = dict(median_ms=s.median_ms, tflops=flops / (s.median_ms * 1e-3) / 1e12,
+                                 spread_pct=s.spread_pct, samples_ms=res.samples_ms,
+                                 relerr_vs_cudnn=((res.output.float() - ref).norm() / ref.norm()).item())
+    return _verdicts(row, grid)
+
+
+def _no_context():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def _verdicts(row: dict, grid: list[dict]) -> dict:
+    """Best correct config and its speed relative to cuDNN and to the default (x's time / best's time), each with
+    the interval of `ratio_interval`."""
+    from tritonhook.ab.stats import ratio_interval
+
+    arms = row["arms"]
+    ours = [label(k) for k in grid if arms[label(k)]["relerr_vs_cudnn"] < ERR_LIMIT]
+    row["wrong"] = [label(k) for k in grid if label(k) not in ours]
+    if not ours:
+        return row
+    best = min(ours, key=lambda n: arms[n]["median_ms"])
+    row["best"] = best
+    row["best_knobs"] = next(k for k in grid if label(k) == best)
+    for other in ("cudnn", "default"):
+        if other in arms:  # speed of best over other = other's time / best's time: > 1 where best is faster
+            row[f"best_vs_{other}"] = ratio_interval(arms[best]["samples_ms"], arms[other]["samples_ms"])
+    return row
+
+
+# ---- report ---------------------------------------------------------------------------------------------------
+def print_table(meta: dict, rows: list[dict]) -> None:
+    print(f"\n{meta['device']} | torch {meta['torch']} | triton {meta['triton']} | bf16 TFLOPS (median; spread = "
+          f"IQR / median) | best/x: x's median time / best's [95% interval], > 1: best is faster")
+    print(f"{'D':>4} {'causal':>6} {'S':>6} {'cudnn':>12} {'flash':>6} {'default':>12} {'best config':>24} "
+          f"{'best':>12} {'best/cudnn':>20} {'best/default':>20} {'wrong':>5}")
+    for r in rows:
+        a = r["arms"]
+        fmt = lambda n: f"{a[n]['tflops']:6.1f} ±{a[n]['spread_pct']:3.1f}%" if n in a else f"{'-':>12}"
+        ratio = lambda key: (f"{r[key][0]:.3f} [{r[key][1]:.3f},{r[key][2]:.3f}]" if key in r else "-")
+        print(f"{r['D']:>4} {int(r['causal']):>6} {r['S']:>6} {fmt('cudnn')} {a['flash']['tflops']:6.1f} "
+              f"{fmt('default')} {r.get('best', '-'):>24} {fmt(r['best']) if 'best' in r else '-':>12} "
+              f"{ratio('best_vs_cudnn'):>20} {ratio('best_vs_default'):>20} {len(r['wrong']):>5}")
+
+
+def tuned_table(rows: list[dict]) -> dict:
+    """TUNED_WS from tuning rows: per (causal, D), S ascending, the best knobs where they beat the default beyond
+    the interval (else the default, {}), consecutive S with the same knobs merged; the last range is open."""
+    table = {}
+    for causal, D in sorted({(bool(r["causal"]), r["D"]) for r in rows}):
+        fam = sorted((r for r in rows if bool(r["causal"]) == causal and r["D"] == D), key=lambda r: r["S"])
+        entries = []
+        for r in fam:
+            wins = "best_vs_default" in r and r["best_vs_default"][1] > 1.0
+            knobs = r["best_knobs"] if wins else {}
+            if entries and entries[-1][1] == knobs:
+                entries[-1] = (r["S"], knobs)
+            else:
+                entries.append((r["S"], knobs))
+        if entries:
+            entries[-1] = (2**31 - 1, entries[-1][1])
+        if any(knobs for _, knobs in entries):
+            table[(causal, D)] = tuple(entries)
+    return table
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="D=128 only, S 1k/2k/8k, the first 5 configs (~2 min)")
+    ap.add_argument("--seqlens", default=None, help="comma-separated S (default: 1k..16k)")
+    ap.add_argument("--families", default=None, help="comma-separated D:causal, e.g. 128:1,64:0")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="compile processes (default: CPU count)")
+    ap.add_argument("--rep", type=float, default=60.0, help="timed milliseconds per arm and shape (more rounds "
+                    "cost CPU time in the bootstrap intervals: ~0.4 s each at 150 rounds)")
+    ap.add_argument("--out", default=None, help="write every result as JSON here")
+    ap.add_argument("--emit-table", metavar="JSON", default=None,
+                    help="print the TUNED_WS literal for hopper_fa.py from a --out JSON, and exit")
+    args = ap.parse_args(argv)
+
+    if args.emit_table:
+        with open(args.emit_table) as f:
+            rows = json.load(f)["rows"]
+        print("TUNED_WS = " + repr(tuned_table(rows)))
+        return
+
+    import torch
+    import triton
+
+    families = [(int(d), bool(int(c))) for d, c in (x.split(":") for x in args.families.split(","))] \
+        if args.families else None
+    seqlens = [int(x) for x in args.seqlens.split(",")] if args.seqlens else None
+    runs = plan(args.quick, families, seqlens)
+    began = time.perf_counter()
+    failed = warm_all(runs, args.jobs)
+    rows = []
+    for D, causal, sls, grid in runs:
+        grid = [k for k in grid if (D, causal, label(k)) not in failed]
+        for S in sls:
+            rows.append(time_shape(D, causal, S, grid, args.rep))
+            r = rows[-1]
+            print(f"timed D={D} causal={int(causal)} S={S}: best {r.get('best')} "
+                  f"{r['arms'].get(r.get('best'), {}).get('tflops', 0):.1f} vs cudnn {r['arms']['cudnn']['tflops']:.1f}"
+                  f" TFLOPS ({time.perf_counter() - began:.0f} s)", flush=True)
+    meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+                python=platform.python_version(), tokens=TOKENS, hidden=HIDDEN, dtype="bf16", rep_ms=args.rep,
+                timing="tritonhook.ab.bench_interleaved, medians, CUDA events, stream held",
+                grid={f"{D}:{int(c)}": [label(k) for k in g] for D, c, _, g in runs},
+                compile_failures={f"{D}:{int(c)}:{n}": e for (D, c, n), e in failed.items()},
+                seconds=time.perf_counter() - began)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    print_table(meta, rows)
+    print("\nTUNED_WS = " + repr(tuned_table(rows)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""The tuning grid of benchmarks/hopper_attention_tune.py and the HEAD_GROUP knob, checked with no GPU: every
+config the tuner will time compiles for sm_90a and spills nothing where the family's default spills nothing
+(ptxas -v with Triton's own ptxas and flags), so the lead's H200 minutes are not spent on a build that cannot
+win; HEAD_GROUP changes the causal kernel's tile order and nothing of the non-causal one."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from gluon_kernels import compile_hopper_attention
+from gluon_kernels.hopper_fa import ptxas_report
+
+_SPEC = importlib.util.spec_from_file_location(
+    "hopper_attention_tune", Path(__file__).resolve().parents[2] / "benchmarks" / "hopper_attention_tune.py")
+tune = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(tune)
+
+GRID_CONFIGS = [pytest.param(D, causal, knobs, id=f"d{D}-{'causal' if causal else 'full'}-{tune.label(knobs)}")
+                for (D, causal), grid in tune.GRID.items() for knobs in grid[1:]]
+
+
+def _spills(rep):
+    return rep["spill_stores"] + rep["spill_loads"]
+
+
+@pytest.mark.parametrize("head_dim,causal,knobs", GRID_CONFIGS)
+def test_every_tuning_config_compiles_without_spills_where_the_default_has_none(head_dim, causal, knobs):
+    default = ptxas_report(compile_hopper_attention("bf16", head_dim, causal, "ws"))
+    k = compile_hopper_attention("bf16", head_dim, causal, "ws", **knobs)
+    rep = ptxas_report(k)
+    assert ".target sm_90a" in k.asm["ptx"] and "setmaxnreg" in k.asm["ptx"]
+    assert k.metadata.shared <= 232448, k.metadata.shared  # sm_90's opt-in shared memory per block
+    if _spills(default) == 0:
+        assert _spills(rep) == 0, rep["log"]
+
+
+def test_grid_stays_small_and_starts_with_the_default():
+    assert all(grid[0] == {} and len(grid) <= 8 for grid in tune.GRID.values())
+    assert len({tune.label(k) for grid in tune.GRID.values() for k in grid}) == len(
+        {tuple(sorted(k.items())) for grid in tune.GRID.values() for k in grid})
+
+
+def test_head_group_reorders_causal_tiles_only():
+    def ptx(causal, **knobs):
+        return compile_hopper_attention("bf16", 128, causal, "ws", **knobs).asm["ptx"]
+
+    assert ptx(True, head_group=8) != ptx(True)
+    assert ptx(False, head_group=8) == ptx(False)  # non-causal keeps its head-major order
+
+
+def test_unknown_knob_is_refused():
+    """hopper_attention passes its keyword arguments to _config: a misspelt knob must not be dropped silently."""
+    from gluon_kernels.hopper_fa import _config
+
+    with pytest.raises(ValueError, match="head_groups"):
+        _config("bf16", 128, "ws", True, 2048, head_groups=8)
+    with pytest.raises(ValueError, match="head_group"):
+        compile_hopper_attention("bf16", 128, True, "simple", head_group=8)
