@@ -558,11 +558,18 @@ WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "o
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
-TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {}
+TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
+    # H200, Triton 3.6.0, bf16, benchmarks/results/bench_h200_tune.json (`hopper_attention_tune.py --emit-table`)
+    (False, 64): ((2**31 - 1, {"pingpong": False}),),
+    (False, 128): ((2**31 - 1, {"pingpong": False}),),
+    (True, 64): ((1024, {"head_group": 4}), (2048, {"head_group": 16}),
+                 (2**31 - 1, {"head_group": 16, "pingpong": False})),
+    (True, 128): ((1024, {"head_group": 8, "pingpong": False}), (4096, {"head_group": 2}), (2**31 - 1, {})),
+}
 """Measured ws knobs per (causal, head_dim) for 16-bit inputs: ``((max_seq_len, {knob: value}), ...)`` in rising
 max_seq_len; the first entry with seq_len <= max_seq_len applies, over the defaults of ``_config``, under any knob
 the caller passes. Filled from the JSON of ``benchmarks/hopper_attention_tune.py`` (its ``--emit-table`` prints
-this literal). Empty: every shape runs the defaults."""
+this literal). A (causal, head_dim) without an entry runs the defaults."""
 
 
 def _tuned_knobs(causal: bool, head_dim: int, seq_len: int | None) -> dict:
