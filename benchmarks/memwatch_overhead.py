@@ -10,7 +10,7 @@ interleaved round by round in a rotating order after a warm-up:
   memwatch `memwatch(interval_ms=2)`: the sampler plus the launch hooks' snapshot per launch (for information);
   record   `tritonhook.sweep.record(store)`: every launch's arguments seen, CUDA events on the sampled ones
            (issue 15's target: <= 1.05 after each signature's first launch; each round's first launch, which
-           snapshots the inputs, is 1 of the loop's launches).
+           snapshots the inputs, runs before the timed loop in every arm).
 Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. Ratios are of
 medians with the paired 95% interval of `ab.ratio_interval`; CPU use is the process CPU time per wall second of
 the loop, so the sampler's own CPU share is its arm's figure minus plain's. Prints a table last; writes JSON.
@@ -48,8 +48,11 @@ def region(arm: str):
 
 
 def timed_loop(arm: str, launches: int, x, y, out) -> tuple[float, float]:
-    """(wall ms, process CPU ms) of `launches` back-to-back launches inside the arm's region."""
+    """(wall ms, process CPU ms) of `launches` back-to-back launches inside the arm's region, after one launch
+    that is not timed (in the record arm it is the signature's first: the one that snapshots its inputs, which
+    the issue's target leaves out)."""
     with region(arm):
+        add_kernel[(N // BLOCK,)](x, y, out, N, BLOCK=BLOCK)
         torch.cuda.synchronize()
         wall, cpu = time.perf_counter(), time.process_time()
         for _ in range(launches):
