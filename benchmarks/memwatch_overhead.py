@@ -10,7 +10,9 @@ interleaved round by round in a rotating order after a warm-up:
   memwatch `memwatch(interval_ms=2)`: the sampler plus the launch hooks' snapshot per launch (for information);
   record   `tritonhook.sweep.record(store)`: every launch's arguments seen, CUDA events on the sampled ones
            (issue 15's target: <= 1.05 after each signature's first launch; each round's first launch, which
-           snapshots the inputs, runs before the timed loop in every arm).
+           snapshots the inputs, runs before the timed loop in every arm);
+  record-sampled  the same with `sample_every=16` (`--sample 16`): after each kernel's first 64 launches about
+           one in 16 is looked at, launch counts per signature become estimates.
 Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. Ratios are of
 medians with the paired 95% interval of `ab.ratio_interval`; CPU use is the process CPU time per wall second of
 the loop, so the sampler's own CPU share is its arm's figure minus plain's. Prints a table last; writes JSON.
@@ -35,7 +37,8 @@ from tritonhook.samples import add_kernel
 
 N = 4096
 BLOCK = 1024
-ARMS = ("plain", "sampler", "memwatch", "record")
+ARMS = ("plain", "sampler", "memwatch", "record", "record-sampled")
+SAMPLE_EVERY = 16
 RECORD_STORE = Path(tempfile.mkdtemp(prefix="tritonhook-overhead-")) / "store"
 
 
@@ -43,7 +46,9 @@ def region(arm: str):
     if arm == "plain":
         return contextlib.nullcontext()
     if arm == "record":
-        return sweep.record(RECORD_STORE)
+        return sweep.record(RECORD_STORE, sample_every=1)
+    if arm == "record-sampled":
+        return sweep.record(RECORD_STORE, sample_every=SAMPLE_EVERY)
     return tritonhook.memwatch(device=0, interval_ms=2.0, triton_hooks=(arm == "memwatch"))
 
 

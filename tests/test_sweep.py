@@ -212,7 +212,7 @@ def test_the_launch_tracer_puts_back_exactly_what_it_found():
 
     method, enter, exit_ = CompiledKernel.launch_metadata, knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
     calls = list(exit_.calls)
-    tracer = _triton.LaunchTracer(lambda spec, grid, args: None)
+    tracer = _triton.LaunchTracer(lambda *launch: None)
     tracer.install()
     assert CompiledKernel.launch_metadata is not method
     tracer.uninstall()
@@ -221,11 +221,40 @@ def test_the_launch_tracer_puts_back_exactly_what_it_found():
     assert exit_.calls == calls
 
 
+@pytest.mark.parametrize("sample_every", [1, 8])
+def test_a_sampling_tracer_looks_at_about_one_launch_in_k_and_keeps_each_kernels_total(captured, sample_every):
+    """Triton's real `CompiledKernel.launch_metadata` (an sm_90a build) called 2,000 times as a launcher does, two
+    argument shapes alternating. The enter slot is emptied meanwhile so that Triton's own method returns before it
+    would load the module (no GPU here); the tracer's wrapper runs as on every launch."""
+    from triton import knobs
+
+    kernel, _ = captured[1]["add"]
+    x = torch.randn(128)
+    seen = []
+    tracer = _triton.LaunchTracer(lambda spec, grid, args, weight: seen.append((args[3], weight)),
+                                  sample_every=sample_every, exact_first=16)
+    tracer.install()
+    enter, knobs.runtime.launch_enter_hook = knobs.runtime.launch_enter_hook, None
+    try:
+        for i in range(2000):
+            kernel.launch_metadata((1, 1, 1), 0, x, x, x, 64 if i % 2 else 128, 1024)
+    finally:
+        knobs.runtime.launch_enter_hook = enter
+        tracer.uninstall()
+    assert sum(weight for _, weight in seen) + sum(tracer.passed_over().values()) == 2000
+    per_shape = {n: sum(weight for m, weight in seen if m == n) for n in (64, 128)}
+    if sample_every == 1:
+        assert len(seen) == 2000 and per_shape == {64: 1000, 128: 1000}
+    else:  # the first 16 in full, then about 1984 / 8; each shape's estimate near its true 1,000
+        assert 16 + 0.8 * 1984 / 8 < len(seen) < 16 + 1.25 * 1984 / 8
+        assert all(abs(count - 1000) < 150 for count in per_shape.values()), per_shape
+
+
 def test_a_tool_wrapping_over_the_tracer_keeps_working_after_uninstall():
     from triton.compiler.compiler import CompiledKernel
 
     original = CompiledKernel.launch_metadata
-    tracer = _triton.LaunchTracer(lambda spec, grid, args: pytest.fail("called after uninstall"))
+    tracer = _triton.LaunchTracer(lambda *launch: pytest.fail("called after uninstall"))
     tracer.install()
     theirs = CompiledKernel.launch_metadata
 

@@ -46,6 +46,24 @@ def test_every_launch_is_recorded_with_its_arguments_and_times(recorded):
     assert recording.share(by_kernel["matmul_kernel"]) > recording.share(by_kernel["add_kernel"])
 
 
+def test_a_sampling_recording_keeps_each_kernels_launch_count_and_estimates_each_signatures(tmp_path):
+    """2,000 launches of the add at two sizes, alternating, recorded with `sample_every=8`: the kernel's total is
+    exact, each size's estimate is near its 1,000, both signatures are found and timed."""
+    torch = pytest.importorskip("torch")
+    from tritonhook.samples import add_kernel
+
+    small, large = torch.randn(1 << 12, device="cuda"), torch.randn(1 << 16, device="cuda")
+    with sweep.record(tmp_path, sample_every=8) as recorder:
+        for i in range(2000):
+            x = small if i % 2 else large
+            add_kernel[(x.numel() // 1024,)](x, x, x, x.numel(), BLOCK=1024)
+    recording = recorder.recording
+    assert recording.sample_every == 8 and len(recording.signatures) == 2
+    assert sum(s.launches for s in recording.signatures) == 2000
+    assert all(abs(s.launches - 1000) < 150 and s.times_ms for s in recording.signatures), \
+        [(s.label(), s.launches) for s in recording.signatures]
+
+
 def test_replay_times_each_variant_and_compares_outputs(recorded):
     from tritonhook.store import Store
 

@@ -29,6 +29,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import random
 import re
 import sys
 import threading
@@ -509,7 +510,18 @@ def launch_spec(kernel) -> LaunchSpec:
                       constexprs)
 
 
-LaunchCallback = Callable[[LaunchSpec, tuple[int, int, int], tuple], object]
+LaunchCallback = Callable[[LaunchSpec, tuple[int, int, int], tuple, int], object]
+
+
+@dataclasses.dataclass
+class _KernelSeen:
+    """A kernel's state in a `LaunchTracer`: its spec, how many of its launches were seen in full, and (sampling)
+    how many to pass over before the next one and how many launches that next one stands for."""
+
+    spec: LaunchSpec
+    seen: int = 0
+    skip: int = 0
+    weight: int = 1
 
 
 class LaunchTracer:
@@ -533,18 +545,26 @@ class LaunchTracer:
     launches alone (the chain object itself stays in its slot: Inductor binds it into the launchers it generates).
     on_new_kernel(spec, loaded) runs at the first launch of each kernel this tracer sees; `loaded()` builds the
     kernel's capture record from the files Triton loaded it from, for kernels compiled before capture began.
+
+    Sampling (`sample_every` K > 1): after a kernel's first `exact_first` launches, only about one launch in K is
+    seen in full (gaps drawn at random, mean K, so that no periodic pattern of the program aliases with them); the
+    others cost a dictionary lookup and a decrement. Each launch seen in full carries its `weight`: itself plus the
+    launches passed over before it. `passed_over()` gives the launches passed over since each kernel's last full
+    one, so that per-kernel totals stay exact.
     """
 
     def __init__(self, on_launch: LaunchCallback, on_launched: Callable[[object], None] | None = None,
                  on_new_kernel: Callable[[LaunchSpec, Callable[[], NewCapture]], None] | None = None, *,
-                 on_entered: Callable[[object], None] | None = None):
+                 on_entered: Callable[[object], None] | None = None, sample_every: int = 1, exact_first: int = 0):
         self.on_launch = on_launch
         self.on_entered = on_entered
         self.on_launched = on_launched
         self.on_new_kernel = on_new_kernel
+        self.sample_every, self.exact_first = sample_every, exact_first
         self.active = False
         self._warn = _WarnOnce()
-        self._specs: dict[str, LaunchSpec] = {}
+        self._kernels: dict[str, _KernelSeen] = {}
+        self._gaps = random.Random(0)
         self._pending = threading.local()
         self._waiting = 0                 # tokens queued on any thread and not yet handed to on_launched
         self._original = None
@@ -557,13 +577,17 @@ class LaunchTracer:
         if self.active:
             return
         original = CompiledKernel.__dict__["launch_metadata"]
-        tracer = self
+        tracer, kernels = self, self._kernels
 
         @functools.wraps(original)
-        def launch_metadata(kernel, grid, stream, *args):
+        def launch_metadata(kernel, grid, stream, *args):  # on every launch: lean
             result = original(kernel, grid, stream, *args)
             if tracer.active:
-                tracer._seen(kernel, grid, args)
+                seen = kernels.get(kernel.hash)
+                if seen is not None and seen.skip:  # sampling: passed over
+                    seen.skip -= 1
+                else:
+                    tracer._seen(kernel, seen, grid, args)
             return result
 
         self._original, self._wrapper = original, launch_metadata
@@ -573,6 +597,8 @@ class LaunchTracer:
         # again until a launch hands it a token
         self._added = add_runtime_hooks({"launch_enter_hook": self._entered, "launch_exit_hook": self._exited})
         self._added.chains["launch_exit_hook"].remove(self._exited)
+        if self.on_entered is None:  # the chain object is what launchers test; our function only costs a call
+            self._added.chains["launch_enter_hook"].remove(self._entered)
         self.active = True
 
     def uninstall(self) -> None:
@@ -585,16 +611,25 @@ class LaunchTracer:
             CompiledKernel.launch_metadata = self._original
         remove_runtime_hooks(self._added, {"launch_enter_hook": self._entered, "launch_exit_hook": self._exited})
 
-    def _seen(self, kernel, grid, args) -> None:
+    def passed_over(self) -> dict[str, int]:
+        """Triton hash -> launches passed over since that kernel's last launch seen in full (sampling)."""
+        return {digest: seen.weight - 1 - seen.skip for digest, seen in self._kernels.items()
+                if seen.weight - 1 - seen.skip}
+
+    def _seen(self, kernel, seen: _KernelSeen | None, grid, args) -> None:
         try:
-            spec = self._specs.get(kernel.hash)
-            if spec is None:
-                spec = self._specs[kernel.hash] = launch_spec(kernel)
+            if seen is None:
+                seen = self._kernels[kernel.hash] = _KernelSeen(launch_spec(kernel))
                 if self.on_new_kernel is not None:
-                    self.on_new_kernel(spec, functools.partial(loaded_event, kernel))
+                    self.on_new_kernel(seen.spec, functools.partial(loaded_event, kernel))
+            weight, seen.weight = seen.weight, 1
+            seen.seen += 1
+            if self.sample_every > 1 and seen.seen >= self.exact_first:
+                seen.skip = self._gaps.randrange(2 * self.sample_every - 1)
+                seen.weight = seen.skip + 1
             if len(grid) != 3:
                 grid = tuple(grid) + (1,) * (3 - len(grid))
-            token = self.on_launch(spec, grid, args)
+            token = self.on_launch(seen.spec, grid, args, weight)
         except Exception as exc:  # noqa: BLE001 - recording must never break a launch
             self._warn("launch recording", exc)
             return

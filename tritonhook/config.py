@@ -150,6 +150,12 @@ RECORD_TIMED_FIRST = 8
 """A recording times (CUDA events) the first this many launches of each signature, then one launch in
 `RECORD_TIME_EVERY`: the per-kernel GPU time stays measured while a launch-bound loop pays for few events."""
 RECORD_TIME_EVERY = 32
+RECORD_SAMPLE = EnvVar("TRITONHOOK_RECORD_SAMPLE", 1, int,
+                       "A recording looks at about one launch in this many after each kernel's first "
+                       "RECORD_EXACT_FIRST (1, the default: every launch); the others cost a lookup, and the launch "
+                       "counts per signature become estimates (`tritonhook record|sweep --sample K`).")
+RECORD_EXACT_FIRST = 64
+"""Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
 SWEEP_DEFAULT_ROUNDS = 7
 """Interleaved rounds per kernel signature in a sweep replay (one median per variant per round)."""
 AUTOTUNE_REPLAY_CAP = 32

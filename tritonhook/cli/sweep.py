@@ -47,6 +47,10 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
 def _record_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=int, default=None, metavar="BYTES",
                         help="input snapshot bytes per signature (default 256 MiB; beyond: synthetic data)")
+    parser.add_argument("--sample", type=int, default=None, metavar="K",
+                        help="look at about one launch in K after each kernel's first "
+                             f"{config.RECORD_EXACT_FIRST} (default 1: every launch); cheaper for launch-bound "
+                             "programs, launch counts per signature become estimates")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS...")
 
 
@@ -95,7 +99,8 @@ def _record_run(args) -> tuple[sweep.RecordResult, object, float]:
     command = command_after_dashes(args.command, args.command_name)
     store = open_store(args, create=True)
     began = time.time()
-    result = sweep.record_command(command, store, budget=args.budget, stdout=sys.stderr if args.json else None)
+    result = sweep.record_command(command, store, budget=args.budget, sample_every=args.sample,
+                                  stdout=sys.stderr if args.json else None)
     if (failure := result.failure()) is not None:
         print(f"tritonhook {args.command_name}: {failure}", file=sys.stderr)
     return result, store, time.time() - began

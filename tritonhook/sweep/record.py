@@ -36,6 +36,7 @@ class _Pending:
     the kernel was queued before the stream hold ran out, so the events time the kernel alone)."""
 
     signature: Signature
+    calls: int = 0                   # launches seen in full (all of them unless the recording samples)
     held: list = dataclasses.field(default_factory=list)
     late: list = dataclasses.field(default_factory=list)
 
@@ -44,12 +45,15 @@ class Recorder:
     """The launch callbacks of one recording process (see `_triton.LaunchTracer`)."""
 
     def __init__(self, store: Store, budget: SnapshotBudget, *, label: str = "",
-                 timed_first: int = config.RECORD_TIMED_FIRST, time_every: int = config.RECORD_TIME_EVERY):
+                 timed_first: int = config.RECORD_TIMED_FIRST, time_every: int = config.RECORD_TIME_EVERY,
+                 sample_every: int = 1):
         import torch
 
         self.torch, self.store, self.budget, self.label = torch, store, budget, label
-        self.timed_first, self.time_every = timed_first, time_every
+        self.timed_first, self.time_every, self.sample_every = timed_first, time_every, sample_every
         self.by_key: dict[tuple, _Pending] = {}
+        self.last_of_kernel: dict[str, _Pending] = {}   # Triton hash -> the signature its last full launch had
+        self.launch_tracer: _triton.LaunchTracer | None = None   # set by `_tracers`
         self.loaded: dict[str, object] = {}
         self.host_us = HOLD_EXTRA_US     # the host's time from a stream hold to the kernel queued, smoothed
         self.decisions: list[dict] = []
@@ -57,7 +61,8 @@ class Recorder:
         self.started = time.time()
         self.first_capture = store.last_id()
 
-    def on_launch(self, spec: _triton.LaunchSpec, grid: tuple[int, int, int], args: tuple):
+    def on_launch(self, spec: _triton.LaunchSpec, grid: tuple[int, int, int], args: tuple, weight: int = 1):
+        """`weight`: the launches this one stands for (1, or more when the tracer samples)."""
         key = (spec.triton_hash, grid, argument_key(args))
         pending = self.by_key.get(key)
         if pending is None:  # first launch: describe and snapshot the inputs before the kernel can write them
@@ -71,12 +76,14 @@ class Recorder:
         candidate = self.tuning()
         if candidate is not None:  # the autotuner benchmarking a config: tuning, not the workload; not timed
             signature = pending.signature
-            signature.tuning_launches += 1
+            signature.tuning_launches += weight
             signature.autotune = signature.autotune or {"group": candidate.group, "config": candidate.config}
             return None
-        launches = pending.signature.launches = pending.signature.launches + 1
+        self.last_of_kernel[spec.triton_hash] = pending
+        pending.signature.launches += weight
+        calls = pending.calls = pending.calls + 1
         # the first launch is not timed: its snapshot left the GPU idle, so its events would time the launch gap
-        if 1 < launches <= self.timed_first + 1 or launches % self.time_every == 0:
+        if 1 < calls <= self.timed_first + 1 or calls % self.time_every == 0:
             return self._start_timing(pending)
         return None
 
@@ -106,7 +113,11 @@ class Recorder:
         self.host_us = 0.8 * self.host_us + 0.2 * host_us
 
     def finish(self) -> Recording:
-        """Read every event (after a synchronize), link each signature to its capture, and return the recording."""
+        """Read every event (after a synchronize), link each signature to its capture, and return the recording.
+        Sampling: the launches passed over after a kernel's last full launch count for that launch's signature."""
+        for digest, count in (self.launch_tracer.passed_over() if self.launch_tracer else {}).items():
+            if digest in self.last_of_kernel:
+                self.last_of_kernel[digest].signature.launches += count
         if self.by_key:
             self.torch.cuda.synchronize()
         for pending in self.by_key.values():  # samples queued after their hold ran out only where none was in time
@@ -120,7 +131,8 @@ class Recorder:
         return Recording(signatures, arch=arch, device=device, triton_version=_triton.triton_version(),
                          torch_version=self.torch.__version__, pid=os.getpid(), label=self.label,
                          wall_s=time.time() - self.started, store=str(self.store.path),
-                         budget={"per_signature": self.budget.per_signature}, autotune=list(self.decisions))
+                         budget={"per_signature": self.budget.per_signature}, autotune=list(self.decisions),
+                         sample_every=self.sample_every)
 
 
 def _link_captures(store: Store, signatures: list[Signature], after: int, loaded: dict) -> None:
@@ -141,15 +153,19 @@ def _link_captures(store: Store, signatures: list[Signature], after: int, loaded
 
 @contextlib.contextmanager
 def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
-           budget: SnapshotBudget | None = None) -> Iterator[Recorder]:
+           budget: SnapshotBudget | None = None, sample_every: int | None = None) -> Iterator[Recorder]:
     """Record every Triton launch inside the block; at its end the recording is saved in the store (its id in
     `recorder.recording.id`). Compiles are captured into the same store (the replay builds its variants from the
-    captured PTX); a capture session already active is used as it is."""
+    captured PTX); a capture session already active is used as it is. `sample_every` K > 1: after each kernel's
+    first `config.RECORD_EXACT_FIRST` launches, about one launch in K is looked at (the others cost a lookup), and
+    the launch counts per signature become estimates (per kernel they stay exact); default
+    `$TRITONHOOK_RECORD_SAMPLE`, else 1 (every launch)."""
     _triton.check_supported()
     active = active_session()
     capture = capture_session(store) if active is None else contextlib.nullcontext(active)
     with capture as running, _triton.inductor_launches_through_triton():
-        recorder = Recorder(running.store, budget or default_budget(), label=label)
+        recorder = Recorder(running.store, budget or default_budget(), label=label,
+                            sample_every=_checked_sample(sample_every))
         tracers = _tracers(recorder)
         try:
             yield recorder
@@ -163,7 +179,10 @@ def _tracers(recorder: Recorder) -> list:
     """Install the launch tracer and the autotune tracer feeding `recorder`; returned for uninstalling."""
     autotune = _triton.AutotuneTracer(recorder.on_autotuned)
     recorder.tuning = autotune.current
-    tracers = [_triton.LaunchTracer(recorder.on_launch, recorder.on_launched, recorder.on_new_kernel), autotune]
+    recorder.launch_tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched, recorder.on_new_kernel,
+                                                  sample_every=recorder.sample_every,
+                                                  exact_first=config.RECORD_EXACT_FIRST)
+    tracers = [recorder.launch_tracer, autotune]
     for tracer in tracers:
         tracer.install()
     return tracers
@@ -176,6 +195,13 @@ def save(recorder: Recorder) -> Recording:
     return recording
 
 
+def _checked_sample(sample_every: int | None) -> int:
+    value = config.RECORD_SAMPLE.get() if sample_every is None else sample_every
+    if value < 1:
+        raise TritonhookError(f"--sample {value}: at least 1 (1: every launch)")
+    return value
+
+
 def default_budget() -> SnapshotBudget:
     return SnapshotBudget(config.SNAPSHOT_BUDGET.get(), config.SNAPSHOT_TOTAL_BUDGET.get())
 
@@ -185,7 +211,8 @@ def start_from_env() -> None:
     active = active_session()
     if not config.RECORD.get() or active is None:
         return
-    recorder = Recorder(active.store, default_budget(), label=config.RECORD_LABEL.get())
+    recorder = Recorder(active.store, default_budget(), label=config.RECORD_LABEL.get(),
+                        sample_every=max(1, config.RECORD_SAMPLE.get()))
     tracers = _tracers(recorder)
 
     def finish() -> None:
@@ -214,7 +241,7 @@ class RecordResult:
         return f"the workload exited with status {self.exit_code} ({kept}); its last stderr lines:\n{tail}"
 
 
-def record_command(command: list[str], store: Store, *, budget: int | None = None,
+def record_command(command: list[str], store: Store, *, budget: int | None = None, sample_every: int | None = None,
                    stdout=None) -> RecordResult:
     """Run `command` with every Python process it starts recording (and capturing) into `store`; the processes'
     recordings merged into one, saved in the store. The command's stderr is passed through and its tail kept;
@@ -225,6 +252,8 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
            **_triton.inductor_launches_through_triton_env()}
     if budget is not None:
         env[config.SNAPSHOT_BUDGET.name] = str(budget)
+    if sample_every is not None:
+        env[config.RECORD_SAMPLE.name] = str(_checked_sample(sample_every))
     began = time.time()
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
     try:

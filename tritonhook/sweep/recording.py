@@ -235,6 +235,7 @@ class Recording:
     budget: dict = dataclasses.field(default_factory=dict)
     store: str | None = None
     autotune: list[dict] = dataclasses.field(default_factory=list)  # the autotune decisions (AutotuneDecision)
+    sample_every: int = 1            # > 1: launch counts per signature are estimates (see sweep.record)
     id: int | None = None            # its id in the store's results table
 
     @property
@@ -284,7 +285,8 @@ class Recording:
             groups = [d["group"] for d in recording.autotune] + [s.autotune["group"] for s in recording.signatures
                                                                    if s.autotune]
             offset += max(groups, default=-1) + 1
-        return dataclasses.replace(recordings[0], signatures=signatures, autotune=decisions, id=None)
+        return dataclasses.replace(recordings[0], signatures=signatures, autotune=decisions, id=None,
+                                   sample_every=max(r.sample_every for r in recordings))
 
 
 def capability_of(arch: str | None) -> int | None:

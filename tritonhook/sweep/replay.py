@@ -108,6 +108,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
                          {k: v for k, v in times.items() if v is not None}, config.SWEEP_RTOL, min_effect,
                          candidates=candidates, l2=l2).finish()
     replayed = result.rows + candidates
+    if recording.sample_every > 1:
+        result.warnings.append(f"recorded with --sample {recording.sample_every}: launch counts, shares and the "
+                               f"workload estimate rest on estimated counts per signature")
     result.warnings += [f"{row.label}: {row.status}" for row in replayed if row.status != "ok"]
     result.warnings += [f"{row.label}: replayed again on {row.replayed_on} after its worker died ({row.retried_after})"
                         for row in replayed if row.retried_after and row.status == "ok"]
