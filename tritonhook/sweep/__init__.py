@@ -31,7 +31,9 @@ in 32 (the first launch waited for its snapshot), read once at exit; a signature
 time x its launch count, and its share is over all recorded Triton kernels (cuBLAS and other non-Triton kernels
 are not in the denominator). Each sampled launch is queued behind a stream hold (`ab.timing.hold_stream`, as in
 the replay's timer) so that its events time the kernel, not the host's launch latency; a sample whose kernel was
-queued after the hold ran out is used only where a signature has no other.
+queued after the hold ran out is used only where a signature has no other. Sampling (`--sample K`): after each
+kernel's first `config.RECORD_EXACT_FIRST` launches the tracer looks at about one launch in K (random gaps), each
+seen launch standing for the ones passed over before it: per-kernel counts exact, per-signature counts estimated.
 
 Variants (`variants.py`, CPU-testable). plain = the captured cubin; a prefix (`cutlass_`) or `strip` = the
 captured PTX renamed (`rename.rename_ptx` / `strip_ptx`) and assembled with the ptxas that built the capture and
@@ -46,8 +48,9 @@ itself; a fresh worker goes on with the rest. A worker loads every variant throu
 launcher (`_triton.load_kernel`: `CompiledKernel` from metadata JSON + cubin, so global scratch, TMA descriptors,
 clusters and PDL are handled by Triton), restores the inputs, runs each variant once to find the buffers it
 writes and compare them (bitwise, else allclose with rtol = atol = 1e-2), then times the variants with the A/B
-timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation, call-by-call interleaving), one median
-per variant per round, restoring written buffers from the snapshot at every round. The parent computes
+timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation or with `--l2 warm` one input set,
+call-by-call interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
+variants afresh and restoring written buffers from the snapshot at every round. The parent computes
 `ratio_interval` and the verdict per signature, the fidelity (replayed plain time / time inside the workload),
 and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
 (outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
