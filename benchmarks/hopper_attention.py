@@ -1,136 +1,177 @@
 """Benchmark the Hopper Gluon attention against torch SDPA with each backend pinned, on one sm_90 GPU.
 
-    PYTHONPATH=$PWD python benchmarks/hopper_attention.py --out bench.json
+    PYTHONPATH=$PWD python benchmarks/hopper_attention.py --out bench.json            # 20 shapes, 3 runs
+    PYTHONPATH=$PWD python benchmarks/hopper_attention.py --quick --out bench.json    # D=128, S 1k/4k/16k
 
 Shapes follow FlashAttention-3's forward benchmark: 16k tokens per batch (B = 16384 / S) and a hidden size of 2048
-(H = 2048 / D). FLOPs = 4 * B * H * S^2 * D, halved for causal. Times are medians of ``tritonhook.ab.bench``
-(CUDA events around each call, after a warm-up). fp8 has no SDPA counterpart: it is compared
-with our own bf16 and with cuDNN bf16, twice: "fp8" is the kernel with V given pre-transposed (the K-major layout
-fp8 wgmma needs; see transpose_v_for_fp8) and "fp8+T" includes the wrapper's V transpose on every call. Columns
-"bf16/cudnn" and "fp8/bf16" are ratios of the first variant listed. The table is printed last; every number also
-goes to --out (JSON). Results of earlier runs: benchmarks/results/bench_h200_*.json.
+(H = 2048 / D). FLOPs = 4 * B * H * S^2 * D, halved for causal. Each shape is measured ``--runs`` times; a run
+times cuDNN, FLASH (and EFFICIENT with ``--efficient``), our kernel variants in bf16 and, unless ``--no-fp8``, in
+fp8, call by call in one ``tritonhook.ab.bench_interleaved`` (CUDA events, stream held), so that clock and power
+swings fall on every arm alike. fp8 has no SDPA counterpart: "fp8" is our kernel with V given pre-transposed (the
+K-major layout fp8 wgmma needs; see transpose_v_for_fp8), "fp8+T" includes the wrapper's V transpose on every call.
+
+The table gives, per arm, the median over runs of each run's median TFLOPS and the spread over runs as min-max;
+"ours/cuDNN" is the first variant's bf16 speed over cuDNN's (cuDNN's time / ours) with the 95% interval of
+``tritonhook.ab.ratio_interval`` over the call-by-call pairs of all runs; "fp8/bf16" likewise for our fp8 over our
+bf16. Every sample goes to --out (JSON). Results of earlier runs: benchmarks/results/bench_h200_*.json.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import platform
+import time
+
+SEQLENS = "1024,2048,4096,8192,16384"
+QUICK = dict(head_dims="128", seqlens="1024,4096,16384")
+VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
+                  "ws-nopp": dict(variant="ws", pingpong=False), "ws-noov": dict(variant="ws", overlap=False),
+                  "ws-plain": dict(variant="ws", pingpong=False, overlap=False)}
+SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 
 
-def main(argv=None):
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seqlens", default="1024,2048,4096,8192,16384")
-    ap.add_argument("--head-dims", default="64,128")
+    ap.add_argument("--seqlens", default=None, help=f"comma-separated S (default {SEQLENS})")
+    ap.add_argument("--head-dims", default=None, help="comma-separated D (default 64,128)")
     ap.add_argument("--causal", default="0,1")
-    ap.add_argument("--variants", default="ws", help="our kernel variants to time, comma-separated: ws (persistent, "
-                    "warp-specialized, intra-warpgroup overlap + ping-pong), ws-nopp (no ping-pong), ws-noov (no "
-                    "intra-warpgroup overlap), ws-plain (neither), simple (one program per tile, no specialization)")
+    ap.add_argument("--variants", default="ws", help="our kernel variants, comma-separated: ws (persistent, "
+                    "warp-specialized, tuned knobs), ws-nopp (no ping-pong), ws-noov (no intra-warpgroup overlap), "
+                    "ws-plain (neither), simple (one program per tile, no specialization)")
+    ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
+    ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")
-    ap.add_argument("--no-sdpa", action="store_true")
+    ap.add_argument("--efficient", action="store_true", help="also time SDPA's EFFICIENT_ATTENTION backend")
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--hidden", type=int, default=2048)
-    ap.add_argument("--rep", type=int, default=200, help="timed milliseconds per measurement")
+    ap.add_argument("--rep", type=float, default=60.0, help="timed milliseconds per arm and run")
     ap.add_argument("--out", default=None, help="write all results as JSON here")
     args = ap.parse_args(argv)
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
+    unknown = set(args.variants.split(",")) - set(VARIANT_KWARGS)
+    if unknown:
+        ap.error(f"unknown variant(s) {sorted(unknown)}; known: {sorted(VARIANT_KWARGS)}")
+    args.head_dims = args.head_dims or (QUICK["head_dims"] if args.quick else "64,128")
+    args.seqlens = args.seqlens or (QUICK["seqlens"] if args.quick else SEQLENS)
+    return args
 
+
+def arm_names(variants, fp8: bool, efficient: bool) -> list[str]:
+    """The arms of one run, in timing order: SDPA backends first, then ours (bf16, fp8, fp8+T per variant)."""
+    names = [b for b in SDPA_BACKENDS if efficient or b != "efficient"]
+    for var in variants:
+        names += [f"{var}:bf16"] + ([f"{var}:fp8", f"{var}:fp8+T"] if fp8 else [])
+    return names
+
+
+def summarize_row(row: dict) -> dict:
+    """Per arm of one shape's row (``row["runs"]``: one ``{arm: samples_ms}`` per run): the median of the runs'
+    median TFLOPS and its min-max over runs; the speed ratios with their intervals over all runs' paired calls."""
+    from tritonhook.ab.stats import median, ratio_interval
+
+    runs = row["runs"]
+    arms = {}
+    for name in runs[0]:
+        tflops = [row["flops"] / (median(run[name]) * 1e-3) / 1e12 for run in runs]
+        arms[name] = dict(tflops=median(tflops), tflops_min=min(tflops), tflops_max=max(tflops), runs_tflops=tflops)
+    pooled = lambda name: [ms for run in runs for ms in run[name]]
+    ratios = {}
+    ours = next((n for n in runs[0] if n.endswith(":bf16")), None)
+    fp8 = ours and ours.replace(":bf16", ":fp8")
+    if ours and "cudnn" in runs[0]:  # cuDNN's time / ours: > 1 where ours is faster
+        ratios["ours/cudnn"] = ratio_interval(pooled(ours), pooled("cudnn"))
+    if fp8 in runs[0]:
+        ratios["fp8/bf16"] = ratio_interval(pooled(fp8), pooled(ours))
+    return dict(arms=arms, ratios=ratios)
+
+
+def format_table(meta: dict, rows: list[dict]) -> str:
+    """The printed report: one line per shape, ``median [min-max]`` TFLOPS per arm, then the ratios."""
+    names = list(rows[0]["summary"]["arms"]) if rows else []
+    ratio_names = list(rows[0]["summary"]["ratios"]) if rows else []
+    lines = [f"{meta['device']} | torch {meta['torch']} | triton {meta['triton']} | {meta['runs']} runs | TFLOPS: "
+             "median over runs [min-max over runs] | ratios: speed, median [95% interval]",
+             f"{'D':>4} {'causal':>6} {'S':>6} " + " ".join(f"{n:>17}" for n in names)
+             + "".join(f" {n:>21}" for n in ratio_names)]
+    for r in rows:
+        arms, ratios = r["summary"]["arms"], r["summary"]["ratios"]
+        cells = [f"{a['tflops']:5.0f} [{a['tflops_min']:.0f}-{a['tflops_max']:.0f}]" for a in map(arms.get, names)]
+        line = f"{r['D']:>4} {int(r['causal']):>6} {r['S']:>6} " + " ".join(f"{c:>17}" for c in cells)
+        line += "".join(f" {f'{x[0]:.3f} [{x[1]:.3f},{x[2]:.3f}]':>21}" if (x := ratios.get(n)) else f" {'-':>21}"
+                        for n in ratio_names)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def time_shape(D: int, causal: bool, S: int, args) -> dict:
+    """One shape: ``args.runs`` interleaved runs of every arm; the row with every sample and its summary."""
     import torch
-    import triton
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from gluon_kernels import hopper_attention, transpose_v_for_fp8
-    from tritonhook import ab
-    from tritonhook.ab import attention_flops
+    from tritonhook.ab import attention_flops, bench_interleaved
 
-    backends = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
-                "efficient": SDPBackend.EFFICIENT_ATTENTION}
-    variants = [v for v in args.variants.split(",") if v]
-    variant_kwargs = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
-                      "ws-nopp": dict(variant="ws", pingpong=False), "ws-noov": dict(variant="ws", overlap=False),
-                      "ws-plain": dict(variant="ws", pingpong=False, overlap=False)}
-    dev = torch.cuda.get_device_name()
+    B, H = max(1, args.tokens // S), args.hidden // D
+    g = torch.Generator(device="cuda").manual_seed(S + D)
+    q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g).to(torch.bfloat16)
+               for _ in range(3))
+    q8, k8, v8 = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
+    vt8 = transpose_v_for_fp8(v8)
+    inputs = (q, k, v, q8, k8, v8, vt8)  # every arm takes them all: bench_interleaved rotates copies where they fit L2
+    sdpa = lambda q, k, v, *fp8: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    pinned = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+              "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    calls = {}
+    for name in arm_names(args.variants.split(","), not args.no_fp8, args.efficient):
+        if name in pinned:
+            calls[name] = (lambda be=pinned[name]: sdpa_kernel([be]), sdpa)
+            continue
+        var, kind = name.split(":")
+        kw = dict(causal=causal, **VARIANT_KWARGS[var])
+        fn = {"bf16": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q, k, v, **kw),
+              "fp8": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q8, k8, None, v_t=vt8, **kw),
+              "fp8+T": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q8, k8, v8, **kw)}[kind]
+        calls[name] = (_no_context, fn)
+    row = dict(B=B, H=H, S=S, D=D, causal=causal, flops=attention_flops(B, H, S, D, causal), runs=[])
+    for _ in range(args.runs):
+        results = bench_interleaved(list(calls.values()), inputs=inputs, rep_ms=args.rep, min_reps=20)
+        row["runs"].append({name: res.samples_ms for name, res in zip(calls, results)})
+    ref = results[0].output.float() if "cudnn" in calls else None
+    if ref is not None:  # the last run's first outputs, against cuDNN's
+        row["relerr_vs_cudnn"] = {name: ((res.output.float() - ref).norm() / ref.norm()).item()
+                                  for name, res in zip(calls, results)}
+    row["summary"] = summarize_row(row)
+    return row
+
+
+def _no_context():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+    import triton
+
+    began = time.perf_counter()
     rows = []
-
-    def bench(fn):
-        return ab.bench(fn, warmup_ms=25, rep_ms=args.rep).median_ms
-
     for D in [int(x) for x in args.head_dims.split(",")]:
         for causal in [bool(int(x)) for x in args.causal.split(",")]:
             for S in [int(x) for x in args.seqlens.split(",")]:
-                B = max(1, args.tokens // S)
-                H = args.hidden // D
-                flops = attention_flops(B, H, S, D, causal)
-                tf = lambda ms: flops / (ms * 1e-3) / 1e12
-                g = torch.Generator(device="cuda").manual_seed(S + D)
-                q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g)
-                           .to(torch.bfloat16) for _ in range(3))
-                row = dict(B=B, H=H, S=S, D=D, causal=causal, flops=flops)
-                ref = None
-                if not args.no_sdpa:
-                    for name, be in backends.items():
-                        try:
-                            with sdpa_kernel([be]):
-                                f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                                out = f()
-                                if name == "cudnn":
-                                    ref = out.float()
-                                row[f"sdpa_{name}_ms"] = bench(f)
-                        except Exception as e:  # a backend may refuse a shape
-                            row[f"sdpa_{name}_ms"] = None
-                            row[f"sdpa_{name}_error"] = repr(e)[:200]
-                for var in variants:
-                    f = lambda: hopper_attention(q, k, v, causal=causal, **variant_kwargs[var])
-                    out = f()
-                    if ref is not None:
-                        row[f"{var}_bf16_relerr_vs_cudnn"] = ((out.float() - ref).norm() / ref.norm()).item()
-                    row[f"{var}_bf16_ms"] = bench(f)
-                    if not args.no_fp8:
-                        q8, k8, v8 = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
-                        vt8 = transpose_v_for_fp8(v8)
-                        # kernel alone, V already in the K-major layout fp8 wgmma needs (as an fp8 KV cache would
-                        # store it) ...
-                        f8 = lambda: hopper_attention(q8, k8, None, causal=causal, v_t=vt8, **variant_kwargs[var])
-                        out8 = f8()
-                        if ref is not None:
-                            row[f"{var}_fp8_relerr_vs_cudnn"] = ((out8.float() - ref).norm() / ref.norm()).item()
-                        row[f"{var}_fp8_ms"] = bench(f8)
-                        # ... and end to end, the wrapper transposing V on every call
-                        f8t = lambda: hopper_attention(q8, k8, v8, causal=causal, **variant_kwargs[var])
-                        row[f"{var}_fp8T_ms"] = bench(f8t)
-                        del q8, k8, v8, vt8
-                for key in list(row):
-                    if key.endswith("_ms") and row[key]:
-                        row[key[:-3] + "_tflops"] = tf(row[key])
-                rows.append(row)
-                del q, k, v
-                print(f"done D={D} causal={causal} S={S}", flush=True)
-
-    meta = dict(device=dev, torch=torch.__version__, triton=triton.__version__, python=platform.python_version(),
-                tokens=args.tokens, hidden=args.hidden, timing="tritonhook.ab.bench median, CUDA events")
+                rows.append(time_shape(D, causal, S, args))
+                print(f"done D={D} causal={int(causal)} S={S} ({time.perf_counter() - began:.0f} s)", flush=True)
+    meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+                python=platform.python_version(), tokens=args.tokens, hidden=args.hidden, runs=args.runs,
+                rep_ms=args.rep, seconds=time.perf_counter() - began,
+                timing="tritonhook.ab.bench_interleaved per run (CUDA events, stream held); TFLOPS from each run's "
+                       "median; spread = min-max over runs; ratios: ratio_interval over all runs' paired calls")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(dict(meta=meta, rows=rows), f, indent=1)
-
-    # table last
-    cols = [("cudnn", "sdpa_cudnn_tflops"), ("flash", "sdpa_flash_tflops"), ("effic", "sdpa_efficient_tflops")]
-    for var in variants:
-        cols.append((f"{var}:bf16", f"{var}_bf16_tflops"))
-        if not args.no_fp8:
-            cols.append((f"{var}:fp8", f"{var}_fp8_tflops"))
-            cols.append((f"{var}:fp8+T", f"{var}_fp8T_tflops"))
-    main_var = variants[0] if variants else None
-    print(f"\n{dev} | torch {torch.__version__} | triton {triton.__version__} | TFLOPS (median)")
-    hdr = f"{'D':>4} {'causal':>6} {'S':>6} " + " ".join(f"{c:>11}" for c, _ in cols)
-    if main_var:
-        hdr += f" {'bf16/cudnn':>10} {'fp8/bf16':>8}"
-    print(hdr)
-    for r in rows:
-        line = f"{r['D']:>4} {str(r['causal']):>6} {r['S']:>6} "
-        line += " ".join(f"{r[k]:>11.1f}" if r.get(k) else f"{'-':>11}" for _, k in cols)
-        if main_var:
-            b, c8, cu = r.get(f"{main_var}_bf16_tflops"), r.get(f"{main_var}_fp8_tflops"), r.get("sdpa_cudnn_tflops")
-            line += f" {b / cu:>10.2f}" if (b and cu) else f" {'-':>10}"
-            line += f" {c8 / b:>8.2f}" if (b and c8) else f" {'-':>8}"
-        print(line)
+    print("\n" + format_table(meta, rows))
 
 
 if __name__ == "__main__":
