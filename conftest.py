@@ -35,6 +35,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="checks what is said when there is no GPU"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_triton_cache(tmp_path_factory):
+    """Module and session fixtures run before `triton_cache` below: they share a fresh cache of this test session
+    (as on a clean CI machine), never the user's ~/.triton/cache, where a stale entry once made a cubin rebuilt from
+    its captured PTX differ from the captured one."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("triton-cache-session")))
+        patch.setenv("CUDA_TILE_CACHE_DIR", str(tmp_path_factory.mktemp("cutile-cache-session")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def triton_cache(tmp_path, monkeypatch):
     """A fresh, empty Triton cache directory for each test (and cuTile's: a cache hit runs no ptxas)."""
