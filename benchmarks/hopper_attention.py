@@ -18,6 +18,7 @@ bf16. Every sample goes to --out (JSON). Results of earlier runs: benchmarks/res
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import time
@@ -132,7 +133,7 @@ def time_shape(D: int, causal: bool, S: int, args) -> dict:
         fn = {"bf16": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q, k, v, **kw),
               "fp8": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q8, k8, None, v_t=vt8, **kw),
               "fp8+T": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q8, k8, v8, **kw)}[kind]
-        calls[name] = (_no_context, fn)
+        calls[name] = (contextlib.nullcontext, fn)
     row = dict(B=B, H=H, S=S, D=D, causal=causal, flops=attention_flops(B, H, S, D, causal), runs=[])
     for _ in range(args.runs):
         results = bench_interleaved(list(calls.values()), inputs=inputs, rep_ms=args.rep, min_reps=20)
@@ -143,12 +144,6 @@ def time_shape(D: int, causal: bool, S: int, args) -> dict:
                                   for name, res in zip(calls, results)}
     row["summary"] = summarize_row(row)
     return row
-
-
-def _no_context():
-    import contextlib
-
-    return contextlib.nullcontext()
 
 
 def main(argv=None):

@@ -19,6 +19,7 @@ the default lies wholly above 1, consecutive S with the same choice merged.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -121,7 +122,8 @@ def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float) ->
     arms = {"cudnn": (lambda: sdpa_kernel([SDPBackend.CUDNN_ATTENTION]), sdpa),
             "flash": (lambda: sdpa_kernel([SDPBackend.FLASH_ATTENTION]), sdpa)}
     for knobs in grid:
-        arms[label(knobs)] = (_no_context, lambda q, k, v, knobs=knobs: hopper_attention(q, k, v, causal, **knobs))
+        arms[label(knobs)] = (contextlib.nullcontext,
+                              lambda q, k, v, knobs=knobs: hopper_attention(q, k, v, causal, **knobs))
     results = dict(zip(arms, bench_interleaved(list(arms.values()), inputs=(q, k, v), rep_ms=rep_ms, min_reps=20)))
     ref = results["cudnn"].output.float()
     row = dict(D=D, causal=causal, S=S, B=B, H=H, flops=flops, arms={})
@@ -131,12 +133,6 @@ def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float) ->
                                  spread_pct=s.spread_pct, samples_ms=res.samples_ms,
                                  relerr_vs_cudnn=((res.output.float() - ref).norm() / ref.norm()).item())
     return _verdicts(row, grid)
-
-
-def _no_context():
-    import contextlib
-
-    return contextlib.nullcontext()
 
 
 def _verdicts(row: dict, grid: list[dict]) -> dict:

@@ -771,16 +771,18 @@ def load_kernel(directory: str | Path, spec: LaunchSpec, metadata_json: bytes, c
     descriptors, clusters and PDL handled as for a kernel Triton compiled): `kernel[grid](*args)`.
 
     `name` is the entry the cubin holds: the metadata's `name` (what `cuModuleGetFunction` looks up) follows it,
-    so a renamed cubin loads under its new name."""
+    so a renamed cubin loads under its new name. The files are written into `directory` once: loading the same
+    kernel again there (the replay loads each variant afresh every round) only reads them."""
     from triton.compiler.compiler import CompiledKernel
 
     metadata = json.loads(metadata_json)
     metadata["name"] = name
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     json_path, cubin_path = directory / f"{name}.json", directory / f"{name}.cubin"
-    json_path.write_text(json.dumps(metadata))
-    cubin_path.write_bytes(cubin)
+    if not (json_path.exists() and cubin_path.exists()):
+        directory.mkdir(parents=True, exist_ok=True)
+        cubin_path.write_bytes(cubin)
+        json_path.write_text(json.dumps(metadata))
     return CompiledKernel(_ReplaySource(spec), {json_path.name: str(json_path), cubin_path.name: str(cubin_path)},
                           metadata.get("hash", ""))
 
