@@ -5,6 +5,7 @@ CLI's bad input. The GPU half (recording and replaying) is in tests/test_sweep_g
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -231,7 +232,7 @@ def test_a_sampling_tracer_looks_at_about_one_launch_in_k_and_keeps_each_kernels
     kernel, _ = captured[1]["add"]
     x = torch.randn(128)
     seen = []
-    tracer = _triton.LaunchTracer(lambda spec, grid, args, weight: seen.append((args[3], weight)),
+    tracer = _triton.LaunchTracer(lambda spec, grid, args, weight, signature: seen.append((args[3], weight)),
                                   sample_every=sample_every, exact_first=16)
     tracer.install()
     enter, knobs.runtime.launch_enter_hook = knobs.runtime.launch_enter_hook, None
@@ -248,6 +249,68 @@ def test_a_sampling_tracer_looks_at_about_one_launch_in_k_and_keeps_each_kernels
     else:  # the first 16 in full, then about 1984 / 8; each shape's estimate near its true 1,000
         assert 16 + 0.8 * 1984 / 8 < len(seen) < 16 + 1.25 * 1984 / 8
         assert all(abs(count - 1000) < 150 for count in per_shape.values()), per_shape
+
+
+class _TimingRecorder(importlib.import_module("tritonhook.sweep.record").Recorder):
+    """The recorder with its CUDA-event timing replaced by a note of which launch of which signature it would
+    time (this machine has no GPU); everything else is the recorder's own."""
+
+    def _start_timing(self, pending):
+        self.timed.append((pending.signature.id, pending.calls))
+        return None
+
+
+def _launch_without_gpu(kernel, launches):
+    """Call Triton's real `CompiledKernel.launch_metadata` as a launcher does for each (grid, args) of `launches`,
+    with the enter slot emptied so that Triton's own method returns before it would load the module."""
+    from triton import knobs
+
+    enter, knobs.runtime.launch_enter_hook = knobs.runtime.launch_enter_hook, None
+    try:
+        for grid, args in launches:
+            kernel.launch_metadata(grid, 0, *args)
+    finally:
+        knobs.runtime.launch_enter_hook = enter
+
+
+def test_an_exact_recording_counts_every_launch_per_signature_and_sees_in_full_only_those_it_times(captured, tmp_path):
+    """2,000 real launch-metadata calls of the sm_90a add kernel: n alternating 64/128 on grid (1,), tensors of two
+    lengths with the same n (one signature: the kernel sees pointers and n), and 100 on another grid. The tracer
+    passes over what the recorder does not time, and every launch is counted in its signature."""
+    store, kernels = captured
+    kernel, _ = kernels["add"]
+    short, long = torch.randn(128), torch.randn(4096)
+    launches = [((1,), (x, x, x, 64 if i % 2 else 128, 1024)) for i in range(1900) for x in [short if i % 3 else long]]
+    launches += [((2,), (short, short, short, 128, 1024))] * 100
+    recorder = _TimingRecorder(store, rec.SnapshotBudget(1 << 20, 1 << 24), timed_first=3, time_every=64)
+    recorder.timed = []
+    tracer = _triton.LaunchTracer(recorder.on_launch, signature_key=rec.signature_key)
+    recorder.launch_tracer = tracer
+    full = []
+    on_launch = recorder.on_launch
+    tracer.on_launch = lambda *launch: full.append(launch[1]) or on_launch(*launch)
+    tracer.install()
+    try:
+        _launch_without_gpu(kernel, launches)
+    finally:
+        tracer.uninstall()
+    counts = {(tuple(p.signature.grid), p.signature.args[3]["value"]): p.signature.launches + p.seen.passed
+              for p in recorder.pending}
+    assert counts == {((1, 1, 1), 128): 950, ((1, 1, 1), 64): 950, ((2, 1, 1), 128): 100}
+    expected_timed = {count: [2, 3, 4] + list(range(64, count + 1, 64)) for count in (950, 100)}
+    for pending in recorder.pending:
+        timed = [calls for signature_id, calls in recorder.timed if signature_id == pending.signature.id]
+        assert timed == expected_timed[pending.signature.launches + pending.seen.passed]
+    assert len(full) == 3 + len(recorder.timed)  # the tracer shows a signature's first launch and its timed ones
+
+
+def test_signature_keys_see_scalars_and_descriptors_but_not_tensor_shapes():
+    short, long = torch.randn(16), torch.randn(64, 2)
+    key = rec.signature_key((short, short, 16, 1.5, None))
+    assert key((short, short, 16, 1.5, None)) == key((long, long.t(), 16, 1.5, None))
+    assert key((short, short, 16, 1.5, None)) != key((short, short, 17, 1.5, None))
+    assert rec.signature_key((short,))((long,)) == ()
+    assert rec.signature_key((short, object())) is rec.argument_key
 
 
 def test_a_tool_wrapping_over_the_tracer_keeps_working_after_uninstall():

@@ -36,7 +36,7 @@ import threading
 import types
 import warnings
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Hashable, Iterator
 
 from . import config
 from . import ptx as _ptx
@@ -510,18 +510,38 @@ def launch_spec(kernel) -> LaunchSpec:
                       constexprs)
 
 
-LaunchCallback = Callable[[LaunchSpec, tuple[int, int, int], tuple, int], object]
+LaunchCallback = Callable[[LaunchSpec, tuple[int, int, int], tuple, int, "SignatureSeen | None"], object]
+KeyFunction = Callable[[tuple], Hashable]
+"""A kernel's signature key from its launch arguments (see `LaunchTracer`'s `signature_key`)."""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False, slots=True)
+class SignatureSeen:
+    """One launch signature of a kernel in a `LaunchTracer` that tells signatures apart: what the consumer keeps
+    for it (`data`), how many of its next launches to pass over (`pass_next`, which the consumer sets from
+    `on_launch`) and how many were passed over since the consumer last saw one in full (`passed`, which the next
+    full launch's weight includes; the consumer reads what is left at the end)."""
+
+    data: object = None
+    pass_next: int = 0
+    passed: int = 0
+
+
+@dataclasses.dataclass(slots=True)
 class _KernelSeen:
-    """A kernel's state in a `LaunchTracer`: its spec, how many of its launches were seen in full, and (sampling)
-    how many to pass over before the next one and how many launches that next one stands for."""
+    """A kernel's state in a `LaunchTracer`: its spec, how many of its launches were seen in full, (sampling) how
+    many to pass over before the next one and how many launches that next one stands for, and (signatures) per
+    argument count its key function and its signatures by (grid, key); `arity`, `key_function` and `signatures`
+    are the fast path's pair (see `LaunchTracer.install`)."""
 
     spec: LaunchSpec
     seen: int = 0
     skip: int = 0
     weight: int = 1
+    arity: int = -1
+    key_function: KeyFunction | None = None
+    signatures: dict | None = None
+    by_arity: dict = dataclasses.field(default_factory=dict)   # argument count -> (key function, signatures)
 
 
 class LaunchTracer:
@@ -537,30 +557,42 @@ class LaunchTracer:
     wrapped it over ours meanwhile, ours turns into a pass-through. Inductor's static CUDA launcher calls none of
     this: a recording and memwatch switch it off for their duration (`inductor_launches_through_triton`).
 
-    on_launch(spec, grid, args) runs before the kernel is queued, before Triton's launcher allocates the kernel's
-    global scratch; what it returns (the token; None, as for most launches of a recording: nothing more for this
-    launch) is handed to on_entered(token) from the launch-enter hook, after the scratch allocation, and to
-    on_launched(token) from the launch-exit hook, right after the kernel is queued (CUDA events go around it). The
-    exit hook joins Triton's chain only while a token waits: a launch-bound loop pays for it on the sampled
-    launches alone (the chain object itself stays in its slot: Inductor binds it into the launchers it generates).
-    on_new_kernel(spec, loaded) runs at the first launch of each kernel this tracer sees; `loaded()` builds the
-    kernel's capture record from the files Triton loaded it from, for kernels compiled before capture began.
+    on_launch(spec, grid, args, weight, signature) runs before the kernel is queued, before Triton's launcher
+    allocates the kernel's global scratch; what it returns (the token; None, as for most launches of a recording:
+    nothing more for this launch) is handed to on_entered(token) from the launch-enter hook, after the scratch
+    allocation, and to on_launched(token) from the launch-exit hook, right after the kernel is queued (CUDA events
+    go around it). The exit hook joins Triton's chain only while a token waits: a launch-bound loop pays for it on
+    the sampled launches alone (the chain object itself stays in its slot: Inductor binds it into the launchers it
+    generates). on_new_kernel(spec, loaded) runs at the first launch of each kernel this tracer sees; `loaded()`
+    builds the kernel's capture record from the files Triton loaded it from, for kernels compiled before capture
+    began.
 
-    Sampling (`sample_every` K > 1): after a kernel's first `exact_first` launches, only about one launch in K is
-    seen in full (gaps drawn at random, mean K, so that no periodic pattern of the program aliases with them); the
-    others cost a dictionary lookup and a decrement. Each launch seen in full carries its `weight`: itself plus the
-    launches passed over before it. `passed_over()` gives the launches passed over since each kernel's last full
-    one, so that per-kernel totals stay exact.
+    Signatures (`signature_key`, for a recording): a kernel's launches are told apart by (grid, key), the key from
+    the function `signature_key(args)` returns for the kernel's first launch (for launches with as many
+    arguments). Each signature is a `SignatureSeen` handed to on_launch, which may set `pass_next`: that many of
+    the signature's next launches cost a key and a dictionary lookup, and count in `passed` (all of them on every
+    launch of a kernel while `triton.autotune` benchmarks one: `autotune`, an installed `AutotuneTracer`, says when).
+    Without it `signature` is None.
+
+    Sampling (`sample_every` K > 1; it passes over by kernel, so signatures are not passed over then): after a
+    kernel's first `exact_first` launches, only about one launch in K is seen in full (gaps drawn at random, mean K,
+    so that no periodic pattern of the program aliases with them); the others cost a dictionary lookup and a
+    decrement. Each launch seen in full carries its `weight`: itself plus the launches passed over before it.
+    `passed_over()` gives the launches passed over since each kernel's last full one, so that per-kernel totals
+    stay exact.
     """
 
     def __init__(self, on_launch: LaunchCallback, on_launched: Callable[[object], None] | None = None,
                  on_new_kernel: Callable[[LaunchSpec, Callable[[], NewCapture]], None] | None = None, *,
-                 on_entered: Callable[[object], None] | None = None, sample_every: int = 1, exact_first: int = 0):
+                 on_entered: Callable[[object], None] | None = None, sample_every: int = 1, exact_first: int = 0,
+                 signature_key: Callable[[tuple], KeyFunction] | None = None,
+                 autotune: "AutotuneTracer | None" = None):
         self.on_launch = on_launch
         self.on_entered = on_entered
         self.on_launched = on_launched
         self.on_new_kernel = on_new_kernel
         self.sample_every, self.exact_first = sample_every, exact_first
+        self.signature_key, self.autotune = signature_key, autotune
         self.active = False
         self._warn = _WarnOnce()
         self._kernels: dict[str, _KernelSeen] = {}
@@ -579,15 +611,29 @@ class LaunchTracer:
         original = CompiledKernel.__dict__["launch_metadata"]
         tracer, kernels = self, self._kernels
 
+        autotune = self.autotune
+
         @functools.wraps(original)
-        def launch_metadata(kernel, grid, stream, *args):  # on every launch: lean
+        def launch_metadata(kernel, grid, stream, *args):  # on every launch: lean, the common cases inline
             result = original(kernel, grid, stream, *args)
-            if tracer.active:
-                seen = kernels.get(kernel.hash)
-                if seen is not None and seen.skip:  # sampling: passed over
+            if not tracer.active:
+                return result
+            seen = kernels.get(kernel.hash)
+            if seen is not None:
+                if seen.skip:  # sampling: passed over
                     seen.skip -= 1
-                else:
-                    tracer._seen(kernel, seen, grid, args)
+                    return result
+                if (seen.key_function is not None and len(args) == seen.arity
+                        and not (autotune is not None and autotune.benchmarking)):
+                    try:
+                        signature = seen.signatures.get((grid, seen.key_function(args)))
+                    except Exception:  # noqa: BLE001 - an unhashable grid or argument: the full path says what
+                        signature = None
+                    if signature is not None and signature.pass_next:
+                        signature.pass_next -= 1
+                        signature.passed += 1
+                        return result
+            tracer._seen(kernel, seen, grid, args)
             return result
 
         self._original, self._wrapper = original, launch_metadata
@@ -627,9 +673,12 @@ class LaunchTracer:
             if self.sample_every > 1 and seen.seen >= self.exact_first:
                 seen.skip = self._gaps.randrange(2 * self.sample_every - 1)
                 seen.weight = seen.skip + 1
+            signature = self._signature(seen, grid, args) if self.signature_key is not None else None
+            if signature is not None:
+                weight, signature.passed = weight + signature.passed, 0
             if len(grid) != 3:
                 grid = tuple(grid) + (1,) * (3 - len(grid))
-            token = self.on_launch(seen.spec, grid, args, weight)
+            token = self.on_launch(seen.spec, grid, args, weight, signature)
         except Exception as exc:  # noqa: BLE001 - recording must never break a launch
             self._warn("launch recording", exc)
             return
@@ -637,6 +686,23 @@ class LaunchTracer:
             self._pending.token = token
             self._waiting += 1
             self._added.chains["launch_exit_hook"].add(self._exited)
+
+    def _signature(self, seen: _KernelSeen, grid, args) -> SignatureSeen:
+        """The launch's signature, made at its first launch. A kernel's key function is made at its first launch
+        with this many arguments; the first such pair is the one the fast path in `install` uses (unless the tracer
+        samples)."""
+        arity = len(args)
+        if arity not in seen.by_arity:
+            seen.by_arity[arity] = (self.signature_key(args), {})
+            if seen.arity < 0 and self.sample_every == 1:
+                seen.arity = arity
+                seen.key_function, seen.signatures = seen.by_arity[arity]
+        key_function, signatures = seen.by_arity[arity]
+        key = (tuple(grid), key_function(args))
+        signature = signatures.get(key)
+        if signature is None:
+            signature = signatures[key] = SignatureSeen()
+        return signature
 
     def _entered(self, launch_metadata) -> None:
         """In the enter chain so that launchers build launch metadata (see install), and for `on_entered`."""
@@ -836,7 +902,8 @@ class AutotuneTracer:
     another tool wrapped over them. `current()` is the candidate being benchmarked in this thread (None outside a
     benchmark: the launch of the chosen config that follows is the workload's own). `on_decided(decision)` runs
     when a benchmarking `run` returns. Decisions read from Triton's autotune disk cache benchmark nothing and are
-    not seen.
+    not seen. `benchmarking` counts the candidate benchmarks running in all threads: a `LaunchTracer` hands every
+    launch in full while it is not 0.
     """
 
     def __init__(self, on_decided: Callable[[AutotuneDecision], None]):
@@ -844,6 +911,7 @@ class AutotuneTracer:
         self.active = False
         self._warn = _WarnOnce()
         self._groups = 0
+        self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
         self._frames = threading.local()
         self._originals: dict[str, Callable] = {}
         self._wrappers: dict[str, Callable] = {}
@@ -905,10 +973,12 @@ class AutotuneTracer:
             if frame["group"] is None:
                 frame["group"], tracer._groups = tracer._groups, tracer._groups + 1
             frame["candidate"] = AutotuneCandidate(frame["group"], autotune_config(config))
+            tracer.benchmarking += 1
             try:
                 return original(autotuner, *args, config=config, **meta)
             finally:
                 frame["candidate"] = None
+                tracer.benchmarking -= 1
 
         return _bench
 

@@ -53,7 +53,7 @@ def _late_captures(store, active, *, enabled: bool):
         yield late
         return
     seen: dict[str, Callable] = {}
-    tracer = _triton.LaunchTracer(lambda spec, grid, args: None,
+    tracer = _triton.LaunchTracer(lambda spec, grid, args, weight, signature: None,
                                   on_new_kernel=lambda spec, loaded: seen.setdefault(spec.triton_hash, loaded))
     tracer.install()
     try:

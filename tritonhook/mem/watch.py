@@ -117,7 +117,7 @@ class MemWatch(contextlib.ContextDecorator):
         """Everything `_install_triton_hooks` attached, taken off in the reverse order."""
         self._triton_attached.close()
 
-    def _on_launch(self, spec, grid, args, weight: int = 1) -> str:
+    def _on_launch(self, spec, grid, args, weight, signature) -> str:
         """The tracer's launch callback: the kernel's name is the token its enter and exit callbacks receive."""
         return spec.name
 

@@ -24,7 +24,7 @@ from ..ab.timing import HOLD_EXTRA_US, HOLD_MARGIN, hold_stream
 from ..session import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
-from .recording import (RESULT_KIND, Recording, Signature, SnapshotBudget, argument_key, describe_args)
+from .recording import (RESULT_KIND, Recording, Signature, SnapshotBudget, describe_args, signature_key)
 
 STDERR_TAIL_LINES = 20
 """How many of a failed workload's last stderr lines `record_command` quotes."""
@@ -32,11 +32,13 @@ STDERR_TAIL_LINES = 20
 
 @dataclasses.dataclass
 class _Pending:
-    """A signature while recording: its description, launch count and the CUDA event pairs not yet read (`held`:
-    the kernel was queued before the stream hold ran out, so the events time the kernel alone)."""
+    """A signature while recording: its description, the tracer's state for it (`seen`: the launches it passed
+    over), its launch count and the CUDA event pairs not yet read (`held`: the kernel was queued before the stream
+    hold ran out, so the events time the kernel alone)."""
 
     signature: Signature
-    calls: int = 0                   # launches seen in full (all of them unless the recording samples)
+    seen: _triton.SignatureSeen
+    calls: int = 0                   # launches of the workload, those the tracer passed over included
     held: list = dataclasses.field(default_factory=list)
     late: list = dataclasses.field(default_factory=list)
 
@@ -51,7 +53,7 @@ class Recorder:
 
         self.torch, self.store, self.budget, self.label = torch, store, budget, label
         self.timed_first, self.time_every, self.sample_every = timed_first, time_every, sample_every
-        self.by_key: dict[tuple, _Pending] = {}
+        self.pending: list[_Pending] = []
         self.last_of_kernel: dict[str, _Pending] = {}   # Triton hash -> the signature its last full launch had
         self.launch_tracer: _triton.LaunchTracer | None = None   # set by `_tracers`
         self.loaded: dict[str, object] = {}
@@ -61,31 +63,43 @@ class Recorder:
         self.started = time.time()
         self.first_capture = store.last_id()
 
-    def on_launch(self, spec: _triton.LaunchSpec, grid: tuple[int, int, int], args: tuple, weight: int = 1):
-        """`weight`: the launches this one stands for (1, or more when the tracer samples)."""
-        key = (spec.triton_hash, grid, argument_key(args))
-        pending = self.by_key.get(key)
+    def on_launch(self, spec: _triton.LaunchSpec, grid: tuple[int, int, int], args: tuple, weight: int,
+                  seen: _triton.SignatureSeen):
+        """`weight`: the launches this one stands for (itself and those the tracer passed over since the last one it
+        showed). Sets how many of the signature's next launches the tracer may pass over: up to the next it times."""
+        pending = seen.data
         if pending is None:  # first launch: describe and snapshot the inputs before the kernel can write them
-            pending = self.by_key[key] = _Pending(Signature(
-                id=len(self.by_key), kernel=spec.name, triton_hash=spec.triton_hash, capture_id=None, arch=None,
+            pending = seen.data = _Pending(Signature(
+                id=len(self.pending), kernel=spec.name, triton_hash=spec.triton_hash, capture_id=None, arch=None,
                 grid=list(grid), args=describe_args(args, spec.arg_names, spec.signature, spec.constexprs,
                                                     store=self.store, budget=self.budget,
                                                     descriptor_fields=_triton.tensor_descriptor_fields),
                 arg_names=spec.arg_names, signature=spec.signature, constexprs=spec.to_json()["constexprs"],
-                launches=0, times_ms=[]))
+                launches=0, times_ms=[]), seen)
+            self.pending.append(pending)
+        signature = pending.signature
         candidate = self.tuning()
         if candidate is not None:  # the autotuner benchmarking a config: tuning, not the workload; not timed
-            signature = pending.signature
-            signature.tuning_launches += weight
+            signature.tuning_launches += 1
+            signature.launches += weight - 1
             signature.autotune = signature.autotune or {"group": candidate.group, "config": candidate.config}
             return None
         self.last_of_kernel[spec.triton_hash] = pending
-        pending.signature.launches += weight
-        calls = pending.calls = pending.calls + 1
+        signature.launches += weight
+        before, calls = pending.calls, pending.calls + weight
+        pending.calls = calls
+        seen.pass_next = self._launches_until_timed(calls)
         # the first launch is not timed: its snapshot left the GPU idle, so its events would time the launch gap
-        if 1 < calls <= self.timed_first + 1 or calls % self.time_every == 0:
+        if 1 < calls <= self.timed_first + 1 or calls // self.time_every > before // self.time_every:
             return self._start_timing(pending)
         return None
+
+    def _launches_until_timed(self, calls: int) -> int:
+        """How many launches follow launch number `calls` of a signature before the next one the recording times:
+        launches 2 to `timed_first` + 1, then every `time_every`-th."""
+        if calls <= self.timed_first:
+            return 0
+        return (calls // self.time_every + 1) * self.time_every - calls - 1
 
     def _start_timing(self, pending: _Pending) -> tuple:
         """Hold the stream (`ab.timing.hold_stream`), then the start event: the kernel's time inside the workload
@@ -118,13 +132,15 @@ class Recorder:
         for digest, count in (self.launch_tracer.passed_over() if self.launch_tracer else {}).items():
             if digest in self.last_of_kernel:
                 self.last_of_kernel[digest].signature.launches += count
-        if self.by_key:
+        for pending in self.pending:
+            pending.signature.launches += pending.seen.passed
+        if self.pending:
             self.torch.cuda.synchronize()
-        for pending in self.by_key.values():  # samples queued after their hold ran out only where none was in time
+        for pending in self.pending:  # samples queued after their hold ran out only where none was in time
             events = pending.held or pending.late
             pending.signature.times_ms += [start.elapsed_time(end) for start, end in events]
             pending.held, pending.late = [], []
-        signatures = [pending.signature for pending in self.by_key.values()]
+        signatures = [pending.signature for pending in self.pending]
         _link_captures(self.store, signatures, self.first_capture, self.loaded)
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
         arch = next((s.arch for s in signatures if s.arch), None)
@@ -181,7 +197,8 @@ def _tracers(recorder: Recorder) -> list:
     recorder.tuning = autotune.current
     recorder.launch_tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched, recorder.on_new_kernel,
                                                   sample_every=recorder.sample_every,
-                                                  exact_first=config.RECORD_EXACT_FIRST)
+                                                  exact_first=config.RECORD_EXACT_FIRST,
+                                                  signature_key=signature_key, autotune=autotune)
     tracers = [recorder.launch_tracer, autotune]
     for tracer in tracers:
         tracer.install()

@@ -1,10 +1,14 @@
 """The recording format: what a recorded run left for a replay, as plain JSON, with a version number.
 
-A recording lists launch signatures. A signature is one kernel (its Triton hash) launched with one grid and one
-argument shape: every tensor's dtype, shape and strides, every scalar's value, every host-side TMA descriptor's
-class, base, shape, block shape, padding and (Gluon) shared-memory layout. Storage offsets and data pointers are not part of it, so a kernel run on the slices
-of one buffer is one signature. Each signature keeps its first launch's arguments (input snapshots as
-content-addressed blobs in the store), how often it ran, and the GPU times measured for a sample of its launches.
+A recording lists launch signatures. A signature is one kernel (its Triton hash) launched with one grid and the
+same values of everything the kernel sees besides its pointers: every scalar's and constexpr's value, every
+host-side TMA descriptor's class, base dtype, shape, strides, block shape, padding and (Gluon) shared-memory layout.
+A tensor argument reaches the kernel as a pointer alone: its dtype and alignment are in the Triton hash, its shape
+and strides only through scalar arguments, which are in the key. So tensors add nothing to the key (which keeps it
+cheap enough to compute on every launch: `signature_key`), and a kernel run on the slices of one buffer, or on
+tensors of other shapes with the same scalars, is one signature: the same work. Each signature keeps its first
+launch's arguments (input snapshots as content-addressed blobs in the store; their shapes are that launch's), how
+often it ran, and the GPU times measured for a sample of its launches.
 
 Autotuned kernels (version 2): a signature launched while `triton.autotune` benchmarked it carries `autotune`
 ({"group", "config"}: which decision it was a candidate of, with which config) and counts those launches in
@@ -17,8 +21,9 @@ The functions here are pure or work on tensors of any device (torch CPU tensors 
 from __future__ import annotations
 
 import dataclasses
+import operator
 import sys
-from typing import Sequence
+from typing import Callable, Hashable, Sequence
 
 from ..errors import TritonhookError
 
@@ -68,14 +73,35 @@ def dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def signature_key(args: tuple) -> Callable[[tuple], Hashable]:
+    """The key function of a kernel's launches, made from its first launch's arguments (`_triton.LaunchTracer` calls
+    it once per kernel and the function it returns on every launch). A kernel's argument kinds are fixed by its
+    Triton hash, so the first launch tells where its scalars are: where every other argument is a tensor, the key is
+    the values at those positions, taken by an `operator.itemgetter` (C speed: a launch-bound program pays ~0.1 us
+    for it); otherwise (a host TMA descriptor, an object with `data_ptr`) `argument_key`, in Python."""
+    tensor_type = _tensor_type()
+    positions = []
+    for index, value in enumerate(args):
+        if isinstance(value, tensor_type):
+            continue
+        if not (value is None or isinstance(value, (int, float, str))):
+            return argument_key
+        positions.append(index)
+    return operator.itemgetter(*positions) if positions else _no_scalars
+
+
+def _no_scalars(args: tuple) -> tuple:
+    return ()
+
+
 def argument_key(args: tuple) -> tuple:
-    """What makes two launches of one kernel the same signature (see the module docstring). Called on every
-    launch, so flat and lean: a tensor adds its dtype, shape and strides; a scalar itself."""
+    """The key (see the module docstring) of any launch: a tensor adds its dtype, a scalar itself, a host-side TMA
+    descriptor what the kernel reads of it, anything else its type's name."""
     tensor_type = _tensor_type()
     key = []
     for value in args:
         if isinstance(value, tensor_type):
-            key += (value.dtype, value.shape, value.stride())
+            key.append(value.dtype)
         elif value is None or isinstance(value, (int, float, str)):
             key.append(value)
         elif hasattr(value, "block_shape") and hasattr(value, "base"):  # a host-side TensorDescriptor
