@@ -1,6 +1,7 @@
 """What memwatch and sweep recording cost a launch-bound program (written for the H200, Triton 3.6, torch).
 
-    python benchmarks/memwatch_overhead.py [--launches 5000] [--rounds 21] [--out memwatch_overhead.json]
+    python benchmarks/memwatch_overhead.py [--launches 2000] [--rounds 101] [--arms plain,record,...] [--no-pin]
+                                           [--out memwatch_overhead.json]
 
 A loop of small Triton kernels (the elementwise `add_kernel` on 4,096 floats: each launch costs the host far more
 than the GPU, so any time the sampler thread takes from the launching thread shows) runs in three arms,
@@ -13,9 +14,12 @@ interleaved round by round in a rotating order after a warm-up:
            snapshots the inputs, runs before the timed loop in every arm);
   record-sampled  the same with `sample_every=16` (`--sample 16`): after each kernel's first 64 launches about
            one in 16 is looked at, launch counts per signature become estimates.
-Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. Ratios are of
-medians with the paired 95% interval of `ab.ratio_interval`; CPU use is the process CPU time per wall second of
-the loop, so the sampler's own CPU share is its arm's figure minus plain's. Prints a table last; writes JSON.
+Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. A shared host's
+launch rate drifts by tens of percent over seconds, so rounds are short and many, the process is pinned to one
+core (`--no-pin` leaves it free), and the figures are paired: the ratio of medians with the paired 95% interval of
+`ab.ratio_interval`, the median of the per-round ratios to plain (each round's arms ran within ~100 ms of each
+other), and the fastest round against plain's fastest. CPU use is the process CPU time per wall second of the loop,
+so the sampler's own CPU share is its arm's figure minus plain's. Prints a table last; writes JSON.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import tempfile
 import time
@@ -68,43 +73,53 @@ def timed_loop(arm: str, launches: int, x, y, out) -> tuple[float, float]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--launches", type=int, default=5000, help="kernel launches per timed loop")
-    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--launches", type=int, default=2000, help="kernel launches per timed loop")
+    parser.add_argument("--rounds", type=int, default=101)
+    parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, plain first (of {', '.join(ARMS)})")
+    parser.add_argument("--no-pin", action="store_true", help="leave the process free to move between cores")
     parser.add_argument("--out", type=Path, default=Path("memwatch_overhead.json"))
     args = parser.parse_args(argv)
+    arms = tuple(args.arms.split(","))
+    if arms[0] != "plain" or not set(arms) <= set(ARMS):
+        parser.error(f"--arms {args.arms}: plain first, then any of {', '.join(ARMS[1:])}")
+    if not args.no_pin and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
     x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     out = torch.empty_like(x)
-    for arm in ARMS:  # warm-up: compile, NVML and driver initialisation
+    for arm in arms:  # warm-up: compile, NVML and driver initialisation
         timed_loop(arm, args.launches // 4, x, y, out)
-    wall = {arm: [] for arm in ARMS}
-    cpu = {arm: [] for arm in ARMS}
+    wall = {arm: [] for arm in arms}
+    cpu = {arm: [] for arm in arms}
     for round_index in range(args.rounds):
-        for offset in range(len(ARMS)):
-            arm = ARMS[(round_index + offset) % len(ARMS)]
+        for offset in range(len(arms)):
+            arm = arms[(round_index + offset) % len(arms)]
             ms, cpu_ms = timed_loop(arm, args.launches, x, y, out)
             wall[arm].append(ms)
             cpu[arm].append(cpu_ms)
     rows, results = [], {}
-    for arm in ARMS:
+    for arm in arms:
         summary = ab.summarize(wall[arm])
         ratio, low, high = ab.ratio_interval(wall["plain"], wall[arm])
+        paired = ab.median([mine / plain for plain, mine in zip(wall["plain"], wall[arm])])
+        fastest = min(wall[arm]) / min(wall["plain"])
         cpu_share = ab.median([c / w for c, w in zip(cpu[arm], wall[arm])])
         results[arm] = {"wall_ms": wall[arm], "cpu_ms": cpu[arm], "median_ms": summary.median_ms,
-                        "spread_pct": summary.spread_pct, "ratio": ratio, "ci": [low, high], "cpu_share": cpu_share}
+                        "spread_pct": summary.spread_pct, "ratio": ratio, "ci": [low, high],
+                        "paired_median_ratio": paired, "fastest_ratio": fastest, "cpu_share": cpu_share}
         rows.append((arm, f"{summary.median_ms:.2f}", f"{summary.median_ms * 1e3 / args.launches:.2f}",
-                     f"{summary.spread_pct:.1f}%", f"{ratio:.4f}", f"[{low:.4f}, {high:.4f}]",
-                     f"{cpu_share * 100:.1f}%"))
-    sampler_cpu = results["sampler"]["cpu_share"] - results["plain"]["cpu_share"]
+                     f"{summary.spread_pct:.1f}%", f"{ratio:.4f}", f"[{low:.4f}, {high:.4f}]", f"{paired:.4f}",
+                     f"{fastest:.4f}", f"{cpu_share * 100:.1f}%"))
+    sampler_cpu = results["sampler"]["cpu_share"] - results["plain"]["cpu_share"] if "sampler" in results else 0.0
     device = torch.cuda.get_device_name()
     try:
         args.out.write_text(json.dumps({"device": device, "triton": triton.__version__, "torch": torch.__version__,
-                                        "launches": args.launches, "rounds": args.rounds, "arms": results,
-                                        "sampler_cpu_share": sampler_cpu}, indent=2))
+                                        "launches": args.launches, "rounds": args.rounds, "pinned": not args.no_pin,
+                                        "arms": results, "sampler_cpu_share": sampler_cpu}, indent=2))
     except OSError as exc:
         print(f"memwatch_overhead: cannot write {args.out} ({exc.strerror or exc})", file=sys.stderr)
         return 2
     render.print_table(("arm", "loop ms (median)", "us/launch", "IQR", "time ratio vs plain", "95% interval",
-                        "process CPU / wall"), rows,
+                        "paired median", "fastest vs fastest", "process CPU / wall"), rows,
                        title=f"memwatch / record overhead on {device}: {args.launches} launches x {args.rounds} "
                              f"rounds; sampler CPU {sampler_cpu * 100:+.1f}% of a core; targets: sampler <= 1.02, "
                              f"record <= 1.05")

@@ -149,8 +149,8 @@ floor `benchmarks/ab_noise.py` targets, and below it a difference says more abou
 RECORD_TIMED_FIRST = 8
 """A recording times (CUDA events) the first this many launches of each signature, then one launch in
 `RECORD_TIME_EVERY`: the per-kernel GPU time stays measured while a launch-bound loop pays for few events (a
-timed launch costs the host a stream hold and two events, ~10 us: at one in 128, under 1% of a 12 us launch)."""
-RECORD_TIME_EVERY = 128
+timed launch costs the host a stream hold and two events, ~20 us: at one in 256, under 1% of a 12 us launch)."""
+RECORD_TIME_EVERY = 256
 RECORD_SAMPLE = EnvVar("TRITONHOOK_RECORD_SAMPLE", 1, int,
                        "A recording looks at about one launch in this many after each kernel's first "
                        "RECORD_EXACT_FIRST (1, the default: every launch); the others cost a lookup, and the launch "
