@@ -1,6 +1,6 @@
 """What memwatch and sweep recording cost a launch-bound program (written for the H200, Triton 3.6, torch).
 
-    python benchmarks/memwatch_overhead.py [--launches 2000] [--rounds 101] [--arms plain,record,...] [--no-pin]
+    python benchmarks/memwatch_overhead.py [--launches 2000] [--rounds 101] [--arms plain,record,...] [--pin]
                                            [--out memwatch_overhead.json]
 
 A loop of small Triton kernels (the elementwise `add_kernel` on 4,096 floats: each launch costs the host far more
@@ -15,8 +15,8 @@ interleaved round by round in a rotating order after a warm-up:
   record-sampled  the same with `sample_every=16` (`--sample 16`): after each kernel's first 64 launches about
            one in 16 is looked at, launch counts per signature become estimates.
 Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. A shared host's
-launch rate drifts by tens of percent over seconds, so rounds are short and many, the process is pinned to one
-core (`--no-pin` leaves it free), and the figures are paired: the ratio of medians with the paired 95% interval of
+launch rate drifts by tens of percent over seconds, so rounds are short and many (`--pin` also pins the process
+to one core: on the H200's host that made rounds spread 30% instead of 4%), and the figures are paired: the ratio of medians with the paired 95% interval of
 `ab.ratio_interval`, the median of the per-round ratios to plain (each round's arms ran within ~100 ms of each
 other), and the fastest round against plain's fastest. CPU use is the process CPU time per wall second of the loop,
 so the sampler's own CPU share is its arm's figure minus plain's. Prints a table last; writes JSON.
@@ -76,13 +76,13 @@ def main(argv=None) -> int:
     parser.add_argument("--launches", type=int, default=2000, help="kernel launches per timed loop")
     parser.add_argument("--rounds", type=int, default=101)
     parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, plain first (of {', '.join(ARMS)})")
-    parser.add_argument("--no-pin", action="store_true", help="leave the process free to move between cores")
+    parser.add_argument("--pin", action="store_true", help="pin the process to one core")
     parser.add_argument("--out", type=Path, default=Path("memwatch_overhead.json"))
     args = parser.parse_args(argv)
     arms = tuple(args.arms.split(","))
     if arms[0] != "plain" or not set(arms) <= set(ARMS):
         parser.error(f"--arms {args.arms}: plain first, then any of {', '.join(ARMS[1:])}")
-    if not args.no_pin and hasattr(os, "sched_setaffinity"):
+    if args.pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
     x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     out = torch.empty_like(x)
@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     device = torch.cuda.get_device_name()
     try:
         args.out.write_text(json.dumps({"device": device, "triton": triton.__version__, "torch": torch.__version__,
-                                        "launches": args.launches, "rounds": args.rounds, "pinned": not args.no_pin,
+                                        "launches": args.launches, "rounds": args.rounds, "pinned": args.pin,
                                         "arms": results, "sampler_cpu_share": sampler_cpu}, indent=2))
     except OSError as exc:
         print(f"memwatch_overhead: cannot write {args.out} ({exc.strerror or exc})", file=sys.stderr)

@@ -510,38 +510,26 @@ def launch_spec(kernel) -> LaunchSpec:
                       constexprs)
 
 
-LaunchCallback = Callable[[LaunchSpec, tuple[int, int, int], tuple, int, "SignatureSeen | None"], object]
+LaunchCallback = Callable[[LaunchSpec, tuple[int, int, int], tuple, int, object], object]
 KeyFunction = Callable[[tuple], Hashable]
-"""A kernel's signature key from its launch arguments (see `LaunchTracer`'s `signature_key`)."""
+SignatureKey = "tuple[int, ...] | KeyFunction"
+"""How a kernel's launches are keyed (see `LaunchTracer`'s `signature_key`): the positions of the arguments whose
+values are the key (the C path takes them from the argument array itself), or a function of the arguments."""
 
 
-@dataclasses.dataclass(eq=False, slots=True)
-class SignatureSeen:
-    """One launch signature of a kernel in a `LaunchTracer` that tells signatures apart: what the consumer keeps
-    for it (`data`), how many of its next launches to pass over (`pass_next`, which the consumer sets from
-    `on_launch`) and how many were passed over since the consumer last saw one in full (`passed`, which the next
-    full launch's weight includes; the consumer reads what is left at the end)."""
-
-    data: object = None
-    pass_next: int = 0
-    passed: int = 0
+def signature_key_of(key: SignatureKey, args: tuple) -> Hashable:
+    """The key of a launch with arguments `args`, as the C path computes it."""
+    return tuple(args[at] for at in key) if isinstance(key, tuple) else key(args)
 
 
-@dataclasses.dataclass(slots=True)
-class _KernelSeen:
-    """A kernel's state in a `LaunchTracer`: its spec, how many of its launches were seen in full, (sampling) how
-    many to pass over before the next one and how many launches that next one stands for, and (signatures) per
-    argument count its key function and its signatures by (grid, key); `arity`, `key_function` and `signatures`
-    are the fast path's pair (see `LaunchTracer.install`)."""
+def _launchpath():
+    """The tracer's per-launch path in C (`tritonhook/_launchpath.c`): its `LaunchMetadata` wrapper, and the state it
+    reads, `KernelSeen` (a kernel: its spec, launches seen in full, sampling's `skip` and `weight`, and per argument
+    count its key function and signatures in `by_arity`, the fast path's pair in `arity`, `key_function`,
+    `signatures`) and `SignatureSeen` (see `LaunchTracer`)."""
+    from . import _native
 
-    spec: LaunchSpec
-    seen: int = 0
-    skip: int = 0
-    weight: int = 1
-    arity: int = -1
-    key_function: KeyFunction | None = None
-    signatures: dict | None = None
-    by_arity: dict = dataclasses.field(default_factory=dict)   # argument count -> (key function, signatures)
+    return _native.load("_launchpath")
 
 
 class LaunchTracer:
@@ -553,8 +541,10 @@ class LaunchTracer:
     compile workers), not in the parent that launches. Every launch path that runs the hooks (the JIT's `run`,
     `compiled[grid](...)`, Inductor's generated launcher) first calls `CompiledKernel.launch_metadata(grid, stream,
     *args)` with the full argument list; wrapping that method on the class sees them all, with `self` (the
-    kernel: its hash and source signature). `uninstall()` puts the very same function back; if another tool
-    wrapped it over ours meanwhile, ours turns into a pass-through. Inductor's static CUDA launcher calls none of
+    kernel: its hash and source signature). The wrapper is C (`_launchpath`): it calls Triton's method with the
+    same argument array, and handles the launches this tracer passes over (sampling's, a signature's `pass_next`)
+    without entering Python; every other launch goes to `_seen`. `uninstall()` puts the very same function back;
+    if another tool wrapped it over ours meanwhile, ours turns into a pass-through. Inductor's static CUDA launcher calls none of
     this: a recording and memwatch switch it off for their duration (`inductor_launches_through_triton`).
 
     on_launch(spec, grid, args, weight, signature) runs before the kernel is queued, before Triton's launcher
@@ -567,9 +557,9 @@ class LaunchTracer:
     builds the kernel's capture record from the files Triton loaded it from, for kernels compiled before capture
     began.
 
-    Signatures (`signature_key`, for a recording): a kernel's launches are told apart by (grid, key), the key from
-    the function `signature_key(args)` returns for the kernel's first launch (for launches with as many
-    arguments). Each signature is a `SignatureSeen` handed to on_launch, which may set `pass_next`: that many of
+    Signatures (`signature_key`, for a recording): a kernel's launches are told apart by (grid, key), the key as
+    `signature_key(args)` says for the kernel's first launch (for launches with as many arguments): positions or a
+    function (`SignatureKey`). Each signature is a `SignatureSeen` handed to on_launch, which may set `pass_next`: that many of
     the signature's next launches cost a key and a dictionary lookup, and count in `passed` (all of them on every
     launch of a kernel while `triton.autotune` benchmarks one: `autotune`, an installed `AutotuneTracer`, says when).
     Without it `signature` is None.
@@ -585,7 +575,7 @@ class LaunchTracer:
     def __init__(self, on_launch: LaunchCallback, on_launched: Callable[[object], None] | None = None,
                  on_new_kernel: Callable[[LaunchSpec, Callable[[], NewCapture]], None] | None = None, *,
                  on_entered: Callable[[object], None] | None = None, sample_every: int = 1, exact_first: int = 0,
-                 signature_key: Callable[[tuple], KeyFunction] | None = None,
+                 signature_key: Callable[[tuple], SignatureKey] | None = None,
                  autotune: "AutotuneTracer | None" = None):
         self.on_launch = on_launch
         self.on_entered = on_entered
@@ -595,7 +585,7 @@ class LaunchTracer:
         self.signature_key, self.autotune = signature_key, autotune
         self.active = False
         self._warn = _WarnOnce()
-        self._kernels: dict[str, _KernelSeen] = {}
+        self._kernels: dict = {}          # Triton hash -> KernelSeen
         self._gaps = random.Random(0)
         self._pending = threading.local()
         self._waiting = 0                 # tokens queued on any thread and not yet handed to on_launched
@@ -609,35 +599,10 @@ class LaunchTracer:
         if self.active:
             return
         original = CompiledKernel.__dict__["launch_metadata"]
-        tracer, kernels = self, self._kernels
-
-        autotune = self.autotune
-
-        @functools.wraps(original)
-        def launch_metadata(kernel, grid, stream, *args):  # on every launch: lean, the common cases inline
-            result = original(kernel, grid, stream, *args)
-            if not tracer.active:
-                return result
-            seen = kernels.get(kernel.hash)
-            if seen is not None:
-                if seen.skip:  # sampling: passed over
-                    seen.skip -= 1
-                    return result
-                if (seen.key_function is not None and len(args) == seen.arity
-                        and not (autotune is not None and autotune.benchmarking)):
-                    try:
-                        signature = seen.signatures.get((grid, seen.key_function(args)))
-                    except Exception:  # noqa: BLE001 - an unhashable grid or argument: the full path says what
-                        signature = None
-                    if signature is not None and signature.pass_next:
-                        signature.pass_next -= 1
-                        signature.passed += 1
-                        return result
-            tracer._seen(kernel, seen, grid, args)
-            return result
-
-        self._original, self._wrapper = original, launch_metadata
-        CompiledKernel.launch_metadata = launch_metadata
+        wrapper = _launchpath().LaunchMetadata(original, self._seen, self._kernels, self.autotune)
+        functools.update_wrapper(wrapper, original)
+        self._original, self._wrapper = original, wrapper
+        CompiledKernel.launch_metadata = wrapper
         # the launchers build launch metadata only while an enter hook is set (Inductor decides when it generates a
         # launcher), and call the exit chain they were given: ours are in both chains, the exit hook taken out
         # again until a launch hands it a token
@@ -652,7 +617,7 @@ class LaunchTracer:
 
         if not self.active:
             return
-        self.active = False
+        self.active = self._wrapper.active = False
         if CompiledKernel.__dict__.get("launch_metadata") is self._wrapper:
             CompiledKernel.launch_metadata = self._original
         remove_runtime_hooks(self._added, {"launch_enter_hook": self._entered, "launch_exit_hook": self._exited})
@@ -662,10 +627,11 @@ class LaunchTracer:
         return {digest: seen.weight - 1 - seen.skip for digest, seen in self._kernels.items()
                 if seen.weight - 1 - seen.skip}
 
-    def _seen(self, kernel, seen: _KernelSeen | None, grid, args) -> None:
+    def _seen(self, kernel, seen, grid, args: tuple) -> None:
+        """A launch the C path did not pass over (`seen`: the kernel's `KernelSeen`, None at its first launch)."""
         try:
             if seen is None:
-                seen = self._kernels[kernel.hash] = _KernelSeen(launch_spec(kernel))
+                seen = self._kernels[kernel.hash] = _launchpath().KernelSeen(launch_spec(kernel))
                 if self.on_new_kernel is not None:
                     self.on_new_kernel(seen.spec, functools.partial(loaded_event, kernel))
             weight, seen.weight = seen.weight, 1
@@ -687,7 +653,7 @@ class LaunchTracer:
             self._waiting += 1
             self._added.chains["launch_exit_hook"].add(self._exited)
 
-    def _signature(self, seen: _KernelSeen, grid, args) -> SignatureSeen:
+    def _signature(self, seen, grid, args: tuple):
         """The launch's signature, made at its first launch. A kernel's key function is made at its first launch
         with this many arguments; the first such pair is the one the fast path in `install` uses (unless the tracer
         samples)."""
@@ -698,10 +664,10 @@ class LaunchTracer:
                 seen.arity = arity
                 seen.key_function, seen.signatures = seen.by_arity[arity]
         key_function, signatures = seen.by_arity[arity]
-        key = (tuple(grid), key_function(args))
+        key = (tuple(grid), signature_key_of(key_function, args))
         signature = signatures.get(key)
         if signature is None:
-            signature = signatures[key] = SignatureSeen()
+            signature = signatures[key] = _launchpath().SignatureSeen()
         return signature
 
     def _entered(self, launch_metadata) -> None:

@@ -98,8 +98,13 @@ SNAPSHOT_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_BUDGET", 256 * 2**20, int,
 SNAPSHOT_TOTAL_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_TOTAL_BUDGET", 8 * 2**30, int,
                                "Bytes of input snapshots per recording process, all signatures together "
                                "(default 8 GiB), so a long workload cannot fill the disk.")
+NATIVE_CACHE = EnvVar("TRITONHOOK_NATIVE_CACHE", "~/.cache/tritonhook", str,
+                      "Where tritonhook keeps the C helpers it builds (the launch tracer's per-launch path), one file "
+                      "per source, Python and platform.")
 
 # ----- variables of other tools that tritonhook reads or sets --------------------------------------------------------
+CC = EnvVar("CC", None, str, "The C compiler for tritonhook's C helpers (as for Triton's launchers); else cc, gcc, "
+            "clang on PATH.")
 CUDA_HOME = EnvVar("CUDA_HOME", None, str, "A CUDA toolkit root; its bin/ is searched for ptxas and nvdisasm.")
 CUDA_PATH = EnvVar("CUDA_PATH", None, str, "Like CUDA_HOME (the name Windows installers and some images use).")
 CUDA_VISIBLE_DEVICES = EnvVar("CUDA_VISIBLE_DEVICES", "0", str,

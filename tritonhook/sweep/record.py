@@ -37,7 +37,7 @@ class _Pending:
     hold ran out, so the events time the kernel alone)."""
 
     signature: Signature
-    seen: _triton.SignatureSeen
+    seen: object                     # the tracer's SignatureSeen
     calls: int = 0                   # launches of the workload, those the tracer passed over included
     held: list = dataclasses.field(default_factory=list)
     late: list = dataclasses.field(default_factory=list)
@@ -64,7 +64,7 @@ class Recorder:
         self.first_capture = store.last_id()
 
     def on_launch(self, spec: _triton.LaunchSpec, grid: tuple[int, int, int], args: tuple, weight: int,
-                  seen: _triton.SignatureSeen):
+                  seen):
         """`weight`: the launches this one stands for (itself and those the tracer passed over since the last one it
         showed). Sets how many of the signature's next launches the tracer may pass over: up to the next it times."""
         pending = seen.data

@@ -21,7 +21,6 @@ The functions here are pure or work on tensors of any device (torch CPU tensors 
 from __future__ import annotations
 
 import dataclasses
-import operator
 import sys
 from typing import Callable, Hashable, Sequence
 
@@ -73,12 +72,12 @@ def dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def signature_key(args: tuple) -> Callable[[tuple], Hashable]:
-    """The key function of a kernel's launches, made from its first launch's arguments (`_triton.LaunchTracer` calls
-    it once per kernel and the function it returns on every launch). A kernel's argument kinds are fixed by its
-    Triton hash, so the first launch tells where its scalars are: where every other argument is a tensor, the key is
-    the values at those positions, taken by an `operator.itemgetter` (C speed: a launch-bound program pays ~0.1 us
-    for it); otherwise (a host TMA descriptor, an object with `data_ptr`) `argument_key`, in Python."""
+def signature_key(args: tuple) -> tuple[int, ...] | Callable[[tuple], Hashable]:
+    """How a kernel's launches are keyed, from its first launch's arguments (`_triton.LaunchTracer` asks once per
+    kernel). A kernel's argument kinds are fixed by its Triton hash, so the first launch tells where its scalars
+    are: where every other argument is a tensor, the key is the values at those positions, returned as the
+    positions (the tracer's C path takes them from the launch's argument array); otherwise (a host TMA descriptor,
+    an object with `data_ptr`) `argument_key`, a Python function."""
     tensor_type = _tensor_type()
     positions = []
     for index, value in enumerate(args):
@@ -87,11 +86,7 @@ def signature_key(args: tuple) -> Callable[[tuple], Hashable]:
         if not (value is None or isinstance(value, (int, float, str))):
             return argument_key
         positions.append(index)
-    return operator.itemgetter(*positions) if positions else _no_scalars
-
-
-def _no_scalars(args: tuple) -> tuple:
-    return ()
+    return tuple(positions)
 
 
 def argument_key(args: tuple) -> tuple:
