@@ -564,10 +564,10 @@ class LaunchTracer:
     launch of a kernel while `triton.autotune` benchmarks one: `autotune`, an installed `AutotuneTracer`, says when).
     Without it `signature` is None.
 
-    Sampling (`sample_every` K > 1; it passes over by kernel, so signatures are not passed over then): after a
-    kernel's first `exact_first` launches, only about one launch in K is seen in full (gaps drawn at random, mean K,
-    so that no periodic pattern of the program aliases with them); the others cost a dictionary lookup and a
-    decrement. Each launch seen in full carries its `weight`: itself plus the launches passed over before it.
+    Sampling (`sample_every` K > 1): after a kernel's first `exact_first` launches, only about one launch in K is
+    seen in full (gaps drawn at random, mean K, so that no periodic pattern of the program aliases with them); the
+    others cost a dictionary lookup and a decrement, not even a key. A launch the gap does not pass over may still
+    be passed over by its signature's `pass_next`. Each launch seen in full carries its `weight`: itself plus the launches passed over before it.
     `passed_over()` gives the launches passed over since each kernel's last full one, so that per-kernel totals
     stay exact.
     """
@@ -654,13 +654,12 @@ class LaunchTracer:
             self._added.chains["launch_exit_hook"].add(self._exited)
 
     def _signature(self, seen, grid, args: tuple):
-        """The launch's signature, made at its first launch. A kernel's key function is made at its first launch
-        with this many arguments; the first such pair is the one the fast path in `install` uses (unless the tracer
-        samples)."""
+        """The launch's signature, made at its first launch. A kernel's key is made at its first launch with this
+        many arguments; the first such pair is the one the C path uses."""
         arity = len(args)
         if arity not in seen.by_arity:
             seen.by_arity[arity] = (self.signature_key(args), {})
-            if seen.arity < 0 and self.sample_every == 1:
+            if seen.arity < 0:
                 seen.arity = arity
                 seen.key_function, seen.signatures = seen.by_arity[arity]
         key_function, signatures = seen.by_arity[arity]
