@@ -80,19 +80,22 @@ def test_replay_times_each_variant_and_compares_outputs(recorded):
 
 
 def test_a_warm_replay_reads_l2_where_a_cold_one_reads_dram(recorded):
-    """The add (8 MiB, inside the H200's L2) replayed cold (inputs rotated through copies) and warm (one set):
-    warm is faster, as the kernel is inside a workload right after its producer; the matmul's time hardly moves."""
+    """The add (8 MiB, inside the H200's L2) replayed cold (inputs rotated through copies), warm (one set) and
+    inputs (rotated, its input read into L2 before each call): warm is faster, as the kernel is inside a workload
+    right after its producer, and so is inputs, whose output still goes to lines L2 does not hold; the matmul's
+    time hardly moves."""
     from tritonhook.store import Store
 
     times = {}
-    for l2 in ("cold", "warm"):
+    for l2 in ("cold", "warm", "inputs"):
         result = sweep.replay(recorded.recording, Store(recorded.store.path), parse_variants("plain,cutlass_"),
                               rounds=5, l2=l2)
         assert result.l2 == l2 and all(r.status == "ok" for r in result.rows)
         times[l2] = {r.kernel: r.variants[0].median_ms for r in result.rows}
     print(times)
     assert times["warm"]["add_kernel"] < 0.9 * times["cold"]["add_kernel"]
-    assert 0.9 < times["warm"]["matmul_kernel"] / times["cold"]["matmul_kernel"] < 1.1
+    assert times["inputs"]["add_kernel"] < 0.95 * times["cold"]["add_kernel"]
+    assert all(0.9 < times[l2]["matmul_kernel"] / times["cold"]["matmul_kernel"] < 1.1 for l2 in ("warm", "inputs"))
 
 
 def test_plain_against_plain_finds_no_difference(recorded):

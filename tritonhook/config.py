@@ -167,8 +167,9 @@ SWEEP_DEFAULT_ROUNDS = 7
 AUTOTUNE_REPLAY_CAP = 32
 """A sweep replays at most this many candidates of one autotune decision (the fastest by the autotuner's own
 benchmark, plus the config the workload ran); `--autotune-top K` asks for fewer."""
-SWEEP_L2_MODES = ("cold", "warm")
-"""A sweep replay's L2 rules, the default first: inputs rotated through copies (cold) or one set (warm)."""
+SWEEP_L2_MODES = ("cold", "warm", "inputs")
+"""A sweep replay's L2 rules, the default first: inputs rotated through copies (cold), one set (warm), or rotated
+with the buffers the kernel only reads brought into L2 right before each call (inputs)."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output comparison when outputs are not bitwise equal (rtol = atol, on float32)."""
 MAX_SNAPSHOTS = 20_000

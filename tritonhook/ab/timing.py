@@ -106,12 +106,14 @@ def _calibrate_cycles(torch, sleep, device: int, cycles: int = 2_000_000) -> flo
 
 
 def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: float = 25.0,
-                      rep_ms: float = 100.0, min_reps: int = 10, rotate: bool = True) -> list[BenchResult]:
+                      rep_ms: float = 100.0, min_reps: int = 10, rotate: bool = True,
+                      before_call: Callable[[tuple], object] | None = None) -> list[BenchResult]:
     """Time several arms call by call, A B A B ..., so that clock and power swings (a GPU at its power limit
     moves by several percent within a second) fall on every arm alike. Each call runs inside its arm's
     context (for A/B: the variant's capture session); the events bracket the call alone. `rotate=False` keeps
-    one input set: every call then finds in L2 what the previous call read and wrote (a kernel whose producer has
-    just written its inputs, as inside a workload)."""
+    one input set: every call then finds in L2 what the previous call read and wrote. `before_call(input_set)`
+    runs before each call's start event, on the set the call gets (a sweep replay reads the inputs into L2 there,
+    as the producer of a kernel's inputs leaves them inside a workload)."""
     torch = _torch()
     sets = _input_sets(torch, tuple(inputs)) if rotate else [tuple(inputs)]
     outputs = []
@@ -119,24 +121,25 @@ def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: 
         with enter():
             outputs.append(_snapshot(fn(*sets[0])))
     torch.cuda.synchronize()
-    estimate_ms = _estimate_ms(torch, arms, sets)
-    _timed_calls(torch, arms, sets, max(1, int(warmup_ms / estimate_ms)))
-    samples = _timed_calls(torch, arms, sets, max(min_reps, int(rep_ms / estimate_ms)))
+    estimate_ms = _estimate_ms(torch, arms, sets, before_call)
+    _timed_calls(torch, arms, sets, max(1, int(warmup_ms / estimate_ms)), before_call)
+    samples = _timed_calls(torch, arms, sets, max(min_reps, int(rep_ms / estimate_ms)), before_call)
     return [BenchResult(median(arm_samples), arm_samples, len(sets), output)
             for arm_samples, output in zip(samples, outputs)]
 
 
-def _estimate_ms(torch, arms, sets, calls: int = 5) -> float:
+def _estimate_ms(torch, arms, sets, before_call=None, calls: int = 5) -> float:
     """What one call of the slowest arm costs, from a short burst: its GPU time, or the wall time per call where
     the host is slower (a held stream times a small kernel alone, but the host still spends its launch latency
     on each call): sizes the warm-up and the repetitions by the time they take."""
     began = time.perf_counter()
-    gpu_ms = max(sum(arm_samples) / len(arm_samples) for arm_samples in _timed_calls(torch, arms, sets, calls))
+    gpu_ms = max(sum(arm_samples) / len(arm_samples)
+                 for arm_samples in _timed_calls(torch, arms, sets, calls, before_call))
     wall_ms = (time.perf_counter() - began) * 1e3 / (calls * len(arms))
     return max(gpu_ms, wall_ms, 1e-4)
 
 
-def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
+def _timed_calls(torch, arms, sets, count: int, before_call=None) -> list[list[float]]:
     """`count` rounds of one call per arm, each bracketed by CUDA events; ms per call, per arm.
 
     Arm a takes input set (round + a x stride) in round `round`: no call finds the previous call's inputs in L2
@@ -157,9 +160,12 @@ def _timed_calls(torch, arms, sets, count: int) -> list[list[float]]:
         order = range(len(arms)) if i % 2 == 0 else reversed(range(len(arms)))
         for arm in order:
             (enter, fn), (begin, finish) = arms[arm], pairs[arm]
+            inputs = sets[(i + arm * stride) % len(sets)]
+            if before_call is not None:
+                before_call(inputs)
             with enter():
                 begin.record()
-                fn(*sets[(i + arm * stride) % len(sets)])
+                fn(*inputs)
                 finish.record()
         host_us = (time.perf_counter() - queued_from) * 1e6
     torch.cuda.synchronize()

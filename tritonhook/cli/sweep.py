@@ -31,7 +31,8 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
                              f"(default all, at most {config.AUTOTUNE_REPLAY_CAP})")
     parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
                         help="cold: inputs rotated so every call reads DRAM (default); warm: one input set, every "
-                             "call reads L2, as a kernel right after its producer inside a workload")
+                             "call finds in L2 what the previous one read and wrote; inputs: rotated, and what the "
+                             "kernel only reads brought into L2 before each call, as right after its producer")
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     where = parser.add_mutually_exclusive_group()

@@ -12,13 +12,16 @@ Per signature: rebuild the arguments (snapshot blobs, else synthetic data of the
 variant through Triton's own launcher (`_triton.load_kernel`), run each once from the restored inputs and compare
 the buffers it wrote (bitwise, else allclose), then time the variants interleaved call by call with the A/B timer
 (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation), one median per variant per round, restoring
-the written buffers from the snapshot before every round. `l2` "warm" in the job keeps one input set (no L2
-rotation), as inside a workload whose producer kernel has just written the inputs.
+the written buffers from the snapshot before every round. `l2` in the job: "cold" rotates the input sets through
+copies spanning 4x the L2; "warm" keeps one set (each call finds in L2 what the previous one read and wrote);
+"inputs" rotates, and reads the buffers the kernel does not write just before each call, as a kernel inside a
+workload finds what its producer has just written (its outputs not).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -81,6 +84,14 @@ def _arguments(torch, args: list[dict], buffers: dict) -> list:
     return built
 
 
+def _read_into_l2(torch, positions: list[int], buffers: tuple) -> None:
+    """Read the buffers at `positions` (those the kernel does not write) on the GPU, so that the call which follows
+    finds them in L2 as it would right after the kernel that produced them (`--l2 inputs`)."""
+    for at in positions:
+        if buffers[at].numel():
+            buffers[at].view(torch.uint8).max()
+
+
 def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: Path) -> dict:
     device = torch.device("cuda")
     spec = _triton.LaunchSpec(signature["triton_hash"], signature["kernel"], signature["arg_names"],
@@ -115,6 +126,9 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
     outputs_equal = ("differ" if "MISMATCH" in checks else "allclose" if "allclose" in checks
                      else "bitwise" if checks else "no output")
     timed = [v["label"] for v in signature["variants"] if v["timed"]]
+    l2 = job.get("l2", "cold")
+    read_only = [at for at, index in enumerate(sorted(buffers)) if index not in written]
+    before_call = functools.partial(_read_into_l2, torch, read_only) if l2 == "inputs" else None
     arms_args = {}
 
     def arm(kernel):
@@ -137,7 +151,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         results = bench_interleaved([(contextlib.nullcontext, arm(kernels[label])) for label in timed],
                                     inputs=[buffers[index] for index in sorted(buffers)],
                                     warmup_ms=job["warmup_ms"], rep_ms=job["rep_ms"], min_reps=job["min_reps"],
-                                    rotate=job.get("l2", "cold") == "cold")
+                                    rotate=l2 != "warm", before_call=before_call)
         for label, result in zip(timed, results):  # one figure per round: see stats.interquartile_mean
             samples[label].append(interquartile_mean(result.samples_ms))
     return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": outputs_equal,
