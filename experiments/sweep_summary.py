@@ -32,7 +32,8 @@ def fidelity(result: SweepResult) -> dict:
 
 def main(out: Path) -> None:
     summary = {}
-    for name in ("own", "transformer", "transformer_aa", "liger", "own_ptxas", "both", "both_warm", "both_aa"):
+    for name in ("own", "transformer", "transformer_aa", "liger", "own_ptxas", "both", "both_warm", "both_aa",
+                 "both_inputs", "both_inputs_aa"):
         result = load(out / f"{name}.out")
         if result is None:
             continue
