@@ -96,28 +96,6 @@ def _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout: gl.cons
 
 
 @gluon.jit
-def _exp2_offload(x):
-    """2^x (x <= 0, fp32) with one element in four computed on the FMA pipe instead of the MUFU unit.
-
-    Why: with fp8 GEMMs twice as fast as 16-bit ones, the softmax's exponentials bound the fp8 kernel: per step a
-    consumer thread issues 64 MUFU.EX2 at a quarter of the FP32 rate (~8 cycles a warp instruction), against ~290
-    FP32 instructions at full rate, so the MUFU unit is busy ~1.8x as long as the FP32 pipe. Moving a quarter of the
-    exponentials to the FP32 pipe (7 FP32 and 2 integer instructions each) roughly balances the two, the idea of
-    FlashAttention-4's software exp2 (Zadouri et al., 2025), here in PTX of our own: round x to j with the
-    1.5 * 2^23 trick, 2^(x - j) by a degree-3 polynomial on [-0.5, 0.5] (fitted here for relative error,
-    max 7.5e-5: far below what e4m3 keeps of P), and j added to the exponent bits. x is clamped at -125 first, so
-    a masked score (-inf) gives 2^-125 instead of 0: below anything the row sum or the fp8 P can see."""
-    return gl.inline_asm_elementwise(
-        "{ .reg .f32 x, t, j, f, p; .reg .b32 jb, pb; "
-        "ex2.approx.ftz.f32 $0, $4; ex2.approx.ftz.f32 $1, $5; ex2.approx.ftz.f32 $2, $6; "
-        "max.ftz.f32 x, $7, 0fC2FA0000; add.rn.ftz.f32 t, x, 0f4B400000; sub.rn.ftz.f32 j, t, 0f4B400000; "
-        "sub.rn.ftz.f32 f, x, j; fma.rn.ftz.f32 p, f, 0f3D61FB87, 0f3E786F0F; "
-        "fma.rn.ftz.f32 p, p, f, 0f3F31798E; fma.rn.ftz.f32 p, p, f, 0f3F7FFB49; "
-        "mov.b32 jb, t; shl.b32 jb, jb, 23; mov.b32 pb, p; add.s32 pb, pb, jb; mov.b32 $3, pb; }",
-        "=f,=f,=f,=f,f,f,f,f", [x], dtype=gl.float32, is_pure=True, pack=4)
-
-
-@gluon.jit
 def _p_operand(p, dtype: gl.constexpr, p_layout: gl.constexpr, PERMUTE_KEYS: gl.constexpr):
     """P (fp32, wgmma accumulator layout) rounded to ``dtype`` in the A-operand register layout of the PV wgmma.
 
@@ -419,10 +397,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     if n_full == 0:
         s = _mask(s, 0, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
     m_i = gl.max(s, axis=1) * qk_scale
-    if V_TRANSPOSED:
-        p = _exp2_offload(s * qk_scale - gl.expand_dims(m_i, 1))
-    else:
-        p = gl.exp2(s * qk_scale - gl.expand_dims(m_i, 1))
+    p = gl.exp2(s * qk_scale - gl.expand_dims(m_i, 1))
     l_i = gl.sum(p, axis=1)
     # P crosses the loop back edge. 16-bit: as the A operand. fp8: as fp32, packed at the top of the next step; an
     # fp8 tensor carried by the loop is split into single bytes and re-packed each step (~450 PRMT in the SASS).
@@ -453,10 +428,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         if j >= n_full:
             s = _mask(s, j * BLOCK_N, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
         m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
-        if V_TRANSPOSED:  # fp8: the exponentials bound the step (see _exp2_offload)
-            p = _exp2_offload(s * qk_scale - gl.expand_dims(m_new, 1))
-        else:
-            p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+        p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
         alpha = gl.exp2(m_i - m_new)
         l_i = l_i * alpha + gl.sum(p, axis=1)
         m_i = m_new
