@@ -14,10 +14,10 @@ import argparse
 import contextlib
 import json
 
-SHAPES = [(1024, False), (4096, False), (16384, False), (2048, True), (8192, True)]
-KNOBS = [dict(pingpong=False), dict(overlap=False), dict(block_n=256, stages=2, overlap=False),
-         dict(block_n=256, stages=3, overlap=False), dict(block_n=256, stages=2, overlap=False, pingpong=False),
-         dict(block_n=256, stages=3, overlap=False, pingpong=False), dict(block_n=256, stages=2)]
+SHAPES = [(S, causal) for causal in (False, True) for S in (1024, 2048, 4096, 8192, 16384)]
+BN256 = dict(block_n=256, stages=3, overlap=False, pingpong=False)
+KNOBS = [dict(pingpong=False), BN256, {**BN256, "stages": 2}, {**BN256, "head_group": 2}, {**BN256, "head_group": 8},
+         dict(pingpong=False, head_group=8)]
 # block_n 256 as FlashAttention-3's fp8 tile (128 x 224 for D=128, hopper/tile_size.h; Gluon tiles are powers of
 # two): a step's fixed work (row max and sum, the O rescale, the barrier waits) spread over twice the keys. With
 # overlap it spills (608 LDL in the sm_90a build); without, 168 registers and no spills.
