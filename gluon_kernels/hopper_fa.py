@@ -571,9 +571,21 @@ max_seq_len; the first entry with seq_len <= max_seq_len applies, over the defau
 the caller passes. Filled from the JSON of ``benchmarks/hopper_attention_tune.py`` (its ``--emit-table`` prints
 this literal). A (causal, head_dim) without an entry runs the defaults."""
 
+_FP8_BN256 = {"block_n": 256, "stages": 3, "overlap": False, "pingpong": False}
+TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
+    # H200, Triton 3.6.0, fp8 against our bf16, benchmarks/results/bench_h200_fp8_knobs_all.json
+    # (experiments/hopper_fp8_knobs.py). block_n 256 as FlashAttention-3's fp8 tile (128 x 224 for D=128): a step's
+    # fixed work over twice the keys; without overlap (it spills with it) and ping-pong. 1.38-1.48x our bf16 where
+    # the defaults gave 1.21-1.27x non-causal; causal S <= 4k keeps 128-key blocks or head groups of 2.
+    (False, 128): ((2**31 - 1, _FP8_BN256),),
+    (True, 128): ((1024, {"pingpong": False, "head_group": 8}), (4096, {**_FP8_BN256, "head_group": 2}),
+                  (2**31 - 1, _FP8_BN256)),
+}
+"""``TUNED_WS`` for fp8 (e4m3) inputs."""
 
-def _tuned_knobs(causal: bool, head_dim: int, seq_len: int | None) -> dict:
-    for max_seq_len, knobs in TUNED_WS.get((bool(causal), head_dim), ()):
+
+def _tuned_knobs(causal: bool, head_dim: int, seq_len: int | None, fp8: bool = False) -> dict:
+    for max_seq_len, knobs in (TUNED_WS_FP8 if fp8 else TUNED_WS).get((bool(causal), head_dim), ()):
         if seq_len is not None and seq_len <= max_seq_len:
             return knobs
     return {}
@@ -582,7 +594,8 @@ def _tuned_knobs(causal: bool, head_dim: int, seq_len: int | None) -> dict:
 def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, seq_len: int | None = None,
             **knobs) -> dict:
     """Tile sizes and launch options for one (dtype, head dim, variant[, seq_len]); shared by the wrapper and the
-    AOT helper. ``knobs``: the ``WS_KNOBS`` names (None = default), over the ``TUNED_WS`` entry for seq_len."""
+    AOT helper. ``knobs``: the ``WS_KNOBS`` names (None = default), over the ``TUNED_WS`` (``TUNED_WS_FP8``) entry
+    for seq_len."""
     if dtype not in HOPPER_DTYPES:
         raise ValueError(f"dtype must be one of {sorted(HOPPER_DTYPES)}, not {dtype!r}")
     if head_dim not in (64, 128):
@@ -598,7 +611,7 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
     if variant == "ws":
         defaults = dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
                         head_group=0, consumer_regs=240, producer_regs=24)
-        chosen = {**defaults, **({} if fp8 else _tuned_knobs(causal, head_dim, seq_len)), **knobs}
+        chosen = {**defaults, **_tuned_knobs(causal, head_dim, seq_len, fp8), **knobs}
         consts = {WS_KNOBS[k]: (bool(v) if k in ("pingpong", "overlap") else int(v)) for k, v in chosen.items()}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8, **consts),
                     num_warps=4, block_m_cta=128)
