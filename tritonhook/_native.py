@@ -61,7 +61,11 @@ def _build(source: Path, target: Path, cc: str) -> None:
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
         partial = Path(scratch) / target.name
         command = [cc, "-O2", "-shared", "-fPIC", "-Wall", f"-I{include}", str(source), "-o", str(partial)]
-        done = subprocess.run(command, capture_output=True, text=True)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True)
+        except OSError as exc:
+            raise TritonhookError(f"{source}: cannot run the C compiler {cc} ({exc.strerror or exc}); set CC to "
+                                  f"one (gcc), as Triton needs for its launchers") from None
         if done.returncode != 0:
             raise TritonhookError(f"{source}: building it with {cc} failed (exit {done.returncode}):\n"
                                   f"{done.stderr.strip()[-2000:]}")
