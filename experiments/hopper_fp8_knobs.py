@@ -1,9 +1,9 @@
 """Which ws-kernel knobs make the fp8 Hopper attention fastest against our bf16 (issue 18: fp8 >= 1.4x bf16).
 
-    PYTHONPATH=$PWD python experiments/hopper_fp8_knobs.py [--out fp8_knobs.json]
+    PYTHONPATH=$PWD python experiments/hopper_fp8_knobs.py [--head-dim 128|64] [--out fp8_knobs.json]
 
 The fp8 path runs the ws defaults (block_n 128, 3 stages, ping-pong, overlap), never tuned like bf16's TUNED_WS. Per
-shape (FA3's: 16k tokens, hidden 2048, D=128), bf16 with its tuned defaults, fp8 with its defaults and fp8 under
+shape (FA3's: 16k tokens, hidden 2048; D=128 unless --head-dim 64), bf16 with its tuned defaults, fp8 with its defaults and fp8 under
 each knob set of KNOBS are timed call by call in one `tritonhook.ab.bench_interleaved` run; prints TFLOPS and
 fp8/bf16 per knob set, writes JSON. Outputs are checked against bf16's before timing (relative norm < 0.1: e4m3
 inputs alone give ~0.055).
@@ -16,8 +16,10 @@ import json
 
 SHAPES = [(S, causal) for causal in (False, True) for S in (1024, 2048, 4096, 8192, 16384)]
 BN256 = dict(block_n=256, stages=3, overlap=False, pingpong=False)
-KNOBS = [dict(pingpong=False), BN256, {**BN256, "stages": 2}, {**BN256, "head_group": 2}, {**BN256, "head_group": 8},
-         dict(pingpong=False, head_group=8)]
+KNOBS = {128: [dict(pingpong=False), BN256, {**BN256, "stages": 2}, {**BN256, "head_group": 2},
+               {**BN256, "head_group": 8}, dict(pingpong=False, head_group=8)],
+         64: [dict(pingpong=False), BN256, {**BN256, "stages": 4}, {**BN256, "pingpong": True},
+              {**BN256, "head_group": 4}, {**BN256, "head_group": 16}]}
 # block_n 256 as FlashAttention-3's fp8 tile (128 x 224 for D=128, hopper/tile_size.h; Gluon tiles are powers of
 # two): a step's fixed work (row max and sum, the O rescale, the barrier waits) spread over twice the keys. With
 # overlap it spills (608 LDL in the sm_90a build); without, 168 registers and no spills.
@@ -29,6 +31,7 @@ def label(knobs: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--head-dim", type=int, choices=sorted(KNOBS), default=128)
     ap.add_argument("--out", default="fp8_knobs.json")
     args = ap.parse_args()
     import torch
@@ -38,13 +41,14 @@ def main() -> None:
 
     results = []
     for S, causal in SHAPES:
-        B, H, D = 16384 // S, 2048 // 128, 128
+        D = args.head_dim
+        B, H = 16384 // S, 2048 // D
         q, k, v = (torch.randn((B, H, S, D), device="cuda").to(torch.bfloat16) for _ in range(3))
         q8, k8 = q.to(torch.float8_e4m3fn), k.to(torch.float8_e4m3fn)
         vt8 = transpose_v_for_fp8(v.to(torch.float8_e4m3fn))
         reference = hopper_attention(q, k, v, causal=causal).float()
         arms, names = [(contextlib.nullcontext, lambda: hopper_attention(q, k, v, causal=causal))], ["bf16"]
-        for knobs in [{}] + KNOBS:
+        for knobs in [{}] + KNOBS[D]:
             call = lambda knobs=knobs: hopper_attention(q8, k8, None, v_t=vt8, causal=causal, **knobs)
             err = ((call().float() - reference).norm() / reference.norm()).item()
             if err > 0.1:
@@ -59,7 +63,8 @@ def main() -> None:
         print(f"S={S} causal={int(causal)}: " + "  ".join(f"{name} {t:.0f} ({t / tflops['bf16']:.3f})"
                                                         for name, t in tflops.items()), flush=True)
     with open(args.out, "w") as handle:
-        json.dump({"device": torch.cuda.get_device_name(), "results": results}, handle, indent=1)
+        json.dump({"device": torch.cuda.get_device_name(), "head_dim": args.head_dim, "results": results}, handle,
+                  indent=1)
 
 
 if __name__ == "__main__":
