@@ -83,18 +83,18 @@ def test_fp8_p_operand_needs_no_shuffles(causal):
     assert fp8.count("shfl.sync") == bf16.count("shfl.sync")
 
 
-FP8_TUNED = [pytest.param(causal, seq_len, id=f"{'causal' if causal else 'full'}-S{seq_len}")
-             for (causal, _), entries in TUNED_WS_FP8.items() for seq_len, _ in
-             [(min(max_seq_len, 16384), knobs) for max_seq_len, knobs in entries]]
+FP8_TUNED = [pytest.param(head_dim, causal, min(max_seq_len, 16384),
+                          id=f"d{head_dim}-{'causal' if causal else 'full'}-S{min(max_seq_len, 16384)}")
+             for (causal, head_dim), entries in TUNED_WS_FP8.items() for max_seq_len, _ in entries]
 
 
 @SPILLS_ON_39
-@pytest.mark.parametrize("causal,seq_len", FP8_TUNED)
-def test_every_tuned_fp8_config_compiles_for_sm90a_within_its_spill_bound(causal, seq_len):
+@pytest.mark.parametrize("head_dim,causal,seq_len", FP8_TUNED)
+def test_every_tuned_fp8_config_compiles_for_sm90a_within_its_spill_bound(head_dim, causal, seq_len):
     """The fp8 table's configs (block_n 256: K and V^T stages of 32 KB each) fit sm_90's shared memory; under
     Triton 3.6's ptxas the non-causal ones spill nothing and the causal block_n 256 ones 112 B (where in the kernel:
     not looked at), which the H200 figures in TUNED_WS_FP8 include: at most 128 B."""
-    k = compile_hopper_attention("fp8e4nv", 128, causal, "ws", seq_len=seq_len)
+    k = compile_hopper_attention("fp8e4nv", head_dim, causal, "ws", seq_len=seq_len)
     assert k.metadata.shared <= 232448, k.metadata.shared  # sm_90's opt-in shared memory per block
     rep = ptxas_report(k)
     bound = 128 if causal else 0
