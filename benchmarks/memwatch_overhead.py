@@ -17,8 +17,8 @@ interleaved round by round in a rotating order after a warm-up:
            one in 16 is looked at, launch counts per signature become estimates.
 Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. A shared host's
 launch rate drifts by tens of percent over seconds, so rounds are short and many (`--pin` also pins the process
-to one core: on the H200's host that made rounds spread 30% instead of 4%), and the figures are paired: the ratio of medians with the paired 95% interval of
-`ab.ratio_interval`, the median of the per-round ratios to plain (each round's arms ran within ~100 ms of each
+to one core: on the H200's host that made rounds spread 30% instead of 4%), and the figures are paired: the ratio
+of medians with the paired 95% interval of `ab.ratio_interval`, the median of the per-round ratios to plain (each round's arms ran within ~100 ms of each
 other), and the fastest round against plain's fastest. CPU use is the process CPU time per wall second of the loop,
 so the sampler's own CPU share is its arm's figure minus plain's. Prints a table last; writes JSON.
 """

@@ -2,11 +2,11 @@
 
     PYTHONPATH=$PWD python experiments/hopper_fp8_knobs.py [--head-dim 128|64] [--out fp8_knobs.json]
 
-The fp8 path runs the ws defaults (block_n 128, 3 stages, ping-pong, overlap), never tuned like bf16's TUNED_WS. Per
-shape (FA3's: 16k tokens, hidden 2048; D=128 unless --head-dim 64), bf16 with its tuned defaults, fp8 with its defaults and fp8 under
-each knob set of KNOBS are timed call by call in one `tritonhook.ab.bench_interleaved` run; prints TFLOPS and
-fp8/bf16 per knob set, writes JSON. Outputs are checked against bf16's before timing (relative norm < 0.1: e4m3
-inputs alone give ~0.055).
+The fp8 path first ran the ws defaults (block_n 128, 3 stages, ping-pong, overlap); this sweep chose its TUNED_WS_FP8
+table (gluon_kernels/hopper_fa.py). Per shape (FA3's: 16k tokens, hidden 2048; D=128 unless --head-dim 64), bf16 with
+its tuned defaults, fp8 with its defaults and fp8 under each knob set of KNOBS are timed call by call in one
+`tritonhook.ab.bench_interleaved` run; prints TFLOPS and fp8/bf16 per knob set, writes JSON. Outputs are checked
+against bf16's before timing (relative norm < 0.1: e4m3 inputs alone give ~0.055).
 """
 from __future__ import annotations
 

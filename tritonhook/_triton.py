@@ -512,7 +512,7 @@ def launch_spec(kernel) -> LaunchSpec:
 
 LaunchCallback = Callable[[LaunchSpec, tuple[int, int, int], tuple, int, object], object]
 KeyFunction = Callable[[tuple], Hashable]
-SignatureKey = "tuple[int, ...] | KeyFunction"
+SignatureKey = tuple[int, ...] | KeyFunction
 """How a kernel's launches are keyed (see `LaunchTracer`'s `signature_key`): the positions of the arguments whose
 values are the key (the C path takes them from the argument array itself), or a function of the arguments."""
 
@@ -544,8 +544,9 @@ class LaunchTracer:
     kernel: its hash and source signature). The wrapper is C (`_launchpath`): it calls Triton's method with the
     same argument array, and handles the launches this tracer passes over (sampling's, a signature's `pass_next`)
     without entering Python; every other launch goes to `_seen`. `uninstall()` puts the very same function back;
-    if another tool wrapped it over ours meanwhile, ours turns into a pass-through. Inductor's static CUDA launcher calls none of
-    this: a recording and memwatch switch it off for their duration (`inductor_launches_through_triton`).
+    if another tool wrapped it over ours meanwhile, ours turns into a pass-through. Inductor's static CUDA launcher
+    calls none of this: a recording and memwatch switch it off for their duration
+    (`inductor_launches_through_triton`).
 
     on_launch(spec, grid, args, weight, signature) runs before the kernel is queued, before Triton's launcher
     allocates the kernel's global scratch; what it returns (the token; None, as for most launches of a recording:
@@ -559,17 +560,17 @@ class LaunchTracer:
 
     Signatures (`signature_key`, for a recording): a kernel's launches are told apart by (grid, key), the key as
     `signature_key(args)` says for the kernel's first launch (for launches with as many arguments): positions or a
-    function (`SignatureKey`). Each signature is a `SignatureSeen` handed to on_launch, which may set `pass_next`: that many of
-    the signature's next launches cost a key and a dictionary lookup, and count in `passed` (all of them on every
-    launch of a kernel while `triton.autotune` benchmarks one: `autotune`, an installed `AutotuneTracer`, says when).
+    function (`SignatureKey`). Each signature is a `SignatureSeen` handed to on_launch, which may set `pass_next`:
+    that many of the signature's next launches cost a key and a dictionary lookup, and count in `passed` (none is
+    passed over while `triton.autotune` benchmarks a config: `autotune`, an installed `AutotuneTracer`, says when).
     Without it `signature` is None.
 
     Sampling (`sample_every` K > 1): after a kernel's first `exact_first` launches, only about one launch in K is
     seen in full (gaps drawn at random, mean K, so that no periodic pattern of the program aliases with them); the
     others cost a dictionary lookup and a decrement, not even a key. A launch the gap does not pass over may still
-    be passed over by its signature's `pass_next`. Each launch seen in full carries its `weight`: itself plus the launches passed over before it.
-    `passed_over()` gives the launches passed over since each kernel's last full one, so that per-kernel totals
-    stay exact.
+    be passed over by its signature's `pass_next`. Each launch seen in full carries its `weight`: itself plus the
+    launches passed over before it. `passed_over()` gives the launches passed over since each kernel's last full
+    one, so that per-kernel totals stay exact.
     """
 
     def __init__(self, on_launch: LaunchCallback, on_launched: Callable[[object], None] | None = None,

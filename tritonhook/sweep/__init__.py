@@ -16,24 +16,28 @@ in the process that launches. Inductor's static CUDA launcher calls none of this
 `TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER=0` (for children; the live torch config too). CUDA graphs replay
 without any launcher and are not seen.
 
-Record format (`recording.py`, versioned JSON saved in the store's results table, kind "recording"). A signature
-is (Triton hash, grid, per argument: tensor dtype/shape/strides, scalar value, host TMA descriptor class, base,
-block shape, padding and, for Gluon's, NVMMA shared layout, kept as data and rebuilt). Per signature: the kernel name, its capture (linked by Triton hash: the compile listener already stored
-its PTX, cubin and metadata JSON), the launcher's source signature and constexprs, the launch count, the argument
-descriptions and, at its first launch, input snapshots: each distinct storage the arguments view, copied before
-the kernel runs into a content-addressed blob (`Store.put_blob`). Budget: 256 MiB per signature and 8 GiB per
-process (TRITONHOOK_SNAPSHOT_BUDGET, TRITONHOOK_SNAPSHOT_TOTAL_BUDGET); beyond it a tensor is marked
-"synthetic" and replayed with random normal floats, or zeros for integers and booleans (valid indices).
-Arguments sharing an address are recorded as aliases and replayed sharing one buffer.
+Record format (`recording.py`, versioned JSON saved in the store's results table, kind "recording"). A signature is
+(Triton hash, grid, every scalar's and constexpr's value, every host TMA descriptor's class, shape, strides, block
+shape, padding and, for Gluon's, NVMMA shared layout); tensors reach a kernel as pointers alone and add nothing
+(their first launch's shapes are kept as data). Per signature: the kernel name, its capture (linked by Triton hash:
+the compile listener already stored its PTX, cubin and metadata JSON), the launcher's source signature and
+constexprs, the launch count, the argument descriptions and, at its first launch, input snapshots: each distinct
+storage the arguments view, copied before the kernel runs into a content-addressed blob (`Store.put_blob`). Budget:
+256 MiB per signature and 8 GiB per process (TRITONHOOK_SNAPSHOT_BUDGET, TRITONHOOK_SNAPSHOT_TOTAL_BUDGET); beyond it
+a tensor is marked "synthetic" and replayed with random normal floats, or zeros for integers and booleans (valid
+indices). Arguments sharing an address are recorded as aliases and replayed sharing one buffer.
 
 Time share. CUDA events around the launches of each signature, in the recorded run: launches 2 to 9 and then one
-in 32 (the first launch waited for its snapshot), read once at exit; a signature's GPU time is its mean sampled
+in 256 (the first launch waited for its snapshot), read once at exit; a signature's GPU time is its mean sampled
 time x its launch count, and its share is over all recorded Triton kernels (cuBLAS and other non-Triton kernels
 are not in the denominator). Each sampled launch is queued behind a stream hold (`ab.timing.hold_stream`, as in
 the replay's timer) so that its events time the kernel, not the host's launch latency; a sample whose kernel was
 queued after the hold ran out is used only where a signature has no other. Sampling (`--sample K`): after each
 kernel's first `config.RECORD_EXACT_FIRST` launches the tracer looks at about one launch in K (random gaps), each
 seen launch standing for the ones passed over before it: per-kernel counts exact, per-signature counts estimated.
+Cost: the launches of a signature the recording does not time are passed over in C (`_triton.LaunchTracer`,
+`tritonhook/_launchpath.c`): a key and a lookup, no Python; the issue's <= 5% on a launch-bound loop holds
+(README, "Sweep").
 
 Variants (`variants.py`, CPU-testable). plain = the captured cubin; a prefix (`cutlass_`) or `strip` = the
 captured PTX renamed (`rename.rename_ptx` / `strip_ptx`) and assembled with the ptxas that built the capture and
@@ -48,8 +52,9 @@ itself; a fresh worker goes on with the rest. A worker loads every variant throu
 launcher (`_triton.load_kernel`: `CompiledKernel` from metadata JSON + cubin, so global scratch, TMA descriptors,
 clusters and PDL are handled by Triton), restores the inputs, runs each variant once to find the buffers it
 writes and compare them (bitwise, else allclose with rtol = atol = 1e-2), then times the variants with the A/B
-timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation or with `--l2 warm` one input set,
-call-by-call interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
+timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation, or with `--l2 warm` one input set, or
+with `--l2 inputs` rotation and the buffers the kernel only reads brought into L2 before each call; call-by-call
+interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
 variants afresh and restoring written buffers from the snapshot at every round. The parent computes
 `ratio_interval` and the verdict per signature, the fidelity (replayed plain time / time inside the workload),
 and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
