@@ -92,8 +92,9 @@ FP8_TUNED = [pytest.param(head_dim, causal, min(max_seq_len, 16384),
 @pytest.mark.parametrize("head_dim,causal,seq_len", FP8_TUNED)
 def test_every_tuned_fp8_config_compiles_for_sm90a_within_its_spill_bound(head_dim, causal, seq_len):
     """The fp8 table's configs (block_n 256: K and V^T stages of 32 KB each) fit sm_90's shared memory; under
-    Triton 3.6's ptxas the non-causal ones spill nothing and the causal block_n 256 ones 112 B (where in the kernel:
-    not looked at), which the H200 figures in TUNED_WS_FP8 include: at most 128 B."""
+    Triton 3.6's ptxas the non-causal ones spill nothing and the causal block_n 256 ones 112 B, in each consumer's
+    tile prologue (the first block's S and softmax, once per 128-row tile; the SASS has no STL/LDL in the K/V loop),
+    which the H200 figures in TUNED_WS_FP8 include: at most 128 B."""
     k = compile_hopper_attention("fp8e4nv", head_dim, causal, "ws", seq_len=seq_len)
     assert k.metadata.shared <= 232448, k.metadata.shared  # sm_90's opt-in shared memory per block
     rep = ptxas_report(k)
