@@ -274,6 +274,18 @@ def _launch_without_gpu(kernel, launches):
         knobs.runtime.launch_enter_hook = enter
 
 
+def _recording_tracer(store, recorder_options: dict, tracer_options: dict):
+    """A `_TimingRecorder` fed by a signature-keyed tracer (as `sweep.record` wires them), and the list of the
+    grids of the launches the tracer handed over in full."""
+    recorder = _TimingRecorder(store, rec.SnapshotBudget(1 << 20, 1 << 24), **recorder_options)
+    recorder.timed = []
+    tracer = _triton.LaunchTracer(recorder.on_launch, signature_key=rec.signature_key, **tracer_options)
+    recorder.launch_tracer = tracer
+    full, on_launch = [], recorder.on_launch
+    tracer.on_launch = lambda *launch: full.append(launch[1]) or on_launch(*launch)
+    return recorder, tracer, full
+
+
 def test_an_exact_recording_counts_every_launch_per_signature_and_sees_in_full_only_those_it_times(captured, tmp_path):
     """2,000 real launch-metadata calls of the sm_90a add kernel: n alternating 64/128 on grid (1,), tensors of two
     lengths with the same n (one signature: the kernel sees pointers and n), and 100 on another grid. The tracer
@@ -283,13 +295,7 @@ def test_an_exact_recording_counts_every_launch_per_signature_and_sees_in_full_o
     short, long = torch.randn(128), torch.randn(4096)
     launches = [((1,), (x, x, x, 64 if i % 2 else 128, 1024)) for i in range(1900) for x in [short if i % 3 else long]]
     launches += [((2,), (short, short, short, 128, 1024))] * 100
-    recorder = _TimingRecorder(store, rec.SnapshotBudget(1 << 20, 1 << 24), timed_first=3, time_every=64)
-    recorder.timed = []
-    tracer = _triton.LaunchTracer(recorder.on_launch, signature_key=rec.signature_key)
-    recorder.launch_tracer = tracer
-    full = []
-    on_launch = recorder.on_launch
-    tracer.on_launch = lambda *launch: full.append(launch[1]) or on_launch(*launch)
+    recorder, tracer, full = _recording_tracer(store, dict(timed_first=3, time_every=64), {})
     tracer.install()
     try:
         _launch_without_gpu(kernel, launches)
@@ -303,6 +309,49 @@ def test_an_exact_recording_counts_every_launch_per_signature_and_sees_in_full_o
         timed = [calls for signature_id, calls in recorder.timed if signature_id == pending.signature.id]
         assert timed == expected_timed[pending.signature.launches + pending.seen.passed]
     assert len(full) == 3 + len(recorder.timed)  # the tracer shows a signature's first launch and its timed ones
+
+
+def test_a_sampling_recording_still_counts_each_kernels_launches_exactly(captured):
+    """Sampling (kernel gaps) and signatures passed over (up to the next timed launch) together, in the C path:
+    3,000 launches of two signatures; the kernel's total stays exact and each signature's estimate near 1,500."""
+    store, kernels = captured
+    kernel, _ = kernels["add"]
+    x = torch.randn(128)
+    recorder, tracer, full = _recording_tracer(store, dict(timed_first=3, time_every=64, sample_every=8),
+                                               dict(sample_every=8, exact_first=16))
+    tracer.install()
+    try:
+        _launch_without_gpu(kernel, [((1,), (x, x, x, 64 if i % 2 else 128, 1024)) for i in range(3000)])
+    finally:
+        tracer.uninstall()
+    counts = {p.signature.args[3]["value"]: p.signature.launches + p.seen.passed for p in recorder.pending}
+    assert sum(counts.values()) + sum(tracer.passed_over().values()) == 3000
+    assert all(abs(count - 1500) < 250 for count in counts.values()), counts
+    assert len(full) < 300  # most launches never reached Python
+
+
+def test_while_autotune_benchmarks_every_launch_reaches_the_recorder(captured):
+    """A launch inside `triton.autotune`'s benchmark of a config must be seen (the recorder counts it as tuning, not
+    as the workload), even for a signature the recorder lets the tracer pass over."""
+    store, kernels = captured
+    kernel, _ = kernels["add"]
+    x = torch.randn(128)
+    autotune = _triton.AutotuneTracer(lambda decision: None)
+    recorder, tracer, full = _recording_tracer(store, dict(timed_first=0, time_every=10**9),
+                                               dict(autotune=autotune))
+    launches = [((1,), (x, x, x, 128, 1024))] * 10
+    tracer.install()
+    try:
+        _launch_without_gpu(kernel, launches)
+        assert len(full) == 1  # the first launch; the other 9 passed over
+        autotune.benchmarking += 1  # what `_bench` does around a candidate's benchmark
+        _launch_without_gpu(kernel, launches)
+        assert len(full) == 11
+        autotune.benchmarking -= 1
+        _launch_without_gpu(kernel, launches)
+        assert len(full) == 11
+    finally:
+        tracer.uninstall()
 
 
 def test_signature_keys_see_scalars_and_descriptors_but_not_tensor_shapes():
