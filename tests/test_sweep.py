@@ -257,7 +257,7 @@ class _TimingRecorder(importlib.import_module("tritonhook.sweep.record").Recorde
     time (this machine has no GPU); everything else is the recorder's own."""
 
     def _start_timing(self, pending):
-        self.timed.append((pending.signature.id, pending.calls))
+        self.timed.append((pending.signature.id, pending.signature.launches))
         return None
 
 

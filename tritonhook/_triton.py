@@ -592,6 +592,7 @@ class LaunchTracer:
         self._waiting = 0                 # tokens queued on any thread and not yet handed to on_launched
         self._original = None
         self._wrapper = None
+        self._native = None               # the `_launchpath` module, from install on
         self._added: RuntimeHooksAdded | None = None
 
     def install(self) -> None:
@@ -600,7 +601,8 @@ class LaunchTracer:
         if self.active:
             return
         original = CompiledKernel.__dict__["launch_metadata"]
-        wrapper = _launchpath().LaunchMetadata(original, self._seen, self._kernels, self.autotune)
+        self._native = _launchpath()
+        wrapper = self._native.LaunchMetadata(original, self._seen, self._kernels, self.autotune)
         functools.update_wrapper(wrapper, original)
         self._original, self._wrapper = original, wrapper
         CompiledKernel.launch_metadata = wrapper
@@ -632,7 +634,7 @@ class LaunchTracer:
         """A launch the C path did not pass over (`seen`: the kernel's `KernelSeen`, None at its first launch)."""
         try:
             if seen is None:
-                seen = self._kernels[kernel.hash] = _launchpath().KernelSeen(launch_spec(kernel))
+                seen = self._kernels[kernel.hash] = self._native.KernelSeen(launch_spec(kernel))
                 if self.on_new_kernel is not None:
                     self.on_new_kernel(seen.spec, functools.partial(loaded_event, kernel))
             weight, seen.weight = seen.weight, 1
@@ -667,7 +669,7 @@ class LaunchTracer:
         key = (tuple(grid), signature_key_of(key_function, args))
         signature = signatures.get(key)
         if signature is None:
-            signature = signatures[key] = _launchpath().SignatureSeen()
+            signature = signatures[key] = self._native.SignatureSeen()
         return signature
 
     def _entered(self, launch_metadata) -> None:

@@ -38,7 +38,6 @@ class _Pending:
 
     signature: Signature
     seen: object                     # the tracer's SignatureSeen
-    calls: int = 0                   # launches of the workload, those the tracer passed over included
     held: list = dataclasses.field(default_factory=list)
     late: list = dataclasses.field(default_factory=list)
 
@@ -85,9 +84,8 @@ class Recorder:
             signature.autotune = signature.autotune or {"group": candidate.group, "config": candidate.config}
             return None
         self.last_of_kernel[spec.triton_hash] = pending
-        signature.launches += weight
-        before, calls = pending.calls, pending.calls + weight
-        pending.calls = calls
+        before = signature.launches
+        calls = signature.launches = before + weight   # the workload's launches, those passed over included
         seen.pass_next = self._launches_until_timed(calls)
         # the first launch is not timed: its snapshot left the GPU idle, so its events would time the launch gap
         if 1 < calls <= self.timed_first + 1 or calls // self.time_every > before // self.time_every:
