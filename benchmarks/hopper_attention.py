@@ -29,6 +29,7 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-nopp": dict(variant="ws", pingpong=False), "ws-noov": dict(variant="ws", overlap=False),
                   "ws-plain": dict(variant="ws", pingpong=False, overlap=False)}
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
+SIXTEEN_BIT = ("bf16", "fp16")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -42,6 +43,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")
+    ap.add_argument("--dtype", choices=SIXTEEN_BIT, default="bf16",
+                    help="the 16-bit type of ours and SDPA's inputs (default bf16)")
     ap.add_argument("--efficient", action="store_true", help="also time SDPA's EFFICIENT_ATTENTION backend")
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--hidden", type=int, default=2048)
@@ -58,11 +61,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def arm_names(variants, fp8: bool, efficient: bool) -> list[str]:
-    """The arms of one run, in timing order: SDPA backends first, then ours (bf16, fp8, fp8+T per variant)."""
+def arm_names(variants, fp8: bool, efficient: bool, dtype: str = "bf16") -> list[str]:
+    """The arms of one run, in timing order: SDPA backends first, then ours (`dtype`, fp8, fp8+T per variant)."""
     names = [b for b in SDPA_BACKENDS if efficient or b != "efficient"]
     for var in variants:
-        names += [f"{var}:bf16"] + ([f"{var}:fp8", f"{var}:fp8+T"] if fp8 else [])
+        names += [f"{var}:{dtype}"] + ([f"{var}:fp8", f"{var}:fp8+T"] if fp8 else [])
     return names
 
 
@@ -78,12 +81,12 @@ def summarize_row(row: dict) -> dict:
         arms[name] = dict(tflops=median(tflops), tflops_min=min(tflops), tflops_max=max(tflops), runs_tflops=tflops)
     pooled = lambda name: [ms for run in runs for ms in run[name]]
     ratios = {}
-    ours = next((n for n in runs[0] if n.endswith(":bf16")), None)
-    fp8 = ours and ours.replace(":bf16", ":fp8")
+    ours = next((n for n in runs[0] if n.rpartition(":")[2] in SIXTEEN_BIT), None)
+    fp8 = ours and ours.rpartition(":")[0] + ":fp8"
     if ours and "cudnn" in runs[0]:  # cuDNN's time / ours: > 1 where ours is faster
         ratios["ours/cudnn"] = ratio_interval(pooled(ours), pooled("cudnn"))
     if fp8 in runs[0]:
-        ratios["fp8/bf16"] = ratio_interval(pooled(fp8), pooled(ours))
+        ratios[f"fp8/{ours.rpartition(':')[2]}"] = ratio_interval(pooled(fp8), pooled(ours))
     return dict(arms=arms, ratios=ratios)
 
 
@@ -115,7 +118,8 @@ def time_shape(D: int, causal: bool, S: int, args) -> dict:
 
     B, H = max(1, args.tokens // S), args.hidden // D
     g = torch.Generator(device="cuda").manual_seed(S + D)
-    q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g).to(torch.bfloat16)
+    sixteen = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g).to(sixteen)
                for _ in range(3))
     q8, k8, v8 = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
     vt8 = transpose_v_for_fp8(v8)
@@ -124,13 +128,13 @@ def time_shape(D: int, causal: bool, S: int, args) -> dict:
     pinned = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
               "efficient": SDPBackend.EFFICIENT_ATTENTION}
     calls = {}
-    for name in arm_names(args.variants.split(","), not args.no_fp8, args.efficient):
+    for name in arm_names(args.variants.split(","), not args.no_fp8, args.efficient, args.dtype):
         if name in pinned:
             calls[name] = (lambda be=pinned[name]: sdpa_kernel([be]), sdpa)
             continue
         var, kind = name.split(":")
         kw = dict(causal=causal, **VARIANT_KWARGS[var])
-        fn = {"bf16": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q, k, v, **kw),
+        fn = {args.dtype: lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q, k, v, **kw),
               "fp8": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q8, k8, None, v_t=vt8, **kw),
               "fp8+T": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q8, k8, v8, **kw)}[kind]
         calls[name] = (contextlib.nullcontext, fn)
@@ -158,7 +162,7 @@ def main(argv=None):
             for S in [int(x) for x in args.seqlens.split(",")]:
                 rows.append(time_shape(D, causal, S, args))
                 print(f"done D={D} causal={int(causal)} S={S} ({time.perf_counter() - began:.0f} s)", flush=True)
-    meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+    meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__, dtype=args.dtype,
                 python=platform.python_version(), tokens=args.tokens, hidden=args.hidden, runs=args.runs,
                 rep_ms=args.rep, seconds=time.perf_counter() - began,
                 timing="tritonhook.ab.bench_interleaved per run (CUDA events, stream held); TFLOPS from each run's "

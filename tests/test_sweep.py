@@ -143,8 +143,9 @@ def test_aliased_arguments_share_one_buffer_and_nothing_over_budget_is_snapshott
 
 
 def test_recordings_of_another_version_or_shape_are_refused_clearly():
-    with pytest.raises(TritonhookError, match="version 3, this tritonhook reads versions 1, 2; upgrade"):
-        rec.Recording.from_json({"format": rec.FORMAT, "version": 3}, source="r.json")
+    newer, reads = rec.VERSION + 1, ", ".join(map(str, rec.READS))
+    with pytest.raises(TritonhookError, match=f"version {newer}, this tritonhook reads versions {reads}; upgrade"):
+        rec.Recording.from_json({"format": rec.FORMAT, "version": newer}, source="r.json")
     with pytest.raises(TritonhookError, match="r.json: not a tritonhook recording"):
         rec.Recording.from_json({"signatures": []}, source="r.json")
     with pytest.raises(TritonhookError, match="r.json: malformed recording"):
@@ -277,7 +278,8 @@ def _launch_without_gpu(kernel, launches):
 def _recording_tracer(store, recorder_options: dict, tracer_options: dict):
     """A `_TimingRecorder` fed by a signature-keyed tracer (as `sweep.record` wires them), and the list of the
     grids of the launches the tracer handed over in full."""
-    recorder = _TimingRecorder(store, rec.SnapshotBudget(1 << 20, 1 << 24), **recorder_options)
+    recorder = _TimingRecorder(store, rec.SnapshotBudget(1 << 20, 1 << 24), **{"l2_bytes": 50 << 20,
+                                                                                  **recorder_options})
     recorder.timed = []
     tracer = _triton.LaunchTracer(recorder.on_launch, signature_key=rec.signature_key, **tracer_options)
     recorder.launch_tracer = tracer

@@ -160,9 +160,10 @@ def test_an_older_recording_loads_without_autotune_and_a_newer_one_is_refused(ca
     del old["autotune"]
     loaded = rec.Recording.from_json(old, source="old.json")
     assert autotune_groups(loaded) == [] and loaded.signatures[1].launches == 50
-    with pytest.raises(TritonhookError, match="new.json: recording format version 3, this tritonhook reads "
-                                              "versions 1, 2; upgrade tritonhook"):
-        rec.Recording.from_json({**recording.to_json(), "version": 3}, source="new.json")
+    newer, reads = rec.VERSION + 1, ", ".join(map(str, rec.READS))
+    with pytest.raises(TritonhookError, match=f"new.json: recording format version {newer}, this tritonhook reads "
+                                              f"versions {reads}; upgrade tritonhook"):
+        rec.Recording.from_json({**recording.to_json(), "version": newer}, source="new.json")
 
 
 # ----- the analysis: each variant's winner, whether it changed, the ratio of the winners ----------------------------

@@ -80,14 +80,17 @@ def test_replay_times_each_variant_and_compares_outputs(recorded):
 
 
 def test_a_warm_replay_reads_l2_where_a_cold_one_reads_dram(recorded):
-    """The add (8 MiB, inside the H200's L2) replayed cold (inputs rotated through copies), warm (one set) and
-    inputs (rotated, its input read into L2 before each call): warm is faster, as the kernel is inside a workload
-    right after its producer, and so is inputs, whose output still goes to lines L2 does not hold; the matmul's
-    time hardly moves."""
+    """The add (8 MiB, inside the H200's L2) replayed cold (inputs rotated through copies), warm (one set),
+    inputs (rotated, its input read into L2 before each call) and recorded (rotated, with what the L2 model saw in
+    the workload read into L2: all of it, as the loop touches 20 MiB): warm is faster, as the kernel is inside a
+    workload right after its producer, and so are inputs and recorded; the matmul's time hardly moves."""
     from tritonhook.store import Store
 
+    estimates = {s.kernel: s.l2_resident for s in recorded.recording.signatures}
+    assert recorded.recording.l2_bytes > 20 << 20
+    assert estimates["add_kernel"] and all(fractions == [1.0] * 3 for fractions in estimates["add_kernel"])
     times = {}
-    for l2 in ("cold", "warm", "inputs"):
+    for l2 in ("cold", "warm", "inputs", "recorded"):
         result = sweep.replay(recorded.recording, Store(recorded.store.path), parse_variants("plain,cutlass_"),
                               rounds=5, l2=l2)
         assert result.l2 == l2 and all(r.status == "ok" for r in result.rows)
@@ -95,14 +98,19 @@ def test_a_warm_replay_reads_l2_where_a_cold_one_reads_dram(recorded):
     print(times)
     assert times["warm"]["add_kernel"] < 0.9 * times["cold"]["add_kernel"]
     assert times["inputs"]["add_kernel"] < 0.95 * times["cold"]["add_kernel"]
-    assert all(0.9 < times[l2]["matmul_kernel"] / times["cold"]["matmul_kernel"] < 1.1 for l2 in ("warm", "inputs"))
+    assert times["recorded"]["add_kernel"] < 0.95 * times["cold"]["add_kernel"]
+    assert all(0.9 < times[l2]["matmul_kernel"] / times["cold"]["matmul_kernel"] < 1.1
+               for l2 in ("warm", "inputs", "recorded"))
 
 
 def test_plain_against_plain_finds_no_difference(recorded):
+    """An A/A over two kernels: "no difference", or (the few percent of A/A comparisons a 95% interval calls
+    different; it happened once in three runs on the H200) a difference under 2%, as a real one is not."""
     from tritonhook.store import Store
 
     result = sweep.replay(recorded.recording, Store(recorded.store.path), parse_variants("plain,plain"), rounds=7)
-    assert [r.variants[1].verdict for r in result.rows] == ["no difference"] * len(result.rows)
+    second = [r.variants[1] for r in result.rows]
+    assert all(t.verdict == "no difference" or abs(t.ratio - 1) < 0.02 for t in second), second
 
 
 # ----- an autotuned kernel: every candidate replayed per variant, each variant's own winner ---------------------------

@@ -167,9 +167,10 @@ SWEEP_DEFAULT_ROUNDS = 7
 AUTOTUNE_REPLAY_CAP = 32
 """A sweep replays at most this many candidates of one autotune decision (the fastest by the autotuner's own
 benchmark, plus the config the workload ran); `--autotune-top K` asks for fewer."""
-SWEEP_L2_MODES = ("cold", "warm", "inputs")
-"""A sweep replay's L2 rules, the default first: inputs rotated through copies (cold), one set (warm), or rotated
-with the buffers the kernel only reads brought into L2 right before each call (inputs)."""
+SWEEP_L2_MODES = ("cold", "warm", "inputs", "recorded")
+"""A sweep replay's L2 rules, the default first: inputs rotated through copies (cold), one set (warm), rotated
+with the buffers the kernel only reads brought into L2 right before each call (inputs), or rotated with the part of
+each buffer the recording's L2 model estimated was in L2 read before each call (recorded; `sweep.l2state`)."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output comparison when outputs are not bitwise equal (rtol = atol, on float32)."""
 MAX_SNAPSHOTS = 20_000

@@ -27,6 +27,15 @@ def test_arms_pin_cudnn_and_flash_then_ours():
     assert bench.arm_names(["ws"], fp8=True, efficient=False) == ["cudnn", "flash", "ws:bf16", "ws:fp8", "ws:fp8+T"]
     assert bench.arm_names(["ws", "simple"], fp8=False, efficient=True) == [
         "cudnn", "flash", "efficient", "ws:bf16", "simple:bf16"]
+    assert bench.arm_names(["ws"], fp8=True, efficient=False, dtype="fp16")[2:4] == ["ws:fp16", "ws:fp8"]
+    assert bench.parse_args(["--dtype", "fp16"]).dtype == "fp16"
+
+
+def test_an_fp16_run_compares_fp8_with_our_fp16():
+    row = _row()
+    row["runs"] = [{name.replace(":bf16", ":fp16"): ms for name, ms in run.items()} for run in row["runs"]]
+    ratios = bench.summarize_row(row)["ratios"]
+    assert set(ratios) == {"ours/cudnn", "fp8/fp16"} and ratios["fp8/fp16"] == pytest.approx((2.0, 2.0, 2.0))
 
 
 def _row():

@@ -57,7 +57,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     `l2`: "cold" (the A/B timer's rule: inputs rotated through copies spanning 4x the L2, every call reads DRAM),
     "warm" (one input set: each call finds in L2 what the previous call read and wrote) or "inputs" (rotated, and
     the buffers the kernel only reads are read into L2 just before each call, as a kernel finds what the kernel
-    before it wrote; the in-workload times of small kernels are warm, see docs/notes.md §8)."""
+    before it wrote; the in-workload times of small kernels are warm, see docs/notes.md §8) or "recorded" (rotated,
+    and before each call the part of each buffer the recording's L2 model estimated was in L2 is read into it;
+    `l2state`; a recording without estimates, older than version 3, replays cold)."""
     if l2 not in config.SWEEP_L2_MODES:
         raise TritonhookError(f"--l2 {l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
     if rounds < config.MIN_ROUNDS:
