@@ -108,6 +108,20 @@ def test_the_recorder_notes_what_each_timed_launch_found_in_l2(captured_add, tmp
     assert again.l2_bytes == L2 and again.signatures[1].l2_resident == estimates[2]
 
 
+def test_the_replay_job_carries_each_signatures_estimates_to_the_worker(tmp_path):
+    from tritonhook.store import Store
+    from tritonhook.sweep.replay import _write_job
+
+    args = rec.describe_args((torch.empty(8),), ["x"], {}, {})
+    signature = rec.Signature(id=0, kernel="k", triton_hash="h", capture_id=1, arch="sm_90a", grid=[1, 1, 1],
+                              args=args, arg_names=["x"], signature={"x": "*fp32"}, constexprs={}, launches=2,
+                              times_ms=[0.01], l2_resident=[[0.5]])
+    recording = rec.Recording([signature], arch="sm_90a", device=None, triton_version="3.6.0", torch_version=None,
+                              pid=1, l2_bytes=L2)
+    job = _write_job(tmp_path, recording, Store(tmp_path / "store"), [signature], {0: {}}, rounds=3)
+    assert _l2_parts("recorded", [0], set(), job["signatures"][0]) == {0: 0.5}
+
+
 def test_a_version_2_recording_loads_without_l2_estimates():
     data = {"format": rec.FORMAT, "version": 2, "signatures": [], "arch": "sm_90a", "device": None,
             "triton_version": "3.6.0", "torch_version": None, "pid": 1}

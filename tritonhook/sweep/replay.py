@@ -202,7 +202,7 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
         entries.append({"id": signature.id, "kernel": signature.kernel, "triton_hash": signature.triton_hash,
                         "grid": signature.grid, "args": signature.args, "arg_names": signature.arg_names,
                         "signature": signature.signature, "constexprs": signature.constexprs,
-                        "variants": variants})
+                        "l2_resident": signature.l2_resident, "variants": variants})
     return {"store": str(store.path), "arch": recording.arch, "recording": f"recording {recording.id}",
             "rounds": rounds, "rtol": config.SWEEP_RTOL, "warmup_ms": WARMUP_MS, "rep_ms": REP_MS,
             "min_reps": MIN_REPS, "signatures": entries}
