@@ -19,28 +19,28 @@ L2 = 8 * MiB
 
 def test_what_the_previous_launch_touched_is_resident_until_an_l2_of_other_traffic_passes():
     l2 = L2Traffic(L2)
-    produced, other = (0x1000_0000, 2 * MiB), (0x2000_0000, 3 * MiB)
+    produced, other = (0x1000_0000, 2 * MiB, "p"), (0x2000_0000, 3 * MiB, "o")
     l2.touch([produced])
     assert l2.resident([produced, other]) == [1.0, 0.0]
     l2.touch([other])
     assert l2.resident([produced]) == [1.0]  # 3 MiB since: still inside 8 MiB
-    l2.touch([(0x3000_0000, 4 * MiB)])  # the last 8 MiB touched: these 4, other's 3, produced's last 1
+    l2.touch([(0x3000_0000, 4 * MiB, "x")])  # the last 8 MiB touched: these 4, other's 3, produced's last 1
     assert l2.resident([produced, other]) == [0.5, 1.0]
-    l2.touch([(0x4000_0000, MiB)])
+    l2.touch([(0x4000_0000, MiB, "y")])
     assert l2.resident([produced, other]) == [0.0, 1.0]
 
 
 def test_of_a_region_larger_than_l2_only_its_last_l2_bytes_are_resident():
     l2 = L2Traffic(L2)
-    big = (0x1000_0000, 32 * MiB)
+    big = (0x1000_0000, 32 * MiB, "b")
     l2.touch([big])
     assert l2.resident([big])[0] == pytest.approx(L2 / big[1], abs=0.02)
-    assert l2.resident([(big[0] + 31 * MiB, MiB), (big[0], MiB)]) == [1.0, 0.0]  # its tail, its head
+    assert l2.resident([(big[0] + 31 * MiB, MiB, "b"), (big[0], MiB, "b")]) == [1.0, 0.0]  # its tail, its head
 
 
 def test_launches_passed_over_count_on_the_clock_with_their_signatures_bytes():
     l2 = L2Traffic(L2)
-    weights, activations = (0x1000_0000, MiB), (0x2000_0000, 2 * MiB)
+    weights, activations = (0x1000_0000, MiB, "w"), (0x2000_0000, 2 * MiB, "a")
     l2.touch([weights])
     l2.touch([activations], launches=3)  # 6 MiB: weights still resident
     assert l2.resident([weights]) == [1.0]
@@ -50,11 +50,29 @@ def test_launches_passed_over_count_on_the_clock_with_their_signatures_bytes():
 
 def test_a_small_tensor_puts_its_own_bytes_on_the_clock_not_a_chunks():
     l2 = L2Traffic(L2)
-    kept, scalar = (0x1000_0000, MiB), (0x2000_0000, 4)
+    kept, scalar = (0x1000_0000, MiB, "k"), (0x2000_0000, 4, "s")
     l2.touch([kept])
     for _ in range(10_000):  # 40 KB of traffic; chunks are 32 KiB here
         l2.touch([scalar])
     assert l2.resident([kept, scalar]) == [1.0, 1.0]
+
+
+def test_a_buffer_allocated_again_since_it_was_touched_is_not_resident():
+    """Its content now is what a kernel the recorder did not see wrote (or nothing yet)."""
+    l2 = L2Traffic(L2)
+    l2.touch([(0x1000_0000, MiB, "old")])
+    assert l2.resident([(0x1000_0000, MiB, "old"), (0x1000_0000, MiB, "new")]) == [1.0, 0.0]
+
+
+def test_views_of_one_live_storage_share_an_owner_and_a_new_storage_never_takes_it():
+    a = torch.empty(1024)
+    (_, _, whole), (_, _, half) = tensor_regions([a, a[512:]])
+    assert whole == half
+    kept = whole
+    del a, whole, half
+    for _ in range(100):  # new storages, some at the freed address: none equals the reference still held
+        (_, _, fresh), = tensor_regions([torch.empty(1024)])
+        assert fresh != kept
 
 
 def test_median_fractions_per_argument():
@@ -64,7 +82,7 @@ def test_median_fractions_per_argument():
 
 def test_regions_follow_the_order_recordings_list_tensors_in():
     a, b = torch.empty(100), torch.empty(10, 10).t()
-    assert tensor_regions([a, 3, None, b]) == [(a.data_ptr(), 400), (b.data_ptr(), 400)]
+    assert [region[:2] for region in tensor_regions([a, 3, None, b])] == [(a.data_ptr(), 400), (b.data_ptr(), 400)]
     described = rec.describe_args((a, 3, b), ["a", "n", "b"], {"a": "*fp32", "n": "i32", "b": "*fp32"}, {})
     assert len(rec.tensors_of(described)) == len(tensor_regions([a, 3, b]))
 
