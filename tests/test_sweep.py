@@ -278,8 +278,7 @@ def _launch_without_gpu(kernel, launches):
 def _recording_tracer(store, recorder_options: dict, tracer_options: dict):
     """A `_TimingRecorder` fed by a signature-keyed tracer (as `sweep.record` wires them), and the list of the
     grids of the launches the tracer handed over in full."""
-    recorder = _TimingRecorder(store, rec.SnapshotBudget(1 << 20, 1 << 24), **{"l2_bytes": 50 << 20,
-                                                                                  **recorder_options})
+    recorder = _TimingRecorder(store, rec.SnapshotBudget(1 << 20, 1 << 24), **recorder_options)
     recorder.timed = []
     tracer = _triton.LaunchTracer(recorder.on_launch, signature_key=rec.signature_key, **tracer_options)
     recorder.launch_tracer = tracer

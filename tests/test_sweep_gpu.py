@@ -80,17 +80,14 @@ def test_replay_times_each_variant_and_compares_outputs(recorded):
 
 
 def test_a_warm_replay_reads_l2_where_a_cold_one_reads_dram(recorded):
-    """The add (8 MiB, inside the H200's L2) replayed cold (inputs rotated through copies), warm (one set),
-    inputs (rotated, its input read into L2 before each call) and recorded (rotated, with what the L2 model saw in
-    the workload read into L2: all of it, as the loop touches 20 MiB): warm is faster, as the kernel is inside a
-    workload right after its producer, and so are inputs and recorded; the matmul's time hardly moves."""
+    """The add (8 MiB, inside the H200's L2) replayed cold (inputs rotated through copies), warm (one set) and
+    inputs (rotated, its input read into L2 before each call): warm is faster, as the kernel is inside a workload
+    right after its producer, and so is inputs, whose output still goes to lines L2 does not hold; the matmul's
+    time hardly moves."""
     from tritonhook.store import Store
 
-    estimates = {s.kernel: s.l2_resident for s in recorded.recording.signatures}
-    assert recorded.recording.l2_bytes > 20 << 20
-    assert estimates["add_kernel"] and all(fractions == [1.0] * 3 for fractions in estimates["add_kernel"])
     times = {}
-    for l2 in ("cold", "warm", "inputs", "recorded"):
+    for l2 in ("cold", "warm", "inputs"):
         result = sweep.replay(recorded.recording, Store(recorded.store.path), parse_variants("plain,cutlass_"),
                               rounds=5, l2=l2)
         assert result.l2 == l2 and all(r.status == "ok" for r in result.rows)
@@ -98,9 +95,7 @@ def test_a_warm_replay_reads_l2_where_a_cold_one_reads_dram(recorded):
     print(times)
     assert times["warm"]["add_kernel"] < 0.9 * times["cold"]["add_kernel"]
     assert times["inputs"]["add_kernel"] < 0.95 * times["cold"]["add_kernel"]
-    assert times["recorded"]["add_kernel"] < 0.95 * times["cold"]["add_kernel"]
-    assert all(0.9 < times[l2]["matmul_kernel"] / times["cold"]["matmul_kernel"] < 1.1
-               for l2 in ("warm", "inputs", "recorded"))
+    assert all(0.9 < times[l2]["matmul_kernel"] / times["cold"]["matmul_kernel"] < 1.1 for l2 in ("warm", "inputs"))
 
 
 def test_plain_against_plain_finds_no_difference(recorded):

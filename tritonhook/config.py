@@ -162,15 +162,16 @@ RECORD_SAMPLE = EnvVar("TRITONHOOK_RECORD_SAMPLE", 1, int,
                        "counts per signature become estimates (`tritonhook record|sweep --sample K`).")
 RECORD_EXACT_FIRST = 64
 """Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
-SWEEP_DEFAULT_ROUNDS = 7
-"""Interleaved rounds per kernel signature in a sweep replay (one median per variant per round)."""
+SWEEP_DEFAULT_ROUNDS = 21
+"""Interleaved rounds per kernel signature in a sweep replay (one median per variant per round). 21, not 7: two
+replays of one recording (H200, transformer + Liger, 111 signatures) differed per kernel by a median 3.6% (90th
+percentile 8.2%) at 7 rounds and 1.8% (3.6%) at 21, for 71 s of replay instead of 33 (docs/notes.md section 10)."""
 AUTOTUNE_REPLAY_CAP = 32
 """A sweep replays at most this many candidates of one autotune decision (the fastest by the autotuner's own
 benchmark, plus the config the workload ran); `--autotune-top K` asks for fewer."""
-SWEEP_L2_MODES = ("cold", "warm", "inputs", "recorded")
-"""A sweep replay's L2 rules, the default first: inputs rotated through copies (cold), one set (warm), rotated
-with the buffers the kernel only reads brought into L2 right before each call (inputs), or rotated with the part of
-each buffer the recording's L2 model estimated was in L2 read before each call (recorded; `sweep.l2state`)."""
+SWEEP_L2_MODES = ("cold", "warm", "inputs")
+"""A sweep replay's L2 rules, the default first: inputs rotated through copies (cold), one set (warm), or rotated
+with the buffers the kernel only reads brought into L2 right before each call (inputs)."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output comparison when outputs are not bitwise equal (rtol = atol, on float32)."""
 MAX_SNAPSHOTS = 20_000

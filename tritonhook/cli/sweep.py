@@ -32,9 +32,7 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
                         help="cold: inputs rotated so every call reads DRAM (default); warm: one input set, every "
                              "call finds in L2 what the previous one read and wrote; inputs: rotated, and what the "
-                             "kernel only reads brought into L2 before each call, as right after its producer; "
-                             "recorded: rotated, and the part of each buffer the recording's L2 model says the "
-                             "workload found in L2 read into it before each call")
+                             "kernel only reads brought into L2 before each call, as right after its producer")
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     where = parser.add_mutually_exclusive_group()

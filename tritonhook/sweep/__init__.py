@@ -53,8 +53,7 @@ launcher (`_triton.load_kernel`: `CompiledKernel` from metadata JSON + cubin, so
 clusters and PDL are handled by Triton), restores the inputs, runs each variant once to find the buffers it
 writes and compare them (bitwise, else allclose with rtol = atol = 1e-2), then times the variants with the A/B
 timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation, or with `--l2 warm` one input set, or
-with `--l2 inputs` rotation and the buffers the kernel only reads brought into L2 before each call, or with
-`--l2 recorded` rotation and the part of each buffer the recording's L2 model (`l2state`) estimated; call-by-call
+with `--l2 inputs` rotation and the buffers the kernel only reads brought into L2 before each call; call-by-call
 interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
 variants afresh and restoring written buffers from the snapshot at every round. The parent computes
 `ratio_interval` and the verdict per signature, the fidelity (replayed plain time / time inside the workload),

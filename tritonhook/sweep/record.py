@@ -24,7 +24,6 @@ from ..ab.timing import HOLD_EXTRA_US, HOLD_MARGIN, hold_stream
 from ..session import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
-from .l2state import L2Traffic, tensor_regions
 from .recording import (RESULT_KIND, Recording, Signature, SnapshotBudget, describe_args, signature_key)
 
 STDERR_TAIL_LINES = 20
@@ -48,9 +47,7 @@ class Recorder:
 
     def __init__(self, store: Store, budget: SnapshotBudget, *, label: str = "",
                  timed_first: int = config.RECORD_TIMED_FIRST, time_every: int = config.RECORD_TIME_EVERY,
-                 sample_every: int = 1, l2_bytes: int | None = None):
-        """`l2_bytes`: the L2 size of the model of what each launch found in L2 (None: the current GPU's,
-        read at the first launch)."""
+                 sample_every: int = 1):
         import torch
 
         self.torch, self.store, self.budget, self.label = torch, store, budget, label
@@ -61,7 +58,6 @@ class Recorder:
         self.loaded: dict[str, object] = {}
         self.host_us = HOLD_EXTRA_US     # the host's time from a stream hold to the kernel queued, smoothed
         self.decisions: list[dict] = []
-        self.l2 = L2Traffic(l2_bytes) if l2_bytes else None   # else made at the first launch (`_l2_traffic`)
         self.tuning: Callable[[], _triton.AutotuneCandidate | None] = lambda: None  # set by `_tracers`
         self.started = time.time()
         self.first_capture = store.last_id()
@@ -78,7 +74,7 @@ class Recorder:
                                                     store=self.store, budget=self.budget,
                                                     descriptor_fields=_triton.tensor_descriptor_fields),
                 arg_names=spec.arg_names, signature=spec.signature, constexprs=spec.to_json()["constexprs"],
-                launches=0, times_ms=[], l2_resident=[]), seen)
+                launches=0, times_ms=[]), seen)
             self.pending.append(pending)
         signature = pending.signature
         candidate = self.tuning()
@@ -92,22 +88,9 @@ class Recorder:
         calls = signature.launches = before + weight   # the workload's launches, those passed over included
         seen.pass_next = self._launches_until_timed(calls)
         # the first launch is not timed: its snapshot left the GPU idle, so its events would time the launch gap
-        timed = 1 < calls <= self.timed_first + 1 or calls // self.time_every > before // self.time_every
-        self._follow_l2(signature, tensor_regions(args), weight, timed)
-        return self._start_timing(pending) if timed else None
-
-    def _follow_l2(self, signature: Signature, regions: list, weight: int, timed: bool) -> None:
-        """Put the launch on the L2 model (`l2state`); a timed launch first records what part of each of its
-        tensors the model says the L2 holds, beside the time it is about to measure."""
-        l2 = self.l2 or self._l2_traffic()
-        if timed:
-            signature.l2_resident.append([round(fraction, 3) for fraction in l2.resident(regions)])
-        l2.touch(regions, weight)
-
-    def _l2_traffic(self) -> L2Traffic:
-        properties = self.torch.cuda.get_device_properties(self.torch.cuda.current_device())
-        self.l2 = L2Traffic(properties.L2_cache_size)
-        return self.l2
+        if 1 < calls <= self.timed_first + 1 or calls // self.time_every > before // self.time_every:
+            return self._start_timing(pending)
+        return None
 
     def _launches_until_timed(self, calls: int) -> int:
         """How many launches follow launch number `calls` of a signature before the next one the recording times:
@@ -163,7 +146,7 @@ class Recorder:
                          torch_version=self.torch.__version__, pid=os.getpid(), label=self.label,
                          wall_s=time.time() - self.started, store=str(self.store.path),
                          budget={"per_signature": self.budget.per_signature}, autotune=list(self.decisions),
-                         sample_every=self.sample_every, l2_bytes=self.l2.l2_bytes if self.l2 else None)
+                         sample_every=self.sample_every)
 
 
 def _link_captures(store: Store, signatures: list[Signature], after: int, loaded: dict) -> None:

@@ -15,10 +15,6 @@ Autotuned kernels (version 2): a signature launched while `triton.autotune` benc
 `tuning_launches`, never in `launches` or `times_ms` (tuning is not the workload). The recording's `autotune` lists
 the decisions (`_triton.AutotuneDecision` as data: the chosen config, the autotuner's own timing of each config).
 
-L2 estimates (version 3): each timed launch also records, per tensor argument, the fraction of its span an L2
-model of the recorded traffic says was in L2 when it ran (`l2state`); `--l2 recorded` replays with that much of
-each buffer read into L2 before each call. The recording keeps the L2 size the model assumed (`l2_bytes`).
-
 The functions here are pure or work on tensors of any device (torch CPU tensors suffice for the format's tests).
 """
 
@@ -31,11 +27,11 @@ from typing import Callable, Hashable, Sequence
 from ..errors import TritonhookError
 
 FORMAT = "tritonhook-recording"
-VERSION = 3
+VERSION = 2
 """Bump when a field changes meaning; `Recording.from_json` refuses any version not in `READS` with both numbers."""
-READS = (1, 2, 3)
+READS = (1, 2)
 """Versions this tritonhook loads: version 1 has no autotune fields (its benchmark launches count as the
-workload's, as they were recorded); versions 1 and 2 have no L2 estimates (`--l2 recorded` replays them cold)."""
+workload's, as they were recorded)."""
 RESULT_KIND = "recording"
 """The kind recordings are saved under in the store's results table."""
 
@@ -212,9 +208,6 @@ class Signature:
     launches: int
     times_ms: list[float]            # GPU times of the sampled launches (CUDA events around each)
     tuning_launches: int = 0         # launches while the autotuner benchmarked it (not in launches/times_ms)
-    l2_resident: list[list[float]] = dataclasses.field(default_factory=list)
-    """Per timed launch, per tensor argument (`tensors_of` order): the fraction of its span the L2 model
-    (`l2state`) says the L2 held when the launch ran (version 3)."""
     autotune: dict | None = None     # {"group": decision, "config": its config} when it was an autotune candidate
 
     @property
@@ -264,7 +257,6 @@ class Recording:
     store: str | None = None
     autotune: list[dict] = dataclasses.field(default_factory=list)  # the autotune decisions (AutotuneDecision)
     sample_every: int = 1            # > 1: launch counts per signature are estimates (see sweep.record)
-    l2_bytes: int | None = None      # the L2 size the model of `Signature.l2_resident` assumed (version 3)
     id: int | None = None            # its id in the store's results table
 
     @property

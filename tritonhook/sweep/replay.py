@@ -57,9 +57,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     `l2`: "cold" (the A/B timer's rule: inputs rotated through copies spanning 4x the L2, every call reads DRAM),
     "warm" (one input set: each call finds in L2 what the previous call read and wrote) or "inputs" (rotated, and
     the buffers the kernel only reads are read into L2 just before each call, as a kernel finds what the kernel
-    before it wrote; the in-workload times of small kernels are warm, see docs/notes.md §8) or "recorded" (rotated,
-    and before each call the part of each buffer the recording's L2 model estimated was in L2 is read into it;
-    `l2state`; a recording without estimates, older than version 3, replays cold)."""
+    before it wrote; the in-workload times of small kernels are warm, see docs/notes.md §8)."""
     if l2 not in config.SWEEP_L2_MODES:
         raise TritonhookError(f"--l2 {l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
     if rounds < config.MIN_ROUNDS:
@@ -202,7 +200,7 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
         entries.append({"id": signature.id, "kernel": signature.kernel, "triton_hash": signature.triton_hash,
                         "grid": signature.grid, "args": signature.args, "arg_names": signature.arg_names,
                         "signature": signature.signature, "constexprs": signature.constexprs,
-                        "l2_resident": signature.l2_resident, "variants": variants})
+                        "variants": variants})
     return {"store": str(store.path), "arch": recording.arch, "recording": f"recording {recording.id}",
             "rounds": rounds, "rtol": config.SWEEP_RTOL, "warmup_ms": WARMUP_MS, "rep_ms": REP_MS,
             "min_reps": MIN_REPS, "signatures": entries}

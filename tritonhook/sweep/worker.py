@@ -15,8 +15,7 @@ the buffers it wrote (bitwise, else allclose), then time the variants interleave
 the written buffers from the snapshot before every round. `l2` in the job: "cold" rotates the input sets through
 copies spanning 4x the L2; "warm" keeps one set (each call finds in L2 what the previous one read and wrote);
 "inputs" rotates, and reads the buffers the kernel does not write just before each call, as a kernel inside a
-workload finds what its producer has just written (its outputs not); "recorded" rotates, and reads before each
-call the part of each buffer the recording's L2 model estimated was in L2 in the workload (`l2state`).
+workload finds what its producer has just written (its outputs not).
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ from ..ab.stats import interquartile_mean
 from ..ab.timing import bench_interleaved
 from ..errors import TritonhookError
 from ..store import Store
-from .l2state import median_fractions
 from .recording import check_arch, synthetic_fill, tensors_of
 
 FAULT_EXIT = 3
@@ -86,31 +84,12 @@ def _arguments(torch, args: list[dict], buffers: dict) -> list:
     return built
 
 
-def _read_into_l2(torch, parts: dict[int, float], buffers: tuple) -> None:
-    """Read the leading fraction `parts[at]` of the buffer at each position on the GPU, so that the call which
-    follows finds that much of it in L2 (`--l2 inputs`: all of each buffer the kernel does not write, as right after
-    the kernel that produced them; `--l2 recorded`: what the recording's L2 model estimated)."""
-    for at, fraction in parts.items():
-        raw = buffers[at].view(torch.uint8)
-        if length := round(raw.numel() * fraction):
-            raw[:length].max()
-
-
-def _l2_parts(l2: str, buffers: list[int], written: set[int], signature: dict) -> dict[int, float] | None:
-    """Position of each buffer to read into L2 before each call -> the fraction of it to read, for `l2`."""
-    if l2 == "inputs":
-        return {at: 1.0 for at, index in enumerate(buffers) if index not in written}
-    if l2 != "recorded":
-        return None
-    fractions = median_fractions(signature.get("l2_resident") or [])
-    if fractions is None:
-        return None  # a recording without L2 estimates (before version 3), or no launch was timed: cold
-    owners = [t.get("buffer") for t in tensors_of(signature["args"])]
-    by_buffer = {}
-    for index, fraction in zip(owners, fractions):
-        if index is not None:
-            by_buffer.setdefault(index, fraction)
-    return {at: by_buffer[index] for at, index in enumerate(buffers) if by_buffer.get(index, 0) > 0}
+def _read_into_l2(torch, positions: list[int], buffers: tuple) -> None:
+    """Read the buffers at `positions` (those the kernel does not write) on the GPU, so that the call which follows
+    finds them in L2 as it would right after the kernel that produced them (`--l2 inputs`)."""
+    for at in positions:
+        if buffers[at].numel():
+            buffers[at].view(torch.uint8).max()
 
 
 def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: Path) -> dict:
@@ -148,8 +127,8 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
                      else "bitwise" if checks else "no output")
     timed = [v["label"] for v in signature["variants"] if v["timed"]]
     l2 = job.get("l2", "cold")
-    parts = _l2_parts(l2, sorted(buffers), written, signature)
-    before_call = functools.partial(_read_into_l2, torch, parts) if parts else None
+    read_only = [at for at, index in enumerate(sorted(buffers)) if index not in written]
+    before_call = functools.partial(_read_into_l2, torch, read_only) if l2 == "inputs" else None
     arms_args = {}
 
     def arm(kernel):
