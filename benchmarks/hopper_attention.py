@@ -5,8 +5,8 @@
 
 Shapes follow FlashAttention-3's forward benchmark: 16k tokens per batch (B = 16384 / S) and a hidden size of 2048
 (H = 2048 / D). FLOPs = 4 * B * H * S^2 * D, halved for causal. Each shape is measured ``--runs`` times; a run
-times cuDNN, FLASH (and EFFICIENT with ``--efficient``), our kernel variants in bf16 and, unless ``--no-fp8``, in
-fp8, call by call in one ``tritonhook.ab.bench_interleaved`` (CUDA events, stream held), so that clock and power
+times cuDNN, FLASH (and EFFICIENT with ``--efficient``), our kernel variants in bf16 (SDPA too; fp16 with
+``--dtype fp16``) and, unless ``--no-fp8``, in fp8, call by call in one ``tritonhook.ab.bench_interleaved`` (CUDA events, stream held), so that clock and power
 swings fall on every arm alike. fp8 has no SDPA counterpart: "fp8" is our kernel with V given pre-transposed (the
 K-major layout fp8 wgmma needs; see transpose_v_for_fp8), "fp8+T" includes the wrapper's V transpose on every call.
 
@@ -162,8 +162,8 @@ def main(argv=None):
             for S in [int(x) for x in args.seqlens.split(",")]:
                 rows.append(time_shape(D, causal, S, args))
                 print(f"done D={D} causal={int(causal)} S={S} ({time.perf_counter() - began:.0f} s)", flush=True)
-    meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__, dtype=args.dtype,
-                python=platform.python_version(), tokens=args.tokens, hidden=args.hidden, runs=args.runs,
+    meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+                dtype=args.dtype, python=platform.python_version(), tokens=args.tokens, hidden=args.hidden, runs=args.runs,
                 rep_ms=args.rep, seconds=time.perf_counter() - began,
                 timing="tritonhook.ab.bench_interleaved per run (CUDA events, stream held); TFLOPS from each run's "
                        "median; spread = min-max over runs; ratios: ratio_interval over all runs' paired calls")
