@@ -6,8 +6,8 @@
 Shapes follow FlashAttention-3's forward benchmark: 16k tokens per batch (B = 16384 / S) and a hidden size of 2048
 (H = 2048 / D). FLOPs = 4 * B * H * S^2 * D, halved for causal. Each shape is measured ``--runs`` times; a run
 times cuDNN, FLASH (and EFFICIENT with ``--efficient``), our kernel variants in bf16 (SDPA too; fp16 with
-``--dtype fp16``) and, unless ``--no-fp8``, in fp8, call by call in one ``tritonhook.ab.bench_interleaved`` (CUDA events, stream held), so that clock and power
-swings fall on every arm alike. fp8 has no SDPA counterpart: "fp8" is our kernel with V given pre-transposed (the
+``--dtype fp16``) and, unless ``--no-fp8``, in fp8, call by call in one ``tritonhook.ab.bench_interleaved`` (CUDA
+events, stream held), so that clock and power swings fall on every arm alike. fp8 has no SDPA counterpart: "fp8" is our kernel with V given pre-transposed (the
 K-major layout fp8 wgmma needs; see transpose_v_for_fp8), "fp8+T" includes the wrapper's V transpose on every call.
 
 The table gives, per arm, the median over runs of each run's median TFLOPS and the spread over runs as min-max;
