@@ -1,5 +1,6 @@
 """Summarise experiments/sweep_h200.sh's JSON results: the tables the issue's proofs ask for, and summary.json."""
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -16,20 +17,6 @@ def load(path: Path):
         return None
 
 
-def fidelity(result: SweepResult) -> dict:
-    """Of the signatures making up >= 90% of the recorded Triton GPU time: how many replay within +-10%."""
-    rows = sorted((r for r in result.rows if r.share), key=lambda r: r.share, reverse=True)
-    covered, top = 0.0, []
-    for row in rows:
-        if covered >= 0.9:
-            break
-        top.append(row)
-        covered += row.share
-    within = [r for r in top if r.fidelity is not None and 0.9 <= r.fidelity <= 1.1]
-    return {"signatures": len(top), "share": covered, "within_10pct": len(within),
-            "per_kernel": {r.label: r.fidelity for r in top}}
-
-
 def main(out: Path) -> None:
     summary = {}
     for name in ("own", "transformer", "transformer_aa", "liger", "own_ptxas", "both", "both_warm", "both_aa",
@@ -44,7 +31,8 @@ def main(out: Path) -> None:
                          "verdicts": {v: verdicts.count(v) for v in set(verdicts)},
                          "no_difference_fraction": (verdicts.count("no difference") + verdicts.count("SASS identical"))
                          / len(verdicts) if verdicts else None,
-                         "times_s": result.times_s, "l2": result.l2, "fidelity": fidelity(result),
+                         "times_s": result.times_s, "l2": result.l2,
+                         "fidelity": dataclasses.asdict(result.fidelity),
                          "replayed": len(result.rows) + len(result.candidates),
                          "estimates": [e.__dict__ for e in result.estimates],
                          "rows": {r.label: {"status": r.status, "outputs": r.outputs,

@@ -245,3 +245,5 @@ def test_sweep_results_join_the_forest_plot_with_their_workload_estimate(tmp_pat
     sweep = html.unescape(section(path.read_text(), "sweep"))
     assert "<svg" in sweep and f"Workload estimate (sweep {result.id}, cutlass_)" in sweep
     assert "tritonhook run --rename cutlass_ --select '^(?:k_fast)$' -- python train.py" in sweep
+    assert (f"Sweep {result.id}, cold replay: replay/workload: 2 of the 2 signatures making 90% of the GPU time "
+            "replay within ±10%") in sweep

@@ -21,7 +21,7 @@ from tritonhook.errors import TritonhookError
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
-from tritonhook.sweep.result import SweepResult, SweepRow, analyze_row, estimate
+from tritonhook.sweep.result import SweepResult, SweepRow, VariantTiming, analyze_row, estimate
 from tritonhook.sweep.variants import build_variants, captured_ptxas
 
 torch = pytest.importorskip("torch")
@@ -419,6 +419,23 @@ def test_verdicts_estimate_and_select_come_from_the_measured_rows():
     assert estimate(result.rows, "cutlass_", None).command.endswith("-- CMD")
 
 
+def test_fidelity_counts_the_rows_making_90_percent_of_the_gpu_time_largest_first():
+    """Shares 50/30/15/5%: the first three make 95%; the 5% row (replayed at 2x) is left out. Replayed/workload
+    1.05, 1.2, 0.95: two within ±10%, median 1.05."""
+    def row(at, share, replayed_ms):
+        return SweepRow(at, f"k{at}", f"k{at}", share, 10, 0.100, "snapshot", "ok",
+                        variants=[VariantTiming("plain", replayed_ms)])
+
+    result = SweepResult([row(0, 0.3, 0.120), row(1, 0.5, 0.105), row(2, 0.05, 0.200), row(3, 0.15, 0.095)],
+                         ["plain"], 9, 1, None, {}, 0.01)
+    fidelity = result.fidelity
+    assert (fidelity.signatures, fidelity.within) == (3, 2)
+    assert fidelity.share == pytest.approx(0.95) and fidelity.median_ratio == pytest.approx(1.05)
+    assert fidelity.line() == ("replay/workload: 2 of the 3 signatures making 95% of the GPU time replay within ±10% "
+                               "of their time inside the workload; median replay/workload 1.050")
+    assert result.to_json()["fidelity"]["within"] == 2
+
+
 def test_the_result_renders_and_round_trips_through_json():
     result = _result()
     again = SweepResult.from_json(json.loads(json.dumps(result.to_json())))
@@ -429,7 +446,8 @@ def test_the_result_renders_and_round_trips_through_json():
     console.print(result)
     text = console.export_text()
     for expected in ("k_fast [4096]", "60.0%", "faster", "slower", "SASS identical", "fault: worker exited",
-                     "record 1.0 s, build 2.0 s, replay 3.0 s; L2 cold", "--select '^(?:k_fast)$'"):
+                     "record 1.0 s, build 2.0 s, replay 3.0 s; L2 cold", "--select '^(?:k_fast)$'",
+                     "replay/workload: 2 of the 2 signatures making 90% of the GPU time"):
         assert expected in text, expected
 
 

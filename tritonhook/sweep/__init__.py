@@ -56,8 +56,8 @@ timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation, or with
 with `--l2 inputs` rotation and the buffers the kernel only reads brought into L2 before each call; call-by-call
 interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
 variants afresh and restoring written buffers from the snapshot at every round. The parent computes
-`ratio_interval` and the verdict per signature, the fidelity (replayed plain time / time inside the workload),
-and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
+`ratio_interval` and the verdict per signature, the fidelity (replayed plain time / time inside the workload;
+`result.Fidelity`: how many of the signatures making 90% of the GPU time replay within ±10%), and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
 (outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
 
 Autotuned kernels (`autotune.py`; docs/sweep.md). `_triton.AutotuneTracer` wraps `Autotuner.run` and `_bench`

@@ -74,6 +74,45 @@ def analyze_row(row: SweepRow, samples: dict[str, list[float]], facts: dict[str,
     return row
 
 
+FIDELITY_COVERAGE, FIDELITY_TOLERANCE = 0.9, 0.1
+"""The fidelity the sweep is held to (issue 15): the signatures making up 90% of the recorded GPU time, each
+replayed within ±10% of its time inside the workload."""
+
+
+@dataclasses.dataclass
+class Fidelity:
+    """How far the replay can be trusted: of the signatures making up `coverage` of the recorded GPU time (largest
+    share first), how many replayed within ±`tolerance` of their time inside the workload, and the median
+    replayed / in-workload ratio among them (its distance from 1 is a bias shared by the whole replay)."""
+
+    signatures: int
+    share: float
+    within: int
+    median_ratio: float | None
+    coverage: float = FIDELITY_COVERAGE
+    tolerance: float = FIDELITY_TOLERANCE
+
+    @classmethod
+    def of(cls, rows: list[SweepRow], coverage: float = FIDELITY_COVERAGE,
+           tolerance: float = FIDELITY_TOLERANCE) -> "Fidelity":
+        covered, top = 0.0, []
+        for row in sorted((r for r in rows if r.share), key=lambda r: r.share, reverse=True):
+            if covered >= coverage - 1e-9:  # shares are floats: 0.6 + 0.3 is 0.8999...
+                break
+            top.append(row)
+            covered += row.share
+        ratios = [r.fidelity for r in top if r.fidelity is not None]
+        within = sum(1 for ratio in ratios if abs(ratio - 1.0) <= tolerance)
+        return cls(len(top), covered, within, median(ratios) if ratios else None, coverage, tolerance)
+
+    def line(self) -> str:
+        if not self.signatures:
+            return "replay/workload: no signature has a measured share of the GPU time"
+        bias = f"; median replay/workload {self.median_ratio:.3f}" if self.median_ratio is not None else ""
+        return (f"replay/workload: {self.within} of the {self.signatures} signatures making {self.share:.0%} of the "
+                f"GPU time replay within ±{self.tolerance:.0%} of their time inside the workload{bias}")
+
+
 @dataclasses.dataclass
 class WorkloadEstimate:
     """What renaming (or re-assembling) only the kernels that got faster does to the recorded Triton GPU time."""
@@ -131,10 +170,15 @@ class SweepResult:
         self.estimates = [estimate(self.rows, label, self.command) for label in self.variants[1:]]
         return self
 
+    @property
+    def fidelity(self) -> Fidelity:
+        return Fidelity.of(self.rows)
+
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
         for row_data, row in zip(data["rows"] + data["candidates"], self.rows + self.candidates):
             row_data["fidelity"] = row.fidelity
+        data["fidelity"] = dataclasses.asdict(self.fidelity)
         return data
 
     @classmethod
@@ -168,6 +212,7 @@ class SweepResult:
         split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
         yield format.line(f"time: {split}; L2 {self.l2}; outputs compared bitwise, else allclose "
                           f"(rtol = atol = {self.rtol:g})")
+        yield format.line(self.fidelity.line())
         for row in self.rows:
             if row.autotune is not None and row.autotune.get("winners"):
                 yield format.line(self._autotune_line(row))
