@@ -27,7 +27,8 @@ SEQLENS = "1024,2048,4096,8192,16384"
 QUICK = dict(head_dims="128", seqlens="1024,4096,16384")
 VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-nopp": dict(variant="ws", pingpong=False), "ws-noov": dict(variant="ws", overlap=False),
-                  "ws-plain": dict(variant="ws", pingpong=False, overlap=False)}
+                  "ws-plain": dict(variant="ws", pingpong=False, overlap=False),
+                  "ws-gst": dict(variant="ws", tma_store=False)}
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
 
@@ -39,7 +40,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--variants", default="ws", help="our kernel variants, comma-separated: ws (persistent, "
                     "warp-specialized, tuned knobs), ws-nopp (no ping-pong), ws-noov (no intra-warpgroup overlap), "
-                    "ws-plain (neither), simple (one program per tile, no specialization)")
+                    "ws-plain (neither), ws-gst (O written by direct global stores, not through shared memory and "
+                    "TMA), simple (one program per tile, no specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")

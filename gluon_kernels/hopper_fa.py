@@ -27,8 +27,9 @@ from __future__ import annotations
 import math
 
 from ._compat import (
-    TRITON_PTXAS_FLAGS, MBarrierLayout, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
-    mbarrier_invalidate, mbarrier_wait, tma_load, warpgroup_mma, warpgroup_mma_wait,
+    TRITON_PTXAS_FLAGS, MBarrierLayout, fence_async_shared, gl, gluon, mbarrier_arrive, mbarrier_expect,
+    mbarrier_init, mbarrier_invalidate, mbarrier_wait, tma_load, tma_store, tma_store_wait, warpgroup_mma,
+    warpgroup_mma_wait,
 )
 from .host import (
     LOG2E, check_qkv, compile_for, descriptor, descriptor_signature, out_dtype, output, persistent_grid, rows,
@@ -144,9 +145,28 @@ def _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM: gl.con
     offs = gl.expand_dims((bh * seq_len + rows_o).to(gl.int64) * HEAD_DIM, 1) + gl.expand_dims(cols, 0)
     gl.store(o_ptr + offs, o.to(o_ptr.dtype.element_ty), mask=gl.expand_dims(row_ok, 1))
     if WRITE_LSE:
-        lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
-        row_ok_s = rows < seq_len
-        gl.store(lse_ptr + (bh * seq_len + rows).to(gl.int64), lse, mask=row_ok_s)
+        _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len)
+
+
+@gluon.jit
+def _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len):
+    """The log-sum-exp of each row in natural log (rows >= S not written)."""
+    lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
+    gl.store(lse_ptr + (bh * seq_len + rows).to(gl.int64), lse, mask=rows < seq_len)
+
+
+@gluon.jit
+def _epilogue_tma(acc, l_i, o_smem, o_desc, row0):
+    """O = acc / l through shared memory and one TMA store of the whole [BLOCK_M, D] tile (``o_smem``: the tile's
+    own Q buffer, free once its last Q K^T is done). Why: the wgmma accumulator layout gives each thread 4-byte
+    pieces of rows, so a direct store issues many narrow, scattered writes; FlashAttention-3 stages O the same way.
+    Only for tiles wholly inside the head (a TMA store cannot mask rows that belong to the next head)."""
+    o_layout: gl.constexpr = acc.type.layout
+    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
+    o_smem.store((acc * gl.expand_dims(1.0 / l_o, 1)).to(o_desc.dtype))
+    fence_async_shared()
+    tma_store(o_desc, [row0, 0], o_smem)
+    tma_store_wait(0)
 
 
 @gluon.jit
@@ -457,9 +477,10 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
 
 @gluon.jit
 def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
-                 turns, o_ptr, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
-                 BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr,
-                 WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr):
+                 turns, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM: gl.constexpr,
+                 BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                 V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
+                 HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr):
     dtype: gl.constexpr = q_bufs.dtype
     bits: gl.constexpr = dtype.primitive_bitwidth
     s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
@@ -497,18 +518,25 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                                           turn_mine, turn_other, m_i, l_i, acc, qk_scale, j * BLOCK_N, j >= n_full,
                                           rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                                           V_TRANSPOSED, PINGPONG)
-        mbarrier_arrive(q_empty.index(qb))
         kv_cnt += n_blocks
         t_cnt += 1
-        _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM, WRITE_LSE)
+        row0 = off_m + WG * BLOCK_M
+        if TMA_STORE and row0 + BLOCK_M <= seq_len:  # Q's buffer holds O until the store has read it
+            _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0)
+            mbarrier_arrive(q_empty.index(qb))
+            if WRITE_LSE:
+                _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len)
+        else:
+            mbarrier_arrive(q_empty.index(qb))
+            _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM, WRITE_LSE)
 
 
 @gluon.jit
-def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM: gl.constexpr,
-                 BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh,
+                 HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-                 HEAD_GROUP: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                 num_warps: gl.constexpr):
+                 HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                 PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     dtype: gl.constexpr = q_desc.dtype
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
@@ -537,11 +565,11 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, num_
 
     gl.warp_specialize([
         (_ws_consumer, (0, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
-                        lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP)),
+                        o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
+                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE)),
         (_ws_consumer, (1, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
-                        lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP)),
+                        o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
+                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE)),
         (_ws_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                         v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED,
                         HEAD_GROUP)),
@@ -554,7 +582,8 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, num_
 VARIANTS = ("ws", "simple")
 
 WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
-            "head_group": "HEAD_GROUP", "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS"}
+            "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "consumer_regs": "CONSUMER_REGS",
+            "producer_regs": "PRODUCER_REGS"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
@@ -614,9 +643,12 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
     fp8 = dtype == "fp8e4nv"
     if variant == "ws":
         defaults = dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
-                        head_group=0, consumer_regs=240, producer_regs=24)
+                        head_group=0, tma_store=not fp8, consumer_regs=240, producer_regs=24)
         chosen = {**defaults, **_tuned_knobs(causal, head_dim, seq_len, fp8), **knobs}
-        consts = {WS_KNOBS[k]: (bool(v) if k in ("pingpong", "overlap") else int(v)) for k, v in chosen.items()}
+        if fp8 and chosen["tma_store"]:
+            raise ValueError("tma_store needs 16-bit inputs: O (bf16) is staged in Q's buffer, which is fp8 here")
+        consts = {WS_KNOBS[k]: (bool(v) if k in ("pingpong", "overlap", "tma_store") else int(v))
+                  for k, v in chosen.items()}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8, **consts),
                     num_warps=4, block_m_cta=128)
     bn = knobs.get("block_n") or (128 if head_dim == 64 or fp8 else 64)
@@ -654,10 +686,10 @@ def compile_hopper_attention(dtype: str = "bf16", head_dim: int = 128, causal: b
         "k_desc": descriptor_signature(dtype, k_block),
         "v_desc": descriptor_signature(dtype, v_block),
         "o_ptr": "*" + out_dtype(dtype),
-        "lse_ptr": "*fp32",
-        "qk_scale": "fp32",
-        "seq_len": "i32",
     }
+    if variant == "ws":
+        sig["o_desc"] = descriptor_signature(out_dtype(dtype), q_block)
+    sig.update(lse_ptr="*fp32", qk_scale="fp32", seq_len="i32")
     if variant == "ws":
         sig["num_bh"] = "i32"
     constexprs = dict(cfg["constexprs"], WRITE_LSE=bool(write_lse), num_warps=cfg["num_warps"])
@@ -744,7 +776,9 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
     n_m = triton.cdiv(S, cfg["block_m_cta"])
     if variant == "ws":
         grid = persistent_grid(q.device, n_m * BH)
-        _attn_fwd_ws[grid](q_desc, k_desc, v_desc, o, lse, qk_scale, S, BH, **consts, num_warps=cfg["num_warps"])
+        o_desc = descriptor(o.view(-1, D), out_dtype(dtype), q_block)
+        _attn_fwd_ws[grid](q_desc, k_desc, v_desc, o, o_desc, lse, qk_scale, S, BH, **consts,
+                           num_warps=cfg["num_warps"])
     else:
         grid = (n_m, BH)
         _attn_fwd_simple[grid](q_desc, k_desc, v_desc, o, lse, qk_scale, S, **consts, num_warps=cfg["num_warps"])

@@ -58,3 +58,19 @@ def test_unknown_knob_is_refused():
         _config("bf16", 128, "ws", True, 2048, head_groups=8)
     with pytest.raises(ValueError, match="head_group"):
         compile_hopper_attention("bf16", 128, True, "simple", head_group=8)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_16bit_ws_kernels_store_full_tiles_of_o_by_tma_and_fp8_ones_directly(dtype):
+    """The 16-bit ws kernel stages O in the tile's own Q buffer and writes it with one TMA store per consumer (plus
+    the row-masked direct store for tiles that reach past S); fp8 cannot (its Q buffers are fp8, O is bf16) and
+    refuses the knob; `tma_store=False` gives the direct stores alone."""
+    def ptx(dtype, **knobs):
+        return compile_hopper_attention(dtype, 128, False, "ws", seq_len=1024, **knobs).asm["ptx"]
+
+    bulk_store = "cp.async.bulk.tensor.2d.global.shared"
+    assert ptx(dtype).count(bulk_store) == 2  # one per consumer warpgroup
+    assert bulk_store not in ptx(dtype, tma_store=False)
+    assert bulk_store not in ptx("fp8e4nv")
+    with pytest.raises(ValueError, match="tma_store needs 16-bit inputs"):
+        compile_hopper_attention("fp8e4nv", 128, False, "ws", tma_store=True)
