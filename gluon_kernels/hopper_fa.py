@@ -480,7 +480,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                  turns, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM: gl.constexpr,
                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-                 HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr):
+                 HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr, o_bufs):
     dtype: gl.constexpr = q_bufs.dtype
     bits: gl.constexpr = dtype.primitive_bitwidth
     s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
@@ -521,9 +521,13 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
         kv_cnt += n_blocks
         t_cnt += 1
         row0 = off_m + WG * BLOCK_M
-        if TMA_STORE and row0 + BLOCK_M <= seq_len:  # Q's buffer holds O until the store has read it
-            _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0)
-            mbarrier_arrive(q_empty.index(qb))
+        if TMA_STORE and row0 + BLOCK_M <= seq_len:
+            if O_SEPARATE:  # its own O buffer: Q's is free now
+                mbarrier_arrive(q_empty.index(qb))
+                _epilogue_tma(acc, l_i, o_bufs.index(WG), o_desc, bh * seq_len + row0)
+            else:  # Q's buffer holds O until the store has read it
+                _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0)
+                mbarrier_arrive(q_empty.index(qb))
             if WRITE_LSE:
                 _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len)
         else:
@@ -533,16 +537,20 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
 
 @gluon.jit
 def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh,
-                 HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                 V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-                 HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                 PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+                 HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                 CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr,
+                 OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
+                 CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     dtype: gl.constexpr = q_desc.dtype
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
     q_bufs = gl.allocate_shared_memory(dtype, [4] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
     v_bufs = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
+    if TMA_STORE and O_SEPARATE:  # fp8: O (bf16) cannot be staged in Q's fp8 buffers; one O tile per consumer
+        o_bufs = gl.allocate_shared_memory(o_desc.dtype, [2] + o_desc.block_type.shape, o_desc.layout)
+    else:
+        o_bufs = q_bufs
     q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], MBarrierLayout())
@@ -566,10 +574,10 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
     gl.warp_specialize([
         (_ws_consumer, (0, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE)),
+                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, o_bufs)),
         (_ws_consumer, (1, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE)),
+                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, o_bufs)),
         (_ws_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                         v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED,
                         HEAD_GROUP)),
@@ -605,14 +613,17 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # H200, Triton 3.6.0, fp8 against our bf16, benchmarks/results/bench_h200_fp8_knobs_all.json
     # (experiments/hopper_fp8_knobs.py). block_n 256 as FlashAttention-3's fp8 tile (128 x 224 for D=128): a step's
     # fixed work over twice the keys; without overlap (it spills with it) and ping-pong. 1.38-1.48x our bf16 where
-    # the defaults gave 1.21-1.27x non-causal; causal S <= 4k keeps 128-key blocks or head groups of 2.
+    # the defaults gave 1.21-1.27x non-causal; causal S <= 4k keeps 128-key blocks or head groups of 2. The
+    # TMA-store epilogue goes wherever fp8's own O buffer fits (`_config`): the causal S <= 1k 128-key build, 529 ->
+    # 619 TFLOPS; the D=128 256-key builds have no shared memory left for it.
     (False, 128): ((2**31 - 1, _FP8_BN256),),
     (True, 128): ((1024, {"pingpong": False, "head_group": 8}), (4096, {**_FP8_BN256, "head_group": 2}),
                   (2**31 - 1, _FP8_BN256)),
     # D=64 (bench_h200_fp8_knobs_d64.json): 1.24-1.25x our bf16 non-causal (defaults 1.09x), causal 1.09-1.24x
-    # with head groups of 4 (defaults 1.04-1.06x)
+    # with head groups of 4 (defaults 1.04-1.06x). Causal without the TMA-store epilogue: with it ptxas spills 32 B
+    # and it read 0.2-1% slower (bench_h200_fp8_tma_store.json); non-causal D=64 gains up to 6.5% from it.
     (False, 64): ((2**31 - 1, _FP8_BN256),),
-    (True, 64): ((2**31 - 1, {**_FP8_BN256, "head_group": 4}),),
+    (True, 64): ((2**31 - 1, {**_FP8_BN256, "head_group": 4, "tma_store": False}),),
 }
 """``TUNED_WS`` for fp8 (e4m3) inputs."""
 
@@ -643,18 +654,35 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
     fp8 = dtype == "fp8e4nv"
     if variant == "ws":
         defaults = dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
-                        head_group=0, tma_store=not fp8, consumer_regs=240, producer_regs=24)
+                        head_group=0, tma_store=None, consumer_regs=240, producer_regs=24)
         chosen = {**defaults, **_tuned_knobs(causal, head_dim, seq_len, fp8), **knobs}
-        if fp8 and chosen["tma_store"]:
-            raise ValueError("tma_store needs 16-bit inputs: O (bf16) is staged in Q's buffer, which is fp8 here")
+        smem = _ws_shared_bytes(head_dim, chosen["block_n"], chosen["stages"], fp8, o_buffer=fp8)
+        if chosen["tma_store"] is None:  # 16-bit: always (O staged in Q's buffer); fp8: where its O buffer fits
+            chosen["tma_store"] = not fp8 or smem <= SM90_SHARED_BYTES
+        elif fp8 and chosen["tma_store"] and smem > SM90_SHARED_BYTES:
+            raise ValueError(f"tma_store: fp8 needs its own O buffer, and with block_n={chosen['block_n']}, "
+                             f"stages={chosen['stages']} the kernel would need {smem} B of shared memory "
+                             f"(sm_90: {SM90_SHARED_BYTES})")
         consts = {WS_KNOBS[k]: (bool(v) if k in ("pingpong", "overlap", "tma_store") else int(v))
                   for k, v in chosen.items()}
-        return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8, **consts),
-                    num_warps=4, block_m_cta=128)
+        return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
+                                    O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=128)
     bn = knobs.get("block_n") or (128 if head_dim == 64 or fp8 else 64)
     st = knobs.get("stages") or 2
     return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=128, BLOCK_N=bn, STAGES=st, CAUSAL=bool(causal),
                                 V_TRANSPOSED=fp8), num_warps=8, block_m_cta=128)
+
+
+SM90_SHARED_BYTES = 232448
+"""Shared memory one block may opt into on sm_90 (227 KB)."""
+
+
+def _ws_shared_bytes(head_dim: int, block_n: int, stages: int, fp8: bool, o_buffer: bool) -> int:
+    """The ws kernel's shared memory: 4 Q tiles of 64 rows, `stages` K and V (V^T) tiles, 2 bf16 O tiles when fp8
+    stages O apart from Q, and 1 KB for barriers and alignment."""
+    elem = 1 if fp8 else 2
+    o_tiles = 2 * 64 * head_dim * 2 if o_buffer else 0
+    return 4 * 64 * head_dim * elem + stages * 2 * block_n * head_dim * elem + o_tiles + 1024
 
 
 def _desc_blocks(cfg: dict):

@@ -69,10 +69,12 @@ def test_rejects_bad_configuration():
         compile_hopper_attention("bf16", 96)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", pytest.param("fp8e4nv", marks=SPILLS_ON_39)])
-def test_causal_d128_ws_has_no_spills(dtype):
+@pytest.mark.parametrize("dtype,bound", [("bf16", 0), pytest.param("fp8e4nv", 4, marks=SPILLS_ON_39)])
+def test_causal_d128_ws_spills_at_most_its_bound(dtype, bound):
+    """bf16 none; fp8's 128-key build 4 B each way with its TMA-store epilogue (0 without it; the epilogue took the
+    causal S=1k build from 529 to 619 TFLOPS on the H200, bench_h200_fp8_tma_store.json)."""
     rep = ptxas_report(compile_hopper_attention(dtype, 128, True, "ws"))
-    assert rep["spill_stores"] == 0 and rep["spill_loads"] == 0, rep["log"]
+    assert rep["spill_stores"] <= bound and rep["spill_loads"] <= bound, rep["log"]
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -80,8 +82,8 @@ def test_fp8_p_operand_needs_no_shuffles(causal):
     """fp8 P reaches the PV wgmma's A-operand layout by a register relabelling (keys renumbered within groups of 16,
     V^T's columns likewise) plus cvt/pack: no byte permutes, and no more shuffles than the bf16 build (the row
     max/sum reductions). Before: 512 prmt and 97 shfl in this PTX."""
-    fp8 = compile_hopper_attention("fp8e4nv", 128, causal, "ws").asm["ptx"]
-    # the bf16 build with fp8's epilogue (direct stores: the TMA store's leader election adds shuffles)
+    # both with direct stores: the TMA-store epilogue's leader election adds shuffles of its own
+    fp8 = compile_hopper_attention("fp8e4nv", 128, causal, "ws", tma_store=False).asm["ptx"]
     bf16 = compile_hopper_attention("bf16", 128, causal, "ws", tma_store=False).asm["ptx"]
     assert fp8.count("prmt") == 0
     assert fp8.count("shfl.sync") == bf16.count("shfl.sync")

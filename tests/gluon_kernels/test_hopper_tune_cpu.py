@@ -61,16 +61,26 @@ def test_unknown_knob_is_refused():
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-def test_16bit_ws_kernels_store_full_tiles_of_o_by_tma_and_fp8_ones_directly(dtype):
-    """The 16-bit ws kernel stages O in the tile's own Q buffer and writes it with one TMA store per consumer (plus
-    the row-masked direct store for tiles that reach past S); fp8 cannot (its Q buffers are fp8, O is bf16) and
-    refuses the knob; `tma_store=False` gives the direct stores alone."""
-    def ptx(dtype, **knobs):
+def test_16bit_ws_kernels_store_full_tiles_of_o_by_tma(dtype):
+    """The 16-bit ws kernel stages O in the tile's own Q buffer and writes it with one TMA store per consumer (the
+    row-masked direct store stays for tiles that reach past S); `tma_store=False` gives the direct stores alone."""
+    def ptx(**knobs):
         return compile_hopper_attention(dtype, 128, False, "ws", seq_len=1024, **knobs).asm["ptx"]
 
-    bulk_store = "cp.async.bulk.tensor.2d.global.shared"
-    assert ptx(dtype).count(bulk_store) == 2  # one per consumer warpgroup
-    assert bulk_store not in ptx(dtype, tma_store=False)
-    assert bulk_store not in ptx("fp8e4nv")
-    with pytest.raises(ValueError, match="tma_store needs 16-bit inputs"):
-        compile_hopper_attention("fp8e4nv", 128, False, "ws", tma_store=True)
+    assert ptx().count(BULK_STORE) == 2  # one per consumer warpgroup
+    assert BULK_STORE not in ptx(tma_store=False)
+
+
+def test_fp8_stores_o_by_tma_where_its_own_o_buffer_fits_in_shared_memory():
+    """fp8 stages O (bf16) in a buffer of its own: the 128-key causal S <= 1k build has room (and uses it), the
+    256-key D=128 builds do not (default off; asked for, a clear error with the byte count)."""
+    from gluon_kernels.hopper_fa import SM90_SHARED_BYTES
+
+    small = compile_hopper_attention("fp8e4nv", 128, True, "ws", seq_len=1024)
+    assert small.asm["ptx"].count(BULK_STORE) == 2 and small.metadata.shared <= SM90_SHARED_BYTES
+    assert BULK_STORE not in compile_hopper_attention("fp8e4nv", 128, False, "ws", seq_len=4096).asm["ptx"]
+    with pytest.raises(ValueError, match=r"tma_store: fp8 needs its own O buffer.*\d+ B of shared memory"):
+        compile_hopper_attention("fp8e4nv", 128, False, "ws", seq_len=4096, tma_store=True)
+
+
+BULK_STORE = "cp.async.bulk.tensor.2d.global.shared"
