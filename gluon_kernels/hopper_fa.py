@@ -609,16 +609,18 @@ the caller passes. Filled from the JSON of ``benchmarks/hopper_attention_tune.py
 this literal). A (causal, head_dim) without an entry runs the defaults."""
 
 _FP8_BN256 = {"block_n": 256, "stages": 3, "overlap": False, "pingpong": False}
+_FP8_BN256_ST2 = {**_FP8_BN256, "stages": 2}
 TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # H200, Triton 3.6.0, fp8 against our bf16, benchmarks/results/bench_h200_fp8_knobs_all.json
     # (experiments/hopper_fp8_knobs.py). block_n 256 as FlashAttention-3's fp8 tile (128 x 224 for D=128): a step's
     # fixed work over twice the keys; without overlap (it spills with it) and ping-pong. 1.38-1.48x our bf16 where
     # the defaults gave 1.21-1.27x non-causal; causal S <= 4k keeps 128-key blocks or head groups of 2. The
-    # TMA-store epilogue goes wherever fp8's own O buffer fits (`_config`): the causal S <= 1k 128-key build, 529 ->
-    # 619 TFLOPS; the D=128 256-key builds have no shared memory left for it.
-    (False, 128): ((2**31 - 1, _FP8_BN256),),
-    (True, 128): ((1024, {"pingpong": False, "head_group": 8}), (4096, {**_FP8_BN256, "head_group": 2}),
-                  (2**31 - 1, _FP8_BN256)),
+    # TMA-store epilogue goes wherever fp8's own O buffer fits (`_config`): with 3 stages of 256 keys it does not,
+    # with 2 it does. Re-measured with it (bench_h200_fp8_knobs_tma_store.json, one interleaved run): 2 stages and
+    # the TMA store win at non-causal S <= 2k (1.40x our bf16, from 1.29/1.37) and causal 2k-16k (2k: 1.32 from
+    # 1.24); 3 stages win at non-causal 4k-16k; causal S <= 1k is fastest with the 128-key defaults (1.39x).
+    (False, 128): ((2048, _FP8_BN256_ST2), (2**31 - 1, _FP8_BN256)),
+    (True, 128): ((1024, {}), (2**31 - 1, _FP8_BN256_ST2)),
     # D=64 (bench_h200_fp8_knobs_d64.json): 1.24-1.25x our bf16 non-causal (defaults 1.09x), causal 1.09-1.24x
     # with head groups of 4 (defaults 1.04-1.06x). Causal without the TMA-store epilogue: with it ptxas spills 32 B
     # and it read 0.2-1% slower (bench_h200_fp8_tma_store.json); non-causal D=64 gains up to 6.5% from it.
