@@ -157,8 +157,8 @@ def _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len):
 
 @gluon.jit
 def _epilogue_tma(acc, l_i, o_smem, o_desc, row0):
-    """O = acc / l through shared memory and one TMA store of the whole [BLOCK_M, D] tile (``o_smem``: the tile's
-    own Q buffer, free once its last Q K^T is done). Why: the wgmma accumulator layout gives each thread 4-byte
+    """O = acc / l through shared memory and one TMA store of the whole [BLOCK_M, D] tile (``o_smem``: 16-bit, the
+    tile's own Q buffer, free once its last Q K^T is done; fp8, an O tile of its own). Why: the wgmma accumulator layout gives each thread 4-byte
     pieces of rows, so a direct store issues many narrow, scattered writes; FlashAttention-3 stages O the same way.
     Only for tiles wholly inside the head (a TMA store cannot mask rows that belong to the next head)."""
     o_layout: gl.constexpr = acc.type.layout
@@ -613,9 +613,8 @@ _FP8_BN256_ST2 = {**_FP8_BN256, "stages": 2}
 TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # H200, Triton 3.6.0, fp8 against our bf16, benchmarks/results/bench_h200_fp8_knobs_all.json
     # (experiments/hopper_fp8_knobs.py). block_n 256 as FlashAttention-3's fp8 tile (128 x 224 for D=128): a step's
-    # fixed work over twice the keys; without overlap (it spills with it) and ping-pong. 1.38-1.48x our bf16 where
-    # the defaults gave 1.21-1.27x non-causal; causal S <= 4k keeps 128-key blocks or head groups of 2. The
-    # TMA-store epilogue goes wherever fp8's own O buffer fits (`_config`): with 3 stages of 256 keys it does not,
+    # fixed work over twice the keys; without overlap (it spills with it) and ping-pong: 1.38-1.48x our bf16 where
+    # the defaults gave 1.21-1.27x non-causal (before the TMA-store epilogue). The TMA-store epilogue goes wherever fp8's own O buffer fits (`_config`): with 3 stages of 256 keys it does not,
     # with 2 it does. Re-measured with it (bench_h200_fp8_knobs_tma_store.json, one interleaved run): 2 stages and
     # the TMA store win at non-causal S <= 2k (1.40x our bf16, from 1.29/1.37) and causal 2k-16k (2k: 1.32 from
     # 1.24); 3 stages win at non-causal 4k-16k; causal S <= 1k is fastest with the 128-key defaults (1.39x).
