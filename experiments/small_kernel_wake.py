@@ -3,10 +3,10 @@
 within 3% on a light workload of our own (experiments/sweep_workloads/small_adds.py). One candidate: SMs idle for
 a while take time to start a CTA, and a replay leaves all but two idle (its stream hold is a 1-thread spin).
 
-Times our add kernel (512 to 1M elements) and a 1-thread spin of the same length, call by call, each after the
-timer's usual stream hold, in three arms: the hold alone; the hold, then a fill kernel over every SM just before
-the start event; and the hold followed by that fill with the start event before it (the fill's own time, for
-reference). Prints the medians (µs) per size and arm.
+Times our add kernel (512 to 1M elements) call by call, each call after the timer's usual stream hold, in three
+arms: the add after the hold alone ("hold"); the add after the hold and a fill kernel over every SM queued just
+before the start event ("hold+fill"); and the fill alone, for reference ("fill"). Prints the medians (µs) per
+size and arm.
 
     PYTHONPATH=$PWD python experiments/small_kernel_wake.py [--calls 2000]
 """
@@ -42,16 +42,10 @@ def main() -> None:
             for arm in (times if call % 2 else reversed(list(times))):
                 begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 hold_stream(torch, 60.0)
-                if arm == "fill":
-                    begin.record()
+                if arm == "hold+fill":
                     wake.zero_()
-                elif arm == "hold+fill":
-                    wake.zero_()
-                    begin.record()
-                    launch()
-                else:
-                    begin.record()
-                    launch()
+                begin.record()
+                wake.zero_() if arm == "fill" else launch()
                 end.record()
                 times[arm].append((begin, end))
         torch.cuda.synchronize()

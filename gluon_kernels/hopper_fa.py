@@ -805,7 +805,7 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
     n_m = triton.cdiv(S, cfg["block_m_cta"])
     if variant == "ws":
         grid = persistent_grid(q.device, n_m * BH)
-        o_desc = descriptor(o.view(-1, D), out_dtype(dtype), q_block)
+        o_desc = descriptor(rows(o), out_dtype(dtype), q_block)
         _attn_fwd_ws[grid](q_desc, k_desc, v_desc, o, o_desc, lse, qk_scale, S, BH, **consts,
                            num_warps=cfg["num_warps"])
     else:
