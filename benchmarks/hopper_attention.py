@@ -28,7 +28,7 @@ QUICK = dict(head_dims="128", seqlens="1024,4096,16384")
 VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-nopp": dict(variant="ws", pingpong=False), "ws-noov": dict(variant="ws", overlap=False),
                   "ws-plain": dict(variant="ws", pingpong=False, overlap=False),
-                  "ws-gst": dict(variant="ws", tma_store=False)}
+                  "ws-gst": dict(variant="ws", tma_store=False), "ws-wait": dict(variant="ws", defer_wait=False)}
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
 
@@ -41,7 +41,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--variants", default="ws", help="our kernel variants, comma-separated: ws (persistent, "
                     "warp-specialized, tuned knobs), ws-nopp (no ping-pong), ws-noov (no intra-warpgroup overlap), "
                     "ws-plain (neither), ws-gst (O written by direct global stores, not through shared memory and "
-                    "TMA), simple (one program per tile, no specialization)")
+                    "TMA), ws-wait (each TMA store of O waited for at once, not after the next tile's first "
+                    "block), simple (one program per tile, no specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")

@@ -156,17 +156,35 @@ def _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len):
 
 
 @gluon.jit
-def _epilogue_tma(acc, l_i, o_smem, o_desc, row0):
+def _epilogue_tma(acc, l_i, o_smem, o_desc, row0, DEFER_WAIT: gl.constexpr):
     """O = acc / l through shared memory and one TMA store of the whole [BLOCK_M, D] tile (``o_smem``: 16-bit, the
-    tile's own Q buffer, free once its last Q K^T is done; fp8, an O tile of its own). Why: the wgmma accumulator layout gives each thread 4-byte
-    pieces of rows, so a direct store issues many narrow, scattered writes; FlashAttention-3 stages O the same way.
-    Only for tiles wholly inside the head (a TMA store cannot mask rows that belong to the next head)."""
+    tile's own Q buffer, free once its last Q K^T is done; fp8, an O tile of its own). Why: the wgmma accumulator
+    layout gives each thread 4-byte pieces of rows, so a direct store issues many narrow, scattered writes;
+    FlashAttention-3 stages O the same way. Only for tiles wholly inside the head (a TMA store cannot mask rows
+    that belong to the next head).
+
+    DEFER_WAIT: return with the store in flight; the caller waits for it (``_release_stored``) once the next tile
+    has started, instead of idling here until the store has read shared memory. Any earlier store of this
+    warpgroup is waited for first, since with one O tile of its own (fp8) it is the buffer written next."""
     o_layout: gl.constexpr = acc.type.layout
     l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
+    if DEFER_WAIT:
+        tma_store_wait(0)
     o_smem.store((acc * gl.expand_dims(1.0 / l_o, 1)).to(o_desc.dtype))
     fence_async_shared()
     tma_store(o_desc, [row0, 0], o_smem)
-    tma_store_wait(0)
+    if not DEFER_WAIT:
+        tma_store_wait(0)
+
+
+@gluon.jit
+def _release_stored(pending, q_empty_prev):
+    """With a deferred store wait (DEFER_WAIT, 16-bit): once the store of the previous tile's O has read its Q
+    buffer, hand that buffer back to the producer (`pending`: the previous tile took the TMA store and still holds
+    it). Called after the first K/V block of the next tile, so the store overlaps that block's Q K^T."""
+    if pending:
+        tma_store_wait(0)
+        mbarrier_arrive(q_empty_prev)
 
 
 @gluon.jit
@@ -273,6 +291,20 @@ def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, 
 # kernel 2: persistent, warp-specialized (1 producer warp + 2 consumer warpgroups), optional ping-pong
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
+def _snake(tile, total):
+    """Boustrophedon order over the waves of P tiles: odd waves are handed out in reverse, so that a program that
+    took a wave's costliest tile takes the next wave's cheapest. The last wave, when partial, keeps its order (its
+    tiles are the cheapest; reversed, some would lie past `total`). A bijection on [0, total): the producer and
+    the consumers, which all walk `_tile_plan`, still agree. With tiles in falling cost (causal, all heads at
+    once), the busiest program's K/V blocks at S = 4k-16k go from 1.06x the mean to 1.01x (a count over the
+    schedule, D=128 and 64, FA3's shapes)."""
+    P = gl.num_programs(0)
+    wave = tile // P
+    flip = ((wave % 2) == 1) & ((wave + 1) * P <= total)
+    return tile + flip.to(gl.int32) * (2 * wave * P + P - 1 - 2 * tile)
+
+
+@gluon.jit
 def _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N: gl.constexpr,
                CAUSAL: gl.constexpr, HEAD_GROUP: gl.constexpr):
     """Where persistent tile `tile` lies: (batch*head, first query row, KV blocks without mask, KV blocks).
@@ -287,9 +319,13 @@ def _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N:
     section after the other, as FlashAttention-3's LPT scheduler does with as many heads as fit their K/V in L2.
     With all heads at once, a wave at short S reads the K/V of as many heads as it has tiles and L2 reuses
     little (bf16 D=128 causal S=2k, H200: 398 TFLOPS against 437 for the earlier head-major order,
-    benchmarks/results/bench_h200_before_causal_schedule.json); sections keep the balance and the reuse."""
+    benchmarks/results/bench_h200_before_causal_schedule.json); sections keep the balance and the reuse.
+
+    HEAD_GROUP 0 also snakes (``_snake``): within a wave the cost still falls from the first program to the last,
+    and round-robin gave program 0 the costliest tile of every wave, 6% above the mean at S >= 4k."""
     if CAUSAL:
         if HEAD_GROUP == 0:
+            tile = _snake(tile, num_m * num_bh)
             bh = tile % num_bh
             mt = num_m - 1 - tile // num_bh
         else:
@@ -392,7 +428,8 @@ def _v_operand(v_bufs, st, V_TRANSPOSED: gl.constexpr):
 
 @gluon.jit
 def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
-                        turn_mine, turn_other, m_i, l_i, acc, qk_scale, rows, seq_len, s_layout: gl.constexpr,
+                        turn_mine, turn_other, pending, q_empty_prev, LATE_RELEASE: gl.constexpr, m_i, l_i, acc,
+                        qk_scale, rows, seq_len, s_layout: gl.constexpr,
                         p_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr):
     """One query tile with FA3's intra-warpgroup overlap (FA3 §3.2): iteration j issues S_j = Q K_j^T and
@@ -401,6 +438,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
 
     Token bookkeeping: per tile a warpgroup takes the turn n_blocks + 1 times (prologue, each loop step, final PV);
     its k-th take overall waits for parity k & 1, and k = (sum of earlier n_blocks) + (earlier tiles) + step.
+    `pending`, `q_empty_prev`: the previous tile's Q buffer, released after the prologue where LATE_RELEASE
+    (``_release_stored``).
     """
     tk = kv_cnt + t_cnt
     # prologue: S_0, softmax_0 (acc is zero: no rescale needed)
@@ -419,6 +458,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     m_i = gl.max(s, axis=1) * qk_scale
     p = gl.exp2(s * qk_scale - gl.expand_dims(m_i, 1))
     l_i = gl.sum(p, axis=1)
+    if LATE_RELEASE:
+        _release_stored(pending, q_empty_prev)
     # P crosses the loop back edge. 16-bit: as the A operand. fp8: as fp32, packed at the top of the next step; an
     # fp8 tensor carried by the loop is split into single bytes and re-packed each step (~450 PRMT in the SASS).
     if V_TRANSPOSED:
@@ -480,13 +521,16 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                  turns, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM: gl.constexpr,
                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-                 HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr, o_bufs):
+                 HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
+                 DEFER_WAIT: gl.constexpr, o_bufs):
     dtype: gl.constexpr = q_bufs.dtype
     bits: gl.constexpr = dtype.primitive_bitwidth
     s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
     o_layout: gl.constexpr = _wgmma_layout(HEAD_DIM, bits, 4)
     p_layout: gl.constexpr = _p_operand_layout(o_layout, bits)
     BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
+    # 16-bit with a deferred store wait: O sits in the tile's Q buffer, released during the next tile
+    LATE_RELEASE: gl.constexpr = TMA_STORE and DEFER_WAIT and not O_SEPARATE
     turn_mine = turns.index(WG)
     turn_other = turns.index(1 - WG)
 
@@ -494,6 +538,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
     total = num_m * num_bh
     kv_cnt = 0
     t_cnt = 0
+    pending = 0  # DEFER_WAIT, 16-bit: the previous tile's O store still holds its Q buffer
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
         bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL,
                                                  HEAD_GROUP)
@@ -509,30 +554,42 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
         # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
         if OVERLAP:
             m_i, l_i, acc = _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs, k_ready,
-                                                k_empty, v_ready, v_empty, turn_mine, turn_other, m_i, l_i, acc,
-                                                qk_scale, rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N,
-                                                STAGES, CAUSAL, V_TRANSPOSED, PINGPONG)
+                                                k_empty, v_ready, v_empty, turn_mine, turn_other, pending,
+                                                q_empty.index(1 - qb), LATE_RELEASE, m_i, l_i, acc, qk_scale, rows,
+                                                seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
+                                                V_TRANSPOSED, PINGPONG)
         else:
             for j in range(0, n_blocks):
                 m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
                                           turn_mine, turn_other, m_i, l_i, acc, qk_scale, j * BLOCK_N, j >= n_full,
                                           rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                                           V_TRANSPOSED, PINGPONG)
+                if LATE_RELEASE:
+                    if j == 0:
+                        _release_stored(pending, q_empty.index(1 - qb))
         kv_cnt += n_blocks
         t_cnt += 1
         row0 = off_m + WG * BLOCK_M
         if TMA_STORE and row0 + BLOCK_M <= seq_len:
             if O_SEPARATE:  # its own O buffer: Q's is free now
                 mbarrier_arrive(q_empty.index(qb))
-                _epilogue_tma(acc, l_i, o_bufs.index(WG), o_desc, bh * seq_len + row0)
+                _epilogue_tma(acc, l_i, o_bufs.index(WG), o_desc, bh * seq_len + row0, DEFER_WAIT)
+                pending = 0
             else:  # Q's buffer holds O until the store has read it
-                _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0)
-                mbarrier_arrive(q_empty.index(qb))
+                _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0, DEFER_WAIT)
+                if DEFER_WAIT:
+                    pending = 1
+                else:
+                    mbarrier_arrive(q_empty.index(qb))
+                    pending = 0
             if WRITE_LSE:
                 _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len)
         else:
             mbarrier_arrive(q_empty.index(qb))
+            pending = 0
             _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM, WRITE_LSE)
+    if TMA_STORE and DEFER_WAIT:  # shared memory must outlive the last store
+        tma_store_wait(0)
 
 
 @gluon.jit
@@ -540,7 +597,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                  CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr,
                  OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
-                 CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+                 DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     dtype: gl.constexpr = q_desc.dtype
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
@@ -574,10 +631,12 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
     gl.warp_specialize([
         (_ws_consumer, (0, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, o_bufs)),
+                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
+                        o_bufs)),
         (_ws_consumer, (1, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, o_bufs)),
+                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
+                        o_bufs)),
         (_ws_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                         v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED,
                         HEAD_GROUP)),
@@ -590,25 +649,26 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
 VARIANTS = ("ws", "simple")
 
 WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
-            "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "consumer_regs": "CONSUMER_REGS",
-            "producer_regs": "PRODUCER_REGS"}
+            "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
+            "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
 TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
-    # H200, Triton 3.6.0, bf16, benchmarks/results/bench_h200_tune.json (`hopper_attention_tune.py --emit-table`)
+    # H200, Triton 3.6.0, bf16 (`hopper_attention_tune.py --emit-table`): non-causal from
+    # benchmarks/results/bench_h200_tune.json, causal from bench_h200_tune_causal_snake.json (after the snake order)
     (False, 64): ((2**31 - 1, {"pingpong": False}),),
     (False, 128): ((2**31 - 1, {"pingpong": False}),),
-    (True, 64): ((1024, {"head_group": 4}), (2048, {"head_group": 16}),
-                 (2**31 - 1, {"head_group": 16, "pingpong": False})),
-    (True, 128): ((1024, {"head_group": 8, "pingpong": False}), (4096, {"head_group": 2}), (2**31 - 1, {})),
+    (True, 64): ((2048, {"head_group": 16, "pingpong": False}), (4096, {"pingpong": False}),
+                 (8192, {"head_group": 16}), (2**31 - 1, {})),
+    (True, 128): ((2**31 - 1, {"pingpong": False}),),
 }
 """Measured ws knobs per (causal, head_dim) for 16-bit inputs: ``((max_seq_len, {knob: value}), ...)`` in rising
 max_seq_len; the first entry with seq_len <= max_seq_len applies, over the defaults of ``_config``, under any knob
 the caller passes. Filled from the JSON of ``benchmarks/hopper_attention_tune.py`` (its ``--emit-table`` prints
 this literal). A (causal, head_dim) without an entry runs the defaults."""
 
-_FP8_BN256 = {"block_n": 256, "stages": 3, "overlap": False, "pingpong": False}
+_FP8_BN256 = {"block_n": 256, "stages": 3, "overlap": False, "pingpong": False, "defer_wait": False}
 _FP8_BN256_ST2 = {**_FP8_BN256, "stages": 2}
 TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # H200, Triton 3.6.0, fp8 against our bf16, benchmarks/results/bench_h200_fp8_knobs_all.json
@@ -618,6 +678,9 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # with 2 it does. Re-measured with it (bench_h200_fp8_knobs_tma_store.json, one interleaved run): 2 stages and
     # the TMA store win at non-causal S <= 2k (1.40x our bf16, from 1.29/1.37) and causal 2k-16k (2k: 1.32 from
     # 1.24); 3 stages win at non-causal 4k-16k; causal S <= 1k is fastest with the 128-key defaults (1.39x).
+    # The deferred store wait (`defer_wait`; bench_h200_defer_wait_call.json, _d64_call.json) costs the 256-key
+    # builds that use their O buffer 4-7% (D=128 causal 4k-16k 802 -> 768 and 870 -> 810 TFLOPS, D=64 non-causal
+    # 554 -> 528 at 1k) and helps the 128-key one (593 -> 603 at D=128 causal 1k).
     (False, 128): ((2048, _FP8_BN256_ST2), (2**31 - 1, _FP8_BN256)),
     (True, 128): ((1024, {}), (2**31 - 1, _FP8_BN256_ST2)),
     # D=64 (bench_h200_fp8_knobs_d64.json): 1.24-1.25x our bf16 non-causal (defaults 1.09x), causal 1.09-1.24x
@@ -655,7 +718,7 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
     fp8 = dtype == "fp8e4nv"
     if variant == "ws":
         defaults = dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
-                        head_group=0, tma_store=None, consumer_regs=240, producer_regs=24)
+                        head_group=0, tma_store=None, defer_wait=True, consumer_regs=240, producer_regs=24)
         chosen = {**defaults, **_tuned_knobs(causal, head_dim, seq_len, fp8), **knobs}
         smem = _ws_shared_bytes(head_dim, chosen["block_n"], chosen["stages"], fp8, o_buffer=fp8)
         if chosen["tma_store"] is None:  # 16-bit: always (O staged in Q's buffer); fp8: where its O buffer fits
@@ -664,7 +727,7 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
             raise ValueError(f"tma_store: fp8 needs its own O buffer, and with block_n={chosen['block_n']}, "
                              f"stages={chosen['stages']} the kernel would need {smem} B of shared memory "
                              f"(sm_90: {SM90_SHARED_BYTES})")
-        consts = {WS_KNOBS[k]: (bool(v) if k in ("pingpong", "overlap", "tma_store") else int(v))
+        consts = {WS_KNOBS[k]: (bool(v) if k in ("pingpong", "overlap", "tma_store", "defer_wait") else int(v))
                   for k, v in chosen.items()}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
                                     O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=128)

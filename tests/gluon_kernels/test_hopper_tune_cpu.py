@@ -71,6 +71,18 @@ def test_16bit_ws_kernels_store_full_tiles_of_o_by_tma(dtype):
     assert BULK_STORE not in ptx(tma_store=False)
 
 
+def test_deferred_store_wait_waits_in_the_next_tile_and_before_exit():
+    """`defer_wait` (the default) leaves O's TMA store in flight: each consumer waits for it after the next tile's
+    first block (to hand Q's buffer back), before writing O again and once before the kernel ends; 3 waits per
+    consumer instead of the 1 right after the store. Without a TMA store there is nothing to wait for."""
+    def ptx(**knobs):
+        return compile_hopper_attention("bf16", 128, False, "ws", seq_len=1024, **knobs).asm["ptx"]
+
+    assert ptx().count(STORE_WAIT) == 6
+    assert ptx(defer_wait=False).count(STORE_WAIT) == 2
+    assert ptx(tma_store=False) == ptx(tma_store=False, defer_wait=False)
+
+
 def test_fp8_stores_o_by_tma_where_its_own_o_buffer_fits_in_shared_memory():
     """fp8 stages O (bf16) in a buffer of its own: the 128-key causal S <= 1k build has room (and uses it), the
     256-key D=128 builds do not (default off; asked for, a clear error with the byte count)."""
@@ -84,3 +96,4 @@ def test_fp8_stores_o_by_tma_where_its_own_o_buffer_fits_in_shared_memory():
 
 
 BULK_STORE = "cp.async.bulk.tensor.2d.global.shared"
+STORE_WAIT = "cp.async.bulk.wait_group.read"
