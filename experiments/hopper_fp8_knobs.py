@@ -15,11 +15,13 @@ import contextlib
 import json
 
 SHAPES = [(S, causal) for causal in (False, True) for S in (1024, 2048, 4096, 8192, 16384)]
-BN256 = dict(block_n=256, stages=3, overlap=False, pingpong=False)
-KNOBS = {128: [dict(pingpong=False), BN256, {**BN256, "stages": 2}, {**BN256, "head_group": 2},
-               {**BN256, "head_group": 8}, dict(pingpong=False, head_group=8)],
-         64: [dict(pingpong=False), BN256, {**BN256, "stages": 4}, {**BN256, "pingpong": True},
-              {**BN256, "head_group": 4}, {**BN256, "head_group": 16}]}
+BN256 = dict(block_n=256, stages=3, overlap=False, pingpong=False, defer_wait=False)
+KNOBS = {128: [dict(pingpong=False), dict(pingpong=False, defer_wait=False), BN256, {**BN256, "stages": 2},
+               {**BN256, "stages": 2, "defer_wait": True}, {**BN256, "stages": 2, "head_group": 8},
+               dict(pingpong=False, head_group=8)],
+         64: [dict(pingpong=False), BN256, {**BN256, "stages": 4}, {**BN256, "stages": 2},
+              {**BN256, "head_group": 4}, {**BN256, "head_group": 16}, {**BN256, "head_group": 4, "tma_store": True}]}
+# Knobs apply over the TUNED_WS_FP8 entry of each S (`{}` is that entry alone).
 # block_n 256 as FlashAttention-3's fp8 tile (128 x 224 for D=128, hopper/tile_size.h; Gluon tiles are powers of
 # two): a step's fixed work (row max and sum, the O rescale, the barrier waits) spread over twice the keys. With
 # overlap it spills (608 LDL in the sm_90a build); without, 168 registers and no spills.
