@@ -597,7 +597,8 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                  CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr,
                  OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
-                 DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+                 DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                 num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     dtype: gl.constexpr = q_desc.dtype
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
@@ -677,10 +678,11 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # H200, Triton 3.6.0, fp8 against our bf16, benchmarks/results/bench_h200_fp8_knobs_all.json
     # (experiments/hopper_fp8_knobs.py). block_n 256 as FlashAttention-3's fp8 tile (128 x 224 for D=128): a step's
     # fixed work over twice the keys; without overlap (it spills with it) and ping-pong: 1.38-1.48x our bf16 where
-    # the defaults gave 1.21-1.27x non-causal (before the TMA-store epilogue). The TMA-store epilogue goes wherever fp8's own O buffer fits (`_config`): with 3 stages of 256 keys it does not,
-    # with 2 it does. Re-measured with it (bench_h200_fp8_knobs_tma_store.json, one interleaved run): 2 stages and
-    # the TMA store win at non-causal S <= 2k (1.40x our bf16, from 1.29/1.37) and causal 2k-16k (2k: 1.32 from
-    # 1.24); 3 stages win at non-causal 4k-16k; causal S <= 1k is fastest with the 128-key defaults (1.39x).
+    # the defaults gave 1.21-1.27x non-causal (before the TMA-store epilogue). The TMA-store epilogue goes wherever
+    # fp8's own O buffer fits (`_config`): with 3 stages of 256 keys it does not, with 2 it does. Re-measured with
+    # it (bench_h200_fp8_knobs_tma_store.json, one interleaved run): 2 stages and the TMA store win at non-causal
+    # S <= 2k (1.40x our bf16, from 1.29/1.37) and causal 2k-16k (2k: 1.32 from 1.24); 3 stages win at non-causal
+    # 4k-16k; causal S <= 1k is fastest with the 128-key defaults (1.39x).
     # The deferred store wait (`defer_wait`; bench_h200_defer_wait_call.json, _d64_call.json) costs the 256-key
     # builds that use their O buffer 4-7% (D=128 causal 4k-16k 802 -> 768 and 870 -> 810 TFLOPS, D=64 non-causal
     # 554 -> 528 at 1k) and helps the 128-key one (593 -> 603 at D=128 causal 1k).
@@ -771,8 +773,8 @@ def compile_hopper_attention(dtype: str = "bf16", head_dim: int = 128, causal: b
 
     ``dtype``: "fp16", "bf16" or "fp8e4nv". ``seq_len``: build what the wrapper launches at that S (its
     ``TUNED_WS`` entry). Extra keyword arguments: the ``WS_KNOBS`` (tile/schedule choices: ``block_n``, ``stages``,
-    ``pingpong``, ``overlap``, ``head_group``, ``consumer_regs``, ``producer_regs``) and Triton compile options
-    (e.g. ``maxnreg``)."""
+    ``pingpong``, ``overlap``, ``head_group``, ``tma_store``, ``defer_wait``, ``consumer_regs``, ``producer_regs``)
+    and Triton compile options (e.g. ``maxnreg``)."""
     tile_keys = {k: kwargs.pop(k) for k in WS_KNOBS if k in kwargs}
     cfg = _config(dtype, head_dim, variant, causal, seq_len, **tile_keys)
     q_block, k_block, v_block = _desc_blocks(cfg)
