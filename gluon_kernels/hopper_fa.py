@@ -657,14 +657,12 @@ the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
 TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # H200, Triton 3.6.0, bf16 (`hopper_attention_tune.py --emit-table`): non-causal from
-    # benchmarks/results/bench_h200_tune.json. Causal from bench_h200_tune_causal_snake.json (after the snake
-    # order), where the issue's benchmark agreed: all heads at once (snake) at D=128 S > 2k and D=64 S > 8k. At
-    # shorter S the tuner also chose all heads at once, and the benchmark read it 0.91x cuDNN at D=128 S=1k and
-    # 0.99x at D=64 S=4k (bench_h200_runs_snake.json): there the head sections of the earlier table stay.
+    # benchmarks/results/bench_h200_tune.json, causal from bench_h200_tune_causal_over_defaults.json (after the
+    # snake order, every knob set timed over the defaults: `over_defaults` in the tuner).
     (False, 64): ((2**31 - 1, {"pingpong": False}),),
     (False, 128): ((2**31 - 1, {"pingpong": False}),),
-    (True, 64): ((8192, {"head_group": 16, "pingpong": False}), (2**31 - 1, {})),
-    (True, 128): ((1024, {"head_group": 8, "pingpong": False}), (2048, {"head_group": 2}),
+    (True, 64): ((4096, {"head_group": 16, "pingpong": False}), (2**31 - 1, {"pingpong": False})),
+    (True, 128): ((1024, {"head_group": 8}), (4096, {"head_group": 2, "pingpong": False}),
                   (2**31 - 1, {"pingpong": False})),
 }
 """Measured ws knobs per (causal, head_dim) for 16-bit inputs: ``((max_seq_len, {knob: value}), ...)`` in rising
@@ -704,6 +702,14 @@ def _tuned_knobs(causal: bool, head_dim: int, seq_len: int | None, fp8: bool = F
     return {}
 
 
+def ws_defaults(head_dim: int, fp8: bool = False) -> dict:
+    """Every ``WS_KNOBS`` value of the ws kernel before any ``TUNED_WS`` entry. A caller that passes all of them
+    (the tuner: ``{**ws_defaults(D), **knob_set}``) measures its knob set over these defaults, not over whatever
+    the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``_config``)."""
+    return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
+                head_group=0, tma_store=None if fp8 else True, defer_wait=True, consumer_regs=240, producer_regs=24)
+
+
 def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, seq_len: int | None = None,
             **knobs) -> dict:
     """Tile sizes and launch options for one (dtype, head dim, variant[, seq_len]); shared by the wrapper and the
@@ -722,12 +728,10 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
     knobs = {k: v for k, v in knobs.items() if v is not None}
     fp8 = dtype == "fp8e4nv"
     if variant == "ws":
-        defaults = dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
-                        head_group=0, tma_store=None, defer_wait=True, consumer_regs=240, producer_regs=24)
-        chosen = {**defaults, **_tuned_knobs(causal, head_dim, seq_len, fp8), **knobs}
+        chosen = {**ws_defaults(head_dim, fp8), **_tuned_knobs(causal, head_dim, seq_len, fp8), **knobs}
         smem = _ws_shared_bytes(head_dim, chosen["block_n"], chosen["stages"], fp8, o_buffer=fp8)
-        if chosen["tma_store"] is None:  # 16-bit: always (O staged in Q's buffer); fp8: where its O buffer fits
-            chosen["tma_store"] = not fp8 or smem <= SM90_SHARED_BYTES
+        if chosen["tma_store"] is None:  # fp8: where its O buffer fits (16-bit: on by default, O staged in Q's)
+            chosen["tma_store"] = smem <= SM90_SHARED_BYTES
         elif fp8 and chosen["tma_store"] and smem > SM90_SHARED_BYTES:
             raise ValueError(f"tma_store: fp8 needs its own O buffer, and with block_n={chosen['block_n']}, "
                              f"stages={chosen['stages']} the kernel would need {smem} B of shared memory "
