@@ -50,6 +50,19 @@ def test_head_group_reorders_causal_tiles_only():
     assert ptx(False, head_group=8) == ptx(False)  # non-causal keeps its head-major order
 
 
+@pytest.mark.parametrize("head_dim,causal", sorted(tune.GRID))
+def test_tuner_times_every_knob_set_over_the_defaults_not_the_table(head_dim, causal):
+    """The wrapper applies the knobs it is given over the TUNED_WS entry of S; the tuner must not: each of its knob
+    sets, at every S, builds exactly what that set asks of the untuned kernel (as `compile_hopper_attention` with
+    no S builds it)."""
+    from gluon_kernels.hopper_fa import _config
+
+    for knobs in tune.GRID[(head_dim, causal)]:
+        untuned = _config("bf16", head_dim, "ws", causal, None, **knobs)
+        for seq_len in tune.SEQLENS:
+            assert _config("bf16", head_dim, "ws", causal, seq_len, **tune.over_defaults(head_dim, knobs)) == untuned
+
+
 def test_unknown_knob_is_refused():
     """hopper_attention passes its keyword arguments to _config: a misspelt knob must not be dropped silently."""
     from gluon_kernels.hopper_fa import _config
