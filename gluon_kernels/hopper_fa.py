@@ -666,9 +666,9 @@ TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
                   (2**31 - 1, {"pingpong": False})),
 }
 """Measured ws knobs per (causal, head_dim) for 16-bit inputs: ``((max_seq_len, {knob: value}), ...)`` in rising
-max_seq_len; the first entry with seq_len <= max_seq_len applies, over the defaults of ``_config``, under any knob
-the caller passes. Filled from the JSON of ``benchmarks/hopper_attention_tune.py`` (its ``--emit-table`` prints
-this literal). A (causal, head_dim) without an entry runs the defaults."""
+max_seq_len; the first entry with seq_len <= max_seq_len applies, over ``ws_defaults``, under any knob the caller
+passes. Filled from the JSON of ``benchmarks/hopper_attention_tune.py`` (its ``--emit-table`` prints this
+literal). A (causal, head_dim) without an entry runs the defaults."""
 
 _FP8_BN256 = {"block_n": 256, "stages": 3, "overlap": False, "pingpong": False, "defer_wait": False}
 _FP8_BN256_ST2 = {**_FP8_BN256, "stages": 2}
