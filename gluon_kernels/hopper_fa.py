@@ -685,12 +685,18 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # builds that use their O buffer 4-7% (D=128 causal 4k-16k 802 -> 768 and 870 -> 810 TFLOPS, D=64 non-causal
     # 554 -> 528 at 1k) and helps the 128-key one (593 -> 603 at D=128 causal 1k).
     (False, 128): ((2048, _FP8_BN256_ST2), (2**31 - 1, _FP8_BN256)),
-    (True, 128): ((1024, {}), (2**31 - 1, _FP8_BN256_ST2)),
+    # Re-swept with every set over the defaults (bench_h200_fp8_knobs_over_defaults_d128.json; earlier sweeps
+    # applied their sets over this table): at causal 2k and 4k the 128-key defaults (after the snake order and the
+    # deferred wait) beat the 256-key 2-stage entry, 731 vs 671 and 841 vs 811 TFLOPS.
+    (True, 128): ((4096, {}), (2**31 - 1, _FP8_BN256_ST2)),
     # D=64 (bench_h200_fp8_knobs_d64.json): 1.24-1.25x our bf16 non-causal (defaults 1.09x), causal 1.09-1.24x
     # with head groups of 4 (defaults 1.04-1.06x). Causal without the TMA-store epilogue: with it ptxas spills 32 B
     # and it read 0.2-1% slower (bench_h200_fp8_tma_store.json); non-causal D=64 gains up to 6.5% from it.
     (False, 64): ((2**31 - 1, _FP8_BN256),),
-    (True, 64): ((2**31 - 1, {**_FP8_BN256, "head_group": 4, "tma_store": False}),),
+    # Over the defaults (bench_h200_fp8_knobs_over_defaults_d64.json): above 4k all heads at once in snake order
+    # beat head groups of 4 (571 vs 558 TFLOPS at causal 8k, 601 vs 586 at 16k).
+    (True, 64): ((4096, {**_FP8_BN256, "head_group": 4, "tma_store": False}),
+                 (2**31 - 1, {**_FP8_BN256, "tma_store": False})),
 }
 """``TUNED_WS`` for fp8 (e4m3) inputs."""
 
