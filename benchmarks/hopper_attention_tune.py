@@ -36,11 +36,13 @@ ERR_LIMIT = 1e-2
 GRID: dict[tuple[int, bool], list[dict]] = {
     (128, False): [{}, dict(pingpong=False), dict(block_n=64, stages=4), dict(block_n=64, stages=4, pingpong=False),
                    dict(block_n=64, stages=3)],
-    (128, True): [{}, dict(pingpong=False), dict(head_group=2), dict(head_group=8), dict(head_group=32), dict(head_group=8, pingpong=False),
-                  dict(head_group=8, block_n=64, stages=4), dict(head_group=2, pingpong=False)],
+    (128, True): [{}, dict(pingpong=False), dict(head_group=2), dict(head_group=8), dict(head_group=32),
+                  dict(head_group=8, pingpong=False), dict(head_group=8, block_n=64, stages=4),
+                  dict(head_group=2, pingpong=False)],
     (64, False): [{}, dict(pingpong=False), dict(stages=4), dict(block_n=64, stages=5), dict(stages=4, pingpong=False)],
-    (64, True): [{}, dict(pingpong=False), dict(head_group=4), dict(head_group=16), dict(head_group=64), dict(head_group=16, pingpong=False),
-                 dict(head_group=16, stages=4), dict(block_n=64, stages=5, head_group=16)],
+    (64, True): [{}, dict(pingpong=False), dict(head_group=4), dict(head_group=16), dict(head_group=64),
+                 dict(head_group=16, pingpong=False), dict(head_group=16, stages=4),
+                 dict(block_n=64, stages=5, head_group=16)],
 }
 QUICK = dict(families=[(128, False), (128, True)], seqlens=(1024, 2048, 8192), configs=5)
 
