@@ -62,7 +62,7 @@ def main() -> None:
                 end.record()
                 times[arm].append((begin, end))
         torch.cuda.synchronize()
-        medians = {arm: statistics.median(b.elapsed_time(e) for b, e in pairs) * 1e3 for arm, pairs in times.items()}
+        medians = {arm: median_us(pairs) for arm, pairs in times.items()}
         print(f"{n:>9} {medians['hold']:8.2f} {medians['hold+fill']:10.2f} {medians['hold+gemm']:10.2f} "
               f"{medians['fill']:8.2f} {medians['gemm']:9.2f}")
     idle_floor(args, wake)
@@ -86,8 +86,12 @@ def idle_floor(args, wake) -> None:
             times[idle].append((begin, end))
     torch.cuda.synchronize()
     print("512-element add after the fill and X µs of idle SMs: " + ", ".join(
-        f"{idle:g} µs: {statistics.median(b.elapsed_time(e) for b, e in pairs) * 1e3:.2f}"
-        for idle, pairs in times.items()))
+        f"{idle:g} µs: {median_us(pairs):.2f}" for idle, pairs in times.items()))
+
+
+def median_us(pairs) -> float:
+    """The median time between each (start, end) event pair, in µs (after a synchronize)."""
+    return statistics.median(begin.elapsed_time(end) for begin, end in pairs) * 1e3
 
 
 if __name__ == "__main__":

@@ -178,11 +178,12 @@ def _epilogue_tma(acc, l_i, o_smem, o_desc, row0, DEFER_WAIT: gl.constexpr):
 
 
 @gluon.jit
-def _release_stored(pending, q_empty_prev):
+def _release_stored(stored, q_empty_prev):
     """With a deferred store wait (DEFER_WAIT, 16-bit): once the store of the previous tile's O has read its Q
-    buffer, hand that buffer back to the producer (`pending`: the previous tile took the TMA store and still holds
-    it). Called after the first K/V block of the next tile, so the store overlaps that block's Q K^T."""
-    if pending:
+    buffer, hand that buffer back to the producer (`stored`: the previous tile went out by TMA store, so its Q
+    buffer is still held). Called after the first K/V block of the next tile, so the store overlaps that block's
+    Q K^T."""
+    if stored:
         tma_store_wait(0)
         mbarrier_arrive(q_empty_prev)
 
@@ -428,7 +429,7 @@ def _v_operand(v_bufs, st, V_TRANSPOSED: gl.constexpr):
 
 @gluon.jit
 def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
-                        turn_mine, turn_other, pending, q_empty_prev, LATE_RELEASE: gl.constexpr, m_i, l_i, acc,
+                        turn_mine, turn_other, stored, q_empty_prev, LATE_RELEASE: gl.constexpr, m_i, l_i, acc,
                         qk_scale, rows, seq_len, s_layout: gl.constexpr,
                         p_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr):
@@ -438,7 +439,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
 
     Token bookkeeping: per tile a warpgroup takes the turn n_blocks + 1 times (prologue, each loop step, final PV);
     its k-th take overall waits for parity k & 1, and k = (sum of earlier n_blocks) + (earlier tiles) + step.
-    `pending`, `q_empty_prev`: the previous tile's Q buffer, released after the prologue where LATE_RELEASE
+    `stored`, `q_empty_prev`: the previous tile's Q buffer, released after the prologue where LATE_RELEASE
     (``_release_stored``).
     """
     tk = kv_cnt + t_cnt
@@ -459,7 +460,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     p = gl.exp2(s * qk_scale - gl.expand_dims(m_i, 1))
     l_i = gl.sum(p, axis=1)
     if LATE_RELEASE:
-        _release_stored(pending, q_empty_prev)
+        _release_stored(stored, q_empty_prev)
     # P crosses the loop back edge. 16-bit: as the A operand. fp8: as fp32, packed at the top of the next step; an
     # fp8 tensor carried by the loop is split into single bytes and re-packed each step (~450 PRMT in the SASS).
     if V_TRANSPOSED:
@@ -538,7 +539,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
     total = num_m * num_bh
     kv_cnt = 0
     t_cnt = 0
-    pending = 0  # DEFER_WAIT, 16-bit: the previous tile's O store still holds its Q buffer
+    stored = 0  # the previous tile went out by TMA store (with LATE_RELEASE its Q buffer is still held)
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
         bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL,
                                                  HEAD_GROUP)
@@ -554,7 +555,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
         # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
         if OVERLAP:
             m_i, l_i, acc = _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs, k_ready,
-                                                k_empty, v_ready, v_empty, turn_mine, turn_other, pending,
+                                                k_empty, v_ready, v_empty, turn_mine, turn_other, stored,
                                                 q_empty.index(1 - qb), LATE_RELEASE, m_i, l_i, acc, qk_scale, rows,
                                                 seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                                                 V_TRANSPOSED, PINGPONG)
@@ -566,7 +567,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                                           V_TRANSPOSED, PINGPONG)
                 if LATE_RELEASE:
                     if j == 0:
-                        _release_stored(pending, q_empty.index(1 - qb))
+                        _release_stored(stored, q_empty.index(1 - qb))
         kv_cnt += n_blocks
         t_cnt += 1
         row0 = off_m + WG * BLOCK_M
@@ -574,19 +575,16 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
             if O_SEPARATE:  # its own O buffer: Q's is free now
                 mbarrier_arrive(q_empty.index(qb))
                 _epilogue_tma(acc, l_i, o_bufs.index(WG), o_desc, bh * seq_len + row0, DEFER_WAIT)
-                pending = 0
-            else:  # Q's buffer holds O until the store has read it
+            else:  # Q's buffer holds O until the store has read it: now, or during the next tile (LATE_RELEASE)
                 _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0, DEFER_WAIT)
-                if DEFER_WAIT:
-                    pending = 1
-                else:
+                if not LATE_RELEASE:
                     mbarrier_arrive(q_empty.index(qb))
-                    pending = 0
+            stored = 1
             if WRITE_LSE:
                 _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len)
         else:
             mbarrier_arrive(q_empty.index(qb))
-            pending = 0
+            stored = 0
             _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM, WRITE_LSE)
     if TMA_STORE and DEFER_WAIT:  # shared memory must outlive the last store
         tma_store_wait(0)

@@ -45,7 +45,8 @@ def test_compiles_for_sm90a_with_wgmma_tma_mbarrier(variant, dtype, head_dim, ca
 # cause, the flag makes it worse. The spills (5 STL.64/LDL.64) sat in the tile epilogue around the last P V wgmma,
 # once per 128-row tile, not in the K/V loop. The 16-bit builds lost them with the TMA-store epilogue (O staged in
 # the Q buffer): 0/0 under Triton 3.9 for every D=128 16-bit ws build, 80-88 B each way with `tma_store=False`. fp8
-# keeps direct stores (its Q buffers are fp8) and its spills under 3.9. gluon_kernels/README.md, "Triton 3.9 spills".
+# (O staged in a buffer of its own where it fits) keeps spills under 3.9. gluon_kernels/README.md, "Triton 3.9
+# spills".
 SPILLS_ON_39 = pytest.mark.xfail(TRITON_VERSION >= (3, 7), strict=False,
                                  reason="ptxas 13.4 (Triton 3.9's for sm_90a) with --regAllocOptLevel=2 spills in fp8 "
                                         "builds (causal 128-key 96/132 B, 256-key blocks 412-440 B); ptxas 12.8 "
