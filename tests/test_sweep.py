@@ -257,7 +257,7 @@ class _TimingRecorder(importlib.import_module("tritonhook.sweep.record").Recorde
     """The recorder with its CUDA-event timing replaced by a note of which launch of which signature it would
     time (this machine has no GPU); everything else is the recorder's own."""
 
-    def _start_timing(self, pending):
+    def _start_timing(self, pending, args):
         self.timed.append((pending.signature.id, pending.signature.launches))
         return None
 

@@ -98,6 +98,38 @@ def test_a_warm_replay_reads_l2_where_a_cold_one_reads_dram(recorded):
     assert all(0.9 < times[l2]["matmul_kernel"] / times["cold"]["matmul_kernel"] < 1.1 for l2 in ("warm", "inputs"))
 
 
+def test_the_l2_probe_finds_what_the_producer_wrote_and_replays_it_warm(tmp_path):
+    """Each step: a write of twice the L2 evicts everything, a torch copy (not Triton: as cuBLAS would) writes x,
+    then the add reads x and y and writes out. The probe must find x in L2 and neither y nor out; replayed
+    `--l2 measured`, the add reads x from L2 and runs faster than cold, slower than warm (all three in L2)."""
+    torch = pytest.importorskip("torch")
+    from tritonhook.samples import add_kernel
+    from tritonhook.store import Store
+
+    n = 1 << 20  # 4 MiB per tensor
+    source, x, y, out = (torch.randn(n, device="cuda") for _ in range(4))
+    flood = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    with sweep.record(tmp_path) as recorder:
+        for _ in range(10):
+            flood.fill_(1)
+            x.copy_(source)
+            add_kernel[(n // 1024,)](x, y, out, n, BLOCK=1024)
+    recording = recorder.recording
+    calibration = recording.l2_calibration
+    (signature,) = recording.signatures
+    resident = [sum(lines) / len(lines) for lines in signature.l2_resident]
+    print(calibration, resident)
+    assert calibration["cold"] > 1.4 * calibration["hot"]
+    assert resident[0] > 0.9 and resident[1] < 0.1 and resident[2] < 0.1
+    times = {}
+    for l2 in ("cold", "measured", "warm"):
+        result = sweep.replay(recording, Store(tmp_path), parse_variants("plain,plain"), rounds=5, l2=l2)
+        assert result.l2 == l2 and not result.warnings, result.warnings
+        times[l2] = result.rows[0].variants[0].median_ms
+    print(times, signature.time_per_launch_ms)
+    assert times["warm"] < times["measured"] < 0.95 * times["cold"]
+
+
 def test_plain_against_plain_finds_no_difference(recorded):
     """An A/A over two kernels: "no difference", or (the few percent of A/A comparisons a 95% interval calls
     different; it happened once in three runs on the H200) a difference under 2%, as a real one is not."""

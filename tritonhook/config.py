@@ -162,6 +162,9 @@ RECORD_SAMPLE = EnvVar("TRITONHOOK_RECORD_SAMPLE", 1, int,
                        "counts per signature become estimates (`tritonhook record|sweep --sample K`).")
 RECORD_EXACT_FIRST = 64
 """Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
+RECORD_L2_PROBE = EnvVar("TRITONHOOK_RECORD_L2_PROBE", True, _flag,
+                         "'0': a recording does not probe what each timed launch finds in L2 "
+                         "(`sweep.l2probe`; `--l2 measured` then replays those signatures cold).")
 SWEEP_DEFAULT_ROUNDS = 21
 """Interleaved rounds per kernel signature in a sweep replay (one median per variant per round). 21, not 7: two
 replays of one recording (H200, transformer + Liger, 111 signatures) differed per kernel by a median 3.6% (90th
@@ -169,9 +172,10 @@ percentile 8.2%) at 7 rounds and 1.8% (3.6%) at 21, for 71 s of replay instead o
 AUTOTUNE_REPLAY_CAP = 32
 """A sweep replays at most this many candidates of one autotune decision (the fastest by the autotuner's own
 benchmark, plus the config the workload ran); `--autotune-top K` asks for fewer."""
-SWEEP_L2_MODES = ("cold", "warm", "inputs")
-"""A sweep replay's L2 rules, the default first: inputs rotated through copies (cold), one set (warm), or rotated
-with the buffers the kernel only reads brought into L2 right before each call (inputs)."""
+SWEEP_L2_MODES = ("cold", "warm", "inputs", "measured")
+"""A sweep replay's L2 rules, the default first: inputs rotated through copies (cold), one set (warm), rotated
+with the buffers the kernel only reads brought into L2 right before each call (inputs), or rotated with the parts
+of each buffer that the recording's probe found in L2 inside the workload brought into L2 (measured)."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output comparison when outputs are not bitwise equal (rtol = atol, on float32)."""
 MAX_SNAPSHOTS = 20_000

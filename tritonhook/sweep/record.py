@@ -24,7 +24,9 @@ from ..ab.timing import HOLD_EXTRA_US, HOLD_MARGIN, hold_stream
 from ..session import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
-from .recording import (RESULT_KIND, Recording, Signature, SnapshotBudget, describe_args, signature_key)
+from . import l2probe
+from .recording import (RESULT_KIND, Recording, Signature, SnapshotBudget, describe_args, signature_key,
+                        span_elements, tensors_of)
 
 STDERR_TAIL_LINES = 20
 """How many of a failed workload's last stderr lines `record_command` quotes."""
@@ -40,6 +42,7 @@ class _Pending:
     seen: object                     # the tracer's SignatureSeen
     held: list = dataclasses.field(default_factory=list)
     late: list = dataclasses.field(default_factory=list)
+    probes: list = dataclasses.field(default_factory=list)  # (tensor positions, the L2 probe's device tensor)
 
 
 class Recorder:
@@ -47,7 +50,7 @@ class Recorder:
 
     def __init__(self, store: Store, budget: SnapshotBudget, *, label: str = "",
                  timed_first: int = config.RECORD_TIMED_FIRST, time_every: int = config.RECORD_TIME_EVERY,
-                 sample_every: int = 1):
+                 sample_every: int = 1, l2_probe: bool | None = None):
         import torch
 
         self.torch, self.store, self.budget, self.label = torch, store, budget, label
@@ -61,6 +64,8 @@ class Recorder:
         self.tuning: Callable[[], _triton.AutotuneCandidate | None] = lambda: None  # set by `_tracers`
         self.started = time.time()
         self.first_capture = store.last_id()
+        self.l2_probe = config.RECORD_L2_PROBE.get() if l2_probe is None else l2_probe
+        self.l2_calibration: l2probe.Calibration | None = None
 
     def on_launch(self, spec: _triton.LaunchSpec, grid: tuple[int, int, int], args: tuple, weight: int,
                   seen):
@@ -89,7 +94,7 @@ class Recorder:
         seen.pass_next = self._launches_until_timed(calls)
         # the first launch is not timed: its snapshot left the GPU idle, so its events would time the launch gap
         if 1 < calls <= self.timed_first + 1 or calls // self.time_every > before // self.time_every:
-            return self._start_timing(pending)
+            return self._start_timing(pending, args)
         return None
 
     def _launches_until_timed(self, calls: int) -> int:
@@ -99,15 +104,34 @@ class Recorder:
             return 0
         return (calls // self.time_every + 1) * self.time_every - calls - 1
 
-    def _start_timing(self, pending: _Pending) -> tuple:
-        """Hold the stream (`ab.timing.hold_stream`), then the start event: the kernel's time inside the workload
-        without the host's launch latency, which a launch-bound workload would otherwise add to every sample."""
+    def _start_timing(self, pending: _Pending, args: tuple) -> tuple:
+        """Probe what the kernel's tensors have in L2 (`l2probe`), hold the stream (`ab.timing.hold_stream`), then
+        the start event: the kernel's time inside the workload without the host's launch latency, which a
+        launch-bound workload would otherwise add to every sample."""
+        if self.l2_probe:
+            self._probe_l2(pending, args)
         queued_from = time.perf_counter()
         hold_us = HOLD_MARGIN * self.host_us + HOLD_EXTRA_US
         hold_stream(self.torch, hold_us)
         start = self.torch.cuda.Event(enable_timing=True)
         start.record()
         return pending, start, queued_from, hold_us
+
+    def _probe_l2(self, pending: _Pending, args: tuple) -> None:
+        """Queue the L2 probe over this launch's tensors (the first `l2probe.MAX_TENSORS` with bytes, positions in
+        `tensors_of(args)`). A driver that refuses the probe turns probing off for the rest of the recording."""
+        positions, spans = [], []
+        for position, tensor in enumerate(_live_tensors(args, pending.signature.args)):
+            nbytes = span_elements(tensor.shape, tensor.stride()) * tensor.element_size()
+            if nbytes and tensor.data_ptr() and min(tensor.stride(), default=0) >= 0:
+                positions.append(position)
+                spans.append((tensor.data_ptr(), nbytes))
+        positions, spans = positions[:l2probe.MAX_TENSORS], spans[:l2probe.MAX_TENSORS]
+        try:
+            pending.probes.append((positions, l2probe.probe(self.torch, spans)))
+        except TritonhookError as exc:
+            print(f"tritonhook: {exc}; recording without L2 residency", file=sys.stderr)
+            self.l2_probe = False
 
     def on_new_kernel(self, spec: _triton.LaunchSpec, loaded) -> None:
         """Keep the way to capture a kernel late: one compiled before recording began has no capture yet."""
@@ -138,6 +162,7 @@ class Recorder:
             events = pending.held or pending.late
             pending.signature.times_ms += [start.elapsed_time(end) for start, end in events]
             pending.held, pending.late = [], []
+        self._resolve_l2()
         signatures = [pending.signature for pending in self.pending]
         _link_captures(self.store, signatures, self.first_capture, self.loaded)
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
@@ -146,7 +171,40 @@ class Recorder:
                          torch_version=self.torch.__version__, pid=os.getpid(), label=self.label,
                          wall_s=time.time() - self.started, store=str(self.store.path),
                          budget={"per_signature": self.budget.per_signature}, autotune=list(self.decisions),
-                         sample_every=self.sample_every)
+                         sample_every=self.sample_every,
+                         l2_calibration=self.l2_calibration and dataclasses.asdict(self.l2_calibration))
+
+    def _resolve_l2(self) -> None:
+        """After the workload: calibrate the probe on this GPU, then turn each signature's probe cycles into the
+        fraction of its probes that found each sampled line in L2 (`Signature.l2_resident`)."""
+        probed = [pending for pending in self.pending if pending.probes]
+        if not probed:
+            return
+        try:
+            self.l2_calibration = l2probe.calibrate(self.torch)
+        except (TritonhookError, RuntimeError) as exc:  # RuntimeError: torch's (no memory for the flood buffer)
+            print(f"tritonhook: L2 probe calibration failed ({exc}); recording without L2 residency",
+                  file=sys.stderr)
+            return
+        for pending in probed:
+            if self.l2_calibration.usable:
+                seen: list[list] = [[] for _ in tensors_of(pending.signature.args)]
+                for positions, cycles in pending.probes:
+                    for position, lines in zip(positions, l2probe.resident(cycles.tolist(), self.l2_calibration)):
+                        seen[position].append(lines)
+                pending.signature.l2_resident = [l2probe.line_fractions(lines) if lines else None for lines in seen]
+            pending.probes = []
+
+
+def _live_tensors(args: tuple, described: list[dict]) -> list:
+    """This launch's tensors in the order of `tensors_of(described)` (descriptor bases included)."""
+    tensors = []
+    for value, arg in zip(args, described):
+        if arg["kind"] == "tensor":
+            tensors.append(value)
+        elif arg["kind"] == "tensordesc":
+            tensors.append(_triton.tensor_descriptor_fields(value)["base"])
+    return tensors
 
 
 def _link_captures(store: Store, signatures: list[Signature], after: int, loaded: dict) -> None:

@@ -15,6 +15,11 @@ Autotuned kernels (version 2): a signature launched while `triton.autotune` benc
 `tuning_launches`, never in `launches` or `times_ms` (tuning is not the workload). The recording's `autotune` lists
 the decisions (`_triton.AutotuneDecision` as data: the chosen config, the autotuner's own timing of each config).
 
+L2 residency (version 3): a signature's `l2_resident` holds, per tensor of `tensors_of(args)` (None where not
+probed), the fraction of its timed launches at which each of `l2probe.LINES` sampled lines was in L2 just before the
+kernel ran (`l2probe`); the recording's `l2_calibration` is the probe's hot and cold medians on this GPU. Versions 1
+and 2 load with neither (a `--l2 measured` replay runs them cold).
+
 The functions here are pure or work on tensors of any device (torch CPU tensors suffice for the format's tests).
 """
 
@@ -27,11 +32,11 @@ from typing import Callable, Hashable, Sequence
 from ..errors import TritonhookError
 
 FORMAT = "tritonhook-recording"
-VERSION = 2
+VERSION = 3
 """Bump when a field changes meaning; `Recording.from_json` refuses any version not in `READS` with both numbers."""
-READS = (1, 2)
+READS = (1, 2, 3)
 """Versions this tritonhook loads: version 1 has no autotune fields (its benchmark launches count as the
-workload's, as they were recorded)."""
+workload's, as they were recorded); versions 1 and 2 have no L2 residency."""
 RESULT_KIND = "recording"
 """The kind recordings are saved under in the store's results table."""
 
@@ -209,6 +214,7 @@ class Signature:
     times_ms: list[float]            # GPU times of the sampled launches (CUDA events around each)
     tuning_launches: int = 0         # launches while the autotuner benchmarked it (not in launches/times_ms)
     autotune: dict | None = None     # {"group": decision, "config": its config} when it was an autotune candidate
+    l2_resident: list[list[float] | None] | None = None  # per tensor of tensors_of(args): per sampled line (l2probe)
 
     @property
     def inputs(self) -> str:
@@ -257,6 +263,7 @@ class Recording:
     store: str | None = None
     autotune: list[dict] = dataclasses.field(default_factory=list)  # the autotune decisions (AutotuneDecision)
     sample_every: int = 1            # > 1: launch counts per signature are estimates (see sweep.record)
+    l2_calibration: dict | None = None  # the L2 probe's {"hot", "cold"} median cycles (l2probe.Calibration)
     id: int | None = None            # its id in the store's results table
 
     @property

@@ -57,7 +57,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     `l2`: "cold" (the A/B timer's rule: inputs rotated through copies spanning 4x the L2, every call reads DRAM),
     "warm" (one input set: each call finds in L2 what the previous call read and wrote) or "inputs" (rotated, and
     the buffers the kernel only reads are read into L2 just before each call, as a kernel finds what the kernel
-    before it wrote; the in-workload times of small kernels are warm, see docs/notes.md §8)."""
+    before it wrote; the in-workload times of small kernels are warm, see docs/notes.md §8) or "measured" (rotated,
+    and the parts of each buffer the recording's L2 probe found in L2 inside the workload are read into L2 just
+    before each call; `l2probe`; signatures recorded without the probe replay cold, with a warning)."""
     if l2 not in config.SWEEP_L2_MODES:
         raise TritonhookError(f"--l2 {l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
     if rounds < config.MIN_ROUNDS:
@@ -112,6 +114,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     if recording.sample_every > 1:
         result.warnings.append(f"recorded with --sample {recording.sample_every}: launch counts, shares and the "
                                f"workload estimate rest on estimated counts per signature")
+    if l2 == "measured" and (unprobed := sum(s.l2_resident is None for s in chosen)):
+        result.warnings.append(f"--l2 measured: {unprobed} signature(s) have no L2 probe in the recording "
+                               f"(recorded before format 3 or with TRITONHOOK_RECORD_L2_PROBE=0); replayed cold")
     result.warnings += [f"{row.label}: {row.status}" for row in replayed if row.status != "ok"]
     result.warnings += [f"{row.label}: replayed again on {row.replayed_on} after its worker died ({row.retried_after})"
                         for row in replayed if row.retried_after and row.status == "ok"]
@@ -200,7 +205,7 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
         entries.append({"id": signature.id, "kernel": signature.kernel, "triton_hash": signature.triton_hash,
                         "grid": signature.grid, "args": signature.args, "arg_names": signature.arg_names,
                         "signature": signature.signature, "constexprs": signature.constexprs,
-                        "variants": variants})
+                        "l2_resident": signature.l2_resident, "variants": variants})
     return {"store": str(store.path), "arch": recording.arch, "recording": f"recording {recording.id}",
             "rounds": rounds, "rtol": config.SWEEP_RTOL, "warmup_ms": WARMUP_MS, "rep_ms": REP_MS,
             "min_reps": MIN_REPS, "signatures": entries}

@@ -15,7 +15,8 @@ the buffers it wrote (bitwise, else allclose), then time the variants interleave
 the written buffers from the snapshot before every round. `l2` in the job: "cold" rotates the input sets through
 copies spanning 4x the L2; "warm" keeps one set (each call finds in L2 what the previous one read and wrote);
 "inputs" rotates, and reads the buffers the kernel does not write just before each call, as a kernel inside a
-workload finds what its producer has just written (its outputs not).
+workload finds what its producer has just written (its outputs not); "measured" rotates, and reads just before each
+call the parts of each buffer that the recording's L2 probe found in L2 inside the workload (`l2probe`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ..ab.stats import interquartile_mean
 from ..ab.timing import bench_interleaved
 from ..errors import TritonhookError
 from ..store import Store
+from . import l2probe
 from .recording import check_arch, synthetic_fill, tensors_of
 
 FAULT_EXIT = 3
@@ -92,6 +94,26 @@ def _read_into_l2(torch, positions: list[int], buffers: tuple) -> None:
             buffers[at].view(torch.uint8).max()
 
 
+def _measured_ranges(signature: dict, buffers: dict) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Per buffer (its position in `sorted(buffers)`), the byte ranges the recording's probe found in L2 at the
+    kernel's timed launches (`l2probe.warm_ranges`); empty for a signature recorded without the probe."""
+    position = {index: at for at, index in enumerate(sorted(buffers))}
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    for tensor, fractions in zip(tensors_of(signature["args"]), signature.get("l2_resident") or ()):
+        if fractions is not None:
+            at = position[tensor["buffer"] if tensor["alias"] is None else tensor["alias"]]
+            ranges.setdefault(at, []).extend(l2probe.warm_ranges(fractions, tensor["span"] * tensor["element_size"]))
+    return sorted(ranges.items())
+
+
+def _read_ranges_into_l2(torch, ranges: list[tuple[int, list[tuple[int, int]]]], buffers: tuple) -> None:
+    """Read those byte ranges of the call's buffers on the GPU (`--l2 measured`)."""
+    for at, spans in ranges:
+        raw = buffers[at].view(torch.uint8)
+        for begin, end in spans:
+            raw[begin:end].max()
+
+
 def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: Path) -> dict:
     device = torch.device("cuda")
     spec = _triton.LaunchSpec(signature["triton_hash"], signature["kernel"], signature["arg_names"],
@@ -128,7 +150,9 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
     timed = [v["label"] for v in signature["variants"] if v["timed"]]
     l2 = job.get("l2", "cold")
     read_only = [at for at, index in enumerate(sorted(buffers)) if index not in written]
-    before_call = functools.partial(_read_into_l2, torch, read_only) if l2 == "inputs" else None
+    before_call = (functools.partial(_read_into_l2, torch, read_only) if l2 == "inputs" else
+                   functools.partial(_read_ranges_into_l2, torch, _measured_ranges(signature, buffers))
+                   if l2 == "measured" else None)
     arms_args = {}
 
     def arm(kernel):

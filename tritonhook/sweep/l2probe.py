@@ -1,0 +1,164 @@
+"""What a kernel finds in L2 inside the workload, measured: a one-warp latency probe queued just before a timed
+launch (issue 15's fidelity; docs/notes.md §12, §13).
+
+Why measure: a replayed kernel's time depends on which of its inputs sit in L2, and inside a workload that differs
+per kernel (what its producer just wrote is there, weights read long ago are not). Neither replay rule, all cold or
+all warm, matches every kernel, and a model of the recorded traffic failed to predict it (notes §10: cuBLAS and
+other non-Triton kernels move bytes a recording never sees). The probe asks the L2 itself.
+
+How: lane i of one warp times one `ld.global.cg` (cached in L2 only) at byte `span * i / LINES` of each tensor
+argument, between two `%clock64` reads, the loaded word stored (to a second half of the output, where ptxas cannot
+drop it) before the second read so that the read waits for it. An L2 hit and a DRAM miss differ about twofold (H200: 675-830 against 1475-2530 cycles, 32 loads in flight).
+The probe's own loads bring LINES lines of each tensor into L2: a few KiB, next to the kernel's megabytes. The
+threshold between hit and miss is calibrated once per recording, after the workload (`Calibration`): a buffer
+probed right after it was written, then after a write of twice the L2.
+
+The probe is PTX loaded through the CUDA driver (ctypes, libcuda), not a Triton kernel: launched from inside
+Triton's launch hooks, a Triton kernel would be traced and captured as part of the workload.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import functools
+import statistics
+from typing import Sequence
+
+from ..errors import TritonhookError
+
+LINES = 32
+"""Lines sampled per tensor argument (one per lane of the probe's warp)."""
+MAX_TENSORS = 16
+"""Tensor arguments one probe measures (the first that many of a launch); the rest are not measured."""
+ENTRY = "tritonhook_l2_probe"
+HIT_SEPARATION = 1.4
+"""A calibration whose cold median is less than this many times its hot median cannot tell hits from misses on this
+GPU: the probe's figures are then dropped."""
+
+
+def _ptx() -> str:
+    """The probe kernel: params (u32 *out, u32 count, {u64 base, u64 bytes}[MAX_TENSORS]); unrolled per tensor.
+    out: (2, count, LINES), cycles then the loaded words."""
+    lines = [
+        ".version 7.0", ".target sm_70", ".address_size 64",
+        f".visible .entry {ENTRY}(.param .u64 p_out, .param .u32 p_count, .param .align 8 .b8 p_spans[{16 * MAX_TENSORS}])",
+        "{", ".reg .pred %p;", ".reg .b32 %lane, %v, %dt, %count;",
+        ".reg .b64 %out, %base, %bytes, %off, %addr, %t0, %t1, %lane64, %slot, %words;",
+        "mov.u32 %lane, %tid.x;", "cvt.u64.u32 %lane64, %lane;", "ld.param.u64 %out, [p_out];",
+        "ld.param.u32 %count, [p_count];", "mul.wide.u32 %slot, %lane, 4;", "add.u64 %slot, %out, %slot;",
+        f"mul.wide.u32 %words, %count, {4 * LINES};", "add.u64 %words, %slot, %words;",
+    ]
+    for k in range(MAX_TENSORS):
+        lines += [
+            f"setp.le.u32 %p, %count, {k};", "@%p bra DONE;",
+            f"ld.param.u64 %base, [p_spans+{16 * k}];", f"ld.param.u64 %bytes, [p_spans+{16 * k + 8}];",
+            "mul.lo.u64 %off, %bytes, %lane64;", f"shr.u64 %off, %off, {LINES.bit_length() - 1};",
+            "and.b64 %off, %off, -128;", "add.u64 %addr, %base, %off;", "and.b64 %addr, %addr, -4;",
+            "mov.u64 %t0, %clock64;", "ld.global.cg.u32 %v, [%addr];", f"st.global.u32 [%words+{4 * LINES * k}], %v;",
+            "mov.u64 %t1, %clock64;", "sub.u64 %t1, %t1, %t0;", "cvt.u32.u64 %dt, %t1;",
+            f"st.global.u32 [%slot+{4 * LINES * k}], %dt;", "bar.warp.sync -1;",
+        ]
+    lines += ["DONE:", "ret;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+class _Driver:
+    """The three driver calls the probe needs, through ctypes (any machine that runs CUDA has libcuda)."""
+
+    def __init__(self):
+        try:
+            self.lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as exc:
+            raise TritonhookError(f"L2 probe: cannot load the CUDA driver (libcuda.so.1: {exc})") from None
+        module = ctypes.c_void_p()
+        self._check(self.lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(_ptx().encode())),
+                    "cuModuleLoadData")
+        self.function = ctypes.c_void_p()
+        self._check(self.lib.cuModuleGetFunction(ctypes.byref(self.function), module, ENTRY.encode()),
+                    "cuModuleGetFunction")
+
+    @staticmethod
+    def _check(code: int, what: str) -> None:
+        if code != 0:
+            raise TritonhookError(f"L2 probe: {what} failed with CUDA driver error {code}")
+
+    def launch(self, stream: int, out_ptr: int, spans: Sequence[tuple[int, int]]) -> None:
+        out, count = ctypes.c_uint64(out_ptr), ctypes.c_uint32(len(spans))
+        flat = (ctypes.c_uint64 * (2 * MAX_TENSORS))(*[value for span in spans for value in span])
+        params = (ctypes.c_void_p * 3)(ctypes.addressof(out), ctypes.addressof(count), ctypes.addressof(flat))
+        self._check(self.lib.cuLaunchKernel(self.function, 1, 1, 1, LINES, 1, 1, 0, ctypes.c_void_p(stream),
+                                            params, None), "cuLaunchKernel")
+
+
+@functools.cache
+def _driver() -> _Driver:
+    return _Driver()
+
+
+def probe(torch, spans: Sequence[tuple[int, int]]):
+    """Queue a probe of `spans` ((address, bytes) per tensor, at most MAX_TENSORS, bytes > 0) on the current stream;
+    returns the int32 device tensor (len(spans), LINES) it fills with cycles per sampled line. No synchronization:
+    read it after the stream has passed it."""
+    spans = list(spans)[:MAX_TENSORS]
+    out = torch.empty((2, len(spans), LINES), dtype=torch.int32, device="cuda")
+    if spans:
+        _driver().launch(torch.cuda.current_stream().cuda_stream, out.data_ptr(), spans)
+    return out[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """Median probe cycles for lines just written (hot) and for lines pushed out by twice the L2 (cold)."""
+
+    hot: float
+    cold: float
+
+    @property
+    def usable(self) -> bool:
+        return self.cold >= HIT_SEPARATION * self.hot
+
+    @property
+    def threshold(self) -> float:
+        """Between the two, geometrically: fewer cycles than this is an L2 hit."""
+        return (self.hot * self.cold) ** 0.5
+
+
+def calibrate(torch) -> Calibration:
+    """Probe a 1 MiB buffer right after writing it, then after writing a buffer of twice the L2 (synchronizes)."""
+    l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size or 64 << 20
+    target = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+    flood = torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda")
+    span = [(target.data_ptr(), target.numel())]
+    target.fill_(1)
+    hot = probe(torch, span)
+    flood.fill_(1)
+    cold = probe(torch, span)
+    torch.cuda.synchronize()
+    return Calibration(float(hot.float().median()), float(cold.float().median()))
+
+
+def resident(cycles: Sequence[Sequence[int]], calibration: Calibration) -> list[list[bool]]:
+    """Per tensor, per sampled line: was it in L2 (fewer cycles than the calibration's threshold)?"""
+    return [[value < calibration.threshold for value in row] for row in cycles]
+
+
+def line_fractions(probes: Sequence[Sequence[bool]]) -> list[float]:
+    """Over several probes of one tensor (each: per sampled line, in L2 or not), the fraction that found each line
+    in L2."""
+    return [round(statistics.fmean(lines[i] for lines in probes), 3) for i in range(LINES)]
+
+
+def warm_ranges(fractions: Sequence[float], nbytes: int, at_least: float = 0.5) -> list[tuple[int, int]]:
+    """Byte ranges of a buffer to read into L2 before a replayed call: chunk i of LINES (the lines sample i stood
+    for) where at least `at_least` of the probes found its line in L2; adjacent chunks merged."""
+    ranges: list[tuple[int, int]] = []
+    for i, fraction in enumerate(fractions):
+        if fraction < at_least:
+            continue
+        begin, end = nbytes * i // LINES, nbytes * (i + 1) // LINES
+        if ranges and ranges[-1][1] == begin:
+            ranges[-1] = (ranges[-1][0], end)
+        elif end > begin:
+            ranges.append((begin, end))
+    return ranges
