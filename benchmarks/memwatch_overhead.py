@@ -4,7 +4,7 @@
                                            [--out memwatch_overhead.json]
 
 A loop of small Triton kernels (the elementwise `add_kernel` on 4,096 floats: each launch costs the host far more
-than the GPU, so any time the sampler thread takes from the launching thread shows) runs in up to five arms,
+than the GPU, so any time the sampler thread takes from the launching thread shows) runs in up to six arms,
 interleaved round by round in a rotating order after a warm-up:
   plain    no memwatch;
   sampler  `memwatch(interval_ms=2, triton_hooks=False)`: the NVML sampler thread alone (target: ratio <= 1.02);
@@ -14,7 +14,8 @@ interleaved round by round in a rotating order after a warm-up:
            each round's first launches, which a recording spends once per signature, run before the timed loop
            in every arm, see `timed_loop`);
   record-sampled  the same with `sample_every=16` (`--sample 16`): after each kernel's first 64 launches about
-           one in 16 is looked at, launch counts per signature become estimates.
+           one in 16 is looked at, launch counts per signature become estimates;
+  record-no-l2  `record` without the L2 probe (`l2_probe=False`, TRITONHOOK_RECORD_L2_PROBE=0): what it costs.
 Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. A shared host's
 launch rate drifts by tens of percent over seconds, so rounds are short and many (`--pin` also pins the process
 to one core: on the H200's host that made rounds spread 30% instead of 4%), and the figures are paired: the ratio
@@ -43,7 +44,7 @@ from tritonhook.samples import add_kernel
 
 N = 4096
 BLOCK = 1024
-ARMS = ("plain", "sampler", "memwatch", "record", "record-sampled")
+ARMS = ("plain", "sampler", "memwatch", "record", "record-sampled", "record-no-l2")
 SAMPLE_EVERY = 16
 RECORD_STORE = Path(tempfile.mkdtemp(prefix="tritonhook-overhead-")) / "store"
 
@@ -55,6 +56,8 @@ def region(arm: str):
         return sweep.record(RECORD_STORE, sample_every=1)
     if arm == "record-sampled":
         return sweep.record(RECORD_STORE, sample_every=SAMPLE_EVERY)
+    if arm == "record-no-l2":
+        return sweep.record(RECORD_STORE, sample_every=1, l2_probe=False)
     return tritonhook.memwatch(device=0, interval_ms=2.0, triton_hooks=(arm == "memwatch"))
 
 

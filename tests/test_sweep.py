@@ -257,8 +257,10 @@ class _TimingRecorder(importlib.import_module("tritonhook.sweep.record").Recorde
     """The recorder with its CUDA-event timing replaced by a note of which launch of which signature it would
     time (this machine has no GPU); everything else is the recorder's own."""
 
-    def _start_timing(self, pending, args):
+    def _start_timing(self, pending, probed):
         self.timed.append((pending.signature.id, pending.signature.launches))
+        if probed is not None:
+            self.probed.append((pending.signature.id, pending.signature.launches))
         return None
 
 
@@ -279,7 +281,7 @@ def _recording_tracer(store, recorder_options: dict, tracer_options: dict):
     """A `_TimingRecorder` fed by a signature-keyed tracer (as `sweep.record` wires them), and the list of the
     grids of the launches the tracer handed over in full."""
     recorder = _TimingRecorder(store, rec.SnapshotBudget(1 << 20, 1 << 24), **recorder_options)
-    recorder.timed = []
+    recorder.timed, recorder.probed = [], []
     tracer = _triton.LaunchTracer(recorder.on_launch, signature_key=rec.signature_key, **tracer_options)
     recorder.launch_tracer = tracer
     full, on_launch = [], recorder.on_launch
@@ -309,6 +311,8 @@ def test_an_exact_recording_counts_every_launch_per_signature_and_sees_in_full_o
     for pending in recorder.pending:
         timed = [calls for signature_id, calls in recorder.timed if signature_id == pending.signature.id]
         assert timed == expected_timed[pending.signature.launches + pending.seen.passed]
+        # the L2 probe (on by default) goes with the first timed launches only: none in the steady state
+        assert [calls for signature_id, calls in recorder.probed if signature_id == pending.signature.id] == [2, 3, 4]
     assert len(full) == 3 + len(recorder.timed)  # the tracer shows a signature's first launch and its timed ones
 
 

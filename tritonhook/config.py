@@ -163,7 +163,7 @@ RECORD_SAMPLE = EnvVar("TRITONHOOK_RECORD_SAMPLE", 1, int,
 RECORD_EXACT_FIRST = 64
 """Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
 RECORD_L2_PROBE = EnvVar("TRITONHOOK_RECORD_L2_PROBE", True, _flag,
-                         "'0': a recording does not probe what each timed launch finds in L2 "
+                         "'0': a recording does not probe what a signature's first timed launches find in L2 "
                          "(`sweep.l2probe`; `--l2 measured` then replays those signatures cold).")
 SWEEP_DEFAULT_ROUNDS = 21
 """Interleaved rounds per kernel signature in a sweep replay (one median per variant per round). 21, not 7: two

@@ -1,5 +1,5 @@
-"""What a kernel finds in L2 inside the workload, measured: a one-warp latency probe queued just before a timed
-launch (issue 15's fidelity; docs/notes.md §12, §13).
+"""What a kernel finds in L2 inside the workload, measured: a one-warp latency probe queued just before each of a
+signature's first timed launches (issue 15's fidelity; docs/notes.md §12, §13).
 
 Why measure: a replayed kernel's time depends on which of its inputs sit in L2, and inside a workload that differs
 per kernel (what its producer just wrote is there, weights read long ago are not). Neither replay rule, all cold or

@@ -93,8 +93,10 @@ class Recorder:
         calls = signature.launches = before + weight   # the workload's launches, those passed over included
         seen.pass_next = self._launches_until_timed(calls)
         # the first launch is not timed: its snapshot left the GPU idle, so its events would time the launch gap
-        if 1 < calls <= self.timed_first + 1 or calls // self.time_every > before // self.time_every:
-            return self._start_timing(pending, args)
+        if 1 < calls <= self.timed_first + 1:
+            return self._start_timing(pending, args if self.l2_probe else None)
+        if calls // self.time_every > before // self.time_every:
+            return self._start_timing(pending, None)
         return None
 
     def _launches_until_timed(self, calls: int) -> int:
@@ -104,12 +106,14 @@ class Recorder:
             return 0
         return (calls // self.time_every + 1) * self.time_every - calls - 1
 
-    def _start_timing(self, pending: _Pending, args: tuple) -> tuple:
-        """Probe what the kernel's tensors have in L2 (`l2probe`), hold the stream (`ab.timing.hold_stream`), then
-        the start event: the kernel's time inside the workload without the host's launch latency, which a
-        launch-bound workload would otherwise add to every sample."""
-        if self.l2_probe:
-            self._probe_l2(pending, args)
+    def _start_timing(self, pending: _Pending, probed: tuple | None) -> tuple:
+        """Probe what the kernel's tensors (`probed`: the launch's arguments, or None) have in L2 (`l2probe`), hold
+        the stream (`ab.timing.hold_stream`), then the start event: the kernel's time inside the workload without
+        the host's launch latency, which a launch-bound workload would otherwise add to every sample. Only the
+        first `timed_first` timed launches are probed: a probe costs ~40 µs (host and GPU; H200), ~1.5% of a
+        launch-bound loop at one launch in 256, and nothing once a signature is past them."""
+        if probed is not None:
+            self._probe_l2(pending, probed)
         queued_from = time.perf_counter()
         hold_us = HOLD_MARGIN * self.host_us + HOLD_EXTRA_US
         hold_stream(self.torch, hold_us)
@@ -225,19 +229,21 @@ def _link_captures(store: Store, signatures: list[Signature], after: int, loaded
 
 @contextlib.contextmanager
 def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
-           budget: SnapshotBudget | None = None, sample_every: int | None = None) -> Iterator[Recorder]:
+           budget: SnapshotBudget | None = None, sample_every: int | None = None,
+           l2_probe: bool | None = None) -> Iterator[Recorder]:
     """Record every Triton launch inside the block; at its end the recording is saved in the store (its id in
     `recorder.recording.id`). Compiles are captured into the same store (the replay builds its variants from the
     captured PTX); a capture session already active is used as it is. `sample_every` K > 1: after each kernel's
     first `config.RECORD_EXACT_FIRST` launches, about one launch in K is looked at (the others cost a lookup), and
     the launch counts per signature become estimates (per kernel they stay exact); default
-    `$TRITONHOOK_RECORD_SAMPLE`, else 1 (every launch)."""
+    `$TRITONHOOK_RECORD_SAMPLE`, else 1 (every launch). `l2_probe`: probe what a signature's first timed launches
+    find in L2 (`l2probe`, for `--l2 measured` replays); default `$TRITONHOOK_RECORD_L2_PROBE`, else on."""
     _triton.check_supported()
     active = active_session()
     capture = capture_session(store) if active is None else contextlib.nullcontext(active)
     with capture as running, _triton.inductor_launches_through_triton():
         recorder = Recorder(running.store, budget or default_budget(), label=label,
-                            sample_every=_checked_sample(sample_every))
+                            sample_every=_checked_sample(sample_every), l2_probe=l2_probe)
         tracers = _tracers(recorder)
         try:
             yield recorder
