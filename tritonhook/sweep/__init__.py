@@ -53,7 +53,9 @@ launcher (`_triton.load_kernel`: `CompiledKernel` from metadata JSON + cubin, so
 clusters and PDL are handled by Triton), restores the inputs, runs each variant once to find the buffers it
 writes and compare them (bitwise, else allclose with rtol = atol = 1e-2), then times the variants with the A/B
 timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation, or with `--l2 warm` one input set, or
-with `--l2 inputs` rotation and the buffers the kernel only reads brought into L2 before each call; call-by-call
+with `--l2 inputs` rotation and the buffers the kernel only reads brought into L2 before each call, or with
+`--l2 measured` rotation and the parts of each buffer that the recording's L2 probe (`l2probe`: a one-warp latency
+probe at each signature's first timed launches) found in L2 inside the workload brought into L2; call-by-call
 interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
 variants afresh and restoring written buffers from the snapshot at every round. The parent computes
 `ratio_interval` and the verdict per signature, the fidelity (replayed plain time / time inside the workload;
