@@ -8,10 +8,11 @@ other non-Triton kernels move bytes a recording never sees). The probe asks the 
 
 How: lane i of one warp times one `ld.global.cg` (cached in L2 only) at byte `span * i / LINES` of each tensor
 argument, between two `%clock64` reads, the loaded word stored (to a second half of the output, where ptxas cannot
-drop it) before the second read so that the read waits for it. An L2 hit and a DRAM miss differ about twofold (H200: 675-830 against 1475-2530 cycles, 32 loads in flight).
-The probe's own loads bring LINES lines of each tensor into L2: a few KiB, next to the kernel's megabytes. The
-threshold between hit and miss is calibrated once per recording, after the workload (`Calibration`): a buffer
-probed right after it was written, then after a write of twice the L2.
+drop it) before the second read so that the read waits for it. An L2 hit and a DRAM miss differ about twofold
+(H200 calibrations, medians: 513-549 against 932-1316 cycles, 32 loads in flight). The probe's own loads bring
+LINES lines of each tensor into L2: a few KiB, next to the kernel's megabytes. The threshold between hit and miss
+is calibrated once per recording, after the workload (`Calibration`): a buffer probed right after it was written,
+then after a write of twice the L2.
 
 The probe is PTX loaded through the CUDA driver (ctypes, libcuda), not a Triton kernel: launched from inside
 Triton's launch hooks, a Triton kernel would be traced and captured as part of the workload.
@@ -42,7 +43,8 @@ def _ptx() -> str:
     out: (2, count, LINES), cycles then the loaded words."""
     lines = [
         ".version 7.0", ".target sm_70", ".address_size 64",
-        f".visible .entry {ENTRY}(.param .u64 p_out, .param .u32 p_count, .param .align 8 .b8 p_spans[{16 * MAX_TENSORS}])",
+        f".visible .entry {ENTRY}(.param .u64 p_out, .param .u32 p_count, "
+        f".param .align 8 .b8 p_spans[{16 * MAX_TENSORS}])",
         "{", ".reg .pred %p;", ".reg .b32 %lane, %v, %dt, %count;",
         ".reg .b64 %out, %base, %bytes, %off, %addr, %t0, %t1, %lane64, %slot, %words;",
         "mov.u32 %lane, %tid.x;", "cvt.u64.u32 %lane64, %lane;", "ld.param.u64 %out, [p_out];",
@@ -92,7 +94,8 @@ class _Driver:
 
 
 @functools.cache
-def _driver() -> _Driver:
+def _driver(device: int) -> _Driver:
+    """The probe loaded into the context current for `device` (torch's primary context of that GPU)."""
     return _Driver()
 
 
@@ -103,7 +106,7 @@ def probe(torch, spans: Sequence[tuple[int, int]]):
     spans = list(spans)[:MAX_TENSORS]
     out = torch.empty((2, len(spans), LINES), dtype=torch.int32, device="cuda")
     if spans:
-        _driver().launch(torch.cuda.current_stream().cuda_stream, out.data_ptr(), spans)
+        _driver(torch.cuda.current_device()).launch(torch.cuda.current_stream().cuda_stream, out.data_ptr(), spans)
     return out[0]
 
 

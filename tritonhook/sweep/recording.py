@@ -16,9 +16,9 @@ Autotuned kernels (version 2): a signature launched while `triton.autotune` benc
 the decisions (`_triton.AutotuneDecision` as data: the chosen config, the autotuner's own timing of each config).
 
 L2 residency (version 3): a signature's `l2_resident` holds, per tensor of `tensors_of(args)` (None where not
-probed), the fraction of its first timed launches (`config.RECORD_TIMED_FIRST`) at which each of `l2probe.LINES` sampled
-lines was in L2 just before the kernel ran (`l2probe`); the recording's `l2_calibration` is the probe's hot and cold medians on this GPU. Versions 1
-and 2 load with neither (a `--l2 measured` replay runs them cold).
+probed), the fraction of its first timed launches (`config.RECORD_TIMED_FIRST`) at which each of `l2probe.LINES`
+sampled lines was in L2 just before the kernel ran (`l2probe`); the recording's `l2_calibration` is the probe's hot
+and cold medians on this GPU. Versions 1 and 2 load with neither (a `--l2 measured` replay runs them cold).
 
 The functions here are pure or work on tensors of any device (torch CPU tensors suffice for the format's tests).
 """
