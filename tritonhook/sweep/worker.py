@@ -86,14 +86,6 @@ def _arguments(torch, args: list[dict], buffers: dict) -> list:
     return built
 
 
-def _read_into_l2(torch, positions: list[int], buffers: tuple) -> None:
-    """Read the buffers at `positions` (those the kernel does not write) on the GPU, so that the call which follows
-    finds them in L2 as it would right after the kernel that produced them (`--l2 inputs`)."""
-    for at in positions:
-        if buffers[at].numel():
-            buffers[at].view(torch.uint8).max()
-
-
 def _measured_ranges(signature: dict, buffers: dict) -> list[tuple[int, list[tuple[int, int]]]]:
     """Per buffer (its position in `sorted(buffers)`), the byte ranges the recording's probe found in L2 at the
     kernel's timed launches (`l2probe.warm_ranges`); empty for a signature recorded without the probe."""
@@ -106,12 +98,15 @@ def _measured_ranges(signature: dict, buffers: dict) -> list[tuple[int, list[tup
     return sorted(ranges.items())
 
 
-def _read_ranges_into_l2(torch, ranges: list[tuple[int, list[tuple[int, int]]]], buffers: tuple) -> None:
-    """Read those byte ranges of the call's buffers on the GPU (`--l2 measured`)."""
+def _read_into_l2(torch, ranges: list[tuple[int, list[tuple[int, int]]]], buffers: tuple) -> None:
+    """Read byte ranges of the call's buffers (per buffer position) on the GPU just before the call, so that it
+    finds them in L2: `--l2 inputs` (the whole of every buffer the kernel does not write, as right after the kernel
+    that produced them) and `--l2 measured` (`_measured_ranges`)."""
     for at, spans in ranges:
         raw = buffers[at].view(torch.uint8)
         for begin, end in spans:
-            raw[begin:end].max()
+            if end > begin:
+                raw[begin:end].max()
 
 
 def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: Path) -> dict:
@@ -149,10 +144,10 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
                      else "bitwise" if checks else "no output")
     timed = [v["label"] for v in signature["variants"] if v["timed"]]
     l2 = job.get("l2", "cold")
-    read_only = [at for at, index in enumerate(sorted(buffers)) if index not in written]
-    before_call = (functools.partial(_read_into_l2, torch, read_only) if l2 == "inputs" else
-                   functools.partial(_read_ranges_into_l2, torch, _measured_ranges(signature, buffers))
-                   if l2 == "measured" else None)
+    read_only = [(at, [(0, buffer.numel() * buffer.element_size())])
+                 for at, (index, buffer) in enumerate(sorted(buffers.items())) if index not in written]
+    ranges = read_only if l2 == "inputs" else _measured_ranges(signature, buffers) if l2 == "measured" else None
+    before_call = functools.partial(_read_into_l2, torch, ranges) if ranges is not None else None
     arms_args = {}
 
     def arm(kernel):
