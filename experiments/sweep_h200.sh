@@ -35,11 +35,16 @@ step liger 600 $PY -m tritonhook sweep --store "$OUT/store-liger" --json -- $PY 
 step own_ptxas 300 $PY -m tritonhook replay --store "$OUT/store-own" --ptxas "$(command -v ptxas)" --json
 # (h) throughput, ~100 signatures x 2 variants: (b) and (e) in one command (their recordings merge), then the same
 #     recording replayed warm (--l2 warm: fidelity against the in-workload times), with its read-only inputs in L2
-#     (--l2 inputs), and plain vs plain (cold and inputs)
+#     (--l2 inputs), with what the recording's L2 probe found in L2 (--l2 measured), and plain vs plain (cold,
+#     inputs and measured)
 step both 600 $PY -m tritonhook sweep --store "$OUT/store-both" --json -- bash -c "$PY experiments/sweep_workloads/inductor_transformer.py 10 && $PY experiments/sweep_workloads/liger_ops.py 10"
 step both_warm 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 warm --json
 step both_aa 480 $PY -m tritonhook replay --store "$OUT/store-both" --variants plain,plain --json
 step both_inputs 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 inputs --json
 step both_inputs_aa 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 inputs --variants plain,plain --json
+# with what the recording's L2 probe found in L2 inside the workload (--l2 measured; experiments/l2_fidelity.py
+# alternates it with cold replays of one recording)
+step both_measured 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 measured --json
+step both_measured_aa 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 measured --variants plain,plain --json
 step overhead 300 $PY benchmarks/memwatch_overhead.py --launches 3000 --rounds 11 --out "$OUT/overhead.json"
 $PY experiments/sweep_summary.py "$OUT" | tee "$OUT/summary.txt"

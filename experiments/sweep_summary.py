@@ -20,7 +20,7 @@ def load(path: Path):
 def main(out: Path) -> None:
     summary = {}
     for name in ("own", "transformer", "transformer_aa", "liger", "own_ptxas", "both", "both_warm", "both_aa",
-                 "both_inputs", "both_inputs_aa"):
+                 "both_inputs", "both_inputs_aa", "both_measured", "both_measured_aa"):
         result = load(out / f"{name}.out")
         if result is None:
             continue
