@@ -103,7 +103,8 @@ def probe(torch, spans: Sequence[tuple[int, int]]):
     """Queue a probe of `spans` ((address, bytes) per tensor, at most MAX_TENSORS, bytes > 0) on the current stream;
     returns the int32 device tensor (len(spans), LINES) it fills with cycles per sampled line. No synchronization:
     read it after the stream has passed it."""
-    spans = list(spans)[:MAX_TENSORS]
+    if len(spans) > MAX_TENSORS:
+        raise ValueError(f"L2 probe: {len(spans)} tensors, at most {MAX_TENSORS}")
     out = torch.empty((2, len(spans), LINES), dtype=torch.int32, device="cuda")
     if spans:
         _driver(torch.cuda.current_device()).launch(torch.cuda.current_stream().cuda_stream, out.data_ptr(), spans)

@@ -130,7 +130,8 @@ class Recorder:
             if nbytes and tensor.data_ptr() and min(tensor.stride(), default=0) >= 0:
                 positions.append(position)
                 spans.append((tensor.data_ptr(), nbytes))
-        positions, spans = positions[:l2probe.MAX_TENSORS], spans[:l2probe.MAX_TENSORS]
+                if len(spans) == l2probe.MAX_TENSORS:
+                    break
         try:
             pending.probes.append((positions, l2probe.probe(self.torch, spans)))
         except TritonhookError as exc:
