@@ -99,8 +99,9 @@ def test_a_warm_replay_reads_l2_where_a_cold_one_reads_dram(recorded):
 
 
 def test_the_l2_probe_finds_what_the_producer_wrote_and_replays_it_warm(tmp_path):
-    """Each step: a write of twice the L2 evicts everything, a torch copy (not Triton: as cuBLAS would) writes x,
-    then the add reads x and y and writes out. The probe must find x in L2 and neither y nor out; replayed
+    """Each step: a write of four times the L2 evicts everything (twice the L2 left a quarter of `out`'s sampled
+    lines in L2 in one H200 run: its replacement is not strict LRU), a torch copy (not Triton: as cuBLAS would)
+    writes x, then the add reads x and y and writes out. The probe must find x in L2 and neither y nor out; replayed
     `--l2 measured`, the add reads x from L2 and runs faster than cold, slower than warm (all three in L2)."""
     torch = pytest.importorskip("torch")
     from tritonhook.samples import add_kernel
@@ -108,7 +109,7 @@ def test_the_l2_probe_finds_what_the_producer_wrote_and_replays_it_warm(tmp_path
 
     n = 1 << 20  # 4 MiB per tensor
     source, x, y, out = (torch.randn(n, device="cuda") for _ in range(4))
-    flood = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flood = torch.empty(4 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
     with sweep.record(tmp_path) as recorder:
         for _ in range(10):
             flood.fill_(1)
@@ -120,7 +121,9 @@ def test_the_l2_probe_finds_what_the_producer_wrote_and_replays_it_warm(tmp_path
     resident = [sum(lines) / len(lines) for lines in signature.l2_resident]
     print(calibration, resident)
     assert calibration["cold"] > 1.4 * calibration["hot"]
-    assert resident[0] > 0.9 and resident[1] < 0.1 and resident[2] < 0.1
+    # y and out: below the replay's bar (`l2probe.warm_ranges` warms a chunk that half the probes found); 4 runs of
+    # 8 probes on the H200 read y at 0, 0, 0 and 0.125 (a stray probe), so a tighter bound only measures the noise
+    assert resident[0] > 0.9 and resident[1] < 0.5 and resident[2] < 0.5
     times = {}
     for l2 in ("cold", "measured", "warm"):
         result = sweep.replay(recording, Store(tmp_path), parse_variants("plain,plain"), rounds=5, l2=l2)
