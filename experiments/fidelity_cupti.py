@@ -21,23 +21,16 @@ import argparse
 import collections
 import json
 import statistics
-import sys
 import tempfile
-import types
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from tritonhook._triton import inductor_launches_through_triton
-from tritonhook.ab.variants import Variant
-from tritonhook.store import Store
-from tritonhook.sweep import record, select_signatures
-from tritonhook.sweep.replay import _build_all, _write_job
+from tritonhook.sweep import select_signatures
 from tritonhook.sweep.worker import replay_signature
 
-sys.path.insert(0, str(Path(__file__).parent / "sweep_workloads"))
-import inductor_transformer  # noqa: E402
+from fidelity_common import record_in_process, replay_job, transformer
 
 
 def cupti_us(prof) -> dict[str, list[float]]:
@@ -60,29 +53,20 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default="fidelity_cupti.json")
     args = ap.parse_args()
-    with inductor_launches_through_triton():  # Inductor's static launcher would bypass the recorder's tracer
-        workload = inductor_transformer.build()
-        for _ in range(3):  # compile and warm up outside the recording (it captures late-compiled kernels)
-            inductor_transformer.step(*workload)
-        torch.cuda.synchronize()
+    step = transformer()
     with tempfile.TemporaryDirectory(prefix="fidelity-cupti-") as work:
-        store = Store(Path(work) / "store")
-        with record(store) as recorder, profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(args.steps):
-                inductor_transformer.step(*workload)
-            torch.cuda.synchronize()
+        prof = profile(activities=[ProfilerActivity.CUDA])
+        store, recorder = record_in_process(Path(work), lambda: [step() for _ in range(args.steps)], beside=prof)
         recording = recorder.recording
         in_workload = cupti_us(prof)
         per_name = collections.Counter(s.kernel for s in recording.signatures)
         chosen = [s for s in select_signatures(recording, top=args.top) if per_name[s.kernel] == 1]
-        rows = collections.defaultdict(types.SimpleNamespace)
-        built = _build_all(store, chosen, [Variant("plain", None)], (), rows)
+        built, job = replay_job(Path(work), store, recording, chosen, args.rounds)
         print(f"{len(recording.signatures)} signatures recorded, {len(chosen)} of the top {args.top} named by one "
               f"only, {len(built)} built; {sum(len(v) for v in in_workload.values())} kernels traced by CUPTI",
-              {sid: getattr(row, "status", "") for sid, row in rows.items()}, flush=True)
-        job = _write_job(Path(work), recording, store, [s for s in chosen if s.id in built], built, args.rounds)
+              flush=True)
         results = []
-        for signature, entry in zip([s for s in chosen if s.id in built], job["signatures"]):
+        for signature, entry in zip(built, job["signatures"]):
             row = dict(kernel=signature.kernel, share=recording.share(signature), launches=signature.launches,
                        workload_events_us=signature.time_per_launch_ms * 1e3,
                        workload_cupti_us=median_or_none(in_workload.get(signature.kernel, [])))

@@ -1,0 +1,75 @@
+"""Where, around a small kernel, does the workload save the ~0.5 µs that every replay spends? (issue 15's
+fidelity; docs/notes.md §10-§14.) The recorder and the replay both queue: a stream hold (a one-CTA spin kernel),
+the start event, the kernel, the end event. CUPTI (torch.profiler) stamps each kernel's start and end on the GPU,
+so for each timed call of a small kernel it gives the gap from the hold's end to the kernel's start (what the
+start event and the launch cost) and the kernel's duration; the events' reading minus both is what the end side
+costs. This records experiments/sweep_workloads/inductor_transformer.py's training step under the profiler, then
+replays the small signatures cold in this process under it, and prints per signature the medians, µs, of: the
+events' time, hold end -> kernel start, the kernel, for the workload and the replay.
+
+    PYTHONPATH=$PWD python experiments/fidelity_gaps.py [--under-us 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import tempfile
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from tritonhook.sweep import select_signatures, worker
+
+from fidelity_common import record_in_process, replay_job, transformer
+
+
+def gaps(prof, kernel: str) -> tuple[list[float], list[float]]:
+    """For each launch of `kernel` right after a spin kernel (the hold): hold end -> its start, and its duration."""
+    kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                     key=lambda e: e.time_range.start)
+    lead, run = [], []
+    for before, this in zip(kernels, kernels[1:]):
+        if this.name == kernel and "spin" in before.name.lower():
+            lead.append(this.time_range.start - before.time_range.end)
+            run.append(this.time_range.elapsed_us())
+    return lead, run
+
+
+def med(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--under-us", type=float, default=8.0)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    step = transformer()
+    with tempfile.TemporaryDirectory(prefix="fidelity-gaps-") as work:
+        prof = profile(activities=[ProfilerActivity.CUDA])
+        store, recorder = record_in_process(Path(work), lambda: [step() for _ in range(args.steps)], beside=prof)
+        recording = recorder.recording
+        names = collections.Counter(s.kernel for s in recording.signatures)
+        chosen = [s for s in select_signatures(recording, top=40) if names[s.kernel] == 1
+                  and s.time_per_launch_ms and s.time_per_launch_ms * 1e3 < args.under_us][:12]
+        chosen, job = replay_job(Path(work), store, recording, chosen, args.rounds)
+        spin = sorted({e.name for e in prof.events() if "spin" in e.name.lower()})
+        print("hold kernels seen:", spin)
+        print(f"{'kernel':46} {'events':>6} {'lead':>6} {'kernel':>6} | {'events':>6} {'lead':>6} {'kernel':>6}  "
+              "(workload | replay, µs)", flush=True)
+        for signature, entry in zip(chosen, job["signatures"]):
+            with profile(activities=[ProfilerActivity.CUDA]) as replay_prof:
+                outcome = worker.replay_signature(torch, job, entry, store, Path(work))
+            cells = [signature.time_per_launch_ms * 1e3, *map(med, gaps(prof, signature.kernel)),
+                     statistics.median(outcome["samples"]["plain"]) * 1e3,
+                     *map(med, gaps(replay_prof, signature.kernel))]
+            print(f"{signature.kernel[:46]:46} " + " ".join(f"{c:6.2f}" for c in cells[:3]) + " | "
+                  + " ".join(f"{c:6.2f}" for c in cells[3:]), flush=True)
+
+
+if __name__ == "__main__":
+    main()

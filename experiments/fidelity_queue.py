@@ -1,0 +1,79 @@
+"""Which replay reproduces the transformer's small kernels' times inside the workload? (issue 15's fidelity;
+docs/notes.md §14.) Records experiments/sweep_workloads/inductor_transformer.py's training step, then replays the
+signatures making 90% of its GPU time in this process (the replay worker's `replay_signature`), `--l2` cold and
+measured, each: as the replay runs ("paced": hundreds of timed calls a round, the host queueing as the GPU runs),
+with only `MIN_REPS` timed calls a round ("few"), and cold with every batch of timed calls queued behind a 50 ms
+spin ("behind"). Prints replay / workload per signature and mode, and how many are within ±10%.
+
+    PYTHONPATH=$PWD python experiments/fidelity_queue.py [--steps 10] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import tempfile
+from pathlib import Path
+
+import torch
+
+from tritonhook.ab import timing
+from tritonhook.sweep import worker
+from tritonhook.sweep.result import FIDELITY_TOLERANCE
+
+from fidelity_common import making_most_time, record_in_process, replay_job, transformer
+
+
+MODES = [("cold", "paced"), ("cold", "few"), ("cold", "behind"), ("measured", "paced"), ("measured", "few")]
+
+
+def replayed_ms(job, entry, store, work, queue: str) -> float:
+    original = timing._timed_calls
+
+    def behind(torch_, *args, **kwargs):
+        torch_.cuda._sleep(100_000_000)
+        return original(torch_, *args, **kwargs)
+
+    timing._timed_calls = behind if queue == "behind" else original
+    rep_ms = job["rep_ms"]
+    if queue == "few":  # paced, but only min_reps calls per round, as "behind" ends up with
+        job["rep_ms"] = 1e-3
+    try:
+        return statistics.median(worker.replay_signature(torch, job, entry, store, work)["samples"]["plain"])
+    finally:
+        timing._timed_calls = original
+        job["rep_ms"] = rep_ms
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args()
+    step = transformer()
+    with tempfile.TemporaryDirectory(prefix="fidelity-queue-") as work:
+        store, recorder = record_in_process(Path(work), lambda: [step() for _ in range(args.steps)])
+        recording = recorder.recording
+        chosen = making_most_time(recording)
+        covered = sum(recording.share(s) for s in chosen)
+        chosen, job = replay_job(Path(work), store, recording, chosen, args.rounds)
+        print(f"{'kernel':46} {'share':>5} {'µs':>6} " + " ".join(f"{l2[:4]}/{q:6}" for l2, q in MODES), flush=True)
+        ratios = collections.defaultdict(list)
+        for signature, entry in zip(chosen, job["signatures"]):
+            cells = []
+            for l2, queue in MODES:
+                job["l2"] = l2
+                ratio = replayed_ms(job, entry, store, Path(work), queue) / signature.time_per_launch_ms
+                ratios[(l2, queue)].append(ratio)
+                cells.append(ratio)
+            print(f"{signature.kernel[:46]:46} {100 * recording.share(signature):5.1f} "
+                  f"{signature.time_per_launch_ms * 1e3:6.2f} " + " ".join(f"{c:11.3f}" for c in cells), flush=True)
+        for mode, values in ratios.items():
+            within = sum(abs(r - 1) <= FIDELITY_TOLERANCE for r in values)
+            print(f"{mode[0]:8} {mode[1]:6}: {within} of {len(values)} within ±{FIDELITY_TOLERANCE:.0%} "
+                  f"({covered:.1%} of the GPU time), median {statistics.median(values):.3f}")
+
+
+if __name__ == "__main__":
+    main()
