@@ -29,6 +29,7 @@ import dataclasses
 import sys
 from typing import Callable, Hashable, Sequence
 
+from ..ab.stats import median
 from ..errors import TritonhookError
 
 FORMAT = "tritonhook-recording"
@@ -229,11 +230,7 @@ class Signature:
     @property
     def time_per_launch_ms(self) -> float | None:
         """The median of the sampled launch times."""
-        if not self.times_ms:
-            return None
-        ordered = sorted(self.times_ms)
-        middle = len(ordered) // 2
-        return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        return median(self.times_ms) if self.times_ms else None
 
     @property
     def gpu_ms(self) -> float:
