@@ -1,12 +1,13 @@
 """What the fidelity experiments share (issue 15; docs/notes.md sections 10-14): the transformer's training step
 (experiments/sweep_workloads/inductor_transformer.py) recorded in this process, and recorded signatures built and
 written as a job for the replay worker's own `replay_signature`, so that an experiment replays them in-process,
-under a profiler or with a part of the timer swapped."""
+under a profiler or with a part of the timer swapped; and what CUPTI saw around the stream holds."""
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import statistics
 import sys
 import types
 from pathlib import Path
@@ -64,3 +65,16 @@ def making_most_time(recording: Recording, coverage: float = FIDELITY_COVERAGE) 
         covered += recording.share(signature)
         chosen.append(signature)
     return chosen
+
+
+def after_holds(prof, kernel: str) -> list[tuple[float, float]]:
+    """Each launch of `kernel` that CUPTI (a torch.profiler `prof`) saw right after a stream hold (torch's
+    `spin_kernel`, `ab.timing.hold_stream`): (its lead, hold end -> its start; its own duration), µs."""
+    kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                     key=lambda e: e.time_range.start)
+    return [(this.time_range.start - hold.time_range.end, this.time_range.elapsed_us())
+            for hold, this in zip(kernels, kernels[1:]) if this.name == kernel and "spin" in hold.name.lower()]
+
+
+def median_or_nan(values) -> float:
+    return statistics.median(values) if values else float("nan")

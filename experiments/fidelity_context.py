@@ -27,16 +27,13 @@ from tritonhook.ab import timing
 from tritonhook.samples import add_kernel
 from tritonhook.sweep import worker
 
-from fidelity_common import record_in_process, replay_job, transformer
+from fidelity_common import after_holds, median_or_nan, record_in_process, replay_job, transformer
 
 MODES = ("paced", "behind", "few")
 
 
-def leads(prof, kernel: str) -> list[float]:
-    kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                     key=lambda e: e.time_range.start)
-    return [this.time_range.start - before.time_range.end for before, this in zip(kernels, kernels[1:])
-            if this.name == kernel and "spin" in before.name.lower()]
+def leads(prof) -> list[float]:
+    return [lead for lead, _ in after_holds(prof, "add_kernel")]
 
 
 def replay(job, store, work, *, mode: str):
@@ -56,10 +53,6 @@ def replay(job, store, work, *, mode: str):
     finally:
         timing._timed_calls, job["rep_ms"] = original, rep_ms
     return statistics.median(outcome["samples"]["plain"]) * 1e3, prof
-
-
-def med(values) -> float:
-    return statistics.median(values) if values else float("nan")
 
 
 def main() -> None:
@@ -100,10 +93,10 @@ def main() -> None:
             recording = recorder.recording
             (signature,), job = replay_job(Path(work), store, recording,
                                            [s for s in recording.signatures if s.kernel == "add_kernel"], 5)
-            cells = [signature.time_per_launch_ms * 1e3, med(leads(prof, "add_kernel"))]
+            cells = [signature.time_per_launch_ms * 1e3, median_or_nan(leads(prof))]
             for mode in MODES:
                 replayed, replay_prof = replay(job, store, Path(work), mode=mode)
-                cells += [replayed, med(leads(replay_prof, "add_kernel"))]
+                cells += [replayed, median_or_nan(leads(replay_prof))]
             print(f"{name:12} " + " | ".join(f"{cells[i]:8.2f} {cells[i + 1]:6.2f}" for i in range(0, len(cells), 2)),
                   flush=True)
 

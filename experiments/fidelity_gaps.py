@@ -23,23 +23,12 @@ from torch.profiler import ProfilerActivity, profile
 
 from tritonhook.sweep import select_signatures, worker
 
-from fidelity_common import record_in_process, replay_job, transformer
+from fidelity_common import after_holds, median_or_nan, record_in_process, replay_job, transformer
 
 
-def gaps(prof, kernel: str) -> tuple[list[float], list[float]]:
-    """For each launch of `kernel` right after a spin kernel (the hold): hold end -> its start, and its duration."""
-    kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                     key=lambda e: e.time_range.start)
-    lead, run = [], []
-    for before, this in zip(kernels, kernels[1:]):
-        if this.name == kernel and "spin" in before.name.lower():
-            lead.append(this.time_range.start - before.time_range.end)
-            run.append(this.time_range.elapsed_us())
-    return lead, run
-
-
-def med(values):
-    return statistics.median(values) if values else float("nan")
+def medians(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    """The median lead and the median duration of `after_holds`' pairs (nan where none)."""
+    return median_or_nan([lead for lead, _ in pairs]), median_or_nan([run for _, run in pairs])
 
 
 def main() -> None:
@@ -64,9 +53,9 @@ def main() -> None:
         for signature, entry in zip(chosen, job["signatures"]):
             with profile(activities=[ProfilerActivity.CUDA]) as replay_prof:
                 outcome = worker.replay_signature(torch, job, entry, store, Path(work))
-            cells = [signature.time_per_launch_ms * 1e3, *map(med, gaps(prof, signature.kernel)),
+            cells = [signature.time_per_launch_ms * 1e3, *medians(after_holds(prof, signature.kernel)),
                      statistics.median(outcome["samples"]["plain"]) * 1e3,
-                     *map(med, gaps(replay_prof, signature.kernel))]
+                     *medians(after_holds(replay_prof, signature.kernel))]
             print(f"{signature.kernel[:46]:46} " + " ".join(f"{c:6.2f}" for c in cells[:3]) + " | "
                   + " ".join(f"{c:6.2f}" for c in cells[3:]), flush=True)
 

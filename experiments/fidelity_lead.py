@@ -23,15 +23,10 @@ from torch.profiler import ProfilerActivity, profile
 from tritonhook.ab import timing
 from tritonhook.samples import add_kernel
 
+from fidelity_common import after_holds
+
 CONDITIONS = {"paced-300": (False, 300, 0.0), "spin-15": (True, 15, 0.0), "spin-300": (True, 300, 0.0),
               "sync-15": (False, 15, 0.0), "spin-300x": (True, 300, 400.0)}
-
-
-def leads(prof) -> list[float]:
-    kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                     key=lambda e: e.time_range.start)
-    return [this.time_range.start - before.time_range.end for before, this in zip(kernels, kernels[1:])
-            if this.name == "add_kernel" and "spin" in before.name.lower()]
 
 
 def main() -> None:
@@ -51,7 +46,7 @@ def main() -> None:
                 torch.cuda._sleep(100_000_000)
             (times,) = timing._timed_calls(torch, arms, [(x, y, out)], rounds)
         timing.HOLD_EXTRA_US = saved
-        found = leads(prof)
+        found = [lead for lead, _ in after_holds(prof, "add_kernel")]
         parts = [found[:5], found[5:15], found[15:]]
         print(f"{launcher + ' ' + name:20} {statistics.median(times) * 1e3:7.2f} {statistics.median(found):6.2f} "
               + " ".join(f"{statistics.median(p):6.2f}" if p else "     -" for p in parts), flush=True)

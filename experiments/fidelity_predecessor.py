@@ -30,7 +30,7 @@ from tritonhook.ab import timing
 from tritonhook.ab.stats import median
 from tritonhook.sweep import select_signatures, worker
 
-from fidelity_common import record_in_process, replay_job, transformer
+from fidelity_common import after_holds, record_in_process, replay_job, transformer
 
 
 def predecessors() -> dict:
@@ -64,10 +64,7 @@ def replay_with(condition: str, queued, job, entry, store, work) -> tuple[float,
     try:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             samples = worker.replay_signature(torch, job, entry, store, work)["samples"]["plain"]
-        kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                         key=lambda e: e.time_range.start)
-        leads = [this.time_range.start - before.time_range.end for before, this in zip(kernels, kernels[1:])
-                 if this.name == entry["kernel"] and "spin" in before.name.lower()]
+        leads = [lead for lead, _ in after_holds(prof, entry["kernel"])]
         return median(samples) * 1e3, (median(leads) if leads else float("nan"))
     finally:
         timing.hold_stream, timing.HOLD_EXTRA_US = original_hold, original_extra
