@@ -3,9 +3,11 @@ docs/notes.md §14.) Records experiments/sweep_workloads/inductor_transformer.py
 signatures making 90% of its GPU time in this process (the replay worker's `replay_signature`), `--l2` cold and
 measured, each: as the replay runs ("paced": hundreds of timed calls a round, the host queueing as the GPU runs),
 with only `MIN_REPS` timed calls a round ("few"), and cold with every batch of timed calls queued behind a 50 ms
-spin ("behind"). Prints replay / workload per signature and mode, and how many are within ±10%.
+spin ("behind"). Prints replay / workload per signature and mode, and how many are within ±10%. `--worker
+subprocess` replays through the sweep's own worker processes instead (a fresh process, as `tritonhook replay`
+does; "behind" needs this process).
 
-    PYTHONPATH=$PWD python experiments/fidelity_queue.py [--steps 10] [--rounds 7]
+    PYTHONPATH=$PWD python experiments/fidelity_queue.py [--steps 10] [--rounds 7] [--worker subprocess]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 
 from tritonhook.ab import timing
 from tritonhook.sweep import worker
+from tritonhook.sweep.schedule import run_workers
 from tritonhook.sweep.result import FIDELITY_TOLERANCE
 
 from fidelity_common import making_most_time, record_in_process, replay_job, transformer
@@ -46,10 +49,18 @@ def replayed_ms(job, entry, store, work, queue: str) -> float:
         job["rep_ms"] = rep_ms
 
 
+def subprocess_medians(work: Path, job: dict, l2: str, queue: str) -> dict[int, float]:
+    """Signature id -> the plain variant's median ms, replayed by the sweep's worker processes (`run_workers`)."""
+    results = run_workers(work, {**job, "l2": l2, "rep_ms": 1e-3 if queue == "few" else job["rep_ms"]})
+    return {sid: statistics.median(result["samples"]["plain"]) for sid, result in results.items()
+            if result["status"] == "ok"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--worker", choices=("in-process", "subprocess"), default="in-process")
     args = ap.parse_args()
     step = transformer()
     with tempfile.TemporaryDirectory(prefix="fidelity-queue-") as work:
@@ -58,15 +69,19 @@ def main() -> None:
         chosen = making_most_time(recording)
         covered = sum(recording.share(s) for s in chosen)
         chosen, job = replay_job(Path(work), store, recording, chosen, args.rounds)
-        print(f"{'kernel':46} {'share':>5} {'µs':>6} " + " ".join(f"{l2[:4]}/{q:6}" for l2, q in MODES), flush=True)
+        modes = MODES if args.worker == "in-process" else [m for m in MODES if m[1] != "behind"]
+        if args.worker == "subprocess":  # the sweep's own worker processes, one call per mode over all signatures
+            replayed = {mode: subprocess_medians(Path(work), job, *mode) for mode in modes}
+        print(f"{'kernel':46} {'share':>5} {'µs':>6} " + " ".join(f"{l2[:4]}/{q:6}" for l2, q in modes), flush=True)
         ratios = collections.defaultdict(list)
         for signature, entry in zip(chosen, job["signatures"]):
             cells = []
-            for l2, queue in MODES:
+            for l2, queue in modes:
                 job["l2"] = l2
-                ratio = replayed_ms(job, entry, store, Path(work), queue) / signature.time_per_launch_ms
-                ratios[(l2, queue)].append(ratio)
-                cells.append(ratio)
+                ms = (replayed_ms(job, entry, store, Path(work), queue) if args.worker == "in-process"
+                      else replayed[(l2, queue)][signature.id])
+                ratios[(l2, queue)].append(ms / signature.time_per_launch_ms)
+                cells.append(ms / signature.time_per_launch_ms)
             print(f"{signature.kernel[:46]:46} {100 * recording.share(signature):5.1f} "
                   f"{signature.time_per_launch_ms * 1e3:6.2f} " + " ".join(f"{c:11.3f}" for c in cells), flush=True)
         for mode, values in ratios.items():
