@@ -58,7 +58,9 @@ def summarize(results: dict[str, list[dict]]) -> dict:
         rows.append({"kernel": row["kernel"], "share": row["share"], "recorded_us": row["recorded_ms"] * 1e3,
                      "ratios": ratios, "median": {m: statistics.median(r) for m, r in ratios.items()}})
     within = lambda ratio: abs(ratio - 1) <= FIDELITY_TOLERANCE  # noqa: E731
-    return {"signatures": len(rows), "share": covered,
+    aa = {m: [sum(r["variants"][1]["verdict"] == "no difference" for r in result["rows"] if len(r["variants"]) > 1)
+              for result in runs] for m, runs in results.items()}
+    return {"signatures": len(rows), "share": covered, "aa_no_difference": aa, "rows_replayed": len(first),
             "per_replay_within": {m: [sum(within(r["ratios"][m][i]) for r in rows) for i in range(len(runs))]
                                   for m, runs in results.items()},
             "median_within": {m: sum(within(r["median"][m]) for r in rows) for m in results},
@@ -76,6 +78,7 @@ def show(summary: dict) -> None:
           f"{summary['share']:.1%} of the GPU time: per replay {summary['per_replay_within']}; on the medians "
           + ", ".join(f"{m} {summary['median_within'][m]} ({summary['median_within_share'][m]:.1%} of the time)"
                       for m in MODES))
+    print(f"A/A 'no difference' per replay, of {summary['rows_replayed']} rows: {summary['aa_no_difference']}")
 
 
 def main() -> None:
