@@ -5,6 +5,7 @@ under a profiler or with a part of the timer swapped; and what CUPTI saw around 
 
 from __future__ import annotations
 
+import argparse
 import collections
 import contextlib
 import statistics
@@ -34,6 +35,23 @@ def transformer():
             inductor_transformer.step(*workload)
         torch.cuda.synchronize()
     return lambda: inductor_transformer.step(*workload)
+
+
+def parser(doc: str, rounds: int | None) -> argparse.ArgumentParser:
+    """The options the transformer experiments share: steps recorded and (unless `rounds` is None, for one that
+    does not replay in rounds) replay rounds, default `rounds`."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=10)
+    if rounds is not None:
+        ap.add_argument("--rounds", type=int, default=rounds)
+    return ap
+
+
+def record_transformer(work: Path, steps: int, *, beside=None):
+    """The transformer built and warmed up (`transformer`), then `steps` of its training steps recorded into a store
+    under `work` (`record_in_process`); the store and the recorder."""
+    step = transformer()
+    return record_in_process(work, lambda: [step() for _ in range(steps)], beside=beside)
 
 
 def record_in_process(work: Path, run, *, beside=None):

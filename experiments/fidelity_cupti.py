@@ -17,7 +17,6 @@ runs faster inside the workload.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import statistics
@@ -30,7 +29,7 @@ from torch.profiler import ProfilerActivity, profile
 from tritonhook.sweep import select_signatures
 from tritonhook.sweep.worker import replay_signature
 
-from fidelity_common import record_in_process, replay_job, transformer
+from fidelity_common import parser, record_transformer, replay_job
 
 
 def cupti_us(prof) -> dict[str, list[float]]:
@@ -47,16 +46,13 @@ def median_or_none(values):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=10)
+    ap = parser(__doc__, rounds=5)
     ap.add_argument("--top", type=int, default=30)
-    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default="fidelity_cupti.json")
     args = ap.parse_args()
-    step = transformer()
     with tempfile.TemporaryDirectory(prefix="fidelity-cupti-") as work:
         prof = profile(activities=[ProfilerActivity.CUDA])
-        store, recorder = record_in_process(Path(work), lambda: [step() for _ in range(args.steps)], beside=prof)
+        store, recorder = record_transformer(Path(work), args.steps, beside=prof)
         recording = recorder.recording
         in_workload = cupti_us(prof)
         per_name = collections.Counter(s.kernel for s in recording.signatures)

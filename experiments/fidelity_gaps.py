@@ -12,7 +12,6 @@ events' time, hold end -> kernel start, the kernel, for the workload and the rep
 
 from __future__ import annotations
 
-import argparse
 import collections
 import statistics
 import tempfile
@@ -23,7 +22,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from tritonhook.sweep import select_signatures, worker
 
-from fidelity_common import after_holds, median_or_nan, record_in_process, replay_job, transformer
+from fidelity_common import after_holds, median_or_nan, parser, record_transformer, replay_job
 
 
 def medians(pairs: list[tuple[float, float]]) -> tuple[float, float]:
@@ -32,15 +31,12 @@ def medians(pairs: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=10)
+    ap = parser(__doc__, rounds=5)
     ap.add_argument("--under-us", type=float, default=8.0)
-    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    step = transformer()
     with tempfile.TemporaryDirectory(prefix="fidelity-gaps-") as work:
         prof = profile(activities=[ProfilerActivity.CUDA])
-        store, recorder = record_in_process(Path(work), lambda: [step() for _ in range(args.steps)], beside=prof)
+        store, recorder = record_transformer(Path(work), args.steps, beside=prof)
         recording = recorder.recording
         names = collections.Counter(s.kernel for s in recording.signatures)
         chosen = [s for s in select_signatures(recording, top=40) if names[s.kernel] == 1

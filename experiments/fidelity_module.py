@@ -10,7 +10,6 @@ the gap in the harness or the workload's context; a faster workload arm puts it 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import tempfile
 from pathlib import Path
@@ -21,18 +20,16 @@ from tritonhook import _triton
 from tritonhook.ab.timing import bench_interleaved
 from tritonhook.sweep import select_signatures, worker
 
-from fidelity_common import record_in_process, replay_job, transformer
+from fidelity_common import parser, record_transformer, replay_job
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=10)
+    ap = parser(__doc__, rounds=None)
     ap.add_argument("--under-us", type=float, default=8.0)
     args = ap.parse_args()
-    step = transformer()
     with tempfile.TemporaryDirectory(prefix="fidelity-module-") as work:
         work = Path(work)
-        store, recorder = record_in_process(work, lambda: [step() for _ in range(args.steps)])
+        store, recorder = record_transformer(work, args.steps)
         recording = recorder.recording
         chosen = [s for s in select_signatures(recording, top=40) if s.triton_hash in recorder.loaded
                   and s.time_per_launch_ms and s.time_per_launch_ms * 1e3 < args.under_us][:14]

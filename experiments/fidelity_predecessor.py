@@ -19,7 +19,6 @@ kernel start.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from tritonhook.ab import timing
 from tritonhook.ab.stats import median
 from tritonhook.sweep import select_signatures, worker
 
-from fidelity_common import after_holds, record_in_process, replay_job, transformer
+from fidelity_common import after_holds, median_or_nan, parser, record_transformer, replay_job
 
 
 def predecessors() -> dict:
@@ -65,21 +64,18 @@ def replay_with(condition: str, queued, job, entry, store, work) -> tuple[float,
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             samples = worker.replay_signature(torch, job, entry, store, work)["samples"]["plain"]
         leads = [lead for lead, _ in after_holds(prof, entry["kernel"])]
-        return median(samples) * 1e3, (median(leads) if leads else float("nan"))
+        return median(samples) * 1e3, median_or_nan(leads)
     finally:
         timing.hold_stream, timing.HOLD_EXTRA_US = original_hold, original_extra
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=10)
+    ap = parser(__doc__, rounds=7)
     ap.add_argument("--under-us", type=float, default=8.0)
-    ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
-    step = transformer()
     conditions = predecessors()
     with tempfile.TemporaryDirectory(prefix="fidelity-predecessor-") as work:
-        store, recorder = record_in_process(Path(work), lambda: [step() for _ in range(args.steps)])
+        store, recorder = record_transformer(Path(work), args.steps)
         recording = recorder.recording
         chosen = [s for s in select_signatures(recording, top=40)
                   if s.time_per_launch_ms and s.time_per_launch_ms * 1e3 < args.under_us][:8]

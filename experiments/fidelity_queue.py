@@ -12,7 +12,6 @@ does; "behind" needs this process).
 
 from __future__ import annotations
 
-import argparse
 import collections
 import statistics
 import tempfile
@@ -25,7 +24,7 @@ from tritonhook.sweep import worker
 from tritonhook.sweep.schedule import run_workers
 from tritonhook.sweep.result import FIDELITY_TOLERANCE
 
-from fidelity_common import making_most_time, record_in_process, replay_job, transformer
+from fidelity_common import making_most_time, parser, record_transformer, replay_job
 
 
 MODES = [("cold", "paced"), ("cold", "few"), ("cold", "behind"), ("measured", "paced"), ("measured", "few")]
@@ -57,14 +56,11 @@ def subprocess_medians(work: Path, job: dict, l2: str, queue: str) -> dict[int, 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=7)
+    ap = parser(__doc__, rounds=7)
     ap.add_argument("--worker", choices=("in-process", "subprocess"), default="in-process")
     args = ap.parse_args()
-    step = transformer()
     with tempfile.TemporaryDirectory(prefix="fidelity-queue-") as work:
-        store, recorder = record_in_process(Path(work), lambda: [step() for _ in range(args.steps)])
+        store, recorder = record_transformer(Path(work), args.steps)
         recording = recorder.recording
         chosen = making_most_time(recording)
         covered = sum(recording.share(s) for s in chosen)

@@ -14,7 +14,6 @@ GPU time fall within ±10% under each.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -28,7 +27,7 @@ from tritonhook.store import Store
 from tritonhook.sweep import select_signatures, worker
 from tritonhook.sweep.result import FIDELITY_COVERAGE, FIDELITY_TOLERANCE
 
-from fidelity_common import record_in_process, replay_job, transformer
+from fidelity_common import parser, record_transformer, replay_job
 
 
 PAIRINGS = {  # name -> (statistic of the recorded samples, statistic of the replay)
@@ -60,16 +59,13 @@ def statistic(name: str, values: list[float]) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=10)
+    ap = parser(__doc__, rounds=21)
     ap.add_argument("--top", type=int, default=45)
-    ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--out", default="fidelity_statistic.json")
     args = ap.parse_args()
-    step = transformer()
     rows = []
     with tempfile.TemporaryDirectory(prefix="fidelity-statistic-") as work:
-        store, recorder = record_in_process(Path(work), lambda: [step() for _ in range(args.steps)])
+        store, recorder = record_transformer(Path(work), args.steps)
         recording = recorder.recording
         chosen = select_signatures(recording, top=args.top)
         chosen, job = replay_job(Path(work), store, recording, chosen, args.rounds)
