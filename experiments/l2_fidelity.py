@@ -1,13 +1,15 @@
-"""Does `--l2 measured` bring replayed kernel times closer to their times inside the workload than `--l2 cold`?
-(issue 15's fidelity; docs/notes.md §13.)
+"""Which replay mode brings replayed kernel times closest to their times inside the workload? (issue 15's
+fidelity; docs/notes.md §13: `--l2 cold` against `--l2 measured`; §15: `--calls steady` against `--calls auto`.)
 
-Records a workload once (the L2 probe is on by default), then replays it plain vs plain alternately cold and
-measured, `--pairs` times each, so that the replay-to-replay drift of small kernels (several % between two
-replays of one recording) falls on both modes alike. Per signature of those making 90% of the recorded GPU time:
-its share, its time inside the workload, replayed / in-workload per replay and mode, and the median per mode;
-last, how many are within ±10% per replay and on the medians. Writes a compact JSON (`--out`).
+Records a workload once (the L2 probe is on by default), then replays it plain vs plain in each of `--modes`
+(default cold,measured) alternately, `--pairs` times each, so that the replay-to-replay drift of small kernels
+(several % between two replays of one recording) falls on all modes alike. Per signature of those making 90% of
+the recorded GPU time: its share, its time inside the workload, how far the GPU ran behind at it (ms), replayed /
+in-workload per replay and mode, and the median per mode; last, how many are within ±10% per replay and on the
+medians, and the A/A "no difference" count per replay. Writes a compact JSON (`--out`).
 
-    PYTHONPATH=$PWD python experiments/l2_fidelity.py [--workload transformer|both] [--pairs 3] [--out l2.json]
+    PYTHONPATH=$PWD python experiments/l2_fidelity.py [--workload transformer|both] [--modes steady,auto]
+        [--pairs 3] [--out l2.json]
     python experiments/l2_fidelity.py --summarize cold_1.json measured_1.json ... [--out l2.json]  # saved replays
 """
 
@@ -23,7 +25,9 @@ from pathlib import Path
 
 from tritonhook.sweep.result import FIDELITY_COVERAGE, FIDELITY_TOLERANCE
 
-MODES = ("cold", "measured")
+MODES = {"cold": ["--l2", "cold"], "measured": ["--l2", "measured"],
+         "steady": ["--l2", "measured", "--calls", "steady"], "auto": ["--l2", "measured", "--calls", "auto"]}
+"""Replay modes by name: the `tritonhook replay` options each adds."""
 WORKLOADS = {
     "transformer": "python3 experiments/sweep_workloads/inductor_transformer.py 10",
     "both": "python3 experiments/sweep_workloads/inductor_transformer.py 10 && "
@@ -31,15 +35,15 @@ WORKLOADS = {
 }
 
 
-def replays(workload: str, pairs: int, work: Path) -> dict[str, list[dict]]:
-    """Record `workload` into a store under `work`, then replay it cold and measured, alternately."""
+def replays(workload: str, modes: list[str], pairs: int, work: Path) -> dict[str, list[dict]]:
+    """Record `workload` into a store under `work`, then replay it in each of `modes`, alternately."""
     store = str(work / "store")
     tritonhook = [sys.executable, "-m", "tritonhook"]
     subprocess.run(tritonhook + ["record", "--store", store, "--", "bash", "-c", WORKLOADS[workload]], check=True)
-    results: dict[str, list[dict]] = {mode: [] for mode in MODES}
+    results: dict[str, list[dict]] = {mode: [] for mode in modes}
     for _ in range(pairs):
-        for mode in MODES:
-            done = subprocess.run(tritonhook + ["replay", "--store", store, "--l2", mode, "--variants", "plain,plain",
+        for mode in modes:
+            done = subprocess.run(tritonhook + ["replay", "--store", store, *MODES[mode], "--variants", "plain,plain",
                                                 "--json"], check=True, capture_output=True, text=True)
             results[mode].append(json.loads(done.stdout))
     return results
@@ -47,7 +51,7 @@ def replays(workload: str, pairs: int, work: Path) -> dict[str, list[dict]]:
 
 def summarize(results: dict[str, list[dict]]) -> dict:
     """The signatures making 90% of the recorded GPU time, each with its replayed / in-workload ratios per mode."""
-    first = results[MODES[0]][0]["rows"]
+    first = next(iter(results.values()))[0]["rows"]
     rows, covered = [], 0.0
     for row in sorted((r for r in first if r["share"]), key=lambda r: -r["share"]):
         if covered >= FIDELITY_COVERAGE - 1e-9:
@@ -56,6 +60,7 @@ def summarize(results: dict[str, list[dict]]) -> dict:
         ratios = {mode: [next(r for r in result["rows"] if r["signature"] == row["signature"])["fidelity"]
                          for result in runs] for mode, runs in results.items()}
         rows.append({"kernel": row["kernel"], "share": row["share"], "recorded_us": row["recorded_ms"] * 1e3,
+                     "behind_ms": row.get("behind_ms"),
                      "ratios": ratios, "median": {m: statistics.median(r) for m, r in ratios.items()}})
     within = lambda ratio: abs(ratio - 1) <= FIDELITY_TOLERANCE  # noqa: E731
     aa = {m: [sum(r["variants"][1]["verdict"] == "no difference" for r in result["rows"] if len(r["variants"]) > 1)
@@ -69,32 +74,38 @@ def summarize(results: dict[str, list[dict]]) -> dict:
 
 
 def show(summary: dict) -> None:
-    print(f"{'kernel':48s} {'share':>6s} {'µs':>7s}  " + "  ".join(f"{m} (median)" for m in MODES))
+    modes = list(summary["median_within"])
+    print(f"{'kernel':48s} {'share':>6s} {'µs':>7s} {'behind':>7s}  " + "  ".join(f"{m} (median)" for m in modes))
     for row in summary["rows"]:
         cells = "  ".join(" ".join(f"{x:.3f}" for x in row["ratios"][m]) + f" ({row['median'][m]:.3f})"
-                          for m in MODES)
-        print(f"{row['kernel'][:48]:48s} {row['share']:6.1%} {row['recorded_us']:7.2f}  {cells}")
+                          for m in modes)
+        behind = "-" if row["behind_ms"] is None else f"{row['behind_ms']:.2f}"
+        print(f"{row['kernel'][:48]:48s} {row['share']:6.1%} {row['recorded_us']:7.2f} {behind:>7s}  {cells}")
     print(f"within ±{FIDELITY_TOLERANCE:.0%}, of the {summary['signatures']} signatures making "
           f"{summary['share']:.1%} of the GPU time: per replay {summary['per_replay_within']}; on the medians "
           + ", ".join(f"{m} {summary['median_within'][m]} ({summary['median_within_share'][m]:.1%} of the time)"
-                      for m in MODES))
+                      for m in modes))
     print(f"A/A 'no difference' per replay, of {summary['rows_replayed']} rows: {summary['aa_no_difference']}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="transformer")
+    ap.add_argument("--modes", default="cold,measured", help=f"of {', '.join(MODES)}")
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--summarize", nargs="+", type=Path, metavar="REPLAY_JSON",
                     help="saved `tritonhook replay --json` results, named <mode>_<i>.json")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    modes = args.modes.split(",")
+    if unknown := set(modes) - set(MODES):
+        ap.error(f"--modes: unknown {', '.join(sorted(unknown))}")
     if args.summarize:
         results = {mode: [json.loads(p.read_text()) for p in sorted(args.summarize) if p.name.split("_")[-2] == mode]
-                   for mode in MODES}
+                   for mode in modes}
     else:
         with tempfile.TemporaryDirectory(prefix="l2-fidelity-") as work:
-            results = replays(args.workload, args.pairs, Path(work))
+            results = replays(args.workload, modes, args.pairs, Path(work))
     summary = summarize(results)
     show(summary)
     if args.out:

@@ -84,13 +84,21 @@ def hold_stream(torch, microseconds: float) -> bool:
     it (a small kernel, a launch-bound program), the start event fires on an idle GPU and the interval counts the
     host's launch latency: a 4 us kernel read 12 us. Held, the stream reaches the start event only after the
     kernel and the end event are queued. The spin length is in GPU cycles, calibrated once per device."""
+    rate = hold_cycles_per_us(torch)
+    if rate is None:
+        return False
+    torch.cuda._sleep(max(1, int(min(microseconds, HOLD_MAX_US) * rate)))
+    return True
+
+
+def hold_cycles_per_us(torch) -> float | None:
+    """The spin kernel's GPU cycles per microsecond on the current device, calibrated on first use (a ~1 ms spin
+    and a synchronize: call it where that costs nothing); None when this torch has no spin kernel."""
     sleep = getattr(torch.cuda, "_sleep", None)
     if sleep is None:
-        return False
+        return None
     device = torch.cuda.current_device()
-    rate = _CYCLES_PER_US.get(device) or _calibrate_cycles(torch, sleep, device)
-    sleep(max(1, int(min(microseconds, HOLD_MAX_US) * rate)))
-    return True
+    return _CYCLES_PER_US.get(device) or _calibrate_cycles(torch, sleep, device)
 
 
 def _calibrate_cycles(torch, sleep, device: int, cycles: int = 2_000_000) -> float:

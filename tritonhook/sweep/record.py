@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .. import _triton, config
-from ..ab.timing import HOLD_EXTRA_US, HOLD_MARGIN, hold_stream
+from ..ab.stats import median
+from ..ab.timing import HOLD_EXTRA_US, HOLD_MARGIN, hold_cycles_per_us, hold_stream
 from ..session import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
@@ -35,14 +36,16 @@ STDERR_TAIL_LINES = 20
 @dataclasses.dataclass
 class _Pending:
     """A signature while recording: its description, the tracer's state for it (`seen`: the launches it passed
-    over), its launch count and the CUDA event pairs not yet read (`held`: the kernel was queued before the stream
-    hold ran out, so the events time the kernel alone)."""
+    over), its launch count, the CUDA event pairs not yet read (`held`: the kernel was queued before the stream
+    hold ran out, so the events time the kernel alone) and the lag marks of its first timed launches (`marks`:
+    see `Recorder._mark`)."""
 
     signature: Signature
     seen: object                     # the tracer's SignatureSeen
     held: list = dataclasses.field(default_factory=list)
     late: list = dataclasses.field(default_factory=list)
     probes: list = dataclasses.field(default_factory=list)  # (tensor positions, the L2 probe's device tensor)
+    marks: list = dataclasses.field(default_factory=list)   # (idle anchor, mark): both (event, host seconds)
 
 
 class Recorder:
@@ -66,6 +69,7 @@ class Recorder:
         self.first_capture = store.last_id()
         self.l2_probe = config.RECORD_L2_PROBE.get() if l2_probe is None else l2_probe
         self.l2_calibration: l2probe.Calibration | None = None
+        self.idle_anchor: tuple | None = None   # (event, host seconds) queued when the stream was last seen idle
 
     def on_launch(self, spec: _triton.LaunchSpec, grid: tuple[int, int, int], args: tuple, weight: int,
                   seen):
@@ -81,6 +85,7 @@ class Recorder:
                 arg_names=spec.arg_names, signature=spec.signature, constexprs=spec.to_json()["constexprs"],
                 launches=0, times_ms=[]), seen)
             self.pending.append(pending)
+            self._prepare_timing()
         signature = pending.signature
         candidate = self.tuning()
         if candidate is not None:  # the autotuner benchmarking a config: tuning, not the workload; not timed
@@ -99,6 +104,12 @@ class Recorder:
             return self._start_timing(pending, None)
         return None
 
+    def _prepare_timing(self) -> None:
+        """At a signature's first launch: calibrate the stream hold here, not inside a timed launch (it would
+        lengthen the next holds), and mark the lag (after a snapshot's copy the stream is idle: an anchor)."""
+        hold_cycles_per_us(self.torch)
+        self._mark()
+
     def _launches_until_timed(self, calls: int) -> int:
         """How many launches follow launch number `calls` of a signature before the next one the recording times:
         launches 2 to `timed_first` + 1, then every `time_every`-th."""
@@ -111,7 +122,12 @@ class Recorder:
         the stream (`ab.timing.hold_stream`), then the start event: the kernel's time inside the workload without
         the host's launch latency, which a launch-bound workload would otherwise add to every sample. Only the
         first `timed_first` timed launches are probed: a probe costs ~40 µs (host and GPU; H200), ~1.5% of a
-        launch-bound loop at one launch in 256, and nothing once a signature is past them."""
+        launch-bound loop at one launch in 256, and nothing once a signature is past them. They are also the ones
+        whose lag is marked (`_mark`)."""
+        if len(pending.marks) < self.timed_first:
+            mark = self._mark()
+            if mark is not None:
+                pending.marks.append(mark)
         if probed is not None:
             self._probe_l2(pending, probed)
         queued_from = time.perf_counter()
@@ -120,6 +136,20 @@ class Recorder:
         start = self.torch.cuda.Event(enable_timing=True)
         start.record()
         return pending, start, queued_from, hold_us
+
+    def _mark(self) -> tuple | None:
+        """Queue an event now and return (the idle anchor, it): how far the GPU ran behind the host here is the
+        GPU time from the anchor to this event less the host time between them, read after the workload
+        (`_behind_ms`). The anchor is the last event queued while the stream was idle (`query()`: no synchronize,
+        which would drain the very queue this measures); this one becomes it when the stream is idle now. None
+        before the stream was first seen idle."""
+        idle = self.torch.cuda.current_stream().query()
+        event = self.torch.cuda.Event(enable_timing=True)
+        event.record()
+        mark = (event, time.perf_counter())
+        if idle:
+            self.idle_anchor = mark
+        return (self.idle_anchor, mark) if self.idle_anchor is not None else None
 
     def _probe_l2(self, pending: _Pending, args: tuple) -> None:
         """Queue the L2 probe over this launch's tensors (the first `l2probe.MAX_TENSORS` with bytes, positions in
@@ -167,6 +197,8 @@ class Recorder:
             events = pending.held or pending.late
             pending.signature.times_ms += [start.elapsed_time(end) for start, end in events]
             pending.held, pending.late = [], []
+            pending.signature.behind_ms = _behind_ms(pending.marks)
+            pending.marks = []
         self._resolve_l2()
         signatures = [pending.signature for pending in self.pending]
         _link_captures(self.store, signatures, self.first_capture, self.loaded)
@@ -199,6 +231,15 @@ class Recorder:
                         seen[position].append(lines)
                 pending.signature.l2_resident = [l2probe.line_fractions(lines) if lines else None for lines in seen]
             pending.probes = []
+
+
+def _behind_ms(marks: list[tuple]) -> float | None:
+    """The median over a signature's marked launches of how far the GPU ran behind the host (ms; see
+    `Recorder._mark`); None when none was marked. The recorder's own stream holds count too: in a launch-bound
+    loop they keep the GPU up to a few hundred µs behind, far short of a GPU-bound workload's milliseconds."""
+    lags = [anchor_event.elapsed_time(event) - (host_s - anchor_s) * 1e3
+            for (anchor_event, anchor_s), (event, host_s) in marks]
+    return round(median(lags), 4) if lags else None
 
 
 def _live_tensors(args: tuple, described: list[dict]) -> list:

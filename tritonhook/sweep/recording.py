@@ -20,6 +20,11 @@ probed), the fraction of its first timed launches (`config.RECORD_TIMED_FIRST`) 
 sampled lines was in L2 just before the kernel ran (`l2probe`); the recording's `l2_calibration` is the probe's hot
 and cold medians on this GPU. Versions 1 and 2 load with neither (a `--l2 measured` replay runs them cold).
 
+Lag (version 4): a signature's `behind_ms` is how far the GPU ran behind the host at its first timed launches
+(the median, ms; `record.Recorder._mark`): milliseconds in a GPU-bound workload, where kernels wait long in the
+queue, little in a launch-bound one. A replay times the first calls after its warm-up for the former
+(`config.SWEEP_CALLS_MODES`). Versions 1 to 3 load without it (None: replayed steadily).
+
 The functions here are pure or work on tensors of any device (torch CPU tensors suffice for the format's tests).
 """
 
@@ -33,11 +38,11 @@ from ..ab.stats import median
 from ..errors import TritonhookError
 
 FORMAT = "tritonhook-recording"
-VERSION = 3
+VERSION = 4
 """Bump when a field changes meaning; `Recording.from_json` refuses any version not in `READS` with both numbers."""
-READS = (1, 2, 3)
+READS = (1, 2, 3, 4)
 """Versions this tritonhook loads: version 1 has no autotune fields (its benchmark launches count as the
-workload's, as they were recorded); versions 1 and 2 have no L2 residency."""
+workload's, as they were recorded); versions 1 and 2 have no L2 residency; versions 1 to 3 no lag."""
 RESULT_KIND = "recording"
 """The kind recordings are saved under in the store's results table."""
 
@@ -216,6 +221,7 @@ class Signature:
     tuning_launches: int = 0         # launches while the autotuner benchmarked it (not in launches/times_ms)
     autotune: dict | None = None     # {"group": decision, "config": its config} when it was an autotune candidate
     l2_resident: list[list[float] | None] | None = None  # per tensor of tensors_of(args): per sampled line (l2probe)
+    behind_ms: float | None = None   # how far the GPU ran behind the host at its first timed launches (median)
 
     @property
     def inputs(self) -> str:
