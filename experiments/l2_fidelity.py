@@ -32,6 +32,8 @@ WORKLOADS = {
     "transformer": "python3 experiments/sweep_workloads/inductor_transformer.py 10",
     "both": "python3 experiments/sweep_workloads/inductor_transformer.py 10 && "
             "python3 experiments/sweep_workloads/liger_ops.py 10",
+    "queued": "python3 experiments/sweep_workloads/queued_adds.py 100",
+    "small_adds": "python3 experiments/sweep_workloads/small_adds.py 100",
 }
 
 

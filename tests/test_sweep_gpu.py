@@ -6,6 +6,7 @@ difference."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -143,40 +144,31 @@ def test_plain_against_plain_finds_no_difference(recorded):
     assert all(t.verdict == "no difference" or abs(t.ratio - 1) < 0.02 for t in second), second
 
 
-LAG_WORKLOAD = """
-import sys, torch
-from tritonhook import sweep
-from tritonhook.samples import add_kernel
-paced, queued = torch.randn(1 << 12, device="cuda"), torch.randn(1 << 14, device="cuda")
-with sweep.record(sys.argv[1]):
-    for _ in range(300):  # launch-bound: the GPU waits for the host
-        add_kernel[(paced.numel() // 1024,)](paced, paced, paced, paced.numel(), BLOCK=1024)
-    for _ in range(12):   # GPU-bound: each add queued behind a ~5 ms spin
-        torch.cuda._sleep(10_000_000)
-        add_kernel[(queued.numel() // 1024,)](queued, queued, queued, queued.numel(), BLOCK=1024)
-"""
+QUEUED_ADDS = Path(__file__).parents[1] / "experiments" / "sweep_workloads" / "queued_adds.py"
 
 
 def test_the_recording_tells_a_launch_bound_loop_from_kernels_queued_far_ahead(tmp_path):
-    """Recorded first in a fresh process (where the stream hold is calibrated and modules load): the paced adds
-    ran well under `SWEEP_FIRST_BEHIND_MS` behind, the adds behind a ~5 ms spin milliseconds; `--calls auto`
-    replays the first steadily and the second on its first calls, both through the worker."""
+    """`tritonhook record` (a fresh process, where the stream hold is calibrated and modules load) of
+    `queued_adds.py`: the paced adds ran well under `SWEEP_FIRST_BEHIND_MS` behind, the adds each queued behind a
+    ~1 ms spin milliseconds; `--calls auto` replays the first steadily and the second on its first calls."""
     import subprocess
     import sys
 
     from tritonhook import config
     from tritonhook.store import Store
 
-    subprocess.run([sys.executable, "-c", LAG_WORKLOAD, str(tmp_path)], check=True)
+    subprocess.run([sys.executable, "-m", "tritonhook", "record", "--store", str(tmp_path), "--", sys.executable,
+                    str(QUEUED_ADDS), "50"], check=True)
     store = Store(tmp_path)
     recording = sweep.load(store)
-    behind = {s.grid[0]: s.behind_ms for s in recording.signatures}
+    behind = {s.grid[0]: s.behind_ms for s in recording.signatures}  # grids: 4 paced, 16 queued
     print(f"\nbehind ms: paced {behind[4]}, queued behind a spin {behind[16]}")
     assert behind[4] is not None and behind[4] < config.SWEEP_FIRST_BEHIND_MS / 2
     assert behind[16] is not None and behind[16] > 2 * config.SWEEP_FIRST_BEHIND_MS
     result = sweep.replay(recording, store, parse_variants("plain,plain"), rounds=5)
     assert all(row.status == "ok" for row in result.rows), [(row.label, row.status) for row in result.rows]
-    assert {row.launches: row.calls for row in result.rows} == {300: "steady", 12: "first"}
+    assert {row.signature: row.calls for row in result.rows} == {
+        s.id: "first" if s.grid[0] == 16 else "steady" for s in recording.signatures}
 
 
 # ----- an autotuned kernel: every candidate replayed per variant, each variant's own winner ---------------------------
