@@ -1,5 +1,5 @@
 """Which replay mode brings replayed kernel times closest to their times inside the workload? (issue 15's
-fidelity; docs/notes.md §13: `--l2 cold` against `--l2 measured`; §15: `--calls steady` against `--calls auto`.)
+fidelity; docs/notes.md §13: `--l2 cold` against `--l2 measured`.)
 
 Records a workload once (the L2 probe is on by default), then replays it plain vs plain in each of `--modes`
 (default cold,measured) alternately, `--pairs` times each, so that the replay-to-replay drift of small kernels
@@ -8,7 +8,7 @@ the recorded GPU time: its share, its time inside the workload, how far the GPU 
 in-workload per replay and mode, and the median per mode; last, how many are within ±10% per replay and on the
 medians, and the A/A "no difference" count per replay. Writes a compact JSON (`--out`).
 
-    PYTHONPATH=$PWD python experiments/l2_fidelity.py [--workload transformer|both] [--modes steady,auto]
+    PYTHONPATH=$PWD python experiments/l2_fidelity.py [--workload transformer|both] [--modes cold,measured]
         [--pairs 3] [--out l2.json]
     python experiments/l2_fidelity.py --summarize cold_1.json measured_1.json ... [--out l2.json]  # saved replays
 """
@@ -23,10 +23,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tritonhook.config import SWEEP_L2_MODES
 from tritonhook.sweep.result import FIDELITY_COVERAGE, FIDELITY_TOLERANCE
 
-MODES = {"cold": ["--l2", "cold"], "measured": ["--l2", "measured"],
-         "steady": ["--l2", "measured", "--calls", "steady"], "auto": ["--l2", "measured", "--calls", "auto"]}
+MODES = {mode: ["--l2", mode] for mode in SWEEP_L2_MODES}
 """Replay modes by name: the `tritonhook replay` options each adds."""
 WORKLOADS = {
     "transformer": "python3 experiments/sweep_workloads/inductor_transformer.py 10",

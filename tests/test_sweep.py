@@ -14,14 +14,13 @@ import sys
 import pytest
 
 import tritonhook
-from tritonhook import _triton, config, tools
+from tritonhook import _triton, tools
 from tritonhook.ab.variants import parse_variants
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
-from tritonhook.sweep.replay import calls_for
 from tritonhook.sweep.result import SweepResult, SweepRow, VariantTiming, analyze_row, estimate
 from tritonhook.sweep.variants import build_variants, captured_ptxas
 
@@ -131,33 +130,16 @@ def test_snapshots_round_trip_and_the_budget_marks_the_rest_synthetic(captured):
     assert again == recording and again.signatures[0].label() == "add_kernel [16, 16, 16]"
 
 
-def test_a_recording_from_before_the_lag_loads_and_replays_steadily(captured):
-    """Format 3 had no `behind_ms`: such a recording loads, and `--calls auto` times its signatures steadily."""
+def test_a_recording_from_before_the_lag_loads_without_it_and_a_new_one_keeps_it(captured):
+    """Format 3 had no `behind_ms`: such a recording loads with None; format 4 keeps it through JSON."""
     kernel, capture = captured[1]["add"]
-    recording = rec.Recording([_signature(kernel, capture, [])], arch="sm_90a", device=None, triton_version="3.6.0",
-                              torch_version=torch.__version__, pid=1)
-    old = recording.to_json()
-    del old["signatures"][0]["behind_ms"]
-    old["version"] = 3
-    (signature,) = rec.Recording.from_json(old).signatures
-    assert signature.behind_ms is None and calls_for(signature, "auto") == "steady"
-
-
-@pytest.mark.parametrize("behind_ms, calls, expected", [
-    (0.3, "auto", "steady"),       # a launch-bound loop: the recorder's own holds only
-    (config.SWEEP_FIRST_BEHIND_MS, "auto", "first"),
-    (12.0, "auto", "first"),       # a GPU-bound training step
-    (12.0, "steady", "steady"),    # an explicit --calls wins
-    (0.3, "first", "first"),
-])
-def test_calls_auto_times_the_first_calls_only_of_signatures_the_gpu_ran_far_behind(captured, behind_ms, calls,
-                                                                                       expected):
-    kernel, capture = captured[1]["add"]
-    signature = _signature(kernel, capture, [], behind_ms=behind_ms)
-    assert calls_for(signature, calls) == expected
-    again = rec.Recording.from_json(json.loads(json.dumps(rec.Recording(
-        [signature], arch="sm_90a", device=None, triton_version="3.6.0", torch_version=None, pid=1).to_json())))
-    assert again.signatures[0].behind_ms == behind_ms
+    recording = rec.Recording([_signature(kernel, capture, [], behind_ms=4.25)], arch="sm_90a", device=None,
+                              triton_version="3.6.0", torch_version=torch.__version__, pid=1)
+    data = json.loads(json.dumps(recording.to_json()))
+    assert rec.Recording.from_json(data).signatures[0].behind_ms == 4.25
+    del data["signatures"][0]["behind_ms"]
+    data["version"] = 3
+    assert rec.Recording.from_json(data).signatures[0].behind_ms is None
 
 
 def test_aliased_arguments_share_one_buffer_and_nothing_over_budget_is_snapshotted(captured):
@@ -437,14 +419,13 @@ def _result() -> SweepResult:
     rows = [analyze_row(SweepRow(0, "k_fast", "k_fast [4096]", 0.6, 10, 0.100, "snapshot", "ok", "bitwise"),
                         {"plain": _noisy(0.1, 1), "cutlass_": _noisy(0.09, 2)}, facts, {}),
             analyze_row(SweepRow(1, "k_slow", "k_slow [64]", 0.3, 10, 0.050, "synthetic", "ok", "allclose",
-                                 calls="first", behind_ms=8.0),
+                                 behind_ms=8.0),
                         {"plain": _noisy(0.05, 3), "cutlass_": _noisy(0.06, 4)}, facts, {}),
             analyze_row(SweepRow(2, "k_same", "k_same [8]", 0.1, 5, 0.020, "snapshot", "ok", "bitwise"),
                         {"plain": _noisy(0.02, 5)}, facts, {"cutlass_": "plain"}),
             SweepRow(3, "k_bad", "k_bad [1]", 0.0, 1, None, "none", "fault: worker exited with status -11")]
     return SweepResult(rows, ["plain", "cutlass_"], 9, 7, ["python", "train.py"], {"record": 1.0, "build": 2.0,
-                                                                                       "replay": 3.0}, 0.01,
-                       calls="auto").finish()
+                                                                                       "replay": 3.0}, 0.01).finish()
 
 
 def test_verdicts_estimate_and_select_come_from_the_measured_rows():
@@ -485,8 +466,7 @@ def test_the_result_renders_and_round_trips_through_json():
     console.print(result)
     text = console.export_text()
     for expected in ("k_fast [4096]", "60.0%", "faster", "slower", "SASS identical", "fault: worker exited",
-                     "record 1.0 s, build 2.0 s, replay 3.0 s; L2 cold; --calls auto: 1 of 4 signature(s) timed on "
-                     "their first calls", "--select '^(?:k_fast)$'",
+                     "record 1.0 s, build 2.0 s, replay 3.0 s; L2 cold", "--select '^(?:k_fast)$'",
                      "replay/workload: 2 of the 2 signatures making 90% of the GPU time"):
         assert expected in text, expected
 
@@ -510,7 +490,6 @@ def test_record_reports_a_failing_workload_with_its_status_and_last_stderr_lines
     (["replay", "--rounds", "2"], "--rounds 2: at least 5"),
     (["replay", "--autotune-top", "0"], "--autotune-top 0: at least 1"),
     (["replay", "--l2", "hot"], "invalid choice: 'hot'"),
-    (["replay", "--calls", "some"], "invalid choice: 'some'"),
     (["sweep", "--variants", "plain"], "give at least two"),
     (["sweep", "--select", "("], "not a valid regular expression"),
     (["sweep"], "give the command to run after '--'"),

@@ -149,12 +149,11 @@ QUEUED_ADDS = Path(__file__).parents[1] / "experiments" / "sweep_workloads" / "q
 
 def test_the_recording_tells_a_launch_bound_loop_from_kernels_queued_far_ahead(tmp_path):
     """`tritonhook record` (a fresh process, where the stream hold is calibrated and modules load) of
-    `queued_adds.py`: the paced adds ran well under `SWEEP_FIRST_BEHIND_MS` behind, the adds each queued behind a
-    ~1 ms spin milliseconds; `--calls auto` replays the first steadily and the second on its first calls."""
+    `queued_adds.py`: the paced adds ran well under 0.5 ms behind the host (H200: 0.01-0.02), the adds each queued
+    behind a ~1 ms spin milliseconds (4); both replay, and their rows carry what was recorded."""
     import subprocess
     import sys
 
-    from tritonhook import config
     from tritonhook.store import Store
 
     subprocess.run([sys.executable, "-m", "tritonhook", "record", "--store", str(tmp_path), "--", sys.executable,
@@ -163,12 +162,11 @@ def test_the_recording_tells_a_launch_bound_loop_from_kernels_queued_far_ahead(t
     recording = sweep.load(store)
     behind = {s.grid[0]: s.behind_ms for s in recording.signatures}  # grids: 4 paced, 16 queued
     print(f"\nbehind ms: paced {behind[4]}, queued behind a spin {behind[16]}")
-    assert behind[4] is not None and behind[4] < config.SWEEP_FIRST_BEHIND_MS / 2
-    assert behind[16] is not None and behind[16] > 2 * config.SWEEP_FIRST_BEHIND_MS
+    assert behind[4] is not None and behind[4] < 0.5
+    assert behind[16] is not None and behind[16] > 2.0
     result = sweep.replay(recording, store, parse_variants("plain,plain"), rounds=5)
     assert all(row.status == "ok" for row in result.rows), [(row.label, row.status) for row in result.rows]
-    assert {row.signature: row.calls for row in result.rows} == {
-        s.id: "first" if s.grid[0] == 16 else "steady" for s in recording.signatures}
+    assert {row.signature: row.behind_ms for row in result.rows} == {s.id: s.behind_ms for s in recording.signatures}
 
 
 # ----- an autotuned kernel: every candidate replayed per variant, each variant's own winner ---------------------------

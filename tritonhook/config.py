@@ -176,16 +176,6 @@ SWEEP_L2_MODES = ("cold", "warm", "inputs", "measured")
 """A sweep replay's L2 rules, the default first: inputs rotated through copies (cold), one set (warm), rotated
 with the buffers the kernel only reads brought into L2 right before each call (inputs), or rotated with the parts
 of each buffer that the recording's probe found in L2 inside the workload brought into L2 (measured)."""
-SWEEP_CALLS_MODES = ("auto", "steady", "first")
-"""Which of a round's calls a sweep replay times, per signature: "steady" (after the warm-up, as many as
-`replay.REP_MS` spans), "first" (only the first `replay.MIN_REPS` after the warm-up) or "auto", the default:
-"first" for a signature the GPU ran at least `SWEEP_FIRST_BEHIND_MS` behind the host at inside the workload
-(`Signature.behind_ms`), else "steady". A small kernel queued far ahead inside a GPU-bound workload starts ~0.5 us
-sooner after its predecessor than a paced replay launches it, and the first calls after the warm-up time it so
-(H200; docs/notes.md sections 14 and 15)."""
-SWEEP_FIRST_BEHIND_MS = 1.0
-"""See `SWEEP_CALLS_MODES`: a launch-bound loop runs at most the recorder's own stream holds behind (well under
-1 ms), a GPU-bound training step milliseconds."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output comparison when outputs are not bitwise equal (rtol = atol, on float32)."""
 MAX_SNAPSHOTS = 20_000

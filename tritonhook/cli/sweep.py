@@ -35,10 +35,6 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
                              "kernel only reads brought into L2 before each call, as right after its producer; "
                              "measured: rotated, and what the recording's L2 probe found in L2 inside the workload "
                              "brought into L2 before each call")
-    parser.add_argument("--calls", choices=config.SWEEP_CALLS_MODES, default=config.SWEEP_CALLS_MODES[0],
-                        help="which calls of each round are timed: steady: as many as 20 ms span after the warm-up; "
-                             "first: the first 10 after it; auto (default): first for kernels the GPU ran "
-                             f"{config.SWEEP_FIRST_BEHIND_MS:g} ms or more behind inside the workload, else steady")
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     where = parser.add_mutually_exclusive_group()
@@ -139,8 +135,7 @@ def _sweep(args) -> int:
                               (f" (it exited with status {result.exit_code})" if result.exit_code else ""))
     swept = sweep.replay(result.recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
                          rounds=args.rounds, min_effect=args.min_effect, progress=not args.json, record_s=record_s,
-                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2,
-                         calls=args.calls)
+                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2)
     show(swept, as_json=args.json)
     return 0
 
@@ -151,7 +146,6 @@ def _replay(args) -> int:
     recording = sweep.load(store, args.recording)
     swept = sweep.replay(recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
                          rounds=args.rounds, min_effect=args.min_effect, progress=not args.json,
-                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2,
-                         calls=args.calls)
+                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2)
     show(swept, as_json=args.json)
     return 0

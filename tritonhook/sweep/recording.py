@@ -21,9 +21,9 @@ sampled lines was in L2 just before the kernel ran (`l2probe`); the recording's 
 and cold medians on this GPU. Versions 1 and 2 load with neither (a `--l2 measured` replay runs them cold).
 
 Lag (version 4): a signature's `behind_ms` is how far the GPU ran behind the host at its first timed launches
-(the median, ms; `record.Recorder._mark`): milliseconds in a GPU-bound workload, where kernels wait long in the
-queue, little in a launch-bound one. A replay times the first calls after its warm-up for the former
-(`config.SWEEP_CALLS_MODES`). Versions 1 to 3 load without it (None: replayed steadily).
+(the median, ms; `record.Recorder._mark`; the recorder's own probes and holds included): the context its times
+were measured in, milliseconds where its launches waited in a deep queue, near 0 where the GPU waited for the host.
+A sweep row carries it (JSON). Versions 1 to 3 load without it (None).
 
 The functions here are pure or work on tensors of any device (torch CPU tensors suffice for the format's tests).
 """

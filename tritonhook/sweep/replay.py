@@ -44,8 +44,8 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
            kernel: str | None = None, top: int | None = None, rounds: int = config.SWEEP_DEFAULT_ROUNDS,
            min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, record_s: float | None = None,
            autotune_top: int | None = None, gpus: str | Sequence[int] | None = None, ray: str | bool = False,
-           ray_task: dict | None = None, worker: Sequence[str] = WORKER, l2: str = config.SWEEP_L2_MODES[0],
-           calls: str = config.SWEEP_CALLS_MODES[0]) -> SweepResult:
+           ray_task: dict | None = None, worker: Sequence[str] = WORKER, l2: str = config.SWEEP_L2_MODES[0]
+           ) -> SweepResult:
     """Replay the chosen signatures of `recording` for every variant (x every extra ptxas), save and return the
     result. A signature that cannot be built or replayed is reported in its row; the others go on. The candidates
     of an autotune decision are replayed each and shown as one row (`autotune.analyze_group`).
@@ -59,14 +59,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     the buffers the kernel only reads are read into L2 just before each call, as a kernel finds what the kernel
     before it wrote; the in-workload times of small kernels are warm, see docs/notes.md §8) or "measured" (rotated,
     and the parts of each buffer the recording's L2 probe found in L2 inside the workload are read into L2 just
-    before each call; `l2probe`; signatures recorded without the probe replay cold, with a warning).
-
-    `calls`: which calls of each round are timed, per `config.SWEEP_CALLS_MODES` ("auto" decides per signature
-    from its recorded lag: `calls_for`)."""
+    before each call; `l2probe`; signatures recorded without the probe replay cold, with a warning)."""
     if l2 not in config.SWEEP_L2_MODES:
         raise TritonhookError(f"--l2 {l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
-    if calls not in config.SWEEP_CALLS_MODES:
-        raise TritonhookError(f"--calls {calls}: one of {', '.join(config.SWEEP_CALLS_MODES)}")
     if rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
     if autotune_top is not None and autotune_top < 1:
@@ -79,14 +74,13 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
         raise TritonhookError(f"recording {recording.id}: no signature matches" +
                               (f" --kernel {kernel}" if kernel else ""))
     rows = {s.id: SweepRow(s.id, s.kernel, s.label(), recording.share(s), s.launches, s.time_per_launch_ms,
-                           s.inputs, "ok", calls=calls_for(s, calls), behind_ms=s.behind_ms) for s in chosen}
+                           s.inputs, "ok", behind_ms=s.behind_ms) for s in chosen}
     began = time.time()
     built = _build_all(store, chosen, variants, ptxas, rows)
     build_s = time.time() - began
     labels = next((list(b) for b in built.values()), [v.label for v in variants])
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
-        job = _write_job(Path(work), recording, store, [s for s in chosen if s.id in built], built, rounds,
-                         {s.id: rows[s.id].calls for s in chosen})
+        job = _write_job(Path(work), recording, store, [s for s in chosen if s.id in built], built, rounds)
         job["l2"] = l2
         began = time.time()
         arrived = _journal(store, recording)
@@ -115,7 +109,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
     result = SweepResult(shown, labels, rounds, recording.id, recording.command,
                          {k: v for k, v in times.items() if v is not None}, config.SWEEP_RTOL, min_effect,
-                         candidates=candidates, l2=l2, calls=calls).finish()
+                         candidates=candidates, l2=l2).finish()
     replayed = result.rows + candidates
     if recording.sample_every > 1:
         result.warnings.append(f"recorded with --sample {recording.sample_every}: launch counts, shares and the "
@@ -128,15 +122,6 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
                         for row in replayed if row.retried_after and row.status == "ok"]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
-
-
-def calls_for(signature: Signature, calls: str) -> str:
-    """The calls a replay times for `signature` under `--calls calls`: "auto" is "first" where the GPU ran at
-    least `config.SWEEP_FIRST_BEHIND_MS` behind the host at its launches inside the workload, else "steady"."""
-    if calls != "auto":
-        return calls
-    behind = signature.behind_ms
-    return "first" if behind is not None and behind >= config.SWEEP_FIRST_BEHIND_MS else "steady"
 
 
 def _journal(store: Store, recording: Recording):
@@ -173,7 +158,7 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
         folded_row = SweepRow(winner.id, group.kernel, winner.label(),
                               sum(recording.share(s) or 0.0 for s in group.candidates),
                               sum(s.launches for s in group.candidates), winner.time_per_launch_ms, winner.inputs, "ok",
-                              calls=rows[winner.id].calls if winner.id in rows else members[0].calls)
+                              behind_ms=winner.behind_ms)
         shown.append(analyze_group(folded_row, group, members, samples, labels, min_effect))
         candidates += members
     return shown, candidates
@@ -206,7 +191,7 @@ def _build_all(store: Store, chosen: list[Signature], variants, ptxas, rows) -> 
 
 
 def _write_job(work: Path, recording: Recording, store: Store, signatures: list[Signature],
-               built: dict[int, dict[str, BuiltVariant]], rounds: int, calls: dict[int, str]) -> dict:
+               built: dict[int, dict[str, BuiltVariant]], rounds: int) -> dict:
     entries = []
     for signature in signatures:
         variants = []
@@ -221,7 +206,7 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
         entries.append({"id": signature.id, "kernel": signature.kernel, "triton_hash": signature.triton_hash,
                         "grid": signature.grid, "args": signature.args, "arg_names": signature.arg_names,
                         "signature": signature.signature, "constexprs": signature.constexprs,
-                        "l2_resident": signature.l2_resident, "calls": calls[signature.id], "variants": variants})
+                        "l2_resident": signature.l2_resident, "variants": variants})
     return {"store": str(store.path), "arch": recording.arch, "recording": f"recording {recording.id}",
             "rounds": rounds, "rtol": config.SWEEP_RTOL, "warmup_ms": WARMUP_MS, "rep_ms": REP_MS,
             "min_reps": MIN_REPS, "signatures": entries}

@@ -43,7 +43,6 @@ class SweepRow:
     retried_after: str = ""            # where and why earlier workers died on it, when it was retried
     variants: list[VariantTiming] = dataclasses.field(default_factory=list)
     autotune: dict | None = None       # a candidate: {"group", "config"}; a group's row: see autotune.analyze_group
-    calls: str = "steady"              # which calls of each round were timed (config.SWEEP_CALLS_MODES)
     behind_ms: float | None = None     # how far the GPU ran behind the host at it inside the workload (recorded)
 
     @property
@@ -165,7 +164,6 @@ class SweepResult:
     warnings: list[str] = dataclasses.field(default_factory=list)
     candidates: list[SweepRow] = dataclasses.field(default_factory=list)  # autotune candidates (rows: per group)
     l2: str = "cold"                   # the replay's L2 rule (see `replay.replay`)
-    calls: str = "steady"              # the replay's --calls (results saved before it existed timed steadily)
     id: int | None = None              # in the store's results table
     warning_prefix = "tritonhook sweep"
 
@@ -213,20 +211,14 @@ class SweepResult:
                            right_align=[c for c in columns if c not in ("kernel", "inputs", "outputs")
                                         and not c.endswith("verdict")])
         split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
-        yield format.line(f"time: {split}; L2 {self.l2}; {self._calls_text()}; outputs compared bitwise, else "
-                          f"allclose (rtol = atol = {self.rtol:g})")
+        yield format.line(f"time: {split}; L2 {self.l2}; outputs compared bitwise, else allclose "
+                          f"(rtol = atol = {self.rtol:g})")
         yield format.line(self.fidelity.line())
         for row in self.rows:
             if row.autotune is not None and row.autotune.get("winners"):
                 yield format.line(self._autotune_line(row))
         for est in self.estimates:
             yield format.line(self._estimate_line(est))
-
-    def _calls_text(self) -> str:
-        if self.calls != "auto":
-            return f"--calls {self.calls}"
-        first = sum(row.calls == "first" for row in self.rows)
-        return f"--calls auto: {first} of {len(self.rows)} signature(s) timed on their first calls (queued far ahead)"
 
     @staticmethod
     def _label(row: SweepRow) -> str:

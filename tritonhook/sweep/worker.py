@@ -169,8 +169,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         arms_args.clear()
         results = bench_interleaved([(contextlib.nullcontext, arm(kernels[label])) for label in timed],
                                     inputs=[buffers[index] for index in sorted(buffers)],
-                                    warmup_ms=job["warmup_ms"], min_reps=job["min_reps"],
-                                    rep_ms=0.0 if signature.get("calls") == "first" else job["rep_ms"],
+                                    warmup_ms=job["warmup_ms"], rep_ms=job["rep_ms"], min_reps=job["min_reps"],
                                     rotate=l2 != "warm", before_call=before_call)
         for label, result in zip(timed, results):  # one figure per round: see stats.interquartile_mean
             samples[label].append(interquartile_mean(result.samples_ms))
