@@ -14,18 +14,17 @@ import triton
 from tritonhook.samples import add_kernel
 
 SIZES = (512, 4096, 65536, 1 << 20)
-STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 100
 
 
-def main():
+def main(steps: int = 100):
     torch.manual_seed(0)
     buffers = [(torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), torch.empty(n, device="cuda"))
                for n in SIZES]
-    for _ in range(STEPS):
+    for _ in range(steps):
         for x, y, out in buffers:
             add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
     torch.cuda.synchronize()
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100)
