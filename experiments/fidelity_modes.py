@@ -1,20 +1,22 @@
-"""Does the order of the replay's stream hold, L2 reads and start event explain the small kernels' gap? (issue 15's
-fidelity; docs/notes.md §15.)
+"""Which part of the replay's timing makes small kernels slower than inside the workload? (issue 15's fidelity;
+docs/notes.md §15.)
 
-Inside the workload the recorder queues, per timed launch: the L2 probe, a stream hold, the start event, the kernel.
-The replay (`ab.timing._timed_calls`, `--l2 measured`) queues one hold per round and then, per arm, the L2 reads
-(`before_call`), the start event, the kernel: every timed kernel follows a read kernel (or the other arm's
-kernel), never the hold. This records `small_adds.py` (launch-bound, inputs in L2) and the transformer's training
-step in this process, and replays the signatures making 90% of each one's GPU time in-process (the worker's own
-`replay_signature`, `--l2 measured`) with the timer's loop swapped:
-- as is: the product's loop;
-- reads first: each round's L2 reads, then the hold, then the arms' start event, kernel, end event;
-- hold each: per call the L2 reads, a hold sized from that call's host time, start event, kernel, end event (the
-  recorder's own order).
+Records `small_adds.py` (launch-bound, inputs in L2) and the transformer's training step in this process, and
+replays the signatures making 90% of each one's GPU time in-process (the worker's own `replay_signature`) in each
+of `--modes`:
+- measured, warm, cold: the product's `--l2` modes as they are;
+- warm + reads: `--l2 measured`'s reads into L2 before each call, on one input set (no rotation through copies);
+- 2 sets: `--l2 measured` rotating through at most 2 copies of the inputs (the product: enough for 4x the L2);
+- reads first (`--l2 measured`): each round's L2 reads, then the stream hold, then the arms' start event, kernel
+  and end event. The product holds the stream once a round and then, per arm, reads, start event, kernel: every
+  timed kernel follows a read kernel (or the other arm's kernel), where inside the workload the recorder queues the
+  L2 probe, a hold, the start event, the kernel;
+- hold each (`--l2 measured`): per call the reads, a hold sized from that call's host time, start event, kernel,
+  end event (the recorder's own order).
 Prints replay / workload per signature and mode (median over `--passes`, modes alternating), how many are within
 ±10% and the median, per workload.
 
-    PYTHONPATH=$PWD python experiments/fidelity_order.py [--steps 10] [--rounds 7] [--passes 2]
+    cd experiments && PYTHONPATH=.. python fidelity_modes.py [--modes measured,warm] [--rounds 7] [--passes 2]
 """
 
 from __future__ import annotations
@@ -72,32 +74,42 @@ def reordered(hold_each: bool):
     return timed_calls
 
 
-MODES = {"as is": timing._timed_calls, "reads first": reordered(False), "hold each": reordered(True)}
+MODES = {"measured": ("measured", None, True, None), "warm": ("warm", None, False, None),
+         "cold": ("cold", None, True, None), "warm + reads": ("measured", None, False, None),
+         "2 sets": ("measured", None, True, 2), "reads first": ("measured", reordered(False), True, None),
+         "hold each": ("measured", reordered(True), True, None)}
+"""name -> (the job's `l2`, the `_timed_calls` to use instead of the product's, whether inputs rotate, at most
+how many input sets they rotate through)."""
 
 
 def replayed_ms(job, entry, store, work, mode: str) -> float:
-    original = timing._timed_calls
-    timing._timed_calls = MODES[mode]
+    l2, timed_calls, rotate, most_sets = MODES[mode]
+    original_calls, original_bench, original_sets = timing._timed_calls, worker.bench_interleaved, timing.rotation_sets
+    timing._timed_calls = timed_calls or original_calls
+    worker.bench_interleaved = lambda *args, **kwargs: original_bench(*args, **{**kwargs, "rotate": rotate})
+    if most_sets is not None:
+        timing.rotation_sets = lambda *args, **kwargs: min(most_sets, original_sets(*args, **kwargs))
+    job["l2"] = l2
     try:
         return statistics.median(worker.replay_signature(torch, job, entry, store, work)["samples"]["plain"])
     finally:
-        timing._timed_calls = original
+        timing._timed_calls, worker.bench_interleaved, timing.rotation_sets = original_calls, original_bench, original_sets
 
 
-def compare(name: str, work: Path, store, recording, rounds: int, passes: int) -> None:
+def compare(name: str, work: Path, store, recording, modes: list[str], rounds: int, passes: int) -> None:
     chosen = making_most_time(recording)
     covered = sum(recording.share(s) for s in chosen)
-    chosen, job = replay_job(work, store, recording, chosen, rounds, l2="measured")
-    ratios: dict[str, list[list[float]]] = {mode: [[] for _ in chosen] for mode in MODES}
+    chosen, job = replay_job(work, store, recording, chosen, rounds)
+    ratios: dict[str, list[list[float]]] = {mode: [[] for _ in chosen] for mode in modes}
     for index in range(passes):
-        for mode in (list(MODES) if index % 2 == 0 else list(MODES)[::-1]):
+        for mode in (modes if index % 2 == 0 else modes[::-1]):
             for at, (signature, entry) in enumerate(zip(chosen, job["signatures"])):
                 ms = replayed_ms(job, entry, store, work, mode)
                 ratios[mode][at].append(ms / signature.time_per_launch_ms)
     print(f"\n== {name}: {len(chosen)} signatures, {covered:.1%} of the GPU time")
-    print(f"{'kernel':46} {'share':>5} {'µs':>6} {'behind':>6} " + " ".join(f"{m:>11}" for m in MODES))
+    print(f"{'kernel':46} {'share':>5} {'µs':>6} {'behind':>6} " + " ".join(f"{m:>12}" for m in modes))
     for at, signature in enumerate(chosen):
-        cells = " ".join(f"{statistics.median(ratios[m][at]):11.3f}" for m in MODES)
+        cells = " ".join(f"{statistics.median(ratios[m][at]):12.3f}" for m in modes)
         print(f"{signature.kernel[:46]:46} {100 * recording.share(signature):5.1f} "
               f"{signature.time_per_launch_ms * 1e3:6.2f} {signature.behind_ms or 0:6.2f} {cells}")
     for mode, per_signature in ratios.items():
@@ -110,14 +122,18 @@ def compare(name: str, work: Path, store, recording, rounds: int, passes: int) -
 def main() -> None:
     ap = parser(__doc__, rounds=7)
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--modes", default="measured,warm,cold,warm + reads", help=f"of: {', '.join(MODES)}")
     args = ap.parse_args()
+    modes = args.modes.split(",")
+    if unknown := set(modes) - set(MODES):
+        ap.error(f"--modes: unknown {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory(prefix="fidelity-order-") as work:
         adds = Path(work) / "adds"
         store, recorder = record_in_process(adds, small_adds.main)
-        compare("small_adds", adds, store, recorder.recording, args.rounds, args.passes)
+        compare("small_adds", adds, store, recorder.recording, modes, args.rounds, args.passes)
         step = Path(work) / "transformer"
         store, recorder = record_transformer(step, args.steps)
-        compare("transformer", step, store, recorder.recording, args.rounds, args.passes)
+        compare("transformer", step, store, recorder.recording, modes, args.rounds, args.passes)
 
 
 if __name__ == "__main__":
