@@ -32,7 +32,9 @@ in 256 (the first launch waited for its snapshot), read once at exit; a signatur
 time x its launch count, and its share is over all recorded Triton kernels (cuBLAS and other non-Triton kernels
 are not in the denominator). Each sampled launch is queued behind a stream hold (`ab.timing.hold_stream`, as in
 the replay's timer) so that its events time the kernel, not the host's launch latency; a sample whose kernel was
-queued after the hold ran out is used only where a signature has no other. Sampling (`--sample K`): after each
+queued after the hold ran out is used only where a signature has no other. At launches 2 to 9 the recording also
+notes how far the GPU ran behind the host (`behind_ms`: an event measured from the last one queued on an idle
+stream, no synchronize), the context those times were taken in. Sampling (`--sample K`): after each
 kernel's first `config.RECORD_EXACT_FIRST` launches the tracer looks at about one launch in K (random gaps), each
 seen launch standing for the ones passed over before it: per-kernel counts exact, per-signature counts estimated.
 Cost: the launches of a signature the recording does not time are passed over in C (`_triton.LaunchTracer`,
