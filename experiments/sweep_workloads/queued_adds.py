@@ -16,23 +16,22 @@ from tritonhook.samples import add_kernel
 PACED, QUEUED = 4096, 16384
 SPIN_CYCLES = 2_000_000
 """~1 ms at the H200's ~2 GHz."""
-STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 100
 
 
 def add(x, out):
     add_kernel[(triton.cdiv(x.numel(), 1024),)](x, x, out, x.numel(), BLOCK=1024)
 
 
-def main():
+def main(steps: int = 100):
     torch.manual_seed(0)
     paced, queued = torch.randn(PACED, device="cuda"), torch.randn(QUEUED, device="cuda")
-    for _ in range(STEPS):
+    for _ in range(steps):
         add(paced, torch.empty_like(paced))
-    for _ in range(STEPS):
+    for _ in range(steps):
         torch.cuda._sleep(SPIN_CYCLES)
         add(queued, torch.empty_like(queued))
     torch.cuda.synchronize()
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100)
