@@ -8,9 +8,10 @@ an end event. Records `queued_adds.py` (a launch-bound add and one queued behind
 transformer's training step in this process, replays the signatures making 90% of each one's GPU time in-process
 (`--l2 measured`), and prints per signature: the kernel's and the empty kernel's times inside the workload and
 in the replay (µs), replay / workload raw and net of the empty kernel; then per workload how many are within
-±10% each way.
+±10% each way. `--spin-cycles N` times a spin of N cycles instead of the empty kernel and prints the SM clock
+it implies (MHz = N / µs) inside the workload and in the replay.
 
-    cd experiments && PYTHONPATH=.. python fidelity_net.py [--steps 10] [--rounds 7]
+    cd experiments && PYTHONPATH=.. python fidelity_net.py [--steps 10] [--rounds 7] [--spin-cycles 20000]
 """
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ import queued_adds  # noqa: E402  (fidelity_common put experiments/sweep_workloa
 import small_adds  # noqa: E402
 
 
+SPIN_CYCLES = [1]
+"""The spin timed after each kernel: 1 cycle (an empty kernel) unless `--spin-cycles` says otherwise."""
+
+
 def timed_empty() -> tuple:
-    """Queue start event, empty kernel, end event; the event pair."""
+    """Queue start event, the spin (`SPIN_CYCLES`), end event; the event pair."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    torch.cuda._sleep(1)
+    torch.cuda._sleep(SPIN_CYCLES[0])
     end.record()
     return start, end
 
@@ -106,15 +111,20 @@ def compare(name: str, work: Path, store, recording, empty_ms: dict, rounds: int
     chosen, job = replay_job(work, store, recording, chosen, rounds, l2="measured")
     print(f"\n== {name}")
     print(f"{'kernel':40} {'share':>5} {'rec':>6} {'rec e':>6} {'rep':>6} {'rep e':>6} {'raw':>6} {'net':>6}")
-    raw, net = [], []
+    raw, net, replay_empties = [], [], []
     for signature, entry in zip(chosen, job["signatures"]):
         kernel_ms, replay_empty_ms = replayed(job, entry, store, work)
+        replay_empties.append(replay_empty_ms)
         recorded_ms, recorded_empty_ms = signature.time_per_launch_ms, empty_ms.get(signature.id, float("nan"))
         raw.append(kernel_ms / recorded_ms)
         net.append((kernel_ms - replay_empty_ms) / (recorded_ms - recorded_empty_ms))
         print(f"{signature.kernel[:40]:40} {100 * recording.share(signature):5.1f} {recorded_ms * 1e3:6.2f} "
               f"{recorded_empty_ms * 1e3:6.2f} {kernel_ms * 1e3:6.2f} {replay_empty_ms * 1e3:6.2f} {raw[-1]:6.3f} "
               f"{net[-1]:6.3f}", flush=True)
+    if SPIN_CYCLES[0] > 1:
+        print(f"{name} SM clock from the spin, MHz: inside the workload "
+              f"{SPIN_CYCLES[0] / (statistics.median(empty_ms.values()) * 1e3):.0f}, in the replay "
+              f"{SPIN_CYCLES[0] / (statistics.median(replay_empties) * 1e3):.0f}")
     for label, ratios in (("raw", raw), ("net", net)):
         within = sum(abs(r - 1) <= FIDELITY_TOLERANCE for r in ratios)
         print(f"{name} {label}: {within} of {len(ratios)} within ±{FIDELITY_TOLERANCE:.0%}, "
@@ -122,7 +132,10 @@ def compare(name: str, work: Path, store, recording, empty_ms: dict, rounds: int
 
 
 def main() -> None:
-    args = parser(__doc__, rounds=7).parse_args()
+    ap = parser(__doc__, rounds=7)
+    ap.add_argument("--spin-cycles", type=int, default=1)
+    args = ap.parse_args()
+    SPIN_CYCLES[0] = args.spin_cycles
     with tempfile.TemporaryDirectory(prefix="fidelity-net-") as work:
         for name, run in (("queued_adds", queued_adds.main), ("small_adds", small_adds.main)):
             folder = Path(work) / name
