@@ -456,6 +456,26 @@ def test_fidelity_counts_the_rows_making_90_percent_of_the_gpu_time_largest_firs
     assert result.to_json()["fidelity"]["within"] == 2
 
 
+def test_fidelity_takes_the_longer_launch_lead_of_the_replay_out():
+    """A 3.00 µs kernel inside the workload replays at 3.75 µs; an empty kernel read 2.75 µs after it there and
+    3.40 µs after each replayed call: 0.65 µs of the 0.75 is launch lead, so replay/workload is 3.10 / 3.00. A row
+    without the workload's reference (an older recording) keeps the raw ratio."""
+    def row(at, recorded_reference_ms):
+        return SweepRow(at, "k", "k", 0.5, 10, 0.00300, "snapshot", "ok", variants=[VariantTiming("plain", 0.00375)],
+                        recorded_reference_ms=recorded_reference_ms, reference_ms=0.00340)
+
+    corrected, old = row(0, 0.00275), row(1, None)
+    assert corrected.lead_ms == pytest.approx(0.00065) and old.lead_ms is None
+    assert corrected.fidelity == pytest.approx(3.10 / 3.00) and corrected.fidelity_raw == pytest.approx(1.25)
+    assert old.fidelity == old.fidelity_raw == pytest.approx(1.25)
+    result = SweepResult([corrected, old], ["plain"], 9, 1, None, {}, 0.01)
+    assert (result.fidelity.within, result.fidelity.median_lead_ms) == (1, pytest.approx(0.00065))
+    assert "less the longer launch lead, median +0.65 µs" in result.fidelity.line()
+    data = json.loads(json.dumps(result.to_json()))
+    assert data["rows"][0]["fidelity_raw"] == pytest.approx(1.25)
+    assert SweepResult.from_json(data).rows[0].fidelity == pytest.approx(corrected.fidelity)
+
+
 def test_the_result_renders_and_round_trips_through_json():
     result = _result()
     again = SweepResult.from_json(json.loads(json.dumps(result.to_json())))

@@ -150,7 +150,8 @@ QUEUED_ADDS = Path(__file__).parents[1] / "experiments" / "sweep_workloads" / "q
 def test_the_recording_tells_a_launch_bound_loop_from_kernels_queued_far_ahead(tmp_path):
     """`tritonhook record` (a fresh process, where the stream hold is calibrated and modules load) of
     `queued_adds.py`: the paced adds ran well under 0.5 ms behind the host (H200: 0.01-0.02), the adds each queued
-    behind a ~1 ms spin milliseconds (4); both replay, and their rows carry what was recorded."""
+    behind a ~1 ms spin milliseconds (4). Replayed `--l2 measured`, both agree with their times inside the workload
+    within ±10% once the launch-lead difference is out (raw, the H200 read them 1.21x and 0.95x: notes §15)."""
     import subprocess
     import sys
 
@@ -164,9 +165,13 @@ def test_the_recording_tells_a_launch_bound_loop_from_kernels_queued_far_ahead(t
     print(f"\nbehind ms: paced {behind[4]}, queued behind a spin {behind[16]}")
     assert behind[4] is not None and behind[4] < 0.5
     assert behind[16] is not None and behind[16] > 2.0
-    result = sweep.replay(recording, store, parse_variants("plain,plain"), rounds=5)
+    result = sweep.replay(recording, store, parse_variants("plain,plain"), rounds=9, l2="measured")
     assert all(row.status == "ok" for row in result.rows), [(row.label, row.status) for row in result.rows]
     assert {row.signature: row.behind_ms for row in result.rows} == {s.id: s.behind_ms for s in recording.signatures}
+    for row in result.rows:
+        print(f"{row.label}: recorded {row.recorded_ms * 1e3:.2f} µs, lead {row.lead_ms * 1e3:+.2f} µs, "
+              f"replay/workload {row.fidelity_raw:.3f} raw, {row.fidelity:.3f} corrected")
+    assert all(abs(row.fidelity - 1) <= 0.1 for row in result.rows)
 
 
 # ----- an autotuned kernel: every candidate replayed per variant, each variant's own winner ---------------------------

@@ -60,8 +60,11 @@ with `--l2 inputs` rotation and the buffers the kernel only reads brought into L
 probe at each signature's first timed launches) found in L2 inside the workload brought into L2; call-by-call
 interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
 variants afresh and restoring written buffers from the snapshot at every round. The parent computes
-`ratio_interval` and the verdict per signature, the fidelity (replayed plain time / time inside the workload;
-`result.Fidelity`: how many of the signatures making 90% of the GPU time replay within ±10%), and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
+`ratio_interval` and the verdict per signature; the fidelity (`SweepRow.fidelity`: replayed plain time over the
+time inside the workload, once the replay's longer launch lead is taken out: an empty kernel timed after each
+replayed call against one timed after the kernel inside the workload, ~0.6 µs apart on the H200; `result.Fidelity`:
+how many of the signatures making 90% of the GPU time replay within ±10%); and per variant the estimate for the
+workload: rename only kernels faster for some signature and slower for none
 (outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
 
 Autotuned kernels (`autotune.py`; docs/sweep.md). `_triton.AutotuneTracer` wraps `Autotuner.run` and `_bench`
