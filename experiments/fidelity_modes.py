@@ -13,7 +13,8 @@ of `--modes`:
   L2 probe, a hold, the start event, the kernel;
 - hold each (`--l2 measured`): per call the reads, a hold sized from that call's host time, start event, kernel,
   end event (the recorder's own order).
-Prints replay / workload per signature and mode (median over `--passes`, modes alternating), how many are within
+Its figures in docs/notes.md §15 were taken before commit af7d18d, where the replay began to queue an empty kernel
+after each call; its loops now do as the product's. Prints replay / workload per signature and mode (median over `--passes`, modes alternating), how many are within
 ±10% and the median, per workload.
 
     cd experiments && PYTHONPATH=.. python fidelity_modes.py [--modes measured,warm] [--rounds 7] [--passes 2]
@@ -39,11 +40,12 @@ import small_adds  # noqa: E402  (fidelity_common put experiments/sweep_workload
 def reordered(hold_each: bool):
     """`_timed_calls` with the reads of a round before its hold (`hold_each` False) or a hold before every call,
     after that call's reads (True); the arms' order and input sets as the product's."""
-    def timed_calls(torch_, arms, sets, count, before_call=None):
+    def timed_calls(torch_, arms, sets, count, before_call=None, empties=None):
         events = [[(torch_.cuda.Event(enable_timing=True), torch_.cuda.Event(enable_timing=True)) for _ in arms]
                   for _ in range(count)]
         host_us = timing.HOLD_EXTRA_US
         stride = max(1, len(sets) // len(arms))
+        after = []
         for i, pairs in enumerate(events):
             order = list(range(len(arms))) if i % 2 == 0 else list(reversed(range(len(arms))))
             inputs = {arm: sets[(i + arm * stride) % len(sets)] for arm in order}
@@ -64,11 +66,15 @@ def reordered(hold_each: bool):
                     begin.record()
                     fn(*inputs[arm])
                     finish.record()
+                if empties is not None and (empty := timing.time_empty_kernel(torch_)) is not None:
+                    after.append((arm, empty))
                 if hold_each:
                     host_us = (time.perf_counter() - queued_from) * 1e6
             if not hold_each:
                 host_us = (time.perf_counter() - queued_from) * 1e6
         torch_.cuda.synchronize()
+        for arm, (begin, finish) in after:
+            empties[arm].append(begin.elapsed_time(finish))
         return [[pairs[a][0].elapsed_time(pairs[a][1]) for pairs in events] for a in range(len(arms))]
 
     return timed_calls

@@ -12,6 +12,10 @@ in the replay (µs), replay / workload raw and net of the empty kernel; then per
 it implies (MHz = N / µs) inside the workload and in the replay.
 
     cd experiments && PYTHONPATH=.. python fidelity_net.py [--steps 10] [--rounds 7] [--spin-cycles 20000]
+
+Its figures in docs/notes.md §15 were taken before commit af7d18d, where the recorder and the replay began to queue an empty
+kernel after each timed kernel themselves (`ab.timing.time_empty_kernel`); on later code the recording carries
+two empty kernels after each timed kernel, this script's and the recorder's.
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ def recorded_empty(run) -> tuple[dict, object]:
 def timed_calls_with_empty(empties: list):
     """The product's `_timed_calls` loop (one hold a round, arms alternating) with an empty kernel timed after
     every call; its times go to `empties`."""
-    def timed_calls(torch_, arms, sets, count, before_call=None):
+    def timed_calls(torch_, arms, sets, count, before_call=None, _product_empties=None):
         events = [[(torch_.cuda.Event(enable_timing=True), torch_.cuda.Event(enable_timing=True)) for _ in arms]
                   for _ in range(count)]
         after = []

@@ -5,9 +5,8 @@ Records a workload once (the L2 probe is on by default), then replays it plain v
 (default cold,measured) alternately, `--pairs` times each, so that the replay-to-replay drift of small kernels
 (several % between two replays of one recording) falls on all modes alike. Per signature of those making 90% of
 the recorded GPU time: its share, its time inside the workload, how far the GPU ran behind at it (ms), replayed /
-in-workload per replay and mode (as the sweep reports it: less the launch-lead difference, `SweepRow.fidelity`),
-and the median per mode; last, how many are within ±10% per replay and on the medians, the same without the
-launch-lead correction, and the A/A "no difference" count per replay. Writes a compact JSON (`--out`).
+in-workload per replay and mode, and the median per mode; last, how many are within ±10% per replay and on the
+medians, and the A/A "no difference" count per replay. Writes a compact JSON (`--out`).
 
     PYTHONPATH=$PWD python experiments/l2_fidelity.py [--workload transformer|both] [--modes cold,measured]
         [--pairs 3] [--out l2.json]
@@ -60,21 +59,17 @@ def summarize(results: dict[str, list[dict]]) -> dict:
         if covered >= FIDELITY_COVERAGE - 1e-9:
             break
         covered += row["share"]
-        matching = {mode: [next(r for r in result["rows"] if r["signature"] == row["signature"]) for result in runs]
-                    for mode, runs in results.items()}
-        ratios = {mode: [r["fidelity"] for r in rows_] for mode, rows_ in matching.items()}
-        raw = {mode: [r.get("fidelity_raw", r["fidelity"]) for r in rows_] for mode, rows_ in matching.items()}
+        ratios = {mode: [next(r for r in result["rows"] if r["signature"] == row["signature"])["fidelity"]
+                         for result in runs] for mode, runs in results.items()}
         rows.append({"kernel": row["kernel"], "share": row["share"], "recorded_us": row["recorded_ms"] * 1e3,
                      "behind_ms": row.get("behind_ms"),
-                     "ratios": ratios, "median": {m: statistics.median(r) for m, r in ratios.items()}, "raw": raw})
+                     "ratios": ratios, "median": {m: statistics.median(r) for m, r in ratios.items()}})
     within = lambda ratio: abs(ratio - 1) <= FIDELITY_TOLERANCE  # noqa: E731
     aa = {m: [sum(r["variants"][1]["verdict"] == "no difference" for r in result["rows"] if len(r["variants"]) > 1)
               for result in runs] for m, runs in results.items()}
     return {"signatures": len(rows), "share": covered, "aa_no_difference": aa, "rows_replayed": len(first),
             "per_replay_within": {m: [sum(within(r["ratios"][m][i]) for r in rows) for i in range(len(runs))]
                                   for m, runs in results.items()},
-            "per_replay_within_raw": {m: [sum(within(r["raw"][m][i]) for r in rows) for i in range(len(runs))]
-                                      for m, runs in results.items()},
             "median_within": {m: sum(within(r["median"][m]) for r in rows) for m in results},
             "median_within_share": {m: sum(r["share"] for r in rows if within(r["median"][m])) for m in results},
             "rows": rows}
@@ -92,7 +87,6 @@ def show(summary: dict) -> None:
           f"{summary['share']:.1%} of the GPU time: per replay {summary['per_replay_within']}; on the medians "
           + ", ".join(f"{m} {summary['median_within'][m]} ({summary['median_within_share'][m]:.1%} of the time)"
                       for m in modes))
-    print(f"without the launch-lead correction: per replay {summary['per_replay_within_raw']}")
     print(f"A/A 'no difference' per replay, of {summary['rows_replayed']} rows: {summary['aa_no_difference']}")
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import tritonhook
 from tritonhook.samples import compile_sample
-from tritonhook.store import SCHEMA_VERSION, NewCapture, Store
+from tritonhook.store import SCHEMA_VERSION, Store
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_2_COMMIT = "c77a38a"  # the last commit whose store.py writes schema 2 (before `specialization`)

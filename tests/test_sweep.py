@@ -456,24 +456,23 @@ def test_fidelity_counts_the_rows_making_90_percent_of_the_gpu_time_largest_firs
     assert result.to_json()["fidelity"]["within"] == 2
 
 
-def test_fidelity_takes_the_longer_launch_lead_of_the_replay_out():
-    """A 3.00 µs kernel inside the workload replays at 3.75 µs; an empty kernel read 2.75 µs after it there and
-    3.40 µs after each replayed call: 0.65 µs of the 0.75 is launch lead, so replay/workload is 3.10 / 3.00. A row
-    without the workload's reference (an older recording) keeps the raw ratio."""
-    def row(at, recorded_reference_ms):
+def test_a_row_reports_the_launch_lead_difference_and_the_fidelity_stays_the_plain_ratio():
+    """A 3.00 µs kernel inside the workload replays at 3.75 µs; the empty kernel after it read 2.75 µs there and
+    3.40 µs after each replayed call. The row reports the 0.65 µs of longer launch lead beside replay/workload
+    1.25 (not taken out); a row from an older recording has no lead."""
+    def row(at, recorded_empty_ms):
         return SweepRow(at, "k", "k", 0.5, 10, 0.00300, "snapshot", "ok", variants=[VariantTiming("plain", 0.00375)],
-                        recorded_reference_ms=recorded_reference_ms, reference_ms=0.00340)
+                        recorded_empty_ms=recorded_empty_ms, empty_ms=0.00340)
 
-    corrected, old = row(0, 0.00275), row(1, None)
-    assert corrected.lead_ms == pytest.approx(0.00065) and old.lead_ms is None
-    assert corrected.fidelity == pytest.approx(3.10 / 3.00) and corrected.fidelity_raw == pytest.approx(1.25)
-    assert old.fidelity == old.fidelity_raw == pytest.approx(1.25)
-    result = SweepResult([corrected, old], ["plain"], 9, 1, None, {}, 0.01)
-    assert (result.fidelity.within, result.fidelity.median_lead_ms) == (1, pytest.approx(0.00065))
-    assert "less the longer launch lead, median +0.65 µs" in result.fidelity.line()
+    measured, old = row(0, 0.00275), row(1, None)
+    assert measured.lead_ms == pytest.approx(0.00065) and old.lead_ms is None
+    assert measured.fidelity == old.fidelity == pytest.approx(1.25)
+    result = SweepResult([measured, old], ["plain"], 9, 1, None, {}, 0.01)
+    assert (result.fidelity.within, result.fidelity.median_lead_ms) == (0, pytest.approx(0.00065))
+    assert result.fidelity.line().endswith("; launch lead (an empty kernel after each) +0.65 µs in the replay")
     data = json.loads(json.dumps(result.to_json()))
-    assert data["rows"][0]["fidelity_raw"] == pytest.approx(1.25)
-    assert SweepResult.from_json(data).rows[0].fidelity == pytest.approx(corrected.fidelity)
+    assert data["rows"][0]["lead_ms"] == pytest.approx(0.00065)
+    assert SweepResult.from_json(data).rows[0].lead_ms == pytest.approx(measured.lead_ms)
 
 
 def test_the_result_renders_and_round_trips_through_json():

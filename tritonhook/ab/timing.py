@@ -25,7 +25,7 @@ class BenchResult:
     samples_ms: list[float]
     input_sets: int                  # > 1: inputs were rotated through this many copies
     output: object = dataclasses.field(default=None, repr=False, compare=False)
-    reference_samples_ms: list[float] | None = None  # with `reference`: the empty kernel timed after each call
+    empty_samples_ms: list[float] | None = None  # with `trailing_empty`: the empty kernel after each call
 
 
 def rotation_sets(working_set_bytes: int, l2_bytes: int, *, factor: int = 4, most: int = 64) -> int:
@@ -102,12 +102,13 @@ def hold_cycles_per_us(torch) -> float | None:
     return _CYCLES_PER_US.get(device) or _calibrate_cycles(torch, sleep, device)
 
 
-def time_reference(torch) -> tuple | None:
+def time_empty_kernel(torch) -> tuple | None:
     """Queue an empty kernel (a one-cycle spin, `torch.cuda._sleep`) between two CUDA events; the events, or None
-    when this torch has no spin kernel. What its interval reads is what the stream adds to any kernel's events at
-    this point, its launch lead: 2.7-2.9 µs right after a kernel timed inside a workload, 3.3-3.5 µs in a replay's
-    timed loop (H200). A sweep times it at both places and takes the difference out of the replay's agreement with
-    the workload (`sweep.result.SweepRow.fidelity`; docs/notes.md section 15)."""
+    when this torch has no spin kernel. A sweep queues one right after the end event of every kernel it times, in
+    the recording and in the replay alike: what follows a kernel's end event moves its events' interval, and
+    inside a workload that is the workload's next kernel, in a replay the next call. With it the transformer +
+    Liger replay agreed within ±10% for 47 and 48 of 49 signatures (without: 37-45; H200, docs/notes.md section
+    15). Its own time is kept (`SweepRow.lead_ms`): the launch lead of each place."""
     sleep = getattr(torch.cuda, "_sleep", None)
     if sleep is None:
         return None
@@ -132,15 +133,15 @@ def _calibrate_cycles(torch, sleep, device: int, cycles: int = 2_000_000) -> flo
 
 def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: float = 25.0,
                       rep_ms: float = 100.0, min_reps: int = 10, rotate: bool = True,
-                      before_call: Callable[[tuple], object] | None = None, reference: bool = False
+                      before_call: Callable[[tuple], object] | None = None, trailing_empty: bool = False
                       ) -> list[BenchResult]:
     """Time several arms call by call, A B A B ..., so that clock and power swings (a GPU at its power limit
     moves by several percent within a second) fall on every arm alike. Each call runs inside its arm's
     context (for A/B: the variant's capture session); the events bracket the call alone. `rotate=False` keeps
     one input set: every call then finds in L2 what the previous call read and wrote. `before_call(input_set)`
     runs before each call's start event, on the set the call gets (a sweep replay reads the inputs into L2 there,
-    as the producer of a kernel's inputs leaves them inside a workload). `reference`: also time an empty kernel
-    after each timed call (`time_reference`; `BenchResult.reference_ms`)."""
+    as the producer of a kernel's inputs leaves them inside a workload). `trailing_empty`: queue (and time) an
+    empty kernel after each timed call (`time_empty_kernel`; `BenchResult.empty_samples_ms`)."""
     torch = _torch()
     sets = _input_sets(torch, tuple(inputs)) if rotate else [tuple(inputs)]
     outputs = []
@@ -150,10 +151,10 @@ def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: 
     torch.cuda.synchronize()
     estimate_ms = _estimate_ms(torch, arms, sets, before_call)
     _timed_calls(torch, arms, sets, max(1, int(warmup_ms / estimate_ms)), before_call)
-    references: list[list] | None = [[] for _ in arms] if reference else None
-    samples = _timed_calls(torch, arms, sets, max(min_reps, int(rep_ms / estimate_ms)), before_call, references)
+    empties: list[list] | None = [[] for _ in arms] if trailing_empty else None
+    samples = _timed_calls(torch, arms, sets, max(min_reps, int(rep_ms / estimate_ms)), before_call, empties)
     return [BenchResult(median(arm_samples), arm_samples, len(sets), output,
-                        references[arm] if references is not None and references[arm] else None)
+                        empties[arm] if empties is not None and empties[arm] else None)
             for arm, (arm_samples, output) in enumerate(zip(samples, outputs))]
 
 
@@ -168,7 +169,7 @@ def _estimate_ms(torch, arms, sets, before_call=None, calls: int = 5) -> float:
     return max(gpu_ms, wall_ms, 1e-4)
 
 
-def _timed_calls(torch, arms, sets, count: int, before_call=None, references: list[list] | None = None
+def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[list] | None = None
                  ) -> list[list[float]]:
     """`count` rounds of one call per arm, each bracketed by CUDA events; ms per call, per arm.
 
@@ -179,8 +180,8 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, references: li
     the same addresses every round, so a small kernel's few-percent difference between two allocations became
     a steady A/A 'slower' that no number of rounds could widen its interval for (also seen on the H200). The
     arms' order flips every round (A B, B A, ...), and each round is queued behind a stream hold sized from the
-    previous round's host time (see `hold_stream`). `references` (one list per arm): an empty kernel is timed after
-    each call (`time_reference`) and its ms appended to the call's arm's list."""
+    previous round's host time (see `hold_stream`). `empties` (one list per arm): an empty kernel is queued after
+    each call's end event (`time_empty_kernel`) and its ms appended to the call's arm's list."""
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]
               for _ in range(count)]
     host_us = HOLD_EXTRA_US
@@ -199,12 +200,12 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, references: li
                 begin.record()
                 fn(*inputs)
                 finish.record()
-            if references is not None and (empty := time_reference(torch)) is not None:
+            if empties is not None and (empty := time_empty_kernel(torch)) is not None:
                 after.append((arm, empty))
         host_us = (time.perf_counter() - queued_from) * 1e6
     torch.cuda.synchronize()
     for arm, (begin, finish) in after:
-        references[arm].append(begin.elapsed_time(finish))
+        empties[arm].append(begin.elapsed_time(finish))
     return [[pairs[a][0].elapsed_time(pairs[a][1]) for pairs in events] for a in range(len(arms))]
 
 

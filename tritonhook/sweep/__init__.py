@@ -32,7 +32,8 @@ in 256 (the first launch waited for its snapshot), read once at exit; a signatur
 time x its launch count, and its share is over all recorded Triton kernels (cuBLAS and other non-Triton kernels
 are not in the denominator). Each sampled launch is queued behind a stream hold (`ab.timing.hold_stream`, as in
 the replay's timer) so that its events time the kernel, not the host's launch latency; a sample whose kernel was
-queued after the hold ran out is used only where a signature has no other. At launches 2 to 9 the recording also
+queued after the hold ran out is used only where a signature has no other, and followed by an empty kernel
+(`ab.timing.time_empty_kernel`), as every replayed call is. At launches 2 to 9 the recording also
 notes how far the GPU ran behind the host (`behind_ms`: an event measured from the last one queued on an idle
 stream, no synchronize), the context those times were taken in. Sampling (`--sample K`): after each
 kernel's first `config.RECORD_EXACT_FIRST` launches the tracer looks at about one launch in K (random gaps), each
@@ -61,10 +62,9 @@ probe at each signature's first timed launches) found in L2 inside the workload 
 interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
 variants afresh and restoring written buffers from the snapshot at every round. The parent computes
 `ratio_interval` and the verdict per signature; the fidelity (`SweepRow.fidelity`: replayed plain time over the
-time inside the workload, once the replay's longer launch lead is taken out: an empty kernel timed after each
-replayed call against one timed after the kernel inside the workload, ~0.6 µs apart on the H200; `result.Fidelity`:
-how many of the signatures making 90% of the GPU time replay within ±10%); and per variant the estimate for the
-workload: rename only kernels faster for some signature and slower for none
+time inside the workload, both taken with an empty kernel queued after the kernel's end event, `ab.timing.
+time_empty_kernel`; `result.Fidelity`: how many of the signatures making 90% of the GPU time replay within ±10%);
+and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
 (outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
 
 Autotuned kernels (`autotune.py`; docs/sweep.md). `_triton.AutotuneTracer` wraps `Autotuner.run` and `_bench`

@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 
 from .. import _triton, config
 from ..ab.stats import median
-from ..ab.timing import HOLD_EXTRA_US, HOLD_MARGIN, hold_cycles_per_us, hold_stream, time_reference
+from ..ab.timing import HOLD_EXTRA_US, HOLD_MARGIN, hold_cycles_per_us, hold_stream, time_empty_kernel
 from ..session import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
@@ -46,7 +46,7 @@ class _Pending:
     late: list = dataclasses.field(default_factory=list)
     probes: list = dataclasses.field(default_factory=list)  # (tensor positions, the L2 probe's device tensor)
     marks: list = dataclasses.field(default_factory=list)   # (idle anchor, mark): both (event, host seconds)
-    references: list = dataclasses.field(default_factory=list)  # the empty kernel's events after a timed launch
+    empties: list = dataclasses.field(default_factory=list)  # the trailing empty kernel's events (first timed)
 
 
 class Recorder:
@@ -183,8 +183,8 @@ class Recorder:
         host_us = (time.perf_counter() - queued_from) * 1e6
         (pending.held if host_us < hold_us else pending.late).append((start, end))
         self.host_us = 0.8 * self.host_us + 0.2 * host_us
-        if len(pending.references) < self.timed_first and (empty := time_reference(self.torch)) is not None:
-            pending.references.append(empty)  # this context's launch lead, as the replay times its own
+        if (empty := time_empty_kernel(self.torch)) is not None and len(pending.empties) < self.timed_first:
+            pending.empties.append(empty)  # queued after every timed kernel, as the replay does; the first timed
 
     def finish(self) -> Recording:
         """Read every event (after a synchronize), link each signature to its capture, and return the recording.
@@ -201,9 +201,9 @@ class Recorder:
             pending.signature.times_ms += [start.elapsed_time(end) for start, end in events]
             pending.held, pending.late = [], []
             pending.signature.behind_ms = _behind_ms(pending.marks)
-            lead = [start.elapsed_time(end) for start, end in pending.references]
-            pending.signature.reference_ms = round(median(lead), 6) if lead else None
-            pending.marks, pending.references = [], []
+            lead = [start.elapsed_time(end) for start, end in pending.empties]
+            pending.signature.empty_ms = round(median(lead), 6) if lead else None
+            pending.marks, pending.empties = [], []
         self._resolve_l2()
         signatures = [pending.signature for pending in self.pending]
         _link_captures(self.store, signatures, self.first_capture, self.loaded)

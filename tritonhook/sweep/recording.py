@@ -23,10 +23,10 @@ and cold medians on this GPU. Versions 1 and 2 load with neither (a `--l2 measur
 Lag (version 4): a signature's `behind_ms` is how far the GPU ran behind the host at its first timed launches
 (the median, ms; `record.Recorder._mark`; the recorder's own probes and holds included): the context its times
 were measured in, milliseconds where its launches waited in a deep queue, near 0 where the GPU waited for the host.
-A sweep row carries it (JSON). Launch lead (version 4): `reference_ms`, the median time of an empty kernel
-(`ab.timing.time_reference`) queued right after each of those launches' end event; the replay times the same
-after each of its calls, and the difference is taken out of their agreement (`result.SweepRow.fidelity`).
-Versions 1 to 3 load without either (None: no correction).
+A sweep row carries it (JSON). Trailing empty kernel (version 4): every timed launch's end event is followed by an
+empty kernel between two events (`ab.timing.time_empty_kernel`), as the replay follows each call's; `empty_ms` is
+its median time after those first timed launches (the launch lead there; `result.SweepRow.lead_ms`). Versions 1 to
+3 load without either (None), and their times were taken without the empty kernel.
 
 The functions here are pure or work on tensors of any device (torch CPU tensors suffice for the format's tests).
 """
@@ -225,7 +225,7 @@ class Signature:
     autotune: dict | None = None     # {"group": decision, "config": its config} when it was an autotune candidate
     l2_resident: list[list[float] | None] | None = None  # per tensor of tensors_of(args): per sampled line (l2probe)
     behind_ms: float | None = None   # how far the GPU ran behind the host at its first timed launches (median)
-    reference_ms: float | None = None  # an empty kernel timed right after them (median; ab.timing.time_reference)
+    empty_ms: float | None = None  # an empty kernel timed right after them (median; ab.timing.time_empty_kernel)
 
     @property
     def inputs(self) -> str:

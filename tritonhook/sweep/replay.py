@@ -75,7 +75,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
                               (f" --kernel {kernel}" if kernel else ""))
     rows = {s.id: SweepRow(s.id, s.kernel, s.label(), recording.share(s), s.launches, s.time_per_launch_ms,
                            s.inputs, "ok", behind_ms=s.behind_ms,
-                           recorded_reference_ms=s.reference_ms) for s in chosen}
+                           recorded_empty_ms=s.empty_ms) for s in chosen}
     began = time.time()
     built = _build_all(store, chosen, variants, ptxas, rows)
     build_s = time.time() - began
@@ -103,7 +103,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
             row.detail = outcome.get("traceback", "")
             continue
         row.outputs, samples[signature.id] = outcome["outputs"], outcome["samples"]
-        row.reference_ms = outcome.get("reference_ms")
+        row.empty_ms = outcome.get("empty_ms")
         analyze_row(row, outcome["samples"], {label: b.facts() for label, b in built[signature.id].items()},
                     {label: b.same_text_as for label, b in built[signature.id].items() if b.same_text_as},
                     min_effect)
@@ -160,8 +160,8 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
         folded_row = SweepRow(winner.id, group.kernel, winner.label(),
                               sum(recording.share(s) or 0.0 for s in group.candidates),
                               sum(s.launches for s in group.candidates), winner.time_per_launch_ms, winner.inputs, "ok",
-                              behind_ms=winner.behind_ms, recorded_reference_ms=winner.reference_ms,
-                              reference_ms=rows[winner.id].reference_ms if winner.id in rows else None)
+                              behind_ms=winner.behind_ms, recorded_empty_ms=winner.empty_ms,
+                              empty_ms=rows[winner.id].empty_ms if winner.id in rows else None)
         shown.append(analyze_group(folded_row, group, members, samples, labels, min_effect))
         candidates += members
     return shown, candidates

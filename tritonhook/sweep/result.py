@@ -44,29 +44,22 @@ class SweepRow:
     variants: list[VariantTiming] = dataclasses.field(default_factory=list)
     autotune: dict | None = None       # a candidate: {"group", "config"}; a group's row: see autotune.analyze_group
     behind_ms: float | None = None     # how far the GPU ran behind the host at it inside the workload (recorded)
-    recorded_reference_ms: float | None = None  # an empty kernel after it inside the workload (launch lead)
-    reference_ms: float | None = None  # the same after each replayed call
+    recorded_empty_ms: float | None = None  # the empty kernel after it inside the workload (ab.timing)
+    empty_ms: float | None = None      # the same after each replayed call
 
     @property
     def lead_ms(self) -> float | None:
-        """How much longer the replay's launch lead was than the workload's: the empty kernel timed after each
-        replayed call less the one timed after the kernel inside the workload; None unless both were timed."""
-        if self.reference_ms is None or self.recorded_reference_ms is None:
+        """How much longer the empty kernel queued after each timed kernel (`ab.timing.time_empty_kernel`) took in
+        the replay than inside the workload: the difference in launch lead between the two places, which a kernel of
+        a few µs may carry in its replay/workload ratio (not taken out: it did not predict the kernels' own
+        difference; docs/notes.md section 15). None unless both were timed."""
+        if self.empty_ms is None or self.recorded_empty_ms is None:
             return None
-        return self.reference_ms - self.recorded_reference_ms
+        return self.empty_ms - self.recorded_empty_ms
 
     @property
     def fidelity(self) -> float | None:
-        """Replayed (baseline) time, less the launch-lead difference (`lead_ms`), over the time inside the
-        workload; 1.0 is perfect agreement. Why the correction: the event interval of any kernel, an empty one
-        included, reads 0.5-0.7 µs longer in the replay's timed loop than right after a kernel timed inside a
-        workload (H200), ~20% of a 3 µs kernel (docs/notes.md section 15)."""
-        raw = self.fidelity_raw
-        return raw - (self.lead_ms or 0.0) / self.recorded_ms if raw is not None else None
-
-    @property
-    def fidelity_raw(self) -> float | None:
-        """Replayed (baseline) time over the time inside the workload, uncorrected."""
+        """Replayed (baseline) time over the time inside the workload; 1.0 is perfect agreement."""
         base = self.variants[0].median_ms if self.variants else None
         return base / self.recorded_ms if base and self.recorded_ms else None
 
@@ -104,7 +97,7 @@ class Fidelity:
     """How far the replay can be trusted: of the signatures making up `coverage` of the recorded GPU time (largest
     share first), how many replayed within ±`tolerance` of their time inside the workload, and the median
     replayed / in-workload ratio among them (its distance from 1 is a bias shared by the whole replay), and the
-    median launch-lead difference taken out of the replayed times (`SweepRow.lead_ms`)."""
+    median launch-lead difference between replay and workload (`SweepRow.lead_ms`)."""
 
     signatures: int
     share: float
@@ -133,10 +126,10 @@ class Fidelity:
         if not self.signatures:
             return "replay/workload: no signature has a measured share of the GPU time"
         bias = f"; median replay/workload {self.median_ratio:.3f}" if self.median_ratio is not None else ""
-        lead = (f" (replayed times less the longer launch lead, median {self.median_lead_ms * 1e3:+.2f} µs)"
+        lead = (f"; launch lead (an empty kernel after each) {self.median_lead_ms * 1e3:+.2f} µs in the replay"
                 if self.median_lead_ms is not None else "")
         return (f"replay/workload: {self.within} of the {self.signatures} signatures making {self.share:.0%} of the "
-                f"GPU time replay within ±{self.tolerance:.0%} of their time inside the workload{lead}{bias}")
+                f"GPU time replay within ±{self.tolerance:.0%} of their time inside the workload{bias}{lead}")
 
 
 @dataclasses.dataclass
@@ -203,14 +196,14 @@ class SweepResult:
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
         for row_data, row in zip(data["rows"] + data["candidates"], self.rows + self.candidates):
-            row_data["fidelity"], row_data["fidelity_raw"] = row.fidelity, row.fidelity_raw
+            row_data["fidelity"], row_data["lead_ms"] = row.fidelity, row.lead_ms
         data["fidelity"] = dataclasses.asdict(self.fidelity)
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> "SweepResult":
         def rows_of(key: str) -> list[SweepRow]:
-            return [SweepRow(**{**{k: v for k, v in row.items() if k not in ("fidelity", "fidelity_raw")},
+            return [SweepRow(**{**{k: v for k, v in row.items() if k not in ("fidelity", "lead_ms")},
                                 "variants": [VariantTiming(**v) for v in row["variants"]]})
                     for row in data.get(key, [])]
 

@@ -12,8 +12,8 @@ Per signature: rebuild the arguments (snapshot blobs, else synthetic data of the
 variant through Triton's own launcher (`_triton.load_kernel`), run each once from the restored inputs and compare
 the buffers it wrote (bitwise, else allclose), then time the variants interleaved call by call with the A/B timer
 (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation), one median per variant per round, restoring
-the written buffers from the snapshot before every round, and an empty kernel timed after every call (the replay's
-launch lead, `ab.timing.time_reference`: the sweep compares it with the recording's). `l2` in the job: "cold" rotates the input sets through
+the written buffers from the snapshot before every round, with an empty kernel queued and timed after every call
+(`ab.timing.time_empty_kernel`, as the recording does after each kernel it times). `l2` in the job: "cold" rotates the input sets through
 copies spanning 4x the L2; "warm" keeps one set (each call finds in L2 what the previous one read and wrote);
 "inputs" rotates, and reads the buffers the kernel does not write just before each call, as a kernel inside a
 workload finds what its producer has just written (its outputs not); "measured" rotates, and reads just before each
@@ -160,7 +160,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
 
         return call
 
-    samples, references = {label: [] for label in timed}, []
+    samples, empty_rounds = {label: [] for label in timed}, []
     for round_index in range(job["rounds"]):
         # each round loads the variants afresh, in alternating order: two loads of one cubin can differ by a few
         # percent for a small kernel for the whole life of the module (an A/A "faster" at 0.962 [0.961, 0.964],
@@ -171,14 +171,14 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         results = bench_interleaved([(contextlib.nullcontext, arm(kernels[label])) for label in timed],
                                     inputs=[buffers[index] for index in sorted(buffers)],
                                     warmup_ms=job["warmup_ms"], rep_ms=job["rep_ms"], min_reps=job["min_reps"],
-                                    rotate=l2 != "warm", before_call=before_call, reference=True)
+                                    rotate=l2 != "warm", before_call=before_call, trailing_empty=True)
         for label, result in zip(timed, results):  # one figure per round: see stats.interquartile_mean
             samples[label].append(interquartile_mean(result.samples_ms))
-        empties = [ms for result in results for ms in result.reference_samples_ms or ()]
+        empties = [ms for result in results for ms in result.empty_samples_ms or ()]
         if empties:  # the empty kernel after every call, all variants alike: the replay's launch lead
-            references.append(interquartile_mean(empties))
+            empty_rounds.append(interquartile_mean(empties))
     return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": outputs_equal,
-            "written": len(written), "reference_ms": median(references) if references else None}
+            "written": len(written), "empty_ms": median(empty_rounds) if empty_rounds else None}
 
 
 @contextlib.contextmanager
