@@ -105,10 +105,10 @@ def hold_cycles_per_us(torch) -> float | None:
 def time_empty_kernel(torch) -> tuple | None:
     """Queue an empty kernel (a one-cycle spin, `torch.cuda._sleep`) between two CUDA events; the events, or None
     when this torch has no spin kernel. A sweep queues one right after the end event of every kernel it times, in
-    the recording and in the replay alike: what follows a kernel's end event moves its events' interval, and
-    inside a workload that is the workload's next kernel, in a replay the next call. With it the transformer +
-    Liger replay agreed within ±10% for 47 and 48 of 49 signatures (without: 37-45; H200, docs/notes.md section
-    15). Its own time is kept (`SweepRow.lead_ms`): the launch lead of each place."""
+    the recording and in the replay alike, so that what follows a kernel's end event is the same in both (else the
+    workload's next kernel there, the next call here). With it the transformer + Liger replay agreed within ±10%
+    for 47, 48, 46 and 40 of 49 signatures over two runs, without it 37-45 (H200, docs/notes.md section 15). Its
+    own time is kept: the launch lead of each place (`sweep.result.SweepRow.lead_ms`)."""
     sleep = getattr(torch.cuda, "_sleep", None)
     if sleep is None:
         return None
