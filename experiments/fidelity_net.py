@@ -8,7 +8,11 @@ prints per signature: the kernel's and the empty kernel's times inside the workl
 replay / workload as it is and with the empty kernel's difference taken out; then per workload how many are within
 ±10% each way.
 
-    cd experiments && PYTHONPATH=.. python fidelity_net.py [--steps 10] [--rounds 7]
+    cd experiments && PYTHONPATH=.. python fidelity_net.py [--steps 10] [--rounds 7] [--without-too [--passes 2]]
+
+`--without-too`: each workload is also recorded and replayed with no empty kernel anywhere (the product's
+`time_empty_kernel` patched to queue nothing), alternately with it, so that what the empty kernel itself does to
+replay / workload shows side by side.
 
 The figures of docs/notes.md §15 that precede commit af7d18d came from an earlier form of this script, which
 patched the empty kernel into the recorder and the replay's loop itself (then also as a 20,000-cycle spin, to
@@ -17,18 +21,31 @@ read the SM clock).
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import tempfile
 from pathlib import Path
 
 import torch
 
-from tritonhook.sweep import worker
+from tritonhook.ab import timing
+from tritonhook.sweep import record, worker
 from tritonhook.sweep.result import FIDELITY_TOLERANCE
 
 from fidelity_common import making_most_time, parser, record_in_process, record_transformer, replay_job
 import queued_adds  # noqa: E402  (fidelity_common put experiments/sweep_workloads on the path)
 import small_adds  # noqa: E402
+
+
+@contextlib.contextmanager
+def without_empty_kernel():
+    """The recorder and the replay's timer queue no empty kernel after the kernels they time."""
+    original = timing.time_empty_kernel
+    timing.time_empty_kernel = record.time_empty_kernel = lambda torch_: None
+    try:
+        yield
+    finally:
+        timing.time_empty_kernel = record.time_empty_kernel = original
 
 
 def compare(name: str, work: Path, store, recording, rounds: int) -> None:
@@ -39,11 +56,12 @@ def compare(name: str, work: Path, store, recording, rounds: int) -> None:
     for signature, entry in zip(chosen, job["signatures"]):
         replayed = worker.replay_signature(torch, job, entry, store, work)
         kernel_ms = statistics.median(replayed["samples"]["plain"])
-        recorded_ms, lead_ms = signature.time_per_launch_ms, replayed["empty_ms"] - signature.empty_ms
+        recorded_empty_ms, replayed_empty_ms = signature.empty_ms or 0.0, replayed["empty_ms"] or 0.0
+        recorded_ms, lead_ms = signature.time_per_launch_ms, replayed_empty_ms - recorded_empty_ms
         raw.append(kernel_ms / recorded_ms)
         net.append((kernel_ms - lead_ms) / recorded_ms)
         print(f"{signature.kernel[:40]:40} {100 * recording.share(signature):5.1f} {recorded_ms * 1e3:6.2f} "
-              f"{signature.empty_ms * 1e3:6.2f} {kernel_ms * 1e3:6.2f} {replayed['empty_ms'] * 1e3:6.2f} "
+              f"{recorded_empty_ms * 1e3:6.2f} {kernel_ms * 1e3:6.2f} {replayed_empty_ms * 1e3:6.2f} "
               f"{raw[-1]:6.3f} {net[-1]:6.3f}", flush=True)
     for label, ratios in (("raw", raw), ("net", net)):
         within = sum(abs(r - 1) <= FIDELITY_TOLERANCE for r in ratios)
@@ -52,13 +70,21 @@ def compare(name: str, work: Path, store, recording, rounds: int) -> None:
 
 
 def main() -> None:
-    args = parser(__doc__, rounds=7).parse_args()
+    ap = parser(__doc__, rounds=7)
+    ap.add_argument("--without-too", action="store_true")
+    ap.add_argument("--passes", type=int, default=1, help="with --without-too: each pass flips the order")
+    args = ap.parse_args()
+    ways = [("", contextlib.nullcontext)] + ([(" without", without_empty_kernel)] if args.without_too else [])
     with tempfile.TemporaryDirectory(prefix="fidelity-net-") as work:
-        for name, run in (("queued_adds", queued_adds.main), ("small_adds", small_adds.main)):
-            store, recorder = record_in_process(Path(work) / name, run)
-            compare(name, Path(work) / name, store, recorder.recording, args.rounds)
-        store, recorder = record_transformer(Path(work) / "transformer", args.steps)
-        compare("transformer", Path(work) / "transformer", store, recorder.recording, args.rounds)
+        for name, run in (("queued_adds", queued_adds.main), ("small_adds", small_adds.main),
+                          ("transformer", None)):
+            runs = [way for flip in range(args.passes) for way in (ways[::-1] if flip % 2 else ways)]
+            for index, (suffix, way) in enumerate(runs):
+                folder = Path(work) / f"{name}{index}"
+                with way():
+                    store, recorder = (record_transformer(folder, args.steps) if run is None
+                                       else record_in_process(folder, run))
+                    compare(name + suffix, folder, store, recorder.recording, args.rounds)
 
 
 if __name__ == "__main__":
