@@ -14,8 +14,8 @@ of `--modes`:
 - hold each (`--l2 measured`): per call the reads, a hold sized from that call's host time, start event, kernel,
   end event (the recorder's own order).
 Its figures in docs/notes.md §15 were taken before commit af7d18d, where the replay began to queue an empty kernel
-after each call; its loops now do as the product's. Prints replay / workload per signature and mode (median over `--passes`, modes alternating), how many are within
-±10% and the median, per workload.
+after each call; its loops now do as the product's. Prints replay / workload per signature and mode (median over
+`--passes`, modes alternating), how many are within ±10% and the median, per workload.
 
     cd experiments && PYTHONPATH=.. python fidelity_modes.py [--modes measured,warm] [--rounds 7] [--passes 2]
 """
@@ -99,7 +99,8 @@ def replayed_ms(job, entry, store, work, mode: str) -> float:
     try:
         return statistics.median(worker.replay_signature(torch, job, entry, store, work)["samples"]["plain"])
     finally:
-        timing._timed_calls, worker.bench_interleaved, timing.rotation_sets = original_calls, original_bench, original_sets
+        timing._timed_calls, worker.bench_interleaved = original_calls, original_bench
+        timing.rotation_sets = original_sets
 
 
 def compare(name: str, work: Path, store, recording, modes: list[str], rounds: int, passes: int) -> None:
