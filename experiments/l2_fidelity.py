@@ -27,7 +27,12 @@ from tritonhook.config import SWEEP_L2_MODES
 from tritonhook.sweep.result import FIDELITY_COVERAGE, FIDELITY_TOLERANCE
 
 MODES = {mode: ["--l2", mode] for mode in SWEEP_L2_MODES}
-"""Replay modes by name: the `tritonhook replay` options each adds."""
+"""Replay modes by name: the `tritonhook replay` options each adds. Each also as "<mode>-few": only the timer's
+fewest repetitions (`replay.MIN_REPS`) timed a round after the warm-up (docs/notes.md §14's "few")."""
+FEW = "-few"
+FEW_CALLS = ("import sys, tritonhook.sweep.replay as replay; replay.REP_MS = 1e-3; "
+             "from tritonhook.cli import main; sys.exit(main())")
+"""`tritonhook` with the replay's repetitions cut to its fewest: an experiment's switch, not a product option."""
 WORKLOADS = {
     "transformer": "python3 experiments/sweep_workloads/inductor_transformer.py 10",
     "both": "python3 experiments/sweep_workloads/inductor_transformer.py 10 && "
@@ -45,8 +50,10 @@ def replays(workload: str, modes: list[str], pairs: int, work: Path) -> dict[str
     results: dict[str, list[dict]] = {mode: [] for mode in modes}
     for _ in range(pairs):
         for mode in modes:
-            done = subprocess.run(tritonhook + ["replay", "--store", store, *MODES[mode], "--variants", "plain,plain",
-                                                "--json"], check=True, capture_output=True, text=True)
+            program = [sys.executable, "-c", FEW_CALLS] if mode.endswith(FEW) else tritonhook
+            done = subprocess.run(program + ["replay", "--store", store, *MODES[mode.removesuffix(FEW)],
+                                             "--variants", "plain,plain", "--json"],
+                                  check=True, capture_output=True, text=True)
             results[mode].append(json.loads(done.stdout))
     return results
 
@@ -93,14 +100,14 @@ def show(summary: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="transformer")
-    ap.add_argument("--modes", default="cold,measured", help=f"of {', '.join(MODES)}")
+    ap.add_argument("--modes", default="cold,measured", help=f"of {', '.join(MODES)}, each also as <mode>{FEW}")
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--summarize", nargs="+", type=Path, metavar="REPLAY_JSON",
                     help="saved `tritonhook replay --json` results, named <mode>_<i>.json")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     modes = args.modes.split(",")
-    if unknown := set(modes) - set(MODES):
+    if unknown := {mode.removesuffix(FEW) for mode in modes} - set(MODES):
         ap.error(f"--modes: unknown {', '.join(sorted(unknown))}")
     if args.summarize:
         results = {mode: [json.loads(p.read_text()) for p in sorted(args.summarize) if p.name.split("_")[-2] == mode]
