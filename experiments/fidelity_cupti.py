@@ -4,9 +4,9 @@ light workload, ~3.2-3.4 µs inside the transformer's training step.)
 
 Records experiments/sweep_workloads/inductor_transformer.py's training step with `tritonhook.sweep.record` while
 torch.profiler (CUPTI) traces the same steps, then replays the top recorded signatures in this process (the replay
-worker's own `replay_signature`, plain only, `--l2` modes, by default cold, warm and measured) under torch.profiler again. CUPTI's kernel
-duration runs from the kernel's start to its end on the GPU: it leaves out the launch latency and the events that
-the recorder and the replay put around each timed call. Per signature (kernels recorded under one signature only,
+worker's own `replay_signature`, plain only, in each `--l2` mode of `--modes`) under torch.profiler again. CUPTI's
+kernel duration runs from the kernel's start to its end on the GPU: it leaves out the launch latency and the events
+that the recorder and the replay put around each timed call. Per signature (kernels recorded under one signature only,
 so that CUPTI's per-name durations belong to it) it prints the medians, µs: events in the workload, CUPTI in the
 workload, then events and CUPTI in each replay. If CUPTI agrees between workload and replay while the events do
 not, the difference lies in what the events bracket besides the kernel; if CUPTI differs too, the kernel itself
@@ -102,8 +102,8 @@ def print_summary(rows: list[dict], modes: list[str]) -> None:
                 print(f"{l2} replay / workload, {what}: median {statistics.median(ratios):.3f} over {len(ratios)} "
                       f"(range {min(ratios):.3f}-{max(ratios):.3f}), {within} within ±10%")
     first = modes[0]
-    overheads = [(row["workload_events_us"] - row["workload_cupti_us"], row[f"{first}_events_us"] - row[f"{first}_cupti_us"])
-                 for row in rows if row["workload_cupti_us"] and row[f"{first}_cupti_us"]]
+    overheads = [(row["workload_events_us"] - row["workload_cupti_us"],
+                  row[f"{first}_events_us"] - row[f"{first}_cupti_us"]) for row in rows if row["workload_cupti_us"] and row[f"{first}_cupti_us"]]
     if overheads:
         print(f"events - CUPTI, µs (what the events add to the kernel): workload median "
               f"{statistics.median(o[0] for o in overheads):.2f}, {first} replay median "
