@@ -103,7 +103,8 @@ def print_summary(rows: list[dict], modes: list[str]) -> None:
                       f"(range {min(ratios):.3f}-{max(ratios):.3f}), {within} within ±10%")
     first = modes[0]
     overheads = [(row["workload_events_us"] - row["workload_cupti_us"],
-                  row[f"{first}_events_us"] - row[f"{first}_cupti_us"]) for row in rows if row["workload_cupti_us"] and row[f"{first}_cupti_us"]]
+                  row[f"{first}_events_us"] - row[f"{first}_cupti_us"])
+                 for row in rows if row["workload_cupti_us"] and row[f"{first}_cupti_us"]]
     if overheads:
         print(f"events - CUPTI, µs (what the events add to the kernel): workload median "
               f"{statistics.median(o[0] for o in overheads):.2f}, {first} replay median "
