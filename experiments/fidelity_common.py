@@ -27,11 +27,12 @@ sys.path.insert(0, str(Path(__file__).parent / "sweep_workloads"))
 import inductor_transformer  # noqa: E402
 
 
-def transformer():
-    """The transformer built, compiled and warmed up (3 steps, outside any recording): a `step()` to record."""
+def transformer(warmup: int = 3):
+    """The transformer built and warmed up (`warmup` steps, outside any recording; with 0 it compiles in its first
+    recorded step, as under `tritonhook record`): a `step()` to record."""
     with inductor_launches_through_triton():  # Inductor's static launcher would bypass the recorder's tracer
         workload = inductor_transformer.build()
-        for _ in range(3):
+        for _ in range(warmup):
             inductor_transformer.step(*workload)
         torch.cuda.synchronize()
     return lambda: inductor_transformer.step(*workload)
@@ -47,10 +48,10 @@ def parser(doc: str, rounds: int | None) -> argparse.ArgumentParser:
     return ap
 
 
-def record_transformer(work: Path, steps: int, *, beside=None):
+def record_transformer(work: Path, steps: int, *, beside=None, warmup: int = 3):
     """The transformer built and warmed up (`transformer`), then `steps` of its training steps recorded into a store
     under `work` (`record_in_process`); the store and the recorder."""
-    step = transformer()
+    step = transformer(warmup)
     return record_in_process(work, lambda: [step() for _ in range(steps)], beside=beside)
 
 

@@ -12,7 +12,10 @@ of `--modes`:
   timed kernel follows a read kernel (or the other arm's kernel), where inside the workload the recorder queues the
   L2 probe, a hold, the start event, the kernel;
 - hold each (`--l2 measured`): per call the reads, a hold sized from that call's host time, start event, kernel,
-  end event (the recorder's own order).
+  end event (the recorder's own order);
+- reads + spin (`--l2 measured`): a one-cycle spin kernel queued after each call's reads, so that the kernel just
+  before the start event is a spin, as in cold (the round's hold or the other arm's empty kernel) and inside the
+  workload (the recorder's hold), not a read kernel (docs/notes.md §16).
 Its figures in docs/notes.md §15 were taken before commit af7d18d, where the replay began to queue an empty kernel
 after each call; its loops now do as the product's. Prints replay / workload per signature and mode (median over
 `--passes`, modes alternating), how many are within ±10% and the median, per workload.
@@ -83,14 +86,24 @@ def reordered(hold_each: bool):
 MODES = {"measured": ("measured", None, True, None), "warm": ("warm", None, False, None),
          "cold": ("cold", None, True, None), "warm + reads": ("measured", None, False, None),
          "2 sets": ("measured", None, True, 2), "reads first": ("measured", reordered(False), True, None),
-         "hold each": ("measured", reordered(True), True, None)}
+         "hold each": ("measured", reordered(True), True, None), "reads + spin": ("measured", None, True, None)}
 """name -> (the job's `l2`, the `_timed_calls` to use instead of the product's, whether inputs rotate, at most
 how many input sets they rotate through)."""
+
+
+def reads_then_spin(torch_, ranges, buffers) -> None:
+    """The product's reads into L2 before a call, then a one-cycle spin kernel ("reads + spin")."""
+    original_reads(torch_, ranges, buffers)
+    torch_.cuda._sleep(1)
+
+
+original_reads = worker._read_into_l2
 
 
 def replayed_ms(job, entry, store, work, mode: str) -> float:
     l2, timed_calls, rotate, most_sets = MODES[mode]
     original_calls, original_bench, original_sets = timing._timed_calls, worker.bench_interleaved, timing.rotation_sets
+    worker._read_into_l2 = reads_then_spin if mode == "reads + spin" else original_reads
     timing._timed_calls = timed_calls or original_calls
     worker.bench_interleaved = lambda *args, **kwargs: original_bench(*args, **{**kwargs, "rotate": rotate})
     if most_sets is not None:
@@ -100,7 +113,7 @@ def replayed_ms(job, entry, store, work, mode: str) -> float:
         return statistics.median(worker.replay_signature(torch, job, entry, store, work)["samples"]["plain"])
     finally:
         timing._timed_calls, worker.bench_interleaved = original_calls, original_bench
-        timing.rotation_sets = original_sets
+        timing.rotation_sets, worker._read_into_l2 = original_sets, original_reads
 
 
 def compare(name: str, work: Path, store, recording, modes: list[str], rounds: int, passes: int) -> None:
