@@ -7,7 +7,8 @@ Old module paths kept as re-export shims (`ptx_capture`, `ptxas`, `memwatch`, `r
 they re-export.
 
 The order (this table is its only declaration; README "Layout" describes it):
-  0 foundations   errors, config, format (number formatters, rich building blocks), flops, _nvml_sampler (a script)
+  0 foundations   errors, config, format (number formatters, rich building blocks), flops, _nvml_sampler (a script),
+                  _imports (running code right after a module's import)
   1 text & tools  ptx (PTX text), tools (finding and running ptxas / nvdisasm), _native (building and loading
                   tritonhook's C helpers)
   2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
@@ -31,7 +32,7 @@ import tritonhook
 
 PACKAGE = Path(tritonhook.__file__).parent
 LAYERS: list[set[str]] = [
-    {"errors", "config", "format", "flops", "_nvml_sampler", "_version"},
+    {"errors", "config", "format", "flops", "_nvml_sampler", "_version", "_imports"},
     {"ptx", "tools", "_native"},
     {"cubin", "store", "samples"},
     {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper"},

@@ -1,14 +1,19 @@
 """Autotuned kernels in `tritonhook sweep`, on a CPU: the autotune tracer on Triton's real `Autotuner` (its public
-`do_bench` argument stands in for the GPU timer, so no kernel runs), the grouping of signatures built from real
-sm_90 captures of every candidate config, the winner / changed / ratio analysis from given samples, rendering,
-JSON, and the recording format's versions. The GPU half is in tests/test_sweep_gpu.py."""
+`do_bench` argument stands in for the GPU timer, so no kernel runs) and on Inductor's real `CachingAutotuner`
+(configs that spill, which it skips unlaunched), the grouping of signatures built from real sm_90 captures of every
+candidate config, the winner / changed / ratio analysis from given samples, rendering, JSON, and the recording
+format's versions. The GPU half is in tests/test_sweep_gpu.py."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import triton
@@ -83,6 +88,83 @@ def test_a_tool_wrapping_over_the_autotune_tracer_keeps_working_after_uninstall(
         assert Autotuner.run is other_tool and not tracer.active
     finally:
         Autotuner.run = original
+
+
+# ----- the tracer on Inductor's real CachingAutotuner ----------------------------------------------------------------
+class _SpillingLauncher:
+    """A compiled config as Inductor's autotuner sees it, with more spills than it accepts: its `bench` gives it inf
+    without launching anything, so Inductor's own benchmark loop runs on a CPU."""
+
+    def __init__(self, config):
+        self.config, self.n_spills, self.n_regs, self.shared = config, 1000, 255, 0
+
+
+def test_the_autotune_tracer_tags_inductors_benchmarked_configs_and_records_its_choice():
+    heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    from torch._inductor.runtime.hints import DeviceProperties, HeuristicType
+
+    tuner_class = heuristics.CachingAutotuner
+    originals = {name: tuner_class.__dict__[name] for name in ("benchmark_all_configs", "bench")}
+    h100 = DeviceProperties(type="cuda", index=0, multi_processor_count=132, cc=90, major=9,
+                            regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048,
+                            max_threads_per_block=1024, warp_size=32)
+    decisions, seen = [], []
+
+    class SeeingReasons(dict):  # Inductor notes why it skipped a config while it benchmarks that config
+        def __setitem__(self, launcher, reason):
+            seen.append(tracer.current())
+            super().__setitem__(launcher, reason)
+
+    tracer = _triton.AutotuneTracer(decisions.append)
+    tracer.install()
+    try:
+        tuner = tuner_class(add_kernel, {"device": h100, "signature": {}, "constants": {}}, CONFIGS, None, [], False,
+                            HeuristicType.POINTWISE, inductor_meta={"kernel_name": "triton_poi_fused_add_0"})
+        tuner.benchmark_failure_reasons = SeeingReasons()
+        tuner.launchers = [_SpillingLauncher(config) for config in CONFIGS]
+        tuner.benchmark_all_configs()
+        assert tracer.current() is None and tracer.benchmarking == 0
+    finally:
+        tracer.uninstall()
+    assert {name: tuner_class.__dict__[name] for name in originals} == originals
+    assert [(c.group, c.config["BLOCK"], c.config["num_warps"]) for c in seen] == \
+        [(0, 256, 2), (0, 512, 4), (0, 1024, 8)]
+    (decision,) = decisions
+    assert (decision.group, decision.kernel, decision.key, decision.chosen) == \
+        (0, "triton_poi_fused_add_0", [], _triton.autotune_config(CONFIGS[0]))  # all inf: Inductor keeps the first
+    assert [config["BLOCK"] for config, _ in decision.timings] == [256, 512, 1024]
+    assert all(times == [None] for _, times in decision.timings)
+
+
+def test_the_autotune_tracer_waits_for_inductor_without_importing_it(tmp_path):
+    """A recording starts before torch is imported (sitecustomize): the tracer must wrap Inductor's autotuner when
+    torch imports it, not import it itself, and a `find_spec` probe must not end the wait."""
+    program = f"""
+import importlib.util, sys
+from tritonhook import _triton
+from tritonhook._imports import waiting_for
+module = {_triton.INDUCTOR_AUTOTUNER_MODULE!r}
+tracer = _triton.AutotuneTracer(lambda decision: None)
+tracer.install()
+assert module not in sys.modules and waiting_for(module)
+importlib.util.find_spec(module)
+assert module not in sys.modules and waiting_for(module)
+from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+assert not waiting_for(module)
+ours = CachingAutotuner.__dict__["bench"]
+assert ours.__wrapped__ is not ours
+tracer.uninstall()
+assert CachingAutotuner.__dict__["bench"] is ours.__wrapped__
+later = _triton.AutotuneTracer(lambda decision: None)
+later.install()  # the module is imported now: wrapped at once
+assert CachingAutotuner.__dict__["bench"] is not ours.__wrapped__ and not waiting_for(module)
+later.uninstall()
+assert CachingAutotuner.__dict__["bench"] is ours.__wrapped__
+print("waited")
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(Path(tritonhook.__file__).parent.parent)})
+    assert done.returncode == 0 and done.stdout.strip() == "waited", done.stderr[-3000:]
 
 
 # ----- grouping, from real captures of every candidate ------------------------------------------------------------

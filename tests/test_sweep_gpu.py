@@ -229,6 +229,41 @@ def test_an_autotuned_kernel_replays_as_one_row_with_a_winner_per_variant(autotu
           f"{row.variants[1].verdict}; in the workload {row.autotune['workload']}")
 
 
+INDUCTOR_CALLS = 6
+
+
+@pytest.fixture(scope="module")
+def inductor_tuned(tmp_path_factory):
+    """A pointwise function under torch.compile, Inductor's caches off so that its runtime autotuner benchmarks the
+    kernel's configs at the first call (as on a machine that never ran the workload), called INDUCTOR_CALLS times."""
+    torch = pytest.importorskip("torch")
+    import torch._inductor.config as inductor_config
+
+    x, y = torch.randn(1 << 22, device="cuda"), torch.randn(1 << 22, device="cuda")
+    store = tmp_path_factory.mktemp("sweep-gpu-inductor-autotune")
+    with inductor_config.patch({"force_disable_caches": True, "triton.autotune_pointwise": True}):
+        with sweep.record(store) as recorder:
+            compiled = torch.compile(lambda a, b: (a * b + 1).sin())
+            for _ in range(INDUCTOR_CALLS):
+                compiled(x, y)
+            torch.cuda.synchronize()
+    return recorder
+
+
+def test_inductors_autotuning_is_recorded_apart_from_the_workload(inductor_tuned):
+    """Inductor's benchmark launches were counted as the workload's, and timed, until the tracer followed its
+    `CachingAutotuner` (docs/notes.md section 16)."""
+    recording = inductor_tuned.recording
+    decisions = [d for d in recording.autotune if d["kernel"].startswith("triton_")]
+    assert decisions, "Inductor benchmarked no config (one config only, or a cached winner)"
+    candidates = [s for s in recording.signatures if s.autotune is not None]
+    assert len(candidates) >= 2 and all(s.tuning_launches > 0 for s in candidates)
+    assert {s.autotune["group"] for s in candidates} == {d["group"] for d in decisions}
+    assert sum(s.launches for s in recording.signatures) == INDUCTOR_CALLS
+    (winner,) = [s for s in candidates if s.launches]
+    assert winner.autotune["config"] == decisions[0]["chosen"] and 1 <= len(winner.times_ms) <= INDUCTOR_CALLS - 1
+
+
 def test_a_gluon_kernel_taking_host_descriptors_is_recorded_and_replayed(tmp_path):
     """The Hopper Gluon attention takes Gluon's own host-side TensorDescriptors (NVMMA shared layouts): recorded
     with their layouts, replayed plain and cutlass_ through Triton's launcher, outputs compared."""

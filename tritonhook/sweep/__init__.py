@@ -68,9 +68,10 @@ and per variant the estimate for the workload: rename only kernels faster for so
 (outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
 
 Autotuned kernels (`autotune.py`; docs/sweep.md). `_triton.AutotuneTracer` wraps `Autotuner.run` and `_bench`
-while recording: a launch inside a benchmark is tagged with its decision (one Autotuner, one tuning key) and config
-and counted in `tuning_launches`, never in the workload's launches, times or share; the decision (chosen config,
-the autotuner's own timing per config) is saved in the recording. The replay replays every candidate (the
+while recording, and Inductor's `CachingAutotuner.benchmark_all_configs` and `bench` once torch imports it: a
+launch inside a benchmark is tagged with its decision (one Autotuner and tuning key, or one Inductor kernel) and
+config and counted in `tuning_launches`, never in the workload's launches, times or share; the decision (chosen
+config, the autotuner's own timing per config) is saved in the recording. The replay replays every candidate (the
 `--autotune-top K` fastest by that timing, at most `config.AUTOTUNE_REPLAY_CAP`, plus the workload's winner) per
 variant, picks each variant's fastest, and shows one row per group: the winners' times, the ratio of the winners,
 whether the winner changed; the candidate rows are in the JSON (`SweepResult.candidates`).

@@ -1,0 +1,70 @@
+"""Running code right after a module is imported (`after_import`): hooks on packages that a process imports late
+or never (Triton at start-up, Inductor's runtime autotuner once a recording runs), without importing them early.
+
+A `sys.meta_path` finder wraps the module's loader: once the module's own code has run, the finder leaves
+`sys.meta_path` and `then(module)` runs. Until then it stays in place, because `importlib.util.find_spec` probes call
+it too (torch's `has_triton` probes for Triton so before importing it): a finder that left after the first call
+missed the import that followed, and a torch.compile'd script was never captured (seen on the H200).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from typing import Callable
+
+
+class _LoaderThen(importlib.abc.Loader):
+    """The module's own loader, with `then(module)` after it executed the module."""
+
+    def __init__(self, loader, then: Callable[[object], None]):
+        self._loader, self._then = loader, then
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        self._then(module)
+
+    def __getattr__(self, name):  # get_resource_reader, is_package, get_source, ...
+        return getattr(self._loader, name)
+
+
+class AfterImport(importlib.abc.MetaPathFinder):
+    """Waits in `sys.meta_path` for the import of `name` (see the module docstring); `remove()` gives up waiting."""
+
+    def __init__(self, name: str, then: Callable[[object], None]):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)  # PathFinder does not consult meta_path
+        if spec is not None and spec.loader is not None:
+            spec.loader = _LoaderThen(spec.loader, self._imported)
+        return spec
+
+    def _imported(self, module) -> None:
+        self.remove()
+        self.then(module)
+
+    def remove(self) -> None:
+        sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self]
+
+
+def after_import(name: str, then: Callable[[object], None]) -> AfterImport | None:
+    """Call `then(module)` once module `name` is imported: now when it already is (None returned), else from the
+    import (the waiting finder returned)."""
+    if name in sys.modules:
+        then(sys.modules[name])
+        return None
+    finder = AfterImport(name, then)
+    sys.meta_path.insert(0, finder)
+    return finder
+
+
+def waiting_for(name: str) -> bool:
+    """Whether a finder of `after_import` waits for the import of `name`."""
+    return any(isinstance(finder, AfterImport) and finder.name == name for finder in sys.meta_path)
