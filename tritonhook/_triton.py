@@ -957,13 +957,11 @@ class AutotuneTracer:
         def run(autotuner, *args, **kwargs):
             if not tracer.active:
                 return original(autotuner, *args, **kwargs)
-            stack = tracer._frames.__dict__.setdefault("stack", [])
             frame = {"group": None, "candidate": None, "known": set(getattr(autotuner, "cache", {}))}
-            stack.append(frame)
             try:
-                return original(autotuner, *args, **kwargs)
+                with tracer._deciding(frame):
+                    return original(autotuner, *args, **kwargs)
             finally:  # a decision made stays made when the launch that follows it raises
-                stack.pop()
                 if frame["group"] is not None:
                     tracer._decided(autotuner, frame)
 
@@ -986,6 +984,16 @@ class AutotuneTracer:
         return _bench
 
     @contextlib.contextmanager
+    def _deciding(self, frame: dict) -> Iterator[None]:
+        """While one decision (`frame`) benchmarks, in this thread: its candidates are tagged with its group."""
+        stack = self._frames.__dict__.setdefault("stack", [])
+        stack.append(frame)
+        try:
+            yield
+        finally:
+            stack.pop()
+
+    @contextlib.contextmanager
     def _candidate(self, frame: dict, config: dict) -> Iterator[None]:
         """While one candidate config of `frame`'s decision is benchmarked: `current()` says which."""
         frame["candidate"] = AutotuneCandidate(frame["group"], config)
@@ -1003,14 +1011,10 @@ class AutotuneTracer:
         def benchmark_all_configs(autotuner, *args, **kwargs):
             if not tracer.active:
                 return original(autotuner, *args, **kwargs)
-            stack = tracer._frames.__dict__.setdefault("stack", [])
             frame = {"group": tracer._groups, "candidate": None}
             tracer._groups += 1
-            stack.append(frame)
-            try:
+            with tracer._deciding(frame):
                 timings = original(autotuner, *args, **kwargs)
-            finally:
-                stack.pop()
             tracer._inductor_decided(autotuner, frame, timings)
             return timings
 
