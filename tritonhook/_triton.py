@@ -833,9 +833,9 @@ INDUCTOR_AUTOTUNER_MODULE = "torch._inductor.runtime.triton_heuristics"
 
 @dataclasses.dataclass(frozen=True)
 class AutotuneCandidate:
-    """A config `triton.autotune` is benchmarking now, in this thread: its decision (`group`: one Autotuner and one
-    tuning key, numbered per tracer) and the config as plain data (`Config.all_kwargs()`: its constexprs and
-    num_warps, num_stages, num_ctas, maxnreg where set)."""
+    """A config an autotuner is benchmarking now, in this thread: its decision (`group`, numbered per tracer: one
+    `triton.autotune` Autotuner and tuning key, or one Inductor kernel) and the config as plain data
+    (`Config.all_kwargs()`: its constexprs and num_warps, num_stages, num_ctas, maxnreg where set)."""
 
     group: int
     config: dict
@@ -844,7 +844,9 @@ class AutotuneCandidate:
 @dataclasses.dataclass(frozen=True)
 class AutotuneDecision:
     """What one autotune decision chose, and the autotuner's own benchmark of every config it tried
-    (`timings`: [config, [median, p20, p80] ms]; None for a config that failed to compile or run)."""
+    (`timings`: [config, [median, p20, p80] ms] from `triton.autotune`, [config, [ms]] from Inductor; None for a
+    config that failed to compile or run, or that Inductor skipped). Inductor's decisions have no `key` (one per
+    kernel) and no `bench_s`."""
 
     group: int
     kernel: str
