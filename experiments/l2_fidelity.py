@@ -9,7 +9,7 @@ in-workload per replay and mode, and the median per mode; last, how many are wit
 medians, and the A/A "no difference" count per replay. Writes a compact JSON (`--out`).
 
     PYTHONPATH=$PWD python experiments/l2_fidelity.py [--workload transformer|both] [--modes cold,measured]
-        [--pairs 3] [--out l2.json]
+        [--pairs 3] [--inductor-cache warm|cold] [--out l2.json]
     python experiments/l2_fidelity.py --summarize cold_1.json measured_1.json ... [--out l2.json]  # saved replays
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -42,11 +43,20 @@ WORKLOADS = {
 }
 
 
-def replays(workload: str, modes: list[str], pairs: int, work: Path) -> dict[str, list[dict]]:
-    """Record `workload` into a store under `work`, then replay it in each of `modes`, alternately."""
+def replays(workload: str, modes: list[str], pairs: int, work: Path, inductor_cache: str = "warm"
+            ) -> dict[str, list[dict]]:
+    """Record `workload` into a store under `work`, then replay it in each of `modes`, alternately. The workload
+    runs with Inductor's and Triton's caches in `work`, empty when it is recorded (`inductor_cache` "cold": Inductor
+    autotunes its kernels inside the recording, as on a machine that never ran it) or filled by one run first
+    ("warm": the steady state; docs/notes.md §16)."""
     store = str(work / "store")
     tritonhook = [sys.executable, "-m", "tritonhook"]
-    subprocess.run(tritonhook + ["record", "--store", store, "--", "bash", "-c", WORKLOADS[workload]], check=True)
+    caches = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor-cache"),
+              "TRITON_CACHE_DIR": str(work / "triton-cache")}
+    if inductor_cache == "warm":
+        subprocess.run(["bash", "-c", WORKLOADS[workload]], check=True, env=caches)
+    subprocess.run(tritonhook + ["record", "--store", store, "--", "bash", "-c", WORKLOADS[workload]], check=True,
+                   env=caches)
     results: dict[str, list[dict]] = {mode: [] for mode in modes}
     for _ in range(pairs):
         for mode in modes:
@@ -102,6 +112,8 @@ def main() -> None:
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="transformer")
     ap.add_argument("--modes", default="cold,measured", help=f"of {', '.join(MODES)}, each also as <mode>{FEW}")
     ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--inductor-cache", choices=("warm", "cold"), default="warm",
+                    help="warm: the workload runs once before it is recorded (default); cold: recorded first")
     ap.add_argument("--summarize", nargs="+", type=Path, metavar="REPLAY_JSON",
                     help="saved `tritonhook replay --json` results, named <mode>_<i>.json")
     ap.add_argument("--out", type=Path)
@@ -114,7 +126,7 @@ def main() -> None:
                    for mode in modes}
     else:
         with tempfile.TemporaryDirectory(prefix="l2-fidelity-") as work:
-            results = replays(args.workload, modes, args.pairs, Path(work))
+            results = replays(args.workload, modes, args.pairs, Path(work), args.inductor_cache)
     summary = summarize(results)
     show(summary)
     if args.out:
