@@ -441,7 +441,7 @@ def test_verdicts_estimate_and_select_come_from_the_measured_rows():
 
 def test_fidelity_counts_the_rows_making_90_percent_of_the_gpu_time_largest_first():
     """Shares 50/30/15/5%: the first three make 95%; the 5% row (replayed at 2x) is left out. Replayed/workload
-    1.05, 1.2, 0.95: two within ±10%, median 1.05."""
+    1.05, 1.2, 0.95: two within ±10%, making 65% of the GPU time, median 1.05."""
     def row(at, share, replayed_ms):
         return SweepRow(at, f"k{at}", f"k{at}", share, 10, 0.100, "snapshot", "ok",
                         variants=[VariantTiming("plain", replayed_ms)])
@@ -451,8 +451,10 @@ def test_fidelity_counts_the_rows_making_90_percent_of_the_gpu_time_largest_firs
     fidelity = result.fidelity
     assert (fidelity.signatures, fidelity.within) == (3, 2)
     assert fidelity.share == pytest.approx(0.95) and fidelity.median_ratio == pytest.approx(1.05)
+    assert fidelity.within_share == pytest.approx(0.65)
     assert fidelity.line() == ("replay/workload: 2 of the 3 signatures making 95% of the GPU time replay within ±10% "
-                               "of their time inside the workload; median replay/workload 1.050")
+                               "of their time inside the workload (65% of the GPU time); median replay/workload "
+                               "1.050")
     assert result.to_json()["fidelity"]["within"] == 2
 
 

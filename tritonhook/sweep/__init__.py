@@ -63,7 +63,8 @@ interleaving), one figure (the interquartile mean of its calls) per variant per 
 variants afresh and restoring written buffers from the snapshot at every round. The parent computes
 `ratio_interval` and the verdict per signature; the fidelity (`SweepRow.fidelity`: replayed plain time over the
 time inside the workload, both taken with an empty kernel queued after the kernel's end event, `ab.timing.
-time_empty_kernel`; `result.Fidelity`: how many of the signatures making 90% of the GPU time replay within ±10%);
+time_empty_kernel`; `result.Fidelity`: how many of the signatures making 90% of the GPU time replay within ±10%,
+and how much of the GPU time those make);
 and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
 (outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
 

@@ -95,7 +95,8 @@ replayed within ±10% of its time inside the workload."""
 @dataclasses.dataclass
 class Fidelity:
     """How far the replay can be trusted: of the signatures making up `coverage` of the recorded GPU time (largest
-    share first), how many replayed within ±`tolerance` of their time inside the workload, and the median
+    share first), how many replayed within ±`tolerance` of their time inside the workload and the share of the GPU
+    time they make (`within_share`: how much of the workload's time the replay reproduces), the median
     replayed / in-workload ratio among them (its distance from 1 is a bias shared by the whole replay), and the
     median launch-lead difference between replay and workload (`SweepRow.lead_ms`)."""
 
@@ -106,6 +107,7 @@ class Fidelity:
     coverage: float = FIDELITY_COVERAGE
     tolerance: float = FIDELITY_TOLERANCE
     median_lead_ms: float | None = None
+    within_share: float = 0.0
 
     @classmethod
     def of(cls, rows: list[SweepRow], coverage: float = FIDELITY_COVERAGE,
@@ -117,10 +119,10 @@ class Fidelity:
             top.append(row)
             covered += row.share
         ratios = [r.fidelity for r in top if r.fidelity is not None]
-        within = sum(1 for ratio in ratios if abs(ratio - 1.0) <= tolerance)
+        faithful = [r for r in top if r.fidelity is not None and abs(r.fidelity - 1.0) <= tolerance]
         leads = [r.lead_ms for r in top if r.lead_ms is not None]
-        return cls(len(top), covered, within, median(ratios) if ratios else None, coverage, tolerance,
-                   median(leads) if leads else None)
+        return cls(len(top), covered, len(faithful), median(ratios) if ratios else None, coverage, tolerance,
+                   median(leads) if leads else None, sum(r.share for r in faithful))
 
     def line(self) -> str:
         if not self.signatures:
@@ -129,7 +131,8 @@ class Fidelity:
         lead = (f"; launch lead (an empty kernel after each) {self.median_lead_ms * 1e3:+.2f} µs in the replay"
                 if self.median_lead_ms is not None else "")
         return (f"replay/workload: {self.within} of the {self.signatures} signatures making {self.share:.0%} of the "
-                f"GPU time replay within ±{self.tolerance:.0%} of their time inside the workload{bias}{lead}")
+                f"GPU time replay within ±{self.tolerance:.0%} of their time inside the workload "
+                f"({self.within_share:.0%} of the GPU time){bias}{lead}")
 
 
 @dataclasses.dataclass
