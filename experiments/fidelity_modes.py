@@ -83,27 +83,28 @@ def reordered(hold_each: bool):
     return timed_calls
 
 
-MODES = {"measured": ("measured", None, True, None), "warm": ("warm", None, False, None),
-         "cold": ("cold", None, True, None), "warm + reads": ("measured", None, False, None),
-         "2 sets": ("measured", None, True, 2), "reads first": ("measured", reordered(False), True, None),
-         "hold each": ("measured", reordered(True), True, None), "reads + spin": ("measured", None, True, None)}
-"""name -> (the job's `l2`, the `_timed_calls` to use instead of the product's, whether inputs rotate, at most
-how many input sets they rotate through)."""
+PRODUCT_READS = worker._read_into_l2
 
 
 def reads_then_spin(torch_, ranges, buffers) -> None:
     """The product's reads into L2 before a call, then a one-cycle spin kernel ("reads + spin")."""
-    original_reads(torch_, ranges, buffers)
+    PRODUCT_READS(torch_, ranges, buffers)
     torch_.cuda._sleep(1)
 
 
-original_reads = worker._read_into_l2
+MODES = {"measured": ("measured", None, True, None, None), "warm": ("warm", None, False, None, None),
+         "cold": ("cold", None, True, None, None), "warm + reads": ("measured", None, False, None, None),
+         "2 sets": ("measured", None, True, 2, None), "reads first": ("measured", reordered(False), True, None, None),
+         "hold each": ("measured", reordered(True), True, None, None),
+         "reads + spin": ("measured", None, True, None, reads_then_spin)}
+"""name -> (the job's `l2`, the `_timed_calls` to use instead of the product's, whether inputs rotate, at most
+how many input sets they rotate through, the reads into L2 to use instead of the product's)."""
 
 
 def replayed_ms(job, entry, store, work, mode: str) -> float:
-    l2, timed_calls, rotate, most_sets = MODES[mode]
+    l2, timed_calls, rotate, most_sets, reads = MODES[mode]
     original_calls, original_bench, original_sets = timing._timed_calls, worker.bench_interleaved, timing.rotation_sets
-    worker._read_into_l2 = reads_then_spin if mode == "reads + spin" else original_reads
+    worker._read_into_l2 = reads or PRODUCT_READS
     timing._timed_calls = timed_calls or original_calls
     worker.bench_interleaved = lambda *args, **kwargs: original_bench(*args, **{**kwargs, "rotate": rotate})
     if most_sets is not None:
@@ -113,7 +114,7 @@ def replayed_ms(job, entry, store, work, mode: str) -> float:
         return statistics.median(worker.replay_signature(torch, job, entry, store, work)["samples"]["plain"])
     finally:
         timing._timed_calls, worker.bench_interleaved = original_calls, original_bench
-        timing.rotation_sets, worker._read_into_l2 = original_sets, original_reads
+        timing.rotation_sets, worker._read_into_l2 = original_sets, PRODUCT_READS
 
 
 def compare(name: str, work: Path, store, recording, modes: list[str], rounds: int, passes: int) -> None:

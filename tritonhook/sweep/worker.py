@@ -14,10 +14,11 @@ the buffers it wrote (bitwise, else allclose), then time the variants interleave
 (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation), one median per variant per round, restoring
 the written buffers from the snapshot before every round, with an empty kernel queued and timed after every call
 (`ab.timing.time_empty_kernel`, as the recording does after each kernel it times). `l2` in the job: "cold"
-rotates the input sets through copies spanning 4x the L2; "warm" keeps one set (each call finds in L2 what the previous one read and wrote);
-"inputs" rotates, and reads the buffers the kernel does not write just before each call, as a kernel inside a
-workload finds what its producer has just written (its outputs not); "measured" rotates, and reads just before each
-call the parts of each buffer that the recording's L2 probe found in L2 inside the workload (`l2probe`).
+rotates the input sets through copies spanning 4x the L2; "warm" keeps one set (each call finds in L2 what the
+previous one read and wrote); "inputs" rotates, and reads the buffers the kernel does not write just before each
+call, as a kernel inside a workload finds what its producer has just written (its outputs not); "measured"
+rotates, and reads just before each call the parts of each buffer that the recording's L2 probe found in L2 inside
+the workload (`l2probe`).
 """
 
 from __future__ import annotations
