@@ -6,10 +6,12 @@ Records a workload once (the L2 probe is on by default), then replays it plain v
 (several % between two replays of one recording) falls on all modes alike. Per signature of those making 90% of
 the recorded GPU time: its share, its time inside the workload, how far the GPU ran behind at it (ms), replayed /
 in-workload per replay and mode, and the median per mode; last, how many are within ±10% per replay and on the
-medians, and the A/A "no difference" count per replay. Writes a compact JSON (`--out`).
+medians, the same with the launch-lead difference taken out of each replayed time ("net": `SweepRow.lead_ms`,
+docs/notes.md §15 and §17), and the A/A "no difference" count per replay. Writes a compact JSON (`--out`), and with
+`--keep DIR` each replay's own `--json` as DIR/<mode>_<i>.json (what `--summarize` reads back).
 
     PYTHONPATH=$PWD python experiments/l2_fidelity.py [--workload transformer|both] [--modes cold,measured]
-        [--pairs 3] [--inductor-cache warm|cold] [--out l2.json]
+        [--pairs 3] [--inductor-cache warm|cold] [--out l2.json] [--keep DIR]
     python experiments/l2_fidelity.py --summarize cold_1.json measured_1.json ... [--out l2.json]  # saved replays
 """
 
@@ -68,19 +70,30 @@ def replays(workload: str, modes: list[str], pairs: int, work: Path, inductor_ca
     return results
 
 
+def net_ratio(row: dict) -> float | None:
+    """Replayed / in-workload time with the replay's longer launch lead taken out (None unless both were timed)."""
+    if row["fidelity"] is None or row.get("lead_ms") is None:
+        return None
+    return row["fidelity"] - row["lead_ms"] / row["recorded_ms"]
+
+
 def summarize(results: dict[str, list[dict]]) -> dict:
-    """The signatures making 90% of the recorded GPU time, each with its replayed / in-workload ratios per mode."""
+    """The signatures making 90% of the recorded GPU time, each with its replayed / in-workload ratios per mode, as
+    measured and net of the launch-lead difference."""
     first = next(iter(results.values()))[0]["rows"]
     rows, covered = [], 0.0
     for row in sorted((r for r in first if r["share"]), key=lambda r: -r["share"]):
         if covered >= FIDELITY_COVERAGE - 1e-9:
             break
         covered += row["share"]
-        ratios = {mode: [next(r for r in result["rows"] if r["signature"] == row["signature"])["fidelity"]
-                         for result in runs] for mode, runs in results.items()}
+        replayed = {mode: [next(r for r in result["rows"] if r["signature"] == row["signature"]) for result in runs]
+                    for mode, runs in results.items()}
+        ratios = {mode: [r["fidelity"] for r in rs] for mode, rs in replayed.items()}
+        nets = {mode: [net_ratio(r) for r in rs] for mode, rs in replayed.items()}
         rows.append({"kernel": row["kernel"], "share": row["share"], "recorded_us": row["recorded_ms"] * 1e3,
                      "behind_ms": row.get("behind_ms"),
-                     "ratios": ratios, "median": {m: statistics.median(r) for m, r in ratios.items()}})
+                     "ratios": ratios, "median": {m: statistics.median(r) for m, r in ratios.items()},
+                     "net": nets})
     within = lambda ratio: abs(ratio - 1) <= FIDELITY_TOLERANCE  # noqa: E731
     aa = {m: [sum(r["variants"][1]["verdict"] == "no difference" for r in result["rows"] if len(r["variants"]) > 1)
               for result in runs] for m, runs in results.items()}
@@ -89,6 +102,8 @@ def summarize(results: dict[str, list[dict]]) -> dict:
                                   for m, runs in results.items()},
             "median_within": {m: sum(within(r["median"][m]) for r in rows) for m in results},
             "median_within_share": {m: sum(r["share"] for r in rows if within(r["median"][m])) for m in results},
+            "net_per_replay_within": {m: [sum(r["net"][m][i] is not None and within(r["net"][m][i]) for r in rows)
+                                          for i in range(len(runs))] for m, runs in results.items()},
             "rows": rows}
 
 
@@ -96,14 +111,15 @@ def show(summary: dict) -> None:
     modes = list(summary["median_within"])
     print(f"{'kernel':48s} {'share':>6s} {'µs':>7s} {'behind':>7s}  " + "  ".join(f"{m} (median)" for m in modes))
     for row in summary["rows"]:
-        cells = "  ".join(" ".join(f"{x:.3f}" for x in row["ratios"][m]) + f" ({row['median'][m]:.3f})"
-                          for m in modes)
+        cells = "  ".join(" ".join(f"{x:.3f}" for x in row["ratios"][m]) + f" ({row['median'][m]:.3f}) net "
+                          + " ".join("-" if x is None else f"{x:.3f}" for x in row["net"][m]) for m in modes)
         behind = "-" if row["behind_ms"] is None else f"{row['behind_ms']:.2f}"
         print(f"{row['kernel'][:48]:48s} {row['share']:6.1%} {row['recorded_us']:7.2f} {behind:>7s}  {cells}")
     print(f"within ±{FIDELITY_TOLERANCE:.0%}, of the {summary['signatures']} signatures making "
           f"{summary['share']:.1%} of the GPU time: per replay {summary['per_replay_within']}; on the medians "
           + ", ".join(f"{m} {summary['median_within'][m]} ({summary['median_within_share'][m]:.1%} of the time)"
                       for m in modes))
+    print(f"net of the launch lead, per replay: {summary['net_per_replay_within']}")
     print(f"A/A 'no difference' per replay, of {summary['rows_replayed']} rows: {summary['aa_no_difference']}")
 
 
@@ -117,6 +133,7 @@ def main() -> None:
     ap.add_argument("--summarize", nargs="+", type=Path, metavar="REPLAY_JSON",
                     help="saved `tritonhook replay --json` results, named <mode>_<i>.json")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--keep", type=Path, metavar="DIR", help="write each replay's --json here as <mode>_<i>.json")
     args = ap.parse_args()
     modes = args.modes.split(",")
     if unknown := {mode.removesuffix(FEW) for mode in modes} - set(MODES):
@@ -127,6 +144,11 @@ def main() -> None:
     else:
         with tempfile.TemporaryDirectory(prefix="l2-fidelity-") as work:
             results = replays(args.workload, modes, args.pairs, Path(work), args.inductor_cache)
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for mode, runs in results.items():
+                for i, result in enumerate(runs, 1):
+                    (args.keep / f"{mode}_{i}.json").write_text(json.dumps(result) + "\n")
     summary = summarize(results)
     show(summary)
     if args.out:
