@@ -6,7 +6,7 @@ Records a workload once (the L2 probe is on by default), then replays it plain v
 (several % between two replays of one recording) falls on all modes alike. Per signature of those making 90% of
 the recorded GPU time: its share, its time inside the workload, how far the GPU ran behind at it (ms), replayed /
 in-workload per replay and mode, and the median per mode; last, how many are within ±10% per replay and on the
-medians, the same with the launch-lead difference taken out of each replayed time ("net": `SweepRow.lead_ms`,
+medians, the same with the launch-lead difference taken out of each replayed time ("net": `SweepRow.net_fidelity`,
 docs/notes.md §15 and §17), and the A/A "no difference" count per replay. Writes a compact JSON (`--out`), and with
 `--keep DIR` each replay's own `--json` as DIR/<mode>_<i>.json (what `--summarize` reads back).
 
@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from tritonhook.config import SWEEP_L2_MODES
-from tritonhook.sweep.result import FIDELITY_COVERAGE, FIDELITY_TOLERANCE
+from tritonhook.sweep.result import FIDELITY_COVERAGE, FIDELITY_TOLERANCE, SweepResult
 
 MODES = {mode: ["--l2", mode] for mode in SWEEP_L2_MODES}
 """Replay modes by name: the `tritonhook replay` options each adds. Each also as "<mode>-few": only the timer's
@@ -70,17 +70,12 @@ def replays(workload: str, modes: list[str], pairs: int, work: Path, inductor_ca
     return results
 
 
-def net_ratio(row: dict) -> float | None:
-    """Replayed / in-workload time with the replay's longer launch lead taken out (None unless both were timed)."""
-    if row["fidelity"] is None or row.get("lead_ms") is None:
-        return None
-    return row["fidelity"] - row["lead_ms"] / row["recorded_ms"]
-
-
 def summarize(results: dict[str, list[dict]]) -> dict:
     """The signatures making 90% of the recorded GPU time, each with its replayed / in-workload ratios per mode, as
     measured and net of the launch-lead difference."""
     first = next(iter(results.values()))[0]["rows"]
+    nets_of = {mode: [{r.signature: r for r in SweepResult.from_json(result).rows} for result in runs]
+               for mode, runs in results.items()}  # SweepRow.net_fidelity, also for replays saved before it
     rows, covered = [], 0.0
     for row in sorted((r for r in first if r["share"]), key=lambda r: -r["share"]):
         if covered >= FIDELITY_COVERAGE - 1e-9:
@@ -89,7 +84,7 @@ def summarize(results: dict[str, list[dict]]) -> dict:
         replayed = {mode: [next(r for r in result["rows"] if r["signature"] == row["signature"]) for result in runs]
                     for mode, runs in results.items()}
         ratios = {mode: [r["fidelity"] for r in rs] for mode, rs in replayed.items()}
-        nets = {mode: [net_ratio(r) for r in rs] for mode, rs in replayed.items()}
+        nets = {mode: [net[row["signature"]].net_fidelity for net in nets_of[mode]] for mode in results}
         rows.append({"kernel": row["kernel"], "share": row["share"], "recorded_us": row["recorded_ms"] * 1e3,
                      "behind_ms": row.get("behind_ms"),
                      "ratios": ratios, "median": {m: statistics.median(r) for m, r in ratios.items()},

@@ -458,10 +458,10 @@ def test_fidelity_counts_the_rows_making_90_percent_of_the_gpu_time_largest_firs
     assert result.to_json()["fidelity"]["within"] == 2
 
 
-def test_a_row_reports_the_launch_lead_difference_and_the_fidelity_stays_the_plain_ratio():
+def test_a_row_reports_the_launch_lead_difference_and_its_fidelity_net_of_it_beside_the_plain_ratio():
     """A 3.00 µs kernel inside the workload replays at 3.75 µs; the empty kernel after it read 2.75 µs there and
     3.40 µs after each replayed call. The row reports the 0.65 µs of longer launch lead beside replay/workload
-    1.25 (not taken out); a row from an older recording has no lead."""
+    1.25, and (3.75 - 0.65) / 3.00 = 1.033 net of it; a row from an older recording has neither."""
     def row(at, recorded_empty_ms):
         return SweepRow(at, "k", "k", 0.5, 10, 0.00300, "snapshot", "ok", variants=[VariantTiming("plain", 0.00375)],
                         recorded_empty_ms=recorded_empty_ms, empty_ms=0.00340)
@@ -469,11 +469,16 @@ def test_a_row_reports_the_launch_lead_difference_and_the_fidelity_stays_the_pla
     measured, old = row(0, 0.00275), row(1, None)
     assert measured.lead_ms == pytest.approx(0.00065) and old.lead_ms is None
     assert measured.fidelity == old.fidelity == pytest.approx(1.25)
+    assert measured.net_fidelity == pytest.approx(1.0333, abs=1e-4) and old.net_fidelity is None
     result = SweepResult([measured, old], ["plain"], 9, 1, None, {}, 0.01)
-    assert (result.fidelity.within, result.fidelity.median_lead_ms) == (0, pytest.approx(0.00065))
-    assert result.fidelity.line().endswith("; launch lead (an empty kernel after each) +0.65 µs in the replay")
+    fidelity = result.fidelity
+    assert (fidelity.within, fidelity.within_net, fidelity.median_lead_ms) == (0, 1, pytest.approx(0.00065))
+    assert fidelity.line().endswith("; launch lead (an empty kernel after each) +0.65 µs in the replay, "
+                                    "1 within ±10% net of it")
+    assert SweepResult([old], ["plain"], 9, 1, None, {}, 0.01).fidelity.within_net is None
     data = json.loads(json.dumps(result.to_json()))
     assert data["rows"][0]["lead_ms"] == pytest.approx(0.00065)
+    assert data["rows"][0]["net_fidelity"] == pytest.approx(measured.net_fidelity)
     assert SweepResult.from_json(data).rows[0].lead_ms == pytest.approx(measured.lead_ms)
 
 
