@@ -21,6 +21,7 @@ from tritonhook.errors import TritonhookError
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
+from tritonhook.sweep.replay import unprobed_warning
 from tritonhook.sweep.result import SweepResult, SweepRow, VariantTiming, analyze_row, estimate
 from tritonhook.sweep.variants import build_variants, captured_ptxas
 
@@ -140,6 +141,24 @@ def test_a_recording_from_before_the_lag_loads_without_it_and_a_new_one_keeps_it
     del data["signatures"][0]["behind_ms"]
     data["version"] = 3
     assert rec.Recording.from_json(data).signatures[0].behind_ms is None
+
+
+def test_measured_l2_says_why_a_signature_is_replayed_cold(captured):
+    """A probed recording: of four signatures one was probed, one only the autotuner launched (a losing config), one
+    ran once (never timed), one was timed but not probed. A recording without the probe says so instead."""
+    kernel, capture = captured[1]["add"]
+    signatures = [_signature(kernel, capture, [], id=0, l2_resident=[[1.0]]),
+                  _signature(kernel, capture, [], id=1, launches=0, tuning_launches=40),
+                  _signature(kernel, capture, [], id=2, launches=1), _signature(kernel, capture, [], id=3)]
+    recording = rec.Recording(signatures, arch="sm_90a", device=None, triton_version="3.6.0",
+                              torch_version=torch.__version__, pid=1, l2_calibration={"hot": 520, "cold": 1100})
+    assert unprobed_warning(recording, signatures) == (
+        "--l2 measured: 3 signature(s) never probed inside the workload, replayed cold: 1 launched only by an "
+        "autotuner, 1 launched once, 1 not probed")
+    assert unprobed_warning(recording, signatures[:1]) is None
+    recording.l2_calibration = None
+    assert unprobed_warning(recording, signatures[1:3]).endswith(
+        "or its calibration failed): 2 signature(s) replayed cold")
 
 
 def test_aliased_arguments_share_one_buffer_and_nothing_over_budget_is_snapshotted(captured):

@@ -116,14 +116,31 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     if recording.sample_every > 1:
         result.warnings.append(f"recorded with --sample {recording.sample_every}: launch counts, shares and the "
                                f"workload estimate rest on estimated counts per signature")
-    if l2 == "measured" and (unprobed := sum(s.l2_resident is None for s in chosen)):
-        result.warnings.append(f"--l2 measured: {unprobed} signature(s) have no L2 probe in the recording "
-                               f"(recorded before format 3 or with TRITONHOOK_RECORD_L2_PROBE=0); replayed cold")
+    if l2 == "measured" and (warning := unprobed_warning(recording, chosen)):
+        result.warnings.append(warning)
     result.warnings += [f"{row.label}: {row.status}" for row in replayed if row.status != "ok"]
     result.warnings += [f"{row.label}: replayed again on {row.replayed_on} after its worker died ({row.retried_after})"
                         for row in replayed if row.retried_after and row.status == "ok"]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+def unprobed_warning(recording: Recording, chosen: list[Signature]) -> str | None:
+    """What `--l2 measured` says of the signatures it replays cold for want of an L2 probe, by cause: a recording
+    without the probe, or signatures the recorder never timed inside the workload (it probes at the timed launches:
+    the second to ninth), namely autotune candidates that only the autotuner launched and kernels launched once."""
+    unprobed = [s for s in chosen if s.l2_resident is None]
+    if not unprobed:
+        return None
+    if recording.l2_calibration is None:
+        return (f"--l2 measured: the recording has no L2 probe (recorded before format 3, with "
+                f"TRITONHOOK_RECORD_L2_PROBE=0, or its calibration failed): {len(unprobed)} signature(s) replayed cold")
+    tuning = sum(s.launches == 0 and s.tuning_launches > 0 for s in unprobed)
+    once = sum(s.launches == 1 for s in unprobed)
+    causes = [f"{tuning} launched only by an autotuner" if tuning else "", f"{once} launched once" if once else "",
+              f"{len(unprobed) - tuning - once} not probed" if len(unprobed) - tuning - once else ""]
+    return (f"--l2 measured: {len(unprobed)} signature(s) never probed inside the workload, replayed cold: "
+            + ", ".join(c for c in causes if c))
 
 
 def _journal(store: Store, recording: Recording):
