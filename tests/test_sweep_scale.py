@@ -120,7 +120,7 @@ def test_ray_missing_says_how_to_install_it(tmp_path):
 def test_work_is_spread_over_two_gpus_and_merged_into_the_store(recorded, monkeypatch):
     store, recording = recorded
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,7")  # --gpus 0,1 are the GPUs CUDA shows as 0 and 1
-    result = replay(recording, store, VARIANTS, gpus=[0, 1], worker=fake())
+    result = replay(recording, store, VARIANTS, gpus=[0, 1], worker=fake(), l2="cold")  # a recording without probe
     assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
     where = {row.replayed_on.rsplit("/", 1)[1] for row in result.rows}
     assert where == {"gpu4", "gpu7"}  # both used; each worker saw only its own GPU

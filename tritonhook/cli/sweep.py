@@ -30,11 +30,11 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
                         help="per autotuned kernel, replay the K configs fastest in the autotuner's own benchmark "
                              f"(default all, at most {config.AUTOTUNE_REPLAY_CAP})")
     parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
-                        help="cold: inputs rotated so every call reads DRAM (default); warm: one input set, every "
-                             "call finds in L2 what the previous one read and wrote; inputs: rotated, and what the "
-                             "kernel only reads brought into L2 before each call, as right after its producer; "
-                             "measured: rotated, and what the recording's L2 probe found in L2 inside the workload "
-                             "brought into L2 before each call")
+                        help="measured (default): inputs rotated, and what the recording's L2 probe found in L2 "
+                             "inside the workload brought into L2 before each call; cold: rotated so every call "
+                             "reads DRAM; warm: one input set, every call finds in L2 what the previous one read "
+                             "and wrote; inputs: rotated, and what the kernel only reads brought into L2 before "
+                             "each call, as right after its producer")
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     where = parser.add_mutually_exclusive_group()

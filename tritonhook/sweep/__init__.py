@@ -55,16 +55,16 @@ itself; a fresh worker goes on with the rest. A worker loads every variant throu
 launcher (`_triton.load_kernel`: `CompiledKernel` from metadata JSON + cubin, so global scratch, TMA descriptors,
 clusters and PDL are handled by Triton), restores the inputs, runs each variant once to find the buffers it
 writes and compare them (bitwise, else allclose with rtol = atol = 1e-2), then times the variants with the A/B
-timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation, or with `--l2 warm` one input set, or
-with `--l2 inputs` rotation and the buffers the kernel only reads brought into L2 before each call, or with
-`--l2 measured` rotation and the parts of each buffer that the recording's L2 probe (`l2probe`: a one-warp latency
-probe at each signature's first timed launches) found in L2 inside the workload brought into L2; call-by-call
-interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
+timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation with, by default (`--l2 measured`), the
+parts of each buffer that the recording's L2 probe (`l2probe`: a one-warp latency probe at each signature's first
+timed launches) found in L2 inside the workload brought into L2 before each call, or with `--l2 cold` rotation
+alone, `--l2 warm` one input set, `--l2 inputs` rotation and the buffers the kernel only reads brought into L2;
+call-by-call interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
 variants afresh and restoring written buffers from the snapshot at every round. The parent computes
 `ratio_interval` and the verdict per signature; the fidelity (`SweepRow.fidelity`: replayed plain time over the
 time inside the workload, both taken with an empty kernel queued after the kernel's end event, `ab.timing.
 time_empty_kernel`; `result.Fidelity`: how many of the signatures making 90% of the GPU time replay within ±10%,
-and how much of the GPU time those make);
+how much of the GPU time those make, and how many net of the launch-lead difference, `SweepRow.net_fidelity`);
 and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
 (outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
 

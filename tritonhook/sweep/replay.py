@@ -54,12 +54,12 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     cluster this machine belongs to, else a new local one) or an address: Ray tasks of one GPU each (`ray_task`:
     other Ray resources per task). `worker` replaces the worker program in tests of the scheduling only.
 
-    `l2`: "cold" (the A/B timer's rule: inputs rotated through copies spanning 4x the L2, every call reads DRAM),
-    "warm" (one input set: each call finds in L2 what the previous call read and wrote) or "inputs" (rotated, and
-    the buffers the kernel only reads are read into L2 just before each call, as a kernel finds what the kernel
-    before it wrote; the in-workload times of small kernels are warm, see docs/notes.md §8) or "measured" (rotated,
-    and the parts of each buffer the recording's L2 probe found in L2 inside the workload are read into L2 just
-    before each call; `l2probe`; signatures recorded without the probe replay cold, with a warning)."""
+    `l2` (`config.SWEEP_L2_MODES`): "measured", the default (inputs rotated, and the parts of each buffer the
+    recording's L2 probe found in L2 inside the workload read into L2 just before each call; `l2probe`; signatures
+    without a probe replay cold, with a warning saying why), "cold" (the A/B timer's rule: inputs rotated through
+    copies spanning 4x the L2, every call reads DRAM), "warm" (one input set: each call finds in L2 what the
+    previous call read and wrote) or "inputs" (rotated, and the buffers the kernel only reads are read into L2 just
+    before each call, as a kernel finds what the kernel before it wrote; docs/notes.md §8)."""
     if l2 not in config.SWEEP_L2_MODES:
         raise TritonhookError(f"--l2 {l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
     if rounds < config.MIN_ROUNDS:
