@@ -137,10 +137,10 @@ def unprobed_warning(recording: Recording, chosen: list[Signature]) -> str | Non
                 f"TRITONHOOK_RECORD_L2_PROBE=0, or its calibration failed): {len(unprobed)} signature(s) replayed cold")
     tuning = sum(s.launches == 0 and s.tuning_launches > 0 for s in unprobed)
     once = sum(s.launches == 1 for s in unprobed)
-    causes = [f"{tuning} launched only by an autotuner" if tuning else "", f"{once} launched once" if once else "",
-              f"{len(unprobed) - tuning - once} not probed" if len(unprobed) - tuning - once else ""]
+    causes = [(tuning, "launched only by an autotuner"), (once, "launched once"),
+              (len(unprobed) - tuning - once, "not probed")]
     return (f"--l2 measured: {len(unprobed)} signature(s) never probed inside the workload, replayed cold: "
-            + ", ".join(c for c in causes if c))
+            + ", ".join(f"{count} {cause}" for count, cause in causes if count))
 
 
 def _journal(store: Store, recording: Recording):
