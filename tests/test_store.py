@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -63,6 +64,21 @@ def test_many_processes_writing_at_once_lose_nothing(store_path, tmp_path):
     for capture in captures:  # every record complete: no half-written rows
         assert {"ptx", "cubin", "json"} <= set(capture.artifacts)
         assert store.read(capture, "cubin")[:4] == b"\x7fELF"
+
+
+def test_a_new_store_opens_while_another_opener_holds_its_first_write(store_path):
+    """A brand-new index is in rollback mode until its first opener has created the schema; meanwhile SQLite answers
+    the next opener's `journal_mode=WAL` "database is locked" at once, without the busy timeout. The opener waits
+    for the write to end (half a second here) instead of failing."""
+    store_path.mkdir(parents=True)
+    first = sqlite3.connect(store_path / "index.sqlite", isolation_level=None, check_same_thread=False)
+    first.execute("BEGIN IMMEDIATE")
+    first.execute("CREATE TABLE early (x)")
+    threading.Timer(0.5, first.execute, ["COMMIT"]).start()
+    started = time.monotonic()
+    store = Store(store_path)
+    assert time.monotonic() - started >= 0.4 and store.captures() == []
+    first.close()
 
 
 def test_a_corrupt_blob_is_detected_on_read(capture_session):

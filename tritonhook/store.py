@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable
 
 from . import config, format
-from .config import DEFAULT_STORE, REPAIR_MIN_AGE_S
+from .config import REPAIR_MIN_AGE_S
 from .errors import TritonhookError
 
 # 2: ab_results / ab_captures (A/B timings). 3: captures.specialization, indexes on arch and event.
@@ -227,19 +227,32 @@ class Store:
         self._conn, self._conn_pid = conn, os.getpid()
 
     def _connect_writable(self) -> sqlite3.Connection:
+        """Open for writing and bring the schema up to date, trying again for up to the busy timeout where SQLite
+        says "database is locked" at once. It does so, without waiting, where waiting could deadlock: one such place
+        is `journal_mode=WAL` while another connection holds the write lock of a database still in rollback mode,
+        which a brand-new store is while its first opener creates the schema. Eight processes opening one new store
+        together failed that way about once in 500 opens (CI, tests/test_store.py)."""
         try:
             self.blobs_dir.mkdir(parents=True, exist_ok=True)
             probe = tempfile.NamedTemporaryFile(dir=self.blobs_dir, prefix=".probe-", delete=True)
             probe.close()
         except OSError as exc:
             raise TritonhookError(f"{self.path}: store is not writable ({exc.strerror or exc})") from None
-        conn = sqlite3.connect(self.index_path, timeout=_BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
-                               isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        self._migrate(conn)
-        return conn
+        deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+        while True:
+            conn = sqlite3.connect(self.index_path, timeout=_BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+                                   isolation_level=None)
+            try:
+                conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                self._migrate(conn)
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01 + secrets.randbelow(40) / 1000)
 
     def _connect_readonly(self) -> sqlite3.Connection:
         """Open without writing. A WAL database opened `mode=ro` needs its -shm file (a writer has it open) or a
