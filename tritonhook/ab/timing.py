@@ -180,14 +180,23 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
     the same addresses every round, so a small kernel's few-percent difference between two allocations became
     a steady A/A 'slower' that no number of rounds could widen its interval for (also seen on the H200). The
     arms' order flips every round (A B, B A, ...), and each round is queued behind a stream hold sized from the
-    previous round's host time (see `hold_stream`). `empties` (one list per arm): an empty kernel is queued after
-    each call's end event (`time_empty_kernel`) and its ms appended to the call's arm's list."""
+    previous round's host time (see `hold_stream`), once the previous round has finished on the GPU: an event-timed
+    call reads ~0.5 µs longer while more than about eight calls are queued behind it (an empty kernel 3.2-3.6 µs
+    against 2.7-2.9 µs, a 2048-element add 4.00 against 3.14 µs, a 4096² GEMM the same; H200,
+    experiments/fidelity_queue_depth.py), and without the wait the GPU, held longer than the host takes, falls
+    further behind every round until the queue is deep. A kernel inside a workload is timed with the workload's
+    next launches not yet queued, so the replay of a sweep matches it only this way (docs/notes.md section 17).
+    `empties` (one list per arm): an empty kernel is queued after each call's end event (`time_empty_kernel`) and
+    its ms appended to the call's arm's list."""
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]
               for _ in range(count)]
     host_us = HOLD_EXTRA_US
     stride = max(1, len(sets) // len(arms))
     after = []
+    last = None  # the round's last event
     for i, pairs in enumerate(events):
+        if last is not None:
+            last.synchronize()
         hold_stream(torch, HOLD_MARGIN * host_us + HOLD_EXTRA_US)
         queued_from = time.perf_counter()
         order = range(len(arms)) if i % 2 == 0 else reversed(range(len(arms)))
@@ -200,8 +209,10 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
                 begin.record()
                 fn(*inputs)
                 finish.record()
+            last = finish
             if empties is not None and (empty := time_empty_kernel(torch)) is not None:
                 after.append((arm, empty))
+                last = empty[1]
         host_us = (time.perf_counter() - queued_from) * 1e6
     torch.cuda.synchronize()
     for arm, (begin, finish) in after:

@@ -64,10 +64,10 @@ class SweepRow:
 
     @property
     def net_fidelity(self) -> float | None:
-        """`fidelity` with the launch-lead difference (`lead_ms`) taken out of the replayed time: how well the replay
-        reproduces the kernel's own time. Beside the plain ratio, not instead of it: on the H200 it brought the
-        transformer from 24 to 27-28 of 30 signatures within ±10%, reading the small copies a few % low where the
-        plain ratio reads them 5-15% high (docs/notes.md section 17). None without a lead."""
+        """`fidelity` with the launch-lead difference (`lead_ms`) taken out of the replayed time. Beside the plain
+        ratio, not instead of it. Before the A/B timer waited for each round (`ab.timing._timed_calls`) the replay's
+        lead was 0.6-0.7 µs longer and this brought the transformer from 24 to 27-28 of 30 signatures within ±10%;
+        since, the lead is ~0 and the two agree (H200, docs/notes.md section 17). None without a lead."""
         base = self.variants[0].median_ms if self.variants else None
         lead = self.lead_ms
         return (base - lead) / self.recorded_ms if base and self.recorded_ms and lead is not None else None
