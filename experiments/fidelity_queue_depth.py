@@ -17,20 +17,15 @@ import statistics
 
 import torch
 
-from tritonhook.ab.timing import bench_interleaved, hold_cycles_per_us
+from tritonhook.ab.timing import bench_interleaved, hold_stream, time_empty_kernel
 
 
 def per_position_us(per: int, batches: int) -> list[float]:
     """Median µs of the empty kernel at each position of a batch of `per` queued behind one hold."""
-    rate = hold_cycles_per_us(torch)
     times: list[list[float]] = [[] for _ in range(per)]
     for _ in range(batches):
-        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(per)]
-        torch.cuda._sleep(int(1000 * rate))
-        for start, end in pairs:
-            start.record()
-            torch.cuda._sleep(1)
-            end.record()
+        hold_stream(torch, 1000.0)
+        pairs = [time_empty_kernel(torch) for _ in range(per)]
         torch.cuda.synchronize()
         for position, (start, end) in enumerate(pairs):
             times[position].append(start.elapsed_time(end) * 1e3)

@@ -74,17 +74,16 @@ def summarize(results: dict[str, list[dict]]) -> dict:
     """The signatures making 90% of the recorded GPU time, each with its replayed / in-workload ratios per mode, as
     measured and net of the launch-lead difference."""
     first = next(iter(results.values()))[0]["rows"]
-    nets_of = {mode: [{r.signature: r for r in SweepResult.from_json(result).rows} for result in runs]
-               for mode, runs in results.items()}  # SweepRow.net_fidelity, also for replays saved before it
+    parsed = {mode: [{r.signature: r for r in SweepResult.from_json(result).rows} for result in runs]
+              for mode, runs in results.items()}  # SweepRow: its fidelity, net too for replays saved before it
     rows, covered = [], 0.0
     for row in sorted((r for r in first if r["share"]), key=lambda r: -r["share"]):
         if covered >= FIDELITY_COVERAGE - 1e-9:
             break
         covered += row["share"]
-        replayed = {mode: [next(r for r in result["rows"] if r["signature"] == row["signature"]) for result in runs]
-                    for mode, runs in results.items()}
-        ratios = {mode: [r["fidelity"] for r in rs] for mode, rs in replayed.items()}
-        nets = {mode: [net[row["signature"]].net_fidelity for net in nets_of[mode]] for mode in results}
+        replayed = {mode: [by_signature[row["signature"]] for by_signature in runs] for mode, runs in parsed.items()}
+        ratios = {mode: [r.fidelity for r in rs] for mode, rs in replayed.items()}
+        nets = {mode: [r.net_fidelity for r in rs] for mode, rs in replayed.items()}
         rows.append({"kernel": row["kernel"], "share": row["share"], "recorded_us": row["recorded_ms"] * 1e3,
                      "behind_ms": row.get("behind_ms"),
                      "ratios": ratios, "median": {m: statistics.median(r) for m, r in ratios.items()},

@@ -193,10 +193,9 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
     host_us = HOLD_EXTRA_US
     stride = max(1, len(sets) // len(arms))
     after = []
-    last = None  # the round's last event
     for i, pairs in enumerate(events):
-        if last is not None:
-            last.synchronize()
+        if i:
+            torch.cuda.current_stream().synchronize()
         hold_stream(torch, HOLD_MARGIN * host_us + HOLD_EXTRA_US)
         queued_from = time.perf_counter()
         order = range(len(arms)) if i % 2 == 0 else reversed(range(len(arms)))
@@ -209,10 +208,8 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
                 begin.record()
                 fn(*inputs)
                 finish.record()
-            last = finish
             if empties is not None and (empty := time_empty_kernel(torch)) is not None:
                 after.append((arm, empty))
-                last = empty[1]
         host_us = (time.perf_counter() - queued_from) * 1e6
     torch.cuda.synchronize()
     for arm, (begin, finish) in after:
