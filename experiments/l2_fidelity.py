@@ -26,13 +26,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tritonhook.config import SWEEP_L2_MODES
+from tritonhook.config import SWEEP_DIRTY_L2, SWEEP_L2_MODES
 from tritonhook.sweep.result import FIDELITY_COVERAGE, FIDELITY_TOLERANCE, SweepResult
 
 MODES = {mode: ["--l2", mode] for mode in SWEEP_L2_MODES}
 """Replay modes by name: the `tritonhook replay` options each adds. Each also as "<mode>-few": only the timer's
 fewest repetitions (`replay.MIN_REPS`) timed a round after the warm-up (docs/notes.md §14's "few")."""
 FEW = "-few"
+CLEAN = "-clean"
+"""A mode's suffix: the replay leaves the L2 clean before each call (`TRITONHOOK_SWEEP_DIRTY_L2=0`;
+docs/notes.md §18), as it did before the dirty write."""
 FEW_CALLS = ("import sys, tritonhook.sweep.replay as replay; replay.REP_MS = 1e-3; "
              "from tritonhook.cli import main; sys.exit(main())")
 """`tritonhook` with the replay's repetitions cut to its fewest: an experiment's switch, not a product option."""
@@ -43,6 +46,11 @@ WORKLOADS = {
     "queued": "python3 experiments/sweep_workloads/queued_adds.py 100",
     "small_adds": "python3 experiments/sweep_workloads/small_adds.py 100",
 }
+
+
+def _base(mode: str) -> str:
+    """The `--l2` mode of a mode name with its suffixes (FEW, CLEAN) taken off."""
+    return mode.removesuffix(FEW).removesuffix(CLEAN)
 
 
 def replays(workload: str, modes: list[str], pairs: int, work: Path, inductor_cache: str = "warm"
@@ -63,9 +71,10 @@ def replays(workload: str, modes: list[str], pairs: int, work: Path, inductor_ca
     for _ in range(pairs):
         for mode in modes:
             program = [sys.executable, "-c", FEW_CALLS] if mode.endswith(FEW) else tritonhook
-            done = subprocess.run(program + ["replay", "--store", store, *MODES[mode.removesuffix(FEW)],
+            done = subprocess.run(program + ["replay", "--store", store, *MODES[_base(mode)],
                                              "--variants", "plain,plain", "--json"],
-                                  check=True, capture_output=True, text=True)
+                                  check=True, capture_output=True, text=True,
+                                  env={**os.environ, SWEEP_DIRTY_L2.name: "0" if CLEAN in mode else "1"})
             results[mode].append(json.loads(done.stdout))
     return results
 
@@ -120,7 +129,8 @@ def show(summary: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="transformer")
-    ap.add_argument("--modes", default="cold,measured", help=f"of {', '.join(MODES)}, each also as <mode>{FEW}")
+    ap.add_argument("--modes", default="cold,measured",
+                    help=f"of {', '.join(MODES)}, each also as <mode>{CLEAN}, <mode>{FEW}")
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--inductor-cache", choices=("warm", "cold"), default="warm",
                     help="warm: the workload runs once before it is recorded (default); cold: recorded first")
@@ -130,7 +140,7 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, metavar="DIR", help="write each replay's --json here as <mode>_<i>.json")
     args = ap.parse_args()
     modes = args.modes.split(",")
-    if unknown := {mode.removesuffix(FEW) for mode in modes} - set(MODES):
+    if unknown := {_base(mode) for mode in modes} - set(MODES):
         ap.error(f"--modes: unknown {', '.join(sorted(unknown))}")
     if args.summarize:
         results = {mode: [json.loads(p.read_text()) for p in sorted(args.summarize) if p.name.split("_")[-2] == mode]

@@ -4,11 +4,13 @@ It speaks the real worker protocol (`tritonhook.sweep.worker.serve`, `hello`, `p
 "replays" a signature by reading every file and snapshot blob the real worker would (so a missing or corrupt one
 fails the signature) and returning fixed timings. Told to, it dies on a signature, as a faulting kernel does:
 
-    python sweep_fake_worker.py [--die ID] [--die-once MARKER ID] [--kill-parent] [--hang ID] [--refuse WHY] JOB
+    python sweep_fake_worker.py [--die ID] [--die-once MARKER ID] [--kill-parent] [--hang ID] [--refuse WHY]
+        [--expect KEY=JSON] JOB
 
 --die ID: SIGKILL itself on signature ID, every time; --die-once MARKER ID: only when MARKER does not exist yet
 (it creates it); --kill-parent: SIGKILL its parent too (in a Ray task: the Ray worker process); --hang ID: sleep;
---refuse WHY: refuse the job as a worker on a GPU of another architecture does.
+--refuse WHY: refuse the job as a worker on a GPU of another architecture does; --expect KEY=JSON: every
+signature fails unless the job's KEY holds that value.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def main() -> int:
     parser.add_argument("--kill-parent", action="store_true")
     parser.add_argument("--hang", type=int, default=None)
     parser.add_argument("--refuse", default=None)
+    parser.add_argument("--expect", default=None, metavar="KEY=JSON")
     parser.add_argument("job")
     args = parser.parse_args()
     job_path = Path(args.job)
@@ -51,6 +54,10 @@ def main() -> int:
         if args.die_once and int(args.die_once[1]) == signature["id"] and not Path(args.die_once[0]).exists():
             Path(args.die_once[0]).touch()
             die()
+        if args.expect:
+            key, value = args.expect.split("=", 1)
+            if job.get(key) != json.loads(value):
+                return {"id": signature["id"], "status": "error", "message": f"job {key}: {job.get(key)!r}"}
         if signature["id"] == args.hang:
             time.sleep(3600)
         for variant in signature["variants"]:

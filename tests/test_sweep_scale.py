@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 import tritonhook
 from tritonhook import _triton, config
@@ -128,6 +129,24 @@ def test_work_is_spread_over_two_gpus_and_merged_into_the_store(recorded, monkey
     assert [(r.signature, r.replayed_on, r.variants[1].verdict) for r in stored.rows] == \
         [(r.signature, r.replayed_on, r.variants[1].verdict) for r in result.rows]
     assert not result.warnings
+
+
+@pytest.mark.parametrize("l2, environ, dirty", [("measured", None, True), ("cold", None, True),
+                                                 ("measured", "0", False), ("warm", None, False)])
+def test_the_worker_is_told_to_dirty_the_l2_and_the_result_says_so(recorded, monkeypatch, l2, environ, dirty):
+    """Under every rotating --l2 rule the L2 is written before each call unless $TRITONHOOK_SWEEP_DIRTY_L2 is '0';
+    never under warm (its calls find what the previous call left)."""
+    store, recording = recorded
+    if environ is None:
+        monkeypatch.delenv(config.SWEEP_DIRTY_L2.name, raising=False)
+    else:
+        monkeypatch.setenv(config.SWEEP_DIRTY_L2.name, environ)
+    result = replay(recording, store, VARIANTS, worker=fake("--expect", f"dirty_l2={str(dirty).lower()}"), l2=l2)
+    assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
+    assert _stored(store, result).dirty_l2 is dirty
+    console = Console(width=300, record=True)
+    console.print(result)
+    assert (f"L2 {l2}, dirtied before each call;" if dirty else f"L2 {l2};") in console.export_text()
 
 
 def test_each_result_is_in_the_store_as_it_arrives_so_a_replay_killed_half_way_keeps_them(recorded, tmp_path):

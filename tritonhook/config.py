@@ -165,6 +165,10 @@ RECORD_EXACT_FIRST = 64
 RECORD_L2_PROBE = EnvVar("TRITONHOOK_RECORD_L2_PROBE", True, _flag,
                          "'0': a recording does not probe what a signature's first timed launches find in L2 "
                          "(`sweep.l2probe`; `--l2 measured` then replays those signatures cold).")
+SWEEP_DIRTY_L2 = EnvVar("TRITONHOOK_SWEEP_DIRTY_L2", True, _flag,
+                        "'0': a sweep replay no longer writes an L2-sized buffer before each call of a rotating "
+                        "--l2 mode, so its kernels evict clean lines where a workload's evict dirty ones "
+                        "(docs/notes.md section 18).")
 SWEEP_DEFAULT_ROUNDS = 21
 """Interleaved rounds per kernel signature in a sweep replay (one median per variant per round). 21, not 7: two
 replays of one recording (H200, transformer + Liger, 111 signatures) differed per kernel by a median 3.6% (90th

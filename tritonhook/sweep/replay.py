@@ -59,7 +59,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     without a probe replay cold, with a warning saying why), "cold" (the A/B timer's rule: inputs rotated through
     copies spanning 4x the L2, every call reads DRAM), "warm" (one input set: each call finds in L2 what the
     previous call read and wrote) or "inputs" (rotated, and the buffers the kernel only reads are read into L2 just
-    before each call, as a kernel finds what the kernel before it wrote; docs/notes.md §8)."""
+    before each call, as a kernel finds what the kernel before it wrote; docs/notes.md §8). Except under "warm",
+    a buffer the size of the L2 is written before each call first (`config.SWEEP_DIRTY_L2`): a kernel inside a
+    workload evicts lines that earlier kernels wrote (docs/notes.md §18)."""
     if l2 not in config.SWEEP_L2_MODES:
         raise TritonhookError(f"--l2 {l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
     if rounds < config.MIN_ROUNDS:
@@ -69,6 +71,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     if ray is not False and gpus is not None:
         raise TritonhookError("--gpus and --ray: give one (Ray decides which GPU runs what)")
     devices = resolve_gpus(gpus)
+    dirty_l2 = l2 != "warm" and config.SWEEP_DIRTY_L2.get()
     chosen = select_signatures(recording, kernel=kernel, top=top, autotune_top=autotune_top)
     if not chosen:
         raise TritonhookError(f"recording {recording.id}: no signature matches" +
@@ -82,7 +85,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     labels = next((list(b) for b in built.values()), [v.label for v in variants])
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
         job = _write_job(Path(work), recording, store, [s for s in chosen if s.id in built], built, rounds)
-        job["l2"] = l2
+        job["l2"], job["dirty_l2"] = l2, dirty_l2
         began = time.time()
         arrived = _journal(store, recording)
         if ray is not False:
@@ -111,7 +114,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
     result = SweepResult(shown, labels, rounds, recording.id, recording.command,
                          {k: v for k, v in times.items() if v is not None}, config.SWEEP_RTOL, min_effect,
-                         candidates=candidates, l2=l2).finish()
+                         candidates=candidates, l2=l2, dirty_l2=dirty_l2).finish()
     replayed = result.rows + candidates
     if recording.sample_every > 1:
         result.warnings.append(f"recorded with --sample {recording.sample_every}: launch counts, shares and the "

@@ -202,6 +202,7 @@ class SweepResult:
     warnings: list[str] = dataclasses.field(default_factory=list)
     candidates: list[SweepRow] = dataclasses.field(default_factory=list)  # autotune candidates (rows: per group)
     l2: str = "cold"                   # the replay's L2 rule (see `replay.replay`)
+    dirty_l2: bool = False             # an L2-sized write before each call (`config.SWEEP_DIRTY_L2`)
     id: int | None = None              # in the store's results table
     warning_prefix = "tritonhook sweep"
 
@@ -249,7 +250,8 @@ class SweepResult:
                            right_align=[c for c in columns if c not in ("kernel", "inputs", "outputs")
                                         and not c.endswith("verdict")])
         split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
-        yield format.line(f"time: {split}; L2 {self.l2}; outputs compared bitwise, else allclose "
+        l2 = f"{self.l2}, dirtied before each call" if self.dirty_l2 else self.l2
+        yield format.line(f"time: {split}; L2 {l2}; outputs compared bitwise, else allclose "
                           f"(rtol = atol = {self.rtol:g})")
         yield format.line(self.fidelity.line())
         for row in self.rows:
