@@ -516,6 +516,19 @@ def test_the_result_renders_and_round_trips_through_json():
         assert expected in text, expected
 
 
+@pytest.mark.parametrize("places, shown", [(["vm/gpu0", "", "vm/gpu0"], False), (["a/gpu0", "b/gpu1", ""], True)])
+def test_the_replayed_on_column_shows_only_when_rows_ran_on_more_than_one_gpu(places, shown):
+    """An autotune group's row was replayed by no worker of its own (its candidates were): its empty place does
+    not count as a second GPU."""
+    rows = [SweepRow(at, f"k{at}", f"k{at}", 0.3, 10, 0.003, "snapshot", "ok", variants=[VariantTiming("plain", 0.003)],
+                     replayed_on=place) for at, place in enumerate(places)]
+    from rich.console import Console
+
+    console = Console(width=300, record=True)
+    console.print(SweepResult(rows, ["plain"], 9, 1, None, {}, 0.01))
+    assert ("replayed on" in console.export_text()) is shown
+
+
 # ----- CLI and bad input -------------------------------------------------------------------------------------------
 def _cli(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tritonhook", *args], capture_output=True, text=True, cwd=cwd)

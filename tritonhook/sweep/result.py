@@ -240,7 +240,7 @@ class SweepResult:
                    *[f"{v} ratio [95%]" for v in others], *[f"{v} verdict" for v in others], "outputs",
                    "regs", "spills", "stack", "capmerc", "replay/workload"]
         cells = [self._cells(row, len(columns)) for row in self.rows]
-        if len({row.replayed_on for row in self.rows}) > 1:  # spread over GPUs: say which ran what
+        if len({row.replayed_on for row in self.rows} - {""}) > 1:  # spread over GPUs (an autotune row has none)
             columns.insert(1, "replayed on")
             for row, line in zip(self.rows, cells):
                 line.insert(1, row.replayed_on or "-")
