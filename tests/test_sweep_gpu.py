@@ -144,6 +144,33 @@ def test_plain_against_plain_finds_no_difference(recorded):
     assert all(t.verdict == "no difference" or abs(t.ratio - 1) < 0.02 for t in second), second
 
 
+def test_a_kernel_that_faults_on_replay_is_reported_and_the_others_go_on(recorded):
+    """A real fault, not a simulated one: the recorded add's signature copied with its element count and grid
+    raised to 2^31 - 16 elements, so the replayed kernel reads 8 GiB past its 4 MiB buffers (an illegal address,
+    after which the worker's CUDA context is unusable). Its row says what CUDA said; the worker stops, and a fresh
+    one replays the other signatures."""
+    import dataclasses
+
+    from tritonhook.store import Store
+    from tritonhook.sweep import recording as rec
+
+    store = Store(recorded.store.path)
+    good = recorded.recording.signatures
+    add = next(s for s in good if s.kernel == "add_kernel")
+    count = 2**31 - 16  # divisible by 16, as the recorded count was: the same compiled kernel takes it
+    args = [dict(arg, value=count) if arg.get("name") == "n" else arg for arg in add.args]
+    faulty = dataclasses.replace(add, id=max(s.id for s in good) + 1, args=args, grid=[count // 1024, 1, 1])
+    recording = dataclasses.replace(recorded.recording, signatures=[faulty, *good], id=None)
+    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
+    result = sweep.replay(recording, store, parse_variants("plain,cutlass_"), rounds=5)
+    status = {row.signature: row.status for row in result.rows}
+    fault = status.pop(faulty.id)
+    assert fault.startswith("error: ") and "illegal memory access" in fault and "\n" not in fault, fault
+    assert fault.endswith("(the CUDA context is lost: a fresh worker goes on)"), fault
+    assert list(status.values()) == ["ok"] * len(good), status
+    assert any("illegal memory access" in warning for warning in result.warnings)
+
+
 QUEUED_ADDS = Path(__file__).parents[1] / "experiments" / "sweep_workloads" / "queued_adds.py"
 
 

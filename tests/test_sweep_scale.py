@@ -207,6 +207,28 @@ def test_a_kernel_that_kills_every_worker_is_a_fault_after_one_retry_and_the_oth
     assert "/gpu0:" in fault["message"] and "/gpu1:" in fault["message"]  # tried on both GPUs
 
 
+def test_a_worker_reports_an_error_on_one_line_and_stops_when_the_cuda_context_is_lost(monkeypatch):
+    """torch follows a CUDA error with lines of advice: the row gets the first, the traceback keeps the rest. After
+    a fault that took the context, the worker replays nothing more (a fresh one goes on: tests/test_sweep_gpu.py's
+    real fault)."""
+    import io
+
+    from tritonhook.sweep.worker import FAULT_EXIT, serve
+
+    def replay_one(signature):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered\nSearch for `cudaErrorIllegal`")
+
+    records, lost = [], iter([False, True])
+    monkeypatch.setattr(sys, "stdin", io.StringIO("0\n1\n2\n"))
+    job = {"signatures": [{"id": i} for i in range(3)]}
+    assert serve(job, records.append, replay_one, context_lost=lambda: next(lost)) == FAULT_EXIT
+    errors = [r for r in records if r["status"] == "error"]
+    assert [r["id"] for r in errors] == [0, 1]  # signature 2 never started
+    assert errors[0]["message"] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert errors[1]["message"].endswith("encountered (the CUDA context is lost: a fresh worker goes on)")
+    assert "cudaErrorIllegal" in errors[1]["traceback"]
+
+
 def test_one_gpu_retries_on_a_fresh_worker_and_a_hung_kernel_is_killed(recorded, tmp_path):
     store, recording = recorded
     job = {"store": str(store.path), "arch": "sm_90a", "recording": "r", "rounds": 5,

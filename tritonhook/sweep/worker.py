@@ -232,13 +232,20 @@ def serve(job: dict, emit: Callable[[dict], None], replay_one: Callable[[dict], 
         try:
             emit(replay_one(signature))
         except Exception as exc:  # noqa: BLE001 - reported per kernel; the parent goes on with the others
-            message = f"{type(exc).__name__}: {exc}".strip()
             lost = context_lost()
-            emit({"id": signature["id"], "status": "error", "message": message[-2000:],
+            emit({"id": signature["id"], "status": "error", "message": _one_line(exc, lost),
                   "traceback": traceback.format_exc()[-4000:], "context_lost": lost})
             if lost:
                 return FAULT_EXIT
     return 0
+
+
+def _one_line(exc: Exception, context_lost: bool) -> str:
+    """A row's status line for a replay that raised: the exception's first line (torch follows a CUDA error with
+    lines of advice; the traceback keeps them), and whether the fault took the CUDA context with it."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    message = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return message[:2000] + (" (the CUDA context is lost: a fresh worker goes on)" if context_lost else "")
 
 
 def main(argv: list[str]) -> int:
