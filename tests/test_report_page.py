@@ -8,6 +8,8 @@ H200 (tests/test_memwatch.py).
 
 from __future__ import annotations
 
+import dataclasses
+
 import html
 import json
 import re
@@ -245,5 +247,10 @@ def test_sweep_results_join_the_forest_plot_with_their_workload_estimate(tmp_pat
     sweep = html.unescape(section(path.read_text(), "sweep"))
     assert "<svg" in sweep and f"Workload estimate (sweep {result.id}, cutlass_)" in sweep
     assert "tritonhook run --rename cutlass_ --select '^(?:k_fast)$' -- python train.py" in sweep
-    assert (f"Sweep {result.id}, cold replay: replay/workload: 2 of the 2 signatures making 90% of the GPU time "
+    assert (f"Sweep {result.id}, L2 cold: replay/workload: 2 of the 2 signatures making 90% of the GPU time "
             "replay within ±10%") in sweep
+    dirtied = dataclasses.replace(result, dirty_l2=True)
+    dirtied.id = store.add_result(RESULT_KIND, dirtied.to_json())
+    path, _ = write_report(store, tmp_path / "r2.html")
+    assert f"Sweep {dirtied.id}, L2 cold, dirtied before each call: replay/workload" in html.unescape(
+        section(path.read_text(), "sweep"))

@@ -211,6 +211,11 @@ class SweepResult:
         return self
 
     @property
+    def l2_rule(self) -> str:
+        """How the replay prepared the L2, in words (the table's time line, the HTML report)."""
+        return f"{self.l2}, dirtied before each call" if self.dirty_l2 else self.l2
+
+    @property
     def fidelity(self) -> Fidelity:
         return Fidelity.of(self.rows)
 
@@ -250,8 +255,7 @@ class SweepResult:
                            right_align=[c for c in columns if c not in ("kernel", "inputs", "outputs")
                                         and not c.endswith("verdict")])
         split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
-        l2 = f"{self.l2}, dirtied before each call" if self.dirty_l2 else self.l2
-        yield format.line(f"time: {split}; L2 {l2}; outputs compared bitwise, else allclose "
+        yield format.line(f"time: {split}; L2 {self.l2_rule}; outputs compared bitwise, else allclose "
                           f"(rtol = atol = {self.rtol:g})")
         yield format.line(self.fidelity.line())
         for row in self.rows:
