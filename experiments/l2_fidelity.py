@@ -8,7 +8,9 @@ the recorded GPU time: its share, its time inside the workload, how far the GPU 
 in-workload per replay and mode, and the median per mode; last, how many are within ±10% per replay and on the
 medians, the same with the launch-lead difference taken out of each replayed time ("net": `SweepRow.net_fidelity`,
 docs/notes.md §15 and §17), and the A/A "no difference" count per replay. Writes a compact JSON (`--out`), and with
-`--keep DIR` each replay's own `--json` as DIR/<mode>_<i>.json (what `--summarize` reads back).
+`--keep DIR` each replay's own `--json` as DIR/<mode>_<i>.json (what `--summarize` reads back). A mode named
+`<mode>-clean` replays without the L2-sized write before each call (`TRITONHOOK_SWEEP_DIRTY_L2=0`; docs/notes.md
+§18): `--modes measured,measured-clean` compares the two on one recording.
 
     PYTHONPATH=$PWD python experiments/l2_fidelity.py [--workload transformer|both] [--modes cold,measured]
         [--pairs 3] [--inductor-cache warm|cold] [--out l2.json] [--keep DIR]
