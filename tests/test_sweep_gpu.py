@@ -171,6 +171,27 @@ def test_a_kernel_that_faults_on_replay_is_reported_and_the_others_go_on(recorde
     assert any("illegal memory access" in warning for warning in result.warnings)
 
 
+def test_a_workload_that_fails_after_launching_keeps_its_recording(tmp_path):
+    """`tritonhook record` on a workload that launches the add, then dies: its status and last stderr lines are
+    shown, and what it launched is in the store, ready to replay."""
+    import subprocess
+    import sys
+
+    from tritonhook.store import Store
+    from tritonhook.sweep.record import load
+
+    script = ("import sys, torch; from tritonhook.samples import add_kernel\n"
+              "x = torch.randn(4096, device='cuda'); out = torch.empty_like(x)\n"
+              "add_kernel[(4,)](x, x, out, x.numel(), BLOCK=1024); torch.cuda.synchronize()\n"
+              "sys.stderr.write('step 1 done\\nRuntimeError: out of patience\\n'); sys.exit(3)")
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "record", "--store", str(tmp_path / "s"), "--",
+                           sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    assert "exited with status 3 (1 signature(s) recorded are kept)" in done.stderr, done.stderr
+    assert "| RuntimeError: out of patience" in done.stderr and "Traceback" not in done.stderr
+    assert [s.kernel for s in load(Store(tmp_path / "s")).signatures] == ["add_kernel"]  # the latest recording
+
+
 QUEUED_ADDS = Path(__file__).parents[1] / "experiments" / "sweep_workloads" / "queued_adds.py"
 
 
