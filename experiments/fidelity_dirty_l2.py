@@ -20,7 +20,7 @@ import statistics
 import torch
 import torch.nn.functional as F
 
-from tritonhook.ab.timing import hold_stream
+from tritonhook.ab.timing import hold_stream, l2_bytes
 
 
 def kernels() -> dict:
@@ -41,15 +41,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=200)
     args = ap.parse_args()
-    l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
-    flood = torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda")
+    flood = torch.empty(2 * l2_bytes(torch), dtype=torch.uint8, device="cuda")
     conditions = {
         "clean": lambda inputs: flood.max(),
         "dirty": lambda inputs: flood.fill_(1),
         "clean+inputs": lambda inputs: (flood.max(), [x.view(torch.uint8).max() for x in inputs]),
         "dirty+inputs": lambda inputs: (flood.fill_(1), [x.view(torch.uint8).max() for x in inputs]),
     }
-    print(f"{torch.cuda.get_device_name()}, L2 {l2_bytes / 2**20:.0f} MiB, {args.calls} calls per condition")
+    print(f"{torch.cuda.get_device_name()}, L2 {l2_bytes(torch) / 2**20:.0f} MiB, {args.calls} calls per condition")
     print(f"{'kernel':26s}" + "".join(f"{c:>14s}" for c in conditions) + "  dirty/clean  (+inputs)")
     for name, (call, inputs) in kernels().items():
         times = {c: [] for c in conditions}

@@ -26,6 +26,7 @@ import functools
 import statistics
 from typing import Sequence
 
+from ..ab.timing import l2_bytes
 from ..errors import TritonhookError
 
 LINES = 32
@@ -130,9 +131,8 @@ class Calibration:
 
 def calibrate(torch) -> Calibration:
     """Probe a 1 MiB buffer right after writing it, then after writing a buffer of twice the L2 (synchronizes)."""
-    l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size or 64 << 20
     target = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
-    flood = torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda")
+    flood = torch.empty(2 * (l2_bytes(torch) or 64 << 20), dtype=torch.uint8, device="cuda")
     span = [(target.data_ptr(), target.numel())]
     target.fill_(1)
     hot = probe(torch, span)

@@ -37,7 +37,7 @@ from typing import Callable, Iterator
 from .. import _triton, config
 from ..ab.runner import compare_outputs
 from ..ab.stats import interquartile_mean, median
-from ..ab.timing import bench_interleaved
+from ..ab.timing import bench_interleaved, l2_bytes
 from ..errors import TritonhookError
 from ..store import Store
 from . import l2probe
@@ -120,13 +120,6 @@ def _prepare_l2(torch, dirt, ranges: list[tuple[int, list[tuple[int, int]]]], bu
                 raw[begin:end].max()
 
 
-@functools.cache
-def _dirt(torch):
-    """The buffer `_prepare_l2` writes: as large as this GPU's L2 (one per worker)."""
-    return torch.empty(torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size,
-                       dtype=torch.uint8, device="cuda")
-
-
 def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: Path) -> dict:
     device = torch.device("cuda")
     spec = _triton.LaunchSpec(signature["triton_hash"], signature["kernel"], signature["arg_names"],
@@ -165,7 +158,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
     read_only = [(at, [(0, buffer.numel() * buffer.element_size())])
                  for at, (index, buffer) in enumerate(sorted(buffers.items())) if index not in written]
     ranges = read_only if l2 == "inputs" else _measured_ranges(signature, buffers) if l2 == "measured" else []
-    dirt = _dirt(torch) if job.get("dirty_l2") else None
+    dirt = torch.empty(l2_bytes(torch), dtype=torch.uint8, device=device) if job.get("dirty_l2") else None
     before_call = functools.partial(_prepare_l2, torch, dirt, ranges) if dirt is not None or ranges else None
     arms_args = {}
 
