@@ -28,7 +28,8 @@ QUICK = dict(head_dims="128", seqlens="1024,4096,16384")
 VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-nopp": dict(variant="ws", pingpong=False), "ws-noov": dict(variant="ws", overlap=False),
                   "ws-plain": dict(variant="ws", pingpong=False, overlap=False),
-                  "ws-gst": dict(variant="ws", tma_store=False), "ws-wait": dict(variant="ws", defer_wait=False)}
+                  "ws-gst": dict(variant="ws", tma_store=False), "ws-wait": dict(variant="ws", defer_wait=False),
+                  "ws-tc": dict(variant="ws", tc_rowsum=True)}
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
 

@@ -82,7 +82,7 @@ def _mask(s, n_off, rows, seq_len, s_layout: gl.constexpr, BLOCK_N: gl.constexpr
 
 @gluon.jit
 def _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout: gl.constexpr, BLOCK_N: gl.constexpr,
-             MASKED: gl.constexpr, CAUSAL: gl.constexpr):
+             MASKED: gl.constexpr, CAUSAL: gl.constexpr, TC_ROWSUM: gl.constexpr):
     """Online softmax in base 2 (scores pre-multiplied by sm_scale*log2(e)). Returns P (fp32) and the new state;
     rescales the output accumulator by alpha = 2^(m_old - m_new)."""
     if MASKED:
@@ -90,10 +90,47 @@ def _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout: gl.cons
     m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
     p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
     alpha = gl.exp2(m_i - m_new)
-    l_i = l_i * alpha + gl.sum(p, axis=1)
-    o_layout: gl.constexpr = acc.type.layout
-    acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
+    l_i = _row_sums_after(l_i, p, alpha, TC_ROWSUM)
+    acc = _rescale(acc, alpha)
     return p, m_new, l_i, acc
+
+
+@gluon.jit
+def _rescale(x, alpha):
+    """x * alpha per row (x: a wgmma accumulator; alpha: one value a row, in any slice layout)."""
+    return x * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, x.type.layout)), 1)
+
+
+@gluon.jit
+def _row_sums_after(l_i, p, alpha, TC_ROWSUM: gl.constexpr):
+    """The running row sums of P after one block. TC_ROWSUM: `l_i` is the [BLOCK_M, 8] accumulator that the P V
+    GEMM's companion ``_rowsum_mma`` adds P's row sums to, so here it is only rescaled, like O; otherwise the block's
+    sums are added on the FMA pipe (one FADD a score)."""
+    if TC_ROWSUM:
+        return _rescale(l_i, alpha)
+    else:
+        return l_i * alpha + gl.sum(p, axis=1)
+
+
+@gluon.jit
+def _rowsum_mma(p_op, ones, l_acc):
+    """l_acc += P @ ones, issued async beside the P V GEMM: P's row sums on the tensor cores, sparing the softmax
+    step one FADD a score (the step's instruction issue is what bounds fp8 at D=128: docs/notes.md §13). `ones`:
+    [8, BLOCK_N] of 1.0 in shared memory, read K-major like V^T. The sums are of P as rounded for the GEMM, the
+    same P that O is built from."""
+    bits: gl.constexpr = ones.dtype.primitive_bitwidth
+    a = gl.convert_layout(p_op, _p_operand_layout(l_acc.type.layout, bits), assert_trivial=True)
+    return warpgroup_mma(a, ones.permute((1, 0)), l_acc, is_async=True)
+
+
+@gluon.jit
+def _row_sums(l_i, like, TC_ROWSUM: gl.constexpr):
+    """The row sums as one value a row, in the layout of `like` (TC_ROWSUM: the 8 equal columns of the accumulator
+    collapsed, once a tile)."""
+    if TC_ROWSUM:
+        return gl.convert_layout(gl.max(l_i, axis=1), like.type.layout)
+    else:
+        return l_i
 
 
 @gluon.jit
@@ -231,7 +268,7 @@ def _simple_block(j, n_blocks, q_smem, k_desc, v_desc, k_bufs, v_bufs, bars, kv_
     mbarrier_wait(bars.index(st), (j // STAGES) & 1)
     s = _qk(q_smem, k_bufs.index(st), s_layout, BLOCK_M, BLOCK_N)
     p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, j * BLOCK_N, rows, seq_len, s_layout, BLOCK_N, MASKED,
-                                CAUSAL)
+                                CAUSAL, False)
     acc = _pv(p, v_bufs.index(st), acc, p_layout, V_TRANSPOSED)
     return m_i, l_i, acc
 
@@ -382,8 +419,10 @@ def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empt
 
 
 @gluon.jit
-def _gemm_in_turn(a, b, acc, use_acc, freed, turn_mine, turn_other, turn_phase, PINGPONG: gl.constexpr):
-    """acc (+)= a @ b, waited for, then the shared-memory stage b came from is released through `freed`.
+def _gemm_in_turn(a, b, acc, use_acc, freed, turn_mine, turn_other, turn_phase, PINGPONG: gl.constexpr, ones, l_acc,
+                  TC_ROWSUM: gl.constexpr):
+    """acc (+)= a @ b, waited for, then the shared-memory stage b came from is released through `freed`. With
+    TC_ROWSUM also l_acc += a @ ones (``_rowsum_mma``; for the P V GEMM). Returns (acc, l_acc).
 
     Ping-pong (FA3 §3.1): a token alternates between the two consumer warpgroups; a warpgroup takes it (parity
     `turn_phase`) before issuing a GEMM and hands it over right after issuing, so that the other warpgroup's
@@ -391,31 +430,38 @@ def _gemm_in_turn(a, b, acc, use_acc, freed, turn_mine, turn_other, turn_phase, 
     if PINGPONG:
         mbarrier_wait(turn_mine, turn_phase)
     acc = warpgroup_mma(a, b, acc, use_acc=use_acc, is_async=True)
+    if TC_ROWSUM:
+        l_acc = _rowsum_mma(a, ones, l_acc)
     if PINGPONG:
         mbarrier_arrive(turn_other)
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+    if TC_ROWSUM:
+        acc, l_acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_acc))
+    else:
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
     mbarrier_arrive(freed)
-    return acc
+    return acc, l_acc
 
 
 @gluon.jit
 def _ws_block(c, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, turn_mine, turn_other, m_i, l_i, acc,
               qk_scale, n_off, masked, rows, seq_len, s_layout: gl.constexpr, p_layout: gl.constexpr,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-              V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr):
+              V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr, ones, TC_ROWSUM: gl.constexpr):
     st = c % STAGES
     ph = (c // STAGES) & 1
     mbarrier_wait(k_ready.index(st), ph)
     # Each warpgroup takes the ping-pong token twice per block: the parity waited for is 0 before QK, 1 before PV.
-    s = _gemm_in_turn(q_smem, k_bufs.index(st).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-                      False, k_empty.index(st), turn_mine, turn_other, 0, PINGPONG)
+    s, l_i = _gemm_in_turn(q_smem, k_bufs.index(st).permute((1, 0)),
+                           gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), False, k_empty.index(st), turn_mine,
+                           turn_other, 0, PINGPONG, ones, l_i, False)
     if masked:
         s = _mask(s, n_off, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
-    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout, BLOCK_N, False, CAUSAL)
+    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout, BLOCK_N, False, CAUSAL,
+                                TC_ROWSUM)
     p_op = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
     mbarrier_wait(v_ready.index(st), ph)
-    acc = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
-                        turn_other, 1, PINGPONG)
+    acc, l_i = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
+                             turn_other, 1, PINGPONG, ones, l_i, TC_ROWSUM)
     return m_i, l_i, acc
 
 
@@ -432,7 +478,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
                         turn_mine, turn_other, stored, q_empty_prev, LATE_RELEASE: gl.constexpr, m_i, l_i, acc,
                         qk_scale, rows, seq_len, s_layout: gl.constexpr,
                         p_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                        CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr):
+                        CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr, ones,
+                        TC_ROWSUM: gl.constexpr):
     """One query tile with FA3's intra-warpgroup overlap (FA3 §3.2): iteration j issues S_j = Q K_j^T and
     O += P_{j-1} V_{j-1} back to back, waits for S_j only, and runs softmax(S_j) while the PV GEMM is still on the
     tensor cores. With PINGPONG the two consumer warpgroups also take turns issuing their GEMM pairs (FA3 §3.1).
@@ -440,7 +487,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     Token bookkeeping: per tile a warpgroup takes the turn n_blocks + 1 times (prologue, each loop step, final PV);
     its k-th take overall waits for parity k & 1, and k = (sum of earlier n_blocks) + (earlier tiles) + step.
     `stored`, `q_empty_prev`: the previous tile's Q buffer, released after the prologue where LATE_RELEASE
-    (``_release_stored``).
+    (``_release_stored``). TC_ROWSUM: `l_i` is the row-sum accumulator (zero on entry), which follows O: added to
+    by each P V step's companion GEMM, rescaled with O.
     """
     tk = kv_cnt + t_cnt
     # prologue: S_0, softmax_0 (acc is zero: no rescale needed)
@@ -458,7 +506,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         s = _mask(s, 0, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
     m_i = gl.max(s, axis=1) * qk_scale
     p = gl.exp2(s * qk_scale - gl.expand_dims(m_i, 1))
-    l_i = gl.sum(p, axis=1)
+    if not TC_ROWSUM:
+        l_i = gl.sum(p, axis=1)
     if LATE_RELEASE:
         _release_stored(stored, q_empty_prev)
     # P crosses the loop back edge. 16-bit: as the A operand. fp8: as fp32, packed at the top of the next step; an
@@ -483,24 +532,32 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         s = warpgroup_mma(q_smem, k_bufs.index(st).permute((1, 0)),
                           gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
         acc = warpgroup_mma(p_op, _v_operand(v_bufs, st_prev, V_TRANSPOSED), acc, is_async=True)
+        if TC_ROWSUM:
+            l_i = _rowsum_mma(p_op, ones, l_i)
         if PINGPONG:
             mbarrier_arrive(turn_other)
-        s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))  # groups retire in order: S_j is done
+        # groups retire in order: S_j is done
+        s = warpgroup_mma_wait(num_outstanding=2 if TC_ROWSUM else 1, deps=(s, ))
         mbarrier_arrive(k_empty.index(st))
         if j >= n_full:
             s = _mask(s, j * BLOCK_N, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
         m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
         p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
         alpha = gl.exp2(m_i - m_new)
-        l_i = l_i * alpha + gl.sum(p, axis=1)
+        if not TC_ROWSUM:
+            l_i = l_i * alpha + gl.sum(p, axis=1)
         m_i = m_new
         if V_TRANSPOSED:
             p_next = p
         else:
             p_next = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        if TC_ROWSUM:
+            acc, l_i = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_i))
+            l_i = _rescale(l_i, alpha)
+        else:
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         mbarrier_arrive(v_empty.index(st_prev))
-        acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, acc.type.layout)), 1)
+        acc = _rescale(acc, alpha)
         p_keep = p_next
 
     # final PV
@@ -512,8 +569,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     st = c % STAGES
     mbarrier_wait(v_ready.index(st), (c // STAGES) & 1)
     turn_phase = (tk + n_blocks) & 1
-    acc = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
-                        turn_other, turn_phase, PINGPONG)
+    acc, l_i = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
+                             turn_other, turn_phase, PINGPONG, ones, l_i, TC_ROWSUM)
     return m_i, l_i, acc
 
 
@@ -523,7 +580,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
                  HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
-                 DEFER_WAIT: gl.constexpr, o_bufs):
+                 DEFER_WAIT: gl.constexpr, o_bufs, ones, TC_ROWSUM: gl.constexpr):
     dtype: gl.constexpr = q_bufs.dtype
     bits: gl.constexpr = dtype.primitive_bitwidth
     s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
@@ -545,7 +602,10 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                                                  HEAD_GROUP)
         rows = off_m + WG * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
         m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
-        l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
+        if TC_ROWSUM:
+            l_i = gl.zeros([BLOCK_M, 8], gl.float32, _wgmma_layout(8, bits, 4))
+        else:
+            l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
         acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
         qb = t_cnt % 2
         mbarrier_wait(q_ready.index(qb), (t_cnt // 2) & 1)
@@ -558,18 +618,19 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                                                 k_empty, v_ready, v_empty, turn_mine, turn_other, stored,
                                                 q_empty.index(1 - qb), LATE_RELEASE, m_i, l_i, acc, qk_scale, rows,
                                                 seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                                                V_TRANSPOSED, PINGPONG)
+                                                V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
         else:
             for j in range(0, n_blocks):
                 m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
                                           turn_mine, turn_other, m_i, l_i, acc, qk_scale, j * BLOCK_N, j >= n_full,
                                           rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                                          V_TRANSPOSED, PINGPONG)
+                                          V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
                 if LATE_RELEASE:
                     if j == 0:
                         _release_stored(stored, q_empty.index(1 - qb))
         kv_cnt += n_blocks
         t_cnt += 1
+        l_i = _row_sums(l_i, m_i, TC_ROWSUM)
         row0 = off_m + WG * BLOCK_M
         if TMA_STORE and row0 + BLOCK_M <= seq_len:
             if O_SEPARATE:  # its own O buffer: Q's is free now
@@ -596,7 +657,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr,
                  OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                 num_warps: gl.constexpr):
+                 TC_ROWSUM: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     dtype: gl.constexpr = q_desc.dtype
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
@@ -607,6 +668,14 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
         o_bufs = gl.allocate_shared_memory(o_desc.dtype, [2] + o_desc.block_type.shape, o_desc.layout)
     else:
         o_bufs = q_bufs
+    if TC_ROWSUM:  # the B operand of the row-sum GEMM (_rowsum_mma): [8, BLOCK_N] ones, read K-major like V^T
+        ones_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([8, BLOCK_N], dtype)
+        ones_fill = gl.full([8, BLOCK_N], 1.0, gl.float32,
+                            gl.BlockedLayout([1, 8], [1, 32], [num_warps, 1], [1, 0])).to(dtype)
+        ones = gl.allocate_shared_memory(dtype, [8, BLOCK_N], ones_layout, ones_fill)
+        fence_async_shared()
+    else:
+        ones = k_bufs
     q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], MBarrierLayout())
@@ -631,11 +700,11 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
         (_ws_consumer, (0, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                         V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
-                        o_bufs)),
+                        o_bufs, ones, TC_ROWSUM)),
         (_ws_consumer, (1, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                         V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
-                        o_bufs)),
+                        o_bufs, ones, TC_ROWSUM)),
         (_ws_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                         v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED,
                         HEAD_GROUP)),
@@ -649,7 +718,7 @@ VARIANTS = ("ws", "simple")
 
 WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
             "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
-            "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS"}
+            "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
@@ -711,7 +780,8 @@ def ws_defaults(head_dim: int, fp8: bool = False) -> dict:
     (the tuner: ``{**ws_defaults(D), **knob_set}``) measures its knob set over these defaults, not over whatever
     the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``_config``)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
-                head_group=0, tma_store=None if fp8 else True, defer_wait=True, consumer_regs=240, producer_regs=24)
+                head_group=0, tma_store=None if fp8 else True, defer_wait=True, consumer_regs=240, producer_regs=24,
+                tc_rowsum=False)
 
 
 def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, seq_len: int | None = None,
@@ -733,14 +803,15 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
     fp8 = dtype == "fp8e4nv"
     if variant == "ws":
         chosen = {**ws_defaults(head_dim, fp8), **_tuned_knobs(causal, head_dim, seq_len, fp8), **knobs}
-        smem = _ws_shared_bytes(head_dim, chosen["block_n"], chosen["stages"], fp8, o_buffer=fp8)
+        smem = _ws_shared_bytes(head_dim, chosen["block_n"], chosen["stages"], fp8, o_buffer=fp8,
+                                ones=chosen["tc_rowsum"])
         if chosen["tma_store"] is None:  # fp8: where its O buffer fits (16-bit: on by default, O staged in Q's)
             chosen["tma_store"] = smem <= SM90_SHARED_BYTES
         elif fp8 and chosen["tma_store"] and smem > SM90_SHARED_BYTES:
             raise ValueError(f"tma_store: fp8 needs its own O buffer, and with block_n={chosen['block_n']}, "
                              f"stages={chosen['stages']} the kernel would need {smem} B of shared memory "
                              f"(sm_90: {SM90_SHARED_BYTES})")
-        consts = {WS_KNOBS[k]: (bool(v) if k in ("pingpong", "overlap", "tma_store", "defer_wait") else int(v))
+        consts = {WS_KNOBS[k]: (bool(v) if k in ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum") else int(v))
                   for k, v in chosen.items()}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
                                     O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=128)
@@ -754,12 +825,14 @@ SM90_SHARED_BYTES = 232448
 """Shared memory one block may opt into on sm_90 (227 KB)."""
 
 
-def _ws_shared_bytes(head_dim: int, block_n: int, stages: int, fp8: bool, o_buffer: bool) -> int:
+def _ws_shared_bytes(head_dim: int, block_n: int, stages: int, fp8: bool, o_buffer: bool, ones: bool = False) -> int:
     """The ws kernel's shared memory: 4 Q tiles of 64 rows, `stages` K and V (V^T) tiles, 2 bf16 O tiles when fp8
-    stages O apart from Q, and 1 KB for barriers and alignment."""
+    stages O apart from Q, the [8, block_n] ones of the row-sum GEMM (`tc_rowsum`), and 1 KB for barriers and
+    alignment."""
     elem = 1 if fp8 else 2
     o_tiles = 2 * 64 * head_dim * 2 if o_buffer else 0
-    return 4 * 64 * head_dim * elem + stages * 2 * block_n * head_dim * elem + o_tiles + 1024
+    ones_tile = 8 * block_n * elem if ones else 0
+    return 4 * 64 * head_dim * elem + stages * 2 * block_n * head_dim * elem + o_tiles + ones_tile + 1024
 
 
 def _desc_blocks(cfg: dict):

@@ -90,6 +90,21 @@ def test_fp8_p_operand_needs_no_shuffles(causal):
     assert fp8.count("shfl.sync") == bf16.count("shfl.sync")
 
 
+@pytest.mark.parametrize("dtype,seq_len", [("fp8e4nv", 8192), ("fp8e4nv", 1024), ("bf16", 4096)])
+def test_tc_rowsum_moves_the_row_sums_onto_the_tensor_cores(dtype, seq_len):
+    """`tc_rowsum`: the softmax step adds no scores (before: one add.f32 a score, 260 in the fp8 PTX); the sums come
+    from m64n8 wgmmas against a ones tile, one a K chunk of P V, and the extra [8, block_n] tile still fits."""
+    plain = compile_hopper_attention(dtype, 128, False, "ws", seq_len=seq_len)
+    tc = compile_hopper_attention(dtype, 128, False, "ws", seq_len=seq_len, tc_rowsum=True)
+    adds = [len(re.findall(r"\badd(?:\.rn)?\.f32\b", k.asm["ptx"])) for k in (plain, tc)]
+    assert adds[0] >= 256 and adds[1] == 0, adds
+    n8 = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n8k\d+", tc.asm["ptx"])
+    assert n8 and not re.search(r"m64n8k", plain.asm["ptx"])
+    assert tc.metadata.shared <= SM90_SHARED_BYTES
+    rep = ptxas_report(tc)
+    assert rep["spill_stores"] == 0 and rep["spill_loads"] == 0, rep["log"]
+
+
 FP8_TUNED = [pytest.param(head_dim, causal, min(max_seq_len, 16384),
                           id=f"d{head_dim}-{'causal' if causal else 'full'}-S{min(max_seq_len, 16384)}")
              for (causal, head_dim), entries in TUNED_WS_FP8.items() for max_seq_len, _ in entries]
