@@ -21,6 +21,17 @@ KNOBS = {128: [{}, dict(pingpong=False), dict(defer_wait=False), BN256, {**BN256
                dict(pingpong=False, head_group=8)],
          64: [{}, dict(pingpong=False), BN256, {**BN256, "stages": 4}, {**BN256, "stages": 2},
               {**BN256, "head_group": 4}, {**BN256, "head_group": 16}, {**BN256, "head_group": 4, "tma_store": True}]}
+# --grid tc (thirteenth session): the row sums on the tensor cores (`tc_rowsum`) over the tuned builds' knobs.
+TC_KNOBS = {D: [{}, dict(tc_rowsum=True), dict(tc_rowsum=True, pingpong=False), dict(tc_rowsum=True, head_group=8),
+                dict(tc_rowsum=True, head_group=2, pingpong=False), {**BN256, "tc_rowsum": True},
+                {**BN256, "stages": 2, "tc_rowsum": True},
+                {**BN256, "stages": 2, "tc_rowsum": True, "defer_wait": True}] for D in (64, 128)}
+# --grid tc-short: causal S <= 2k, where tc_rowsum alone stays near 1.33x.
+TC_SHORT_KNOBS = {D: [{}, dict(tc_rowsum=True, head_group=8), dict(tc_rowsum=True, head_group=4),
+                      dict(tc_rowsum=True, head_group=16), dict(tc_rowsum=True, head_group=4, pingpong=False),
+                      dict(tc_rowsum=True, block_n=64, stages=4), dict(tc_rowsum=True, head_group=8, block_n=64, stages=4),
+                      dict(tc_rowsum=True, head_group=8, pingpong=False)] for D in (64, 128)}
+GRIDS = {"tuned": KNOBS, "tc": TC_KNOBS, "tc-short": TC_SHORT_KNOBS}
 # Each set is timed over the kernel's defaults (`ws_defaults`), not over the table; the arm "fp8 table" is what
 # the wrapper launches at that S (its TUNED_WS_FP8 entry). One exception: `tma_store` is None in the defaults
 # (fp8: on where its O buffer fits), and a None knob leaves the table's value, so at D=64 causal (table: off) the
@@ -38,6 +49,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--head-dim", type=int, choices=sorted(KNOBS), default=128)
     ap.add_argument("--out", default="fp8_knobs.json")
+    ap.add_argument("--grid", choices=sorted(GRIDS), default="tuned",
+                    help="tuned: the sets TUNED_WS_FP8 was chosen from; tc: with and without tc_rowsum; tc-short: "
+                         "tc_rowsum with head groups and 64-key blocks")
+    ap.add_argument("--shapes", default=None, help="S:causal pairs, e.g. 1024:1,2048:1 (default: all of SHAPES)")
     args = ap.parse_args()
     import torch
 
@@ -46,7 +61,9 @@ def main() -> None:
     from tritonhook.ab import attention_flops, bench_interleaved, median
 
     results = []
-    for S, causal in SHAPES:
+    shapes = SHAPES if args.shapes is None else [(int(S), bool(int(c))) for S, c in
+                                                  (pair.split(":") for pair in args.shapes.split(","))]
+    for S, causal in shapes:
         D = args.head_dim
         B, H = 16384 // S, 2048 // D
         q, k, v = (torch.randn((B, H, S, D), device="cuda").to(torch.bfloat16) for _ in range(3))
@@ -54,7 +71,8 @@ def main() -> None:
         vt8 = transpose_v_for_fp8(v.to(torch.float8_e4m3fn))
         reference = hopper_attention(q, k, v, causal=causal).float()
         arms, names = [(contextlib.nullcontext, lambda: hopper_attention(q, k, v, causal=causal))], ["bf16"]
-        for name, knobs in [("table", None)] + [(label(k), {**ws_defaults(D, fp8=True), **k}) for k in KNOBS[D]]:
+        grid = GRIDS[args.grid][D]
+        for name, knobs in [("table", None)] + [(label(k), {**ws_defaults(D, fp8=True), **k}) for k in grid]:
             call = lambda knobs=knobs or {}: hopper_attention(q8, k8, None, v_t=vt8, causal=causal, **knobs)
             err = ((call().float() - reference).norm() / reference.norm()).item()
             if err > 0.1:

@@ -103,9 +103,9 @@ def _rescale(x, alpha):
 
 @gluon.jit
 def _row_sums_after(l_i, p, alpha, TC_ROWSUM: gl.constexpr):
-    """The running row sums of P after one block. TC_ROWSUM: `l_i` is the [BLOCK_M, 8] accumulator that the P V
-    GEMM's companion ``_rowsum_mma`` adds P's row sums to, so here it is only rescaled, like O; otherwise the block's
-    sums are added on the FMA pipe (one FADD a score)."""
+    """The running row sums of P after one block. TC_ROWSUM: `l_i` holds them as [BLOCK_M, 8] (8 equal columns)
+    and the block's sums come from ``_rowsum_mma`` beside the P V GEMM, added after its wait, so here they are only
+    rescaled, like O; otherwise the block's sums are added on the FMA pipe (one FADD a score)."""
     if TC_ROWSUM:
         return _rescale(l_i, alpha)
     else:
@@ -114,13 +114,30 @@ def _row_sums_after(l_i, p, alpha, TC_ROWSUM: gl.constexpr):
 
 @gluon.jit
 def _rowsum_mma(p_op, ones, l_acc):
-    """l_acc += P @ ones, issued async beside the P V GEMM: P's row sums on the tensor cores, sparing the softmax
-    step one FADD a score (the step's instruction issue is what bounds fp8 at D=128: docs/notes.md §13). `ones`:
-    [8, BLOCK_N] of 1.0 in shared memory, read K-major like V^T. The sums are of P as rounded for the GEMM, the
-    same P that O is built from."""
+    """P @ ones (this block's row sums, in `l_acc`'s [BLOCK_M, 8] layout), issued async beside the P V GEMM: P's
+    row sums on the tensor cores, sparing the softmax step one FADD a score (the step's instruction issue is what
+    bounds fp8 at D=128: docs/notes.md §13). `ones`: [8, BLOCK_N] of 1.0 in shared memory, read K-major like V^T.
+    The sums are of P as rounded for the GEMM, the same P that O is built from.
+
+    Each block's sums start from zero and are added to the running sums in registers after the wait: an fp8
+    wgmma accumulates with reduced precision, so a running sum kept in the tensor core lost the small terms once it
+    had grown (relative error 0.32 at S=16k on the H200, fine at S <= 2k)."""
     bits: gl.constexpr = ones.dtype.primitive_bitwidth
     a = gl.convert_layout(p_op, _p_operand_layout(l_acc.type.layout, bits), assert_trivial=True)
-    return warpgroup_mma(a, ones.permute((1, 0)), l_acc, is_async=True)
+    return warpgroup_mma(a, ones.permute((1, 0)), gl.zeros_like(l_acc),
+                         use_acc=False, is_async=True)
+
+
+@gluon.jit
+def _ones(shape: gl.constexpr, dtype: gl.constexpr, num_warps: gl.constexpr):
+    """A register tensor of 1.0 in `dtype`. fp8 from its bit pattern (0x38 in e4m3): `gl.full(1.0).to(fp8)` comes
+    out of Triton 3.6 with the upper two bytes of every 32-bit word zero (seen on the H200 as row sums missing the
+    keys in those bytes)."""
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [num_warps, 1], [1, 0])
+    if dtype == gl.float8e4nv:
+        return gl.full(shape, 0x38, gl.int8, layout).to(dtype, bitcast=True)
+    else:
+        return gl.full(shape, 1.0, dtype, layout)
 
 
 @gluon.jit
@@ -422,7 +439,7 @@ def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empt
 def _gemm_in_turn(a, b, acc, use_acc, freed, turn_mine, turn_other, turn_phase, PINGPONG: gl.constexpr, ones, l_acc,
                   TC_ROWSUM: gl.constexpr):
     """acc (+)= a @ b, waited for, then the shared-memory stage b came from is released through `freed`. With
-    TC_ROWSUM also l_acc += a @ ones (``_rowsum_mma``; for the P V GEMM). Returns (acc, l_acc).
+    TC_ROWSUM also l_acc += a @ ones (``_rowsum_mma``, for the P V GEMM). Returns (acc, l_acc).
 
     Ping-pong (FA3 §3.1): a token alternates between the two consumer warpgroups; a warpgroup takes it (parity
     `turn_phase`) before issuing a GEMM and hands it over right after issuing, so that the other warpgroup's
@@ -431,11 +448,12 @@ def _gemm_in_turn(a, b, acc, use_acc, freed, turn_mine, turn_other, turn_phase, 
         mbarrier_wait(turn_mine, turn_phase)
     acc = warpgroup_mma(a, b, acc, use_acc=use_acc, is_async=True)
     if TC_ROWSUM:
-        l_acc = _rowsum_mma(a, ones, l_acc)
+        l_blk = _rowsum_mma(a, ones, l_acc)
     if PINGPONG:
         mbarrier_arrive(turn_other)
     if TC_ROWSUM:
-        acc, l_acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_acc))
+        acc, l_blk = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_blk))
+        l_acc += l_blk
     else:
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
     mbarrier_arrive(freed)
@@ -487,8 +505,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     Token bookkeeping: per tile a warpgroup takes the turn n_blocks + 1 times (prologue, each loop step, final PV);
     its k-th take overall waits for parity k & 1, and k = (sum of earlier n_blocks) + (earlier tiles) + step.
     `stored`, `q_empty_prev`: the previous tile's Q buffer, released after the prologue where LATE_RELEASE
-    (``_release_stored``). TC_ROWSUM: `l_i` is the row-sum accumulator (zero on entry), which follows O: added to
-    by each P V step's companion GEMM, rescaled with O.
+    (``_release_stored``). TC_ROWSUM: `l_i` holds the row sums as [BLOCK_M, 8] (zero on entry) and follows O:
+    each P V step's companion GEMM adds the block's sums, and it is rescaled with O.
     """
     tk = kv_cnt + t_cnt
     # prologue: S_0, softmax_0 (acc is zero: no rescale needed)
@@ -533,7 +551,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
                           gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
         acc = warpgroup_mma(p_op, _v_operand(v_bufs, st_prev, V_TRANSPOSED), acc, is_async=True)
         if TC_ROWSUM:
-            l_i = _rowsum_mma(p_op, ones, l_i)
+            l_blk = _rowsum_mma(p_op, ones, l_i)
         if PINGPONG:
             mbarrier_arrive(turn_other)
         # groups retire in order: S_j is done
@@ -552,8 +570,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         else:
             p_next = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
         if TC_ROWSUM:
-            acc, l_i = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_i))
-            l_i = _rescale(l_i, alpha)
+            acc, l_blk = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_blk))
+            l_i = _rescale(l_i + l_blk, alpha)
         else:
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         mbarrier_arrive(v_empty.index(st_prev))
@@ -670,9 +688,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
         o_bufs = q_bufs
     if TC_ROWSUM:  # the B operand of the row-sum GEMM (_rowsum_mma): [8, BLOCK_N] ones, read K-major like V^T
         ones_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([8, BLOCK_N], dtype)
-        ones_fill = gl.full([8, BLOCK_N], 1.0, gl.float32,
-                            gl.BlockedLayout([1, 8], [1, 32], [num_warps, 1], [1, 0])).to(dtype)
-        ones = gl.allocate_shared_memory(dtype, [8, BLOCK_N], ones_layout, ones_fill)
+        ones = gl.allocate_shared_memory(dtype, [8, BLOCK_N], ones_layout, _ones([8, BLOCK_N], dtype, num_warps))
         fence_async_shared()
     else:
         ones = k_bufs
@@ -751,19 +767,29 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # The deferred store wait (`defer_wait`; bench_h200_defer_wait_call.json, _d64_call.json) costs the 256-key
     # builds that use their O buffer 4-7% (D=128 causal 4k-16k 802 -> 768 and 870 -> 810 TFLOPS, D=64 non-causal
     # 554 -> 528 at 1k) and helps the 128-key one (593 -> 603 at D=128 causal 1k).
-    (False, 128): ((2048, _FP8_BN256_ST2), (2**31 - 1, _FP8_BN256)),
+    # Thirteenth session: P's row sums on the tensor cores (`tc_rowsum`; experiments/hopper_fp8_knobs.py --grid tc,
+    # bench_h200_fp8_knobs_tc_rowsum2.json): 256 keys in 2 stages with it, 913-1078 TFLOPS at 1k-16k (1.44-1.54x
+    # our bf16), over 843-1014 for the entries before it and 820-1057 for 3 stages with it.
+    (False, 128): ((2**31 - 1, {**_FP8_BN256_ST2, "tc_rowsum": True}),),
     # Re-swept with every set over the defaults (bench_h200_fp8_knobs_over_defaults_d128.json; earlier sweeps
     # applied their sets over this table): at causal 2k and 4k the 128-key defaults (after the snake order and the
     # deferred wait) beat the 256-key 2-stage entry, 731 vs 671 and 841 vs 811 TFLOPS.
-    (True, 128): ((4096, {}), (2**31 - 1, _FP8_BN256_ST2)),
+    # With tc_rowsum (bench_h200_fp8_knobs_tc_rowsum2.json, S <= 2k from --grid tc-short,
+    # bench_h200_fp8_knobs_tc_short.json): head groups of 4 without ping-pong at S <= 2k (648 and 761 TFLOPS over
+    # the 128-key defaults' 615 and 722), ping-pong off at 4k (848 over 839), 256 keys in 3 stages above (971 and
+    # 1042 over 907 and 956 for the 2-stage entry without it).
+    (True, 128): ((2048, {"tc_rowsum": True, "head_group": 4, "pingpong": False}),
+                  (4096, {"tc_rowsum": True, "pingpong": False}), (2**31 - 1, {**_FP8_BN256, "tc_rowsum": True})),
     # D=64 (bench_h200_fp8_knobs_d64.json): 1.24-1.25x our bf16 non-causal (defaults 1.09x), causal 1.09-1.24x
     # with head groups of 4 (defaults 1.04-1.06x). Causal without the TMA-store epilogue: with it ptxas spills 32 B
     # and it read 0.2-1% slower (bench_h200_fp8_tma_store.json); non-causal D=64 gains up to 6.5% from it.
-    (False, 64): ((2**31 - 1, _FP8_BN256),),
+    # With tc_rowsum (bench_h200_fp8_knobs_tc_d64.json): +1-4%, 560-635 TFLOPS over 556-613.
+    (False, 64): ((2**31 - 1, {**_FP8_BN256, "tc_rowsum": True}),),
     # Over the defaults (bench_h200_fp8_knobs_over_defaults_d64.json): above 4k all heads at once in snake order
     # beat head groups of 4 (571 vs 558 TFLOPS at causal 8k, 601 vs 586 at 16k).
-    (True, 64): ((4096, {**_FP8_BN256, "head_group": 4, "tma_store": False}),
-                 (2**31 - 1, {**_FP8_BN256, "tma_store": False})),
+    # With tc_rowsum all heads at once at every S (bench_h200_fp8_knobs_tc_d64.json): 356-629 TFLOPS over the
+    # entries before it, 351-601 (head groups of 4 up to 4k).
+    (True, 64): ((2**31 - 1, {**_FP8_BN256, "tma_store": False, "tc_rowsum": True}),),
 }
 """``TUNED_WS`` for fp8 (e4m3) inputs."""
 
@@ -811,8 +837,8 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
             raise ValueError(f"tma_store: fp8 needs its own O buffer, and with block_n={chosen['block_n']}, "
                              f"stages={chosen['stages']} the kernel would need {smem} B of shared memory "
                              f"(sm_90: {SM90_SHARED_BYTES})")
-        consts = {WS_KNOBS[k]: (bool(v) if k in ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum") else int(v))
-                  for k, v in chosen.items()}
+        flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum")
+        consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items()}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
                                     O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=128)
     bn = knobs.get("block_n") or (128 if head_dim == 64 or fp8 else 64)
@@ -833,6 +859,16 @@ def _ws_shared_bytes(head_dim: int, block_n: int, stages: int, fp8: bool, o_buff
     o_tiles = 2 * 64 * head_dim * 2 if o_buffer else 0
     ones_tile = 8 * block_n * elem if ones else 0
     return 4 * 64 * head_dim * elem + stages * 2 * block_n * head_dim * elem + o_tiles + ones_tile + 1024
+
+
+def _launch_constexprs(cfg: dict, write_lse: bool) -> dict:
+    """The kernel's constexprs for one call. With the LSE asked for, the row sums are taken on the FMA pipe
+    whatever `tc_rowsum` says: the tensor-core sums are of P as rounded for the P V GEMM, which for e4m3 puts the
+    LSE up to 1.6e-2 off where the exact sums give 9e-5 (fp8, D=64, S=4k, H200). O is as accurate either way."""
+    consts = dict(cfg["constexprs"], WRITE_LSE=bool(write_lse))
+    if write_lse and "TC_ROWSUM" in consts:
+        consts["TC_ROWSUM"] = False
+    return consts
 
 
 def _desc_blocks(cfg: dict):
@@ -870,7 +906,7 @@ def compile_hopper_attention(dtype: str = "bf16", head_dim: int = 128, causal: b
     sig.update(lse_ptr="*fp32", qk_scale="fp32", seq_len="i32")
     if variant == "ws":
         sig["num_bh"] = "i32"
-    constexprs = dict(cfg["constexprs"], WRITE_LSE=bool(write_lse), num_warps=cfg["num_warps"])
+    constexprs = dict(_launch_constexprs(cfg, write_lse), num_warps=cfg["num_warps"])
     for name in constexprs:
         sig[name] = "constexpr"
     return compile_for(_kernel(variant), sig, constexprs, cfg["num_warps"], capability, kwargs)
@@ -950,7 +986,7 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
     q_desc, k_desc, v_desc = (descriptor(t, dtype, block)
                               for t, block in ((rows(q), q_block), (rows(k), k_block), (v2, v_block)))
     qk_scale = float(sm_scale) * LOG2E
-    consts = dict(cfg["constexprs"], WRITE_LSE=bool(return_lse))
+    consts = _launch_constexprs(cfg, return_lse)
     n_m = triton.cdiv(S, cfg["block_m_cta"])
     if variant == "ws":
         grid = persistent_grid(q.device, n_m * BH)

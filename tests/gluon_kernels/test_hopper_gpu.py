@@ -44,12 +44,17 @@ def test_attention_matches_fp32_reference(B, H, S, D, causal, dtype, variant):
     q, k, v = make_inputs(B, H, S, D, dtype, seed)
     sm_scale = 1.0 / math.sqrt(D)
     out_dtype = torch.bfloat16 if dtype == torch.float8_e4m3fn else dtype
+    ref, ref_lse = reference(q, k, v, causal, sm_scale)
+    # without the LSE first: fp8's tuned builds then take their row sums on the tensor cores (tc_rowsum)
+    poisoned = torch.full((B, H, S, D), float("nan"), dtype=out_dtype, device="cuda")
+    out = hopper_attention(q, k, v, causal=causal, sm_scale=sm_scale, variant=variant, out=poisoned)
+    torch.cuda.synchronize()
+    assert torch.isfinite(out).all() and rel_err(out, ref) < TOL[dtype], "without the LSE"
     poisoned = torch.full((B, H, S, D), float("nan"), dtype=out_dtype, device="cuda")
     out, lse = hopper_attention(q, k, v, causal=causal, sm_scale=sm_scale, return_lse=True, variant=variant,
                                 out=poisoned)
     assert out.data_ptr() == poisoned.data_ptr()
     torch.cuda.synchronize()
-    ref, ref_lse = reference(q, k, v, causal, sm_scale)
     assert out.shape == (B, H, S, D) and out.dtype == out_dtype
     assert torch.isfinite(out).all(), "unwritten (NaN-poisoned) or non-finite output elements"
     assert torch.isfinite(lse).all(), "non-finite LSE"
@@ -78,27 +83,43 @@ def test_ws_knobs_match_fp32_reference(B, H, S, D, causal, dtype, knobs):
                          ids=["overlapped", "plain", "bn256"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("B,H,S,D", [(2, 3, 1000, 128), (1, 4, 2049, 64), (3, 5, 640, 128)])
+@pytest.mark.parametrize("B,H,S,D", [(2, 3, 1000, 128), (1, 4, 2049, 64), (3, 5, 640, 128), (1, 2, 8192, 128)])
 def test_row_sums_on_the_tensor_cores_match_fp32_reference(B, H, S, D, causal, dtype, knobs):
     """`tc_rowsum`: P's row sums come from a second GEMM against ones beside P V, in both loops (the overlapped one
-    and the plain one fp8's 256-key builds use), with odd S (masked tail blocks) and LSE checked."""
+    and the plain one fp8's 256-key builds use), with odd S (masked tail blocks). S=8192: a row sum kept in an fp8
+    wgmma's accumulator across blocks lost its small terms (relative error 0.32 at 16k). No LSE: asking for it
+    takes the sums on the FMA pipe (next test)."""
     if knobs.get("block_n") == 256 and dtype != torch.float8_e4m3fn:
         pytest.skip("256-key blocks are an fp8 build (16-bit ones do not fit shared memory)")
-    assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs)
+    assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=False)
 
 
-def assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs):
-    """One ws call with `knobs` into a NaN-poisoned output: every element written, output and LSE within bounds."""
+@pytest.mark.parametrize("causal", [False, True])
+def test_asking_for_the_lse_keeps_it_exact_under_tc_rowsum(causal):
+    """The tensor-core row sums are of P rounded to e4m3, which puts the LSE up to 1.6e-2 off (fp8, D=64, S=4k);
+    with the LSE asked for the kernel sums on the FMA pipe and the error stays near 1e-4."""
+    q, k, v = make_inputs(1, 4, 4096, 64, torch.float8_e4m3fn, 11)
+    sm_scale = 1.0 / math.sqrt(64)
+    _, lse = hopper_attention(q, k, v, causal=causal, sm_scale=sm_scale, return_lse=True, tc_rowsum=True)
+    _, ref_lse = reference(q, k, v, causal, sm_scale)
+    assert (lse - ref_lse).abs().max().item() < 1e-3
+
+
+def assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=True):
+    """One ws call with `knobs` into a NaN-poisoned output: every element written, output (and LSE) within bounds."""
     q, k, v = make_inputs(B, H, S, D, dtype, hash((B, H, S, D, causal, str(dtype), str(knobs))) % (2**31))
     sm_scale = 1.0 / math.sqrt(D)
     poisoned = torch.full(q.shape, float("nan"), dtype=torch.bfloat16 if dtype == torch.float8_e4m3fn else dtype,
                           device="cuda")
-    out, lse = hopper_attention(q, k, v, causal=causal, sm_scale=sm_scale, return_lse=True, out=poisoned, **knobs)
+    got = hopper_attention(q, k, v, causal=causal, sm_scale=sm_scale, return_lse=lse, out=poisoned, **knobs)
+    out, got_lse = got if lse else (got, None)
     torch.cuda.synchronize()
     ref, ref_lse = reference(q, k, v, causal, sm_scale)
-    assert torch.isfinite(out).all() and torch.isfinite(lse).all()
+    assert torch.isfinite(out).all()
     assert rel_err(out, ref) < TOL[dtype]
-    assert (lse - ref_lse).abs().max().item() < LSE_TOL[dtype]
+    if lse:
+        assert torch.isfinite(got_lse).all()
+        assert (got_lse - ref_lse).abs().max().item() < LSE_TOL[dtype]
 
 
 @pytest.mark.parametrize("knobs", [{}, dict(defer_wait=False), dict(overlap=False), dict(head_group=0),
@@ -111,7 +132,7 @@ def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
     is still in flight (and, 16-bit, still holds its Q buffer) while the next tile starts (`defer_wait`), and the
     causal order of all heads at once (`head_group=0`) hands out waves 1 and 3 reversed (S=1k's tuned causal
     build takes head sections instead). The CASES above give every program one tile at most."""
-    assert_ws_matches_reference(4, 16, 1024, 128, causal, dtype, knobs)
+    assert_ws_matches_reference(4, 16, 1024, 128, causal, dtype, knobs, lse="tc_rowsum" not in knobs)
 
 
 def test_default_scale_and_no_lse():
