@@ -130,9 +130,9 @@ def _rowsum_mma(p_op, ones, l_acc):
 
 @gluon.jit
 def _ones(shape: gl.constexpr, dtype: gl.constexpr, num_warps: gl.constexpr):
-    """A register tensor of 1.0 in `dtype`. fp8 from its bit pattern (0x38 in e4m3): `gl.full(1.0).to(fp8)` comes
-    out of Triton 3.6 with the upper two bytes of every 32-bit word zero (seen on the H200 as row sums missing the
-    keys in those bytes)."""
+    """A register tensor of 1.0 in `dtype`. fp8 from its bit pattern (0x38 in e4m3, stored as 0x38383838 words):
+    with `gl.full(1.0, fp32).to(fp8)` the ones tile came out of Triton 3.6 wrong, and on the H200 the row sums
+    missed the keys that P holds in bytes 2 and 3 of each 32-bit register (l about half the true sum)."""
     layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [num_warps, 1], [1, 0])
     if dtype == gl.float8e4nv:
         return gl.full(shape, 0x38, gl.int8, layout).to(dtype, bitcast=True)
