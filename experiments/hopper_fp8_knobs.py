@@ -52,6 +52,7 @@ def main() -> None:
     ap.add_argument("--grid", choices=sorted(GRIDS), default="tuned",
                     help="tuned: the sets TUNED_WS_FP8 was chosen from; tc: with and without tc_rowsum; tc-short: "
                          "tc_rowsum with head groups and 64-key blocks")
+    ap.add_argument("--knobs", default=None, help="a JSON list of knob sets, timed instead of --grid's")
     ap.add_argument("--shapes", default=None, help="S:causal pairs, e.g. 1024:1,2048:1 (default: all of SHAPES)")
     args = ap.parse_args()
     import torch
@@ -71,7 +72,7 @@ def main() -> None:
         vt8 = transpose_v_for_fp8(v.to(torch.float8_e4m3fn))
         reference = hopper_attention(q, k, v, causal=causal).float()
         arms, names = [(contextlib.nullcontext, lambda: hopper_attention(q, k, v, causal=causal))], ["bf16"]
-        grid = GRIDS[args.grid][D]
+        grid = json.loads(args.knobs) if args.knobs else GRIDS[args.grid][D]
         for name, knobs in [("table", None)] + [(label(k), {**ws_defaults(D, fp8=True), **k}) for k in grid]:
             call = lambda knobs=knobs or {}: hopper_attention(q8, k8, None, v_t=vt8, causal=causal, **knobs)
             err = ((call().float() - reference).norm() / reference.norm()).item()
