@@ -26,6 +26,7 @@ CONFIGS = [  # (dtype, causal): B=2, H=16, S=8192, D=128, the shape where the ke
     (torch.bfloat16, False),
     (torch.bfloat16, True),
     (torch.float8_e4m3fn, False),
+    (torch.float8_e4m3fn, True),
 ]
 
 
