@@ -29,7 +29,8 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-nopp": dict(variant="ws", pingpong=False), "ws-noov": dict(variant="ws", overlap=False),
                   "ws-plain": dict(variant="ws", pingpong=False, overlap=False),
                   "ws-gst": dict(variant="ws", tma_store=False), "ws-wait": dict(variant="ws", defer_wait=False),
-                  "ws-tc": dict(variant="ws", tc_rowsum=True)}
+                  "ws-tc": dict(variant="ws", tc_rowsum=True),
+                  "ws-early": dict(variant="ws", early_qk=True, pingpong=False, overlap=True, block_n=128)}
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
 

@@ -497,7 +497,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
                         qk_scale, rows, seq_len, s_layout: gl.constexpr,
                         p_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr, ones,
-                        TC_ROWSUM: gl.constexpr):
+                        TC_ROWSUM: gl.constexpr, s0, EARLY_QK: gl.constexpr, has_next, q_next, q_ready_next,
+                        q_phase_next):
     """One query tile with FA3's intra-warpgroup overlap (FA3 §3.2): iteration j issues S_j = Q K_j^T and
     O += P_{j-1} V_{j-1} back to back, waits for S_j only, and runs softmax(S_j) while the PV GEMM is still on the
     tensor cores. With PINGPONG the two consumer warpgroups also take turns issuing their GEMM pairs (FA3 §3.1).
@@ -507,18 +508,25 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     `stored`, `q_empty_prev`: the previous tile's Q buffer, released after the prologue where LATE_RELEASE
     (``_release_stored``). TC_ROWSUM: `l_i` holds the row sums as [BLOCK_M, 8] (zero on entry) and follows O:
     each P V step's companion GEMM adds the block's sums, and it is rescaled with O.
+
+    EARLY_QK (no ping-pong): S_0 arrives in flight as `s0`, issued behind the previous tile's last P V; this tile's
+    last P V is followed likewise by the next tile's S_0 where `has_next` (``_last_pv_then_next_qk``). Returns
+    (m_i, l_i, acc, the next S_0 in flight); without EARLY_QK the last value is a placeholder.
     """
     tk = kv_cnt + t_cnt
     # prologue: S_0, softmax_0 (acc is zero: no rescale needed)
     st = kv_cnt % STAGES
-    mbarrier_wait(k_ready.index(st), (kv_cnt // STAGES) & 1)
-    if PINGPONG:
-        mbarrier_wait(turn_mine, tk & 1)
-    s = warpgroup_mma(q_smem, k_bufs.index(st).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-                      use_acc=False, is_async=True)
-    if PINGPONG:
-        mbarrier_arrive(turn_other)
-    s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+    if EARLY_QK:
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(s0, ))
+    else:
+        mbarrier_wait(k_ready.index(st), (kv_cnt // STAGES) & 1)
+        if PINGPONG:
+            mbarrier_wait(turn_mine, tk & 1)
+        s = warpgroup_mma(q_smem, k_bufs.index(st).permute((1, 0)),
+                          gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+        if PINGPONG:
+            mbarrier_arrive(turn_other)
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
     mbarrier_arrive(k_empty.index(st))
     if n_full == 0:
         s = _mask(s, 0, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
@@ -586,10 +594,51 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     c = kv_cnt + n_blocks - 1
     st = c % STAGES
     mbarrier_wait(v_ready.index(st), (c // STAGES) & 1)
-    turn_phase = (tk + n_blocks) & 1
-    acc, l_i = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
-                             turn_other, turn_phase, PINGPONG, ones, l_i, TC_ROWSUM)
-    return m_i, l_i, acc
+    if EARLY_QK:
+        c_next = c + 1
+        acc, l_i, s_next = _last_pv_then_next_qk(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, l_i, ones,
+                                                 v_empty.index(st), has_next, q_next, q_ready_next, q_phase_next,
+                                                 k_bufs.index(c_next % STAGES), k_ready.index(c_next % STAGES),
+                                                 (c_next // STAGES) & 1, s, TC_ROWSUM)
+    else:
+        turn_phase = (tk + n_blocks) & 1
+        acc, l_i = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
+                                 turn_other, turn_phase, PINGPONG, ones, l_i, TC_ROWSUM)
+        s_next = s
+    return m_i, l_i, acc, s_next
+
+
+@gluon.jit
+def _last_pv_then_next_qk(p_op, v, acc, l_i, ones, v_freed, has_next, q_next, q_ready_next, q_phase, k_next,
+                          k_ready_next, k_phase, s_like, TC_ROWSUM: gl.constexpr):
+    """EARLY_QK: a tile's last O += P V, then, where this program has another tile (`has_next`), that tile's
+    S_0 = Q K_0^T issued right behind it, so that it runs on the tensor cores during this tile's epilogue instead of
+    after it (FA3 overlaps a tile's epilogue with the next tile's first GEMM likewise). The two consumer
+    warpgroups share a tile and reach its epilogue together, so without it the tensor cores idle there. Waits for
+    the P V only. Returns (acc, l_i, the next S_0 in flight)."""
+    pv = warpgroup_mma(p_op, v, acc, is_async=True)  # in flight: a token, waited for below
+    l_pv = l_i
+    if TC_ROWSUM:
+        l_pv = _rowsum_mma(p_op, ones, l_i)
+    # No branch (an in-flight accumulator leaving an scf.if gets a full wait): on a program's last tile the barrier
+    # waits are predicated off and the GEMM reads stale buffers that nothing writes any more; never waited for.
+    mbarrier_wait(q_ready_next, q_phase, pred=has_next)
+    mbarrier_wait(k_ready_next, k_phase, pred=has_next)
+    s_next = warpgroup_mma(q_next, k_next.permute((1, 0)), gl.zeros_like(s_like), use_acc=False, is_async=True)
+    acc, l_blk = _wait_pv(pv, l_pv, 1, TC_ROWSUM)
+    mbarrier_arrive(v_freed)
+    if TC_ROWSUM:
+        l_i += l_blk
+    return acc, l_i, s_next
+
+
+@gluon.jit
+def _wait_pv(acc, l_blk, num_outstanding: gl.constexpr, TC_ROWSUM: gl.constexpr):
+    """Wait for a P V GEMM (and its row-sum companion), leaving `num_outstanding` later groups in flight."""
+    if TC_ROWSUM:
+        return warpgroup_mma_wait(num_outstanding=num_outstanding, deps=(acc, l_blk))
+    else:
+        return warpgroup_mma_wait(num_outstanding=num_outstanding, deps=(acc, )), l_blk
 
 
 @gluon.jit
@@ -598,7 +647,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
                  HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
-                 DEFER_WAIT: gl.constexpr, o_bufs, ones, TC_ROWSUM: gl.constexpr):
+                 DEFER_WAIT: gl.constexpr, o_bufs, ones, TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr):
     dtype: gl.constexpr = q_bufs.dtype
     bits: gl.constexpr = dtype.primitive_bitwidth
     s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
@@ -615,6 +664,12 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
     kv_cnt = 0
     t_cnt = 0
     stored = 0  # the previous tile went out by TMA store (with LATE_RELEASE its Q buffer is still held)
+    s_next = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
+    if EARLY_QK:  # the first tile's S_0 (Q buffer 0, K/V stage 0); later ones are issued by the tile before
+        mbarrier_wait(q_ready.index(0), 0)
+        mbarrier_wait(k_ready.index(0), 0)
+        s_next = warpgroup_mma(q_bufs.index(WG), k_bufs.index(0).permute((1, 0)), s_next, use_acc=False,
+                               is_async=True)
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
         bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL,
                                                  HEAD_GROUP)
@@ -626,17 +681,19 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
             l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
         acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
         qb = t_cnt % 2
-        mbarrier_wait(q_ready.index(qb), (t_cnt // 2) & 1)
+        if not EARLY_QK:  # with it, waited for before this tile's S_0 was issued
+            mbarrier_wait(q_ready.index(qb), (t_cnt // 2) & 1)
         q_smem = q_bufs.index(2 * qb + WG)
         # One loop over all K/V blocks with a uniform run-time branch for the masked ones. (Two loops, unmasked
         # [0, n_full) then masked [n_full, n_blocks), as in the simple kernel, miscomputed inside a warp-specialized
         # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
         if OVERLAP:
-            m_i, l_i, acc = _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs, k_ready,
-                                                k_empty, v_ready, v_empty, turn_mine, turn_other, stored,
-                                                q_empty.index(1 - qb), LATE_RELEASE, m_i, l_i, acc, qk_scale, rows,
-                                                seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                                                V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
+            m_i, l_i, acc, s_next = _ws_tile_overlapped(
+                kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
+                turn_mine, turn_other, stored, q_empty.index(1 - qb), LATE_RELEASE, m_i, l_i, acc, qk_scale, rows,
+                seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones,
+                TC_ROWSUM, s_next, EARLY_QK, tile + gl.num_programs(0) < total, q_bufs.index(2 * (1 - qb) + WG),
+                q_ready.index(1 - qb), ((t_cnt + 1) // 2) & 1)
         else:
             for j in range(0, n_blocks):
                 m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
@@ -665,6 +722,8 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
             mbarrier_arrive(q_empty.index(qb))
             stored = 0
             _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM, WRITE_LSE)
+    if EARLY_QK:  # the S_0 the last tile issued for no tile
+        warpgroup_mma_wait(num_outstanding=0, deps=(s_next, ))
     if TMA_STORE and DEFER_WAIT:  # shared memory must outlive the last store
         tma_store_wait(0)
 
@@ -675,8 +734,9 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr,
                  OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                 TC_ROWSUM: gl.constexpr, num_warps: gl.constexpr):
+                 TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
+    gl.static_assert(not EARLY_QK or (OVERLAP and not PINGPONG), "early_qk needs overlap and no ping-pong")
     dtype: gl.constexpr = q_desc.dtype
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
     q_bufs = gl.allocate_shared_memory(dtype, [4] + q_desc.block_type.shape, q_desc.layout)
@@ -716,11 +776,11 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
         (_ws_consumer, (0, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                         V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
-                        o_bufs, ones, TC_ROWSUM)),
+                        o_bufs, ones, TC_ROWSUM, EARLY_QK)),
         (_ws_consumer, (1, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                         V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
-                        o_bufs, ones, TC_ROWSUM)),
+                        o_bufs, ones, TC_ROWSUM, EARLY_QK)),
         (_ws_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                         v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED,
                         HEAD_GROUP)),
@@ -734,7 +794,8 @@ VARIANTS = ("ws", "simple")
 
 WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
             "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
-            "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM"}
+            "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
+            "early_qk": "EARLY_QK"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
@@ -807,7 +868,7 @@ def ws_defaults(head_dim: int, fp8: bool = False) -> dict:
     the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``_config``)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True, consumer_regs=240, producer_regs=24,
-                tc_rowsum=False)
+                tc_rowsum=False, early_qk=False)
 
 
 def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, seq_len: int | None = None,
@@ -837,7 +898,10 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
             raise ValueError(f"tma_store: fp8 needs its own O buffer, and with block_n={chosen['block_n']}, "
                              f"stages={chosen['stages']} the kernel would need {smem} B of shared memory "
                              f"(sm_90: {SM90_SHARED_BYTES})")
-        flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum")
+        if chosen["early_qk"] and (chosen["pingpong"] or not chosen["overlap"]):
+            raise ValueError("early_qk needs overlap=True and pingpong=False (it issues the next tile's first "
+                             "Q K^T from the overlapped loop, outside the ping-pong turns)")
+        flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "early_qk")
         consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items()}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
                                     O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=128)

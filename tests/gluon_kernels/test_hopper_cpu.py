@@ -109,6 +109,21 @@ def test_tc_rowsum_moves_the_row_sums_onto_the_tensor_cores(dtype, seq_len):
         assert rep["spill_stores"] == 0 and rep["spill_loads"] == 0, rep["log"]
 
 
+def test_early_qk_issues_the_next_tiles_first_gemm_before_the_epilogue():
+    """`early_qk`: after the last P V of a tile, the next tile's S_0 (one more run of Q K^T wgmmas) goes out before
+    the P V is waited for, with one group left in flight (`wgmma.wait_group 1`); the default build waits for it
+    with nothing behind. It needs the overlapped loop without ping-pong: otherwise a clear error."""
+    def last_pv_wait(ptx):  # the wait that follows the tile's last P V, just before the epilogue's fence
+        return re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);(?:(?!wgmma)[\s\S])*?fence\.proxy\.async", ptx)
+
+    knobs = dict(pingpong=False, overlap=True)
+    early = compile_hopper_attention("bf16", 128, False, "ws", seq_len=4096, early_qk=True, **knobs).asm["ptx"]
+    plain = compile_hopper_attention("bf16", 128, False, "ws", seq_len=4096, **knobs).asm["ptx"]
+    assert set(last_pv_wait(early)) == {"1"} and set(last_pv_wait(plain)) == {"0"}
+    with pytest.raises(ValueError, match="early_qk needs overlap=True and pingpong=False"):
+        compile_hopper_attention("bf16", 128, False, "ws", early_qk=True, pingpong=True)
+
+
 def test_asking_for_the_lse_takes_the_row_sums_off_the_tensor_cores():
     """tc_rowsum's sums are of P rounded to e4m3 (LSE up to 1.6e-2 off on the H200): a build that writes the LSE
     keeps the FMA sums, whatever the knob or the fp8 table says."""

@@ -94,6 +94,19 @@ def test_row_sums_on_the_tensor_cores_match_fp32_reference(B, H, S, D, causal, d
     assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=False)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("B,H,S,D", [(2, 3, 1000, 128), (1, 4, 2049, 64), (4, 16, 1024, 128), (1, 2, 8192, 128)])
+def test_early_qk_matches_fp32_reference(B, H, S, D, causal, dtype):
+    """`early_qk`: each tile's S_0 is issued behind the previous tile's last P V and waited for in the next tile,
+    so it crosses the tile loop; 4 x 16 heads at S=1k give every program several tiles in a row, and the last
+    tile of each program issues none. Over the dtype's tuned knobs, with the overlapped 128-key loop (fp8's tuned
+    builds are 256-key non-overlapped at some S)."""
+    knobs = dict(early_qk=True, pingpong=False, overlap=True, block_n=128)
+    assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs)
+    assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=False)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_asking_for_the_lse_keeps_it_exact_under_tc_rowsum(causal):
     """The tensor-core row sums are of P rounded to e4m3, which puts the LSE up to 1.6e-2 off (fp8, D=64, S=4k);
