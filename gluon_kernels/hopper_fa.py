@@ -447,15 +447,14 @@ def _gemm_in_turn(a, b, acc, use_acc, freed, turn_mine, turn_other, turn_phase, 
     if PINGPONG:
         mbarrier_wait(turn_mine, turn_phase)
     acc = warpgroup_mma(a, b, acc, use_acc=use_acc, is_async=True)
+    l_blk = l_acc
     if TC_ROWSUM:
         l_blk = _rowsum_mma(a, ones, l_acc)
     if PINGPONG:
         mbarrier_arrive(turn_other)
+    acc, l_blk = _wait_pv(acc, l_blk, 0, TC_ROWSUM)
     if TC_ROWSUM:
-        acc, l_blk = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_blk))
         l_acc += l_blk
-    else:
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
     mbarrier_arrive(freed)
     return acc, l_acc
 
@@ -558,6 +557,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         s = warpgroup_mma(q_smem, k_bufs.index(st).permute((1, 0)),
                           gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
         acc = warpgroup_mma(p_op, _v_operand(v_bufs, st_prev, V_TRANSPOSED), acc, is_async=True)
+        l_blk = l_i
         if TC_ROWSUM:
             l_blk = _rowsum_mma(p_op, ones, l_i)
         if PINGPONG:
@@ -577,11 +577,9 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
             p_next = p
         else:
             p_next = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
+        acc, l_blk = _wait_pv(acc, l_blk, 0, TC_ROWSUM)
         if TC_ROWSUM:
-            acc, l_blk = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_blk))
             l_i = _rescale(l_i + l_blk, alpha)
-        else:
-            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         mbarrier_arrive(v_empty.index(st_prev))
         acc = _rescale(acc, alpha)
         p_keep = p_next
@@ -634,7 +632,8 @@ def _last_pv_then_next_qk(p_op, v, acc, l_i, ones, v_freed, has_next, q_next, q_
 
 @gluon.jit
 def _wait_pv(acc, l_blk, num_outstanding: gl.constexpr, TC_ROWSUM: gl.constexpr):
-    """Wait for a P V GEMM (and its row-sum companion), leaving `num_outstanding` later groups in flight."""
+    """Wait for a P V GEMM (and, TC_ROWSUM, its row-sum companion `l_blk`; otherwise `l_blk` passes through),
+    leaving `num_outstanding` later groups in flight."""
     if TC_ROWSUM:
         return warpgroup_mma_wait(num_outstanding=num_outstanding, deps=(acc, l_blk))
     else:
