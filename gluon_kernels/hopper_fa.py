@@ -61,10 +61,17 @@ def _p_operand_layout(o_layout, elem_bits):
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
 def _qk(q_smem, k_smem, s_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
-    """S = Q K^T for one K block (K smem is [BLOCK_N, D], D contiguous: K-major for the B operand)."""
-    s = warpgroup_mma(q_smem, k_smem.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-                      use_acc=False, is_async=True)
+    """S = Q K^T for one K block, waited for."""
+    s = _qk_async(q_smem, k_smem, s_layout, BLOCK_M, BLOCK_N)
     return warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+
+
+@gluon.jit
+def _qk_async(q_smem, k_smem, s_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    """S = Q K^T for one K block, issued and left in flight (K smem is [BLOCK_N, D], D contiguous: K-major for the
+    B operand)."""
+    return warpgroup_mma(q_smem, k_smem.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                         use_acc=False, is_async=True)
 
 
 @gluon.jit
@@ -521,8 +528,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         mbarrier_wait(k_ready.index(st), (kv_cnt // STAGES) & 1)
         if PINGPONG:
             mbarrier_wait(turn_mine, tk & 1)
-        s = warpgroup_mma(q_smem, k_bufs.index(st).permute((1, 0)),
-                          gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+        s = _qk_async(q_smem, k_bufs.index(st), s_layout, BLOCK_M, BLOCK_N)
         if PINGPONG:
             mbarrier_arrive(turn_other)
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
@@ -554,8 +560,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         mbarrier_wait(v_ready.index(st_prev), ((c - 1) // STAGES) & 1)
         if PINGPONG:
             mbarrier_wait(turn_mine, (tk + j) & 1)
-        s = warpgroup_mma(q_smem, k_bufs.index(st).permute((1, 0)),
-                          gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+        s = _qk_async(q_smem, k_bufs.index(st), s_layout, BLOCK_M, BLOCK_N)
         acc = warpgroup_mma(p_op, _v_operand(v_bufs, st_prev, V_TRANSPOSED), acc, is_async=True)
         l_blk = l_i
         if TC_ROWSUM:
@@ -597,7 +602,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         acc, l_i, s_next = _last_pv_then_next_qk(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, l_i, ones,
                                                  v_empty.index(st), has_next, q_next, q_ready_next, q_phase_next,
                                                  k_bufs.index(c_next % STAGES), k_ready.index(c_next % STAGES),
-                                                 (c_next // STAGES) & 1, s, TC_ROWSUM)
+                                                 (c_next // STAGES) & 1, s_layout, BLOCK_M, BLOCK_N, TC_ROWSUM)
     else:
         turn_phase = (tk + n_blocks) & 1
         acc, l_i = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
@@ -608,7 +613,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
 
 @gluon.jit
 def _last_pv_then_next_qk(p_op, v, acc, l_i, ones, v_freed, has_next, q_next, q_ready_next, q_phase, k_next,
-                          k_ready_next, k_phase, s_like, TC_ROWSUM: gl.constexpr):
+                          k_ready_next, k_phase, s_layout: gl.constexpr, BLOCK_M: gl.constexpr,
+                          BLOCK_N: gl.constexpr, TC_ROWSUM: gl.constexpr):
     """EARLY_QK: a tile's last O += P V, then, where this program has another tile (`has_next`), that tile's
     S_0 = Q K_0^T issued right behind it, so that it runs on the tensor cores during this tile's epilogue instead of
     after it (FA3 overlaps a tile's epilogue with the next tile's first GEMM likewise). The two consumer
@@ -622,7 +628,7 @@ def _last_pv_then_next_qk(p_op, v, acc, l_i, ones, v_freed, has_next, q_next, q_
     # waits are predicated off and the GEMM reads stale buffers that nothing writes any more; never waited for.
     mbarrier_wait(q_ready_next, q_phase, pred=has_next)
     mbarrier_wait(k_ready_next, k_phase, pred=has_next)
-    s_next = warpgroup_mma(q_next, k_next.permute((1, 0)), gl.zeros_like(s_like), use_acc=False, is_async=True)
+    s_next = _qk_async(q_next, k_next, s_layout, BLOCK_M, BLOCK_N)
     acc, l_blk = _wait_pv(pv, l_pv, 1, TC_ROWSUM)
     mbarrier_arrive(v_freed)
     if TC_ROWSUM:
@@ -667,8 +673,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
     if EARLY_QK:  # the first tile's S_0 (Q buffer 0, K/V stage 0); later ones are issued by the tile before
         mbarrier_wait(q_ready.index(0), 0)
         mbarrier_wait(k_ready.index(0), 0)
-        s_next = warpgroup_mma(q_bufs.index(WG), k_bufs.index(0).permute((1, 0)), s_next, use_acc=False,
-                               is_async=True)
+        s_next = _qk_async(q_bufs.index(WG), k_bufs.index(0), s_layout, BLOCK_M, BLOCK_N)
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
         bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL,
                                                  HEAD_GROUP)
@@ -735,7 +740,6 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
                  TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
-    gl.static_assert(not EARLY_QK or (OVERLAP and not PINGPONG), "early_qk needs overlap and no ping-pong")
     dtype: gl.constexpr = q_desc.dtype
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
     q_bufs = gl.allocate_shared_memory(dtype, [4] + q_desc.block_type.shape, q_desc.layout)
