@@ -30,7 +30,8 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-plain": dict(variant="ws", pingpong=False, overlap=False),
                   "ws-gst": dict(variant="ws", tma_store=False), "ws-wait": dict(variant="ws", defer_wait=False),
                   "ws-tc": dict(variant="ws", tc_rowsum=True),
-                  "ws-early": dict(variant="ws", early_qk=True, pingpong=False, overlap=True, block_n=128)}
+                  "ws-early": dict(variant="ws", early_qk=True, pingpong=False, overlap=True, block_n=128),
+                  "ws-whole-diag": dict(variant="ws", diagonal_halves=False)}
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
 
@@ -44,7 +45,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "warp-specialized, tuned knobs), ws-nopp (no ping-pong), ws-noov (no intra-warpgroup overlap), "
                     "ws-plain (neither), ws-gst (O written by direct global stores, not through shared memory and "
                     "TMA), ws-wait (each TMA store of O waited for at once, not after the next tile's first "
-                    "block), simple (one program per tile, no specialization)")
+                    "block), ws-tc (P's row sums on the tensor cores), ws-early (each tile's first Q K^T issued "
+                    "behind the previous tile's last P V), ws-whole-diag (the causal diagonal block handled whole, "
+                    "not in halves), simple (one program per tile, no specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")

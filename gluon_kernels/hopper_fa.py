@@ -81,10 +81,73 @@ def _mask(s, n_off, rows, seq_len, s_layout: gl.constexpr, BLOCK_N: gl.constexpr
     offs = gl.expand_dims(gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout)), 0)
     if CAUSAL:
         limit = gl.minimum(rows, seq_len - 1) - n_off  # last allowed key of each row, block-relative
-        valid = offs <= gl.expand_dims(limit, 1)
+        # rows come in the full block's row layout; `_diagonal_mask`'s halves have their own (the same rows)
+        valid = offs <= gl.expand_dims(gl.convert_layout(limit, gl.SliceLayout(1, s_layout)), 1)
     else:
         valid = offs < seq_len - n_off
     return gl.where(valid, s, -float("inf"))
+
+
+@gluon.jit
+def _probs(s, m_prev, qk_scale):
+    """(m_new, P) for one block of scores: the running row maxima and exp2(s * qk_scale - m_new). `m_prev` None:
+    a tile's first block."""
+    m_new = gl.max(s, axis=1) * qk_scale
+    if m_prev is not None:
+        m_new = gl.maximum(m_prev, m_new)
+    return m_new, gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+
+
+@gluon.jit
+def _block_probs(s, m_prev, qk_scale, n_off, masked, rows, seq_len, s_layout: gl.constexpr, BLOCK_N: gl.constexpr,
+                 CAUSAL: gl.constexpr, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr):
+    """``_probs`` for K/V block `n_off`, masked where `masked` (a run-time, warp-uniform flag). Only the mask is
+    under the branch: with the exponentials in both arms too, the bf16 loop lost 3-6% (H200). DIAGONAL_HALVES:
+    every masked block is the causal diagonal spanning both warpgroups' rows (``_diagonal_mask``)."""
+    if masked:
+        if DIAGONAL_HALVES:
+            s = _diagonal_mask(s, n_off, rows, seq_len, s_layout, WG)
+        else:
+            s = _mask(s, n_off, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
+    return _probs(s, m_prev, qk_scale)
+
+
+@gluon.jit
+def _halves(x, half_layout: gl.constexpr):
+    """x [M, N] as its two key halves [M, N/2] in `half_layout`: keys [0, N/2) and [N/2, N). In a wgmma
+    accumulator the key bit N/2 is a register bit, and each half is laid out as an N/2-wide accumulator, so the
+    split moves no data (checked)."""
+    M: gl.constexpr = x.shape[0]
+    N: gl.constexpr = x.shape[1]
+    lo, hi = gl.split(gl.permute(gl.reshape(x, [M, 2, N // 2]), (0, 2, 1)))
+    return (gl.convert_layout(lo, half_layout, assert_trivial=True),
+            gl.convert_layout(hi, half_layout, assert_trivial=True))
+
+
+@gluon.jit
+def _joined(lo, hi, layout: gl.constexpr):
+    """``_halves`` undone, back in `layout` (register-only, checked)."""
+    M: gl.constexpr = lo.shape[0]
+    N: gl.constexpr = 2 * lo.shape[1]
+    x = gl.reshape(gl.permute(gl.join(lo, hi), (0, 2, 1)), [M, N])
+    return gl.convert_layout(x, layout, assert_trivial=True)
+
+
+@gluon.jit
+def _diagonal_mask(s, n_off, rows, seq_len, s_layout: gl.constexpr, WG: gl.constexpr):
+    """``_mask`` for the causal diagonal block when it spans both warpgroups' rows (BLOCK_N = 2 * BLOCK_M, the
+    block starting at the tile's first row), comparing half of it. Warpgroup 0 (the tile's first BLOCK_M rows)
+    sees none of the upper half of keys: -inf there without a compare. Warpgroup 1 sees all of the lower half (a
+    row past S is padding, never stored): only the upper half is compared."""
+    HALF: gl.constexpr = s.shape[1] // 2
+    half_layout: gl.constexpr = _wgmma_layout(HALF, 32, 4)  # an fp32 accumulator's layout is the same for any inputs
+    lo, hi = _halves(s, half_layout)
+    if WG == 0:
+        lo = _mask(lo, n_off, rows, seq_len, half_layout, HALF, True)
+        hi = gl.full_like(hi, -float("inf"))
+    else:
+        hi = _mask(hi, n_off + HALF, rows, seq_len, half_layout, HALF, True)
+    return _joined(lo, hi, s_layout)
 
 
 @gluon.jit
@@ -94,8 +157,7 @@ def _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout: gl.cons
     rescales the output accumulator by alpha = 2^(m_old - m_new)."""
     if MASKED:
         s = _mask(s, n_off, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
-    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
-    p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+    m_new, p = _probs(s, m_i, qk_scale)
     alpha = gl.exp2(m_i - m_new)
     l_i = _row_sums_after(l_i, p, alpha, TC_ROWSUM)
     acc = _rescale(acc, alpha)
@@ -504,7 +566,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
                         p_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr, ones,
                         TC_ROWSUM: gl.constexpr, s0, EARLY_QK: gl.constexpr, has_next, q_next, q_ready_next,
-                        q_phase_next):
+                        q_phase_next, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr):
     """One query tile with FA3's intra-warpgroup overlap (FA3 §3.2): iteration j issues S_j = Q K_j^T and
     O += P_{j-1} V_{j-1} back to back, waits for S_j only, and runs softmax(S_j) while the PV GEMM is still on the
     tensor cores. With PINGPONG the two consumer warpgroups also take turns issuing their GEMM pairs (FA3 §3.1).
@@ -533,10 +595,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
             mbarrier_arrive(turn_other)
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
     mbarrier_arrive(k_empty.index(st))
-    if n_full == 0:
-        s = _mask(s, 0, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
-    m_i = gl.max(s, axis=1) * qk_scale
-    p = gl.exp2(s * qk_scale - gl.expand_dims(m_i, 1))
+    m_i, p = _block_probs(s, None, qk_scale, 0, n_full == 0, rows, seq_len, s_layout, BLOCK_N, CAUSAL, WG,
+                          DIAGONAL_HALVES)
     if not TC_ROWSUM:
         l_i = gl.sum(p, axis=1)
     if LATE_RELEASE:
@@ -570,10 +630,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         # groups retire in order: S_j is done
         s = warpgroup_mma_wait(num_outstanding=2 if TC_ROWSUM else 1, deps=(s, ))
         mbarrier_arrive(k_empty.index(st))
-        if j >= n_full:
-            s = _mask(s, j * BLOCK_N, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
-        m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
-        p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+        m_new, p = _block_probs(s, m_i, qk_scale, j * BLOCK_N, j >= n_full, rows, seq_len, s_layout, BLOCK_N,
+                                CAUSAL, WG, DIAGONAL_HALVES)
         alpha = gl.exp2(m_i - m_new)
         if not TC_ROWSUM:
             l_i = l_i * alpha + gl.sum(p, axis=1)
@@ -652,13 +710,16 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
                  HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
-                 DEFER_WAIT: gl.constexpr, o_bufs, ones, TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr):
+                 DEFER_WAIT: gl.constexpr, o_bufs, ones, TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr,
+                 DIAGONAL_HALVES: gl.constexpr):
     dtype: gl.constexpr = q_bufs.dtype
     bits: gl.constexpr = dtype.primitive_bitwidth
     s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
     o_layout: gl.constexpr = _wgmma_layout(HEAD_DIM, bits, 4)
     p_layout: gl.constexpr = _p_operand_layout(o_layout, bits)
     BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
+    # causal with K/V blocks as wide as the query tile: every masked block is the tile's diagonal
+    HALVES: gl.constexpr = DIAGONAL_HALVES and CAUSAL and BLOCK_N == BLOCK_M_CTA
     # 16-bit with a deferred store wait: O sits in the tile's Q buffer, released during the next tile
     LATE_RELEASE: gl.constexpr = TMA_STORE and DEFER_WAIT and not O_SEPARATE
     turn_mine = turns.index(WG)
@@ -697,7 +758,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                 turn_mine, turn_other, stored, q_empty.index(1 - qb), LATE_RELEASE, m_i, l_i, acc, qk_scale, rows,
                 seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones,
                 TC_ROWSUM, s_next, EARLY_QK, tile + gl.num_programs(0) < total, q_bufs.index(2 * (1 - qb) + WG),
-                q_ready.index(1 - qb), ((t_cnt + 1) // 2) & 1)
+                q_ready.index(1 - qb), ((t_cnt + 1) // 2) & 1, WG, HALVES)
         else:
             for j in range(0, n_blocks):
                 m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
@@ -738,7 +799,8 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr,
                  OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                 TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, num_warps: gl.constexpr):
+                 TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
+                 num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     dtype: gl.constexpr = q_desc.dtype
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
@@ -779,11 +841,11 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
         (_ws_consumer, (0, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                         V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
-                        o_bufs, ones, TC_ROWSUM, EARLY_QK)),
+                        o_bufs, ones, TC_ROWSUM, EARLY_QK, DIAGONAL_HALVES)),
         (_ws_consumer, (1, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                         V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
-                        o_bufs, ones, TC_ROWSUM, EARLY_QK)),
+                        o_bufs, ones, TC_ROWSUM, EARLY_QK, DIAGONAL_HALVES)),
         (_ws_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                         v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED,
                         HEAD_GROUP)),
@@ -798,7 +860,7 @@ VARIANTS = ("ws", "simple")
 WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
             "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
             "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
-            "early_qk": "EARLY_QK"}
+            "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
@@ -871,7 +933,7 @@ def ws_defaults(head_dim: int, fp8: bool = False) -> dict:
     the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``_config``)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True, consumer_regs=240, producer_regs=24,
-                tc_rowsum=False, early_qk=False)
+                tc_rowsum=False, early_qk=False, diagonal_halves=True)
 
 
 def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, seq_len: int | None = None,
@@ -904,7 +966,7 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
         if chosen["early_qk"] and (chosen["pingpong"] or not chosen["overlap"]):
             raise ValueError("early_qk needs overlap=True and pingpong=False (it issues the next tile's first "
                              "Q K^T from the overlapped loop, outside the ping-pong turns)")
-        flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "early_qk")
+        flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "early_qk", "diagonal_halves")
         consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items()}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
                                     O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=128)
@@ -956,9 +1018,9 @@ def compile_hopper_attention(dtype: str = "bf16", head_dim: int = 128, causal: b
     """Compile one configuration for sm_90a with no GPU; returns Triton's ``CompiledKernel``.
 
     ``dtype``: "fp16", "bf16" or "fp8e4nv". ``seq_len``: build what the wrapper launches at that S (its
-    ``TUNED_WS`` entry). Extra keyword arguments: the ``WS_KNOBS`` (tile/schedule choices: ``block_n``, ``stages``,
-    ``pingpong``, ``overlap``, ``head_group``, ``tma_store``, ``defer_wait``, ``consumer_regs``, ``producer_regs``)
-    and Triton compile options (e.g. ``maxnreg``)."""
+    ``TUNED_WS`` entry). Extra keyword arguments: the ``WS_KNOBS`` (tile/schedule choices such as ``block_n``,
+    ``stages``, ``pingpong``, ``head_group``, ``tc_rowsum``, ``diagonal_halves``) and Triton compile options (e.g.
+    ``maxnreg``)."""
     tile_keys = {k: kwargs.pop(k) for k in WS_KNOBS if k in kwargs}
     cfg = _config(dtype, head_dim, variant, causal, seq_len, **tile_keys)
     q_block, k_block, v_block = _desc_blocks(cfg)

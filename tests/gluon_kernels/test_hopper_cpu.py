@@ -124,6 +124,22 @@ def test_early_qk_issues_the_next_tiles_first_gemm_before_the_epilogue():
         compile_hopper_attention("bf16", 128, False, "ws", early_qk=True, pingpong=True)
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "fp8e4nv"])
+def test_diagonal_halves_compare_half_the_diagonal_block(dtype):
+    """`diagonal_halves` (on by default): each consumer compares one 64-key half of the causal diagonal block, and
+    warpgroup 0 sets the other to -inf without a compare, so the masked step has half the selects (256 `selp.f32`
+    over both warpgroups' prologue and loop copies before, 128 after). The split into halves is a register
+    relabelling (the kernel's `assert_trivial` layout conversions would fail the compile otherwise). With 64-key
+    blocks the diagonal does not span both warpgroups and the knob changes nothing."""
+    def selects(**knobs):
+        ptx = compile_hopper_attention(dtype, 128, True, "ws", seq_len=2048, **knobs).asm["ptx"]
+        return len(re.findall(r"\bselp\.f32\b", ptx)), ptx
+
+    (halves, _), (whole, _) = selects(diagonal_halves=True), selects(diagonal_halves=False)
+    assert whole >= 256 and halves <= whole // 2, (halves, whole)
+    assert selects(block_n=64, stages=3)[1] == selects(block_n=64, stages=3, diagonal_halves=False)[1]
+
+
 def test_asking_for_the_lse_takes_the_row_sums_off_the_tensor_cores():
     """tc_rowsum's sums are of P rounded to e4m3 (LSE up to 1.6e-2 off on the H200): a build that writes the LSE
     keeps the FMA sums, whatever the knob or the fp8 table says."""
