@@ -113,7 +113,7 @@ def test_early_qk_matches_fp32_reference(B, H, S, D, causal, dtype):
 @pytest.mark.parametrize("B,H,S,D", [(2, 3, 1000, 128), (2, 3, 900, 128), (1, 4, 2049, 64), (4, 16, 1024, 128)])
 def test_diagonal_halves_match_fp32_reference(B, H, S, D, dtype, knobs):
     """`diagonal_halves` (causal, 128-key blocks; on by default, so the other tests cover it too, here over more
-    knob sets): warpgroup 0 skips the upper half of the diagonal block and each warpgroup compares only one half.
+    knob sets): each warpgroup compares one half of the diagonal block, warpgroup 0 sets the other to -inf.
     S=1000 puts padding rows in warpgroup 1 of the last tile, S=900 in both; padding rows of warpgroup 1 see
     unmasked keys past S (never stored, and they must not leak into real rows)."""
     knobs = dict(knobs, diagonal_halves=True, block_n=128, overlap=True)
