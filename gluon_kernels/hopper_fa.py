@@ -151,13 +151,12 @@ def _diagonal_mask(s, n_off, rows, seq_len, s_layout: gl.constexpr, WG: gl.const
 
 
 @gluon.jit
-def _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout: gl.constexpr, BLOCK_N: gl.constexpr,
-             MASKED: gl.constexpr, CAUSAL: gl.constexpr, TC_ROWSUM: gl.constexpr):
-    """Online softmax in base 2 (scores pre-multiplied by sm_scale*log2(e)). Returns P (fp32) and the new state;
-    rescales the output accumulator by alpha = 2^(m_old - m_new)."""
-    if MASKED:
-        s = _mask(s, n_off, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
-    m_new, p = _probs(s, m_i, qk_scale)
+def _softmax(s, m_i, l_i, acc, qk_scale, n_off, masked, rows, seq_len, s_layout: gl.constexpr,
+             BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, TC_ROWSUM: gl.constexpr):
+    """Online softmax in base 2 (scores pre-multiplied by sm_scale*log2(e)), for the loops that do one block at a
+    time (`masked`: a constexpr or a warp-uniform run-time flag). Returns P (fp32) and the new state; rescales the
+    output accumulator by alpha = 2^(m_old - m_new)."""
+    m_new, p = _block_probs(s, m_i, qk_scale, n_off, masked, rows, seq_len, s_layout, BLOCK_N, CAUSAL, 0, False)
     alpha = gl.exp2(m_i - m_new)
     l_i = _row_sums_after(l_i, p, alpha, TC_ROWSUM)
     acc = _rescale(acc, alpha)
@@ -353,7 +352,7 @@ def _simple_block(j, n_blocks, q_smem, k_desc, v_desc, k_bufs, v_bufs, bars, kv_
     st = j % STAGES
     mbarrier_wait(bars.index(st), (j // STAGES) & 1)
     s = _qk(q_smem, k_bufs.index(st), s_layout, BLOCK_M, BLOCK_N)
-    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, j * BLOCK_N, rows, seq_len, s_layout, BLOCK_N, MASKED,
+    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, j * BLOCK_N, MASKED, rows, seq_len, s_layout, BLOCK_N,
                                 CAUSAL, False)
     acc = _pv(p, v_bufs.index(st), acc, p_layout, V_TRANSPOSED)
     return m_i, l_i, acc
@@ -540,9 +539,7 @@ def _ws_block(c, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, tur
     s, l_i = _gemm_in_turn(q_smem, k_bufs.index(st).permute((1, 0)),
                            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), False, k_empty.index(st), turn_mine,
                            turn_other, 0, PINGPONG, ones, l_i, False)
-    if masked:
-        s = _mask(s, n_off, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
-    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, n_off, rows, seq_len, s_layout, BLOCK_N, False, CAUSAL,
+    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, n_off, masked, rows, seq_len, s_layout, BLOCK_N, CAUSAL,
                                 TC_ROWSUM)
     p_op = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
     mbarrier_wait(v_ready.index(st), ph)
