@@ -323,6 +323,16 @@ def _kv_bounds(off_m, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N: gl.constexpr,
     return n_full, n_blocks
 
 
+@gluon.jit
+def _kv_block(j, n_blocks, MASKED_FIRST: gl.constexpr):
+    """The K/V block a tile visits at step j: rising, or with MASKED_FIRST falling, so that the masked blocks
+    [n_full, n_blocks) come first (FlashAttention-3's order). Producer and consumers must agree."""
+    if MASKED_FIRST:
+        return n_blocks - 1 - j
+    else:
+        return j
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # kernel 1: simple (not warp-specialized), one program per (query tile, batch*head)
 # ----------------------------------------------------------------------------------------------------------------
@@ -468,7 +478,8 @@ def _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N:
 @gluon.jit
 def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                  v_empty, seq_len, num_bh, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                 STAGES: gl.constexpr, CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, HEAD_GROUP: gl.constexpr):
+                 STAGES: gl.constexpr, CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, HEAD_GROUP: gl.constexpr,
+                 MASKED_FIRST: gl.constexpr):
     BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
     num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
     total = num_m * num_bh
@@ -488,17 +499,18 @@ def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empt
             c = kv_cnt + j
             st = c % STAGES
             ph = ((c // STAGES) & 1) ^ 1
+            kv_off = _kv_block(j, n_blocks, MASKED_FIRST) * BLOCK_N
             mbarrier_wait(k_empty.index(st), ph)
             kbar = k_ready.index(st)
             mbarrier_expect(kbar, k_desc.block_type.nbytes)
-            tma_load(k_desc, [kv_row0 + j * BLOCK_N, 0], kbar, k_bufs.index(st))
+            tma_load(k_desc, [kv_row0 + kv_off, 0], kbar, k_bufs.index(st))
             mbarrier_wait(v_empty.index(st), ph)
             vbar = v_ready.index(st)
             mbarrier_expect(vbar, v_desc.block_type.nbytes)
             if V_TRANSPOSED:
-                tma_load(v_desc, [bh * HEAD_DIM, j * BLOCK_N], vbar, v_bufs.index(st))
+                tma_load(v_desc, [bh * HEAD_DIM, kv_off], vbar, v_bufs.index(st))
             else:
-                tma_load(v_desc, [kv_row0 + j * BLOCK_N, 0], vbar, v_bufs.index(st))
+                tma_load(v_desc, [kv_row0 + kv_off, 0], vbar, v_bufs.index(st))
         kv_cnt += n_blocks
         t_cnt += 1
 
@@ -563,7 +575,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
                         p_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr, ones,
                         TC_ROWSUM: gl.constexpr, s0, EARLY_QK: gl.constexpr, has_next, q_next, q_ready_next,
-                        q_phase_next, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr):
+                        q_phase_next, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr, MASKED_FIRST: gl.constexpr):
     """One query tile with FA3's intra-warpgroup overlap (FA3 §3.2): iteration j issues S_j = Q K_j^T and
     O += P_{j-1} V_{j-1} back to back, waits for S_j only, and runs softmax(S_j) while the PV GEMM is still on the
     tensor cores. With PINGPONG the two consumer warpgroups also take turns issuing their GEMM pairs (FA3 §3.1).
@@ -577,6 +589,10 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     EARLY_QK (no ping-pong): S_0 arrives in flight as `s0`, issued behind the previous tile's last P V; this tile's
     last P V is followed likewise by the next tile's S_0 where `has_next` (``_last_pv_then_next_qk``). Returns
     (m_i, l_i, acc, the next S_0 in flight); without EARLY_QK the last value is a placeholder.
+
+    MASKED_FIRST: K/V blocks in falling order (``_kv_block``), so the masked block comes first. Set only where a
+    tile has at most one (non-causal: the S tail; causal with K/V blocks as wide as the tile: the diagonal): it is
+    the prologue's, and the loop is built without a mask branch.
     """
     tk = kv_cnt + t_cnt
     # prologue: S_0, softmax_0 (acc is zero: no rescale needed)
@@ -592,7 +608,10 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
             mbarrier_arrive(turn_other)
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
     mbarrier_arrive(k_empty.index(st))
-    m_i, p = _block_probs(s, None, qk_scale, 0, n_full == 0, rows, seq_len, s_layout, BLOCK_N, CAUSAL, WG,
+    b0 = _kv_block(0, n_blocks, MASKED_FIRST)
+    # falling: the first block is the causal diagonal or the last (S tail) block, masked whether full or not
+    masked0 = True if MASKED_FIRST else n_full == 0
+    m_i, p = _block_probs(s, None, qk_scale, b0 * BLOCK_N, masked0, rows, seq_len, s_layout, BLOCK_N, CAUSAL, WG,
                           DIAGONAL_HALVES)
     if not TC_ROWSUM:
         l_i = gl.sum(p, axis=1)
@@ -627,8 +646,9 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         # groups retire in order: S_j is done
         s = warpgroup_mma_wait(num_outstanding=2 if TC_ROWSUM else 1, deps=(s, ))
         mbarrier_arrive(k_empty.index(st))
-        m_new, p = _block_probs(s, m_i, qk_scale, j * BLOCK_N, j >= n_full, rows, seq_len, s_layout, BLOCK_N,
-                                CAUSAL, WG, DIAGONAL_HALVES)
+        b = _kv_block(j, n_blocks, MASKED_FIRST)
+        m_new, p = _block_probs(s, m_i, qk_scale, b * BLOCK_N, False if MASKED_FIRST else b >= n_full, rows, seq_len,
+                                s_layout, BLOCK_N, CAUSAL, WG, DIAGONAL_HALVES)
         alpha = gl.exp2(m_i - m_new)
         if not TC_ROWSUM:
             l_i = l_i * alpha + gl.sum(p, axis=1)
@@ -708,7 +728,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                  V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
                  HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
                  DEFER_WAIT: gl.constexpr, o_bufs, ones, TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr,
-                 DIAGONAL_HALVES: gl.constexpr):
+                 DIAGONAL_HALVES: gl.constexpr, MASKED_FIRST: gl.constexpr):
     dtype: gl.constexpr = q_bufs.dtype
     bits: gl.constexpr = dtype.primitive_bitwidth
     s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
@@ -755,7 +775,20 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                 turn_mine, turn_other, stored, q_empty.index(1 - qb), LATE_RELEASE, m_i, l_i, acc, qk_scale, rows,
                 seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones,
                 TC_ROWSUM, s_next, EARLY_QK, tile + gl.num_programs(0) < total, q_bufs.index(2 * (1 - qb) + WG),
-                q_ready.index(1 - qb), ((t_cnt + 1) // 2) & 1, WG, HALVES)
+                q_ready.index(1 - qb), ((t_cnt + 1) // 2) & 1, WG, HALVES, MASKED_FIRST)
+        elif MASKED_FIRST:  # the last block in front of a loop that then needs no mask branch
+            # non-causal: masked only if it is a partial S tail (fp8's 256-key builds, H200: +1-2% over always)
+            m_i, l_i, acc = _ws_block(kv_cnt, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
+                                      turn_mine, turn_other, m_i, l_i, acc, qk_scale, (n_blocks - 1) * BLOCK_N,
+                                      True if CAUSAL else n_full < n_blocks, rows, seq_len, s_layout, p_layout,
+                                      BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
+            if LATE_RELEASE:
+                _release_stored(stored, q_empty.index(1 - qb))
+            for j in range(1, n_blocks):
+                m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
+                                          turn_mine, turn_other, m_i, l_i, acc, qk_scale, (n_blocks - 1 - j) * BLOCK_N,
+                                          False, rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
+                                          V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
         else:
             for j in range(0, n_blocks):
                 m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
@@ -797,9 +830,12 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
                  TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
-                 num_warps: gl.constexpr):
+                 MASKED_FIRST: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     dtype: gl.constexpr = q_desc.dtype
+    # Causal builds with K/V blocks narrower than the tile keep the rising order: there the diagonal's last block
+    # hides every key from warpgroup 0, and a first block with no key makes 0/0 rows.
+    KV_FALLING: gl.constexpr = MASKED_FIRST and (not CAUSAL or BLOCK_N >= 2 * BLOCK_M)
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
     q_bufs = gl.allocate_shared_memory(dtype, [4] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
@@ -838,14 +874,14 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
         (_ws_consumer, (0, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                         V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
-                        o_bufs, ones, TC_ROWSUM, EARLY_QK, DIAGONAL_HALVES)),
+                        o_bufs, ones, TC_ROWSUM, EARLY_QK, DIAGONAL_HALVES, KV_FALLING)),
         (_ws_consumer, (1, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
                         o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
                         V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
-                        o_bufs, ones, TC_ROWSUM, EARLY_QK, DIAGONAL_HALVES)),
+                        o_bufs, ones, TC_ROWSUM, EARLY_QK, DIAGONAL_HALVES, KV_FALLING)),
         (_ws_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                         v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED,
-                        HEAD_GROUP)),
+                        HEAD_GROUP, KV_FALLING)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
@@ -857,7 +893,7 @@ VARIANTS = ("ws", "simple")
 WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
             "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
             "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
-            "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES"}
+            "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
@@ -915,7 +951,7 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # Fourteenth session, with the diagonal halves (bench_h200_fp8_knobs_d64_causal_short.json): at S <= 1k the
     # 128-key overlapped build in head groups of 16 reads 376 TFLOPS against 359 for the 256-key entry (our bf16:
     # 356); at 2k and 4k the 256-key entry stays ahead (464 and 540 against at most 449 and 497).
-    (True, 64): ((1024, {"tc_rowsum": True, "head_group": 16, "tma_store": False}),
+    (True, 64): ((1024, {"tc_rowsum": True, "head_group": 16, "tma_store": False, "masked_first": True}),
                  (2**31 - 1, {**_FP8_BN256, "tma_store": False, "tc_rowsum": True})),
 }
 """``TUNED_WS`` for fp8 (e4m3) inputs."""
@@ -934,7 +970,7 @@ def ws_defaults(head_dim: int, fp8: bool = False) -> dict:
     the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``_config``)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True, consumer_regs=240, producer_regs=24,
-                tc_rowsum=False, early_qk=False, diagonal_halves=True)
+                tc_rowsum=False, early_qk=False, diagonal_halves=True, masked_first=head_dim == 128)
 
 
 def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, seq_len: int | None = None,
@@ -967,7 +1003,8 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
         if chosen["early_qk"] and (chosen["pingpong"] or not chosen["overlap"]):
             raise ValueError("early_qk needs overlap=True and pingpong=False (it issues the next tile's first "
                              "Q K^T from the overlapped loop, outside the ping-pong turns)")
-        flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "early_qk", "diagonal_halves")
+        flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "early_qk", "diagonal_halves",
+                 "masked_first")
         consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items()}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
                                     O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=128)
