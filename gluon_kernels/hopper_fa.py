@@ -951,6 +951,8 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # Fourteenth session, with the diagonal halves (bench_h200_fp8_knobs_d64_causal_short.json): at S <= 1k the
     # 128-key overlapped build in head groups of 16 reads 376 TFLOPS against 359 for the 256-key entry (our bf16:
     # 356); at 2k and 4k the 256-key entry stays ahead (464 and 540 against at most 449 and 497).
+    # Fifteenth session: that build with the falling K/V order (`masked_first`, off by default at D=64, where it
+    # slows 16-bit) reads 399 against 377 TFLOPS (bench_h200_runs_masked_first_d64.json).
     (True, 64): ((1024, {"tc_rowsum": True, "head_group": 16, "tma_store": False, "masked_first": True}),
                  (2**31 - 1, {**_FP8_BN256, "tma_store": False, "tc_rowsum": True})),
 }
@@ -967,7 +969,8 @@ def _tuned_knobs(causal: bool, head_dim: int, seq_len: int | None, fp8: bool = F
 def ws_defaults(head_dim: int, fp8: bool = False) -> dict:
     """Every ``WS_KNOBS`` value of the ws kernel before any ``TUNED_WS`` entry. A caller that passes all of them
     (the tuner: ``{**ws_defaults(D), **knob_set}``) measures its knob set over these defaults, not over whatever
-    the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``_config``)."""
+    the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``_config``).
+    ``masked_first`` on at D=128 only: at D=64 the falling order slowed 16-bit by 0-5% (H200)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True, consumer_regs=240, producer_regs=24,
                 tc_rowsum=False, early_qk=False, diagonal_halves=True, masked_first=head_dim == 128)
