@@ -776,26 +776,24 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                 seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones,
                 TC_ROWSUM, s_next, EARLY_QK, tile + gl.num_programs(0) < total, q_bufs.index(2 * (1 - qb) + WG),
                 q_ready.index(1 - qb), ((t_cnt + 1) // 2) & 1, WG, HALVES, MASKED_FIRST)
-        elif MASKED_FIRST:  # the last block in front of a loop that then needs no mask branch
-            # non-causal: masked only if it is a partial S tail (fp8's 256-key builds, H200: +1-2% over always)
-            m_i, l_i, acc = _ws_block(kv_cnt, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
-                                      turn_mine, turn_other, m_i, l_i, acc, qk_scale, (n_blocks - 1) * BLOCK_N,
-                                      True if CAUSAL else n_full < n_blocks, rows, seq_len, s_layout, p_layout,
-                                      BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
-            if LATE_RELEASE:
-                _release_stored(stored, q_empty.index(1 - qb))
-            for j in range(1, n_blocks):
-                m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
-                                          turn_mine, turn_other, m_i, l_i, acc, qk_scale, (n_blocks - 1 - j) * BLOCK_N,
-                                          False, rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                                          V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
         else:
-            for j in range(0, n_blocks):
-                m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
-                                          turn_mine, turn_other, m_i, l_i, acc, qk_scale, j * BLOCK_N, j >= n_full,
-                                          rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                                          V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
+            j0 = 0
+            if MASKED_FIRST:  # the last block in front of a loop that then needs no mask branch
+                # non-causal: masked only if it is a partial S tail (fp8's 256-key builds, H200: +1-2% over always)
+                m_i, l_i, acc = _ws_block(kv_cnt, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
+                                          turn_mine, turn_other, m_i, l_i, acc, qk_scale, (n_blocks - 1) * BLOCK_N,
+                                          True if CAUSAL else n_full < n_blocks, rows, seq_len, s_layout, p_layout,
+                                          BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
                 if LATE_RELEASE:
+                    _release_stored(stored, q_empty.index(1 - qb))
+                j0 = 1
+            for j in range(j0, n_blocks):
+                b = _kv_block(j, n_blocks, MASKED_FIRST)
+                m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
+                                          turn_mine, turn_other, m_i, l_i, acc, qk_scale, b * BLOCK_N,
+                                          False if MASKED_FIRST else b >= n_full, rows, seq_len, s_layout, p_layout,
+                                          BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
+                if LATE_RELEASE and not MASKED_FIRST:
                     if j == 0:
                         _release_stored(stored, q_empty.index(1 - qb))
         kv_cnt += n_blocks
