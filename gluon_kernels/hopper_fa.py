@@ -941,7 +941,10 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # with head groups of 4 (defaults 1.04-1.06x). Causal without the TMA-store epilogue: with it ptxas spills 32 B
     # and it read 0.2-1% slower (bench_h200_fp8_tma_store.json); non-causal D=64 gains up to 6.5% from it.
     # With tc_rowsum (bench_h200_fp8_knobs_tc_d64.json): +1-4%, 560-635 TFLOPS over 556-613.
-    (False, 64): ((2**31 - 1, {**_FP8_BN256, "tc_rowsum": True}),),
+    # Fifteenth session, the falling K/V order (`masked_first`; bench_h200_fp8_knobs_masked_first_d64_all.json):
+    # 574 over 565 TFLOPS at 1k; above it, without the TMA-store epilogue, 614/644/666/680 over 597/619/630/637.
+    (False, 64): ((1024, {**_FP8_BN256, "tc_rowsum": True, "masked_first": True}),
+                  (2**31 - 1, {**_FP8_BN256, "tc_rowsum": True, "tma_store": False, "masked_first": True})),
     # Over the defaults (bench_h200_fp8_knobs_over_defaults_d64.json): above 4k all heads at once in snake order
     # beat head groups of 4 (571 vs 558 TFLOPS at causal 8k, 601 vs 586 at 16k).
     # With tc_rowsum all heads at once at every S (bench_h200_fp8_knobs_tc_d64.json): 356-629 TFLOPS over the
@@ -950,9 +953,11 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # 128-key overlapped build in head groups of 16 reads 376 TFLOPS against 359 for the 256-key entry (our bf16:
     # 356); at 2k and 4k the 256-key entry stays ahead (464 and 540 against at most 449 and 497).
     # Fifteenth session: that build with the falling K/V order (`masked_first`, off by default at D=64, where it
-    # slows 16-bit) reads 399 against 377 TFLOPS (bench_h200_runs_masked_first_d64.json).
+    # slows 16-bit) reads 399 against 377 TFLOPS (bench_h200_runs_masked_first_d64.json); the 256-key build with it
+    # 541/610/636 over 533/600/626 at 4k/8k/16k, 458 against 461 at 2k (bench_h200_fp8_knobs_masked_first_d64_all.json).
     (True, 64): ((1024, {"tc_rowsum": True, "head_group": 16, "tma_store": False, "masked_first": True}),
-                 (2**31 - 1, {**_FP8_BN256, "tma_store": False, "tc_rowsum": True})),
+                 (2048, {**_FP8_BN256, "tma_store": False, "tc_rowsum": True}),
+                 (2**31 - 1, {**_FP8_BN256, "tma_store": False, "tc_rowsum": True, "masked_first": True})),
 }
 """``TUNED_WS`` for fp8 (e4m3) inputs."""
 
