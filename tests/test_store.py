@@ -19,7 +19,7 @@ import pytest
 
 import tritonhook
 from tritonhook.samples import compile_sample
-from tritonhook.store import SCHEMA_VERSION, Store
+from tritonhook.store import SCHEMA_VERSION, NewCapture, Store
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_2_COMMIT = "c77a38a"  # the last commit whose store.py writes schema 2 (before `specialization`)
@@ -318,3 +318,209 @@ def test_blobs_follow_the_umask_of_a_team_store(store_path):
     (capture,) = session.captures()
     for artifact in capture.artifacts.values():
         assert session.store.blob_path(artifact.sha256).stat().st_mode & 0o777 == 0o664
+
+
+_SAMPLE_CAPTURE = NewCapture(
+    event="compile", frontend="ptxas", kernel="k", entry="k", original_entry="k", src_file=None, src_line=None,
+    arch="sm_90a", frontend_version="", ptxas_path=None, ptxas_version=None, triton_hash=None, options={},
+    metadata={}, times={}, artifacts={})
+
+
+# ----- a repair racing writers ------------------------------------------------------------------------------------
+def _orphan_every_blob_of(store: Store) -> None:
+    """Leave the store as a writer killed between its blobs and its rows leaves it: blobs with no row, an hour old."""
+    with sqlite3.connect(store.index_path) as conn:
+        conn.execute("DELETE FROM artifacts")
+        conn.execute("DELETE FROM captures")
+    an_hour_ago = time.time() - 3600
+    for blob in store.blobs_dir.glob("??/*"):
+        os.utime(blob, (an_hour_ago, an_hour_ago))
+
+
+def test_a_capture_of_an_orphans_content_during_a_repair_keeps_its_blob(store_path):
+    """The repair's scan (hashing every blob: seconds on a big store) runs before its removal; a real compile in
+    between, a Triton cache hit giving the orphan's very bytes, must keep the blob its new rows point at."""
+    with tritonhook.session(store_path):
+        compile_sample("add", 90)
+    store = Store(store_path)
+    _orphan_every_blob_of(store)
+    scanned = store.verify()
+    assert scanned.ok and len(scanned.orphans) >= 2
+
+    with tritonhook.session(store_path) as session:
+        compile_sample("add", 90)  # the same kernel again: its blobs are the orphans' content
+    (capture,) = session.captures()
+    assert {store.blob_path(a.sha256) for a in capture.artifacts.values()} <= set(map(Path, scanned.orphans))
+
+    removed = store.remove_unreferenced(scanned.orphans, min_age=0)
+    assert removed == []
+    after = store.verify()
+    assert after.ok and not after.missing and not after.orphans
+    assert store.read(capture, "cubin")[:4] == b"\x7fELF"
+
+
+_REPAIR_LOOP = textwrap.dedent("""
+    import sys, time
+    from tritonhook.store import Store
+    store, deadline, removed = Store(sys.argv[1]), time.monotonic() + float(sys.argv[2]), 0
+    while time.monotonic() < deadline:  # orphan blobs with no age margin (a writer's temporary file needs one)
+        removed += len(store.remove_unreferenced(store.verify().orphans, min_age=0))
+    print(removed)
+""")
+
+
+def test_a_repair_loop_racing_writers_never_removes_a_referenced_blob(store_path):
+    """Real processes: one repairs with no age margin at all, as fast as it can, while another adds captures whose
+    content keeps turning into orphans (rows deleted behind it, as a killed writer leaves them) and back."""
+    store = Store(store_path)
+    repair = subprocess.Popen([sys.executable, "-c", _REPAIR_LOOP, str(store_path), "6"], stdout=subprocess.PIPE,
+                              text=True)
+    deadline = time.monotonic() + 5
+    rounds = 0
+    while time.monotonic() < deadline:
+        new = dataclasses.replace(_SAMPLE_CAPTURE, artifacts={"ptx": f"ptx {rounds % 3}".encode(),
+                                                              "cubin": b"\x7fELF shared by every round"})
+        capture = store.get(store.add(new))
+        for artifact in capture.artifacts.values():
+            assert store.read_blob(artifact.sha256)  # what was just committed is there
+        if rounds % 2:
+            with sqlite3.connect(store.index_path, timeout=60) as conn:  # orphan every blob again
+                conn.execute("DELETE FROM artifacts")
+        rounds += 1
+    removed = int(repair.communicate(timeout=120)[0])
+    assert repair.returncode == 0
+    report = store.verify()
+    assert rounds > 20 and removed > 0  # both sides really raced
+    assert report.ok and report.missing == [], report.missing
+
+
+def test_repair_leaves_directories_in_the_blob_tree_alone(capture_session):
+    compile_sample("add", 90)
+    store = capture_session.store
+    fanout = next(store.blobs_dir.glob("??"))
+    snapshot = fanout / ".snapshot"  # what an NFS server shows in every directory
+    snapshot.mkdir()
+    (store.blobs_dir / ".snapshot").mkdir()
+    report = store.verify(repair=True, min_age=0)
+    assert report.ok and report.temporary == [] and report.removed == []
+    assert snapshot.is_dir() and (store.blobs_dir / ".snapshot").is_dir()
+
+
+# ----- the store removed or replaced under a running capture --------------------------------------------------------
+_REMOVES_ITS_STORE = textwrap.dedent("""
+    import os, shutil, sys
+    from tritonhook.samples import compile_sample
+    compile_sample("add", 90)
+    store = os.environ["TRITONHOOK_STORE"]
+    if sys.argv[1] == "replace":
+        os.rename(store, store + ".old")
+        os.mkdir(store)
+    else:
+        shutil.rmtree(store)
+    compile_sample("add", 100)
+    compile_sample("matmul_fp16", 90)
+    print("compiled")
+""")
+
+
+@pytest.mark.parametrize("how", ["remove", "replace"])
+def test_captures_into_a_store_removed_during_the_run_are_counted_lost(store_path, how):
+    result = subprocess.run([sys.executable, "-m", "tritonhook", "run", "--store", str(store_path), "--",
+                             sys.executable, "-c", "import triton\n" + _REMOVES_ITS_STORE, how],
+                            capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip() == "compiled", result.stderr  # the workload went on
+    assert "Traceback" not in result.stderr
+    assert "tritonhook: 2 capture(s) lost" in result.stderr  # the two compiles after the removal
+    assert result.returncode == 2 and "capture(s) written" not in result.stdout + result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"tritonhook: error: {store_path.resolve() / 'index.sqlite'}: the store was removed or replaced while this "
+        f"process was using it; what it wrote since is lost")
+
+
+# ----- a team store and a full disk --------------------------------------------------------------------------------
+_AS_GROUP_MEMBER = textwrap.dedent("""
+    import dataclasses, os, sys
+    import tritonhook.store as store_module  # every module and extension loaded before the privileges go
+    uid, gid, path, text = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    os.setgroups([gid]); os.setgid(gid); os.setuid(uid)
+    os.umask(0o002)
+    store = store_module.Store(path)
+    new = store_module.NewCapture(event="compile", frontend="ptxas", kernel=text, entry=text, original_entry=text,
+                                  src_file=None, src_line=None, arch="sm_90a", frontend_version="", ptxas_path=None,
+                                  ptxas_version=None, triton_hash=None, options={}, metadata={}, times={},
+                                  artifacts={"ptx": text.encode()})
+    print(store.add(new), len(store.captures()))
+""")
+
+
+def test_two_members_of_one_group_share_a_store_made_under_umask_002(tmp_path):
+    """The first member creates the store, the second writes it: the index and its -wal/-shm files too must be
+    group-writable, as the blobs are. Two real users (uids 50101, 50102 of group 50100), no root left."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch to two unprivileged users")
+    team = Path(tempfile.mkdtemp(prefix="tritonhook-team-", dir="/tmp"))
+    try:
+        os.chown(team, 0, 50100)
+        team.chmod(0o2775)
+
+        def as_member(uid: int, text: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-c", _AS_GROUP_MEMBER, str(uid), "50100", str(team / "store"),
+                                   text], capture_output=True, text=True, timeout=120)
+
+        first = as_member(50101, "first")
+        assert first.returncode == 0, first.stderr
+        index = team / "store" / "index.sqlite"
+        assert index.stat().st_mode & 0o777 == 0o664 and index.stat().st_uid == 50101
+        second = as_member(50102, "second")
+        assert second.returncode == 0, second.stderr
+        assert second.stdout.split() == ["2", "2"]
+        for path in (index, Path(f"{index}-wal"), Path(f"{index}-shm")):
+            if path.exists():
+                assert path.stat().st_mode & 0o020, path  # group-writable
+    finally:
+        shutil.rmtree(team, ignore_errors=True)
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 256 KiB tmpfs filled to the last byte (skips where mounting is not allowed)."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root and mount permission)")
+    try:
+        filler = os.open(mount / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(filler, b"\0" * 512):
+                pass
+        except OSError:  # ENOSPC: full
+            pass
+        os.close(filler)
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_store_on_a_full_disk_says_disk_full_and_leaves_nothing_behind(full_disk):
+    store_path = full_disk / "store"
+    run = subprocess.run([sys.executable, "-m", "tritonhook", "run", "--store", str(store_path), "--", "true"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith(f"tritonhook: error: {store_path}") and "disk full" in line, line
+    assert not (store_path / "index.sqlite").exists()  # no schema-less index for readers to stumble on
+    listed = subprocess.run([sys.executable, "-m", "tritonhook", "ls", "--store", str(store_path)],
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 2 and "missing index.sqlite" in listed.stderr, listed.stderr
+
+
+def test_a_reader_of_an_index_never_set_up_is_told_why(store_path):
+    """An index file with no table at all (its first writer was stopped before the schema): one line saying so."""
+    store_path.mkdir()
+    (store_path / "index.sqlite").touch()
+    listed = subprocess.run([sys.executable, "-m", "tritonhook", "ls", "--store", str(store_path)],
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 2, listed.stderr
+    assert "the index is empty: its first writer stopped before setting it up" in listed.stderr
+    assert len(Store(store_path).captures()) == 0  # a writer sets it up

@@ -74,11 +74,12 @@ def capture_command(command: list[str], store: Store | str | os.PathLike | None 
     `wheel_ptxas`: also wrap the pip-wheel ptxas binaries in place for the command's duration (cuTile's
     `tileiras` reaches no other way); opt-in, since it changes files of the Python environment while it runs."""
     from .cute.capture import collect_dump_dir, keep_env
-    from .ptxas_wrapper import capture_env, wheel_ptxas_wrapped
+    from .ptxas_wrapper import capture_env, restore_orphans, wheel_ptxas_wrapped
 
     store = _writable_store(store)
     before = store.last_id()
     token = secrets.token_hex(8)
+    restore_orphans()  # a killed capture's wrapped wheel ptxas would record nothing, for it or for this run
     wheels = wheel_ptxas_wrapped(store.path, token) if wheel_ptxas else contextlib.nullcontext()
     with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work, wheels:
         dump = config.CUTE_DSL_DUMP_DIR.get() or str(Path(work) / "cute-dump")
@@ -98,6 +99,9 @@ def _writable_store(store: Store | str | os.PathLike | None) -> Store:
 
 
 def _result(store: Store, before: int, exit_code: int) -> RunResult:
+    """The captures the command wrote; an error if the store was removed or replaced meanwhile, since the rows
+    read through this process's handle would then be of a file that no longer exists (they are lost)."""
+    store.check_in_place()
     new = store.captures(after=before)
     return RunResult(str(store.path), exit_code, [c.id for c in new],
                      dict(collections.Counter(c.frontend for c in new)))

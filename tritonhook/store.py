@@ -13,6 +13,7 @@ listed or absent. Identical artifacts (the same PTX compiled twice, a cache hit)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -25,7 +26,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from . import config, format
 from .config import REPAIR_MIN_AGE_S
@@ -220,11 +221,52 @@ class Store:
         return self.path / "index.sqlite"
 
     def _open(self) -> None:
+        created = False if self.readonly else self._create_index_file()
         try:
             conn = self._connect_readonly() if self.readonly else self._connect_writable()
         except sqlite3.DatabaseError as exc:
-            raise TritonhookError(f"{self.index_path}: not a usable tritonhook index ({exc})") from None
+            if created and self.index_path.stat().st_size == 0:
+                self.index_path.unlink(missing_ok=True)  # leave no schema-less index behind (a full disk, say)
+            raise TritonhookError(f"{self.index_path}: not a usable tritonhook index "
+                                  f"({_disk_full_reason(self.path) or exc})") from None
         self._conn, self._conn_pid = conn, os.getpid()
+        self._index_identity = _file_identity(self.index_path)
+
+    def _create_index_file(self) -> bool:
+        """Create an empty index file (an empty file is an empty SQLite database) with the mode the umask allows,
+        as blobs get: SQLite would create it 0644 whatever the umask, and gives its -wal/-shm files the index's
+        mode, so a team store under umask 002 would be writable by its creator alone. True if this call made it."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(self.index_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return True
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise TritonhookError(f"{self.path}: store is not writable "
+                                  f"({_disk_full_reason(self.path) or exc.strerror or exc})") from None
+
+    def check_in_place(self) -> None:
+        """Raise if the index this store opened was removed or replaced since (the store folder deleted, or moved
+        and another put in its place): rows written through the open handle would go to a file nobody can see."""
+        if _file_identity(self.index_path) != self._index_identity:
+            raise TritonhookError(f"{self.index_path}: the store was removed or replaced while this process was "
+                                  f"using it; what it wrote since is lost")
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction under this process's lock: committed only while the index is still the one this
+        store opened (else rolled back and a `TritonhookError`), rolled back on any error."""
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                self.check_in_place()
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def _connect_writable(self) -> sqlite3.Connection:
         """Open for writing and bring the schema up to date, trying again for up to the busy timeout where SQLite
@@ -298,7 +340,8 @@ class Store:
             row = None
         if row is None:
             if self.readonly:
-                raise TritonhookError(f"{self.index_path}: not a tritonhook index (no schema version)")
+                raise TritonhookError(f"{self.index_path}: not a tritonhook index (no schema version"
+                                      f"{_never_initialised(conn, self.path)})")
             return SCHEMA_VERSION  # a new store: the schema statements just made it
         try:
             version = int(row[0])
@@ -354,9 +397,21 @@ class Store:
         digest = sha256_hex(data)
         final = self.blob_path(digest)
         if _blob_matches(final, digest, len(data)):
+            _touch(final)  # a repair removes orphans by age: a blob about to be referenced again is young
             return digest
+        try:
+            self._write_blob(final, data)
+        except OSError as exc:
+            reason = _disk_full_reason(self.path)
+            if reason is None:
+                raise
+            raise TritonhookError(f"{final}: cannot write the blob ({reason})") from None
+        return digest
+
+    @staticmethod
+    def _write_blob(final: Path, data: bytes) -> None:
         final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = final.parent / f".{digest[:8]}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        tmp = final.parent / f".{final.name[:8]}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask decides who may read it
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -365,7 +420,6 @@ class Store:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        return digest
 
     def read_blob(self, digest: str, *, what: str = "") -> bytes:
         path = self.blob_path(digest)
@@ -402,40 +456,35 @@ class Store:
                    new.src_file, new.src_line, new.arch, new.frontend_version, new.ptxas_path, new.ptxas_version,
                    new.triton_hash, _dumps(new.options), _dumps(new.metadata), _dumps(new.times),
                    new.specialization)
-            prepared.append((row, digests))
+            prepared.append((row, digests, new.artifacts))
         insert = (f"INSERT INTO captures ({', '.join(_CAPTURE_COLUMNS)}) "
                   f"VALUES ({', '.join('?' * len(_CAPTURE_COLUMNS))})")
         ids = []
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for row, digests in prepared:
-                    capture_id = conn.execute(insert, row).lastrowid
-                    conn.executemany("INSERT INTO artifacts VALUES (?, ?, ?, ?)",
-                                     [(capture_id, stage, d, size) for stage, (d, size) in digests.items()])
-                    ids.append(capture_id)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._write_transaction() as conn:
+            for row, digests, artifacts in prepared:
+                self._restore_removed_blobs(digests, artifacts)
+                capture_id = conn.execute(insert, row).lastrowid
+                conn.executemany("INSERT INTO artifacts VALUES (?, ?, ?, ?)",
+                                 [(capture_id, stage, d, size) for stage, (d, size) in digests.items()])
+                ids.append(capture_id)
         return ids
+
+    def _restore_removed_blobs(self, digests: dict[str, tuple[str, int]], artifacts: dict[str, bytes]) -> None:
+        """Write again any blob of this capture that is gone. Called inside the write transaction: a repair
+        removes orphans only inside one (`remove_unreferenced`), so a blob present now stays until the rows
+        that refer to it are committed."""
+        for stage, (digest, _) in digests.items():
+            if not self.blob_path(digest).is_file():
+                self._write_blob(self.blob_path(digest), artifacts[stage])
 
     def add_ab_result(self, result: dict, captures: dict[str, Iterable[int]]) -> int:
         """Save one A/B result (JSON-able) and link it to the captures each variant wrote; returns its id."""
         names = ",".join(b["name"] for b in result.get("benchmarks", []))
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                ab_id = conn.execute("INSERT INTO ab_results (created, names, result) VALUES (?, ?, ?)",
-                                     (time.time(), names, _dumps(result))).lastrowid
-                conn.executemany("INSERT OR IGNORE INTO ab_captures VALUES (?, ?, ?)",
-                                 [(ab_id, cid, label) for label, ids in captures.items() for cid in ids])
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._write_transaction() as conn:
+            ab_id = conn.execute("INSERT INTO ab_results (created, names, result) VALUES (?, ?, ?)",
+                                 (time.time(), names, _dumps(result))).lastrowid
+            conn.executemany("INSERT OR IGNORE INTO ab_captures VALUES (?, ?, ?)",
+                             [(ab_id, cid, label) for label, ids in captures.items() for cid in ids])
         return ab_id
 
     def ab_results(self) -> list[dict]:
@@ -452,8 +501,7 @@ class Store:
 
     def add_result(self, kind: str, data: dict) -> int:
         """Save one JSON-able result of another command (a ptxas matrix, ...) under `kind`; returns its id."""
-        with self._lock:
-            conn = self._connection()
+        with self._write_transaction() as conn:
             return conn.execute("INSERT INTO results (created, kind, data) VALUES (?, ?, ?)",
                                 (time.time(), kind, _dumps(data))).lastrowid
 
@@ -571,13 +619,32 @@ class Store:
         report.orphans = sorted(str(p) for p in found["blobs"] - wanted)
         report.temporary = sorted(str(p) for p in found["temporary"])
         if repair:
-            cutoff = time.time() - min_age
-            for name in report.orphans + report.temporary:
-                path = Path(name)
-                if path.stat().st_mtime < cutoff:
-                    path.unlink(missing_ok=True)
-                    report.removed.append(name)
+            report.removed = self.remove_unreferenced(report.orphans + report.temporary, min_age=min_age)
         return report
+
+    def remove_unreferenced(self, paths: Iterable[str], *, min_age: float = REPAIR_MIN_AGE_S) -> list[str]:
+        """Remove those of `paths` (orphan blobs and temporary files that `verify` found) that are older than
+        `min_age` seconds and that no row refers to now; returns the removed ones. The check and the removal
+        happen inside one write transaction, and writers re-check their blobs inside theirs, so a capture that
+        reuses an orphan's content while a long `verify` runs keeps its blob."""
+        if self.readonly:
+            raise TritonhookError(f"{self.path}: opened read-only; repair needs a writable store")
+        removed = []
+        with self._write_transaction() as conn:
+            cutoff = time.time() - min_age
+            for name in paths:
+                path = Path(name)
+                if _DIGEST.fullmatch(path.name) and conn.execute(
+                        "SELECT 1 FROM artifacts WHERE sha256 = ? LIMIT 1", (path.name,)).fetchone():
+                    continue
+                try:
+                    if not path.is_file() or path.stat().st_mtime >= cutoff:
+                        continue
+                    path.unlink()
+                except FileNotFoundError:
+                    continue
+                removed.append(name)
+        return removed
 
     def size_bytes(self) -> int:
         """Bytes on disk: index files plus blobs."""
@@ -675,6 +742,48 @@ def _check_columns(conn: sqlite3.Connection, index_path: Path) -> None:
             raise TritonhookError(f"{index_path}: not a usable tritonhook index ({what} {', '.join(missing)})")
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of `path`, None when it is gone: what tells a file from another put in its place."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _touch(path: Path) -> None:
+    """Set `path`'s mtime to now where this user may (a shared store's blob of another user may refuse)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+_FULL_BELOW_BYTES = 1 << 20
+
+
+def _disk_full_reason(path: Path) -> str | None:
+    """"disk full (...)" when the file system holding `path` has (almost) no space a writer may use, else None:
+    SQLite reports a full disk as "disk I/O error", which sends users looking for broken hardware."""
+    try:
+        stats = os.statvfs(path if path.exists() else path.parent)
+    except OSError:
+        return None
+    free = stats.f_bavail * stats.f_frsize
+    if free >= _FULL_BELOW_BYTES:
+        return None
+    return f"disk full: {free} bytes free on the file system of {path}"
+
+
+def _never_initialised(conn: sqlite3.Connection, store: Path) -> str:
+    """What to add to "no schema version" when the index has no table at all: its creator stopped first."""
+    if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+        return ""
+    full = _disk_full_reason(store)
+    return (f"; the index is empty: its first writer stopped before setting it up{' (' + full + ')' if full else ''}"
+            f"; any capture into this store sets it up")
+
+
 def _blob_matches(path: Path, digest: str, size: int) -> bool:
     try:
         return path.stat().st_size == size and sha256_hex(path.read_bytes()) == digest
@@ -688,13 +797,16 @@ def _blob_files(blobs_dir: Path) -> dict[str, set[Path]]:
     if not blobs_dir.is_dir():
         return found
     for entry in os.scandir(blobs_dir):
-        children = os.scandir(entry.path) if entry.is_dir() else [entry]
+        children = os.scandir(entry.path) if _FANOUT.fullmatch(entry.name) and entry.is_dir() else [entry]
         for child in children:
+            if not child.is_file(follow_symlinks=False):
+                continue  # a directory (an NFS .snapshot, say) is never a blob nor a temporary file
             if child.name.startswith("."):
                 found["temporary"].add(Path(child.path))
-            elif child.is_file() and _DIGEST.fullmatch(child.name):
+            elif _DIGEST.fullmatch(child.name):
                 found["blobs"].add(Path(child.path))
     return found
 
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_FANOUT = re.compile(r"[0-9a-f]{2}")
