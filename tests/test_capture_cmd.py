@@ -7,6 +7,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ def test_a_python_child_without_the_hook_is_still_captured_through_triton_ptxas_
     [c] = Store(store_path, create=False).captures()
     assert (c.entry, c.arch) == ("add_kernel", "sm_90a")
     assert "--gpu-name=sm_90a" in c.metadata["argv"] and c.metadata["exit_code"] == 0  # Triton's ptxas call
+    assert "--wheel-ptxas" not in result.stderr  # something was captured: no hint
 
 
 @pytest.mark.skipif(importlib.util.find_spec("cutlass") is None,
@@ -96,6 +98,50 @@ def test_a_cutile_export_is_captured_through_the_wheel_ptxas_and_the_wheel_is_re
         assert store.read(c, "cubin") == (out / f"{arch.removesuffix('a')}.cubin").read_bytes()  # what cuTile wrote
     assert hashlib.sha256(ptxas.read_bytes()).hexdigest() == before  # the real binary is back
     assert not list(ptxas.parent.glob("ptxas.tritonhook-*"))
+
+
+@needs_cutile
+@pytest.mark.serial  # wraps the virtualenv's wheel ptxas in place, which other tests run and hash
+def test_a_killed_wheel_ptxas_capture_is_reported_and_the_next_capture_restores_it_and_captures(store_path, tmp_path):
+    """`kill -9` of `tritonhook capture --wheel-ptxas` leaves the wheel ptxas wrapped for a dead run: `ptxas status`
+    names the dead pid and how to recover, and the next capture puts the real binary back and captures again."""
+    from tritonhook import ptxas_wrapper
+
+    ptxas = _tileiras_ptxas()
+    before = hashlib.sha256(ptxas.read_bytes()).hexdigest()
+    sleeper = "import os, time; print(os.getpid(), flush=True); time.sleep(300)"
+    killed = subprocess.Popen([sys.executable, "-m", "tritonhook", "capture", "--store", str(tmp_path / "killed"),
+                               "--wheel-ptxas", "--", sys.executable, "-c", sleeper], stdout=subprocess.PIPE, text=True)
+    command = int(killed.stdout.readline())  # the command runs: the wheel ptxas is wrapped for this capture
+    try:
+        assert ptxas_wrapper.status(ptxas).state == ptxas_wrapper.INSTALLED
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        status = subprocess.run([sys.executable, "-m", "tritonhook", "ptxas", "status", "--json",
+                                 "--ptxas", str(ptxas)], capture_output=True, text=True)
+        [row] = json.loads(status.stdout)
+        assert row["state"] == "left-by-dead-capture" and f"dead capture run (pid {killed.pid})" in row["detail"]
+        assert f"tritonhook ptxas uninstall --ptxas {ptxas.resolve()}" in row["detail"]
+        result, summary = capture(store_path, sys.executable, TESTS / "tile_scale.py", "--out", tmp_path / "out",
+                                  "sm_90", options=("--wheel-ptxas",))
+        assert result.returncode == 0 and set(summary["by_frontend"]) == {"cutile"}, result.stderr
+        assert [c.arch for c in Store(store_path).captures() if c.entry.startswith("scale_tile")] == ["sm_90a"]
+        assert f"restored the real ptxas, left wrapped by a capture run that died (pid {killed.pid})" in result.stderr
+    finally:
+        os.kill(command, signal.SIGKILL)
+        if ptxas_wrapper.status(ptxas).state != ptxas_wrapper.NOT_INSTALLED:  # never leave the venv's ptxas wrapped
+            ptxas_wrapper.uninstall(ptxas)
+    assert hashlib.sha256(ptxas.read_bytes()).hexdigest() == before
+    assert not list(ptxas.parent.glob("ptxas.tritonhook-*"))
+
+
+@needs_cutile
+def test_a_cutile_capture_without_wheel_ptxas_captures_nothing_and_says_which_flag(store_path, tmp_path):
+    result, summary = capture(store_path, sys.executable, TESTS / "tile_scale.py", "--out", tmp_path / "out", "sm_90")
+    assert result.returncode == 0 and summary["captures"] == [] and (tmp_path / "out" / "sm_90.cubin").exists()
+    [hint] = [line for line in result.stderr.splitlines() if "--wheel-ptxas" in line]
+    assert hint.startswith("tritonhook: nothing captured; for cuTile kernels add --wheel-ptxas")
+    assert str(_tileiras_ptxas().resolve()) in hint
 
 
 @needs_cutile

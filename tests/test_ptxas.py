@@ -112,6 +112,11 @@ def test_renamed_over_plain_ratios_match_the_cubins(tmp_path, capsys):
     assert ratio["cubin"] == pytest.approx(renamed.size / plain.size)
 
 
+def test_a_bad_gpu_name_is_blamed_not_every_ptxas(capsys):
+    assert cli.main(["ptxas-matrix", str(DATA / "tcgen05_fp8_loop.ptx"), "--gpu-name", "sm_xx"]) == 2
+    assert capsys.readouterr().err == "tritonhook: error: 'sm_xx': not a GPU name like sm_90a or sm_100a\n"
+
+
 def test_ptx_without_an_entry_is_a_clear_error(tmp_path, capsys):
     library = tmp_path / "library.ptx"
     library.write_text((DATA / "indirect_call.ptx").read_text().split(".visible .entry")[0])

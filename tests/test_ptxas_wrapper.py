@@ -203,6 +203,37 @@ def test_wrapper_whose_real_binary_was_deleted_is_reported_not_guessed(ptxas):
     assert result.returncode == 2 and str(ptxas) in result.stderr and "is gone" in result.stderr
 
 
+def test_a_wrapper_whose_owner_died_is_reported_orphaned_even_before_it_is_reaped(ptxas, store_path):
+    """`install(owner=pid)` is what `tritonhook capture --wheel-ptxas` does: once that process is SIGKILLed, the
+    wrapper is named as left by it (a zombie not yet reaped counts as dead), and uninstall restores the binary."""
+    owner = subprocess.Popen(["sleep", "300"])
+    try:
+        installed = wrapper.install(ptxas, store=store_path, token="t", owner=owner.pid)
+        assert installed.state == wrapper.INSTALLED and installed.settings["owner"]["pid"] == owner.pid
+        assert installed.settings["owner"]["start"].isdigit()  # guards against a later process given the same pid
+        owner.send_signal(signal.SIGKILL)
+        while Path(f"/proc/{owner.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+        left = wrapper.status(ptxas)
+        assert left.state == wrapper.ORPHANED and f"pid {owner.pid}" in left.detail
+        assert f"tritonhook ptxas uninstall --ptxas {ptxas}" in left.detail
+        with pytest.raises(TritonhookError, match=re.escape(str(ptxas))):
+            wrapper.install(ptxas, store=store_path)  # another install does not take over a dead run's wrapper
+    finally:
+        owner.kill()
+        owner.wait()
+    assert wrapper.status(ptxas).state == wrapper.ORPHANED  # reaped: still dead
+    assert wrapper.uninstall(ptxas).state == wrapper.NOT_INSTALLED
+    assert_pristine(ptxas)
+
+
+def test_status_of_a_path_with_no_ptxas_is_one_line_naming_it(tmp_path):
+    missing = tmp_path / "no-such-dir" / "ptxas"
+    result = tritonhook_cli("ptxas", "status", "--ptxas", missing)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"tritonhook: error: {missing}: no such file") and result.stderr.count("\n") == 1
+
+
 def _killed_during(operation, path: Path, delay: float) -> None:
     """Fork; the child runs `operation(path)` slowly step by step; SIGKILL it after `delay` seconds."""
     pid = os.fork()

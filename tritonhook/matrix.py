@@ -126,6 +126,8 @@ def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None =
     no ptxas able to assemble it, is an error."""
     if not _ptx.entries(ptx):
         raise TritonhookError(f"{label}: no .entry in this PTX, so no kernel to assemble and compare")
+    if gpu_name is not None:
+        _ptx.sm_number(gpu_name)  # a bad name here would read as every ptxas refusing the PTX
     gpu = gpu_name or _ptx.target(ptx, label=label)
     variants = (("plain", ptx), ("renamed", rename_ptx(ptx, prefix)))
     rows, ratios, skipped = [], [], []

@@ -50,6 +50,7 @@ INTERRUPTED_INSTALL = "interrupted-install"      # P is the real binary; REAL an
 REAL_ONLY = "real-binary-moved"                  # P is missing, REAL holds the binary
 STALE_REAL = "stale-real-binary"                 # P is a real binary, REAL is a different one (P was replaced)
 WRAPPER_WITHOUT_REAL = "wrapper-without-real"    # P is our wrapper but REAL is gone: not recoverable here
+ORPHANED = "left-by-dead-capture"                # P is a wrapper installed for a capture run that is dead
 MISSING = "missing"
 
 # ptxas options whose value is the next argument (long and short spellings, ptxas 12.8 to 13.x).
@@ -118,10 +119,15 @@ def status(ptxas: str | os.PathLike) -> WrapperStatus:
     settings = read_settings(path)
     exists, has_real = os.path.lexists(path), os.path.exists(real)
     if settings is not None:
-        state, detail = ((INSTALLED, f"wrapper in place; ptxas runs as {real}{_recording_note(settings)}")
-                         if has_real else
-                         (WRAPPER_WITHOUT_REAL, f"wrapper in place but {real} is gone; reinstall the toolkit "
-                                                f"that provided ptxas"))
+        if not has_real:
+            state, detail = (WRAPPER_WITHOUT_REAL, f"wrapper in place but {real} is gone; reinstall the toolkit "
+                                                   f"that provided ptxas")
+        elif (owner := _dead_owner(settings)) is not None:
+            state, detail = (ORPHANED, f"wrapper left by a dead capture run (pid {owner}): ptxas runs but nothing is "
+                                       f"recorded; the next `tritonhook capture` restores the real binary, or run: "
+                                       f"tritonhook ptxas uninstall --ptxas {path}")
+        else:
+            state, detail = INSTALLED, f"wrapper in place; ptxas runs as {real}{_recording_note(settings)}"
         return WrapperStatus(path, state, real, [p for p in leftovers if p != real], settings, detail)
     if not exists:
         state, detail = ((REAL_ONLY, f"ptxas is missing, the real binary is at {real}; uninstall moves it back")
@@ -144,6 +150,30 @@ def _recording_note(settings: dict) -> str:
     return ""
 
 
+def _dead_owner(settings: dict) -> int | None:
+    """The pid of the process a wrapper was installed for (`install(owner=...)`) when that process is dead; None
+    when it lives or the wrapper has no owner. The pid alone could be a later process's: its start time must
+    match too."""
+    owner = settings.get("owner")
+    if owner and _process_identity(owner["pid"]) != owner:
+        return owner["pid"]
+    return None
+
+
+def _process_identity(pid: int) -> dict | None:
+    """{"pid", "start"} of a live process, its start time read from /proc/PID/stat (field 22, clock ticks since
+    boot): what tells it from a later process given the same pid. None when it is gone or a zombie (a killed
+    process its parent has not reaped yet), or where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold spaces
+    except (OSError, IndexError):
+        return None
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return None
+    return {"pid": pid, "start": fields[19].decode()}
+
+
 def _resolve(ptxas: str | os.PathLike) -> str:
     """The file to wrap: symlinks are followed, so a link such as /usr/local/bin/ptxas keeps pointing at it."""
     return os.path.realpath(os.path.abspath(ptxas))
@@ -154,13 +184,15 @@ StepHook = Callable[[str], None]
 
 
 def install(ptxas: str | os.PathLike, *, store: str | os.PathLike | None = None,
-            on_step: StepHook | None = None, token: str | None = None) -> WrapperStatus:
+            on_step: StepHook | None = None, token: str | None = None, owner: int | None = None) -> WrapperStatus:
     """Put the wrapper in place of the ptxas binary at `ptxas`; a second install is a no-op.
 
     `store` is where calls are recorded when `$TRITONHOOK_STORE` is unset at call time (default: that variable now,
     else ./tritonhook-store, made absolute). `on_step(name)` is called after each step, so a test can stop there.
     `token`: record only the calls of processes whose $TRITONHOOK_CAPTURE_TOKEN equals it (others run ptxas
     unrecorded): what a wrapper installed for one command's duration needs, since the binary is shared.
+    `owner`: the pid of the process that will uninstall it (with its start time, where /proc has it): once that
+    process is dead without having done so, `status` says ORPHANED and `restore_orphans` puts the binary back.
     """
     step = on_step or (lambda name: None)
     current = status(ptxas)
@@ -176,7 +208,7 @@ def install(ptxas: str | os.PathLike, *, store: str | os.PathLike | None = None,
     _remove_leftovers(current)
     step("cleaned")
     settings = {"ptxas": path, "real": real_path(path), "version": version, "store": _default_store(store),
-                "token": token}
+                "token": token, "owner": _process_identity(owner) if owner is not None else None}
     _write_new(path, wrapper_script(settings))
     step("wrapper-written")
     try:
@@ -197,7 +229,7 @@ def uninstall(ptxas: str | os.PathLike, *, on_step: StepHook | None = None) -> W
     current = status(ptxas)
     if current.state in (WRAPPER_WITHOUT_REAL, MISSING):
         raise TritonhookError(f"{current.path}: cannot uninstall ({current.detail})")
-    if current.state in (INSTALLED, REAL_ONLY):
+    if current.state in (INSTALLED, ORPHANED, REAL_ONLY):
         if read_settings(current.real) is not None:
             raise TritonhookError(f"{current.real}: is a tritonhook wrapper, not the real ptxas; not restoring it")
         os.replace(current.real, current.path)
@@ -487,8 +519,9 @@ def wheel_ptxas_wrapped(store: str | os.PathLike, token: str) -> Iterator[list[s
     Some tools run the ptxas beside them by its absolute path and honour no variable: cuTile's `tileiras`
     (nvidia-cuda-tileiras) runs nvidia/cu13/bin/ptxas from its own directory and looks nowhere else, and cuTile
     drops CUDA_HOME when it uses the wheel. No side wrapper can reach those calls, so the binary itself is
-    wrapped for the duration (the crash-safe install above) and put back afterwards. One already wrapped is left
-    as it is; one that cannot be wrapped (read-only site-packages) is reported on stderr and skipped.
+    wrapped for the duration (the crash-safe install above, owned by this process) and put back afterwards. One
+    already wrapped is left as it is (call `restore_orphans` first, so that this means a live run's); one that
+    cannot be wrapped (read-only site-packages) is reported on stderr and skipped.
     """
     wrapped = []
     try:
@@ -496,7 +529,7 @@ def wheel_ptxas_wrapped(store: str | os.PathLike, token: str) -> Iterator[list[s
             if status(path).state != NOT_INSTALLED:
                 continue
             try:
-                install(path, store=store, token=token)
+                install(path, store=store, token=token, owner=os.getpid())
                 wrapped.append(path)
             except TritonhookError as exc:
                 print(f"tritonhook: {exc}; calls of that ptxas are not recorded", file=sys.stderr)
@@ -504,6 +537,37 @@ def wheel_ptxas_wrapped(store: str | os.PathLike, token: str) -> Iterator[list[s
     finally:
         for path in wrapped:
             uninstall(path)
+
+
+def restore_orphans() -> list[str]:
+    """Put back the real binary of every pip-wheel ptxas that a killed `tritonhook capture --wheel-ptxas` left
+    wrapped (its owner is dead), saying so on stderr; returns the paths restored. Left so, the wrapper records
+    for a store and token nobody uses, and the next capture would take it for a live run's and skip it."""
+    restored = []
+    for path in default_targets(origins=(PIP_ORIGIN,)):
+        left = status(path)
+        if left.state != ORPHANED:
+            continue
+        pid = left.settings["owner"]["pid"]
+        try:
+            uninstall(path)
+        except (OSError, TritonhookError) as exc:
+            if status(path).state == ORPHANED:  # else another capture restored it meanwhile
+                print(f"tritonhook: {path}: left wrapped by a capture run that died (pid {pid}) and cannot be "
+                      f"restored from here ({getattr(exc, 'strerror', None) or exc}); ptxas runs unrecorded until "
+                      f"`tritonhook ptxas uninstall --ptxas {path}` does it", file=sys.stderr)
+            continue
+        print(f"tritonhook: {path}: restored the real ptxas, left wrapped by a capture run that died (pid {pid})",
+              file=sys.stderr)
+        restored.append(path)
+    return restored
+
+
+def tileiras_ptxas() -> list[str]:
+    """The pip-wheel ptxas binaries that cuTile's `tileiras` runs (one beside it): calls that only
+    `wheel_ptxas_wrapped` (`tritonhook capture --wheel-ptxas`) can record."""
+    return [path for path in default_targets(origins=(PIP_ORIGIN,))
+            if os.path.exists(os.path.join(os.path.dirname(path), TILEIRAS))]
 
 
 def _side_wrapper(path: Path, real: str, store: str | os.PathLike) -> str:

@@ -174,6 +174,8 @@ def _ptxas_wrapper(args) -> int:
         results = [wrapper.uninstall(path) for path in targets]
     else:
         results = [wrapper.status(path) for path in targets]
+        if args.ptxas and (missing := [r.path for r in results if r.state == wrapper.MISSING]):
+            raise TritonhookError(f"{', '.join(missing)}: no such file (no ptxas there, nor one a wrapper moved aside)")
     if args.json:
         print_json([r.to_json() for r in results])
     else:

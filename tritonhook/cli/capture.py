@@ -51,4 +51,16 @@ def _capture(args) -> int:
         print_json(result.to_json())
     else:
         console(stderr=True).print(line(result.summary()))
+    if not result.captures and not args.wheel_ptxas:
+        _wheel_ptxas_hint()
     return result.exit_code
+
+
+def _wheel_ptxas_hint() -> None:
+    """A command that captured nothing may be a cuTile program: its `tileiras` runs the wheel ptxas beside it,
+    which only --wheel-ptxas reaches; say so when that ptxas is here."""
+    from ..ptxas_wrapper import tileiras_ptxas
+
+    if found := tileiras_ptxas():
+        print(f"tritonhook: nothing captured; for cuTile kernels add --wheel-ptxas (cuTile's tileiras runs {found[0]}, "
+              f"which only --wheel-ptxas records)", file=sys.stderr)
