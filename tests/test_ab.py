@@ -220,3 +220,80 @@ def test_a_a_false_positives_stay_near_five_percent_with_few_rounds():
         base, other = ([1 + rng.gauss(0, 0.01) for _ in range(6)] for _ in range(2))
         false_positives += ab.verdict(*ab.ratio_interval(base, other), min_effect=0.0) != "no difference"
     assert false_positives / trials <= 0.05
+
+
+# ----- outputs: NaN as data, ULPs, the baseline's own spread ---------------------------------------------------------
+def test_nan_and_inf_at_the_same_positions_are_equal_and_moved_ones_are_counted():
+    torch = pytest.importorskip("torch")
+    from tritonhook.ab.outputs import difference
+
+    x = torch.randn(4096).log()  # NaN wherever randn was negative: what random inputs do to many kernels
+    x[7] = float("inf")
+    assert torch.isnan(x).any() and not torch.equal(x, x.clone())  # what used to read as "differ"
+    assert difference(torch, x, x.clone()).bitwise
+    moved = x.clone()
+    first_nan = int(torch.isnan(x).nonzero()[0])
+    moved[first_nan] = 0.5
+    found = difference(torch, x, moved)
+    assert (found.differing, found.nonfinite_mismatch, found.beyond_tolerance) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_ulp_distance_counts_representable_steps_across_zero(dtype):
+    torch = pytest.importorskip("torch")
+    from tritonhook.ab.outputs import difference
+
+    dt = getattr(torch, dtype)
+    one = torch.ones(1, dtype=dt)
+    up = torch.nextafter(one, one * 2)
+    up3 = torch.nextafter(torch.nextafter(up, one * 2), one * 2)
+    assert difference(torch, one, up3).max_ulp == 3
+    tiny = torch.nextafter(torch.zeros(1, dtype=dt), one)  # the smallest subnormal
+    assert difference(torch, tiny, -tiny).max_ulp == 2  # +tiny -> +0/-0 -> -tiny
+    assert difference(torch, torch.zeros(1, dtype=dt), -torch.zeros(1, dtype=dt)).max_ulp == 0
+
+
+def test_fp8_and_integer_buffers_are_compared_too():
+    torch = pytest.importorskip("torch")
+    from tritonhook.ab.outputs import difference
+
+    values = torch.tensor([1.0, 2.0, -3.0]).to(torch.float8_e4m3fn)
+    other = torch.tensor([1.0, 2.25, -3.0]).to(torch.float8_e4m3fn)  # e4m3 steps by 0.25 between 2 and 4
+    assert difference(torch, values, other).max_ulp == 1
+    counts = torch.tensor([5, 9, 2], dtype=torch.int32)
+    found = difference(torch, counts, torch.tensor([5, 7, 2], dtype=torch.int32))
+    assert (found.differing, found.max_ulp, found.beyond_tolerance) == (1, 2, 1)
+
+
+def test_a_variant_is_judged_against_the_baselines_own_run_to_run_spread():
+    """A nondeterministic baseline (atomics: the sum's rounding depends on the order) makes a variant that is
+    just as nondeterministic "within spread", not "differ"; a deterministic one makes any bit change "close" or
+    "differ" by the tolerance."""
+    torch = pytest.importorskip("torch")
+    from tritonhook.ab.outputs import BITWISE, CLOSE, DIFFER, WITHIN_SPREAD, check_outputs
+
+    parts = torch.randn(64, 1024)
+
+    def racy_sum() -> dict:  # the order atomics would add the rows in, different at every run
+        return {0: parts[torch.randperm(64)].sum(0)}
+
+    runs = [racy_sum() for _ in range(3)]
+    assert not all(torch.equal(runs[0][0], r[0]) for r in runs[1:])  # the spread is real
+    check = check_outputs(torch, runs, {"plain#2": racy_sum(), "bad": {0: runs[0][0] + 1.0}})
+    assert not check.deterministic and check.verdicts == {"plain#2": WITHIN_SPREAD, "bad": DIFFER}
+    assert check.verdict == DIFFER and check.variants["plain#2"].max_ulp > 0
+
+    steady = [{0: parts.sum(0)} for _ in range(3)]
+    rounded = {0: torch.nextafter(steady[0][0], steady[0][0] * 2)}
+    same = {0: steady[0][0].clone()}
+    check = check_outputs(torch, steady, {"rounded": rounded, "same": same})
+    assert check.deterministic and check.verdicts == {"rounded": CLOSE, "same": BITWISE}
+    assert check.variants["rounded"].max_ulp == 1 and "1 ulp" in check.text()
+
+
+def test_compare_outputs_of_ab_calls_a_kernel_that_makes_nan_equal_to_itself():
+    torch = pytest.importorskip("torch")
+
+    produced = torch.randn(1000).sqrt()
+    assert ab.compare_outputs({"plain": produced, "cutlass_": produced.clone()}, "bitwise") == "bitwise"
+    assert ab.compare_outputs({"plain": produced, "cutlass_": produced.nan_to_num()}, "allclose") == "MISMATCH"

@@ -444,7 +444,7 @@ def _result() -> SweepResult:
                         {"plain": _noisy(0.02, 5)}, facts, {"cutlass_": "plain"}),
             SweepRow(3, "k_bad", "k_bad [1]", 0.0, 1, None, "none", "fault: worker exited with status -11")]
     return SweepResult(rows, ["plain", "cutlass_"], 9, 7, ["python", "train.py"], {"record": 1.0, "build": 2.0,
-                                                                                       "replay": 3.0}, 0.01).finish()
+                                                                                       "replay": 3.0}).finish()
 
 
 def test_verdicts_estimate_and_select_come_from_the_measured_rows():
@@ -466,7 +466,7 @@ def test_fidelity_counts_the_rows_making_90_percent_of_the_gpu_time_largest_firs
                         variants=[VariantTiming("plain", replayed_ms)])
 
     result = SweepResult([row(0, 0.3, 0.120), row(1, 0.5, 0.105), row(2, 0.05, 0.200), row(3, 0.15, 0.095)],
-                         ["plain"], 9, 1, None, {}, 0.01)
+                         ["plain"], 9, 1, None, {})
     fidelity = result.fidelity
     assert (fidelity.signatures, fidelity.within) == (3, 2)
     assert fidelity.share == pytest.approx(0.95) and fidelity.median_ratio == pytest.approx(1.05)
@@ -489,12 +489,12 @@ def test_a_row_reports_the_launch_lead_difference_and_its_fidelity_net_of_it_bes
     assert measured.lead_ms == pytest.approx(0.00065) and old.lead_ms is None
     assert measured.fidelity == old.fidelity == pytest.approx(1.25)
     assert measured.net_fidelity == pytest.approx(1.0333, abs=1e-4) and old.net_fidelity is None
-    result = SweepResult([measured, old], ["plain"], 9, 1, None, {}, 0.01)
+    result = SweepResult([measured, old], ["plain"], 9, 1, None, {})
     fidelity = result.fidelity
     assert (fidelity.within, fidelity.within_net, fidelity.median_lead_ms) == (0, 1, pytest.approx(0.00065))
     assert fidelity.line().endswith("; launch lead (an empty kernel after each) +0.65 µs in the replay, "
                                     "1 within ±10% net of it")
-    assert SweepResult([old], ["plain"], 9, 1, None, {}, 0.01).fidelity.within_net is None
+    assert SweepResult([old], ["plain"], 9, 1, None, {}).fidelity.within_net is None
     data = json.loads(json.dumps(result.to_json()))
     assert data["rows"][0]["lead_ms"] == pytest.approx(0.00065)
     assert data["rows"][0]["net_fidelity"] == pytest.approx(measured.net_fidelity)
@@ -525,7 +525,7 @@ def test_the_replayed_on_column_shows_only_when_rows_ran_on_more_than_one_gpu(pl
     from rich.console import Console
 
     console = Console(width=300, record=True)
-    console.print(SweepResult(rows, ["plain"], 9, 1, None, {}, 0.01))
+    console.print(SweepResult(rows, ["plain"], 9, 1, None, {}))
     assert ("replayed on" in console.export_text()) is shown
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -298,6 +299,29 @@ def test_one_config_winning_both_keeps_its_interleaved_comparison_and_identical_
     assert row.variants[1].ratio == 1.0 and row.variants[1].facts["same_text_as"] == "plain"
 
 
+def test_a_winner_flip_within_noise_keeps_the_workloads_config_and_is_named(candidates):
+    """An A/A's two identical builds: cutlass_'s fastest candidate is another config by 0.1%, well inside the
+    noise. No verdict may come from that: both run at the workload's config, whose own interleaved comparison says
+    "no difference", and the faster config not taken is named."""
+    group, rows, samples = _candidate_rows(candidates, {256: (0.0201, 0.01999), 512: (0.0200, 0.0200),
+                                                        1024: (0.025, 0.026)})
+    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
+                        samples, ["plain", "cutlass_"])
+    workload = "BLOCK=512, num_warps=4, num_ctas=1, num_stages=3"
+    fastest = min(rows, key=lambda r: statistics.median(samples[r.signature]["cutlass_"]))
+    assert fastest.autotune["config"] != workload  # the trap is set: the renamed build's best is another config
+    assert row.autotune["winners"] == {"plain": workload, "cutlass_": workload} and not row.autotune["changed"]
+    assert row.autotune["flips"] == {"cutlass_": {"fastest": fastest.autotune["config"], "kept": workload}}
+    assert row.variants[1].verdict == "no difference"
+
+
+def test_an_aa_sweep_gives_no_workload_estimate():
+    rows = [analyze_row(SweepRow(0, "k", "k [1]", 0.9, 10, 0.02, "snapshot", "ok", "bitwise"),
+                        {"plain": _noisy(0.020, 1), "plain#2": _noisy(0.019, 2)}, {"plain": {}, "plain#2": {}}, {})]
+    assert rows[0].variants[1].verdict == "faster"  # noise an A/A can show
+    assert SweepResult(rows, ["plain", "plain#2"], 9, 1, None, {}).finish().estimates == []
+
+
 def test_a_group_with_no_timed_candidate_says_why(candidates):
     group, rows, samples = _candidate_rows(candidates, {256: (1, 1), 512: (1, 1), 1024: (1, 1)})
     for row in rows:
@@ -311,7 +335,7 @@ def test_a_group_row_renders_as_one_row_feeds_the_estimate_and_round_trips(candi
     group, rows, samples = _candidate_rows(candidates, {256: (0.030, 0.018), 512: (0.020, 0.024), 1024: (0.025, 0.026)})
     folded = analyze_group(SweepRow(1, "add_kernel", "add_kernel [4096]", 0.9, 50, 0.02, "snapshot", "ok"), group,
                            rows, samples, ["plain", "cutlass_"])
-    result = SweepResult([folded], ["plain", "cutlass_"], 9, 7, ["python", "train.py"], {"replay": 3.0}, 0.01,
+    result = SweepResult([folded], ["plain", "cutlass_"], 9, 7, ["python", "train.py"], {"replay": 3.0},
                          candidates=rows).finish()
     (est,) = result.estimates
     assert est.kernels == ["add_kernel"] and est.ratio == pytest.approx(1 - 0.9 * (1 - folded.variants[1].ratio))
@@ -323,6 +347,7 @@ def test_a_group_row_renders_as_one_row_feeds_the_estimate_and_round_trips(candi
     console.print(result)
     text = console.export_text()
     assert text.count("add_kernel [4096] (autotuned: 3 configs)") == 1 and "faster" in text
-    assert ("add_kernel [4096]: autotuned, the winner changed; winner per variant: plain: BLOCK=512, num_warps=4, "
+    assert ("add_kernel [4096]: autotuned, the config changed; config per variant: plain: BLOCK=512, num_warps=4, "
             "num_ctas=1, num_stages=3; cutlass_: BLOCK=256, num_warps=2, num_ctas=1, num_stages=3 (in the workload: "
-            "BLOCK=512, num_warps=4, num_ctas=1, num_stages=3)") in text
+            "BLOCK=512, num_warps=4, num_ctas=1, num_stages=3); cutlass_ at BLOCK=512, num_warps=4, num_ctas=1, "
+            "num_stages=3 (the same config as the baseline): 1.200 [") in text

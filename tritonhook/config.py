@@ -173,9 +173,6 @@ SWEEP_DEFAULT_ROUNDS = 21
 """Interleaved rounds per kernel signature in a sweep replay (one median per variant per round). 21, not 7: two
 replays of one recording (H200, transformer + Liger, 111 signatures) differed per kernel by a median 3.6% (90th
 percentile 8.2%) at 7 rounds and 1.8% (3.6%) at 21, for 71 s of replay instead of 33 (docs/notes.md section 10)."""
-AUTOTUNE_REPLAY_CAP = 32
-"""A sweep replays at most this many candidates of one autotune decision (the fastest by the autotuner's own
-benchmark, plus the config the workload ran); `--autotune-top K` asks for fewer."""
 SWEEP_L2_MODES = ("measured", "cold", "warm", "inputs")
 """A sweep replay's L2 rules, the default first: inputs rotated through copies with the parts of each buffer that
 the recording's probe found in L2 inside the workload brought into L2 before each call (measured; a signature
@@ -184,7 +181,8 @@ reads brought into L2 (inputs). Measured is the default since one clean recordin
 replayed 30 of the 39 signatures making 91% of its GPU time within ±10% measured, 17 cold (H200; docs/notes.md
 section 17)."""
 SWEEP_RTOL = 1e-2
-"""Tolerance of the replay's output comparison when outputs are not bitwise equal (rtol = atol, on float32)."""
+"""Tolerance of the replay's output check (rtol = atol): outputs beyond the baseline's own run-to-run spread but
+within it are "close" (another rounding), beyond it they "differ" (`ab.outputs`)."""
 MAX_SNAPSHOTS = 20_000
 """memwatch keeps at most this many hook snapshots; later ones are counted, not stored (before/after always kept)."""
 # The sampler's own limits (MAX_SAMPLES, PROCESS_SAMPLE_EVERY) stay in `_nvml_sampler.py`: it runs as a script in

@@ -28,7 +28,7 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
                              f"(default {config.SWEEP_DEFAULT_ROUNDS})")
     parser.add_argument("--autotune-top", type=int, default=None, metavar="K",
                         help="per autotuned kernel, replay the K configs fastest in the autotuner's own benchmark "
-                             f"(default all, at most {config.AUTOTUNE_REPLAY_CAP})")
+                             "(default all)")
     parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
                         help="measured (default): inputs rotated, and what the recording's L2 probe found in L2 "
                              "inside the workload brought into L2 before each call; cold: rotated so every call "

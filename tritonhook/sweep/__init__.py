@@ -53,8 +53,10 @@ Replay (`replay.py`, `worker.py`). Workers are subprocesses that take the signat
 line as each starts and ends: a kernel that faults (and takes the CUDA context with it) or hangs loses only
 itself; a fresh worker goes on with the rest. A worker loads every variant through Triton's own loader and
 launcher (`_triton.load_kernel`: `CompiledKernel` from metadata JSON + cubin, so global scratch, TMA descriptors,
-clusters and PDL are handled by Triton), restores the inputs, runs each variant once to find the buffers it
-writes and compare them (bitwise, else allclose with rtol = atol = 1e-2), then times the variants with the A/B
+clusters and PDL are handled by Triton), restores the inputs, finds the buffers the kernel writes (poisoning
+those a first call leaves unchanged), runs the baseline three times and each other variant once and judges each
+variant's outputs against the baseline's own run-to-run spread (`ab.outputs`: bitwise, within spread or differ, with
+ULPs, relative error and NaN/Inf positions as data), then times the variants with the A/B
 timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation with, by default (`--l2 measured`), the
 parts of each buffer that the recording's L2 probe (`l2probe`: a one-warp latency probe at each signature's first
 timed launches) found in L2 inside the workload brought into L2 before each call, or with `--l2 cold` rotation
@@ -73,9 +75,9 @@ while recording, and Inductor's `CachingAutotuner.benchmark_all_configs` and `be
 launch inside a benchmark is tagged with its decision (one Autotuner and tuning key, or one Inductor kernel) and
 config and counted in `tuning_launches`, never in the workload's launches, times or share; the decision (chosen
 config, the autotuner's own timing per config) is saved in the recording. The replay replays every candidate (the
-`--autotune-top K` fastest by that timing, at most `config.AUTOTUNE_REPLAY_CAP`, plus the workload's winner) per
-variant, picks each variant's fastest, and shows one row per group: the winners' times, the ratio of the winners,
-whether the winner changed; the candidate rows are in the JSON (`SweepResult.candidates`).
+`--autotune-top K` fastest by that timing, plus the workload's winner) per variant, and shows one row per group:
+each variant at the workload's config unless another config is faster for it beyond noise (then its best against
+the baseline's best, and the two at the same config beside it), whether the config changed; the candidate rows are in the JSON (`SweepResult.candidates`).
 
 Scaling out (`schedule.py`). `gpus=` ("all" or indices): one worker per local GPU pinned with
 CUDA_VISIBLE_DEVICES, signatures handed out one at a time from one queue, results merged by the parent as they

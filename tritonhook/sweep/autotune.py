@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..ab.outputs import BITWISE, CLOSE, DIFFER, NO_OUTPUT, WITHIN_SPREAD
 from ..ab.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from .recording import Recording, Signature
 from .result import SweepRow, VariantTiming
 from .variants import IDENTICAL
 
-OUTPUTS_ORDER = ("differ", "allclose", "bitwise", "no output", "-")
-"""A group's outputs are its worst candidate's: "differ" anywhere keeps the kernel out of the estimate."""
+OUTPUTS_ORDER = (DIFFER, CLOSE, "allclose", WITHIN_SPREAD, BITWISE, NO_OUTPUT, "-")
+"""A group's outputs are its worst candidate's: "differ" anywhere keeps the kernel out of the estimate ("allclose":
+the verdict of results saved before the comparison against the baseline's spread)."""
 
 
 @dataclasses.dataclass
@@ -80,44 +82,74 @@ def json_key(config: dict) -> tuple:
 def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow],
                   samples: dict[int, dict[str, list[float]]], labels: list[str],
                   min_effect: float = DEFAULT_MIN_EFFECT) -> SweepRow:
-    """Fill the group's `row` from its replayed candidates: per variant the candidate with the lowest median time
-    (`samples[signature][label]`, per-round medians; a variant not timed because its SASS equals another's takes
-    that one's samples), the winners' times, and each variant's winner against the baseline's winner (the
-    candidate row's own interleaved comparison when one candidate wins both, else `ratio_interval` of the two
-    candidates' rounds)."""
+    """Fill the group's `row` from its replayed candidates.
+
+    Each variant runs at its own config only where that config is truly faster for it: a variant's fastest
+    candidate (lowest median, `samples[signature][label]`: per-round medians; a variant not timed because its SASS
+    equals another's takes that one's samples) replaces the reference config (the workload's own, else the
+    baseline's fastest) only when it beats the variant at the reference config beyond noise. Two identical builds
+    picked different winners of a 3 µs kernel within noise, and the ratio of the two winners read "faster 0.958"
+    in an A/A: a winner flip within noise is no verdict. Where all variants keep one config, the verdict is that
+    candidate's own interleaved comparison; where a variant's config truly changes (`flip`), its best against the
+    baseline's best (`ratio_interval` of the two candidates' rounds), and beside it the comparison at the
+    reference config (`same_config`)."""
     by_id = {c.signature: c for c in candidates}
     timed = {c.signature: _resolved(c, samples.get(c.signature, {})) for c in candidates if c.status == "ok"}
     timed = {sid: own for sid, own in timed.items() if all(own.get(label) for label in labels)}
     row.autotune = {"group": group.group, "configs": len(group.candidates),
                     "replayed": [c.signature for c in candidates], "workload": config_text(group.chosen),
-                    "winners": {}, "winner_signatures": {}, "changed": False}
+                    "winners": {}, "winner_signatures": {}, "changed": False, "flips": {}, "same_config": {}}
     if not timed:
         failed = next((c.status for c in candidates if c.status != "ok"), "no candidate was timed")
         row.status = f"no candidate replayed: {failed}"
         return row
-    winners = {label: min(timed, key=lambda sid: (median(timed[sid][label]), sid)) for label in labels}
-    base_id = winners[labels[0]]
+    winner = group.workload_winner
+    reference = winner.id if winner is not None and winner.id in timed else \
+        min(timed, key=lambda sid: (median(timed[sid][labels[0]]), sid))
+    chosen = {label: _config_for(label, timed, reference, min_effect) for label in labels}
+    base_id = chosen[labels[0]]
     base = timed[base_id][labels[0]]
     for label in labels:
-        winner = by_id[winners[label]]
-        own = timed[winner.signature][label]
-        candidate_timing = next(v for v in winner.variants if v.label == label)
+        own_id = chosen[label]
+        own = timed[own_id][label]
+        candidate_timing = _timing_of(by_id[own_id], label)
         timing = VariantTiming(label, median(own), facts=candidate_timing.facts)
         if label == labels[0]:
             pass
-        elif winner.signature == base_id:  # one config wins both: its own interleaved comparison
+        elif own_id == base_id:  # one config for both: its own interleaved comparison
             timing.ratio, timing.low, timing.high = candidate_timing.ratio, candidate_timing.low, candidate_timing.high
             timing.verdict = candidate_timing.verdict
         else:
             timing.ratio, timing.low, timing.high = ratio_interval(base, own)
             timing.verdict = verdict(timing.ratio, timing.low, timing.high, min_effect)
+            same = _timing_of(by_id[reference], label)
+            row.autotune["same_config"][label] = {"config": _config_of(by_id[reference]), "ratio": same.ratio,
+                                                  "low": same.low, "high": same.high, "verdict": same.verdict}
         row.variants.append(timing)
-    row.autotune["winners"] = {label: _config_of(by_id[sid]) for label, sid in winners.items()}
-    row.autotune["winner_signatures"] = winners
-    row.autotune["changed"] = len(set(winners.values())) > 1
-    row.outputs = min((c.outputs for c in candidates if c.status == "ok"),
-                      key=lambda o: OUTPUTS_ORDER.index(o) if o in OUTPUTS_ORDER else len(OUTPUTS_ORDER))
+    fastest = {label: min(timed, key=lambda sid: (median(timed[sid][label]), sid)) for label in labels}
+    row.autotune["flips"] = {label: {"fastest": _config_of(by_id[sid]), "kept": _config_of(by_id[chosen[label]])}
+                             for label, sid in fastest.items() if sid != chosen[label]}
+    row.autotune["winners"] = {label: _config_of(by_id[sid]) for label, sid in chosen.items()}
+    row.autotune["winner_signatures"] = chosen
+    row.autotune["changed"] = len(set(chosen.values())) > 1
+    worst = min((c for c in candidates if c.status == "ok"),
+                key=lambda c: OUTPUTS_ORDER.index(c.outputs) if c.outputs in OUTPUTS_ORDER else len(OUTPUTS_ORDER))
+    row.outputs, row.output_check = worst.outputs, worst.output_check
     return row
+
+
+def _config_for(label: str, timed: dict[int, dict[str, list[float]]], reference: int, min_effect: float) -> int:
+    """The candidate `label` runs at: its fastest where that beats `label` at the reference config beyond noise
+    (the interval of the two candidates' rounds says "faster"), else the reference."""
+    fastest = min(timed, key=lambda sid: (median(timed[sid][label]), sid))
+    if fastest == reference:
+        return reference
+    ratio, low, high = ratio_interval(timed[reference][label], timed[fastest][label])
+    return fastest if verdict(ratio, low, high, min_effect) == "faster" else reference
+
+
+def _timing_of(candidate: SweepRow, label: str) -> VariantTiming:
+    return next(v for v in candidate.variants if v.label == label)
 
 
 def _resolved(candidate: SweepRow, samples: dict[str, list[float]]) -> dict[str, list[float]]:

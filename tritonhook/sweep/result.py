@@ -37,7 +37,8 @@ class SweepRow:
     recorded_ms: float | None          # median sampled time per launch inside the workload
     inputs: str                        # snapshot / synthetic / partly synthetic / none
     status: str                        # ok, or what went wrong (build, replay error, fault)
-    outputs: str = "-"                 # bitwise / allclose / differ / no output
+    outputs: str = "-"                 # bitwise / within spread / close / differ / no output (ab.outputs)
+    output_check: dict | None = None   # ab.outputs.OutputCheck.to_json(): the figures behind `outputs`
     detail: str = ""                   # the worker's traceback when the replay failed (in --json, not the table)
     replayed_on: str = ""              # host/gpuN of the worker that replayed it
     retried_after: str = ""            # where and why earlier workers died on it, when it was retried
@@ -196,7 +197,6 @@ class SweepResult:
     recording_id: int | None
     command: list[str] | None
     times_s: dict[str, float]          # record, build, replay
-    rtol: float
     min_effect: float = DEFAULT_MIN_EFFECT
     estimates: list[WorkloadEstimate] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
@@ -207,7 +207,11 @@ class SweepResult:
     warning_prefix = "tritonhook sweep"
 
     def finish(self) -> "SweepResult":
-        self.estimates = [estimate(self.rows, label, self.command) for label in self.variants[1:]]
+        """The workload estimate of every variant that is not the baseline again (an A/A's `plain#2` estimates
+        nothing: whatever it finds "faster" is noise)."""
+        baseline = self.variants[0].split("#")[0]
+        self.estimates = [estimate(self.rows, label, self.command) for label in self.variants[1:]
+                          if label.split("#")[0] != baseline]
         return self
 
     @property
@@ -255,8 +259,8 @@ class SweepResult:
                            right_align=[c for c in columns if c not in ("kernel", "inputs", "outputs")
                                         and not c.endswith("verdict")])
         split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
-        yield format.line(f"time: {split}; L2 {self.l2_rule}; outputs compared bitwise, else allclose "
-                          f"(rtol = atol = {self.rtol:g})")
+        yield format.line(f"time: {split}; L2 {self.l2_rule}; outputs: each variant against the baseline's own "
+                          f"run-to-run spread, NaN/Inf positions compared as data")
         yield format.line(self.fidelity.line())
         for row in self.rows:
             if row.autotune is not None and row.autotune.get("winners"):
@@ -272,11 +276,19 @@ class SweepResult:
         return f"{row.label} (autotuned: {configs} configs" + (f", {replayed} replayed)" if replayed < configs else ")")
 
     def _autotune_line(self, row: SweepRow) -> str:
-        winners = row.autotune["winners"]
-        each = "; ".join(f"{label}: {config}" for label, config in winners.items())
-        changed = "the winner changed" if row.autotune["changed"] else "the same config wins"
-        return (f"{row.label}: autotuned, {changed}; winner per variant: {each} "
-                f"(in the workload: {row.autotune['workload']})")
+        tune = row.autotune
+        each = "; ".join(f"{label}: {config}" for label, config in tune["winners"].items())
+        changed = "the config changed" if tune["changed"] else "one config for all variants"
+        text = f"{row.label}: autotuned, {changed}; config per variant: {each} (in the workload: {tune['workload']})"
+        flips = tune.get("flips") or {}
+        if flips:
+            text += "; a faster config within noise not taken: " + "; ".join(
+                f"{label} {flip['fastest']}" for label, flip in flips.items())
+        for label, same in (tune.get("same_config") or {}).items():
+            if same.get("ratio") is not None:
+                text += (f"; {label} at {same['config']} (the same config as the baseline): {same['ratio']:.3f} "
+                         f"[{same['low']:.3f}, {same['high']:.3f}] {same['verdict']}")
+        return text
 
     def _cells(self, row: SweepRow, width: int) -> list[str]:
         if row.status != "ok" or not row.variants:  # what went wrong, in the last column
@@ -290,7 +302,7 @@ class SweepResult:
         joined = lambda key: "/".join(format.count(f.get(key)) for f in facts)  # noqa: E731
         spills = "/".join(f"{f.get('spill_stores', 0)}+{f.get('spill_loads', 0)}" for f in facts)
         return [self._label(row), format.share(row.share), format.count(row.launches), row.inputs, *times, *ratios,
-                *verdicts, row.outputs, joined("registers"), spills, joined("frame_size"), joined("capmerc_size"),
+                *verdicts, (row.output_check or {}).get("text", row.outputs), joined("registers"), spills, joined("frame_size"), joined("capmerc_size"),
                 format.times(row.fidelity)]
 
     def _estimate_line(self, est: WorkloadEstimate) -> str:

@@ -9,8 +9,9 @@ process) down, the parent (`schedule.py`) knows which one it was, and a fresh wo
 stdin closed: the worker exits.
 
 Per signature: rebuild the arguments (snapshot blobs, else synthetic data of the same dtype and shape), load every
-variant through Triton's own launcher (`_triton.load_kernel`), run each once from the restored inputs and compare
-the buffers it wrote (bitwise, else allclose), then time the variants interleaved call by call with the A/B timer
+variant through Triton's own launcher (`_triton.load_kernel`), find the buffers the kernel writes (`_written`), run
+the baseline three times and every other variant once from the restored inputs and judge each variant's outputs
+against the baseline's own run-to-run spread (`ab.outputs`: bitwise, within spread, differ, with ULPs), then time the variants interleaved call by call with the A/B timer
 (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation), one median per variant per round, restoring
 the written buffers from the snapshot before every round, with an empty kernel queued and timed after every call
 (`ab.timing.time_empty_kernel`, as the recording does after each kernel it times). `l2` in the job: "cold"
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .. import _triton, config
-from ..ab.runner import compare_outputs
+from ..ab.outputs import check_outputs
 from ..ab.stats import interquartile_mean, median
 from ..ab.timing import bench_interleaved, l2_bytes
 from ..errors import TritonhookError
@@ -142,17 +143,23 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         for index, buffer in buffers.items():
             buffer.copy_(pristine[index])
 
-    written, outputs = set(), {}
-    for label, kernel in kernels.items():  # one call each from the snapshot: which buffers it writes, and what
+    def run(label: str, poison=()) -> None:
+        """One call of a variant from the snapshot (the buffers in `poison` first overwritten: `_written`)."""
         restore()
-        _triton.launch(kernel, grid, _arguments(torch, signature["args"], buffers))
+        for index in poison:
+            _poison(torch, buffers[index])
+        _triton.launch(kernels[label], grid, _arguments(torch, signature["args"], buffers))
         torch.cuda.synchronize()
-        written |= {index for index, buffer in buffers.items() if not torch.equal(buffer, pristine[index])}
-        outputs[label] = {index: buffers[index].clone() for index in sorted(written)}
-    checks = [compare_outputs({label: out.get(index) for label, out in outputs.items()}, "allclose",
-                              rtol=job["rtol"], atol=job["rtol"]) for index in sorted(written)]
-    outputs_equal = ("differ" if "MISMATCH" in checks else "allclose" if "allclose" in checks
-                     else "bitwise" if checks else "no output")
+
+    baseline, *others = kernels
+    written = _written(torch, functools.partial(run, baseline), buffers, pristine)
+
+    def outputs_of(label: str) -> dict:
+        run(label)
+        return {index: buffers[index].clone() for index in sorted(written)}
+
+    baseline_runs = [outputs_of(baseline) for _ in range(BASELINE_RUNS)]
+    check = check_outputs(torch, baseline_runs, {label: outputs_of(label) for label in others})
     timed = [v["label"] for v in signature["variants"] if v["timed"]]
     l2 = job.get("l2", "cold")
     read_only = [(at, [(0, buffer.numel() * buffer.element_size())])
@@ -188,8 +195,46 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         empties = [ms for result in results for ms in result.empty_samples_ms or ()]
         if empties:  # the empty kernel after every call, all variants alike: the replay's launch lead
             empty_rounds.append(interquartile_mean(empties))
-    return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": outputs_equal,
-            "written": len(written), "empty_ms": median(empty_rounds) if empty_rounds else None}
+    return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": check.verdict,
+            "output_check": check.to_json(), "written": len(written),
+            "empty_ms": median(empty_rounds) if empty_rounds else None}
+
+
+BASELINE_RUNS = 3
+"""Runs of the baseline from the same inputs: its run-to-run spread, which a variant's outputs are judged against
+(`ab.outputs`)."""
+
+
+def _same_bytes(torch, a, b) -> bool:
+    """Bitwise equality of two buffers (torch.equal says a NaN differs from itself)."""
+    return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+
+def _poison(torch, buffer) -> None:
+    """Overwrite `buffer` with contents the kernel will not write by chance: its own values moved by one element
+    (the same set of values, so an index or a size stays in range), or, where that changes nothing (a constant
+    buffer), NaN bytes in a float buffer. A constant integer buffer is left as it is (no value is safe there)."""
+    flat = buffer.view(-1)
+    if flat.numel() > 1 and not _same_bytes(torch, flat, flat.roll(1)):
+        flat.copy_(flat.roll(1))
+    elif buffer.dtype.is_floating_point:
+        flat.view(torch.uint8).fill_(0xFF)
+
+
+def _written(torch, run, buffers: dict, pristine: dict) -> set:
+    """The buffers the kernel writes. A call from the snapshot shows those whose bytes change; a buffer the
+    snapshot caught already holding the kernel's result (an earlier autotune config wrote the same thing) does not
+    change, so the others are poisoned (`_poison`) and a second call shows which of them it overwrites."""
+    run()
+    written = {index for index, buffer in buffers.items() if not _same_bytes(torch, buffer, pristine[index])}
+    unchanged = [index for index in buffers if index not in written]
+    if unchanged:
+        expected = {index: pristine[index].clone() for index in unchanged}
+        for buffer in expected.values():
+            _poison(torch, buffer)
+        run(poison=unchanged)
+        written |= {index for index in unchanged if not _same_bytes(torch, buffers[index], expected[index])}
+    return written
 
 
 @contextlib.contextmanager
