@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
 
+from test_capture_cmd import _tileiras_ptxas, needs_cutile
 from tritonhook.samples import add_kernel
 from tritonhook.store import Store
 
@@ -75,9 +80,13 @@ def test_ls_show_export_on_real_captures(store_path, tmp_path):
     for flag, first_op in (("--source-ir", "tt.func public @add_kernel"), ("--ttir", "tt.func public @add_kernel")):
         assert first_op in tritonhook("show", "--store", store_path, first, flag).stdout
 
+    summary = tritonhook("show", "--store", store_path, first).stdout
+    assert re.search(r"num_warps / num_stages +│ 4 / 3 ", summary) and "samples.py:" in summary, summary
+
     tritonhook("export", "--store", store_path, first, tmp_path / "out")
     exported = {p.name for p in (tmp_path / "out").iterdir()}
-    assert {"add_kernel.ptx", "add_kernel.cubin", "add_kernel.capture.json"} <= exported
+    assert exported == {f"add_kernel.{stage}" for stage in ("source", "ttir", "ttgir", "llir", "ptx", "cubin", "json",
+                                                            "capture.json")}
     assert (tmp_path / "out" / "add_kernel.ptx").read_text() == ptx
 
 
@@ -86,6 +95,10 @@ def test_ls_show_export_on_real_captures(store_path, tmp_path):
     (["show", "abc"], "whole number"),
     (["ls", "--kernel", "("], "regular expression"),
     (["run", "--"], "give the command"),
+    (["ls", "-n", "-5"], "-n/--limit -5: give a count of 1 or more"),
+    (["ls", "-n", "0"], "-n/--limit 0: give a count of 1 or more"),
+    (["ls", "--arch", ""], "--arch '': empty; give a target such as sm_90a"),
+    (["ls", "--kernel", " "], "--kernel ' ': empty; give a regular expression"),
 ])
 def test_bad_input_is_one_line_and_status_2(store_path, args, message):
     Store(store_path).close()
@@ -93,6 +106,16 @@ def test_bad_input_is_one_line_and_status_2(store_path, args, message):
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["show", "1"], ["ls"], ["store", "verify"], ["preflight"]])
+def test_an_unknown_option_is_the_subcommands_own_usage_error(store_path, command):
+    Store(store_path).close()
+    result = tritonhook(*command, "--store", store_path, "--bogus", check=False)
+    name = " ".join(c for c in command if not c.isdigit())
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"usage: tritonhook {name} [-h]"), result.stderr
+    assert result.stderr.endswith(f"tritonhook {name}: error: unrecognized arguments: --bogus\n")
 
 
 @pytest.mark.parametrize("command", ["run", "capture", "ab"])
@@ -150,6 +173,67 @@ def test_unwritable_store_fails_before_the_script_starts(tmp_path):
                         f"open({str(marker)!r}, 'w').close()", check=False)
     assert result.returncode == 2 and "not writable" in result.stderr
     assert not marker.exists()
+
+
+# ----- without a package a command needs --------------------------------------------------------------------------
+def python_without(path: Path, *packages: str) -> Path:
+    """The python of a new virtualenv of this interpreter's Python whose site-packages link to everything this
+    one's hold (tritonhook's editable install included) except `packages` and their dist-info: a real interpreter
+    in which importing them fails as on a machine where they were never installed (checked here)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", path], check=True)
+    (site,) = (path / "lib").glob("python*/site-packages")
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if entry.name.split("-")[0] not in packages:
+            (site / entry.name).symlink_to(entry)
+    python = path / "bin" / "python"
+    for package in packages:
+        assert subprocess.run([python, "-c", f"import {package}"], capture_output=True).returncode == 1
+    assert subprocess.run([python, "-c", "import tritonhook, rich"]).returncode == 0
+    return python
+
+
+@pytest.fixture(scope="module")
+def python_without_torch(tmp_path_factory) -> Path:
+    return python_without(tmp_path_factory.mktemp("venv") / "no-torch", "torch", "torchgen", "functorch")
+
+
+@pytest.mark.parametrize("command", ["record", "sweep"])
+def test_without_torch_record_and_sweep_say_so_in_one_line_and_never_start_the_workload(python_without_torch,
+                                                                                        tmp_path, command):
+    ran = tmp_path / "workload-ran"
+    done = subprocess.run([python_without_torch, "-m", "tritonhook", command, "--store", tmp_path / "s", "--",
+                           python_without_torch, "-c", f"open({str(ran)!r}, 'w')"], capture_output=True, text=True)
+    assert done.returncode == 2 and not ran.exists()
+    assert done.stderr.splitlines() == [
+        "tritonhook: error: recording needs torch with CUDA, and torch is not installed here (pip install torch), "
+        f"so {python_without_torch} -c open({str(ran)!r}, 'w') was not run"]
+
+
+def test_a_recording_that_cannot_start_inside_a_workload_never_breaks_it(python_without_torch, tmp_path):
+    """A workload started with the recording environment (as `record` starts one; here by an interpreter without
+    torch, which the recorder needs): at `import triton` the recording fails to start, the workload runs on with
+    its own exit status, and tritonhook says so once, with no traceback."""
+    from tritonhook.sweep.record import recording_env
+
+    done = subprocess.run([python_without_torch, "-c", "import triton; print('workload done'); raise SystemExit(5)"],
+                          env=recording_env(tmp_path / "s", "guarded"), capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (5, "workload done\n"), done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("tritonhook: recording in process ") and line.endswith(
+        " failed 1 time(s) (the first at the start of recording: ModuleNotFoundError: No module named 'torch'); "
+        "the workload itself was not affected"), line
+
+
+@pytest.mark.parametrize("out", [[], ["--out", "elsewhere/demo"]])
+def test_demo_without_triton_is_one_line_naming_the_install_and_creates_nothing(tmp_path, out):
+    python = python_without(tmp_path / "no-triton", "triton")
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run([python, "-m", "tritonhook", "demo", *out], cwd=work, capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "tritonhook: error: cannot import triton (No module named 'triton'): install Triton: " \
+                          "pip install 'triton>=3.6,<3.10'\n"
+    assert list(work.iterdir()) == []
 
 
 def test_ls_tells_specializations_apart_and_matches_the_arch_family(capture_session):
@@ -221,3 +305,51 @@ def test_store_verify_reports_and_repairs(capture_session):
     store.blob_path(capture.artifacts["cubin"].sha256).write_bytes(b"not the cubin")
     damaged = tritonhook("store", "verify", "--store", store.path, check=False)
     assert damaged.returncode == 1 and "PROBLEMS" in damaged.stdout and "corrupt blobs" in damaged.stdout
+
+
+def _cutile_bin(root: Path) -> Path:
+    """cuTile's tileiras and the ptxas beside it, linked into root/nvidia/cu13/bin (copied across file systems), with
+    the folders tileiras loads libnvvm from and the cuda-tile metadata beside them: a ptxas wrapper installed there
+    records what tileiras runs, as in the wheel (frontend cutile and its version), and the shared wheel's ptxas
+    stays untouched (the serial tests wrap it in place; its real binary is then beside it)."""
+    from tritonhook.ptxas_wrapper import real_path
+
+    ptxas = _tileiras_ptxas()
+    wheel = ptxas.parent.parent
+    bin_dir = root / "nvidia" / "cu13" / "bin"
+    bin_dir.mkdir(parents=True)
+    real = Path(real_path(ptxas))
+    for source in (wheel / "bin" / "tileiras", real if real.exists() else ptxas):
+        try:
+            os.link(source, bin_dir / source.name.split(".")[0])
+        except OSError:
+            shutil.copy2(source, bin_dir / source.name.split(".")[0])
+    for name in ("nvvm", "lib"):
+        (bin_dir.parent / name).symlink_to(wheel / name)
+    metadata = next(f for f in importlib.metadata.distribution("cuda-tile").files if f.name == "METADATA")
+    (root / metadata.locate().parent.name).symlink_to(metadata.locate().parent)
+    return bin_dir
+
+
+@needs_cutile
+def test_show_of_a_cutile_capture_leaves_out_what_cutile_does_not_record(store_path, tmp_path):
+    from tritonhook import ptxas_wrapper
+
+    bin_dir = _cutile_bin(tmp_path / "site-packages")
+    ptxas_wrapper.install(bin_dir / "ptxas", store=store_path)
+    bytecode = tmp_path / "scale_tile.bytecode"
+    subprocess.run([sys.executable, "-c", "from cuda.tile.compilation import export_kernel; import tile_scale; "
+                    f"export_kernel(tile_scale.scale_tile, [tile_scale.signature()], {str(bytecode)!r}, "
+                    "gpu_code=None, output_format='tileir_bytecode')"], cwd=Path(__file__).parent, check=True)
+    subprocess.run([bin_dir / "tileiras", bytecode, "-o", tmp_path / "scale_tile.cubin", "--gpu-name", "sm_90",
+                    "-O3", "--lineinfo"], check=True, env=dict(os.environ, TRITONHOOK_STORE=str(store_path)))
+    (capture,) = Store(store_path, create=False).captures()
+    assert capture.frontend == "cutile" and capture.src_line is None
+
+    shown = tritonhook("show", "--store", store_path, capture.id).stdout
+    fields = dict(re.findall(r"^│ (.+?) +│ (.+?) +│$", shown, re.MULTILINE))
+    assert fields["frontend"] == f"cutile {importlib.metadata.version('cuda-tile')}"
+    assert fields["source"] == capture.src_file and fields["source"].endswith(".ptx")
+    assert fields["ptxas"] == f"{capture.ptxas_version} ({bin_dir / 'ptxas'})"
+    assert not {"num_warps / num_stages", "shared memory", "TMA loads rewritten to CTA scope"} & set(fields)
+    assert "None" not in shown, shown

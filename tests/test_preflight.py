@@ -98,6 +98,22 @@ def test_capture_warns_when_a_kernel_would_reserve_over_256_mib(capture_session,
         assert "tma_copy_kernel" in messages[0] and "sm_120a" in messages[0] and TMA_SYSCALL_PREFIX in messages[0]
 
 
+def test_the_capture_warning_names_the_line_that_compiled_the_kernel(capture_session):
+    """The warning is issued deep inside Triton's compile (the listener); it must name the user's line."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    example = runpy.run_path(str(EXAMPLE), run_name="stack_reservation")
+    source = ASTSource(example["local_array_kernel"], {"x_ptr": "*i32", "out_ptr": "*i32"},
+                       {"BLOCK": example["BLOCK"], "ASM": example["local_array_asm"](16384)})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled_at = sys._getframe().f_lineno + 1
+        triton.compile(source, target=GPUTarget("cuda", 120, 32))
+    (warning,) = [w for w in caught if "tritonhook preflight" in str(w.message)]
+    assert (warning.filename, warning.lineno, warning.category) == (__file__, compiled_at, RuntimeWarning)
+
+
 # ----- CLI ------------------------------------------------------------------------------------------------------
 def test_cli_preflight_on_a_cubin_file_json(cubins, tmp_path, capsys):
     path = tmp_path / "local.cubin"
@@ -118,6 +134,48 @@ def test_cli_preflight_over_a_store(capture_session, store_path, capsys):
     assert {row["gpu"]["name"] for row in rows if row["arch"] == "sm_120a"} == {"RTX 5090", "RTX PRO 6000 Blackwell"}
     assert cli.main(["preflight", str(capture_session.capture_ids[0]), "--store", str(store_path)]) == 0
     assert "tma_copy_kernel" in capsys.readouterr().out
+
+
+def test_cli_preflight_over_a_store_with_a_corrupt_cubin_predicts_the_rest_and_names_it(capture_session, store_path,
+                                                                                         capsys):
+    for name in ("add", "matmul_fp16", "tma_copy"):
+        compile_sample(name, 90)
+    add, matmul, tma = capture_session.store.captures()
+    blob = capture_session.store.blob_path(matmul.artifacts["cubin"].sha256)
+    blob.write_bytes(blob.read_bytes()[:100])
+    reason = f"{blob} (capture {matmul.id} cubin): blob is corrupt (its sha256 does not match its name)"
+
+    assert cli.main(["preflight", "--store", str(store_path), "--gpu", "H200"]) == 1
+    out = capsys.readouterr().out
+    assert f"not predicted: capture {matmul.id} (matmul_kernel, sm_90a): {reason}" in out.splitlines()
+    assert f"basis 1 (captures {add.id}, {tma.id} on H200): need = 0 B ptxas stack" in out
+    assert cli.main(["preflight", "--store", str(store_path), "--gpu", "H200", "--json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [(row["capture_id"], row.get("error")) for row in rows] == [(add.id, None), (tma.id, None),
+                                                                      (matmul.id, reason)]
+
+
+def test_cli_preflight_basis_lines_name_their_rows(cubins, capture_session, store_path, tmp_path, capsys):
+    path = tmp_path / "local.cubin"
+    path.write_bytes(cubins["local16k"])
+    assert cli.main(["preflight", str(path), "--gpu", "H200"]) == 0
+    out = capsys.readouterr().out
+    assert [(row[0], row[1], row[-1]) for row in _table_rows(out)] == [("-", "local_array_kernel", "1")]
+    assert "basis 1 (local_array_kernel on H200): need = 16384 B ptxas stack;" in out
+
+    compile_sample("add", 90)
+    compile_sample("add", 100)
+    assert cli.main(["preflight", "--store", str(store_path)]) == 0
+    out = capsys.readouterr().out
+    assert [(row[0], row[4], row[-1]) for row in _table_rows(out)] == [
+        ("1", "H100 SXM5", "1"), ("1", "H100 PCIe", "2"), ("1", "H200", "1"), ("2", "B200", "3")]
+    assert [line.split(":")[0] for line in out.splitlines() if line.startswith("basis")] == [
+        "basis 1 (capture 1 on H100 SXM5, H200)", "basis 2 (capture 1 on H100 PCIe)", "basis 3 (capture 2 on B200)"]
+
+
+def _table_rows(out: str) -> list[list[str]]:
+    """The cells of each body row of a rich table (header rows are drawn with ┃)."""
+    return [[cell.strip() for cell in line.strip("│").split("│")] for line in out.splitlines() if line.startswith("│")]
 
 
 def test_cli_preflight_errors_are_one_line(tmp_path, capsys):

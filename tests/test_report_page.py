@@ -22,6 +22,7 @@ import pytest
 
 from tritonhook import ab
 from tritonhook.cubin import Cubin
+from tritonhook.errors import TritonhookError
 from tritonhook.page import SECTIONS, write_report
 from tritonhook.page.demo import run_demo
 from tritonhook.page.model import PTXAS_MATRIX_KIND, forest_rows, workload_estimate
@@ -89,6 +90,13 @@ def test_demo_summary_is_five_lines_and_says_what_needs_a_gpu(demo):
 def test_demo_refuses_to_reuse_a_store(demo):
     with pytest.raises(Exception, match="already holds a store"):
         run_demo(demo.report.parent, samples=["add"], attention=False, progress=False)
+
+
+def test_a_demo_refused_for_its_input_leaves_nothing_that_would_refuse_the_next(tmp_path):
+    """An unknown sample is refused before the store exists (the next demo would refuse a store left behind)."""
+    with pytest.raises(TritonhookError, match="--samples: unknown sample"):
+        run_demo(tmp_path / "demo", samples=["nope"], attention=False, progress=False)
+    assert not (tmp_path / "demo").exists()
 
 
 def test_a_corrupt_blob_is_named_and_the_rest_of_the_page_stands(demo, tmp_path):

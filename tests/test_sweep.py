@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import re
 import subprocess
 import sys
 
@@ -534,12 +535,52 @@ def _cli(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tritonhook", *args], capture_output=True, text=True, cwd=cwd)
 
 
+@pytest.mark.gpu  # without one the workload is not started (below)
 def test_record_reports_a_failing_workload_with_its_status_and_last_stderr_lines(tmp_path):
     script = "import sys; sys.stderr.write('loading weights\\nValueError: bad shape\\n'); sys.exit(3)"
     done = _cli("record", "--store", str(tmp_path / "s"), "--", sys.executable, "-c", script)
     assert done.returncode == 3
     assert "exited with status 3 (nothing was recorded)" in done.stderr
     assert "| ValueError: bad shape" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.nogpu
+@pytest.mark.parametrize("command", ["record", "sweep"])
+def test_without_a_gpu_record_and_sweep_say_so_in_one_line_and_never_start_the_workload(tmp_path, command):
+    """torch is here (CPU), a CUDA GPU is not: said before the workload starts, which would record nothing."""
+    ran = tmp_path / "workload-ran"
+    done = _cli(command, "--store", str(tmp_path / "s"), "--", sys.executable, "-c", f"open({str(ran)!r}, 'w')")
+    assert done.returncode == 2 and not ran.exists()
+    assert done.stderr.splitlines() == [
+        "tritonhook: error: recording needs a CUDA GPU, and there is none here (torch.cuda.is_available() is False), "
+        f"so {sys.executable} -c open({str(ran)!r}, 'w') was not run"]
+
+
+@pytest.mark.nogpu
+def test_a_recording_failing_at_launches_inside_a_workload_never_breaks_it(tmp_path):
+    """A workload started with the recording environment (as `record` starts one) whose recorder fails for real
+    at its launches and at exit (CPU torch: no CUDA for the timing events): the workload runs to its end with its
+    own exit status, and tritonhook says once how many times it failed and the first, with no traceback."""
+    from tritonhook.sweep.record import recording_env
+
+    script = tmp_path / "workload.py"
+    script.write_text(
+        "import sys, torch\n"
+        "from tritonhook.samples import compile_sample\n"
+        "from triton import knobs\n"
+        "kernel, x = compile_sample('add', 90), torch.randn(128)\n"
+        "knobs.runtime.launch_enter_hook = None  # Triton's launch path stops before it would load the module\n"
+        "for _ in range(5):\n"
+        "    kernel.launch_metadata((1,), 0, x, x, x, 128, 1024)\n"
+        "print('workload done')\n"
+        "sys.exit(7)\n")
+    done = subprocess.run([sys.executable, str(script)], env=recording_env(tmp_path / "s", "guarded"),
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (7, "workload done\n"), done.stderr
+    lines = [line for line in done.stderr.splitlines() if "tritonhook" in line]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert re.fullmatch(r"tritonhook: recording in process \d+ failed [2-9] time\(s\) \(the first at a launch: "
+                        r"AssertionError: .*\); the workload itself was not affected", lines[0]), lines[0]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -600,6 +641,7 @@ def test_a_kernel_compiled_before_recording_is_captured_late_from_its_cache_file
         assert store.read(late, stage) == Store(tmp_path / "compiled").read(compiled, stage)
 
 
+@pytest.mark.gpu  # without one the workload is not started
 def test_record_json_keeps_the_workloads_output_off_stdout(tmp_path):
     import subprocess
     import sys

@@ -72,7 +72,8 @@ def test_replay_times_each_variant_and_compares_outputs(recorded):
     result = sweep.replay(recorded.recording, store, parse_variants("plain,cutlass_"), rounds=5)
     rows = {r.kernel: r for r in result.rows}
     assert all(r.status == "ok" for r in rows.values()), [r.status for r in rows.values()]
-    assert rows["matmul_kernel"].outputs in ("bitwise", "allclose") and rows["add_kernel"].outputs == "bitwise"
+    assert rows["matmul_kernel"].outputs in ("bitwise", "within spread", "close")
+    assert rows["add_kernel"].outputs == "bitwise"
     print({kernel: (row.fidelity, row.share) for kernel, row in rows.items()})
     # the dominant, compute-bound kernel replays close to its time in the workload (seen 0.91 on the H200; the
     # issue's +-10% is not reached for launch-bound kernels: see the README's sweep section)
@@ -271,7 +272,7 @@ def test_an_autotuned_kernel_replays_as_one_row_with_a_winner_per_variant(autotu
     assert row.status == "ok", row.status
     assert len(result.candidates) == len(AUTOTUNE_CONFIGS) and all(c.status == "ok" for c in result.candidates)
     assert set(row.autotune["winners"]) == {"plain", "cutlass_"} and row.autotune["configs"] == len(AUTOTUNE_CONFIGS)
-    assert row.variants[1].ratio is not None and row.outputs in ("bitwise", "allclose")
+    assert row.variants[1].ratio is not None and row.outputs in ("bitwise", "within spread", "close")
     print(f"\n{row.label}: winners {row.autotune['winners']} changed={row.autotune['changed']} "
           f"ratio {row.variants[1].ratio:.3f} [{row.variants[1].low:.3f}, {row.variants[1].high:.3f}] "
           f"{row.variants[1].verdict}; in the workload {row.autotune['workload']}")
@@ -332,7 +333,7 @@ def test_a_gluon_kernel_taking_host_descriptors_is_recorded_and_replayed(tmp_pat
                           rounds=5)
     (row,) = result.rows
     print(f"{row.label}: {row.variants[1].verdict} {row.variants[1].ratio}, outputs {row.outputs}")
-    assert row.status == "ok" and row.outputs in ("bitwise", "allclose"), (row.status, row.outputs)
+    assert row.status == "ok" and row.outputs in ("bitwise", "within spread", "close"), (row.status, row.outputs)
 
 
 def _conclusions(result) -> dict:
@@ -368,3 +369,60 @@ def test_replay_through_a_local_ray_cluster_concludes_what_one_gpu_does(recorded
     assert all(r.status == "ok" for r in through_ray.rows), [r.status for r in through_ray.rows]
     assert _conclusions(through_ray) == _conclusions(one)
     assert all(r.replayed_on for r in through_ray.rows)
+
+
+# ----- a workload written to break the output check (benchmarks/workloads/hostile_sweep.py) -------------------------
+HOSTILE = Path(__file__).resolve().parents[1] / "benchmarks" / "workloads" / "hostile_sweep.py"
+
+
+@pytest.fixture(scope="module")
+def hostile_aa(tmp_path_factory):
+    """The hostile workload swept as a user would, plain against plain (the A/A): NaN from random inputs, an
+    output-only kernel autotuned over 24 configs that all write the same thing, a sum by float atomics (not run-to-run
+    deterministic), a softmax autotuned over 48 configs."""
+    import json
+    import subprocess
+    import sys
+
+    store = tmp_path_factory.mktemp("sweep-gpu-hostile") / "store"
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "sweep", "--store", str(store), "--variants",
+                           "plain,plain", "--rounds", "5", "--json", "--", sys.executable, str(HOSTILE), "--steps",
+                           "3"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_every_kernel_that_writes_gets_its_outputs_compared(hostile_aa):
+    rows = hostile_aa["rows"] + hostile_aa["candidates"]
+    assert {r["kernel"] for r in hostile_aa["rows"]} == {"log_abs_kernel", "scale_kernel", "racy_sum_kernel",
+                                                         "softmax_kernel"}
+    assert all(r["status"] == "ok" for r in rows), [(r["label"], r["status"]) for r in rows if r["status"] != "ok"]
+    assert [r["label"] for r in rows if r["outputs"] == "no output"] == []
+    candidates = [r for r in hostile_aa["candidates"] if r["kernel"] in ("scale_kernel", "softmax_kernel")]
+    assert len(candidates) == 24 + 48  # every config replayed, none capped
+    assert all(r["output_check"]["written"] == 1 for r in candidates)
+
+
+def test_nan_from_random_inputs_is_flagged_not_a_difference(hostile_aa):
+    (row,) = [r for r in hostile_aa["rows"] if r["kernel"] == "log_abs_kernel"]
+    check = row["output_check"]
+    assert row["outputs"] == "bitwise" and check["nonfinite"] > 0 and check["deterministic"]
+    assert "NaN/Inf from these inputs" in check["text"]
+
+
+def test_a_nondeterministic_kernel_is_judged_against_its_own_spread(hostile_aa):
+    (row,) = [r for r in hostile_aa["rows"] if r["kernel"] == "racy_sum_kernel"]
+    check = row["output_check"]
+    assert not check["deterministic"] and check["spread"]["max_ulp"] > 0
+    assert row["outputs"] in ("within spread", "bitwise"), check  # plain#2 varies as much as plain itself
+    print(f"\nracy_sum plain vs plain: {check['text']}")
+
+
+def test_an_aa_sweep_estimates_nothing_and_its_flips_keep_the_workload_config(hostile_aa):
+    assert hostile_aa["estimates"] == []
+    for row in hostile_aa["rows"]:
+        verdicts = [v["verdict"] for v in row["variants"][1:]]
+        print(f"{row['label']}: {verdicts} {row['outputs']} flips={(row.get('autotune') or {}).get('flips')}")
+        tune = row.get("autotune") or {}
+        if tune.get("winners"):  # an autotune group: a change of config must be one beyond noise
+            assert not tune["changed"] or tune["same_config"], tune

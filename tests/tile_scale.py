@@ -26,15 +26,19 @@ def _float_vector() -> ArrayConstraint:
                            may_alias_internally=False)
 
 
+def signature() -> KernelSignature:
+    """scale_tile's one exported signature: two float32 vectors."""
+    return KernelSignature([_float_vector(), _float_vector()], CallingConvention.cutile_python_v1())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("archs", nargs="+")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    signature = KernelSignature([_float_vector(), _float_vector()], CallingConvention.cutile_python_v1())
     for arch in args.archs:
-        export_kernel(scale_tile, [signature], args.out / f"{arch}.cubin", gpu_code=arch, output_format="cubin")
+        export_kernel(scale_tile, [signature()], args.out / f"{arch}.cubin", gpu_code=arch, output_format="cubin")
 
 
 if __name__ == "__main__":

@@ -8,23 +8,26 @@
 or `tritonhook run -- python script.py` with no source edit.
 """
 
-from . import ab
+from ._version import __version__
 from .errors import TritonhookError
-from .session import Session, active_session, disable, enable, session
-from .rename import STRIP
+from .session import Session, active_session, disable, enable, session  # a submodule's name: bound now
 from .store import Capture, Store
 
-from ._version import __version__
+_LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "memwatch": (".memwatch", None)}
+"""Public names imported on first use: `import tritonhook` (and so every `tritonhook` command) stays cheap, and
+`tritonhook.memwatch` works without NVML or cuda-bindings until it is called."""
 
 __all__ = ["STRIP", "Capture", "Session", "Store", "TritonhookError", "ab", "active_session", "disable", "enable",
            "memwatch", "session", "__version__"]
 
 
 def __getattr__(name: str):
-    """`tritonhook.memwatch` (a callable module) is imported on first use: `import tritonhook` stays cheap and works
-    without NVML or cuda-bindings."""
-    if name == "memwatch":
-        import importlib
+    if name not in _LAZY:
+        raise AttributeError(f"module 'tritonhook' has no attribute {name!r}")
+    import importlib
 
-        return importlib.import_module(".memwatch", __name__)
-    raise AttributeError(f"module 'tritonhook' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name, __name__)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value

@@ -72,8 +72,8 @@ def check_supported() -> tuple[int, int]:
         import triton  # noqa: F401
         from triton import knobs  # noqa: F401
     except ImportError as exc:
-        raise TritonhookError(f"cannot import triton ({exc}); tritonhook needs Triton "
-                              f"{_fmt(MIN_VERSION)} to {_fmt(MAX_VERSION)}") from None
+        raise TritonhookError(f"cannot import triton ({exc}): install Triton: pip install "
+                              f"'triton>={_fmt(MIN_VERSION)},<{MAX_VERSION[0]}.{MAX_VERSION[1] + 1}'") from None
     version = parse_version(triton_version())
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise TritonhookError(f"Triton {triton_version()} is not supported: tritonhook works with Triton "

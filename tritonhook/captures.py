@@ -8,7 +8,7 @@ import time
 
 from . import format
 from .format import human_bytes
-from .store import Capture
+from .store import TRITON_FRONTENDS, Capture
 from .tma_scope import FIXED_KEY
 
 
@@ -50,7 +50,9 @@ class CaptureListing:
 
 @dataclasses.dataclass
 class CaptureSummary:
-    """One capture's record: kernel, target, toolchain, options, times and artifacts."""
+    """One capture's record: kernel, target, toolchain, options, times and artifacts. A field its frontend does not
+    record (the source line and num_warps of a PTX that the ptxas wrapper saw, the ptxas of a CuTe DSL dump) is left
+    out rather than shown as None."""
 
     capture: Capture
 
@@ -59,15 +61,24 @@ class CaptureSummary:
 
     def __rich_console__(self, console, options):
         capture = self.capture
-        where = f"{capture.src_file}:{capture.src_line}" if capture.src_file else "-"
-        rows = [("kernel", capture.kernel), ("entry", capture.entry), ("original entry", capture.original_entry),
-                ("event", capture.event), ("frontend", capture.frontend_label), ("source", where),
-                ("arch", capture.arch), ("ptxas", f"{capture.ptxas_version} ({capture.ptxas_path})"),
-                ("num_warps / num_stages",
-                 f"{capture.options.get('num_warps')} / {capture.options.get('num_stages')}"),
-                ("shared memory", human_bytes(capture.metadata.get("shared"))),
-                ("TMA loads rewritten to CTA scope", capture.metadata.get(FIXED_KEY, "-")),
-                ("stage times", ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in capture.times.items()))]
+        rows = [(name, value) for name, value in self._fields() if value not in (None, "")]
         rows += [(f"artifact {a.stage}", f"{human_bytes(a.size)}  sha256 {a.sha256[:16]}")
                  for a in capture.artifacts.values()]
         yield format.table(("field", "value"), rows, title=f"capture {capture.id}")
+
+    def _fields(self):
+        """(field, value) pairs; a value of None or "" is not known for this capture."""
+        c = self.capture
+        warps, stages = c.options.get("num_warps"), c.options.get("num_stages")
+        shared = c.metadata.get("shared")
+        yield from (("kernel", c.kernel), ("entry", c.entry), ("original entry", c.original_entry),
+                    ("event", c.event), ("frontend", c.frontend_label))
+        yield "source", c.src_file if c.src_line is None else f"{c.src_file}:{c.src_line}"
+        yield "arch", c.arch
+        yield "ptxas", " ".join(part for part in (c.ptxas_version, c.ptxas_path and f"({c.ptxas_path})") if part)
+        yield "num_warps / num_stages", \
+            None if warps is None and stages is None else f"{format.count(warps)} / {format.count(stages)}"
+        yield "shared memory", None if shared is None else human_bytes(shared)
+        if c.frontend in TRITON_FRONTENDS:  # the TMA-scope rewrite is a stage of Triton's compile
+            yield "TMA loads rewritten to CTA scope", c.metadata.get(FIXED_KEY, "-")
+        yield "stage times", ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in c.times.items())

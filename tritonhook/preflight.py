@@ -16,16 +16,20 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 import sys
 import warnings
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from . import config, format
 from .config import WARN_BYTES
 from .cubin import Cubin
 from .errors import TritonhookError
 from .format import human_bytes
+
+if TYPE_CHECKING:
+    from .store import Capture, Store
 
 DEFAULT_STACK_LIMIT = 1024
 """CU_LIMIT_STACK_SIZE of a fresh context (measured on the H200, docs/notes.md §1.2); the reservation counts above it."""
@@ -256,28 +260,94 @@ class SourcedPrediction:
     prediction: Prediction
 
 
+@dataclasses.dataclass(frozen=True)
+class Unpredicted:
+    """A capture whose cubin could not be read or parsed; `reason` names the blob and what is wrong with it."""
+
+    capture_id: int
+    kernel: str
+    arch: str
+    specialization: str | None
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"capture_id": self.capture_id, "kernel": self.kernel, "arch": self.arch,
+                "specialization": self.specialization or "-", "error": self.reason}
+
+
 @dataclasses.dataclass
 class PreflightReport:
-    """`tritonhook preflight`'s result: a table with the basis of each prediction below it, or JSON."""
+    """`tritonhook preflight`'s result: a table, each row numbering the basis of its prediction, the numbered bases
+    below it naming their rows, and the captures that could not be predicted; or JSON (a row per prediction, and a
+    row with `error` per capture not predicted)."""
 
     predictions: list[SourcedPrediction]
+    unpredicted: list[Unpredicted] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether every cubin asked for was predicted."""
+        return not self.unpredicted
 
     def to_json(self) -> list[dict]:
         return [{**p.prediction.to_json(), "capture_id": p.capture_id, "specialization": p.specialization or "-"}
-                for p in self.predictions]
+                for p in self.predictions] + [u.to_json() for u in self.unpredicted]
 
     def __rich_console__(self, console, options):
+        rows_of: dict[str, list[SourcedPrediction]] = {}
+        for sourced in self.predictions:
+            rows_of.setdefault(sourced.prediction.basis, []).append(sourced)
+        numbers = {basis: number for number, basis in enumerate(rows_of, 1)}
         rows = []
         for sourced in self.predictions:
             kernel, *rest = table_row(sourced.prediction)
             rows.append(("-" if sourced.capture_id is None else sourced.capture_id, kernel,
-                         sourced.specialization or "-", *rest))
-        yield format.table(("capture", "kernel", "specialization", "arch", "GPU", "driver calls", "ptxas stack",
-                            "predicted limit", "reserve"), rows,
-                           title="preflight: predicted stack reservation (a prediction; see the basis below)",
-                           right_align=("capture", "ptxas stack", "predicted limit", "reserve"))
-        for basis in dict.fromkeys(p.prediction.basis for p in self.predictions):
-            yield format.line(f"basis: {basis}")
+                         sourced.specialization or "-", *rest, numbers[sourced.prediction.basis]))
+        if rows:
+            yield format.table(("capture", "kernel", "specialization", "arch", "GPU", "driver calls", "ptxas stack",
+                                "predicted limit", "reserve", "basis"), rows,
+                               title="preflight: predicted stack reservation (a prediction; see the basis below)",
+                               right_align=("capture", "ptxas stack", "predicted limit", "reserve", "basis"))
+        for basis, sourced in rows_of.items():
+            yield format.line(f"basis {numbers[basis]} ({_rows_named(sourced)}): {basis}")
+        for u in self.unpredicted:
+            yield format.line(f"not predicted: capture {u.capture_id} ({u.kernel}, {u.arch}): {u.reason}")
+
+
+def _rows_named(rows: list[SourcedPrediction]) -> str:
+    """The rows one basis covers, as a reader finds them in the table: "captures 3, 5 on H100 SXM5, H200"; a cubin
+    file's rows by kernel name."""
+    ids = [str(i) for i in dict.fromkeys(r.capture_id for r in rows if r.capture_id is not None)]
+    names = [f"capture{'s' if len(ids) > 1 else ''} {', '.join(ids)}"] if ids else []
+    names += dict.fromkeys(r.prediction.kernel for r in rows if r.capture_id is None)
+    return f"{'; '.join(names)} on {', '.join(dict.fromkeys(r.prediction.gpu.name for r in rows))}"
+
+
+def predict_captures(store: Store, captures: Iterable[Capture],
+                     gpus: list[GpuSpec] | None = None) -> PreflightReport:
+    """Predictions for the cubins of `captures` on `gpus` (default as `predict_cubin`). A capture whose cubin cannot
+    be read or parsed (a corrupt or missing blob, no cubin at all) is listed as unpredicted with the reason, and the
+    others are still predicted. Each distinct cubin is read and parsed once."""
+    predictions, unpredicted, parsed = [], [], {}
+    for capture in captures:
+        digest = capture.artifacts["cubin"].sha256 if "cubin" in capture.artifacts else None
+        if digest not in parsed:
+            try:
+                parsed[digest] = _read_cubin(store, capture)
+            except TritonhookError as exc:  # not cached: the next capture of the blob is named in its own reason
+                unpredicted.append(Unpredicted(capture.id, capture.entry, capture.arch, capture.specialization,
+                                               str(exc)))
+                continue
+        predictions += [SourcedPrediction(capture.id, capture.specialization, p)
+                        for p in predict_cubin(parsed[digest], gpus)]
+    return PreflightReport(predictions, unpredicted)
+
+
+def _read_cubin(store: Store, capture: Capture) -> Cubin:
+    """A capture's cubin, hash-checked and parsed; an error names the blob and the capture."""
+    data = store.read(capture, "cubin")
+    return Cubin.from_bytes(data, label=f"{store.blob_path(capture.artifacts['cubin'].sha256)} "
+                                        f"(capture {capture.id} cubin)")
 
 
 # ----- capture-time check ---------------------------------------------------------------------------------------
@@ -304,9 +374,31 @@ def capture_checker() -> Callable[[int, object], None]:
         predictions = warning_predictions(cubin_bytes, f"capture {capture_id}", named or visible[0])
         if any(p.reserve_low > WARN_BYTES for p in predictions):
             warned.add((event.entry, event.arch))
-            warnings.warn(warning_text(predictions, capture_id), RuntimeWarning, stacklevel=2)
+            warnings.warn(warning_text(predictions, capture_id), RuntimeWarning, stacklevel=_user_stacklevel())
 
     return check
+
+
+_INSIDE = ("tritonhook", "triton")
+"""The packages between a compile call and the capture checker: a warning names the first frame outside them."""
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` that makes a warning issued by our caller name the user's line that compiled the kernel:
+    the first frame outside tritonhook and Triton (a listener runs deep inside Triton's compile). Frames of
+    importlib's bootstrap are passed over without counting, as `warnings.warn` passes over them."""
+    inside = tuple(os.path.dirname(module.__file__) + os.sep for module in map(sys.modules.get, _INSIDE)
+                   if getattr(module, "__file__", None))
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None:
+        frame = frame.f_back
+        filename = frame.f_code.co_filename
+        if "importlib" in filename and "_bootstrap" in filename:
+            continue
+        level += 1
+        if not filename.startswith(inside):
+            break
+    return level
 
 
 def warning_gpus(arch: str, gpu: GpuSpec | None) -> list[GpuSpec]:

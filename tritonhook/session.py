@@ -20,11 +20,14 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
-from . import _triton, config, preflight, rename as _rename, tma_scope
+from . import config
 from .errors import TritonhookError
 from .store import NewCapture, Store
+
+if TYPE_CHECKING:  # imported where used: `import tritonhook` (and every `tritonhook` command) stays cheap
+    from . import _triton, rename as _rename
 
 ENABLE_ENV = config.ENABLE.name  # old name, kept for one release
 BOOTSTRAP_DIR = Path(__file__).parent / "_bootstrap"
@@ -81,6 +84,8 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     `fix_tma_scope=True` rewrites sm_12x TMA loads to CTA scope so that they do not call the driver routine that
     reserves gigabytes of stack (`tma_scope`); a string instead names the arch prefix it applies to ("" = all).
     """
+    from . import _triton, preflight, rename as _rename, tma_scope
+
     global _active
     transforms = []
     if fix_tma_scope is not False:
@@ -172,8 +177,10 @@ def _capture_vars(store_path: os.PathLike, environ: dict) -> dict[str, str]:
 
 def enable_from_env() -> None:
     """Called at start-up (sitecustomize) when `TRITONHOOK_ENABLE=1`, once Triton is imported."""
+    from .rename import rename_from_env
+
     settings = config.CaptureSettings.from_env()
     if settings.enable and _active is None:
-        rename, select = _rename.rename_from_env(os.environ)
+        rename, select = rename_from_env(os.environ)
         enable(settings.store, subprocesses=False, rename=rename, select=select,
                fix_tma_scope=settings.fix_tma_scope)

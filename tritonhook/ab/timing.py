@@ -36,13 +36,17 @@ def rotation_sets(working_set_bytes: int, l2_bytes: int, *, factor: int = 4, mos
     return max(2, min(most, math.ceil(factor * l2_bytes / working_set_bytes)))
 
 
-def _torch():
+def cuda_torch(needed_by: str = "timing"):
+    """torch, when it can run kernels here; else the one line saying what is missing, torch or a CUDA GPU
+    (`needed_by`: what needs them, the line's subject)."""
     try:
         import torch
     except ImportError:
-        raise TritonhookError("timing needs torch with CUDA (import torch failed)") from None
+        raise TritonhookError(f"{needed_by} needs torch with CUDA, and torch is not installed here "
+                              f"(pip install torch)") from None
     if not torch.cuda.is_available():
-        raise TritonhookError("timing needs a CUDA GPU: torch.cuda.is_available() is False")
+        raise TritonhookError(f"{needed_by} needs a CUDA GPU, and there is none here "
+                              f"(torch.cuda.is_available() is False)")
     return torch
 
 
@@ -147,7 +151,7 @@ def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: 
     runs before each call's start event, on the set the call gets (a sweep replay reads the inputs into L2 there,
     as the producer of a kernel's inputs leaves them inside a workload). `trailing_empty`: queue (and time) an
     empty kernel after each timed call (`time_empty_kernel`; `BenchResult.empty_samples_ms`)."""
-    torch = _torch()
+    torch = cuda_torch()
     sets = _input_sets(torch, tuple(inputs)) if rotate else [tuple(inputs)]
     outputs = []
     for enter, fn in arms:  # first call of each arm: compiles; its result is the output compared across arms

@@ -1,13 +1,30 @@
-"""What several command groups share: the store option, the command after `--`, the rename options."""
+"""What several command groups share: the parser class, the store option, the command after `--`, the rename
+options, the checks of a count and of a filter."""
 
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import TritonhookError
-from ..store import Store, default_store_path
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of `tritonhook` and of every subcommand (subparsers take their parent's class): an argument a
+    subcommand does not know is that subcommand's error, printed with its own usage (`tritonhook show: error:
+    unrecognized arguments: --bogus`). argparse's subparsers parse with `parse_known_args` and hand what they did
+    not know to the top-level parser, which would report it with the usage of `tritonhook` itself."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, unknown = super().parse_known_args(args, namespace)
+        if unknown:
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return parsed, unknown
 
 
 def store_arg(parser: argparse.ArgumentParser) -> None:
@@ -18,6 +35,8 @@ def store_arg(parser: argparse.ArgumentParser) -> None:
 def open_store(args, *, create: bool = False, write: bool = False) -> Store:
     """Commands that write captures create the store; reading commands open it read-only, so a user who may
     read a shared store but not write it can still list and show it."""
+    from ..store import Store, default_store_path  # here: `tritonhook --version` needs no store
+
     path = args.store if args.store is not None else default_store_path()
     return Store(path, create=create) if create or write else Store(path, readonly=True)
 
@@ -87,3 +106,18 @@ def ptxas_arg(parser: argparse.ArgumentParser) -> None:
                         help="extra ptxas argument, repeatable; write it as --ptxas-arg=-lineinfo (Triton passes "
                         "-lineinfo and, from 3.9, --regAllocOptLevel=2)")
 
+
+def positive_count(value: int | None, option: str) -> int | None:
+    """`value` (None: no limit) when it is a count of 1 or more; argparse reads `-n -5` as the number -5, and
+    SQLite reads a negative LIMIT as no limit at all."""
+    if value is not None and value < 1:
+        raise TritonhookError(f"{option} {value}: give a count of 1 or more")
+    return value
+
+
+def non_empty(value: str | None, option: str, example: str) -> str | None:
+    """`value` unless it is given and empty (`--arch ''` from an unset shell variable): an empty filter would
+    match nothing, or everything."""
+    if value is not None and not value.strip():
+        raise TritonhookError(f"{option} {value!r}: empty; give {example}")
+    return value

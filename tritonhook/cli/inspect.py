@@ -12,7 +12,7 @@ from ..config import LS_DEFAULT_LIMIT
 from ..errors import TritonhookError
 from ..format import show
 from ..store import Capture, Store
-from .common import open_store, store_arg
+from .common import non_empty, open_store, positive_count, store_arg
 
 IR_STAGES = ("source", "ttir", "ttgir", "llir", "ptx")
 
@@ -32,8 +32,10 @@ def add_ls(sub) -> None:
 
 
 def _ls(args) -> int:
+    positive_count(args.limit, "-n/--limit")
+    filters = {"kernel": non_empty(args.kernel, "--kernel", "a regular expression such as '^matmul'"),
+               "arch": non_empty(args.arch, "--arch", "a target such as sm_90a"), "event": args.event}
     store = open_store(args)
-    filters = {"kernel": args.kernel, "arch": args.arch, "event": args.event}
     captures = store.captures(**filters, limit=args.limit)
     full = args.limit is not None and len(captures) == args.limit
     show(CaptureListing(captures, total=store.count(**filters) if full and not args.json else None,

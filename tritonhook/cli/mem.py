@@ -42,27 +42,28 @@ def _memwatch(args) -> int:
 
 # ----- preflight -------------------------------------------------------------------------------------------------
 def add_preflight(sub) -> None:
-
-    parser = sub.add_parser("preflight", help="predict the driver stack reservation of cubins (no GPU needed)")
+    parser = sub.add_parser("preflight", help="predict the driver stack reservation of cubins (no GPU needed)",
+                            description="Predict the driver stack reservation of cubins (no GPU needed). Exit "
+                                        "status 1 when a capture's cubin cannot be read (it is named; the rest are "
+                                        "predicted).")
     store_arg(parser)
     parser.add_argument("target", nargs="?", help="a .cubin file or a capture id; omitted: every capture in --store")
     parser.add_argument("--gpu", help=f"predict for this GPU ({', '.join(g.name for g in preflight.GPUS.values())}); "
                                       f"default: the listed GPUs that can load the cubin")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table (one row per prediction; "
+                                                            "a capture whose cubin cannot be read: a row with 'error')")
     parser.set_defaults(handler=_preflight)
 
 
 def _preflight(args) -> int:
-
+    """Exit status 1 when a capture's cubin could not be read or parsed (the others are still predicted)."""
     gpus = [preflight.find_gpu(args.gpu)] if args.gpu else None
     if args.target and not args.target.isdigit():
-        sources = [(None, None, Cubin.from_path(args.target))]
+        report = preflight.PreflightReport([preflight.SourcedPrediction(None, None, p)
+                                            for p in preflight.predict_cubin(Cubin.from_path(args.target), gpus)])
     else:
         store = open_store(args)
         captures = [store.get(args.target)] if args.target else [c for c in store.captures() if "cubin" in c.artifacts]
-        sources = [(c.id, c.specialization, Cubin.from_bytes(store.read(c, "cubin"), label=f"capture {c.id}"))
-                   for c in captures]
-    show(preflight.PreflightReport([preflight.SourcedPrediction(capture_id, spec, p)
-                                    for capture_id, spec, cubin in sources
-                                    for p in preflight.predict_cubin(cubin, gpus)]), as_json=args.json)
-    return 0
+        report = preflight.predict_captures(store, captures, gpus)
+    show(report, as_json=args.json)
+    return 0 if report.ok else 1

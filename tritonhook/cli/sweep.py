@@ -122,6 +122,8 @@ def _record(args) -> int:
         from ..format import print_json
 
         print_json(summary)
+    elif recording is None:
+        print("tritonhook record: nothing recorded (no Triton kernel launch reached the recording)", file=sys.stderr)
     else:
         console(stderr=True).print(line(f"tritonhook record: recording {summary['recording']}: "
                                          f"{summary['signatures']} signature(s), {summary['launches']:,} launches, "

@@ -60,17 +60,20 @@ def compile_jobs(samples: Sequence[str] | None, attention: bool) -> list[tuple[s
 
 def run_demo(out: str | os.PathLike, *, samples: Sequence[str] | None = None, attention: bool = True,
              progress: bool = True) -> DemoResult:
-    """Everything `tritonhook demo` does; the report is `out/report.html`."""
+    """Everything `tritonhook demo` does; the report is `out/report.html`. What it cannot do here (no Triton, bad
+    `samples`) is refused before anything is created: a half-made store would make the next demo refuse."""
+    from .. import _triton
     from . import write_report, summary_lines
 
     started = time.perf_counter()
+    _triton.check_supported()
     out = Path(out)
     store_path = out / "store"
     if (store_path / "index.sqlite").exists():
         raise TritonhookError(f"{store_path}: already holds a store from an earlier demo; pass another --out or "
                               f"remove it (the demo starts from a fresh store)")
-    store = Store(store_path)
     jobs = compile_jobs(samples, attention)
+    store = Store(store_path)
     gpu = _gpu_present()
     skipped = [] if gpu else ["A/B sweep and memwatch: no CUDA GPU here (run `tritonhook demo` on a GPU machine)"]
     steps = len(jobs) * len(VARIANTS) + 2 + (2 if gpu else 0)
@@ -147,11 +150,13 @@ def _ptxas_matrix(store: Store) -> list[str]:
 
 
 def _gpu_present() -> bool:
+    from ..ab.timing import cuda_torch
+
     try:
-        import torch
-    except ImportError:
+        cuda_torch()
+    except TritonhookError:
         return False
-    return torch.cuda.is_available()
+    return True
 
 
 def _gpu_sweep(store: Store, out: Path) -> list[str]:

@@ -21,7 +21,8 @@ from typing import Callable, Iterator
 
 from .. import _triton, config
 from ..ab.stats import median
-from ..ab.timing import HOLD_EXTRA_US, HOLD_MARGIN, hold_cycles_per_us, hold_stream, time_empty_kernel
+from ..ab.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycles_per_us, hold_stream,
+                         time_empty_kernel)
 from ..session import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
@@ -286,6 +287,7 @@ def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
     `$TRITONHOOK_RECORD_SAMPLE`, else 1 (every launch). `l2_probe`: probe what a signature's first timed launches
     find in L2 (`l2probe`, for `--l2 measured` replays); default `$TRITONHOOK_RECORD_L2_PROBE`, else on."""
     _triton.check_supported()
+    cuda_torch("recording")
     active = active_session()
     capture = capture_session(store) if active is None else contextlib.nullcontext(active)
     with capture as running, _triton.inductor_launches_through_triton():
@@ -300,11 +302,15 @@ def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
             recorder.recording = save(recorder)
 
 
-def _tracers(recorder: Recorder) -> list:
-    """Install the launch tracer and the autotune tracer feeding `recorder`; returned for uninstalling."""
-    autotune = _triton.AutotuneTracer(recorder.on_autotuned)
+def _tracers(recorder: Recorder, guard: Callable[[str, Callable], Callable] = lambda what, callback: callback
+             ) -> list:
+    """Install the launch tracer and the autotune tracer feeding `recorder` (each callback through `guard`, see
+    `_Failures.guarded`); returned for uninstalling."""
+    autotune = _triton.AutotuneTracer(guard("an autotune decision", recorder.on_autotuned))
     recorder.tuning = autotune.current
-    recorder.launch_tracer = _triton.LaunchTracer(recorder.on_launch, recorder.on_launched, recorder.on_new_kernel,
+    recorder.launch_tracer = _triton.LaunchTracer(guard("a launch", recorder.on_launch),
+                                                  guard("a launch's timing", recorder.on_launched),
+                                                  guard("a new kernel", recorder.on_new_kernel),
                                                   sample_every=recorder.sample_every,
                                                   exact_first=config.RECORD_EXACT_FIRST,
                                                   signature_key=signature_key, autotune=autotune)
@@ -332,21 +338,62 @@ def default_budget() -> SnapshotBudget:
     return SnapshotBudget(config.SNAPSHOT_BUDGET.get(), config.SNAPSHOT_TOTAL_BUDGET.get())
 
 
+class _Failures:
+    """The failures of a recording inside a workload's own process (`start_from_env`). That process is the user's:
+    it must never die of tritonhook, so every failure of the recorder there is caught and counted, the workload
+    goes on, and one line (at exit, or at once when recording could not start) says how many and the first."""
+
+    def __init__(self):
+        self.count, self.first = 0, ""
+
+    def guarded(self, what: str, callback: Callable) -> Callable:
+        """`callback`, with what it raises counted (as a failure at `what`) instead of raised; then it returns
+        None (for the launch tracer: nothing more for this launch)."""
+        def call(*args):
+            try:
+                return callback(*args)
+            except Exception as exc:  # noqa: BLE001 - never into the workload
+                self.count += 1
+                self.first = self.first or f"at {what}: {type(exc).__name__}: {exc}"
+                return None
+
+        return call
+
+    def report(self) -> None:
+        if self.count:
+            print(f"tritonhook: recording in process {os.getpid()} failed {self.count} time(s) (the first "
+                  f"{self.first}); the workload itself was not affected", file=sys.stderr)
+
+
 def start_from_env() -> None:
-    """Called at start-up (sitecustomize, after capture was enabled) when TRITONHOOK_RECORD=1: record until exit."""
+    """Called at start-up (sitecustomize, after capture was enabled) when TRITONHOOK_RECORD=1: record until exit.
+    Never raises (`_Failures`)."""
     active = active_session()
     if not config.RECORD.get() or active is None:
         return
-    recorder = Recorder(active.store, default_budget(), label=config.RECORD_LABEL.get(),
-                        sample_every=max(1, config.RECORD_SAMPLE.get()))
-    tracers = _tracers(recorder)
+    failures = _Failures()
+
+    def start() -> tuple[Recorder, list]:
+        recorder = Recorder(active.store, default_budget(), label=config.RECORD_LABEL.get(),
+                            sample_every=max(1, config.RECORD_SAMPLE.get()))
+        return recorder, _tracers(recorder, failures.guarded)
+
+    started = failures.guarded("the start of recording", start)()
+    if started is None:
+        failures.report()
+        return
+    recorder, tracers = started
 
     def finish() -> None:
         for tracer in tracers:
             tracer.uninstall()
         save(recorder)
 
-    atexit.register(finish)
+    def finish_and_report() -> None:
+        failures.guarded("the end of recording (saving it)", finish)()
+        failures.report()
+
+    atexit.register(finish_and_report)
 
 
 # ----- a command under recording -------------------------------------------------------------------------------
@@ -371,11 +418,14 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
                    stdout=None) -> RecordResult:
     """Run `command` with every Python process it starts recording (and capturing) into `store`; the processes'
     recordings merged into one, saved in the store. The command's stderr is passed through and its tail kept;
-    `stdout` redirects its own output (the CLI's --json keeps stdout for its result)."""
+    `stdout` redirects its own output (the CLI's --json keeps stdout for its result). Without torch or a CUDA
+    GPU here, the one line saying so, before the command starts."""
+    try:
+        cuda_torch("recording")
+    except TritonhookError as exc:
+        raise TritonhookError(f"{exc}, so {' '.join(command)} was not run") from None
     label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
-    env = {**child_env(store.path),
-           **config.to_env({config.RECORD: True, config.RECORD_LABEL: label}),
-           **_triton.inductor_launches_through_triton_env()}
+    env = recording_env(store.path, label)
     if budget is not None:
         env[config.SNAPSHOT_BUDGET.name] = str(budget)
     if sample_every is not None:
@@ -399,6 +449,13 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
         recording.command, recording.exit_code, recording.wall_s = command, exit_code, time.time() - began
         recording.id = store.add_result(RESULT_KIND, {**recording.to_json(), "label": f"{label}-merged"})
     return RecordResult(recording, exit_code, list(tail))
+
+
+def recording_env(store_path: os.PathLike, label: str) -> dict[str, str]:
+    """The environment under which a Python process records (and captures) into `store_path` from its start
+    (`start_from_env`), its recording saved with `label`."""
+    return {**child_env(store_path), **config.to_env({config.RECORD: True, config.RECORD_LABEL: label}),
+            **_triton.inductor_launches_through_triton_env()}
 
 
 def load(store: Store, which: str | None = None) -> Recording:
