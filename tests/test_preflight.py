@@ -114,6 +114,36 @@ def test_the_capture_warning_names_the_line_that_compiled_the_kernel(capture_ses
     assert (warning.filename, warning.lineno, warning.category) == (__file__, compiled_at, RuntimeWarning)
 
 
+def test_warnings_held_while_recording_name_only_the_kernels_the_workload_launched(capture_session):
+    """While a workload is recorded, an autotuner compiles configs that lose; their warnings are held and, at the
+    end, only a kernel the workload launched gets one, the others one line between them."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    example = runpy.run_path(str(EXAMPLE), run_name="stack_reservation")
+    held = preflight.hold_warnings()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for size in (16384, 8192):  # two "configs": two kernels predicted to reserve GiBs
+                triton.compile(ASTSource(example["local_array_kernel"], {"x_ptr": "*i32", "out_ptr": "*i32"},
+                                         {"BLOCK": example["BLOCK"], "ASM": example["local_array_asm"](size)}),
+                               target=GPUTarget("cuda", 120, 32))
+        assert [w for w in caught if "tritonhook preflight" in str(w.message)] == []
+        winner, loser = capture_session.captures()
+        lines = held.release({winner.triton_hash}, measured=lambda: "stack limit 1024 B/thread")
+    finally:
+        preflight._held = None
+    assert len(lines) == 3, lines
+    assert lines[0].startswith(f"tritonhook preflight: kernel local_array_kernel (capture {winner.id}) for sm_120a")
+    assert lines[1].startswith("tritonhook preflight: 1 kernel(s) compiled but never launched by the workload")
+    assert lines[2] == "tritonhook preflight: measured at the end of the recording: stack limit 1024 B/thread"
+    with warnings.catch_warnings(record=True) as caught:  # released: the next warning is issued at once again
+        warnings.simplefilter("always")
+        compile_sample("tma_copy", 120)
+    assert [w for w in caught if "tritonhook preflight" in str(w.message)]
+
+
 # ----- CLI ------------------------------------------------------------------------------------------------------
 def test_cli_preflight_on_a_cubin_file_json(cubins, tmp_path, capsys):
     path = tmp_path / "local.cubin"

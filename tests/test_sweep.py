@@ -22,7 +22,7 @@ from tritonhook.errors import TritonhookError
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
-from tritonhook.sweep.replay import unprobed_warning
+from tritonhook.sweep.replay import synthetic_warning, unprobed_warning
 from tritonhook.sweep.result import SweepResult, SweepRow, VariantTiming, analyze_row, estimate
 from tritonhook.sweep.variants import build_variants, captured_ptxas
 
@@ -160,6 +160,44 @@ def test_measured_l2_says_why_a_signature_is_replayed_cold(captured):
     recording.l2_calibration = None
     assert unprobed_warning(recording, signatures[1:3]).endswith(
         "or its calibration failed): 2 signature(s) replayed cold")
+
+
+def test_the_configs_of_one_autotune_decision_share_one_snapshot_taken_before_the_first_wrote(captured):
+    """265 configs of one library each snapshotted its 8 MiB arguments and spent the per-process budget, so later
+    signatures replayed on synthetic data. Configs of one decision launch with the same tensors: one snapshot,
+    from before the first config wrote its output, serves them all and costs the budget once."""
+    store, kernels = captured
+    spec = _triton.launch_spec(kernels["add"][0])
+    x, y, out = torch.randn(256), torch.randn(256), torch.zeros(256)
+    budget = rec.SnapshotBudget(per_signature=10**9, total=3 * 256 * 4)  # room for one config's three tensors
+    shared: dict = {}
+    first = rec.describe_args((x, y, out, 256, 128), spec.arg_names, spec.signature, spec.constexprs, store=store,
+                              budget=budget, shared=shared)
+    out.copy_(x + y)  # what the first config wrote
+    others = [rec.describe_args((x, y, out, 256, block), spec.arg_names, spec.signature, spec.constexprs, store=store,
+                                budget=budget, shared=shared) for block in (256, 512, 1024)]
+    assert all(rec.inputs_status(d) == rec.SNAPSHOT for d in [first, *others])
+    assert {d[2]["blob"] for d in [first, *others]} == {first[2]["blob"]}
+    assert torch.equal(torch.frombuffer(bytearray(store.read_blob(others[-1][2]["blob"])), dtype=torch.float32),
+                       torch.zeros(256))  # the output as it was before any config ran
+    unshared = rec.describe_args((x, y, out, 256, 2048), spec.arg_names, spec.signature, spec.constexprs,
+                                 store=store, budget=budget)
+    assert rec.inputs_status(unshared) == rec.SYNTHETIC  # without sharing, the budget was spent
+    assert budget.to_json()["refused"] == {"per_signature": [0, 0], "total": [3, 3 * 256 * 4]}
+
+
+def test_a_replay_on_synthetic_inputs_says_how_many_and_which_budget_refused_them(captured):
+    kernel, capture = captured[1]["add"]
+    synthetic = [{"kind": "tensor", "alias": None, "span": 16, "synthetic": True, "blob": None}]
+    signatures = [_signature(kernel, capture, synthetic, id=0), _signature(kernel, capture, [], id=1)]
+    recording = rec.Recording(signatures, arch="sm_90a", device=None, triton_version="3.6.0",
+                              torch_version=torch.__version__, pid=1,
+                              budget={"refused": {"per_signature": [0, 0], "total": [265, 3 * 2**30]}})
+    assert synthetic_warning(recording, signatures) == (
+        "1 signature(s) replayed on synthetic inputs and 0 partly, marked in the inputs column: 265 tensor(s), "
+        "3.0 GiB, over the per-process budget; raise the budgets with --budget (per signature) and "
+        "--snapshot-budget (per process)")
+    assert synthetic_warning(recording, signatures[1:]) is None
 
 
 def test_aliased_arguments_share_one_buffer_and_nothing_over_budget_is_snapshotted(captured):

@@ -372,11 +372,54 @@ def capture_checker() -> Callable[[int, object], None]:
         if named is None and not visible:
             visible.append(visible_gpu())
         predictions = warning_predictions(cubin_bytes, f"capture {capture_id}", named or visible[0])
-        if any(p.reserve_low > WARN_BYTES for p in predictions):
-            warned.add((event.entry, event.arch))
-            warnings.warn(warning_text(predictions, capture_id), RuntimeWarning, stacklevel=_user_stacklevel())
+        if not any(p.reserve_low > WARN_BYTES for p in predictions):
+            return
+        if _held is not None:  # every config of an autotuned kernel: which one the workload runs is not known yet
+            _held.predictions[capture_id] = (getattr(event, "triton_hash", None), predictions)
+            return
+        warned.add((event.entry, event.arch))
+        warnings.warn(warning_text(predictions, capture_id), RuntimeWarning, stacklevel=_user_stacklevel())
 
     return check
+
+
+class HeldWarnings:
+    """Capture warnings held back while a workload is recorded (`hold_warnings`). An autotuner compiles every
+    config, and a config that loses may need a stack the winner does not (a 5.83-7.99 GiB prediction printed in
+    the user's output for a config that lost; the winner's frame was 72 B): so the warnings wait for the end of
+    the recording, which knows which captures the workload itself launched (`release`)."""
+
+    def __init__(self):
+        self.predictions: dict[int, tuple[str | None, list[Prediction]]] = {}  # capture id -> (Triton hash, ...)
+
+    def release(self, launched: set[str], measured: Callable[[], str | None] = lambda: None) -> list[str]:
+        """The lines to print at the end of the recording: a warning per kernel the workload launched (`launched`:
+        Triton hashes), one line for those it did not (autotune configs that lost), and what the context really
+        reserved (`measured()`, asked only when there is something to say); [] when nothing was predicted. Stops
+        holding."""
+        global _held
+        _held = None
+        kept = [warning_text(p, capture_id) for capture_id, (digest, p) in sorted(self.predictions.items())
+                if digest in launched]
+        passed = [p for digest, p in self.predictions.values() if digest not in launched]
+        lines = list(kept)
+        if passed:
+            most = max(p.reserve_high for predictions in passed for p in predictions)
+            lines.append(f"tritonhook preflight: {len(passed)} kernel(s) compiled but never launched by the workload "
+                         f"(autotune configs that lost) would reserve up to {most / 2**30:.2f} GiB: not counted")
+        if lines and (found := measured()):
+            lines.append(f"tritonhook preflight: measured at the end of the recording: {found}")
+        return lines
+
+
+_held: HeldWarnings | None = None
+
+
+def hold_warnings() -> HeldWarnings:
+    """Hold this process's capture warnings until `HeldWarnings.release` (see `HeldWarnings`)."""
+    global _held
+    _held = HeldWarnings()
+    return _held
 
 
 _INSIDE = ("tritonhook", "triton")

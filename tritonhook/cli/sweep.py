@@ -52,6 +52,9 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
 def _record_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=int, default=None, metavar="BYTES",
                         help="input snapshot bytes per signature (default 256 MiB; beyond: synthetic data)")
+    parser.add_argument("--snapshot-budget", type=int, default=None, metavar="BYTES",
+                        help="input snapshot bytes per recording process, all signatures together (default 8 GiB; "
+                             "beyond: synthetic data, and the replay says how much)")
     parser.add_argument("--sample", type=int, default=None, metavar="K",
                         help="look at about one launch in K after each kernel's first "
                              f"{config.RECORD_EXACT_FIRST} (default 1: every launch); cheaper for launch-bound "
@@ -105,7 +108,7 @@ def _record_run(args) -> tuple[sweep.RecordResult, object, float]:
     store = open_store(args, create=True)
     began = time.time()
     result = sweep.record_command(command, store, budget=args.budget, sample_every=args.sample,
-                                  stdout=sys.stderr if args.json else None)
+                                  stdout=sys.stderr if args.json else None, snapshot_budget=args.snapshot_budget)
     if (failure := result.failure()) is not None:
         print(f"tritonhook {args.command_name}: {failure}", file=sys.stderr)
     return result, store, time.time() - began

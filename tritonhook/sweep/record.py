@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .. import _triton, config
+from .. import _triton, config, preflight
 from ..ab.stats import median
 from ..ab.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycles_per_us, hold_stream,
                          time_empty_kernel)
@@ -66,30 +66,34 @@ class Recorder:
         self.loaded: dict[str, object] = {}
         self.host_us = HOLD_EXTRA_US     # the host's time from a stream hold to the kernel queued, smoothed
         self.decisions: list[dict] = []
+        self.tuning_snapshots: dict[int, dict] = {}  # autotune group -> its configs' shared snapshots (describe_tensor)
         self.tuning: Callable[[], _triton.AutotuneCandidate | None] = lambda: None  # set by `_tracers`
         self.started = time.time()
         self.first_capture = store.last_id()
         self.l2_probe = config.RECORD_L2_PROBE.get() if l2_probe is None else l2_probe
         self.l2_calibration: l2probe.Calibration | None = None
         self.idle_anchor: tuple | None = None   # (event, host seconds) queued when the stream was last seen idle
+        self.held_warnings = preflight.hold_warnings()
 
     def on_launch(self, spec: _triton.LaunchSpec, grid: tuple[int, int, int], args: tuple, weight: int,
                   seen):
         """`weight`: the launches this one stands for (itself and those the tracer passed over since the last one it
         showed). Sets how many of the signature's next launches the tracer may pass over: up to the next it times."""
         pending = seen.data
+        candidate = self.tuning()
         if pending is None:  # first launch: describe and snapshot the inputs before the kernel can write them
+            shared = None if candidate is None else self.tuning_snapshots.setdefault(candidate.group, {})
             pending = seen.data = _Pending(Signature(
                 id=len(self.pending), kernel=spec.name, triton_hash=spec.triton_hash, capture_id=None, arch=None,
                 grid=list(grid), args=describe_args(args, spec.arg_names, spec.signature, spec.constexprs,
                                                     store=self.store, budget=self.budget,
-                                                    descriptor_fields=_triton.tensor_descriptor_fields),
+                                                    descriptor_fields=_triton.tensor_descriptor_fields,
+                                                    shared=shared),
                 arg_names=spec.arg_names, signature=spec.signature, constexprs=spec.to_json()["constexprs"],
                 launches=0, times_ms=[]), seen)
             self.pending.append(pending)
             self._prepare_timing()
         signature = pending.signature
-        candidate = self.tuning()
         if candidate is not None:  # the autotuner benchmarking a config: tuning, not the workload; not timed
             signature.tuning_launches += 1
             signature.launches += weight - 1
@@ -208,14 +212,23 @@ class Recorder:
         self._resolve_l2()
         signatures = [pending.signature for pending in self.pending]
         _link_captures(self.store, signatures, self.first_capture, self.loaded)
+        self._release_warnings(signatures)
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
         arch = next((s.arch for s in signatures if s.arch), None)
         return Recording(signatures, arch=arch, device=device, triton_version=_triton.triton_version(),
                          torch_version=self.torch.__version__, pid=os.getpid(), label=self.label,
                          wall_s=time.time() - self.started, store=str(self.store.path),
-                         budget={"per_signature": self.budget.per_signature}, autotune=list(self.decisions),
+                         budget=self.budget.to_json(), autotune=list(self.decisions),
                          sample_every=self.sample_every,
                          l2_calibration=self.l2_calibration and dataclasses.asdict(self.l2_calibration))
+
+    def _release_warnings(self, signatures: list[Signature]) -> None:
+        """Print the preflight warnings held since the start, for the kernels the workload launched, beside what
+        its context really reserved."""
+        launched = {s.triton_hash for s in signatures if s.launches}
+        lines = self.held_warnings.release(launched, measured=lambda: _measured_stack(self.torch))
+        for text in lines:
+            print(text, file=sys.stderr)
 
     def _resolve_l2(self) -> None:
         """After the workload: calibrate the probe on this GPU, then turn each signature's probe cycles into the
@@ -257,6 +270,26 @@ def _live_tensors(args: tuple, described: list[dict]) -> list:
         elif arg["kind"] == "tensordesc":
             tensors.append(_triton.tensor_descriptor_fields(value)["base"])
     return tensors
+
+
+def _measured_stack(torch) -> str | None:
+    """This process's stack limit on its GPU and what it reserves (limit x SMs x threads per SM), or None where the
+    driver cannot be asked (no cuda-bindings or NVML: `tritonhook[gpu]`)."""
+    from ..format import human_bytes
+    from ..mem.device import Gpu
+
+    try:
+        gpu = Gpu(torch.cuda.current_device())
+    except Exception:  # noqa: BLE001 - the measurement is a courtesy: no driver bindings, no NVML, no context
+        return None
+    try:
+        limits = gpu.limits()
+    finally:
+        gpu.close()
+    if limits is None:
+        return None
+    reserved = limits[0] * gpu.info.sms * gpu.info.max_threads_per_sm
+    return f"stack limit {limits[0]} B/thread, {human_bytes(reserved)} of stack reserved by this process's context"
 
 
 def _link_captures(store: Store, signatures: list[Signature], after: int, loaded: dict) -> None:
@@ -415,19 +448,23 @@ class RecordResult:
 
 
 def record_command(command: list[str], store: Store, *, budget: int | None = None, sample_every: int | None = None,
-                   stdout=None) -> RecordResult:
+                   stdout=None, snapshot_budget: int | None = None) -> RecordResult:
     """Run `command` with every Python process it starts recording (and capturing) into `store`; the processes'
     recordings merged into one, saved in the store. The command's stderr is passed through and its tail kept;
-    `stdout` redirects its own output (the CLI's --json keeps stdout for its result). Without torch or a CUDA
-    GPU here, the one line saying so, before the command starts."""
+    `stdout` redirects its own output (the CLI's --json keeps stdout for its result). `budget` / `snapshot_budget`:
+    input snapshot bytes per signature / per recording process. Without torch or a CUDA GPU here, the one line
+    saying so, before the command starts."""
     try:
         cuda_torch("recording")
     except TritonhookError as exc:
         raise TritonhookError(f"{exc}, so {' '.join(command)} was not run") from None
     label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
     env = recording_env(store.path, label)
-    if budget is not None:
-        env[config.SNAPSHOT_BUDGET.name] = str(budget)
+    for variable, value in ((config.SNAPSHOT_BUDGET, budget), (config.SNAPSHOT_TOTAL_BUDGET, snapshot_budget)):
+        if value is not None:
+            if value < 0:
+                raise TritonhookError(f"snapshot budget {value}: a number of bytes, 0 or more")
+            env[variable.name] = str(value)
     if sample_every is not None:
         env[config.RECORD_SAMPLE.name] = str(_checked_sample(sample_every))
     began = time.time()

@@ -34,6 +34,7 @@ The functions here are pure or work on tensors of any device (torch CPU tensors 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from typing import Callable, Hashable, Sequence
 
@@ -54,16 +55,25 @@ SNAPSHOT, SYNTHETIC, PARTLY_SYNTHETIC, NO_INPUTS = "snapshot", "synthetic", "par
 
 # ----- a launch's arguments as data ---------------------------------------------------------------------------------
 class SnapshotBudget:
-    """Bytes of input snapshots still allowed: per signature, and for the whole recording process."""
+    """Bytes of input snapshots still allowed: per signature, and for the whole recording process; and the tensors
+    each limit refused (`refused`: limit -> [tensors, bytes]), so that a replay on synthetic inputs can say why."""
 
     def __init__(self, per_signature: int, total: int):
-        self.per_signature, self.total_left = per_signature, total
+        self.per_signature, self.total, self.total_left = per_signature, total, total
+        self.refused = {"per_signature": [0, 0], "total": [0, 0]}
 
     def take(self, used_by_signature: int, nbytes: int) -> bool:
-        if used_by_signature + nbytes > self.per_signature or nbytes > self.total_left:
+        limit = ("per_signature" if used_by_signature + nbytes > self.per_signature
+                 else "total" if nbytes > self.total_left else None)
+        if limit is not None:
+            self.refused[limit][0] += 1
+            self.refused[limit][1] += nbytes
             return False
         self.total_left -= nbytes
         return True
+
+    def to_json(self) -> dict:
+        return {"per_signature": self.per_signature, "total": self.total, "refused": self.refused}
 
 
 def _torch():
@@ -139,9 +149,13 @@ class _NoTensor:
     """Stands for torch.Tensor while torch is not imported."""
 
 
-def describe_tensor(tensor, *, store, budget: SnapshotBudget | None, used: list[int], aliases: dict) -> dict:
+def describe_tensor(tensor, *, store, budget: SnapshotBudget | None, used: list[int], aliases: dict,
+                    shared: dict | None = None) -> dict:
     """A tensor argument as data; its content saved as a blob when the budget allows (else marked synthetic).
-    A tensor at the same address as an earlier argument is recorded as that argument's alias."""
+    A tensor at the same address as an earlier argument is recorded as that argument's alias. `shared` (address,
+    size, dtype -> blob) hands out a snapshot taken earlier for the same tensor at no cost to the budget: the
+    configs of one autotune decision launch with the same arguments, and one snapshot (from before the first of
+    them wrote anything) serves them all."""
     shape, strides = [int(x) for x in tensor.shape], [int(x) for x in tensor.stride()]
     span = span_elements(shape, strides)
     described = {"kind": "tensor", "dtype": dtype_name(tensor.dtype), "shape": shape, "strides": strides,
@@ -154,30 +168,38 @@ def describe_tensor(tensor, *, store, budget: SnapshotBudget | None, used: list[
     aliases[pointer] = len(aliases)
     described["buffer"] = aliases[pointer]
     nbytes = span * tensor.element_size()
+    key = (pointer, nbytes, described["dtype"])
+    if shared is not None and key in shared:
+        described["blob"] = shared[key]
+        return described
     if store is None or budget is None or not budget.take(used[0], nbytes):
         described["synthetic"] = nbytes > 0
         return described
     used[0] += nbytes
     flat = tensor.detach().as_strided((span,), (1,)) if span else tensor.detach().reshape(-1)[:0]
     described["blob"] = store.put_blob(flat.contiguous().view(_torch().uint8).cpu().numpy().tobytes())
+    if shared is not None:
+        shared[key] = described["blob"]
     return described
 
 
 def describe_args(args: tuple, arg_names: Sequence[str], signature: dict, constexprs: dict, *, store=None,
-                  budget: SnapshotBudget | None = None, descriptor_fields=None) -> list[dict]:
+                  budget: SnapshotBudget | None = None, descriptor_fields=None, shared: dict | None = None
+                  ) -> list[dict]:
     """Every positional argument of a launch as data (`kind` tensor, tensordesc, scalar, constexpr or other).
     Compile-time arguments are typed "constexpr" in the launcher's signature or listed in `constexprs`.
-    `descriptor_fields(value)` reads a host-side TMA descriptor (`_triton.tensor_descriptor_fields`)."""
+    `descriptor_fields(value)` reads a host-side TMA descriptor (`_triton.tensor_descriptor_fields`); `shared`:
+    see `describe_tensor`."""
     described, used, aliases = [], [0], {}
+    take = functools.partial(describe_tensor, store=store, budget=budget, used=used, aliases=aliases, shared=shared)
     for index, value in enumerate(args):
         name = arg_names[index] if index < len(arg_names) else f"arg{index}"
         if signature.get(name) == "constexpr" or name in constexprs:
             described.append({"kind": "constexpr", "name": name, "value": _plain(value)})
         elif is_tensor(value):
-            described.append({"name": name, **describe_tensor(value, store=store, budget=budget, used=used,
-                                                              aliases=aliases)})
+            described.append({"name": name, **take(value)})
         elif descriptor_fields is not None and (fields := descriptor_fields(value)) is not None:
-            base = describe_tensor(fields.pop("base"), store=store, budget=budget, used=used, aliases=aliases)
+            base = take(fields.pop("base"))
             described.append({"kind": "tensordesc", "name": name, "base": base, **fields})
         elif isinstance(value, (int, float, bool)) or value is None:
             described.append({"kind": "scalar", "name": name, "value": value})

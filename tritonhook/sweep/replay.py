@@ -3,6 +3,7 @@ local GPU or a Ray cluster: `schedule.py`), collect a `SweepResult` (saved in th
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import os
 import tempfile
@@ -10,14 +11,14 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from .. import config
+from .. import config, format
 from ..ab.stats import DEFAULT_MIN_EFFECT
 from ..ab.variants import Variant
 from ..errors import TritonhookError
 from ..rename import compile_select
 from ..store import Store
 from .autotune import analyze_group, autotune_groups, config_text
-from .recording import Recording, Signature
+from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row
 from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
 from .variants import BuiltVariant, build_variants
@@ -123,11 +124,29 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
                                f"workload estimate rest on estimated counts per signature")
     if l2 == "measured" and (warning := unprobed_warning(recording, chosen)):
         result.warnings.append(warning)
+    if warning := synthetic_warning(recording, chosen):
+        result.warnings.append(warning)
     result.warnings += [f"{row.label}: {row.status}" for row in replayed if row.status != "ok"]
     result.warnings += [f"{row.label}: replayed again on {row.replayed_on} after its worker died ({row.retried_after})"
                         for row in replayed if row.retried_after and row.status == "ok"]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+def synthetic_warning(recording: Recording, chosen: list[Signature]) -> str | None:
+    """What the replay says of signatures it runs on synthetic inputs: how many, and which snapshot budget refused
+    how many tensors (its timing and outputs on random data can differ from the workload's: NaN, other paths)."""
+    statuses = collections.Counter(s.inputs for s in chosen)
+    synthetic, partly = statuses[SYNTHETIC], statuses[PARTLY_SYNTHETIC]
+    if not synthetic and not partly:
+        return None
+    refused = (recording.budget or {}).get("refused") or {}
+    causes = [f"{tensors} tensor(s), {format.human_bytes(nbytes)}, over the {what}"
+              for limit, what in (("per_signature", "per-signature budget"), ("total", "per-process budget"))
+              for tensors, nbytes in [refused.get(limit, (0, 0))] if tensors]
+    why = "; ".join(causes) if causes else "the recording does not say why (recorded before budgets were counted)"
+    return (f"{synthetic} signature(s) replayed on synthetic inputs and {partly} partly, marked in the inputs "
+            f"column: {why}; raise the budgets with --budget (per signature) and --snapshot-budget (per process)")
 
 
 def unprobed_warning(recording: Recording, chosen: list[Signature]) -> str | None:
