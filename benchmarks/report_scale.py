@@ -1,6 +1,6 @@
 """How `tritonhook report` scales: a store of 1,000 captures, every one of them half of a plain/renamed pair.
 
-Targets (issue 16): the page opens in a browser in under 2 s and stays under 10 MB.
+Targets: the page opens in a browser in under 1 s (issue 35; issue 16 asked for 2 s) and stays under 10 MB.
 
 The captures are built from real ones: `tritonhook demo` compiles four sample kernels for sm_90a/sm_100a/sm_120a,
 plain and renamed (24 captures with their real cubins); each is then copied under new kernel names until the store
@@ -29,7 +29,7 @@ from tritonhook.page.demo import run_demo
 from tritonhook.store import NewCapture, Store
 
 SAMPLES = ["add", "matmul_fp16", "matmul_fp8", "tma_copy"]
-OPEN_TARGET_S = 2.0
+OPEN_TARGET_S = 1.0
 SIZE_TARGET_BYTES = 10 * 2**20
 
 
@@ -92,7 +92,8 @@ def main() -> None:
     print_table(("captures", "pairs", "write s", "size", "open s (median / max)", "load event s", "errors", "met"),
                 [(figures["captures"], figures["pairs"], figures["write_s"], f"{size / 2**20:.2f} MiB",
                   f"{figures['open_s_median']} / {figures['open_s_max']}", figures["load_event_s_median"],
-                  len(errors), figures["met"])], title="tritonhook report at scale (targets: open < 2 s, < 10 MB)")
+                  len(errors), figures["met"])],
+                title=f"tritonhook report at scale (targets: open < {OPEN_TARGET_S:g} s, < 10 MB)")
     if args.out:
         args.out.write_text(json.dumps(figures, indent=2))
 

@@ -1,5 +1,7 @@
 """The demo's report in a real browser (headless Chromium, the Debian package): it loads with no console error and
-no network request, every section is there with content, the filter box filters, and the screenshot is a page.
+no network request, every section is there with content, the filter box filters, the header holds at any width,
+the SASS diffs get their colours, and the screenshot is a page. And the browser helper itself: it leaves no
+process and no profile behind.
 
 Skipped only where no Chromium is installed (`.ci/run` installs it).
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tritonhook.page import SECTIONS
-from tritonhook.page.browser import Chromium, find_chromium
+from tritonhook.page.browser import Chromium, find_chromium, process_group
 from tritonhook.page.demo import run_demo
 from tritonhook.store import Store
 
@@ -78,3 +80,59 @@ def test_a_script_error_or_a_missing_section_is_caught(demo, browser, tmp_path):
     missing.write_text(page.replace('<section id="memory">', '<section id="memory-gone">'))
     browser.open(missing)
     assert browser.evaluate("document.getElementById('memory')") is None
+
+
+def test_the_header_columns_line_up_with_the_rows(demo, browser):
+    """A long table is a header table and tables of CHUNK_ROWS rows: their columns must fall on each other."""
+    browser.open(demo.report)
+    for table in ("#capture-table", "#effect-table"):
+        heads, cells = browser.evaluate(f"""[
+            Array.from(document.querySelectorAll('{table} thead th'), c => Math.round(c.getBoundingClientRect().left)),
+            Array.from(document.querySelectorAll('{table} tbody tr:first-child td'),
+                       c => Math.round(c.getBoundingClientRect().left))]""")
+        assert len(heads) > 5 and heads == cells, table
+
+
+@pytest.mark.parametrize("width", [600, 800, 1400])
+def test_the_filter_box_hides_no_navigation_link_at_any_width(demo, browser, width):
+    browser.open(demo.report)
+    browser.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=False)
+    try:
+        boxes = browser.evaluate("""Array.from(document.querySelectorAll('header nav a, #filter'), e => {
+            const r = e.getBoundingClientRect();
+            return [e.textContent || e.id, r.left, r.top, r.right, r.bottom]; })""")
+    finally:
+        browser.call("Emulation.clearDeviceMetricsOverride")
+    assert len(boxes) == len(SECTIONS) + 1
+    for index, (name, left, top, right, bottom) in enumerate(boxes):
+        assert 0 <= left < right <= width and top < bottom, f"{name} not on screen at {width} px"
+        for other, o_left, o_top, o_right, o_bottom in boxes[index + 1:]:
+            overlap = left < o_right and o_left < right and top < o_bottom and o_top < bottom
+            assert not overlap, f"{name} and {other} overlap at {width} px"
+
+
+def test_a_sass_diff_gets_its_colours_when_opened(demo, browser):
+    browser.open(demo.report)
+    before, after, added, removed = browser.evaluate("""(async () => {
+        const details = document.querySelector('details.sass'), pre = details.querySelector('pre');
+        const before = pre.textContent;
+        details.open = true;
+        await new Promise(resolve => setTimeout(resolve, 100));  // the toggle event is queued
+        return [before, pre.textContent, pre.querySelectorAll('span.diff-add').length,
+                pre.querySelectorAll('span.diff-del').length];
+    })()""")
+    assert after.rstrip("\n") == before and added > 0 and removed > 0
+    lines = before.split("\n")
+    assert added == sum(line.startswith("+") and not line.startswith("+++") for line in lines)
+
+
+def test_chromium_stopped_leaves_no_process_and_no_profile(demo):
+    """Start and stop a few times, each time with the profile busy: once the block ends, none of Chromium's
+    processes runs and its profile is gone (its children used to outlive it, writing there: "Directory not empty")."""
+    for _ in range(5):
+        with Chromium() as opened:
+            opened.open(demo.report)
+            opened.evaluate("localStorage.setItem('busy', 'x'.repeat(1 << 20)); 0")
+            group, profile = opened.pgid, opened.profile
+            assert len(process_group(group)) >= 3 and profile.is_dir()  # browser, zygote, renderer, ...
+        assert process_group(group) == [] and not profile.exists()

@@ -25,7 +25,7 @@ from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.page import SECTIONS, write_report
 from tritonhook.page.demo import run_demo
-from tritonhook.page.model import PTXAS_MATRIX_KIND, forest_rows, workload_estimate
+from tritonhook.page.model import PTXAS_MATRIX_KIND, chart_labels, forest_rows, workload_estimate
 from tritonhook.ptxas import find_ptxas, one_per_version
 from tritonhook.store import SCHEMA_VERSION, Store
 
@@ -67,8 +67,8 @@ def test_demo_pairs_each_kernel_and_target_and_shows_the_cubins_real_figures(dem
     assert after > before > 0
     assert f"{before:,} → {after:,}" in html.unescape(section(page, "cutlass"))
     kernel = html.unescape(section(page, "kernels"))
-    assert f"tritonhook diff --store {store.path} {matmul_100.id} {matmul_100r.id} --sass" in kernel
-    assert "<details><summary>SASS diff" in kernel and "samples.py:" in kernel
+    assert f"tritonhook diff --store store {matmul_100.id} {matmul_100r.id} --sass" in kernel  # run beside store/
+    assert "<details class=\"sass\"><summary>SASS diff" in kernel and "samples.py:" in kernel
 
 
 def test_demo_saves_a_ptxas_matrix_with_every_ptxas_version_found(demo):
@@ -138,6 +138,87 @@ def test_a_store_with_only_plain_captures_has_no_pairs_but_its_captures_and_pred
         assert data.warnings and "__cuda_syscall_cp_async_bulk_tensor" in section(page, "memory")
 
 
+def compile_plain_and_renamed(store_path, samples, monkeypatch, tmp_path) -> Store:
+    """Each sample compiled for sm_120a with its own name and renamed `cutlass_`, each variant with its own Triton
+    cache (on Triton 3.6 a renamed and a plain build share a cache entry), as the demo does."""
+    import tritonhook
+    from tritonhook.samples import compile_sample
+
+    for rename in (None, "cutlass_"):
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"cache-{rename}"))
+        with tritonhook.session(store_path, rename=rename):
+            for name in samples:
+                compile_sample(name, 120)
+    return Store(store_path, readonly=True)
+
+
+def test_chart_labels_tell_one_kernel_at_several_specializations_apart(tmp_path, monkeypatch):
+    """matmul_kernel at three specializations for sm_120a: its three bars were all labelled `matmul_kernel
+    sm_120a`; each label now carries what sets its specialization apart, and the capture ids where nothing does."""
+    store = compile_plain_and_renamed(tmp_path / "store", ["matmul_fp16", "matmul_fp8", "matmul_fp32_ieee"],
+                                      monkeypatch, tmp_path)
+    path, data = write_report(store, tmp_path / "r.html")
+    assert len(data.effects) == 3 and {e.title.split(" [")[0] for e in data.effects} == {"matmul_kernel sm_120a"}
+    labels = chart_labels(data.effects)
+    assert len(set(labels)) == 3, labels
+    by_spec = dict(zip((e.plain.specialization for e in data.effects), labels))
+    assert by_spec["fp16 BLOCK_M=128 BLOCK_N=128 BLOCK_K=64 PRECISION=tf32"] == \
+        "matmul_kernel sm_120a [fp16 BLOCK_K=64 PRECISION=tf32]"  # BLOCK_M and BLOCK_N are the same in all three
+    assert by_spec["fp8e4nv fp16 BLOCK_M=128 BLOCK_N=128 BLOCK_K=128 PRECISION=tf32"] == \
+        "matmul_kernel sm_120a [fp8e4nv fp16 BLOCK_K=128 PRECISION=tf32]"
+    chart = html.unescape(section(path.read_text(), "cutlass"))
+    assert all(f"{n}. {label}" in chart for n, label in enumerate(labels, 1))
+    # a pair whose kernel, target and specialization another pair shares (another Triton version) gets its ids
+    effect = data.effects[0]
+    twin = dataclasses.replace(effect, plain=dataclasses.replace(effect.plain, id=101),
+                               renamed=dataclasses.replace(effect.renamed, id=102))
+    assert chart_labels([effect, twin, *data.effects[1:]])[:2] == [
+        f"{labels[0]} (captures {effect.plain.id}/{effect.renamed.id})", f"{labels[0]} (captures 101/102)"]
+
+
+ONE_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def one_kernel(x_ptr):
+    tl.store(x_ptr, 1)
+"""
+
+
+def test_the_page_spells_out_no_absolute_path_of_the_machine_that_made_it(tmp_path, monkeypatch, demo):
+    """Paths under the store's folder or the working directory are relative, one under the home folder starts
+    with `~`: a kernel file in the home folder, a store and a memwatch file elsewhere, all under tmp_path."""
+    import importlib.util
+
+    import triton
+    import tritonhook
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    home, work, cwd = tmp_path / "home", tmp_path / "work", tmp_path / "cwd"
+    (home / "kernels").mkdir(parents=True)
+    cwd.mkdir()
+    (home / "kernels" / "one.py").write_text(ONE_KERNEL)
+    spec = importlib.util.spec_from_file_location("one_kernel_module", home / "kernels" / "one.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with tritonhook.session(work / "store"):
+        triton.compile(ASTSource(module.one_kernel, {"x_ptr": "*i32"}, {}), target=GPUTarget("cuda", 120, 32))
+    (cwd / "bad.json").write_text("{}")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    path, _ = write_report(Store(work / "store"), work / "r.html", memwatch_files=[cwd / "bad.json"])
+    page = html.unescape(path.read_text())
+    for absolute in {str(tmp_path), str(tmp_path.resolve())}:
+        assert absolute not in page
+    assert "<td>~/kernels/one.py:6</td>" in page and "tritonhook ls --store store --all" in page
+    assert "<b>bad.json</b>" in page
+    demo_page = demo.report.read_text()  # the demo's store, sources and ptxas matrix
+    assert str(demo.report.parent) not in demo_page and "samples.py:" in demo_page
+
+
 def ab_result(store: Store) -> ab.SavedABResult:
     """A saved A/B run: `matmul` 10% faster renamed in every round, `attention` unchanged."""
     variants = ab.parse_variants("plain,cutlass_")
@@ -184,7 +265,7 @@ def test_memwatch_files_draw_the_timeline_and_a_bad_one_is_named(tmp_path):
     page = path.read_text()
     memory = section(page, "memory")
     assert "<svg" in memory and f"{H200_GROWTH:,}" in memory and "1024 &rarr; 16384" in memory
-    assert str(bad) in section(page, "problems") and len(data.memwatch) == 1
+    assert "<b>bad.json</b>" in section(page, "problems") and len(data.memwatch) == 1
 
 
 def test_cli_report_on_a_missing_store_is_one_line(tmp_path):
@@ -262,3 +343,16 @@ def test_sweep_results_join_the_forest_plot_with_their_workload_estimate(tmp_pat
     path, _ = write_report(store, tmp_path / "r2.html")
     assert f"Sweep {dirtied.id}, L2 cold, dirtied before each call: replay/workload" in html.unescape(
         section(path.read_text(), "sweep"))
+
+
+def test_a_memwatch_file_that_does_not_exist_is_a_one_line_error_and_no_page(tmp_path):
+    import subprocess
+    import sys
+
+    Store(tmp_path / "store").close()
+    missing = tmp_path / "memwatch-typo.json"
+    result = subprocess.run([sys.executable, "-m", "tritonhook", "report", "--store", str(tmp_path / "store"), "-o",
+                             str(tmp_path / "r.html"), "--memwatch", str(missing)], capture_output=True, text=True)
+    assert (result.returncode, result.stderr) == (2, f"tritonhook: error: {missing}: no such memwatch file (give the "
+                                                     f"JSON that `tritonhook memwatch --json` wrote)\n")
+    assert not (tmp_path / "r.html").exists()

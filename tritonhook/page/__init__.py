@@ -9,9 +9,10 @@ through `cli/report.py`); `demo.run_demo` is `tritonhook demo`'s.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..errors import TritonhookError
 from ..store import Capture, Store, default_store_path
@@ -21,6 +22,9 @@ DEFAULT_REPORT = "tritonhook-report.html"
 SECTIONS = (("captures", "Captures"), ("cutlass", "cutlass name"), ("ptxas-matrix", "ptxas matrix"),
             ("sweep", "Sweep / A/B"), ("memory", "Memory"), ("kernels", "Kernels"))
 """The page's sections, in order: (element id, navigation title). The browser test checks each one."""
+CHUNK_ROWS = 50
+"""A long table is cut into tables of this many rows, each laid out only once scrolled to: laying out all the
+rows of a 1,000-capture store took most of the page's opening time (docs/report.md, "How it scales")."""
 
 
 def render_html(data: ReportData) -> str:
@@ -29,13 +33,33 @@ def render_html(data: ReportData) -> str:
     from . import plots
 
     env = _environment()
+    env.filters["rel"] = relative_paths(data.store)
     template = env.get_template("report.html.j2")
     return template.render(
-        data=data, sections=SECTIONS, version=__version__, overview=overview(data.captures),
-        generated=time.strftime("%Y-%m-%d %H:%M", time.localtime(data.generated)),
+        data=data, store=env.filters["rel"](data.store), sections=SECTIONS, version=__version__,
+        overview=overview(data.captures), generated=time.strftime("%Y-%m-%d %H:%M", time.localtime(data.generated)),
         effect_chart=plots.effect_chart(data.effects), effect_bars=plots.EFFECT_BARS,
         forest_plot=plots.forest_plot(data.forest), timeline=plots.memwatch_timeline, sass_lines=SASS_DIFF_LINES,
-        sass_kernels=SASS_DIFF_KERNELS)
+        sass_kernels=SASS_DIFF_KERNELS, chunk_rows=CHUNK_ROWS)
+
+
+def relative_paths(store: str | os.PathLike) -> Callable[[object], str]:
+    """A filter for the page's text: absolute paths under the store's parent folder or the working directory made
+    relative to it (the deeper one where both hold), and the home directory written `~`, so that the page does
+    not spell out the folders of the machine that made it. Other paths stay as they are."""
+    folders = {Path(store).absolute().parent: "", Path(store).resolve().parent: "", Path.cwd(): "",
+               Path.home(): "~"}
+    folders = {str(f): short for f, short in folders.items() if f.parent != f}  # "/" would turn every path relative
+    pattern = re.compile(r"(?<![\w.~/-])(" + "|".join(map(re.escape, sorted(folders, key=len, reverse=True)))
+                         + r")(/|(?![\w.~/-]))")
+
+    def shorten(match: re.Match) -> str:
+        short = folders[match.group(1)]
+        if match.group(2):  # a path under the folder
+            return f"{short}/" if short else ""
+        return short or "."
+
+    return lambda text: pattern.sub(shorten, str(text))
 
 
 def _environment():
@@ -49,8 +73,7 @@ def _environment():
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
                              autoescape=True, trim_blocks=False, undefined=jinja2.StrictUndefined)
     env.globals.update(size=_size, where=_where, change=_change, pair_text=_pair_text, ratio_text=_ratio_text,
-                       matrix_ratio=_matrix_ratio, bytes=human_bytes, preflight_row=table_row,
-                       diff_class=_diff_class)
+                       matrix_ratio=_matrix_ratio, bytes=human_bytes, preflight_row=table_row)
     return env
 
 
@@ -103,15 +126,15 @@ def _matrix_ratio(matrix: dict, row: dict) -> dict | None:
                 None)
 
 
-def _diff_class(line: str) -> str:
-    if line.startswith(("+++", "---")):
-        return ""
-    return {"+": "diff-add", "-": "diff-del", "@": "diff-hunk"}.get(line[:1], "")
-
-
 def write_report(store: Store, out: str | os.PathLike, *, memwatch_files: Sequence[str | os.PathLike] = (),
                  sass: bool = True) -> tuple[Path, ReportData]:
-    """Collect, render and write the page for `store`; returns its path and the data it shows."""
+    """Collect, render and write the page for `store`; returns its path and the data it shows. A memwatch file that
+    does not exist (a mistyped path) is an error, before anything is read; one that is not a memwatch result
+    becomes a problem the page lists."""
+    missing = next((path for path in memwatch_files if not Path(path).is_file()), None)
+    if missing is not None:
+        raise TritonhookError(f"{missing}: no such memwatch file (give the JSON that `tritonhook memwatch --json` "
+                              f"wrote)")
     data = collect(store, memwatch_files, sass=sass)
     html = render_html(data)
     path = Path(out)

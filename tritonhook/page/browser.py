@@ -12,12 +12,14 @@ package): no WebDriver, no Node. The browser test, the report benchmark and the 
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import itertools
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -65,11 +67,13 @@ class Chromium:
     def __enter__(self) -> "Chromium":
         import websocket
 
-        self._profile = tempfile.TemporaryDirectory(prefix="tritonhook-chromium-")
-        self._process = subprocess.Popen([self.binary, *FLAGS, f"--user-data-dir={self._profile.name}",
-                                          "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                         text=True)
+        self.profile = Path(tempfile.mkdtemp(prefix="tritonhook-chromium-"))
         try:
+            # its own session: its children (renderer, network, storage) share its process group, so __exit__
+            # can end them all and know when none is left writing into the profile
+            self._process = subprocess.Popen([self.binary, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                             start_new_session=True)
             browser_url = self._devtools_url()
             threading.Thread(target=self._process.stderr.read, daemon=True).start()  # a full pipe would block it
             port = browser_url.split(":")[2].split("/")[0]
@@ -85,15 +89,21 @@ class Chromium:
         return self
 
     def __exit__(self, *exc) -> None:
+        """End the whole process group, wait until none of it runs, then remove the profile: Chromium's children
+        outlive its main process by a few ms and may still be writing there (`rmtree`: "Directory not empty")."""
         if getattr(self, "_socket", None) is not None:
             self._socket.close()
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
+        if getattr(self, "_process", None) is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)  # the profile is thrown away: nothing to save
             self._process.wait()
-        self._profile.cleanup()
+            _wait_until_gone(self._process.pid, self.timeout)
+        shutil.rmtree(self.profile)
+
+    @property
+    def pgid(self) -> int:
+        """Chromium's process group (its main process's id): every process it started, but crashpad's."""
+        return self._process.pid
 
     def _devtools_url(self) -> str:
         deadline = time.monotonic() + self.timeout
@@ -179,3 +189,29 @@ class Chromium:
         out = Path(path)
         out.write_bytes(base64.b64decode(data))
         return out
+
+
+def process_group(pgid: int) -> list[int]:
+    """The processes of group `pgid` that still run (Linux: read from /proc). A zombie (exited, not yet reaped by
+    init) writes nothing and is left out, so that a container whose init reaps late does not look busy."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []
+    running = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _ppid, group = stat.read_text().rpartition(")")[2].split()[:3]  # the name may hold spaces
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        if int(group) == pgid and state != "Z":
+            running.append(int(stat.parent.name))
+    return running
+
+
+def _wait_until_gone(pgid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while running := process_group(pgid):
+        if time.monotonic() > deadline:
+            raise TritonhookError(f"Chromium's processes {running} (group {pgid}) outlived SIGKILL by {timeout:.0f} s")
+        time.sleep(0.01)

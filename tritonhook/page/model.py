@@ -9,6 +9,7 @@ blob, a memwatch file that is not one, no nvdisasm) becomes a `Problem` the page
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import dataclasses
 import os
@@ -32,6 +33,8 @@ SASS_DIFF_KERNELS = 20
 """The page carries the SASS diffs of the SASS_DIFF_KERNELS largest effects, each cut at SASS_DIFF_LINES lines
 (an attention kernel's runs to tens of thousands), so that a store of 1,000 captures stays a page of a few MB
 (benchmarks/report_scale.py); each kernel section's `tritonhook diff` command prints the whole diff."""
+CHART_SPEC_CHARS = 40
+"""A chart label shows at most this much of the specialization (the table under the chart has it all)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,11 +59,6 @@ class CutlassEffect:
         return f"{self.plain.original_entry} {self.plain.arch}{spec}"
 
     @property
-    def short_title(self) -> str:
-        """For a figure's axis: the kernel and target (the specialization can run to ten constexprs)."""
-        return f"{self.plain.original_entry} {self.plain.arch}"
-
-    @property
     def anchor(self) -> str:
         return f"kernel-{self.plain.id}-{self.renamed.id}"
 
@@ -79,6 +77,25 @@ class CutlassEffect:
         """Relative change of the cubin file size: the sort key, largest effect first."""
         plain, renamed = self.cubin_sizes
         return (renamed - plain) / plain if plain else 0.0
+
+
+def chart_labels(effects: Sequence[CutlassEffect]) -> list[str]:
+    """A label per effect for a figure's axis, each unique: the kernel and target, plus the part of the
+    specialization that sets it apart from the others of that kernel and target (the whole one can run to ten
+    constexprs), plus the capture ids where even that is equal."""
+    groups: dict[tuple, list[CutlassEffect]] = {}
+    for effect in effects:
+        groups.setdefault((effect.plain.original_entry, effect.plain.arch), []).append(effect)
+    labels = []
+    for effect in effects:
+        key = (effect.plain.original_entry, effect.plain.arch)
+        shared = set.intersection(*(set(e.plain.specialization.split()) for e in groups[key]))
+        own = " ".join(word for word in effect.plain.specialization.split() if word not in shared)
+        own = own if len(own) <= CHART_SPEC_CHARS else own[:CHART_SPEC_CHARS - 1] + "…"
+        labels.append(" ".join(key) + (f" [{own}]" if own else ""))
+    counts = collections.Counter(labels)
+    return [f"{label} (captures {e.plain.id}/{e.renamed.id})" if counts[label] > 1 else label
+            for label, e in zip(labels, effects)]
 
 
 @dataclasses.dataclass(frozen=True)

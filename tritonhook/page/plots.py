@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import TritonhookError
-from .model import CutlassEffect, ForestRow
+from .model import CutlassEffect, ForestRow, chart_labels
 
 EFFECT_METRICS = (("cubin", "#4c78a8", lambda e: e.cubin_sizes),
                   (".nv.capmerc", "#f58518", lambda e: e.metric(".nv.capmerc")),
@@ -74,7 +74,7 @@ def effect_chart(effects: Sequence[CutlassEffect]) -> str | None:
         changes = [percent_change(value(effect)) for effect in shown]
         positions = [row + (index - (len(EFFECT_METRICS) - 1) / 2) * height for row in range(len(shown))]
         axes.barh(positions, [c or 0.0 for c in changes], height=height, label=name, color=colour)
-    axes.set_yticks(range(len(shown)), [f"{n}. {effect.short_title}" for n, effect in enumerate(shown, 1)],
+    axes.set_yticks(range(len(shown)), [f"{n}. {label}" for n, label in enumerate(chart_labels(shown), 1)],
                     fontsize=8)
     axes.invert_yaxis()
     axes.axvline(0, color="black", linewidth=0.6)

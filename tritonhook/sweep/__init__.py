@@ -54,7 +54,7 @@ line as each starts and ends: a kernel that faults (and takes the CUDA context w
 itself; a fresh worker goes on with the rest. A worker loads every variant through Triton's own loader and
 launcher (`_triton.load_kernel`: `CompiledKernel` from metadata JSON + cubin, so global scratch, TMA descriptors,
 clusters and PDL are handled by Triton), restores the inputs, finds the buffers the kernel writes (poisoning
-those a first call leaves unchanged), runs the baseline three times and each other variant once and judges each
+those a first call leaves unchanged), runs the baseline five times and each other variant once and judges each
 variant's outputs against the baseline's own run-to-run spread (`ab.outputs`: bitwise, within spread or differ, with
 ULPs, relative error and NaN/Inf positions as data), then times the variants with the A/B
 timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation with, by default (`--l2 measured`), the

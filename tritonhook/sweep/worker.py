@@ -10,7 +10,7 @@ stdin closed: the worker exits.
 
 Per signature: rebuild the arguments (snapshot blobs, else synthetic data of the same dtype and shape), load every
 variant through Triton's own launcher (`_triton.load_kernel`), find the buffers the kernel writes (`_written`), run
-the baseline three times and every other variant once from the restored inputs and judge each variant's outputs
+the baseline five times and every other variant once from the restored inputs and judge each variant's outputs
 against the baseline's own run-to-run spread (`ab.outputs`: bitwise, within spread, differ, with ULPs), then time the variants interleaved call by call with the A/B timer
 (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation), one median per variant per round, restoring
 the written buffers from the snapshot before every round, with an empty kernel queued and timed after every call
@@ -200,7 +200,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
             "empty_ms": median(empty_rounds) if empty_rounds else None}
 
 
-BASELINE_RUNS = 3
+BASELINE_RUNS = 5
 """Runs of the baseline from the same inputs: its run-to-run spread, which a variant's outputs are judged against
 (`ab.outputs`)."""
 
