@@ -4,6 +4,7 @@ Triton (CPU), and the whole thing on a real GPU (`-m gpu`, run on the H200)."""
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import json
 import os
 import runpy
@@ -15,6 +16,8 @@ import pytest
 
 from tritonhook import _triton, cli
 from tritonhook.errors import TritonhookError
+from tritonhook.mem.attribution import StackStart, stack_start
+from tritonhook.mem.watch import tail_seconds
 from tritonhook.memwatch import (DeviceInfo, KernelStats, MemwatchResult, Sample, Snapshot, attribute, compare_rows,
                                  stack_growths, wrap_python_command, _ScratchRecorder)
 
@@ -110,6 +113,83 @@ def test_report_and_comparison_show_the_kernel_and_the_stack_line(capsys):
     plain = result_of([snap(0, "before", used=H200_USED_BEFORE), snap(1, "after", used=H200_USED_BEFORE)])
     rows = {row[0]: row[1:] for row in compare_rows({"plain": plain, "local": result})}
     assert rows["used after vs plain"][1].startswith("3.9 GiB") and rows["stack limit after"] == ("1,024", "16,384")
+
+
+# `tritonhook demo` on the H200 watches examples/stack_reservation.py from before the script creates its CUDA
+# context (the region's first snapshot reads no limits); the same 16 KiB frame, the same growth.
+DEMO_USED_BEFORE, DEMO_CONTEXT_USED, DEMO_TORCH_RESERVED = 3_407_872, 671_940_608, 23_068_672
+DEMO_CONTEXT_AT, DEMO_LAUNCH_AT, DEMO_AFTER_AT = 6.2, 7.7949, 7.8544
+
+
+def demo_h200_run(*, hooks: bool = True) -> list[Snapshot]:
+    """The demo's snapshots; without Triton's hooks (`triton_hooks=False`, or kernels launched past them) the
+    `after` snapshot is the context's first reading."""
+    grown, kernel = DEMO_CONTEXT_USED + H200_GROWTH, "local_array_kernel"
+    context = dict(used=DEMO_CONTEXT_USED, torch_reserved=DEMO_TORCH_RESERVED)
+    launch = [snap(7.7944, "load_start", kernel, **context), snap(7.7947, "load_end", kernel, **context),
+              snap(DEMO_LAUNCH_AT, "launch_enter", kernel, **context),
+              snap(7.7957, "launch_exit", kernel, used=grown, stack=16384, torch_reserved=DEMO_TORCH_RESERVED)]
+    return [snap(0.3571, "before", used=DEMO_USED_BEFORE, context=False), *(launch if hooks else []),
+            snap(DEMO_AFTER_AT, "after", used=grown, stack=16384, torch_reserved=DEMO_TORCH_RESERVED)]
+
+
+def test_a_region_opened_before_the_context_starts_from_the_first_limit_read_or_the_driver_default(capsys):
+    """The demo's page read "stack limit None -> 16384": its region opens before the context exists. The start is
+    the first limit read (1024, at the kernel's load); with no reading before the region's end, the limit a new
+    context starts with, said as such, and the rise from it is the stack line's (it was all "context baseline")."""
+    baseline = DEMO_CONTEXT_USED - DEMO_USED_BEFORE - DEMO_TORCH_RESERVED
+    for hooks, start in ((True, StackStart(1024, read=True)), (False, StackStart(1024, read=False))):
+        snapshots = demo_h200_run(hooks=hooks)
+        assert stack_start(snapshots) == start
+        parts = parts_by_name(snapshots)
+        stack = parts["stack (local memory) reservation"]
+        assert (stack.bytes, parts["context baseline"].bytes, parts["residual"].bytes) == (H200_GROWTH, baseline, 0)
+        assert "1024 -> 16384 B/thread at " in stack.detail
+        (growth,) = stack_growths(snapshots)
+        assert (growth.old, growth.new, growth.kernel) == (1024, 16384, "local_array_kernel" if hooks else None)
+        assert result_of(snapshots).summary()["stack_limit_before"] == 1024
+    assert start.describe() == "1024 (driver default, no context yet)"
+    assert growth.where == "a point between the creation of the context and the after snapshot (its first reading)"
+    result_of(snapshots).report()
+    assert "1,024 (driver default, no context yet)" in capsys.readouterr().out
+    # the region that already has its context reads its limit there, and one that never has one has no start
+    assert stack_start(recorded_h200_run()) == StackStart(1024, read=True)
+    assert stack_start([snap(0, "before", used=1, context=False), snap(1, "after", used=1, context=False)]) is None
+
+
+def demo_h200_timeline(snapshots: list[Snapshot]) -> list[Sample]:
+    """The sampler's readings of that run: every 2 ms from its start (1.345 s) to the `after` snapshot and on for
+    the watch's tail (`tail_seconds`), NVML used at each level as the snapshots read it."""
+    end = DEMO_AFTER_AT + tail_seconds(DEMO_AFTER_AT, 2.0)
+    times = [1.345 + 0.002 * i for i in range(int((end - 1.345) / 0.002) + 1)]
+    levels = [(0.0, DEMO_USED_BEFORE), (DEMO_CONTEXT_AT, DEMO_CONTEXT_USED), (7.7955, DEMO_CONTEXT_USED + H200_GROWTH)]
+    return [Sample(t, [used for at, used in levels if at <= t][-1], 644_939_776, None) for t in times]
+
+
+def test_the_timeline_shows_the_level_a_rise_at_the_regions_end_reached(tmp_path):
+    """The demo's timeline ended at the stack jump, its last launch: 3.9 GiB of growth was a vertical line at the
+    right edge. The watch samples on after the region and the plot runs a margin past its last reading."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    snapshots = demo_h200_run()
+    result = dataclasses.replace(result_of(snapshots), samples=demo_h200_timeline(snapshots))
+    (growth,) = stack_growths(snapshots)
+    figure = result.figure()
+    try:
+        figure.canvas.draw()
+        axes = figure.axes[0]
+        used = next(line for line in axes.lines if line.get_label() == "NVML used")
+        later = [(t, gib) for t, gib in zip(*used.get_data()) if t > growth.t]
+        assert len(later) >= 100 and {gib for _, gib in later} == {(DEMO_CONTEXT_USED + H200_GROWTH) / 2**30}
+        box = axes.get_window_extent()
+        x_jump, x_last = (axes.transData.transform((t, 0))[0] for t in (growth.t, later[-1][0]))
+        assert x_last - x_jump >= 0.04 * box.width  # the level after the jump, not a vertical line
+        assert box.x1 - x_last >= 0.02 * box.width  # and a margin past the last reading
+        assert not axes.get_legend().get_window_extent().overlaps(box)
+    finally:
+        plt.close(figure)
+    assert result.plot(tmp_path / "mem.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_writes_an_image(tmp_path):
@@ -343,6 +423,11 @@ def test_gpu_stack_reservation_is_measured_and_pinned_on_the_launch(gpu_stack):
     parts = {p.name: p.bytes for p in result.attribution()}
     assert abs(parts["residual"]) <= 32 * MIB
     assert len(result.samples) > 10 and max(s.used for s in result.samples) - result.before.used >= expected - 32 * MIB
+    # the timeline goes on past the region (the launch is its last event): the grown level, not a last point
+    (growth,) = stack_growths(result.snapshots)
+    later = [s for s in result.samples if s.t > growth.t]
+    assert result.samples[-1].t >= result.after.t + tail_seconds(result.after.t, 2)
+    assert len(later) >= 5 and all(s.used - result.before.used >= expected - 32 * MIB for s in later)
     # reset_stack_limit() gives the memory back (docs/notes.md §1.2) ...
     with tritonhook.memwatch(device=0) as release:
         assert tritonhook.memwatch.reset_stack_limit() == (16384, 1024)

@@ -247,6 +247,48 @@ def test_ab_results_become_a_forest_plot_a_workload_estimate_and_the_select_of_t
     assert "tritonhook run --rename cutlass_ --select '^(matmul)$'" in html.unescape(sweep)
 
 
+def marker_discs(figure):
+    """Each plotted marker as a square around its disc, in display pixels (a scatter size is an area in pt^2)."""
+    from matplotlib.transforms import Bbox
+
+    axes = figure.axes[0]
+    discs = []
+    for collection in axes.collections:
+        for (x, y), size in zip(axes.transData.transform(collection.get_offsets()), collection.get_sizes()):
+            radius = size ** 0.5 / 2 * figure.dpi / 72
+            discs.append(Bbox.from_extents(x - radius, y - radius, x + radius, y + radius))
+    return discs
+
+
+def test_the_forest_plot_keeps_each_marker_inside_its_axes_and_clear_of_the_legend(tmp_path):
+    """The demo's forest plot (A/B rows, then the sweep's): the legend covered the second row's marker, which sat
+    on the axes' bottom edge. Checked in matplotlib's own display geometry, for one row, the A/B run's two, and
+    those with a sweep's."""
+    import matplotlib.pyplot as plt
+    from test_sweep import _result
+
+    from tritonhook.page.model import sweep_forest_rows
+    from tritonhook.page.plots import forest_figure, forest_plot
+
+    rows = forest_rows(ab_result(Store(tmp_path / "store")).report)
+    for shown in (rows[:1], rows, rows + sweep_forest_rows(_result())):
+        figure = forest_figure(shown)
+        try:
+            figure.canvas.draw()
+            axes = figure.axes[0]
+            box, legend = axes.get_window_extent(), axes.get_legend().get_window_extent()
+            discs = marker_discs(figure)
+            assert len(discs) == len(shown)
+            margin = 2 * figure.dpi / 72  # 2 pt
+            for disc in discs:
+                assert min(disc.x0 - box.x0, disc.y0 - box.y0, box.x1 - disc.x1, box.y1 - disc.y1) > margin, (disc, box)
+                assert not disc.overlaps(legend), (disc, legend)
+            assert not legend.overlaps(box)
+        finally:
+            plt.close(figure)
+    assert forest_plot(rows).startswith("<svg") and forest_plot([]) is None
+
+
 def test_a_malformed_saved_ab_result_is_a_problem_on_the_page_not_a_traceback(tmp_path):
     store = Store(tmp_path / "store")
     store.add_ab_result({"benchmarks": [{"name": "mm"}]}, {})  # no variants, rounds, ...: not an ABReport
@@ -266,6 +308,21 @@ def test_memwatch_files_draw_the_timeline_and_a_bad_one_is_named(tmp_path):
     memory = section(page, "memory")
     assert "<svg" in memory and f"{H200_GROWTH:,}" in memory and "1024 &rarr; 16384" in memory
     assert "<b>bad.json</b>" in section(page, "problems") and len(data.memwatch) == 1
+
+
+def test_a_memwatch_region_opened_before_the_context_shows_the_limit_it_started_from(tmp_path):
+    """The demo's memwatch region opens before its script creates the CUDA context: the page read "stack limit
+    None &rarr; 16384"; now the first limit read, or the driver's default said as such."""
+    from test_memwatch import demo_h200_run, result_of
+
+    files = []
+    for hooks in (True, False):
+        files.append(tmp_path / f"hooks-{hooks}.json")
+        files[-1].write_text(json.dumps(result_of(demo_h200_run(hooks=hooks)).to_json()))
+    path, _ = write_report(Store(tmp_path / "store"), tmp_path / "r.html", memwatch_files=files)
+    notes = re.findall(r"stack limit .*? B/thread", section(path.read_text(), "memory"))
+    assert notes == ["stack limit 1024 &rarr; 16384 B/thread",
+                     "stack limit 1024 (driver default, no context yet) &rarr; 16384 B/thread"]
 
 
 def test_cli_report_on_a_missing_store_is_one_line(tmp_path):
@@ -313,8 +370,11 @@ def test_gpu_demo_adds_the_sweep_and_the_memwatch_timeline(tmp_path):
     assert all(s == "ok" or s.startswith("not replayable: arguments of unknown type") for s in status.values())
     assert "Workload estimate (sweep" in sweep
     watched = json.loads((tmp_path / "demo" / "memwatch-stack.json").read_text())
-    assert watched["summary"]["stack_limit_after"] == 16384  # the example's 16 KiB frame (the context starts later)
-    assert "<svg" in memory and "stack (local memory) reservation" in memory
+    # the example's 16 KiB frame; the region opens before the context, whose first reading is the driver default
+    assert (watched["summary"]["stack_limit_before"], watched["summary"]["stack_limit_after"]) == (1024, 16384)
+    assert "<svg" in memory and "stack (local memory) reservation" in memory and "1024 &rarr; 16384" in memory
+    (growth,) = watched["stack_growths"]  # the launch is the workload's last event: the timeline goes on after it
+    assert len([t for t, *_ in watched["samples"] if t > growth["t"]]) >= 10
 
 
 def test_sweep_results_join_the_forest_plot_with_their_workload_estimate(tmp_path):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
 
+from ..preflight import DEFAULT_STACK_LIMIT
 from .device import DeviceInfo
 
 
@@ -48,13 +48,46 @@ class StackGrowth:
     kernel: str | None
     where: str
 
-def stack_growths(snapshots: Iterable[Snapshot]) -> list[StackGrowth]:
-    """Every rise of the context stack limit, with the launch it happened in when a launch's hooks bracket it."""
+
+@dataclasses.dataclass(frozen=True)
+class StackStart:
+    """The stack limit a region started from, and whether a reading shows it. A region that starts before its
+    process has a CUDA context reads no limit there; the context it creates starts at the driver's default, `read`
+    when the context's first reading before the region's end shows that."""
+
+    limit: int
+    read: bool
+
+    def describe(self, number=str) -> str:
+        """The limit as `number` writes it, and where no reading shows it, why it is the figure."""
+        return number(self.limit) + ("" if self.read else " (driver default, no context yet)")
+
+
+def stack_start(snapshots: list[Snapshot]) -> StackStart | None:
+    """The limit at `before`; where it had no context, the driver's default, `read` when the first reading with
+    a context before the region's end shows it. None where no snapshot saw a context."""
+    if snapshots[0].stack is not None:
+        return StackStart(snapshots[0].stack, True)
+    if all(s.stack is None for s in snapshots):
+        return None
+    first = next((s.stack for s in snapshots[:-1] if s.stack is not None), None)
+    return StackStart(DEFAULT_STACK_LIMIT, first == DEFAULT_STACK_LIMIT)
+
+
+def stack_growths(snapshots: list[Snapshot]) -> list[StackGrowth]:
+    """Every rise of the context stack limit, with the launch it happened in when a launch's hooks bracket it; a
+    context created inside the region rose from the driver's default before its first reading when that reading
+    is higher."""
+    start = stack_start(snapshots)
     growths, previous = [], None
     for snapshot in snapshots:
         if snapshot.stack is None:
             continue
-        if previous is not None and snapshot.stack > previous.stack:
+        if previous is None and start is not None and snapshot.stack > start.limit:
+            growths.append(StackGrowth(start.limit, snapshot.stack, snapshot.t, None,
+                                       f"a point between the creation of the context and the {_label(snapshot)} "
+                                       f"snapshot (its first reading)"))
+        elif previous is not None and snapshot.stack > previous.stack:
             growths.append(StackGrowth(previous.stack, snapshot.stack, snapshot.t, *_growth_place(previous, snapshot)))
         previous = snapshot
     return growths
@@ -79,16 +112,18 @@ def attribute(snapshots: list[Snapshot], device: DeviceInfo) -> list[Part]:
     """Split NVML `used`(after) - `used`(before) into parts; the residual makes them add up exactly.
 
     The context's own limits are compared from the first snapshot that saw the context: when the context was
-    created inside the region, its default stack reservation belongs to the "context baseline" line.
+    created inside the region, its default reservations belong to the "context baseline" line, and a stack limit
+    above the driver's default at its first reading to the stack line.
     """
     before, after = snapshots[0], snapshots[-1]
     first = next((s for s in snapshots if s.context), None)
-    parts = [_baseline_part(before, first),
+    start = stack_start(snapshots)
+    parts = [_baseline_part(before, first, start, device),
              Part("torch allocator", value_of(after, "torch_reserved") - value_of(before, "torch_reserved"),
                   "torch reserved(after) - reserved(before)"),
              Part("Triton scratch outside torch", after.scratch_live - before.scratch_live,
                   "global-scratch bytes from a non-torch triton.set_allocator allocator still held after")]
-    parts.append(_stack_part(snapshots, first, after, device))
+    parts.append(_stack_part(snapshots, start, after, device))
     parts.append(Part("printf FIFO + malloc heap",
                       (value_of(after, "printf_fifo") - value_of(first, "printf_fifo")
                        + value_of(after, "malloc_heap") - value_of(first, "malloc_heap")) if first else 0,
@@ -100,24 +135,25 @@ def attribute(snapshots: list[Snapshot], device: DeviceInfo) -> list[Part]:
     return parts
 
 
-def _baseline_part(before: Snapshot, first: Snapshot | None) -> Part:
-    formula = "used(first snapshot with a context) - used(before) - torch reserved - scratch then"
+def _stack_reserve(old: int, new: int, device: DeviceInfo) -> int:
+    return (new - old) * device.sms * device.max_threads_per_sm
+
+
+def _baseline_part(before: Snapshot, first: Snapshot | None, start: StackStart | None, device: DeviceInfo) -> Part:
+    formula = ("used(first snapshot with a context) - used(before) - torch reserved - scratch then - stack above "
+               "the driver default then")
     if before.context or first is None:
         return Part("context baseline", 0, formula, "context existed before" if before.context else "no context")
     size = (value_of(first, "used") - value_of(before, "used") - value_of(first, "torch_reserved")
-            - (first.scratch_live - before.scratch_live))
+            - (first.scratch_live - before.scratch_live) - _stack_reserve(start.limit, first.stack, device))
     return Part("context baseline", size, formula, f"context first seen at {_label(first)}")
 
 
-def _stack_part(snapshots: list[Snapshot], first: Snapshot | None, after: Snapshot, device: DeviceInfo) -> Part:
-    formula = (f"(stack limit(after) - stack limit(first)) x {device.sms} SMs x {device.max_threads_per_sm} "
+def _stack_part(snapshots: list[Snapshot], start: StackStart | None, after: Snapshot, device: DeviceInfo) -> Part:
+    formula = (f"(stack limit(after) - stack limit(start)) x {device.sms} SMs x {device.max_threads_per_sm} "
                f"threads/SM")
-    if first is None or after.stack is None:
+    if start is None or after.stack is None:
         return Part("stack (local memory) reservation", 0, formula, "no context")
-    size = (after.stack - first.stack) * device.sms * device.max_threads_per_sm
-    growths = stack_growths(snapshots)
-    detail = "; ".join(f"{g.old} -> {g.new} B/thread at {g.where}" for g in growths) or \
+    detail = "; ".join(f"{g.old} -> {g.new} B/thread at {g.where}" for g in stack_growths(snapshots)) or \
         f"limit unchanged ({after.stack} B/thread)"
-    return Part("stack (local memory) reservation", size, formula, detail)
-
-
+    return Part("stack (local memory) reservation", _stack_reserve(start.limit, after.stack, device), formula, detail)

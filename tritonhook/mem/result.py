@@ -10,11 +10,13 @@ from pathlib import Path
 from .. import format
 from ..errors import TritonhookError
 from ..format import bytes_exact, count
-from .attribution import Part, Snapshot, attribute, stack_growths, value_of
+from .attribution import Part, Snapshot, StackStart, attribute, stack_growths, stack_start, value_of
 from .device import DeviceInfo
 from .sampler import Sample
 
 JSON_VERSION = 1
+TIMELINE_MARGIN = 0.03
+"""Space on each side of the plotted timeline, as a fraction of its length."""
 
 
 @dataclasses.dataclass
@@ -53,17 +55,22 @@ class MemwatchResult:
     def attribution(self) -> list[Part]:
         return attribute(self.snapshots, self.device)
 
+    def stack_start(self) -> StackStart | None:
+        return stack_start(self.snapshots)
+
     def summary(self) -> dict[str, int | None]:
-        """The headline figures; `peak` is the highest NVML used seen (timeline or snapshot) minus before."""
+        """The headline figures; `peak` is the highest NVML used seen (timeline or snapshot) minus before; the stack
+        limit before is `stack_start` (the driver's default where the region started with no context)."""
         used = [s.used for s in (*self.samples, *self.snapshots) if s.used is not None]
         process = [s.process_used for s in self.samples if s.process_used is not None]
         base = value_of(self.before, "used")
+        start = self.stack_start()
         return {"used_before": self.before.used, "used_after": self.after.used,
                 "growth": value_of(self.after, "used") - base, "peak_growth": max(used) - base if used else None,
                 "process_used_last": process[-1] if process else None,
                 "process_used_peak": max(process) if process else None,
                 "torch_reserved": self.after.torch_reserved, "torch_allocated": self.after.torch_allocated,
-                "stack_limit_before": self.before.stack, "stack_limit_after": self.after.stack}
+                "stack_limit_before": start.limit if start else None, "stack_limit_after": self.after.stack}
 
     def to_json(self) -> dict:
         return {"version": JSON_VERSION, "device": dataclasses.asdict(self.device), "interval_ms": self.interval_ms,
@@ -93,8 +100,7 @@ class MemwatchResult:
 
     def __rich_console__(self, console, options):
         device = self.device
-        rows = [(key.replace("_", " "), bytes_exact(value) if "limit" not in key else count(value))
-                for key, value in self.summary().items()]
+        rows = [(key.replace("_", " "), self._figure_text(key, value)) for key, value in self.summary().items()]
         yield format.table(("figure", "value"), rows, title=f"memwatch: device {device.ordinal} {device.name} "
                            f"({device.sms} SMs x {device.max_threads_per_sm} threads/SM)")
         yield format.table(("part", "bytes", "formula", "detail"),
@@ -108,19 +114,26 @@ class MemwatchResult:
                                title="Triton kernels", right_align=("loads", "launches", "scratch/launch max",
                                                                     "scratch total"))
 
+    def _figure_text(self, key: str, value: int | None) -> str:
+        if key == "stack_limit_before" and (start := self.stack_start()) is not None:
+            return start.describe(count)
+        return count(value) if "limit" in key else bytes_exact(value)
+
     def report(self) -> None:
         """Print the tables (stdout) and the warnings (stderr)."""
         format.show(self)
 
-    def plot(self, path: str | os.PathLike) -> Path:
-        """A PNG (or any matplotlib format) of the timeline, with the stack-limit rises marked."""
+    def figure(self):
+        """The timeline as a matplotlib figure (`plot` saves it, the report inlines it), the stack-limit rises
+        marked. The time axis runs TIMELINE_MARGIN past the last reading, and the legend sits outside the axes, so
+        a rise at the region's end shows with the level after it (the sampler runs on a while after the region)."""
         try:
             import matplotlib
 
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
-            raise TritonhookError(f"{path}: plotting needs matplotlib (pip install matplotlib)") from None
+            raise TritonhookError("plotting a memwatch timeline needs matplotlib (pip install matplotlib)") from None
         figure, axes = plt.subplots(figsize=(10, 4))
         gib = 2 ** 30
         for label, field in (("NVML used", "used"), ("NVML reserved", "reserved"), ("this process", "process_used")):
@@ -135,11 +148,20 @@ class MemwatchResult:
             axes.axvline(growth.t, color="red", linestyle="--", linewidth=0.8)
             axes.annotate(f"stack {growth.old}->{growth.new} ({growth.kernel or 'outside Triton'})",
                           (growth.t, axes.get_ylim()[1]), rotation=90, va="top", fontsize=7, color="red")
+        times = [s.t for s in (*self.samples, *self.snapshots)]
+        margin = TIMELINE_MARGIN * (max(times) - min(times)) or TIMELINE_MARGIN
+        axes.set_xlim(min(times) - margin, max(times) + margin)
         axes.set_xlabel("seconds")
         axes.set_ylabel("GiB")
         axes.set_title(f"memwatch: {self.device.name}")
-        axes.legend(loc="lower right", fontsize=8)
-        out = Path(path)
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+        return figure
+
+    def plot(self, path: str | os.PathLike) -> Path:
+        """A PNG (or any matplotlib format) of the timeline (`figure`)."""
+        import matplotlib.pyplot as plt
+
+        figure, out = self.figure(), Path(path)
         try:
             figure.savefig(out, dpi=120, bbox_inches="tight")
         except OSError as exc:

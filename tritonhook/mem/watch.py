@@ -18,6 +18,10 @@ from .result import KernelStats, MemwatchResult
 from .sampler import SamplerProcess
 from .scratch import ScratchRecorder
 
+TAIL_FRACTION, TAIL_MIN_INTERVALS, TAIL_MAX_S = 0.05, 10, 1.0
+"""After the region the sampler runs on for TAIL_FRACTION of the region's length (at least TAIL_MIN_INTERVALS
+sampling intervals, at most TAIL_MAX_S): a rise at the region's end (the stack reservation of its last launch)
+then shows on the timeline as the level it rose to, not as its last point."""
 _TRACKED = ("used", "context", "stack", "printf_fifo", "malloc_heap", "torch_reserved", "scratch_live")
 """Fields whose change makes a launch/load snapshot worth keeping; unchanged pairs are only counted."""
 
@@ -26,6 +30,7 @@ class MemWatch(contextlib.ContextDecorator):
     """`with memwatch(...) as mw:` or `@memwatch(...)`; each entry starts a fresh recording.
 
     After the region: `mw.result` (a `MemwatchResult`), and the shortcuts `report()`, `to_json()`, `plot()`.
+    Leaving the region takes `tail_seconds` longer: the timeline goes on a little past it.
     """
 
     def __init__(self, device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True):
@@ -69,17 +74,19 @@ class MemWatch(contextlib.ContextDecorator):
         return False
 
     def _stop(self) -> None:
-        """Hooks out and sampler stopped first, whatever happens; then the last reading and the result."""
+        """Hooks out, the last reading, the sampler's tail and the sampler stopped, whatever happens; then the
+        result."""
         if not self._running:
             return
         self._running = False
         atexit.unregister(self._stop_at_exit)
         try:
-            self._uninstall_triton_hooks()
-        finally:
-            self._sampler.stop()
-        try:
-            self._snapshots.append(self._snapshot("after", None))
+            try:
+                self._uninstall_triton_hooks()
+                self._snapshots.append(self._snapshot("after", None))
+                time.sleep(tail_seconds(self._snapshots[-1].t, self.interval_ms))
+            finally:
+                self._sampler.stop()
             self.result = self._build_result()
         finally:
             self._gpu.close()
@@ -238,6 +245,11 @@ class MemWatch(contextlib.ContextDecorator):
 def memwatch(device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True) -> MemWatch:
     """Watch device memory in a region: `with tritonhook.memwatch(device=0) as mw: ...` or as a decorator."""
     return MemWatch(device, interval_ms, triton_hooks=triton_hooks)
+
+
+def tail_seconds(region_s: float, interval_ms: float) -> float:
+    """How long the sampler runs on after a region of `region_s` seconds (TAIL_FRACTION)."""
+    return min(TAIL_MAX_S, max(TAIL_MIN_INTERVALS * interval_ms / 1000, TAIL_FRACTION * region_s))
 
 
 def _changed(a: Snapshot, b: Snapshot) -> bool:

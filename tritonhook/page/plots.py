@@ -8,9 +8,6 @@ interactive library (Plotly, Bokeh, Vega) would inline megabytes of JavaScript i
 from __future__ import annotations
 
 import io
-import re
-import tempfile
-from pathlib import Path
 from typing import Sequence
 
 from ..errors import TritonhookError
@@ -85,9 +82,14 @@ def effect_chart(effects: Sequence[CutlassEffect]) -> str | None:
 
 
 def forest_plot(rows: Sequence[ForestRow]) -> str | None:
-    """Time ratio and 95% interval per benchmark and variant, coloured by verdict, marker area by GPU-time share."""
-    if not rows:
-        return None
+    """The forest plot (`forest_figure`) as inline SVG; None without rows."""
+    return svg_text(forest_figure(rows)) if rows else None
+
+
+def forest_figure(rows: Sequence[ForestRow]):
+    """Time ratio and 95% interval per benchmark and variant, coloured by verdict, marker area by GPU-time share.
+    Half a row of space above the first row and below the last, and the legend above the axes, so that no marker
+    sits on an edge or under the legend."""
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(9, 1.2 + 0.4 * len(rows)))
     for index, row in enumerate(rows):
@@ -96,19 +98,19 @@ def forest_plot(rows: Sequence[ForestRow]) -> str | None:
         axes.scatter([row.ratio], [index], s=30 + 400 * row.share, color=colour, zorder=3)
     axes.set_yticks(range(len(rows)), [f"{r.benchmark}: {r.variant} vs {r.baseline} ({r.kind} {r.ab_id})" for r in rows],
                     fontsize=8)
-    axes.invert_yaxis()
+    axes.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top
+    axes.margins(x=0.06)
     axes.axvline(1.0, color="black", linewidth=0.6, linestyle="--")
     axes.set_xlabel("time ratio (variant / baseline), 95% interval; < 1 is faster")
     for verdict, colour in VERDICT_COLOURS.items():
         axes.scatter([], [], color=colour, label=verdict)
-    axes.legend(fontsize=8, loc="lower right")
+    axes.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=len(VERDICT_COLOURS), frameon=False,
+                borderaxespad=0.0)
     axes.grid(axis="x", alpha=0.3)
-    return svg_text(figure)
+    return figure
 
 
 def memwatch_timeline(result) -> str:
-    """The memwatch timeline, drawn by `MemwatchResult.plot` itself (one drawing of it), as inline SVG."""
+    """The memwatch timeline, drawn by `MemwatchResult.figure` itself (one drawing of it), as inline SVG."""
     _pyplot()  # the same SVG settings as the other figures
-    with tempfile.TemporaryDirectory(prefix="tritonhook-report-") as scratch:
-        path = result.plot(Path(scratch) / "timeline.svg")
-        return _inline(re.sub(r"<dc:date>.*?</dc:date>", "", path.read_text()))
+    return svg_text(result.figure())
