@@ -397,7 +397,6 @@ class Store:
         digest = sha256_hex(data)
         final = self.blob_path(digest)
         if _blob_matches(final, digest, len(data)):
-            _touch(final)  # a repair removes orphans by age: a blob about to be referenced again is young
             return digest
         try:
             self._write_blob(final, data)
@@ -449,6 +448,7 @@ class Store:
 
     def add_many(self, captures: Iterable[NewCapture]) -> list[int]:
         """`add` for many captures in one transaction (an importer, a benchmark filling a store)."""
+        repairs_before = self._repairs()
         prepared = []
         for new in captures:
             digests = {stage: (self.put_blob(data), len(data)) for stage, data in new.artifacts.items()}
@@ -461,21 +461,33 @@ class Store:
                   f"VALUES ({', '.join('?' * len(_CAPTURE_COLUMNS))})")
         ids = []
         with self._write_transaction() as conn:
+            repaired = self._repairs(conn) != repairs_before
             for row, digests, artifacts in prepared:
-                self._restore_removed_blobs(digests, artifacts)
+                if repaired:
+                    self._restore_removed_blobs(digests, artifacts)
                 capture_id = conn.execute(insert, row).lastrowid
                 conn.executemany("INSERT INTO artifacts VALUES (?, ?, ?, ?)",
                                  [(capture_id, stage, d, size) for stage, (d, size) in digests.items()])
                 ids.append(capture_id)
         return ids
 
+    def _repairs(self, conn: sqlite3.Connection | None = None) -> int:
+        """How many repairs have removed files from this store: a writer that sees it change between its blobs
+        and its rows re-checks those blobs (`_restore_removed_blobs`) inside its write transaction."""
+        if conn is None:
+            with self._lock:
+                return self._repairs(self._connection())
+        row = conn.execute("SELECT value FROM meta WHERE key = 'repairs'").fetchone()
+        return int(row[0]) if row else 0
+
     def _restore_removed_blobs(self, digests: dict[str, tuple[str, int]], artifacts: dict[str, bytes]) -> None:
         """Write again any blob of this capture that is gone. Called inside the write transaction: a repair
-        removes orphans only inside one (`remove_unreferenced`), so a blob present now stays until the rows
-        that refer to it are committed."""
+        removes orphans only inside one (`remove_unreferenced`, which counts itself in `_repairs`), so a blob
+        present now stays until the rows that refer to it are committed."""
         for stage, (digest, _) in digests.items():
-            if not self.blob_path(digest).is_file():
-                self._write_blob(self.blob_path(digest), artifacts[stage])
+            path = self.blob_path(digest)
+            if not os.path.isfile(path):
+                self._write_blob(path, artifacts[stage])
 
     def add_ab_result(self, result: dict, captures: dict[str, Iterable[int]]) -> int:
         """Save one A/B result (JSON-able) and link it to the captures each variant wrote; returns its id."""
@@ -644,6 +656,8 @@ class Store:
                 except FileNotFoundError:
                     continue
                 removed.append(name)
+            if removed:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('repairs', ?)", (str(self._repairs(conn) + 1),))
         return removed
 
     def size_bytes(self) -> int:
@@ -749,14 +763,6 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return stat.st_dev, stat.st_ino
-
-
-def _touch(path: Path) -> None:
-    """Set `path`'s mtime to now where this user may (a shared store's blob of another user may refuse)."""
-    try:
-        os.utime(path)
-    except OSError:
-        pass
 
 
 _FULL_BELOW_BYTES = 1 << 20
