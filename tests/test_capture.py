@@ -173,3 +173,20 @@ def test_run_captures_a_script_that_probes_for_triton_before_importing_it(tmp_pa
                            "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert [c.entry for c in tritonhook.Store(store).captures()] == ["add_kernel"]
+
+
+def test_a_capture_names_the_ptxas_triton_uses_at_that_compile(capture_session, monkeypatch):
+    """Importing torch's Inductor points TRITON_PTXAS_PATH at torch's own ptxas in the middle of a process; a
+    capture must name the ptxas of its own compile (a stale answer made a rename build fail: the PTX's ISA was too
+    new for the ptxas it named)."""
+    from tritonhook.tools import find_ptxas
+
+    compile_sample("add", 90)
+    other = next((p for p in find_ptxas() if p.path != capture_session.captures()[0].ptxas_path), None)
+    if other is None:
+        pytest.skip("a second ptxas is needed (the nvidia-cuda-nvcc wheel's comes with the test extra)")
+    monkeypatch.setenv("TRITON_PTXAS_PATH", other.path)
+    compile_sample("add", 90, num_warps=2)  # not a cache hit: another build
+    before, after = capture_session.captures()
+    assert before.ptxas_path != other.path and after.ptxas_path == other.path
+    assert other.version.startswith(after.ptxas_version)  # Triton says "12.9" where ptxas says 12.9.86

@@ -152,9 +152,11 @@ def _entry_name(artifacts: dict[str, bytes], metadata: dict) -> str:
     return entries[0] if entries else str(metadata.get("name", "?"))
 
 
-@functools.lru_cache(maxsize=None)
 def ptxas_for(capability: int) -> tuple[str | None, str | None]:
-    """(path, version) of the ptxas Triton uses for this compute capability now."""
+    """(path, version) of the ptxas Triton uses for this compute capability now: asked at every compile, since
+    the answer changes within a process (importing torch's Inductor points TRITON_PTXAS_PATH at torch's own
+    ptxas, and Triton then also writes a newer PTX ISA; a capture naming the ptxas of before could not be
+    re-assembled). Triton caches each tool's version by path."""
     try:
         from triton.backends.nvidia.compiler import get_ptxas
 
