@@ -40,7 +40,8 @@ class Difference:
     distance in units in the last place over the elements finite in both (integer buffers: the largest absolute
     difference); `max_rel`: the largest |a - b| / max(|a|, |b|) over those; `nonfinite_mismatch`: positions where
     one side is NaN or ±Inf and the other is not the same; `beyond_tolerance`: elements outside
-    |a - b| <= tol + tol * |a| (`config.SWEEP_RTOL`), NaN/Inf mismatches included."""
+    |a - b| <= tol + tol * |a| (`config.SWEEP_RTOL`), NaN/Inf mismatches included; `norm_rel`: max |a - b| over
+    max |a| (finite elements), the distance of the buffer as a whole."""
 
     elements: int = 0
     differing: int = 0

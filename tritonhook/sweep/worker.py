@@ -211,23 +211,26 @@ def _same_bytes(torch, a, b) -> bool:
 
 
 def _poison(torch, buffer) -> None:
-    """Overwrite `buffer` with contents the kernel will not write by chance: its own values moved by one element
-    (the same set of values, so an index or a size stays in range), or, where that changes nothing (a constant
-    buffer), NaN bytes in a float buffer. A constant integer buffer is left as it is (no value is safe there)."""
+    """Overwrite a float `buffer` with contents the kernel will not write by chance: its own values moved by one
+    element (finite values stay finite), or, where that changes nothing (a constant buffer), NaN bytes. Integer
+    buffers are never touched: they may hold indices or offsets, and a moved one could send the kernel out of
+    bounds and take the CUDA context with it."""
     flat = buffer.view(-1)
     if flat.numel() > 1 and not _same_bytes(torch, flat, flat.roll(1)):
         flat.copy_(flat.roll(1))
-    elif buffer.dtype.is_floating_point:
+    else:
         flat.view(torch.uint8).fill_(0xFF)
 
 
 def _written(torch, run, buffers: dict, pristine: dict) -> set:
     """The buffers the kernel writes. A call from the snapshot shows those whose bytes change; a buffer the
     snapshot caught already holding the kernel's result (an earlier autotune config wrote the same thing) does not
-    change, so the others are poisoned (`_poison`) and a second call shows which of them it overwrites."""
+    change, so the other float buffers are poisoned (`_poison`) and a second call shows which of them it
+    overwrites (an integer buffer so caught still reads as not written)."""
     run()
     written = {index for index, buffer in buffers.items() if not _same_bytes(torch, buffer, pristine[index])}
-    unchanged = [index for index in buffers if index not in written]
+    unchanged = [index for index, buffer in buffers.items()
+                 if index not in written and buffer.dtype.is_floating_point]
     if unchanged:
         expected = {index: pristine[index].clone() for index in unchanged}
         for buffer in expected.values():
