@@ -589,6 +589,7 @@ def test_without_a_gpu_record_and_sweep_say_so_in_one_line_and_never_start_the_w
     ran = tmp_path / "workload-ran"
     done = _cli(command, "--store", str(tmp_path / "s"), "--", sys.executable, "-c", f"open({str(ran)!r}, 'w')")
     assert done.returncode == 2 and not ran.exists()
+    assert not (tmp_path / "s").exists()  # nor a store made for nothing
     assert done.stderr.splitlines() == [
         "tritonhook: error: recording needs a CUDA GPU, and there is none here (torch.cuda.is_available() is False), "
         f"so {sys.executable} -c open({str(ran)!r}, 'w') was not run"]

@@ -105,6 +105,7 @@ def _checked(args):
 
 def _record_run(args) -> tuple[sweep.RecordResult, object, float]:
     command = command_after_dashes(args.command, args.command_name)
+    sweep.check_can_record(command)  # before the store is made: a refused recording leaves nothing behind
     store = open_store(args, create=True)
     began = time.time()
     result = sweep.record_command(command, store, budget=args.budget, sample_every=args.sample,

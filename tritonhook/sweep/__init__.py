@@ -86,7 +86,7 @@ signature (`num_gpus=1`), the job, variant files and snapshot blobs travelling t
 driver retries a task that dies once. Each row says where it ran (host/gpuN).
 """
 
-from .record import RecordResult, Recorder, load, record, record_command
+from .record import RecordResult, Recorder, check_can_record, load, record, record_command
 from .recording import Recording, Signature, SnapshotBudget
 from .replay import replay, select_signatures
 from .schedule import require_ray, resolve_gpus
@@ -94,5 +94,5 @@ from .result import SweepResult, SweepRow, VariantTiming, WorkloadEstimate
 from .variants import BuiltVariant, build_variants
 
 __all__ = ["BuiltVariant", "RecordResult", "Recorder", "Recording", "Signature", "SnapshotBudget", "SweepResult",
-           "SweepRow", "VariantTiming", "WorkloadEstimate", "build_variants", "load", "record", "record_command",
-           "replay", "require_ray", "resolve_gpus", "select_signatures"]
+           "SweepRow", "VariantTiming", "WorkloadEstimate", "build_variants", "check_can_record", "load", "record",
+           "record_command", "replay", "require_ray", "resolve_gpus", "select_signatures"]

@@ -447,6 +447,14 @@ class RecordResult:
         return f"the workload exited with status {self.exit_code} ({kept}); its last stderr lines:\n{tail}"
 
 
+def check_can_record(command: list[str]) -> None:
+    """One line, before anything else happens, where recording cannot work here: no torch, or no CUDA GPU."""
+    try:
+        cuda_torch("recording")
+    except TritonhookError as exc:
+        raise TritonhookError(f"{exc}, so {' '.join(command)} was not run") from None
+
+
 def record_command(command: list[str], store: Store, *, budget: int | None = None, sample_every: int | None = None,
                    stdout=None, snapshot_budget: int | None = None) -> RecordResult:
     """Run `command` with every Python process it starts recording (and capturing) into `store`; the processes'
@@ -454,10 +462,7 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     `stdout` redirects its own output (the CLI's --json keeps stdout for its result). `budget` / `snapshot_budget`:
     input snapshot bytes per signature / per recording process. Without torch or a CUDA GPU here, the one line
     saying so, before the command starts."""
-    try:
-        cuda_torch("recording")
-    except TritonhookError as exc:
-        raise TritonhookError(f"{exc}, so {' '.join(command)} was not run") from None
+    check_can_record(command)
     label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
     env = recording_env(store.path, label)
     for variable, value in ((config.SNAPSHOT_BUDGET, budget), (config.SNAPSHOT_TOTAL_BUDGET, snapshot_budget)):
