@@ -140,7 +140,9 @@ def test_warnings_held_while_recording_name_only_the_kernels_the_workload_launch
     assert lines[2] == "tritonhook preflight: measured at the end of the recording: stack limit 1024 B/thread"
     with warnings.catch_warnings(record=True) as caught:  # released: the next warning is issued at once again
         warnings.simplefilter("always")
-        compile_sample("tma_copy", 120)
+        triton.compile(ASTSource(example["local_array_kernel"], {"x_ptr": "*i32", "out_ptr": "*i32"},
+                                 {"BLOCK": example["BLOCK"], "ASM": example["local_array_asm"](12288)}),
+                       target=GPUTarget("cuda", 120, 32))
     assert [w for w in caught if "tritonhook preflight" in str(w.message)]
 
 
