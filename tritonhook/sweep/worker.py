@@ -102,11 +102,14 @@ def _measured_ranges(signature: dict, buffers: dict) -> list[tuple[int, list[tup
     return sorted(ranges.items())
 
 
-def _prepare_l2(torch, dirt, ranges: list[tuple[int, list[tuple[int, int]]]], buffers: tuple) -> None:
-    """Just before a call: write `dirt` (a buffer the size of the L2, or None), then read byte ranges of the call's
-    buffers (per buffer position) on the GPU, so that the call finds them in L2: `--l2 inputs` (the whole of every
-    buffer the kernel does not write, as right after the kernel that produced them) and `--l2 measured`
-    (`_measured_ranges`).
+def _prepare_l2(torch, dirt, ranges: list[tuple[int, list[tuple[int, int]]]], written: frozenset[int],
+                buffers: tuple) -> None:
+    """Just before a call: write `dirt` (a buffer the size of the L2, or None), then bring byte ranges of the call's
+    buffers (per buffer position) into L2 on the GPU, so that the call finds them there: `--l2 inputs` (the whole
+    of every buffer the kernel does not write, as right after the kernel that produced them) and `--l2 measured`
+    (`_measured_ranges`). Ranges of a buffer the kernel writes (positions in `written`) are rewritten with their
+    own bytes, not read: inside a workload such lines are dirty (the buffer was written by the step before), and a
+    kernel whose whole step fits in L2 replayed 8-11% slow with them clean (docs/sweep.md#hostile-fidelity).
 
     Why the write: inside a workload the L2 is full of what earlier kernels wrote, and every line a kernel evicts
     must first go back to DRAM. Left clean, the L2 let a memory-bound copy run 17% faster (fp32 to bf16, 16 MiB from
@@ -117,7 +120,11 @@ def _prepare_l2(torch, dirt, ranges: list[tuple[int, list[tuple[int, int]]]], bu
     for at, spans in ranges:
         raw = buffers[at].view(torch.uint8)
         for begin, end in spans:
-            if end > begin:
+            if end <= begin:
+                continue
+            if at in written:
+                raw[begin:end].add_(0)
+            else:
                 raw[begin:end].max()
 
 
@@ -166,7 +173,9 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
                  for at, (index, buffer) in enumerate(sorted(buffers.items())) if index not in written]
     ranges = read_only if l2 == "inputs" else _measured_ranges(signature, buffers) if l2 == "measured" else []
     dirt = torch.empty(l2_bytes(torch), dtype=torch.uint8, device=device) if job.get("dirty_l2") else None
-    before_call = functools.partial(_prepare_l2, torch, dirt, ranges) if dirt is not None or ranges else None
+    written_at = frozenset(at for at, index in enumerate(sorted(buffers)) if index in written)
+    before_call = functools.partial(_prepare_l2, torch, dirt, ranges, written_at) if dirt is not None or ranges \
+        else None
     arms_args = {}
 
     def arm(kernel):
