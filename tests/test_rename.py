@@ -270,3 +270,15 @@ def test_fp8_tcgen05_matmul_renamed_has_a_larger_capmerc_section(store_path):
     renamed_size = elf_sections(renamed.asm["cubin"])[".nv.capmerc.text.cutlass_matmul_kernel"]
     print(f"capmerc plain {plain_size} B, cutlass_ {renamed_size} B ({renamed_size / plain_size:.2f}x)")
     assert renamed_size > plain_size
+
+
+def test_the_exact_names_regex_matches_those_names_only_however_they_are_spelled():
+    """One helper writes every `--select` of exact names (run, the sweep's estimate, the report's A/B estimate);
+    the report's once left names unescaped, so a name with a regex character matched others."""
+    import re
+
+    from tritonhook.rename import exact_names_pattern
+
+    pattern = re.compile(exact_names_pattern(["k.v", "attn$fwd", "k.v", "matmul"]))
+    assert [n for n in ("k.v", "kXv", "attn$fwd", "matmul", "matmul_kernel", "pre_matmul") if pattern.search(n)] \
+        == ["k.v", "attn$fwd", "matmul"]

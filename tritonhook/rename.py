@@ -124,6 +124,12 @@ def compile_select(pattern: str | re.Pattern) -> re.Pattern:
         raise TritonhookError(f"select {pattern!r}: not a valid regular expression ({exc})") from None
 
 
+def exact_names_pattern(names: Iterable[str]) -> str:
+    """The `--select` regex that matches exactly these kernel names and no other (each escaped: a name may hold
+    regex characters), as `run --select`, the sweep's estimate and the report's A/B estimate write it."""
+    return "^(?:" + "|".join(re.escape(name) for name in sorted(set(names))) + ")$"
+
+
 def _callable_key(fn: Callable) -> str:
     code = getattr(fn, "__code__", None)
     digest = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:16] if code else "-"
@@ -173,7 +179,7 @@ def rename_env(rename: Rename | None, select: Selector = None) -> dict[str, str]
     if select is None or isinstance(select, (str, re.Pattern)):
         pattern = "" if select is None else compile_select(select).pattern
     else:
-        pattern = "^(?:" + "|".join(re.escape(name) for name in sorted(select)) + ")$"
+        pattern = exact_names_pattern(select)
     return {RENAME_ENV: STRIP_ENV_VALUE if isinstance(rename, _Strip) else rename, SELECT_ENV: pattern}
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..ab import ABReport, SavedABResult, saved_results
+from ..rename import exact_names_pattern
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 from ..sweep.variants import IDENTICAL
 from ..cubin import Cubin, disassemble
@@ -330,5 +331,5 @@ def workload_estimate(report: ABReport) -> WorkloadEstimate | None:
     for label in dict.fromkeys(winners.values()):
         names = [k["original_entry"] for k in report.kernels.get(label, [])] if len(report.benchmarks) == 1 \
             else [name for name, won in winners.items() if won == label]
-        select[label] = "^(" + "|".join(sorted(set(names))) + ")$"
+        select[label] = exact_names_pattern(names)
     return WorkloadEstimate(report.ab_id or 0, baseline, chosen, winners, select)

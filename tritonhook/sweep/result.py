@@ -4,11 +4,11 @@ output equality and the cubin facts; and the estimate for the whole workload. Re
 from __future__ import annotations
 
 import dataclasses
-import re
 import shlex
 
 from .. import format
 from ..ab.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from ..rename import exact_names_pattern
 from .variants import IDENTICAL
 
 
@@ -173,7 +173,7 @@ def estimate(rows: list[SweepRow], variant: str, command: list[str] | None) -> W
               and not any(t.verdict == "slower" or r.outputs == "differ" for r, t in pairs)]
     saved = sum((row.share or 0.0) * (1.0 - (timing.ratio or 1.0))
                 for kernel in chosen for row, timing in by_kernel[kernel])
-    select = "^(?:" + "|".join(re.escape(k) for k in sorted(chosen)) + ")$" if chosen else None
+    select = exact_names_pattern(chosen) if chosen else None
     return WorkloadEstimate(variant, sorted(chosen), 1.0 - saved, select, _run_line(variant, select, command))
 
 
