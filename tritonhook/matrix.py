@@ -14,7 +14,7 @@ from typing import Sequence
 from . import format, ptx as _ptx
 from .cubin import Cubin
 from .errors import TritonhookError
-from .rename import prefixer, rename_ptx
+from .rename import DEFAULT_PREFIX, prefixer, rename_ptx
 from .tools import assemble, ptxas_version
 
 
@@ -116,7 +116,7 @@ def _ratio_cells(ratio: MatrixRatio | None) -> tuple[str, str, str]:
     return tuple(format.times(value) for value in (ratio.cubin, ratio.text, ratio.capmerc))
 
 
-def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None = None, prefix: str = "cutlass_",
+def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None = None, prefix: str = DEFAULT_PREFIX,
                  label: str = "PTX", extra_args: Sequence[str] = ()) -> PtxasMatrix:
     """Assemble `ptx` as is and with its entries renamed `prefix + name`, with each ptxas, and measure both.
 

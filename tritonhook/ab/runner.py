@@ -14,7 +14,7 @@ from .. import _triton, format
 from ..config import MIN_ROUNDS
 from ..cubin import Cubin
 from ..errors import TritonhookError
-from ..rename import Selector, rename_env
+from ..rename import DEFAULT_PREFIX, Selector, rename_env
 from .outputs import difference
 from .protocol import child_env as protocol_env, collect, output_file, read_records
 from .result import ABReport, analyze
@@ -66,7 +66,7 @@ def _late_captures(store, active, *, enabled: bool):
         late += [store.add(loaded()) for loaded in seen.values()]
 
 
-def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, "cutlass_"), *, flops: float | None = None,
+def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, DEFAULT_PREFIX), *, flops: float | None = None,
             check="allclose", inputs: Sequence = (), rounds: int = 10, select: Selector = None, store=None,
             name: str | None = None, warmup_ms: float = 25.0, rep_ms: float = 100.0,
             min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = True) -> ABReport:

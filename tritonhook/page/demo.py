@@ -22,11 +22,12 @@ from typing import Callable, Iterator, Sequence
 
 from .. import config
 from ..errors import TritonhookError
+from ..rename import DEFAULT_PREFIX
 from ..session import session as capture_session
 from ..store import Store
 
 TARGETS = (90, 100, 120)
-VARIANTS = (("plain", None), ("cutlass_", "cutlass_"))  # (label, rename)
+VARIANTS = (("plain", None), (DEFAULT_PREFIX, DEFAULT_PREFIX))  # (label, rename)
 STACK_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "stack_reservation.py"
 """The memwatch subject of the GPU path; present in a source checkout, absent from an installed wheel."""
 
