@@ -134,6 +134,9 @@ RAY_USAGE_STATS_ENABLED = EnvVar("RAY_USAGE_STATS_ENABLED", None, str,
 RAY_AUTH_MODE = EnvVar("RAY_AUTH_MODE", None, str,
                        "Ray's token authentication; benchmarks/sweep_scaling.py's two-node cluster on one host runs "
                        "with 'disabled', as docs/notes.md §5 does.")
+CHROMIUM = EnvVar("TRITONHOOK_CHROMIUM", None, str,
+                  "The headless Chromium the report's browser test and benchmarks/report_scale.py drive (default: "
+                  "chromium, chromium-browser or google-chrome on PATH).")
 TRITON_OVERRIDES = (("triton ptxas", TRITON_PTXAS_PATH), ("triton ptxas-blackwell", TRITON_PTXAS_BLACKWELL_PATH))
 """`find_ptxas` origin of each Triton-bundled ptxas, and the variable with which Triton lets a user replace it."""
 

@@ -27,10 +27,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from .. import config
 from ..errors import TritonhookError
 
-CHROMIUM_ENV = "TRITONHOOK_CHROMIUM"
-"""The Chromium binary to use (default: `chromium`, `chromium-browser` or `google-chrome` on PATH)."""
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
          "--remote-debugging-port=0", "--window-size=1400,1000")
@@ -38,9 +37,8 @@ _LISTENING = re.compile(r"DevTools listening on (ws://\S+)")
 
 
 def find_chromium() -> str | None:
-    if os.environ.get(CHROMIUM_ENV):
-        return os.environ[CHROMIUM_ENV]
-    return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    """`$TRITONHOOK_CHROMIUM` (`config.CHROMIUM`), else the first Chromium on PATH."""
+    return config.CHROMIUM.get() or next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +57,7 @@ class Chromium:
     def __init__(self, binary: str | None = None, *, timeout: float = 60.0):
         self.binary = binary or find_chromium()
         if self.binary is None:
-            raise TritonhookError(f"no Chromium found: apt-get install chromium, or set ${CHROMIUM_ENV}")
+            raise TritonhookError(f"no Chromium found: apt-get install chromium, or set ${config.CHROMIUM.name}")
         self.timeout = timeout
         self._ids = itertools.count(1)
         self._events: list[dict] = []
