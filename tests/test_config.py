@@ -75,3 +75,11 @@ def test_no_module_spells_a_variable_name(path):
         return
     names = {var.name for var in config.declared()} - {"PATH", "PYTHONPATH"}  # too common as words to forbid
     assert not names & _string_literals(path), f"{path.name} spells {sorted(names & _string_literals(path))}"
+
+
+def test_raw_tells_an_empty_variable_from_an_unset_one():
+    """An empty CUDA_VISIBLE_DEVICES hides every GPU, an unset one hides none: `get` folds both into the default,
+    `raw` keeps them apart (the sweep counts the GPUs it may pin workers to by it)."""
+    assert config.CUDA_VISIBLE_DEVICES.raw({}) is None
+    assert config.CUDA_VISIBLE_DEVICES.raw({"CUDA_VISIBLE_DEVICES": ""}) == ""
+    assert config.CUDA_VISIBLE_DEVICES.get({"CUDA_VISIBLE_DEVICES": ""}) == "0"

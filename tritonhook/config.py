@@ -36,6 +36,10 @@ class EnvVar(Generic[T]):
         raw = (os.environ if environ is None else environ).get(self.name)
         return self.parse(raw) if raw else self.default
 
+    def raw(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The text as set, "" included (an empty CUDA_VISIBLE_DEVICES hides every GPU); None when unset."""
+        return (os.environ if environ is None else environ).get(self.name)
+
     def is_set(self, environ: Mapping[str, str] | None = None) -> bool:
         return bool((os.environ if environ is None else environ).get(self.name))
 

@@ -61,8 +61,8 @@ CUDA context: seconds), and several per GPU still balance uneven kernels."""
 def visible_gpus() -> list[str] | None:
     """The GPUs CUDA would show this process, as CUDA_VISIBLE_DEVICES entries (index or UUID) to pin a worker to
     each; None when they cannot be counted without creating a CUDA context (no NVML bindings or driver)."""
-    if config.CUDA_VISIBLE_DEVICES.name in os.environ:
-        return [entry.strip() for entry in os.environ[config.CUDA_VISIBLE_DEVICES.name].split(",") if entry.strip()]
+    if (visible := config.CUDA_VISIBLE_DEVICES.raw()) is not None:
+        return [entry.strip() for entry in visible.split(",") if entry.strip()]
     try:
         import pynvml
 

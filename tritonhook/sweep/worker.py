@@ -264,8 +264,8 @@ def protocol() -> Iterator[Callable[[dict], None]]:
 
 def hello(**facts) -> dict:
     """The first line a worker writes: where it runs (host, the GPU it was pinned to) and what it found."""
-    visible = os.environ.get(config.CUDA_VISIBLE_DEVICES.name, "")
-    return {"status": "worker", "host": socket.gethostname(), "gpu": visible, **facts}
+    return {"status": "worker", "host": socket.gethostname(), "gpu": config.CUDA_VISIBLE_DEVICES.raw() or "",
+            **facts}
 
 
 def serve(job: dict, emit: Callable[[dict], None], replay_one: Callable[[dict], dict], *,
