@@ -136,7 +136,7 @@ def attribute(snapshots: list[Snapshot], device: DeviceInfo) -> list[Part]:
 
 
 def _stack_reserve(old: int, new: int, device: DeviceInfo) -> int:
-    return (new - old) * device.sms * device.max_threads_per_sm
+    return device.stack_reserve(new - old)
 
 
 def _baseline_part(before: Snapshot, first: Snapshot | None, start: StackStart | None, device: DeviceInfo) -> Part:

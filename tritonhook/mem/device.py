@@ -47,6 +47,10 @@ class DeviceInfo:
     max_threads_per_sm: int
     driver_version: str
 
+    def stack_reserve(self, limit: int) -> int:
+        """Bytes the driver keeps for a stack limit of `limit` B/thread: limit x SMs x max threads per SM."""
+        return limit * self.sms * self.max_threads_per_sm
+
 
 
 def _cu(result: tuple, what: str):

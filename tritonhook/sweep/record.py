@@ -288,8 +288,8 @@ def _measured_stack(torch) -> str | None:
         gpu.close()
     if limits is None:
         return None
-    reserved = limits[0] * gpu.info.sms * gpu.info.max_threads_per_sm
-    return f"stack limit {limits[0]} B/thread, {human_bytes(reserved)} of stack reserved by this process's context"
+    return (f"stack limit {limits[0]} B/thread, {human_bytes(gpu.info.stack_reserve(limits[0]))} of stack reserved "
+            f"by this process's context")
 
 
 def _link_captures(store: Store, signatures: list[Signature], after: int, loaded: dict) -> None:
