@@ -24,6 +24,7 @@ typedef struct {
     PyObject *spec;
     Py_ssize_t seen, skip, weight, arity;
     PyObject *key_function, *signatures, *by_arity;
+    PyObject *last_key, *last_signature;  /* the fast path's last hit: (grid, scalars) and its SignatureSeen */
 } KernelSeen;
 
 static int KernelSeen_init(KernelSeen *self, PyObject *args, PyObject *kwargs) {
@@ -52,6 +53,8 @@ static int KernelSeen_traverse(KernelSeen *self, visitproc visit, void *arg) {
     Py_VISIT(self->key_function);
     Py_VISIT(self->signatures);
     Py_VISIT(self->by_arity);
+    Py_VISIT(self->last_key);
+    Py_VISIT(self->last_signature);
     return 0;
 }
 
@@ -60,6 +63,8 @@ static int KernelSeen_clear(KernelSeen *self) {
     Py_CLEAR(self->key_function);
     Py_CLEAR(self->signatures);
     Py_CLEAR(self->by_arity);
+    Py_CLEAR(self->last_key);
+    Py_CLEAR(self->last_signature);
     return 0;
 }
 
@@ -200,6 +205,55 @@ static PyObject *key_of(PyObject *key, PyObject *const *args, Py_ssize_t n) {
     return values;
 }
 
+/* Equal element by element, as a dictionary compares keys (identity first, then ==): 1, 0 or -1 (an error). */
+static int same_items(PyObject *const *items, PyObject *tuple) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++) {
+        int same = PyObject_RichCompareBool(items[i], PyTuple_GET_ITEM(tuple, i), Py_EQ);
+        if (same != 1)
+            return same;
+    }
+    return 1;
+}
+
+/* The kernel's last signature (borrowed) when this launch's grid and key positions hold what its key held: a loop
+   launching one signature over and over then builds, hashes and looks up no key. NULL otherwise (or an error). */
+static PyObject *last_signature_if_same(KernelSeen *seen, PyObject *grid, PyObject *const *args, Py_ssize_t n) {
+    if (seen->last_key == NULL || !PyTuple_CheckExact(seen->key_function))
+        return NULL;
+    PyObject *last_grid = PyTuple_GET_ITEM(seen->last_key, 0), *last_scalars = PyTuple_GET_ITEM(seen->last_key, 1);
+    if (PyTuple_GET_SIZE(grid) != PyTuple_GET_SIZE(last_grid))
+        return NULL;
+    int same = same_items(&PyTuple_GET_ITEM(grid, 0), last_grid);
+    for (Py_ssize_t i = 0; same == 1 && i < PyTuple_GET_SIZE(seen->key_function); i++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(seen->key_function, i));
+        if (at < 0 || at >= n)
+            return NULL;  /* the full lookup reports it */
+        same = PyObject_RichCompareBool(args[at], PyTuple_GET_ITEM(last_scalars, i), Py_EQ);
+    }
+    return same == 1 ? seen->last_signature : NULL;
+}
+
+/* The launch's signature (borrowed) from the kernel's dictionary, remembered as its last; NULL if it has none yet
+   (or an error). */
+static PyObject *signature_of(KernelSeen *seen, PyObject *grid, PyObject *const *args, Py_ssize_t n) {
+    PyObject *scalars = key_of(seen->key_function, args, n);
+    if (scalars == NULL)
+        return NULL;
+    PyObject *key = PyTuple_Pack(2, grid, scalars);
+    Py_DECREF(scalars);
+    if (key == NULL)
+        return NULL;
+    PyObject *signature = PyDict_GetItemWithError(seen->signatures, key);
+    if (signature == NULL || Py_TYPE(signature) != &SignatureSeenType) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    Py_INCREF(signature);
+    Py_XSETREF(seen->last_key, key);
+    Py_XSETREF(seen->last_signature, signature);
+    return signature;
+}
+
 /* The launch is passed over (1), goes to the tracer (0), or an error is set (-1). */
 static int passed_over(LaunchMetadata *self, PyObject *const *args, Py_ssize_t nargs, KernelSeen **seen_out) {
     PyObject *hash = PyObject_GetAttr(args[0], str_hash);
@@ -226,17 +280,14 @@ static int passed_over(LaunchMetadata *self, PyObject *const *args, Py_ssize_t n
         if (truth != 0)
             return truth < 0 ? -1 : 0;
     }
-    PyObject *scalars = key_of(seen->key_function, args + 3, nargs - 3);
-    if (scalars == NULL)
-        return -1;
-    PyObject *key = PyTuple_Pack(2, args[1], scalars);
-    Py_DECREF(scalars);
-    if (key == NULL)
-        return -1;
-    SignatureSeen *signature = (SignatureSeen *)PyDict_GetItemWithError(seen->signatures, key);
-    Py_DECREF(key);
-    if (signature == NULL || Py_TYPE(signature) != &SignatureSeenType)
-        return PyErr_Occurred() ? -1 : 0;
+    SignatureSeen *signature = (SignatureSeen *)last_signature_if_same(seen, args[1], args + 3, nargs - 3);
+    if (signature == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        signature = (SignatureSeen *)signature_of(seen, args[1], args + 3, nargs - 3);
+        if (signature == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+    }
     if (signature->pass_next <= 0)
         return 0;
     signature->pass_next--;
