@@ -38,11 +38,11 @@ import warnings
 from pathlib import Path
 from typing import Callable, Hashable, Iterator
 
-from . import config
-from . import ptx as _ptx
-from ._imports import AfterImport, after_import
-from .errors import TritonhookError
-from .store import NewCapture, specialization_label
+from .. import config
+from .. import ptx as _ptx
+from .._imports import AfterImport, after_import
+from ..errors import TritonhookError
+from ..store import NewCapture, specialization_label
 
 MIN_VERSION = (3, 6)
 MAX_VERSION = (3, 9)
@@ -530,7 +530,7 @@ def _launchpath():
     reads, `KernelSeen` (a kernel: its spec, launches seen in full, sampling's `skip` and `weight`, and per argument
     count its key function and signatures in `by_arity`, the fast path's pair in `arity`, `key_function`,
     `signatures`) and `SignatureSeen` (see `LaunchTracer`)."""
-    from . import _native
+    from .. import _native
 
     return _native.load("_launchpath")
 
