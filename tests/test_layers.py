@@ -3,7 +3,7 @@
 Why: imports inside functions used to hide cycles (`_triton` -> `rename` -> `_triton`, `_triton` -> `ptxas` ->
 `rename`); a lower layer that reaches up makes every module above it harder to test and to move. A module may
 import modules of its own layer or of lower layers, never of a higher one, and the import graph has no cycle.
-Old module paths kept as re-export shims (`ptx_capture`, `ptxas`, `memwatch`, `report`) sit in the layer of what
+Old module paths kept as re-export shims (`ptxas`, `memwatch`, `report`) sit in the layer of what
 they re-export.
 
 The order (this table is its only declaration; README "Layout" describes it):
@@ -15,7 +15,8 @@ The order (this table is its only declaration; README "Layout" describes it):
   3 adapters      _triton (the only module touching Triton internals), _ray (the only one touching Ray), rename,
                   tma_scope, ptxas_wrapper
   4 prediction    preflight: below session because every capture runs its checker (`preflight.capture_checker`)
-  5 session       session (was ptx_capture), cute adapters (they write into the active session's store)
+  5 capture       ptx_capture (capture sessions: enable, disable, session), cute adapters (they write into the
+                  active session's store)
   6 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix), captures (listing and summary of captures),
                   sweep/ (record, replay, schedule)
   7 presentation  render (report: its old path), run (the CLI's orchestration as a library), page/ (the HTML
@@ -37,7 +38,7 @@ LAYERS: list[set[str]] = [
     {"cubin", "store", "samples"},
     {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper"},
     {"preflight"},
-    {"session", "ptx_capture", "cute", "cute_capture"},
+    {"ptx_capture", "cute", "cute_capture"},
     {"ab", "mem", "memwatch", "diff", "matrix", "ptxas", "captures", "sweep"},
     {"render", "report", "run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},

@@ -665,7 +665,7 @@ def test_a_kernel_compiled_before_recording_is_captured_late_from_its_cache_file
     the same record a compile would have written."""
     from tritonhook import _triton
     from tritonhook.samples import compile_sample
-    from tritonhook.session import session
+    from tritonhook.ptx_capture import session
     from tritonhook.store import Store
 
     with session(tmp_path / "compiled") as compiled_session:
@@ -695,7 +695,7 @@ def test_signatures_link_to_this_runs_capture_else_an_older_one_else_a_late_one(
     """One store query by Triton hash: a capture this run wrote wins over an older one of the same build, and a
     kernel the store never saw (compiled before recording) is captured from its cache files."""
     from tritonhook.samples import compile_sample
-    from tritonhook.session import session
+    from tritonhook.ptx_capture import session
     from tritonhook.store import Store
     from tritonhook.sweep.record import _link_captures
 

@@ -10,7 +10,7 @@ or `tritonhook run -- python script.py` with no source edit.
 
 from ._version import __version__
 from .errors import TritonhookError
-from .session import Session, active_session, disable, enable, session  # a submodule's name: bound now
+from .ptx_capture import Session, active_session, disable, enable, session
 from .store import Capture, Store
 
 _LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "memwatch": (".memwatch", None)}

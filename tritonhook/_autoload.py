@@ -13,7 +13,7 @@ from ._imports import after_import, waiting_for
 
 def _enable(_triton_module=None) -> None:
     from .errors import TritonhookError
-    from .session import enable_from_env
+    from .ptx_capture import enable_from_env
     from .sweep.record import start_from_env as record_from_env
 
     try:

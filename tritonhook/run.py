@@ -22,7 +22,7 @@ from typing import IO
 from . import config, format
 from .errors import TritonhookError
 from .preflight import named_gpu
-from .session import child_env
+from .ptx_capture import child_env
 from .rename import Rename, Selector, rename_env
 from .store import Store
 

@@ -23,7 +23,7 @@ from .. import config
 from ..cubin import Cubin
 from ..errors import TritonhookError
 from ..rename import ptx_entries
-from ..session import active_session
+from ..ptx_capture import active_session
 from ..ptx import target as ptx_target
 from ..store import NewCapture, Store
 

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Sequence
 from .. import config
 from ..errors import TritonhookError
 from ..rename import DEFAULT_PREFIX
-from ..session import session as capture_session
+from ..ptx_capture import session as capture_session
 from ..store import Store
 
 TARGETS = (90, 100, 120)

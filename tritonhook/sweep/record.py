@@ -23,7 +23,7 @@ from .. import _triton, config, preflight
 from ..ab.stats import median
 from ..ab.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycles_per_us, hold_stream,
                          time_empty_kernel)
-from ..session import active_session, child_env, session as capture_session
+from ..ptx_capture import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
 from . import l2probe
