@@ -14,11 +14,13 @@ The order (this table is its only declaration; README "Layout" describes it):
   2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
   3 adapters      _triton (the only module touching Triton internals), _ray (the only one touching Ray), rename,
                   tma_scope, ptxas_wrapper
-  4 prediction    preflight: below session because every capture runs its checker (`preflight.capture_checker`)
-  5 capture       ptx_capture (capture sessions: enable, disable, session), cute adapters (they write into the
-                  active session's store)
+  4 capture       ptx_capture (the capture core: sessions, enable, disable, a child's capture environment; it
+                  imports no feature: a session's listeners, such as preflight's checker, are registered from above
+                  in `ptx_capture.LISTENER_FACTORIES`, by the package), cute adapters (they write into the active
+                  session's store)
+  5 prediction    preflight (its `capture_checker` warns during capture; the package wires it into every session)
   6 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix), captures (listing and summary of captures),
-                  sweep/ (record, replay, schedule)
+                  sweep/ (record, replay, schedule), doctor (asks the layers below what they see, changes nothing)
   7 presentation  render (report: its old path), run (the CLI's orchestration as a library), page/ (the HTML
                   report and the demo: they read every feature's results)
   8 entry points  cli/, _autoload, __main__, the package itself
@@ -37,9 +39,9 @@ LAYERS: list[set[str]] = [
     {"ptx", "tools", "_native"},
     {"cubin", "store", "samples"},
     {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper"},
-    {"preflight"},
     {"ptx_capture", "cute", "cute_capture"},
-    {"ab", "mem", "memwatch", "diff", "matrix", "ptxas", "captures", "sweep"},
+    {"preflight"},
+    {"ab", "mem", "memwatch", "diff", "matrix", "ptxas", "captures", "sweep", "doctor"},
     {"render", "report", "run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
 ]

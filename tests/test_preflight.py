@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import sys
 import warnings
@@ -112,6 +113,25 @@ def test_the_capture_warning_names_the_line_that_compiled_the_kernel(capture_ses
         triton.compile(source, target=GPUTarget("cuda", 120, 32))
     (warning,) = [w for w in caught if "tritonhook preflight" in str(w.message)]
     assert (warning.filename, warning.lineno, warning.category) == (__file__, compiled_at, RuntimeWarning)
+
+
+def test_a_child_of_tritonhook_run_warns_too(tmp_path):
+    """The capture core imports no feature: the package registers preflight's checker for every session, so a
+    child of `tritonhook run`, enabled at start-up before anything imported preflight, warns as `enable()` does."""
+    import subprocess
+
+    script = ("import runpy, triton\n"
+              "from triton.backends.compiler import GPUTarget\n"
+              "from triton.compiler import ASTSource\n"
+              f"example = runpy.run_path({str(EXAMPLE)!r}, run_name='stack_reservation')\n"
+              "triton.compile(ASTSource(example['local_array_kernel'], {'x_ptr': '*i32', 'out_ptr': '*i32'},\n"
+              "                         {'BLOCK': example['BLOCK'], 'ASM': example['local_array_asm'](16384)}),\n"
+              "               target=GPUTarget('cuda', 120, 32))\n")
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "run", "--store", str(tmp_path / "store"), "--",
+                           sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton-cache")})
+    assert done.returncode == 0, done.stderr
+    assert "tritonhook preflight: kernel local_array_kernel (capture 1) for sm_120a" in done.stderr, done.stderr
 
 
 def test_warnings_held_while_recording_name_only_the_kernels_the_workload_launched(capture_session):

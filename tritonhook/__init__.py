@@ -8,10 +8,23 @@
 or `tritonhook run -- python script.py` with no source edit.
 """
 
+from . import ptx_capture
 from ._version import __version__
 from .errors import TritonhookError
 from .ptx_capture import Session, active_session, disable, enable, session
 from .store import Capture, Store
+
+
+def _preflight_checker():
+    """Every capture session warns when a kernel it captures would make the driver reserve gigabytes of stack
+    (`preflight.capture_checker`). Wired here, above both, so that the capture core imports no feature; preflight
+    itself is imported at the first `enable()`, not at `import tritonhook`."""
+    from .preflight import capture_checker
+
+    return capture_checker()
+
+
+ptx_capture.LISTENER_FACTORIES.append(_preflight_checker)
 
 _LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "memwatch": (".memwatch", None)}
 """Public names imported on first use: `import tritonhook` (and so every `tritonhook` command) stays cheap, and

@@ -10,6 +10,10 @@ store. `disable()` restores the environment it changed.
 
 Lost captures: a capture that cannot be written (disk full, store removed) must not break the compile, so the hook
 warns once and goes on; the session counts the losses and says how many at `disable()` or at exit.
+
+Listeners: this is the capture core, and it imports no feature. What a session tells about each capture (preflight's
+stack-reservation warning) is registered from above in `LISTENER_FACTORIES`; the package wires preflight there, so
+`tritonhook.enable()` and the children of `tritonhook run` warn as before.
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ if TYPE_CHECKING:  # imported where used: `import tritonhook` (and every `triton
 ENABLE_ENV = config.ENABLE.name  # old name, kept for one release
 BOOTSTRAP_DIR = Path(__file__).parent / "_bootstrap"
 
+Listener = Callable[[int, NewCapture], None]
+"""Told each capture a session writes, with its id."""
+LISTENER_FACTORIES: list[Callable[[], Listener]] = []
+"""Each session `enable()` starts gets one new listener from every factory here, so per-session state (which kernels
+were already warned about) starts afresh. Features above the capture core append to it (the package adds
+preflight's `capture_checker`)."""
+
 
 @dataclasses.dataclass
 class Session:
@@ -41,7 +52,7 @@ class Session:
     hooks: _triton.HookInstallation
     capture_ids: list[int] = dataclasses.field(default_factory=list)
     exported_env: config.scope | None = None
-    listeners: list[Callable[[int, NewCapture], None]] = dataclasses.field(default_factory=list)
+    listeners: list[Listener] = dataclasses.field(default_factory=list)
     lost: int = 0
     first_loss: str | None = None
 
@@ -84,7 +95,7 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     `fix_tma_scope=True` rewrites sm_12x TMA loads to CTA scope so that they do not call the driver routine that
     reserves gigabytes of stack (`tma_scope`); a string instead names the arch prefix it applies to ("" = all).
     """
-    from . import _triton, preflight, rename as _rename, tma_scope
+    from . import _triton, rename as _rename, tma_scope
 
     global _active
     transforms = []
@@ -109,7 +120,7 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     _triton.check_supported()
     opened = store if isinstance(store, Store) else Store(store)
     hooks = _triton.HookInstallation(ptx_transform=ptx_transform, cache_key=cache_key)
-    session = Session(store=opened, hooks=hooks, listeners=[preflight.capture_checker()])
+    session = Session(store=opened, hooks=hooks, listeners=[make() for make in LISTENER_FACTORIES])
     hooks.on_compile = session.record
     hooks.install()
     atexit.register(session.report_losses)
