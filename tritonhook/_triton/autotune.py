@@ -1,0 +1,260 @@
+"""Autotune tracing: which launches are an autotuner benchmarking a candidate config, and which config won
+(`triton.autotune`'s `Autotuner` and Inductor's `CachingAutotuner`).
+
+Separate because it wraps other classes than the launch hooks do (the autotuners', Inductor's once torch imports
+it) and only the sweep's recording installs it; a `LaunchTracer` reads its `benchmarking` count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import threading
+from typing import Callable, Iterator
+
+from .._imports import AfterImport, after_import
+from ..errors import TritonhookError
+from .version import _plain_json, _WarnOnce
+
+INDUCTOR_AUTOTUNER_MODULE = "torch._inductor.runtime.triton_heuristics"
+"""Where Inductor's runtime autotuner (`CachingAutotuner`) lives, in torch 2.11 and 2.13."""
+
+@dataclasses.dataclass(frozen=True)
+class AutotuneCandidate:
+    """A config an autotuner is benchmarking now, in this thread: its decision (`group`, numbered per tracer: one
+    `triton.autotune` Autotuner and tuning key, or one Inductor kernel) and the config as plain data
+    (`Config.all_kwargs()`: its constexprs and num_warps, num_stages, num_ctas, maxnreg where set)."""
+
+    group: int
+    config: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class AutotuneDecision:
+    """What one autotune decision chose, and the autotuner's own benchmark of every config it tried
+    (`timings`: [config, [median, p20, p80] ms] from `triton.autotune`, [config, [ms]] from Inductor; None for a
+    config that failed to compile or run, or that Inductor skipped). Inductor's decisions have no `key` (one per
+    kernel) and no `bench_s`."""
+
+    group: int
+    kernel: str
+    key: list[str]
+    chosen: dict
+    timings: list
+    bench_s: float | None
+
+
+def autotune_config(config) -> dict:
+    """A `triton.Config` as plain data (the kwargs `Autotuner.run` passes for it)."""
+    return _plain_json(config.all_kwargs())
+
+
+def _finite_ms(timing) -> list[float | None]:
+    """The autotuner's timing of one config (a float or [median, p20, p80]) as JSON numbers, None for inf."""
+    values = list(timing) if isinstance(timing, (list, tuple)) else [timing]
+    return [float(v) if v is not None and v != float("inf") else None for v in values]
+
+
+class AutotuneTracer:
+    """Which launches are an autotuner benchmarking a candidate config, and which config won: `triton.autotune`'s,
+    and Inductor's runtime autotuner (`CachingAutotuner`).
+
+    Wraps `Autotuner.run` (a call that benchmarks is one decision: the tuning key was not cached) and
+    `Autotuner._bench` (one candidate config; every launch inside it is that candidate's) on the class, in Triton
+    3.6 through 3.9 alike; and Inductor's `CachingAutotuner.benchmark_all_configs` (one decision) and `bench` (one
+    candidate) once torch imports that module (`_imports.after_import`: a recording must not import torch).
+    Inductor benchmarks the configs of its pointwise and reduction kernels at their first call when its cache has no
+    winner yet, on a fresh machine a hundred launches and more per config: without this they counted as the
+    workload's launches, and a signature's timed launches were the benchmark's. `uninstall()` puts the very same
+    functions back, or turns ours into pass-throughs when another tool wrapped over them. `current()` is the
+    candidate being benchmarked in this thread (None outside a benchmark: the launch of the chosen config that
+    follows is the workload's own). `on_decided(decision)` runs when a benchmarking call returns. Decisions read
+    from an autotune cache benchmark nothing and are not seen; nor is Inductor's coordinate-descent tuning (off by
+    default), which benchmarks outside `benchmark_all_configs`. `benchmarking` counts the candidate benchmarks
+    running in all threads: a `LaunchTracer` hands every launch in full while it is not 0.
+    """
+
+    def __init__(self, on_decided: Callable[[AutotuneDecision], None]):
+        self.on_decided = on_decided
+        self.active = False
+        self._warn = _WarnOnce()
+        self._groups = 0
+        self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
+        self._frames = threading.local()
+        self._originals: dict[str, Callable] = {}
+        self._wrappers: dict[str, Callable] = {}
+        self._inductor: tuple | None = None       # (CachingAutotuner, originals, wrappers) once wrapped
+        self._inductor_wait: AfterImport | None = None
+
+    def current(self) -> AutotuneCandidate | None:
+        frames = getattr(self._frames, "stack", None)
+        return frames[-1]["candidate"] if frames else None
+
+    def install(self) -> None:
+        from triton.runtime.autotuner import Autotuner
+
+        if self.active:
+            return
+        self._originals = {"run": Autotuner.__dict__["run"], "_bench": Autotuner.__dict__["_bench"]}
+        self._wrappers = {"run": self._wrap_run(self._originals["run"]),
+                          "_bench": self._wrap_bench(self._originals["_bench"])}
+        for name, wrapper in self._wrappers.items():
+            setattr(Autotuner, name, wrapper)
+        self.active = True
+        self._inductor_wait = after_import(INDUCTOR_AUTOTUNER_MODULE, self._wrap_inductor)
+
+    def uninstall(self) -> None:
+        from triton.runtime.autotuner import Autotuner
+
+        if not self.active:
+            return
+        self.active = False
+        for name, wrapper in self._wrappers.items():
+            if Autotuner.__dict__.get(name) is wrapper:
+                setattr(Autotuner, name, self._originals[name])
+        if self._inductor_wait is not None:
+            self._inductor_wait.remove()
+            self._inductor_wait = None
+        if self._inductor is not None:
+            tuner, originals, wrappers = self._inductor
+            for name, wrapper in wrappers.items():
+                if tuner.__dict__.get(name) is wrapper:
+                    setattr(tuner, name, originals[name])
+            self._inductor = None
+
+    def _wrap_inductor(self, module) -> None:
+        """Wrap Inductor's `CachingAutotuner` (torch 2.11 and 2.13 alike), once its module is imported."""
+        self._inductor_wait = None
+        tuner = getattr(module, "CachingAutotuner", None)
+        if not self.active or tuner is None or self._inductor is not None:
+            return
+        names = ("benchmark_all_configs", "bench")
+        originals = {name: tuner.__dict__[name] for name in names if name in tuner.__dict__}
+        if len(originals) < len(names):
+            missing = ", ".join(name for name in names if name not in originals)
+            self._warn("Inductor autotune recording", TritonhookError(f"CachingAutotuner has no {missing}"))
+            return
+        wrappers = {"benchmark_all_configs": self._wrap_inductor_decision(originals["benchmark_all_configs"]),
+                    "bench": self._wrap_inductor_candidate(originals["bench"])}
+        for name, wrapper in wrappers.items():
+            setattr(tuner, name, wrapper)
+        self._inductor = (tuner, originals, wrappers)
+
+    def _wrap_run(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def run(autotuner, *args, **kwargs):
+            if not tracer.active:
+                return original(autotuner, *args, **kwargs)
+            frame = {"group": None, "candidate": None, "known": set(getattr(autotuner, "cache", {}))}
+            try:
+                with tracer._deciding(frame):
+                    return original(autotuner, *args, **kwargs)
+            finally:  # a decision made stays made when the launch that follows it raises
+                if frame["group"] is not None:
+                    tracer._decided(autotuner, frame)
+
+        return run
+
+    def _wrap_bench(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def _bench(autotuner, *args, config, **meta):
+            stack = getattr(tracer._frames, "stack", None)
+            if not tracer.active or not stack:
+                return original(autotuner, *args, config=config, **meta)
+            frame = stack[-1]
+            if frame["group"] is None:
+                frame["group"], tracer._groups = tracer._groups, tracer._groups + 1
+            with tracer._candidate(frame, autotune_config(config)):
+                return original(autotuner, *args, config=config, **meta)
+
+        return _bench
+
+    @contextlib.contextmanager
+    def _deciding(self, frame: dict) -> Iterator[None]:
+        """While one decision (`frame`) benchmarks, in this thread: its candidates are tagged with its group."""
+        stack = self._frames.__dict__.setdefault("stack", [])
+        stack.append(frame)
+        try:
+            yield
+        finally:
+            stack.pop()
+
+    @contextlib.contextmanager
+    def _candidate(self, frame: dict, config: dict) -> Iterator[None]:
+        """While one candidate config of `frame`'s decision is benchmarked: `current()` says which."""
+        frame["candidate"] = AutotuneCandidate(frame["group"], config)
+        self.benchmarking += 1
+        try:
+            yield
+        finally:
+            frame["candidate"] = None
+            self.benchmarking -= 1
+
+    def _wrap_inductor_decision(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def benchmark_all_configs(autotuner, *args, **kwargs):
+            if not tracer.active:
+                return original(autotuner, *args, **kwargs)
+            frame = {"group": tracer._groups, "candidate": None}
+            tracer._groups += 1
+            with tracer._deciding(frame):
+                timings = original(autotuner, *args, **kwargs)
+            tracer._inductor_decided(autotuner, frame, timings)
+            return timings
+
+        return benchmark_all_configs
+
+    def _wrap_inductor_candidate(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def bench(autotuner, launcher, *args, **kwargs):
+            stack = getattr(tracer._frames, "stack", None)
+            if not tracer.active or not stack:
+                return original(autotuner, launcher, *args, **kwargs)
+            try:
+                config = autotune_config(launcher.config)
+            except Exception as exc:  # noqa: BLE001 - recording must never break the workload's tuning
+                tracer._warn("Inductor autotune recording", exc)
+                return original(autotuner, launcher, *args, **kwargs)
+            with tracer._candidate(stack[-1], config):
+                return original(autotuner, launcher, *args, **kwargs)
+
+        return bench
+
+    def _inductor_decided(self, autotuner, frame, timings) -> None:
+        """Inductor keeps the fastest of `timings` (launcher -> ms), as `CachingAutotuner.autotune_to_one_config`
+        does."""
+        try:
+            if not timings:
+                return
+            chosen = min(timings, key=timings.get)
+            name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name") or \
+                getattr(getattr(autotuner, "fn", None), "__name__", "?")
+            self.on_decided(AutotuneDecision(
+                frame["group"], name, [], autotune_config(chosen.config),
+                [[autotune_config(launcher.config), _finite_ms(timing)] for launcher, timing in timings.items()],
+                None))
+        except Exception as exc:  # noqa: BLE001 - recording must never break the workload
+            self._warn("Inductor autotune recording", exc)
+
+    def _decided(self, autotuner, frame) -> None:
+        try:
+            keys = [key for key in autotuner.cache if key not in frame["known"]]
+            if not keys:  # the benchmark itself failed: nothing was decided
+                return
+            timings = getattr(autotuner, "configs_timings", None) or {}
+            self.on_decided(AutotuneDecision(
+                frame["group"], getattr(autotuner.base_fn, "__name__", "?"), [str(part) for part in keys[0]],
+                autotune_config(autotuner.cache[keys[0]]),
+                [[autotune_config(config), _finite_ms(timing)] for config, timing in timings.items()],
+                getattr(autotuner, "bench_time", None)))
+        except Exception as exc:  # noqa: BLE001 - recording must never break the workload
+            self._warn("autotune recording", exc)
