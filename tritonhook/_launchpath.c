@@ -1,4 +1,4 @@
-/* The per-launch path of tritonhook's LaunchTracer (tritonhook/_triton.py), in C.
+/* The per-launch path of tritonhook's LaunchTracer (tritonhook/_triton/launches.py), in C.
 
    Why C: a launch-bound program launches a small Triton kernel every ~12 us of host time, and a recording must
    cost it at most 5%. A Python wrapper around `CompiledKernel.launch_metadata` costs ~0.9 us per launch on the
@@ -7,7 +7,7 @@
    times, sampling draws) calls back into the tracer's Python `_seen`.
 
    Types:
-     KernelSeen     a kernel's state (see `_triton._KernelSeen`'s docstring in the tracer);
+     KernelSeen     a kernel's state (see `_launchpath`'s docstring in the tracer);
      SignatureSeen  one launch signature of a kernel (see `_triton.LaunchTracer`);
      LaunchMetadata the wrapper set on `CompiledKernel.launch_metadata`: a method descriptor, so that
                     `kernel.launch_metadata(grid, stream, *args)` calls it with the kernel first, through vectorcall,
