@@ -142,7 +142,7 @@ def show_reset_and_regrowth(first, kind: str, frame_bytes: int) -> None:
 
     steps = [("first launch", first)]
     with tritonhook.memwatch(device=0, interval_ms=2) as watch:
-        previous, now = tritonhook.memwatch.reset_stack_limit()
+        previous, now = tritonhook.mem.reset_stack_limit()
     steps.append((f"reset_stack_limit() {previous} -> {now}", watch.result))
     with tritonhook.memwatch(device=0, interval_ms=2) as watch:
         launch(kind, frame_bytes)

@@ -122,7 +122,7 @@ def test_runtime_hooks_chain_into_tritonparse_launch_tracing_and_give_its_hook_b
 
 
 def test_memwatch_launch_tracer_chains_into_tritonparse_launch_tracing_and_gives_its_hook_back(tritonparse, tmp_path):
-    from tritonhook.memwatch import MemWatch
+    from tritonhook.mem import MemWatch
 
     tritonparse.init(str(tmp_path / "tritonparse"), enable_trace_launch=True)
     tritonparse_hook = knobs.runtime.launch_enter_hook

@@ -3,7 +3,7 @@
 Why: imports inside functions used to hide cycles (`_triton` -> `rename` -> `_triton`, `_triton` -> `ptxas` ->
 `rename`); a lower layer that reaches up makes every module above it harder to test and to move. A module may
 import modules of its own layer or of lower layers, never of a higher one, and the import graph has no cycle.
-Old module paths kept as re-export shims (`ptxas`, `memwatch`, `report`) sit in the layer of what
+Old module paths kept as re-export shims (`ptxas`, `report`) sit in the layer of what
 they re-export.
 
 The order (this table is its only declaration; README "Layout" describes it):
@@ -41,7 +41,7 @@ LAYERS: list[set[str]] = [
     {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper"},
     {"ptx_capture", "cute", "cute_capture"},
     {"preflight"},
-    {"ab", "mem", "memwatch", "diff", "matrix", "ptxas", "captures", "sweep", "doctor"},
+    {"ab", "mem", "diff", "matrix", "ptxas", "captures", "sweep", "doctor"},
     {"render", "report", "run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
 ]

@@ -16,10 +16,11 @@ import pytest
 
 from tritonhook import _triton, cli
 from tritonhook.errors import TritonhookError
+from tritonhook.mem import (DeviceInfo, KernelStats, MemwatchResult, Sample, Snapshot, attribute, compare_rows,
+                            stack_growths, wrap_python_command)
 from tritonhook.mem.attribution import StackStart, stack_start
+from tritonhook.mem.scratch import ScratchRecorder
 from tritonhook.mem.watch import tail_seconds
-from tritonhook.memwatch import (DeviceInfo, KernelStats, MemwatchResult, Sample, Snapshot, attribute, compare_rows,
-                                 stack_growths, wrap_python_command, _ScratchRecorder)
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "stack_reservation.py"
 MIB = 2**20
@@ -202,7 +203,7 @@ def test_plot_writes_an_image(tmp_path):
 def test_wrap_python_command(tmp_path):
     out = tmp_path / "r.json"
     assert wrap_python_command(["python3", "-u", "x.py", "--k", "tma"], out, 2) == [
-        "python3", "-u", "-m", "tritonhook.memwatch", "--out", str(out), "--interval-ms", "2", "--", "x.py", "--k",
+        "python3", "-u", "-m", "tritonhook.mem", "--out", str(out), "--interval-ms", "2", "--", "x.py", "--k",
         "tma"]
     with pytest.raises(TritonhookError, match="Python commands only"):
         wrap_python_command(["ls", "-l"], out, 2)
@@ -257,7 +258,7 @@ def test_memwatch_sees_launches_through_the_tracer_with_inductor_static_launcher
     from triton import knobs
     from triton.compiler.compiler import CompiledKernel
 
-    from tritonhook.memwatch import MemWatch
+    from tritonhook.mem import MemWatch
 
     monkeypatch.delenv("TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", raising=False)
     method = CompiledKernel.__dict__["launch_metadata"]
@@ -289,7 +290,7 @@ def test_memwatch_without_triton_hooks_leaves_inductor_alone():
     inductor_config = pytest.importorskip("torch._inductor.config")
     from triton.compiler.compiler import CompiledKernel
 
-    from tritonhook.memwatch import MemWatch
+    from tritonhook.mem import MemWatch
 
     before = inductor_config.use_static_cuda_launcher, CompiledKernel.__dict__["launch_metadata"]
     watch = attached(MemWatch(triton_hooks=False))
@@ -315,12 +316,12 @@ def buffer_allocator():
     return allocator
 
 
-def recorder_over(allocator) -> _ScratchRecorder:
+def recorder_over(allocator) -> ScratchRecorder:
     """`allocator` set with triton.set_allocator, then a recorder installed over it."""
     import triton
 
     triton.set_allocator(allocator)
-    recorder = _ScratchRecorder()
+    recorder = ScratchRecorder()
     recorder.install()
     return recorder
 
@@ -361,7 +362,7 @@ def test_unset_allocator_is_unset_again():
     def run():
         var = _triton.allocator_var()
         default = var.get()
-        recorder = _ScratchRecorder()
+        recorder = ScratchRecorder()
         recorder.install()
         recorder.uninstall()
         assert var.get() is default
@@ -374,9 +375,9 @@ def test_reset_stack_limit_without_a_gpu_is_a_clear_error():
     import tritonhook
 
     with pytest.raises(TritonhookError, match="NVML|CUDA|cuda-bindings"):
-        tritonhook.memwatch.reset_stack_limit()
+        tritonhook.mem.reset_stack_limit()
     with pytest.raises(TritonhookError, match="positive"):
-        tritonhook.memwatch.reset_stack_limit(0, 0)
+        tritonhook.mem.reset_stack_limit(0, 0)
 
 
 # ----- on a GPU (the lead runs these on the H200) ---------------------------------------------------------------
@@ -389,7 +390,7 @@ def gpu_stack():
     torch.ones(1, device="cuda")
 
     def set_stack(value):
-        tritonhook.memwatch.reset_stack_limit(0, value)
+        tritonhook.mem.reset_stack_limit(0, value)
         torch.cuda.synchronize()
 
     set_stack(1024)
@@ -430,7 +431,7 @@ def test_gpu_stack_reservation_is_measured_and_pinned_on_the_launch(gpu_stack):
     assert len(later) >= 5 and all(s.used - result.before.used >= expected - 32 * MIB for s in later)
     # reset_stack_limit() gives the memory back (docs/notes.md §1.2) ...
     with tritonhook.memwatch(device=0) as release:
-        assert tritonhook.memwatch.reset_stack_limit() == (16384, 1024)
+        assert tritonhook.mem.reset_stack_limit() == (16384, 1024)
     assert abs(release.result.summary()["growth"] + expected) <= 32 * MIB
     # ... and the next launch of such a kernel takes it again
     with tritonhook.memwatch(device=0) as again:

@@ -26,12 +26,17 @@ def _preflight_checker():
 
 ptx_capture.LISTENER_FACTORIES.append(_preflight_checker)
 
-_LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "memwatch": (".memwatch", None)}
+_LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "mem": (".mem", None), "memwatch": (".mem", "memwatch")}
 """Public names imported on first use: `import tritonhook` (and so every `tritonhook` command) stays cheap, and
-`tritonhook.memwatch` works without NVML or cuda-bindings until it is called."""
+`tritonhook.memwatch` works without NVML or cuda-bindings until it is called.
+
+`tritonhook.memwatch` is the function; memwatch's module is `tritonhook.mem` (`from tritonhook.mem import
+MemWatch, reset_stack_limit`, `python -m tritonhook.mem`). No submodule is named `memwatch`: importing one would
+make Python bind the package attribute `memwatch` to that module, and `tritonhook.memwatch(device=0)` would stop
+working in that process (short of making a module callable by swapping its class)."""
 
 __all__ = ["STRIP", "Capture", "Session", "Store", "TritonhookError", "ab", "active_session", "disable", "enable",
-           "memwatch", "session", "__version__"]
+           "mem", "memwatch", "session", "__version__"]
 
 
 def __getattr__(name: str):

@@ -4,6 +4,10 @@
         run_model()
     mw.report()                 # rich tables: attribution, kernels; mw.to_json(), mw.plot("mem.png")
 
+This package is memwatch's public module (`tritonhook.mem.reset_stack_limit()`, `python -m tritonhook.mem` for the
+child side); the package `tritonhook` exposes the function `memwatch` itself (why no module of that name: its
+`_LAZY`).
+
 Why this exists (docs/notes.md, the driver stack reservation): a CUDA context's memory grows in ways PyTorch
 cannot see. The largest is the driver's local-memory (stack) reservation: when a kernel needs more stack than
 `CU_LIMIT_STACK_SIZE`, the driver raises the limit at launch and reserves limit x SMs x max threads per SM for the

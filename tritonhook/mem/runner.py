@@ -1,5 +1,5 @@
 """Running a Python command under memwatch, in a fresh process: the parent side (`run_command`, `--compare`)
-and the child side (`child_main`, what `python -m tritonhook.memwatch` runs)."""
+and the child side (`child_main`, what `python -m tritonhook.mem` runs)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def wrap_python_command(command: list[str], out: Path, interval_ms: float) -> li
     if not target or (target[0].startswith("-") and target[0] not in ("-m", "-c")):
         raise TritonhookError(f"{' '.join(command)}: give a script or -m module after the interpreter and its "
                               f"flags ({', '.join(sorted(_INTERPRETER_FLAGS))})")
-    return [*command[:index], "-m", "tritonhook.memwatch", *_child_options(out, interval_ms), *target]
+    return [*command[:index], "-m", "tritonhook.mem", *_child_options(out, interval_ms), *target]
 
 
 def _child_options(out: Path | str, interval_ms: float) -> list[str]:
@@ -64,14 +64,14 @@ def _run_target(target: list[str]) -> None:
 
 
 def child_main(argv: list[str] | None = None) -> int:
-    """The child side of `run_command`: `python -m tritonhook.memwatch --out F --interval-ms N -- script.py args`.
+    """The child side of `run_command`: `python -m tritonhook.mem --out F --interval-ms N -- script.py args`.
 
     The options are the parent's own (`_child_options`), never a user's, so they are read by position."""
     argv = sys.argv[1:] if argv is None else argv
     width = len(_child_options("", 0))
     layout = _child_options("", 0)[::2]
     if len(argv) <= width or argv[:width:2] != layout:
-        print("python -m tritonhook.memwatch is the child side of `tritonhook memwatch`; run: tritonhook memwatch "
+        print("python -m tritonhook.mem is the child side of `tritonhook memwatch`; run: tritonhook memwatch "
               "-- python script.py", file=sys.stderr)
         return 2
     out, interval_ms, target = Path(argv[1]), float(argv[3]), argv[width:]

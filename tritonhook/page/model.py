@@ -265,7 +265,7 @@ def _saved_ab_results(store: Store, problems: list[Problem]) -> list[SavedABResu
 
 
 def _memwatch_runs(paths: Sequence[str | os.PathLike], problems: list[Problem]) -> list[MemwatchRun]:
-    from ..memwatch import load_result
+    from ..mem import load_result
 
     runs = []
     for path in paths:
