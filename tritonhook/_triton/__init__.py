@@ -1,13 +1,14 @@
 """Everything that touches Triton internals lives here (Triton 3.6 through 3.9).
 
-One module per hook family, so that each feature's Triton side reads on its own; they import one way, down this
-list (the launch tracer asks the autotune tracer whether a benchmark runs, and builds late capture records the
-compile hooks' way):
+One module per hook family, so that each feature's Triton side reads on its own; each imports only modules above
+it in this list (the launch tracer asks the autotune tracer whether a benchmark runs, and builds late capture
+records the compile hooks' way):
 
 * `version`:  release detection and the support check, and the helpers every family shares (warning once about
   a failing hook, Triton's metadata as plain JSON).
 * `compile`:  the compile listener and the stage inspection hook (capture records, the "ptx" stage transforms of
-  rename and tma_scope, the 3.6 cache keys), the ptxas and options Triton compiles with.
+  rename and tma_scope, the 3.6 cache keys), the ptxas and options Triton compiles with, what every hook slot
+  holds (`hook_slots`, for doctor).
 * `autotune`: `AutotuneTracer`, which launches are `triton.autotune`'s or Inductor's benchmark of a config.
 * `launches`: `LaunchTracer` (every launch with its arguments, the C path in `_launchpath.c`), Triton's runtime
   hook chains and scratch allocator (memwatch), and switching Inductor's static launcher off while tracing.

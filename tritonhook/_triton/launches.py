@@ -1,9 +1,10 @@
 """Launch hooks: every launch of a compiled kernel with its grid and arguments (`LaunchTracer`), and Triton's
 runtime hook chains that memwatch and the tracer join.
 
-Separate because launches are traced by the sweep's recording, memwatch and ab, none of which installs the compile
-hooks; the per-launch path itself is C (`tritonhook/_launchpath.c`), loaded here. Inductor's static CUDA launcher
-bypasses every hook a `LaunchTracer` sets, so the switch that turns it off for a tracing block lives here too.
+Separate because launches are hooked at run time, by other features than compiles are (the sweep's recording,
+memwatch, ab: memwatch traces launches without capturing a compile); the per-launch path itself is C
+(`tritonhook/_launchpath.c`), loaded here. Inductor's static CUDA launcher bypasses every hook a `LaunchTracer`
+sets, so the switch that turns it off for a tracing block lives here too.
 """
 
 from __future__ import annotations
