@@ -69,6 +69,37 @@ def capture_session(store_path):
         yield session
 
 
+TRITONPARSE_RUNTIME_SLOTS = ("launch_enter_hook", "launch_exit_hook", "jit_post_compile_hook")
+"""The runtime hook slots TritonParse assigns outright (the `tritonparse` fixture puts them back)."""
+
+
+@pytest.fixture
+def tritonparse(monkeypatch):
+    """TritonParse's logging module; afterwards its settings and every Triton slot it assigns are as before
+    (tests/test_coexist.py, tests/test_doctor.py)."""
+    logging = pytest.importorskip("tritonparse.structured_logging",
+                                  reason="tritonparse is not installed (pip install 'tritonhook[test]')")
+    from triton import knobs
+
+    import tritonhook
+
+    for setting in ("TRITON_TRACE_LAUNCH", "TORCHINDUCTOR_RUN_JIT_POST_COMPILE_HOOK"):
+        monkeypatch.setattr(logging, setting, getattr(logging, setting))
+    monkeypatch.delenv("TORCHINDUCTOR_RUN_JIT_POST_COMPILE_HOOK", raising=False)  # init(trace launch) sets it
+    runtime = {name: getattr(knobs.runtime, name) for name in TRITONPARSE_RUNTIME_SLOTS}
+    autotune_slot = vars(knobs.autotuning).get("listener")  # Triton 3.9+ has one; TritonParse assigns it
+    yield logging
+    tritonhook.disable()
+    logging.clear_logging_config()
+    for name, value in runtime.items():
+        setattr(knobs.runtime, name, value)
+    if autotune_slot is None:
+        vars(knobs.autotuning).pop("listener", None)
+    else:
+        knobs.autotuning.listener = autotune_slot
+    knobs.compilation.listener = None
+
+
 @pytest.fixture
 def old_store_module(tmp_path, monkeypatch):
     """`load(commit)`: the `tritonhook/store.py` of an older commit, imported as a module, to write a store of

@@ -19,31 +19,6 @@ from tritonhook import _triton
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 
-RUNTIME_SLOTS = ("launch_enter_hook", "launch_exit_hook", "jit_post_compile_hook")
-
-
-@pytest.fixture
-def tritonparse(monkeypatch):
-    """TritonParse's logging module; afterwards its settings and every Triton slot it assigns are as before."""
-    logging = pytest.importorskip("tritonparse.structured_logging",
-                                  reason="tritonparse is not installed (pip install 'tritonhook[test]')")
-    for setting in ("TRITON_TRACE_LAUNCH", "TORCHINDUCTOR_RUN_JIT_POST_COMPILE_HOOK"):
-        monkeypatch.setattr(logging, setting, getattr(logging, setting))
-    monkeypatch.delenv("TORCHINDUCTOR_RUN_JIT_POST_COMPILE_HOOK", raising=False)  # init(trace launch) sets it
-    runtime = {name: getattr(knobs.runtime, name) for name in RUNTIME_SLOTS}
-    autotune_slot = vars(knobs.autotuning).get("listener")  # Triton 3.9+ has one; TritonParse assigns it
-    yield logging
-    tritonhook.disable()
-    logging.clear_logging_config()
-    for name, value in runtime.items():
-        setattr(knobs.runtime, name, value)
-    if autotune_slot is None:
-        vars(knobs.autotuning).pop("listener", None)
-    else:
-        knobs.autotuning.listener = autotune_slot
-    knobs.compilation.listener = None
-
-
 def tritonparse_events(folder: Path, event_type: str) -> list[dict]:
     """The events of one type in TritonParse's own NDJSON trace files."""
     records = [json.loads(line) for path in sorted(folder.glob("*.ndjson")) for line in path.read_text().splitlines()]
