@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from tritonhook import ab, render
+from tritonhook import ab, format
 from tritonhook.samples import matmul_kernel
 
 
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     except OSError as exc:
         print(f"ab_noise: cannot write {args.out} ({exc.strerror or exc})", file=sys.stderr)
         return 2
-    render.print_table(("benchmark", "A ms", "B ms", "A TFLOPS", "B TFLOPS", "ratio B/A", "|ratio-1|",
+    format.print_table(("benchmark", "A ms", "B ms", "A TFLOPS", "B TFLOPS", "ratio B/A", "|ratio-1|",
                         "CI half-width", "verdict", "outputs"), rows,
                        title=f"ab_noise on {torch.cuda.get_device_name()} ({args.rounds} rounds; JSON: {args.out})")
     return 0

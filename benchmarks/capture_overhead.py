@@ -25,7 +25,7 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 import triton  # noqa: E402
 
 import tritonhook  # noqa: E402
-from tritonhook import format, render  # noqa: E402
+from tritonhook import format  # noqa: E402
 from tritonhook.samples import SAMPLES, compile_sample  # noqa: E402
 
 TARGETS = (80, 90, 100, 120)
@@ -75,7 +75,7 @@ def measure(rounds: int, work: Path) -> dict:
 
 
 def print_result(result: dict) -> None:
-    render.print_table(
+    format.print_table(
         ("kernel", "target", "plain ms", "capture ms", "ratio"),
         [(r["kernel"], r["target"], f"{r['plain_s'] * 1e3:.1f}", f"{r['capture_s'] * 1e3:.1f}", f"{r['ratio']:.3f}")
          for r in result["rows"]],

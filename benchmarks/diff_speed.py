@@ -16,7 +16,8 @@ import tempfile
 from tritonhook.ab.timing import median_wall_seconds
 from tritonhook.cubin import Cubin
 from tritonhook.diff import Input, diff_cubins, disassemble_both
-from tritonhook.ptxas import assemble, triton_ptxas
+from tritonhook._triton import triton_ptxas
+from tritonhook.tools import assemble
 from tritonhook.tools import TRITON_PTXAS_FLAGS
 from tritonhook.rename import rename_ptx
 from tritonhook.samples import compile_sample

@@ -39,7 +39,7 @@ import torch
 import triton
 
 import tritonhook
-from tritonhook import ab, config, render, sweep
+from tritonhook import ab, config, format, sweep
 from tritonhook.samples import add_kernel
 
 N = 4096
@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     except OSError as exc:
         print(f"memwatch_overhead: cannot write {args.out} ({exc.strerror or exc})", file=sys.stderr)
         return 2
-    render.print_table(("arm", "loop ms (median)", "us/launch", "IQR", "time ratio vs plain", "95% interval",
+    format.print_table(("arm", "loop ms (median)", "us/launch", "IQR", "time ratio vs plain", "95% interval",
                         "paired median", "fastest vs fastest", "process CPU / wall"), rows,
                        title=f"memwatch / record overhead on {device}: {args.launches} launches x {args.rounds} "
                              f"rounds; sampler CPU {sampler_cpu * 100:+.1f}% of a core; targets: sampler <= 1.02, "

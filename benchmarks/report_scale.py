@@ -87,7 +87,7 @@ def main() -> None:
                "console_errors": errors, "repeat": args.repeat,
                "targets": {"open_s": OPEN_TARGET_S, "size_bytes": SIZE_TARGET_BYTES},
                "met": max(walls) < OPEN_TARGET_S and size < SIZE_TARGET_BYTES and not errors}
-    from tritonhook.report import print_table
+    from tritonhook.format import print_table
 
     print_table(("captures", "pairs", "write s", "size", "open s (median / max)", "load event s", "errors", "met"),
                 [(figures["captures"], figures["pairs"], figures["write_s"], f"{size / 2**20:.2f} MiB",

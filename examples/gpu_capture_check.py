@@ -19,7 +19,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import tritonhook
-from tritonhook import render
+from tritonhook import format
 from tritonhook.samples import add_kernel, matmul_kernel
 
 
@@ -60,7 +60,7 @@ def main() -> int:
     rows = [(name, "yes" if name in captured else "MISSING",
              captured[name].event if name in captured else "-", captured[name].arch if name in captured else "-")
             for name in sorted(seen)]
-    render.print_table(("kernel the profiler saw", "in store", "event", "arch"), rows,
+    format.print_table(("kernel the profiler saw", "in store", "event", "arch"), rows,
                        title=f"{len(seen)} Triton kernels ran; store holds {len(store.captures())} captures")
     missing = [name for name in seen if name not in captured]
     print(f"torch {torch.__version__}, triton {__import__('triton').__version__}, "

@@ -115,7 +115,7 @@ def main() -> None:
 
 def print_summary(result, compiled) -> None:
     """The short table last: measured limit and growth next to preflight's prediction for this very cubin."""
-    from tritonhook import preflight, render
+    from tritonhook import format, preflight
     from tritonhook.cubin import Cubin
 
     device = result.device
@@ -124,7 +124,7 @@ def print_summary(result, compiled) -> None:
     predicted = preflight.predict_cubin(cubin, [gpu])[0]
     stack = next(p for p in result.attribution() if p.name.startswith("stack"))
     summary = result.summary()
-    render.print_table(("kernel", "stack limit", "predicted limit", "NVML growth", "stack part", "predicted reserve",
+    format.print_table(("kernel", "stack limit", "predicted limit", "NVML growth", "stack part", "predicted reserve",
                         "torch reserved delta"),
                        [(compiled.name, f"{result.before.stack} -> {result.after.stack}",
                          f"{predicted.stack_low}-{predicted.stack_high}", f"{summary['growth']:,}", f"{stack.bytes:,}",
@@ -138,7 +138,7 @@ def show_reset_and_regrowth(first, kind: str, frame_bytes: int) -> None:
     import torch
 
     import tritonhook
-    from tritonhook import render
+    from tritonhook import format
 
     steps = [("first launch", first)]
     with tritonhook.memwatch(device=0, interval_ms=2) as watch:
@@ -148,7 +148,7 @@ def show_reset_and_regrowth(first, kind: str, frame_bytes: int) -> None:
         launch(kind, frame_bytes)
         torch.cuda.synchronize()
     steps.append(("launch again", watch.result))
-    render.print_table(("step", "stack limit", "NVML used delta"),
+    format.print_table(("step", "stack limit", "NVML used delta"),
                        [(step, f"{result.before.stack} -> {result.after.stack}",
                          f"{result.after.used - result.before.used:+,}") for step, result in steps],
                        title="reset_stack_limit: the reservation given back and taken again")

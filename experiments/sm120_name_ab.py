@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from sm120_attn.constants import LOG2E
-from tritonhook.ab import VARIANT_ENV
+from tritonhook import config
 
 B, H, S, D = 2, 16, 4096, 128
 CONFIGS = [("cpasync", False), ("cpasync", True), ("tma", False), ("tma", True)]
@@ -85,7 +85,7 @@ def prepare(kernel: str, causal: bool, arm: str, q, k, v, out, *, dump_dir: str,
 
 
 def arm_from_env(default: str = "plain") -> str:
-    label = os.environ.get(VARIANT_ENV) or default
+    label = config.AB_VARIANT.get() or default
     return label.split("#", 1)[0]
 
 

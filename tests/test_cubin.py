@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonhook import ptxas as ptxas_mod
+from tritonhook import tools
+from tritonhook._triton import triton_ptxas
 from tritonhook.cubin import Cubin, disassemble, opcode_histogram, run_nvdisasm
 from tritonhook.errors import TritonhookError
 
@@ -53,13 +54,13 @@ def spilling_ffma_ptx(gpu: str) -> str:
 
 
 def local_cuda_ptxas() -> str | None:
-    found = [b.path for b in ptxas_mod.find_ptxas() if b.origin in ("CUDA toolkit", "$CUDA_HOME", "$CUDA_PATH")]
+    found = [b.path for b in tools.find_ptxas() if b.origin in ("CUDA toolkit", "$CUDA_HOME", "$CUDA_PATH")]
     return found[0] if found else None
 
 
 def ptxas_for(which: str, gpu: str) -> str:
     if which == "triton":
-        return ptxas_mod.triton_ptxas(gpu)
+        return triton_ptxas(gpu)
     path = local_cuda_ptxas()
     if path is None:
         pytest.skip("no local CUDA toolkit ptxas")
@@ -78,8 +79,8 @@ CASES = [("add", "sm_80"), ("ffma_spill", "sm_80"), ("ffma_spill", "sm_90a"), ("
 
 
 @functools.lru_cache(maxsize=None)
-def assembled(source: str, gpu: str, which: str) -> ptxas_mod.AssembleResult:
-    return ptxas_mod.assemble(SOURCES[source](gpu), ptxas_for(which, gpu), gpu, label=f"{source}-{gpu}")
+def assembled(source: str, gpu: str, which: str) -> tools.AssembleResult:
+    return tools.assemble(SOURCES[source](gpu), ptxas_for(which, gpu), gpu, label=f"{source}-{gpu}")
 
 
 @pytest.mark.parametrize("which", ["triton", "cuda"])
@@ -87,7 +88,7 @@ def assembled(source: str, gpu: str, which: str) -> ptxas_mod.AssembleResult:
 def test_resources_agree_with_ptxas_verbose(source, gpu, which):
     result = assembled(source, gpu, which)
     cubin = Cubin.from_bytes(result.cubin, label=source)
-    reported = ptxas_mod.parse_ptxas_verbose(result.stderr)
+    reported = tools.parse_ptxas_verbose(result.stderr)
     assert set(cubin.kernels) == set(reported)
     for name, kernel in cubin.kernels.items():
         info = reported[name]
@@ -101,10 +102,10 @@ def test_resources_agree_with_ptxas_verbose(source, gpu, which):
 
 def test_shared_memory_and_params_agree_with_ptxas():
     """The tcgen05 kernel declares 32 KiB + 12 B of static shared memory and three parameters (8, 4, 8 B)."""
-    result = ptxas_mod.assemble((DATA / "tcgen05_fp8_loop.ptx").read_text(), ptxas_mod.triton_ptxas("sm_100a"),
+    result = tools.assemble((DATA / "tcgen05_fp8_loop.ptx").read_text(), triton_ptxas("sm_100a"),
                                 "sm_100a")
     kernel = Cubin.from_bytes(result.cubin).kernels["tcgen05_fp8_loop"]
-    assert kernel.shared_static == ptxas_mod.parse_ptxas_verbose(result.stderr)["tcgen05_fp8_loop"].shared
+    assert kernel.shared_static == tools.parse_ptxas_verbose(result.stderr)["tcgen05_fp8_loop"].shared
     assert [(p.ordinal, p.size) for p in kernel.params] == [(0, 8), (1, 4), (2, 8)]
     assert [p.offset for p in kernel.params] == [0, 8, 16]
     assert kernel.uses_tcgen05 and kernel.reqntid == (128, 1, 1)
@@ -192,11 +193,11 @@ def test_triton_cubin_arch_tool_and_syscall():
 
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100", "sm_100f", "sm_120f"])
 def test_arch_variants(gpu):
-    path = local_cuda_ptxas() or ptxas_mod.triton_ptxas("sm_100a")
-    if gpu.endswith("f") and tuple(map(int, ptxas_mod.ptxas_version(path).split(".")[:2])) < (12, 9):
+    path = local_cuda_ptxas() or triton_ptxas("sm_100a")
+    if gpu.endswith("f") and tuple(map(int, tools.ptxas_version(path).split(".")[:2])) < (12, 9):
         pytest.skip("family targets need ptxas 12.9+")
     ptx = retarget((DATA / "ffma_loop.ptx").read_text(), gpu).replace(".version 8.7", ".version 8.8")
-    data = ptxas_mod.assemble(ptx, path, gpu).cubin
+    data = tools.assemble(ptx, path, gpu).cubin
     assert Cubin.from_bytes(data).arch == gpu
 
 
@@ -237,7 +238,7 @@ def test_summary_agrees_with_ptxas_verbose_and_readelf(source, gpu, tmp_path):
     import hashlib
 
     result = assembled(source, gpu, "triton")
-    (entry, info), = ptxas_mod.parse_ptxas_verbose(result.stderr).items()
+    (entry, info), = tools.parse_ptxas_verbose(result.stderr).items()
     summary = Cubin.from_bytes(result.cubin, label=source).summary(entry)
     assert (summary["registers"], summary["spill_stores"], summary["spill_loads"], summary["frame_size"]) == (
         info.registers, info.spill_stores, info.spill_loads, info.stack_frame)

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
-from tritonhook.ptxas import assemble, triton_ptxas
+from tritonhook._triton import triton_ptxas
+from tritonhook.tools import assemble
 
 DATA = Path(__file__).parent / "data"
 

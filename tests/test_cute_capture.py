@@ -80,12 +80,3 @@ def test_without_keep_options_there_is_nothing_to_capture(store_path, tmp_path):
         cute_capture.capture_compiled(cute_scale.compile_scale("sm_90a"), Store(store_path))
     with pytest.raises(TritonhookError, match="not a directory"):
         cute_capture.collect_dump_dir(tmp_path / "never-made", Store(store_path))
-
-
-def test_the_old_module_path_still_works():
-    """`tritonhook.cute_capture` moved to `tritonhook.cute.capture`; the old import keeps working for one release."""
-    from tritonhook import cute_capture as old_path
-
-    assert (old_path.capture_compiled, old_path.collect_dump_dir, old_path.keep_env, old_path.KEEP_OPTIONS) == (
-        cute_capture.capture_compiled, cute_capture.collect_dump_dir, cute_capture.keep_env,
-        cute_capture.KEEP_OPTIONS)

@@ -15,7 +15,8 @@ import triton.language as tl
 
 from tritonhook import cli
 from tritonhook.cubin import Cubin
-from tritonhook.ptxas import assemble, find_ptxas, one_per_version, parse_ptxas_verbose, triton_ptxas
+from tritonhook._triton import triton_ptxas
+from tritonhook.tools import assemble, find_ptxas, one_per_version, parse_ptxas_verbose
 from tritonhook.rename import rename_ptx, rename_symbols
 
 DATA = Path(__file__).parent / "data"

@@ -3,8 +3,6 @@
 Why: imports inside functions used to hide cycles (`_triton` -> `rename` -> `_triton`, `_triton` -> `ptxas` ->
 `rename`); a lower layer that reaches up makes every module above it harder to test and to move. A module may
 import modules of its own layer or of lower layers, never of a higher one, and the import graph has no cycle.
-Old module paths kept as re-export shims (`ptxas`, `report`) sit in the layer of what
-they re-export.
 
 The order (this table is its only declaration; README "Layout" describes it):
   0 foundations   errors, config, format (number formatters, rich building blocks), flops, _nvml_sampler (a script),
@@ -21,8 +19,8 @@ The order (this table is its only declaration; README "Layout" describes it):
   5 prediction    preflight (its `capture_checker` warns during capture; the package wires it into every session)
   6 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix), captures (listing and summary of captures),
                   sweep/ (record, replay, schedule), doctor (asks the layers below what they see, changes nothing)
-  7 presentation  render (report: its old path), run (the CLI's orchestration as a library), page/ (the HTML
-                  report and the demo: they read every feature's results)
+  7 presentation  run (the CLI's orchestration as a library), page/ (the HTML report and the demo: they read
+                  every feature's results)
   8 entry points  cli/, _autoload, __main__, the package itself
 """
 
@@ -39,10 +37,10 @@ LAYERS: list[set[str]] = [
     {"ptx", "tools", "_native"},
     {"cubin", "store", "samples"},
     {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper"},
-    {"ptx_capture", "cute", "cute_capture"},
+    {"ptx_capture", "cute"},
     {"preflight"},
-    {"ab", "mem", "diff", "matrix", "ptxas", "captures", "sweep", "doctor"},
-    {"render", "report", "run", "page"},
+    {"ab", "mem", "diff", "matrix", "captures", "sweep", "doctor"},
+    {"run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
 ]
 LAYER_OF = {name: index for index, layer in enumerate(LAYERS) for name in layer}

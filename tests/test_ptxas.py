@@ -10,7 +10,9 @@ import pytest
 
 from tritonhook import cli
 from tritonhook.cubin import Cubin
-from tritonhook.ptxas import assemble, find_ptxas, one_per_version, ptxas_matrix, triton_ptxas
+from tritonhook._triton import triton_ptxas
+from tritonhook.matrix import ptxas_matrix
+from tritonhook.tools import assemble, find_ptxas, one_per_version
 from tritonhook.rename import rename_ptx
 from tritonhook.errors import TritonhookError
 

@@ -21,7 +21,7 @@ import pytest
 
 from tritonhook import ptxas_wrapper as wrapper
 from tritonhook.errors import TritonhookError
-from tritonhook.ptxas import find_ptxas
+from tritonhook.tools import find_ptxas
 from tritonhook.store import Store
 
 DATA = Path(__file__).parent / "data"

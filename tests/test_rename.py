@@ -59,7 +59,8 @@ def add_ptx(tmp_path_factory) -> str:
 
 
 def ptxas(ptx: str, arch="sm_90a") -> bytes:
-    from tritonhook.ptxas import assemble, triton_ptxas
+    from tritonhook._triton import triton_ptxas
+    from tritonhook.tools import assemble
 
     return assemble(ptx, triton_ptxas(arch), arch).cubin
 

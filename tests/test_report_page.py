@@ -26,7 +26,7 @@ from tritonhook.errors import TritonhookError
 from tritonhook.page import SECTIONS, write_report
 from tritonhook.page.demo import run_demo
 from tritonhook.page.model import PTXAS_MATRIX_KIND, chart_labels, forest_rows, workload_estimate
-from tritonhook.ptxas import find_ptxas, one_per_version
+from tritonhook.tools import find_ptxas, one_per_version
 from tritonhook.store import SCHEMA_VERSION, Store
 
 SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3

@@ -14,7 +14,7 @@ import pytest
 import triton
 
 import tritonhook
-from tritonhook import _triton, preflight, ptxas
+from tritonhook import _triton, preflight, tools
 from tritonhook.cubin import Cubin
 from tritonhook.samples import compile_sample
 from tritonhook.tma_scope import FIXED_KEY, make_tma_scope_transform, rewrite_tma_scope
@@ -88,7 +88,7 @@ def test_multicast_loads_are_left_alone():
     multicast = multicast_variant(plain.asm["ptx"])
     assert ".multicast::cluster" in multicast
     tool, _ = _triton.ptxas_for(90)
-    ptxas.assemble(multicast, tool, "sm_90a")  # the multicast PTX is valid: ptxas accepts it
+    tools.assemble(multicast, tool, "sm_90a")  # the multicast PTX is valid: ptxas accepts it
     rewritten, count = rewrite_tma_scope(multicast)
     assert (rewritten, count) == (multicast, 0)
 

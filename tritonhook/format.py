@@ -1,8 +1,8 @@
 """How results look: the number formatters every report uses (one set, so a figure reads the same in every
 table), and the rich building blocks results render themselves with (`table`, `line`, the console, `progress`).
 
-Low in the layers: result types (memwatch, A/B, diff, preflight, store) import it; printing a result for the CLI
-is `render.show`. The formatters are pure functions of plain values; "-" stands for a value that could not be
+Low in the layers: result types (memwatch, A/B, diff, preflight, store) import it, and so does the CLI:
+printing a result is `show(result, as_json=...)`, with each result's `__rich_console__` and `to_json()`. The formatters are pure functions of plain values; "-" stands for a value that could not be
 read (None).
 """
 
@@ -122,6 +122,12 @@ class progress:
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=True, default=str)
     sys.stdout.write("\n")
+
+
+def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None,
+                right_align: Sequence[str] = ()) -> None:
+    """A one-off table (the CLI's listings, benchmarks and examples); results of the library render themselves."""
+    console().print(table(columns, rows, title=title, right_align=right_align))
 
 
 def show(result, *, as_json: bool = False) -> None:

@@ -76,10 +76,6 @@ GPUS: dict[str, GpuSpec] = {
 }
 
 
-GPU_ENV = config.GPU.name
-"""Old name of `config.GPU`, kept for one release."""
-
-
 def _table_key(name: str) -> str:
     return re.sub(r"nvidia|geforce|blackwell|[\s_-]", "", name.lower())
 
@@ -97,7 +93,7 @@ def find_gpu(name: str, *, given_as: str = "--gpu") -> GpuSpec:
 def named_gpu() -> GpuSpec | None:
     """The GPU named by $TRITONHOOK_GPU (an error listing the valid names when it is not one), else None."""
     name = config.GPU.get()
-    return find_gpu(name, given_as=f"${GPU_ENV}") if name else None
+    return find_gpu(name, given_as=f"${config.GPU.name}") if name else None
 
 
 def visible_gpu() -> GpuSpec | None:
@@ -471,7 +467,7 @@ def warning_text(predictions: list[Prediction], capture_id: int | None = None) -
     gib = 2**30
     low, high = min(p.reserve_low for p in predictions), max(p.reserve_high for p in predictions)
     gpus = first.gpu.name if len(predictions) == 1 else \
-        f"{' or '.join(p.gpu.name for p in predictions)} (whichever runs it; ${GPU_ENV} names yours)"
+        f"{' or '.join(p.gpu.name for p in predictions)} (whichever runs it; ${config.GPU.name} names yours)"
     calls = f"; it calls {', '.join(first.syscalls)}" if first.syscalls else ""
     return (f"tritonhook preflight: kernel {first.kernel}{where} for {first.arch} would make the driver "
             f"reserve {low / gib:.2f}-{high / gib:.2f} GiB of stack on {gpus} for the life of the context "

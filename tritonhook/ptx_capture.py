@@ -33,7 +33,6 @@ from .store import NewCapture, Store
 if TYPE_CHECKING:  # imported where used: `import tritonhook` (and every `tritonhook` command) stays cheap
     from . import _triton, rename as _rename
 
-ENABLE_ENV = config.ENABLE.name  # old name, kept for one release
 BOOTSTRAP_DIR = Path(__file__).parent / "_bootstrap"
 
 Listener = Callable[[int, NewCapture], None]

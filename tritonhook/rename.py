@@ -30,8 +30,6 @@ from .errors import TritonhookError
 
 CUTLASS = "cutlass"
 DEFAULT_PREFIX = "cutlass_"
-STRIP_ENV_VALUE = config.STRIP_VALUE
-"""How `STRIP` travels in `TRITONHOOK_RENAME` (a colon cannot start a prefix, so it is unambiguous)."""
 
 
 class _Strip:
@@ -167,23 +165,19 @@ def make_ptx_transform(rename: Rename, select: Selector = None) -> tuple[PtxTran
     return rename_stage, f"rename:{rename_description(rename)};select:{select_key}"
 
 
-RENAME_ENV = config.RENAME.name  # old names, kept for one release
-SELECT_ENV = config.SELECT.name
-
-
 def rename_env(rename: Rename | None, select: Selector = None) -> dict[str, str]:
     """The environment that makes a child process rename as this one does (`session.enable_from_env`).
     A callable selector cannot travel: children then rename nothing rather than rename everything."""
     if rename is None or callable(select):
-        return {RENAME_ENV: "", SELECT_ENV: ""}
+        return {config.RENAME.name: "", config.SELECT.name: ""}
     if select is None or isinstance(select, (str, re.Pattern)):
         pattern = "" if select is None else compile_select(select).pattern
     else:
         pattern = exact_names_pattern(select)
-    return {RENAME_ENV: STRIP_ENV_VALUE if isinstance(rename, _Strip) else rename, SELECT_ENV: pattern}
+    return {config.RENAME.name: config.STRIP_VALUE if isinstance(rename, _Strip) else rename, config.SELECT.name: pattern}
 
 
 def rename_from_env(environ) -> tuple[Rename | None, str | None]:
     """`(rename, select)` decoded from `TRITONHOOK_RENAME` / `TRITONHOOK_SELECT`; unset or empty: no rename."""
     value = config.RENAME.get(environ)
-    return (STRIP if value == STRIP_ENV_VALUE else value), config.SELECT.get(environ)
+    return (STRIP if value == config.STRIP_VALUE else value), config.SELECT.get(environ)

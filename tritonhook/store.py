@@ -37,7 +37,6 @@ from .errors import TritonhookError
 # 5: captures.triton_version renamed frontend_version (the version of whichever frontend `frontend` names).
 # An older store is upgraded in place when opened by a writer (or by a reader allowed to write it).
 SCHEMA_VERSION = 5
-STORE_ENV = config.STORE.name  # old name, kept for one release
 _BUSY_TIMEOUT_MS = 60_000
 
 _SCHEMA = """

@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import re
 
-from . import config
 from ._triton import PtxTransform
 from .ptx import rewrite_tma_scope, target as ptx_target
 
 FIXED_KEY = "tritonhook_tma_scope_fixed"
 """Metadata key the transform writes: how many TMA loads it rewrote (0 when it looked and found none)."""
-FIX_TMA_SCOPE_ENV = config.FIX_TMA_SCOPE.name
-"""Old name of `config.FIX_TMA_SCOPE`, kept for one release."""
 
 SM12X = "sm_12"
 """Consumer Blackwell (sm_120/sm_121 and their a/f variants): where ptxas turns the cluster form into a call."""

@@ -72,7 +72,8 @@ def test_rename_gives_the_cutlass_variant_of_the_same_source(tmp_path, monkeypat
 
 
 def test_rename_ptx_then_assemble(tmp_path):
-    from tritonhook.ptxas import assemble, triton_ptxas
+    from tritonhook._triton import triton_ptxas
+    from tritonhook.tools import assemble
     from tritonhook.rename import rename_ptx
     from tritonhook.cubin import Cubin
 

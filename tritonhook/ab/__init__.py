@@ -15,7 +15,7 @@ timer), `protocol` (what a child reports and how it is read back), `result` (`AB
 """
 
 from ..flops import attention_flops
-from .protocol import OUT_ENV, OUTPUTS_ENV, ROUND_ENV, VARIANT_ENV, collect, read_records, record
+from .protocol import collect, read_records, record
 from .result import (ABReport, BenchmarkResult, SavedABResult, SavedABResults, VariantResult, analyze, print_report,
                      saved_results)
 from .runner import MIN_ROUNDS, compare, compare_outputs, cubin_summary, kernel_summaries, run_interleaved
@@ -24,8 +24,8 @@ from .stats import (DEFAULT_MIN_EFFECT, Summary, bootstrap_ratio, median, quanti
 from .timing import Arm, BenchResult, bench, bench_interleaved, rotation_sets
 from .variants import PLAIN, STRIP_LABEL, Variant, parse_variants
 
-__all__ = ["DEFAULT_MIN_EFFECT", "MIN_ROUNDS", "OUTPUTS_ENV", "OUT_ENV", "PLAIN", "ROUND_ENV", "STRIP_LABEL",
-           "VARIANT_ENV", "ABReport", "Arm", "BenchResult", "BenchmarkResult", "SavedABResult", "SavedABResults",
+__all__ = ["DEFAULT_MIN_EFFECT", "MIN_ROUNDS", "PLAIN", "STRIP_LABEL",
+           "ABReport", "Arm", "BenchResult", "BenchmarkResult", "SavedABResult", "SavedABResults",
            "Summary", "Variant", "VariantResult", "analyze", "attention_flops", "bench", "bench_interleaved",
            "bootstrap_ratio", "collect", "compare", "compare_outputs", "cubin_summary", "kernel_summaries", "median",
            "parse_variants", "print_report", "quantile", "ratio_interval", "read_records", "record", "rotation_sets",

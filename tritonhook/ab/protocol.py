@@ -16,10 +16,6 @@ from ..config import AB_OUT, AB_OUTPUTS, AB_ROUND, AB_VARIANT, to_env
 from ..errors import TritonhookError
 from .stats import median
 
-OUT_ENV, VARIANT_ENV, ROUND_ENV, OUTPUTS_ENV = (var.name for var in (AB_OUT, AB_VARIANT, AB_ROUND, AB_OUTPUTS))
-"""The variables' names, as the old `tritonhook.ab` exported them."""
-
-
 def child_env(out: Path, variant: str, round_index: int, outputs: str) -> dict[str, str]:
     """The variables the runner sets for one child: where it reports, which variant and round it is."""
     return to_env({AB_OUT: out, AB_VARIANT: variant, AB_ROUND: round_index, AB_OUTPUTS: outputs})

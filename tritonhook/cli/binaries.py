@@ -8,7 +8,7 @@ from pathlib import Path
 from .. import config
 from ..errors import TritonhookError
 from ..format import print_json, show
-from ..render import print_table
+from ..format import print_table
 from ..rename import DEFAULT_PREFIX
 from .common import ptxas_arg, rename_args, rename_value, store_arg
 
@@ -100,7 +100,8 @@ def add_ptxas_matrix(sub) -> None:
 
 def _ptxas_matrix(args) -> int:
     from ..cubin import read_input
-    from ..ptxas import find_ptxas, one_per_version, ptxas_matrix
+    from ..matrix import ptxas_matrix
+    from ..tools import find_ptxas, one_per_version
 
     ptx = read_input(args.ptx).decode("utf-8", errors="replace")
     paths = args.ptxas or [binary.path for binary in one_per_version(find_ptxas())]
@@ -121,7 +122,7 @@ def add_ptxas(sub) -> None:
 
 
 def _ptxas_list(args) -> int:
-    from ..ptxas import find_ptxas
+    from ..tools import find_ptxas
 
     found = find_ptxas()
     if args.json:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..page import DEFAULT_REPORT, summary_lines, write_report
 from ..page.demo import run_demo
-from ..render import print_json
+from ..format import print_json
 from ..store import Store, default_store_path
 
 

@@ -41,8 +41,6 @@ ARMS = ("plain", "ext", "strip")
 """plain: the DSL's own cubin (linked ptxas, cutlass name); ext: the external ptxas on the unchanged PTX (cutlass
 name); strip: the external ptxas on the PTX with `cutlass` removed from the entry names."""
 
-CACHE_ENV = config.SM120_NAME_CACHE.name  # old names, kept for one release
-PTXAS_ENV = config.SM120_NAME_PTXAS.name
 
 
 # ----- names -------------------------------------------------------------------------------------------------------
@@ -161,7 +159,7 @@ def default_ptxas() -> str:
 
 def assemble_cached(ptx: str, arch: str, *, ptxas: str | None = None, flags=DSL_PTXAS_FLAGS,
                     cache_dir: str | os.PathLike | None = None) -> Assembled:
-    """Assemble `ptx` for `arch` with an external ptxas (`tritonhook.ptxas.assemble`), cached on disk by
+    """Assemble `ptx` for `arch` with an external ptxas (`tools.assemble`), cached on disk by
     (ptxas, version, flags, arch, PTX). If this ptxas refuses the PTX's ISA version (a DSL newer than the
     toolkit), the `.version` line is lowered to the one ptxas names and that is recorded."""
     ptxas = ptxas or default_ptxas()

@@ -22,7 +22,7 @@ NOT_STARTED = "memwatch_not_started"
 
 
 def wrap_python_command(command: list[str], out: Path, interval_ms: float) -> list[str]:
-    """`python [flags] script.py args` -> `python [flags] -m tritonhook.memwatch --out F ... -- script.py args`.
+    """`python [flags] script.py args` -> `python [flags] -m tritonhook.mem --out F ... -- script.py args`.
 
     memwatch must run inside the process (context limits, torch, Triton hooks are per process), so the command
     has to be a Python interpreter running a script or a module.
