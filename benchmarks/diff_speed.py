@@ -13,7 +13,7 @@ import argparse
 import re
 import tempfile
 
-from tritonhook.ab.timing import median_wall_seconds
+from tritonhook.measure.timing import median_wall_seconds
 from tritonhook.cubin import Cubin
 from tritonhook.diff import Input, diff_cubins, disassemble_both
 from tritonhook._triton import triton_ptxas

@@ -82,7 +82,7 @@ def arm_names(variants, fp8: bool, efficient: bool, dtype: str = "bf16") -> list
 def summarize_row(row: dict) -> dict:
     """Per arm of one shape's row (``row["runs"]``: one ``{arm: samples_ms}`` per run): the median of the runs'
     median TFLOPS and its min-max over runs; the speed ratios with their intervals over all runs' paired calls."""
-    from tritonhook.ab.stats import median, ratio_interval
+    from tritonhook.measure.stats import median, ratio_interval
 
     runs = row["runs"]
     arms = {}

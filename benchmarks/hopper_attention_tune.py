@@ -122,7 +122,7 @@ def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float) ->
 
     from gluon_kernels import hopper_attention
     from tritonhook.ab import attention_flops, bench_interleaved
-    from tritonhook.ab.stats import summarize
+    from tritonhook.measure.stats import summarize
 
     B, H = shape(S, D)
     flops = attention_flops(B, H, S, D, causal)
@@ -150,7 +150,7 @@ def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float) ->
 def _verdicts(row: dict, grid: list[dict]) -> dict:
     """Best correct config and its speed relative to cuDNN and to the default (x's time / best's time), each with
     the interval of `ratio_interval`."""
-    from tritonhook.ab.stats import ratio_interval
+    from tritonhook.measure.stats import ratio_interval
 
     arms = row["arms"]
     ours = [label(k) for k in grid if arms[label(k)]["relerr_vs_cudnn"] < ERR_LIMIT]

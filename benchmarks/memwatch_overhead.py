@@ -19,7 +19,7 @@ interleaved round by round in a rotating order after a warm-up:
 Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. A shared host's
 launch rate drifts by tens of percent over seconds, so rounds are short and many (`--pin` also pins the process
 to one core: on the H200's host that made rounds spread 30% instead of 4%), and the figures are paired: the ratio
-of medians with the paired 95% interval of `ab.ratio_interval`, the median of the per-round ratios to plain (each round's arms ran within ~100 ms of each
+of medians with the paired 95% interval of `measure.stats.ratio_interval`, the median of the per-round ratios to plain (each round's arms ran within ~100 ms of each
 other), and the fastest round against plain's fastest. CPU use is the process CPU time per wall second of the loop,
 so the sampler's own CPU share is its arm's figure minus plain's. Prints a table last; writes JSON.
 """
@@ -39,7 +39,8 @@ import torch
 import triton
 
 import tritonhook
-from tritonhook import ab, config, format, sweep
+from tritonhook import config, format, sweep
+from tritonhook.measure import stats
 from tritonhook.samples import add_kernel
 
 N = 4096
@@ -105,11 +106,11 @@ def main(argv=None) -> int:
             cpu[arm].append(cpu_ms)
     rows, results = [], {}
     for arm in arms:
-        summary = ab.summarize(wall[arm])
-        ratio, low, high = ab.ratio_interval(wall["plain"], wall[arm])
-        paired = ab.median([mine / plain for plain, mine in zip(wall["plain"], wall[arm])])
+        summary = stats.summarize(wall[arm])
+        ratio, low, high = stats.ratio_interval(wall["plain"], wall[arm])
+        paired = stats.median([mine / plain for plain, mine in zip(wall["plain"], wall[arm])])
         fastest = min(wall[arm]) / min(wall["plain"])
-        cpu_share = ab.median([c / w for c, w in zip(cpu[arm], wall[arm])])
+        cpu_share = stats.median([c / w for c, w in zip(cpu[arm], wall[arm])])
         results[arm] = {"wall_ms": wall[arm], "cpu_ms": cpu[arm], "median_ms": summary.median_ms,
                         "spread_pct": summary.spread_pct, "ratio": ratio, "ci": [low, high],
                         "paired_median_ratio": paired, "fastest_ratio": fastest, "cpu_share": cpu_share}

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import tritonhook
-from tritonhook.ab.timing import median_wall_seconds
+from tritonhook.measure.timing import median_wall_seconds
 from tritonhook.samples import compile_sample
 from tritonhook.store import NewCapture, Store
 

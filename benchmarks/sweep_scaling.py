@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from tritonhook import config, sweep
-from tritonhook.ab.variants import parse_variants
 from tritonhook.errors import TritonhookError
+from tritonhook.measure.variants import parse_variants
 from tritonhook.store import Store
 
 WORKLOAD = Path(__file__).resolve().parent.parent / "experiments" / "sweep_workloads" / "many_shapes.py"

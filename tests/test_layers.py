@@ -17,11 +17,13 @@ The order (this table is its only declaration; README "Layout" describes it):
                   in `ptx_capture.LISTENER_FACTORIES`, by the package), cute adapters (they write into the active
                   session's store)
   5 prediction    preflight (its `capture_checker` warns during capture; the package wires it into every session)
-  6 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix), captures (listing and summary of captures),
+  6 measurement   measure/ (the GPU timer, statistics, output check and variants that ab/ and sweep/ share: no
+                  feature is another's library)
+  7 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix), captures (listing and summary of captures),
                   sweep/ (record, replay, schedule), doctor (asks the layers below what they see, changes nothing)
-  7 presentation  run (the CLI's orchestration as a library), page/ (the HTML report and the demo: they read
+  8 presentation  run (the CLI's orchestration as a library), page/ (the HTML report and the demo: they read
                   every feature's results)
-  8 entry points  cli/, _autoload, __main__, the package itself
+  9 entry points  cli/, _autoload, __main__, the package itself
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ LAYERS: list[set[str]] = [
     {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper"},
     {"ptx_capture", "cute"},
     {"preflight"},
+    {"measure"},
     {"ab", "mem", "diff", "matrix", "captures", "sweep", "doctor"},
     {"run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
@@ -128,3 +131,24 @@ def test_no_import_cycles():
         if node not in state:
             visit(node, [])
     assert not cycles, "\n".join(cycles)
+
+
+KERNEL_PACKAGES = ("gluon_kernels", "sm120_attn")
+"""The bundled kernels are tritonhook's subjects, not its users: they must compile and run without it, so what
+reads them with tritonhook (ptxas reports, cubin facts, captures) lives in tests/ and benchmarks/."""
+
+
+def test_kernel_packages_import_nothing_from_tritonhook():
+    offenders = []
+    for package in KERNEL_PACKAGES:
+        for path in sorted((PACKAGE.parent / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    names = [node.module or ""]
+                else:
+                    continue
+                offenders += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {name}" for name in names
+                              if name.split(".")[0] == "tritonhook"]
+    assert not offenders, "\n".join(offenders)

@@ -16,9 +16,9 @@ import pytest
 
 import tritonhook
 from tritonhook import _triton, tools
-from tritonhook.ab.variants import parse_variants
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
+from tritonhook.measure.variants import parse_variants
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec

@@ -23,8 +23,8 @@ from triton.compiler import ASTSource
 
 import tritonhook
 from tritonhook import _triton
-from tritonhook.ab.variants import parse_variants
 from tritonhook.errors import TritonhookError
+from tritonhook.measure.variants import parse_variants
 from tritonhook.samples import add_kernel
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tritonhook import sweep
-from tritonhook.ab.variants import parse_variants
+from tritonhook.measure.variants import parse_variants
 
 pytestmark = pytest.mark.gpu
 

@@ -19,8 +19,8 @@ from rich.console import Console
 
 import tritonhook
 from tritonhook import _triton, config
-from tritonhook.ab.variants import parse_variants
 from tritonhook.errors import TritonhookError
+from tritonhook.measure.variants import parse_variants
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec, replay
@@ -156,7 +156,7 @@ def test_each_result_is_in_the_store_as_it_arrives_so_a_replay_killed_half_way_k
     hung = 3
     script = (f"import sys; sys.path[:0] = {sys.path!r}\n"
               "from tritonhook.store import Store\nfrom tritonhook import sweep\n"
-              "from tritonhook.ab.variants import parse_variants\n"
+              "from tritonhook.measure.variants import parse_variants\n"
               f"store = Store({str(store.path)!r})\n"
               f"sweep.replay(sweep.load(store, '{recording.id}'), store, parse_variants('plain,cutlass_'), "
               f"gpus=[0, 1], worker=[{FAKE_WORKER!r}, '--hang', '{hung}'])\n")

@@ -189,7 +189,7 @@ replayed 30 of the 39 signatures making 91% of its GPU time within ±10% measure
 section 17)."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output check (rtol = atol): outputs beyond the baseline's own run-to-run spread but
-within it are "close" (another rounding), beyond it they "differ" (`ab.outputs`)."""
+within it are "close" (another rounding), beyond it they "differ" (`measure.outputs`)."""
 MAX_SNAPSHOTS = 20_000
 """memwatch keeps at most this many hook snapshots; later ones are counted, not stored (before/after always kept)."""
 # The sampler's own limits (MAX_SAMPLES, PROCESS_SAMPLE_EVERY) stay in `_nvml_sampler.py`: it runs as a script in

@@ -9,24 +9,23 @@ Two ways in:
   script once per variant per round, in fresh processes, interleaved A B A B ...; the script reports its
   timings with `bench(fn, name=...)` or `record(name, ms)`.
 
-The modules: `variants` (what each arm compiles as), `stats` (pure statistics and the verdict), `timing` (the
-timer), `protocol` (what a child reports and how it is read back), `result` (`ABReport`, which renders itself),
-`runner` (`compare`, `run_interleaved`).
+The modules: `protocol` (what a child reports and how it is read back), `result` (`ABReport`, which renders
+itself), `runner` (`compare`, `run_interleaved`). The timer, the statistics, the output check and the variants
+are `tritonhook.measure`'s, shared with `sweep/`; the names of it that the README and docs call as `ab.X`
+(`bench_interleaved`, `ratio_interval`, `bootstrap_ratio`, `verdict`, `parse_variants`) are re-exported here.
 """
 
 from ..flops import attention_flops
-from .protocol import collect, read_records, record
+from ..measure.stats import bootstrap_ratio, ratio_interval, verdict
+from ..measure.timing import bench_interleaved
+from ..measure.variants import parse_variants
+from .protocol import bench, collect, read_records, record
 from .result import (ABReport, BenchmarkResult, SavedABResult, SavedABResults, VariantResult, analyze, print_report,
                      saved_results)
-from .runner import MIN_ROUNDS, compare, compare_outputs, cubin_summary, kernel_summaries, run_interleaved
-from .stats import (DEFAULT_MIN_EFFECT, Summary, bootstrap_ratio, median, quantile, ratio_interval, summarize,
-                    t_interval_ratio, verdict)
-from .timing import Arm, BenchResult, bench, bench_interleaved, rotation_sets
-from .variants import PLAIN, STRIP_LABEL, Variant, parse_variants
+from .runner import MIN_ROUNDS, compare, cubin_summary, kernel_summaries, run_interleaved
 
-__all__ = ["DEFAULT_MIN_EFFECT", "MIN_ROUNDS", "PLAIN", "STRIP_LABEL",
-           "ABReport", "Arm", "BenchResult", "BenchmarkResult", "SavedABResult", "SavedABResults",
-           "Summary", "Variant", "VariantResult", "analyze", "attention_flops", "bench", "bench_interleaved",
-           "bootstrap_ratio", "collect", "compare", "compare_outputs", "cubin_summary", "kernel_summaries", "median",
-           "parse_variants", "print_report", "quantile", "ratio_interval", "read_records", "record", "rotation_sets",
-           "run_interleaved", "saved_results", "summarize", "t_interval_ratio", "verdict"]
+__all__ = ["MIN_ROUNDS", "ABReport", "BenchmarkResult",
+           "SavedABResult", "SavedABResults", "VariantResult", "analyze", "attention_flops", "bench",
+           "bench_interleaved", "bootstrap_ratio", "collect", "compare", "cubin_summary", "kernel_summaries",
+           "parse_variants", "print_report", "ratio_interval", "read_records", "record", "run_interleaved",
+           "saved_results", "verdict"]

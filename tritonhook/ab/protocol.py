@@ -1,4 +1,4 @@
-"""The A/B child protocol: what a benchmark script reports (`record`) and how the runner reads it back.
+"""The A/B child protocol: what a benchmark script reports (`bench`, `record`) and how the runner reads it back.
 
 Under `tritonhook ab` each child gets its variant, round and output files through the environment; it appends
 one JSON line per timing to the file named there.
@@ -6,19 +6,36 @@ one JSON line per timing to the file named there.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Sequence
 
 from ..config import AB_OUT, AB_OUTPUTS, AB_ROUND, AB_VARIANT, to_env
 from ..errors import TritonhookError
-from .stats import median
+from ..measure.stats import median
+from ..measure.timing import BenchResult, bench_interleaved
+
 
 def child_env(out: Path, variant: str, round_index: int, outputs: str) -> dict[str, str]:
     """The variables the runner sets for one child: where it reports, which variant and round it is."""
     return to_env({AB_OUT: out, AB_VARIANT: variant, AB_ROUND: round_index, AB_OUTPUTS: outputs})
+
+
+def bench(fn: Callable, *, inputs: Sequence = (), warmup_ms: float = 25.0, rep_ms: float = 100.0,
+          min_reps: int = 10, name: str | None = None, flops: float | None = None) -> BenchResult:
+    """Time `fn(*inputs)` with CUDA events: the median of per-call times after a timed warm-up.
+
+    With `name`, the result is also reported through `record` (what `tritonhook ab` collects), with the
+    first call's return value as the output whose equality across variants is checked.
+    """
+    (result,) = bench_interleaved([(contextlib.nullcontext, fn)], inputs=inputs, warmup_ms=warmup_ms,
+                                  rep_ms=rep_ms, min_reps=min_reps)
+    if name is not None:
+        record(name, result.median_ms, flops=flops, output=result.output)
+    return result
 
 
 def record(name: str, ms: float, *, flops: float | None = None, output=None) -> dict:

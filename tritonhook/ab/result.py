@@ -9,9 +9,9 @@ from typing import Sequence
 
 from .. import format
 from ..errors import TritonhookError
+from ..measure.stats import DEFAULT_MIN_EFFECT, Summary, ratio_interval, summarize, verdict
+from ..measure.variants import Variant, parse_variants
 from ..store import Store
-from .stats import DEFAULT_MIN_EFFECT, Summary, ratio_interval, summarize, verdict
-from .variants import Variant, parse_variants
 
 
 @dataclasses.dataclass(frozen=True)

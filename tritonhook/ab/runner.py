@@ -14,35 +14,13 @@ from .. import _triton, format
 from ..config import MIN_ROUNDS
 from ..cubin import Cubin
 from ..errors import TritonhookError
+from ..measure.outputs import compare_outputs
+from ..measure.stats import DEFAULT_MIN_EFFECT
+from ..measure.timing import bench_interleaved
+from ..measure.variants import PLAIN, Variant, parse_variants
 from ..rename import DEFAULT_PREFIX, Selector, rename_env
-from .outputs import difference
 from .protocol import child_env as protocol_env, collect, output_file, read_records
 from .result import ABReport, analyze
-from .stats import DEFAULT_MIN_EFFECT
-from .timing import bench_interleaved
-from .variants import PLAIN, Variant, parse_variants
-
-# ----- correctness ------------------------------------------------------------------------------------------------
-def compare_outputs(outputs: dict[str, object], check, *, rtol: float = 1e-2, atol: float = 1e-2) -> str:
-    """Compare every variant's output with the first one's: "bitwise" when all are identical (NaN and Inf positions
-    compared as data, `outputs.difference`), "allclose" when
-    `check` allows tolerance and all are close, else "MISMATCH"; "not checked" without outputs or `check`."""
-    values = [v for v in outputs.values() if v is not None]
-    if check is None or len(values) < 2:
-        return "not checked"
-    import torch
-
-    base, others = values[0], values[1:]
-    if callable(check):
-        return "check passed" if all(check(base, other) for other in others) else "MISMATCH"
-    if check not in ("bitwise", "allclose"):
-        raise TritonhookError(f"check={check!r}: use 'bitwise', 'allclose', a callable (a, b) -> bool, or None")
-    if all(base.shape == other.shape and difference(torch, base, other).bitwise for other in others):
-        return "bitwise"  # NaN at the same positions is equal: a kernel producing NaN does not differ from itself
-    if check == "allclose" and all(torch.allclose(base.float(), other.float(), rtol=rtol, atol=atol, equal_nan=True)
-                                   for other in others):
-        return "allclose"
-    return "MISMATCH"
 
 
 # ----- in one process -----------------------------------------------------------------------------------------------

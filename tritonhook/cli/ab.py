@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from .. import ab
+from ..config import DEFAULT_MIN_EFFECT
 from ..format import show
 from ..preflight import named_gpu
 from ..rename import compile_select
@@ -42,7 +43,7 @@ def _ab(args) -> int:
     store = open_store(args, create=True)
     result = ab.run_interleaved(command, variants, rounds=args.rounds, store=store, select=args.select,
                                 check=None if args.check == "none" else args.check,
-                                min_effect=ab.DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect,
+                                min_effect=DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect,
                                 progress=not args.json)
     show(result, as_json=args.json)
     mismatched = [b.name for b in result.benchmarks if b.correctness == "MISMATCH"]

@@ -7,9 +7,10 @@ import sys
 import time
 
 from .. import config, sweep
-from ..ab import DEFAULT_MIN_EFFECT, parse_variants
+from ..config import DEFAULT_MIN_EFFECT
 from ..errors import TritonhookError
 from ..format import console, line, show
+from ..measure.variants import parse_variants
 from ..rename import compile_select
 from .common import command_after_dashes, open_store, store_arg
 

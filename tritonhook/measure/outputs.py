@@ -17,6 +17,7 @@ import dataclasses
 from typing import Mapping, Sequence
 
 from ..config import SWEEP_RTOL
+from ..errors import TritonhookError
 
 BITWISE, WITHIN_SPREAD, CLOSE, DIFFER, NO_OUTPUT = "bitwise", "within spread", "close", "differ", "no output"
 VERDICTS = (DIFFER, CLOSE, WITHIN_SPREAD, BITWISE, NO_OUTPUT)
@@ -207,3 +208,25 @@ def judge(variant: Difference, spread: Difference, margin: float = SPREAD_MARGIN
 def worst(verdicts) -> str:
     """The worst of some verdicts (`VERDICTS` order); "no output" when there are none."""
     return min(verdicts, key=VERDICTS.index, default=NO_OUTPUT)
+
+
+def compare_outputs(outputs: dict[str, object], check, *, rtol: float = 1e-2, atol: float = 1e-2) -> str:
+    """Compare every variant's output with the first one's: "bitwise" when all are identical (NaN and Inf positions
+    compared as data, `difference`), "allclose" when
+    `check` allows tolerance and all are close, else "MISMATCH"; "not checked" without outputs or `check`."""
+    values = [v for v in outputs.values() if v is not None]
+    if check is None or len(values) < 2:
+        return "not checked"
+    import torch
+
+    base, others = values[0], values[1:]
+    if callable(check):
+        return "check passed" if all(check(base, other) for other in others) else "MISMATCH"
+    if check not in ("bitwise", "allclose"):
+        raise TritonhookError(f"check={check!r}: use 'bitwise', 'allclose', a callable (a, b) -> bool, or None")
+    if all(base.shape == other.shape and difference(torch, base, other).bitwise for other in others):
+        return "bitwise"  # NaN at the same positions is equal: a kernel producing NaN does not differ from itself
+    if check == "allclose" and all(torch.allclose(base.float(), other.float(), rtol=rtol, atol=atol, equal_nan=True)
+                                   for other in others):
+        return "allclose"
+    return "MISMATCH"

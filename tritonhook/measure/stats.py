@@ -1,4 +1,4 @@
-"""A/B statistics (pure): per-variant summaries, the interval of the time ratio, and the verdict.
+"""Comparison statistics (pure; A/B and sweep): per-variant summaries, the interval of the time ratio, and the verdict.
 
 The unit of comparison is a round: one median per variant per round. `ratio_interval` takes the wider of a
 percentile bootstrap with rounds resampled in pairs (so slow drift of clocks and temperature cancels) and a

@@ -1,5 +1,5 @@
-"""GPU timing: the one timer of the project (`bench`, `bench_interleaved`), the L2 rotation of inputs and the
-stream hold.
+"""GPU timing: the one timer of the project (`bench_interleaved`; `ab.bench` times one arm with it), the L2 rotation
+of inputs and the stream hold. `ab/` and `sweep/` both time with it.
 
 CUDA events around every call, warm-up by time, inputs rotated through copies when they fit in L2 (so every
 call reads from DRAM as in a real model), the stream held while the host queues each round (`hold_stream`), and
@@ -8,14 +8,12 @@ the median of the calls. torch is imported only when something is timed.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import time
 from typing import Callable, Sequence
 
 from ..errors import TritonhookError
-from .protocol import record
 from .stats import median
 
 
@@ -62,20 +60,6 @@ def _input_sets(torch, inputs: tuple) -> list[tuple]:
     count = rotation_sets(size, l2_bytes(torch))
     copies = [tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs) for _ in range(count - 1)]
     return [inputs, *copies]
-
-
-def bench(fn: Callable, *, inputs: Sequence = (), warmup_ms: float = 25.0, rep_ms: float = 100.0,
-          min_reps: int = 10, name: str | None = None, flops: float | None = None) -> BenchResult:
-    """Time `fn(*inputs)` with CUDA events: the median of per-call times after a timed warm-up.
-
-    With `name`, the result is also reported through `record` (what `tritonhook ab` collects), with the
-    first call's return value as the output whose equality across variants is checked.
-    """
-    (result,) = bench_interleaved([(contextlib.nullcontext, fn)], inputs=inputs, warmup_ms=warmup_ms,
-                                  rep_ms=rep_ms, min_reps=min_reps)
-    if name is not None:
-        record(name, result.median_ms, flops=flops, output=result.output)
-    return result
 
 
 Arm = tuple  # (context-manager factory entered around each call, callable)

@@ -1,4 +1,4 @@
-"""A/B variants: which kernel name each arm of a comparison compiles with."""
+"""Variants: which kernel name each arm of a comparison (A/B, sweep) compiles with."""
 
 from __future__ import annotations
 

@@ -152,7 +152,7 @@ def _ptxas_matrix(store: Store) -> list[str]:
 
 
 def _gpu_present() -> bool:
-    from ..ab.timing import cuda_torch
+    from ..measure.timing import cuda_torch
 
     try:
         cuda_torch()
@@ -167,7 +167,7 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
     import torch
 
     from .. import ab, sweep
-    from ..ab.variants import parse_variants
+    from ..measure.variants import parse_variants
     from ..samples import matmul_kernel
 
     size = 4096

@@ -30,10 +30,10 @@ indices). Arguments sharing an address are recorded as aliases and replayed shar
 Time share. CUDA events around the launches of each signature, in the recorded run: launches 2 to 9 and then one
 in 256 (the first launch waited for its snapshot), read once at exit; a signature's GPU time is its mean sampled
 time x its launch count, and its share is over all recorded Triton kernels (cuBLAS and other non-Triton kernels
-are not in the denominator). Each sampled launch is queued behind a stream hold (`ab.timing.hold_stream`, as in
+are not in the denominator). Each sampled launch is queued behind a stream hold (`measure.timing.hold_stream`, as in
 the replay's timer) so that its events time the kernel, not the host's launch latency; a sample whose kernel was
 queued after the hold ran out is used only where a signature has no other, and followed by an empty kernel
-(`ab.timing.time_empty_kernel`), as every replayed call is. At launches 2 to 9 the recording also
+(`measure.timing.time_empty_kernel`), as every replayed call is. At launches 2 to 9 the recording also
 notes how far the GPU ran behind the host (`behind_ms`: an event measured from the last one queued on an idle
 stream, no synchronize), the context those times were taken in. Sampling (`--sample K`): after each
 kernel's first `config.RECORD_EXACT_FIRST` launches the tracer looks at about one launch in K (random gaps), each
@@ -55,16 +55,16 @@ itself; a fresh worker goes on with the rest. A worker loads every variant throu
 launcher (`_triton.load_kernel`: `CompiledKernel` from metadata JSON + cubin, so global scratch, TMA descriptors,
 clusters and PDL are handled by Triton), restores the inputs, finds the buffers the kernel writes (poisoning
 those a first call leaves unchanged), runs the baseline five times and each other variant once and judges each
-variant's outputs against the baseline's own run-to-run spread (`ab.outputs`: bitwise, within spread or differ, with
-ULPs, relative error and NaN/Inf positions as data), then times the variants with the A/B
-timer (`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation with, by default (`--l2 measured`), the
+variant's outputs against the baseline's own run-to-run spread (`measure.outputs`: bitwise, within spread or differ,
+with ULPs, relative error and NaN/Inf positions as data), then times the variants with the A/B
+timer (`measure.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation with, by default (`--l2 measured`), the
 parts of each buffer that the recording's L2 probe (`l2probe`: a one-warp latency probe at each signature's first
 timed launches) found in L2 inside the workload brought into L2 before each call, or with `--l2 cold` rotation
 alone, `--l2 warm` one input set, `--l2 inputs` rotation and the buffers the kernel only reads brought into L2;
 call-by-call interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
 variants afresh and restoring written buffers from the snapshot at every round. The parent computes
 `ratio_interval` and the verdict per signature; the fidelity (`SweepRow.fidelity`: replayed plain time over the
-time inside the workload, both taken with an empty kernel queued after the kernel's end event, `ab.timing.
+time inside the workload, both taken with an empty kernel queued after the kernel's end event, `measure.timing.
 time_empty_kernel`; `result.Fidelity`: how many of the signatures making 90% of the GPU time replay within ±10%,
 how much of the GPU time those make, and how many net of the launch-lead difference, `SweepRow.net_fidelity`);
 and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none

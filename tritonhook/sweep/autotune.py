@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ab.outputs import BITWISE, CLOSE, DIFFER, NO_OUTPUT, WITHIN_SPREAD
-from ..ab.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from ..measure.outputs import BITWISE, CLOSE, DIFFER, NO_OUTPUT, WITHIN_SPREAD
+from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from .recording import Recording, Signature
 from .result import SweepRow, VariantTiming
 from .variants import IDENTICAL

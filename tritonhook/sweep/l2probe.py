@@ -26,8 +26,8 @@ import functools
 import statistics
 from typing import Sequence
 
-from ..ab.timing import l2_bytes
 from ..errors import TritonhookError
+from ..measure.timing import l2_bytes
 
 LINES = 32
 """Lines sampled per tensor argument (one per lane of the probe's warp)."""

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .. import _triton, config, preflight
-from ..ab.stats import median
-from ..ab.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycles_per_us, hold_stream,
-                         time_empty_kernel)
+from ..measure.stats import median
+from ..measure.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycles_per_us, hold_stream,
+                              time_empty_kernel)
 from ..ptx_capture import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
@@ -125,7 +125,7 @@ class Recorder:
 
     def _start_timing(self, pending: _Pending, probed: tuple | None) -> tuple:
         """Probe what the kernel's tensors (`probed`: the launch's arguments, or None) have in L2 (`l2probe`), hold
-        the stream (`ab.timing.hold_stream`), then the start event: the kernel's time inside the workload without
+        the stream (`measure.timing.hold_stream`), then the start event: the kernel's time inside the workload without
         the host's launch latency, which a launch-bound workload would otherwise add to every sample. Only the
         first `timed_first` timed launches are probed: a probe costs ~40 µs (host and GPU; H200), ~1.5% of a
         launch-bound loop at one launch in 256, and nothing once a signature is past them. They are also the ones

@@ -24,7 +24,7 @@ Lag (version 4): a signature's `behind_ms` is how far the GPU ran behind the hos
 (the median, ms; `record.Recorder._mark`; the recorder's own probes and holds included): the context its times
 were measured in, milliseconds where its launches waited in a deep queue, near 0 where the GPU waited for the host.
 A sweep row carries it (JSON). Trailing empty kernel (version 4): every timed launch's end event is followed by an
-empty kernel between two events (`ab.timing.time_empty_kernel`), as the replay follows each call's; `empty_ms` is
+empty kernel between two events (`measure.timing.time_empty_kernel`), as the replay follows each call's; `empty_ms` is
 its median time after those first timed launches (the launch lead there; `result.SweepRow.lead_ms`). Versions 1 to
 3 load without either (None), and their times were taken without the empty kernel.
 
@@ -38,8 +38,8 @@ import functools
 import sys
 from typing import Callable, Hashable, Sequence
 
-from ..ab.stats import median
 from ..errors import TritonhookError
+from ..measure.stats import median
 
 FORMAT = "tritonhook-recording"
 VERSION = 4
@@ -247,7 +247,7 @@ class Signature:
     autotune: dict | None = None     # {"group": decision, "config": its config} when it was an autotune candidate
     l2_resident: list[list[float] | None] | None = None  # per tensor of tensors_of(args): per sampled line (l2probe)
     behind_ms: float | None = None   # how far the GPU ran behind the host at its first timed launches (median)
-    empty_ms: float | None = None  # an empty kernel timed right after them (median; ab.timing.time_empty_kernel)
+    empty_ms: float | None = None  # an empty kernel timed right after them (median; measure.timing.time_empty_kernel)
 
     @property
     def inputs(self) -> str:

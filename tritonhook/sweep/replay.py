@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import config, format
-from ..ab.stats import DEFAULT_MIN_EFFECT
-from ..ab.variants import Variant
 from ..errors import TritonhookError
+from ..measure.stats import DEFAULT_MIN_EFFECT
+from ..measure.variants import Variant
 from ..rename import compile_select
 from ..store import Store
 from .autotune import analyze_group, autotune_groups, config_text

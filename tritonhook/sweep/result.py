@@ -7,7 +7,7 @@ import dataclasses
 import shlex
 
 from .. import format
-from ..ab.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from ..rename import exact_names_pattern
 from .variants import IDENTICAL
 
@@ -37,20 +37,20 @@ class SweepRow:
     recorded_ms: float | None          # median sampled time per launch inside the workload
     inputs: str                        # snapshot / synthetic / partly synthetic / none
     status: str                        # ok, or what went wrong (build, replay error, fault)
-    outputs: str = "-"                 # bitwise / within spread / close / differ / no output (ab.outputs)
-    output_check: dict | None = None   # ab.outputs.OutputCheck.to_json(): the figures behind `outputs`
+    outputs: str = "-"                 # bitwise / within spread / close / differ / no output (measure.outputs)
+    output_check: dict | None = None   # measure.outputs.OutputCheck.to_json(): the figures behind `outputs`
     detail: str = ""                   # the worker's traceback when the replay failed (in --json, not the table)
     replayed_on: str = ""              # host/gpuN of the worker that replayed it
     retried_after: str = ""            # where and why earlier workers died on it, when it was retried
     variants: list[VariantTiming] = dataclasses.field(default_factory=list)
     autotune: dict | None = None       # a candidate: {"group", "config"}; a group's row: see autotune.analyze_group
     behind_ms: float | None = None     # how far the GPU ran behind the host at it inside the workload (recorded)
-    recorded_empty_ms: float | None = None  # the empty kernel after it inside the workload (ab.timing)
+    recorded_empty_ms: float | None = None  # the empty kernel after it inside the workload (measure.timing)
     empty_ms: float | None = None      # the same after each replayed call
 
     @property
     def lead_ms(self) -> float | None:
-        """How much longer the empty kernel queued after each timed kernel (`ab.timing.time_empty_kernel`) took in
+        """How much longer the empty kernel queued after each timed kernel (`measure.timing.time_empty_kernel`) took in
         the replay than inside the workload: the difference in launch lead between the two places, which a kernel of
         a few µs carries in its replay/workload ratio (`net_fidelity` takes it out). None unless both were timed."""
         if self.empty_ms is None or self.recorded_empty_ms is None:
@@ -66,7 +66,7 @@ class SweepRow:
     @property
     def net_fidelity(self) -> float | None:
         """`fidelity` with the launch-lead difference (`lead_ms`) taken out of the replayed time. Beside the plain
-        ratio, not instead of it. Before the A/B timer waited for each round (`ab.timing._timed_calls`) the replay's
+        ratio, not instead of it. Before the timer waited for each round (`measure.timing._timed_calls`) the replay's
         lead was 0.6-0.7 µs longer and this brought the transformer from 24 to 27-28 of 30 signatures within ±10%;
         since, the lead is ~0 and the two agree (H200, docs/notes.md section 17). None without a lead."""
         base = self.variants[0].median_ms if self.variants else None

@@ -11,9 +11,9 @@ import os
 from typing import Sequence
 
 from .. import _triton, ptx as _ptx, tools
-from ..ab.variants import PLAIN, Variant
 from ..cubin import Cubin
 from ..errors import TritonhookError
+from ..measure.variants import PLAIN, Variant
 from ..rename import STRIP, prefixer, rename_ptx, strip_name, strip_ptx
 from ..store import Capture, Store
 

@@ -11,10 +11,10 @@ stdin closed: the worker exits.
 Per signature: rebuild the arguments (snapshot blobs, else synthetic data of the same dtype and shape), load every
 variant through Triton's own launcher (`_triton.load_kernel`), find the buffers the kernel writes (`_written`), run
 the baseline five times and every other variant once from the restored inputs and judge each variant's outputs
-against the baseline's own run-to-run spread (`ab.outputs`: bitwise, within spread, differ, with ULPs), then time the variants interleaved call by call with the A/B timer
-(`ab.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation), one median per variant per round, restoring
+against the baseline's own run-to-run spread (`measure.outputs`: bitwise, within spread, differ, with ULPs), then time the variants interleaved call by call with the A/B timer
+(`measure.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation), one median per variant per round, restoring
 the written buffers from the snapshot before every round, with an empty kernel queued and timed after every call
-(`ab.timing.time_empty_kernel`, as the recording does after each kernel it times). `l2` in the job: "cold"
+(`measure.timing.time_empty_kernel`, as the recording does after each kernel it times). `l2` in the job: "cold"
 rotates the input sets through copies spanning 4x the L2; "warm" keeps one set (each call finds in L2 what the
 previous one read and wrote); "inputs" rotates, and reads the buffers the kernel does not write just before each
 call, as a kernel inside a workload finds what its producer has just written (its outputs not); "measured"
@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .. import _triton, config
-from ..ab.outputs import check_outputs
-from ..ab.stats import interquartile_mean, median
-from ..ab.timing import bench_interleaved, l2_bytes
 from ..errors import TritonhookError
+from ..measure.outputs import check_outputs
+from ..measure.stats import interquartile_mean, median
+from ..measure.timing import bench_interleaved, l2_bytes
 from ..store import Store
 from . import l2probe
 from .recording import check_arch, synthetic_fill, tensors_of
@@ -211,7 +211,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
 
 BASELINE_RUNS = 5
 """Runs of the baseline from the same inputs: its run-to-run spread, which a variant's outputs are judged against
-(`ab.outputs`)."""
+(`measure.outputs`)."""
 
 
 def _same_bytes(torch, a, b) -> bool:

@@ -1,0 +1,171 @@
+"""The measuring package shared by A/B and the sweep (tritonhook.measure, moved here from tests/test_ab.py with it):
+statistics (pure), the timer's L2 rotation, the variants, and the output check (NaN as data, ULPs, the baseline's own
+spread)."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tritonhook.errors import TritonhookError
+from tritonhook.measure import stats, timing
+from tritonhook.measure.variants import parse_variants
+
+samples = st.lists(st.floats(min_value=0.01, max_value=100.0, allow_nan=False), min_size=2, max_size=40)
+
+
+# ----- statistics -------------------------------------------------------------------------------------------------
+@given(values=samples)
+def test_quantiles_agree_with_the_standard_library(values):
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    assert stats.quantile(values, 0.25) == pytest.approx(q1)
+    assert stats.median(values) == pytest.approx(statistics.median(values)) == pytest.approx(q2)
+    assert stats.quantile(values, 0.75) == pytest.approx(q3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=samples)
+def test_the_interval_holds_the_ratio_and_an_identical_copy_gives_one(values):
+    ratio, low, high = stats.bootstrap_ratio(values, [v * 1.5 for v in values], resamples=300)
+    assert low <= ratio <= high
+    assert ratio == pytest.approx(1.5)
+    assert stats.bootstrap_ratio(values, list(values), resamples=300) == (1.0, 1.0, 1.0)
+
+
+def noisy(center: float, count: int, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [center * (1 + rng.gauss(0, 0.01)) for _ in range(count)]
+
+
+def test_verdicts_from_known_distributions():
+    base = noisy(1.0, 15, 1)
+    for other, expected in ((noisy(1.0, 15, 2), "no difference"), (noisy(0.9, 15, 3), "faster"),
+                            (noisy(1.1, 15, 4), "slower"), (noisy(1.003, 15, 5), "no difference")):
+        assert stats.verdict(*stats.bootstrap_ratio(base, other)) == expected
+
+
+def test_min_effect_keeps_tiny_but_certain_differences_as_no_difference():
+    assert stats.verdict(0.998, 0.997, 0.999) == "no difference"
+    assert stats.verdict(0.998, 0.997, 0.999, min_effect=0.001) == "faster"
+    assert stats.verdict(1.02, 1.01, 1.03) == "slower"
+
+
+def test_interquartile_mean_resolves_below_the_quantum_and_ignores_stragglers():
+    quantum = 0.032
+    base = [100 * quantum] * 60 + [101 * quantum] * 40 + [900 * quantum]      # a straggler, 40% one step up
+    other = [100 * quantum] * 45 + [101 * quantum] * 55 + [900 * quantum]
+    assert (stats.median(base), stats.median(other)) == (100 * quantum, 101 * quantum)  # medians jump a whole step
+    mean_base, mean_other = stats.interquartile_mean(base), stats.interquartile_mean(other)
+    assert 100 * quantum < mean_base < mean_other < 101 * quantum  # the 15% shift shows, the straggler does not
+    assert stats.interquartile_mean([2.0]) == 2.0
+
+
+def test_rotation_sets():
+    l2 = 50 * 2**20
+    assert timing.rotation_sets(3 * 2**20, l2) == 64            # 67 sets would span four L2s: capped
+    assert timing.rotation_sets(20 * 2**20, l2) == 10          # four L2s' worth of 20 MiB sets
+    assert timing.rotation_sets(l2 + 1, l2) == 1                 # does not fit: no copies
+    assert timing.rotation_sets(0, l2) == 1
+
+
+def test_parse_variants():
+    parsed = parse_variants("plain,cutlass_,strip,plain")
+    assert [(v.label, v.describe()) for v in parsed] == [
+        ("plain", "no rename"), ("cutlass_", "prefix=cutlass_"), ("strip", "strip"), ("plain#2", "no rename")]
+    with pytest.raises(TritonhookError, match="at least two"):
+        parse_variants("plain")
+    with pytest.raises(TritonhookError, match="rename prefix 'a-b'"):
+        parse_variants("plain,a-b")
+
+
+def test_a_a_false_positives_stay_near_five_percent_with_few_rounds():
+    """Simulated A/A runs of 6 rounds with 1% noise per round and arm: the percentile bootstrap alone calls
+    7.3% of them different; the interval used (widened by the t interval) must stay at or under 5%."""
+    trials = 300
+    false_positives = 0
+    for seed in range(trials):
+        rng = random.Random(seed)
+        base, other = ([1 + rng.gauss(0, 0.01) for _ in range(6)] for _ in range(2))
+        false_positives += stats.verdict(*stats.ratio_interval(base, other), min_effect=0.0) != "no difference"
+    assert false_positives / trials <= 0.05
+
+
+# ----- outputs: NaN as data, ULPs, the baseline's own spread ---------------------------------------------------------
+def test_nan_and_inf_at_the_same_positions_are_equal_and_moved_ones_are_counted():
+    torch = pytest.importorskip("torch")
+    from tritonhook.measure.outputs import difference
+
+    x = torch.randn(4096).log()  # NaN wherever randn was negative: what random inputs do to many kernels
+    x[7] = float("inf")
+    assert torch.isnan(x).any() and not torch.equal(x, x.clone())  # what used to read as "differ"
+    assert difference(torch, x, x.clone()).bitwise
+    moved = x.clone()
+    first_nan = int(torch.isnan(x).nonzero()[0])
+    moved[first_nan] = 0.5
+    found = difference(torch, x, moved)
+    assert (found.differing, found.nonfinite_mismatch, found.beyond_tolerance) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_ulp_distance_counts_representable_steps_across_zero(dtype):
+    torch = pytest.importorskip("torch")
+    from tritonhook.measure.outputs import difference
+
+    dt = getattr(torch, dtype)
+    one = torch.ones(1, dtype=dt)
+    up = torch.nextafter(one, one * 2)
+    up3 = torch.nextafter(torch.nextafter(up, one * 2), one * 2)
+    assert difference(torch, one, up3).max_ulp == 3
+    tiny = torch.nextafter(torch.zeros(1, dtype=dt), one)  # the smallest subnormal
+    assert difference(torch, tiny, -tiny).max_ulp == 2  # +tiny -> +0/-0 -> -tiny
+    assert difference(torch, torch.zeros(1, dtype=dt), -torch.zeros(1, dtype=dt)).max_ulp == 0
+
+
+def test_fp8_and_integer_buffers_are_compared_too():
+    torch = pytest.importorskip("torch")
+    from tritonhook.measure.outputs import difference
+
+    values = torch.tensor([1.0, 2.0, -3.0]).to(torch.float8_e4m3fn)
+    other = torch.tensor([1.0, 2.25, -3.0]).to(torch.float8_e4m3fn)  # e4m3 steps by 0.25 between 2 and 4
+    assert difference(torch, values, other).max_ulp == 1
+    counts = torch.tensor([5, 9, 2], dtype=torch.int32)
+    found = difference(torch, counts, torch.tensor([5, 7, 2], dtype=torch.int32))
+    assert (found.differing, found.max_ulp, found.beyond_tolerance) == (1, 2, 1)
+
+
+def test_a_variant_is_judged_against_the_baselines_own_run_to_run_spread():
+    """A nondeterministic baseline (atomics: the sum's rounding depends on the order) makes a variant that is
+    just as nondeterministic "within spread", not "differ"; a deterministic one makes any bit change "close" or
+    "differ" by the tolerance."""
+    torch = pytest.importorskip("torch")
+    from tritonhook.measure.outputs import BITWISE, CLOSE, DIFFER, WITHIN_SPREAD, check_outputs
+
+    parts = torch.randn(64, 1024)
+
+    def racy_sum() -> dict:  # the order atomics would add the rows in, different at every run
+        return {0: parts[torch.randperm(64)].sum(0)}
+
+    runs = [racy_sum() for _ in range(3)]
+    assert not all(torch.equal(runs[0][0], r[0]) for r in runs[1:])  # the spread is real
+    check = check_outputs(torch, runs, {"plain#2": racy_sum(), "bad": {0: runs[0][0] + 1.0}})
+    assert not check.deterministic and check.verdicts == {"plain#2": WITHIN_SPREAD, "bad": DIFFER}
+    assert check.verdict == DIFFER and check.variants["plain#2"].max_ulp > 0
+
+    steady = [{0: parts.sum(0)} for _ in range(3)]
+    rounded = {0: torch.nextafter(steady[0][0], steady[0][0] * 2)}
+    same = {0: steady[0][0].clone()}
+    check = check_outputs(torch, steady, {"rounded": rounded, "same": same})
+    assert check.deterministic and check.verdicts == {"rounded": CLOSE, "same": BITWISE}
+    assert check.variants["rounded"].max_ulp == 1 and "1 ulp" in check.text()
+
+
+def test_compare_outputs_of_ab_calls_a_kernel_that_makes_nan_equal_to_itself():
+    torch = pytest.importorskip("torch")
+    from tritonhook.measure.outputs import compare_outputs
+
+    produced = torch.randn(1000).sqrt()
+    assert compare_outputs({"plain": produced, "cutlass_": produced.clone()}, "bitwise") == "bitwise"
+    assert compare_outputs({"plain": produced, "cutlass_": produced.nan_to_num()}, "allclose") == "MISMATCH"
