@@ -4,7 +4,7 @@
 
 1. A/A: the same fp8 8192^3 TMA matmul as two arms ("plain", "plain#2"). |ratio - 1| and the interval's
    half-width are the noise floor every other verdict is read against (target: half-width <= 0.5%).
-2. plain vs cutlass_ on that matmul (wgmma on sm_90a: docs/notes.md §1.1 expects identical SASS, no difference).
+2. plain vs cutlass_ on that matmul (wgmma on sm_90a: docs/ptxas_cutlass.md#the-cutlass-name-path expects identical SASS, no difference).
 3. plain vs cutlass_ on the fp32 FFMA matmul sample (`input_precision="ieee"`), whose SASS does change with the
    name on sm_90a: the measured ratio, whatever it is.
 Prints a table last; writes every report as JSON to --out. Runs in about a minute.

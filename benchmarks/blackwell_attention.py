@@ -7,7 +7,7 @@ On any other machine it prints why it skipped and exits 0.
     python benchmarks/blackwell_attention.py --dtype fp8e4nv --head-dim 128 --seq 4096 8192 --json out.json
 
 Each name variant runs in its own child process with its own Triton cache (on Triton 3.6 a renamed build would
-otherwise be served from the plain build's cache entry, docs/notes.md §2); the ``cutlass_`` child compiles under
+otherwise be served from the plain build's cache entry, docs/triton_hooks.md#what-a-plugin-touches-per-release); the ``cutlass_`` child compiles under
 ``tritonhook.enable(rename="cutlass_")``. The parent prints one table. cuDNN SDPA (pinned with
 ``torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)``) is the baseline for 16-bit inputs; for fp8 inputs
 it is measured on the same shapes in bf16 (SDPA has no fp8 path). FLOPs: 4*B*H*S*S*D, halved when causal.

@@ -1,8 +1,8 @@
 """The ptxas ``cutlass`` name effect on the Blackwell Gluon attention: plain vs ``cutlass_`` build of the same PTX,
-per ptxas version, with no GPU (docs/notes.md §1.1).
+per ptxas version, with no GPU (docs/ptxas_cutlass.md#the-cutlass-name-path).
 
-    python experiments/blackwell_name_effect.py                      # fp8 e4m3 + e5m2, D=128, non-causal
-    python experiments/blackwell_name_effect.py --dtype fp16 --causal --ptxas /path/to/ptxas --json out.json
+    python benchmarks/blackwell_name_effect.py                      # fp8 e4m3 + e5m2, D=128, non-causal
+    python benchmarks/blackwell_name_effect.py --dtype fp16 --causal --ptxas /path/to/ptxas --json out.json
 
 The PTX comes from the Triton in this environment (``compile_blackwell_attention``, with ``ptx_version=87`` by
 default so that ptxas 12.8 and 12.9 accept it: Triton 3.9 emits PTX ISA 9.4 otherwise). It is assembled as is and

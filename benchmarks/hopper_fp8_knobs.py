@@ -1,6 +1,6 @@
 """Which ws-kernel knobs make the fp8 Hopper attention fastest against our bf16 (issue 18: fp8 >= 1.4x bf16).
 
-    PYTHONPATH=$PWD python experiments/hopper_fp8_knobs.py [--head-dim 128|64] [--out fp8_knobs.json]
+    PYTHONPATH=$PWD python benchmarks/hopper_fp8_knobs.py [--head-dim 128|64] [--out fp8_knobs.json]
 
 The fp8 path first ran the ws defaults (block_n 128, 3 stages, ping-pong, overlap); this sweep chose its TUNED_WS_FP8
 table (gluon_kernels/hopper_fa.py). Per shape (FA3's: 16k tokens, hidden 2048; D=128 unless --head-dim 64), bf16 with

@@ -1,7 +1,7 @@
 """Does the `cutlass_` name pay for the Hopper Gluon attention? A benchmark script for `tritonhook ab`.
 
-    tritonhook ab --variants plain,cutlass_ --rounds 5 -- python experiments/hopper_name_ab.py
-    python experiments/hopper_name_ab.py --in-process     # ab.compare: variants alternated call by call
+    tritonhook ab --variants plain,cutlass_ --rounds 5 -- python benchmarks/hopper_name_ab.py
+    python benchmarks/hopper_name_ab.py --in-process     # ab.compare: variants alternated call by call
 
 With `--in-process` each configuration is A/B-tested in this process by `tritonhook.ab.compare` (tighter
 intervals: both names see the same clocks), and the SASS of the two builds is compared byte for byte.

@@ -2,8 +2,8 @@
 # The sm120_attn name experiment on an sm_90 GPU (the H200): does the `cutlass` in every CuTe DSL kernel name
 # change what ptxas makes of our kernels, and their speed? (sm120_attn/README.md, "The cutlass name".)
 #
-#   bash experiments/sm120_h200_name_run.sh name [ROUNDS]   # build + check the three arms, cubin diffs, tritonhook ab
-#   bash experiments/sm120_h200_name_run.sh bench           # benchmarks/sm120_attention.py with the Gluon column
+#   bash benchmarks/sm120_h200_name_run.sh name [ROUNDS]   # build + check the three arms, cubin diffs, tritonhook ab
+#   bash benchmarks/sm120_h200_name_run.sh bench           # benchmarks/sm120_attention.py with the Gluon column
 #
 # Run from the repository root, with torch, nvidia-cutlass-dsl and pyelftools importable (pip install -e '.[cute]';
 # a machine with no network can get them as wheels on PYTHONPATH). Everything goes under $OUT (default
@@ -19,7 +19,7 @@ log() { echo "== $(date +%T) $*"; }
 if [ "$MODE" = name ]; then
   log "ptxas: $(ptxas --version 2>/dev/null | tail -1)"
   log experiment
-  python3 experiments/sm120_name_ab.py --experiment --out "$NX" --json "$OUT/name_experiment.json" > "$NX/experiment.log" 2>&1
+  python3 benchmarks/sm120_name_ab.py --experiment --out "$NX" --json "$OUT/name_experiment.json" > "$NX/experiment.log" 2>&1
   echo "experiment rc=$?"; grep -v "^{" "$NX/experiment.log" | tail -25
   log "cubin diffs (tritonhook diff --sass)"
   for c in cpasync-full cpasync-causal tma-full tma-causal; do
@@ -32,12 +32,12 @@ if [ "$MODE" = name ]; then
   if [ -f "$OUT/name_experiment.json" ]; then
     log "tritonhook ab, $ROUNDS rounds"
     timeout 480 python3 -m tritonhook ab --store "$OUT/abstore" --variants plain,strip,ext --rounds "$ROUNDS" --json \
-      -- python3 experiments/sm120_name_ab.py > "$OUT/name_ab.json" 2> "$NX/ab.stderr"
+      -- python3 benchmarks/sm120_name_ab.py > "$OUT/name_ab.json" 2> "$NX/ab.stderr"
     echo "ab rc=$?"; tail -3 "$NX/ab.stderr"
   fi
   tar -czf "$OUT/name_artifacts.tar.gz" -C "$OUT" name_experiment 2>/dev/null
   log done
-  python3 experiments/sm120_name_ab.py --summarize-ab "$OUT/name_ab.json" --json "$OUT/name_ab_rows.json" 2>&1 | tail -20
+  python3 benchmarks/sm120_name_ab.py --summarize-ab "$OUT/name_ab.json" --json "$OUT/name_ab_rows.json" 2>&1 | tail -20
 else
   log bench
   python3 benchmarks/sm120_attention.py --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"

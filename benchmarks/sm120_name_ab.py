@@ -6,14 +6,14 @@ the PTX with `cutlass` stripped from the entry names. strip vs ext isolates the 
 
 As a `tritonhook ab` child (the arm comes from $TRITONHOOK_AB_VARIANT, `#N` suffixes of A/A runs ignored):
 
-    python -m tritonhook ab --variants plain,strip,ext --rounds 6 -- python experiments/sm120_name_ab.py
+    python -m tritonhook ab --variants plain,strip,ext --rounds 6 -- python benchmarks/sm120_name_ab.py
 
 times CpAsync and TMA, BF16, B=2 H=16 S=4096 D=128, causal and not, with `tritonhook.ab.bench` (the first call's
 output is what tritonhook ab compares across arms). Every process seeds the same inputs. The variant labels are
 the ones `tritonhook.ab.parse_variants` accepts: `plain` and `strip` are its own; `ext` parses as a rename prefix,
 which only Triton compiles would see (nothing here compiles Triton), so for this script it is only a label.
 
-    python experiments/sm120_name_ab.py --experiment --out DIR [--json FILE]
+    python benchmarks/sm120_name_ab.py --experiment --out DIR [--json FILE]
 
 builds the three arms of each configuration once, checks the loaded library's kernel names, runs each arm on the
 same NaN-poisoned output (bitwise against plain, relative error against SDPA in fp32), and writes every cubin and
@@ -21,7 +21,7 @@ PTX to DIR with a JSON of registers, spills, instruction counts and which .text 
 
 Needs an sm_90 GPU (the arms are built for sm_90a), torch, nvidia-cutlass-dsl and an external ptxas; run from the
 repository root with the repository installed (pip install -e '.[cute]') or PYTHONPATH=$PWD.
-experiments/sm120_h200_name_run.sh runs both modes on the H200 and prints the tables. Results: sm120_attn/README.md
+benchmarks/sm120_h200_name_run.sh runs both modes on the H200 and prints the tables. Results: sm120_attn/README.md
 ("The cutlass name").
 """
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU proofs of `tritonhook sweep` (issue 15), for the H200 (torch 2.11 + Triton 3.6). Run from the repository root:
-#     OUT=/some/dir [ONLY="own liger ..."] bash experiments/sweep_h200.sh
+#     OUT=/some/dir [ONLY="own liger ..."] bash benchmarks/sweep_h200.sh
 # Each step runs under `timeout` and keeps what it produced; the last step prints the summary table
-# (experiments/sweep_summary.py) and writes $OUT/summary.json.
+# (benchmarks/sweep_summary.py) and writes $OUT/summary.json.
 #   (a) own kernels: fp32 ieee FFMA matmul (expected slower renamed), fp8 wgmma matmul (expected SASS identical)
 #   (b) an Inductor-compiled transformer (torch.compile, forward + backward): plain vs cutlass_
 #   (c) A/A (plain vs plain) over the same recording: "no difference" for >= 95% of signatures
@@ -28,23 +28,23 @@ step() {  # step NAME SECONDS CMD...: stdout to $OUT/NAME.json (or .txt), stderr
 }
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"
 step gpu_tests 300 $PY -m pytest tests/test_sweep_gpu.py -q -x -p no:cacheprovider
-step own 420 $PY -m tritonhook sweep --store "$OUT/store-own" --rounds 9 --json -- $PY experiments/sweep_workloads/own_kernels.py
-step transformer 600 $PY -m tritonhook sweep --store "$OUT/store-tf" --json -- $PY experiments/sweep_workloads/inductor_transformer.py 10
+step own 420 $PY -m tritonhook sweep --store "$OUT/store-own" --rounds 9 --json -- $PY benchmarks/workloads/own_kernels.py
+step transformer 600 $PY -m tritonhook sweep --store "$OUT/store-tf" --json -- $PY benchmarks/workloads/inductor_transformer.py 10
 step transformer_aa 480 $PY -m tritonhook replay --store "$OUT/store-tf" --variants plain,plain --json
-step liger 600 $PY -m tritonhook sweep --store "$OUT/store-liger" --json -- $PY experiments/sweep_workloads/liger_ops.py 10
+step liger 600 $PY -m tritonhook sweep --store "$OUT/store-liger" --json -- $PY benchmarks/workloads/liger_ops.py 10
 step own_ptxas 300 $PY -m tritonhook replay --store "$OUT/store-own" --ptxas "$(command -v ptxas)" --json
 # (h) throughput, ~100 signatures x 2 variants: (b) and (e) in one command (their recordings merge), then the same
 #     recording replayed warm (--l2 warm: fidelity against the in-workload times), with its read-only inputs in L2
 #     (--l2 inputs), with what the recording's L2 probe found in L2 (--l2 measured), and plain vs plain (cold,
 #     inputs and measured)
-step both 600 $PY -m tritonhook sweep --store "$OUT/store-both" --json -- bash -c "$PY experiments/sweep_workloads/inductor_transformer.py 10 && $PY experiments/sweep_workloads/liger_ops.py 10"
+step both 600 $PY -m tritonhook sweep --store "$OUT/store-both" --json -- bash -c "$PY benchmarks/workloads/inductor_transformer.py 10 && $PY benchmarks/workloads/liger_ops.py 10"
 step both_warm 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 warm --json
 step both_aa 480 $PY -m tritonhook replay --store "$OUT/store-both" --variants plain,plain --json
 step both_inputs 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 inputs --json
 step both_inputs_aa 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 inputs --variants plain,plain --json
-# with what the recording's L2 probe found in L2 inside the workload (--l2 measured; experiments/l2_fidelity.py
+# with what the recording's L2 probe found in L2 inside the workload (--l2 measured; experiments/l2_fidelity.py in commit c684b4a
 # alternates it with cold replays of one recording)
 step both_measured 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 measured --json
 step both_measured_aa 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 measured --variants plain,plain --json
 step overhead 300 $PY benchmarks/memwatch_overhead.py --launches 3000 --rounds 11 --out "$OUT/overhead.json"
-$PY experiments/sweep_summary.py "$OUT" | tee "$OUT/summary.txt"
+$PY benchmarks/sweep_summary.py "$OUT" | tee "$OUT/summary.txt"

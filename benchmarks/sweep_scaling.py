@@ -3,13 +3,13 @@ through a two-node Ray cluster, and on 2 GPUs with one worker killed mid-sweep. 
 
 What must hold: identical verdicts (per signature: status, outputs, each variant's verdict), nothing lost (every
 signature replayed in every run, the killed worker's kernel retried), and a speed-up >= 1.8x of the replay on 2 GPUs
-over 1 GPU for a recording of >= 50 signatures (experiments/sweep_workloads/many_shapes.py records 65). The replay
+over 1 GPU for a recording of >= 50 signatures (benchmarks/workloads/many_shapes.py records 65). The replay
 time includes starting the workers (torch, a CUDA context: seconds), which 2 GPUs do not halve: 21 rounds keep
 the per-kernel work large beside it.
 
     python benchmarks/sweep_scaling.py [--store DIR] [--rounds 21] [--ray ADDRESS | --ray-local] [--out FILE]
 
---ray-local starts the two-node cluster on this host (docs/notes.md §5): a head owning GPU 0 and a second node
+--ray-local starts the two-node cluster on this host (docs/gpu_machine.md#the-lent-h200): a head owning GPU 0 and a second node
 owning GPU 1 (`ray start`, each pinned with CUDA_VISIBLE_DEVICES), and stops it at the end. Every Ray step runs
 under a timeout.
 """
@@ -31,7 +31,7 @@ from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import parse_variants
 from tritonhook.store import Store
 
-WORKLOAD = Path(__file__).resolve().parent.parent / "experiments" / "sweep_workloads" / "many_shapes.py"
+WORKLOAD = Path(__file__).resolve().parent.parent / "benchmarks" / "workloads" / "many_shapes.py"
 RAY_PORT = 6380
 RAY_STEP_TIMEOUT_S = 90
 MIN_SIGNATURES, MIN_SPEEDUP = 50, 1.8

@@ -1,4 +1,4 @@
-"""Summarise experiments/sweep_h200.sh's JSON results: the tables the issue's proofs ask for, and summary.json."""
+"""Summarise benchmarks/sweep_h200.sh's JSON results: the tables the issue's proofs ask for, and summary.json."""
 
 import dataclasses
 import json

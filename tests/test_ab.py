@@ -130,7 +130,7 @@ def test_ab_cli_one_line_errors(tmp_path, store_path):
 
 @pytest.mark.parametrize("sample,identical", [("matmul_fp8", True), ("matmul_fp32_ieee", False)])
 def test_sass_identical_compares_real_builds(store_path, sample, identical):
-    """docs/notes.md §1.1: on sm_90a the name leaves wgmma matmuls byte-identical but changes FFMA loops."""
+    """docs/ptxas_cutlass.md#the-cutlass-name-path: on sm_90a the name leaves wgmma matmuls byte-identical but changes FFMA loops."""
     store = tritonhook.Store(store_path)
     kernels = {}
     for label, rename in (("plain", None), ("cutlass_", "cutlass_")):

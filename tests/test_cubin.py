@@ -176,7 +176,7 @@ def test_eiattr_names_agree_with_nvdisasm(source, gpu):
 
 
 def test_triton_cubin_arch_tool_and_syscall():
-    """Triton's own sm_120a TMA cubin (3.6 emits the syscall, 3.9 does not: docs/notes.md §1.2)."""
+    """Triton's own sm_120a TMA cubin (3.6 emits the syscall, 3.9 does not: docs/tma_stack.md#the-stack-reservation)."""
     import triton
     from triton.backends.nvidia.compiler import get_ptxas_version, sm_arch_from_capability
 

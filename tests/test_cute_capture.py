@@ -42,7 +42,7 @@ def test_a_compiled_function_becomes_a_capture_like_tritons(compiled, store_path
     assert (capture.frontend, capture.event, capture.kernel, capture.entry, capture.original_entry, capture.arch) == (
         "cute", "compile", function.function_name, entry, entry, arch)
     assert capture.frontend_version == importlib.metadata.version("nvidia-cutlass-dsl") and not capture.triton_version
-    assert "cutlass" in capture.entry  # DSL names all take ptxas's cutlass path (NOTES §1.1)
+    assert "cutlass" in capture.entry  # DSL names all take ptxas's cutlass path (docs/ptxas_cutlass.md#the-cutlass-name-path)
     assert store.read(capture, "ptx") == function.__ptx__.encode()
     assert store.read(capture, "cubin") == function.__cubin__
     cubin = Cubin.from_bytes(store.read(capture, "cubin"))

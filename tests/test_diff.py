@@ -149,7 +149,7 @@ def test_sections_largest_change_first_with_total_and_shares(tcgen05_pair, capsy
 
 
 def test_ptxas_arg_reaches_ptxas_for_ptx_inputs(tcgen05_pair, capsys):
-    """docs/notes.md §1.1: at -O2 the cutlass path is off, so the renamed build's capmerc equals the plain one's."""
+    """docs/ptxas_cutlass.md#the-cutlass-name-path: at -O2 the cutlass path is off, so the renamed build's capmerc equals the plain one's."""
     result = run_json(capsys, tcgen05_pair["plain"].with_suffix(".ptx"), tcgen05_pair["renamed"].with_suffix(".ptx"),
                       "--ptxas-arg=-O2")
     [kernel] = result["kernels"]

@@ -26,7 +26,7 @@ EXAMPLE = Path(__file__).parents[1] / "examples" / "stack_reservation.py"
 MIB = 2**20
 H200 = DeviceInfo(ordinal=0, name="NVIDIA H200", pci_bus_id="00000000:19:00.0", total=150_754_820_096, sms=132,
                   max_threads_per_sm=2048, driver_version="580")
-# Figures recorded on the H200 (docs/notes.md §1.2): a kernel with a 16 KiB .local array took the stack limit from 1024 to
+# Figures recorded on the H200 (docs/tma_stack.md#the-stack-reservation): a kernel with a 16 KiB .local array took the stack limit from 1024 to
 # 16384 and NVML used grew by 4,152,360,960 B while torch's reserved bytes did not move.
 H200_USED_BEFORE = 1_069_547_520
 H200_GROWTH = 4_152_360_960
@@ -429,7 +429,7 @@ def test_gpu_stack_reservation_is_measured_and_pinned_on_the_launch(gpu_stack):
     later = [s for s in result.samples if s.t > growth.t]
     assert result.samples[-1].t >= result.after.t + tail_seconds(result.after.t, 2)
     assert len(later) >= 5 and all(s.used - result.before.used >= expected - 32 * MIB for s in later)
-    # reset_stack_limit() gives the memory back (docs/notes.md §1.2) ...
+    # reset_stack_limit() gives the memory back (docs/tma_stack.md#the-stack-reservation) ...
     with tritonhook.memwatch(device=0) as release:
         assert tritonhook.mem.reset_stack_limit() == (16384, 1024)
     assert abs(release.result.summary()["growth"] + expected) <= 32 * MIB

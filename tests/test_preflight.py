@@ -21,11 +21,11 @@ from tritonhook.samples import compile_sample
 EXAMPLE = Path(__file__).parents[1] / "examples" / "stack_reservation.py"
 TMA_SYSCALL_PREFIX = "__cuda_syscall_cp_async_bulk_tensor_"
 TRITON_EMITS_CLUSTER_TMA = _triton.parse_version(triton.__version__) < (3, 7)
-"""Triton 3.4-3.6 emit `shared::cluster` TMA loads, which ptxas lowers to a driver call on sm_120a (docs/notes.md §1.2)."""
+"""Triton 3.4-3.6 emit `shared::cluster` TMA loads, which ptxas lowers to a driver call on sm_120a (docs/tma_stack.md#the-stack-reservation)."""
 H200_MEASURED_GROWTH = 4_152_360_960
-"""NVML used growth measured on the H200 after launching a kernel with a 16 KiB .local array (docs/notes.md §1.2)."""
+"""NVML used growth measured on the H200 after launching a kernel with a 16 KiB .local array (docs/tma_stack.md#the-stack-reservation)."""
 RTX5090_REPORTED = 3.7 * 2**30
-"""The ~3.7 GiB reported for Triton TMA kernels on the RTX 5090 (docs/notes.md §1.2)."""
+"""The ~3.7 GiB reported for Triton TMA kernels on the RTX 5090 (docs/tma_stack.md#the-stack-reservation)."""
 
 
 @pytest.fixture(scope="module")

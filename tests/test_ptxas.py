@@ -64,7 +64,7 @@ def test_ptxas_matrix_cli_table(capsys):
 
 
 def test_extra_ptxas_args_reach_ptxas_and_O2_turns_the_cutlass_path_off(capsys):
-    """docs/notes.md §1.1: the name only matters at -O3; with --ptxas-arg=-O2 both builds get the same metadata size."""
+    """docs/ptxas_cutlass.md#the-cutlass-name-path: the name only matters at -O3; with --ptxas-arg=-O2 both builds get the same metadata size."""
     path = triton_ptxas("sm_100a")
     assert cli.main(["ptxas-matrix", str(DATA / "tcgen05_fp8_loop.ptx"), "--ptxas", path, "--ptxas-arg=-O2",
                      "--json"]) == 0

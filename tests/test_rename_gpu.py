@@ -116,7 +116,7 @@ def test_fp8_wgmma_matmul_same_sass_and_no_difference(torch, store_path):
                         check="bitwise", name="fp8 wgmma 4096")
     keep("fp8 wgmma", report)
     assert [k["entry"] for k in report.kernels["cutlass_"]] == ["cutlass_matmul_kernel"]
-    assert report.sass_identical()                   # docs/notes.md §1.1: wgmma SASS does not depend on the name
+    assert report.sass_identical()                   # docs/ptxas_cutlass.md#the-cutlass-name-path: wgmma SASS does not depend on the name
     bench = report.benchmarks[0]
     assert bench.correctness == "bitwise"
     assert bench.variants[1].verdict == "no difference"

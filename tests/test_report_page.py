@@ -127,7 +127,7 @@ def test_an_empty_store_says_in_each_section_how_to_fill_it(tmp_path):
 def test_a_store_with_only_plain_captures_has_no_pairs_but_its_captures_and_predictions(tmp_path, capture_session):
     from tritonhook.samples import compile_sample
 
-    compile_sample("tma_copy", 120)  # sm_120a TMA on Triton 3.6-: the driver stack routine (NOTES §1.2)
+    compile_sample("tma_copy", 120)  # sm_120a TMA on Triton 3.6-: the driver stack routine (docs/tma_stack.md#the-stack-reservation)
     path, data = write_report(capture_session.store, tmp_path / "r.html")
     page = path.read_text()
     assert len(data.captures) == 1 and not data.effects

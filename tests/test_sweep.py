@@ -63,7 +63,7 @@ def test_renamed_variant_changes_the_ffma_matmul_and_leaves_the_wgmma_fp8_matmul
     assert ffma[0].cubin == store.read(kernels["matmul_fp32_ieee"][1], "cubin")
     assert ffma[1].same_text_as is None and ffma[1].summary["text_sha256"] != ffma[0].summary["text_sha256"]
     fp8 = build_variants(store, kernels["matmul_fp8"][1], variants)
-    assert fp8[1].same_text_as == "plain"  # docs/notes.md §1.1: wgmma matmuls compile to identical .text
+    assert fp8[1].same_text_as == "plain"  # docs/ptxas_cutlass.md#the-cutlass-name-path: wgmma matmuls compile to identical .text
 
 
 def test_a_repeated_plain_is_timed_and_another_ptxas_is_a_variant_of_its_own(captured):

@@ -193,14 +193,14 @@ def test_a_workload_that_fails_after_launching_keeps_its_recording(tmp_path):
     assert [s.kernel for s in load(Store(tmp_path / "s")).signatures] == ["add_kernel"]  # the latest recording
 
 
-QUEUED_ADDS = Path(__file__).parents[1] / "experiments" / "sweep_workloads" / "queued_adds.py"
+QUEUED_ADDS = Path(__file__).parents[1] / "benchmarks" / "workloads" / "queued_adds.py"
 
 
 def test_the_recording_tells_a_launch_bound_loop_from_kernels_queued_far_ahead(tmp_path):
     """`tritonhook record` (a fresh process, where the stream hold is calibrated and modules load) of
     `queued_adds.py`: the paced adds ran well under 0.5 ms behind the host (H200: 0.01-0.02), the adds each queued
     behind a ~1 ms spin milliseconds (4). Replayed `--l2 measured`; the empty kernel after each timed kernel was
-    timed in both places (the H200: replay/workload 1.25 and 1.05, launch lead +0.88 and +0.10 µs; notes §15)."""
+    timed in both places (the H200: replay/workload 1.25 and 1.05, launch lead +0.88 and +0.10 µs; docs/sweep_fidelity.md#the-trailing-empty-kernel)."""
     import subprocess
     import sys
 
@@ -301,7 +301,7 @@ def inductor_tuned(tmp_path_factory):
 
 def test_inductors_autotuning_is_recorded_apart_from_the_workload(inductor_tuned):
     """Inductor's benchmark launches were counted as the workload's, and timed, until the tracer followed its
-    `CachingAutotuner` (docs/notes.md section 16)."""
+    `CachingAutotuner` (docs/sweep_fidelity.md#inductors-autotuning-in-a-recording)."""
     recording = inductor_tuned.recording
     decisions = [d for d in recording.autotune if d["kernel"].startswith("triton_")]
     assert decisions, "Inductor benchmarked no config (one config only, or a cached winner)"

@@ -3,7 +3,7 @@
 GEGLU, DyT (autotuned over 18 configs) and the fused cross-entropy, forward and backward, bf16, random weights.
 The matmuls are torch's (cuBLAS); every Triton kernel is Liger's. Nobody here wrote them.
 
-    python experiments/sweep_workloads/liger_ops.py [STEPS]
+    python benchmarks/workloads/liger_ops.py [STEPS]
 """
 
 import sys

@@ -5,7 +5,7 @@ Per M in 256..2048 (step 128, N = K = 1024): the fp32 `ieee` FFMA matmul (slower
 `tf32` matmul and the fp8 wgmma matmul (SASS identical renamed on sm_90a); and the elementwise add at 20 sizes.
 Each launched LAUNCHES times on fixed inputs, no timing code.
 
-    python experiments/sweep_workloads/many_shapes.py
+    python benchmarks/workloads/many_shapes.py
 """
 
 import torch

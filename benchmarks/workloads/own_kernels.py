@@ -1,4 +1,4 @@
-"""Workload (a) of experiments/sweep_h200.sh: our own sample kernels, launched as a model would, no timing code.
+"""Workload (a) of benchmarks/sweep_h200.sh: our own sample kernels, launched as a model would, no timing code.
 
 The fp32 `ieee` FFMA matmul (benchmarks/ab_noise.py measured it ~1.04x slower renamed on the H200), the fp8 wgmma
 matmul (SASS identical renamed on sm_90a) and the elementwise add, each launched repeatedly on fixed inputs."""

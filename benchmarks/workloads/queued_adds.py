@@ -1,9 +1,9 @@
 """A calibration workload for the sweep's fidelity: our add kernel in two contexts, as separate signatures.
 4096 elements in a launch-bound loop (the GPU waits for the host at every launch) and 16384 elements each queued
 behind a ~1 ms spin (`torch.cuda._sleep`: the GPU runs milliseconds behind the host, as inside a GPU-bound
-training step). The recording's `behind_ms` tells them apart (docs/notes.md section 15).
+training step). The recording's `behind_ms` tells them apart (docs/sweep_fidelity.md#how-far-the-gpu-runs-behind).
 
-    tritonhook sweep --l2 measured -- python experiments/sweep_workloads/queued_adds.py [STEPS]
+    tritonhook sweep --l2 measured -- python benchmarks/workloads/queued_adds.py [STEPS]
 """
 
 import sys

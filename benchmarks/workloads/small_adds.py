@@ -3,7 +3,7 @@ H200), each launched on the same tensors over and over, so that inside the workl
 in L2. `tritonhook sweep --l2 warm` replays it in the same state; where the replay and the workload still disagree,
 the difference lies in how the two are timed and launched, not in what the GPU caches.
 
-    tritonhook sweep --l2 warm -- python experiments/sweep_workloads/small_adds.py [STEPS]
+    tritonhook sweep --l2 warm -- python benchmarks/workloads/small_adds.py [STEPS]
 """
 
 import sys

@@ -73,7 +73,7 @@ def test_rejects_bad_configuration():
 @pytest.mark.parametrize("dtype,bound", [("bf16", 0), pytest.param("fp8e4nv", 4, marks=SPILLS_ON_39)])
 def test_causal_d128_ws_spills_at_most_its_bound(dtype, bound):
     """bf16 none; fp8's 128-key build 4 B each way with its TMA-store epilogue (0 without it; the epilogue took the
-    causal S=1k build from 529 to 619 TFLOPS on the H200, bench_h200_fp8_tma_store.json)."""
+    causal S=1k build from 529 to 619 TFLOPS on the H200, results file in commit c684b4a: benchmarks/results/bench_h200_fp8_tma_store.json)."""
     rep = ptxas_report(compile_hopper_attention(dtype, 128, True, "ws"))
     assert rep["spill_stores"] <= bound and rep["spill_loads"] <= bound, rep["log"]
 
@@ -180,8 +180,8 @@ def test_every_tuned_fp8_config_compiles_for_sm90a_within_its_spill_bound(head_d
     * Non-causal (falling order, `masked_first`): D=128 644 B stored, 684 B loaded; D=64 76 B (64 B without the
       TMA-store epilogue). The last block goes in front of the loop, masked under a run-time flag (a partial S
       tail). D=128 still reads 1-2% faster than the rising order, which spills nothing
-      (bench_h200_runs_masked_first_d128.json), D=64 2-7% (bench_h200_fp8_knobs_masked_first_d64_all.json);
-      masking that block always spills nothing and loses the gain (bench_h200_masked_first_always_masked_ab_d128.json).
+      (benchmarks/results/hopper_attention_d128_h200.json), D=64 2-7% (benchmarks/results/hopper_fp8_knobs_d64_h200.json);
+      masking that block always spills nothing and loses the gain (results file in commit c684b4a: benchmarks/results/bench_h200_masked_first_always_masked_ab_d128.json).
     * The rest: none (causal block_n 256 in falling order; D=128 spilled 136 B in rising order)."""
     k = compile_hopper_attention("fp8e4nv", head_dim, causal, "ws", seq_len=seq_len)
     assert k.metadata.shared <= SM90_SHARED_BYTES, k.metadata.shared

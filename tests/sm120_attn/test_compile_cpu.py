@@ -59,7 +59,7 @@ def test_compiles_with_fake_tensors(variant, arch, head_dim, causal, tmp_path):
     cubin = Cubin.from_bytes(b.cubin, label=b.label)
     assert cubin.arch == arch
     (kernel,) = cubin.kernels.values()
-    assert "cutlass" in kernel.name  # every DSL kernel takes ptxas's cutlass path (docs/notes.md §1.1)
+    assert "cutlass" in kernel.name  # every DSL kernel takes ptxas's cutlass path (docs/ptxas_cutlass.md#the-cutlass-name-path)
     assert kernel.registers and kernel.registers <= 255
     # captured into the store like a Triton kernel: PTX + cubin, frontend "cute"
     store = Store(tmp_path / "store")
@@ -98,7 +98,7 @@ def test_setmaxnreg_takes_effect_only_with_the_entry_cap():
 
 
 def test_preflight_tma_sm120a_has_no_driver_syscall():
-    """Triton 3.6's TMA (`shared::cluster`) calls __cuda_syscall_cp_async_bulk_tensor_* on sm_120a (docs/notes.md §1.2);
+    """Triton 3.6's TMA (`shared::cluster`) calls __cuda_syscall_cp_async_bulk_tensor_* on sm_120a (docs/tma_stack.md#the-stack-reservation);
     the DSL emits `shared::cta` TMA loads, which ptxas lowers to plain UTMALDG: no syscall, no stack reservation."""
     from tritonhook import preflight
     from tritonhook.cubin import Cubin

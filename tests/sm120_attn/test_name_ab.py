@@ -1,9 +1,9 @@
-"""CPU test of the sm120 name experiment's A/B table (experiments/sm120_name_ab.py, loaded from its file)."""
+"""CPU test of the sm120 name experiment's A/B table (benchmarks/sm120_name_ab.py, loaded from its file)."""
 
 import importlib.util
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "sm120_name_ab.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "sm120_name_ab.py"
 
 
 def load_experiment():
