@@ -13,7 +13,7 @@ K-major layout fp8 wgmma needs; see transpose_v_for_fp8), "fp8+T" includes the w
 The table gives, per arm, the median over runs of each run's median TFLOPS and the spread over runs as min-max;
 "ours/cuDNN" is the first variant's bf16 speed over cuDNN's (cuDNN's time / ours) with the 95% interval of
 ``tritonhook.ab.ratio_interval`` over the call-by-call pairs of all runs; "fp8/bf16" likewise for our fp8 over our
-bf16. Every sample goes to --out (JSON). Results of earlier runs: benchmarks/results/bench_h200_*.json.
+bf16. Every sample goes to --out (JSON). Results the docs quote: benchmarks/results/hopper_attention_*_h200.json (benchmarks/README.md).
 """
 from __future__ import annotations
 
