@@ -25,7 +25,7 @@ from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.page import SECTIONS, write_report
 from tritonhook.page.demo import run_demo
-from tritonhook.page.model import PTXAS_MATRIX_KIND, chart_labels, forest_rows, workload_estimate
+from tritonhook.page.model import PTXAS_MATRIX_KIND, chart_labels, forest_rows
 from tritonhook.tools import find_ptxas, one_per_version
 from tritonhook.store import SCHEMA_VERSION, Store
 
@@ -238,7 +238,7 @@ def test_ab_results_become_a_forest_plot_a_workload_estimate_and_the_select_of_t
     rows = forest_rows(saved.report)
     assert [(r.benchmark, r.verdict) for r in rows] == [("matmul", "faster"), ("attention", "no difference")]
     assert rows[0].share == pytest.approx(1.00 / 4.00) and rows[0].high < 1.0
-    estimate = workload_estimate(saved.report)
+    estimate = saved.report.workload_estimate()
     assert estimate.winners == {"matmul": "cutlass_"} and estimate.select == {"cutlass_": "^(?:matmul)$"}
     assert estimate.ratio == pytest.approx((0.90 + 3.00) / (1.00 + 3.00))
     path, _ = write_report(store, tmp_path / "r.html")

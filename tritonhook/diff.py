@@ -60,9 +60,9 @@ def load_input(spec: str, *, ptxas: str | None = None, ptxas_args: Sequence[str]
     if path.is_file():
         return _from_file_bytes(spec, read_input(path), ptxas=ptxas, ptxas_args=ptxas_args, gpu_name=gpu_name)
     if spec.isdigit():
-        from .store import Store, default_store_path
+        from .store import Store
 
-        capture_store = Store(store if store is not None else default_store_path(), readonly=True)
+        capture_store = Store.of(store, readonly=True)
         capture = capture_store.get(spec)
         label = f"capture {capture.id} ({capture.entry})"
         data = capture_store.read(capture, "cubin")

@@ -117,7 +117,7 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
                                   f"call tritonhook.disable() before enabling {cache_key!r}")
         return _active
     _triton.check_supported()
-    opened = store if isinstance(store, Store) else Store(store)
+    opened = Store.of(store)
     hooks = _triton.HookInstallation(ptx_transform=ptx_transform, cache_key=cache_key)
     session = Session(store=opened, hooks=hooks, listeners=[make() for make in LISTENER_FACTORIES])
     hooks.on_compile = session.record

@@ -148,7 +148,7 @@ def make_ptx_transform(rename: Rename, select: Selector = None) -> tuple[PtxTran
     elif isinstance(rename, str):
         new_name = prefixer(rename)
     else:
-        raise TritonhookError(f"rename={rename!r}: give a prefix such as 'cutlass_' or tritonhook.STRIP")
+        raise TritonhookError(f"rename={rename!r}: give a prefix such as {DEFAULT_PREFIX!r} or tritonhook.STRIP")
     selected, select_key = make_selector(select)
 
     def rename_stage(ptx: str, metadata: dict) -> str:

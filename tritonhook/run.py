@@ -95,7 +95,7 @@ def _writable_store(store: Store | str | os.PathLike | None) -> Store:
     """The store to capture into, checked before the command starts: a bad $TRITONHOOK_GPU (which the capture
     warning quotes) fails here rather than in the command's compiles, an unwritable store likewise."""
     named_gpu()
-    return store if isinstance(store, Store) else Store(store, create=True)
+    return Store.of(store, create=True)
 
 
 def _result(store: Store, before: int, exit_code: int) -> RunResult:

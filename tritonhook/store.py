@@ -210,6 +210,13 @@ class Store:
             raise TritonhookError(f"{self.path}: no tritonhook store here (missing index.sqlite)")
         self._open()
 
+    @classmethod
+    def of(cls, store: "Store | str | os.PathLike | None", *, create: bool = True, readonly: bool = False) -> "Store":
+        """`store` itself when it is a Store, else the store at that path (None: $TRITONHOOK_STORE or
+        ./tritonhook-store) opened with these flags: the one place where an argument that may be either a store or
+        its path becomes a Store, for every function that takes both."""
+        return store if isinstance(store, cls) else cls(store, create=create, readonly=readonly)
+
     # ----- opening -------------------------------------------------------------------------------------------
     @property
     def blobs_dir(self) -> Path:

@@ -11,6 +11,7 @@ from .. import format
 from ..errors import TritonhookError
 from ..measure.stats import DEFAULT_MIN_EFFECT, Summary, ratio_interval, summarize, verdict
 from ..measure.variants import Variant, parse_variants
+from ..rename import exact_names_pattern
 from ..store import Store
 
 
@@ -62,6 +63,23 @@ def analyze(name: str, samples: dict[str, list[float]], variants: Sequence[Varia
     return BenchmarkResult(name, flops, correctness, results)
 
 
+@dataclasses.dataclass(frozen=True)
+class ABWorkloadEstimate:
+    """An A/B run with every benchmark given its fastest winning variant (or the baseline where none won),
+    computed from the report (`ABReport.workload_estimate`) and rendered by the page. Not a sweep's
+    `WorkloadEstimate`: that one is one variant's share-weighted gain over the kernels of a recorded workload."""
+
+    ab_id: int
+    baseline_ms: float
+    chosen_ms: float
+    winners: dict[str, str]  # benchmark -> winning variant
+    select: dict[str, str]  # variant -> the regex that gives it exactly to its winners
+
+    @property
+    def ratio(self) -> float:
+        return self.chosen_ms / self.baseline_ms if self.baseline_ms else 1.0
+
+
 @dataclasses.dataclass
 class ABReport:
     benchmarks: list[BenchmarkResult]
@@ -96,6 +114,30 @@ class ABReport:
                 return bench
         raise TritonhookError(f"no benchmark {name!r} in this A/B report "
                               f"(have: {', '.join(b.name for b in self.benchmarks)})")
+
+    def workload_estimate(self) -> "ABWorkloadEstimate | None":
+        """Total baseline time of an A/B run against the time with each benchmark's fastest winning variant (a
+        variant wins only with the verdict "faster"); None for a run with no benchmarks. The `--select` regex per
+        winning variant names the kernels its builds renamed (from the run's kernel summaries) when the run timed
+        one benchmark, else the benchmark names (name benchmarks after their kernels for it to apply as is)."""
+        if not self.benchmarks:
+            return None
+        baseline = chosen = 0.0
+        winners: dict[str, str] = {}
+        for bench in self.benchmarks:
+            base_ms = bench.variants[0].summary.median_ms
+            faster = [v for v in bench.variants[1:] if v.verdict == "faster"]
+            best = min(faster, key=lambda v: v.summary.median_ms, default=None)
+            baseline += base_ms
+            chosen += best.summary.median_ms if best else base_ms
+            if best:
+                winners[bench.name] = best.label
+        select = {}
+        for label in dict.fromkeys(winners.values()):
+            names = [k["original_entry"] for k in self.kernels.get(label, [])] if len(self.benchmarks) == 1 \
+                else [name for name, won in winners.items() if won == label]
+            select[label] = exact_names_pattern(names)
+        return ABWorkloadEstimate(self.ab_id or 0, baseline, chosen, winners, select)
 
     @classmethod
     def from_json(cls, data: dict, *, source: str = "A/B result") -> "ABReport":

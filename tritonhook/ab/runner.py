@@ -59,7 +59,7 @@ def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, DEFAULT_PREFI
     if ptx_capture.active_session() is not None:
         raise TritonhookError("ab.compare() enables each variant itself: call tritonhook.disable() first")
     parsed = parse_variants(variants)
-    opened = store if isinstance(store, Store) else Store(store)
+    opened = Store.of(store)
     samples = {v.label: [] for v in parsed}
     outputs, captures = {}, {v.label: [] for v in parsed}
     label = name or getattr(run, "__name__", "run")

@@ -35,10 +35,9 @@ def store_arg(parser: argparse.ArgumentParser) -> None:
 def open_store(args, *, create: bool = False, write: bool = False) -> Store:
     """Commands that write captures create the store; reading commands open it read-only, so a user who may
     read a shared store but not write it can still list and show it."""
-    from ..store import Store, default_store_path  # here: `tritonhook --version` needs no store
+    from ..store import Store  # here: `tritonhook --version` needs no store
 
-    path = args.store if args.store is not None else default_store_path()
-    return Store(path, create=create) if create or write else Store(path, readonly=True)
+    return Store.of(args.store, create=create) if create or write else Store.of(args.store, readonly=True)
 
 
 def command_after_dashes(command: list[str], name: str) -> list[str]:

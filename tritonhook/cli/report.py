@@ -8,7 +8,7 @@ from pathlib import Path
 from ..page import DEFAULT_REPORT, summary_lines, write_report
 from ..page.demo import run_demo
 from ..format import print_json
-from ..store import Store, default_store_path
+from .common import open_store
 
 
 def add_report(sub) -> None:
@@ -39,7 +39,7 @@ def add_demo(sub) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    store = Store(args.store if args.store is not None else default_store_path(), readonly=True)
+    store = open_store(args)
     path, data = write_report(store, args.output, memwatch_files=args.memwatch, sass=args.sass)
     lines = summary_lines(path, data)
     if args.json:

@@ -97,13 +97,11 @@ def _as_bytes(value) -> bytes | None:
 
 def _open(store: Store | str | os.PathLike | None) -> Store:
     """The given store, else the active session's, else $TRITONHOOK_STORE / ./tritonhook-store."""
-    if isinstance(store, Store):
-        return store
     if store is None:
         session = active_session()
         if session is not None:
             return session.store
-    return Store(store)
+    return Store.of(store)
 
 
 def _add(store: Store, function: str, ptx: bytes | None, cubin: bytes | None, *, origin: str,

@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..ab import ABReport, SavedABResult, saved_results
-from ..rename import exact_names_pattern
+from ..ab import ABReport, ABWorkloadEstimate, SavedABResult, saved_results
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 from ..sweep.variants import IDENTICAL
 from ..cubin import Cubin, disassemble
@@ -117,21 +116,6 @@ class ForestRow:
 
 
 @dataclasses.dataclass(frozen=True)
-class WorkloadEstimate:
-    """An A/B run with every benchmark given its winning variant (or the baseline where none won)."""
-
-    ab_id: int
-    baseline_ms: float
-    chosen_ms: float
-    winners: dict[str, str]  # benchmark -> winning variant
-    select: dict[str, str]  # variant -> the regex that gives it exactly to its winners
-
-    @property
-    def ratio(self) -> float:
-        return self.chosen_ms / self.baseline_ms if self.baseline_ms else 1.0
-
-
-@dataclasses.dataclass(frozen=True)
 class MemwatchRun:
     source: str
     result: object  # memwatch.MemwatchResult
@@ -146,7 +130,7 @@ class ReportData:
     matrices: list[dict]
     ab_results: list[SavedABResult]
     forest: list[ForestRow]
-    estimates: list[WorkloadEstimate]
+    estimates: list[ABWorkloadEstimate]
     sweeps: list[SweepResult]
     memwatch: list[MemwatchRun]
     predictions: list[tuple[Capture, Prediction]]  # those that reserve anything; heaviest first
@@ -213,7 +197,7 @@ def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, s
     return ReportData(store=str(store.path), generated=time.time(), captures=captures, effects=effects,
                       matrices=store.results(PTXAS_MATRIX_KIND), ab_results=ab_results, forest=forest,
                       sweeps=sweeps,
-                      estimates=[e for e in (workload_estimate(saved.report) for saved in ab_results) if e is not None],
+                      estimates=[e for e in (saved.report.workload_estimate() for saved in ab_results) if e is not None],
                       memwatch=_memwatch_runs(memwatch_files, problems), predictions=predictions,
                       predicted_cubins=predicted, problems=problems)
 
@@ -308,28 +292,3 @@ def forest_rows(report: ABReport) -> list[ForestRow]:
                                   variant.ci_low, variant.ci_high, variant.verdict,
                                   base.summary.median_ms / total if total else 0.0))
     return rows
-
-
-def workload_estimate(report: ABReport) -> WorkloadEstimate | None:
-    """Total baseline time of an A/B run against the time with each benchmark's fastest winning variant (a
-    variant wins only with the verdict "faster"); None for a run with no benchmarks. The `--select` regex per
-    winning variant names the kernels its builds renamed (from the run's kernel summaries) when the run timed
-    one benchmark, else the benchmark names (name benchmarks after their kernels for it to apply as is)."""
-    if not report.benchmarks:
-        return None
-    baseline = chosen = 0.0
-    winners: dict[str, str] = {}
-    for bench in report.benchmarks:
-        base_ms = bench.variants[0].summary.median_ms
-        faster = [v for v in bench.variants[1:] if v.verdict == "faster"]
-        best = min(faster, key=lambda v: v.summary.median_ms, default=None)
-        baseline += base_ms
-        chosen += best.summary.median_ms if best else base_ms
-        if best:
-            winners[bench.name] = best.label
-    select = {}
-    for label in dict.fromkeys(winners.values()):
-        names = [k["original_entry"] for k in report.kernels.get(label, [])] if len(report.benchmarks) == 1 \
-            else [name for name, won in winners.items() if won == label]
-        select[label] = exact_names_pattern(names)
-    return WorkloadEstimate(report.ab_id or 0, baseline, chosen, winners, select)
