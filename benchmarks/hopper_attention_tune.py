@@ -13,7 +13,7 @@ reported and never chosen. Compiles come first, all at once, in a process pool (
 each worker runs the real wrapper once per config on a small tensor, which leaves the build in Triton's disk cache
 under exactly the key the timed calls look up (an AOT `triton.compile` keys on another specialization and would
 miss). The table is printed last; every sample summary goes to --out. `--emit-table` turns that JSON into the
-`TUNED_WS` table of gluon_kernels/hopper_fa.py: per (causal, D), the best config of each S whose interval against
+`TUNED_WS` table of gluon_kernels/tuning.py: per (causal, D), the best config of each S whose interval against
 the default lies wholly above 1, consecutive S with the same choice merged.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ def over_defaults(D: int, knobs: dict) -> dict:
     """A knob set with every other knob at the kernel's default: the wrapper applies the knobs it is given over the
     TUNED_WS entry of S, so a partial set would be timed over whatever the table holds (a "pingpong=False" at a
     causal S the table gives head groups of 8 was timed with them, and emitted without them)."""
-    from gluon_kernels.hopper_fa import ws_defaults
+    from gluon_kernels.tuning import ws_defaults
 
     return {**ws_defaults(D), **knobs}
 
@@ -212,7 +212,7 @@ def main(argv=None):
                     "cost CPU time in the bootstrap intervals: ~0.4 s each at 150 rounds)")
     ap.add_argument("--out", default=None, help="write every result as JSON here")
     ap.add_argument("--emit-table", metavar="JSON", default=None,
-                    help="print the TUNED_WS literal for hopper_fa.py from a --out JSON, and exit")
+                    help="print the TUNED_WS literal for gluon_kernels/tuning.py from a --out JSON, and exit")
     args = ap.parse_args(argv)
 
     if args.emit_table:

@@ -3,7 +3,7 @@
     PYTHONPATH=$PWD python benchmarks/hopper_fp8_knobs.py [--head-dim 128|64] [--out fp8_knobs.json]
 
 The fp8 path first ran the ws defaults (block_n 128, 3 stages, ping-pong, overlap); this sweep chose its TUNED_WS_FP8
-table (gluon_kernels/hopper_fa.py). Per shape (FA3's: 16k tokens, hidden 2048; D=128 unless --head-dim 64), bf16 with
+table (gluon_kernels/tuning.py). Per shape (FA3's: 16k tokens, hidden 2048; D=128 unless --head-dim 64), bf16 with
 its tuned defaults, fp8 with its defaults and fp8 under each knob set of KNOBS are timed call by call in one
 `tritonhook.ab.bench_interleaved` run; prints TFLOPS and fp8/bf16 per knob set, writes JSON. Outputs are checked
 against bf16's before timing (relative norm < 0.1: e4m3 inputs alone give ~0.055).
@@ -58,7 +58,7 @@ def main() -> None:
     import torch
 
     from gluon_kernels import hopper_attention, transpose_v_for_fp8
-    from gluon_kernels.hopper_fa import ws_defaults
+    from gluon_kernels.tuning import ws_defaults
     from tritonhook.ab import attention_flops, bench_interleaved, median
 
     results = []

@@ -32,8 +32,6 @@ from triton.experimental.gluon.language.nvidia import hopper as _hopper
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from tritonhook import tools
-
 try:  # 3.5+: present; exported from 3.9
     from triton.experimental.gluon._runtime import GluonASTSource
 except ImportError:  # pragma: no cover - older than any supported release
@@ -64,12 +62,6 @@ MBarrierLayout = mbarrier.MBarrierLayout
 FIRST_IR_STAGE = "glir" if TRITON_VERSION >= (3, 9) else "ttgir"
 
 
-TRITON_PTXAS_FLAGS = list(tools.TRITON_39_PTXAS_FLAGS) if TRITON_VERSION >= (3, 9) else []
-"""Register-allocation flags Triton itself passes to ptxas (besides -v, -lineinfo, --gpu-name), so that a
-standalone ``ptxas -v`` report describes the cubin Triton builds: 3.9's ``--regAllocOptLevel=2``, declared once in
-``tritonhook.tools``."""
-
-
 def tensordesc_signature(dtype: str, block_shape, layout) -> str:
     """Signature string of a Gluon TMA descriptor argument for ``triton.compile`` with no GPU.
 
@@ -85,7 +77,7 @@ def nvmma_shared_layout(block_shape, dtype):
 
 
 __all__ = [
-    "GluonASTSource", "MBarrierLayout", "TRITON_PTXAS_FLAGS", "TRITON_VERSION", "TensorDescriptor", "FIRST_IR_STAGE",
+    "GluonASTSource", "MBarrierLayout", "TRITON_VERSION", "TensorDescriptor", "FIRST_IR_STAGE",
     "fence_async_shared",
     "gl", "gluon", "mbarrier", "mbarrier_arrive", "mbarrier_expect", "mbarrier_init", "mbarrier_invalidate",
     "mbarrier_wait", "nvmma_shared_layout", "tensordesc_signature", "tma", "tma_load", "tma_store", "tma_store_wait",

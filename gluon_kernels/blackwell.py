@@ -455,14 +455,3 @@ def blackwell_attention(q, k, v, causal: bool = False, sm_scale: float | None = 
         q_desc, k_desc, v_desc, out, float(sm_scale) * LOG2E, S, B * H, **cfg["constexprs"],
         num_warps=cfg["num_warps"])
     return out
-
-
-def cubin_report(kernel) -> dict:
-    """Registers, spill bytes, code sizes of a compiled kernel read from its cubin (tritonhook.cubin; no GPU)."""
-    from tritonhook.cubin import Cubin
-
-    cubin = Cubin.from_bytes(kernel.asm["cubin"], label=kernel.metadata.name)
-    (k, ) = cubin.kernels.values()
-    return dict(name=k.name, registers=k.registers, spill_stores=k.spill_stores, spill_loads=k.spill_loads,
-                frame_size=k.frame_size, text_size=k.text_size, capmerc_size=k.capmerc_size, cubin_size=cubin.size,
-                shared=kernel.metadata.shared, uses_setmaxnreg=k.uses_setmaxnreg, uses_tcgen05=k.uses_tcgen05)

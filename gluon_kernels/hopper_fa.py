@@ -21,22 +21,16 @@ fp8 (e4m3): wgmma takes fp8 B operands only K-major, so the PV GEMM reads V^T; t
 copy, (B*H*D, S_pad) with S padded to 16 for TMA's 16-byte stride rule and the keys renumbered within groups of 16
 to match P's free in-register relabelling (``_p_operand``). P is rounded to e4m3 before the PV GEMM (as
 FA3 does); the output of an fp8 call is bf16.
+
+This module holds the kernels only: their host side (configurations, the torch entry point, the compile helper) is
+``hopper.py``, the measured knobs ``tuning.py``.
 """
 from __future__ import annotations
 
-import math
-
 from ._compat import (
-    TRITON_PTXAS_FLAGS, MBarrierLayout, fence_async_shared, gl, gluon, mbarrier_arrive, mbarrier_expect,
-    mbarrier_init, mbarrier_invalidate, mbarrier_wait, tma_load, tma_store, tma_store_wait, warpgroup_mma,
-    warpgroup_mma_wait,
+    MBarrierLayout, fence_async_shared, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init, mbarrier_invalidate,
+    mbarrier_wait, tma_load, tma_store, tma_store_wait, warpgroup_mma, warpgroup_mma_wait,
 )
-from .host import (
-    LOG2E, check_qkv, compile_for, descriptor, descriptor_signature, out_dtype, output, persistent_grid, rows,
-    short_dtype,
-)
-
-HOPPER_DTYPES = ("fp16", "bf16", "fp8e4nv")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -324,10 +318,10 @@ def _kv_bounds(off_m, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N: gl.constexpr,
 
 
 @gluon.jit
-def _kv_block(j, n_blocks, MASKED_FIRST: gl.constexpr):
-    """The K/V block a tile visits at step j: rising, or with MASKED_FIRST falling, so that the masked blocks
+def _kv_block(j, n_blocks, KV_FALLING: gl.constexpr):
+    """The K/V block a tile visits at step j: rising, or with KV_FALLING falling, so that the masked blocks
     [n_full, n_blocks) come first (FlashAttention-3's order). Producer and consumers must agree."""
-    if MASKED_FIRST:
+    if KV_FALLING:
         return n_blocks - 1 - j
     else:
         return j
@@ -479,7 +473,7 @@ def _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N:
 def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                  v_empty, seq_len, num_bh, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                  STAGES: gl.constexpr, CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, HEAD_GROUP: gl.constexpr,
-                 MASKED_FIRST: gl.constexpr):
+                 KV_FALLING: gl.constexpr):
     BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
     num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
     total = num_m * num_bh
@@ -499,7 +493,7 @@ def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empt
             c = kv_cnt + j
             st = c % STAGES
             ph = ((c // STAGES) & 1) ^ 1
-            kv_off = _kv_block(j, n_blocks, MASKED_FIRST) * BLOCK_N
+            kv_off = _kv_block(j, n_blocks, KV_FALLING) * BLOCK_N
             mbarrier_wait(k_empty.index(st), ph)
             kbar = k_ready.index(st)
             mbarrier_expect(kbar, k_desc.block_type.nbytes)
@@ -575,7 +569,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
                         p_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr, ones,
                         TC_ROWSUM: gl.constexpr, s0, EARLY_QK: gl.constexpr, has_next, q_next, q_ready_next,
-                        q_phase_next, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr, MASKED_FIRST: gl.constexpr):
+                        q_phase_next, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr, KV_FALLING: gl.constexpr):
     """One query tile with FA3's intra-warpgroup overlap (FA3 §3.2): iteration j issues S_j = Q K_j^T and
     O += P_{j-1} V_{j-1} back to back, waits for S_j only, and runs softmax(S_j) while the PV GEMM is still on the
     tensor cores. With PINGPONG the two consumer warpgroups also take turns issuing their GEMM pairs (FA3 §3.1).
@@ -590,7 +584,7 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     last P V is followed likewise by the next tile's S_0 where `has_next` (``_last_pv_then_next_qk``). Returns
     (m_i, l_i, acc, the next S_0 in flight); without EARLY_QK the last value is a placeholder.
 
-    MASKED_FIRST: K/V blocks in falling order (``_kv_block``), so the masked block comes first. Set only where a
+    KV_FALLING: K/V blocks in falling order (``_kv_block``), so the masked block comes first. Set only where a
     tile has at most one (non-causal: the S tail; causal with K/V blocks as wide as the tile: the diagonal): it is
     the prologue's, and the loop is built without a mask branch.
     """
@@ -608,9 +602,9 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
             mbarrier_arrive(turn_other)
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
     mbarrier_arrive(k_empty.index(st))
-    b0 = _kv_block(0, n_blocks, MASKED_FIRST)
+    b0 = _kv_block(0, n_blocks, KV_FALLING)
     # falling: the first block is the causal diagonal or the last (S tail) block, masked whether full or not
-    masked0 = True if MASKED_FIRST else n_full == 0
+    masked0 = True if KV_FALLING else n_full == 0
     m_i, p = _block_probs(s, None, qk_scale, b0 * BLOCK_N, masked0, rows, seq_len, s_layout, BLOCK_N, CAUSAL, WG,
                           DIAGONAL_HALVES)
     if not TC_ROWSUM:
@@ -646,8 +640,8 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
         # groups retire in order: S_j is done
         s = warpgroup_mma_wait(num_outstanding=2 if TC_ROWSUM else 1, deps=(s, ))
         mbarrier_arrive(k_empty.index(st))
-        b = _kv_block(j, n_blocks, MASKED_FIRST)
-        m_new, p = _block_probs(s, m_i, qk_scale, b * BLOCK_N, False if MASKED_FIRST else b >= n_full, rows, seq_len,
+        b = _kv_block(j, n_blocks, KV_FALLING)
+        m_new, p = _block_probs(s, m_i, qk_scale, b * BLOCK_N, False if KV_FALLING else b >= n_full, rows, seq_len,
                                 s_layout, BLOCK_N, CAUSAL, WG, DIAGONAL_HALVES)
         alpha = gl.exp2(m_i - m_new)
         if not TC_ROWSUM:
@@ -728,7 +722,7 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                  V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
                  HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
                  DEFER_WAIT: gl.constexpr, o_bufs, ones, TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr,
-                 DIAGONAL_HALVES: gl.constexpr, MASKED_FIRST: gl.constexpr):
+                 DIAGONAL_HALVES: gl.constexpr, KV_FALLING: gl.constexpr):
     dtype: gl.constexpr = q_bufs.dtype
     bits: gl.constexpr = dtype.primitive_bitwidth
     s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
@@ -771,14 +765,18 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
         # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
         if OVERLAP:
             m_i, l_i, acc, s_next = _ws_tile_overlapped(
-                kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
-                turn_mine, turn_other, stored, q_empty.index(1 - qb), LATE_RELEASE, m_i, l_i, acc, qk_scale, rows,
-                seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones,
-                TC_ROWSUM, s_next, EARLY_QK, tile + gl.num_programs(0) < total, q_bufs.index(2 * (1 - qb) + WG),
-                q_ready.index(1 - qb), ((t_cnt + 1) // 2) & 1, WG, HALVES, MASKED_FIRST)
+                kv_cnt=kv_cnt, t_cnt=t_cnt, n_full=n_full, n_blocks=n_blocks, q_smem=q_smem, k_bufs=k_bufs,
+                v_bufs=v_bufs, k_ready=k_ready, k_empty=k_empty, v_ready=v_ready, v_empty=v_empty,
+                turn_mine=turn_mine, turn_other=turn_other, stored=stored, q_empty_prev=q_empty.index(1 - qb),
+                LATE_RELEASE=LATE_RELEASE, m_i=m_i, l_i=l_i, acc=acc, qk_scale=qk_scale, rows=rows, seq_len=seq_len,
+                s_layout=s_layout, p_layout=p_layout, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES, CAUSAL=CAUSAL,
+                V_TRANSPOSED=V_TRANSPOSED, PINGPONG=PINGPONG, ones=ones, TC_ROWSUM=TC_ROWSUM, s0=s_next,
+                EARLY_QK=EARLY_QK, has_next=tile + gl.num_programs(0) < total,
+                q_next=q_bufs.index(2 * (1 - qb) + WG), q_ready_next=q_ready.index(1 - qb),
+                q_phase_next=((t_cnt + 1) // 2) & 1, WG=WG, DIAGONAL_HALVES=HALVES, KV_FALLING=KV_FALLING)
         else:
             j0 = 0
-            if MASKED_FIRST:  # the last block in front of a loop that then needs no mask branch
+            if KV_FALLING:  # the last block in front of a loop that then needs no mask branch
                 # non-causal: masked only if it is a partial S tail (fp8's 256-key builds, H200: +1-2% over always)
                 m_i, l_i, acc = _ws_block(kv_cnt, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
                                           turn_mine, turn_other, m_i, l_i, acc, qk_scale, (n_blocks - 1) * BLOCK_N,
@@ -788,12 +786,12 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
                     _release_stored(stored, q_empty.index(1 - qb))
                 j0 = 1
             for j in range(j0, n_blocks):
-                b = _kv_block(j, n_blocks, MASKED_FIRST)
+                b = _kv_block(j, n_blocks, KV_FALLING)
                 m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
                                           turn_mine, turn_other, m_i, l_i, acc, qk_scale, b * BLOCK_N,
-                                          False if MASKED_FIRST else b >= n_full, rows, seq_len, s_layout, p_layout,
+                                          False if KV_FALLING else b >= n_full, rows, seq_len, s_layout, p_layout,
                                           BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
-                if LATE_RELEASE and not MASKED_FIRST:
+                if LATE_RELEASE and not KV_FALLING:
                     if j == 0:
                         _release_stored(stored, q_empty.index(1 - qb))
         kv_cnt += n_blocks
@@ -882,305 +880,3 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                         HEAD_GROUP, KV_FALLING)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
-
-# ----------------------------------------------------------------------------------------------------------------
-# host side: configurations, the torch entry point, the AOT compile helper
-# ----------------------------------------------------------------------------------------------------------------
-VARIANTS = ("ws", "simple")
-
-WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
-            "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
-            "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
-            "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST"}
-"""Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
-the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
-
-TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
-    # H200, Triton 3.6.0, bf16 (`hopper_attention_tune.py --emit-table`): non-causal from
-    # benchmarks/results/bench_h200_tune.json, causal from bench_h200_tune_causal_over_defaults.json (after the
-    # snake order, every knob set timed over the defaults: `over_defaults` in the tuner).
-    (False, 64): ((2**31 - 1, {"pingpong": False}),),
-    (False, 128): ((2**31 - 1, {"pingpong": False}),),
-    (True, 64): ((4096, {"head_group": 16, "pingpong": False}), (2**31 - 1, {"pingpong": False})),
-    (True, 128): ((1024, {"head_group": 8}), (4096, {"head_group": 2, "pingpong": False}),
-                  (2**31 - 1, {"pingpong": False})),
-}
-"""Measured ws knobs per (causal, head_dim) for 16-bit inputs: ``((max_seq_len, {knob: value}), ...)`` in rising
-max_seq_len; the first entry with seq_len <= max_seq_len applies, over ``ws_defaults``, under any knob the caller
-passes. Filled from the JSON of ``benchmarks/hopper_attention_tune.py`` (its ``--emit-table`` prints this
-literal). A (causal, head_dim) without an entry runs the defaults."""
-
-_FP8_BN256 = {"block_n": 256, "stages": 3, "overlap": False, "pingpong": False, "defer_wait": False}
-_FP8_BN256_ST2 = {**_FP8_BN256, "stages": 2}
-TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
-    # H200, Triton 3.6.0, fp8 against our bf16, benchmarks/results/bench_h200_fp8_knobs_all.json
-    # (experiments/hopper_fp8_knobs.py). block_n 256 as FlashAttention-3's fp8 tile (128 x 224 for D=128): a step's
-    # fixed work over twice the keys; without overlap (it spills with it) and ping-pong: 1.38-1.48x our bf16 where
-    # the defaults gave 1.21-1.27x non-causal (before the TMA-store epilogue). The TMA-store epilogue goes wherever
-    # fp8's own O buffer fits (`_config`): with 3 stages of 256 keys it does not, with 2 it does. Re-measured with
-    # it (bench_h200_fp8_knobs_tma_store.json, one interleaved run): 2 stages and the TMA store win at non-causal
-    # S <= 2k (1.40x our bf16, from 1.29/1.37) and causal 2k-16k (2k: 1.32 from 1.24); 3 stages win at non-causal
-    # 4k-16k; causal S <= 1k is fastest with the 128-key defaults (1.39x).
-    # The deferred store wait (`defer_wait`; bench_h200_defer_wait_call.json, _d64_call.json) costs the 256-key
-    # builds that use their O buffer 4-7% (D=128 causal 4k-16k 802 -> 768 and 870 -> 810 TFLOPS, D=64 non-causal
-    # 554 -> 528 at 1k) and helps the 128-key one (593 -> 603 at D=128 causal 1k).
-    # Thirteenth session: P's row sums on the tensor cores (`tc_rowsum`; experiments/hopper_fp8_knobs.py --grid tc,
-    # bench_h200_fp8_knobs_tc_rowsum2.json): 256 keys in 2 stages with it, 913-1078 TFLOPS at 1k-16k (1.44-1.54x
-    # our bf16), over 843-1014 for the entries before it and 820-1057 for 3 stages with it.
-    (False, 128): ((2**31 - 1, {**_FP8_BN256_ST2, "tc_rowsum": True}),),
-    # Re-swept with every set over the defaults (bench_h200_fp8_knobs_over_defaults_d128.json; earlier sweeps
-    # applied their sets over this table): at causal 2k and 4k the 128-key defaults (after the snake order and the
-    # deferred wait) beat the 256-key 2-stage entry, 731 vs 671 and 841 vs 811 TFLOPS.
-    # With tc_rowsum (bench_h200_fp8_knobs_tc_rowsum2.json, S <= 2k from --grid tc-short,
-    # bench_h200_fp8_knobs_tc_short.json): head groups of 4 without ping-pong at S <= 2k (648 and 761 TFLOPS over
-    # the 128-key defaults' 615 and 722), ping-pong off at 4k (848 over 839), 256 keys in 3 stages above (971 and
-    # 1042 over 907 and 956 for the 2-stage entry without it).
-    (True, 128): ((2048, {"tc_rowsum": True, "head_group": 4, "pingpong": False}),
-                  (4096, {"tc_rowsum": True, "pingpong": False}), (2**31 - 1, {**_FP8_BN256, "tc_rowsum": True})),
-    # D=64 (bench_h200_fp8_knobs_d64.json): 1.24-1.25x our bf16 non-causal (defaults 1.09x), causal 1.09-1.24x
-    # with head groups of 4 (defaults 1.04-1.06x). Causal without the TMA-store epilogue: with it ptxas spills 32 B
-    # and it read 0.2-1% slower (bench_h200_fp8_tma_store.json); non-causal D=64 gains up to 6.5% from it.
-    # With tc_rowsum (bench_h200_fp8_knobs_tc_d64.json): +1-4%, 560-635 TFLOPS over 556-613.
-    # Fifteenth session, the falling K/V order (`masked_first`; bench_h200_fp8_knobs_masked_first_d64_all.json):
-    # 574 over 565 TFLOPS at 1k; above it, without the TMA-store epilogue, 614/644/666/680 over 597/619/630/637.
-    (False, 64): ((1024, {**_FP8_BN256, "tc_rowsum": True, "masked_first": True}),
-                  (2**31 - 1, {**_FP8_BN256, "tc_rowsum": True, "tma_store": False, "masked_first": True})),
-    # Over the defaults (bench_h200_fp8_knobs_over_defaults_d64.json): above 4k all heads at once in snake order
-    # beat head groups of 4 (571 vs 558 TFLOPS at causal 8k, 601 vs 586 at 16k).
-    # With tc_rowsum all heads at once at every S (bench_h200_fp8_knobs_tc_d64.json): 356-629 TFLOPS over the
-    # entries before it, 351-601 (head groups of 4 up to 4k).
-    # Fourteenth session, with the diagonal halves (bench_h200_fp8_knobs_d64_causal_short.json): at S <= 1k the
-    # 128-key overlapped build in head groups of 16 reads 376 TFLOPS against 359 for the 256-key entry (our bf16:
-    # 356); at 2k and 4k the 256-key entry stays ahead (464 and 540 against at most 449 and 497).
-    # Fifteenth session: that build with the falling K/V order (`masked_first`, off by default at D=64, where it
-    # slows 16-bit) reads 399 against 377 TFLOPS (bench_h200_runs_masked_first_d64.json); the 256-key build with it
-    # 541/610/636 over 533/600/626 at 4k/8k/16k, 458 against 461 at 2k (bench_h200_fp8_knobs_masked_first_d64_all.json).
-    (True, 64): ((1024, {"tc_rowsum": True, "head_group": 16, "tma_store": False, "masked_first": True}),
-                 (2048, {**_FP8_BN256, "tma_store": False, "tc_rowsum": True}),
-                 (2**31 - 1, {**_FP8_BN256, "tma_store": False, "tc_rowsum": True, "masked_first": True})),
-}
-"""``TUNED_WS`` for fp8 (e4m3) inputs."""
-
-
-def _tuned_knobs(causal: bool, head_dim: int, seq_len: int | None, fp8: bool = False) -> dict:
-    for max_seq_len, knobs in (TUNED_WS_FP8 if fp8 else TUNED_WS).get((bool(causal), head_dim), ()):
-        if seq_len is not None and seq_len <= max_seq_len:
-            return knobs
-    return {}
-
-
-def ws_defaults(head_dim: int, fp8: bool = False) -> dict:
-    """Every ``WS_KNOBS`` value of the ws kernel before any ``TUNED_WS`` entry. A caller that passes all of them
-    (the tuner: ``{**ws_defaults(D), **knob_set}``) measures its knob set over these defaults, not over whatever
-    the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``_config``).
-    ``masked_first`` on at D=128 only: at D=64 the falling order slowed 16-bit by 0-5% (H200)."""
-    return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
-                head_group=0, tma_store=None if fp8 else True, defer_wait=True, consumer_regs=240, producer_regs=24,
-                tc_rowsum=False, early_qk=False, diagonal_halves=True, masked_first=head_dim == 128)
-
-
-def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False, seq_len: int | None = None,
-            **knobs) -> dict:
-    """Tile sizes and launch options for one (dtype, head dim, variant[, seq_len]); shared by the wrapper and the
-    AOT helper. ``knobs``: the ``WS_KNOBS`` names (None = default), over the ``TUNED_WS`` (``TUNED_WS_FP8``) entry
-    for seq_len."""
-    if dtype not in HOPPER_DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(HOPPER_DTYPES)}, not {dtype!r}")
-    if head_dim not in (64, 128):
-        raise ValueError(f"head_dim must be 64 or 128, not {head_dim}")
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
-    allowed = WS_KNOBS if variant == "ws" else ("block_n", "stages")
-    unknown = sorted(set(knobs) - set(allowed))
-    if unknown:
-        raise ValueError(f"unknown {variant} knob(s) {unknown}; known: {sorted(allowed)}")
-    knobs = {k: v for k, v in knobs.items() if v is not None}
-    fp8 = dtype == "fp8e4nv"
-    if variant == "ws":
-        chosen = {**ws_defaults(head_dim, fp8), **_tuned_knobs(causal, head_dim, seq_len, fp8), **knobs}
-        smem = _ws_shared_bytes(head_dim, chosen["block_n"], chosen["stages"], fp8, o_buffer=fp8,
-                                ones=chosen["tc_rowsum"])
-        if chosen["tma_store"] is None:  # fp8: where its O buffer fits (16-bit: on by default, O staged in Q's)
-            chosen["tma_store"] = smem <= SM90_SHARED_BYTES
-        elif fp8 and chosen["tma_store"] and smem > SM90_SHARED_BYTES:
-            raise ValueError(f"tma_store: fp8 needs its own O buffer, and with block_n={chosen['block_n']}, "
-                             f"stages={chosen['stages']} the kernel would need {smem} B of shared memory "
-                             f"(sm_90: {SM90_SHARED_BYTES})")
-        if chosen["early_qk"] and (chosen["pingpong"] or not chosen["overlap"]):
-            raise ValueError("early_qk needs overlap=True and pingpong=False (it issues the next tile's first "
-                             "Q K^T from the overlapped loop, outside the ping-pong turns)")
-        flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "early_qk", "diagonal_halves",
-                 "masked_first")
-        consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items()}
-        return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
-                                    O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=128)
-    bn = knobs.get("block_n") or (128 if head_dim == 64 or fp8 else 64)
-    st = knobs.get("stages") or 2
-    return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=128, BLOCK_N=bn, STAGES=st, CAUSAL=bool(causal),
-                                V_TRANSPOSED=fp8), num_warps=8, block_m_cta=128)
-
-
-SM90_SHARED_BYTES = 232448
-"""Shared memory one block may opt into on sm_90 (227 KB)."""
-
-
-def _ws_shared_bytes(head_dim: int, block_n: int, stages: int, fp8: bool, o_buffer: bool, ones: bool = False) -> int:
-    """The ws kernel's shared memory: 4 Q tiles of 64 rows, `stages` K and V (V^T) tiles, 2 bf16 O tiles when fp8
-    stages O apart from Q, the [8, block_n] ones of the row-sum GEMM (`tc_rowsum`), and 1 KB for barriers and
-    alignment."""
-    elem = 1 if fp8 else 2
-    o_tiles = 2 * 64 * head_dim * 2 if o_buffer else 0
-    ones_tile = 8 * block_n * elem if ones else 0
-    return 4 * 64 * head_dim * elem + stages * 2 * block_n * head_dim * elem + o_tiles + ones_tile + 1024
-
-
-def _launch_constexprs(cfg: dict, write_lse: bool) -> dict:
-    """The kernel's constexprs for one call. With the LSE asked for, the row sums are taken on the FMA pipe
-    whatever `tc_rowsum` says: the tensor-core sums are of P as rounded for the P V GEMM, which for e4m3 puts the
-    LSE up to 1.6e-2 off where the exact sums give 9e-5 (fp8, D=64, S=4k, H200). O is as accurate either way."""
-    consts = dict(cfg["constexprs"], WRITE_LSE=bool(write_lse))
-    if write_lse and "TC_ROWSUM" in consts:
-        consts["TC_ROWSUM"] = False
-    return consts
-
-
-def _desc_blocks(cfg: dict):
-    c = cfg["constexprs"]
-    d, bn = c["HEAD_DIM"], c["BLOCK_N"]
-    q_block = [c["BLOCK_M"], d]
-    k_block = [bn, d]
-    v_block = [d, bn] if c["V_TRANSPOSED"] else [bn, d]
-    return q_block, k_block, v_block
-
-
-def _kernel(variant: str):
-    return _attn_fwd_ws if variant == "ws" else _attn_fwd_simple
-
-
-def compile_hopper_attention(dtype: str = "bf16", head_dim: int = 128, causal: bool = False, variant: str = "ws",
-                             write_lse: bool = False, capability: int = 90, seq_len: int | None = None, **kwargs):
-    """Compile one configuration for sm_90a with no GPU; returns Triton's ``CompiledKernel``.
-
-    ``dtype``: "fp16", "bf16" or "fp8e4nv". ``seq_len``: build what the wrapper launches at that S (its
-    ``TUNED_WS`` entry). Extra keyword arguments: the ``WS_KNOBS`` (tile/schedule choices such as ``block_n``,
-    ``stages``, ``pingpong``, ``head_group``, ``tc_rowsum``, ``diagonal_halves``) and Triton compile options (e.g.
-    ``maxnreg``)."""
-    tile_keys = {k: kwargs.pop(k) for k in WS_KNOBS if k in kwargs}
-    cfg = _config(dtype, head_dim, variant, causal, seq_len, **tile_keys)
-    q_block, k_block, v_block = _desc_blocks(cfg)
-    sig = {
-        "q_desc": descriptor_signature(dtype, q_block),
-        "k_desc": descriptor_signature(dtype, k_block),
-        "v_desc": descriptor_signature(dtype, v_block),
-        "o_ptr": "*" + out_dtype(dtype),
-    }
-    if variant == "ws":
-        sig["o_desc"] = descriptor_signature(out_dtype(dtype), q_block)
-    sig.update(lse_ptr="*fp32", qk_scale="fp32", seq_len="i32")
-    if variant == "ws":
-        sig["num_bh"] = "i32"
-    constexprs = dict(_launch_constexprs(cfg, write_lse), num_warps=cfg["num_warps"])
-    for name in constexprs:
-        sig[name] = "constexpr"
-    return compile_for(_kernel(variant), sig, constexprs, cfg["num_warps"], capability, kwargs)
-
-
-def transpose_v_for_fp8(v):
-    """The V layout the fp8 kernel reads: (B, H, D, S_pad) contiguous, S padded with zeros to a multiple of 16, and
-    the keys renumbered within each group of 16: column 16c + 4t + 2h + e holds key 16c + 8h + 2t + e
-    (t < 4, h < 2, e < 2).
-
-    wgmma takes fp8 B operands only K-major; for PV the reduction runs over S, so V must be S-contiguous. The
-    renumbering matches the one the kernel applies to P for free in registers (``_p_operand``): P V is a sum over
-    keys, so renumbering both sides alike leaves it unchanged. Callers that keep an fp8 KV cache can store V this way
-    once and pass it as ``hopper_attention(..., v_t=...)``."""
-    import torch
-
-    B, H, S, D = v.shape
-    s_pad = (S + 15) // 16 * 16
-    if s_pad != S:
-        v_pad = torch.zeros((B, H, s_pad, D), dtype=v.dtype, device=v.device)
-        v_pad[:, :, :S].copy_(v)
-        v = v_pad
-    # one strided copy: key 16c + 8h + 2t + e goes to column 16c + 4t + 2h + e (see _p_operand)
-    vt = torch.empty((B, H, D, s_pad), dtype=v.dtype, device=v.device)
-    src = v.reshape(B, H, s_pad // 16, 2, 4, 2, D).permute(0, 1, 6, 2, 4, 3, 5)  # (B, H, D, c, t, h, e)
-    vt.view(B, H, D, s_pad // 16, 4, 2, 2).copy_(src)
-    return vt
-
-
-def _v_rows(v, v_t, q, fp8: bool):
-    """V as the 2-D view the kernel's V descriptor reads: V^T rows for fp8 (``v_t`` checked, or made here), else
-    V's rows."""
-    B, H, S, D = q.shape
-    if fp8:
-        if v_t is None:
-            v_t = transpose_v_for_fp8(v)
-        elif v_t.dim() != 4 or v_t.shape[:3] != (B, H, D) or v_t.shape[3] < S or v_t.shape[3] % 16 \
-                or not v_t.is_contiguous() or v_t.dtype != q.dtype:
-            raise ValueError("v_t must be transpose_v_for_fp8(v): contiguous (B, H, D, S_pad), S_pad % 16 == 0")
-        return v_t.view(B * H * D, v_t.shape[3])
-    if v_t is not None:
-        raise ValueError("v_t (pre-transposed V) is only used by the fp8 kernel")
-    return rows(v)
-
-
-def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = None, return_lse: bool = False,
-                     variant: str = "ws", out=None, v_t=None, **tile_kwargs):
-    """softmax(Q K^T * sm_scale [+ causal mask]) V for (B, H, S, D) tensors, like SDPA (no dropout, no attn mask).
-
-    q, k, v: same shape (B, H, S, D), dtype float16, bfloat16 or float8_e4m3fn, D in {64, 128}, on an sm_90 GPU.
-    Returns O (B, H, S, D) in the input dtype (bf16 for fp8 inputs) and, with ``return_lse=True``, also the
-    log-sum-exp (B, H, S) float32 in natural log of the scaled scores. For fp8, V is copied transposed (B*H, D, S)
-    because wgmma reads fp8 B operands only K-major (a full pass over V, timed separately in the benchmark); pass
-    ``v_t=transpose_v_for_fp8(v)`` (and ``v=None``) to skip that copy. ``out``: an optional contiguous (B, H, S, D)
-    output tensor.
-    ``variant``: "ws" (persistent, warp-specialized; default) or "simple" (baseline). ``tile_kwargs``: the
-    ``WS_KNOBS`` (None or absent: the ``TUNED_WS`` entry for S, else the default).
-    """
-    import torch
-    import triton
-
-    if v is None and v_t is not None:
-        v = v_t.transpose(-1, -2)[..., :q.shape[2], :]  # shape/dtype checks only
-    check_qkv(q, k, v)
-    dtype = short_dtype(q.dtype)
-    if dtype not in HOPPER_DTYPES:
-        raise ValueError(f"unsupported dtype {q.dtype}; use float16, bfloat16 or float8_e4m3fn")
-    B, H, S, D = q.shape
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(D)
-    cfg = _config(dtype, D, variant, causal, S, **tile_kwargs)
-    q_block, k_block, v_block = _desc_blocks(cfg)
-    BH = B * H
-    v2 = _v_rows(v, v_t, q, cfg["constexprs"]["V_TRANSPOSED"])
-    o = output(q, dtype, out)
-    lse = torch.empty((B, H, S), dtype=torch.float32, device=q.device) if return_lse else o  # dummy when unused
-    q_desc, k_desc, v_desc = (descriptor(t, dtype, block)
-                              for t, block in ((rows(q), q_block), (rows(k), k_block), (v2, v_block)))
-    qk_scale = float(sm_scale) * LOG2E
-    consts = _launch_constexprs(cfg, return_lse)
-    n_m = triton.cdiv(S, cfg["block_m_cta"])
-    if variant == "ws":
-        grid = persistent_grid(q.device, n_m * BH)
-        o_desc = descriptor(rows(o), out_dtype(dtype), q_block)
-        _attn_fwd_ws[grid](q_desc, k_desc, v_desc, o, o_desc, lse, qk_scale, S, BH, **consts,
-                           num_warps=cfg["num_warps"])
-    else:
-        grid = (n_m, BH)
-        _attn_fwd_simple[grid](q_desc, k_desc, v_desc, o, lse, qk_scale, S, **consts, num_warps=cfg["num_warps"])
-    return (o, lse) if return_lse else o
-
-
-def ptxas_report(kernel) -> dict:
-    """Registers, spill bytes and stack frame of a compiled kernel, from ``ptxas -v`` on its PTX with the same
-    ptxas, arch and register-allocation flags Triton used (``_compat.TRITON_PTXAS_FLAGS``; no GPU needed).
-    ``CompiledKernel.n_spills`` needs a GPU (it is read at load)."""
-    from tritonhook.ptxas import PtxasInfo, assemble, parse_ptxas_verbose, triton_ptxas
-
-    arch = kernel.metadata.target.arch
-    sm = f"sm_{arch}a" if arch >= 90 else f"sm_{arch}"
-    log = assemble(kernel.asm["ptx"], triton_ptxas(sm), sm, TRITON_PTXAS_FLAGS, label=kernel.metadata.name).stderr
-    info = next(iter(parse_ptxas_verbose(log).values()), PtxasInfo())
-    return {"registers": info.registers or 0, "spill_stores": info.spill_stores, "spill_loads": info.spill_loads,
-            "stack_frame": info.stack_frame, "log": log}

@@ -40,7 +40,7 @@ if __name__ == "__main__":  # run as a script: the kernel packages are imported 
 
 import triton  # noqa: E402
 
-from gluon_kernels.hopper_fa import TUNED_WS, TUNED_WS_FP8  # noqa: E402
+from gluon_kernels.tuning import TUNED_WS, TUNED_WS_FP8  # noqa: E402
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden_ptx"
 UPDATE = "python tests/test_golden_ptx.py --update"

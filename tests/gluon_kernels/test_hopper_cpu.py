@@ -10,7 +10,10 @@ import pytest
 
 from gluon_kernels import compile_hopper_attention
 from gluon_kernels._compat import TRITON_VERSION
-from gluon_kernels.hopper_fa import SM90_SHARED_BYTES, TUNED_WS_FP8, ptxas_report
+from gluon_kernels.hopper import SM90_SHARED_BYTES
+from gluon_kernels.tuning import TUNED_WS_FP8
+
+from _gluon_reports import ptxas_report  # noqa: E402
 
 CONFIGS = [
     pytest.param(variant, dtype, d, causal, id=f"{variant}-{dtype}-d{d}-{'causal' if causal else 'full'}")
@@ -39,8 +42,8 @@ def test_compiles_for_sm90a_with_wgmma_tma_mbarrier(variant, dtype, head_dim, ca
 
 
 # Triton 3.9 assembles sm_90a with its ptxas-blackwell 13.4.59 (3.6: ptxas 12.8.93) and adds --regAllocOptLevel=2;
-# ptxas_report passes the same flag (_compat.TRITON_PTXAS_FLAGS). Measured (spill stores/loads, bytes): the 3.9 PTX
-# of the fp16 (and bf16) D=128 ws build is 0/0 under ptxas 12.8, 12.9 and 13.0 with or without the flag, 48/48
+# ptxas_report passes the same flag (_gluon_reports.TRITON_PTXAS_FLAGS). Measured (spill stores/loads, bytes): the
+# 3.9 PTX of the fp16 (and bf16) D=128 ws build is 0/0 under ptxas 12.8, 12.9 and 13.0 with or without the flag, 48/48
 # under 13.4 without it, 88/88 with it (Triton's cubin); causal fp8 0/0 without, 96/132 with. So ptxas 13.4 is the
 # cause, the flag makes it worse. The spills (5 STL.64/LDL.64) sat in the tile epilogue around the last P V wgmma,
 # once per 128-row tile, not in the K/V loop. The 16-bit builds lost them with the TMA-store epilogue (O staged in

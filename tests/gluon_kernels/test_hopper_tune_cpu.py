@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from gluon_kernels import compile_hopper_attention
-from gluon_kernels.hopper_fa import ptxas_report
+
+from _gluon_reports import ptxas_report  # noqa: E402
 
 _SPEC = importlib.util.spec_from_file_location(
     "hopper_attention_tune", Path(__file__).resolve().parents[2] / "benchmarks" / "hopper_attention_tune.py")
@@ -55,7 +56,7 @@ def test_tuner_times_every_knob_set_over_the_defaults_not_the_table(head_dim, ca
     """The wrapper applies the knobs it is given over the TUNED_WS entry of S; the tuner must not: each of its knob
     sets, at every S, builds exactly what that set asks of the untuned kernel (as `compile_hopper_attention` with
     no S builds it)."""
-    from gluon_kernels.hopper_fa import _config
+    from gluon_kernels.hopper import _config
 
     for knobs in tune.GRID[(head_dim, causal)]:
         untuned = _config("bf16", head_dim, "ws", causal, None, **knobs)
@@ -65,7 +66,7 @@ def test_tuner_times_every_knob_set_over_the_defaults_not_the_table(head_dim, ca
 
 def test_unknown_knob_is_refused():
     """hopper_attention passes its keyword arguments to _config: a misspelt knob must not be dropped silently."""
-    from gluon_kernels.hopper_fa import _config
+    from gluon_kernels.hopper import _config
 
     with pytest.raises(ValueError, match="head_groups"):
         _config("bf16", 128, "ws", True, 2048, head_groups=8)
@@ -100,7 +101,7 @@ def test_fp8_stores_o_by_tma_where_its_own_o_buffer_fits_in_shared_memory():
     """fp8 stages O (bf16) in a buffer of its own: the 128-key causal S <= 1k build and the 2-stage 256-key
     non-causal one have room (and use it), the 3-stage 256-key causal S > 4k build does not (default off; asked
     for, a clear error with the byte count)."""
-    from gluon_kernels.hopper_fa import SM90_SHARED_BYTES
+    from gluon_kernels.hopper import SM90_SHARED_BYTES
 
     for causal, seq_len in ((True, 1024), (False, 4096)):
         roomy = compile_hopper_attention("fp8e4nv", 128, causal, "ws", seq_len=seq_len)

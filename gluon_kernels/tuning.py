@@ -1,0 +1,68 @@
+"""The Hopper ws kernel's knobs, their defaults, and the knobs measured best per (causal, head dim, S).
+
+Tables hold ``((max_seq_len, {knob: value}), ...)`` per (causal, head_dim) in rising max_seq_len; the first entry
+with S <= max_seq_len applies over ``ws_defaults``, under any knob the caller passes. All were measured on the H200
+with Triton 3.6 (how, and the runs behind each entry: gluon_kernels/README.md). A (causal, head_dim) without an
+entry runs the defaults.
+"""
+from __future__ import annotations
+
+WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
+            "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
+            "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
+            "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST"}
+"""Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
+the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
+
+_ANY_S = 2**31 - 1
+
+TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
+    # 16-bit, from `benchmarks/hopper_attention_tune.py --emit-table`, every knob set timed over the defaults
+    (False, 64): ((_ANY_S, {"pingpong": False}),),  # one warpgroup's softmax is short: ping-pong only waits
+    (False, 128): ((_ANY_S, {"pingpong": False}),),  # likewise
+    # short S: 16-head sections keep K/V in L2 (few tiles a wave)
+    (True, 64): ((4096, {"head_group": 16, "pingpong": False}), (_ANY_S, {"pingpong": False})),
+    # head sections shrink as S grows; ping-pong only helps the shortest tiles
+    (True, 128): ((1024, {"head_group": 8}), (4096, {"head_group": 2, "pingpong": False}),
+                  (_ANY_S, {"pingpong": False})),
+}
+"""Measured ws knobs for 16-bit inputs."""
+
+_FP8_BN256 = {"block_n": 256, "stages": 3, "overlap": False, "pingpong": False, "defer_wait": False}
+"""FlashAttention-3's fp8 tile width: a step's fixed work over twice the keys; overlap spills with it."""
+_FP8_BN256_ST2 = {**_FP8_BN256, "stages": 2}
+"""2 stages: room for fp8's own O buffer, so the TMA-store epilogue."""
+
+TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
+    # 256 keys in 2 stages with the row sums on the tensor cores: 1.44-1.54x our bf16 at every S
+    (False, 128): ((_ANY_S, {**_FP8_BN256_ST2, "tc_rowsum": True}),),
+    # S <= 4k: 128-key tiles (head groups of 4 up to 2k); above, 256 keys in 3 stages
+    (True, 128): ((2048, {"tc_rowsum": True, "head_group": 4, "pingpong": False}),
+                  (4096, {"tc_rowsum": True, "pingpong": False}), (_ANY_S, {**_FP8_BN256, "tc_rowsum": True})),
+    # 256 keys, falling K/V order; above 1k without the TMA-store epilogue
+    (False, 64): ((1024, {**_FP8_BN256, "tc_rowsum": True, "masked_first": True}),
+                  (_ANY_S, {**_FP8_BN256, "tc_rowsum": True, "tma_store": False, "masked_first": True})),
+    # S <= 1k: 128-key overlapped tiles in 16-head sections; above, 256 keys (falling order past 2k)
+    (True, 64): ((1024, {"tc_rowsum": True, "head_group": 16, "tma_store": False, "masked_first": True}),
+                 (2048, {**_FP8_BN256, "tma_store": False, "tc_rowsum": True}),
+                 (_ANY_S, {**_FP8_BN256, "tma_store": False, "tc_rowsum": True, "masked_first": True})),
+}
+"""``TUNED_WS`` for fp8 (e4m3) inputs."""
+
+
+def tuned_knobs(causal: bool, head_dim: int, seq_len: int | None, fp8: bool = False) -> dict:
+    """The table entry for S = ``seq_len`` (none for None: the defaults)."""
+    for max_seq_len, knobs in (TUNED_WS_FP8 if fp8 else TUNED_WS).get((bool(causal), head_dim), ()):
+        if seq_len is not None and seq_len <= max_seq_len:
+            return knobs
+    return {}
+
+
+def ws_defaults(head_dim: int, fp8: bool = False) -> dict:
+    """Every ``WS_KNOBS`` value of the ws kernel before any ``TUNED_WS`` entry. A caller that passes all of them
+    (the tuner: ``{**ws_defaults(D), **knob_set}``) measures its knob set over these defaults, not over whatever
+    the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``hopper._config``).
+    ``masked_first`` on at D=128 only: at D=64 the falling order slowed 16-bit by 0-5% (H200)."""
+    return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
+                head_group=0, tma_store=None if fp8 else True, defer_wait=True, consumer_regs=240, producer_regs=24,
+                tc_rowsum=False, early_qk=False, diagonal_halves=True, masked_first=head_dim == 128)

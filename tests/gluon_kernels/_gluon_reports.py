@@ -1,0 +1,33 @@
+"""What the CPU tests read from a compiled Gluon kernel with tritonhook (the kernel packages never import it):
+``ptxas -v`` registers and spills of the PTX, and the facts of the cubin. No GPU needed."""
+from __future__ import annotations
+
+from gluon_kernels._compat import TRITON_VERSION
+from tritonhook import tools
+from tritonhook._triton import triton_ptxas
+from tritonhook.cubin import Cubin
+
+TRITON_PTXAS_FLAGS = list(tools.TRITON_39_PTXAS_FLAGS) if TRITON_VERSION >= (3, 9) else []
+"""Register-allocation flags Triton itself passes to ptxas (besides -v, -lineinfo, --gpu-name), so that a
+standalone ``ptxas -v`` report describes the cubin Triton builds: 3.9's ``--regAllocOptLevel=2``."""
+
+
+def ptxas_report(kernel) -> dict:
+    """Registers, spill bytes and stack frame of a compiled kernel, from ``ptxas -v`` on its PTX with the same
+    ptxas, arch and register-allocation flags Triton used (``TRITON_PTXAS_FLAGS``).
+    ``CompiledKernel.n_spills`` needs a GPU (it is read at load)."""
+    arch = kernel.metadata.target.arch
+    sm = f"sm_{arch}a" if arch >= 90 else f"sm_{arch}"
+    log = tools.assemble(kernel.asm["ptx"], triton_ptxas(sm), sm, TRITON_PTXAS_FLAGS, label=kernel.metadata.name).stderr
+    info = next(iter(tools.parse_ptxas_verbose(log).values()), tools.PtxasInfo())
+    return {"registers": info.registers or 0, "spill_stores": info.spill_stores, "spill_loads": info.spill_loads,
+            "stack_frame": info.stack_frame, "log": log}
+
+
+def cubin_report(kernel) -> dict:
+    """Registers, spill bytes, code sizes of a compiled kernel read from its cubin (tritonhook.cubin)."""
+    cubin = Cubin.from_bytes(kernel.asm["cubin"], label=kernel.metadata.name)
+    (k, ) = cubin.kernels.values()
+    return dict(name=k.name, registers=k.registers, spill_stores=k.spill_stores, spill_loads=k.spill_loads,
+                frame_size=k.frame_size, text_size=k.text_size, capmerc_size=k.capmerc_size, cubin_size=cubin.size,
+                shared=kernel.metadata.shared, uses_setmaxnreg=k.uses_setmaxnreg, uses_tcgen05=k.uses_tcgen05)
