@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 CONFIGS = [
     # (B, H, S, D, causal)
@@ -39,7 +40,8 @@ CONFIGS = [
 
 def _agreement(candidates: dict, our_outputs: dict) -> dict:
     """||O - O_flash|| / ||O_flash|| for every candidate's output, all compared in (B, S, H, D)."""
-    from sm120_attn.gpu_check import rel_err
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "sm120_attn"))
+    from gpu_check import rel_err
 
     if "sdpa_flash" not in candidates:
         return {}

@@ -139,7 +139,8 @@ def opcode_delta(a: bytes, b: bytes) -> list:
 def experiment(out_dir: Path, ptxas: str | None) -> dict:
     import torch
 
-    from sm120_attn import gpu_check
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "sm120_attn"))
+    import gpu_check
     from tritonhook.cute import name_swap
     from tritonhook.rename import rename_ptx
 

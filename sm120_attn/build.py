@@ -1,6 +1,5 @@
-"""Compile the kernels with no GPU (fake tensors), keep PTX + cubin, capture them into a tritonhook store.
-
-    python -m sm120_attn.build --arch sm_120a --arch sm_121a --arch sm_90a [--store DIR] [--out DIR]
+"""Compile the kernels with no GPU (fake tensors) and keep PTX + cubin (``compile_variant``). The whole grid, with
+what the cubins say and a capture into a tritonhook store: ``benchmarks/sm120_build.py``.
 
 Every kernel is compiled for each arch it supports (FP8 only for sm_120a / sm_121a: ptxas rejects `kind::f8f6f4`
 elsewhere). With no driver the DSL would assume sm_100a, so the arch is always given (docs/notes.md §4).
@@ -8,18 +7,14 @@ elsewhere). With no driver the DSL would assume sm_100a, so the arch is always g
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import os
-import re
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from . import VARIANTS, kernel_class
+from . import kernel_class
 
 FP8_ARCHES = ("sm_120a", "sm_121a")
 BF16_ARCHES = ("sm_120a", "sm_121a", "sm_90a")
@@ -109,89 +104,3 @@ def compile_variant(variant: str, arch: str, head_dim: int, causal: bool, *, ver
     ptx = ptx if isinstance(ptx, str) else bytes(ptx).decode()
     return Built(variant, arch, head_dim, causal, compiled, ptx.rstrip("\0"), bytes(compiled.__cubin__),
                  ptxas_log=log.get("text", ""), seconds=elapsed)
-
-
-def external_ptxas_log(ptx: str, arch: str) -> tuple[str, str] | None:
-    """Re-assemble the DSL's PTX with an external ptxas (-v) and return (ptxas version, log), or None if no
-    ptxas new enough for the PTX's ISA version is found. The DSL links its own ptxas in and keeps its log to
-    itself (empty even with --ptxas-options=-v), so warnings such as C7508 are only visible this way."""
-    from tritonhook.tools import assemble, find_ptxas
-
-    isa = re.search(r"^\s*\.version\s+(\d+)\.(\d+)", ptx, re.MULTILINE)
-    need = (12, 9) if isa and (int(isa.group(1)), int(isa.group(2))) >= (8, 8) else (12, 8)
-
-    def key(binary):
-        return tuple(int(x) for x in binary.version.split(".")[:2])
-
-    candidates = sorted((b for b in find_ptxas() if key(b) >= need), key=key)
-    for binary in candidates:
-        try:
-            return binary.version, assemble(ptx, binary.path, arch, label=arch).stderr
-        except Exception:  # noqa: BLE001 - this one cannot take it; try the next
-            continue
-    return None
-
-
-def kernel_facts(built: Built) -> dict:
-    """Registers, setmaxnreg use, REG_RECONFIG, syscalls: read from the cubin with tritonhook's model."""
-    from tritonhook.cubin import Cubin
-
-    cubin = Cubin.from_bytes(built.cubin, label=built.label)
-    facts = {}
-    for name, kern in cubin.kernels.items():
-        attrs = [a.name for a in kern.eiattrs]
-        facts[name] = {
-            "registers": kern.registers,
-            "spill_stores": kern.spill_stores, "spill_loads": kern.spill_loads, "frame_size": kern.frame_size,
-            "max_registers": kern.max_registers, "shared_static": kern.shared_static,
-            "externs": list(kern.externs),
-            "uses_setmaxnreg": kern.uses_setmaxnreg,
-            "eiattrs": attrs,
-            "reg_reconfig": any("REG_RECONFIG" in str(a) for a in attrs),
-        }
-    setmaxnreg = sorted(set(re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", built.ptx)))
-    return {"kernels": facts, "ptx_setmaxnreg": setmaxnreg,
-            "ptx_maxnreg_or_minnctapersm": re.findall(r"\.(maxnreg|minnctapersm|reqntid|maxntid)\s+([\d, ]+)",
-                                                      built.ptx),
-            "ptxas_warnings": [l for l in built.ptxas_log.splitlines() if "warning" in l.lower()]}
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--arch", action="append", help="default: every supported arch")
-    parser.add_argument("--variant", action="append", choices=VARIANTS)
-    parser.add_argument("--head-dim", action="append", type=int)
-    parser.add_argument("--causal", choices=("both", "yes", "no"), default="both")
-    parser.add_argument("--store", help="tritonhook store to capture into (default: none)")
-    parser.add_argument("--out", type=Path, help="write <label>.ptx / .cubin / .ptxas.log here")
-    args = parser.parse_args(argv)
-    causals = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
-    summary = []
-    for variant in args.variant or VARIANTS:
-        for arch in args.arch or supported_arches(variant):
-            if arch not in supported_arches(variant):
-                continue
-            for d in args.head_dim or (64, 128):
-                for causal in causals:
-                    built = compile_variant(variant, arch, d, causal)
-                    facts = kernel_facts(built)
-                    cid = None
-                    if args.store:
-                        from tritonhook.cute.capture import capture_compiled
-                        cid = capture_compiled(built.compiled, store=args.store)
-                    if args.out:
-                        args.out.mkdir(parents=True, exist_ok=True)
-                        (args.out / f"{built.label}.ptx").write_text(built.ptx)
-                        (args.out / f"{built.label}.cubin").write_bytes(built.cubin)
-                        (args.out / f"{built.label}.ptxas.log").write_text(built.ptxas_log)
-                    regs = {n: f["registers"] for n, f in facts["kernels"].items()}
-                    summary.append({"label": built.label, "seconds": round(built.seconds, 1), "capture": cid,
-                                    "registers": regs, "setmaxnreg": facts["ptx_setmaxnreg"],
-                                    "reg_reconfig": [f["reg_reconfig"] for f in facts["kernels"].values()],
-                                    "ptxas_warnings": facts["ptxas_warnings"]})
-                    print(json.dumps(summary[-1]), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -66,6 +66,22 @@ class FlashAttentionForward:
         the diagonal of the Q tile: ceil(m_block / n_block) of them, counted from the last."""
         return (self.m_block + self.n_block - 1) // self.n_block if self.causal else 1
 
+    def query_tile(self):
+        """(m_block, head, batch) of this CTA, in device code. Causal: longest rows first, the grid's first CTAs
+        take the last Q tiles, which have the most key tiles."""
+        bx, head, batch = cute.arch.block_idx()
+        gx, _, _ = cute.arch.grid_dim()
+        m_block = gx - 1 - bx if cutlass.const_expr(self.causal) else bx
+        return m_block, head, batch
+
+    def key_tiles(self, m_block, seqlen_k):
+        """(n_tiles, last), in device code: the key tiles Q tile `m_block` visits (causal: none past its diagonal)
+        and the index of the last, which every kernel visits first."""
+        n_tiles = cute.ceil_div(seqlen_k, self.n_block)
+        if cutlass.const_expr(self.causal):
+            n_tiles = cutlass.min(n_tiles, cute.ceil_div((m_block + 1) * self.m_block, self.n_block))
+        return n_tiles, n_tiles - 1
+
     @classmethod
     def can_implement(cls, dtype, head_dim: int, smem_limit: int = SM120_SMEM_BYTES, **tile) -> bool:
         """Whether this kernel takes `dtype` at `head_dim` with the tile choices `tile` (the constructor's keyword

@@ -97,19 +97,13 @@ class FlashAttentionSm120(FlashAttentionForward):
                scale_log2: cutlass.Float32, sQ_layout: cute.ComposedLayout, sKV_layout: cute.ComposedLayout,
                g2s: cute.TiledCopy, s2g: cute.TiledCopy, mma: cute.TiledMma, Smem: cutlass.Constexpr):
         tidx, _, _ = cute.arch.thread_idx()
-        bx, head, batch = cute.arch.block_idx()
-        gx, _, _ = cute.arch.grid_dim()
-        # Longest causal rows first: the last Q tile has the most key tiles.
-        m_block = gx - 1 - bx if cutlass.const_expr(self.causal) else bx
+        m_block, head, batch = self.query_tile()
         d = self.head_dim
         dtype = mQ.element_type
         seqlen_q = mQ.shape[1]
         seqlen_k = mK.shape[1]
 
-        n_tiles = cute.ceil_div(seqlen_k, self.n_block)
-        if cutlass.const_expr(self.causal):
-            n_tiles = cutlass.min(n_tiles, cute.ceil_div((m_block + 1) * self.m_block, self.n_block))
-        last = n_tiles - 1
+        n_tiles, last = self.key_tiles(m_block, seqlen_k)
 
         q2 = mQ[batch, None, head, None]
         k2 = mK[batch, None, head, None]

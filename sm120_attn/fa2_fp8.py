@@ -133,9 +133,7 @@ class FlashAttentionSm120Fp8(FlashAttentionForward):
                scale_log2: cutlass.Float32, sQ_layout: cute.Layout, sKV_layout: cute.Layout, g2s: cute.TiledCopy,
                Smem: cutlass.Constexpr):
         tidx, _, _ = cute.arch.thread_idx()
-        bx, head, batch = cute.arch.block_idx()
-        gx, _, _ = cute.arch.grid_dim()
-        m_block = gx - 1 - bx if cutlass.const_expr(self.causal) else bx
+        m_block, head, batch = self.query_tile()
         d = self.head_dim
         nb = self.n_block
         seqlen_q = mQ.shape[1]
@@ -146,10 +144,7 @@ class FlashAttentionSm120Fp8(FlashAttentionForward):
         row0 = (tidx // 32) * 16  # this warp's first row in the tile
         words = self.row_bytes // 4
 
-        n_tiles = cute.ceil_div(seqlen_k, nb)
-        if cutlass.const_expr(self.causal):
-            n_tiles = cutlass.min(n_tiles, cute.ceil_div((m_block + 1) * self.m_block, nb))
-        last = n_tiles - 1
+        n_tiles, last = self.key_tiles(m_block, seqlen_k)
 
         alloc = cutlass.utils.SmemAllocator()
         smem = alloc.allocate(Smem)

@@ -18,7 +18,7 @@ The register rebalancing: CUTLASS PR #3030's kernel calls setmaxnreg too, but pt
 `min_blocks_per_mp=1`, so the PTX also gets `.minnctapersm 1`; with the block size ptxas can then fix the
 per-thread budget at entry (65536 / 384 -> 168), and the setmaxnreg.dec/inc pair moves registers from the DMA
 warpgroup to the MMA warpgroups (56 and 224 here: 128 * 56 + 256 * 224 = 64512 <= 65536). The cubin then carries
-EIATTR_REG_RECONFIG. `python -m sm120_attn.build --variant tma` prints both.
+EIATTR_REG_RECONFIG. `benchmarks/sm120_build.py --variant tma` prints both.
 
 Written for this package; the TMA / mbarrier / setmaxnreg API usage was learned from the CUTLASS CuTe DSL Hopper
 FMHA example and the pipeline sources of nvidia-cutlass-dsl; the design follows CUTLASS PR #3030 /
@@ -129,17 +129,12 @@ class FlashAttentionSm120Tma(FlashAttentionForward):
                scale_log2: cutlass.Float32, sQ_layout: cute.ComposedLayout, sKV_layout: cute.ComposedLayout,
                s2g: cute.TiledCopy, mma: cute.TiledMma, Smem: cutlass.Constexpr):
         tidx, _, _ = cute.arch.thread_idx()
-        bx, head, batch = cute.arch.block_idx()
-        gx, _, _ = cute.arch.grid_dim()
-        m_block = gx - 1 - bx if cutlass.const_expr(self.causal) else bx
+        m_block, head, batch = self.query_tile()
         warp_idx = cute.arch.make_warp_uniform(tidx // 32)
         d = self.head_dim
         stages = self.stages
 
-        n_tiles = cute.ceil_div(seqlen_k, self.n_block)
-        if cutlass.const_expr(self.causal):
-            n_tiles = cutlass.min(n_tiles, cute.ceil_div((m_block + 1) * self.m_block, self.n_block))
-        last = n_tiles - 1
+        n_tiles, last = self.key_tiles(m_block, seqlen_k)
 
         alloc = cutlass.utils.SmemAllocator()
         smem = alloc.allocate(Smem)

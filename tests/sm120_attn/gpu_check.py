@@ -1,6 +1,6 @@
 """Correctness of the sm120_attn kernels on a CUDA GPU against torch SDPA computed in float32.
 
-    python -m sm120_attn.gpu_check [--variant cpasync --variant tma ...] [--json out.json]
+    PYTHONPATH=$PWD python tests/sm120_attn/gpu_check.py [--variant cpasync --variant tma ...] [--json out.json]
 
 For each case: fresh random inputs, the output poisoned with NaN first (every element must be written), then
 rel = ||O - ref||_2 / ||ref||_2 with ref = SDPA(q.float(), k.float(), v.float()) (math backend, fp32).

@@ -3,7 +3,7 @@
 CuTe DSL compiles take ~1-6 s each on 2 cores, so not the full grid (3 variants x arches x D {64, 128} x causal):
 every kernel is compiled once for each arch it supports, head dims and causal alternating so that both values of
 each appear per variant (8 compiles), plus one TMA compile without the register cap (the C7508 demonstration).
-`python -m sm120_attn.build` compiles the whole grid.
+`benchmarks/sm120_build.py` compiles the whole grid.
 """
 
 import re
@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("cutlass.cute", reason="needs nvidia-cutlass-dsl (the [cute] extra)")
 
 from sm120_attn import build  # noqa: E402
+
+from _sm120_reports import external_ptxas_log  # noqa: E402
 
 # (variant, arch, head_dim, causal): each variant on each arch it supports
 GRID = [
@@ -90,11 +92,11 @@ def test_setmaxnreg_takes_effect_only_with_the_entry_cap():
     assert k_ours.uses_setmaxnreg and "EIATTR_REG_RECONFIG" in [e.name for e in k_ours.eiattrs]
     assert not k_theirs.uses_setmaxnreg
     assert k_ours.registers == 168  # 65536 / 384 threads, rounded down to a multiple of 8: the entry budget
-    ext = build.external_ptxas_log(ours.ptx, "sm_120a")
+    ext = external_ptxas_log(ours.ptx, "sm_120a")
     if ext is None:
         pytest.skip("no external ptxas >= 12.9 to show the log")
     assert "C7508" not in ext[1]
-    assert "C7508" in build.external_ptxas_log(theirs.ptx, "sm_120a")[1]
+    assert "C7508" in external_ptxas_log(theirs.ptx, "sm_120a")[1]
 
 
 def test_preflight_tma_sm120a_has_no_driver_syscall():

@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("cutlass.cute", reason="needs nvidia-cutlass-dsl")
 
-from sm120_attn import gpu_check  # noqa: E402
+import gpu_check  # noqa: E402  (tests/sm120_attn/gpu_check.py)
 
 CASES = [(1, 77, 333, 2, 128), (2, 300, 300, 3, 64), (1, 517, 200, 2, 128), (2, 1, 129, 2, 128)]
 
