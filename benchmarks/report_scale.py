@@ -19,14 +19,17 @@ import argparse
 import dataclasses
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from tritonhook.page import write_report
-from tritonhook.page.browser import Chromium
 from tritonhook.page.demo import run_demo
 from tritonhook.store import NewCapture, Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from chromium import Chromium  # noqa: E402  (tests/chromium.py: the headless browser the tests drive too)
 
 SAMPLES = ["add", "matmul_fp16", "matmul_fp8", "tma_copy"]
 OPEN_TARGET_S = 1.0

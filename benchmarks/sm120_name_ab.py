@@ -1,6 +1,6 @@
 """The name experiment: does the `cutlass` in every CuTe DSL kernel name change the speed of our kernels?
 
-Three arms of the same PTX (tritonhook.cute.name_swap): `plain` = the DSL's own cubin (its linked-in ptxas, cutlass
+Three arms of the same PTX (tests/cute_name_swap.py): `plain` = the DSL's own cubin (its linked-in ptxas, cutlass
 name), `ext` = an external ptxas at -O3 on the unchanged PTX (cutlass name), `strip` = the same external ptxas on
 the PTX with `cutlass` stripped from the entry names. strip vs ext isolates the name; plain vs ext the ptxas.
 
@@ -38,6 +38,9 @@ from pathlib import Path
 from sm120_attn.constants import LOG2E
 from tritonhook import config
 
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path.insert(0, str(TESTS))  # cute_name_swap: the name swap is lab support, kept with its tests
+
 B, H, S, D = 2, 16, 4096, 128
 CONFIGS = [("cpasync", False), ("cpasync", True), ("tma", False), ("tma", True)]
 ARCH = "sm_90a"
@@ -63,7 +66,7 @@ def inputs(seed: int = 0):
 def prepare(kernel: str, causal: bool, arm: str, q, k, v, out, *, dump_dir: str, ptxas: str | None = None):
     """Compile one configuration and switch it to `arm`. Returns (fn, cute args, stream, info)."""
     import sm120_attn
-    from tritonhook.cute import name_swap
+    import cute_name_swap as name_swap  # tests/cute_name_swap.py (on sys.path: see TESTS)
     from tritonhook.rename import ptx_entries
 
     fn, args, stream = sm120_attn.compiled_kernel(kernel, q, k, v, out, causal, arch=ARCH,
@@ -141,7 +144,7 @@ def experiment(out_dir: Path, ptxas: str | None) -> dict:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "sm120_attn"))
     import gpu_check
-    from tritonhook.cute import name_swap
+    import cute_name_swap as name_swap  # tests/cute_name_swap.py (on sys.path: see TESTS)
     from tritonhook.rename import rename_ptx
 
     out_dir.mkdir(parents=True, exist_ok=True)

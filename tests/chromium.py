@@ -1,7 +1,8 @@
 """Open a page in headless Chromium and report what a reader would meet: errors, load time, a screenshot.
 
 Chromium is driven through its DevTools protocol over one WebSocket (`websocket-client`, a small pure-Python
-package): no WebDriver, no Node. The browser test, the report benchmark and the README screenshot use it.
+package): no WebDriver, no Node. The browser test, the report benchmark and the README screenshot use it; test and
+benchmark support, not part of the installed package (the report itself needs no browser).
 
     with Chromium() as browser:
         page = browser.open(path)            # PageLoad: errors, load_ms
@@ -27,8 +28,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from .. import config
-from ..errors import TritonhookError
+from tritonhook import config
+from tritonhook.errors import TritonhookError
 
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",

@@ -17,6 +17,8 @@ module, then swaps it into the compiled function before its first call. Unlike p
 
 `swap_module_text`, `strip_names`, the MLIR string codec and `assemble_cached` need no GPU (tests/test_cute_name_swap.py);
 `install_cubin` needs the execution engine, which the DSL only builds where a GPU is present.
+
+Lab support for the name experiment (benchmarks/sm120_name_ab.py) and its tests, not part of the installed package.
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import config
-from ..errors import TritonhookError
-from ..rename import ptx_entries, strip_ptx
-from ..tools import assemble, find_ptxas, ptxas_version
+from tritonhook import config
+from tritonhook.errors import TritonhookError
+from tritonhook.rename import ptx_entries, strip_ptx
+from tritonhook.tools import assemble, find_ptxas, ptxas_version
 
 DSL_PTXAS_FLAGS = ("-O3",)
 """What the DSL gives its linked-in ptxas by default: opt level 3 (`--opt-level` default), no line info, no extra

@@ -1,4 +1,4 @@
-"""CPU tests of the name experiment's plumbing (tritonhook.cute.name_swap): no GPU.
+"""CPU tests of the name experiment's plumbing (tests/cute_name_swap.py): no GPU.
 
 The MLIR string codec and the host-module rewrite are tested on synthetic text; with the CuTe DSL and an external
 ptxas present, one real kernel (CpAsync, sm_90a, D=128, causal) is compiled with fake tensors, its PTX stripped
@@ -7,9 +7,8 @@ and re-assembled for sm_90a, and the DSL's own host module is rewritten and re-p
 
 import re
 
+import cute_name_swap as name_swap  # tests/cute_name_swap.py
 import pytest
-
-from tritonhook.cute import name_swap
 
 
 def test_mlir_string_codec_round_trips_every_byte():

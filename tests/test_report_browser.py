@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from chromium import Chromium, find_chromium, process_group  # tests/chromium.py
 from tritonhook.page import SECTIONS
-from tritonhook.page.browser import Chromium, find_chromium, process_group
 from tritonhook.page.demo import run_demo
 from tritonhook.store import Store
 

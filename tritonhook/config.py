@@ -123,7 +123,7 @@ CUTE_DSL_KEEP = EnvVar("CUTE_DSL_KEEP", "", str, "CuTe DSL 4.5+: comma-separated
 CUTE_DSL_KEEP_PTX = EnvVar("CUTE_DSL_KEEP_PTX", False, _flag, "CuTe DSL 4.4: '1' keeps the PTX.")
 CUTE_DSL_KEEP_CUBIN = EnvVar("CUTE_DSL_KEEP_CUBIN", False, _flag, "CuTe DSL 4.4: '1' keeps the cubin.")
 SM120_NAME_PTXAS = EnvVar("SM120_NAME_PTXAS", None, str,
-                          "The external ptxas of the CuTe DSL name swap (`cute.name_swap`); default: the newest found.")
+                          "The external ptxas of the CuTe DSL name swap (tests/cute_name_swap.py); default: the newest found.")
 SM120_NAME_CACHE = EnvVar("SM120_NAME_CACHE", None, str,
                           "Where the CuTe DSL name swap caches assembled cubins; default: <tmp>/sm120_name_cache.")
 PYTHONPATH = EnvVar("PYTHONPATH", [], _path_list, "Where tritonhook's sitecustomize is put first for child processes.")
