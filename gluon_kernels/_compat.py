@@ -85,7 +85,7 @@ __all__ = [
 ]
 
 
-# ----- Blackwell (sm_100a: tcgen05, TMEM), used by gluon_kernels/blackwell.py ---------------------------------
+# ----- Blackwell (sm_100a: tcgen05, TMEM), used by gluon_kernels/blackwell_fa.py ------------------------------
 # What moved between 3.6.0 and 3.9.0 (read from triton/experimental/gluon/language/nvidia/blackwell/__init__.py):
 # * ``get_tmem_reg_layout(dtype, shape, tmem_layout, num_warps)`` (3.6) is gone in 3.9, replaced by
 #   ``tensor_memory_descriptor_type(dtype, shape, layout, alloc_shape).get_reg_layout(num_warps)``; 3.9's layout of a

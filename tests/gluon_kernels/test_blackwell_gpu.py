@@ -72,7 +72,7 @@ def test_default_scale_and_fresh_output():
 def test_plain_and_cutlass_builds_agree(tmp_path, monkeypatch):
     """The renamed (cutlass_) build computes the same result (ptxas reschedules; the math is the same)."""
     import tritonhook
-    from gluon_kernels.blackwell import blackwell_attention_kernel
+    from gluon_kernels.blackwell_fa import blackwell_attention_kernel
 
     q, k, v = make_inputs(1, 4, 1000, 128, torch.float8_e4m3fn, 1)
     plain = blackwell_attention(q, k, v)

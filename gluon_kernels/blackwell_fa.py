@@ -1,0 +1,347 @@
+"""Forward attention for Blackwell (sm_100a) written in Gluon: TMA, tcgen05 MMAs into tensor memory (TMEM),
+mbarriers, warp specialization and persistent scheduling. The subject of the ptxas ``cutlass`` name effect
+(docs/notes.md §1.1): the kernel's own name is plain; the ``cutlass_`` variant comes from tritonhook's rename.
+
+STATUS: compiled for sm_100a and inspected (PTX, cubin) on machines with no Blackwell GPU; never run. See
+docs/blackwell_attention.md.
+
+Written for this project. The design (one loader warp, one MMA-issuer warp, softmax and correction warps talking
+through mbarriers; S in TMEM, P written over S in TMEM and fed to the PV MMA from there; persistent tile loop) was
+learned from Triton's Gluon tutorials 04-tma, 06-tcgen05, 07-persistence and 08-warp-specialization and from its
+example python/examples/gluon/01-attention-forward.py, all at tag v3.6.1 of the facebookexperimental/triton mirror,
+and from the installed Gluon sources of triton 3.6.0 and 3.9.0. No line is copied from them; this kernel is simpler
+(one 128-row query tile per CTA and one softmax warpgroup instead of two ping-ponged ones, no FADD2/FMUL2 packing,
+no conditional rescale) and adds what the example leaves out: masked tails for any sequence length.
+
+Per tile (128 query rows of one batch*head) and per K/V block j of 128 keys:
+
+    load (1 warp)        Q once, then K_j, V_j into a ring of KV_STAGES shared-memory slots (TMA + expect-tx)
+    mma (1 warp)         S_{j+1} = Q K_{j+1}^T  -> s_tmem[(j+1) % 2]   (issued before PV_j, so softmax(j+1)
+                         O += P_j V_j           -> o_tmem               overlaps the PV MMA of block j)
+    softmax (4 warps)    S_j from TMEM, masks, running max m, alpha = 2^(m_old - m_new) sent to the correction
+                         warps, P_j = 2^(S_j*scale - m) written as fp16/bf16/fp8 over S_j in TMEM, running sum l
+    correction (4 warps, the default partition)
+                         O *= alpha once PV_{j-1} is done, before PV_j is issued; at the end O / l, masked store
+
+Barriers (all count 1): q_ready/q_empty, kv_ready[s]/kv_empty[s] (TMA ring), s_ready[b] (S_b written),
+p_ready[b] (P_b written, S_b consumed), o_ready (a PV MMA finished), o_free (O corrected, next PV may go),
+a_ready[b]/a_empty[b] (alpha or final l handed to the correction warps through shared memory). Producers start
+waiting "empty" barriers with the flipped phase, so fresh barriers count as free. tcgen05 MMAs issued by one thread
+run in order; the PV MMA that reads P_j is issued before the QK MMA that overwrites that TMEM buffer.
+
+Tensors are (B, H, S, D) contiguous, viewed as 2-D (B*H*S, D) for TMA. A tile running past S reads the next head's
+rows (zeros past the end): keys >= S get -inf scores (P = 0), and rows >= S are not stored.
+fp8 (e4m3 / e5m2): both GEMMs are tcgen05 ``kind::f8f6f4``; P is rounded to the input's fp8 format, the output
+is bf16.
+
+This module holds the device code only; its host side (configurations, the torch entry point, the compile helper) is
+``blackwell.py``.
+"""
+from __future__ import annotations
+
+from ._compat import (
+    MBarrierLayout, allocate_tensor_memory, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
+    mbarrier_invalidate, mbarrier_wait, tcgen05_commit, tcgen05_mma, tma_load, tmem_layout, tmem_reg_layout,
+    tmem_reinterpret,
+)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# tile bookkeeping shared by all partitions (every partition walks the same tiles in the same order)
+# ----------------------------------------------------------------------------------------------------------------
+@gluon.jit
+def _tile(tile, num_m, seq_len, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """(batch*head, query block, first masked K block, number of K blocks) of a tile id. Causal: the longest
+    (last) query blocks of a head come first, which evens out the persistent CTAs' work."""
+    bh = tile // num_m
+    m_blk = tile % num_m
+    if CAUSAL:
+        m_blk = num_m - 1 - m_blk
+        hi = gl.minimum((m_blk + 1) * BLOCK_M, seq_len)
+        # block j needs no mask when its last key (j+1)*BLOCK_N-1 <= the tile's first row and < seq_len
+        n_full = gl.minimum(seq_len // BLOCK_N, (m_blk * BLOCK_M + 1) // BLOCK_N)
+    else:
+        hi = seq_len
+        n_full = seq_len // BLOCK_N
+    n_blocks = gl.cdiv(hi, BLOCK_N)
+    n_full = gl.minimum(n_full, n_blocks)
+    return bh, m_blk, n_full, n_blocks
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# partitions
+# ----------------------------------------------------------------------------------------------------------------
+@gluon.jit
+def _load_partition(q_desc, k_desc, v_desc, q_smem, kv_smem, q_ready, q_empty, kv_ready, kv_empty, seq_len, num_bh,
+                    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+                    KV_STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    dtype: gl.constexpr = q_desc.dtype
+    Q_BYTES: gl.constexpr = BLOCK_M * HEAD_DIM * dtype.primitive_bitwidth // 8
+    KV_BYTES: gl.constexpr = BLOCK_N * HEAD_DIM * dtype.primitive_bitwidth // 8
+    num_m = gl.cdiv(seq_len, BLOCK_M)
+    num_tiles = num_m * num_bh
+    kv_count = 0
+    tiles_done = 0
+    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
+        row0 = bh * seq_len
+        # Q: single buffer, freed by the MMA warp's commit after the tile's last QK MMA
+        mbarrier_wait(q_empty, (tiles_done & 1) ^ 1)
+        mbarrier_expect(q_ready, Q_BYTES)
+        tma_load(q_desc, [row0 + m_blk * BLOCK_M, 0], q_ready, q_smem)
+        for j in range(n_blocks):
+            # K_j then V_j, each in the next slot of the ring
+            slot = kv_count % KV_STAGES
+            mbarrier_wait(kv_empty.index(slot), ((kv_count // KV_STAGES) & 1) ^ 1)
+            mbarrier_expect(kv_ready.index(slot), KV_BYTES)
+            tma_load(k_desc, [row0 + j * BLOCK_N, 0], kv_ready.index(slot), kv_smem.index(slot))
+            kv_count += 1
+            slot = kv_count % KV_STAGES
+            mbarrier_wait(kv_empty.index(slot), ((kv_count // KV_STAGES) & 1) ^ 1)
+            mbarrier_expect(kv_ready.index(slot), KV_BYTES)
+            tma_load(v_desc, [row0 + j * BLOCK_N, 0], kv_ready.index(slot), kv_smem.index(slot))
+            kv_count += 1
+        tiles_done += 1
+
+
+@gluon.jit
+def _mma_partition(q_smem, kv_smem, s_tmem, o_tmem, q_ready, q_empty, kv_ready, kv_empty, s_ready, p_ready,
+                   o_ready, o_free, seq_len, num_bh, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                   KV_STAGES: gl.constexpr, CAUSAL: gl.constexpr, p_tmem_layout: gl.constexpr):
+    dtype: gl.constexpr = q_smem.dtype
+    num_m = gl.cdiv(seq_len, BLOCK_M)
+    num_tiles = num_m * num_bh
+    kv_count = 0   # K/V ring slots consumed
+    s_count = 0    # S/P buffers used (buffer s_count % 2)
+    pv_count = 0   # PV MMAs issued (o_free phase)
+    tiles_done = 0
+    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
+        mbarrier_wait(q_ready, tiles_done & 1)
+        # S_0 = Q K_0^T
+        slot = kv_count % KV_STAGES
+        mbarrier_wait(kv_ready.index(slot), (kv_count // KV_STAGES) & 1)
+        buf = s_count % 2
+        tcgen05_mma(q_smem, kv_smem.index(slot).permute((1, 0)), s_tmem.index(buf), use_acc=False,
+                    mbarriers=[s_ready.index(buf), kv_empty.index(slot)])
+        kv_count += 1
+        for j in range(n_blocks):
+            v_count = kv_count
+            kv_count += 1
+            if j + 1 < n_blocks:
+                # S_{j+1} = Q K_{j+1}^T into the other buffer; the PV MMA that read P_{j-1} from it is already
+                # issued, and tcgen05 MMAs of one thread execute in order
+                slot = kv_count % KV_STAGES
+                mbarrier_wait(kv_ready.index(slot), (kv_count // KV_STAGES) & 1)
+                nbuf = (s_count + 1) % 2
+                tcgen05_mma(q_smem, kv_smem.index(slot).permute((1, 0)), s_tmem.index(nbuf), use_acc=False,
+                            mbarriers=[s_ready.index(nbuf), kv_empty.index(slot)])
+                kv_count += 1
+            # O (+)= P_j V_j once P_j is in TMEM and the correction warps have rescaled O
+            vslot = v_count % KV_STAGES
+            mbarrier_wait(kv_ready.index(vslot), (v_count // KV_STAGES) & 1)
+            buf = s_count % 2
+            mbarrier_wait(p_ready.index(buf), (s_count // 2) & 1)
+            mbarrier_wait(o_free, pv_count & 1)
+            p_tmem = tmem_reinterpret(s_tmem.index(buf), dtype, [BLOCK_M, BLOCK_N], p_tmem_layout)
+            tcgen05_mma(p_tmem, kv_smem.index(vslot), o_tmem, use_acc=j > 0,
+                        mbarriers=[o_ready, kv_empty.index(vslot)])
+            pv_count += 1
+            s_count += 1
+        # Q may be overwritten once every MMA of this tile has completed
+        tcgen05_commit(q_empty)
+        tiles_done += 1
+
+
+@gluon.jit
+def _softmax_block(j, s_count, a_count, m_i, l_i, rows, s_tmem, s_ready, p_ready, a_smem, a_ready, a_empty,
+                   qk_scale, seq_len, s_layout: gl.constexpr, p_tmem_layout: gl.constexpr, p_layout: gl.constexpr,
+                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, MASKED: gl.constexpr, CAUSAL: gl.constexpr,
+                   dtype: gl.constexpr):
+    buf = s_count % 2
+    mbarrier_wait(s_ready.index(buf), (s_count // 2) & 1)
+    s = s_tmem.index(buf).load(s_layout)
+    if MASKED:
+        cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        valid = gl.expand_dims(cols < seq_len, 0)
+        if CAUSAL:
+            valid = valid & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1))
+        s = gl.where(valid, s, -float("inf"))
+    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+    alpha = gl.exp2(m_i - m_new)
+    # hand alpha to the correction warps first, so that they rescale O while P is computed
+    a_buf = a_count % 2
+    mbarrier_wait(a_empty.index(a_buf), ((a_count // 2) & 1) ^ 1)
+    a_smem.index(a_buf).store(alpha)
+    mbarrier_arrive(a_ready.index(a_buf), count=1)
+    p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+    p_tmem = tmem_reinterpret(s_tmem.index(buf), dtype, [BLOCK_M, BLOCK_N], p_tmem_layout)
+    p_tmem.store(gl.convert_layout(p.to(dtype), p_layout))
+    mbarrier_arrive(p_ready.index(buf), count=1)
+    l_i = l_i * alpha + gl.sum(p, axis=1)
+    return s_count + 1, a_count + 1, m_new, l_i
+
+
+@gluon.jit
+def _softmax_partition(s_tmem, s_ready, p_ready, a_smem, a_ready, a_empty, qk_scale, seq_len, num_bh,
+                       BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
+                       s_layout: gl.constexpr, p_tmem_layout: gl.constexpr, p_layout: gl.constexpr,
+                       dtype: gl.constexpr):
+    row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
+    num_m = gl.cdiv(seq_len, BLOCK_M)
+    num_tiles = num_m * num_bh
+    s_count = 0
+    a_count = 0
+    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
+        rows = m_blk * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
+        m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, row_layout)
+        l_i = gl.full([BLOCK_M], 0.0, gl.float32, row_layout)
+        for j in range(0, n_full):  # blocks every key of which is visible to every row
+            s_count, a_count, m_i, l_i = _softmax_block(j, s_count, a_count, m_i, l_i, rows, s_tmem, s_ready,
+                                                        p_ready, a_smem, a_ready, a_empty, qk_scale, seq_len,
+                                                        s_layout, p_tmem_layout, p_layout, BLOCK_M, BLOCK_N,
+                                                        False, CAUSAL, dtype)
+        for j in range(n_full, n_blocks):  # the causal diagonal and the tail past seq_len
+            s_count, a_count, m_i, l_i = _softmax_block(j, s_count, a_count, m_i, l_i, rows, s_tmem, s_ready,
+                                                        p_ready, a_smem, a_ready, a_empty, qk_scale, seq_len,
+                                                        s_layout, p_tmem_layout, p_layout, BLOCK_M, BLOCK_N,
+                                                        True, CAUSAL, dtype)
+        # the row sums go through the same channel as the alphas
+        a_buf = a_count % 2
+        mbarrier_wait(a_empty.index(a_buf), ((a_count // 2) & 1) ^ 1)
+        a_smem.index(a_buf).store(l_i)
+        mbarrier_arrive(a_ready.index(a_buf), count=1)
+        a_count += 1
+
+
+@gluon.jit
+def _correction_partition(o_tmem, o_ptr, o_ready, o_free, a_smem, a_ready, a_empty, seq_len, num_bh,
+                          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+                          O_SPLIT: gl.constexpr, CAUSAL: gl.constexpr, o_layout: gl.constexpr):
+    """The default partition: rescales O in TMEM between PV MMAs, then normalizes and stores it."""
+    SUB: gl.constexpr = HEAD_DIM // O_SPLIT
+    row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
+    col_layout: gl.constexpr = gl.SliceLayout(0, o_layout)
+    num_m = gl.cdiv(seq_len, BLOCK_M)
+    num_tiles = num_m * num_bh
+    a_count = 0
+    o_count = 0  # o_ready completions waited for
+    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
+        for j in range(n_blocks):
+            a_buf = a_count % 2
+            mbarrier_wait(a_ready.index(a_buf), (a_count // 2) & 1)
+            alpha = a_smem.index(a_buf).load(row_layout)
+            mbarrier_arrive(a_empty.index(a_buf), count=1)
+            a_count += 1
+            if j > 0:  # PV_0 starts from zero (use_acc=False): nothing to rescale
+                mbarrier_wait(o_ready, o_count & 1)
+                o_count += 1
+                for i in gl.static_range(O_SPLIT):
+                    o_part = o_tmem.slice(i * SUB, SUB)
+                    o_part.store(o_part.load(o_layout) * gl.expand_dims(alpha, 1))
+            mbarrier_arrive(o_free, count=1)
+        # epilogue: O / l, rows past seq_len belong to the next head (or to nothing) and are not written
+        a_buf = a_count % 2
+        mbarrier_wait(a_ready.index(a_buf), (a_count // 2) & 1)
+        inv_l = 1.0 / a_smem.index(a_buf).load(row_layout)
+        mbarrier_arrive(a_empty.index(a_buf), count=1)
+        a_count += 1
+        mbarrier_wait(o_ready, o_count & 1)
+        o_count += 1
+        rows = m_blk * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
+        row_off = gl.expand_dims((bh * seq_len + rows).to(gl.int64) * HEAD_DIM, 1)
+        row_ok = gl.expand_dims(rows < seq_len, 1)
+        for i in gl.static_range(O_SPLIT):
+            o = o_tmem.slice(i * SUB, SUB).load(o_layout) * gl.expand_dims(inv_l, 1)
+            cols = i * SUB + gl.arange(0, SUB, layout=col_layout)
+            gl.store(o_ptr + row_off + gl.expand_dims(cols, 0), o.to(o_ptr.dtype.element_ty), mask=row_ok)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the kernel
+# ----------------------------------------------------------------------------------------------------------------
+@gluon.constexpr_function
+def _layouts(dtype, BLOCK_M, BLOCK_N, HEAD_DIM, O_SPLIT, num_warps):
+    s_tl = tmem_layout((BLOCK_M, BLOCK_N))
+    o_tl = tmem_layout((BLOCK_M, HEAD_DIM))
+    p_tl = tmem_layout((BLOCK_M, BLOCK_N))  # packed: 2 (16-bit) or 4 (8-bit) elements per 32-bit column
+    s_layout = tmem_reg_layout(gl.float32, [BLOCK_M, BLOCK_N], s_tl, num_warps)
+    p_layout = tmem_reg_layout(dtype, [BLOCK_M, BLOCK_N], p_tl, num_warps)
+    o_layout = tmem_reg_layout(gl.float32, [BLOCK_M, HEAD_DIM // O_SPLIT], o_tl, num_warps, [BLOCK_M, HEAD_DIM])
+    return s_tl, o_tl, p_tl, s_layout, p_layout, o_layout
+
+
+# seq_len and num_bh are not specialized: one build per configuration serves every shape (and a length of 1 is not
+# turned into a constant)
+@gluon.jit(do_not_specialize=["seq_len", "num_bh"])
+def blackwell_attention_kernel(q_desc, k_desc, v_desc, o_ptr, qk_scale, seq_len, num_bh,
+                               HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                               KV_STAGES: gl.constexpr, O_SPLIT: gl.constexpr, CAUSAL: gl.constexpr,
+                               SOFTMAX_REGS: gl.constexpr, WORKER_REGS: gl.constexpr, num_warps: gl.constexpr):
+    dtype: gl.constexpr = q_desc.dtype
+    gl.static_assert(num_warps == 4, "one warpgroup per 128-row tile: TMEM lane i is row i")
+    gl.static_assert(BLOCK_M == 128)
+    layouts: gl.constexpr = _layouts(dtype, BLOCK_M, BLOCK_N, HEAD_DIM, O_SPLIT, num_warps)
+    s_tl: gl.constexpr = layouts[0]
+    o_tl: gl.constexpr = layouts[1]
+    p_tl: gl.constexpr = layouts[2]
+    s_layout: gl.constexpr = layouts[3]
+    p_layout: gl.constexpr = layouts[4]
+    o_layout: gl.constexpr = layouts[5]
+
+    q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
+    kv_smem = gl.allocate_shared_memory(dtype, [KV_STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+    a_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    # TMEM: 2 x BLOCK_N columns of S (P aliased over it) + HEAD_DIM columns of O  (<= 512)
+    s_tmem = allocate_tensor_memory(gl.float32, [2, BLOCK_M, BLOCK_N], s_tl)
+    o_tmem = allocate_tensor_memory(gl.float32, [BLOCK_M, HEAD_DIM], o_tl)
+
+    q_ready = gl.allocate_shared_memory(gl.int64, [1], MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [1], MBarrierLayout())
+    o_ready = gl.allocate_shared_memory(gl.int64, [1], MBarrierLayout())
+    o_free = gl.allocate_shared_memory(gl.int64, [1], MBarrierLayout())
+    kv_ready = gl.allocate_shared_memory(gl.int64, [KV_STAGES, 1], MBarrierLayout())
+    kv_empty = gl.allocate_shared_memory(gl.int64, [KV_STAGES, 1], MBarrierLayout())
+    s_ready = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
+    p_ready = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
+    a_ready = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
+    a_empty = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
+    mbarrier_init(q_ready, count=1)
+    mbarrier_init(q_empty, count=1)
+    mbarrier_init(o_ready, count=1)
+    mbarrier_init(o_free, count=1)
+    for i in gl.static_range(KV_STAGES):
+        mbarrier_init(kv_ready.index(i), count=1)
+        mbarrier_init(kv_empty.index(i), count=1)
+    for i in gl.static_range(2):
+        mbarrier_init(s_ready.index(i), count=1)
+        mbarrier_init(p_ready.index(i), count=1)
+        mbarrier_init(a_ready.index(i), count=1)
+        mbarrier_init(a_empty.index(i), count=1)
+
+    gl.warp_specialize([
+        (_correction_partition, (o_tmem, o_ptr, o_ready, o_free, a_smem, a_ready, a_empty, seq_len, num_bh, BLOCK_M,
+                                 BLOCK_N, HEAD_DIM, O_SPLIT, CAUSAL, o_layout)),
+        (_softmax_partition, (s_tmem, s_ready, p_ready, a_smem, a_ready, a_empty, qk_scale, seq_len, num_bh, BLOCK_M,
+                              BLOCK_N, CAUSAL, s_layout, p_tl, p_layout, dtype)),
+        (_mma_partition, (q_smem, kv_smem, s_tmem, o_tmem, q_ready, q_empty, kv_ready, kv_empty, s_ready, p_ready,
+                          o_ready, o_free, seq_len, num_bh, BLOCK_M, BLOCK_N, KV_STAGES, CAUSAL, p_tl)),
+        (_load_partition, (q_desc, k_desc, v_desc, q_smem, kv_smem, q_ready, q_empty, kv_ready, kv_empty, seq_len,
+                           num_bh, BLOCK_M, BLOCK_N, HEAD_DIM, KV_STAGES, CAUSAL)),
+    ], [4, 1, 1], [SOFTMAX_REGS, WORKER_REGS, WORKER_REGS])
+
+    mbarrier_invalidate(q_ready)
+    mbarrier_invalidate(q_empty)
+    mbarrier_invalidate(o_ready)
+    mbarrier_invalidate(o_free)
+    for i in gl.static_range(KV_STAGES):
+        mbarrier_invalidate(kv_ready.index(i))
+        mbarrier_invalidate(kv_empty.index(i))
+    for i in gl.static_range(2):
+        mbarrier_invalidate(s_ready.index(i))
+        mbarrier_invalidate(p_ready.index(i))
+        mbarrier_invalidate(a_ready.index(i))
+        mbarrier_invalidate(a_empty.index(i))
+
