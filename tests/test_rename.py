@@ -16,10 +16,10 @@ from elftools.elf.elffile import ELFFile
 from hypothesis import given, settings, strategies as st
 
 import tritonhook
-from tritonhook import cli
+from tritonhook import cli, config
 from tritonhook.errors import TritonhookError
-from tritonhook.rename import (make_ptx_transform, make_selector, ptx_entries, rename_env, rename_from_env,
-                               rename_ptx, strip_ptx)
+from tritonhook.rename import (make_ptx_transform, make_selector, ptx_entries, rename_from_settings, rename_ptx,
+                               rename_settings, strip_ptx)
 from tritonhook.samples import compile_sample
 
 REPO = Path(__file__).resolve().parents[1]
@@ -182,10 +182,16 @@ def test_rename_is_idempotent_and_strip_undoes_cutlass(add_ptx, prefix):
         assert strip_ptx(add_ptx) == add_ptx
 
 
+def _through_the_environment(rename, select):
+    """What a child decodes of this process's rename and select, written and read by `config.CaptureSettings`."""
+    sent = config.CaptureSettings(**rename_settings(rename, select)).to_env()
+    return rename_from_settings(config.CaptureSettings.from_env(sent))
+
+
 def test_rename_settings_travel_through_the_environment():
     for rename, select in (("cutlass_", None), (tritonhook.STRIP, "^add"), (None, None)):
-        assert rename_from_env(rename_env(rename, select)) == (rename, select)
-    rename, pattern = rename_from_env(rename_env("cutlass_", ["add_kernel", "b"]))
+        assert _through_the_environment(rename, select) == (rename, select)
+    rename, pattern = _through_the_environment("cutlass_", ["add_kernel", "b"])
     assert make_selector(pattern)[0]("add_kernel", {}) and not make_selector(pattern)[0]("add_kernel_x", {})
 
 

@@ -4,7 +4,12 @@ Why one module: a setting that travels to child processes (the store, rename, TM
 written by one process and read by another, and when the name or the encoding lives in two places they drift.
 Here each variable is an `EnvVar` with its type, default and a docstring; modules read it with `VAR.get()` and
 write it with `VAR.encode(value)`; `scope()` sets variables for a block (or until `close()`) and puts back exactly
-what was there. `CaptureSettings` is the capture state a child process inherits: `from_env` / `to_env`.
+what was there. The state a child process inherits has one writer and one reader each: `CaptureSettings` (capture,
+rename, TMA-scope fix) and `RecordSettings` (recording), both with `from_env` / `to_env`; no module builds those
+variables by hand.
+
+Grouped by feature, as Triton's `knobs.py` is: capture, rename, ptxas, CuTe DSL, memwatch, A/B, record and sweep,
+report, then the paths and programs several features share.
 
 Thresholds and limits that shape results (preflight's warning, the A/B "no difference" floor, memwatch's sample
 caps) are declared here too, so a reader finds every tunable in one file.
@@ -30,6 +35,8 @@ class EnvVar(Generic[T]):
     default: T
     parse: Callable[[str], T] = str  # type: ignore[assignment]
     doc: str = ""
+    text: Callable[[T], str] | None = None
+    """How a set value is written, where `parse` reads more than `str` does (None: the generic encoding)."""
 
     def get(self, environ: Mapping[str, str] | None = None) -> T:
         """The decoded value in `environ` (default os.environ); the default when unset or empty."""
@@ -47,6 +54,8 @@ class EnvVar(Generic[T]):
         """The text a child reads back as `value`; "" for None/False (empty means unset to `get`)."""
         if value is None or value is False:
             return ""
+        if self.text is not None:
+            return self.text(value)
         if value is True:
             return "1"
         return os.pathsep.join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
@@ -60,91 +69,33 @@ def _path_list(text: str) -> list[str]:
     return [entry for entry in text.split(os.pathsep) if entry]
 
 
-# ----- tritonhook's own variables ---------------------------------------------------------------------------------
+TMA_SCOPE_ALL = "all"
+"""The TRITONHOOK_FIX_TMA_SCOPE value for every target (`enable(fix_tma_scope="")`): empty means unset."""
+
+
+def _tma_scope(text: str) -> bool | str:
+    """'1': the default targets (sm_12x, `tma_scope.SM12X`); 'all': every target (""); else the arch prefix."""
+    return True if text == "1" else "" if text == TMA_SCOPE_ALL else text
+
+
+def _tma_scope_text(value: bool | str) -> str:
+    return "1" if value is True else value or TMA_SCOPE_ALL
+
+
+# ----- capture (`ptx_capture`, `store`, preflight's capture-time warning) -------------------------------------------
 STORE = EnvVar("TRITONHOOK_STORE", None, str,
                "The store directory captures go to when none is given (default ./tritonhook-store).")
 ENABLE = EnvVar("TRITONHOOK_ENABLE", False, _flag,
                 "'1': a Python process started with tritonhook's sitecustomize enables capture when it imports Triton.")
-RENAME = EnvVar("TRITONHOOK_RENAME", None, str,
-                "The rename a child process applies in the PTX stage: a prefix, or ':strip' (`STRIP_VALUE`).")
-SELECT = EnvVar("TRITONHOOK_SELECT", None, str,
-                "Regex of the kernel names the rename applies to (unset: all kernels).")
-FIX_TMA_SCOPE = EnvVar("TRITONHOOK_FIX_TMA_SCOPE", False, _flag,
-                       "'1': a child process rewrites sm_12x TMA loads to CTA scope (tma_scope).")
+FIX_TMA_SCOPE = EnvVar("TRITONHOOK_FIX_TMA_SCOPE", False, _tma_scope,
+                       "A child process rewrites TMA loads to CTA scope (tma_scope): '1' those of sm_12x targets, "
+                       "'all' every target's, other text those of targets starting with it ('sm_120').",
+                       _tma_scope_text)
+BOOTSTRAP_DIR = Path(__file__).parent / "_bootstrap"
+"""tritonhook's sitecustomize, put first on a capturing child's PYTHONPATH (`CaptureSettings.to_env`)."""
 GPU = EnvVar("TRITONHOOK_GPU", None, str,
              "The GPU the capture-time stack-reservation warning quotes (a preflight table name such as rtx5090), "
              "when no GPU is visible or to override the visible one.")
-PTXAS = EnvVar("TRITONHOOK_PTXAS", [], _path_list,
-               "Extra ptxas binaries or directories holding one (os.pathsep-separated) for `ptxas` and `diff`.")
-STRIP_VALUE = ":strip"
-"""The value of TRITONHOOK_RENAME that means `tritonhook.STRIP` (remove 'cutlass' from names)."""
-
-# The A/B child protocol: the parent sets these for each child process it runs; `ab.bench` in the child reads them.
-AB_OUT = EnvVar("TRITONHOOK_AB_OUT", None, str, "JSON-lines file an A/B child appends its timing records to.")
-AB_VARIANT = EnvVar("TRITONHOOK_AB_VARIANT", None, str, "The A/B child's variant label ('plain', 'cutlass_', ...).")
-AB_ROUND = EnvVar("TRITONHOOK_AB_ROUND", 0, int, "The A/B child's round; outputs are saved in round 0 only.")
-AB_OUTPUTS = EnvVar("TRITONHOOK_AB_OUTPUTS", None, str,
-                    "Directory for the round-0 outputs of A/B children (the allclose check across processes).")
-
-# `tritonhook record` / `sweep`: a process started with tritonhook's sitecustomize records every Triton launch.
-CAPTURE_TOKEN = EnvVar("TRITONHOOK_CAPTURE_TOKEN", None, str,
-                       "Set by `tritonhook capture` for its command: a ptxas it wraps in place for the command's "
-                       "duration records only the calls of processes that carry the same token.")
-RECORD = EnvVar("TRITONHOOK_RECORD", False, _flag,
-                "'1': a Python process started with tritonhook's sitecustomize records every Triton kernel launch "
-                "(arguments, grid, input snapshots, sampled GPU time) into the store at exit (tritonhook.sweep).")
-RECORD_LABEL = EnvVar("TRITONHOOK_RECORD_LABEL", "", str,
-                      "The label a recording process files its recording under (the parent `tritonhook record` "
-                      "finds its children's recordings by it).")
-SNAPSHOT_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_BUDGET", 256 * 2**20, int,
-                         "Bytes of input tensors snapshotted per launch signature (default 256 MiB); inputs beyond "
-                         "it are replayed with synthetic data of the same dtype and shape, and marked so.")
-SNAPSHOT_TOTAL_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_TOTAL_BUDGET", 8 * 2**30, int,
-                               "Bytes of input snapshots per recording process, all signatures together "
-                               "(default 8 GiB), so a long workload cannot fill the disk.")
-NATIVE_CACHE = EnvVar("TRITONHOOK_NATIVE_CACHE", "~/.cache/tritonhook", str,
-                      "Where tritonhook keeps the C helpers it builds (the launch tracer's per-launch path), one file "
-                      "per source, Python and platform.")
-
-# ----- variables of other tools that tritonhook reads or sets --------------------------------------------------------
-CC = EnvVar("CC", None, str, "The C compiler for tritonhook's C helpers (as for Triton's launchers); else cc, gcc, "
-            "clang on PATH.")
-CUDA_HOME = EnvVar("CUDA_HOME", None, str, "A CUDA toolkit root; its bin/ is searched for ptxas and nvdisasm.")
-CUDA_PATH = EnvVar("CUDA_PATH", None, str, "Like CUDA_HOME (the name Windows installers and some images use).")
-CUDA_VISIBLE_DEVICES = EnvVar("CUDA_VISIBLE_DEVICES", "0", str,
-                              "Which GPU is device 0 for CUDA; NVML ignores it, so tritonhook maps it itself.")
-TRITON_CACHE_DIR = EnvVar("TRITON_CACHE_DIR", None, str,
-                          "Triton's disk cache; the demo gives each variant its own so no build is a cache hit.")
-TRITON_PTXAS_PATH = EnvVar("TRITON_PTXAS_PATH", None, str, "Triton's override of the ptxas it runs (sm < 100).")
-TRITON_PTXAS_BLACKWELL_PATH = EnvVar("TRITON_PTXAS_BLACKWELL_PATH", None, str,
-                                     "Triton's override of the ptxas it runs for Blackwell targets.")
-CUTE_DSL_DUMP_DIR = EnvVar("CUTE_DSL_DUMP_DIR", None, str, "Where CuTe DSL writes the PTX/cubin it keeps.")
-CUTE_DSL_KEEP = EnvVar("CUTE_DSL_KEEP", "", str, "CuTe DSL 4.5+: comma-separated artifacts to keep (ptx,cubin).")
-CUTE_DSL_KEEP_PTX = EnvVar("CUTE_DSL_KEEP_PTX", False, _flag, "CuTe DSL 4.4: '1' keeps the PTX.")
-CUTE_DSL_KEEP_CUBIN = EnvVar("CUTE_DSL_KEEP_CUBIN", False, _flag, "CuTe DSL 4.4: '1' keeps the cubin.")
-SM120_NAME_PTXAS = EnvVar("SM120_NAME_PTXAS", None, str,
-                          "The external ptxas of the CuTe DSL name swap (tests/cute_name_swap.py); default: the newest found.")
-SM120_NAME_CACHE = EnvVar("SM120_NAME_CACHE", None, str,
-                          "Where the CuTe DSL name swap caches assembled cubins; default: <tmp>/sm120_name_cache.")
-PYTHONPATH = EnvVar("PYTHONPATH", [], _path_list, "Where tritonhook's sitecustomize is put first for child processes.")
-PATH = EnvVar("PATH", [], _path_list, "Searched for ptxas and nvdisasm; a recording ptxas wrapper goes first on it.")
-TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER = EnvVar(
-    "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", None, str,
-    "Inductor's switch for its static CUDA launcher, which bypasses Triton's launch path (and so every launch "
-    "hook); a recording and memwatch set it to '0' (docs/notes.md §6).")
-RAY_USAGE_STATS_ENABLED = EnvVar("RAY_USAGE_STATS_ENABLED", None, str,
-                                 "Ray's usage reporting; `--ray` sets it to '0' while connecting unless it is set "
-                                 "(a cluster it starts then reports nothing; docs/notes.md §5).")
-RAY_AUTH_MODE = EnvVar("RAY_AUTH_MODE", None, str,
-                       "Ray's token authentication; benchmarks/sweep_scaling.py's two-node cluster on one host runs "
-                       "with 'disabled', as docs/notes.md §5 does.")
-CHROMIUM = EnvVar("TRITONHOOK_CHROMIUM", None, str,
-                  "The headless Chromium the report's browser test and benchmarks/report_scale.py drive (default: "
-                  "chromium, chromium-browser or google-chrome on PATH).")
-TRITON_OVERRIDES = (("triton ptxas", TRITON_PTXAS_PATH), ("triton ptxas-blackwell", TRITON_PTXAS_BLACKWELL_PATH))
-"""`find_ptxas` origin of each Triton-bundled ptxas, and the variable with which Triton lets a user replace it."""
-
-# ----- defaults, thresholds and limits ------------------------------------------------------------------------------
 DEFAULT_STORE = "tritonhook-store"
 """The store directory when neither an argument nor $TRITONHOOK_STORE names one."""
 REPAIR_MIN_AGE_S = 60.0
@@ -153,20 +104,83 @@ LS_DEFAULT_LIMIT = 50
 """`tritonhook ls` shows the newest this many, like `git log -n`; a store can hold 100,000."""
 WARN_BYTES = 256 * 2**20
 """Capture warns when a kernel's predicted stack reservation (low end) exceeds this on a GPU it can run on."""
+
+# ----- rename (`rename`) --------------------------------------------------------------------------------------------
+RENAME = EnvVar("TRITONHOOK_RENAME", None, str,
+                "The rename a child process applies in the PTX stage: a prefix, or ':strip' (`STRIP_VALUE`).")
+SELECT = EnvVar("TRITONHOOK_SELECT", None, str,
+                "Regex of the kernel names the rename applies to (unset: all kernels).")
+STRIP_VALUE = ":strip"
+"""The value of TRITONHOOK_RENAME that means `tritonhook.STRIP` (remove 'cutlass' from names)."""
+
+# ----- ptxas (`tools`, `ptxas_wrapper`, `tritonhook capture`) -------------------------------------------------------
+PTXAS = EnvVar("TRITONHOOK_PTXAS", [], _path_list,
+               "Extra ptxas binaries or directories holding one (os.pathsep-separated) for `ptxas` and `diff`.")
+CAPTURE_TOKEN = EnvVar("TRITONHOOK_CAPTURE_TOKEN", None, str,
+                       "Set by `tritonhook capture` for its command: a ptxas it wraps in place for the command's "
+                       "duration records only the calls of processes that carry the same token.")
+TRITON_PTXAS_PATH = EnvVar("TRITON_PTXAS_PATH", None, str, "Triton's override of the ptxas it runs (sm < 100).")
+TRITON_PTXAS_BLACKWELL_PATH = EnvVar("TRITON_PTXAS_BLACKWELL_PATH", None, str,
+                                     "Triton's override of the ptxas it runs for Blackwell targets.")
+TRITON_OVERRIDES = (("triton ptxas", TRITON_PTXAS_PATH), ("triton ptxas-blackwell", TRITON_PTXAS_BLACKWELL_PATH))
+"""`find_ptxas` origin of each Triton-bundled ptxas, and the variable with which Triton lets a user replace it."""
+CUDA_HOME = EnvVar("CUDA_HOME", None, str, "A CUDA toolkit root; its bin/ is searched for ptxas and nvdisasm.")
+CUDA_PATH = EnvVar("CUDA_PATH", None, str, "Like CUDA_HOME (the name Windows installers and some images use).")
+
+# ----- CuTe DSL (`cute/`) -------------------------------------------------------------------------------------------
+CUTE_DSL_DUMP_DIR = EnvVar("CUTE_DSL_DUMP_DIR", None, str, "Where CuTe DSL writes the PTX/cubin it keeps.")
+CUTE_DSL_KEEP = EnvVar("CUTE_DSL_KEEP", "", str, "CuTe DSL 4.5+: comma-separated artifacts to keep (ptx,cubin).")
+CUTE_DSL_KEEP_PTX = EnvVar("CUTE_DSL_KEEP_PTX", False, _flag, "CuTe DSL 4.4: '1' keeps the PTX.")
+CUTE_DSL_KEEP_CUBIN = EnvVar("CUTE_DSL_KEEP_CUBIN", False, _flag, "CuTe DSL 4.4: '1' keeps the cubin.")
+SM120_NAME_PTXAS = EnvVar("SM120_NAME_PTXAS", None, str,
+                          "The external ptxas of the CuTe DSL name swap (tests/cute_name_swap.py); default: the newest found.")
+SM120_NAME_CACHE = EnvVar("SM120_NAME_CACHE", None, str,
+                          "Where the CuTe DSL name swap caches assembled cubins; default: <tmp>/sm120_name_cache.")
+
+# ----- memwatch (`mem/`) --------------------------------------------------------------------------------------------
+MAX_SNAPSHOTS = 20_000
+"""memwatch keeps at most this many hook snapshots; later ones are counted, not stored (before/after always kept)."""
+# The sampler's own limits (MAX_SAMPLES, PROCESS_SAMPLE_EVERY) stay in `_nvml_sampler.py`: it runs as a script in
+# a bare child interpreter and imports nothing from tritonhook.
+TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER = EnvVar(
+    "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", None, str,
+    "Inductor's switch for its static CUDA launcher, which bypasses Triton's launch path (and so every launch "
+    "hook); a recording and memwatch set it to '0' (docs/notes.md §6).")
+
+# ----- A/B (`ab/`, `measure/`): the child protocol the parent sets for each child, and the verdict's limits ---------
+AB_OUT = EnvVar("TRITONHOOK_AB_OUT", None, str, "JSON-lines file an A/B child appends its timing records to.")
+AB_VARIANT = EnvVar("TRITONHOOK_AB_VARIANT", None, str, "The A/B child's variant label ('plain', 'cutlass_', ...).")
+AB_ROUND = EnvVar("TRITONHOOK_AB_ROUND", 0, int, "The A/B child's round; outputs are saved in round 0 only.")
+AB_OUTPUTS = EnvVar("TRITONHOOK_AB_OUTPUTS", None, str,
+                    "Directory for the round-0 outputs of A/B children (the allclose check across processes).")
 MIN_ROUNDS = 5
 """A/B comparisons run at least this many rounds (fewer give no usable interval)."""
 DEFAULT_MIN_EFFECT = 0.005
 """A/B differences below 0.5% are called "no difference" even when the interval excludes 1: that is the A/A noise
 floor `benchmarks/ab_noise.py` targets, and below it a difference says more about the machine than the kernel."""
+
+# ----- record and sweep (`sweep/`): a process started with tritonhook's sitecustomize records every Triton launch ----
+RECORD = EnvVar("TRITONHOOK_RECORD", False, _flag,
+                "'1': a Python process started with tritonhook's sitecustomize records every Triton kernel launch "
+                "(arguments, grid, input snapshots, sampled GPU time) into the store at exit (tritonhook.sweep).")
+RECORD_LABEL = EnvVar("TRITONHOOK_RECORD_LABEL", "", str,
+                      "The label a recording process files its recording under (the parent `tritonhook record` "
+                      "finds its children's recordings by it).")
+RECORD_SAMPLE = EnvVar("TRITONHOOK_RECORD_SAMPLE", 1, int,
+                       "A recording looks at about one launch in this many after each kernel's first "
+                       "RECORD_EXACT_FIRST (1, the default: every launch); the others cost a lookup, and the launch "
+                       "counts per signature become estimates (`tritonhook record|sweep --sample K`).")
+SNAPSHOT_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_BUDGET", 256 * 2**20, int,
+                         "Bytes of input tensors snapshotted per launch signature (default 256 MiB); inputs beyond "
+                         "it are replayed with synthetic data of the same dtype and shape, and marked so.")
+SNAPSHOT_TOTAL_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_TOTAL_BUDGET", 8 * 2**30, int,
+                               "Bytes of input snapshots per recording process, all signatures together "
+                               "(default 8 GiB), so a long workload cannot fill the disk.")
 RECORD_TIMED_FIRST = 8
 """A recording times (CUDA events) the first this many launches of each signature, then one launch in
 `RECORD_TIME_EVERY`: the per-kernel GPU time stays measured while a launch-bound loop pays for few events (a
 timed launch costs the host a stream hold and two events, ~20 us: at one in 256, under 1% of a 12 us launch)."""
 RECORD_TIME_EVERY = 256
-RECORD_SAMPLE = EnvVar("TRITONHOOK_RECORD_SAMPLE", 1, int,
-                       "A recording looks at about one launch in this many after each kernel's first "
-                       "RECORD_EXACT_FIRST (1, the default: every launch); the others cost a lookup, and the launch "
-                       "counts per signature become estimates (`tritonhook record|sweep --sample K`).")
 RECORD_EXACT_FIRST = 64
 """Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
 RECORD_L2_PROBE = EnvVar("TRITONHOOK_RECORD_L2_PROBE", True, _flag,
@@ -190,35 +204,86 @@ section 17)."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output check (rtol = atol): outputs beyond the baseline's own run-to-run spread but
 within it are "close" (another rounding), beyond it they "differ" (`measure.outputs`)."""
-MAX_SNAPSHOTS = 20_000
-"""memwatch keeps at most this many hook snapshots; later ones are counted, not stored (before/after always kept)."""
-# The sampler's own limits (MAX_SAMPLES, PROCESS_SAMPLE_EVERY) stay in `_nvml_sampler.py`: it runs as a script in
-# a bare child interpreter and imports nothing from tritonhook.
+CUDA_VISIBLE_DEVICES = EnvVar("CUDA_VISIBLE_DEVICES", "0", str,
+                              "Which GPU is device 0 for CUDA; NVML ignores it, so tritonhook maps it itself.")
+RAY_USAGE_STATS_ENABLED = EnvVar("RAY_USAGE_STATS_ENABLED", None, str,
+                                 "Ray's usage reporting; `--ray` sets it to '0' while connecting unless it is set "
+                                 "(a cluster it starts then reports nothing; docs/notes.md §5).")
+RAY_AUTH_MODE = EnvVar("RAY_AUTH_MODE", None, str,
+                       "Ray's token authentication; benchmarks/sweep_scaling.py's two-node cluster on one host runs "
+                       "with 'disabled', as docs/notes.md §5 does.")
+
+# ----- report (`page/`) ---------------------------------------------------------------------------------------------
+CHROMIUM = EnvVar("TRITONHOOK_CHROMIUM", None, str,
+                  "The headless Chromium the report's browser test and benchmarks/report_scale.py drive (default: "
+                  "chromium, chromium-browser or google-chrome on PATH).")
+TRITON_CACHE_DIR = EnvVar("TRITON_CACHE_DIR", None, str,
+                          "Triton's disk cache; the demo gives each variant its own so no build is a cache hit.")
+
+# ----- paths and programs -------------------------------------------------------------------------------------------
+PYTHONPATH = EnvVar("PYTHONPATH", [], _path_list, "Where tritonhook's sitecustomize is put first for child processes.")
+PATH = EnvVar("PATH", [], _path_list, "Searched for ptxas and nvdisasm; a recording ptxas wrapper goes first on it.")
+NATIVE_CACHE = EnvVar("TRITONHOOK_NATIVE_CACHE", "~/.cache/tritonhook", str,
+                      "Where tritonhook keeps the C helpers it builds (the launch tracer's per-launch path), one file "
+                      "per source, Python and platform.")
+CC = EnvVar("CC", None, str, "The C compiler for tritonhook's C helpers (as for Triton's launchers); else cc, gcc, "
+            "clang on PATH.")
 
 
-# ----- capture settings a child process inherits --------------------------------------------------------------------
+# ----- the settings a child process inherits --------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class CaptureSettings:
-    """What `tritonhook run` / `enable()` hand to child processes: where to capture and which PTX rewrites to make.
+    """What `tritonhook run` / `enable()` / `record` / `ab` hand to child processes: where to capture and which
+    PTX rewrites to make. The only writer (`to_env`) and reader (`from_env`) of these variables.
 
-    `rename` is the encoded form (a prefix, or `STRIP_VALUE`); `rename.py` turns it into a `Rename`."""
+    `rename` / `select` are the encoded forms (a prefix or `STRIP_VALUE`; a regex): `rename.rename_settings` and
+    `rename.rename_from_settings` convert. `fix_tma_scope` is `enable()`'s: False, True (sm_12x) or an arch prefix."""
 
     store: str | None = None
     enable: bool = False
     rename: str | None = None
     select: str | None = None
-    fix_tma_scope: bool = False
+    fix_tma_scope: bool | str = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "CaptureSettings":
         return cls(store=STORE.get(environ), enable=ENABLE.get(environ), rename=RENAME.get(environ),
                    select=SELECT.get(environ), fix_tma_scope=FIX_TMA_SCOPE.get(environ))
 
+    def to_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Every variable of these settings, as text (an unset setting is "" so that it overrides a parent's); when
+        capture is enabled, also PYTHONPATH: `environ`'s (default os.environ) with tritonhook's sitecustomize first."""
+        env = {STORE.name: STORE.encode(self.store), ENABLE.name: ENABLE.encode(self.enable),
+               RENAME.name: RENAME.encode(self.rename), SELECT.name: SELECT.encode(self.select),
+               FIX_TMA_SCOPE.name: FIX_TMA_SCOPE.encode(self.fix_tma_scope)}
+        if self.enable:
+            paths = PYTHONPATH.get(environ)
+            env[PYTHONPATH.name] = PYTHONPATH.encode(paths if str(BOOTSTRAP_DIR) in paths
+                                                     else [str(BOOTSTRAP_DIR), *paths])
+        return env
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordSettings:
+    """What `tritonhook record` / `sweep` hand to a workload's processes besides `CaptureSettings`: whether to
+    record, the label the parent finds the recordings by, the sampling and the snapshot budgets. The only writer
+    (`to_env`) and reader (`from_env`) of these variables."""
+
+    record: bool = False
+    label: str = RECORD_LABEL.default
+    sample_every: int = RECORD_SAMPLE.default
+    snapshot_budget: int = SNAPSHOT_BUDGET.default
+    snapshot_total_budget: int = SNAPSHOT_TOTAL_BUDGET.default
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "RecordSettings":
+        return cls(record=RECORD.get(environ), label=RECORD_LABEL.get(environ),
+                   sample_every=RECORD_SAMPLE.get(environ), snapshot_budget=SNAPSHOT_BUDGET.get(environ),
+                   snapshot_total_budget=SNAPSHOT_TOTAL_BUDGET.get(environ))
+
     def to_env(self) -> dict[str, str]:
-        """Every variable of these settings, as text (an unset setting is "" so that it overrides a parent's)."""
-        return {STORE.name: STORE.encode(self.store), ENABLE.name: ENABLE.encode(self.enable),
-                RENAME.name: RENAME.encode(self.rename), SELECT.name: SELECT.encode(self.select),
-                FIX_TMA_SCOPE.name: FIX_TMA_SCOPE.encode(self.fix_tma_scope)}
+        return to_env({RECORD: self.record, RECORD_LABEL: self.label, RECORD_SAMPLE: self.sample_every,
+                       SNAPSHOT_BUDGET: self.snapshot_budget, SNAPSHOT_TOTAL_BUDGET: self.snapshot_total_budget})
 
 
 def to_env(values: Mapping[EnvVar, object]) -> dict[str, str]:

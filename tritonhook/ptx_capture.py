@@ -33,8 +33,6 @@ from .store import NewCapture, Store
 if TYPE_CHECKING:  # imported where used: `import tritonhook` (and every `tritonhook` command) stays cheap
     from . import _triton, rename as _rename
 
-BOOTSTRAP_DIR = Path(__file__).parent / "_bootstrap"
-
 Listener = Callable[[int, NewCapture], None]
 """Told each capture a session writes, with its id."""
 LISTENER_FACTORIES: list[Callable[[], Listener]] = []
@@ -124,9 +122,8 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     hooks.install()
     atexit.register(session.report_losses)
     if subprocesses:
-        session.exported_env = config.scope({**_capture_vars(opened.path, os.environ),
-                                             **_rename.rename_env(rename, select),
-                                             config.FIX_TMA_SCOPE.name: config.FIX_TMA_SCOPE.encode(fix_tma_scope is True)})
+        session.exported_env = config.scope(capture_settings(opened.path, rename=rename, select=select,
+                                                             fix_tma_scope=fix_tma_scope).to_env())
     _active = session
     return session
 
@@ -168,29 +165,30 @@ def session(store: str | os.PathLike | Store | None = None, **options) -> Iterat
 
 
 # ----- environment for child processes --------------------------------------------------------------------------
-def child_env(store_path: os.PathLike, base: dict | None = None) -> dict[str, str]:
-    """The environment under which a Python child process captures into `store_path` at start-up: `base`
-    (default os.environ) with the store, the enable flag and tritonhook's sitecustomize first on PYTHONPATH."""
+def capture_settings(store_path: os.PathLike, *, rename: _rename.Rename | None = None, select: _rename.Selector = None,
+                     fix_tma_scope: bool | str = False) -> config.CaptureSettings:
+    """What a child process needs to capture into `store_path` as `enable(store_path, rename=..., select=...,
+    fix_tma_scope=...)` would in this one (the one place that turns `enable`'s options into `CaptureSettings`)."""
+    from .rename import rename_settings
+
+    return config.CaptureSettings(store=str(Path(store_path).resolve()), enable=True,
+                                  **rename_settings(rename, select), fix_tma_scope=fix_tma_scope)
+
+
+def child_env(store_path: os.PathLike, base: dict | None = None, **options) -> dict[str, str]:
+    """The environment under which a Python child process captures into `store_path` at start-up, with `enable`'s
+    rename, select and fix_tma_scope `options`: `base` (default this process's) with `capture_settings`'s variables."""
     env = dict(os.environ if base is None else base)
-    env.update(_capture_vars(store_path, env))
+    env.update(capture_settings(store_path, **options).to_env(env))
     return env
-
-
-def _capture_vars(store_path: os.PathLike, environ: dict) -> dict[str, str]:
-    paths = config.PYTHONPATH.get(environ)
-    if str(BOOTSTRAP_DIR) not in paths:
-        paths = [str(BOOTSTRAP_DIR), *paths]
-    return {config.STORE.name: config.STORE.encode(Path(store_path).resolve()),
-            config.ENABLE.name: config.ENABLE.encode(True),
-            config.PYTHONPATH.name: config.PYTHONPATH.encode(paths)}
 
 
 def enable_from_env() -> None:
     """Called at start-up (sitecustomize) when `TRITONHOOK_ENABLE=1`, once Triton is imported."""
-    from .rename import rename_from_env
+    from .rename import rename_from_settings
 
     settings = config.CaptureSettings.from_env()
     if settings.enable and _active is None:
-        rename, select = rename_from_env(os.environ)
+        rename, select = rename_from_settings(settings)
         enable(settings.store, subprocesses=False, rename=rename, select=select,
                fix_tma_scope=settings.fix_tma_scope)

@@ -487,9 +487,6 @@ def _is_elf(path: str) -> bool:
 
 
 # ----- tritonhook capture: wrappers on the side, and wheel ptxas wrapped for the command's duration ---------------
-_TRITON_OVERRIDES = tuple((origin, var.name) for origin, var in config.TRITON_OVERRIDES)
-
-
 def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: dict | None = None) -> dict[str, str]:
     """Environment for a command whose ptxas calls should be recorded into `store` without an install.
 
@@ -497,17 +494,16 @@ def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: d
     the ptxas Triton would have run (the user's override, else the bundled one), and PATH gets a wrapper around
     PATH's ptxas. A ptxas that already is an installed wrapper is left alone (it records already).
     """
-    environ = os.environ if environ is None else environ
-    bundled = {b.origin: b.path for b in find_ptxas() if b.origin in dict(_TRITON_OVERRIDES)}
+    bundled = {b.origin: b.path for b in find_ptxas() if b.origin in dict(config.TRITON_OVERRIDES)}
     env = {}
-    for origin, var in _TRITON_OVERRIDES:
-        real = environ.get(var) or bundled.get(origin)
+    for origin, var in config.TRITON_OVERRIDES:
+        real = var.get(environ) or bundled.get(origin)
         if real and read_settings(real) is None:
-            env[var] = _side_wrapper(Path(workdir, "triton", origin.split()[1]), real, store)
-    on_path = shutil.which("ptxas", path=environ.get(config.PATH.name))
+            env[var.name] = _side_wrapper(Path(workdir, "triton", origin.split()[1]), real, store)
+    on_path = shutil.which("ptxas", path=config.PATH.encode(config.PATH.get(environ)) or None)
     if on_path and read_settings(on_path) is None:
         _side_wrapper(Path(workdir, "path", "ptxas"), on_path, store)
-        env[config.PATH.name] = os.pathsep.join([str(Path(workdir, "path")), environ.get(config.PATH.name, "")])
+        env[config.PATH.name] = config.PATH.encode([str(Path(workdir, "path")), *config.PATH.get(environ)])
     return env
 
 

@@ -165,19 +165,19 @@ def make_ptx_transform(rename: Rename, select: Selector = None) -> tuple[PtxTran
     return rename_stage, f"rename:{rename_description(rename)};select:{select_key}"
 
 
-def rename_env(rename: Rename | None, select: Selector = None) -> dict[str, str]:
-    """The environment that makes a child process rename as this one does (`session.enable_from_env`).
-    A callable selector cannot travel: children then rename nothing rather than rename everything."""
+def rename_settings(rename: Rename | None, select: Selector = None) -> dict[str, str | None]:
+    """The `rename` and `select` fields of `config.CaptureSettings` that make a child process rename as this one
+    does (`ptx_capture.capture_settings`). A callable selector cannot travel: children then rename nothing rather
+    than rename everything."""
     if rename is None or callable(select):
-        return {config.RENAME.name: "", config.SELECT.name: ""}
+        return {"rename": None, "select": None}
     if select is None or isinstance(select, (str, re.Pattern)):
-        pattern = "" if select is None else compile_select(select).pattern
+        pattern = None if select is None else compile_select(select).pattern
     else:
         pattern = exact_names_pattern(select)
-    return {config.RENAME.name: config.STRIP_VALUE if isinstance(rename, _Strip) else rename, config.SELECT.name: pattern}
+    return {"rename": config.STRIP_VALUE if isinstance(rename, _Strip) else rename, "select": pattern}
 
 
-def rename_from_env(environ) -> tuple[Rename | None, str | None]:
-    """`(rename, select)` decoded from `TRITONHOOK_RENAME` / `TRITONHOOK_SELECT`; unset or empty: no rename."""
-    value = config.RENAME.get(environ)
-    return (STRIP if value == config.STRIP_VALUE else value), config.SELECT.get(environ)
+def rename_from_settings(settings: config.CaptureSettings) -> tuple[Rename | None, str | None]:
+    """`(rename, select)` of the settings a child inherited (`ptx_capture.enable_from_env`); none: no rename."""
+    return (STRIP if settings.rename == config.STRIP_VALUE else settings.rename), settings.select

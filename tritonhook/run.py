@@ -23,7 +23,7 @@ from . import config, format
 from .errors import TritonhookError
 from .preflight import named_gpu
 from .ptx_capture import child_env
-from .rename import Rename, Selector, rename_env
+from .rename import Rename, Selector
 from .store import Store
 
 
@@ -58,12 +58,12 @@ def start(command: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 
 def run_command(command: list[str], store: Store | str | os.PathLike | None = None, *,
-                rename: Rename | None = None, select: Selector = None, fix_tma_scope: bool = False) -> RunResult:
-    """Run `command` with capture enabled in every Python process it starts, into `store` (a path is created)."""
+                rename: Rename | None = None, select: Selector = None, fix_tma_scope: bool | str = False) -> RunResult:
+    """Run `command` with capture enabled in every Python process it starts, into `store` (a path is created);
+    `rename`, `select` and `fix_tma_scope` as `tritonhook.enable` takes them."""
     store = _writable_store(store)
     before = store.last_id()
-    completed = start(command, env={**child_env(store.path), **rename_env(rename, select),
-                                    **config.to_env({config.FIX_TMA_SCOPE: fix_tma_scope})})
+    completed = start(command, env=child_env(store.path, rename=rename, select=select, fix_tma_scope=fix_tma_scope))
     return _result(store, before, completed.returncode)
 
 

@@ -18,7 +18,7 @@ from ..measure.outputs import compare_outputs
 from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.timing import bench_interleaved
 from ..measure.variants import PLAIN, Variant, parse_variants
-from ..rename import DEFAULT_PREFIX, Selector, rename_env
+from ..rename import DEFAULT_PREFIX, Selector
 from .protocol import child_env as protocol_env, collect, output_file, read_records
 from .result import ABReport, analyze
 
@@ -109,8 +109,8 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
         for round_index in range(rounds):
             for variant in variants:
                 out = Path(scratch) / f"round{round_index}-{len(records)}.jsonl"
-                env = {**child_env(store.path),
-                       **rename_env(variant.rename, select if variant.rename is not None else None),
+                env = {**child_env(store.path, rename=variant.rename,
+                                   select=select if variant.rename is not None else None),
                        **protocol_env(out, variant.label, round_index, scratch)}
                 reported = _run_child(command, env, out, f"round {round_index + 1}, variant {variant.label}")
                 records += reported

@@ -361,14 +361,15 @@ def save(recorder: Recorder) -> Recording:
 
 
 def _checked_sample(sample_every: int | None) -> int:
-    value = config.RECORD_SAMPLE.get() if sample_every is None else sample_every
+    value = config.RecordSettings.from_env().sample_every if sample_every is None else sample_every
     if value < 1:
         raise TritonhookError(f"--sample {value}: at least 1 (1: every launch)")
     return value
 
 
-def default_budget() -> SnapshotBudget:
-    return SnapshotBudget(config.SNAPSHOT_BUDGET.get(), config.SNAPSHOT_TOTAL_BUDGET.get())
+def default_budget(settings: config.RecordSettings | None = None) -> SnapshotBudget:
+    settings = config.RecordSettings.from_env() if settings is None else settings
+    return SnapshotBudget(settings.snapshot_budget, settings.snapshot_total_budget)
 
 
 class _Failures:
@@ -402,13 +403,14 @@ def start_from_env() -> None:
     """Called at start-up (sitecustomize, after capture was enabled) when TRITONHOOK_RECORD=1: record until exit.
     Never raises (`_Failures`)."""
     active = active_session()
-    if not config.RECORD.get() or active is None:
+    settings = config.RecordSettings.from_env()
+    if not settings.record or active is None:
         return
     failures = _Failures()
 
     def start() -> tuple[Recorder, list]:
-        recorder = Recorder(active.store, default_budget(), label=config.RECORD_LABEL.get(),
-                            sample_every=max(1, config.RECORD_SAMPLE.get()))
+        recorder = Recorder(active.store, default_budget(settings), label=settings.label,
+                            sample_every=max(1, settings.sample_every))
         return recorder, _tracers(recorder, failures.guarded)
 
     started = failures.guarded("the start of recording", start)()
@@ -464,14 +466,12 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     saying so, before the command starts."""
     check_can_record(command)
     label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
-    env = recording_env(store.path, label)
-    for variable, value in ((config.SNAPSHOT_BUDGET, budget), (config.SNAPSHOT_TOTAL_BUDGET, snapshot_budget)):
-        if value is not None:
-            if value < 0:
-                raise TritonhookError(f"snapshot budget {value}: a number of bytes, 0 or more")
-            env[variable.name] = str(value)
-    if sample_every is not None:
-        env[config.RECORD_SAMPLE.name] = str(_checked_sample(sample_every))
+    given = {"snapshot_budget": budget, "snapshot_total_budget": snapshot_budget,
+             "sample_every": None if sample_every is None else _checked_sample(sample_every)}
+    for value in (budget, snapshot_budget):
+        if value is not None and value < 0:
+            raise TritonhookError(f"snapshot budget {value}: a number of bytes, 0 or more")
+    env = recording_env(store.path, label, **{field: value for field, value in given.items() if value is not None})
     began = time.time()
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
     try:
@@ -493,11 +493,12 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     return RecordResult(recording, exit_code, list(tail))
 
 
-def recording_env(store_path: os.PathLike, label: str) -> dict[str, str]:
+def recording_env(store_path: os.PathLike, label: str, **settings) -> dict[str, str]:
     """The environment under which a Python process records (and captures) into `store_path` from its start
-    (`start_from_env`), its recording saved with `label`."""
-    return {**child_env(store_path), **config.to_env({config.RECORD: True, config.RECORD_LABEL: label}),
-            **_triton.inductor_launches_through_triton_env()}
+    (`start_from_env`), its recording saved with `label`; `settings` (`config.RecordSettings` fields) replace
+    this process's own (the sampling and budgets a user set in the environment travel on)."""
+    recording = dataclasses.replace(config.RecordSettings.from_env(), record=True, label=label, **settings)
+    return {**child_env(store_path), **recording.to_env(), **_triton.inductor_launches_through_triton_env()}
 
 
 def load(store: Store, which: str | None = None) -> Recording:

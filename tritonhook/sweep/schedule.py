@@ -111,7 +111,8 @@ class _Worker:
     """One worker process on one GPU: hand it a signature id, read its protocol lines (worker.serve)."""
 
     def __init__(self, command: Sequence[str], job_path: Path, device: str | None):
-        env = {**os.environ, config.ENABLE.name: "", config.RECORD.name: ""}
+        # a worker replays the kernels its job names: it neither captures nor records
+        env = {**os.environ, **config.CaptureSettings().to_env(), **config.RecordSettings().to_env()}
         if device is not None:
             env[config.CUDA_VISIBLE_DEVICES.name] = device
         self.stderr = tempfile.TemporaryFile("w+")
