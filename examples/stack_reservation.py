@@ -139,10 +139,11 @@ def show_reset_and_regrowth(first, kind: str, frame_bytes: int) -> None:
 
     import tritonhook
     from tritonhook import format
+    from tritonhook.memwatch import reset_stack_limit
 
     steps = [("first launch", first)]
     with tritonhook.memwatch(device=0, interval_ms=2) as watch:
-        previous, now = tritonhook.mem.reset_stack_limit()
+        previous, now = reset_stack_limit()
     steps.append((f"reset_stack_limit() {previous} -> {now}", watch.result))
     with tritonhook.memwatch(device=0, interval_ms=2) as watch:
         launch(kind, frame_bytes)

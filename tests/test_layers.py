@@ -19,7 +19,7 @@ The order (this table is its only declaration; README "Layout" describes it):
   5 prediction    preflight (its `capture_checker` warns during capture; the package wires it into every session)
   6 measurement   measure/ (the GPU timer, statistics, output check and variants that ab/ and sweep/ share: no
                   feature is another's library)
-  7 features      ab/, mem/ (memwatch), diff, matrix (ptxas-matrix), captures (listing and summary of captures),
+  7 features      ab/, memwatch (its public API) over mem/, diff, matrix (ptxas-matrix), captures (listing and summary of captures),
                   sweep/ (record, replay, schedule), doctor (asks the layers below what they see, changes nothing)
   8 presentation  run (the CLI's orchestration as a library), page/ (the HTML report and the demo: they read
                   every feature's results)
@@ -42,7 +42,7 @@ LAYERS: list[set[str]] = [
     {"ptx_capture", "cute"},
     {"preflight"},
     {"measure"},
-    {"ab", "mem", "diff", "matrix", "captures", "sweep", "doctor"},
+    {"ab", "mem", "memwatch", "diff", "matrix", "captures", "sweep", "doctor"},
     {"run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
 ]

@@ -10,6 +10,7 @@ or `tritonhook run -- python script.py` with no source edit.
 
 from . import ptx_capture
 from ._version import __version__
+from .memwatch import memwatch
 from .errors import TritonhookError
 from .ptx_capture import Session, active_session, disable, enable, session
 from .store import Capture, Store
@@ -26,14 +27,12 @@ def _preflight_checker():
 
 ptx_capture.LISTENER_FACTORIES.append(_preflight_checker)
 
-_LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "mem": (".mem", None), "memwatch": (".mem", "memwatch")}
-"""Public names imported on first use: `import tritonhook` (and so every `tritonhook` command) stays cheap, and
-`tritonhook.memwatch` works without NVML or cuda-bindings until it is called.
+_LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "mem": (".mem", None)}
+"""Public names imported on first use: `import tritonhook` (and so every `tritonhook` command) stays cheap.
 
-`tritonhook.memwatch` is the function; memwatch's module is `tritonhook.mem` (`from tritonhook.mem import
-MemWatch, reset_stack_limit`, `python -m tritonhook.mem`). No submodule is named `memwatch`: importing one would
-make Python bind the package attribute `memwatch` to that module, and `tritonhook.memwatch(device=0)` would stop
-working in that process (short of making a module callable by swapping its class)."""
+`tritonhook.memwatch` is the function of the light module `tritonhook.memwatch`, imported above so that the package
+attribute is the function: Python binds a submodule's name on the package only when it first loads it, which has
+happened by then (`from tritonhook.memwatch import MemwatchResult` later leaves the attribute alone)."""
 
 __all__ = ["STRIP", "Capture", "Session", "Store", "TritonhookError", "ab", "active_session", "disable", "enable",
            "mem", "memwatch", "session", "__version__"]

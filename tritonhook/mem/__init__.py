@@ -4,9 +4,9 @@
         run_model()
     mw.report()                 # rich tables: attribution, kernels; mw.to_json(), mw.plot("mem.png")
 
-This package is memwatch's public module (`tritonhook.mem.reset_stack_limit()`, `python -m tritonhook.mem` for the
-child side); the package `tritonhook` exposes the function `memwatch` itself (why no module of that name: its
-`_LAZY`).
+This package is memwatch's implementation, beneath its public module `tritonhook.memwatch` (the function
+`tritonhook.memwatch(...)` and every public name here); `python -m tritonhook.mem` is the child side of
+`tritonhook memwatch`.
 
 Why this exists (docs/notes.md, the driver stack reservation): a CUDA context's memory grows in ways PyTorch
 cannot see. The largest is the driver's local-memory (stack) reservation: when a kernel needs more stack than
@@ -31,9 +31,9 @@ from .device import DeviceInfo, reset_stack_limit
 from .result import JSON_VERSION, KernelStats, MemwatchComparison, MemwatchResult, compare_rows, load_result
 from .runner import NOT_STARTED, parse_compare, run_command, wrap_python_command
 from .sampler import Sample
-from .watch import MAX_SNAPSHOTS, MemWatch, memwatch
+from .watch import MAX_SNAPSHOTS, MemWatch
 
 __all__ = ["JSON_VERSION", "MAX_SNAPSHOTS", "NOT_STARTED", "DeviceInfo", "KernelStats", "MemWatch",
            "MemwatchComparison", "MemwatchResult", "Part", "Sample", "Snapshot", "StackGrowth", "attribute",
-           "compare_rows", "load_result", "memwatch", "parse_compare", "reset_stack_limit", "run_command",
+           "compare_rows", "load_result", "parse_compare", "reset_stack_limit", "run_command",
            "stack_growths", "wrap_python_command"]

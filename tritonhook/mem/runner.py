@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import TritonhookError
 from .result import MemwatchResult, load_result
-from .watch import memwatch
+from .watch import MemWatch
 
 _INTERPRETER_FLAGS = {"-u", "-O", "-OO", "-B", "-E", "-s", "-S", "-I", "-q"}
 
@@ -75,7 +75,7 @@ def child_main(argv: list[str] | None = None) -> int:
               "-- python script.py", file=sys.stderr)
         return 2
     out, interval_ms, target = Path(argv[1]), float(argv[3]), argv[width:]
-    watch = memwatch(interval_ms=interval_ms)
+    watch = MemWatch(interval_ms=interval_ms)
     try:
         watch.__enter__()
     except TritonhookError as exc:  # the command never ran: the parent says why memwatch could not start

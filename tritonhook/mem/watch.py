@@ -242,11 +242,6 @@ class MemWatch(contextlib.ContextDecorator):
         return self._done().plot(path)
 
 
-def memwatch(device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True) -> MemWatch:
-    """Watch device memory in a region: `with tritonhook.memwatch(device=0) as mw: ...` or as a decorator."""
-    return MemWatch(device, interval_ms, triton_hooks=triton_hooks)
-
-
 def tail_seconds(region_s: float, interval_ms: float) -> float:
     """How long the sampler runs on after a region of `region_s` seconds (TAIL_FRACTION)."""
     return min(TAIL_MAX_S, max(TAIL_MIN_INTERVALS * interval_ms / 1000, TAIL_FRACTION * region_s))
