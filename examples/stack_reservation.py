@@ -1,4 +1,4 @@
-"""Reproduce the driver's stack (local-memory) reservation and watch memwatch find it (docs/notes.md §1.2).
+"""Reproduce the driver's stack (local-memory) reservation and watch memwatch find it (docs/tma_stack.md#the-stack-reservation).
 
     python examples/stack_reservation.py --kernel local      # a Triton kernel with a 16 KiB .local array
     python examples/stack_reservation.py --kernel tma        # Triton device-side TMA copy (global scratch)

@@ -145,7 +145,7 @@ MAX_SNAPSHOTS = 20_000
 TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER = EnvVar(
     "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", None, str,
     "Inductor's switch for its static CUDA launcher, which bypasses Triton's launch path (and so every launch "
-    "hook); a recording and memwatch set it to '0' (docs/notes.md §6).")
+    "hook); a recording and memwatch set it to '0' (docs/triton_hooks.md#neighbouring-tools).")
 
 # ----- A/B (`ab/`, `measure/`): the child protocol the parent sets for each child, and the verdict's limits ---------
 AB_OUT = EnvVar("TRITONHOOK_AB_OUT", None, str, "JSON-lines file an A/B child appends its timing records to.")
@@ -189,18 +189,17 @@ RECORD_L2_PROBE = EnvVar("TRITONHOOK_RECORD_L2_PROBE", True, _flag,
 SWEEP_DIRTY_L2 = EnvVar("TRITONHOOK_SWEEP_DIRTY_L2", True, _flag,
                         "'0': a sweep replay no longer writes an L2-sized buffer before each call of a rotating "
                         "--l2 mode, so its kernels evict clean lines where a workload's evict dirty ones "
-                        "(docs/notes.md section 18).")
+                        "(docs/sweep_fidelity.md#a-dirty-l2).")
 SWEEP_DEFAULT_ROUNDS = 21
 """Interleaved rounds per kernel signature in a sweep replay (one median per variant per round). 21, not 7: two
 replays of one recording (H200, transformer + Liger, 111 signatures) differed per kernel by a median 3.6% (90th
-percentile 8.2%) at 7 rounds and 1.8% (3.6%) at 21, for 71 s of replay instead of 33 (docs/notes.md section 10)."""
+percentile 8.2%) at 7 rounds and 1.8% (3.6%) at 21, for 71 s of replay instead of 33 (docs/sweep_fidelity.md#replay-to-replay-spread)."""
 SWEEP_L2_MODES = ("measured", "cold", "warm", "inputs")
 """A sweep replay's L2 rules, the default first: inputs rotated through copies with the parts of each buffer that
 the recording's probe found in L2 inside the workload brought into L2 before each call (measured; a signature
 without a probe replays cold), rotated alone (cold), one set (warm), or rotated with the buffers the kernel only
 reads brought into L2 (inputs). Measured is the default since one clean recording of the transformer + Liger
-replayed 30 of the 39 signatures making 91% of its GPU time within ±10% measured, 17 cold (H200; docs/notes.md
-section 17)."""
+replayed 30 of the 39 signatures making 91% of its GPU time within ±10% measured, 17 cold (H200; docs/sweep_fidelity.md#cold-against-measured)."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output check (rtol = atol): outputs beyond the baseline's own run-to-run spread but
 within it are "close" (another rounding), beyond it they "differ" (`measure.outputs`)."""
@@ -208,10 +207,10 @@ CUDA_VISIBLE_DEVICES = EnvVar("CUDA_VISIBLE_DEVICES", "0", str,
                               "Which GPU is device 0 for CUDA; NVML ignores it, so tritonhook maps it itself.")
 RAY_USAGE_STATS_ENABLED = EnvVar("RAY_USAGE_STATS_ENABLED", None, str,
                                  "Ray's usage reporting; `--ray` sets it to '0' while connecting unless it is set "
-                                 "(a cluster it starts then reports nothing; docs/notes.md §5).")
+                                 "(a cluster it starts then reports nothing; docs/gpu_machine.md#the-lent-h200).")
 RAY_AUTH_MODE = EnvVar("RAY_AUTH_MODE", None, str,
                        "Ray's token authentication; benchmarks/sweep_scaling.py's two-node cluster on one host runs "
-                       "with 'disabled', as docs/notes.md §5 does.")
+                       "with 'disabled', as docs/gpu_machine.md#the-lent-h200 does.")
 
 # ----- report (`page/`) ---------------------------------------------------------------------------------------------
 CHROMIUM = EnvVar("TRITONHOOK_CHROMIUM", None, str,

@@ -1,6 +1,6 @@
 """Static preflight: predict, with no GPU, the stack reservation a cubin will make the driver take.
 
-Why (docs/notes.md §1.2): when a kernel needs more per-thread stack than the context's `CU_LIMIT_STACK_SIZE`
+Why (docs/tma_stack.md#the-stack-reservation): when a kernel needs more per-thread stack than the context's `CU_LIMIT_STACK_SIZE`
 (1024 B in a fresh context), the driver raises the limit at the first launch and reserves
 `(new limit - 1024) x SMs x max threads per SM` for the life of the context; PyTorch never sees it. Triton 3.4-3.6
 TMA loads compiled for sm_120a call a driver routine, `__cuda_syscall_cp_async_bulk_tensor_<N>d_*`, whose frame
@@ -32,10 +32,10 @@ if TYPE_CHECKING:
     from .store import Capture, Store
 
 DEFAULT_STACK_LIMIT = 1024
-"""CU_LIMIT_STACK_SIZE of a fresh context (measured on the H200, docs/notes.md §1.2); the reservation counts above it."""
+"""CU_LIMIT_STACK_SIZE of a fresh context (measured on the H200, docs/tma_stack.md#the-stack-reservation); the reservation counts above it."""
 SYSCALL_FRAMES = {"__cuda_syscall_cp_async_bulk_tensor_": 14_600}
 """Per-thread frame of driver routines a cubin calls, by name prefix: ~14.6 KB reported for the TMA routine
-(docs/notes.md §1.2). Not measurable from the cubin; the largest uncertainty of the prediction."""
+(docs/tma_stack.md#the-stack-reservation). Not measurable from the cubin; the largest uncertainty of the prediction."""
 
 _CC_GUIDE = ("CUDA C++ Programming Guide, 'Technical Specifications per Compute Capability': max resident "
              "threads per SM {threads} for compute capability {cc}")
@@ -65,7 +65,7 @@ GPUS: dict[str, GpuSpec] = {
     "h100": _spec("H100 SXM5", 90, 132, 2048, "132 SMs: NVIDIA H100 Tensor Core GPU Architecture whitepaper"),
     "h100pcie": _spec("H100 PCIe", 90, 114, 2048, "114 SMs: NVIDIA H100 Tensor Core GPU Architecture whitepaper"),
     "h200": _spec("H200", 90, 132, 2048, "132 SMs: cuDeviceGetAttribute(MULTIPROCESSOR_COUNT) on the lent H200 "
-                  "(docs/notes.md §5)"),
+                  "(docs/gpu_machine.md#the-lent-h200)"),
     "b200": _spec("B200", 100, 148, 2048, "148 SMs: NVIDIA Blackwell datacenter specifications (DGX B200)"),
     "rtx5090": _spec("RTX 5090", 120, 170, 1536, "170 SMs: 21,760 CUDA cores / 128 per SM, NVIDIA GeForce RTX "
                      "5090 specifications"),

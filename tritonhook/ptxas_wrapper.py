@@ -413,7 +413,7 @@ def record_call(settings: dict, args: list[str], call: Invocation, returncode: i
 
 TILEIRAS = "tileiras"
 """cuTile's compiler (nvidia-cuda-tileiras); it runs the ptxas beside it, so a wrapper there sees its calls
-(docs/notes.md §6, §7)."""
+(docs/triton_hooks.md#neighbouring-tools)."""
 
 
 def caller_frontend(parent_pid: int) -> tuple[str, str]:

@@ -1,6 +1,6 @@
 """Give TMA loads a CTA-scoped destination so that sm_120a kernels stop calling the driver's TMA routine.
 
-Why (docs/notes.md §1.2): Triton 3.4-3.6 emit every TMA load as
+Why (docs/tma_stack.md#the-stack-reservation): Triton 3.4-3.6 emit every TMA load as
 `cp.async.bulk.tensor.<N>d.shared::cluster.global.mbarrier::complete_tx::bytes`. For sm_120a ptxas lowers that
 form to a call of `__cuda_syscall_cp_async_bulk_tensor_<N>d_tile_unicast`, whose ~14.6 KB/thread stack frame makes
 the driver raise `CU_LIMIT_STACK_SIZE` and reserve ~3.7 GiB on an RTX 5090 for the life of the context. Triton 3.7+

@@ -5,7 +5,7 @@ ptxas is this". Places searched, in order: Triton's bundled binaries (found with
 seconds), Triton's own override variables, $TRITONHOOK_PTXAS, $CUDA_HOME / $CUDA_PATH, /usr/local/cuda*, PATH,
 pip wheels. Which ptxas Triton itself picks for a target is a Triton-internal question: `_triton.triton_ptxas`.
 
-The ptxas "cutlass" path (docs/notes.md §1.1) changes from one ptxas release to the next, so a PTX file is often
+The ptxas "cutlass" path (docs/ptxas_cutlass.md#the-cutlass-name-path) changes from one ptxas release to the next, so a PTX file is often
 assembled by several of them (`matrix.ptxas_matrix`); `assemble` runs one with `-v` and times it.
 """
 

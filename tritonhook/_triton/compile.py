@@ -4,7 +4,7 @@ Separate from the launch and autotune hooks because these are the hooks of the c
 use them): they hold Triton's two single-slot compile hooks and build a `NewCapture` from what a compile leaves,
 which the launch tracer reuses for kernels compiled before capture began (`loaded_event`).
 
-The hook points (see docs/notes.md §2):
+The hook points (see docs/triton_hooks.md#what-a-plugin-touches-per-release):
 
 * `knobs.compilation.listener(*, src, metadata, metadata_group, times, cache_hit)`: called after every
   `triton.compile`, also for disk-cache hits. `metadata_group` maps file names to the cached stage outputs, so

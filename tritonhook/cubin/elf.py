@@ -3,7 +3,7 @@
 `parse_fields` is a pure function of the bytes (nothing is executed), fast enough to diff two large cubins in well
 under 100 ms; anything that is not a well-formed cubin (a host ELF, a fatbin, PTX text, a truncated or corrupted
 file) raises `TritonhookError` naming the input and the reason, and no other exception leaves it. The EIATTR
-formats and meanings: docs/notes.md §3.
+formats and meanings: docs/cubin.md#cubin-anatomy.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def _cstring(table: bytes, offset: int) -> str:
 
 
 def _eiattrs(body: bytes) -> Iterator[Eiattr]:
-    """Decode `.nv.info`-style records: 4-byte aligned `u8 format, u8 id, u16 x` (docs/notes.md §3)."""
+    """Decode `.nv.info`-style records: 4-byte aligned `u8 format, u8 id, u16 x` (docs/cubin.md#cubin-anatomy)."""
     pos = 0
     while pos + 4 <= len(body):
         fmt, attr, x = struct.unpack_from("<BBH", body, pos)

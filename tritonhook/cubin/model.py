@@ -1,4 +1,4 @@
-"""A cubin, read the way a compiler engineer reads it (docs/notes.md §3).
+"""A cubin, read the way a compiler engineer reads it (docs/cubin.md#cubin-anatomy).
 
 `Cubin.from_bytes` / `Cubin.from_path` give the target, the tool that wrote it, every section with its size and
 hash, and per kernel the resources ptxas assigned (registers, stack, spills, shared memory, parameters, ...), all

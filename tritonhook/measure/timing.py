@@ -100,7 +100,7 @@ def time_empty_kernel(torch) -> tuple | None:
     when this torch has no spin kernel. A sweep queues one right after the end event of every kernel it times, in
     the recording and in the replay alike, so that what follows a kernel's end event is the same in both (else the
     workload's next kernel there, the next call here). With it the transformer + Liger replay agreed within ±10%
-    for 47, 48, 46 and 40 of 49 signatures over two runs, without it 37-45 (H200, docs/notes.md section 15). Its
+    for 47, 48, 46 and 40 of 49 signatures over two runs, without it 37-45 (H200, docs/sweep_fidelity.md#the-trailing-empty-kernel). Its
     own time is kept: the launch lead of each place (`sweep.result.SweepRow.lead_ms`)."""
     sleep = getattr(torch.cuda, "_sleep", None)
     if sleep is None:
@@ -176,9 +176,9 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
     previous round's host time (see `hold_stream`), once the previous round has finished on the GPU: an event-timed
     call reads ~0.5 µs longer while more than about eight calls are queued behind it (an empty kernel 3.2-3.6 µs
     against 2.7-2.9 µs, a 2048-element add 4.00 against 3.14 µs, a 4096² GEMM the same; H200,
-    experiments/fidelity_queue_depth.py), and without the wait the GPU, held longer than the host takes, falls
+    docs/timing.md#the-queue-behind-a-timed-call), and without the wait the GPU, held longer than the host takes, falls
     further behind every round until the queue is deep. A kernel inside a workload is timed with the workload's
-    next launches not yet queued, so the replay of a sweep matches it only this way (docs/notes.md section 17).
+    next launches not yet queued, so the replay of a sweep matches it only this way (docs/timing.md#the-queue-behind-a-timed-call).
     `empties` (one list per arm): an empty kernel is queued after each call's end event (`time_empty_kernel`) and
     its ms appended to the call's arm's list."""
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]

@@ -8,7 +8,7 @@ This package is memwatch's implementation, beneath its public module `tritonhook
 `tritonhook.memwatch(...)` and every public name here); `python -m tritonhook.mem` is the child side of
 `tritonhook memwatch`.
 
-Why this exists (docs/notes.md, the driver stack reservation): a CUDA context's memory grows in ways PyTorch
+Why this exists (docs/tma_stack.md#the-stack-reservation, the driver stack reservation): a CUDA context's memory grows in ways PyTorch
 cannot see. The largest is the driver's local-memory (stack) reservation: when a kernel needs more stack than
 `CU_LIMIT_STACK_SIZE`, the driver raises the limit at launch and reserves limit x SMs x max threads per SM for the
 rest of the context's life (RTX 5090 TMA kernels from Triton 3.4-3.6 cost ~3.7 GiB that way). So memwatch

@@ -1,9 +1,9 @@
 """What a kernel finds in L2 inside the workload, measured: a one-warp latency probe queued just before each of a
-signature's first timed launches (issue 15's fidelity; docs/notes.md §12, §13).
+signature's first timed launches (issue 15's fidelity; docs/sweep_fidelity.md#the-l2-probe).
 
 Why measure: a replayed kernel's time depends on which of its inputs sit in L2, and inside a workload that differs
 per kernel (what its producer just wrote is there, weights read long ago are not). Neither replay rule, all cold or
-all warm, matches every kernel, and a model of the recorded traffic failed to predict it (notes §10: cuBLAS and
+all warm, matches every kernel, and a model of the recorded traffic failed to predict it (docs/sweep_fidelity.md#an-l2-model-of-the-recorded-traffic-reverted: cuBLAS and
 other non-Triton kernels move bytes a recording never sees). The probe asks the L2 itself.
 
 How: lane i of one warp times one `ld.global.cg` (cached in L2 only) at byte `span * i / LINES` of each tensor

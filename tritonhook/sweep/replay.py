@@ -61,9 +61,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     without a probe replay cold, with a warning saying why), "cold" (the A/B timer's rule: inputs rotated through
     copies spanning 4x the L2, every call reads DRAM), "warm" (one input set: each call finds in L2 what the
     previous call read and wrote) or "inputs" (rotated, and the buffers the kernel only reads are read into L2 just
-    before each call, as a kernel finds what the kernel before it wrote; docs/notes.md §8). Except under "warm",
+    before each call, as a kernel finds what the kernel before it wrote; docs/sweep_fidelity.md#the-l2-state-of-a-replay). Except under "warm",
     a buffer the size of the L2 is written before each call first (`config.SWEEP_DIRTY_L2`): a kernel inside a
-    workload evicts lines that earlier kernels wrote (docs/notes.md §18)."""
+    workload evicts lines that earlier kernels wrote (docs/sweep_fidelity.md#a-dirty-l2)."""
     if l2 not in config.SWEEP_L2_MODES:
         raise TritonhookError(f"--l2 {l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
     if rounds < config.MIN_ROUNDS:

@@ -68,7 +68,7 @@ class SweepRow:
         """`fidelity` with the launch-lead difference (`lead_ms`) taken out of the replayed time. Beside the plain
         ratio, not instead of it. Before the timer waited for each round (`measure.timing._timed_calls`) the replay's
         lead was 0.6-0.7 µs longer and this brought the transformer from 24 to 27-28 of 30 signatures within ±10%;
-        since, the lead is ~0 and the two agree (H200, docs/notes.md section 17). None without a lead."""
+        since, the lead is ~0 and the two agree (H200, docs/timing.md#the-queue-behind-a-timed-call). None without a lead."""
         base = self.variants[0].median_ms if self.variants else None
         lead = self.lead_ms
         return (base - lead) / self.recorded_ms if base and self.recorded_ms and lead is not None else None

@@ -113,8 +113,8 @@ def _prepare_l2(torch, dirt, ranges: list[tuple[int, list[tuple[int, int]]]], wr
 
     Why the write: inside a workload the L2 is full of what earlier kernels wrote, and every line a kernel evicts
     must first go back to DRAM. Left clean, the L2 let a memory-bound copy run 17% faster (fp32 to bf16, 16 MiB from
-    DRAM: 9.15 against 10.72 µs; gelu 7%, layer_norm 3%; H200, experiments/fidelity_dirty_l2.py), and the sweep's
-    copies read 0.88 of their time inside the workload under every --l2 mode (docs/notes.md section 18)."""
+    DRAM: 9.15 against 10.72 µs; gelu 7%, layer_norm 3%; H200, docs/sweep_fidelity.md#a-dirty-l2), and the sweep's
+    copies read 0.88 of their time inside the workload under every --l2 mode (docs/sweep_fidelity.md#a-dirty-l2)."""
     if dirt is not None:
         dirt.zero_()
     for at, spans in ranges:
