@@ -1,7 +1,7 @@
 """Run a CuTe DSL kernel from a cubin that an external ptxas built, optionally under a name without `cutlass`.
 
 Why: every CuTe DSL kernel name contains `cutlass` (`kernel_cutlass_...`), so the DSL's linked-in ptxas always
-takes its "cutlass" path at -O3 (docs/notes.md §1.1, §4). To measure what the name does, the same PTX is
+takes its "cutlass" path at -O3 (docs/ptxas_cutlass.md#the-cutlass-name-path, docs/capture_beyond_triton.md#cute-dsl-as-it-behaves). To measure what the name does, the same PTX is
 assembled by an external ptxas twice, once as is ("ext") and once with `cutlass` stripped from the entry names
 ("strip", `tritonhook.rename.strip_ptx`), and the compiled function is made to launch that cubin.
 

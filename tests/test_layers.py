@@ -4,7 +4,7 @@ Why: imports inside functions used to hide cycles (`_triton` -> `rename` -> `_tr
 `rename`); a lower layer that reaches up makes every module above it harder to test and to move. A module may
 import modules of its own layer or of lower layers, never of a higher one, and the import graph has no cycle.
 
-The order (this table is its only declaration; README "Layout" describes it):
+The order (this table is its only declaration; docs/layout.md describes it):
   0 foundations   errors, config, format (number formatters, rich building blocks), flops, _nvml_sampler (a script),
                   _imports (running code right after a module's import)
   1 text & tools  ptx (PTX text), tools (finding and running ptxas / nvdisasm), _native (building and loading

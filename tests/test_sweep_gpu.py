@@ -76,7 +76,7 @@ def test_replay_times_each_variant_and_compares_outputs(recorded):
     assert rows["add_kernel"].outputs == "bitwise"
     print({kernel: (row.fidelity, row.share) for kernel, row in rows.items()})
     # the dominant, compute-bound kernel replays close to its time in the workload (seen 0.91 on the H200; the
-    # issue's +-10% is not reached for launch-bound kernels: see the README's sweep section)
+    # issue's +-10% is not reached for launch-bound kernels: see docs/sweep.md#usage-and-measurements)
     assert rows["matmul_kernel"].share > 0.9 and 0.75 <= rows["matmul_kernel"].fidelity <= 1.25
     print("\n" + "\n".join(f"{r.label}: {r.variants[1].verdict} {r.variants[1].ratio}" for r in rows.values()))
 
