@@ -2,28 +2,66 @@
 # The project's test command. Each supported Triton release gets its own virtualenv (.venv-triton-X.Y.Z, made on
 # first use): the whole suite (tests/: tritonhook's, and the kernel packages' in tests/gluon_kernels/ and
 # tests/sm120_attn/) runs under Triton 3.6.0 and 3.9.0, the releases the bundled kernels target, and tritonhook's
-# own tests (tests/ without those two folders) also under 3.7.1 and 3.8.0, so every
-# supported release is proven. Extra arguments go to pytest (e.g. -k capture).
-# TRITON_VERSIONS / TRITON_CORE_VERSIONS override the two lists.
+# own tests (tests/ without those two folders) also under 3.7.1 and 3.8.0, so every supported release is proven.
+# Extra arguments go to pytest (e.g. -k capture). TRITON_VERSIONS / TRITON_CORE_VERSIONS override the two lists.
+# Tests marked `release_independent` (what they check does not change with the Triton release: the sweep's
+# scheduler and Ray, the report in Chromium, pure statistics, the docs' links) run under the first release only.
+#
+# The heavy test dependencies (torch, Ray, CuTe DSL, cuTile, TritonParse, ...) are installed once, into
+# .venv-test-deps; each release's virtualenv holds only Triton and tritonhook (editable) and reaches the shared ones
+# through a .pth file placed after its own site-packages, so its own Triton is the one imported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 full=${TRITON_VERSIONS-"3.6.0 3.9.0"}
 core=${TRITON_CORE_VERSIONS-"3.7.1 3.8.0"}
+deps=.venv-test-deps
 failed=""
 
-run_suite() {  # run_suite VERSION [PYTEST PATHS/ARGS...]
-    local version=$1 venv=".venv-triton-$1"
+pip_install() {  # pip_install PYTHON ARGS...
+    local python=$1
     shift
-    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e ".[test,cute]" "triton==$version"
-    echo "=== Triton $version: pytest $* ==="
-    # tests marked `serial` change files the others use (a wheel ptxas wrapped in place): they run alone, after
-    "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider -m "not serial" "$@" || failed="$failed $version"
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m serial "$@" || failed="$failed $version(serial)"
+    "$python" -m pip install -q --disable-pip-version-check "$@"
 }
 
-for version in $full; do run_suite "$version" "$@"; done
-for version in $core; do run_suite "$version" tests --ignore=tests/gluon_kernels --ignore=tests/sm120_attn "$@"; done
+purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+
+make_deps() {  # the shared dependencies: the test and cute extras with the first release's Triton
+    local first=${full%% *}
+    [ -x "$deps/bin/python" ] || python3 -m venv "$deps"
+    pip_install "$deps/bin/python" -e ".[test,cute]" "triton==${first:-3.6.0}"
+}
+
+make_venv() {  # make_venv VERSION: Triton VERSION and tritonhook itself; everything else from $deps
+    local version=$1 venv=".venv-triton-$1"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    # a site directory (its own .pth files processed too), appended after the virtualenv's own
+    echo "import site; site.addsitedir('$(purelib "$deps/bin/python")')" \
+        > "$(purelib "$venv/bin/python")/zz-tritonhook-test-deps.pth"
+    pip_install "$venv/bin/python" --no-deps "triton==$version"
+    pip_install "$venv/bin/python" --no-deps -e .
+}
+
+run_suite() {  # run_suite VERSION MARKS [PYTEST PATHS/ARGS...]: MARKS selects among the tests not marked serial
+    local version=$1 marks=$2 venv=".venv-triton-$1"
+    shift 2
+    make_venv "$version"
+    echo "=== Triton $version: pytest -m '$marks' $* ==="
+    # tests marked `serial` change files the others use (a wheel ptxas wrapped in place): they run alone, after
+    "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider -m "not serial and ($marks)" "$@" \
+        || failed="$failed $version"
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "serial and ($marks)" "$@" || failed="$failed $version(serial)"
+}
+
+make_deps
+first=${full%% *}
+for version in $full $core; do
+    marks="not release_independent"
+    [ "$version" = "$first" ] && marks="release_independent or not release_independent"
+    case " $core " in
+        *" $version "*) run_suite "$version" "$marks" tests --ignore=tests/gluon_kernels --ignore=tests/sm120_attn "$@" ;;
+        *) run_suite "$version" "$marks" "$@" ;;
+    esac
+done
 if [ -n "$failed" ]; then
     echo "tests failed under Triton:$failed"
     exit 1

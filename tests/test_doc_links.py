@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.release_independent  # the repository's text
+
 ROOT = Path(__file__).resolve().parents[1]
 SELF = "tests/test_doc_links.py"  # names the forms it checks for
 TEXT = {".py", ".md", ".sh", ".c", ".txt", ".ptx", ".cfg", ".toml", ".yml", ".yaml", ".h", ".in"}

@@ -14,6 +14,8 @@ from tritonhook.errors import TritonhookError
 from tritonhook.measure import stats, timing
 from tritonhook.measure.variants import parse_variants
 
+pytestmark = pytest.mark.release_independent  # pure statistics and the output check
+
 samples = st.lists(st.floats(min_value=0.01, max_value=100.0, allow_nan=False), min_size=2, max_size=40)
 
 

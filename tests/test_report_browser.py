@@ -15,7 +15,8 @@ from tritonhook.page import SECTIONS
 from tritonhook.page.demo import run_demo
 from tritonhook.store import Store
 
-pytestmark = pytest.mark.skipif(find_chromium() is None, reason="no Chromium (apt-get install chromium)")
+pytestmark = [pytest.mark.skipif(find_chromium() is None, reason="no Chromium (apt-get install chromium)"),
+              pytest.mark.release_independent]  # the page in Chromium: the same under every Triton
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,8 @@ from tritonhook.sweep.result import RESULT_KIND, SweepResult
 from tritonhook.sweep.replay import SIGNATURE_KIND
 from tritonhook.sweep.schedule import resolve_gpus, run_workers
 
+pytestmark = pytest.mark.release_independent  # the scheduler, retries and Ray: the same under every Triton
+
 torch = pytest.importorskip("torch")
 
 FAKE_WORKER = str(Path(__file__).with_name("sweep_fake_worker.py"))
