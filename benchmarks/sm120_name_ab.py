@@ -255,7 +255,7 @@ def summarize_ab(report: dict) -> list[dict]:
         if "strip" in arms and "ext" in arms:
             ratio, low, high = ab.bootstrap_ratio(arms["ext"]["samples_ms"], arms["strip"]["samples_ms"])
             row["vs"]["strip/ext"] = (ratio, low, high, ab.verdict(ratio, low, high, report.get("min_effect",
-                                                                                           ab.DEFAULT_MIN_EFFECT)))
+                                                                                           config.DEFAULT_MIN_EFFECT)))
         rows.append(row)
     return rows
 

@@ -21,7 +21,7 @@ What moved (read from the installed sources of triton 3.6.0 and 3.9.0, ``triton/
 * Kernel-signature spelling of a Gluon TMA descriptor for AOT compiles: ``"tensordesc<DTYPE[B0, B1],LAYOUT_REPR>"``
   (parsed by ``triton.language.str_to_ty``, which ``eval``s the layout repr) in both.
 * Blackwell-only items (for the sm_100 kernel that will reuse this module): ``TensorMemoryLayout`` arguments and the
-  TMEM register-layout helper changed name/arguments across releases (docs/notes.md §2); add shims here when needed.
+  TMEM register-layout helper changed name/arguments across releases (docs/triton_hooks.md#what-a-plugin-touches-per-release); add shims here when needed.
 """
 from __future__ import annotations
 

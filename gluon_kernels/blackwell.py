@@ -12,7 +12,7 @@ from .host import (
 )
 
 KERNEL_NAME = "blackwell_attention_kernel"
-"""The kernel's entry name: plain; the ``cutlass_`` variant comes from tritonhook's rename (docs/notes.md §1.1)."""
+"""The kernel's entry name: plain; the ``cutlass_`` variant comes from tritonhook's rename (docs/ptxas_cutlass.md#the-cutlass-name-path)."""
 DTYPES = ("fp16", "bf16", "fp8e4nv", "fp8e5")
 """Input dtypes, as Triton's short names (``normalize_dtype`` also takes torch's and other spellings); fp8 inputs
 give a bf16 output. The dtype tables are in gluon_kernels/host.py, shared with the Hopper kernel."""

@@ -1,6 +1,6 @@
 """Forward attention for Blackwell (sm_100a) written in Gluon: TMA, tcgen05 MMAs into tensor memory (TMEM),
 mbarriers, warp specialization and persistent scheduling. The subject of the ptxas ``cutlass`` name effect
-(docs/notes.md §1.1): the kernel's own name is plain; the ``cutlass_`` variant comes from tritonhook's rename.
+(docs/ptxas_cutlass.md#the-cutlass-name-path): the kernel's own name is plain; the ``cutlass_`` variant comes from tritonhook's rename.
 
 STATUS: compiled for sm_100a and inspected (PTX, cubin) on machines with no Blackwell GPU; never run. See
 docs/blackwell_attention.md.

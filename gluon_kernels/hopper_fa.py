@@ -1,6 +1,6 @@
 """Forward attention for Hopper (sm_90a) written in Gluon: TMA + mbarriers + wgmma + warp specialization.
 
-Written for this project; no upstream Hopper Gluon attention exists (docs/notes.md §2). API facts were learned from
+Written for this project; no upstream Hopper Gluon attention exists (docs/triton_hooks.md#what-a-plugin-touches-per-release). API facts were learned from
 Triton's Gluon tutorials at tag v3.6.1 of the upstream mirror (python/tutorials/gluon/04-tma.py, 05-wgmma.py,
 07-persistence.py, 08-warp-specialization.py) and from the installed sources of triton 3.6.0 / 3.9.0
 (triton/experimental/gluon/language/nvidia/hopper/*.py, _layouts.py, _core.py). The algorithm is FlashAttention-2's
@@ -178,7 +178,7 @@ def _row_sums_after(l_i, p, alpha, TC_ROWSUM: gl.constexpr):
 def _rowsum_mma(p_op, ones, l_acc):
     """P @ ones (this block's row sums, in `l_acc`'s [BLOCK_M, 8] layout), issued async beside the P V GEMM: P's
     row sums on the tensor cores, sparing the softmax step one FADD a score (the step's instruction issue is what
-    bounds fp8 at D=128: docs/notes.md §13). `ones`: [8, BLOCK_N] of 1.0 in shared memory, read K-major like V^T.
+    bounds fp8 at D=128: docs/hopper_attention.md#the-exponential-unit-bounds-fp8). `ones`: [8, BLOCK_N] of 1.0 in shared memory, read K-major like V^T.
     The sums are of P as rounded for the GEMM, the same P that O is built from.
 
     Each block's sums start from zero and are added to the running sums in registers after the wait: an fp8
@@ -446,7 +446,7 @@ def _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N:
     section after the other, as FlashAttention-3's LPT scheduler does with as many heads as fit their K/V in L2.
     With all heads at once, a wave at short S reads the K/V of as many heads as it has tiles and L2 reuses
     little (bf16 D=128 causal S=2k, H200: 398 TFLOPS against 437 for the earlier head-major order,
-    benchmarks/results/bench_h200_before_causal_schedule.json); sections keep the balance and the reuse.
+    results file in commit c684b4a: benchmarks/results/bench_h200_before_causal_schedule.json); sections keep the balance and the reuse.
 
     HEAD_GROUP 0 also snakes (``_snake``): within a wave the cost still falls from the first program to the last,
     and round-robin gave program 0 the costliest tile of every wave, 6% above the mean at S >= 4k."""

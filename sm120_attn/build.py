@@ -2,7 +2,7 @@
 what the cubins say and a capture into a tritonhook store: ``benchmarks/sm120_build.py``.
 
 Every kernel is compiled for each arch it supports (FP8 only for sm_120a / sm_121a: ptxas rejects `kind::f8f6f4`
-elsewhere). With no driver the DSL would assume sm_100a, so the arch is always given (docs/notes.md §4).
+elsewhere). With no driver the DSL would assume sm_100a, so the arch is always given (docs/capture_beyond_triton.md#cute-dsl-as-it-behaves).
 """
 
 from __future__ import annotations

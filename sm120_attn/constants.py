@@ -5,7 +5,7 @@ LOG2E = 1.4426950408889634
 """log2(e): the kernels run an exp2-based softmax and take the score scale pre-multiplied by it."""
 
 SM120_SMEM_BYTES = 101_376
-"""Shared memory one block may use on SM120 (RTX 50xx / RTX PRO 6000 / GB10): 99 KiB (docs/notes.md §4)."""
+"""Shared memory one block may use on SM120 (RTX 50xx / RTX PRO 6000 / GB10): 99 KiB (docs/capture_beyond_triton.md#cute-dsl-as-it-behaves)."""
 
 SUPPORTED_HEAD_DIMS = (64, 128)
 

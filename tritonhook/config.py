@@ -285,6 +285,15 @@ class RecordSettings:
                        SNAPSHOT_BUDGET: self.snapshot_budget, SNAPSHOT_TOTAL_BUDGET: self.snapshot_total_budget})
 
 
+def child_environment(*overrides: Mapping[str, str]) -> dict[str, str]:
+    """A copy of this process's environment with `overrides` applied in order: the base of every child process's
+    environment (config is the one module that reads os.environ; the settings' `to_env()` make the overrides)."""
+    env = dict(os.environ)
+    for values in overrides:
+        env.update(values)
+    return env
+
+
 def to_env(values: Mapping[EnvVar, object]) -> dict[str, str]:
     """`{VAR: value}` -> `{name: text}`, each value encoded as its variable's `get` reads it back."""
     return {var.name: var.encode(value) for var, value in values.items()}

@@ -15,7 +15,6 @@ import concurrent.futures
 import dataclasses
 import difflib
 import os
-import re
 from pathlib import Path
 from typing import Callable, Sequence
 

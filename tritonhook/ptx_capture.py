@@ -178,7 +178,7 @@ def capture_settings(store_path: os.PathLike, *, rename: _rename.Rename | None =
 def child_env(store_path: os.PathLike, base: dict | None = None, **options) -> dict[str, str]:
     """The environment under which a Python child process captures into `store_path` at start-up, with `enable`'s
     rename, select and fix_tma_scope `options`: `base` (default this process's) with `capture_settings`'s variables."""
-    env = dict(os.environ if base is None else base)
+    env = config.child_environment() if base is None else dict(base)
     env.update(capture_settings(store_path, **options).to_env(env))
     return env
 

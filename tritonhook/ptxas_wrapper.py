@@ -25,7 +25,6 @@ import ast
 import contextlib
 import dataclasses
 import os
-import re
 import shlex
 import shutil
 import signal

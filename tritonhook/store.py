@@ -406,7 +406,7 @@ class Store:
             return digest
         try:
             self._write_blob(final, data)
-        except OSError as exc:
+        except OSError:
             reason = _disk_full_reason(self.path)
             if reason is None:
                 raise

@@ -17,7 +17,6 @@ Triton 3.6 already emits (8.7 for sm_90a, 8.8 for sm_120a).
 
 from __future__ import annotations
 
-import re
 
 from ._triton import PtxTransform
 from .ptx import rewrite_tma_scope, target as ptx_target

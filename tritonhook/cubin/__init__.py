@@ -8,8 +8,9 @@ from .elf import EM_CUDA
 from .fatbin import FATBIN_MAGIC, FatbinEntry, describe_fatbin, fatbin_cubins, fatbin_entries, is_fatbin
 from .model import SUMMARY_FIELDS, Cubin, parse, read_input
 from .parts import EIATTR_NAMES, Eiattr, Kernel, Note, Param, Section, Tool
-from .sass import (Instruction, disassemble, find_nvdisasm, normalized_sass, opcode_histogram, parse_sass_json,
-                   run_nvdisasm, sass_text)
+from ..tools import find_nvdisasm
+from .sass import (Instruction, disassemble, normalized_sass, opcode_histogram, parse_sass_json, run_nvdisasm,
+                   sass_text)
 
 __all__ = ["EIATTR_NAMES", "EM_CUDA", "FATBIN_MAGIC", "SUMMARY_FIELDS", "Cubin", "Eiattr", "FatbinEntry",
            "Instruction", "Kernel", "Note", "Param", "Section", "Tool", "describe_fatbin", "disassemble",

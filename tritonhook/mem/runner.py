@@ -4,12 +4,12 @@ and the child side (`child_main`, what `python -m tritonhook.mem` runs)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from .. import config
 from ..errors import TritonhookError
 from .result import MemwatchResult, load_result
 from .watch import MemWatch
@@ -123,7 +123,7 @@ def _child_env() -> dict[str, str]:
     the processes it starts)."""
     from .._triton import inductor_launches_through_triton_env
 
-    return {**os.environ, **inductor_launches_through_triton_env()}
+    return config.child_environment(inductor_launches_through_triton_env())
 
 
 def parse_compare(specs: list[str]) -> dict[str, list[str]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import TritonhookError
-from ..store import Capture, Store, default_store_path
+from ..store import Capture, Store
 from .model import SASS_DIFF_KERNELS, SASS_DIFF_LINES, ReportData, collect
 
 DEFAULT_REPORT = "tritonhook-report.html"

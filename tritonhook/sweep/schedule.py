@@ -26,7 +26,6 @@ import collections
 import dataclasses
 import json
 import math
-import os
 import queue
 import subprocess
 import sys
@@ -112,7 +111,7 @@ class _Worker:
 
     def __init__(self, command: Sequence[str], job_path: Path, device: str | None):
         # a worker replays the kernels its job names: it neither captures nor records
-        env = {**os.environ, **config.CaptureSettings().to_env(), **config.RecordSettings().to_env()}
+        env = config.child_environment(config.CaptureSettings().to_env(), config.RecordSettings().to_env())
         if device is not None:
             env[config.CUDA_VISIBLE_DEVICES.name] = device
         self.stderr = tempfile.TemporaryFile("w+")
