@@ -39,7 +39,7 @@ MIN_SIGNATURES, MIN_SPEEDUP = 50, 1.8
 
 def recording_of(store: Store) -> sweep.Recording:
     """The store's newest recording, else a fresh one of the many-shapes workload."""
-    if store.results("recording"):
+    if store.results("recording", limit=1):
         return sweep.load(store, None)
     recorded = sweep.record_command([sys.executable, str(WORKLOAD)], store)
     if recorded.recording is None:

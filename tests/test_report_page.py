@@ -364,7 +364,7 @@ def test_gpu_demo_adds_the_sweep_and_the_memwatch_timeline(tmp_path):
     sweep, memory = section(page, "sweep"), section(page, "memory")
     assert "<svg" in sweep and "matmul_fp16 4096^3" in sweep and "Workload estimate" in sweep
     (swept,) = store.results("sweep")
-    status = {row["kernel"]: row["status"] for row in swept["rows"]}
+    status = {row.kernel: row.status for row in swept.rows}
     assert status["matmul_kernel"] == "ok", status
     # Gluon's own host-side TMA descriptors are not replayed yet: reported in the row, never a crash
     assert all(s == "ok" or s.startswith("not replayable: arguments of unknown type") for s in status.values())

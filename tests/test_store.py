@@ -26,6 +26,7 @@ SCHEMA_2_COMMIT = "c77a38a"  # the last commit whose store.py writes schema 2 (b
 SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3 (before the `results` table)
 SCHEMA_4_COMMIT = "e26f29c"  # a commit whose store.py writes schema 4 (before `frontend_version`) from the standard
 #                              library alone (later ones import tritonhook.config, which moves on)
+SCHEMA_5_COMMIT = "3aac431"  # a commit whose store.py writes schema 5 (before the results' label and source)
 
 WRITERS = 8
 KERNELS_PER_WRITER = 4
@@ -197,6 +198,93 @@ def test_an_older_store_is_upgraded_and_keeps_its_captures(capture_session, tmp_
         columns = {row[1] for row in conn.execute("PRAGMA table_info(captures)")}
     assert {"captures_arch", "captures_event"} <= indexes
     assert "frontend_version" in columns and "triton_version" not in columns
+
+
+def _recording(label: str, kernel: str):
+    from tritonhook.sweep import recording as rec
+
+    signature = rec.Signature(id=0, kernel=kernel, triton_hash="0" * 64, capture_id=None, arch="sm_90a",
+                              grid=[4, 1, 1], args=[{"kind": "scalar", "name": "n", "value": 1024}], arg_names=["n"],
+                              signature={"n": "i32"}, constexprs={}, launches=10, times_ms=[0.01, 0.012])
+    return rec.Recording([signature], arch="sm_90a", device="H100", triton_version="3.6.0", torch_version=None,
+                         pid=1, label=label, command=["python", "train.py"])
+
+
+def test_a_schema_5_store_upgrades_and_finds_its_results_by_label_source_and_id(tmp_path, old_store_module):
+    """The schema-5 store.py writes recordings, a sweep result and a signature journal row; this code upgrades it
+    in place (the new columns filled from each row's JSON) and finds them through the columns, typed, intact."""
+    from test_sweep import _result
+
+    from tritonhook.sweep.recording import Recording
+    from tritonhook.sweep.replay import SIGNATURE_KIND
+    from tritonhook.sweep.result import SweepResult
+
+    old = old_store_module(SCHEMA_5_COMMIT)
+    assert old.SCHEMA_VERSION == 5
+    old_store = old.Store(tmp_path / "v5")
+    recordings = [_recording("record-1-aa", "add_kernel"), _recording("record-1-aa", "mul_kernel"),
+                  _recording("record-2-bb", "add_kernel")]
+    for recording in recordings:
+        recording.id = old_store.add_result("recording", recording.to_json())
+    swept = dataclasses.replace(_result(), recording_id=recordings[2].id)
+    swept.id = old_store.add_result("sweep", swept.to_json())
+    journal = old_store.add_result(SIGNATURE_KIND, {"recording": recordings[2].id, "signature": 0, "status": "ok"})
+    old_store.close()
+
+    store = Store(tmp_path / "v5")
+    with sqlite3.connect(tmp_path / "v5" / "index.sqlite") as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+        columns = conn.execute("SELECT kind, label, source FROM results ORDER BY id").fetchall()
+        plan = " ".join(row[-1] for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM results WHERE kind = 'recording' AND label = 'x'"))
+    assert columns == [("recording", "record-1-aa", None), ("recording", "record-1-aa", None),
+                       ("recording", "record-2-bb", None), ("sweep", "", recordings[2].id),
+                       (SIGNATURE_KIND, "", recordings[2].id)]
+    assert "results_kind_label" in plan  # found through the index, no row loaded to filter
+    assert store.results("recording", label="record-1-aa") == recordings[:2]
+    assert all(isinstance(r, Recording) for r in store.results("recording"))
+    assert store.results("recording", limit=1) == [recordings[2]] and store.result(recordings[1].id) == recordings[1]
+    (again,) = store.results("sweep", source=recordings[2].id)
+    assert isinstance(again, SweepResult) and again.to_json() == swept.to_json() and store.result(swept.id) == again
+    (row,) = store.results(SIGNATURE_KIND, source=recordings[2].id)
+    assert (row["id"], row["signature"], row["status"]) == (journal, 0, "ok")
+    assert store.results("recording", label="record-3-cc") == [] and store.result(journal + 1) is None
+    merged = dataclasses.replace(recordings[0], label="record-1-aa-merged")
+    merged.id = store.add_result("recording", merged.to_json())  # a new row's columns come from its declaration
+    assert store.results("recording", label="record-1-aa-merged") == [merged]
+
+
+def test_the_upgrade_fills_the_columns_as_the_producers_declare_them():
+    """The upgrade to schema 6 reads the columns of older rows from a fixed table (no producer is loaded then):
+    it must say what the producers' `ResultKind`s say."""
+    import tritonhook.page.model  # noqa: F401 - the producers declare their kinds at import
+    import tritonhook.mem.result  # noqa: F401
+    import tritonhook.sweep.replay  # noqa: F401
+    from tritonhook.store import _COLUMNS_BEFORE_6, _RESULT_KINDS
+
+    assert {name: (kind.label, kind.source) for name, kind in _RESULT_KINDS.items()
+            if kind.label or kind.source} == {**_COLUMNS_BEFORE_6, "memwatch": ("label", None)}
+
+
+def test_a_result_of_an_undeclared_kind_reads_as_its_json_with_a_note_and_a_bad_row_is_named(store_path):
+    from tritonhook.store import UnknownResult
+    from tritonhook.sweep.result import RESULT_KIND
+
+    store = Store(store_path)
+    with sqlite3.connect(store_path / "index.sqlite") as conn:  # as a newer tritonhook would write them
+        conn.execute("INSERT INTO results (created, kind, data) VALUES (1.0, 'from-the-future', '{\"a\": [1]}')")
+        conn.execute("INSERT INTO results (created, kind, data) VALUES (2.0, ?, '{\"rows\": 3}')", (RESULT_KIND,))
+    (unknown,) = store.results("from-the-future")
+    assert unknown == store.result(1) and isinstance(unknown, UnknownResult)
+    assert unknown.data == {"a": [1], "id": 1, "created": 1.0} and unknown.to_json()["data"] == unknown.data
+    assert "kind 'from-the-future' is not declared in this process (a newer tritonhook wrote it" in unknown.note
+    with pytest.raises(tritonhook.TritonhookError, match=r"result 2 \(sweep\): malformed sweep result"):
+        store.results(RESULT_KIND)
+    refused = []
+    assert store.results(RESULT_KIND, on_error=lambda result_id, exc: refused.append(result_id)) == []
+    assert refused == [2]
+    with pytest.raises(LookupError, match="'from-the-future' is not declared"):
+        store.add_result("from-the-future", {})
 
 
 def test_verify_finds_orphans_and_temporary_files_and_repair_removes_the_old_ones(capture_session):

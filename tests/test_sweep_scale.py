@@ -75,7 +75,9 @@ def recorded(tmp_path_factory):
 
 
 def _stored(store: Store, result: SweepResult) -> SweepResult:
-    return SweepResult.from_json(next(r for r in store.results(RESULT_KIND) if r["id"] == result.id))
+    stored = store.result(result.id)
+    assert isinstance(stored, SweepResult) and store.results(RESULT_KIND, source=result.recording_id)[-1] == stored
+    return stored
 
 
 # ----- which GPUs -----------------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from . import config, format
 from .config import REPAIR_MIN_AGE_S
@@ -35,8 +35,9 @@ from .errors import TritonhookError
 # 2: ab_results / ab_captures (A/B timings). 3: captures.specialization, indexes on arch and event.
 # 4: results (any other command's saved result, by kind: ptxas-matrix, ...).
 # 5: captures.triton_version renamed frontend_version (the version of whichever frontend `frontend` names).
+# 6: results.label and results.source, indexed, filled from each result's JSON (see `ResultKind`).
 # An older store is upgraded in place when opened by a writer (or by a reader allowed to write it).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _BUSY_TIMEOUT_MS = 60_000
 
 _SCHEMA = """
@@ -88,10 +89,14 @@ CREATE TABLE IF NOT EXISTS ab_captures (
 CREATE TABLE IF NOT EXISTS results (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created REAL NOT NULL,
-    kind TEXT NOT NULL,             -- what produced it, e.g. 'ptxas-matrix'
-    data TEXT NOT NULL              -- JSON, as that command's to_json() wrote it
+    kind TEXT NOT NULL,             -- what produced it, e.g. 'ptxas-matrix' (a registered `ResultKind`)
+    data TEXT NOT NULL,             -- JSON, as that command's to_json() wrote it
+    label TEXT NOT NULL DEFAULT '', -- what its producer names it by (a recording's label), from its JSON
+    source INTEGER                  -- the result it was made from (a sweep's recording), from its JSON
 );
 CREATE INDEX IF NOT EXISTS results_kind ON results(kind);
+CREATE INDEX IF NOT EXISTS results_kind_label ON results(kind, label);
+CREATE INDEX IF NOT EXISTS results_kind_source ON results(kind, source);
 """
 
 _CAPTURE_COLUMNS = (
@@ -182,6 +187,70 @@ def specialization_label(signature: dict[str, str], constexprs: dict[str, object
     types, then the constexpr values. `({'a': '*fp16', 'n': 'i32'}, {'BLOCK': 64})` -> 'fp16 BLOCK=64'."""
     dtypes = dict.fromkeys(kind[1:] for kind in signature.values() if isinstance(kind, str) and kind.startswith("*"))
     return " ".join([*dtypes, *(f"{name}={value}" for name, value in constexprs.items())])
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultKind:
+    """One kind of saved result, declared once by the module that produces it (`register_result_kind`, at its
+    import): its name in the `results` table, the loader that builds the typed result from its JSON, and the JSON
+    keys its indexed columns are read from. Why a table in the store and not imports: the store sits below every
+    feature (tests/test_layers.py), so each feature tells it how to read its own results, as pyelftools' `ELFFile`
+    builds a section with the class its table names for the section's type.
+
+    `load(record, source=...)` gets the saved JSON with the store's `id` and `created` added, and a text naming the
+    row for its errors (a `TritonhookError`); None keeps the record as it is (a plain-dict result). `label` and
+    `source` name the JSON keys the `label` and `source` columns are filled from (None: that column stays empty);
+    `Store.results(kind, label=..., source=...)` finds rows through them in SQL."""
+
+    name: str
+    load: Callable[..., object] | None = None
+    label: str | None = None
+    source: str | None = None
+
+    def columns(self, data: dict) -> tuple[str, int | None]:
+        """The (label, source) columns of a result with this JSON."""
+        label = data.get(self.label) if self.label else None
+        source = data.get(self.source) if self.source else None
+        return str(label or ""), (source if isinstance(source, int) else None)
+
+
+_RESULT_KINDS: dict[str, ResultKind] = {}
+
+_COLUMNS_BEFORE_6 = {"recording": ("label", None), "sweep": (None, "recording_id"),
+                     "sweep-signature": (None, "recording")}
+"""The kinds with columns that a store of schema 4 or 5 can hold, and the JSON keys (label, source) their
+`ResultKind`s declare: the upgrade to schema 6 fills the columns of the rows it finds from these, in SQL, with no
+producer module loaded (tests/test_store.py checks they agree with the declarations)."""
+
+
+def register_result_kind(kind: ResultKind) -> ResultKind:
+    """Declare a result kind (its producer's module does, once, at import); returns it. A module imported again
+    declares it again: the later declaration replaces the earlier."""
+    _RESULT_KINDS[kind.name] = kind
+    return kind
+
+
+@dataclasses.dataclass(frozen=True)
+class UnknownResult:
+    """A saved result of a kind no module of this process declared (a newer tritonhook wrote it, or its producer's
+    module is not imported): its JSON as saved, and a note saying why it is not typed. Never an error: a reader
+    lists what it cannot type rather than failing on it."""
+
+    id: int
+    kind: str
+    created: float
+    data: dict
+
+    @property
+    def note(self) -> str:
+        return (f"result {self.id}: kind {self.kind!r} is not declared in this process (a newer tritonhook wrote "
+                f"it, or the module producing it is not imported); shown as its JSON as saved")
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "kind": self.kind, "created": self.created, "note": self.note, "data": self.data}
+
+    def __rich_console__(self, console, options):
+        yield format.line(self.note)
 
 
 def default_store_path() -> Path:
@@ -371,6 +440,8 @@ class Store:
                 conn.execute("ALTER TABLE captures ADD COLUMN specialization TEXT NOT NULL DEFAULT ''")
             if "triton_version" in columns and "frontend_version" not in columns:  # schema < 5: rows keep their value
                 conn.execute("ALTER TABLE captures RENAME COLUMN triton_version TO frontend_version")
+            if "results" in tables and "label" not in _columns(conn, "results"):  # schema 4 or 5
+                _add_result_columns(conn)
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 conn.execute(statement)
             if "meta" in tables:
@@ -518,17 +589,62 @@ class Store:
                 for ab_id, created, result in rows]
 
     def add_result(self, kind: str, data: dict) -> int:
-        """Save one JSON-able result of another command (a ptxas matrix, ...) under `kind`; returns its id."""
+        """Save one JSON-able result of a command (a recording, a sweep, a memwatch run, ...) under `kind`, a
+        declared `ResultKind` whose columns are read from `data`; returns its id."""
+        declared = _RESULT_KINDS.get(kind)
+        if declared is None:
+            raise LookupError(f"result kind {kind!r} is not declared (register_result_kind, in its producer's module)")
+        label, source = declared.columns(data)
         with self._write_transaction() as conn:
-            return conn.execute("INSERT INTO results (created, kind, data) VALUES (?, ?, ?)",
-                                (time.time(), kind, _dumps(data))).lastrowid
+            return conn.execute("INSERT INTO results (created, kind, data, label, source) VALUES (?, ?, ?, ?, ?)",
+                                (time.time(), kind, _dumps(data), label, source)).lastrowid
 
-    def results(self, kind: str) -> list[dict]:
-        """The saved results of `kind` in id order, each with its `id` and `created` added."""
+    def results(self, kind: str, *, label: str | None = None, source: int | None = None, limit: int | None = None,
+                on_error: Callable[[int, TritonhookError], None] | None = None) -> list:
+        """The saved results of `kind` in id order, typed by its declared loader (`ResultKind`; an undeclared
+        kind gives `UnknownResult`s). `label` / `source` keep those whose column has that value (found through
+        their indexes, no row is loaded to filter); `limit` keeps the newest that many. A row its loader
+        refuses is a `TritonhookError` naming it, or, given `on_error`, passed to it (id, error) and left out."""
+        clauses, params = ["kind = ?"], [kind]
+        for column, value in (("label", label), ("source", source)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        newest = f"SELECT id FROM results WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT ?"
         with self._lock:
-            rows = self._connection().execute("SELECT id, created, data FROM results WHERE kind = ? ORDER BY id",
-                                              (kind,)).fetchall()
-        return [{**json.loads(data), "id": result_id, "created": created} for result_id, created, data in rows]
+            rows = self._connection().execute(f"SELECT id, kind, created, data FROM results WHERE id IN ({newest}) "
+                                              f"ORDER BY id", [*params, -1 if limit is None else limit]).fetchall()
+        found = []
+        for row in rows:
+            try:
+                found.append(self._typed_result(*row))
+            except TritonhookError as exc:
+                if on_error is None:
+                    raise
+                on_error(row[0], exc)
+        return found
+
+    def result(self, result_id: int | str):
+        """The saved result with this id, of any kind, typed as `results` types it; None when there is none."""
+        try:
+            wanted = int(result_id)
+        except (TypeError, ValueError):
+            raise TritonhookError(f"{result_id!r}: a result id is a whole number") from None
+        with self._lock:
+            row = self._connection().execute("SELECT id, kind, created, data FROM results WHERE id = ?",
+                                             (wanted,)).fetchone()
+        return None if row is None else self._typed_result(*row)
+
+    def _typed_result(self, result_id: int, kind: str, created: float, data: str):
+        where = f"{self.path} result {result_id} ({kind})"
+        try:
+            record = {**json.loads(data), "id": result_id, "created": created}
+        except (ValueError, TypeError) as exc:
+            raise TritonhookError(f"{where}: its JSON is damaged ({exc})") from None
+        declared = _RESULT_KINDS.get(kind)
+        if declared is None:
+            return UnknownResult(result_id, kind, created, record)
+        return record if declared.load is None else declared.load(record, source=where)
 
     # ----- reading -------------------------------------------------------------------------------------------
     def captures(self, *, kernel: str | None = None, arch: str | None = None, event: str | None = None,
@@ -736,6 +852,20 @@ def _capture_from_row(row: tuple, artifacts: dict[str, Artifact]) -> Capture:
     for key in ("options", "metadata", "times"):
         values[key] = json.loads(values[key])
     return Capture(**values, artifacts=artifacts)
+
+
+def _add_result_columns(conn: sqlite3.Connection) -> None:
+    """Schema 4/5 -> 6: the results table's label and source columns, filled from the JSON of the rows already
+    there (inside the upgrade's transaction: all rows or none)."""
+    conn.execute("ALTER TABLE results ADD COLUMN label TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE results ADD COLUMN source INTEGER")
+    for kind, (label, source) in _COLUMNS_BEFORE_6.items():
+        if label:
+            conn.execute("UPDATE results SET label = COALESCE(json_extract(data, ?), '') WHERE kind = ?",
+                         (f"$.{label}", kind))
+        if source:
+            conn.execute("UPDATE results SET source = json_extract(data, ?) WHERE kind = ? "
+                         "AND json_type(data, ?) = 'integer'", (f"$.{source}", kind, f"$.{source}"))
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:

@@ -10,11 +10,14 @@ from pathlib import Path
 from .. import format
 from ..errors import TritonhookError
 from ..format import bytes_exact, count
+from ..store import ResultKind, Store, register_result_kind
 from .attribution import Part, Snapshot, StackStart, attribute, stack_growths, stack_start, value_of
 from .device import DeviceInfo
 from .sampler import Sample
 
 JSON_VERSION = 1
+RESULT_KIND = "memwatch"
+"""The kind memwatch results are saved under in the store's results table (declared below: found by label)."""
 TIMELINE_MARGIN = 0.03
 """Space on each side of the plotted timeline, as a fraction of its length."""
 
@@ -35,7 +38,8 @@ class KernelStats:
 @dataclasses.dataclass
 class MemwatchResult:
     """Everything one watched region recorded; renders itself (`format.show`, `report()`), `to_json()` /
-    `from_json()`, `plot()`."""
+    `from_json()`, `plot()`; `save(store)` keeps it in a store (kind `RESULT_KIND`), where `tritonhook report`
+    finds it. `label` says what was watched (the command, a --compare name); `id` is its store result id."""
 
     device: DeviceInfo
     interval_ms: float
@@ -43,6 +47,8 @@ class MemwatchResult:
     samples: list[Sample]
     kernels: dict[str, KernelStats]
     warnings: list[str]
+    label: str = ""
+    id: int | None = None
 
     @property
     def before(self) -> Snapshot:
@@ -78,7 +84,7 @@ class MemwatchResult:
                 "attribution": [dataclasses.asdict(p) for p in self.attribution()],
                 "stack_growths": [dataclasses.asdict(g) for g in stack_growths(self.snapshots)],
                 "kernels": {k: dataclasses.asdict(v) for k, v in self.kernels.items()},
-                "warnings": self.warnings,
+                "warnings": self.warnings, "label": self.label,
                 "snapshots": [dataclasses.asdict(s) for s in self.snapshots],
                 "samples": [[s.t, s.used, s.reserved, s.process_used] for s in self.samples]}
 
@@ -91,9 +97,14 @@ class MemwatchResult:
                        snapshots=[Snapshot(**s) for s in data["snapshots"]],
                        samples=[Sample(*s) for s in data["samples"]],
                        kernels={k: KernelStats(**v) for k, v in data["kernels"].items()},
-                       warnings=list(data["warnings"]))
+                       warnings=list(data["warnings"]), label=str(data.get("label", "")), id=data.get("id"))
         except (KeyError, TypeError) as exc:
             raise TritonhookError(f"{source}: malformed memwatch result ({exc})") from None
+
+    def save(self, store: Store | str | os.PathLike | None) -> int:
+        """Keep this result in `store` (a Store or its path; None: the default store); returns and sets its id."""
+        self.id = Store.of(store).add_result(RESULT_KIND, self.to_json())
+        return self.id
 
     # ----- presentation ---------------------------------------------------------------------------------------
     warning_prefix = "memwatch warning"
@@ -169,6 +180,9 @@ class MemwatchResult:
         finally:
             plt.close(figure)
         return out
+
+
+register_result_kind(ResultKind(RESULT_KIND, MemwatchResult.from_json, label="label"))
 
 
 # ----- comparing runs (each in a fresh process) -----------------------------------------------------------------

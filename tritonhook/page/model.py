@@ -24,10 +24,12 @@ from ..cubin import Cubin, disassemble
 from ..diff import CubinDiff, diff_cubins
 from ..errors import TritonhookError
 from ..preflight import WARN_BYTES, Prediction, predict_cubin
-from ..store import Capture, Store
+from ..store import Capture, ResultKind, Store, register_result_kind
 
 PTXAS_MATRIX_KIND = "ptxas-matrix"
-"""`Store.results` kind under which `tritonhook demo` saves a ptxas matrix (a `PtxasMatrix.to_json()`)."""
+"""`Store.results` kind under which `tritonhook demo` saves a ptxas matrix (a `PtxasMatrix.to_json()` with its
+subject: the page reads it as that plain record)."""
+register_result_kind(ResultKind(PTXAS_MATRIX_KIND))
 SASS_DIFF_LINES = 1500
 SASS_DIFF_KERNELS = 20
 """The page carries the SASS diffs of the SASS_DIFF_KERNELS largest effects, each cut at SASS_DIFF_LINES lines
@@ -262,14 +264,10 @@ def _memwatch_runs(paths: Sequence[str | os.PathLike], problems: list[Problem]) 
 
 # ----- A/B results (pure) ----------------------------------------------------------------------------------------
 def _saved_sweeps(store: Store, problems: list[Problem]) -> list[SweepResult]:
-    sweeps = []
-    for data in store.results(SWEEP_KIND):
-        try:
-            sweeps.append(SweepResult.from_json(data))
-        except (KeyError, TypeError) as exc:
-            problems.append(Problem(f"sweep result {data.get('id')}", f"malformed ({type(exc).__name__}: {exc}); "
-                                                                      f"the sweep section leaves it out"))
-    return sweeps
+    def unreadable(result_id: int, exc: TritonhookError) -> None:
+        problems.append(Problem(f"sweep result {result_id}", f"{exc}; the sweep section leaves it out"))
+
+    return store.results(SWEEP_KIND, on_error=unreadable)
 
 
 def sweep_forest_rows(result: SweepResult) -> list[ForestRow]:

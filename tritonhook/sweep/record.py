@@ -483,8 +483,7 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
         sys.stderr.write(line)
         tail.append(line.rstrip("\n"))
     exit_code = process.wait()
-    parts = [Recording.from_json(data, source=f"{store.path} result {data['id']}")
-             for data in store.results(RESULT_KIND) if data.get("label") == label]
+    parts = store.results(RESULT_KIND, label=label)
     recording = None
     if parts:
         recording = Recording.merged(parts)
@@ -511,12 +510,12 @@ def load(store: Store, which: str | None = None) -> Recording:
         except (OSError, ValueError) as exc:
             raise TritonhookError(f"{which}: cannot read it as a recording ({exc})") from None
         return Recording.from_json(data, source=which)
-    saved = store.results(RESULT_KIND)
-    if which is not None:
-        saved = [data for data in saved if str(data["id"]) == str(which)]
-        if not saved:
-            raise TritonhookError(f"{store.path}: no recording with id {which} (and no such file)")
-    if not saved:
-        raise TritonhookError(f"{store.path}: no recording in this store; run tritonhook record -- CMD first")
-    data = saved[-1]
-    return Recording.from_json(data, source=f"{store.path} recording {data['id']}")
+    if which is None:
+        newest = store.results(RESULT_KIND, limit=1)
+        if not newest:
+            raise TritonhookError(f"{store.path}: no recording in this store; run tritonhook record -- CMD first")
+        return newest[0]
+    found = store.result(which) if str(which).isdigit() else None
+    if not isinstance(found, Recording):
+        raise TritonhookError(f"{store.path}: no recording with id {which} (and no such file)")
+    return found

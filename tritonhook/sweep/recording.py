@@ -40,6 +40,7 @@ from typing import Callable, Hashable, Sequence
 
 from ..errors import TritonhookError
 from ..measure.stats import median
+from ..store import ResultKind, register_result_kind
 
 FORMAT = "tritonhook-recording"
 VERSION = 4
@@ -48,7 +49,7 @@ READS = (1, 2, 3, 4)
 """Versions this tritonhook loads: version 1 has no autotune fields (its benchmark launches count as the
 workload's, as they were recorded); versions 1 and 2 have no L2 residency; versions 1 to 3 no lag."""
 RESULT_KIND = "recording"
-"""The kind recordings are saved under in the store's results table."""
+"""The kind recordings are saved under in the store's results table (declared below `Recording`: found by label)."""
 
 SNAPSHOT, SYNTHETIC, PARTLY_SYNTHETIC, NO_INPUTS = "snapshot", "synthetic", "partly synthetic", "none"
 
@@ -344,6 +345,9 @@ class Recording:
             offset += max(groups, default=-1) + 1
         return dataclasses.replace(recordings[0], signatures=signatures, autotune=decisions, id=None,
                                    sample_every=max(r.sample_every for r in recordings))
+
+
+register_result_kind(ResultKind(RESULT_KIND, Recording.from_json, label="label"))
 
 
 def capability_of(arch: str | None) -> int | None:

@@ -16,7 +16,7 @@ from ..errors import TritonhookError
 from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.variants import Variant
 from ..rename import compile_select
-from ..store import Store
+from ..store import ResultKind, Store, register_result_kind
 from .autotune import analyze_group, autotune_groups, config_text
 from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row
@@ -24,7 +24,9 @@ from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
 from .variants import BuiltVariant, build_variants
 
 SIGNATURE_KIND = "sweep-signature"
-"""The kind each signature's replay result is kept under in the store as it arrives (see `_journal`)."""
+"""The kind each signature's replay result is kept under in the store as it arrives (see `_journal`): a plain
+record, found by its recording."""
+register_result_kind(ResultKind(SIGNATURE_KIND, source="recording"))
 WARMUP_MS, REP_MS, MIN_REPS = 5.0, 20.0, 10
 """Per round and variant: the timer's warm-up, the time its repetitions span, and the fewest repetitions."""
 

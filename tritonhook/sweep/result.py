@@ -8,12 +8,14 @@ import shlex
 
 from .. import format
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from ..errors import TritonhookError
 from ..rename import exact_names_pattern
+from ..store import ResultKind, register_result_kind
 from .variants import IDENTICAL
 
 
 RESULT_KIND = "sweep"
-"""The kind a `SweepResult` is saved under in the store's results table."""
+"""The kind a `SweepResult` is saved under in the store's results table (declared below it: found by its recording)."""
 
 
 @dataclasses.dataclass
@@ -231,16 +233,19 @@ class SweepResult:
         return data
 
     @classmethod
-    def from_json(cls, data: dict) -> "SweepResult":
+    def from_json(cls, data: dict, *, source: str = "sweep result") -> "SweepResult":
         def rows_of(key: str) -> list[SweepRow]:
             return [SweepRow(**{**{k: v for k, v in row.items() if k not in DERIVED},
                                 "variants": [VariantTiming(**v) for v in row["variants"]]})
                     for row in data.get(key, [])]
 
         fields = {f.name for f in dataclasses.fields(cls)} - {"rows", "estimates", "candidates"}
-        result = cls(rows=rows_of("rows"), candidates=rows_of("candidates"),
-                     **{k: v for k, v in data.items() if k in fields})
-        result.estimates = [WorkloadEstimate(**e) for e in data.get("estimates", [])]
+        try:
+            result = cls(rows=rows_of("rows"), candidates=rows_of("candidates"),
+                         **{k: v for k, v in data.items() if k in fields})
+            result.estimates = [WorkloadEstimate(**e) for e in data.get("estimates", [])]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise TritonhookError(f"{source}: malformed sweep result ({type(exc).__name__}: {exc})") from None
         return result
 
     def __rich_console__(self, console, options):
@@ -311,3 +316,6 @@ class SweepResult:
         text = (f"{est.variant}: renaming only the {len(est.kernels)} kernel(s) that got faster changes the "
                 f"recorded Triton GPU time by {est.ratio - 1:+.1%} (x{est.ratio:.3f})")
         return text + (f": {est.command}" if est.command else f"; kernels: {est.select}")
+
+
+register_result_kind(ResultKind(RESULT_KIND, SweepResult.from_json, source="recording_id"))
