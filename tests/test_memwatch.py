@@ -17,7 +17,7 @@ import pytest
 from tritonhook import _triton, cli
 from tritonhook.errors import TritonhookError
 from tritonhook.mem import (DeviceInfo, KernelStats, MemwatchResult, Sample, Snapshot, attribute, compare_rows,
-                            stack_growths, wrap_python_command)
+                            load_result, stack_growths, wrap_python_command)
 from tritonhook.mem.attribution import StackStart, stack_start
 from tritonhook.mem.scratch import ScratchRecorder
 from tritonhook.mem.watch import tail_seconds
@@ -104,6 +104,21 @@ def test_json_round_trip_keeps_the_attribution():
     assert again.attribution() == result.attribution() and again.summary() == result.summary()
     with pytest.raises(TritonhookError, match="not a memwatch result"):
         MemwatchResult.from_json({"version": 0})
+
+
+def test_a_result_saved_in_a_store_is_found_by_its_label_and_id_typed_and_whole(tmp_path):
+    """The recorded H200 run, saved as `tritonhook memwatch --store` saves it: read back as a MemwatchResult."""
+    from tritonhook.mem.result import RESULT_KIND
+    from tritonhook.store import Store
+
+    result = result_of(recorded_h200_run())
+    result.label = "python stack.py --kernel local"
+    store = Store(tmp_path / "store")
+    assert result.save(tmp_path / "store") == result.id == 1  # a path is opened as a store
+    result_of(demo_h200_run()).save(store)
+    (again,) = store.results(RESULT_KIND, label="python stack.py --kernel local")
+    assert again == result == store.result(result.id) and again.attribution() == result.attribution()
+    assert again.summary() == result.summary() and again.to_json() == result.to_json()
 
 
 def test_report_and_comparison_show_the_kernel_and_the_stack_line(capsys):
@@ -403,18 +418,21 @@ def example():
 
 
 @pytest.mark.gpu
-def test_gpu_stack_reservation_is_measured_and_pinned_on_the_launch(gpu_stack):
+def test_gpu_stack_reservation_is_measured_and_pinned_on_the_launch(gpu_stack, tmp_path):
     import tritonhook
+    from tritonhook.store import Store
 
     torch, set_stack = gpu_stack
     kernels = example()
     x = torch.arange(1 << 20, dtype=torch.int32, device="cuda")
     out = torch.empty_like(x)
-    with tritonhook.memwatch(device=0, interval_ms=2) as watch:
+    with tritonhook.memwatch(device=0, interval_ms=2, store=tmp_path / "store", label="16 KiB frame") as watch:
         kernels["local_array_kernel"][((1 << 20) // 128,)](x, out, BLOCK=128, ASM=kernels["local_array_asm"](16384))
         torch.cuda.synchronize()
     result = watch.result
     result.report()
+    (saved,) = Store(tmp_path / "store").results("memwatch", label="16 KiB frame")  # saved as the region ended
+    assert saved.id == result.id and saved.to_json() == result.to_json()
     assert (result.before.stack, result.after.stack) == (1024, 16384)
     growth = result.summary()["growth"]
     expected = (16384 - 1024) * result.device.sms * result.device.max_threads_per_sm
@@ -555,10 +573,18 @@ def test_gpu_cli_memwatch_sees_the_kernels_inductor_launches_in_the_command(tmp_
     script = tmp_path / "inductor_program.py"
     script.write_text(INDUCTOR_PROGRAM)
     paths = [str(EXAMPLE.parents[1]), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    completed = subprocess.run([sys.executable, "-m", "tritonhook", "memwatch", "--json", "--", sys.executable,
-                                str(script)], capture_output=True, text=True, timeout=300,
-                               env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+    store, out = tmp_path / "store", tmp_path / "memwatch.json"
+    completed = subprocess.run([sys.executable, "-m", "tritonhook", "memwatch", "--json", "--store", str(store),
+                                "--out", str(out), "--", sys.executable, str(script)], capture_output=True, text=True,
+                               timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
     assert completed.returncode == 0, completed.stderr
-    kernels = inductor_kernels(MemwatchResult.from_json(json.loads(completed.stdout)))
+    printed = MemwatchResult.from_json(json.loads(completed.stdout))
+    # the same result three ways: printed, written to --out, saved in --store under the command that ran
+    from tritonhook.mem.result import RESULT_KIND
+    from tritonhook.store import Store
+
+    (saved,) = Store(store, readonly=True).results(RESULT_KIND, label=f"{sys.executable} {script}")
+    assert printed == load_result(out) and dataclasses.replace(saved, id=None) == printed and saved.id == 1
+    kernels = inductor_kernels(printed)
     print({name: stats.launches for name, stats in kernels.items()})
     assert kernels, completed.stdout

@@ -310,6 +310,25 @@ def test_memwatch_files_draw_the_timeline_and_a_bad_one_is_named(tmp_path):
     assert "<b>bad.json</b>" in section(page, "problems") and len(data.memwatch) == 1
 
 
+def test_memwatch_results_in_the_store_are_shown_beside_the_files_given(tmp_path):
+    """`tritonhook memwatch --store` saves its result in the store; the report shows it with no --memwatch file,
+    before the files given, with the command that reproduces it."""
+    from test_memwatch import demo_h200_run, recorded_h200_run, result_of
+
+    store = Store(tmp_path / "store")
+    stored = result_of(recorded_h200_run())
+    stored.label = "python stack.py --kernel local"
+    stored.save(store)
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps(result_of(demo_h200_run()).to_json()))
+    path, data = write_report(store, tmp_path / "r.html", memwatch_files=[given])
+    assert [run.source for run in data.memwatch] == [f"result {stored.id}: python stack.py --kernel local",
+                                                     str(given)]
+    memory = section(path.read_text(), "memory")
+    assert memory.count("<svg") == 2 and "tritonhook memwatch --store store -- python stack.py --kernel local" in memory
+    assert "tritonhook memwatch --out given.json -- python SCRIPT" in memory
+
+
 def test_a_memwatch_region_opened_before_the_context_shows_the_limit_it_started_from(tmp_path):
     """The demo's memwatch region opens before its script creates the CUDA context: the page read "stack limit
     None &rarr; 16384"; now the first limit read, or the driver's default said as such."""

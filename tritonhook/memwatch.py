@@ -18,12 +18,13 @@ from __future__ import annotations
 import importlib
 
 
-def memwatch(device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True):
+def memwatch(device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True, store=None, label: str = ""):
     """Watch device memory in a region: `with tritonhook.memwatch(device=0) as mw: ...` or as a decorator (a
-    `tritonhook.mem.MemWatch`). `triton_hooks=False` samples NVML alone, with no snapshot per Triton launch."""
+    `tritonhook.mem.MemWatch`). `triton_hooks=False` samples NVML alone, with no snapshot per Triton launch.
+    `store` (a Store or its path): save each region's result there, under `label`, for `tritonhook report`."""
     from .mem.watch import MemWatch
 
-    return MemWatch(device, interval_ms, triton_hooks=triton_hooks)
+    return MemWatch(device, interval_ms, triton_hooks=triton_hooks, store=store, label=label)
 
 
 def _implementation():

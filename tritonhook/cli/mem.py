@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -18,6 +20,11 @@ def add_memwatch(sub) -> None:
     parser.add_argument("--interval-ms", type=float, default=2.0, help="NVML sampling interval (default 2)")
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
     parser.add_argument("--plot", type=Path, help="write the memory timeline to this image (needs matplotlib)")
+    parser.add_argument("--store", type=Path, default=None,
+                        help="also save the result in this store, for `tritonhook report` (labelled with the "
+                             "command, or the --compare name)")
+    parser.add_argument("--out", type=Path, metavar="FILE.json",
+                        help="also write the result as JSON to this file (`tritonhook report --memwatch` reads it)")
     parser.add_argument("--compare", nargs="+", metavar="NAME=CMD",
                         help='run each command in a fresh process and compare, e.g. tma="python x.py --kernel tma"')
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python script.py ARGS...")
@@ -25,19 +32,42 @@ def add_memwatch(sub) -> None:
 
 
 def _memwatch(args) -> int:
+    """The store is opened before any command runs, so that a store it cannot write is one line, not a lost run."""
+    store = None if args.store is None else open_store(args, create=True)
     if args.compare:
         if args.command or args.plot:
             raise TritonhookError("tritonhook memwatch: --compare takes NAME=CMD pairs only (no -- command, "
                                   "no --plot)")
-        results = {name: mem.run_command(command, args.interval_ms)[1]
+        results = {name: _watched(command, args, store, name)[1]
                    for name, command in mem.parse_compare(args.compare).items()}
-        show(mem.MemwatchComparison(results), as_json=args.json)
+        _export(mem.MemwatchComparison(results), args)
         return 0
-    code, result = mem.run_command(command_after_dashes(args.command, "memwatch"), args.interval_ms)
-    show(result, as_json=args.json)
+    command = command_after_dashes(args.command, "memwatch")
+    code, result = _watched(command, args, store, shlex.join(command))
+    _export(result, args)
     if args.plot:
         print(f"plot written to {result.plot(args.plot)}", file=sys.stderr)
     return code
+
+
+def _watched(command: list[str], args, store, label: str) -> tuple[int, "mem.MemwatchResult"]:
+    """One command run under memwatch: (its exit status, the result labelled `label`, saved when a store is given)."""
+    code, result = mem.run_command(command, args.interval_ms)
+    result.label = label
+    if store is not None:
+        result.save(store)
+    return code, result
+
+
+def _export(result, args) -> None:
+    """Show the result, and write its JSON to --out when given."""
+    show(result, as_json=args.json)
+    if args.out:
+        try:
+            args.out.write_text(json.dumps(result.to_json(), default=str))
+        except OSError as exc:
+            raise TritonhookError(f"{args.out}: cannot write the memwatch result ({exc.strerror or exc})") from None
+        print(f"result written to {args.out}", file=sys.stderr)
 
 
 # ----- preflight -------------------------------------------------------------------------------------------------

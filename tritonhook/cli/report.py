@@ -18,7 +18,8 @@ def add_report(sub) -> None:
     parser.add_argument("-o", "--output", type=Path, default=Path(DEFAULT_REPORT),
                         help=f"the HTML file to write (default {DEFAULT_REPORT})")
     parser.add_argument("--memwatch", action="append", default=[], metavar="FILE.json",
-                        help="a `tritonhook memwatch --json` output to show (repeatable)")
+                        help="a memwatch result file to show besides those in the store (`tritonhook memwatch "
+                             "--out FILE.json`; repeatable)")
     parser.add_argument("--no-sass", dest="sass", action="store_false",
                         help="skip nvdisasm: no opcode histograms or SASS diffs")
     parser.add_argument("--open", action="store_true", help="open the page in a web browser")

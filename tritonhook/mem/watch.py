@@ -29,14 +29,17 @@ _TRACKED = ("used", "context", "stack", "printf_fifo", "malloc_heap", "torch_res
 class MemWatch(contextlib.ContextDecorator):
     """`with memwatch(...) as mw:` or `@memwatch(...)`; each entry starts a fresh recording.
 
-    After the region: `mw.result` (a `MemwatchResult`), and the shortcuts `report()`, `to_json()`, `plot()`.
+    After the region: `mw.result` (a `MemwatchResult`), and the shortcuts `report()`, `to_json()`, `plot()`;
+    given a `store` (a Store or its path), each region's result is saved there under `label` as it ends.
     Leaving the region takes `tail_seconds` longer: the timeline goes on a little past it.
     """
 
-    def __init__(self, device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True):
+    def __init__(self, device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True, store=None,
+                 label: str = ""):
         if interval_ms <= 0:
             raise TritonhookError(f"memwatch interval_ms={interval_ms}: must be positive")
         self.device, self.interval_ms, self.triton_hooks = device, interval_ms, triton_hooks
+        self.store, self.label = store, label
         self.result: MemwatchResult | None = None
         self._running = False
 
@@ -90,6 +93,8 @@ class MemWatch(contextlib.ContextDecorator):
             self.result = self._build_result()
         finally:
             self._gpu.close()
+        if self.store is not None:
+            self.result.save(self.store)
 
     def _stop_at_exit(self) -> None:
         """The program exits inside the region (sys.exit in a decorated main): still stop and keep the result."""
@@ -224,7 +229,7 @@ class MemWatch(contextlib.ContextDecorator):
                             f"without the host PID namespace?): per-process figures are missing and the device "
                             f"figures include other processes")
         return MemwatchResult(device=self._gpu.info, interval_ms=self.interval_ms, snapshots=list(self._snapshots),
-                              samples=samples, kernels=dict(self._kernels), warnings=warnings)
+                              samples=samples, kernels=dict(self._kernels), warnings=warnings, label=self.label)
 
     # ----- shortcuts ------------------------------------------------------------------------------------------
     def _done(self) -> "MemwatchResult":

@@ -88,15 +88,13 @@ def run_demo(out: str | os.PathLike, *, samples: Sequence[str] | None = None, at
                     compile_kernel()
         step("ptxas matrix")
         skipped += _ptxas_matrix(store)
-        memwatch_files = []
         if gpu:
             step("A/B sweep on the GPU")
             skipped += _gpu_sweep(store, out)
             step("memwatch of the stack example")
-            memwatch_files, not_run = _memwatch(out)
-            skipped += not_run
+            skipped += _memwatch(store, out)
         step("report: cubin diffs, preflight, page")
-        path, data = write_report(store, out / "report.html", memwatch_files=memwatch_files)
+        path, data = write_report(store, out / "report.html")
     seconds = time.perf_counter() - started
     lines = summary_lines(path, data)
     lines[0] += f" (demo took {seconds:.0f} s)"
@@ -199,18 +197,20 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
     return [] if len(benchmarks) > 1 else ["A/B of the Hopper attention: the GPU is not sm_90"]
 
 
-def _memwatch(out: Path) -> tuple[list[Path], list[str]]:
-    """memwatch over the stack-reservation example (a kernel with a 16 KiB stack frame), written as JSON."""
+def _memwatch(store: Store, out: Path) -> list[str]:
+    """memwatch over the stack-reservation example (a kernel with a 16 KiB stack frame), saved in the store (the
+    report reads it there) and written as JSON beside it; returns what was skipped."""
     import json
 
     from ..mem.runner import run_command
 
     if not STACK_EXAMPLE.exists():
-        return [], [f"memwatch: {STACK_EXAMPLE} is not here (a source checkout has it)"]
+        return [f"memwatch: {STACK_EXAMPLE} is not here (a source checkout has it)"]
     command = [sys.executable, str(STACK_EXAMPLE), "--kernel", "local", "--no-watch"]
     code, result = run_command(command, 2.0)
     if code != 0:
-        return [], [f"memwatch: {' '.join(command)} exited with status {code}"]
-    path = out / "memwatch-stack.json"
-    path.write_text(json.dumps(result.to_json(), default=str))
-    return [path], []
+        return [f"memwatch: {' '.join(command)} exited with status {code}"]
+    result.label = f"python {STACK_EXAMPLE.name} --kernel local --no-watch"
+    result.save(store)
+    (out / "memwatch-stack.json").write_text(json.dumps(result.to_json(), default=str))
+    return []

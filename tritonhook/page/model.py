@@ -184,7 +184,8 @@ class _Cubins:
 
 
 def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, sass: bool = True) -> ReportData:
-    """Everything the report shows, from `store` and the `tritonhook memwatch --json` files given."""
+    """Everything the report shows, from `store` (its memwatch results included) and the memwatch JSON files
+    given."""
     problems: list[Problem] = []
     captures = store.captures()
     cubins = _Cubins(store, problems)
@@ -200,7 +201,7 @@ def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, s
                       matrices=store.results(PTXAS_MATRIX_KIND), ab_results=ab_results, forest=forest,
                       sweeps=sweeps,
                       estimates=[e for e in (saved.report.workload_estimate() for saved in ab_results) if e is not None],
-                      memwatch=_memwatch_runs(memwatch_files, problems), predictions=predictions,
+                      memwatch=_memwatch_runs(store, memwatch_files, problems), predictions=predictions,
                       predicted_cubins=predicted, problems=problems)
 
 
@@ -250,10 +251,16 @@ def _saved_ab_results(store: Store, problems: list[Problem]) -> list[SavedABResu
         return []
 
 
-def _memwatch_runs(paths: Sequence[str | os.PathLike], problems: list[Problem]) -> list[MemwatchRun]:
+def _memwatch_runs(store: Store, paths: Sequence[str | os.PathLike], problems: list[Problem]) -> list[MemwatchRun]:
+    """The store's memwatch results, then the files given. Imported here: memwatch's modules load on first use."""
     from ..mem import load_result
+    from ..mem.result import RESULT_KIND as MEMWATCH_KIND
 
-    runs = []
+    def unreadable(result_id: int, exc: TritonhookError) -> None:
+        problems.append(Problem(f"memwatch result {result_id}", f"{exc}; the memory section leaves it out"))
+
+    runs = [MemwatchRun(f"result {result.id}" + (f": {result.label}" if result.label else ""), result)
+            for result in store.results(MEMWATCH_KIND, on_error=unreadable)]
     for path in paths:
         try:
             runs.append(MemwatchRun(str(path), load_result(Path(path))))
