@@ -178,12 +178,18 @@ def test_unwritable_store_fails_before_the_script_starts(tmp_path):
 # ----- without a package a command needs --------------------------------------------------------------------------
 def python_without(path: Path, *packages: str) -> Path:
     """The python of a new virtualenv of this interpreter's Python whose site-packages link to everything this
-    one's hold (tritonhook's editable install included) except `packages` and their dist-info: a real interpreter
-    in which importing them fails as on a machine where they were never installed (checked here)."""
+    one's site directories hold (tritonhook's editable install included; under scripts/test-matrix.sh also the
+    shared test dependencies, which this interpreter reaches through a .pth) except `packages` and their dist-info:
+    a real interpreter in which importing them fails as on a machine where they were never installed (checked
+    here). A .pth that adds another site directory is not linked: everything it would add is linked here."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", path], check=True)
     (site,) = (path / "lib").glob("python*/site-packages")
-    for entry in Path(sysconfig.get_path("purelib")).iterdir():
-        if entry.name.split("-")[0] not in packages:
+    site_dirs = [Path(entry) for entry in sys.path if entry.endswith("site-packages") and Path(entry).is_dir()]
+    for directory in dict.fromkeys([Path(sysconfig.get_path("purelib")), *site_dirs]):  # the first of a name wins
+        for entry in directory.iterdir():
+            adds_site = entry.suffix == ".pth" and "addsitedir" in entry.read_text(errors="replace")
+            if entry.name.split("-")[0] in packages or adds_site or (site / entry.name).exists():
+                continue
             (site / entry.name).symlink_to(entry)
     python = path / "bin" / "python"
     for package in packages:
