@@ -34,8 +34,8 @@ rows (zeros past the end): keys >= S get -inf scores (P = 0), and rows >= S are 
 fp8 (e4m3 / e5m2): both GEMMs are tcgen05 ``kind::f8f6f4``; P is rounded to the input's fp8 format, the output
 is bf16.
 
-This module holds the device code only; its host side (configurations, the torch entry point, the compile helper) is
-``blackwell.py``.
+This module holds the device code only, but for its tile order (``_tile``, in ``schedule.py`` beside Hopper's); its
+host side (configurations, the torch entry point, the compile helper) is ``blackwell.py``.
 """
 from __future__ import annotations
 
@@ -44,28 +44,7 @@ from ._compat import (
     mbarrier_invalidate, mbarrier_wait, tcgen05_commit, tcgen05_mma, tma_load, tmem_layout, tmem_reg_layout,
     tmem_reinterpret,
 )
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# tile bookkeeping shared by all partitions (every partition walks the same tiles in the same order)
-# ----------------------------------------------------------------------------------------------------------------
-@gluon.jit
-def _tile(tile, num_m, seq_len, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """(batch*head, query block, first masked K block, number of K blocks) of a tile id. Causal: the longest
-    (last) query blocks of a head come first, which evens out the persistent CTAs' work."""
-    bh = tile // num_m
-    m_blk = tile % num_m
-    if CAUSAL:
-        m_blk = num_m - 1 - m_blk
-        hi = gl.minimum((m_blk + 1) * BLOCK_M, seq_len)
-        # block j needs no mask when its last key (j+1)*BLOCK_N-1 <= the tile's first row and < seq_len
-        n_full = gl.minimum(seq_len // BLOCK_N, (m_blk * BLOCK_M + 1) // BLOCK_N)
-    else:
-        hi = seq_len
-        n_full = seq_len // BLOCK_N
-    n_blocks = gl.cdiv(hi, BLOCK_N)
-    n_full = gl.minimum(n_full, n_blocks)
-    return bh, m_blk, n_full, n_blocks
+from .schedule import _tile
 
 
 # ----------------------------------------------------------------------------------------------------------------

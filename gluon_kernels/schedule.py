@@ -1,0 +1,105 @@
+"""Tile scheduling: which (batch*head, query tile) a persistent program works on next and which K/V blocks it
+visits, in which order, and which of them need a mask.
+
+Hopper: ``_kv_bounds`` / ``_kv_block`` (K/V block range and rising/falling order), ``_snake`` and ``_tile_plan``
+(the persistent order: head-major, or longest-first for causal with head groups and snake waves). Blackwell:
+``_tile``. Every partition of a warp-specialized kernel walks the same plan, so the order must be a pure function
+of the tile id; keeping it in one module makes the producer/consumer agreement easy to check.
+"""
+from __future__ import annotations
+
+from ._compat import gl, gluon
+
+
+@gluon.jit
+def _kv_bounds(off_m, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """(n_full, n_blocks): K/V blocks [0, n_full) need no mask, [n_full, n_blocks) do (causal diagonal, S tail)."""
+    if CAUSAL:
+        hi = gl.minimum(off_m + BLOCK_M_CTA, seq_len)
+        n_full = off_m // BLOCK_N
+    else:
+        hi = seq_len
+        n_full = seq_len // BLOCK_N
+    n_blocks = gl.cdiv(hi, BLOCK_N)
+    return n_full, n_blocks
+
+
+@gluon.jit
+def _kv_block(j, n_blocks, KV_FALLING: gl.constexpr):
+    """The K/V block a tile visits at step j: rising, or with KV_FALLING falling, so that the masked blocks
+    [n_full, n_blocks) come first (FlashAttention-3's order). Producer and consumers must agree."""
+    if KV_FALLING:
+        return n_blocks - 1 - j
+    else:
+        return j
+
+
+@gluon.jit
+def _snake(tile, total):
+    """Boustrophedon order over the waves of P tiles: odd waves are handed out in reverse, so that a program that
+    took a wave's costliest tile takes the next wave's cheapest. The last wave, when partial, keeps its order (its
+    tiles are the cheapest; reversed, some would lie past `total`). A bijection on [0, total): the producer and
+    the consumers, which all walk `_tile_plan`, still agree. With tiles in falling cost (causal, all heads at
+    once), the busiest program's K/V blocks at S = 4k-16k go from 1.06x the mean to 1.01x (a count over the
+    schedule, D=128 and 64, FA3's shapes)."""
+    P = gl.num_programs(0)
+    wave = tile // P
+    flip = ((wave % 2) == 1) & ((wave + 1) * P <= total)
+    return tile + flip.to(gl.int32) * (2 * wave * P + P - 1 - 2 * tile)
+
+
+@gluon.jit
+def _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA: gl.constexpr, BLOCK_N: gl.constexpr,
+               CAUSAL: gl.constexpr, HEAD_GROUP: gl.constexpr):
+    """Where persistent tile `tile` lies: (batch*head, first query row, KV blocks without mask, KV blocks).
+
+    Program p takes tiles p, p + P, p + 2P, ... (static round-robin); producer and consumers walk the same plan.
+    Non-causal: head-major (all query tiles of one head are neighbours: they share K/V in L2); every tile costs
+    the same. Causal: a tile's cost grows with its query index, and head-major order hands some programs only long
+    rows (measured: 0.77x cuDNN at S=16k). So order by query tile, longest first, heads innermost: each wave of P
+    tiles holds tiles of nearly equal cost (longest-processing-time first).
+
+    HEAD_GROUP (causal): 0 puts all heads in that order at once; n > 0 applies it within sections of n heads, one
+    section after the other, as FlashAttention-3's LPT scheduler does with as many heads as fit their K/V in L2.
+    With all heads at once, a wave at short S reads the K/V of as many heads as it has tiles and L2 reuses
+    little (bf16 D=128 causal S=2k, H200: 398 TFLOPS against 437 for the earlier head-major order,
+    results file in commit c684b4a: benchmarks/results/bench_h200_before_causal_schedule.json); sections keep the balance and the reuse.
+
+    HEAD_GROUP 0 also snakes (``_snake``): within a wave the cost still falls from the first program to the last,
+    and round-robin gave program 0 the costliest tile of every wave, 6% above the mean at S >= 4k."""
+    if CAUSAL:
+        if HEAD_GROUP == 0:
+            tile = _snake(tile, num_m * num_bh)
+            bh = tile % num_bh
+            mt = num_m - 1 - tile // num_bh
+        else:
+            first_bh = tile // (HEAD_GROUP * num_m) * HEAD_GROUP
+            heads = gl.minimum(num_bh - first_bh, HEAD_GROUP)  # the last section may hold fewer heads
+            r = tile - first_bh * num_m
+            bh = first_bh + r % heads
+            mt = num_m - 1 - r // heads
+    else:
+        bh = tile // num_m
+        mt = tile % num_m
+    off_m = mt * BLOCK_M_CTA
+    n_full, n_blocks = _kv_bounds(off_m, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL)
+    return bh, off_m, n_full, n_blocks
+
+
+@gluon.jit
+def _tile(tile, num_m, seq_len, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """(batch*head, query block, first masked K block, number of K blocks) of a tile id. Causal: the longest
+    (last) query blocks of a head come first, which evens out the persistent CTAs' work."""
+    bh = tile // num_m
+    m_blk = tile % num_m
+    if CAUSAL:
+        m_blk = num_m - 1 - m_blk
+        hi = gl.minimum((m_blk + 1) * BLOCK_M, seq_len)
+        # block j needs no mask when its last key (j+1)*BLOCK_N-1 <= the tile's first row and < seq_len
+        n_full = gl.minimum(seq_len // BLOCK_N, (m_blk * BLOCK_M + 1) // BLOCK_N)
+    else:
+        hi = seq_len
+        n_full = seq_len // BLOCK_N
+    n_blocks = gl.cdiv(hi, BLOCK_N)
+    n_full = gl.minimum(n_full, n_blocks)
+    return bh, m_blk, n_full, n_blocks

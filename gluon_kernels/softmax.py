@@ -1,0 +1,104 @@
+"""Online softmax of the Hopper kernels (FlashAttention-2's, in base 2): running row maxima, P, the rescale of O
+and of the row sums by alpha = 2^(m_old - m_new), and the row sums themselves.
+
+The row sums are kept either on the FMA pipe (one FADD a score) or, with TC_ROWSUM, as a small wgmma of P against
+a ones tile issued beside the P V GEMM (``_rowsum_mma``, ``_ones``, ``_row_sums``); both live here because they are
+one concern, the softmax denominator. Both kernels of ``hopper_fa.py`` use these helpers.
+"""
+from __future__ import annotations
+
+from ._compat import gl, gluon, warpgroup_mma
+from .masking import _diagonal_mask, _mask
+from .wgmma import _p_operand_layout
+
+
+@gluon.jit
+def _probs(s, m_prev, qk_scale):
+    """(m_new, P) for one block of scores: the running row maxima and exp2(s * qk_scale - m_new). `m_prev` None:
+    a tile's first block."""
+    m_new = gl.max(s, axis=1) * qk_scale
+    if m_prev is not None:
+        m_new = gl.maximum(m_prev, m_new)
+    return m_new, gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+
+
+@gluon.jit
+def _block_probs(s, m_prev, qk_scale, n_off, masked, rows, seq_len, s_layout: gl.constexpr, BLOCK_N: gl.constexpr,
+                 CAUSAL: gl.constexpr, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr):
+    """``_probs`` for K/V block `n_off`, masked where `masked` (a run-time, warp-uniform flag). Only the mask is
+    under the branch: with the exponentials in both arms too, the bf16 loop lost 3-6% (H200). DIAGONAL_HALVES:
+    every masked block is the causal diagonal spanning both warpgroups' rows (``_diagonal_mask``)."""
+    if masked:
+        if DIAGONAL_HALVES:
+            s = _diagonal_mask(s, n_off, rows, seq_len, s_layout, WG)
+        else:
+            s = _mask(s, n_off, rows, seq_len, s_layout, BLOCK_N, CAUSAL)
+    return _probs(s, m_prev, qk_scale)
+
+
+@gluon.jit
+def _softmax(s, m_i, l_i, acc, qk_scale, n_off, masked, rows, seq_len, s_layout: gl.constexpr,
+             BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, TC_ROWSUM: gl.constexpr):
+    """Online softmax in base 2 (scores pre-multiplied by sm_scale*log2(e)), for the loops that do one block at a
+    time (`masked`: a constexpr or a warp-uniform run-time flag). Returns P (fp32) and the new state; rescales the
+    output accumulator by alpha = 2^(m_old - m_new)."""
+    m_new, p = _block_probs(s, m_i, qk_scale, n_off, masked, rows, seq_len, s_layout, BLOCK_N, CAUSAL, 0, False)
+    alpha = gl.exp2(m_i - m_new)
+    l_i = _row_sums_after(l_i, p, alpha, TC_ROWSUM)
+    acc = _rescale(acc, alpha)
+    return p, m_new, l_i, acc
+
+
+@gluon.jit
+def _rescale(x, alpha):
+    """x * alpha per row (x: a wgmma accumulator; alpha: one value a row, in any slice layout)."""
+    return x * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, x.type.layout)), 1)
+
+
+@gluon.jit
+def _row_sums_after(l_i, p, alpha, TC_ROWSUM: gl.constexpr):
+    """The running row sums of P after one block. TC_ROWSUM: `l_i` holds them as [BLOCK_M, 8] (8 equal columns)
+    and the block's sums come from ``_rowsum_mma`` beside the P V GEMM, added after its wait, so here they are only
+    rescaled, like O; otherwise the block's sums are added on the FMA pipe (one FADD a score)."""
+    if TC_ROWSUM:
+        return _rescale(l_i, alpha)
+    else:
+        return l_i * alpha + gl.sum(p, axis=1)
+
+
+@gluon.jit
+def _rowsum_mma(p_op, ones, l_acc):
+    """P @ ones (this block's row sums, in `l_acc`'s [BLOCK_M, 8] layout), issued async beside the P V GEMM: P's
+    row sums on the tensor cores, sparing the softmax step one FADD a score (the step's instruction issue is what
+    bounds fp8 at D=128: docs/hopper_attention.md#the-exponential-unit-bounds-fp8). `ones`: [8, BLOCK_N] of 1.0 in shared memory, read K-major like V^T.
+    The sums are of P as rounded for the GEMM, the same P that O is built from.
+
+    Each block's sums start from zero and are added to the running sums in registers after the wait: an fp8
+    wgmma accumulates with reduced precision, so a running sum kept in the tensor core lost the small terms once it
+    had grown (relative error 0.32 at S=16k on the H200, fine at S <= 2k)."""
+    bits: gl.constexpr = ones.dtype.primitive_bitwidth
+    a = gl.convert_layout(p_op, _p_operand_layout(l_acc.type.layout, bits), assert_trivial=True)
+    return warpgroup_mma(a, ones.permute((1, 0)), gl.zeros_like(l_acc),
+                         use_acc=False, is_async=True)
+
+
+@gluon.jit
+def _ones(shape: gl.constexpr, dtype: gl.constexpr, num_warps: gl.constexpr):
+    """A register tensor of 1.0 in `dtype`. fp8 from its bit pattern (0x38 in e4m3, stored as 0x38383838 words):
+    with `gl.full(1.0, fp32).to(fp8)` the ones tile came out of Triton 3.6 wrong, and on the H200 the row sums
+    missed the keys that P holds in bytes 2 and 3 of each 32-bit register (l about half the true sum)."""
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [num_warps, 1], [1, 0])
+    if dtype == gl.float8e4nv:
+        return gl.full(shape, 0x38, gl.int8, layout).to(dtype, bitcast=True)
+    else:
+        return gl.full(shape, 1.0, dtype, layout)
+
+
+@gluon.jit
+def _row_sums(l_i, like, TC_ROWSUM: gl.constexpr):
+    """The row sums as one value a row, in the layout of `like` (TC_ROWSUM: the 8 equal columns of the accumulator
+    collapsed, once a tile)."""
+    if TC_ROWSUM:
+        return gl.convert_layout(gl.max(l_i, axis=1), like.type.layout)
+    else:
+        return l_i
