@@ -258,7 +258,7 @@ def _version(distribution: str) -> str | None:
 # ----- the store ---------------------------------------------------------------------------------------------------
 def _store_checks(store: str | os.PathLike | None) -> list[Check]:
     """`Store.verify` without repair, on the store given, else on the default one when it exists."""
-    path = Path(store) if store is not None else config.store_path()
+    path = config.store_path(store)
     if store is None and not path.exists():
         return [Check(INFO, "store", f"no store at {path} (the default: ${config.STORE.name} or ./"
                                      f"{config.DEFAULT_STORE}); nothing to check")]

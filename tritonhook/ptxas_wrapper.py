@@ -36,7 +36,7 @@ from typing import Callable, Iterator, Sequence
 
 from . import config, ptx as _ptx
 from .errors import TritonhookError
-from .store import NewCapture, Store, default_store_path
+from .store import NewCapture, Store
 from .tools import find_ptxas, ptxas_version
 
 MARKER = "# tritonhook-ptxas-wrapper"
@@ -290,7 +290,7 @@ def _fsync_dir(path: str) -> None:
 
 
 def _default_store(store: str | os.PathLike | None) -> str:
-    return str(Path(store if store is not None else default_store_path()).resolve())
+    return str(config.store_path(store).resolve())
 
 
 def wrapper_script(settings: dict) -> str:

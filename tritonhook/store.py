@@ -253,10 +253,6 @@ class UnknownResult:
         yield format.line(self.note)
 
 
-def default_store_path() -> Path:
-    return config.store_path()
-
-
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -270,7 +266,7 @@ class Store:
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, create: bool = True, readonly: bool = False):
-        self.path = Path(path) if path is not None else default_store_path()
+        self.path = Path(path) if path is not None else config.store_path()
         self.readonly = readonly
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
