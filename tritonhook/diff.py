@@ -10,7 +10,6 @@ function's normalized SASS has its twin on the other side, so an unpaired kernel
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import dataclasses
 import difflib
@@ -20,7 +19,7 @@ from typing import Callable, Sequence
 
 from . import format, ptx as _ptx
 from ._triton import triton_ptxas
-from .cubin import (Cubin, Instruction, disassemble, fatbin_cubins, is_fatbin, normalized_sass, opcode_histogram,
+from .cubin import (Cubin, cubin_histogram, disassemble, fatbin_cubins, is_fatbin, normalized_sass, opcode_changes,
                     read_input)
 from .errors import TritonhookError
 from .format import count, delta, share, size_ratio
@@ -272,13 +271,7 @@ def _section_keys(cubin: Cubin, kernel_index: dict[str, int]) -> list[str]:
 
 
 def _histogram_rows(sass_a: dict, sass_b: dict) -> list[tuple[str, int, int]]:
-    count_a, count_b = _histogram(sass_a), _histogram(sass_b)
-    rows = [(op, count_a[op], count_b[op]) for op in set(count_a) | set(count_b) if count_a[op] != count_b[op]]
-    return sorted(rows, key=lambda row: (-abs(row[2] - row[1]), row[0]))
-
-
-def _histogram(sass: dict[str, list[Instruction]]) -> collections.Counter:
-    return opcode_histogram(i for instructions in sass.values() for i in instructions)
+    return opcode_changes(cubin_histogram(sass_a), cubin_histogram(sass_b))
 
 
 def _sass_diff(a: Cubin, b: Cubin, sass_a: dict, sass_b: dict, pairs: list[KernelPair]) -> list[str]:

@@ -62,6 +62,18 @@ def opcode_histogram(instructions: Iterable[Instruction], *, full: bool = False)
     return collections.Counter(i.opcode if full else i.base_opcode for i in instructions)
 
 
+def cubin_histogram(sass: dict[str, list[Instruction]]) -> collections.Counter:
+    """Base-opcode counts over every function of a disassembled cubin: a kernel's device functions are its code too."""
+    return opcode_histogram(i for instructions in sass.values() for i in instructions)
+
+
+def opcode_changes(before: collections.Counter, after: collections.Counter) -> list[tuple[str, int, int]]:
+    """(opcode, count before, count after) of every opcode whose count changed, largest change first (then by
+    name): what `tritonhook diff --sass` tables and what a timed row's `CubinDelta` quotes the top of."""
+    rows = [(op, before[op], after[op]) for op in set(before) | set(after) if before[op] != after[op]]
+    return sorted(rows, key=lambda row: (-abs(row[2] - row[1]), row[0]))
+
+
 _HEX = re.compile(r"\b0x[0-9a-f]+\b")
 
 
