@@ -19,6 +19,7 @@ from rich.console import Console
 
 import tritonhook
 from tritonhook import _triton, config
+from tritonhook.cubin import SUMMARY_FIELDS
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import parse_variants
 from tritonhook.samples import compile_sample
@@ -133,6 +134,27 @@ def test_work_is_spread_over_two_gpus_and_merged_into_the_store(recorded, monkey
     assert [(r.signature, r.replayed_on, r.variants[1].verdict) for r in stored.rows] == \
         [(r.signature, r.replayed_on, r.variants[1].verdict) for r in result.rows]
     assert not result.warnings
+
+
+def test_each_timed_row_says_why_it_moved_in_the_table_and_the_stored_json(recorded):
+    """Issue 38: the fp32 matmul renamed `cutlass_` builds other SASS on sm_90a than plain (spills, IMADs): its rows
+    carry the two cubins' `CubinDelta`, whose figures are the two variants' own cubin summaries; the add kernel's
+    renamed build is SASS identical, untimed, and carries none."""
+    store, recording = recorded
+    result = replay(recording, store, VARIANTS, worker=fake(), l2="cold")
+    rows = {row.kernel: row for row in result.rows}
+    plain, renamed = rows["matmul_kernel"].variants
+    assert renamed.why["sass_identical"] is False and renamed.why["mix"]
+    assert renamed.why["resources"] == {field: {"base": plain.facts[field], "variant": renamed.facts[field]}
+                                        for field in SUMMARY_FIELDS}
+    assert (renamed.why["base_entry"], renamed.why["variant_entry"]) == ("matmul_kernel", "cutlass_matmul_kernel")
+    assert rows["add_kernel"].variants[1].verdict == "SASS identical" and rows["add_kernel"].variants[1].why is None
+    stored = _stored(store, result)
+    assert [v.why for row in stored.rows for v in row.variants] == [v.why for row in result.rows for v in row.variants]
+    console = Console(width=400, record=True)
+    console.print(result)
+    text = console.export_text()
+    assert "cutlass_ why" in text and renamed.why["text"] in text
 
 
 @pytest.mark.parametrize("l2, environ, dirty", [("measured", None, True), ("cold", None, True),

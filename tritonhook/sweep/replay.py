@@ -19,7 +19,7 @@ from ..rename import compile_select
 from ..store import ResultKind, Store, register_result_kind
 from .autotune import analyze_group, autotune_groups, config_text
 from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature
-from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row
+from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
 from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
 from .variants import BuiltVariant, build_variants
 
@@ -117,6 +117,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
                     min_effect)
     times = {"record": record_s, "build": build_s, "replay": replay_s}
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
+    explain(shown, built)  # the rows shown; the autotune candidates' (JSON only) would cost a disassembly each
     result = SweepResult(shown, labels, rounds, recording.id, recording.command,
                          {k: v for k, v in times.items() if v is not None}, min_effect,
                          candidates=candidates, l2=l2, dirty_l2=dirty_l2).finish()

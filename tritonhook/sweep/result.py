@@ -7,11 +7,12 @@ import dataclasses
 import shlex
 
 from .. import format
+from ..cubin import CubinDeltas
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from ..errors import TritonhookError
 from ..rename import exact_names_pattern
 from ..store import ResultKind, register_result_kind
-from .variants import IDENTICAL
+from .variants import IDENTICAL, BuiltVariant
 
 
 RESULT_KIND = "sweep"
@@ -27,6 +28,7 @@ class VariantTiming:
     high: float | None = None
     verdict: str = "baseline"
     facts: dict = dataclasses.field(default_factory=dict)   # cubin summary of this variant's kernel
+    why: dict | None = None           # cubin.CubinDelta.to_json() against the baseline's cubin (`explain`)
 
 
 @dataclasses.dataclass
@@ -97,6 +99,28 @@ def analyze_row(row: SweepRow, samples: dict[str, list[float]], facts: dict[str,
             timing.verdict = "-"
         row.variants.append(timing)
     return row
+
+
+def explain(rows: list[SweepRow], built: dict[int, dict[str, BuiltVariant]], deltas: CubinDeltas | None = None
+            ) -> None:
+    """Set `why` on every timed variant of every replayed row: what changed between the baseline's cubin and its
+    own (`cubin.CubinDelta`; docs/sweep.md#why-a-row-moved). An autotune group's row compares the candidates each
+    variant ran at (`winner_signatures`). `built`: signature id -> label -> built variant. Variants with identical
+    SASS and untimed ones are left out: the disassembly behind the instruction mix is the slow part."""
+    deltas = deltas or CubinDeltas()
+    wanted = []
+    for row in rows:
+        if row.status != "ok" or len(row.variants) < 2:
+            continue
+        at = (row.autotune or {}).get("winner_signatures") or {}
+        of = lambda label: built.get(at.get(label, row.signature), {}).get(label)  # noqa: E731
+        base = of(row.variants[0].label)
+        for timing in row.variants[1:]:
+            own = of(timing.label)
+            if base is not None and own is not None and timing.verdict != IDENTICAL and timing.median_ms is not None:
+                wanted.append((timing, (base.cubin, own.cubin, base.entry, own.entry)))
+    for (timing, _), delta in zip(wanted, deltas.many([pair for _, pair in wanted])):
+        timing.why = delta.to_json()
 
 
 FIDELITY_COVERAGE, FIDELITY_TOLERANCE = 0.9, 0.1
@@ -252,7 +276,7 @@ class SweepResult:
         others = self.variants[1:]
         columns = ["kernel", "share", "launches", "inputs", *[f"{v} µs" for v in self.variants],
                    *[f"{v} ratio [95%]" for v in others], *[f"{v} verdict" for v in others], "outputs",
-                   "regs", "spills", "stack", "capmerc", "replay/workload"]
+                   "regs", "spills", "stack", "capmerc", *[f"{v} why" for v in others], "replay/workload"]
         cells = [self._cells(row, len(columns)) for row in self.rows]
         if len({row.replayed_on for row in self.rows} - {""}) > 1:  # spread over GPUs (an autotune row has none)
             columns.insert(1, "replayed on")
@@ -262,7 +286,7 @@ class SweepResult:
                            title=f"tritonhook sweep: {len(self.rows)} kernel signature(s), {self.rounds} rounds, "
                                  f"baseline {self.variants[0]}",
                            right_align=[c for c in columns if c not in ("kernel", "inputs", "outputs")
-                                        and not c.endswith("verdict")])
+                                        and not c.endswith(("verdict", " why"))])
         split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
         yield format.line(f"time: {split}; L2 {self.l2_rule}; outputs: each variant against the baseline's own "
                           f"run-to-run spread, NaN/Inf positions compared as data")
@@ -308,7 +332,7 @@ class SweepResult:
         spills = "/".join(f"{f.get('spill_stores', 0)}+{f.get('spill_loads', 0)}" for f in facts)
         return [self._label(row), format.share(row.share), format.count(row.launches), row.inputs, *times, *ratios,
                 *verdicts, (row.output_check or {}).get("text", row.outputs), joined("registers"), spills, joined("frame_size"), joined("capmerc_size"),
-                format.times(row.fidelity)]
+                *[(v.why or {}).get("text", "-") for v in row.variants[1:]], format.times(row.fidelity)]
 
     def _estimate_line(self, est: WorkloadEstimate) -> str:
         if not est.kernels:
