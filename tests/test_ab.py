@@ -42,8 +42,7 @@ def test_analyze_reports_tflops_ratio_and_missing_variants():
 def test_a_schema_1_store_is_upgraded_and_keeps_its_captures(store_path):
     Store(store_path).close()
     with sqlite3.connect(store_path / "index.sqlite") as conn:  # what a schema-1 store looks like
-        conn.execute("DROP TABLE ab_captures")
-        conn.execute("DROP TABLE ab_results")
+        conn.execute("DROP TABLE results")
         conn.execute("ALTER TABLE captures RENAME COLUMN frontend_version TO triton_version")  # its name until 5
         conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
         conn.execute("INSERT INTO captures (created, pid, event, frontend, kernel, entry, original_entry, arch, "
@@ -52,9 +51,12 @@ def test_a_schema_1_store_is_upgraded_and_keeps_its_captures(store_path):
     store = Store(store_path)
     assert [c.kernel for c in store.captures()] == ["k"]
     assert store.captures()[0].frontend_label == "triton 3.6.0"
-    ab_id = store.add_ab_result({"benchmarks": [{"name": "mm"}]}, {"plain": [1]})
-    [saved] = store.ab_results()
-    assert (saved["id"], saved["benchmarks"], saved["captures"]) == (ab_id, [{"name": "mm"}], {"plain": [1]})
+    variants = ab.parse_variants("plain,cutlass_")
+    report = ab.ABReport([ab.analyze("mm", {"plain": [1.0] * 5, "cutlass_": [1.0] * 5}, variants, flops=None,
+                                     correctness="bitwise")], variants, 5, None, None, {})
+    ab_id = report.save(store, {"plain": [1]})
+    [saved] = ab.saved_results(store).results
+    assert (saved.id, [b.name for b in saved.report.benchmarks], saved.captures) == (ab_id, ["mm"], {"plain": [1]})
     with sqlite3.connect(store_path / "index.sqlite") as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
 
@@ -111,7 +113,8 @@ def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_capt
     assert listed_json["id"] == result["ab_id"] and listed_json["captures"] == saved.captures
     # the store's record reads back through the result type, to the report the run printed
     assert saved.report.to_json() == result
-    assert ab.ABReport.from_json(store.ab_results()[0]).to_json() == result
+    assert store.result(result["ab_id"]).report.to_json() == result
+    assert store.results(ab.result.RESULT_KIND, label="compile_add") == [saved]  # found by its benchmark names
 
 
 def test_ab_cli_one_line_errors(tmp_path, store_path):

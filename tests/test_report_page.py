@@ -227,7 +227,7 @@ def ab_result(store: Store) -> ab.SavedABResult:
     benchmarks = [ab.analyze(name, {"plain": a, "cutlass_": b}, variants, flops=None, correctness="allclose")
                   for name, (a, b) in rounds.items()]
     report = ab.ABReport(benchmarks, variants, 5, None, None, {})
-    store.add_ab_result(report.to_json(), {})
+    report.save(store, {})
     (saved,) = ab.saved_results(store).results
     return saved
 
@@ -291,10 +291,10 @@ def test_the_forest_plot_keeps_each_marker_inside_its_axes_and_clear_of_the_lege
 
 def test_a_malformed_saved_ab_result_is_a_problem_on_the_page_not_a_traceback(tmp_path):
     store = Store(tmp_path / "store")
-    store.add_ab_result({"benchmarks": [{"name": "mm"}]}, {})  # no variants, rounds, ...: not an ABReport
+    store.add_result(ab.result.RESULT_KIND, {"benchmarks": [{"name": "mm"}]})  # no variants, ...: not an ABReport
     path, data = write_report(store, tmp_path / "r.html")
     assert data.ab_results == [] and data.problems[0].where == "A/B results"
-    assert "A/B result 1: malformed A/B result" in section(path.read_text(), "problems")
+    assert "result 1 (ab): malformed A/B result" in section(path.read_text(), "problems")
 
 
 def test_memwatch_files_draw_the_timeline_and_a_bad_one_is_named(tmp_path):

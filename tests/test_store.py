@@ -27,6 +27,7 @@ SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3 (b
 SCHEMA_4_COMMIT = "e26f29c"  # a commit whose store.py writes schema 4 (before `frontend_version`) from the standard
 #                              library alone (later ones import tritonhook.config, which moves on)
 SCHEMA_5_COMMIT = "3aac431"  # a commit whose store.py writes schema 5 (before the results' label and source)
+SCHEMA_6_COMMIT = "5d42560"  # the last commit whose store.py writes schema 6 (A/B results in their own tables)
 
 WRITERS = 8
 KERNELS_PER_WRITER = 4
@@ -255,15 +256,65 @@ def test_a_schema_5_store_upgrades_and_finds_its_results_by_label_source_and_id(
 
 
 def test_the_upgrade_fills_the_columns_as_the_producers_declare_them():
-    """The upgrade to schema 6 reads the columns of older rows from a fixed table (no producer is loaded then):
-    it must say what the producers' `ResultKind`s say."""
+    """The upgrades to schemas 6 and 7 read the columns of older rows from fixed tables (no producer is loaded
+    then): they must say what the producers' `ResultKind`s say."""
     import tritonhook.page.model  # noqa: F401 - the producers declare their kinds at import
     import tritonhook.mem.result  # noqa: F401
     import tritonhook.sweep.replay  # noqa: F401
-    from tritonhook.store import _COLUMNS_BEFORE_6, _RESULT_KINDS
+    from tritonhook.store import _AB_BEFORE_7, _COLUMNS_BEFORE_6, _RESULT_KINDS
 
     assert {name: (kind.label, kind.source) for name, kind in _RESULT_KINDS.items()
-            if kind.label or kind.source} == {**_COLUMNS_BEFORE_6, "memwatch": ("label", None)}
+            if kind.label or kind.source} == {**_COLUMNS_BEFORE_6, "memwatch": ("label", None),
+                                              _AB_BEFORE_7.name: (_AB_BEFORE_7.label, None)}
+
+
+def test_a_schema_6_store_moves_its_ab_results_into_the_results_table(tmp_path, old_store_module):
+    """The schema-6 store.py writes two captures, a ptxas-matrix result (results id 1) and two A/B results linked
+    to the captures (ab_results ids 1 and 2); this code upgrades it in place: the A/B rows become `results` rows of
+    kind 'ab' (ids renumbered past the taken one, the old id kept in their JSON), created times, captures and
+    reports intact, found by their benchmark names, and the old tables gone."""
+    from test_report_page import ab_result
+
+    from tritonhook import ab
+    from tritonhook.page.model import PTXAS_MATRIX_KIND
+
+    old = old_store_module(SCHEMA_6_COMMIT)
+    assert old.SCHEMA_VERSION == 6
+    old_store = old.Store(tmp_path / "v6")
+    fields = dict(event="compile", frontend="triton", kernel="mm", entry="mm", original_entry="mm", src_file=None,
+                  src_line=None, arch="sm_90a", frontend_version="3.6.0", ptxas_path=None, ptxas_version=None,
+                  triton_hash=None, options={}, metadata={}, times={})
+    plain_id = old_store.add(old.NewCapture(**fields, artifacts={"ptx": b"plain"}))
+    renamed_id = old_store.add(old.NewCapture(**{**fields, "entry": "cutlass_mm"}, artifacts={"ptx": b"renamed"}))
+    old.register_result_kind(old.ResultKind(PTXAS_MATRIX_KIND))  # that module keeps its own table of kinds
+    matrix = old_store.add_result(PTXAS_MATRIX_KIND, {"rows": [], "ratios": [], "skipped": []})
+    report = ab_result(Store(tmp_path / "scratch")).report  # a real A/B report, as the runner saves it
+    report.ab_id = None
+    first = old_store.add_ab_result(report.to_json(), {"plain": [plain_id], "cutlass_": [renamed_id]})
+    second = old_store.add_ab_result({**report.to_json(), "rounds": 7}, {})
+    with sqlite3.connect(tmp_path / "v6" / "index.sqlite") as conn:
+        old_rows = conn.execute("SELECT id, created, names FROM ab_results ORDER BY id").fetchall()
+    old_store.close()
+    assert (matrix, first, second) == (1, 1, 2) and [row[2] for row in old_rows] == ["matmul,attention"] * 2
+
+    store = Store(tmp_path / "v6", readonly=True)  # a reader allowed to write it upgrades it once
+    with sqlite3.connect(tmp_path / "v6" / "index.sqlite") as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        rows = conn.execute("SELECT id, kind, created, label, json_extract(data, '$.ab_id') FROM results "
+                            "ORDER BY id").fetchall()
+    assert not {"ab_results", "ab_captures"} & tables
+    assert rows[0][:2] == (1, PTXAS_MATRIX_KIND)
+    assert rows[1:] == [(2, "ab", old_rows[0][1], "matmul,attention", 1), (3, "ab", old_rows[1][1],
+                                                                         "matmul,attention", 2)]
+    saved = ab.saved_results(store).results
+    assert [(s.id, s.created, s.captures) for s in saved] == [
+        (2, old_rows[0][1], {"plain": [plain_id], "cutlass_": [renamed_id]}), (3, old_rows[1][1], {})]
+    assert [s.report.rounds for s in saved] == [5, 7]
+    assert saved[0].report.to_json() == {**report.to_json(), "ab_id": 2}
+    assert store.results("ab", label="matmul,attention") == saved and store.result(3) == saved[1]
+    assert [m["id"] for m in store.results(PTXAS_MATRIX_KIND)] == [matrix]
+    assert {store.get(i).entry for i in saved[0].captures["cutlass_"]} == {"cutlass_mm"}
 
 
 def test_a_result_of_an_undeclared_kind_reads_as_its_json_with_a_note_and_a_bad_row_is_named(store_path):

@@ -36,8 +36,9 @@ from .errors import TritonhookError
 # 4: results (any other command's saved result, by kind: ptxas-matrix, ...).
 # 5: captures.triton_version renamed frontend_version (the version of whichever frontend `frontend` names).
 # 6: results.label and results.source, indexed, filled from each result's JSON (see `ResultKind`).
+# 7: A/B results are `results` rows of kind 'ab' (their capture ids in their JSON); ab_results / ab_captures dropped.
 # An older store is upgraded in place when opened by a writer (or by a reader allowed to write it).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 _BUSY_TIMEOUT_MS = 60_000
 
 _SCHEMA = """
@@ -73,18 +74,6 @@ CREATE TABLE IF NOT EXISTS artifacts (
     sha256 TEXT NOT NULL,
     size INTEGER NOT NULL,
     PRIMARY KEY (capture_id, stage)
-);
-CREATE TABLE IF NOT EXISTS ab_results (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created REAL NOT NULL,
-    names TEXT NOT NULL,            -- the benchmark names, comma-separated
-    result TEXT NOT NULL            -- JSON: variants, timings, verdicts, correctness, cubin summaries
-);
-CREATE TABLE IF NOT EXISTS ab_captures (
-    ab_id INTEGER NOT NULL REFERENCES ab_results(id),
-    capture_id INTEGER NOT NULL REFERENCES captures(id),
-    variant TEXT NOT NULL,          -- the A/B variant label whose processes wrote the capture
-    PRIMARY KEY (ab_id, capture_id)
 );
 CREATE TABLE IF NOT EXISTS results (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -221,6 +210,10 @@ _COLUMNS_BEFORE_6 = {"recording": ("label", None), "sweep": (None, "recording_id
 """The kinds with columns that a store of schema 4 or 5 can hold, and the JSON keys (label, source) their
 `ResultKind`s declare: the upgrade to schema 6 fills the columns of the rows it finds from these, in SQL, with no
 producer module loaded (tests/test_store.py checks they agree with the declarations)."""
+
+_AB_BEFORE_7 = ResultKind("ab", label="benchmark_names")
+"""What the A/B package declares its results as (tests/test_store.py checks it): the upgrade to schema 7 moves the
+rows of the old `ab_results` table into `results` under this kind, with no A/B module loaded."""
 
 
 def register_result_kind(kind: ResultKind) -> ResultKind:
@@ -440,6 +433,8 @@ class Store:
                 _add_result_columns(conn)
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 conn.execute(statement)
+            if "ab_results" in tables:  # schema 2 to 6
+                _move_ab_results(conn)
             if "meta" in tables:
                 self._schema_version(conn)  # refuses a newer or damaged store before anything is committed
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -561,28 +556,6 @@ class Store:
             path = self.blob_path(digest)
             if not os.path.isfile(path):
                 self._write_blob(path, artifacts[stage])
-
-    def add_ab_result(self, result: dict, captures: dict[str, Iterable[int]]) -> int:
-        """Save one A/B result (JSON-able) and link it to the captures each variant wrote; returns its id."""
-        names = ",".join(b["name"] for b in result.get("benchmarks", []))
-        with self._write_transaction() as conn:
-            ab_id = conn.execute("INSERT INTO ab_results (created, names, result) VALUES (?, ?, ?)",
-                                 (time.time(), names, _dumps(result))).lastrowid
-            conn.executemany("INSERT OR IGNORE INTO ab_captures VALUES (?, ?, ?)",
-                             [(ab_id, cid, label) for label, ids in captures.items() for cid in ids])
-        return ab_id
-
-    def ab_results(self) -> list[dict]:
-        """Saved A/B results in id order, each with its `id`, `created` and linked `captures` {variant: ids}."""
-        with self._lock:
-            conn = self._connection()
-            rows = conn.execute("SELECT id, created, result FROM ab_results ORDER BY id").fetchall()
-            links = conn.execute("SELECT ab_id, variant, capture_id FROM ab_captures ORDER BY capture_id").fetchall()
-        captures: dict[int, dict[str, list[int]]] = {}
-        for ab_id, variant, capture_id in links:
-            captures.setdefault(ab_id, {}).setdefault(variant, []).append(capture_id)
-        return [{**json.loads(result), "id": ab_id, "created": created, "captures": captures.get(ab_id, {})}
-                for ab_id, created, result in rows]
 
     def add_result(self, kind: str, data: dict) -> int:
         """Save one JSON-able result of a command (a recording, a sweep, a memwatch run, ...) under `kind`, a
@@ -862,6 +835,35 @@ def _add_result_columns(conn: sqlite3.Connection) -> None:
         if source:
             conn.execute("UPDATE results SET source = json_extract(data, ?) WHERE kind = ? "
                          "AND json_type(data, ?) = 'integer'", (f"$.{source}", kind, f"$.{source}"))
+
+
+def _move_ab_results(conn: sqlite3.Connection) -> None:
+    """Schema 2-6 -> 7: every row of `ab_results` becomes a `results` row of kind 'ab' (inside the upgrade's
+    transaction: all rows or none), then the old tables go. Its JSON gains what the A/B package now writes there:
+    `captures` {variant: capture ids} from `ab_captures` and `benchmark_names` from the old `names` column (also its
+    label). It keeps its `created`, and its id unless a result already has that id (or keeping it would put it
+    before an A/B result moved earlier): then it gets the next free id and its JSON's `ab_id` keeps the old one.
+    JSON that does not parse is moved as it is, for the reader to report on that row."""
+    captures: dict[int, dict[str, list[int]]] = {}
+    for ab_id, variant, capture_id in conn.execute("SELECT ab_id, variant, capture_id FROM ab_captures "
+                                                   "ORDER BY capture_id"):
+        captures.setdefault(ab_id, {}).setdefault(variant, []).append(capture_id)
+    taken = {row[0] for row in conn.execute("SELECT id FROM results")}
+    last = 0
+    for ab_id, created, names, result in conn.execute("SELECT id, created, names, result FROM ab_results "
+                                                      "ORDER BY id").fetchall():
+        try:
+            data = json.loads(result)
+        except (ValueError, TypeError):
+            data = None
+        if isinstance(data, dict):
+            result = _dumps({**data, "ab_id": ab_id, _AB_BEFORE_7.label: names, "captures": captures.get(ab_id, {})})
+        kept = ab_id if ab_id not in taken and ab_id > last else None
+        last = conn.execute("INSERT INTO results (id, created, kind, data, label) VALUES (?, ?, ?, ?, ?)",
+                            (kept, created, _AB_BEFORE_7.name, result, names)).lastrowid
+        taken.add(last)
+    conn.execute("DROP TABLE ab_captures")
+    conn.execute("DROP TABLE ab_results")
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:

@@ -1,18 +1,23 @@
-"""A/B results: per-benchmark statistics (`analyze`), `ABReport`, which renders itself and reads back from the JSON
-the store keeps (`from_json`), and the store's saved results through these types (`saved_results`)."""
+"""A/B results: per-benchmark statistics (`analyze`), `ABReport`, which renders itself, saves itself in the store
+(`save`) and reads back from the JSON the store keeps (`from_json`), and the store's saved results through these
+types (`saved_results`): the `results` kind `RESULT_KIND`, declared here."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from .. import format
 from ..errors import TritonhookError
 from ..measure.stats import DEFAULT_MIN_EFFECT, Summary, ratio_interval, summarize, verdict
 from ..measure.variants import Variant, parse_variants
 from ..rename import exact_names_pattern
-from ..store import Store
+from ..store import ResultKind, Store, register_result_kind
+
+RESULT_KIND = "ab"
+"""`Store.results` kind of a saved A/B report; its label column holds the benchmark names, comma-separated."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +100,7 @@ class ABReport:
         data = dataclasses.asdict(self)
         data["variants"] = [{"label": v.label, "rename": v.describe()} for v in self.variants]
         data["sass_identical"] = self.sass_identical()
+        data["benchmark_names"] = ",".join(b.name for b in self.benchmarks)  # the store's label column
         for bench_data, bench in zip(data["benchmarks"], self.benchmarks):
             for variant_data, variant in zip(bench_data["variants"], bench.variants):
                 variant_data["summary"]["spread_pct"] = variant.summary.spread_pct
@@ -138,6 +144,13 @@ class ABReport:
                 else [name for name, won in winners.items() if won == label]
             select[label] = exact_names_pattern(names)
         return ABWorkloadEstimate(self.ab_id or 0, baseline, chosen, winners, select)
+
+    def save(self, store: Store | str | os.PathLike | None, captures: dict[str, Iterable[int]]) -> int:
+        """Keep this report in `store` (a Store or its path; None: the default store) with the ids of the captures
+        each variant wrote (`SavedABResult.captures`); returns and sets its id."""
+        linked = {label: sorted(set(ids)) for label, ids in captures.items()}
+        self.ab_id = Store.of(store).add_result(RESULT_KIND, {**self.to_json(), "captures": linked})
+        return self.ab_id
 
     @classmethod
     def from_json(cls, data: dict, *, source: str = "A/B result") -> "ABReport":
@@ -197,17 +210,19 @@ class SavedABResult:
         return self.report.ab_id
 
     @classmethod
-    def from_record(cls, record: dict) -> "SavedABResult":
-        """From one `Store.ab_results()` record (the report's JSON with the store's `id`, `created`, `captures`)."""
-        source = f"A/B result {record.get('id')}"
+    def from_record(cls, record: dict, *, source: str | None = None) -> "SavedABResult":
+        """From one saved record (the JSON `ABReport.save` wrote, with the store's `id` and `created`): the loader
+        of `RESULT_KIND`; `source` names the row in errors."""
+        source = source or f"A/B result {record.get('id')}"
+        report = ABReport.from_json(record, source=source)
         try:
             created, captures = float(record["created"]), {k: list(v) for k, v in record["captures"].items()}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TritonhookError(f"{source}: malformed store record ({type(exc).__name__}: {exc})") from None
-        return cls(ABReport.from_json(record, source=source), created, captures)
+        return cls(report, created, captures)
 
     def to_json(self) -> dict:
-        """The report's JSON with `id`, `created` and `captures`: the keys `Store.ab_results()` records have."""
+        """The report's JSON with `id`, `created` and `captures`: the keys of the record it was read from."""
         return {**self.report.to_json(), "id": self.id, "created": self.created, "captures": self.captures}
 
 
@@ -237,11 +252,13 @@ class SavedABResults:
                             "same SASS"), rows, right_align=("id",))
 
 
+register_result_kind(ResultKind(RESULT_KIND, SavedABResult.from_record, label="benchmark_names"))
+
+
 def saved_results(store: Store) -> SavedABResults:
-    """The A/B results `store` holds, in id order, read back through their types. Here and not in the store
-    because the store sits below the A/B layer (tests/test_layers.py): it keeps and returns the JSON records,
-    and this layer, which wrote them, gives them their types."""
-    return SavedABResults([SavedABResult.from_record(record) for record in store.ab_results()])
+    """The A/B results `store` holds, in id order, typed (`Store.results(RESULT_KIND)`; a malformed one is a
+    `TritonhookError` naming it)."""
+    return SavedABResults(store.results(RESULT_KIND))
 
 
 def print_report(report: ABReport) -> None:

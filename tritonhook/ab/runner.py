@@ -159,7 +159,7 @@ def _check_across_processes(name: str, digests: dict[str, set], variants: Sequen
 def _finish(store, benchmarks, variants, rounds, select, command, captures, min_effect) -> ABReport:
     report = ABReport(benchmarks, list(variants), rounds, _select_text(select), command,
                       {label: kernel_summaries(store, ids) for label, ids in captures.items()}, min_effect)
-    report.ab_id = store.add_ab_result(report.to_json(), captures)
+    report.save(store, captures)
     return report
 
 

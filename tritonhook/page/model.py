@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..ab import ABReport, ABWorkloadEstimate, SavedABResult, saved_results
+from ..ab import ABReport, ABWorkloadEstimate, SavedABResult
+from ..ab.result import RESULT_KIND as AB_KIND
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 from ..sweep.variants import IDENTICAL
 from ..cubin import Cubin, disassemble
@@ -244,11 +245,10 @@ def _predictions(captures: list[Capture], cubins: _Cubins) -> tuple[list[tuple[C
 
 
 def _saved_ab_results(store: Store, problems: list[Problem]) -> list[SavedABResult]:
-    try:
-        return saved_results(store).results
-    except TritonhookError as exc:
-        problems.append(Problem("A/B results", f"{exc}; the sweep section leaves them out"))
-        return []
+    def unreadable(result_id: int, exc: TritonhookError) -> None:
+        problems.append(Problem("A/B results", f"{exc}; the sweep section leaves it out"))
+
+    return store.results(AB_KIND, on_error=unreadable)
 
 
 def _memwatch_runs(store: Store, paths: Sequence[str | os.PathLike], problems: list[Problem]) -> list[MemwatchRun]:
