@@ -122,6 +122,10 @@ CAPTURE_TOKEN = EnvVar("TRITONHOOK_CAPTURE_TOKEN", None, str,
 TRITON_PTXAS_PATH = EnvVar("TRITON_PTXAS_PATH", None, str, "Triton's override of the ptxas it runs (sm < 100).")
 TRITON_PTXAS_BLACKWELL_PATH = EnvVar("TRITON_PTXAS_BLACKWELL_PATH", None, str,
                                      "Triton's override of the ptxas it runs for Blackwell targets.")
+PTXAS_TIMEOUT_S = EnvVar("TRITONHOOK_PTXAS_TIMEOUT", 600.0, float,
+                         "Seconds one ptxas run that tritonhook starts (a variant build, ptxas-matrix, diff) may "
+                         "take before it is killed and reported hung (docs/variants.md#failed-builds); the largest "
+                         "attention kernels take ptxas about a minute.")
 TRITON_OVERRIDES = (("triton ptxas", TRITON_PTXAS_PATH), ("triton ptxas-blackwell", TRITON_PTXAS_BLACKWELL_PATH))
 """`find_ptxas` origin of each Triton-bundled ptxas, and the variable with which Triton lets a user replace it."""
 CUDA_HOME = EnvVar("CUDA_HOME", None, str, "A CUDA toolkit root; its bin/ is searched for ptxas and nvdisasm.")

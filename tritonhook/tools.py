@@ -6,18 +6,23 @@ seconds), Triton's own override variables, $TRITONHOOK_PTXAS, $CUDA_HOME / $CUDA
 pip wheels. Which ptxas Triton itself picks for a target is a Triton-internal question: `_triton.triton_ptxas`.
 
 The ptxas "cutlass" path (docs/ptxas_cutlass.md#the-cutlass-name-path) changes from one ptxas release to the next, so a PTX file is often
-assembled by several of them (`matrix.ptxas_matrix`); `assemble` runs one with `-v` and times it.
+assembled by several of them (`matrix.ptxas_matrix`); `assemble` runs one with `-v` and times it, with the codegen
+options of `CODEGEN_OPTIONS` and a control file (`--apply-controls`, CUDA 13.3+), and says why a build failed
+(`AssembleError.cause`: error, crashed, hung, unsupported; docs/variants.md#failed-builds).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import glob
+import hashlib
 import importlib.util
 import os
 import re
 import shutil
+import signal
 import site
 import subprocess
 import sys
@@ -64,6 +69,30 @@ class AssembleResult:
     cubin: bytes
     stderr: str
     seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ControlFile:
+    """A ptxas control file (`--apply-controls`, an encrypted ACF that NVIDIA CompileIQ writes), read once: a
+    build uses these bytes, so the sha256 a result quotes is the file that made the cubin."""
+
+    path: str
+    sha256: str
+    data: bytes = dataclasses.field(repr=False, compare=False)
+
+
+class AssembleError(TritonhookError):
+    """ptxas did not build a cubin. `cause`: "error" (ptxas refused: its exit status and first error line),
+    "crashed" (killed by a signal), "hung" (ran past `config.PTXAS_TIMEOUT_S`, killed), "unsupported" (a control
+    file for a ptxas without --apply-controls; not run)."""
+
+    def __init__(self, cause: str, message: str):
+        super().__init__(message)
+        self.cause = cause
+
+
+CAUSES = ("error", "crashed", "hung", "unsupported")
+"""Every `AssembleError.cause`, in the order a summary counts them."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,29 +178,178 @@ def triton_bundled(tool: str) -> str | None:
     return str(path) if path.exists() else None
 
 
+@functools.lru_cache(maxsize=None)
+def _help_of(path: str, _mtime: float) -> str:
+    try:
+        return subprocess.run([path, "--help"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def supports_controls(path: str) -> bool:
+    """Whether this ptxas reads control files: its `--help` lists --apply-controls (asked, not inferred from the
+    version: a vendor build or a wrapper may differ from the release notes)."""
+    try:
+        return "--apply-controls" in _help_of(path, os.stat(path).st_mtime)
+    except OSError:
+        return False
+
+
+def read_control_file(path: str | os.PathLike, *, spec: str | None = None) -> ControlFile:
+    """The control file at `path`, read now; `spec` names it in the error (default `acf:PATH`)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise TritonhookError(f"{spec or f'acf:{path}'}: cannot read the control file "
+                              f"({exc.strerror or exc})") from None
+    if not data:
+        raise TritonhookError(f"{spec or f'acf:{path}'}: the control file is empty")
+    return ControlFile(str(path), hashlib.sha256(data).hexdigest(), data)
+
+
+def controls_refusal(controls: ControlFile, ptxas: str) -> str | None:
+    """The one line saying `ptxas` cannot read `controls`; None when it can."""
+    if supports_controls(ptxas):
+        return None
+    return (f"acf:{controls.path} needs a ptxas with --apply-controls (CUDA >= 13.3); "
+            f"ptxas {ptxas_version(ptxas) or '(version unknown)'} at {ptxas} cannot read it")
+
+
+_BOOL = ("true", "false")
+_COUNT = re.compile(r"\d+")
+CODEGEN_OPTIONS: dict[str, tuple[str, ...] | re.Pattern | None] = {
+    "--opt-level": ("0", "1", "2", "3"),
+    "--maxrregcount": re.compile(r"\d+|archmax|archmin"),
+    "--device-function-maxrregcount": re.compile(r"\d+|archmax|archmin"),
+    "--minnctapersm": _COUNT,
+    "--register-usage-level": tuple(str(level) for level in range(11)),
+    "--regAllocOptLevel": _COUNT,  # not in --help; Triton 3.9 passes --regAllocOptLevel=2
+    "--Ofast-compile": ("0", "min", "mid", "max"),
+    "--fmad": _BOOL,
+    "--allow-expensive-optimizations": _BOOL,
+    "--position-independent-code": _BOOL,
+    "--enable-func-clone-sc": _BOOL,
+    "--def-load-cache": ("ca", "cg", "cs", "lu", "cv"),
+    "--force-load-cache": ("ca", "cg", "cs", "lu", "cv"),
+    "--def-store-cache": ("wb", "cg", "cs", "wt"),
+    "--force-store-cache": ("wb", "cg", "cs", "wt"),
+    "--extensible-whole-program": None,
+    "--disable-optimizer-constants": None,
+    "--dont-merge-basicblocks": None,
+    "--optimize-float-atomics": None,
+    "--override-directive-values": None,
+    "--return-at-end": None,
+    "--generate-line-info": None,
+}
+"""The ptxas options a variant may add (`opt:`, `--ptxas-arg`; issue 40's decision files): codegen choices only,
+long name -> its values (None: a switch). Nothing that names a file or an output (-o, --options-file,
+--apply-controls, which `acf:` passes with the file's checked bytes), the target (--gpu-name, which the capture
+fixes), nor debug or sanitizer builds is here: a variant differs from its baseline in how ptxas compiles, nothing
+else."""
+_SHORT = {"-O": "--opt-level", "-maxrregcount": "--maxrregcount", "-func-maxrregcount": "--device-function-maxrregcount",
+          "-minnctapersm": "--minnctapersm", "-regUsageLevel": "--register-usage-level", "-Ofc": "--Ofast-compile",
+          "-fmad": "--fmad", "-allow-expensive-optimizations": "--allow-expensive-optimizations",
+          "-pic": "--position-independent-code", "-enable-func-clone-sc": "--enable-func-clone-sc",
+          "-dlcm": "--def-load-cache", "-flcm": "--force-load-cache", "-dscm": "--def-store-cache",
+          "-fscm": "--force-store-cache", "-ewp": "--extensible-whole-program",
+          "-disable-optimizer-consts": "--disable-optimizer-constants", "-no-bb-merge": "--dont-merge-basicblocks",
+          "-opt-fp-atomics": "--optimize-float-atomics", "-override-directive-values": "--override-directive-values",
+          "-ret-end": "--return-at-end", "-lineinfo": "--generate-line-info", "-regAllocOptLevel": "--regAllocOptLevel"}
+_REFUSED = {"--output-file": "names the output", "--options-file": "names a file", "--apply-controls":
+            "names a file: give it as acf:FILE", "--gpu-name": "picks the target, which the PTX or capture fixes",
+            "--input-as-string": "is an input", "--entry": "picks what is compiled"}
+_REFUSED_SHORT = {"-o": "--output-file", "-optf": "--options-file", "-apply-controls": "--apply-controls",
+                  "-arch": "--gpu-name", "-ias": "--input-as-string", "-e": "--entry"}
+
+
+def ptxas_option(text: str, *, where: str = "opt:") -> str:
+    """`text` as one checked ptxas codegen option in its canonical spelling (`-O2`, `--maxrregcount=128`), or a
+    one-line TritonhookError naming it. `where` is how the user wrote the option (`opt:`, `--ptxas-arg `)."""
+    name, equals, value = text.strip().partition("=")
+    if (match := re.fullmatch(r"-O(\d+)", text.strip())) or name == "--opt-level" or name == "-O":
+        name, value, equals = "--opt-level", match.group(1) if match else value, "="
+    if not name.startswith("-") or " " in text.strip():
+        raise TritonhookError(f"{where}{text}: give one ptxas option, values after '=' "
+                              f"(e.g. opt:--maxrregcount=128)")
+    name = _SHORT.get(name, name)
+    if name in _REFUSED or name in _REFUSED_SHORT:
+        name = _REFUSED_SHORT.get(name, name)
+        raise TritonhookError(f"{where}{text}: {name} {_REFUSED[name]}; a variant may only change codegen options")
+    if name not in CODEGEN_OPTIONS:
+        raise TritonhookError(f"{where}{text}: not a ptxas codegen option tritonhook passes (allowed: -O0..-O3, "
+                              f"{', '.join(n for n in CODEGEN_OPTIONS if n != '--opt-level')})")
+    allowed = CODEGEN_OPTIONS[name]
+    if allowed is None:
+        if equals:
+            raise TritonhookError(f"{where}{text}: {name} takes no value")
+        return name
+    if not (value in allowed if isinstance(allowed, tuple) else allowed.fullmatch(value)):
+        wanted = "|".join(allowed) if isinstance(allowed, tuple) else allowed.pattern.replace("\\d+", "N")
+        raise TritonhookError(f"{where}{text}: {name} takes {wanted}" + ("" if equals else ", written NAME=VALUE"))
+    return f"-O{value}" if name == "--opt-level" else f"{name}={value}"
+
+
 # ----- running ptxas ---------------------------------------------------------------------------------------------
 def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[str] = (), *,
-             label: str = "PTX") -> AssembleResult:
-    """Assemble with `ptxas -v`; raises TritonhookError carrying ptxas's own message when it refuses."""
+             label: str = "PTX", controls: ControlFile | None = None, timeout: float | None = None
+             ) -> AssembleResult:
+    """Assemble with `ptxas -v` (and `--apply-controls` with `controls`' bytes), killed after `timeout` seconds
+    (default `config.PTXAS_TIMEOUT_S`). Raises `AssembleError` with its cause and ptxas's own message."""
+    version = ptxas_version(ptxas) or ptxas
+    if controls is not None and (refusal := controls_refusal(controls, ptxas)):
+        raise AssembleError("unsupported", f"{label}: {refusal}")
     text = ptx.decode("utf-8", errors="replace") if isinstance(ptx, bytes) else ptx
+    timeout = config.PTXAS_TIMEOUT_S.get() if timeout is None else timeout
     with tempfile.TemporaryDirectory(prefix="tritonhook-ptxas-") as tmp:
         source, output = os.path.join(tmp, "input.ptx"), os.path.join(tmp, "output.cubin")
         with open(source, "w") as handle:
             handle.write(text.rstrip("\0"))
-        command = [ptxas, "-v", f"--gpu-name={gpu_name}", *extra_args, source, "-o", output]
+        command = [ptxas, "-v", f"--gpu-name={gpu_name}", *extra_args]
+        if controls is not None:
+            with open(os.path.join(tmp, "controls.acf"), "wb") as handle:
+                handle.write(controls.data)
+            command.append(f"--apply-controls={handle.name}")
         start = time.perf_counter()
-        try:
-            completed = subprocess.run(command, capture_output=True, text=True)
-        except OSError as exc:
-            raise TritonhookError(f"{ptxas}: cannot run it ({exc.strerror or exc})") from None
+        returncode, stderr = _run_killable(command + [source, "-o", output], timeout, ptxas, label)
         seconds = time.perf_counter() - start
-        if completed.returncode != 0 or not os.path.exists(output):
-            errors = [line.replace(source, label) for line in completed.stderr.splitlines()
-                      if "error" in line or "fatal" in line] or completed.stderr.splitlines()[-1:]
-            raise TritonhookError(f"{label}: ptxas {ptxas_version(ptxas) or ptxas} rejected it for {gpu_name}: "
-                                  f"{' | '.join(errors[:3]) or f'exit status {completed.returncode}'}")
+        if returncode is None:
+            raise AssembleError("hung", f"{label}: ptxas {version} ran past {timeout:g} s for {gpu_name} and was "
+                                        f"killed (${config.PTXAS_TIMEOUT_S.name} sets the limit)")
+        if returncode < 0:
+            raise AssembleError("crashed", f"{label}: ptxas {version} crashed ({_signal_name(-returncode)}) for "
+                                           f"{gpu_name}" + (f": {stderr.splitlines()[-1]}" if stderr.strip() else ""))
+        if returncode != 0 or not os.path.exists(output):
+            errors = [line.replace(source, label) for line in stderr.splitlines()
+                      if "error" in line or "fatal" in line] or stderr.splitlines()[-1:]
+            raise AssembleError("error", f"{label}: ptxas {version} rejected it for {gpu_name} (exit status "
+                                         f"{returncode}): {' | '.join(errors[:3]) or 'no message'}")
         with open(output, "rb") as handle:
-            return AssembleResult(handle.read(), completed.stderr, seconds)
+            return AssembleResult(handle.read(), stderr, seconds)
+
+
+def _run_killable(command: list[str], timeout: float, ptxas: str, label: str) -> tuple[int | None, str]:
+    """(exit status, stderr); status None when it ran past `timeout`. ptxas runs in a session of its own, so a
+    hung one is killed with whatever it started (a wrapper script's child would otherwise hold the pipes open)."""
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+    except OSError as exc:
+        raise AssembleError("error", f"{label}: {ptxas}: cannot run it ({exc.strerror or exc})") from None
+    try:
+        _, stderr = process.communicate(timeout=timeout)
+        return process.returncode, stderr
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):  # it may have ended in between
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return None, ""
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 _FUNCTION = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$]+)'?")

@@ -17,7 +17,10 @@ from .common import command_after_dashes, open_store, store_arg
 
 def _replay_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variants", default="plain,cutlass_",
-                        help="comma-separated: plain, strip, or a prefix (default plain,cutlass_; plain,plain: A/A)")
+                        help="comma-separated variants, each a name (plain, strip or a prefix) with an optional "
+                             "@VERSION or @/path/to/ptxas, then +opt:OPTION (ptxas codegen options) and "
+                             "+acf:FILE (a control file), e.g. plain,cutlass_@13.4+opt:-O2 (docs/variants.md; "
+                             "default plain,cutlass_; plain,plain: A/A)")
     parser.add_argument("--ptxas", default="", metavar="P1,P2",
                         help="also assemble every variant with these ptxas binaries (a runtime ptxas matrix)")
     which = parser.add_mutually_exclusive_group()

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from .. import config, format
 from ..errors import TritonhookError
+from ..tools import CAUSES
 from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.variants import Variant
 from ..rename import compile_select
@@ -21,7 +22,7 @@ from .autotune import analyze_group, autotune_groups, config_text
 from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
 from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
-from .variants import BuiltVariant, build_variants
+from .variants import BuiltVariant, build_variants, with_extra_ptxas
 
 SIGNATURE_KIND = "sweep-signature"
 """The kind each signature's replay result is kept under in the store as it arrives (see `_journal`): a plain
@@ -83,8 +84,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     rows = {s.id: SweepRow(s.id, s.kernel, s.label(), recording.share(s), s.launches, s.time_per_launch_ms,
                            s.inputs, "ok", behind_ms=s.behind_ms,
                            recorded_empty_ms=s.empty_ms) for s in chosen}
+    variants = with_extra_ptxas(variants, ptxas)
     began = time.time()
-    built = _build_all(store, chosen, variants, ptxas, rows)
+    built = _build_all(store, chosen, variants, rows)
     build_s = time.time() - began
     labels = next((list(b) for b in built.values()), [v.label for v in variants])
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
@@ -115,6 +117,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
         analyze_row(row, outcome["samples"], {label: b.facts() for label, b in built[signature.id].items()},
                     {label: b.same_text_as for label, b in built[signature.id].items() if b.same_text_as},
                     min_effect)
+        for timing in row.variants:  # not timed: its build failed (ptxas's message is in its facts)
+            if cause := timing.facts.get("build_failed"):
+                timing.verdict = f"build {cause}"
     times = {"record": record_s, "build": build_s, "replay": replay_s}
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
     explain(shown, built)  # the rows shown; the autotune candidates' (JSON only) would cost a disassembly each
@@ -129,11 +134,24 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
         result.warnings.append(warning)
     if warning := synthetic_warning(recording, chosen):
         result.warnings.append(warning)
+    if warning := failed_builds_warning(built):
+        result.warnings.append(warning)
     result.warnings += [f"{row.label}: {row.status}" for row in replayed if row.status != "ok"]
     result.warnings += [f"{row.label}: replayed again on {row.replayed_on} after its worker died ({row.retried_after})"
                         for row in replayed if row.retried_after and row.status == "ok"]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+def failed_builds_warning(built: dict[int, dict[str, BuiltVariant]]) -> str | None:
+    """What the replay says of the variants ptxas could not build (their rows go on without them): how many by
+    cause (`tools.CAUSES`), and the first message."""
+    failed = [b for variants in built.values() for b in variants.values() if b.failed]
+    if not failed:
+        return None
+    causes = collections.Counter(b.failed for b in failed)
+    return (f"{len(failed)} variant build(s) failed and were not timed: "
+            + ", ".join(f"{causes[cause]} {cause}" for cause in CAUSES if causes[cause]) + f"; first: {failed[0].error}")
 
 
 def synthetic_warning(recording: Recording, chosen: list[Signature]) -> str | None:
@@ -211,9 +229,9 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
     return shown, candidates
 
 
-def _build_all(store: Store, chosen: list[Signature], variants, ptxas, rows) -> dict[int, dict[str, BuiltVariant]]:
-    """label -> built variant, per signature id; a signature whose capture is missing or whose build fails gets
-    its row's status set instead. Variants are built once per capture, the captures in parallel (each build is
+def _build_all(store: Store, chosen: list[Signature], variants, rows) -> dict[int, dict[str, BuiltVariant]]:
+    """label -> built variant, per signature id; a signature whose capture is missing or whose baseline fails to
+    build gets its row's status set instead (another variant that fails is kept, marked: `build_variants`). Variants are built once per capture, the captures in parallel (each build is
     mostly ptxas, a subprocess: an autotune-heavy library's 267 builds took 52 s one after another)."""
     wanted = []
     for signature in chosen:
@@ -226,7 +244,7 @@ def _build_all(store: Store, chosen: list[Signature], variants, ptxas, rows) -> 
     captures = sorted({signature.capture_id for signature in wanted})
     workers = max(1, min(len(captures), os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        outcomes = dict(zip(captures, pool.map(lambda capture_id: _build_one(store, capture_id, variants, ptxas),
+        outcomes = dict(zip(captures, pool.map(lambda capture_id: _build_one(store, capture_id, variants),
                                                captures)))
     built = {}
     for signature in wanted:
@@ -238,10 +256,10 @@ def _build_all(store: Store, chosen: list[Signature], variants, ptxas, rows) -> 
     return built
 
 
-def _build_one(store: Store, capture_id: int, variants, ptxas) -> dict[str, BuiltVariant] | str:
+def _build_one(store: Store, capture_id: int, variants) -> dict[str, BuiltVariant] | str:
     """One capture's variants by label, or why they could not be built."""
     try:
-        return {b.label: b for b in build_variants(store, store.get(capture_id), variants, ptxas)}
+        return {b.label: b for b in build_variants(store, store.get(capture_id), variants)}
     except TritonhookError as exc:
         return f"build failed: {exc}"
 
@@ -252,6 +270,8 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
     for signature in signatures:
         variants = []
         for label, variant in built[signature.id].items():
+            if variant.failed:
+                continue
             folder = Path("variants", str(signature.capture_id), label.replace("/", "_"))  # relative to `work`
             if not (work / folder).exists():
                 (work / folder).mkdir(parents=True)

@@ -1,5 +1,6 @@
 """Kernel variants built from a capture: the captured cubin (plain), the captured PTX renamed (or stripped) and
-assembled with the ptxas and flags Triton used, and the same PTX assembled by other ptxas binaries.
+assembled with the ptxas and flags Triton used, and the same PTX assembled by other ptxas binaries, with other
+codegen options or a control file (the variant grammar, `measure.variants`; docs/variants.md).
 
 No GPU needed: everything here is PTX text, ptxas and cubin parsing, so it is tested on real captures on a CPU.
 """
@@ -12,7 +13,6 @@ from typing import Sequence
 
 from .. import _triton, ptx as _ptx, tools
 from ..cubin import Cubin
-from ..errors import TritonhookError
 from ..measure.variants import PLAIN, Variant
 from ..rename import STRIP, prefixer, rename_ptx, strip_name, strip_ptx
 from ..store import Capture, Store
@@ -23,7 +23,8 @@ IDENTICAL = "SASS identical"
 
 @dataclasses.dataclass
 class BuiltVariant:
-    """One variant of one captured kernel, ready to load: its entry name, cubin and metadata JSON."""
+    """One variant of one captured kernel, ready to load: its entry name, cubin and metadata JSON, and what made
+    it. A variant ptxas could not build has `failed` (its `tools.AssembleError.cause`), `error` and no cubin."""
 
     label: str
     entry: str
@@ -33,23 +34,24 @@ class BuiltVariant:
     ptxas_version: str | None
     summary: dict
     same_text_as: str | None = None  # the label of an earlier variant whose kernel .text is byte-identical
+    options: tuple[str, ...] = ()
+    controls_sha256: str | None = None
+    failed: str | None = None
+    error: str | None = None
 
     def facts(self) -> dict:
-        """What a report quotes: the cubin summary, and which ptxas built it."""
+        """What a report quotes: the cubin summary, and what built it (ptxas, options, control file)."""
+        made = {"ptxas": self.ptxas, "ptxas_options": list(self.options), "controls_sha256": self.controls_sha256}
+        if self.failed:
+            made |= {"build_failed": self.failed, "build_error": self.error}
         return {"entry": self.entry, "ptxas_version": self.ptxas_version, "same_text_as": self.same_text_as,
-                **self.summary}
+                **made, **self.summary}
 
 
-def variant_labels(variants: Sequence[Variant], ptxas: Sequence[str]) -> list[tuple[Variant, str | None, str]]:
-    """(variant, ptxas path or None for the captured one, label) for every name x ptxas combination:
-    `cutlass_`, then `plain@13.0.88`, `cutlass_@13.0.88` for each extra ptxas."""
-    combos = [(variant, None, variant.label) for variant in variants]
-    for path in ptxas:
-        version = tools.ptxas_version(path)
-        if not version:
-            raise TritonhookError(f"--ptxas {path}: not a ptxas that answers --version")
-        combos += [(variant, path, f"{variant.label}@{version}") for variant in variants]
-    return combos
+def with_extra_ptxas(variants: Sequence[Variant], ptxas: Sequence[str]) -> list[Variant]:
+    """The variants, then each variant that names no ptxas of its own again for every extra ptxas (`--ptxas
+    P1,P2`, a runtime ptxas matrix): `cutlass_`, then `plain@13.0.88`, `cutlass_@13.0.88` for each."""
+    return [*variants, *(v.with_ptxas(path) for path in ptxas for v in variants if v.ptxas is None)]
 
 
 def captured_ptxas(capture: Capture) -> str:
@@ -61,26 +63,39 @@ def captured_ptxas(capture: Capture) -> str:
 
 def build_variants(store: Store, capture: Capture, variants: Sequence[Variant], ptxas: Sequence[str] = ()
                    ) -> list[BuiltVariant]:
-    """Every variant of `capture` (the first is the baseline; `plain` with the captured ptxas is the captured
-    cubin itself). A renamed or re-assembled variant whose kernel `.text` equals an earlier one's is marked
-    `same_text_as` (a repeated `plain`, the A/A arm, never is)."""
+    """Every variant of `capture` (the first is the baseline; `plain` with the captured ptxas and no options is
+    the captured cubin itself), assembled with Triton's flags, then the variant's options and control file. A
+    renamed or re-assembled variant whose kernel `.text` equals an earlier one's is marked `same_text_as` (a
+    repeated `plain`, the A/A arm, never is). A variant other than the baseline that ptxas fails to build (an
+    error, a crash, a hang, a control file it cannot read) is kept with `failed` set; a failing baseline raises."""
     ptx = _ptx.as_text(store.read(capture, "ptx"))
     metadata_json = store.read(capture, "json")
     flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
     built: list[BuiltVariant] = []
-    for variant, path, label in variant_labels(variants, ptxas):
+    for variant in with_extra_ptxas(variants, ptxas):
         entry, source = _renamed(ptx, capture.entry, variant)
-        if variant.rename is None and path is None:
-            cubin, tool = store.read(capture, "cubin"), capture.ptxas_path
+        captured = variant.rename is None and not variant.assembles
+        tool = capture.ptxas_path if captured else variant.ptxas or captured_ptxas(capture)
+        made = dict(options=variant.options,
+                    controls_sha256=variant.controls.sha256 if variant.controls else None)
+        version = tools.ptxas_version(tool) if tool else capture.ptxas_version
+        if captured:
+            cubin = store.read(capture, "cubin")
         else:
-            tool = path or captured_ptxas(capture)
-            cubin = tools.assemble(source, tool, capture.arch, flags,
-                                   label=f"capture {capture.id} ({capture.entry}, {label})").cubin
-        summary = Cubin.from_bytes(cubin, label=f"capture {capture.id} {label}").summary(entry)
-        same = None if variant.rename is None and path is None else next(  # a repeated plain is an A/A arm: timed
-            (b.label for b in built if b.summary["text_sha256"] == summary["text_sha256"]), None)
-        built.append(BuiltVariant(label, entry, cubin, metadata_json, tool,
-                                  tools.ptxas_version(tool) if tool else capture.ptxas_version, summary, same))
+            try:
+                cubin = tools.assemble(source, tool, capture.arch, [*flags, *variant.options],
+                                       controls=variant.controls,
+                                       label=f"capture {capture.id} ({capture.entry}, {variant.label})").cubin
+            except tools.AssembleError as exc:
+                if not built:
+                    raise
+                built.append(BuiltVariant(variant.label, entry, b"", metadata_json, tool, version, {}, **made,
+                                          failed=exc.cause, error=str(exc)))
+                continue
+        summary = Cubin.from_bytes(cubin, label=f"capture {capture.id} {variant.label}").summary(entry)
+        same = None if captured else next(  # a repeated plain is an A/A arm: timed
+            (b.label for b in built if b.summary.get("text_sha256") == summary["text_sha256"]), None)
+        built.append(BuiltVariant(variant.label, entry, cubin, metadata_json, tool, version, summary, same, **made))
     return built
 
 
@@ -93,4 +108,4 @@ def _renamed(ptx: str, entry: str, variant: Variant) -> tuple[str, str]:
     return prefixer(variant.rename)(entry), rename_ptx(ptx, variant.rename, entry=entry)
 
 
-__all__ = ["IDENTICAL", "PLAIN", "BuiltVariant", "build_variants", "captured_ptxas", "variant_labels"]
+__all__ = ["IDENTICAL", "PLAIN", "BuiltVariant", "build_variants", "captured_ptxas", "with_extra_ptxas"]
