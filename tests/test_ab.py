@@ -13,6 +13,7 @@ import pytest
 
 import tritonhook
 from tritonhook import ab
+from tritonhook.cubin import SUMMARY_FIELDS
 from tritonhook.samples import compile_sample
 from tritonhook.errors import TritonhookError
 from tritonhook.store import SCHEMA_VERSION, Store
@@ -104,6 +105,8 @@ def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_capt
     [plain_kernel], [renamed_kernel] = result["kernels"]["plain"], result["kernels"]["cutlass_"]
     assert (plain_kernel["entry"], renamed_kernel["original_entry"]) == ("add_kernel", "add_kernel")
     assert plain_kernel["registers"] > 0 and renamed_kernel["text_size"] > 0
+    [why] = result["why"]["cutlass_"]  # issue 38: why the renamed rows moved (the add kernel: they did not)
+    assert (why["base_entry"], why["variant_entry"], why["sass_identical"]) == ("add_kernel", "cutlass_add_kernel", True)
 
     listed = tritonhook_ab(store_path, "--list")
     assert listed.returncode == 0, listed.stderr
@@ -135,10 +138,28 @@ def test_ab_cli_one_line_errors(tmp_path, store_path):
 def test_sass_identical_compares_real_builds(store_path, sample, identical):
     """docs/ptxas_cutlass.md#the-cutlass-name-path: on sm_90a the name leaves wgmma matmuls byte-identical but changes FFMA loops."""
     store = tritonhook.Store(store_path)
-    kernels = {}
+    kernels, captures = {}, {}
     for label, rename in (("plain", None), ("cutlass_", "cutlass_")):
         with tritonhook.session(store, subprocesses=False, rename=rename) as session:
             compile_sample(sample, 90)
         kernels[label] = ab.kernel_summaries(store, session.capture_ids)
+        captures[label] = session.capture_ids
     report = ab.ABReport([], [], 0, None, None, kernels)
     assert report.sass_identical() is identical
+    # why the renamed rows moved (issue 38): the two builds' own summaries, and the mix only where the SASS differs
+    [why] = ab.kernel_deltas(store, captures)["cutlass_"]
+    [plain], [renamed] = kernels["plain"], kernels["cutlass_"]
+    assert why["captures"] == [plain["capture_id"], renamed["capture_id"]]
+    assert why["resources"] == {field: {"base": plain[field], "variant": renamed[field]} for field in SUMMARY_FIELDS}
+    assert why["sass_identical"] is identical and bool(why["mix"]) is not identical
+    assert why["text"].endswith("SASS identical") is identical
+    variants = ab.parse_variants("plain,cutlass_")
+    bench = ab.analyze("mm", {"plain": [1.0] * 5, "cutlass_": [1.0] * 5}, variants, flops=None, correctness="bitwise")
+    report = ab.ABReport([bench], variants, 5, None, None, kernels, why={"cutlass_": [why]})
+    assert ab.ABReport.from_json(json.loads(json.dumps(report.to_json()))).why == report.why
+    from rich.console import Console
+
+    console = Console(width=400, record=True)
+    console.print(report)
+    text = console.export_text()
+    assert "why it moved" in text and why["text"] in text

@@ -95,6 +95,15 @@ class ABReport:
     kernels: dict[str, list[dict]]   # variant label -> cubin summaries of the kernels it built
     min_effect: float = DEFAULT_MIN_EFFECT
     ab_id: int | None = None          # id in the store
+    why: dict[str, list[dict]] = dataclasses.field(default_factory=dict)  # variant label -> its kernels'
+    # cubin.CubinDelta.to_json() against the baseline's builds (`runner.kernel_deltas`): why its rows moved
+
+    def why_text(self, label: str) -> str:
+        """One cell: why `label`'s rows moved, each kernel's delta (named when there are several); "-" for none."""
+        deltas = self.why.get(label) or []
+        if len(deltas) == 1:
+            return deltas[0]["text"]
+        return "; ".join(f"{d['base_entry']}: {d['text']}" for d in deltas) or "-"
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
@@ -160,7 +169,8 @@ class ABReport:
                                           [_variant_result(v) for v in b["variants"]]) for b in data["benchmarks"]]
             variants = parse_variants([v["label"].split("#")[0] for v in data["variants"]])
             return cls(benchmarks, variants, data["rounds"], data["select"], data["command"], data["kernels"],
-                       data.get("min_effect", DEFAULT_MIN_EFFECT), data.get("id", data.get("ab_id")))
+                       data.get("min_effect", DEFAULT_MIN_EFFECT), data.get("id", data.get("ab_id")),
+                       why=data.get("why") or {})
         except (KeyError, TypeError, IndexError) as exc:
             raise TritonhookError(f"{source}: malformed A/B result ({type(exc).__name__}: {exc})") from None
 
@@ -172,12 +182,13 @@ class ABReport:
                 s = variant.summary
                 rows.append((bench.name, variant.label, s.n, f"{s.median_ms:.4f}", f"{s.spread_pct:.2f}%",
                              "-" if variant.tflops is None else f"{variant.tflops:.1f}", variant.interval(),
-                             variant.verdict, bench.correctness))
+                             variant.verdict, bench.correctness,
+                             "-" if variant is bench.variants[0] else self.why_text(variant.label)))
         return rows
 
     def __rich_console__(self, console, options):
         yield format.table(("benchmark", "variant", "rounds", "median ms", "IQR", "TFLOPS", "time ratio [95% CI]",
-                            "verdict", "outputs"), self.rows(),
+                            "verdict", "outputs", "why it moved"), self.rows(),
                            title=f"A/B, {self.rounds} interleaved rounds (store id {self.ab_id})",
                            right_align=("rounds", "median ms", "IQR", "TFLOPS"))
         kernel_rows = [(label, k["entry"], k["arch"], k.get("registers", "-"),

@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Sequence
 
 from .. import _triton, format
 from ..config import MIN_ROUNDS
-from ..cubin import Cubin
+from ..cubin import Cubin, CubinDeltas
 from ..errors import TritonhookError
 from ..measure.outputs import compare_outputs
 from ..measure.stats import DEFAULT_MIN_EFFECT
@@ -158,7 +158,8 @@ def _check_across_processes(name: str, digests: dict[str, set], variants: Sequen
 # ----- shared ending ------------------------------------------------------------------------------------------------
 def _finish(store, benchmarks, variants, rounds, select, command, captures, min_effect) -> ABReport:
     report = ABReport(benchmarks, list(variants), rounds, _select_text(select), command,
-                      {label: kernel_summaries(store, ids) for label, ids in captures.items()}, min_effect)
+                      {label: kernel_summaries(store, ids) for label, ids in captures.items()}, min_effect,
+                      why=kernel_deltas(store, captures))
     report.save(store, captures)
     return report
 
@@ -185,6 +186,26 @@ def kernel_summaries(store, capture_ids: Iterable[int]) -> list[dict]:
                      "original_entry": capture.original_entry, "arch": capture.arch, "cubin_size": cubin.size,
                      **summary})
     return rows
+
+
+def kernel_deltas(store, captures: dict[str, list[int]]) -> dict[str, list[dict]]:
+    """Why each variant's rows moved (`ABReport.why`): for every variant but the first (the baseline), a
+    `cubin.CubinDelta` (JSON, with the two capture ids) per kernel it built that the baseline built too, for the same
+    target and specialization (the newest build of each side). A cubin that does not parse gives a delta of its
+    reason only: the timings stand without it."""
+    labels = list(captures)
+    builds = {label: {(c.original_entry, c.arch, c.specialization): c for c in store.captures(ids=list(ids))
+                      if "cubin" in c.artifacts} for label, ids in captures.items()}
+    deltas, why = CubinDeltas(), {}
+    for label in labels[1:]:
+        pairs = [(builds[labels[0]][key], own) for key, own in builds[label].items() if key in builds[labels[0]]]
+        try:
+            found = [delta.to_json() for delta in deltas.many(
+                [(store.read(base, "cubin"), store.read(own, "cubin"), base.entry, own.entry) for base, own in pairs])]
+        except TritonhookError as exc:
+            found = [{"base_entry": base.entry, "text": f"no cubin delta ({exc})"} for base, _ in pairs]
+        why[label] = [{**delta, "captures": [base.id, own.id]} for delta, (base, own) in zip(found, pairs)]
+    return why
 
 
 def cubin_summary(data: bytes, entry: str) -> dict:
