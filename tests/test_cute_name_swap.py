@@ -10,6 +10,8 @@ import re
 import cute_name_swap as name_swap  # tests/cute_name_swap.py
 import pytest
 
+pytestmark = pytest.mark.release_independent  # CuTe DSL's compiler, not Triton's
+
 
 def test_mlir_string_codec_round_trips_every_byte():
     data = bytes(range(256)) + b'\x7fELF "quoted" back\\slash'

@@ -29,6 +29,9 @@ from tritonhook.page.model import PTXAS_MATRIX_KIND, chart_labels, forest_rows
 from tritonhook.tools import find_ptxas, one_per_version
 from tritonhook.store import SCHEMA_VERSION, Store
 
+# the page from a store: the same under every Triton (the captures it reads are checked per release elsewhere)
+pytestmark = pytest.mark.release_independent
+
 SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3
 DEMO_SAMPLES = ["add", "matmul_fp16"]
 
@@ -179,6 +182,7 @@ def test_chart_labels_tell_one_kernel_at_several_specializations_apart(tmp_path,
 ONE_KERNEL = """
 import triton
 import triton.language as tl
+
 
 
 @triton.jit
