@@ -23,7 +23,8 @@ from .cubin import (Cubin, cubin_histogram, disassemble, fatbin_cubins, is_fatbi
                     read_input)
 from .errors import TritonhookError
 from .format import count, delta, share, size_ratio
-from .rename import DEFAULT_PREFIX
+from .measure.variants import Variant
+from .rename import DEFAULT_PREFIX, STRIP, rename_ptx, strip_ptx
 from .tools import assemble, ptxas_version
 
 KERNEL_METRICS: tuple[tuple[str, Callable], ...] = (
@@ -51,12 +52,18 @@ class Input:
 
 
 def load_input(spec: str, *, ptxas: str | None = None, ptxas_args: Sequence[str] = (), gpu_name: str | None = None,
-               store: str | os.PathLike | None = None) -> Input:
+               store: str | os.PathLike | None = None, variant: Variant | None = None) -> Input:
     """A cubin, fatbin or PTX file, or else a capture id of the store. PTX is assembled with `ptxas` (default:
-    Triton's for the target) and `ptxas_args`: pass the frontend's flags to diff the build it makes."""
+    Triton's for the target) and `ptxas_args`: pass the frontend's flags to diff the build it makes. `variant`
+    (`diff --variants`, docs/variants.md) renames the PTX and picks its ptxas, extra options and control file."""
     path = Path(spec)
+    if variant is not None and (variant.rename is not None or variant.assembles) and not (
+            path.is_file() and _ptx.looks_like_ptx(read_input(path))):
+        raise TritonhookError(f"{spec}: --variants {variant.label} applies to PTX inputs (assembled here); "
+                              f"this is a cubin or a capture")
     if path.is_file():
-        return _from_file_bytes(spec, read_input(path), ptxas=ptxas, ptxas_args=ptxas_args, gpu_name=gpu_name)
+        return _from_file_bytes(spec, read_input(path), ptxas=ptxas, ptxas_args=ptxas_args, gpu_name=gpu_name,
+                                variant=variant)
     if spec.isdigit():
         from .store import Store
 
@@ -69,7 +76,7 @@ def load_input(spec: str, *, ptxas: str | None = None, ptxas_args: Sequence[str]
 
 
 def _from_file_bytes(label: str, data: bytes, *, ptxas: str | None, ptxas_args: Sequence[str],
-                     gpu_name: str | None) -> Input:
+                     gpu_name: str | None, variant: Variant | None = None) -> Input:
     if is_fatbin(data):
         cubins = fatbin_cubins(data)
         if len(cubins) == 1:
@@ -78,17 +85,25 @@ def _from_file_bytes(label: str, data: bytes, *, ptxas: str | None, ptxas_args: 
         Cubin.from_bytes(data, label=label)  # raises, describing what the fatbin holds
     if _ptx.looks_like_ptx(data):
         return _assemble_input(label, data.decode("utf-8", errors="replace"), ptxas=ptxas, ptxas_args=ptxas_args,
-                               gpu_name=gpu_name)
+                               gpu_name=gpu_name, variant=variant)
     return Input(label, data, Cubin.from_bytes(data, label=label), "cubin")
 
 
 def _assemble_input(label: str, ptx: str, *, ptxas: str | None, ptxas_args: Sequence[str],
-                    gpu_name: str | None) -> Input:
+                    gpu_name: str | None, variant: Variant | None = None) -> Input:
     gpu = gpu_name or _ptx.target(ptx, label=label)
+    controls = None
+    if variant is not None:
+        label = f"{label} ({variant.label})"
+        if variant.rename is not None:
+            ptx = strip_ptx(ptx) if variant.rename is STRIP else rename_ptx(ptx, variant.rename)
+        ptxas, ptxas_args = variant.ptxas or ptxas, [*ptxas_args, *variant.options]
+        controls = variant.controls
     tool = ptxas or triton_ptxas(gpu)
-    result = assemble(ptx, tool, gpu, ptxas_args, label=label)
+    result = assemble(ptx, tool, gpu, ptxas_args, label=label, controls=controls)
     return Input(label, result.cubin, Cubin.from_bytes(result.cubin, label=label),
-                 " ".join(["PTX via ptxas", ptxas_version(tool) or tool, *ptxas_args]))
+                 " ".join(["PTX via ptxas", ptxas_version(tool) or tool, *ptxas_args,
+                           *([f"--apply-controls={controls.path} (sha256 {controls.sha256})"] if controls else [])]))
 
 
 def disassemble_both(a: Input, b: Input, *, nvdisasm: str | None = None) -> tuple[dict, dict]:

@@ -15,7 +15,7 @@ from . import format, ptx as _ptx
 from .cubin import Cubin
 from .errors import TritonhookError
 from .rename import DEFAULT_PREFIX, prefixer, rename_ptx
-from .tools import assemble, ptxas_version
+from .tools import ControlFile, assemble, controls_refusal, ptxas_version
 
 
 # ----- the matrix ------------------------------------------------------------------------------------------------
@@ -65,7 +65,8 @@ class MatrixRatio:
 class SkippedPtxas:
     path: str
     version: str
-    reason: str
+    reason: str  # ptxas's words, or the line saying it cannot read the control file
+    why: str = "too old for this PTX"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,8 +96,7 @@ class PtxasMatrix:
             if name.endswith("]"):
                 yield format.line(f"{name.rsplit(' ', 1)[1]} {path}")
         for skipped in self.skipped:
-            yield format.line(f"skipped ptxas {skipped.version} ({skipped.path}): too old for this PTX: "
-                              f"{skipped.reason}")
+            yield format.line(f"skipped ptxas {skipped.version} ({skipped.path}): {skipped.why}: {skipped.reason}")
 
     def render(self) -> None:
         """Old name of `format.show(matrix)`."""
@@ -117,13 +117,15 @@ def _ratio_cells(ratio: MatrixRatio | None) -> tuple[str, str, str]:
 
 
 def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None = None, prefix: str = DEFAULT_PREFIX,
-                 label: str = "PTX", extra_args: Sequence[str] = ()) -> PtxasMatrix:
+                 label: str = "PTX", extra_args: Sequence[str] = (), controls: ControlFile | None = None
+                 ) -> PtxasMatrix:
     """Assemble `ptx` as is and with its entries renamed `prefix + name`, with each ptxas, and measure both.
 
     `extra_args` go to every ptxas call: pass the flags your frontend uses (Triton 3.9 adds
     `--regAllocOptLevel=2`, which changes spills), or the figures describe another build than the one you run.
-    A ptxas older than the PTX (its `.version` or target) is skipped with ptxas's reason; any other refusal, or
-    no ptxas able to assemble it, is an error."""
+    `controls` (a control file, `ptxas-matrix --options acf:FILE`) goes to every ptxas too.
+    A ptxas older than the PTX (its `.version` or target), or one that cannot read `controls`, is skipped with
+    the reason; any other refusal, or no ptxas able to assemble it, is an error."""
     if not _ptx.entries(ptx):
         raise TritonhookError(f"{label}: no .entry in this PTX, so no kernel to assemble and compare")
     if gpu_name is not None:
@@ -133,8 +135,11 @@ def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None =
     rows, ratios, skipped = [], [], []
     for path in ptxas_paths:
         version = ptxas_version(path) or "?"
+        if controls is not None and (refusal := controls_refusal(controls, path)):
+            skipped.append(SkippedPtxas(path, version, refusal, "cannot read the control file"))
+            continue
         try:
-            built = {variant: assemble(source, path, gpu, extra_args, label=f"{label} ({variant})")
+            built = {variant: assemble(source, path, gpu, extra_args, label=f"{label} ({variant})", controls=controls)
                      for variant, source in variants}
         except TritonhookError as exc:
             if (reason := too_old_reason(str(exc))) is None:
@@ -155,8 +160,8 @@ def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None =
                                       _over(renamed.capmerc_size, plain.capmerc_size),
                                       _over(built["renamed"].seconds, built["plain"].seconds)))
     if not rows:
-        raise TritonhookError(f"{label}: every ptxas is too old for it: "
-                              + "; ".join(f"{s.version} ({s.reason})" for s in skipped))
+        raise TritonhookError(f"{label}: no ptxas could assemble it: "
+                              + "; ".join(f"{s.version} ({s.why}: {s.reason})" for s in skipped))
     return PtxasMatrix(rows, ratios, skipped)
 
 

@@ -10,7 +10,7 @@ from ..errors import TritonhookError
 from ..format import print_json, show
 from ..format import print_table
 from ..rename import DEFAULT_PREFIX
-from .common import ptxas_arg, rename_args, rename_value, store_arg
+from .common import ptxas_arg, ptxas_args, rename_args, rename_value, store_arg
 
 
 def add_rename(sub) -> None:
@@ -59,6 +59,9 @@ def add_diff(sub) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--ptxas", help="ptxas for PTX inputs (default: the one Triton uses for the target)")
     ptxas_arg(parser)
+    parser.add_argument("--variants", metavar="A_SPEC,B_SPEC",
+                        help="build PTX input A as the first variant and B as the second (docs/variants.md), e.g. "
+                             "plain,cutlass_@13.4+opt:--maxrregcount=128 (diff one PTX file against itself)")
     parser.add_argument("--gpu-name", help="target for PTX inputs (default: the PTX .target)")
     parser.add_argument("--nvdisasm", help="nvdisasm for --sass (default: the one Triton bundles)")
     parser.add_argument("--prefix", default=DEFAULT_PREFIX, help="rename prefix ignored when pairing kernels")
@@ -72,9 +75,14 @@ def add_diff(sub) -> None:
 
 def _diff(args) -> int:
     from .. import diff
+    from ..measure.variants import parse_variants
 
-    a, b = (diff.load_input(spec, ptxas=args.ptxas, ptxas_args=args.ptxas_arg, gpu_name=args.gpu_name,
-                            store=args.store) for spec in (args.a, args.b))
+    variants = parse_variants(args.variants) if args.variants else [None, None]
+    if len(variants) != 2:
+        raise TritonhookError(f"--variants {args.variants}: give two, one for A and one for B")
+    extra = ptxas_args(args)
+    a, b = (diff.load_input(spec, ptxas=args.ptxas, ptxas_args=extra, gpu_name=args.gpu_name, store=args.store,
+                            variant=variant) for spec, variant in zip((args.a, args.b), variants))
     sass_a, sass_b = diff.disassemble_both(a, b, nvdisasm=args.nvdisasm) if args.sass else (None, None)
     result = diff.diff_cubins(a.cubin, b.cubin, prefix=args.prefix, pairs=diff.parse_pairs(args.pair),
                               sass_a=sass_a, sass_b=sass_b, elf_order=args.elf_order)
@@ -94,6 +102,10 @@ def add_ptxas_matrix(sub) -> None:
                         help=f"prefix for the renamed build (default {DEFAULT_PREFIX})")
     parser.add_argument("--gpu-name", help="target (default: the PTX .target)")
     ptxas_arg(parser)
+    parser.add_argument("--options", metavar="SPEC", default="",
+                        help="opt: and acf: parts of the variant grammar for every build, e.g. "
+                             "opt:--maxrregcount=128+acf:FILE.acf (docs/variants.md); a ptxas that cannot read the "
+                             "control file is skipped, with the reason")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=_ptxas_matrix)
 
@@ -101,12 +113,14 @@ def add_ptxas_matrix(sub) -> None:
 def _ptxas_matrix(args) -> int:
     from ..cubin import read_input
     from ..matrix import ptxas_matrix
+    from ..measure.variants import build_options
     from ..tools import find_ptxas, one_per_version
 
+    options, controls = build_options(args.options, "--options") if args.options else ((), None)
     ptx = read_input(args.ptx).decode("utf-8", errors="replace")
     paths = args.ptxas or [binary.path for binary in one_per_version(find_ptxas())]
     matrix = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx),
-                          extra_args=args.ptxas_arg)
+                          extra_args=[*ptxas_args(args), *options], controls=controls)
     show(matrix, as_json=args.json)
     return 0
 

@@ -102,8 +102,16 @@ def rename_selection(args) -> tuple:
 
 def ptxas_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ptxas-arg", action="append", default=[], metavar="ARG",
-                        help="extra ptxas argument, repeatable; write it as --ptxas-arg=-lineinfo (Triton passes "
-                        "-lineinfo and, from 3.9, --regAllocOptLevel=2)")
+                        help="extra ptxas codegen option, repeatable; write it as --ptxas-arg=-lineinfo (Triton "
+                        "passes -lineinfo and, from 3.9, --regAllocOptLevel=2); the options a variant's opt: "
+                        "takes (docs/variants.md#ptxas-options)")
+
+
+def ptxas_args(args) -> list[str]:
+    """--ptxas-arg values, each checked against the one codegen allow-list (`tools.CODEGEN_OPTIONS`)."""
+    from ..tools import ptxas_option
+
+    return [ptxas_option(arg, where="--ptxas-arg ") for arg in args.ptxas_arg]
 
 
 def positive_count(value: int | None, option: str) -> int | None:
