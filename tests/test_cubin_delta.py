@@ -48,8 +48,8 @@ def test_the_delta_quotes_each_cubins_own_summary_and_the_opcodes_that_changed_m
     assert all((counts_a[op], counts_b[op]) == (a, b) for op, a, b in delta.mix)
     cell = delta.cell()
     assert cell.startswith(f"regs {before['registers']}")
-    assert f"spills {before['spill_stores']}/{before['spill_loads']}→{after['spill_stores']}/{after['spill_loads']} B" \
-        in cell
+    spills = (f"{before['spill_stores']}/{before['spill_loads']}", f"{after['spill_stores']}/{after['spill_loads']}")
+    assert f"spills {spills[0]}→{spills[1]} B" in cell
     assert f"{largest[0]} {changes[largest[0]]:+d}" in cell and "SASS identical" not in cell
     data = json.loads(json.dumps(delta.to_json()))
     assert data["text"] == cell and data["resources"]["registers"] == {"base": before["registers"],

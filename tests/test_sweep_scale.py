@@ -7,6 +7,7 @@ GPU: tests/test_sweep_gpu.py and benchmarks/sweep_scaling.py."""
 
 from __future__ import annotations
 
+import html
 import os
 import signal
 import subprocess
@@ -136,7 +137,7 @@ def test_work_is_spread_over_two_gpus_and_merged_into_the_store(recorded, monkey
     assert not result.warnings
 
 
-def test_each_timed_row_says_why_it_moved_in_the_table_and_the_stored_json(recorded):
+def test_each_timed_row_says_why_it_moved_in_the_table_the_stored_json_and_the_page(recorded, tmp_path):
     """Issue 38: the fp32 matmul renamed `cutlass_` builds other SASS on sm_90a than plain (spills, IMADs): its rows
     carry the two cubins' `CubinDelta`, whose figures are the two variants' own cubin summaries; the add kernel's
     renamed build is SASS identical, untimed, and carries none."""
@@ -155,6 +156,10 @@ def test_each_timed_row_says_why_it_moved_in_the_table_and_the_stored_json(recor
     console.print(result)
     text = console.export_text()
     assert "cutlass_ why" in text and renamed.why["text"] in text
+    from tritonhook.page import write_report
+
+    path, _ = write_report(store, tmp_path / "r.html", sass=False)
+    assert f"<td>{renamed.why['text']}</td>" in html.unescape(path.read_text())
 
 
 @pytest.mark.parametrize("l2, environ, dirty", [("measured", None, True), ("cold", None, True),

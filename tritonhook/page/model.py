@@ -104,7 +104,8 @@ def chart_labels(effects: Sequence[CutlassEffect]) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class ForestRow:
     """One non-baseline variant of one A/B benchmark or one swept kernel signature: its time ratio and interval,
-    verdict, and GPU-time share (of its A/B run, or of the workload's recorded Triton time)."""
+    verdict, GPU-time share (of its A/B run, or of the workload's recorded Triton time), and why it moved (the
+    text of its `cubin.CubinDelta`, as the run's own table shows it)."""
 
     ab_id: int  # the id of the saved A/B run or sweep (`kind` says which)
     benchmark: str
@@ -116,6 +117,7 @@ class ForestRow:
     verdict: str
     share: float  # the benchmark's part of its A/B run's baseline time
     kind: str = "A/B"
+    why: str = "-"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -281,7 +283,8 @@ def sweep_forest_rows(result: SweepResult) -> list[ForestRow]:
     """One row per timed non-baseline variant of each swept kernel signature (variants with identical SASS are
     not timed and have no interval: the sweep's own table lists them)."""
     return [ForestRow(result.id or 0, row.label, timing.label, row.variants[0].label, timing.ratio, timing.low,
-                      timing.high, timing.verdict, row.share or 0.0, kind="sweep")
+                      timing.high, timing.verdict, row.share or 0.0, kind="sweep",
+                      why=(timing.why or {}).get("text", "-"))
             for row in result.rows for timing in row.variants[1:]
             if timing.verdict != IDENTICAL and None not in (timing.ratio, timing.low, timing.high)]
 
@@ -295,5 +298,5 @@ def forest_rows(report: ABReport) -> list[ForestRow]:
         for variant in bench.variants[1:]:
             rows.append(ForestRow(report.ab_id or 0, bench.name, variant.label, base.label, variant.ratio,
                                   variant.ci_low, variant.ci_high, variant.verdict,
-                                  base.summary.median_ms / total if total else 0.0))
+                                  base.summary.median_ms / total if total else 0.0, why=report.why_text(variant.label)))
     return rows
