@@ -17,10 +17,11 @@ core=${TRITON_CORE_VERSIONS-"3.7.1 3.8.0"}
 deps=.venv-test-deps
 failed=""
 
-pip_install() {  # pip_install PYTHON ARGS...
+pip_install() {  # pip_install PYTHON ARGS...: with the shared virtualenv's pip, into PYTHON's environment
     local python=$1
     shift
-    "$python" -m pip install -q --disable-pip-version-check "$@"
+    # no byte-compiling at install (torch alone is thousands of files): Python compiles what the tests import
+    "$deps/bin/python" -m pip --python "$python" install -q --disable-pip-version-check --no-compile "$@"
 }
 
 purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
@@ -33,7 +34,7 @@ make_deps() {  # the shared dependencies: the test and cute extras with the firs
 
 make_venv() {  # make_venv VERSION: Triton VERSION and tritonhook itself; everything else from $deps
     local version=$1 venv=".venv-triton-$1"
-    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    [ -x "$venv/bin/python" ] || python3 -m venv --without-pip "$venv"  # pip_install installs into it
     # a site directory (its own .pth files processed too), appended after the virtualenv's own
     echo "import site; site.addsitedir('$(purelib "$deps/bin/python")')" \
         > "$(purelib "$venv/bin/python")/zz-tritonhook-test-deps.pth"
