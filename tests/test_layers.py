@@ -11,7 +11,7 @@ The order (this table is its only declaration; docs/layout.md describes it):
                   tritonhook's C helpers)
   2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
   3 adapters      _triton (the only module touching Triton internals), _ray (the only one touching Ray), rename,
-                  tma_scope, ptxas_wrapper
+                  tma_scope, ptxas_wrapper, tune_space (the only one touching CompileIQ)
   4 capture       ptx_capture (the capture core: sessions, enable, disable, a child's capture environment; it
                   imports no feature: a session's listeners, such as preflight's checker, are registered from above
                   in `ptx_capture.LISTENER_FACTORIES`, by the package), cute adapters (they write into the active
@@ -38,7 +38,7 @@ LAYERS: list[set[str]] = [
     {"errors", "config", "format", "flops", "_nvml_sampler", "_version", "_imports"},
     {"ptx", "tools", "_native"},
     {"cubin", "store", "samples"},
-    {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper"},
+    {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper", "tune_space"},
     {"ptx_capture", "cute"},
     {"preflight"},
     {"measure"},
