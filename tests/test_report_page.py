@@ -184,7 +184,6 @@ import triton
 import triton.language as tl
 
 
-
 @triton.jit
 def one_kernel(x_ptr):
     tl.store(x_ptr, 1)
