@@ -10,7 +10,9 @@ fails the signature) and returning fixed timings. Told to, it dies on a signatur
 --die ID: SIGKILL itself on signature ID, every time; --die-once MARKER ID: only when MARKER does not exist yet
 (it creates it); --kill-parent: SIGKILL its parent too (in a Ray task: the Ray worker process); --hang ID: sleep;
 --refuse WHY: refuse the job as a worker on a GPU of another architecture does; --expect KEY=JSON: every
-signature fails unless the job's KEY holds that value.
+signature fails unless the job's KEY holds that value; --time-by-text: each variant "takes" a time inversely
+proportional to its kernel's .text size (the larger build is the faster one: a ranking a test computes from the
+cubins alone).
 """
 
 from __future__ import annotations
@@ -22,11 +24,16 @@ import signal
 import time
 from pathlib import Path
 
+from tritonhook.cubin import Cubin
 from tritonhook.store import Store
 from tritonhook.sweep.recording import tensors_of
 from tritonhook.sweep.worker import REFUSED_EXIT, hello, protocol, serve
 
 SECONDS_PER_SIGNATURE = 0.3
+
+
+def _text_size(cubin: Path, entry: str) -> int:
+    return Cubin.from_bytes(cubin.read_bytes(), label=str(cubin)).summary(entry)["text_size"]
 
 
 def main() -> int:
@@ -37,6 +44,7 @@ def main() -> int:
     parser.add_argument("--hang", type=int, default=None)
     parser.add_argument("--refuse", default=None)
     parser.add_argument("--expect", default=None, metavar="KEY=JSON")
+    parser.add_argument("--time-by-text", action="store_true")
     parser.add_argument("job")
     args = parser.parse_args()
     job_path = Path(args.job)
@@ -67,9 +75,13 @@ def main() -> int:
             if tensor.get("blob"):
                 store.read_blob(tensor["blob"])
         time.sleep(SECONDS_PER_SIGNATURE)
-        timed = [v["label"] for v in signature["variants"] if v["timed"]]
-        samples = {label: [0.010 + 0.0001 * (index + round_) for round_ in range(job["rounds"])]
-                   for index, label in enumerate(timed)}
+        timed = [v for v in signature["variants"] if v["timed"]]
+        if args.time_by_text:
+            samples = {v["label"]: [1e3 / _text_size(job_path.parent / v["cubin"], v["entry"]) * (1 + 1e-4 * round_)
+                                    for round_ in range(job["rounds"])] for v in timed}
+        else:
+            samples = {v["label"]: [0.010 + 0.0001 * (index + round_) for round_ in range(job["rounds"])]
+                       for index, v in enumerate(timed)}
         return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": "bitwise", "written": 1}
 
     with protocol() as emit:

@@ -18,14 +18,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-import tritonhook
-from tritonhook import _triton, config
+from tritonhook import config
 from tritonhook.cubin import SUMMARY_FIELDS
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import parse_variants
-from tritonhook.samples import compile_sample
 from tritonhook.store import Store
-from tritonhook.sweep import recording as rec, replay
+from tritonhook.sweep import replay
 from tritonhook.sweep.result import RESULT_KIND, SweepResult
 from tritonhook.sweep.replay import SIGNATURE_KIND
 from tritonhook.sweep.schedule import resolve_gpus, run_workers
@@ -33,6 +31,8 @@ from tritonhook.sweep.schedule import resolve_gpus, run_workers
 pytestmark = pytest.mark.release_independent  # the scheduler, retries and Ray: the same under every Triton
 
 torch = pytest.importorskip("torch")
+
+from sample_recording import sample_recording  # noqa: E402 - tests/sample_recording.py, after torch is known
 
 FAKE_WORKER = str(Path(__file__).with_name("sweep_fake_worker.py"))
 SIGNATURES = 6
@@ -46,34 +46,8 @@ def fake(*flags: str) -> list[str]:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """A store with real captures of two sample kernels for sm_90a and a recording of SIGNATURES launch
-    signatures of them (different grids and sizes), each with input snapshots as blobs."""
-    store_dir = tmp_path_factory.mktemp("scale-store")
-    with tritonhook.session(store_dir) as session:
-        kernels = [compile_sample(name, 90) for name in ("add", "matmul_fp32_ieee")]
-    store = Store(store_dir)
-    by_hash = {c.triton_hash: c for c in store.captures(ids=session.capture_ids)}
-    budget = rec.SnapshotBudget(per_signature=2**23, total=2**30)  # every input snapshotted (the docstring)
-    signatures = []
-    for index in range(SIGNATURES):
-        kernel = kernels[index % 2]
-        spec = _triton.launch_spec(kernel)
-        size = 64 * (index + 1)
-        if spec.name == "add_kernel":
-            args = (torch.randn(size), torch.randn(size), torch.empty(size), size, 1024)
-        else:
-            a, b, c = torch.randn(size, size), torch.randn(size, size), torch.empty(size, size)
-            args = (a, b, c, size, size, size, size, size, size, 128, 128, 32, "ieee")
-        described = rec.describe_args(args, spec.arg_names, spec.signature, spec.constexprs, store=store,
-                                      budget=budget)
-        signatures.append(rec.Signature(
-            id=index, kernel=spec.name, triton_hash=spec.triton_hash, capture_id=by_hash[kernel.hash].id,
-            arch="sm_90a", grid=[index + 1, 1, 1], args=described, arg_names=spec.arg_names,
-            signature=spec.signature, constexprs=spec.to_json()["constexprs"], launches=10 * (index + 1),
-            times_ms=[0.01 * (index + 1)]))
-    recording = rec.Recording(signatures, arch="sm_90a", device=None, triton_version="3.6.0",
-                              torch_version=torch.__version__, pid=1, command=["python", "train.py"])
-    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
-    return store, recording
+    signatures of them (tests/sample_recording.py)."""
+    return sample_recording(tmp_path_factory.mktemp("scale-store"), SIGNATURES)
 
 
 def _stored(store: Store, result: SweepResult) -> SweepResult:

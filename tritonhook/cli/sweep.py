@@ -12,6 +12,7 @@ from ..errors import TritonhookError
 from ..format import console, line, show
 from ..measure.variants import parse_variants
 from ..rename import compile_select
+from ..sweep.tune import DEFAULT_SHARE, parse_budget
 from .common import command_after_dashes, open_store, store_arg
 
 
@@ -160,4 +161,65 @@ def _replay(args) -> int:
                          rounds=args.rounds, min_effect=args.min_effect, progress=not args.json,
                          autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2)
     show(swept, as_json=args.json)
+    return 0
+
+
+def add_tune(sub) -> None:
+    parser = sub.add_parser("tune", help="search names, ptxas binaries, codegen options and control files for the "
+                                         "kernels that make most of a recording's GPU time; confirm each winner")
+    store_arg(parser)
+    parser.add_argument("--recording", default=None, metavar="ID|FILE",
+                        help="the recording: an id in the store or a JSON file (default: the newest)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--top", type=int, default=None, metavar="N", help="tune the N kernels with most GPU time")
+    which.add_argument("--select", "--kernel", dest="kernel", default=None, metavar="REGEX",
+                       help="tune the kernels whose name matches REGEX")
+    which.add_argument("--share", type=float, default=None, metavar="FRACTION",
+                       help=f"tune the fewest kernels making this share of the GPU time (default "
+                            f"{DEFAULT_SHARE})")
+    parser.add_argument("--space", default="names,ptxas,options", metavar="AXES",
+                        help="the axes to search, some of names (plain, cutlass_), ptxas (--ptxas, default the "
+                             "newest found), options (documented codegen options), acf (--acf files); default "
+                             "names,ptxas,options (docs/variants.md#tune)")
+    parser.add_argument("--ptxas", default="", metavar="V1,V2",
+                        help="the ptxas binaries of the ptxas axis: versions or paths, as after @ in a variant")
+    parser.add_argument("--acf", default="", metavar="FILE[,FILE]", help="the control files of the acf axis")
+    parser.add_argument("--budget", default=None, metavar="N|Nm",
+                        help="stop after N candidates, or after N minutes of search (20m); default all")
+    parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
+                        help=f"interleaved rounds a candidate (default {config.SWEEP_DEFAULT_ROUNDS})")
+    parser.add_argument("--confirm-rounds", type=int, default=2 * config.SWEEP_DEFAULT_ROUNDS,
+                        help=f"rounds of the confirming replay (default {2 * config.SWEEP_DEFAULT_ROUNDS})")
+    parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
+                        help="smallest time change called faster/slower (default 0.005)")
+    parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
+                        help="the replay's L2 rule, as for replay (default measured)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--gpus", default=None, metavar="all|0,1", help="one replay worker per GPU of this machine")
+    where.add_argument("--ray", nargs="?", const=True, default=False, metavar="ADDRESS",
+                       help="replay as Ray tasks of one GPU each")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(handler=_tune)
+
+
+def _tune(args) -> int:
+    for name, rounds in (("--rounds", args.rounds), ("--confirm-rounds", args.confirm_rounds)):
+        if rounds < config.MIN_ROUNDS:
+            raise TritonhookError(f"{name} {rounds}: at least {config.MIN_ROUNDS}")
+    if args.share is not None and not 0 < args.share <= 1:
+        raise TritonhookError(f"--share {args.share}: a fraction in (0, 1]")
+    if args.kernel is not None:
+        compile_select(args.kernel)
+    parse_budget(args.budget)
+    space = sweep.TuneSpace.parse(args.space, ptxas=[p for p in args.ptxas.split(",") if p],
+                                  controls=[f for f in args.acf.split(",") if f])
+    sweep.resolve_gpus(args.gpus)
+    if args.ray is not False:
+        sweep.require_ray()
+    store = open_store(args, write=True)
+    recording = sweep.load(store, args.recording)
+    tuned = sweep.tune(recording, store, space, share=args.share, top=args.top, kernel=args.kernel,
+                       budget=args.budget, rounds=args.rounds, confirm_rounds=args.confirm_rounds,
+                       min_effect=args.min_effect, progress=not args.json, gpus=args.gpus, ray=args.ray, l2=args.l2)
+    show(tuned, as_json=args.json)
     return 0

@@ -91,8 +91,9 @@ from .recording import Recording, Signature, SnapshotBudget
 from .replay import replay, select_signatures
 from .schedule import require_ray, resolve_gpus
 from .result import SweepResult, SweepRow, VariantTiming, WorkloadEstimate
+from .tune import TuneResult, TuneSpace, tune
 from .variants import BuiltVariant, build_variants
 
-__all__ = ["BuiltVariant", "RecordResult", "Recorder", "Recording", "Signature", "SnapshotBudget", "SweepResult",
+__all__ = ["TuneResult", "TuneSpace", "tune", "BuiltVariant", "RecordResult", "Recorder", "Recording", "Signature", "SnapshotBudget", "SweepResult",
            "SweepRow", "VariantTiming", "WorkloadEstimate", "build_variants", "check_can_record", "load", "record",
            "record_command", "replay", "require_ray", "resolve_gpus", "select_signatures"]

@@ -29,6 +29,7 @@ class VariantTiming:
     verdict: str = "baseline"
     facts: dict = dataclasses.field(default_factory=dict)   # cubin summary of this variant's kernel
     why: dict | None = None           # cubin.CubinDelta.to_json() against the baseline's cubin (`explain`)
+    samples: list[float] = dataclasses.field(default_factory=list)  # the per-round times behind `ratio`
 
 
 @dataclasses.dataclass
@@ -86,7 +87,7 @@ def analyze_row(row: SweepRow, samples: dict[str, list[float]], facts: dict[str,
     base = samples.get(labels[0]) or []
     for label in labels:
         own = samples.get(label)
-        timing = VariantTiming(label, median(own) if own else None, facts=facts[label])
+        timing = VariantTiming(label, median(own) if own else None, facts=facts[label], samples=list(own or []))
         if label == labels[0]:
             pass
         elif label in identical:

@@ -1,0 +1,128 @@
+"""`tritonhook tune` on a CPU: the search space, the budget, and a whole search over a recording of real captures,
+every candidate built by real ptxas from the captured PTX. Only the replay worker is replaced
+(tests/sweep_fake_worker.py --time-by-text: a variant "takes" a time inversely proportional to its kernel's .text
+size), so the test knows which candidate must win from the cubins alone; what a GPU measures is proven on the H200
+(docs/variants.md#tune)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tritonhook import tools
+from tritonhook.cubin import Cubin
+from tritonhook.errors import TritonhookError
+from tritonhook.measure.variants import PLAIN, parse_variant
+from tritonhook.sweep.tune import OPTION_SETS, TuneResult, TuneSpace, parse_budget, tune
+from tritonhook.sweep.variants import build_variants, captured_ptxas
+
+torch = pytest.importorskip("torch")
+
+from sample_recording import sample_recording  # noqa: E402 - tests/sample_recording.py, after torch is known
+
+FAKE_WORKER = [str(Path(__file__).with_name("sweep_fake_worker.py")), "--time-by-text"]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    return sample_recording(tmp_path_factory.mktemp("tune-store"), 2)  # one add, one fp32 matmul signature
+
+
+def test_the_space_crosses_its_axes_one_axis_changed_first_and_leaves_plain_out():
+    space = TuneSpace.parse("names,options")
+    labels = [v.label for v in space.candidates()]
+    assert len(labels) == 2 * (1 + len(OPTION_SETS)) - 1 and PLAIN not in labels
+    assert labels[:1 + len(OPTION_SETS)] == sorted(labels[:1 + len(OPTION_SETS)], key=labels.index)
+    single = [label for label in labels if label.count("+") + label.startswith("cutlass_") == 1]
+    assert labels[:len(single)] == single  # every one-axis candidate before any combination
+    assert TuneSpace.parse("options").names == (PLAIN,)
+
+
+@pytest.mark.parametrize("axes, controls, message", [
+    ("bogus", (), "--space 'bogus': give some of names, ptxas, options, acf"),
+    ("", (), "--space '': give some of names, ptxas, options, acf"),
+    ("names,acf", (), "--space acf: give the control files to try with --acf FILE[,FILE]"),
+])
+def test_a_bad_space_is_one_line(axes, controls, message):
+    with pytest.raises(TritonhookError) as raised:
+        TuneSpace.parse(axes, controls=controls)
+    assert str(raised.value) == message
+
+
+def test_the_budget_is_candidates_or_minutes():
+    assert parse_budget("40") == (40, None) and parse_budget("20m") == (None, 1200.0) and parse_budget(None) == (None, None)
+    for bad in ("0", "-3", "ten", "5h"):
+        with pytest.raises(TritonhookError, match="--budget"):
+            parse_budget(bad)
+
+
+def _builds(store, recording, space) -> dict[str, dict[str, tuple[int, str]]]:
+    """Kernel -> variant label -> (.text size, .text sha256) of the kernel, each candidate built here."""
+    found = {}
+    for signature in recording.signatures:
+        built = build_variants(store, store.get(signature.capture_id), [parse_variant(PLAIN), *space.candidates()])
+        summaries = {b.label: Cubin.from_bytes(b.cubin, label=b.label).summary(b.entry) for b in built if not b.failed}
+        found[signature.kernel] = {label: (s["text_size"], s["text_sha256"]) for label, s in summaries.items()}
+    return found
+
+
+def test_tune_keeps_for_each_kernel_the_candidate_that_beat_plain_most_and_confirms_it(recorded):
+    store, recording = recorded
+    space = TuneSpace.parse("names,options")
+    result = tune(recording, store, space, share=1.0, rounds=5, confirm_rounds=6, worker=FAKE_WORKER)
+    builds = _builds(store, recording, space)
+    assert {k.kernel for k in result.kernels} == set(builds)
+    for tuned in result.kernels:
+        own = builds[tuned.kernel]
+        assert len(tuned.trials) == len(space.candidates())  # every candidate tried on every kernel
+        first_of_its_sass = [label for label in own if label != PLAIN and own[label][1] not in
+                             {own[other][1] for other in list(own)[:list(own).index(label)]}]
+        faster = {label for label in first_of_its_sass if own[PLAIN][0] / own[label][0] <= 0.995}
+        assert {t.label for t in tuned.trials if t.outcome == "faster"} == faster
+        assert tuned.counts.get("identical", 0) == len(own) - 1 - len(first_of_its_sass)
+        if not faster:
+            assert tuned.winner is None
+            continue
+        assert own[tuned.winner][0] == max(own[label][0] for label in faster)
+        assert tuned.confirmed and tuned.vs_plain["ratio"] == pytest.approx(own[PLAIN][0] / own[tuned.winner][0])
+        assert tuned.vs_cutlass["ratio"] == pytest.approx(own["cutlass_"][0] / own[tuned.winner][0])
+    assert any(k.winner for k in result.kernels), builds  # the sample matmul's builds differ (cutlass_: spills)
+    assert result.skipped == 0 and result.candidates_per_minute_per_gpu > 0
+    saved = store.result(result.id)
+    assert isinstance(saved, TuneResult) and saved.to_json() == result.to_json()
+
+
+def test_a_budget_of_candidates_stops_the_search_and_says_how_many_were_left(recorded):
+    store, recording = recorded
+    space = TuneSpace.parse("names,options")
+    result = tune(recording, store, space, top=1, budget="3", rounds=5, confirm_rounds=5, worker=FAKE_WORKER)
+    assert [len(k.trials) for k in result.kernels] == [3]
+    assert result.skipped == len(space.candidates()) - 3
+    assert any(f"left {result.skipped} of {len(space.candidates())} candidates untried" in w for w in result.warnings)
+
+
+def test_a_candidate_whose_ptxas_crashes_loses_only_itself(recorded, tmp_path):
+    store, recording = recorded
+    real = captured_ptxas(store.get(recording.signatures[1].capture_id))
+    crashing = tmp_path / "crashing-ptxas"
+    crashing.write_text(f'#!/bin/sh\ncase "$1" in --version) exec "{real}" "$@";; esac\nulimit -c 0\n"{real}" "$@"\n'
+                        f'kill -s SEGV $$\n')
+    crashing.chmod(0o755)
+    space = TuneSpace(names=(PLAIN, "cutlass_"), ptxas=(None, str(crashing)), options=((),))
+    result = tune(recording, store, space, kernel="matmul", rounds=5, confirm_rounds=5, worker=FAKE_WORKER)
+    (tuned,) = result.kernels
+    assert tuned.counts["crashed"] == 2 and len(tuned.trials) == 3  # plain@crashing, cutlass_@crashing
+    assert {t.label for t in tuned.trials if t.outcome == "crashed"} == {
+        f"plain@{tools.ptxas_version(str(crashing))}", f"cutlass_@{tools.ptxas_version(str(crashing))}"}
+    assert tuned.winner in (None, "cutlass_")  # the one candidate that built is still judged
+
+
+def test_the_cli_says_a_bad_space_in_one_line(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "tune", "--store", str(tmp_path / "s"), "--space",
+                           "names,acf"], capture_output=True, text=True, env={**os.environ})
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "tritonhook: error: --space acf: give the control files to try with --acf FILE[,FILE]")

@@ -1,0 +1,365 @@
+"""`tritonhook tune`: search the ways ptxas can build the kernels that make most of a recording's GPU time (kernel
+name, ptxas binary, documented codegen options, control files) and keep, per kernel, the variant that beats plain,
+confirmed in a fresh replay.
+
+Every candidate is judged by the replay engine the sweep uses (`replay.replay`): built from the captured PTX,
+timed interleaved with plain in isolated workers, its outputs checked against plain's own run-to-run spread. So a
+candidate that breaks ptxas (an error, a crash, a hang past `config.PTXAS_TIMEOUT_S`), faults on the GPU or
+changes the outputs loses only itself, and is counted by cause. Candidates whose kernel `.text` equals plain's or
+an earlier candidate's are not timed again (a build is seconds, a timing a round of the GPU).
+
+A search's best is biased upwards (the maximum of noisy estimates), so the winners are timed again, in a replay of
+their own beside plain and `cutlass_`, before they are reported (docs/variants.md#tune).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+import time
+from typing import Sequence
+
+from .. import config, format, tools
+from ..errors import TritonhookError
+from ..measure.outputs import BITWISE, NO_OUTPUT, WITHIN_SPREAD
+from ..measure.stats import DEFAULT_MIN_EFFECT, ratio_interval, verdict
+from ..measure.variants import PLAIN, Variant, parse_variant
+from ..rename import DEFAULT_PREFIX, exact_names_pattern
+from ..store import ResultKind, Store, register_result_kind
+from .recording import Recording
+from .replay import replay, select_signatures
+from .result import SweepResult, VariantTiming
+from .variants import IDENTICAL
+
+RESULT_KIND = "tune"
+DEFAULT_SHARE = 0.8
+"""By default `tune` searches the kernels that together make this share of the recorded GPU time."""
+OPTION_SETS: tuple[tuple[str, ...], ...] = (
+    ("-O2",), ("--allow-expensive-optimizations=true",), ("--register-usage-level=0",),
+    ("--register-usage-level=10",), ("--def-load-cache=cg",))
+"""The documented codegen options `tune` tries besides none (`tools.CODEGEN_OPTIONS`; each keeps the kernel's
+numerics: no `--fmad=false`). `--maxrregcount` is not among them: ptxas ignores it under Triton's `.reqntid`."""
+CHUNK = 8
+"""Candidates timed per replay: each replay times plain beside them, so its ratios compare across replays; a small
+chunk lets the budget stop between replays, and each chunk's progress shows."""
+OK_OUTPUTS = (BITWISE, WITHIN_SPREAD, NO_OUTPUT)
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneSpace:
+    """The axes `tune` crosses: kernel names, ptxas binaries (None: the one the capture used), option sets (()
+    first: none) and control files. Plain (plain name, the capture's ptxas, no option, no file) is the baseline,
+    not a candidate."""
+
+    names: tuple[str, ...] = (PLAIN, DEFAULT_PREFIX)
+    ptxas: tuple[str | None, ...] = (None,)
+    options: tuple[tuple[str, ...], ...] = ((),) + OPTION_SETS
+    controls: tuple[str | None, ...] = (None,)
+
+    @classmethod
+    def parse(cls, axes: str, *, ptxas: Sequence[str] = (), controls: Sequence[str] = ()) -> "TuneSpace":
+        """`--space names,ptxas,options,acf`: the axes to search (the others stay at plain's value). The ptxas axis
+        is `ptxas` (versions or paths, as after `@`) or, when empty, the newest ptxas found besides the capture's;
+        the acf axis is the control files `controls`."""
+        chosen = {a.strip() for a in axes.split(",") if a.strip()}
+        unknown = chosen - {"names", "ptxas", "options", "acf"}
+        if unknown or not chosen:
+            raise TritonhookError(f"--space {axes!r}: give some of names, ptxas, options, acf")
+        if "acf" in chosen and not controls:
+            raise TritonhookError("--space acf: give the control files to try with --acf FILE[,FILE]")
+        return cls(names=cls.names if "names" in chosen else (PLAIN,),
+                   ptxas=(None, *(ptxas or _newest_other_ptxas())) if "ptxas" in chosen else (None,),
+                   options=cls.options if "options" in chosen else ((),),
+                   controls=(None, *controls) if "acf" in chosen else (None,))
+
+    def candidates(self) -> list[Variant]:
+        """Every combination but plain, as variants of the grammar (`measure.variants`): each spec is checked there,
+        a control file against its ptxas included (a combination that ptxas cannot read is left out)."""
+        found = []
+        combos = sorted(itertools.product(self.names, self.ptxas, self.options, self.controls),
+                        key=lambda c: (c[0] != PLAIN) + (c[1] is not None) + bool(c[2]) + (c[3] is not None))
+        for name, ptxas, options, controls in combos:  # one axis changed first: what a small budget should try
+            spec = name + (f"@{ptxas}" if ptxas else "") + "".join(f"+opt:{o}" for o in options)
+            spec += f"+acf:{controls}" if controls else ""
+            if spec == PLAIN:
+                continue
+            try:
+                found.append(parse_variant(spec))
+            except TritonhookError:
+                if controls is None:
+                    raise
+        return found
+
+
+def _newest_other_ptxas() -> list[str]:
+    """The newest ptxas `tools.find_ptxas` knows, as a path: a second compiler to try beside the capture's."""
+    binaries = tools.one_per_version(tools.find_ptxas())
+    newest = max(binaries, key=lambda b: tuple(int(p) for p in b.version.split(".") if p.isdigit()), default=None)
+    return [newest.path] if newest else []
+
+
+@dataclasses.dataclass
+class Trial:
+    """One candidate on one kernel: its ratio to plain with the interval, the verdict, and its outputs against
+    plain's spread; `outcome` sorts it for the counts (faster, slower, no difference, identical, wrong, and the
+    build failures: error, crashed, hung, unsupported)."""
+
+    label: str
+    outcome: str
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    outputs: str = "-"
+    text_sha256: str | None = None     # of its kernel's .text: a candidate equal to an earlier one is "identical"
+
+
+@dataclasses.dataclass
+class KernelTune:
+    """The search on one kernel signature and its confirmation: the winner (None: nothing beat plain) against plain
+    and against `cutlass_`, each (ratio, low, high, verdict) from the confirming replay; `why` what changed in its
+    cubin (`cubin.CubinDelta`)."""
+
+    signature: int
+    kernel: str
+    label: str
+    share: float | None
+    trials: list[Trial] = dataclasses.field(default_factory=list)
+    winner: str | None = None
+    searched: dict | None = None       # the winner's ratio in the search (biased: the best of many)
+    vs_plain: dict | None = None
+    vs_cutlass: dict | None = None
+    why: str = ""
+    status: str = "ok"
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counted: dict[str, int] = {}
+        for trial in self.trials:
+            counted[trial.outcome] = counted.get(trial.outcome, 0) + 1
+        return counted
+
+    @property
+    def confirmed(self) -> bool:
+        return bool(self.vs_plain and self.vs_plain["verdict"] == "faster")
+
+
+@dataclasses.dataclass
+class TuneResult:
+    kernels: list[KernelTune]
+    recording_id: int | None
+    space: dict
+    rounds: int
+    confirm_rounds: int
+    times_s: dict[str, float]
+    gpus: int = 1
+    skipped: int = 0                   # candidates the budget left untried
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    id: int | None = None
+    warning_prefix = "tritonhook tune"
+
+    @property
+    def timed(self) -> int:
+        return sum(1 for k in self.kernels for t in k.trials if t.ratio is not None)
+
+    @property
+    def candidates_per_minute_per_gpu(self) -> float | None:
+        """Timed candidates (a kernel x a variant) per minute of the search's replays, per GPU."""
+        replay_s = self.times_s.get("search")
+        return self.timed / (replay_s / 60) / self.gpus if replay_s else None
+
+    def totals(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for kernel in self.kernels:
+            for outcome, n in kernel.counts.items():
+                total[outcome] = total.get(outcome, 0) + n
+        return total
+
+    def to_json(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["totals"], data["candidates_per_minute_per_gpu"] = self.totals(), self.candidates_per_minute_per_gpu
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict, *, source: str = "tune result") -> "TuneResult":
+        try:
+            kernels = [KernelTune(**{**k, "trials": [Trial(**t) for t in k["trials"]]}) for k in data["kernels"]]
+            fields = {f.name for f in dataclasses.fields(cls)} - {"kernels"}
+            return cls(kernels=kernels, **{k: v for k, v in data.items() if k in fields})
+        except (KeyError, TypeError) as exc:
+            raise TritonhookError(f"{source}: malformed tune result ({exc})") from None
+
+    def __rich_console__(self, console, options):
+        columns = ["kernel", "share", "best variant", "vs plain", "vs cutlass_", "searched", "why",
+                   "tried", "faster", "wrong", "failed"]
+        rows = []
+        for k in self.kernels:
+            counts = k.counts
+            failed = sum(counts.get(cause, 0) for cause in tools.CAUSES)
+            rows.append([k.label, format.share(k.share), k.winner or ("-" if k.status == "ok" else k.status),
+                         _ratio_cell(k.vs_plain), _ratio_cell(k.vs_cutlass), _ratio_cell(k.searched), k.why or "-",
+                         str(len(k.trials)), str(counts.get("faster", 0)), str(counts.get("wrong", 0)),
+                         str(failed)])
+        yield format.table(columns, rows, title=f"tritonhook tune: {len(self.kernels)} kernel signature(s), "
+                                                f"{self.rounds} rounds a candidate, {self.confirm_rounds} to confirm")
+        totals = ", ".join(f"{outcome} {n}" for outcome, n in sorted(self.totals().items()))
+        rate = self.candidates_per_minute_per_gpu
+        split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
+        yield format.line(f"candidates: {totals or 'none'}" + (f"; {self.skipped} left untried by the budget"
+                                                               if self.skipped else ""))
+        yield format.line(f"time: {split}" + (f"; {rate:.1f} candidates a minute per GPU" if rate else ""))
+
+
+def _ratio_cell(figures: dict | None) -> str:
+    if not figures:
+        return "-"
+    return f"{figures['ratio']:.3f} [{figures['low']:.3f}, {figures['high']:.3f}] {figures['verdict']}"
+
+
+register_result_kind(ResultKind(RESULT_KIND, TuneResult.from_json, source="recording_id"))
+
+
+def parse_budget(text: str | None) -> tuple[int | None, float | None]:
+    """`--budget 40` (candidates) or `--budget 20m` (minutes of search) -> (candidates, seconds)."""
+    if text is None:
+        return None, None
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(m|min)?\s*", text)
+    if not match or float(match.group(1)) <= 0:
+        raise TritonhookError(f"--budget {text!r}: a number of candidates (40) or of minutes (20m)")
+    value = float(match.group(1))
+    return (None, value * 60) if match.group(2) else (int(value), None)
+
+
+def chosen_kernels(recording: Recording, *, share: float | None, top: int | None, kernel: str | None) -> str:
+    """The `--select` pattern naming the kernels to tune: `kernel` as given, else the `top` kernels by GPU time,
+    else the fewest that make `share` of it."""
+    if kernel is not None:
+        return kernel
+    ranked = select_signatures(recording, top=top, autotune_top=1)
+    if top is None:
+        total, covered, kept = recording.total_gpu_ms or 0.0, 0.0, []
+        for signature in ranked:
+            if kept and total and covered >= (share or DEFAULT_SHARE) * total:
+                break
+            kept.append(signature)
+            covered += signature.gpu_ms
+        ranked = kept
+    return exact_names_pattern(sorted({s.kernel for s in ranked}))
+
+
+def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float | None = None,
+         top: int | None = None, kernel: str | None = None, budget: str | None = None,
+         rounds: int = config.SWEEP_DEFAULT_ROUNDS, confirm_rounds: int = 2 * config.SWEEP_DEFAULT_ROUNDS,
+         min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, gpus=None, ray=False,
+         worker: Sequence[str] | None = None, l2: str = config.SWEEP_L2_MODES[0]) -> TuneResult:
+    """Search `space` on the chosen kernels of `recording`, confirm each kernel's best in a fresh replay, save the
+    result in the store and return it."""
+    candidates = space.candidates()
+    if not candidates:
+        raise TritonhookError("--space: nothing to search besides plain (give more than one name, ptxas, option "
+                              "set or control file)")
+    max_candidates, max_seconds = parse_budget(budget)
+    pattern = chosen_kernels(recording, share=share, top=top, kernel=kernel)
+    run = dict(kernel=pattern, rounds=rounds, min_effect=min_effect, progress=progress, autotune_top=1, gpus=gpus,
+               ray=ray, l2=l2, **({"worker": worker} if worker else {}))
+    plain = parse_variant(PLAIN)
+    kernels: dict[int, KernelTune] = {}
+    began, tried = time.time(), 0
+    for start in range(0, len(candidates), CHUNK):
+        chunk = candidates[start:start + CHUNK][:None if max_candidates is None else max_candidates - tried]
+        if not chunk or (max_seconds is not None and time.time() - began >= max_seconds):
+            break
+        _add_trials(kernels, replay(recording, store, [plain, *chunk], **run))
+        tried += len(chunk)
+    search_s = time.time() - began
+    result = TuneResult(sorted(kernels.values(), key=lambda k: -(k.share or 0)), recording.id,
+                        {"candidates": [v.to_json() for v in candidates]}, rounds, confirm_rounds,
+                        {"search": search_s}, gpus=_gpu_count(gpus), skipped=len(candidates) - tried)
+    _pick_winners(result.kernels)
+    began = time.time()
+    _confirm(recording, store, result.kernels, {**run, "rounds": confirm_rounds}, min_effect)
+    result.times_s["confirm"] = time.time() - began
+    if result.skipped:
+        result.warnings.append(f"the budget ({budget}) left {result.skipped} of {len(candidates)} candidates untried")
+    result.id = store.add_result(RESULT_KIND, result.to_json())
+    return result
+
+
+def _gpu_count(gpus) -> int:
+    from .schedule import resolve_gpus
+
+    return max(1, len([d for d in resolve_gpus(gpus) if d is not None])) if gpus else 1
+
+
+def _add_trials(kernels: dict[int, KernelTune], swept: SweepResult) -> None:
+    for row in swept.rows:
+        tuned = kernels.setdefault(row.signature, KernelTune(row.signature, row.kernel, row.label, row.share))
+        if row.status != "ok":
+            tuned.trials += [Trial(v.label, "fault") for v in row.variants[1:]] if row.variants else []
+            tuned.status = row.status
+            continue
+        verdicts = ((row.output_check or {}).get("variants") or {})
+        seen = {t.text_sha256 for t in tuned.trials} | {row.variants[0].facts.get("text_sha256")}
+        for timing in row.variants[1:]:
+            trial = _trial(timing, verdicts.get(timing.label, {}).get("verdict", row.outputs))
+            if trial.text_sha256 in seen - {None} and trial.outcome not in tools.CAUSES:
+                trial.outcome = "identical"  # the same SASS as plain or as a candidate of an earlier replay
+            seen.add(trial.text_sha256)
+            tuned.trials.append(trial)
+
+
+def _trial(timing: VariantTiming, outputs: str) -> Trial:
+    cause = timing.facts.get("build_failed")
+    if cause:
+        outcome = cause if cause in tools.CAUSES else "error"
+    elif timing.verdict == IDENTICAL:
+        outcome = "identical"
+    elif outputs not in OK_OUTPUTS:
+        outcome = "wrong"
+    else:
+        outcome = timing.verdict if timing.ratio is not None else "untimed"
+    return Trial(timing.label, outcome, timing.ratio, timing.low, timing.high, outputs,
+                 timing.facts.get("text_sha256"))
+
+
+def _pick_winners(kernels: list[KernelTune]) -> None:
+    """Each kernel's fastest candidate among those faster than plain beyond the interval, outputs unchanged."""
+    for tuned in kernels:
+        faster = [t for t in tuned.trials if t.outcome == "faster"]
+        if faster:
+            best = min(faster, key=lambda t: t.ratio)
+            tuned.winner = best.label
+            tuned.searched = {"ratio": best.ratio, "low": best.low, "high": best.high, "verdict": best.outcome}
+
+
+def _confirm(recording: Recording, store: Store, kernels: list[KernelTune], run: dict, min_effect: float) -> None:
+    """Time every winner again beside plain and `cutlass_`, in one fresh replay of the kernels that have one."""
+    winners = [k for k in kernels if k.winner]
+    if not winners:
+        return
+    labels = list(dict.fromkeys([PLAIN, DEFAULT_PREFIX, *(k.winner for k in winners)]))
+    variants = [parse_variant(label.split("#")[0]) for label in labels]
+    run = {**run, "kernel": exact_names_pattern(sorted({k.kernel for k in winners}))}
+    rows = {row.signature: row for row in replay(recording, store, variants, **run).rows}
+    for tuned in winners:
+        row = rows.get(tuned.signature)
+        timings = {v.label: v for v in (row.variants if row is not None and row.status == "ok" else [])}
+        own, plain, cutlass = (timings.get(label) for label in (tuned.winner, PLAIN, DEFAULT_PREFIX))
+        tuned.vs_plain = _against(plain, own, min_effect)
+        tuned.vs_cutlass = _against(cutlass, own, min_effect)
+        tuned.why = ((own.why or {}).get("text", "") if own else "") or ""
+        if tuned.vs_plain is None:
+            tuned.status = row.status if row is not None and row.status != "ok" else "not confirmed: not timed"
+
+
+def _against(base: VariantTiming | None, own: VariantTiming | None, min_effect: float) -> dict | None:
+    if base is None or own is None or not base.samples or not own.samples:
+        return None
+    if base is own:
+        return {"ratio": 1.0, "low": 1.0, "high": 1.0, "verdict": "no difference"}
+    ratio, low, high = ratio_interval(base.samples, own.samples)
+    return {"ratio": ratio, "low": low, "high": high, "verdict": verdict(ratio, low, high, min_effect)}
+
+
+__all__ = ["CHUNK", "DEFAULT_SHARE", "OPTION_SETS", "RESULT_KIND", "KernelTune", "Trial", "TuneResult", "TuneSpace",
+           "chosen_kernels", "parse_budget", "tune"]
