@@ -113,7 +113,7 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
         own_id = chosen[label]
         own = timed[own_id][label]
         candidate_timing = _timing_of(by_id[own_id], label)
-        timing = VariantTiming(label, median(own), facts=candidate_timing.facts)
+        timing = VariantTiming(label, median(own), facts=candidate_timing.facts, samples=list(own))
         if label == labels[0]:
             pass
         elif own_id == base_id:  # one config for both: its own interleaved comparison

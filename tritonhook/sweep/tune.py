@@ -196,7 +196,8 @@ class TuneResult:
         for k in self.kernels:
             counts = k.counts
             failed = sum(counts.get(cause, 0) for cause in tools.CAUSES)
-            rows.append([k.label, format.share(k.share), k.winner or ("-" if k.status == "ok" else k.status),
+            best = (k.winner + ("" if k.confirmed else " (not confirmed)")) if k.winner else "-"
+            rows.append([k.label, format.share(k.share), best if k.status == "ok" or k.winner else k.status,
                          _ratio_cell(k.vs_plain), _ratio_cell(k.vs_cutlass), _ratio_cell(k.searched), k.why or "-",
                          str(len(k.trials)), str(counts.get("faster", 0)), str(counts.get("wrong", 0)),
                          str(failed)])
@@ -344,12 +345,19 @@ def _confirm(recording: Recording, store: Store, kernels: list[KernelTune], run:
     for tuned in winners:
         row = rows.get(tuned.signature)
         timings = {v.label: v for v in (row.variants if row is not None and row.status == "ok" else [])}
-        own, plain, cutlass = (timings.get(label) for label in (tuned.winner, PLAIN, DEFAULT_PREFIX))
+        own, plain, cutlass = (_timed_as(timings, label) for label in (tuned.winner, PLAIN, DEFAULT_PREFIX))
         tuned.vs_plain = _against(plain, own, min_effect)
         tuned.vs_cutlass = _against(cutlass, own, min_effect)
         tuned.why = ((own.why or {}).get("text", "") if own else "") or ""
         if tuned.vs_plain is None:
             tuned.status = row.status if row is not None and row.status != "ok" else "not confirmed: not timed"
+
+
+def _timed_as(timings: dict[str, VariantTiming], label: str) -> VariantTiming | None:
+    """The timing of `label`, or of the variant whose SASS it shares when it was not timed itself."""
+    timing = timings.get(label)
+    twin = timing.facts.get("same_text_as") if timing is not None and not timing.samples else None
+    return timings.get(twin, timing) if twin else timing
 
 
 def _against(base: VariantTiming | None, own: VariantTiming | None, min_effect: float) -> dict | None:
