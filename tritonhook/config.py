@@ -119,9 +119,15 @@ PTXAS = EnvVar("TRITONHOOK_PTXAS", [], _path_list,
 CAPTURE_TOKEN = EnvVar("TRITONHOOK_CAPTURE_TOKEN", None, str,
                        "Set by `tritonhook capture` for its command: a ptxas it wraps in place for the command's "
                        "duration records only the calls of processes that carry the same token.")
-TRITON_PTXAS_PATH = EnvVar("TRITON_PTXAS_PATH", None, str, "Triton's override of the ptxas it runs (sm < 100).")
+TRITON_PTXAS_PATH = EnvVar("TRITON_PTXAS_PATH", None, str,
+                           "Triton's override of the ptxas it runs (below sm_100 in Triton 3.6-3.8, below sm_90 in "
+                           "3.9).")
 TRITON_PTXAS_BLACKWELL_PATH = EnvVar("TRITON_PTXAS_BLACKWELL_PATH", None, str,
-                                     "Triton's override of the ptxas it runs for Blackwell targets.")
+                                     "Triton's override of the ptxas it runs for newer targets (sm_100+ in Triton "
+                                     "3.6-3.8, sm_90+ in 3.9).")
+PTXAS_OPTIONS = EnvVar("PTXAS_OPTIONS", None, str,
+                       "Triton's extra ptxas options, space-separated: the default of its compile option ptx_options, "
+                       "read when Triton's NVIDIA backend is imported; `ab` appends a variant's opt: and acf: parts.")
 PTXAS_TIMEOUT_S = EnvVar("TRITONHOOK_PTXAS_TIMEOUT", 600.0, float,
                          "Seconds one ptxas run that tritonhook starts (a variant build, ptxas-matrix, diff) may "
                          "take before it is killed and reported hung (docs/variants.md#failed-builds); the largest "
@@ -221,7 +227,8 @@ CHROMIUM = EnvVar("TRITONHOOK_CHROMIUM", None, str,
                   "The headless Chromium the report's browser test and benchmarks/report_scale.py drive (default: "
                   "chromium, chromium-browser or google-chrome on PATH).")
 TRITON_CACHE_DIR = EnvVar("TRITON_CACHE_DIR", None, str,
-                          "Triton's disk cache; the demo gives each variant its own so no build is a cache hit.")
+                          "Triton's disk cache; the demo gives each variant its own so no build is a cache hit, "
+                          "`ab` each variant with its own ptxas, options or control file.")
 
 # ----- paths and programs -------------------------------------------------------------------------------------------
 PYTHONPATH = EnvVar("PYTHONPATH", [], _path_list, "Where tritonhook's sitecustomize is put first for child processes.")

@@ -34,8 +34,9 @@ import hashlib
 import threading
 import warnings
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
+from .. import config
 from .. import ptx as _ptx
 from ..errors import TritonhookError
 from ..store import NewCapture, specialization_label
@@ -137,6 +138,56 @@ def option_names() -> tuple[str, ...]:
         return tuple(field.name for field in dataclasses.fields(CUDAOptions))
     except Exception:  # noqa: BLE001
         return ()
+
+
+# ----- the ptxas and options a child process's compiles run (ab's variants) -------------------------------------
+_PTXAS_KNOBS = (("ptxas", config.TRITON_PTXAS_PATH), ("ptxas_blackwell", config.TRITON_PTXAS_BLACKWELL_PATH))
+
+
+def ptxas_environment(what: str, ptxas: str | None, args: Sequence[str]) -> dict[str, str]:
+    """The variables under which Triton, imported after they are set (in a child process), compiles every target
+    with `ptxas` (None: its own) and hands it `args` after the extra options this environment gives already, all
+    through its own compile. Triton 3.6-3.9 take the binary from `knobs.nvidia.ptxas` (TRITON_PTXAS_PATH) or, for
+    newer targets, `knobs.nvidia.ptxas_blackwell` (TRITON_PTXAS_BLACKWELL_PATH; sm_100+ in 3.6-3.8, sm_90+ in 3.9):
+    both are set. The options are `knobs.nvidia.ptxas_options` (PTXAS_OPTIONS), the default of the compile option
+    `ptx_options`, bound when the NVIDIA backend is imported and split at spaces by `make_cubin`. Neither
+    variable is among Triton's cache-invalidating ones, but what they change is in its cache key: the backend's
+    hash holds the ptxas's `--version` text, the options' hash `ptx_options`. A release without these knobs, or
+    an argument Triton would split, is refused in one line naming `what` and the release."""
+    from triton import knobs
+
+    wanted = [knob for knob in _PTXAS_KNOBS if ptxas] + ([("ptxas_options", config.PTXAS_OPTIONS)] if args else [])
+    for name, var in wanted:
+        knob = next((vars(cls)[name] for cls in type(knobs.nvidia).__mro__ if name in vars(cls)), None)
+        if getattr(knob, "key", None) != var.name:
+            raise TritonhookError(f"{what}: Triton {triton_version()} does not read {var.name} "
+                                  f"(knobs.nvidia.{name}), so its compile cannot be given this variant's ptxas "
+                                  f"{'binary' if var is not config.PTXAS_OPTIONS else 'options'}")
+    if args and "ptx_options" not in option_names():
+        raise TritonhookError(f"{what}: Triton {triton_version()} has no compile option ptx_options, so its "
+                              f"compile cannot be given this variant's ptxas options")
+    if split := [arg for arg in args if not arg or arg != "".join(arg.split())]:
+        raise TritonhookError(f"{what}: {split[0]!r}: Triton {triton_version()} splits its ptxas options at "
+                              f"spaces, so an option holding one cannot be passed")
+    env = {var.name: ptxas for _, var in _PTXAS_KNOBS} if ptxas else {}
+    if args:
+        env[config.PTXAS_OPTIONS.name] = " ".join([*(config.PTXAS_OPTIONS.get() or "").split(), *args])
+    return env
+
+
+def ptxas_args_of(options: Mapping) -> tuple[str, ...] | None:
+    """The extra ptxas arguments a Triton compile ran with, read from the options its capture records (its
+    `ptx_options`, split as `make_cubin` splits them); None where none are recorded (not a Triton compile)."""
+    if "ptx_options" not in options:
+        return None
+    return tuple((options["ptx_options"] or "").split())
+
+
+def ptxases_for(capability: int | None) -> list[str]:
+    """The ptxas Triton runs now for `capability`; for None (no GPU known) every one it may run, whichever the
+    target (Triton picks by target: below sm_100 and above in 3.6-3.8, below sm_90 and above in 3.9)."""
+    capabilities = [capability] if capability is not None else [80, 90, 100]
+    return list(dict.fromkeys(path for path, _ in map(ptxas_for, capabilities) if path))
 
 
 def _times(times) -> dict[str, float]:

@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 from .. import format
 from ..errors import TritonhookError
 from ..measure.stats import DEFAULT_MIN_EFFECT, Summary, ratio_interval, summarize, verdict
-from ..measure.variants import Variant, parse_variants
+from ..measure.variants import Variant
 from ..rename import exact_names_pattern
 from ..store import ResultKind, Store, register_result_kind
 
@@ -107,7 +107,7 @@ class ABReport:
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
-        data["variants"] = [{"label": v.label, "rename": v.describe()} for v in self.variants]
+        data["variants"] = [{**v.to_json(), "rename": v.describe()} for v in self.variants]  # what made each arm
         data["sass_identical"] = self.sass_identical()
         data["benchmark_names"] = ",".join(b.name for b in self.benchmarks)  # the store's label column
         for bench_data, bench in zip(data["benchmarks"], self.benchmarks):
@@ -167,7 +167,7 @@ class ABReport:
         try:
             benchmarks = [BenchmarkResult(b["name"], b["flops"], b["correctness"],
                                           [_variant_result(v) for v in b["variants"]]) for b in data["benchmarks"]]
-            variants = parse_variants([v["label"].split("#")[0] for v in data["variants"]])
+            variants = [Variant.from_json(v) for v in data["variants"]]
             return cls(benchmarks, variants, data["rounds"], data["select"], data["command"], data["kernels"],
                        data.get("min_effect", DEFAULT_MIN_EFFECT), data.get("id", data.get("ab_id")),
                        why=data.get("why") or {})
@@ -191,16 +191,23 @@ class ABReport:
                             "verdict", "outputs", "why it moved"), self.rows(),
                            title=f"A/B, {self.rounds} interleaved rounds (store id {self.ab_id})",
                            right_align=("rounds", "median ms", "IQR", "TFLOPS"))
-        kernel_rows = [(label, k["entry"], k["arch"], k.get("registers", "-"),
+        kernel_rows = [(label, k["entry"], k["arch"], _built_by(k), k.get("registers", "-"),
                         f"{k.get('spill_stores', '-')}/{k.get('spill_loads', '-')}", k.get("capmerc_size", "-"),
                         k.get("text_size", "-")) for label, kernels in self.kernels.items() for k in kernels]
         if kernel_rows:
-            yield format.table(("variant", "entry", "arch", "regs", "spill st/ld B", "capmerc B", ".text B"),
+            yield format.table(("variant", "entry", "arch", "ptxas", "regs", "spill st/ld B", "capmerc B", ".text B"),
                                kernel_rows, right_align=("regs", "spill st/ld B", "capmerc B", ".text B"))
         if self.sass_identical():
             yield format.line("note: every variant built byte-identical SASS, so any difference measured here is "
                               "noise (between processes it can exceed the interval: prefer ab.compare, which "
                               "alternates call by call)")
+
+
+def _built_by(kernel: dict) -> str:
+    """One cell: the ptxas version and extra options that built a kernel row, the control file by its sha256."""
+    options = [o for o in kernel.get("ptxas_options") or () if not o.startswith("--apply-controls=")]
+    controls = [f"acf {kernel['controls_sha256'][:12]}"] if kernel.get("controls_sha256") else []
+    return " ".join([kernel.get("ptxas_version") or "-", *options, *controls])
 
 
 def _variant_result(data: dict) -> VariantResult:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .. import _triton, format
-from ..config import MIN_ROUNDS
+from .. import _triton, format, preflight, tools
+from ..config import MIN_ROUNDS, TRITON_CACHE_DIR, to_env
 from ..cubin import Cubin, CubinDeltas
 from ..errors import TritonhookError
 from ..measure.outputs import compare_outputs
@@ -59,6 +60,10 @@ def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, DEFAULT_PREFI
     if ptx_capture.active_session() is not None:
         raise TritonhookError("ab.compare() enables each variant itself: call tritonhook.disable() first")
     parsed = parse_variants(variants)
+    if assembling := [v.label for v in parsed if v.assembles]:
+        raise TritonhookError(f"ab.compare(): variant {assembling[0]} names a ptxas, ptxas options or a control file, "
+                              f"which Triton fixes for a process when it first compiles: time it with `tritonhook "
+                              f"ab` (ab.run_interleaved), which builds each variant in fresh processes")
     opened = Store.of(store)
     samples = {v.label: [] for v in parsed}
     outputs, captures = {}, {v.label: [] for v in parsed}
@@ -97,7 +102,8 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
                     check: str | None = "allclose", min_effect: float = DEFAULT_MIN_EFFECT,
                     progress: bool = True) -> ABReport:
     """Run `command` once per variant per round (A B A B ...), each in a fresh process, and analyse the timings
-    it reports. Each child captures into `store` with its variant's rename."""
+    it reports. Each child captures into `store` with its variant's rename, and compiles with its variant's ptxas,
+    options and control file (`_arm_builds`); every Triton build an arm captured is checked to have been made so."""
     from ..ptx_capture import child_env
 
     if rounds < MIN_ROUNDS:
@@ -106,12 +112,13 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
     last_before = store.last_id()  # the children's captures are the ones after it
     with tempfile.TemporaryDirectory(prefix="tritonhook-ab-") as scratch, \
             format.progress(progress, rounds * len(variants), "A/B") as step:
+        builds = _arm_builds(variants, Path(scratch))
         for round_index in range(rounds):
             for variant in variants:
                 out = Path(scratch) / f"round{round_index}-{len(records)}.jsonl"
                 env = {**child_env(store.path, rename=variant.rename,
                                    select=select if variant.rename is not None else None),
-                       **protocol_env(out, variant.label, round_index, scratch)}
+                       **protocol_env(out, variant.label, round_index, scratch), **builds[variant.label][0]}
                 reported = _run_child(command, env, out, f"round {round_index + 1}, variant {variant.label}")
                 records += reported
                 pids[variant.label].update(r["pid"] for r in reported)
@@ -122,7 +129,67 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
                       for name, (samples, flops, by_variant) in collect(records).items()]
     written = store.captures(after=last_before)
     captures = {label: [c.id for c in written if c.pid in ids] for label, ids in pids.items()}
+    _check_builds(variants, written, captures, {label: args for label, (_, args) in builds.items()})
     return _finish(store, benchmarks, variants, rounds, select, command, captures, min_effect)
+
+
+def _arm_builds(variants: Sequence[Variant], scratch: Path) -> dict[str, tuple[dict[str, str], tuple[str, ...]]]:
+    """Per variant: (the variables its children run under, the ptxas arguments it adds), so that Triton's own
+    compile runs the variant's ptxas with its options and control file (`_triton.ptxas_environment`); ({}, ())
+    for a variant that only renames. The control file's checked bytes are written under their sha256, so the
+    `--apply-controls=` that a capture's options record names the bytes that built it. Each such arm compiles
+    into a Triton cache of its own for the run: Triton's key tells a ptxas apart only by its `--version` text (two
+    binaries answering alike would share builds), and no build in the user's cache is served to an arm."""
+    builds = {}
+    for index, variant in enumerate(variants):
+        if not variant.assembles:
+            builds[variant.label] = {}, ()
+            continue
+        args = list(variant.options)
+        if variant.controls is not None:
+            _check_controls(variant)
+            copy = scratch / "controls" / f"{variant.controls.sha256}.acf"
+            copy.parent.mkdir(exist_ok=True)
+            copy.write_bytes(variant.controls.data)
+            args.append(f"--apply-controls={copy}")
+        env = _triton.ptxas_environment(f"variant {variant.label}", variant.ptxas, args)
+        builds[variant.label] = {**env, **to_env({TRITON_CACHE_DIR: scratch / "triton-cache" / str(index)})}, \
+            tuple(args)
+    return builds
+
+
+def _check_controls(variant: Variant) -> None:
+    """A control file with no `@` goes to Triton's own ptxas, which depends on the target: refuse it now, in one
+    line, when the one Triton runs for this GPU (every one it may run when no GPU is known) cannot read it, rather
+    than in a child's traceback. With `@`, the grammar checked it."""
+    if variant.ptxas is not None:
+        return
+    gpu = preflight.named_gpu() or preflight.visible_gpu()
+    for ptxas in _triton.ptxases_for(gpu.capability if gpu else None):
+        if refusal := tools.controls_refusal(variant.controls, ptxas):
+            raise TritonhookError(f"variant {variant.label}: {refusal}; it is Triton {_triton.triton_version()}'s "
+                                  f"ptxas for {gpu.name if gpu else 'some targets (no GPU seen)'}: name one that "
+                                  f"can with @VERSION")
+
+
+def _check_builds(variants: Sequence[Variant], written, captures: dict[str, list[int]],
+                  arm_args: dict[str, tuple[str, ...]]) -> None:
+    """Every Triton build of an arm that assembles ran the variant's ptxas and ended its ptxas options with the
+    variant's: a command that sets TRITON_PTXAS_PATH or PTXAS_OPTIONS itself, or passes `ptx_options`, would
+    otherwise be timed under the variant's label without its build."""
+    by_id = {c.id: c for c in written}
+    for variant in (v for v in variants if v.assembles):
+        wanted = arm_args[variant.label]
+        for capture in (by_id[i] for i in captures[variant.label]):
+            args = _triton.ptxas_args_of(capture.options)
+            if args is None:
+                continue  # not a Triton compile: the variant's ptxas is Triton's, not another compiler's
+            same_ptxas = variant.ptxas is None or os.path.realpath(capture.ptxas_path or "") == \
+                os.path.realpath(variant.ptxas)
+            if not same_ptxas or args[len(args) - len(wanted):] != wanted:
+                raise TritonhookError(f"variant {variant.label}: capture {capture.id} ({capture.entry}) was built by "
+                                      f"ptxas {capture.ptxas_path} with options {' '.join(args) or '(none)'}, not "
+                                      f"as the variant says: does the command set its own ptxas or ptx_options?")
 
 
 def _run_child(command: list[str], env: dict, out: Path, where: str) -> list[dict]:
@@ -131,7 +198,10 @@ def _run_child(command: list[str], env: dict, out: Path, where: str) -> list[dic
     except FileNotFoundError:
         raise TritonhookError(f"{command[0]}: command not found") from None
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        # a failed build says why in ptxas's own line, above the command Triton's error ends with
+        ptxas_said = [line for line in lines if line.startswith("ptxas") and ("fatal" in line or "error" in line)]
+        tail = ptxas_said[-1:] or lines[-1:] or ["(no output)"]
         raise TritonhookError(f"{' '.join(command)}: exited with status {done.returncode} ({where}): {tail[0]}")
     reported = read_records(out)
     if not reported:
@@ -157,8 +227,9 @@ def _check_across_processes(name: str, digests: dict[str, set], variants: Sequen
 
 # ----- shared ending ------------------------------------------------------------------------------------------------
 def _finish(store, benchmarks, variants, rounds, select, command, captures, min_effect) -> ABReport:
-    report = ABReport(benchmarks, list(variants), rounds, _select_text(select), command,
-                      {label: kernel_summaries(store, ids) for label, ids in captures.items()}, min_effect,
+    kernels = {v.label: [{**row, "controls_sha256": v.controls.sha256 if v.controls else None}
+                         for row in kernel_summaries(store, captures[v.label])] for v in variants}
+    report = ABReport(benchmarks, list(variants), rounds, _select_text(select), command, kernels, min_effect,
                       why=kernel_deltas(store, captures))
     report.save(store, captures)
     return report
@@ -171,7 +242,8 @@ def _select_text(select) -> str | None:
 
 
 def kernel_summaries(store, capture_ids: Iterable[int]) -> list[dict]:
-    """One row per distinct cubin the variant built: names, and registers / spills / capmerc size."""
+    """One row per distinct cubin the variant built: names, what built it (the ptxas and the extra options its
+    capture records), and registers / spills / capmerc size."""
     rows, seen = [], set()
     for capture in store.captures(ids=list(capture_ids)):
         cubin = capture.artifacts.get("cubin")
@@ -184,7 +256,8 @@ def kernel_summaries(store, capture_ids: Iterable[int]) -> list[dict]:
             summary = {"summary_error": str(exc)}
         rows.append({"capture_id": capture.id, "kernel": capture.kernel, "entry": capture.entry,
                      "original_entry": capture.original_entry, "arch": capture.arch, "cubin_size": cubin.size,
-                     **summary})
+                     "ptxas": capture.ptxas_path, "ptxas_version": capture.ptxas_version,
+                     "ptxas_options": list(_triton.ptxas_args_of(capture.options) or ()), **summary})
     return rows
 
 

@@ -1,4 +1,5 @@
-"""`tritonhook ab`: A/B-time kernel name variants in fresh processes (library: `tritonhook.ab`)."""
+"""`tritonhook ab`: A/B-time kernel variants (names, ptxas, options, control files) in fresh processes (library:
+`tritonhook.ab`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def add_ab(sub) -> None:
                                        "interleaved, in fresh processes")
     store_arg(parser)
     parser.add_argument("--variants", default="plain,cutlass_",
-                        help="comma-separated: plain, strip, or a prefix (default plain,cutlass_; plain,plain: A/A)")
+                        help="comma-separated: plain, strip, or a prefix, each with optional @VERSION|@PATH (ptxas), "
+                             "+opt:OPTION, +acf:FILE (docs/variants.md; default plain,cutlass_; plain,plain: A/A)")
     parser.add_argument("--select", help="rename only kernels whose name matches this regex")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds, at least 5 (default 7)")
     parser.add_argument("--check", choices=("allclose", "bitwise", "none"), default="allclose",

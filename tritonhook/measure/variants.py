@@ -44,7 +44,8 @@ class Variant:
     @property
     def assembles(self) -> bool:
         """Whether the variant needs a ptxas run of its own beyond a rename (another ptxas, options, controls):
-        an A/B run through Triton's own compile cannot honour these yet."""
+        the sweep assembles such a variant from the captured PTX, `ab` gives its arm's Triton compile that ptxas,
+        those options and the control file (and a Triton cache of its own)."""
         return bool(self.ptxas or self.options or self.controls)
 
     def with_ptxas(self, path: str) -> Variant:
@@ -53,6 +54,16 @@ class Variant:
         version = _version_of(path, f"--ptxas {path}")
         name, plus, rest = self.label.partition("+")
         return dataclasses.replace(self, label=f"{name}@{version}{plus}{rest}", ptxas=path)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Variant:
+        """The variant `to_json` wrote (a saved result's), as it was: nothing is looked up or read again, since its
+        ptxas or control file may be gone since; the control file keeps its path and sha256, not its bytes. The name
+        part of the label gives the rename (a result from before the grammar holds only `label`)."""
+        name = re.split(r"[@+#]", data["label"], maxsplit=1)[0] or PLAIN
+        controls = data.get("controls")
+        return cls(data["label"], parse_variant(name).rename, data.get("ptxas"), tuple(data.get("options") or ()),
+                   None if controls is None else ControlFile(controls["path"], controls["sha256"], b""))
 
     def to_json(self) -> dict:
         """What made the variant, as a result records it."""
