@@ -267,9 +267,11 @@ def test_the_upgrade_fills_the_columns_as_the_producers_declare_them():
     import tritonhook.sweep.replay  # noqa: F401
     from tritonhook.store import _AB_BEFORE_7, _COLUMNS_BEFORE_6, _RESULT_KINDS
 
+    import tritonhook.sweep.tune  # noqa: F401
+    new_in_7 = {"tune": (None, "recording_id")}  # no older store holds one: nothing to fill
     assert {name: (kind.label, kind.source) for name, kind in _RESULT_KINDS.items()
             if kind.label or kind.source} == {**_COLUMNS_BEFORE_6, "memwatch": ("label", None),
-                                              _AB_BEFORE_7.name: (_AB_BEFORE_7.label, None)}
+                                              _AB_BEFORE_7.name: (_AB_BEFORE_7.label, None), **new_in_7}
 
 
 def test_a_schema_6_store_moves_its_ab_results_into_the_results_table(tmp_path, old_store_module):
