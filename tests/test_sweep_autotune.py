@@ -30,7 +30,7 @@ from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
 from tritonhook.sweep.autotune import analyze_group, autotune_groups, config_text
 from tritonhook.sweep.replay import select_signatures
-from tritonhook.sweep.result import SweepResult, SweepRow, analyze_row
+from tritonhook.sweep.result import VariantTiming, SweepResult, SweepRow, analyze_row
 from tritonhook.sweep.variants import build_variants
 
 torch = pytest.importorskip("torch")
@@ -320,6 +320,22 @@ def test_an_aa_sweep_gives_no_workload_estimate():
                         {"plain": _noisy(0.020, 1), "plain#2": _noisy(0.019, 2)}, {"plain": {}, "plain#2": {}}, {})]
     assert rows[0].variants[1].verdict == "faster"  # noise an A/A can show
     assert SweepResult(rows, ["plain", "plain#2"], 9, 1, None, {}).finish().estimates == []
+
+
+def test_a_variant_whose_build_failed_at_every_config_keeps_its_verdict_and_the_group_its_row(candidates):
+    """A third variant that no candidate could build (a control file its ptxas refused, say) has no samples
+    anywhere: the group is still compared on the others, and the failed one says why (found by `tune` on the H200,
+    where such variants made every autotuned kernel's row disappear)."""
+    group, rows, samples = _candidate_rows(candidates, {256: (0.030, 0.018), 512: (0.020, 0.024), 1024: (0.025, 0.026)})
+    for row in rows:
+        row.variants.append(VariantTiming("plain+acf:x.acf", None, verdict="build unsupported",
+                                          facts={"build_failed": "unsupported"}))
+    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
+                        samples, ["plain", "cutlass_", "plain+acf:x.acf"])
+    assert row.status == "ok" and [v.label for v in row.variants] == ["plain", "cutlass_", "plain+acf:x.acf"]
+    assert row.variants[1].verdict == "faster" and row.variants[1].ratio == pytest.approx(0.9, rel=0.01)
+    assert row.variants[2].verdict == "build unsupported" and row.variants[2].median_ms is None
+    assert set(row.autotune["winners"]) == {"plain", "cutlass_"}
 
 
 def test_a_group_with_no_timed_candidate_says_why(candidates):

@@ -22,6 +22,9 @@ from tritonhook.sweep.variants import build_variants, captured_ptxas
 
 torch = pytest.importorskip("torch")
 
+# the search, its counts and the confirmation (the worker is replaced): the same under every Triton
+pytestmark = pytest.mark.release_independent
+
 from sample_recording import sample_recording  # noqa: E402 - tests/sample_recording.py, after torch is known
 
 FAKE_WORKER = [str(Path(__file__).with_name("sweep_fake_worker.py")), "--time-by-text"]
@@ -54,7 +57,8 @@ def test_a_bad_space_is_one_line(axes, controls, message):
 
 
 def test_the_budget_is_candidates_or_minutes():
-    assert parse_budget("40") == (40, None) and parse_budget("20m") == (None, 1200.0) and parse_budget(None) == (None, None)
+    assert parse_budget("40") == (40, None) and parse_budget("20m") == (None, 1200.0)
+    assert parse_budget(None) == (None, None)
     for bad in ("0", "-3", "ten", "5h"):
         with pytest.raises(TritonhookError, match="--budget"):
             parse_budget(bad)
@@ -126,3 +130,22 @@ def test_the_cli_says_a_bad_space_in_one_line(tmp_path):
                            "names,acf"], capture_output=True, text=True, env={**os.environ})
     assert done.returncode == 2 and done.stderr.strip() == (
         "tritonhook: error: --space acf: give the control files to try with --acf FILE[,FILE]")
+
+
+def test_the_confirmation_times_the_winner_built_as_searched_not_a_ptxas_found_by_its_label(recorded, tmp_path):
+    """A winner assembled by a ptxas given as a path is confirmed with that binary: its label names only a version,
+    which the ptxas Triton ships answers too."""
+    store, recording = recorded
+    real = captured_ptxas(store.get(recording.signatures[1].capture_id))
+    tuned_ptxas = tmp_path / "ptxas"  # the real ptxas, always with one more codegen option
+    tuned_ptxas.write_text(f'#!/bin/sh\ncase "$1" in --version) exec "{real}" "$@";; esac\n'
+                           f'exec "{real}" "$@" --register-usage-level=0\n')
+    tuned_ptxas.chmod(0o755)
+    space = TuneSpace(names=(PLAIN,), ptxas=(None, str(tuned_ptxas)), options=((),))
+    result = tune(recording, store, space, kernel="matmul", rounds=5, confirm_rounds=5, worker=FAKE_WORKER)
+    (tuned,) = result.kernels
+    plain, searched = _builds(store, recording, TuneSpace(names=(PLAIN,), ptxas=(None, str(tuned_ptxas)),
+                                                          options=((),)))[tuned.kernel].values()
+    assert searched[0] != plain[0], "the wrapper's option must change the matmul's SASS for this test to mean much"
+    assert tuned.winner == f"plain@{tools.ptxas_version(real)}" and tuned.confirmed
+    assert tuned.vs_plain["ratio"] == pytest.approx(plain[0] / searched[0])  # not 1.0: the real ptxas's build

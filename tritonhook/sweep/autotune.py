@@ -94,8 +94,11 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
     baseline's best (`ratio_interval` of the two candidates' rounds), and beside it the comparison at the
     reference config (`same_config`)."""
     by_id = {c.signature: c for c in candidates}
-    timed = {c.signature: _resolved(c, samples.get(c.signature, {})) for c in candidates if c.status == "ok"}
-    timed = {sid: own for sid, own in timed.items() if all(own.get(label) for label in labels)}
+    resolved = {c.signature: _resolved(c, samples.get(c.signature, {})) for c in candidates if c.status == "ok"}
+    # a variant no candidate timed (its build failed at every config) keeps its verdict; the others are compared
+    untimed = [label for label in labels[1:] if not any(own.get(label) for own in resolved.values())]
+    timed_labels = [label for label in labels if label not in untimed]
+    timed = {sid: own for sid, own in resolved.items() if all(own.get(label) for label in timed_labels)}
     row.autotune = {"group": group.group, "configs": len(group.candidates),
                     "replayed": [c.signature for c in candidates], "workload": config_text(group.chosen),
                     "winners": {}, "winner_signatures": {}, "changed": False, "flips": {}, "same_config": {}}
@@ -106,10 +109,14 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
     winner = group.workload_winner
     reference = winner.id if winner is not None and winner.id in timed else \
         min(timed, key=lambda sid: (median(timed[sid][labels[0]]), sid))
-    chosen = {label: _config_for(label, timed, reference, min_effect) for label in labels}
+    chosen = {label: _config_for(label, timed, reference, min_effect) for label in timed_labels}
     base_id = chosen[labels[0]]
     base = timed[base_id][labels[0]]
     for label in labels:
+        if label in untimed:
+            failed = _timing_of(by_id[reference], label)
+            row.variants.append(VariantTiming(label, None, verdict=failed.verdict, facts=failed.facts))
+            continue
         own_id = chosen[label]
         own = timed[own_id][label]
         candidate_timing = _timing_of(by_id[own_id], label)
@@ -126,7 +133,7 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
             row.autotune["same_config"][label] = {"config": _config_of(by_id[reference]), "ratio": same.ratio,
                                                   "low": same.low, "high": same.high, "verdict": same.verdict}
         row.variants.append(timing)
-    fastest = {label: min(timed, key=lambda sid: (median(timed[sid][label]), sid)) for label in labels}
+    fastest = {label: min(timed, key=lambda sid: (median(timed[sid][label]), sid)) for label in timed_labels}
     row.autotune["flips"] = {label: {"fastest": _config_of(by_id[sid]), "kept": _config_of(by_id[chosen[label]])}
                              for label, sid in fastest.items() if sid != chosen[label]}
     row.autotune["winners"] = {label: _config_of(by_id[sid]) for label, sid in chosen.items()}

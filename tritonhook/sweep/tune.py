@@ -278,7 +278,11 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
                         {"search": search_s}, gpus=_gpu_count(gpus), skipped=len(candidates) - tried)
     _pick_winners(result.kernels)
     began = time.time()
-    _confirm(recording, store, result.kernels, {**run, "rounds": confirm_rounds}, min_effect)
+    try:
+        _confirm(recording, store, result.kernels, {v.label: v for v in candidates},
+                 {**run, "rounds": confirm_rounds}, min_effect)
+    except TritonhookError as exc:  # the search's figures are kept, and say they were not confirmed
+        result.warnings.append(f"the winners could not be timed again: {exc}")
     result.times_s["confirm"] = time.time() - began
     if result.skipped:
         result.warnings.append(f"the budget ({budget}) left {result.skipped} of {len(candidates)} candidates untried")
@@ -333,13 +337,16 @@ def _pick_winners(kernels: list[KernelTune]) -> None:
             tuned.searched = {"ratio": best.ratio, "low": best.low, "high": best.high, "verdict": best.outcome}
 
 
-def _confirm(recording: Recording, store: Store, kernels: list[KernelTune], run: dict, min_effect: float) -> None:
-    """Time every winner again beside plain and `cutlass_`, in one fresh replay of the kernels that have one."""
+def _confirm(recording: Recording, store: Store, kernels: list[KernelTune], searched: dict[str, Variant],
+             run: dict, min_effect: float) -> None:
+    """Time every winner again beside plain and `cutlass_`, in one fresh replay of the kernels that have one.
+    `searched`: the candidates by label (the winners are those variants, not their labels parsed again: a label
+    names a ptxas by version, which another ptxas of that version could answer)."""
     winners = [k for k in kernels if k.winner]
     if not winners:
         return
-    labels = list(dict.fromkeys([PLAIN, DEFAULT_PREFIX, *(k.winner for k in winners)]))
-    variants = [parse_variant(label.split("#")[0]) for label in labels]
+    variants = list({v.label: v for v in [parse_variant(PLAIN), parse_variant(DEFAULT_PREFIX),
+                                          *(searched[k.winner] for k in winners)]}.values())
     run = {**run, "kernel": exact_names_pattern(sorted({k.kernel for k in winners}))}
     rows = {row.signature: row for row in replay(recording, store, variants, **run).rows}
     for tuned in winners:
