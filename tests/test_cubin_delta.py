@@ -82,9 +82,12 @@ def test_many_pairs_disassemble_each_cubin_once_and_compute_each_pair_once(pair,
     runs = []
     real = delta_module.disassemble
     monkeypatch.setattr(delta_module, "disassemble", lambda data, **kw: runs.append(data) or real(data, **kw))
+    monkeypatch.setattr(delta_module, "_HISTOGRAMS", {})  # what earlier tests disassembled is kept per process
     deltas = CubinDeltas()
     first, second, same = deltas.many([(plain, renamed, ENTRY, RENAMED), (plain, renamed, ENTRY, RENAMED),
                                        (plain, plain, ENTRY, ENTRY)])
     assert first is second and same.sass_identical
     assert deltas.between(plain, renamed, ENTRY, RENAMED) is first
     assert sorted(runs) == sorted([plain, renamed])
+    CubinDeltas().many([(plain, renamed, ENTRY, RENAMED)])  # another sweep of the same cubins: nothing run again
+    assert len(runs) == 2

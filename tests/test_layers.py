@@ -20,7 +20,7 @@ The order (this table is its only declaration; docs/layout.md describes it):
   6 measurement   measure/ (the GPU timer, statistics, output check and variants that ab/ and sweep/ share: no
                   feature is another's library)
   7 features      ab/, memwatch (its public API) over mem/, diff, matrix (ptxas-matrix), captures (listing and summary of captures),
-                  sweep/ (record, replay, schedule), doctor (asks the layers below what they see, changes nothing)
+                  sweep/ (record, replay, schedule, tune), doctor (asks the layers below what they see, changes nothing)
   8 presentation  run (the CLI's orchestration as a library), page/ (the HTML report and the demo: they read
                   every feature's results)
   9 entry points  cli/, _autoload, __main__, the package itself

@@ -123,6 +123,10 @@ def _first_clause(reason: str) -> str:
     return reason.split(" (")[0].split(";")[0].strip() or "nvdisasm did not run"
 
 
+_HISTOGRAMS: dict[str | None, dict[bytes, collections.Counter | TritonhookError]] = {}
+"""Opcode histograms by nvdisasm and cubin digest, kept for the process (`CubinDeltas`): disassembly is the slow part."""
+
+
 class CubinDeltas:
     """`CubinDelta`s of many (baseline, variant) cubin pairs: each distinct cubin parsed once and disassembled at most
     once (only where a pair's `.text` differ), each pair computed once; `many` runs nvdisasm on a few cubins at a
@@ -131,7 +135,8 @@ class CubinDeltas:
     def __init__(self, *, top: int = MIX_TOP, nvdisasm: str | None = None):
         self.top, self.nvdisasm = top, nvdisasm
         self._parsed: dict[bytes, Cubin] = {}
-        self._histograms: dict[bytes, collections.Counter | TritonhookError] = {}
+        # per process, by nvdisasm: a sweep's replays and `tune`'s chunks meet the same cubins again and again
+        self._histograms = _HISTOGRAMS.setdefault(nvdisasm, {})
         self._deltas: dict[tuple, CubinDelta] = {}
 
     def between(self, base_cubin: bytes, variant_cubin: bytes, base_entry: str, variant_entry: str) -> CubinDelta:
