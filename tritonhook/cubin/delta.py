@@ -124,7 +124,7 @@ def _first_clause(reason: str) -> str:
 
 
 _HISTOGRAMS: dict[str | None, dict[bytes, collections.Counter | TritonhookError]] = {}
-"""Opcode histograms by nvdisasm and cubin digest, kept for the process (`CubinDeltas`): disassembly is the slow part."""
+"""Opcode histograms by nvdisasm and cubin digest, kept for the process (`CubinDeltas`): disassembling is slow."""
 
 
 class CubinDeltas:
