@@ -63,6 +63,11 @@ class PtxasBinary:
     version: str
     origin: str
 
+    @property
+    def release(self) -> tuple[int, ...]:
+        """The version as numbers, for ordering ("13.10" after "13.9")."""
+        return tuple(int(part) for part in self.version.split(".") if part.isdigit())
+
 
 @dataclasses.dataclass(frozen=True)
 class AssembleResult:

@@ -140,7 +140,7 @@ def resolve_ptxas(where: str, spec: str) -> str:
     found = tools.find_ptxas()
     exact = [b for b in found if b.version == where]
     matching = exact or sorted((b for b in found if b.version.startswith(where + ".")),
-                               key=lambda b: tuple(map(int, b.version.split("."))), reverse=True)
+                               key=lambda b: b.release, reverse=True)
     if not matching:
         listed = ", ".join(sorted({b.version for b in found})) or "none"
         raise TritonhookError(f"variant {spec!r}: no ptxas {where} found (found: {listed}; "

@@ -90,8 +90,9 @@ def analyze_row(row: SweepRow, samples: dict[str, list[float]], facts: dict[str,
         timing = VariantTiming(label, median(own) if own else None, facts=facts[label], samples=list(own or []))
         if label == labels[0]:
             pass
-        elif label in identical:
+        elif label in identical:  # not timed: the rounds of the variant whose SASS it shares stand for it
             timing.ratio, timing.low, timing.high, timing.verdict = 1.0, 1.0, 1.0, IDENTICAL
+            timing.samples = list(samples.get(identical[label]) or [])
         elif own and base:
             ratio, low, high = ratio_interval(base, own)
             timing.ratio, timing.low, timing.high = ratio, low, high

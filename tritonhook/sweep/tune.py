@@ -95,7 +95,7 @@ class TuneSpace:
 def _newest_other_ptxas() -> list[str]:
     """The newest ptxas `tools.find_ptxas` knows, as a path: a second compiler to try beside the capture's."""
     binaries = tools.one_per_version(tools.find_ptxas())
-    newest = max(binaries, key=lambda b: tuple(int(p) for p in b.version.split(".") if p.isdigit()), default=None)
+    newest = max(binaries, key=lambda b: b.release, default=None)
     return [newest.path] if newest else []
 
 
@@ -352,19 +352,12 @@ def _confirm(recording: Recording, store: Store, kernels: list[KernelTune], sear
     for tuned in winners:
         row = rows.get(tuned.signature)
         timings = {v.label: v for v in (row.variants if row is not None and row.status == "ok" else [])}
-        own, plain, cutlass = (_timed_as(timings, label) for label in (tuned.winner, PLAIN, DEFAULT_PREFIX))
+        own, plain, cutlass = (timings.get(label) for label in (tuned.winner, PLAIN, DEFAULT_PREFIX))
         tuned.vs_plain = _against(plain, own, min_effect)
         tuned.vs_cutlass = _against(cutlass, own, min_effect)
         tuned.why = ((own.why or {}).get("text", "") if own else "") or ""
         if tuned.vs_plain is None:
             tuned.status = row.status if row is not None and row.status != "ok" else "not confirmed: not timed"
-
-
-def _timed_as(timings: dict[str, VariantTiming], label: str) -> VariantTiming | None:
-    """The timing of `label`, or of the variant whose SASS it shares when it was not timed itself."""
-    timing = timings.get(label)
-    twin = timing.facts.get("same_text_as") if timing is not None and not timing.samples else None
-    return timings.get(twin, timing) if twin else timing
 
 
 def _against(base: VariantTiming | None, own: VariantTiming | None, min_effect: float) -> dict | None:
