@@ -191,3 +191,25 @@ def test_a_capture_names_the_ptxas_triton_uses_at_that_compile(capture_session, 
     before, after = capture_session.captures()
     assert before.ptxas_path != other.path and after.ptxas_path == other.path
     assert other.version.startswith(after.ptxas_version)  # Triton says "12.9" where ptxas says 12.9.86
+
+
+def test_a_capture_keeps_the_kernel_module_and_what_a_rebuild_needs(capture_session):
+    """`tritonhook upgrade` rebuilds a kernel under another release from the capture alone: the module text as it
+    was at compile time and the specialization (docs/upgrade.md). Checked against the file and the compile's own
+    arguments; the rebuild itself is tests/test_upgrade.py's."""
+    from tritonhook import samples
+
+    compile_sample("matmul_fp16", 90, num_warps=4)
+    (capture,) = capture_session.captures()
+    store = capture_session.store
+    assert store.read(capture, _triton.PYTHON_STAGE) == open(samples.__file__, "rb").read()
+    record = json.loads(store.read(capture, _triton.REBUILD_STAGE))
+    sample = SAMPLES["matmul_fp16"]
+    assert (record["module"], record["function"], record["file"]) == ("tritonhook.samples", "matmul_kernel",
+                                                                      samples.__file__)
+    assert record["signature"] == sample.signature
+    arg_names = samples.matmul_kernel.arg_names
+    assert {arg_names[path[0]]: value for path, value in record["constexprs"]} == sample.constexprs
+    assert record["options"]["num_warps"] == 4 and record["options"]["num_stages"] == sample.options["num_stages"]
+    assert record["target"] == {"backend": "cuda", "arch": 90, "warp_size": 32}
+    assert not set(record["options"]) & {"extern_libs", "arch", "ptx_version"}  # facts of the release, not choices

@@ -86,7 +86,7 @@ def test_ls_show_export_on_real_captures(store_path, tmp_path):
     tritonhook("export", "--store", store_path, first, tmp_path / "out")
     exported = {p.name for p in (tmp_path / "out").iterdir()}
     assert exported == {f"add_kernel.{stage}" for stage in ("source", "ttir", "ttgir", "llir", "ptx", "cubin", "json",
-                                                            "capture.json")}
+                                                            "python", "rebuild", "capture.json")}
     assert (tmp_path / "out" / "add_kernel.ptx").read_text() == ptx
 
 

@@ -40,6 +40,7 @@ from .. import config
 from .. import ptx as _ptx
 from ..errors import TritonhookError
 from ..store import NewCapture, specialization_label
+from .rebuild_record import rebuild_artifacts
 from .version import _plain_json, _WarnOnce, stage_hook_in_cache_key, triton_version
 
 ORIGINAL_NAME_KEY = "tritonhook_original_name"
@@ -207,12 +208,14 @@ def make_event(src, metadata, metadata_group, times, cache_hit) -> NewCapture:
     ptxas_path, ptxas_version = ptxas_for(capability) if capability is not None else (None, None)
     entry = _entry_name(artifacts, metadata)
     names = set(option_names())
+    options = {k: v for k, v in metadata.items() if k in names}
+    artifacts.update(rebuild_artifacts(src, metadata, options))  # for `tritonhook upgrade`
     return NewCapture(
         event="cache_hit" if cache_hit else "compile", frontend=frontend, kernel=kernel, entry=entry,
         original_entry=metadata.get(ORIGINAL_NAME_KEY) or entry, src_file=src_file, src_line=src_line,
         arch=_arch_name(artifacts, capability), frontend_version=triton_version(),
         ptxas_path=ptxas_path, ptxas_version=ptxas_version, triton_hash=metadata.get("hash"),
-        options={k: v for k, v in metadata.items() if k in names}, metadata=metadata, times=_times(times),
+        options=options, metadata=metadata, times=_times(times),
         artifacts=artifacts, specialization=_specialization(src),
     )
 
