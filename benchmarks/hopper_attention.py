@@ -56,6 +56,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--dtype", choices=SIXTEEN_BIT, default="bf16",
                     help="the 16-bit type of ours and SDPA's inputs (default bf16)")
     ap.add_argument("--efficient", action="store_true", help="also time SDPA's EFFICIENT_ATTENTION backend")
+    ap.add_argument("--fa4", action="store_true", help="also time FlashAttention-4's Hopper forward (flash-attn-4, "
+                    "bf16/fp16 only: its fp8 is SM100-only) as shipped and with `cutlass` taken out of its kernel's "
+                    "name (benchmarks/fa4_arms.py)")
+    ap.add_argument("--fa4-dump", default=None, metavar="DIR",
+                    help="with --fa4: CuTe DSL dumps each FA4 kernel's PTX and cubin here, and the JSON says what "
+                         "the name changed in the cubin")
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--hidden", type=int, default=2048)
     ap.add_argument("--rep", type=float, default=60.0, help="timed milliseconds per arm and run")
@@ -71,9 +77,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def arm_names(variants, fp8: bool, efficient: bool, dtype: str = "bf16") -> list[str]:
-    """The arms of one run, in timing order: SDPA backends first, then ours (`dtype`, fp8, fp8+T per variant)."""
+def arm_names(variants, fp8: bool, efficient: bool, dtype: str = "bf16", fa4: bool = False) -> list[str]:
+    """The arms of one run, in timing order: SDPA backends and FA4's first, then ours (`dtype`, fp8, fp8+T per
+    variant)."""
     names = [b for b in SDPA_BACKENDS if efficient or b != "efficient"]
+    if fa4:
+        from fa4_arms import ARMS
+
+        names += ARMS
     for var in variants:
         names += [f"{var}:{dtype}"] + ([f"{var}:fp8", f"{var}:fp8+T"] if fp8 else [])
     return names
@@ -95,6 +106,10 @@ def summarize_row(row: dict) -> dict:
     fp8 = ours and ours.rpartition(":")[0] + ":fp8"
     if ours and "cudnn" in runs[0]:  # cuDNN's time / ours: > 1 where ours is faster
         ratios["ours/cudnn"] = ratio_interval(pooled(ours), pooled("cudnn"))
+    if ours and "fa4" in runs[0]:
+        ratios["ours/fa4"] = ratio_interval(pooled(ours), pooled("fa4"))
+    if "fa4-nocutlass" in runs[0]:  # FA4's time with `cutlass` in its kernel name / without: > 1 where it costs
+        ratios["nocutlass/fa4"] = ratio_interval(pooled("fa4-nocutlass"), pooled("fa4"))
     if fp8 in runs[0]:
         ratios[f"fp8/{ours.rpartition(':')[2]}"] = ratio_interval(pooled(fp8), pooled(ours))
     return dict(arms=arms, ratios=ratios)
@@ -134,27 +149,35 @@ def time_shape(D: int, causal: bool, S: int, args) -> dict:
     q8, k8, v8 = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
     vt8 = transpose_v_for_fp8(v8)
     inputs = (q, k, v, q8, k8, v8, vt8)  # every arm takes them all: bench_interleaved rotates copies where they fit L2
+    if args.fa4:
+        from fa4_arms import bshd, fa4_calls
+
+        inputs += bshd(q, k, v)
     sdpa = lambda q, k, v, *fp8: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
     pinned = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
               "efficient": SDPBackend.EFFICIENT_ATTENTION}
-    calls = {}
-    for name in arm_names(args.variants.split(","), not args.no_fp8, args.efficient, args.dtype):
+    calls, fa4 = {}, fa4_calls(causal) if args.fa4 else {}
+    for name in arm_names(args.variants.split(","), not args.no_fp8, args.efficient, args.dtype, args.fa4):
         if name in pinned:
             calls[name] = (lambda be=pinned[name]: sdpa_kernel([be]), sdpa)
             continue
+        if name in fa4:
+            calls[name] = fa4[name]
+            continue
         var, kind = name.split(":")
         kw = dict(causal=causal, **VARIANT_KWARGS[var])
-        fn = {args.dtype: lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q, k, v, **kw),
-              "fp8": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q8, k8, None, v_t=vt8, **kw),
-              "fp8+T": lambda q, k, v, q8, k8, v8, vt8, kw=kw: hopper_attention(q8, k8, v8, **kw)}[kind]
+        fn = {args.dtype: lambda q, k, v, q8, k8, v8, vt8, *_, kw=kw: hopper_attention(q, k, v, **kw),
+              "fp8": lambda q, k, v, q8, k8, v8, vt8, *_, kw=kw: hopper_attention(q8, k8, None, v_t=vt8, **kw),
+              "fp8+T": lambda q, k, v, q8, k8, v8, vt8, *_, kw=kw: hopper_attention(q8, k8, v8, **kw)}[kind]
         calls[name] = (contextlib.nullcontext, fn)
     row = dict(B=B, H=H, S=S, D=D, causal=causal, flops=attention_flops(B, H, S, D, causal), runs=[])
     for _ in range(args.runs):
         results = bench_interleaved(list(calls.values()), inputs=inputs, rep_ms=args.rep, min_reps=20)
         row["runs"].append({name: res.samples_ms for name, res in zip(calls, results)})
     ref = results[0].output.float() if "cudnn" in calls else None
-    if ref is not None:  # the last run's first outputs, against cuDNN's
-        row["relerr_vs_cudnn"] = {name: ((res.output.float() - ref).norm() / ref.norm()).item()
+    if ref is not None:  # the last run's first outputs, against cuDNN's (FA4's in its own layout)
+        as_bhsd = lambda name, out: out.transpose(1, 2) if name in fa4 else out
+        row["relerr_vs_cudnn"] = {name: ((as_bhsd(name, res.output).float() - ref).norm() / ref.norm()).item()
                                   for name, res in zip(calls, results)}
     row["summary"] = summarize_row(row)
     return row
@@ -162,6 +185,12 @@ def time_shape(D: int, causal: bool, S: int, args) -> dict:
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.fa4_dump:  # before CuTe DSL is imported
+        import os
+
+        from fa4_arms import dump_env
+
+        os.environ.update(dump_env(args.fa4_dump))
     import torch
     import triton
 
@@ -177,9 +206,16 @@ def main(argv=None):
                 rep_ms=args.rep, seconds=time.perf_counter() - began,
                 timing="tritonhook.ab.bench_interleaved per run (CUDA events, stream held); TFLOPS from each run's "
                        "median; spread = min-max over runs; ratios: ratio_interval over all runs' paired calls")
+    names = None
+    if args.fa4_dump:
+        from fa4_arms import name_cubins
+
+        names = name_cubins(args.fa4_dump)
+        for pair in names:
+            print(f"{pair['with_name']} -> {pair['without']}: {pair['why']}")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump(dict(meta=meta, rows=rows), f, indent=1)
+            json.dump(dict(meta=meta, rows=rows, fa4_name_cubins=names), f, indent=1)
     print("\n" + format_table(meta, rows))
 
 

@@ -63,3 +63,15 @@ def test_table_prints_each_arm_with_its_spread_and_the_ratios():
     assert "3 runs" in lines[0] and "min-max" in lines[0]
     assert lines[1].split()[:8] == ["D", "causal", "S", "cudnn", "flash", "ws:bf16", "ws:fp8", "ours/cudnn"]
     assert "476 [455-500]" in lines[2] and "500 [500-500]" in lines[2] and "2.000 [2.000,2.000]" in lines[2]
+
+
+def test_fa4_arms_come_before_ours_and_the_name_ratio_says_what_cutlass_costs(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(bench.__file__).parent))  # the benchmark imports fa4_arms beside it
+    assert bench.arm_names(["ws"], fp8=False, efficient=False, fa4=True) == [
+        "cudnn", "flash", "fa4", "fa4-nocutlass", "ws:bf16"]
+    row = _row()
+    for run in row["runs"]:  # FA4 2.4 ms with `cutlass` in its name, 2.0 ms without
+        run.update({"fa4": [2.4] * 9, "fa4-nocutlass": [2.0] * 9})
+    ratios = bench.summarize_row(row)["ratios"]
+    assert ratios["ours/fa4"] == pytest.approx((1.2, 1.2, 1.2))
+    assert ratios["nocutlass/fa4"] == pytest.approx((1.2, 1.2, 1.2))
