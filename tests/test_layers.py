@@ -20,7 +20,8 @@ The order (this table is its only declaration; docs/layout.md describes it):
   6 measurement   measure/ (the GPU timer, statistics, output check and variants that ab/ and sweep/ share: no
                   feature is another's library)
   7 features      ab/, memwatch (its public API) over mem/, diff, matrix (ptxas-matrix), captures (listing and summary of captures),
-                  sweep/ (record, replay, schedule, tune), doctor (asks the layers below what they see, changes nothing)
+                  sweep/ (record, replay, schedule, tune), doctor (asks the layers below what they see, changes nothing),
+                  upgrade/ (a kernel rebuilt under another Triton release: the four cells of PTX x ptxas)
   8 presentation  run (the CLI's orchestration as a library), page/ (the HTML report and the demo: they read
                   every feature's results)
   9 entry points  cli/, _autoload, __main__, the package itself
@@ -42,7 +43,7 @@ LAYERS: list[set[str]] = [
     {"ptx_capture", "cute"},
     {"preflight"},
     {"measure"},
-    {"ab", "mem", "memwatch", "diff", "matrix", "captures", "sweep", "doctor"},
+    {"ab", "mem", "memwatch", "diff", "matrix", "captures", "sweep", "doctor", "upgrade"},
     {"run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
 ]

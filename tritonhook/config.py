@@ -222,6 +222,15 @@ RAY_AUTH_MODE = EnvVar("RAY_AUTH_MODE", None, str,
                        "Ray's token authentication; benchmarks/sweep_scaling.py's two-node cluster on one host runs "
                        "with 'disabled', as docs/gpu_machine.md#the-lent-h200 does.")
 
+# ----- upgrade (`upgrade/`) -------------------------------------------------------------------------------------------
+RELEASES_DIR = EnvVar("TRITONHOOK_RELEASES_DIR", "~/.cache/tritonhook/releases", str,
+                      "Where `tritonhook upgrade` keeps a virtualenv per Triton release (triton-X.Y.Z), made on "
+                      "first use and reused; an entry may be a symlink to a virtualenv made elsewhere (the test "
+                      "matrix points them at its own).")
+UPGRADE_REBUILD_TIMEOUT_S = 1800
+"""Seconds the rebuild worker of `tritonhook upgrade` may take for all its kernels (a release that hangs in a
+compile is killed, and the kernels it did not reach say so)."""
+
 # ----- report (`page/`) ---------------------------------------------------------------------------------------------
 CHROMIUM = EnvVar("TRITONHOOK_CHROMIUM", None, str,
                   "The headless Chromium the report's browser test and benchmarks/report_scale.py drive (default: "

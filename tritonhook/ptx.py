@@ -17,6 +17,7 @@ _VERSION = re.compile(r"^\s*\.version\s+(\d+)\.(\d+)", re.MULTILINE)
 # A quoted string (kept as is) or an identifier that does not start in the middle of a word or directive.
 _TOKEN = re.compile(r'"[^"\n]*"|(?<![\w$.])[A-Za-z_$%][\w$]*')
 _PARAM = "_param_"
+_ENTRY_PARAMS = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)\s*\(([^)]*)\)")
 # The opcode of a TMA tensor load into a cluster-scoped destination, and its qualifiers after `.global`.
 _CLUSTER_LOAD = re.compile(r"\bcp\.async\.bulk\.tensor\.[1-5]d\.shared::cluster\.global((?:\.[\w:]+)*)")
 
@@ -43,6 +44,16 @@ def isa_version(ptx: str | bytes) -> tuple[int, int] | None:
     """The PTX ISA `.version` as (major, minor), e.g. (8, 7); None when the text has none."""
     match = _VERSION.search(as_text(ptx))
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def entry_parameters(ptx: str | bytes, entry: str) -> list[str] | None:
+    """The `.param` declarations of kernel `entry` without their names ('.param .u64 .ptr .global .align 1',
+    '.param .align 64 .b8 [128]'): the launch ABI a launcher must match; None when there is no such entry."""
+    for name, body in _ENTRY_PARAMS.findall(as_text(ptx)):
+        if name == entry:
+            return [re.sub(r"\s*[A-Za-z_$%][\w$]*(\[\d+\])?$", r" \1", " ".join(decl.split())).strip()
+                    for decl in body.split(",") if decl.strip()]
+    return None
 
 
 def looks_like_ptx(data: bytes) -> bool:

@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 
-from .compile import option_names, ptxas_for
+from .compile import option_names
 from .rebuild_record import jit_function, specialization
 from .version import _plain_json
 
 
 @dataclasses.dataclass(frozen=True)
 class RebuiltKernel:
-    """A kernel compiled again by the running release: its PTX, cubin and metadata (plain JSON), the ptxas this
-    release ran for the target (path, version), and the recorded options it does not know (not passed)."""
+    """A kernel compiled again by the running release: its PTX, cubin and metadata (plain JSON), and the recorded
+    options it does not know (not passed)."""
 
     ptx: str
     cubin: bytes
     metadata: dict
-    ptxas_path: str | None
-    ptxas_version: str | None
     unknown_options: list[str]
 
 
@@ -42,9 +40,8 @@ def compile_rebuilt(module, record: dict) -> RebuiltKernel:
     compiled = triton.compile(_source_class(record["frontend"])(fn, signature, constexprs, attrs),
                               target=GPUTarget(target["backend"], target["arch"], target["warp_size"]),
                               options=options)
-    ptxas_path, ptxas_version = ptxas_for(target["arch"])
     return RebuiltKernel(compiled.asm["ptx"], compiled.asm["cubin"], _plain_json(compiled.metadata._asdict()),
-                         ptxas_path, ptxas_version, sorted(set(record["options"]) - known))
+                         sorted(set(record["options"]) - known))
 
 
 def _source_class(frontend: str):

@@ -112,7 +112,7 @@ def parse_variant(text: str) -> Variant:
         except TritonhookError as exc:
             raise TritonhookError(f"variant {text!r}: {exc}") from None
         rename = name
-    ptxas = resolve_ptxas(where.strip(), text) if at else None
+    ptxas = resolve_ptxas(where.strip(), f"variant {text!r}") if at else None
     options, controls = [], None
     for part in parts:
         kind, _, value = part.partition(":")
@@ -129,21 +129,22 @@ def parse_variant(text: str) -> Variant:
     return Variant(label, rename, ptxas, tuple(options), controls)
 
 
-def resolve_ptxas(where: str, spec: str) -> str:
+def resolve_ptxas(where: str, what: str) -> str:
     """The ptxas `@WHERE` names: a path (anything with a '/'), or a version among `tools.find_ptxas()`: the one of
-    exactly that version, else the newest whose version starts with it (`@13` -> the newest 13.x)."""
+    exactly that version, else the newest whose version starts with it (`@13` -> the newest 13.x). `what` names
+    the text it came from in errors (a variant, `upgrade --ptxas`)."""
     if "/" in where:
-        _version_of(where, f"variant {spec!r}: @{where}")
+        _version_of(where, f"{what}: @{where}")
         return where
     if not re.fullmatch(r"\d+(\.\d+)*", where):
-        raise TritonhookError(f"variant {spec!r}: @{where}: give a ptxas version (@13.4) or a path (@/path/ptxas)")
+        raise TritonhookError(f"{what}: @{where}: give a ptxas version (@13.4) or a path (@/path/ptxas)")
     found = tools.find_ptxas()
     exact = [b for b in found if b.version == where]
     matching = exact or sorted((b for b in found if b.version.startswith(where + ".")),
                                key=lambda b: b.release, reverse=True)
     if not matching:
         listed = ", ".join(sorted({b.version for b in found})) or "none"
-        raise TritonhookError(f"variant {spec!r}: no ptxas {where} found (found: {listed}; "
+        raise TritonhookError(f"{what}: no ptxas {where} found (found: {listed}; "
                               f"`tritonhook ptxas list`, or give @/path/to/ptxas)")
     return matching[0].path
 

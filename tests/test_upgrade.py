@@ -1,0 +1,186 @@
+"""`tritonhook upgrade` on the CPU: kernels compiled and captured under the running Triton (3.6), rebuilt under
+Triton 3.9.0 from the capture alone (their module file is deleted first), and the four cells of PTX x ptxas at the
+cubin level, checked against what ptxas and the files themselves say.
+
+The 3.9.0 virtualenv is never downloaded here: scripts/test-matrix.sh points $TRITONHOOK_RELEASES_DIR at links to
+its own release virtualenvs; without one the tests that need it skip."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from triton.backends.compiler import GPUTarget
+
+import tritonhook
+from tritonhook import _triton, cli, config, tools
+from tritonhook.cubin import Cubin
+from tritonhook.upgrade import CELLS, UpgradeResult, upgrade
+from tritonhook.upgrade.rebuild import rebuild_captures
+from tritonhook.upgrade.releases import installed_triton, releases_dir
+
+pytestmark = pytest.mark.release_independent  # the other release runs in its own virtualenv; one run suffices
+BASELINE, PTXAS_ONLY, PTX_ONLY, BOTH = CELLS
+TARGET = "3.9.0"
+SUBJECTS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
+
+
+@triton.jit
+def advance_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Block pointers moved by tl.advance, which Triton 3.9 removed: 3.6 compiles it, 3.9 refuses it."""
+    src = tl.advance(tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,)), (tl.program_id(0) * BLOCK,))
+    dst = tl.advance(tl.make_block_ptr(out_ptr, (n,), (1,), (0,), (BLOCK,), (0,)), (tl.program_id(0) * BLOCK,))
+    tl.store(dst, tl.load(src, boundary_check=(0,)), boundary_check=(0,))
+'''
+POINTERS_ALIGNED = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # as a JIT launch passes
+COMPILES = {"scale_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "scale": "fp32"}, {"BLOCK": 256}),
+            "advance_kernel": ({"x_ptr": "*fp16", "out_ptr": "*fp16", "n": "i32"}, {"BLOCK": 128})}
+
+
+def _capture_subjects(folder: Path, store: Path) -> Path:
+    """Compile the subjects for sm_90 under capture, from a module file that is deleted afterwards."""
+    import triton
+    from triton.compiler import ASTSource
+
+    path = folder / "upgrade_subjects.py"
+    path.write_text(SUBJECTS)
+    spec = importlib.util.spec_from_file_location("upgrade_subjects", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with tritonhook.session(store):
+        for name, (signature, constexprs) in COMPILES.items():
+            triton.compile(ASTSource(getattr(module, name), signature, constexprs, POINTERS_ALIGNED),
+                           target=GPUTarget("cuda", 90, 32), options={"num_warps": 2})
+    path.unlink()
+    return store
+
+
+@pytest.fixture(scope="module")
+def subjects(tmp_path_factory) -> tritonhook.Store:
+    if _triton.parse_version(_triton.triton_version()) >= (3, 9):
+        pytest.skip("the subjects are captured under a release that has tl.advance (Triton 3.9 removed it)")
+    folder = tmp_path_factory.mktemp("upgrade")
+    return tritonhook.Store(_capture_subjects(folder, folder / "store"))
+
+
+@pytest.fixture(scope="module")
+def release_39():
+    """The Triton 3.9.0 virtualenv `upgrade` would use, where one exists already (never installed here)."""
+    if installed_triton(releases_dir() / f"triton-{TARGET}") != TARGET:
+        pytest.skip(f"no Triton {TARGET} virtualenv under {releases_dir()} ($TRITONHOOK_RELEASES_DIR; "
+                    f"scripts/test-matrix.sh links its own there)")
+    return releases_dir() / f"triton-{TARGET}"
+
+
+@pytest.fixture(scope="module")
+def upgraded(subjects, release_39) -> UpgradeResult:
+    return upgrade(subjects, to=TARGET)
+
+
+def _kernel(result: UpgradeResult, name: str):
+    return next(k for k in result.kernels if k.kernel == name)
+
+
+def _read(cell_folder: str, name: str) -> bytes:
+    return (Path(cell_folder) / name).read_bytes()
+
+
+def _text_sha256(cubin: bytes, entry: str) -> str:
+    return Cubin.from_bytes(cubin).summary(entry)["text_sha256"]
+
+
+def test_a_capture_rebuilds_the_same_ptx_and_sass_under_the_same_release(subjects, tmp_path):
+    """The recorded module and specialization are all a rebuild needs: the module file is gone, and the worker
+    under this very Python gives the captured PTX byte for byte (its line info names the old file) and the same
+    SASS. Not the same cubin: ptxas writes the size and time of the file the line info names into .debug_line,
+    zeros once it is gone."""
+    captures = subjects.captures()
+    rebuilt = rebuild_captures(Path(sys.executable), subjects, captures, tmp_path)
+    for capture in captures:
+        assert rebuilt[capture.id].error is None, rebuilt[capture.id].error
+        assert rebuilt[capture.id].ptx == subjects.read(capture, "ptx").decode()
+        assert (_text_sha256(rebuilt[capture.id].cubin, capture.entry)
+                == _text_sha256(subjects.read(capture, "cubin"), capture.entry))
+
+
+def test_the_four_cells_of_an_upgrade_to_3_9(upgraded, release_39):
+    scale = _kernel(upgraded, "scale_kernel")
+    assert set(scale.cells) == set(CELLS) and scale.rebuild_error is None and scale.abi is None
+    assert upgraded.to_triton == TARGET and upgraded.from_triton == _triton.triton_version()
+    # The PTX changed, and its ISA with it, as the .version lines of the two PTX files say.
+    old_ptx, new_ptx = (_read(scale.cells[name].variant, "kernel.ptx").decode() for name in (BASELINE, BOTH))
+    isa = [re.search(r"^\.version (\d+\.\d+)$", ptx, re.MULTILINE).group(1) for ptx in (old_ptx, new_ptx)]
+    assert scale.ptx_changed and tuple(isa) == scale.ptx_isa and isa[0] != isa[1]
+    # 3.9 assembles sm_90 with its ptxas-blackwell: the new cubins say so in their own notes.
+    blackwell = str(next(release_39.glob("lib/python*/site-packages/triton/backends/nvidia/bin/ptxas-blackwell")))
+    version = tools.ptxas_version(blackwell)
+    for name in (PTXAS_ONLY, BOTH):
+        assert scale.cells[name].status == "ok" and scale.cells[name].ptxas == version
+        assert f"V{version}".encode() in _read(scale.cells[name].variant, "kernel.cubin")
+    # The old ptxas cannot read the new ISA: one line saying so, ptxas's own limit quoted.
+    refused = scale.cells[PTX_ONLY]
+    assert refused.status == "unsupported" and f"PTX ISA {isa[1]}" in refused.error
+    # The new cell is what 3.9 runs: its PTX assembled by its ptxas with 3.9's flags gives its cubin, and the
+    # delta's registers are what that ptxas reports.
+    flags = tools.triton_ptxas_args(json.loads(_read(scale.cells[BOTH].variant, "metadata.json")), (3, 9))
+    again = tools.assemble(new_ptx, blackwell, "sm_90a", flags)
+    assert _text_sha256(again.cubin, "scale_kernel") == _text_sha256(_read(scale.cells[BOTH].variant, "kernel.cubin"),
+                                                                      "scale_kernel")
+    reported = tools.parse_ptxas_verbose(again.stderr)["scale_kernel"]
+    assert scale.cells[BOTH].delta.resources["registers"][1] == reported.registers
+
+
+def test_a_kernel_the_other_release_rejects_is_a_row_with_its_error(upgraded):
+    advance = _kernel(upgraded, "advance_kernel")
+    assert "advance" in advance.rebuild_error and advance.ptx_changed is None
+    assert set(advance.cells) == {BASELINE, PTXAS_ONLY}  # the ptxas axis needs no rebuild: kept
+    assert advance.cells[PTXAS_ONLY].status == "ok" and advance.cells[PTXAS_ONLY].delta is not None
+    assert _kernel(upgraded, "scale_kernel").cells[BOTH].status == "ok"  # nothing else lost
+
+
+def test_the_result_is_saved_and_renders(upgraded, subjects):
+    (saved,) = subjects.results("upgrade")
+    assert saved.to_json() == upgraded.to_json()
+    from rich.console import Console
+
+    screen = Console(width=300, record=True)
+    screen.print(upgraded)
+    text = screen.export_text()
+    assert "Triton 3.6" in text and "unsupported: PTX ISA" in text
+    assert re.search(r"advance_kernel .*CompilationError: at \d+:\d+: .*no attribute 'advance'", text), text
+
+
+def test_ptxas_alone_is_a_cuda_upgrade_under_the_same_triton(subjects, release_39, capsys):
+    newer = str(next(release_39.glob("lib/python*/site-packages/triton/backends/nvidia/bin/ptxas-blackwell")))
+    assert cli.main(["upgrade", "--store", str(subjects.path), "--ptxas", newer, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["to_triton"] is None and result["new_ptxas"] == tools.ptxas_version(newer)
+    for kernel in result["kernels"]:
+        assert set(kernel["cells"]) == {BASELINE, PTXAS_ONLY} and kernel["cells"][PTXAS_ONLY]["status"] == "ok"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--to", "0.0.1"], r"Triton 0\.0\.1: pip cannot install it \(ERROR: .*triton==0\.0\.1"),
+    (["--to", "3.9"], r"give a release as X\.Y\.Z"),
+    ([], r"give the release to upgrade to"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message, subjects, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip answers from no index at once: no download, no network wait
+    assert cli.main(["upgrade", "--store", str(subjects.path), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+    assert not list((tmp_path / "releases").glob("*"))  # no half-made virtualenv left behind

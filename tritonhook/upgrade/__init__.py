@@ -1,0 +1,16 @@
+"""`tritonhook upgrade`: per captured kernel, what a Triton or ptxas upgrade changes in its cubin, split between
+Triton's PTX and ptxas (docs/upgrade.md).
+
+* `releases`: a cached virtualenv per Triton release (`release_python`).
+* `rebuild`:  the worker that compiles captured kernels again under another release, and its parent's side.
+* `cells`:    the four builds of each kernel and their deltas against today's cubin (`upgrade`).
+* `result`:   `UpgradeResult`, saved in the store as result kind `upgrade`.
+"""
+
+from __future__ import annotations
+
+from .cells import upgrade
+from .releases import release_python
+from .result import CELLS, RESULT_KIND, Cell, KernelUpgrade, UpgradeResult
+
+__all__ = ["CELLS", "RESULT_KIND", "Cell", "KernelUpgrade", "UpgradeResult", "release_python", "upgrade"]

@@ -1,0 +1,158 @@
+"""The rebuild worker: `RELEASE_PYTHON -m tritonhook.upgrade.rebuild JOB.json`, run by `upgrade` in the virtualenv
+of another Triton release with this tritonhook first on PYTHONPATH, so the same code compiles under that release;
+and its parent's side, `rebuild_captures`, which writes the job, runs it and reads each kernel's outcome back.
+
+The job lists modules (recorded text by its blob's sha256) and kernels (a capture id, its module, its rebuild
+record). Each module is written to a folder of its own and executed as a module from that file, its code compiled
+under the file name it had when captured: Triton writes that name into the PTX's line info and reads the function's source
+through `inspect`, so the name is given the recorded text in `linecache`, and a kernel rebuilt under the same
+release gives the captured PTX byte for byte. A module captured as `__main__` runs under another name (its main
+block must not run). Each kernel's outcome is written as soon as it is known (`OUT/ID/kernel.ptx`, `kernel.cubin`,
+`metadata.json`, `result.json` with the compiler's error text when it failed): one kernel failing, or the worker
+dying, loses no other kernel's outcome.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import linecache
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import Sequence
+
+from .. import _triton, config
+
+MAIN_STAND_IN = "tritonhook_rebuilt_main"
+"""The module name a kernel module captured as `__main__` is executed under."""
+
+
+def load_module(text: str, record: dict, folder: Path):
+    """The recorded module `text`, written into `folder` and executed as the module `record` names."""
+    original = record["file"]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (Path(original).name or "kernel_module.py")
+    path.write_text(text)
+    name = MAIN_STAND_IN if record["module"] == "__main__" else record["module"]
+    lines = text.splitlines(keepends=True)
+    linecache.cache[original] = (len(text), None, lines, original)  # mtime None: never checked against a file
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and Triton look a function's module up by name
+    exec(compile(text, original, "exec"), module.__dict__)  # noqa: S102 - the captured kernel module itself
+    return module
+
+
+def rebuild_one(kernel: dict, modules: dict[str, str], work: Path, loaded: dict) -> dict:
+    """Compile one kernel; write its outputs under `work/ID`; return its result (the error text when it failed)."""
+    out = work / str(kernel["id"])
+    out.mkdir(parents=True, exist_ok=True)
+    result = {"id": kernel["id"], "triton_version": _triton.triton_version()}
+    try:
+        key = kernel["module"]
+        if key not in loaded:
+            loaded[key] = load_module(modules[key], kernel["rebuild"], work / "modules" / key[:16])
+        rebuilt = _triton.compile_rebuilt(loaded[key], kernel["rebuild"])
+    except Exception as exc:  # noqa: BLE001 - the compiler's own error is the answer for this kernel
+        result["error"] = _error_text(exc)
+    else:
+        (out / "kernel.ptx").write_text(rebuilt.ptx)
+        (out / "kernel.cubin").write_bytes(rebuilt.cubin)
+        (out / "metadata.json").write_text(json.dumps(rebuilt.metadata))
+        result["unknown_options"] = rebuilt.unknown_options
+    # asked after the compile (importing a module may point Triton at another ptxas), and for a kernel that failed
+    # too: the captured PTX is still assembled with this release's ptxas
+    result["ptxas_path"] = _triton.ptxas_for(kernel["rebuild"]["target"]["arch"])[0]
+    (out / "result.json").write_text(json.dumps(result))
+    return result
+
+
+def _error_text(exc: BaseException) -> str:
+    """The exception's own message (Triton's CompilationError holds the source excerpt), else its last frame."""
+    text = str(exc).strip() or "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return f"{type(exc).__name__}: {text}"
+
+
+def main(argv: list[str]) -> int:
+    job_path = Path(argv[0])
+    job = json.loads(job_path.read_text())
+    work = Path(job["out"])
+    loaded: dict = {}
+    for kernel in job["kernels"]:
+        rebuild_one(kernel, job["modules"], work, loaded)
+    return 0
+
+
+
+# ----- the parent's side --------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Rebuilt:
+    """One capture's kernel as the other release built it, or `error`: the compiler's text, or why it was not tried."""
+
+    capture_id: int
+    triton_version: str | None = None
+    ptx: str | None = None
+    cubin: bytes | None = None
+    metadata: dict | None = None
+    ptxas_path: str | None = None
+    unknown_options: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def rebuild_captures(python: Path, store, captures: Sequence, work: Path) -> dict[int, Rebuilt]:
+    """Every capture's kernel compiled by the Triton of `python` (one worker process for all), by capture id. A
+    capture without the recorded module or record, or whose record says it cannot be rebuilt, is an `error`."""
+    outcomes, job = {}, {"out": str(work / "out"), "modules": {}, "kernels": []}
+    for capture in captures:
+        missing = [stage for stage in (_triton.PYTHON_STAGE, _triton.REBUILD_STAGE) if stage not in capture.artifacts]
+        record = None if missing else json.loads(store.read(capture, _triton.REBUILD_STAGE))
+        if missing or record.get("unsupported"):
+            why = record["unsupported"] if record else f"its capture has no {' or '.join(missing)} artifact"
+            outcomes[capture.id] = Rebuilt(capture.id, error=f"not rebuilt: {why}")
+            continue
+        module = capture.artifacts[_triton.PYTHON_STAGE].sha256
+        job["modules"].setdefault(module, store.read(capture, _triton.PYTHON_STAGE).decode("utf-8", "replace"))
+        job["kernels"].append({"id": capture.id, "module": module, "rebuild": record})
+    if job["kernels"]:
+        failure = _run_worker(python, job, work)
+        outcomes |= {kernel["id"]: _read_outcome(work / "out" / str(kernel["id"]), kernel["id"], failure)
+                     for kernel in job["kernels"]}
+    return outcomes
+
+
+def _run_worker(python: Path, job: dict, work: Path) -> str | None:
+    """Run the worker on `job`; None when it finished, else what stopped it (its last stderr line)."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "job.json").write_text(json.dumps(job))
+    package_root = str(Path(__file__).resolve().parents[2])
+    paths = [package_root, *(p for p in config.PYTHONPATH.get() if p != str(config.BOOTSTRAP_DIR))]
+    env = config.child_environment(config.CaptureSettings().to_env(),  # no capture of the rebuilds
+                                   {config.PYTHONPATH.name: config.PYTHONPATH.encode(paths)})
+    try:
+        done = subprocess.run([str(python), "-m", __name__, str(work / "job.json")], env=env, capture_output=True,
+                              text=True, timeout=config.UPGRADE_REBUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"the rebuild worker ran past {config.UPGRADE_REBUILD_TIMEOUT_S} s and was killed"
+    if done.returncode == 0:
+        return None
+    last = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no message"]
+    return f"the rebuild worker exited with status {done.returncode} ({last[0].strip()})"
+
+
+def _read_outcome(out: Path, capture_id: int, failure: str | None) -> Rebuilt:
+    try:
+        result = json.loads((out / "result.json").read_text())
+    except (OSError, ValueError):
+        return Rebuilt(capture_id, error=f"not rebuilt: {failure or 'the rebuild worker wrote no result'}")
+    if result.get("error"):
+        return Rebuilt(capture_id, result["triton_version"], ptxas_path=result["ptxas_path"], error=result["error"])
+    return Rebuilt(capture_id, result["triton_version"], (out / "kernel.ptx").read_text(),
+                   (out / "kernel.cubin").read_bytes(), json.loads((out / "metadata.json").read_text()),
+                   result["ptxas_path"], tuple(result["unknown_options"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
