@@ -10,6 +10,9 @@
 # The heavy test dependencies (torch, Ray, CuTe DSL, cuTile, TritonParse, ...) are installed once, into
 # .venv-test-deps; each release's virtualenv holds only Triton and tritonhook (editable) and reaches the shared ones
 # through a .pth file placed after its own site-packages, so its own Triton is the one imported.
+# Every release's virtualenv is made before the first suite runs, and TRITONHOOK_RELEASES_DIR points at links to
+# them (.venv-releases/triton-X.Y.Z), so that `tritonhook upgrade` in tests/test_upgrade.py finds the other
+# release there instead of downloading it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 full=${TRITON_VERSIONS-"3.6.0 3.9.0"}
@@ -42,10 +45,17 @@ make_venv() {  # make_venv VERSION: Triton VERSION and tritonhook itself; everyt
     pip_install "$venv/bin/python" --no-deps -e .
 }
 
+link_releases() {  # the release virtualenvs as `tritonhook upgrade` looks for them (config.RELEASES_DIR)
+    mkdir -p .venv-releases
+    for version in "$@"; do
+        ln -sfn "../.venv-triton-$version" ".venv-releases/triton-$version"
+    done
+    export TRITONHOOK_RELEASES_DIR="$PWD/.venv-releases"
+}
+
 run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among the tests not marked serial
     local version=$1 marks=$2 venv=".venv-triton-$1" serial_files
     shift 2
-    make_venv "$version"
     echo "=== Triton $version: pytest -m '$marks' $* ==="
     "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider -m "not serial and ($marks)" "$@" \
         || failed="$failed $version"
@@ -58,6 +68,11 @@ run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among t
 }
 
 make_deps
+for version in $full $core; do
+    make_venv "$version"
+done
+# shellcheck disable=SC2086
+link_releases $full $core
 first=${full%% *}
 for version in $full $core; do
     marks="not release_independent"
