@@ -116,7 +116,7 @@ def test_a_capture_rebuilds_the_same_ptx_and_sass_under_the_same_release(subject
                 == _text_sha256(subjects.read(capture, "cubin"), capture.entry))
 
 
-def test_the_four_cells_of_an_upgrade_to_3_9(upgraded, release_39):
+def test_the_four_cells_of_an_upgrade_to_3_9(upgraded, subjects, release_39):
     scale = _kernel(upgraded, "scale_kernel")
     assert set(scale.cells) == set(CELLS) and scale.rebuild_error is None and scale.abi is None
     assert upgraded.to_triton == TARGET and upgraded.from_triton == _triton.triton_version()
@@ -130,9 +130,16 @@ def test_the_four_cells_of_an_upgrade_to_3_9(upgraded, release_39):
     for name in (PTXAS_ONLY, BOTH):
         assert scale.cells[name].status == "ok" and scale.cells[name].ptxas == version
         assert f"V{version}".encode() in _read(scale.cells[name].variant, "kernel.cubin")
-    # The old ptxas cannot read the new ISA: one line saying so, ptxas's own limit quoted.
-    refused = scale.cells[PTX_ONLY]
-    assert refused.status == "unsupported" and f"PTX ISA {isa[1]}" in refused.error
+    # The old ptxas cannot read the new ISA, which this kernel does not need: assembled at the ISA ptxas 12.8 reads,
+    # and said so.
+    lowered = scale.cells[PTX_ONLY]
+    old_ptxas = subjects.get(scale.capture_id).ptxas_path
+    assert lowered.status == "ok" and lowered.ptxas == tools.ptxas_version(old_ptxas)
+    assert f"{isa[1]} lowered to {isa[0]}" in lowered.note
+    lowered_ptx = _read(lowered.variant, "kernel.ptx").decode()
+    assert re.search(rf"^\.version {re.escape(isa[0])}$", lowered_ptx, re.MULTILINE)
+    report = tools.parse_ptxas_verbose(tools.assemble(lowered_ptx, old_ptxas, "sm_90a").stderr)["scale_kernel"]
+    assert lowered.delta.resources["registers"][1] == report.registers
     # The new cell is what 3.9 runs: its PTX assembled by its ptxas with 3.9's flags gives its cubin, and the
     # delta's registers are what that ptxas reports.
     flags = tools.triton_ptxas_args(json.loads(_read(scale.cells[BOTH].variant, "metadata.json")), (3, 9))
@@ -159,7 +166,7 @@ def test_the_result_is_saved_and_renders(upgraded, subjects):
     screen = Console(width=300, record=True)
     screen.print(upgraded)
     text = screen.export_text()
-    assert "Triton 3.6" in text and "unsupported: PTX ISA" in text
+    assert "Triton 3.6" in text and "lowered to" in text
     assert re.search(r"advance_kernel .*CompilationError: at \d+:\d+: .*no attribute 'advance'", text), text
 
 
@@ -184,3 +191,19 @@ def test_bad_input_is_one_line_and_exit_2(args, message, subjects, tmp_path, mon
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and re.search(message, err), err
     assert not list((tmp_path / "releases").glob("*"))  # no half-made virtualenv left behind
+
+
+def test_a_recording_upgrades_the_kernels_it_launched(tmp_path, release_39):
+    """`--recording`: the captures its signatures link to, not every build in the store."""
+    pytest.importorskip("torch")
+    from sample_recording import sample_recording  # tests/sample_recording.py: real captures, no GPU
+
+    store, recording = sample_recording(tmp_path / "store", 2)  # an add and an fp32 matmul signature
+    with tritonhook.session(store.path):
+        from tritonhook.samples import compile_sample
+
+        compile_sample("add", 80)  # in the store, not in the recording
+    newer = str(next(release_39.glob("lib/python*/site-packages/triton/backends/nvidia/bin/ptxas-blackwell")))
+    result = upgrade(store, ptxas=newer, recording=str(recording.id))
+    assert result.recording_id == recording.id
+    assert sorted(k.capture_id for k in result.kernels) == sorted({s.capture_id for s in recording.signatures})

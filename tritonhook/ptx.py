@@ -56,6 +56,12 @@ def entry_parameters(ptx: str | bytes, entry: str) -> list[str] | None:
     return None
 
 
+def with_isa_version(ptx: str | bytes, version: str) -> str:
+    """`ptx` with its `.version` directive set to `version` ("8.7"): what an older ptxas reads, where the module
+    uses nothing newer (that ptxas then refuses the instruction that needs more)."""
+    return _VERSION.sub(f".version {version}", as_text(ptx), count=1)
+
+
 def looks_like_ptx(data: bytes) -> bool:
     """True for PTX text (a `.target sm_` line in the first 4 KiB, no NUL before the trailing ones)."""
     head = data[:4096]

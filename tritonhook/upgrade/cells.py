@@ -122,14 +122,28 @@ class _Build:
     metadata: bytes
     ptxas: str | None
     cubin: bytes | tools.AssembleError
+    note: str | None = None
 
     def assembled(self, ptxas: str, flags: list[str], gpu: str) -> "_Build":
-        """This PTX assembled by `ptxas` with `flags` for `gpu`."""
+        """This PTX assembled by `ptxas` with `flags` for `gpu`. A PTX ISA newer than that ptxas reads (3.9 writes
+        ISA 9.4, ptxas 12.8 reads 8.7) is tried again at the ISA it reads, noted: the PTX change alone can be
+        measured wherever the new PTX uses no newer instruction (ptxas refuses the one that does)."""
         try:
-            cubin = tools.assemble(self.ptx, ptxas, gpu, flags, label=f"{self.entry} PTX").cubin
+            return dataclasses.replace(self, ptxas=ptxas, cubin=self._assemble(self.ptx, ptxas, flags, gpu))
         except tools.AssembleError as exc:
-            cubin = exc
-        return dataclasses.replace(self, ptxas=ptxas, cubin=cubin)
+            if not (match := _ISA_REFUSED.search(str(exc))):
+                return dataclasses.replace(self, ptxas=ptxas, cubin=exc)
+            lowered = _ptx.with_isa_version(self.ptx, match.group(2))
+            try:
+                cubin = self._assemble(lowered, ptxas, flags, gpu)
+            except tools.AssembleError as again:
+                return dataclasses.replace(self, ptxas=ptxas, cubin=tools.AssembleError(
+                    "unsupported", f"{exc}; at ISA {match.group(2)}: {again}"))
+            note = f"PTX ISA {match.group(1)} lowered to {match.group(2)}, which ptxas reads"
+            return dataclasses.replace(self, ptx=lowered, ptxas=ptxas, cubin=cubin, note=note)
+
+    def _assemble(self, ptx: str, ptxas: str, flags: list[str], gpu: str) -> bytes:
+        return tools.assemble(ptx, ptxas, gpu, flags, label=f"{self.entry} PTX").cubin
 
 
 def _new_ptxas(capture: Capture, rebuilt: Rebuilt | None, new_ptxas: str | None,
@@ -161,16 +175,22 @@ def _cells(builds: dict[str, _Build], capture: Capture, deltas: CubinDeltas, fol
         except TritonhookError as exc:
             cells[name] = Cell("error", version, error=str(exc), variant=str(variant))
             continue
-        cells[name] = Cell("ok", version, delta, variant=str(variant))
+        cells[name] = Cell("ok", version, delta, variant=str(variant), note=build.note)
     return cells
 
 
 def _refused(error: tools.AssembleError, version: str | None) -> Cell:
-    """A failed build; a PTX ISA newer than this ptxas reads is "unsupported", said in one line."""
+    """A failed build; a PTX ISA newer than this ptxas reads, and needed (`_Build.assembled`), is "unsupported"."""
     if match := _ISA_REFUSED.search(str(error)):
         return Cell("unsupported", version, error=f"PTX ISA {match.group(1)} needs a ptxas newer than {version} "
-                                                  f"(it reads ISA {match.group(2)} at most)")
+                                                  f"(it reads ISA {match.group(2)} at most, and the PTX needs more: "
+                                                  f"{_first_error(str(error).rpartition('; at ISA ')[2])})")
     return Cell(error.cause, version, error=str(error))
+
+
+def _first_error(message: str) -> str:
+    """ptxas's first error of an `AssembleError` message (after its 'rejected it ... :' preamble)."""
+    return message.partition("): ")[2].split(" | ")[0] or message
 
 
 def _compare_rebuild(kernel: KernelUpgrade, capture: Capture, old_ptx: str, rebuilt: Rebuilt) -> None:

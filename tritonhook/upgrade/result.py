@@ -20,19 +20,22 @@ CELLS = (BASELINE, PTXAS_ONLY, PTX_ONLY, BOTH)
 
 @dataclasses.dataclass
 class Cell:
-    """One build: `status` "ok", "unsupported" (a PTX ISA this ptxas cannot read), or why ptxas gave no cubin
-    (`tools.CAUSES`); `delta` against today's cubin; `variant` the folder holding its cubin and metadata."""
+    """One build: `status` "ok", "unsupported" (a PTX ISA this ptxas cannot read, needed), or why ptxas gave no
+    cubin (`tools.CAUSES`); `delta` against today's cubin; `variant` the folder holding its cubin, PTX and
+    metadata; `note` what was changed to build it (a PTX ISA lowered to what this ptxas reads)."""
 
     status: str
     ptxas: str | None = None
     delta: CubinDelta | None = None
     error: str | None = None
     variant: str | None = None
+    note: str | None = None
 
     def text(self) -> str:
         if self.status != "ok":
             return f"{self.status}: {self.error}"
-        return self.delta.cell() if self.delta is not None else "today"
+        built = self.delta.cell() if self.delta is not None else "today"
+        return f"{built} ({self.note})" if self.note else built
 
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "delta": self.delta.to_json() if self.delta else None}
