@@ -58,16 +58,27 @@ def _make(venv: Path, version: str) -> None:
         subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(building)], check=True,
                        capture_output=True, text=True)
         python = building / "bin" / "python"
+        _pip_install(python, version)  # before the .pth: pip must not see this environment's Triton as installed
         (_purelib(python) / "zz-tritonhook-shared.pth").write_text(
             f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
-        _pip_install(python, version)
-        if venv.exists():
-            shutil.rmtree(venv)  # ours, without this release: made by an install that was interrupted
-        building.rename(venv)
+        _move_into_place(building, venv, version)
     except subprocess.CalledProcessError as exc:
         raise TritonhookError(f"{venv}: cannot make a virtualenv ({_last_line(exc.stderr)})") from None
     finally:
         shutil.rmtree(building, ignore_errors=True)
+
+
+def _move_into_place(building: Path, venv: Path, version: str) -> None:
+    """Rename the finished virtualenv to `venv`, unless another process got there first with the same release."""
+    if installed_triton(venv) == version:
+        return  # another `upgrade` made it meanwhile: ours is removed, theirs may be in use
+    if venv.exists():
+        shutil.rmtree(venv)  # ours, without this release (an install that was interrupted)
+    try:
+        building.rename(venv)
+    except OSError as exc:
+        if installed_triton(venv) != version:
+            raise TritonhookError(f"{venv}: cannot put the new virtualenv in place ({exc.strerror or exc})") from None
 
 
 def _purelib(python: Path) -> Path:
@@ -82,6 +93,9 @@ def _pip_install(python: Path, version: str) -> None:
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise TritonhookError(f"Triton {version}: pip cannot install it ({_last_line(done.stderr or done.stdout)})")
+    if installed_triton(python.parent.parent) != version:
+        raise TritonhookError(f"Triton {version}: pip finished but the virtualenv holds "
+                              f"{installed_triton(python.parent.parent) or 'no Triton'}")
 
 
 def _last_line(text: str) -> str:
