@@ -38,11 +38,13 @@ make_deps() {  # the shared dependencies: the test and cute extras with the firs
 make_venv() {  # make_venv VERSION: Triton VERSION and tritonhook itself; everything else from $deps
     local version=$1 venv=".venv-triton-$1"
     [ -x "$venv/bin/python" ] || python3 -m venv --without-pip "$venv"  # pip_install installs into it
-    # a site directory (its own .pth files processed too), appended after the virtualenv's own
-    echo "import site; site.addsitedir('$(purelib "$deps/bin/python")')" \
-        > "$(purelib "$venv/bin/python")/zz-tritonhook-test-deps.pth"
+    local pth
+    pth="$(purelib "$venv/bin/python")/zz-tritonhook-test-deps.pth"
+    rm -f "$pth"  # while pip runs: through it pip sees the shared Triton as installed and installs none here
     pip_install "$venv/bin/python" --no-deps "triton==$version"
     pip_install "$venv/bin/python" --no-deps -e .
+    # a site directory (its own .pth files processed too), appended after the virtualenv's own
+    echo "import site; site.addsitedir('$(purelib "$deps/bin/python")')" > "$pth"
 }
 
 link_releases() {  # the release virtualenvs as `tritonhook upgrade` looks for them (config.RELEASES_DIR)
