@@ -54,6 +54,8 @@ def upgrade(store: Store, *, to: str | None = None, ptxas: str | None = None,
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         kernels = list(pool.map(lambda c: _kernel(store, c, rebuilt.get(c.id), new_ptxas, deltas, work / "variants"),
                                 captures))
+    warnings += [f"capture {k.capture_id} ({k.entry}): Triton {to} has no compile option "
+                 f"{', '.join(k.unknown_options)}; rebuilt without" for k in kernels if k.unknown_options]
     result = UpgradeResult(_versions(captures), to, new_ptxas and tools.ptxas_version(new_ptxas), kernels,
                            str(work / "variants"), recording_id, warnings)
     result.id = store.add_result(RESULT_KIND, result.to_json())

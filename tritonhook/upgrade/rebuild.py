@@ -4,12 +4,12 @@ and its parent's side, `rebuild_captures`, which writes the job, runs it and rea
 
 The job lists modules (recorded text by its blob's sha256) and kernels (a capture id, its module, its rebuild
 record). Each module is written to a folder of its own and executed as a module from that file, its code compiled
-under the file name it had when captured: Triton writes that name into the PTX's line info and reads the function's source
-through `inspect`, so the name is given the recorded text in `linecache`, and a kernel rebuilt under the same
-release gives the captured PTX byte for byte. A module captured as `__main__` runs under another name (its main
-block must not run). Each kernel's outcome is written as soon as it is known (`OUT/ID/kernel.ptx`, `kernel.cubin`,
-`metadata.json`, `result.json` with the compiler's error text when it failed): one kernel failing, or the worker
-dying, loses no other kernel's outcome.
+under the file name it had when captured: Triton writes that name into the PTX's line info and reads the
+function's source through `inspect`, so the name is given the recorded text in `linecache`, and a kernel rebuilt
+under the same release gives the captured PTX byte for byte. A module captured as `__main__` runs under another
+name (its main block must not run). Each kernel's outcome is written as soon as it is known (`OUT/ID/kernel.ptx`,
+`kernel.cubin`, `metadata.json`, `result.json` with the compiler's error text when it failed): one kernel failing,
+or the worker dying, loses no other kernel's outcome.
 """
 
 from __future__ import annotations

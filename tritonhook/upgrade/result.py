@@ -113,12 +113,14 @@ class UpgradeResult:
         return f"tritonhook upgrade: Triton {self.from_triton} → {after}, {len(self.kernels)} kernel(s)"
 
     def __rich_console__(self, console, options):
-        rows = [[f"{k.capture_id} {k.entry}" + (f" [{k.specialization}]" if k.specialization else ""), k.arch,
+        from rich.markup import escape  # a compiler error may hold brackets rich would read as markup
+
+        rows = [[f"{k.capture_id} {k.entry}" + (f" ({k.specialization})" if k.specialization else ""), k.arch,
                  k.ptx_text(), *(_cell_text(k, name) for name in CELLS[1:]),
                  k.abi or ("same" if k.ptx_changed is not None else "-")] for k in self.kernels]
         columns = ["capture kernel", "arch", "PTX", *(f"{name} ({_ptxas_of(self, name)})" for name in CELLS[1:]),
                    "launch ABI"]
-        yield format.table(columns, rows, title=self.title())
+        yield format.table(columns, [[escape(cell) for cell in row] for row in rows], title=self.title())
         if self.variants:
             yield format.line(f"each cell's cubin and metadata: {self.variants}/<capture id>/<cell> (not timed here)")
 
