@@ -46,8 +46,8 @@ def upgrade(store: Store, *, to: str | None = None, ptxas: str | None = None,
     if to is None and ptxas is None:
         raise TritonhookError("give the release to upgrade to (--to 3.9.0), a ptxas (--ptxas 13.4), or both")
     new_ptxas = resolve_ptxas(ptxas, "--ptxas") if ptxas else None
-    python = release_python(to) if to else None  # before any work: an uninstallable release is one line
-    captures, recording_id, warnings = _captures(store, recording)
+    captures, recording_id, warnings = _captures(store, recording)  # before a release is installed for nothing
+    python = release_python(to) if to else None
     work = store.path / "upgrades" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     rebuilt = rebuild_captures(python, store, captures, work / "rebuild") if python else {}
     deltas = CubinDeltas()
