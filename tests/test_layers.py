@@ -21,7 +21,8 @@ The order (this table is its only declaration; docs/layout.md describes it):
                   feature is another's library)
   7 features      ab/, memwatch (its public API) over mem/, diff, matrix (ptxas-matrix), captures (listing and summary of captures),
                   sweep/ (record, replay, schedule, tune), doctor (asks the layers below what they see, changes nothing),
-                  upgrade/ (a kernel rebuilt under another Triton release: the four cells of PTX x ptxas)
+                  upgrade/ (a kernel rebuilt under another Triton release: the four cells of PTX x ptxas),
+                  decisions/ (per-kernel decisions made from sweep/replay/tune results: the store, the portable file)
   8 presentation  run (the CLI's orchestration as a library), page/ (the HTML report and the demo: they read
                   every feature's results)
   9 entry points  cli/, _autoload, __main__, the package itself
@@ -43,7 +44,8 @@ LAYERS: list[set[str]] = [
     {"ptx_capture", "cute"},
     {"preflight"},
     {"measure"},
-    {"ab", "mem", "memwatch", "diff", "matrix", "captures", "sweep", "doctor", "upgrade"},
+    {"ab", "mem", "memwatch", "diff", "matrix", "captures", "sweep", "doctor", "upgrade",
+     "decisions"},
     {"run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
 ]

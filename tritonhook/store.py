@@ -568,6 +568,12 @@ class Store:
             return conn.execute("INSERT INTO results (created, kind, data, label, source) VALUES (?, ?, ?, ?, ?)",
                                 (time.time(), kind, _dumps(data), label, source)).lastrowid
 
+    def remove_result(self, kind: str, result_id: int) -> bool:
+        """Delete the saved result `result_id` if it is of `kind` (`tritonhook decisions rm`); False when there is
+        none. Kind-checked so that removing one kind's row never removes another command's result."""
+        with self._write_transaction() as conn:
+            return conn.execute("DELETE FROM results WHERE id = ? AND kind = ?", (int(result_id), kind)).rowcount > 0
+
     def results(self, kind: str, *, label: str | None = None, source: int | None = None, limit: int | None = None,
                 on_error: Callable[[int, TritonhookError], None] | None = None) -> list:
         """The saved results of `kind` in id order, typed by its declared loader (`ResultKind`; an undeclared

@@ -1,0 +1,232 @@
+"""Per-kernel decisions (issue 40, bullets 1 and 5): made from sweep/replay/tune results on real captures, kept in
+the store, exported and imported as a portable file that is validated as data (hostile files refused entry by
+entry, nothing run, nothing written outside the store)."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tritonhook import decisions, ptx as _ptx
+from tritonhook.errors import TritonhookError
+from tritonhook.sweep import recording as rec
+from tritonhook.sweep.result import SweepResult, SweepRow, analyze_row
+from tritonhook.sweep.tune import KernelTune, Trial, TuneResult
+
+sys.path.insert(0, os.path.dirname(__file__))
+from sample_recording import sample_recording  # noqa: E402
+
+GPU = "NVIDIA H200"
+
+
+def _noisy(center: float, seed: int) -> list[float]:
+    import random
+
+    rng = random.Random(seed)
+    return [center * (1 + rng.gauss(0, 0.003)) for _ in range(9)]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A store with real sm_90a captures of `add` and the FFMA matmul and a recording of 2 signatures on `GPU`."""
+    store, recording = sample_recording(tmp_path_factory.mktemp("decisions") / "store", 2)
+    recording = dataclasses.replace(recording, device=GPU, id=None)
+    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
+    return store, recording
+
+
+def _sweep(store, recording, *, outputs=("bitwise", "bitwise")) -> SweepResult:
+    facts = {"plain": {"ptxas_version": "12.8.93"}, "cutlass_": {"ptxas_version": "12.8.93", "ptxas_options": []}}
+    add, matmul = recording.signatures
+    rows = [analyze_row(SweepRow(add.id, add.kernel, add.kernel, 0.4, 10, 0.01, "snapshot", "ok", outputs[0]),
+                        {"plain": _noisy(0.1, 1), "cutlass_": _noisy(0.09, 2)}, facts, {}),  # faster
+            analyze_row(SweepRow(matmul.id, matmul.kernel, matmul.kernel, 0.6, 20, 0.02, "snapshot", "ok",
+                                 outputs[1]),
+                        {"plain": _noisy(0.05, 3), "cutlass_": _noisy(0.06, 4)}, facts, {})]  # slower
+    result = SweepResult(rows, ["plain", "cutlass_"], 9, recording.id, None, {}).finish()
+    result.id = store.add_result("sweep", result.to_json())
+    return result
+
+
+def _key_of(store, signature) -> str:
+    capture = store.get(signature.capture_id)
+    return hashlib.sha256(_ptx.as_text(store.read(capture, "ptx")).encode()).hexdigest()
+
+
+def test_a_sweep_gives_a_decision_for_the_kernel_that_got_faster_only(recorded):
+    store, recording = recorded
+    made = decisions.from_result(store, _sweep(store, recording).id)
+    assert len(made.decisions) == 1
+    decision = made.decisions[0]
+    add = recording.signatures[0]
+    assert decision.key == decisions.Key(_key_of(store, add), "sm_90a", store.get(add.capture_id).ptxas_version, GPU)
+    assert decision.choice == decisions.Choice("cutlass_")
+    assert decision.evidence.ratio < 1 and decision.evidence.low <= decision.evidence.ratio <= decision.evidence.high
+    assert (decision.evidence.outputs, decision.evidence.source_kind) == ("bitwise", "sweep")
+    shown = decisions.get(store, decision.id)
+    assert shown.key == decision.key and shown.choice == decision.choice
+    # the same result again replaces the decision of that key rather than adding a second one
+    again = decisions.from_result(store, _sweep(store, recording).id).decisions[0]
+    assert [d.id for d in decisions.listing(store).decisions if d.key == decision.key] == [again.id]
+    decisions.remove(store, again.id)
+    assert not decisions.listing(store).decisions
+
+
+def test_changed_outputs_and_a_baseline_other_than_plain_give_no_decision(recorded):
+    store, recording = recorded
+    assert not decisions.from_result(store, _sweep(store, recording, outputs=("differ", "bitwise")).id).decisions
+    other = SweepResult([], ["cutlass_", "plain"], 9, recording.id, None, {})
+    other.id = store.add_result("sweep", other.to_json())
+    with pytest.raises(TritonhookError, match="not plain"):
+        decisions.from_result(store, other.id)
+    with pytest.raises(TritonhookError, match=f"result {recording.id}: a"):
+        decisions.from_result(store, recording.id)
+
+
+def test_tune_gives_its_confirmed_winners_with_their_options(recorded):
+    store, recording = recorded
+    add, matmul = recording.signatures
+    winner = {"label": "cutlass_+opt:-O2", "rename": "cutlass_", "ptxas": None, "ptxas_version": None,
+              "options": ["-O2"], "controls": None}
+    confirmed = {"ratio": 0.95, "low": 0.94, "high": 0.96, "verdict": "faster"}
+    kernels = [KernelTune(add.id, add.kernel, add.kernel, 0.4, [Trial(winner["label"], "faster", 0.94, 0.93, 0.95,
+                                                                      "bitwise")],
+                          winner=winner["label"], vs_plain=confirmed),
+               KernelTune(matmul.id, matmul.kernel, matmul.kernel, 0.6, [], winner=winner["label"],
+                          vs_plain={**confirmed, "verdict": "no difference"})]  # not confirmed: no decision
+    result = TuneResult(kernels, recording.id, {"candidates": [winner]}, 9, 18, {})
+    result.id = store.add_result("tune", result.to_json())
+    made = decisions.from_result(store, result.id).decisions
+    assert [(d.evidence.kernel, d.choice, d.evidence.ratio) for d in made] == [
+        (add.kernel, decisions.Choice("cutlass_", None, ("-O2",)), 0.95)]
+    for decision in made:
+        decisions.remove(store, decision.id)
+
+
+def _entry(**changes) -> dict:
+    entry = {"key": {"ptx_sha256": "a" * 64, "arch": "sm_90a", "ptxas_version": "12.8.93", "gpu": GPU},
+             "choice": {"name": "cutlass_", "ptxas_version": None, "options": ["-O2"], "controls": None},
+             "evidence": {"kernel": "k", "ratio": 0.97, "low": 0.96, "high": 0.98, "outputs": "bitwise",
+                          "date": "2026-11-24", "tritonhook_version": "0.1.0", "source_kind": "sweep",
+                          "source_id": 3}}
+    for path, value in changes.items():
+        part, _, field = path.partition("__")
+        entry[part][field] = value
+    return entry
+
+
+def _write(path, entries) -> str:
+    path.write_text(json.dumps({"format": "tritonhook-decisions", "version": 1, "decisions": entries}))
+    return str(path)
+
+
+def test_export_and_import_round_trip_with_the_control_file_inside(recorded, tmp_path):
+    store, _ = recorded
+    acf = b"\x00control file bytes\xff"
+    sha = hashlib.sha256(acf).hexdigest()
+    with_controls = _entry(choice__controls={"sha256": sha, "base64": base64.b64encode(acf).decode()},
+                           key__ptx_sha256="b" * 64)
+    imported = decisions.import_file(store, _write(tmp_path / "in.json", [_entry(), with_controls]))
+    assert not imported.warnings and len(imported.decisions) == 2
+    assert store.read_blob(sha) == acf  # stored by its content hash
+    decisions.export(store, tmp_path / "out.json")
+    again = decisions.read_file(tmp_path / "out.json")
+    assert not again.refused
+    assert sorted((d.key.ptx_sha256, d.choice.controls_sha256, c) for d, c in again.decisions) == [
+        ("a" * 64, None, None), ("b" * 64, sha, acf)]
+    for decision in imported.decisions:
+        decisions.remove(store, decision.id)
+
+
+EVIL_PTXAS = "EVIL_PTXAS"
+"""Stands for the path of a script named ptxas that would leave a mark if it ran."""
+HOSTILE = [
+    ("a path as ptxas", {"choice__ptxas_version": "EVIL_PTXAS"}, "never a path"),
+    ("an output option", {"choice__options": ["-o /etc/x"]}, "choice.options[0]"),
+    ("an output option, one word", {"choice__options": ["--output-file=/etc/x"]}, "names the output"),
+    ("a control file by path", {"choice__options": ["--apply-controls=/etc/passwd"]}, "names a file"),
+    ("a prefix with /", {"choice__name": "a/b"}, "not a name prefix"),
+    ("a prefix with ;", {"choice__name": "x;rm -rf /"}, "not a name prefix"),
+    ("a 10 MB string", {"choice__name": "x" * (10 << 20)}, "10485760 characters"),
+    ("a 10 MB GPU name", {"key__gpu": "x" * (10 << 20)}, "10485760 characters"),
+    ("a number as a name", {"choice__name": 5}, "a number where a string expected"),
+    ("a string as options", {"choice__options": "-O2"}, "a string where a list expected"),
+    ("a boolean as a ratio", {"evidence__ratio": True}, "a boolean where a number expected"),
+    ("a control file path", {"choice__controls": {"sha256": "c" * 64, "path": "/etc/passwd"}}, "unknown field"),
+    ("a control file that does not hash", {"choice__controls": {"sha256": "c" * 64, "base64": "AAAA"}},
+     "do not hash"),
+    ("an unknown field", {"choice__run": "sh -c x"}, "unknown field 'run'"),
+    ("a short hash", {"key__ptx_sha256": "abc"}, "not a sha256"),
+]
+
+
+def test_a_hostile_file_is_refused_entry_by_entry_one_line_each_and_runs_nothing(recorded, tmp_path):
+    store, _ = recorded
+    canary = tmp_path / "ran"
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "ptxas").write_text(f"#!/bin/sh\ntouch {canary}\n")
+    (evil / "ptxas").chmod(0o755)
+    entries = [_entry(**{k: str(evil / "ptxas") if v == EVIL_PTXAS else v for k, v in changes.items()})
+               for _, changes, _ in HOSTILE]
+    entries += [_entry(), ["not", "an", "object"]]
+    hostile = _write(tmp_path / "hostile.json", entries)
+    before = {p for p in tmp_path.rglob("*")}
+    result = decisions.import_file(store, hostile)
+    assert [d.key.ptx_sha256 for d in result.decisions] == ["a" * 64]  # only the good entry is kept
+    assert len(result.warnings) == len(HOSTILE) + 1
+    for index, ((what, _, expected), line) in enumerate(zip(HOSTILE, result.warnings)):
+        assert line.startswith(f"{tmp_path / 'hostile.json'} entry {index}: "), what
+        assert expected in line, (what, line)
+        assert "\n" not in line and len(line) < 300, what
+    assert "entry: an object expected, got a list" in result.warnings[-1]
+    assert not canary.exists()  # the file's "ptxas" never ran
+    assert {p for p in tmp_path.rglob("*")} == before  # nothing written outside the store
+    decisions.remove(store, result.decisions[0].id)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"format": "tritonhook-decisions", "version": 1, "decisions": [{"key": ', "not JSON"),
+    ('[1, 2]', "not a decisions file"),
+    ('{"format": "tritonhook-decisions", "version": 99, "decisions": []}', "version 99"),
+    ('{"format": "tritonhook-decisions", "version": 1, "decisions": [], "exec": "x"}', "unknown field 'exec'"),
+])
+def test_a_truncated_or_foreign_file_is_one_line_naming_it(recorded, tmp_path, text, expected):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(TritonhookError) as caught:
+        decisions.import_file(recorded[0], path)
+    assert str(caught.value).startswith(str(path)) and expected in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_cli_is_thin_over_the_library(recorded, tmp_path):
+    store, _ = recorded
+    good = _write(tmp_path / "good.json", [_entry(), _entry(choice__name="a/b")])
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "tritonhook", "decisions", *args, "--store", str(store.path)],
+                              capture_output=True, text=True, timeout=120)
+
+    imported = cli("import", good, "--json")
+    assert imported.returncode == 1, imported.stderr  # one entry refused
+    report = json.loads(imported.stdout)
+    assert [line.split(": ")[1] for line in report["warnings"]] == ["choice.name"]  # entry 1, one line
+    [kept] = report["decisions"]
+    listed = cli("ls", "--json")
+    assert [d["id"] for d in json.loads(listed.stdout)["decisions"]] == [kept["id"]]
+    assert "entry 1: choice.name" in cli("import", good).stderr  # the table's run says it on stderr
+    [kept] = json.loads(cli("ls", "--json").stdout)["decisions"]  # imported again: it replaced the first
+    shown = cli("show", str(kept["id"]))
+    assert "cutlass_+opt:-O2" in shown.stdout
+    assert cli("rm", str(kept["id"])).returncode == 0
+    missing = cli("show", str(kept["id"]))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+    assert (json.loads(cli("ls", "--json").stdout)["decisions"]) == []

@@ -1,0 +1,72 @@
+"""`tritonhook decisions ls|show|rm|export|import|from-result`: per-kernel decisions (library:
+`tritonhook.decisions`; docs/decisions.md)."""
+
+from __future__ import annotations
+
+from ..format import show
+from .common import open_store, store_arg
+
+
+def add_decisions(sub) -> None:
+    parser = sub.add_parser("decisions", help="per-kernel decisions made from sweep/replay/tune results: list, "
+                                              "show, remove, export to and import from a portable file")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    for name, helptext, arg, handler in (
+            ("ls", "list the decisions in the store", None, _ls),
+            ("show", "one decision: its key, choice and evidence", "ID", _show),
+            ("rm", "remove a decision", "ID", _rm),
+            ("export", "write every decision to a portable JSON file (control files inline)", "FILE", _export),
+            ("import", "validate a decisions file and keep its valid entries (each refused one is a line)", "FILE",
+             _import),
+            ("from-result", "make decisions from a sweep, replay or tune result", "RESULT_ID", _from_result)):
+        action = actions.add_parser(name, help=helptext)
+        store_arg(action)
+        if arg:
+            action.add_argument("target", metavar=arg)
+        action.add_argument("--json", action="store_true", help="print the result as JSON")
+        action.set_defaults(handler=handler)
+
+
+def _ls(args) -> int:
+    from ..decisions import listing
+
+    show(listing(open_store(args)), as_json=args.json)
+    return 0
+
+
+def _show(args) -> int:
+    from ..decisions import get
+
+    show(get(open_store(args), args.target), as_json=args.json)
+    return 0
+
+
+def _rm(args) -> int:
+    from ..decisions import DecisionList, remove
+
+    removed = remove(open_store(args, write=True), args.target)
+    show(DecisionList([removed], title="removed"), as_json=args.json)
+    return 0
+
+
+def _export(args) -> int:
+    from ..decisions import export
+
+    show(export(open_store(args), args.target), as_json=args.json)
+    return 0
+
+
+def _import(args) -> int:
+    from ..decisions import import_file
+
+    result = import_file(open_store(args, create=True), args.target)
+    show(result, as_json=args.json)
+    return 1 if result.warnings else 0
+
+
+def _from_result(args) -> int:
+    from ..decisions import from_result
+
+    show(from_result(open_store(args, write=True), args.target), as_json=args.json)
+    return 0

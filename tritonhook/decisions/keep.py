@@ -1,0 +1,267 @@
+"""Decisions made from sweep, replay and tune results, kept in the store and moved through the portable file.
+
+Kept as `results` rows of kind "decision" (one row a decision), not a table of their own: the results table is the
+store's place for typed JSON a feature declares (`ResultKind`), with ids `tritonhook decisions show/rm` name, and a
+decision is read whole (the applier loads them all once per process), so no column of its own would be queried.
+A control file's bytes are a content-addressed blob (`Store.put_blob`), named by the decision's sha256.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+from .. import format, ptx as _ptx
+from .._version import __version__
+from ..errors import TritonhookError
+from ..measure.outputs import DIFFER
+from ..store import ResultKind, Store, register_result_kind
+from ..sweep.recording import Recording
+from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow
+from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
+from .model import (PLAIN, RESULT_KIND, VERSION, Choice, Decision, Evidence, FileContents, Key, file_json,
+                    read_file)
+
+register_result_kind(ResultKind(RESULT_KIND, Decision.from_store))
+
+
+@dataclasses.dataclass
+class DecisionList:
+    """The decisions of a store (or made by one command), and the lines saying what was left out."""
+
+    decisions: list[Decision]
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    title: str = "tritonhook decisions"
+    warning_prefix = "tritonhook decisions"
+
+    def to_json(self) -> dict:
+        return {"decisions": [d.to_json() for d in self.decisions], "warnings": self.warnings}
+
+    def __rich_console__(self, console, options):
+        rows = [(str(d.id) if d.id is not None else "-", d.evidence.kernel, d.key.short, d.choice.label,
+                 f"x{d.evidence.ratio:.3f}", d.evidence.outputs,
+                 f"{d.evidence.source_kind} {d.evidence.source_id}" if d.evidence.source_id is not None else "-")
+                for d in self.decisions]
+        yield format.table(("id", "kernel", "key (PTX sha256, arch, ptxas, GPU)", "choice", "ratio", "outputs",
+                            "from"), rows, title=f"{self.title}: {len(self.decisions)}", right_align=("id", "ratio"))
+
+
+# ----- made from results ------------------------------------------------------------------------------------------
+def from_result(store: Store, result_id: int | str) -> DecisionList:
+    """The decisions a sweep, replay or tune result supports, saved in the store (a decision for a key already
+    there replaces it). Sweep/replay: per kernel build (key), the variant that is "faster" than plain on some of
+    its signatures, slower and with changed outputs on none (the fastest such); tune: each confirmed winner."""
+    result = store.result(result_id)
+    if isinstance(result, SweepResult):
+        kind = SWEEP_KIND
+    elif isinstance(result, TuneResult):
+        kind = TUNE_KIND
+    else:
+        what = "none" if result is None else f"a {getattr(result, 'kind', type(result).__name__)} result"
+        raise TritonhookError(f"result {result_id}: {what}; decisions are made from a sweep, replay or tune result")
+    if result.recording_id is None:
+        raise TritonhookError(f"result {result_id}: names no recording, so its kernels' PTX cannot be found")
+    recording = store.result(result.recording_id)
+    if not isinstance(recording, Recording):
+        raise TritonhookError(f"result {result_id}: its recording {result.recording_id} is not in {store.path}")
+    made = _Maker(store, recording, kind, result.id)
+    if kind == SWEEP_KIND:
+        made.from_sweep(result)
+    else:
+        made.from_tune(result)
+    saved = save(store, [(d, made.controls.get(d.choice.controls_sha256)) for d in made.decisions.values()])
+    return DecisionList(saved, made.warnings, title=f"decisions from {kind} result {result.id}")
+
+
+class _Maker:
+    def __init__(self, store: Store, recording: Recording, kind: str, source_id: int):
+        self.store, self.recording, self.kind, self.source_id = store, recording, kind, source_id
+        self.signatures = {s.id: s for s in recording.signatures}
+        self.decisions: dict[Key, Decision] = {}
+        self.controls: dict[str, bytes] = {}
+        self.warnings: list[str] = []
+        self._keys: dict[int, Key | None] = {}
+        self._date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+    def key(self, signature_id: int) -> Key | None:
+        """The key of a recorded signature's build: its capture's PTX with any rename undone (the key is the PTX
+        as Triton generated it), the capture's arch and ptxas version, the recording's GPU."""
+        if signature_id not in self._keys:
+            self._keys[signature_id] = self._key(signature_id)
+        return self._keys[signature_id]
+
+    def _key(self, signature_id: int) -> Key | None:
+        signature = self.signatures.get(signature_id)
+        if signature is None or signature.capture_id is None:
+            self.warnings.append(f"signature {signature_id}: no capture recorded, no decision")
+            return None
+        capture = self.store.get(signature.capture_id)
+        if not (capture.ptxas_version and self.recording.device):
+            self.warnings.append(f"{capture.entry}: capture {capture.id} names no ptxas version or the recording "
+                                 f"no GPU, no decision")
+            return None
+        ptx = _ptx.as_text(self.store.read(capture, "ptx"))
+        if capture.renamed:
+            ptx = _ptx.rename_symbols(ptx, {capture.entry: capture.original_entry})
+        return Key(_sha256(ptx), capture.arch, capture.ptxas_version, self.recording.device)
+
+    def offer(self, key: Key, choice: Choice, evidence: Evidence) -> None:
+        """Keep the fastest choice per key."""
+        held = self.decisions.get(key)
+        if held is None or evidence.ratio < held.evidence.ratio:
+            self.decisions[key] = Decision(key, choice, evidence)
+
+    def evidence(self, kernel: str, figures: dict, outputs: str) -> Evidence:
+        return Evidence(kernel, figures["ratio"], figures.get("low"), figures.get("high"), outputs, self._date,
+                        __version__, self.kind, self.source_id)
+
+    def choice(self, label: str, ptxas_version: str | None, options, controls: dict | None,
+               controls_path: str | None) -> Choice | None:
+        """The choice of a variant; None (with a warning) when its control file cannot be read back as it was."""
+        sha = None
+        if controls and controls.get("sha256"):
+            sha = controls["sha256"]
+            if sha not in self.controls:
+                try:
+                    data = Path(controls_path or "").read_bytes()
+                except OSError:
+                    data = b""
+                if _sha256(data) != sha:
+                    self.warnings.append(f"{label}: its control file {controls_path} is gone or changed since it "
+                                         f"was measured, no decision")
+                    return None
+                self.controls[sha] = data
+        return Choice(_name_of(label), ptxas_version, tuple(options or ()), sha)
+
+    def from_sweep(self, result: SweepResult) -> None:
+        if not result.variants or result.variants[0] != PLAIN:
+            raise TritonhookError(f"sweep result {result.id}: its baseline is {result.variants[:1]}, not plain; "
+                                  f"a decision's evidence is a ratio to plain")
+        by_key: dict[Key, list[SweepRow]] = {}
+        for row in result.rows:
+            if row.status == "ok" and row.autotune is None and (key := self.key(row.signature)) is not None:
+                by_key.setdefault(key, []).append(row)
+        for key, rows in by_key.items():
+            labels = {t.label for row in rows for t in row.variants[1:]}
+            for label in sorted(labels):
+                pairs = [(row, t) for row in rows for t in row.variants if t.label == label]
+                outputs = [_outputs(row, label) for row, _ in pairs]
+                if DIFFER in outputs or any(t.verdict == "slower" for _, t in pairs) or \
+                        label.split("#")[0] == PLAIN:
+                    continue
+                faster = [(row, t) for row, t in pairs if t.verdict == "faster"]
+                if not faster:
+                    continue
+                row, timing = max(faster, key=lambda pair: pair[0].share or 0.0)
+                head = label.split("+")[0]
+                choice = self.choice(label, timing.facts.get("ptxas_version") if "@" in head else None,
+                                     timing.facts.get("ptxas_options"),
+                                     {"sha256": timing.facts.get("controls_sha256")}, _acf_path(label))
+                if choice is not None:
+                    self.offer(key, choice, self.evidence(row.kernel, dataclasses.asdict(timing),
+                                                          _outputs(row, label)))
+
+    def from_tune(self, result: TuneResult) -> None:
+        candidates = {c["label"]: c for c in result.space.get("candidates", [])}
+        for tuned in result.kernels:
+            if not (tuned.winner and tuned.confirmed) or (key := self.key(tuned.signature)) is None:
+                continue
+            variant = candidates.get(tuned.winner)
+            if variant is None:
+                self.warnings.append(f"{tuned.kernel}: winner {tuned.winner} is not among the result's candidates")
+                continue
+            trial = next((t for t in tuned.trials if t.label == tuned.winner), None)
+            outputs = trial.outputs if trial is not None else "-"
+            if outputs == DIFFER:
+                continue
+            choice = self.choice(tuned.winner, variant.get("ptxas_version") if variant.get("ptxas") else None,
+                                 variant.get("options"), variant.get("controls"),
+                                 (variant.get("controls") or {}).get("path"))
+            if choice is not None:
+                self.offer(key, choice, self.evidence(tuned.kernel, tuned.vs_plain, outputs))
+
+
+def _sha256(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+def ptx_sha256(ptx: str) -> str:
+    """The key's hash of a PTX text (as Triton's PTX stage returns it)."""
+    return _sha256(ptx)
+
+
+def _name_of(label: str) -> str:
+    return re.split(r"[@+#]", label, maxsplit=1)[0] or PLAIN
+
+
+def _acf_path(label: str) -> str | None:
+    _, found, path = label.partition("+acf:")
+    return path if found else None
+
+
+def _outputs(row: SweepRow, label: str) -> str:
+    return ((row.output_check or {}).get("variants") or {}).get(label, {}).get("verdict", row.outputs)
+
+
+# ----- kept in the store ------------------------------------------------------------------------------------------
+def save(store: Store, decisions: list[tuple[Decision, bytes | None]]) -> list[Decision]:
+    """Save each decision (its control file as a blob); one already kept for the same key is replaced."""
+    held = {d.key: d.id for d in listing(store).decisions}
+    saved = []
+    for decision, controls in decisions:
+        if decision.choice.controls_sha256 is not None:
+            if controls is None:
+                raise TritonhookError(f"{decision.evidence.kernel}: its control file's bytes are missing")
+            store.put_blob(controls)
+        if decision.key in held:
+            store.remove_result(RESULT_KIND, held[decision.key])
+        decision = dataclasses.replace(decision, id=None)
+        decision.id = held[decision.key] = store.add_result(RESULT_KIND, decision.to_json())
+        saved.append(decision)
+    return saved
+
+
+def listing(store: Store) -> DecisionList:
+    """Every decision in the store; a row that no longer validates is left out with a line saying why."""
+    warnings: list[str] = []
+    found = store.results(RESULT_KIND, on_error=lambda _, exc: warnings.append(str(exc)))
+    return DecisionList(found, warnings)
+
+
+def get(store: Store, decision_id: int | str) -> Decision:
+    found = store.result(decision_id)
+    if not isinstance(found, Decision):
+        raise TritonhookError(f"{store.path}: no decision with id {decision_id} (`tritonhook decisions ls`)")
+    return found
+
+
+def remove(store: Store, decision_id: int | str) -> Decision:
+    decision = get(store, decision_id)
+    store.remove_result(RESULT_KIND, decision.id)
+    return decision
+
+
+def controls_of(store: Store, decision: Decision) -> bytes | None:
+    sha = decision.choice.controls_sha256
+    return None if sha is None else store.read_blob(sha, what=f"decision {decision.id} control file")
+
+
+def export(store: Store, path: str | os.PathLike) -> DecisionList:
+    """Write every decision of the store to the portable file `path` (control files inline)."""
+    kept = listing(store)
+    data = file_json([(d, controls_of(store, d)) for d in kept.decisions], __version__)
+    Path(path).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return DecisionList(kept.decisions, kept.warnings, title=f"exported to {path}")
+
+
+def import_file(store: Store, path: str | os.PathLike) -> DecisionList:
+    """Validate the file (`model.read_file`) and save the entries it keeps; the refused ones are the warnings,
+    one line each. Nothing in the file is run; the store is the only place written."""
+    contents: FileContents = read_file(path)
+    saved = save(store, contents.decisions)
+    return DecisionList(saved, contents.refused, title=f"imported from {path} (format version {VERSION})")

@@ -1,0 +1,300 @@
+"""A decision as data: its key, its choice, its evidence; the portable file and the one validator every entry of
+it (and every row the store hands back) goes through.
+
+Why one validator for the file and the store: a decisions file is shipped with a model and may come from anyone,
+so what it holds must be data tritonhook knows, never code (issue 40, bullet 5): a name prefix of the kernel-name
+grammar or a keyword, a ptxas *version* (resolved only among the binaries `tools.find_ptxas` finds, when applied),
+options of the codegen allow-list (`tools.ptxas_option`), a control file carried as bytes (stored by its sha256,
+never a path). Anything else, unknown fields, wrong types and oversized values included, refuses that entry with
+one line naming the file, the entry's index and what is wrong; the other entries are kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+from .. import format, tools
+from ..errors import TritonhookError
+
+RESULT_KIND = "decision"
+FORMAT, VERSION = "tritonhook-decisions", 1
+PLAIN, STRIP = "plain", "strip"
+MAX_FILE_BYTES = 64 << 20
+"""A decisions file larger than this is refused before it is read (a control file is at most `MAX_CONTROLS`)."""
+MAX_CONTROLS = 4 << 20
+MAX_OPTIONS = 16
+MAX_TEXT = 256
+"""The longest free text an entry holds (a GPU name, a kernel name in the evidence)."""
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_ARCH = re.compile(r"sm_\d{2,3}[af]?")
+_VERSION = re.compile(r"\d{1,3}(\.\d{1,4}){1,3}")
+_PRINTABLE = re.compile(r"[\x20-\x7e]*")
+
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    """What a compile must match exactly for a decision to apply: the sha256 of its PTX as Triton generated it
+    (before any rename), the PTX target, the version of the ptxas Triton would run for it, the GPU's name."""
+
+    ptx_sha256: str
+    arch: str
+    ptxas_version: str
+    gpu: str
+
+    @property
+    def short(self) -> str:
+        return f"{self.ptx_sha256[:12]} {self.arch} ptxas {self.ptxas_version} {self.gpu}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """What a decision builds the kernel with: a name (`plain`, `strip` or a prefix), a ptxas version (None: the
+    one Triton runs), codegen options, a control file by its sha256 (its bytes in the store or in the file)."""
+
+    name: str = PLAIN
+    ptxas_version: str | None = None
+    options: tuple[str, ...] = ()
+    controls_sha256: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The choice in the variant grammar (docs/variants.md), with the control file by hash."""
+        text = self.name + (f"@{self.ptxas_version}" if self.ptxas_version else "")
+        text += "".join(f"+opt:{o}" for o in self.options)
+        return text + (f"+acf:sha256:{self.controls_sha256[:12]}" if self.controls_sha256 else "")
+
+    @property
+    def assembles(self) -> bool:
+        """Whether applying it runs a ptxas of its choosing (another binary, options, a control file)."""
+        return bool(self.ptxas_version or self.options or self.controls_sha256)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """Why: the measured ratio to plain with its interval, the outputs check, where it was measured."""
+
+    kernel: str
+    ratio: float
+    low: float | None
+    high: float | None
+    outputs: str
+    date: str
+    tritonhook_version: str
+    source_kind: str
+    source_id: int | None
+
+
+@dataclasses.dataclass
+class Decision:
+    key: Key
+    choice: Choice
+    evidence: Evidence
+    id: int | None = None          # in the store's results table
+    warning_prefix = "tritonhook decisions"
+
+    def to_json(self, *, controls: bytes | None = None) -> dict:
+        """The entry as the store and the file keep it; `controls`: the control file's bytes, inlined (base64) in
+        an exported file."""
+        choice = dataclasses.asdict(self.choice)
+        choice["options"] = list(self.choice.options)
+        sha = choice.pop("controls_sha256")
+        choice["controls"] = None if sha is None else {"sha256": sha, **(
+            {"base64": base64.b64encode(controls).decode()} if controls is not None else {})}
+        data = {"key": dataclasses.asdict(self.key), "choice": choice, "evidence": dataclasses.asdict(self.evidence)}
+        return data if self.id is None else {**data, "id": self.id}
+
+    @property
+    def label(self) -> str:
+        return self.evidence.kernel
+
+    @property
+    def source(self) -> int | None:
+        return self.evidence.source_id
+
+    @classmethod
+    def from_store(cls, record: dict, *, source: str = "decision") -> "Decision":
+        """A row of the store, validated as a file's entry is (its control file's bytes are in the store)."""
+        data = {k: v for k, v in record.items() if k not in ("id", "created", "label", "source")}
+        decision, _ = parse_entry(data, where=source, controls_inline=False)
+        decision.id = record.get("id")
+        return decision
+
+    def __rich_console__(self, console, options):
+        ev = self.evidence
+        interval = f" [{ev.low:.3f}, {ev.high:.3f}]" if ev.low is not None and ev.high is not None else ""
+        yield format.table(("field", "value"), [
+            ("id", str(self.id) if self.id is not None else "-"), ("kernel", ev.kernel),
+            ("PTX sha256", self.key.ptx_sha256), ("arch", self.key.arch), ("ptxas (key)", self.key.ptxas_version),
+            ("GPU", self.key.gpu), ("choice", self.choice.label),
+            ("evidence", f"x{ev.ratio:.3f}{interval}, outputs {ev.outputs}"),
+            ("from", f"{ev.source_kind} result {ev.source_id}" if ev.source_id is not None else ev.source_kind),
+            ("date", ev.date), ("tritonhook", ev.tritonhook_version)], title="tritonhook decision")
+
+
+# ----- validation -------------------------------------------------------------------------------------------------
+class _Refused(Exception):
+    """What is wrong with one entry (the caller adds the file and the index)."""
+
+
+def _fields(value, wanted: dict[str, tuple], what: str) -> dict:
+    """`value` as a dict with exactly the keys of `wanted` (name -> accepted types)."""
+    if not isinstance(value, dict):
+        raise _Refused(f"{what}: an object expected, got {_kind(value)}")
+    unknown = sorted(set(value) - set(wanted))
+    if unknown:
+        raise _Refused(f"{what}: unknown field {_short(unknown[0])}")
+    for name, types in wanted.items():
+        if name not in value:
+            raise _Refused(f"{what}.{name}: missing")
+        item = value[name]
+        if isinstance(item, bool) and bool not in types or not isinstance(item, types):
+            expected = " or ".join(dict.fromkeys(_kind_name(t) for t in types))
+            raise _Refused(f"{what}.{name}: {_kind(item)} where {expected} expected")
+    return value
+
+
+def _text(value: str, what: str, *, pattern: re.Pattern = _PRINTABLE, limit: int = MAX_TEXT) -> str:
+    if len(value) > limit:
+        raise _Refused(f"{what}: {len(value)} characters, at most {limit}")
+    if not pattern.fullmatch(value):
+        raise _Refused(f"{what}: {_short(value)} is not {_PATTERN_WORDS.get(pattern, 'printable text')}")
+    return value
+
+
+def parse_entry(data, *, where: str, controls_inline: bool) -> tuple[Decision, bytes | None]:
+    """One entry -> (Decision, its control file's bytes when `controls_inline`); `TritonhookError` "WHERE: what is
+    wrong" otherwise. Nothing here runs a program or touches a file."""
+    try:
+        return _parse(data, controls_inline)
+    except _Refused as exc:
+        raise TritonhookError(f"{where}: {exc}") from None
+
+
+def _parse(data, controls_inline: bool) -> tuple[Decision, bytes | None]:
+    entry = _fields(data, {"key": (dict,), "choice": (dict,), "evidence": (dict,)}, "entry")
+    key = _fields(entry["key"], {"ptx_sha256": (str,), "arch": (str,), "ptxas_version": (str,), "gpu": (str,)}, "key")
+    parsed_key = Key(_text(key["ptx_sha256"], "key.ptx_sha256", pattern=_SHA256, limit=64),
+                     _text(key["arch"], "key.arch", pattern=_ARCH, limit=8),
+                     _text(key["ptxas_version"], "key.ptxas_version", pattern=_VERSION, limit=24),
+                     _text(key["gpu"], "key.gpu"))
+    choice = _fields(entry["choice"], {"name": (str,), "ptxas_version": (str, type(None)), "options": (list,),
+                                       "controls": (dict, type(None))}, "choice")
+    name = _text(choice["name"], "choice.name", pattern=_PREFIX, limit=64)
+    version = choice["ptxas_version"]
+    if version is not None:
+        _text(version, "choice.ptxas_version (a ptxas version such as 13.0.88, never a path)", pattern=_VERSION,
+              limit=24)
+    if len(choice["options"]) > MAX_OPTIONS:
+        raise _Refused(f"choice.options: {len(choice['options'])} options, at most {MAX_OPTIONS}")
+    options = []
+    for i, option in enumerate(choice["options"]):
+        if not isinstance(option, str):
+            raise _Refused(f"choice.options[{i}]: {_kind(option)} where a string expected")
+        _text(option, f"choice.options[{i}]", limit=64)
+        try:
+            options.append(tools.ptxas_option(option, where=""))
+        except TritonhookError as exc:
+            raise _Refused(f"choice.options[{i}]: {exc}") from None
+    controls, data_bytes = choice["controls"], None
+    if controls is not None:
+        wanted = {"sha256": (str,), **({"base64": (str,)} if controls_inline else {})}
+        _fields(controls, wanted, "choice.controls")
+        sha = _text(controls["sha256"], "choice.controls.sha256", pattern=_SHA256, limit=64)
+        if controls_inline:
+            text = controls["base64"]
+            if len(text) > (MAX_CONTROLS + 2) // 3 * 4:
+                raise _Refused(f"choice.controls.base64: {len(text)} characters, a control file is at most "
+                               f"{MAX_CONTROLS} bytes")
+            try:
+                data_bytes = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError):
+                raise _Refused("choice.controls.base64: not base64") from None
+            if not data_bytes or hashlib.sha256(data_bytes).hexdigest() != sha:
+                raise _Refused("choice.controls: the bytes do not hash to its sha256")
+    evidence = _fields(entry["evidence"], {
+        "kernel": (str,), "ratio": (int, float), "low": (int, float, type(None)), "high": (int, float, type(None)),
+        "outputs": (str,), "date": (str,), "tritonhook_version": (str,), "source_kind": (str,),
+        "source_id": (int, type(None))}, "evidence")
+    for field in ("kernel", "outputs", "date", "tritonhook_version", "source_kind"):
+        _text(evidence[field], f"evidence.{field}")
+    parsed = Decision(parsed_key, Choice(name, version, tuple(options), controls and controls["sha256"]),
+                      Evidence(**evidence))
+    return parsed, data_bytes
+
+
+_PATTERN_WORDS = {_PREFIX: "a name prefix (letters, digits and '_', not starting with a digit) nor plain/strip",
+                  _SHA256: "a sha256 (64 lowercase hex digits)", _ARCH: "a target such as sm_90a",
+                  _VERSION: "a version such as 13.0.88"}
+
+
+def _kind(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _kind_name(t: type) -> str:
+    return _kind({dict: {}, list: [], str: "", bool: True, type(None): None, int: 0, float: 0.0}[t])
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "...'"
+
+
+# ----- the portable file ------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class FileContents:
+    """A decisions file read and checked: the entries kept (with their control files' bytes), the refusals (one
+    line each, naming the file and the entry's index)."""
+
+    path: str
+    decisions: list[tuple[Decision, bytes | None]]
+    refused: list[str]
+
+
+def read_file(path: str | os.PathLike) -> FileContents:
+    """Read and validate a decisions file. The whole file is refused (a `TritonhookError`, one line) when it is not
+    a file of this format (missing, too large, not JSON, truncated, another format or version); an entry that is
+    wrong is refused alone."""
+    where = str(path)
+    try:
+        size = os.stat(path).st_size
+        if size > MAX_FILE_BYTES:
+            raise TritonhookError(f"{where}: {size} bytes, a decisions file is at most {MAX_FILE_BYTES}")
+        data = json.loads(Path(path).read_bytes())
+    except OSError as exc:
+        raise TritonhookError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise TritonhookError(f"{where}: not a decisions file (not JSON: {str(exc)[:80]})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise TritonhookError(f"{where}: not a decisions file (no \"format\": \"{FORMAT}\")")
+    if data.get("version") != VERSION or not isinstance(data.get("decisions"), list):
+        raise TritonhookError(f"{where}: decisions file version {_short(data.get('version'))}, this tritonhook "
+                              f"reads version {VERSION} with a \"decisions\" list")
+    if unknown := sorted(set(data) - {"format", "version", "decisions", "tritonhook_version"}):
+        raise TritonhookError(f"{where}: unknown field {_short(unknown[0])}")
+    kept, refused = [], []
+    for index, entry in enumerate(data["decisions"]):
+        try:
+            kept.append(parse_entry(entry, where=f"{where} entry {index}", controls_inline=True))
+        except TritonhookError as exc:
+            refused.append(str(exc))
+    return FileContents(where, kept, refused)
+
+
+def file_json(decisions: list[tuple[Decision, bytes | None]], version: str) -> dict:
+    """The portable file's JSON: every decision with its control file inline, no store ids."""
+    entries = []
+    for decision, controls in decisions:
+        entry = dataclasses.replace(decision, id=None).to_json(controls=controls)
+        entries.append(entry)
+    return {"format": FORMAT, "version": VERSION, "tritonhook_version": version, "decisions": entries}
+
