@@ -27,6 +27,17 @@ def _preflight_checker():
 
 ptx_capture.LISTENER_FACTORIES.append(_preflight_checker)
 
+
+def _decision_applier(source: str, store: Store):
+    """`enable(apply=...)`'s transforms (`decisions.apply.applier`), wired here for the same reason as preflight's
+    checker; the decisions package is imported only when a session applies decisions."""
+    from .decisions.apply import applier
+
+    return applier(source, store)
+
+
+ptx_capture.APPLIERS.append(_decision_applier)
+
 _LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "mem": (".mem", None)}
 """Public names imported on first use: `import tritonhook` (and so every `tritonhook` command) stays cheap.
 

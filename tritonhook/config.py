@@ -113,6 +113,15 @@ SELECT = EnvVar("TRITONHOOK_SELECT", None, str,
 STRIP_VALUE = ":strip"
 """The value of TRITONHOOK_RENAME that means `tritonhook.STRIP` (remove 'cutlass' from names)."""
 
+# ----- decisions applied at compile time (`decisions.apply`) --------------------------------------------------------
+APPLY = EnvVar("TRITONHOOK_APPLY", None, str,
+               "The decisions a child process applies at compile time: a decisions file, or a store directory "
+               "(its decisions), as `enable(apply=...)` takes them.")
+DECISIONS_GPU = EnvVar("TRITONHOOK_DECISIONS_GPU", None, str,
+                       "The GPU name decisions' keys are matched against (as torch names it: 'NVIDIA H200'), for a "
+                       "build without a visible GPU (compiling ahead of time on a CPU host); overrides the visible "
+                       "GPU's name.")
+
 # ----- ptxas (`tools`, `ptxas_wrapper`, `tritonhook capture`) -------------------------------------------------------
 PTXAS = EnvVar("TRITONHOOK_PTXAS", [], _path_list,
                "Extra ptxas binaries or directories holding one (os.pathsep-separated) for `ptxas` and `diff`.")
@@ -256,25 +265,27 @@ class CaptureSettings:
     PTX rewrites to make. The only writer (`to_env`) and reader (`from_env`) of these variables.
 
     `rename` / `select` are the encoded forms (a prefix or `STRIP_VALUE`; a regex): `rename.rename_settings` and
-    `rename.rename_from_settings` convert. `fix_tma_scope` is `enable()`'s: False, True (sm_12x) or an arch prefix."""
+    `rename.rename_from_settings` convert. `fix_tma_scope` is `enable()`'s: False, True (sm_12x) or an arch prefix.
+    `apply` is `enable()`'s, as an absolute path (a decisions file or a store directory)."""
 
     store: str | None = None
     enable: bool = False
     rename: str | None = None
     select: str | None = None
     fix_tma_scope: bool | str = False
+    apply: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "CaptureSettings":
         return cls(store=STORE.get(environ), enable=ENABLE.get(environ), rename=RENAME.get(environ),
-                   select=SELECT.get(environ), fix_tma_scope=FIX_TMA_SCOPE.get(environ))
+                   select=SELECT.get(environ), fix_tma_scope=FIX_TMA_SCOPE.get(environ), apply=APPLY.get(environ))
 
     def to_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """Every variable of these settings, as text (an unset setting is "" so that it overrides a parent's); when
         capture is enabled, also PYTHONPATH: `environ`'s (default os.environ) with tritonhook's sitecustomize first."""
         env = {STORE.name: STORE.encode(self.store), ENABLE.name: ENABLE.encode(self.enable),
                RENAME.name: RENAME.encode(self.rename), SELECT.name: SELECT.encode(self.select),
-               FIX_TMA_SCOPE.name: FIX_TMA_SCOPE.encode(self.fix_tma_scope)}
+               FIX_TMA_SCOPE.name: FIX_TMA_SCOPE.encode(self.fix_tma_scope), APPLY.name: APPLY.encode(self.apply)}
         if self.enable:
             paths = PYTHONPATH.get(environ)
             env[PYTHONPATH.name] = PYTHONPATH.encode(paths if str(BOOTSTRAP_DIR) in paths

@@ -101,7 +101,7 @@ def visible_gpu() -> GpuSpec | None:
     else NVML's first device as CUDA_VISIBLE_DEVICES orders them); None when there is none or it is not in the
     table. Marketing names carry suffixes ('... 80GB HBM3', '... Workstation Edition'): the longest table key the
     name starts with wins."""
-    name = _visible_gpu_name()
+    name = visible_gpu_name()
     if not name:
         return None
     key = _table_key(name)
@@ -109,7 +109,9 @@ def visible_gpu() -> GpuSpec | None:
     return GPUS[max(matches, key=len)] if matches else None
 
 
-def _visible_gpu_name() -> str | None:
+def visible_gpu_name() -> str | None:
+    """The name of the GPU this process would run on (torch's current device once torch started CUDA, else NVML's
+    first visible device), None when none is visible; a decision's key names its GPU so (`tritonhook.decisions`)."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return torch.cuda.get_device_name()

@@ -39,6 +39,10 @@ LISTENER_FACTORIES: list[Callable[[], Listener]] = []
 """Each session `enable()` starts gets one new listener from every factory here, so per-session state (which kernels
 were already warned about) starts afresh. Features above the capture core append to it (the package adds
 preflight's `capture_checker`)."""
+APPLIERS: list[Callable[[str, Store], tuple[_triton.PtxTransform, _triton.CubinTransform, str]]] = []
+"""What `enable(apply=...)` asks for the transforms applying decisions: `f(source, store) -> (ptx_transform,
+cubin_transform, cache_key)`, registered from above like `LISTENER_FACTORIES` (the package registers
+`decisions.apply.applier`; the capture core imports no feature)."""
 
 
 @dataclasses.dataclass
@@ -84,18 +88,28 @@ def active_session() -> Session | None:
 def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool = True,
            ptx_transform: _triton.PtxTransform | None = None, cache_key: str = "",
            rename: _rename.Rename | None = None, select: _rename.Selector = None,
-           fix_tma_scope: bool | str = False) -> Session:
+           fix_tma_scope: bool | str = False, apply: str | os.PathLike | None = None) -> Session:
     """Start capturing every Triton compile into `store` (default `$TRITONHOOK_STORE` or ./tritonhook-store).
 
     `rename="cutlass_"` prefixes the selected kernels' names in the PTX stage, `rename=tritonhook.STRIP` removes
     `cutlass` from them; `select` narrows it (regex, list of names, or `(name, metadata) -> bool`).
     `fix_tma_scope=True` rewrites sm_12x TMA loads to CTA scope so that they do not call the driver routine that
     reserves gigabytes of stack (`tma_scope`); a string instead names the arch prefix it applies to ("" = all).
+    `apply=` a decisions file or a store directory: each compile whose key matches a decision exactly is built with
+    its choice (`tritonhook.decisions`, docs/decisions.md); not with `rename=`, which would rename it again.
     """
     from . import _triton, rename as _rename, tma_scope
 
     global _active
-    transforms = []
+    transforms, cubin_transform = [], None
+    opened = None
+    if apply is not None:  # first: a decision's key is the PTX as Triton generated it
+        if rename is not None:
+            raise TritonhookError("enable(): pass either apply= or rename=, not both (a decision names the rename)")
+        opened = Store.of(store)
+        apply = str(Path(apply).resolve())
+        ptx_apply, cubin_transform, apply_key = APPLIERS[-1](apply, opened)
+        transforms.append((ptx_apply, apply_key))
     if fix_tma_scope is not False:
         transforms.append(tma_scope.make_tma_scope_transform(tma_scope.SM12X if fix_tma_scope is True
                                                              else fix_tma_scope))
@@ -115,15 +129,16 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
                                   f"call tritonhook.disable() before enabling {cache_key!r}")
         return _active
     _triton.check_supported()
-    opened = Store.of(store)
-    hooks = _triton.HookInstallation(ptx_transform=ptx_transform, cache_key=cache_key)
+    opened = opened or Store.of(store)
+    hooks = _triton.HookInstallation(ptx_transform=ptx_transform, cache_key=cache_key,
+                                     cubin_transform=cubin_transform)
     session = Session(store=opened, hooks=hooks, listeners=[make() for make in LISTENER_FACTORIES])
     hooks.on_compile = session.record
     hooks.install()
     atexit.register(session.report_losses)
     if subprocesses:
         session.exported_env = config.scope(capture_settings(opened.path, rename=rename, select=select,
-                                                             fix_tma_scope=fix_tma_scope).to_env())
+                                                             fix_tma_scope=fix_tma_scope, apply=apply).to_env())
     _active = session
     return session
 
@@ -166,18 +181,20 @@ def session(store: str | os.PathLike | Store | None = None, **options) -> Iterat
 
 # ----- environment for child processes --------------------------------------------------------------------------
 def capture_settings(store_path: os.PathLike, *, rename: _rename.Rename | None = None, select: _rename.Selector = None,
-                     fix_tma_scope: bool | str = False) -> config.CaptureSettings:
+                     fix_tma_scope: bool | str = False, apply: str | os.PathLike | None = None
+                     ) -> config.CaptureSettings:
     """What a child process needs to capture into `store_path` as `enable(store_path, rename=..., select=...,
     fix_tma_scope=...)` would in this one (the one place that turns `enable`'s options into `CaptureSettings`)."""
     from .rename import rename_settings
 
     return config.CaptureSettings(store=str(Path(store_path).resolve()), enable=True,
-                                  **rename_settings(rename, select), fix_tma_scope=fix_tma_scope)
+                                  **rename_settings(rename, select), fix_tma_scope=fix_tma_scope,
+                                  apply=None if apply is None else str(Path(apply).resolve()))
 
 
 def child_env(store_path: os.PathLike, base: dict | None = None, **options) -> dict[str, str]:
     """The environment under which a Python child process captures into `store_path` at start-up, with `enable`'s
-    rename, select and fix_tma_scope `options`: `base` (default this process's) with `capture_settings`'s variables."""
+    rename, select, fix_tma_scope and apply `options`: `base` (default this process's) with `capture_settings`'s variables."""
     env = config.child_environment() if base is None else dict(base)
     env.update(capture_settings(store_path, **options).to_env(env))
     return env
@@ -191,4 +208,4 @@ def enable_from_env() -> None:
     if settings.enable and _active is None:
         rename, select = rename_from_settings(settings)
         enable(settings.store, subprocesses=False, rename=rename, select=select,
-               fix_tma_scope=settings.fix_tma_scope)
+               fix_tma_scope=settings.fix_tma_scope, apply=settings.apply)

@@ -155,14 +155,20 @@ def make_ptx_transform(rename: Rename, select: Selector = None) -> tuple[PtxTran
         original = metadata.get("name") or ptx_entries(ptx)[0]
         if not selected(original, metadata):
             return ptx
-        target = new_name(original)
-        if target == original:
-            return ptx
-        metadata["name"] = target
-        metadata[ORIGINAL_NAME_KEY] = original
-        return rename_symbols(ptx, {original: target})
+        return rename_in_stage(ptx, metadata, original, new_name(original))
 
     return rename_stage, f"rename:{rename_description(rename)};select:{select_key}"
+
+
+def rename_in_stage(ptx: str, metadata: dict, original: str, target: str) -> str:
+    """The PTX stage's output with kernel `original` named `target`, and the compile's metadata following it:
+    `name` (what the launcher looks up) and the original name (which cache hits still need). The one place a
+    compile is renamed (`make_ptx_transform`, and a decision applied at compile time)."""
+    if target == original:
+        return ptx
+    metadata["name"] = target
+    metadata[ORIGINAL_NAME_KEY] = original
+    return rename_symbols(ptx, {original: target})
 
 
 def rename_settings(rename: Rename | None, select: Selector = None) -> dict[str, str | None]:

@@ -58,12 +58,21 @@ def start(command: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 
 def run_command(command: list[str], store: Store | str | os.PathLike | None = None, *,
-                rename: Rename | None = None, select: Selector = None, fix_tma_scope: bool | str = False) -> RunResult:
+                rename: Rename | None = None, select: Selector = None, fix_tma_scope: bool | str = False,
+                apply: str | os.PathLike | None = None) -> RunResult:
     """Run `command` with capture enabled in every Python process it starts, into `store` (a path is created);
-    `rename`, `select` and `fix_tma_scope` as `tritonhook.enable` takes them."""
+    `rename`, `select`, `fix_tma_scope` and `apply` as `tritonhook.enable` takes them (the decisions `apply` names
+    are checked here, before the command starts)."""
     store = _writable_store(store)
+    if apply is not None:
+        from .decisions.apply import check_source
+
+        if rename is not None:
+            raise TritonhookError("--apply names each kernel's rename itself: give it without --rename/--strip")
+        apply = check_source(apply)
     before = store.last_id()
-    completed = start(command, env=child_env(store.path, rename=rename, select=select, fix_tma_scope=fix_tma_scope))
+    completed = start(command, env=child_env(store.path, rename=rename, select=select, fix_tma_scope=fix_tma_scope,
+                                             apply=apply))
     return _result(store, before, completed.returncode)
 
 

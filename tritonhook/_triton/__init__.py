@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from .autotune import (INDUCTOR_AUTOTUNER_MODULE, AutotuneCandidate, AutotuneDecision, AutotuneTracer,
                        autotune_config)
-from .compile import (ORIGINAL_NAME_KEY, HookInstallation, PtxTransform, current_hooks, hook_slots, loaded_event,
+from .compile import (ORIGINAL_NAME_KEY, CubinTransform, HookInstallation, PtxTransform, current_hooks, hook_slots, loaded_event,
                       ptxas_args_of, ptxas_environment, ptxas_for, ptxases_for, triton_ptxas)
 from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtime_hooks, allocator_var,
                        inductor_launches_through_triton, inductor_launches_through_triton_env, launch_spec,
@@ -38,7 +38,7 @@ __all__ = [
     # version
     "REQUIREMENT", "check_supported", "parse_version", "triton_version",
     # compile
-    "ORIGINAL_NAME_KEY", "HookInstallation", "PtxTransform", "current_hooks", "hook_slots", "loaded_event",
+    "ORIGINAL_NAME_KEY", "CubinTransform", "HookInstallation", "PtxTransform", "current_hooks", "hook_slots", "loaded_event",
     "ptxas_args_of", "ptxas_environment", "ptxas_for", "ptxases_for", "triton_ptxas",
     # autotune
     "INDUCTOR_AUTOTUNER_MODULE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "autotune_config",

@@ -47,6 +47,10 @@ ORIGINAL_NAME_KEY = "tritonhook_original_name"
 """Metadata key the rename writes, so that cache hits still know the pre-rename entry name."""
 
 PtxTransform = Callable[[str, dict], str]
+CubinTransform = Callable[[str, dict, dict, Callable[[], bytes]], bytes]
+"""`f(ptx, metadata, ptxas_options, build_plain) -> cubin`: builds the "cubin" stage instead of Triton (a decision's
+ptxas, options or control file, `tritonhook.decisions`); `ptxas_options` are the compile's options ptxas sees
+(`enable_fp_fusion`, `ptx_options`: what `tools.triton_ptxas_args` reads), `build_plain()` Triton's own build."""
 
 
 # ----- what one compile looks like to tritonhook ----------------------------------------------------------------
@@ -240,14 +244,17 @@ class HookInstallation:
 
     on_compile:    called with a `NewCapture` record after every compile or cache hit.
     ptx_transform: optional `f(ptx_text, metadata) -> ptx_text` applied to the "ptx" stage output.
+    cubin_transform: optional `CubinTransform` that builds the "cubin" stage (it may call Triton's own build).
     cache_key:     a string naming the transform; compiles with different keys never share a cache entry.
     Exceptions in our callbacks are reported once as a warning and never reach the user's compile.
     """
 
     def __init__(self, on_compile: Callable[[NewCapture], None] | None = None,
-                 ptx_transform: PtxTransform | None = None, cache_key: str = ""):
+                 ptx_transform: PtxTransform | None = None, cache_key: str = "",
+                 cubin_transform: CubinTransform | None = None):
         self.on_compile = on_compile
         self.ptx_transform = ptx_transform
+        self.cubin_transform = cubin_transform
         self.cache_key = cache_key
         self.active = False
         self._warn = _WarnOnce()
@@ -295,6 +302,8 @@ class HookInstallation:
             self._check_listener_slot()
             if self.active and self.ptx_transform is not None:
                 _wrap_ptx_stage(args[1], self.ptx_transform)
+            if self.active and self.cubin_transform is not None:
+                _wrap_cubin_stage(args[1], args[2], self.cubin_transform)
 
         return tritonhook_stage_hook
 
@@ -406,6 +415,21 @@ def _wrap_ptx_stage(stages: dict, transform: PtxTransform) -> None:
         return transform(make_ptx(src, metadata), metadata)
 
     stages["ptx"] = ptx_stage
+
+
+def _wrap_cubin_stage(stages: dict, options, transform: CubinTransform) -> None:
+    """The "cubin" stage built by `transform`, given the compile's options that ptxas sees (Triton 3.6-3.9 close
+    over the options object in the stage's lambda; the stage hook receives the same object)."""
+    make_cubin = stages.get("cubin")
+    if make_cubin is None:
+        return
+    seen = {"enable_fp_fusion": getattr(options, "enable_fp_fusion", True),
+            "ptx_options": getattr(options, "ptx_options", None)}
+
+    def cubin_stage(src, metadata):
+        return transform(src, metadata, seen, lambda: make_cubin(src, metadata))
+
+    stages["cubin"] = cubin_stage
 
 
 def current_hooks() -> dict[str, object]:

@@ -17,6 +17,9 @@ def add_run(sub) -> None:
     parser.add_argument("--select", help="rename only kernels whose name matches this regex")
     parser.add_argument("--fix-tma-scope", action="store_true",
                         help="rewrite sm_12x TMA loads to CTA scope (no driver call, no stack reservation)")
+    parser.add_argument("--apply", default=None, metavar="FILE|STORE",
+                        help="apply per-kernel decisions at compile time: a decisions file or a store directory "
+                             "(docs/decisions.md); each compile whose key matches one exactly is built with its choice")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     parser.set_defaults(handler=_run)
 
@@ -24,7 +27,8 @@ def add_run(sub) -> None:
 def _run(args) -> int:
     command = command_after_dashes(args.command, "run")
     rename, select = rename_selection(args)
-    result = run.run_command(command, args.store, rename=rename, select=select, fix_tma_scope=args.fix_tma_scope)
+    result = run.run_command(command, args.store, rename=rename, select=select, fix_tma_scope=args.fix_tma_scope,
+                             apply=args.apply)
     console(stderr=True).print(line(result.summary(frontends=False)))
     return result.exit_code
 

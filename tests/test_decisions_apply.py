@@ -1,0 +1,130 @@
+"""Decisions applied at compile time (issue 40, bullet 2), with real Triton compiles on a CPU (sm_90a): an exact
+key applies the choice (the rename shows in the cubin's entry, the options in a build of its own), a changed PTX
+or another GPU applies nothing, an unresolvable choice builds plain with one warning, and applied and plain builds
+never share a Triton cache entry."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import warnings
+
+import pytest
+from elftools.elf.elffile import ELFFile
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+import triton
+import tritonhook
+from tritonhook import ptx as _ptx
+from tritonhook.decisions.apply import APPLIED_KEY
+from tritonhook.decisions.keep import ptx_sha256
+from tritonhook.samples import SAMPLES, compile_sample
+
+GPU = "NVIDIA H200"
+
+
+def elf_functions(cubin: bytes) -> list[str]:
+    elf = ELFFile(io.BytesIO(cubin))
+    return [s.name for s in elf.get_section_by_name(".symtab").iter_symbols() if s["st_info"]["type"] == "STT_FUNC"]
+
+
+def compile_add(block: int = 1024):
+    """The `add` sample, optionally with another BLOCK: the same kernel, another PTX."""
+    sample = SAMPLES["add"]
+    return triton.compile(ASTSource(sample.kernel(), sample.signature, {"BLOCK": block}),
+                          target=GPUTarget("cuda", 90, 32))
+
+
+@pytest.fixture
+def plain_add(tmp_path):
+    """The key of the `add` sample's sm_90a build, from a plain capture."""
+    with tritonhook.session(tmp_path / "plain-store") as session:
+        compile_sample("add", 90)
+    [capture] = session.captures()
+    ptx = _ptx.as_text(session.store.read(capture, "ptx"))
+    return {"ptx_sha256": ptx_sha256(ptx), "arch": capture.arch, "ptxas_version": capture.ptxas_version, "gpu": GPU}
+
+
+def decisions_file(path, key: dict, **choice) -> str:
+    entry = {"key": key, "choice": {"name": "cutlass_", "ptxas_version": None, "options": [], "controls": None,
+                                    **choice},
+             "evidence": {"kernel": "add_kernel", "ratio": 0.97, "low": 0.96, "high": 0.98, "outputs": "bitwise",
+                          "date": "2026-11-24", "tritonhook_version": "0.1.0", "source_kind": "sweep",
+                          "source_id": 1}}
+    path.write_text(json.dumps({"format": "tritonhook-decisions", "version": 1, "decisions": [entry]}))
+    return str(path)
+
+
+def test_an_exact_key_renames_the_kernel_and_a_changed_ptx_applies_nothing(plain_add, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", GPU)
+    applied = decisions_file(tmp_path / "d.json", plain_add)
+    with tritonhook.session(tmp_path / "store", apply=applied) as session:
+        kernel = compile_sample("add", 90)
+        other = compile_add(512)  # the same kernel with another constexpr: another PTX, no decision
+    assert elf_functions(kernel.asm["cubin"]) == [kernel.metadata.name] == ["cutlass_add_kernel"]
+    assert elf_functions(other.asm["cubin"]) == ["add_kernel"]
+    first, second = session.captures()
+    assert (first.entry, first.original_entry) == ("cutlass_add_kernel", "add_kernel")
+    assert first.metadata[APPLIED_KEY] == {"decision": "0", "choice": "cutlass_", "cubin": "triton",
+                                           "ptx_sha256": plain_add["ptx_sha256"]}
+    assert second.entry == "add_kernel" and APPLIED_KEY not in second.metadata  # 0 wrong applications
+    # the plain build after the session is Triton's own, not the applied one from the cache
+    assert elf_functions(compile_sample("add", 90).asm["cubin"]) == ["add_kernel"]
+    # and the applied one again comes from the cache with its record
+    with tritonhook.session(tmp_path / "store", apply=applied) as session:
+        again = compile_sample("add", 90)
+    [hit] = session.captures()
+    assert (hit.event, again.metadata.name, hit.metadata[APPLIED_KEY]["choice"]) == ("cache_hit", "cutlass_add_kernel",
+                                                                                     "cutlass_")
+
+
+def test_another_gpu_or_ptxas_version_in_the_key_applies_nothing(plain_add, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", "NVIDIA B200")
+    applied = decisions_file(tmp_path / "d.json", plain_add)
+    with tritonhook.session(tmp_path / "store", apply=applied):
+        assert compile_sample("add", 90).metadata.name == "add_kernel"
+    monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", GPU)
+    applied = decisions_file(tmp_path / "d2.json", {**plain_add, "ptxas_version": "11.0.1"})
+    with tritonhook.session(tmp_path / "store2", apply=applied):
+        assert compile_sample("add", 90).metadata.name == "add_kernel"
+
+
+def test_options_are_applied_by_a_build_of_their_own(plain_add, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", GPU)
+    applied = decisions_file(tmp_path / "d.json", plain_add, name="plain", options=["-O0"])
+    with tritonhook.session(tmp_path / "store", apply=applied) as session:
+        kernel = compile_sample("add", 90)
+    [capture] = session.captures()
+    assert capture.metadata[APPLIED_KEY]["cubin"].startswith(f"ptxas {plain_add['ptxas_version']}")
+    assert kernel.metadata.name == "add_kernel"
+    assert kernel.asm["cubin"] != compile_sample("add", 90).asm["cubin"]  # -O0 is not Triton's build
+
+
+def test_a_missing_ptxas_builds_plain_with_one_warning(plain_add, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", GPU)
+    applied = decisions_file(tmp_path / "d.json", plain_add, ptxas_version="99.9.9")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tritonhook.session(tmp_path / "store", apply=applied) as session:
+            compile_sample("add", 90)
+            compile_add(512)
+    ours = [str(w.message) for w in caught if "tritonhook" in str(w.message)]
+    assert len(ours) == 1 and "no ptxas 99.9.9 found" in ours[0] and "builds plain" in ours[0]
+    assert [c.entry for c in session.captures()] == ["add_kernel", "add_kernel"]
+
+
+def test_run_apply_reaches_the_commands_python_processes(plain_add, tmp_path):
+    applied = decisions_file(tmp_path / "d.json", plain_add)
+    script = "from tritonhook.samples import compile_sample; print(compile_sample('add', 90).metadata.name)"
+    env = {**__import__("os").environ, "TRITONHOOK_DECISIONS_GPU": GPU}
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "run", "--store", str(tmp_path / "store"),
+                           "--apply", applied, "--", sys.executable, "-c", script],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "cutlass_add_kernel"
+    refused = subprocess.run([sys.executable, "-m", "tritonhook", "run", "--apply", str(tmp_path / "nope.json"),
+                              "--", sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "nope.json: cannot read it" in refused.stderr
