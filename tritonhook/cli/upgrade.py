@@ -3,6 +3,8 @@ Triton's PTX and ptxas (library: `tritonhook.upgrade`; docs/upgrade.md)."""
 
 from __future__ import annotations
 
+from .. import config
+from ..errors import TritonhookError
 from ..format import show
 from .common import open_store, store_arg
 
@@ -20,6 +22,15 @@ def add_upgrade(sub) -> None:
                              "CUDA upgrade under the same Triton")
     parser.add_argument("--recording", default=None, metavar="ID|FILE",
                         help="the kernels a recording launched (default: every Triton build in the store)")
+    parser.add_argument("--time", default=None, metavar="UPGRADE_ID",
+                        help="on a GPU: replay the recording (--recording, default the newest in --store) with each "
+                             "kernel's four cells of this upgrade result as its variants, and split each kernel's "
+                             "change into Triton codegen, ptxas and their interaction (docs/upgrade.md#timing)")
+    parser.add_argument("--cells-store", default=None, metavar="DIR",
+                        help="with --time: the store holding the upgrade result and its cells (default: --store), "
+                             "e.g. built on another machine and copied here")
+    parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
+                        help=f"with --time: interleaved rounds per kernel (default {config.SWEEP_DEFAULT_ROUNDS})")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=_upgrade)
 
@@ -27,6 +38,25 @@ def add_upgrade(sub) -> None:
 def _upgrade(args) -> int:
     from ..upgrade import upgrade
 
+    if args.time is not None:
+        return _time(args)
     result = upgrade(open_store(args, write=True), to=args.to, ptxas=args.ptxas, recording=args.recording)
     show(result, as_json=args.json)
+    return 0
+
+
+def _time(args) -> int:
+    from ..store import Store
+    from ..sweep import load as load_recording
+    from ..upgrade import UpgradeResult
+    from ..upgrade.timing import time_cells
+
+    store = open_store(args, write=True)
+    cells_store = Store(args.cells_store) if args.cells_store else store
+    upgraded = cells_store.result(args.time)
+    if not isinstance(upgraded, UpgradeResult):
+        raise TritonhookError(f"{cells_store.path}: result {args.time} is no upgrade result")
+    timing = time_cells(load_recording(store, args.recording), store, upgraded, cells_store, rounds=args.rounds,
+                        progress=not args.json)
+    show(timing, as_json=args.json)
     return 0

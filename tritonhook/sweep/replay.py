@@ -9,7 +9,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .. import config, format
 from ..errors import TritonhookError
@@ -49,8 +49,8 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
            kernel: str | None = None, top: int | None = None, rounds: int = config.SWEEP_DEFAULT_ROUNDS,
            min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, record_s: float | None = None,
            autotune_top: int | None = None, gpus: str | Sequence[int] | None = None, ray: str | bool = False,
-           ray_task: dict | None = None, worker: Sequence[str] = WORKER, l2: str = config.SWEEP_L2_MODES[0]
-           ) -> SweepResult:
+           ray_task: dict | None = None, worker: Sequence[str] = WORKER, l2: str = config.SWEEP_L2_MODES[0],
+           prebuilt: Callable[[Signature], dict[str, BuiltVariant] | str] | None = None) -> SweepResult:
     """Replay the chosen signatures of `recording` for every variant (x every extra ptxas), save and return the
     result. A signature that cannot be built or replayed is reported in its row; the others go on. The candidates
     of an autotune decision are replayed each and shown as one row (`autotune.analyze_group`).
@@ -58,6 +58,8 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     Where: one worker on this process's GPU; `gpus` "all" or indices: one worker per local GPU; `ray` True (the
     cluster this machine belongs to, else a new local one) or an address: Ray tasks of one GPU each (`ray_task`:
     other Ray resources per task). `worker` replaces the worker program in tests of the scheduling only.
+    `prebuilt(signature)`: its variants by label (the first the baseline), built elsewhere (`upgrade`'s cells), or
+    why there are none; `variants` and `ptxas` are then not built.
 
     `l2` (`config.SWEEP_L2_MODES`): "measured", the default (inputs rotated, and the parts of each buffer the
     recording's L2 probe found in L2 inside the workload read into L2 just before each call; `l2probe`; signatures
@@ -86,7 +88,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
                            recorded_empty_ms=s.empty_ms) for s in chosen}
     variants = with_extra_ptxas(variants, ptxas)
     began = time.time()
-    built = _build_all(store, chosen, variants, rows)
+    built = _build_all(store, chosen, variants, rows, prebuilt)
     build_s = time.time() - began
     labels = next((list(b) for b in built.values()), [v.label for v in variants])
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
@@ -229,7 +231,8 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
     return shown, candidates
 
 
-def _build_all(store: Store, chosen: list[Signature], variants, rows) -> dict[int, dict[str, BuiltVariant]]:
+def _build_all(store: Store, chosen: list[Signature], variants, rows, prebuilt=None
+               ) -> dict[int, dict[str, BuiltVariant]]:
     """label -> built variant, per signature id; a signature whose capture is missing or whose baseline fails to
     build gets its row's status set instead (another variant that fails is kept, marked: `build_variants`). Variants are built once per capture, the captures in parallel (each build is
     mostly ptxas, a subprocess: an autotune-heavy library's 267 builds took 52 s one after another)."""
@@ -241,14 +244,18 @@ def _build_all(store: Store, chosen: list[Signature], variants, rows) -> dict[in
             rows[signature.id].status = "no capture of this kernel in the store (compiled before recording?)"
         else:
             wanted.append(signature)
-    captures = sorted({signature.capture_id for signature in wanted})
-    workers = max(1, min(len(captures), os.cpu_count() or 1))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        outcomes = dict(zip(captures, pool.map(lambda capture_id: _build_one(store, capture_id, variants),
-                                               captures)))
+    if prebuilt is None:
+        captures = sorted({signature.capture_id for signature in wanted})
+        workers = max(1, min(len(captures), os.cpu_count() or 1))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            by_capture = dict(zip(captures, pool.map(lambda capture_id: _build_one(store, capture_id, variants),
+                                                     captures)))
+        outcomes = {signature.id: by_capture[signature.capture_id] for signature in wanted}
+    else:
+        outcomes = {signature.id: prebuilt(signature) for signature in wanted}
     built = {}
     for signature in wanted:
-        outcome = outcomes[signature.capture_id]
+        outcome = outcomes[signature.id]
         if isinstance(outcome, str):
             rows[signature.id].status = outcome
         else:

@@ -92,26 +92,39 @@ def _kernel(store: Store, capture: Capture, rebuilt: Rebuilt | None, new_ptxas: 
             variants: Path) -> KernelUpgrade:
     """One kernel's cells, their cubins, PTX and metadata written under `variants/<capture id>/`."""
     old_ptx = _ptx.as_text(store.read(capture, "ptx"))
-    old_flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
-    old_ptxas = captured_ptxas(capture)
     kernel = KernelUpgrade(capture.id, capture.kernel, capture.entry, capture.arch, capture.specialization, {},
-                           ptx_isa=(_isa(old_ptx), None))
-    old = _Build(capture.entry, old_ptx, store.read(capture, "json"), old_ptxas, store.read(capture, "cubin"))
-    builds = {BASELINE: old}
+                           ptx_isa=(_isa(old_ptx), None), triton_hash=capture.triton_hash)
     if rebuilt is not None and rebuilt.error:
         kernel.rebuild_error = rebuilt.error
-    new_tool, new_flags = _new_ptxas(capture, rebuilt, new_ptxas, old_flags)
-    if new_tool:
-        builds[PTXAS_ONLY] = old.assembled(new_tool, new_flags, capture.arch)
     if rebuilt is not None and rebuilt.ptx is not None:
         _compare_rebuild(kernel, capture, old_ptx, rebuilt)
-        new = _Build(rebuilt.metadata.get("name", capture.entry), rebuilt.ptx, json.dumps(rebuilt.metadata).encode(),
-                     rebuilt.ptxas_path, rebuilt.cubin)
-        gpu = _ptx.target(rebuilt.ptx)
-        builds[PTX_ONLY] = new.assembled(old_ptxas, old_flags, gpu)
-        builds[BOTH] = new if new_ptxas is None else new.assembled(new_ptxas, new_flags, gpu)
-    kernel.cells = _cells(builds, capture, deltas, variants / str(capture.id))
+    kernel.cells = cells_between(store, capture, None, rebuilt, new_ptxas, deltas, variants / str(capture.id))
     return kernel
+
+
+def cells_between(store: Store, capture: Capture, before: Rebuilt | None, after: Rebuilt | None,
+                  new_ptxas: str | None, deltas: CubinDeltas, folder: Path) -> dict[str, Cell]:
+    """The cells of `capture`'s kernel between two builds of it, against `before`'s cubin: `before` is the captured
+    build (None) or another release's rebuild (`bisect` compares two releases neither of which was captured);
+    `after` is the other release's rebuild (None, or failed: the ptxas cell alone), assembled by `new_ptxas` when
+    given. Each build's PTX, cubin and metadata are written under `folder/<cell>/`."""
+    if before is None:
+        old = _Build(capture.entry, _ptx.as_text(store.read(capture, "ptx")), store.read(capture, "json"),
+                     captured_ptxas(capture), store.read(capture, "cubin"))
+        old_flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
+    else:
+        old = _Build.rebuilt(before, capture.entry)
+        old_flags = tools.triton_ptxas_args(before.metadata, _triton.parse_version(before.triton_version))
+    builds = {BASELINE: old}
+    new_tool, new_flags = _new_ptxas(capture, after, new_ptxas, old_flags)
+    if new_tool:
+        builds[PTXAS_ONLY] = old.assembled(new_tool, new_flags, capture.arch)
+    if after is not None and after.ptx is not None:
+        new = _Build.rebuilt(after, capture.entry)
+        gpu = _ptx.target(after.ptx)
+        builds[PTX_ONLY] = new.assembled(old.ptxas, old_flags, gpu)
+        builds[BOTH] = new if new_ptxas is None else new.assembled(new_ptxas, new_flags, gpu)
+    return _cells(builds, capture, deltas, folder)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +138,12 @@ class _Build:
     ptxas: str | None
     cubin: bytes | tools.AssembleError
     note: str | None = None
+
+    @classmethod
+    def rebuilt(cls, rebuilt: Rebuilt, entry: str) -> "_Build":
+        """A release's own build of the kernel (`entry`: the captured name, where its metadata names none)."""
+        return cls(rebuilt.metadata.get("name", entry), rebuilt.ptx, json.dumps(rebuilt.metadata).encode(),
+                   rebuilt.ptxas_path, rebuilt.cubin)
 
     def assembled(self, ptxas: str, flags: list[str], gpu: str) -> "_Build":
         """This PTX assembled by `ptxas` with `flags` for `gpu`. A PTX ISA newer than that ptxas reads (3.9 writes

@@ -59,6 +59,7 @@ class KernelUpgrade:
     specialization: str
     cells: dict[str, Cell]
     ptx_isa: tuple[str, str | None] = ("", None)
+    triton_hash: str | None = None  # Triton's cache key of today's build: how a replay elsewhere finds the kernel
     ptx_changed: bool | None = None
     rebuild_error: str | None = None
     abi: str | None = None
