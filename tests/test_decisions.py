@@ -136,6 +136,9 @@ def test_export_and_import_round_trip_with_the_control_file_inside(recorded, tmp
     imported = decisions.import_file(store, _write(tmp_path / "in.json", [_entry(), with_controls]))
     assert not imported.warnings and len(imported.decisions) == 2
     assert store.read_blob(sha) == acf  # stored by its content hash
+    store.verify(repair=True, min_age=0)  # a repair keeps it (and the recording's input snapshots)
+    assert store.read_blob(sha) == acf
+    assert store.verify().orphans == []
     decisions.export(store, tmp_path / "out.json")
     again = decisions.read_file(tmp_path / "out.json")
     assert not again.refused

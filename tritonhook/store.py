@@ -189,12 +189,15 @@ class ResultKind:
     `load(record, source=...)` gets the saved JSON with the store's `id` and `created` added, and a text naming the
     row for its errors (a `TritonhookError`); None keeps the record as it is (a plain-dict result). `label` and
     `source` name the JSON keys the `label` and `source` columns are filled from (None: that column stays empty);
-    `Store.results(kind, label=..., source=...)` finds rows through them in SQL."""
+    `Store.results(kind, label=..., source=...)` finds rows through them in SQL. `blobs(data)` gives the blob
+    digests a result refers to (a recording's input snapshots, a decision's control file): `verify` counts them as
+    referenced, so a repair never removes them as orphans."""
 
     name: str
     load: Callable[..., object] | None = None
     label: str | None = None
     source: str | None = None
+    blobs: Callable[[dict], Iterable[str]] | None = None
 
     def columns(self, data: dict) -> tuple[str, int | None]:
         """The (label, source) columns of a result with this JSON."""
@@ -724,7 +727,9 @@ class Store:
                 self.read_blob(digest)
             except TritonhookError as exc:
                 (report.corrupt if "corrupt" in str(exc) else report.unreadable).append(str(path))
-        wanted = {self.blob_path(digest) for digest, _, _ in referenced}
+        with self._lock:
+            wanted = {self.blob_path(digest) for digest in self._result_blobs(self._connection())}
+        wanted |= {self.blob_path(digest) for digest, _, _ in referenced}
         report.orphans = sorted(str(p) for p in found["blobs"] - wanted)
         report.temporary = sorted(str(p) for p in found["temporary"])
         if repair:
@@ -741,10 +746,11 @@ class Store:
         removed = []
         with self._write_transaction() as conn:
             cutoff = time.time() - min_age
+            of_results = self._result_blobs(conn)
             for name in paths:
                 path = Path(name)
-                if _DIGEST.fullmatch(path.name) and conn.execute(
-                        "SELECT 1 FROM artifacts WHERE sha256 = ? LIMIT 1", (path.name,)).fetchone():
+                if _DIGEST.fullmatch(path.name) and (path.name in of_results or conn.execute(
+                        "SELECT 1 FROM artifacts WHERE sha256 = ? LIMIT 1", (path.name,)).fetchone()):
                     continue
                 try:
                     if not path.is_file() or path.stat().st_mtime >= cutoff:
@@ -756,6 +762,18 @@ class Store:
             if removed:
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('repairs', ?)", (str(self._repairs(conn) + 1),))
         return removed
+
+    @staticmethod
+    def _result_blobs(conn: sqlite3.Connection) -> set[str]:
+        """The blob digests the saved results refer to, as their kinds declare (`ResultKind.blobs`). A row whose
+        JSON is damaged refers to nothing readable; a kind not declared in this process is not read (its blobs
+        count as orphans only to a tritonhook that does not know it)."""
+        found: set[str] = set()
+        for kind in (k for k in _RESULT_KINDS.values() if k.blobs is not None):
+            for (data,) in conn.execute("SELECT data FROM results WHERE kind = ?", (kind.name,)):
+                with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
+                    found.update(kind.blobs(json.loads(data)))
+        return found
 
     def size_bytes(self) -> int:
         """Bytes on disk: index files plus blobs."""

@@ -27,7 +27,8 @@ from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
 from .model import (PLAIN, RESULT_KIND, VERSION, Choice, Decision, Evidence, FileContents, Key, file_json,
                     read_file)
 
-register_result_kind(ResultKind(RESULT_KIND, Decision.from_store))
+register_result_kind(ResultKind(RESULT_KIND, Decision.from_store, blobs=lambda data: [
+    data["choice"]["controls"]["sha256"]] if data["choice"].get("controls") else []))
 
 
 @dataclasses.dataclass

@@ -111,18 +111,10 @@ class Decision:
         data = {"key": dataclasses.asdict(self.key), "choice": choice, "evidence": dataclasses.asdict(self.evidence)}
         return data if self.id is None else {**data, "id": self.id}
 
-    @property
-    def label(self) -> str:
-        return self.evidence.kernel
-
-    @property
-    def source(self) -> int | None:
-        return self.evidence.source_id
-
     @classmethod
     def from_store(cls, record: dict, *, source: str = "decision") -> "Decision":
         """A row of the store, validated as a file's entry is (its control file's bytes are in the store)."""
-        data = {k: v for k, v in record.items() if k not in ("id", "created", "label", "source")}
+        data = {k: v for k, v in record.items() if k not in ("id", "created")}
         decision, _ = parse_entry(data, where=source, controls_inline=False)
         decision.id = record.get("id")
         return decision

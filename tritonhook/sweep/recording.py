@@ -347,7 +347,8 @@ class Recording:
                                    sample_every=max(r.sample_every for r in recordings))
 
 
-register_result_kind(ResultKind(RESULT_KIND, Recording.from_json, label="label"))
+register_result_kind(ResultKind(RESULT_KIND, Recording.from_json, label="label", blobs=lambda data: [
+    t["blob"] for s in data.get("signatures", []) for t in tensors_of(s["args"]) if t.get("blob")]))
 
 
 def capability_of(arch: str | None) -> int | None:
