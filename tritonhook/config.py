@@ -239,6 +239,9 @@ RELEASES_DIR = EnvVar("TRITONHOOK_RELEASES_DIR", "~/.cache/tritonhook/releases",
 UPGRADE_REBUILD_TIMEOUT_S = 1800
 """Seconds the rebuild worker of `tritonhook upgrade` may take for all its kernels (a release that hangs in a
 compile is killed, and the kernels it did not reach say so)."""
+SUPPORTED_RELEASES = ("3.6.0", "3.7.1", "3.8.0", "3.9.0")
+"""The Triton releases tritonhook supports and tests (scripts/test-matrix.sh), oldest first: the releases
+`tritonhook bisect` searches between --from and --to unless given --releases."""
 
 # ----- report (`page/`) ---------------------------------------------------------------------------------------------
 CHROMIUM = EnvVar("TRITONHOOK_CHROMIUM", None, str,

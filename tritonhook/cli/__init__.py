@@ -23,7 +23,7 @@ _COMMANDS = {"run": ("capture", "add_run"), "capture": ("capture", "add_capture"
              "memwatch": ("mem", "add_memwatch"), "preflight": ("mem", "add_preflight"),
              "store": ("inspect", "add_store"), "report": ("report", "add_report"), "demo": ("report", "add_demo"),
              "sweep": ("sweep", "add_sweep"), "record": ("sweep", "add_record"), "replay": ("sweep", "add_replay"),
-             "tune": ("sweep", "add_tune"), "upgrade": ("upgrade", "add_upgrade"),
+             "tune": ("sweep", "add_tune"), "upgrade": ("upgrade", "add_upgrade"), "bisect": ("bisect", "add_bisect"),
              "decisions": ("decisions", "add_decisions"), "doctor": ("doctor", "add_doctor")}
 """Every subcommand: the module of its group and the function registering its parser, in `tritonhook --help`
 order. A command line naming one command imports that group alone, and `--version` none: importing every group

@@ -1,0 +1,264 @@
+"""`tritonhook bisect` on the CPU: kernels compiled and captured under Triton 3.6.0, searched over the releases
+tritonhook supports (3.6.0, 3.7.1, 3.8.0, 3.9.0) for the first whose build of each differs, and the answer checked
+against each release compiling the same kernels directly (their `.text` hashes, in a process of its own).
+
+The release virtualenvs are never downloaded here: scripts/test-matrix.sh points $TRITONHOOK_RELEASES_DIR at links
+to its own; without all of them the tests that need them skip."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from triton.backends.compiler import GPUTarget
+
+import tritonhook
+from tritonhook import _triton, cli, config, tools
+from tritonhook.upgrade.bisect import FAILED, NO_CHANGE, BisectResult, bisect
+from tritonhook.upgrade.releases import installed_triton, releases_dir
+from tritonhook.upgrade.result import BASELINE, BOTH, PTX_ONLY, PTXAS_ONLY
+
+pytestmark = pytest.mark.release_independent  # the other releases run in their own virtualenvs; one run suffices
+FIRST, LAST = config.SUPPORTED_RELEASES[0], config.SUPPORTED_RELEASES[-1]
+SUBJECTS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
+
+
+@triton.jit
+def steady_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
+
+
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    row = tl.program_id(0) * n
+    x = tl.load(x_ptr + row + offsets, mask=offsets < n, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row + offsets, e / tl.sum(e, axis=0), mask=offsets < n)
+
+
+@triton.jit
+def advance_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Block pointers moved by tl.advance, which Triton 3.9 removed: 3.6 to 3.8 compile it, 3.9 refuses it."""
+    src = tl.advance(tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,)), (tl.program_id(0) * BLOCK,))
+    dst = tl.advance(tl.make_block_ptr(out_ptr, (n,), (1,), (0,), (BLOCK,), (0,)), (tl.program_id(0) * BLOCK,))
+    tl.store(dst, tl.load(src, boundary_check=(0,)), boundary_check=(0,))
+'''
+POINTERS_ALIGNED = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # as a JIT launch passes
+SCALE = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "scale": "fp32"}
+COMPILES = {  # name: signature, constexprs, arch
+    "scale_kernel": (SCALE, {"BLOCK": 256}, 90),
+    "steady_kernel": (SCALE, {"BLOCK": 256}, 80),
+    "softmax_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 256}, 90),
+    "advance_kernel": ({"x_ptr": "*fp16", "out_ptr": "*fp16", "n": "i32"}, {"BLOCK": 128}, 90),
+}
+DIRECT = '''
+import importlib.util, json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from tritonhook.cubin import Cubin
+
+spec = importlib.util.spec_from_file_location("bisect_subjects", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+hashes = {}
+for name, (signature, constexprs, arch) in json.loads(sys.argv[2]).items():
+    attrs = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
+    try:
+        built = triton.compile(ASTSource(getattr(module, name), signature, constexprs, attrs),
+                               target=GPUTarget("cuda", arch, 32), options={"num_warps": 2})
+    except Exception:
+        hashes[name] = None
+        continue
+    hashes[name] = Cubin.from_bytes(built.asm["cubin"]).summary(built.metadata.name)["text_sha256"]
+print(json.dumps(hashes))
+'''
+"""Each release compiling the subjects itself, straight from their file (no capture, no rebuild worker): the
+`.text` hash of each kernel, None where the release refuses it."""
+
+
+@pytest.fixture(scope="module")
+def releases() -> dict[str, Path]:
+    """Each supported release's Python, where its virtualenv exists already (never installed here)."""
+    if _triton.triton_version() != FIRST:
+        pytest.skip(f"the subjects are captured as the oldest supported release ({FIRST}) builds them")
+    missing = [r for r in config.SUPPORTED_RELEASES if installed_triton(releases_dir() / f"triton-{r}") != r]
+    if missing:
+        pytest.skip(f"no Triton {', '.join(missing)} virtualenv under {releases_dir()} ($TRITONHOOK_RELEASES_DIR; "
+                    f"scripts/test-matrix.sh links its own there)")
+    return {r: releases_dir() / f"triton-{r}" / "bin" / "python" for r in config.SUPPORTED_RELEASES}
+
+
+@pytest.fixture(scope="module")
+def subjects(tmp_path_factory, releases):
+    """The subjects compiled under capture from a module file (kept: the direct compiles read it too)."""
+    import triton
+    from triton.compiler import ASTSource
+
+    folder = tmp_path_factory.mktemp("bisect")
+    path = folder / "bisect_subjects.py"
+    path.write_text(SUBJECTS)
+    spec = importlib.util.spec_from_file_location("bisect_subjects", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with tritonhook.session(folder / "store"):
+        for name, (signature, constexprs, arch) in COMPILES.items():
+            triton.compile(ASTSource(getattr(module, name), signature, constexprs, POINTERS_ALIGNED),
+                           target=GPUTarget("cuda", arch, 32), options={"num_warps": 2})
+    return tritonhook.Store(folder / "store"), path
+
+
+@pytest.fixture(scope="module")
+def direct(subjects, releases, tmp_path_factory) -> dict[str, dict[str, str | None]]:
+    """The independent measure: release -> kernel -> `.text` hash of the release's own compile."""
+    cache = tmp_path_factory.mktemp("triton-cache")
+    env = {**os.environ, **config.CaptureSettings().to_env(),  # no capture
+           "PYTHONPATH": str(Path(tritonhook.__file__).parents[1]), "TRITON_CACHE_DIR": str(cache)}
+    found = {}
+    for release, python in releases.items():
+        done = subprocess.run([str(python), "-c", DIRECT, str(subjects[1]), json.dumps(COMPILES)], env=env,
+                              capture_output=True, text=True, timeout=600, check=True)
+        found[release] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+@pytest.fixture(scope="module")
+def bisected(subjects) -> BisectResult:
+    return bisect(subjects[0], kernel="_kernel$", from_release=FIRST, to_release=LAST)
+
+
+def _first_differing(direct: dict, name: str) -> str | None:
+    """The first release whose own compile of `name` is not the oldest release's, in release order."""
+    return next((r for r in config.SUPPORTED_RELEASES[1:] if direct[r][name] != direct[FIRST][name]), None)
+
+
+def _kernel(result: BisectResult, name: str):
+    return next(k for k in result.kernels if k.kernel == name)
+
+
+def test_the_first_differing_release_is_the_one_each_release_builds_itself(bisected, direct, subjects):
+    """The known answer (each release compiling the kernels itself): the scale kernel's SASS for sm_90 moves at 3.9
+    alone, the softmax's at 3.8, the steady kernel (sm_80) never, and 3.9 refuses tl.advance."""
+    store = subjects[0]
+    known = {name: _first_differing(direct, name) for name in COMPILES}
+    assert known == {"scale_kernel": "3.9.0", "softmax_kernel": "3.8.0", "steady_kernel": None,
+                     "advance_kernel": "3.9.0"}
+    for name, first in known.items():
+        found = _kernel(bisected, name)
+        captured = store.get(found.capture_id)
+        assert _text_sha256(store.read(captured, "cubin"), captured.entry) == direct[FIRST][name]
+        assert found.first_differing == first, (name, [s.text() for s in found.path])
+        # every step's verdict is what that release's own compile says
+        for step in found.path:
+            own = direct[step.release][name]
+            assert step.verdict == (FAILED if own is None else "same" if own == direct[FIRST][name] else "differs")
+
+
+def test_the_search_takes_at_most_log2_n_plus_one_rebuilds(bisected):
+    after = len(config.SUPPORTED_RELEASES) - 1
+    for found in bisected.kernels:
+        assert found.rebuilds == len(found.path) <= found.bound == math.ceil(math.log2(after)) + 1
+        assert found.path[0].release == LAST  # --to first: unchanged there, one rebuild says so
+    assert _kernel(bisected, "steady_kernel").rebuilds == 1
+
+
+def test_a_kernel_identical_across_the_releases_is_no_change(bisected):
+    steady = _kernel(bisected, "steady_kernel")
+    assert steady.first_differing is None and steady.split == NO_CHANGE and steady.cells == {}
+    assert steady.path[0].verdict == "same" and steady.path[0].delta.sass_identical
+
+
+def test_the_split_is_what_the_cells_between_the_two_releases_say(bisected, releases):
+    """At 3.9 the scale kernel's move is ptxas 13.4's: 3.8's PTX assembled by 3.9's ptxas gives 3.9's SASS change,
+    the PTX 3.9 writes assembled by 3.8's ptxas does not. The cells are built against 3.8's own build."""
+    scale = _kernel(bisected, "scale_kernel")
+    assert (scale.previous, scale.first_differing) == ("3.8.0", "3.9.0")
+    assert set(scale.cells) == {BASELINE, PTXAS_ONLY, PTX_ONLY, BOTH}
+    assert not scale.cells[PTXAS_ONLY].delta.sass_identical and scale.cells[PTX_ONLY].delta.sass_identical
+    assert scale.split == "ptxas"
+    # the ptxas cell again, by hand: 3.8's PTX through 3.9's ptxas with 3.9's flags
+    ptx = (Path(scale.cells[BASELINE].variant) / "kernel.ptx").read_text()
+    metadata = json.loads((Path(scale.cells[BOTH].variant) / "metadata.json").read_text())
+    blackwell = next(releases["3.9.0"].parents[1].glob("lib/python*/site-packages/triton/backends/nvidia/bin/"
+                                                       "ptxas-blackwell"))
+    again = tools.assemble(ptx, str(blackwell), "sm_90a", tools.triton_ptxas_args(metadata, (3, 9))).cubin
+    assert _text_sha256(again, "scale_kernel") == _text_sha256(
+        (Path(scale.cells[PTXAS_ONLY].variant) / "kernel.cubin").read_bytes(), "scale_kernel")
+    softmax = _kernel(bisected, "softmax_kernel")
+    assert (softmax.previous, softmax.first_differing) == ("3.7.1", "3.8.0")
+    moved = {axis: not softmax.cells[cell].delta.sass_identical for axis, cell in (("PTX", PTX_ONLY),
+                                                                                   ("ptxas", PTXAS_ONLY))}
+    assert softmax.split == ("both" if all(moved.values()) or not any(moved.values())
+                             else next(axis for axis, did in moved.items() if did))
+
+
+def test_a_release_that_refuses_the_kernel_differs_with_its_error(bisected):
+    advance = _kernel(bisected, "advance_kernel")
+    assert advance.first_differing == "3.9.0" and advance.split == FAILED
+    assert advance.path[0].verdict == FAILED and "advance" in advance.path[0].error
+    assert "advance" in advance.note
+
+
+def test_the_result_is_saved_and_renders(bisected, subjects):
+    (saved,) = [r for r in subjects[0].results("bisect") if r.id == bisected.id]
+    assert saved.to_json() == bisected.to_json()
+    assert BisectResult.from_json(json.loads(json.dumps(bisected.to_json()))).to_json() == bisected.to_json()
+    from rich.console import Console
+
+    screen = Console(width=300, record=True)
+    screen.print(bisected)
+    text = screen.export_text()
+    assert re.search(r"scale_kernel .* 3\.9\.0 differs \(regs 16, .* 3\.9\.0 +│ ptxas +│ 2 \(≤ 3\)", text), text
+    assert re.search(r"^│ +│ +│ 3\.8\.0 same \(regs 16, SASS identical\) .* 3\.8\.0 PTX, 3\.9\.0 ptxas: regs 16",
+                     text, re.MULTILINE), text
+    assert re.search(r"steady_kernel .* 3\.9\.0 same .* no change", text), text
+
+
+def test_the_command_prints_json(subjects, capsys):
+    store = str(subjects[0].path)
+    assert cli.main(["bisect", "--store", store, "--kernel", "steady", "--from", FIRST, "--to", LAST,
+                     "--releases", ",".join(reversed(config.SUPPORTED_RELEASES)), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["releases"] == list(config.SUPPORTED_RELEASES)
+    (steady,) = out["kernels"]
+    assert steady["kernel"] == "steady_kernel" and steady["first_differing"] is None and steady["rebuilds"] == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--kernel", "scale", "--from", "3.5.0", "--to", LAST], r"--from 3\.5\.0: not among the releases bisected"),
+    (["--kernel", "scale", "--from", LAST, "--to", FIRST], rf"--from {LAST} is not before --to {FIRST}"),
+    (["--kernel", "no_such_kernel", "--from", FIRST, "--to", LAST],
+     r"no captured Triton kernel matching 'no_such_kernel'"),
+    (["--kernel", "scale", "--from", FIRST, "--to", LAST, "--releases", "3.6.0,3.9"], r"give each release as X\.Y\.Z"),
+    (["--kernel", "(", "--from", FIRST, "--to", LAST], r"not a regular expression"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message, subjects, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))  # nothing installed, nothing there
+    assert cli.main(["bisect", "--store", str(subjects[0].path), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+    assert not (tmp_path / "releases").exists()
+
+
+def _text_sha256(cubin: bytes, entry: str) -> str:
+    from tritonhook.cubin import Cubin
+
+    return Cubin.from_bytes(cubin).summary(entry)["text_sha256"]

@@ -1,0 +1,297 @@
+"""`bisect`: the first Triton release whose build of a captured kernel differs from the captured build, and whether
+that release's PTX or its ptxas moved it (docs/upgrade.md#bisect).
+
+Per captured kernel matching `kernel`, built by release A (`--from`): a binary search over the releases after A up
+to B, in the order of an explicit list (`config.SUPPORTED_RELEASES` unless given). B is rebuilt first (the same as
+A: "no change", one rebuild); then the range known to hold the change is halved until one release is left, so M
+releases after A take at most ⌈log2 M⌉ + 1 rebuilds, each through the rebuild worker under that release's
+virtualenv (`rebuild`, `releases`). A build differs when its kernel's `.text` is not the captured one's (not SASS
+identical; the registers and spills are recorded with it); a release that fails to compile the kernel differs
+too, with the compiler's error. The search assumes a change, once made, stays: a kernel whose SASS changes at one
+release and changes back at a later one may be reported as unchanged, as any bisect would.
+
+At the first differing release R, with its predecessor P (A itself, or a release the search found the same), the
+cells between the two (`cells.cells_between`: P's PTX with R's ptxas, R's PTX with P's ptxas, each against P's
+build) say whether the PTX, ptxas or both moved it. Kernels are searched in lockstep: each round runs one worker
+per release for every kernel that needs that release next. All of it at the cubin level, on the CPU: the timing
+half (the first release where the kernel's time moved beyond its interval) is not built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import os
+import re
+import time
+from pathlib import Path
+from typing import Sequence
+
+from .. import config, format
+from ..cubin import CubinDelta, CubinDeltas
+from ..errors import TritonhookError
+from ..store import Capture, ResultKind, Store, register_result_kind
+from .cells import _captures, cells_between
+from .rebuild import Rebuilt, rebuild_captures
+from .releases import release_python
+from .result import PTX_ONLY, PTXAS_ONLY, Cell
+
+RESULT_KIND = "bisect"
+SAME, DIFFERS, FAILED = "same", "differs", "compile error"
+"""A step's verdict: the release's build of the kernel has the captured `.text`, another one, or none."""
+NO_CHANGE = "none"
+"""The split of a kernel no release changed."""
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclasses.dataclass
+class Step:
+    """One rebuild of the search: `release`'s build of the kernel against the captured build (`delta`: SASS
+    identical or not, registers, spills), or the compiler's `error`."""
+
+    release: str
+    verdict: str
+    delta: CubinDelta | None = None
+    error: str | None = None
+
+    def text(self) -> str:
+        if self.error:
+            return f"{self.release} {self.verdict}: {_one_line(self.error)}"
+        figures = self.delta.cell() if self.delta is not None else ""
+        return f"{self.release} {self.verdict} ({figures})" if figures else f"{self.release} {self.verdict}"
+
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "delta": self.delta.to_json() if self.delta else None}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Step":
+        delta = data.get("delta")
+        return cls(**{**data, "delta": CubinDelta.from_json(delta) if delta else None})
+
+
+@dataclasses.dataclass
+class KernelBisect:
+    """One captured kernel's search: `path` the releases rebuilt, in the order tried; `first_differing` the first
+    release whose build differs (None: none up to --to) and `previous` the release before it; `split` what moved it
+    (`SPLITS`) from `cells`, the cells between the two (`result.CELLS`, against `previous`'s build); `rebuilds` how
+    many builds the search took, at most `bound` = ⌈log2 M⌉ + 1 for the M releases after --from."""
+
+    capture_id: int
+    kernel: str
+    entry: str
+    arch: str
+    specialization: str
+    path: list[Step]
+    first_differing: str | None
+    previous: str | None
+    split: str
+    cells: dict[str, Cell]
+    rebuilds: int
+    bound: int
+    note: str | None = None
+
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "path": [s.to_json() for s in self.path],
+                "cells": {name: cell.to_json() for name, cell in self.cells.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "KernelBisect":
+        return cls(**{**data, "path": [Step.from_json(s) for s in data["path"]],
+                      "cells": {name: Cell.from_json(cell) for name, cell in data["cells"].items()}})
+
+
+@dataclasses.dataclass
+class BisectResult:
+    """Every matching kernel's bisect between `from_release` (the captured builds) and `to_release`, over
+    `releases` (the ordered list searched, --from to --to)."""
+
+    kernel_pattern: str
+    from_release: str
+    to_release: str
+    releases: list[str]
+    kernels: list[KernelBisect]
+    recording_id: int | None = None
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    id: int | None = None
+    warning_prefix = "tritonhook bisect"
+
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "kernels": [k.to_json() for k in self.kernels]}
+
+    @classmethod
+    def from_json(cls, data: dict, *, source: str = "bisect result") -> "BisectResult":
+        try:
+            fields = {f.name for f in dataclasses.fields(cls)} - {"kernels"}
+            return cls(kernels=[KernelBisect.from_json(k) for k in data["kernels"]],
+                       **{k: v for k, v in data.items() if k in fields})
+        except (KeyError, TypeError) as exc:
+            raise TritonhookError(f"{source}: malformed bisect result ({exc})") from None
+
+    def __rich_console__(self, console, options):
+        from rich.markup import escape  # a compiler error may hold brackets rich would read as markup
+
+        rows = [[f"{k.capture_id} {k.entry}" + (f" ({k.specialization})" if k.specialization else ""), k.arch,
+                 "\n".join(step.text() for step in k.path), k.first_differing or "-",
+                 _split_text(k), f"{k.rebuilds} (≤ {k.bound})"] for k in self.kernels]
+        title = (f"tritonhook bisect: {self.kernel_pattern!r}, Triton {self.from_release} → {self.to_release} over "
+                 f"{', '.join(self.releases)}, {len(self.kernels)} kernel(s), at the cubin level (not timed)")
+        yield format.table(["capture kernel", "arch", "path (vs the captured build)", "first differing",
+                            "moved by", "rebuilds"], [[escape(cell) for cell in row] for row in rows], title=title)
+
+
+def _split_text(kernel: KernelBisect) -> str:
+    """What moved it, then each single-axis cell between the two releases, one a line."""
+    if kernel.first_differing is None:
+        return "no change"
+    before, after = kernel.previous, kernel.first_differing
+    lines = [kernel.split + (f" ({_one_line(kernel.note)})" if kernel.note else "")]
+    lines += [f"{label}: {kernel.cells[name].text()}" for name, label in
+              ((PTXAS_ONLY, f"{before} PTX, {after} ptxas"), (PTX_ONLY, f"{after} PTX, {before} ptxas"))
+              if name in kernel.cells]
+    return "\n".join(lines)
+
+
+def _one_line(error: str) -> str:
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    return lines[0] if len(lines) < 2 else f"{lines[0]} {lines[-1]}"
+
+
+register_result_kind(ResultKind(RESULT_KIND, BisectResult.from_json, label="kernel_pattern", source="recording_id"))
+
+
+# ----- the search ---------------------------------------------------------------------------------------------------
+def bisect(store: Store, *, kernel: str, from_release: str, to_release: str, releases: Sequence[str] | None = None,
+           recording: str | None = None) -> BisectResult:
+    """The first release after `from_release` up to `to_release` (in `releases`, default
+    `config.SUPPORTED_RELEASES`) whose build differs from the captured one, for every kernel captured under
+    `from_release` whose name matches the regex `kernel` (in `store`, or launched in `recording`). Saved in the
+    store and returned."""
+    ordered = _ordered(releases or config.SUPPORTED_RELEASES, from_release, to_release)
+    after = ordered[1:]
+    try:
+        pattern = re.compile(kernel)
+    except re.error as exc:
+        raise TritonhookError(f"--kernel {kernel!r}: not a regular expression ({exc})") from None
+    captures, recording_id, warnings = _captures(store, recording)
+    matching = [c for c in captures if pattern.search(c.kernel) or pattern.search(c.entry)]
+    chosen = [c for c in matching if c.frontend_version == from_release]
+    if not chosen:
+        found = ", ".join(sorted({f"{c.kernel} (Triton {c.frontend_version})" for c in matching}))
+        raise TritonhookError(f"{store.path}: no captured Triton kernel matching {kernel!r} built by Triton "
+                              f"{from_release}" + (f" (found {found})" if found else ""))
+    warnings += [f"capture {c.id} ({c.kernel}) was built by Triton {c.frontend_version}, not {from_release}: "
+                 f"left out" for c in matching if c.frontend_version != from_release]
+    work = store.path / "bisects" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    searches = [_Search(store, c, after) for c in chosen]
+    deltas = CubinDeltas()
+    for round_number in itertools.count(1):
+        wanted: dict[str, list[_Search]] = {}
+        for search in searches:
+            if (release := search.next_release()) is not None:
+                wanted.setdefault(release, []).append(search)
+        if not wanted:
+            break
+        for release, waiting in wanted.items():
+            rebuilt = rebuild_captures(release_python(release), store, [s.capture for s in waiting],
+                                       work / "rebuild" / f"{round_number}-{release}")
+            for search in waiting:
+                search.record(release, rebuilt[search.capture.id], deltas)
+    kernels = [search.finish(deltas, work / "cells") for search in searches]
+    result = BisectResult(kernel, from_release, to_release, ordered, kernels, recording_id, warnings)
+    result.id = store.add_result(RESULT_KIND, result.to_json())
+    return result
+
+
+def _ordered(releases: Sequence[str], first: str, last: str) -> list[str]:
+    """The releases from `first` to `last`, oldest first; a release not given as X.Y.Z, or either end not among
+    them, or the ends the wrong way round, is one line."""
+    keys = {}
+    for release in releases:
+        if not (match := _VERSION.fullmatch(release.strip())):
+            raise TritonhookError(f"--releases {release!r}: give each release as X.Y.Z (e.g. 3.9.0)")
+        keys[release.strip()] = tuple(int(part) for part in match.groups())
+    known = sorted(keys, key=keys.get)
+    for end, option in ((first, "--from"), (last, "--to")):
+        if end not in keys:
+            raise TritonhookError(f"{option} {end}: not among the releases bisected ({', '.join(known)}); "
+                                  f"give it in --releases")
+    if keys[first] >= keys[last]:
+        raise TritonhookError(f"--from {first} is not before --to {last}")
+    return [release for release in known if keys[first] <= keys[release] <= keys[last]]
+
+
+class _Search:
+    """One kernel's binary search over `after` (the releases after the captured one). The last is tried first;
+    when it differs, `low..high` is the range holding the first differing release (`high` known to differ)."""
+
+    def __init__(self, store: Store, capture: Capture, after: list[str]):
+        self.store, self.capture, self.after = store, capture, after
+        self.low, self.high = 0, len(after) - 1
+        self.path: list[Step] = []
+        self.builds: dict[str, Rebuilt] = {}
+        self.unchanged = False
+
+    def next_release(self) -> str | None:
+        if not self.path:
+            return self.after[-1]
+        if self.unchanged or self.low >= self.high:
+            return None
+        return self.after[(self.low + self.high) // 2]
+
+    def record(self, release: str, rebuilt: Rebuilt, deltas: CubinDeltas) -> None:
+        step = self._step(release, rebuilt, deltas)
+        self.path.append(step)
+        self.builds[release] = rebuilt
+        if len(self.path) == 1:
+            self.unchanged = step.verdict == SAME
+        elif step.verdict == SAME:
+            self.low = self.after.index(release) + 1
+        else:
+            self.high = self.after.index(release)
+
+    def _step(self, release: str, rebuilt: Rebuilt, deltas: CubinDeltas) -> Step:
+        if rebuilt.error:
+            return Step(release, FAILED, error=rebuilt.error)
+        captured = self.store.read(self.capture, "cubin")
+        try:
+            delta = deltas.between(captured, rebuilt.cubin, self.capture.entry,
+                                   rebuilt.metadata.get("name", self.capture.entry))
+        except TritonhookError as exc:
+            return Step(release, FAILED, error=f"its cubin cannot be read: {exc}")
+        return Step(release, SAME if delta.sass_identical else DIFFERS, delta)
+
+    def finish(self, deltas: CubinDeltas, folder: Path) -> KernelBisect:
+        c = self.capture
+        bound = math.ceil(math.log2(len(self.after))) + 1
+        found = KernelBisect(c.id, c.kernel, c.entry, c.arch, c.specialization, self.path, None, None, NO_CHANGE,
+                             {}, len(self.path), bound)
+        if self.unchanged:
+            return found
+        first = self.after[self.low]
+        previous = self.after[self.low - 1] if self.low else c.frontend_version
+        before = self.builds[previous] if self.low else None  # the release before the first the search found same
+        found.first_differing, found.previous = first, previous
+        found.cells = cells_between(self.store, c, before, self.builds[first], None, deltas,
+                                    folder / str(c.id) / f"{previous}-{first}")
+        found.split, found.note = _split(found.cells, self.builds[first])
+        return found
+
+
+def _split(cells: dict[str, Cell], rebuilt: Rebuilt) -> tuple[str, str | None]:
+    """What moved the kernel at the first differing release, from the cells between it and the release before,
+    with a note where that needs one: "PTX" or "ptxas" (that one alone moves it), "both" (each alone does, or only
+    the two together), "unknown" (a cell could not be built), or `FAILED` (the release did not compile it)."""
+    if rebuilt.error:
+        return FAILED, _one_line(rebuilt.error)
+    moved = {}
+    for name, axis in ((PTX_ONLY, "PTX"), (PTXAS_ONLY, "ptxas")):
+        cell = cells.get(name)
+        if cell is None or cell.status != "ok" or cell.delta is None:
+            return "unknown", f"{name}: {cell.text() if cell else 'not built'}"
+        moved[axis] = not cell.delta.sass_identical
+    if moved["PTX"] and moved["ptxas"]:
+        return "both", "each alone moves it"
+    if moved["PTX"] or moved["ptxas"]:
+        return ("PTX", None) if moved["PTX"] else ("ptxas", None)
+    return "both", "neither alone moves it, the two together do"
