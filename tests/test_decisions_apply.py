@@ -5,6 +5,8 @@ never share a Triton cache entry."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import json
 import subprocess
@@ -18,7 +20,7 @@ from triton.compiler import ASTSource
 
 import triton
 import tritonhook
-from tritonhook import ptx as _ptx
+from tritonhook import ptx as _ptx, tools
 from tritonhook.decisions.apply import APPLIED_KEY
 from tritonhook.decisions.keep import ptx_sha256
 from tritonhook.samples import SAMPLES, compile_sample
@@ -128,3 +130,37 @@ def test_run_apply_reaches_the_commands_python_processes(plain_add, tmp_path):
     refused = subprocess.run([sys.executable, "-m", "tritonhook", "run", "--apply", str(tmp_path / "nope.json"),
                               "--", sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "nope.json: cannot read it" in refused.stderr
+
+
+OTHER_PTXAS = [b for b in tools.one_per_version(tools.find_ptxas()) if b.release >= (13,)]
+WITH_CONTROLS = [b for b in OTHER_PTXAS if tools.supports_controls(b.path)]
+
+
+@pytest.mark.skipif(not OTHER_PTXAS, reason="needs a ptxas 13.x besides Triton's (tritonhook ptxas list)")
+def test_another_ptxas_is_applied_in_process_by_its_version(plain_add, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", GPU)
+    other = OTHER_PTXAS[0]
+    applied = decisions_file(tmp_path / "d.json", plain_add, ptxas_version=other.version)
+    with tritonhook.session(tmp_path / "store", apply=applied) as session:
+        kernel = compile_sample("add", 90)
+    [capture] = session.captures()
+    assert capture.metadata[APPLIED_KEY]["cubin"] == f"ptxas {other.version}"
+    assert elf_functions(kernel.asm["cubin"]) == ["cutlass_add_kernel"]
+
+
+@pytest.mark.skipif(not WITH_CONTROLS, reason="needs a ptxas with --apply-controls (CUDA >= 13.3)")
+def test_a_control_file_ptxas_refuses_falls_back_to_tritons_build_with_one_warning(plain_add, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", GPU)
+    acf = b"not a control file"  # CompileIQ's are encrypted: ptxas reads this one and refuses it
+    controls = {"sha256": hashlib.sha256(acf).hexdigest(), "base64": base64.b64encode(acf).decode()}
+    applied = decisions_file(tmp_path / "d.json", plain_add, ptxas_version=WITH_CONTROLS[0].version,
+                             controls=controls)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tritonhook.session(tmp_path / "store", apply=applied) as session:
+            kernel = compile_sample("add", 90)
+    ours = [str(w.message) for w in caught if "tritonhook" in str(w.message)]
+    assert len(ours) == 1 and "built by Triton's own ptxas instead" in ours[0]
+    [capture] = session.captures()
+    assert capture.metadata[APPLIED_KEY]["cubin"].startswith("triton (the decision's build failed")
+    assert kernel.metadata.name == "cutlass_add_kernel"  # the rename, already in the PTX, stays
