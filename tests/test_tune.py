@@ -46,8 +46,8 @@ def test_the_space_crosses_its_axes_one_axis_changed_first_and_leaves_plain_out(
 
 
 @pytest.mark.parametrize("axes, controls, message", [
-    ("bogus", (), "--space 'bogus': give some of names, ptxas, options, acf"),
-    ("", (), "--space '': give some of names, ptxas, options, acf"),
+    ("bogus", (), "--space 'bogus': give some of names, ptxas, options, acf, acf-search"),
+    ("", (), "--space '': give some of names, ptxas, options, acf, acf-search"),
     ("names,acf", (), "--space acf: give the control files to try with --acf FILE[,FILE]"),
 ])
 def test_a_bad_space_is_one_line(axes, controls, message):

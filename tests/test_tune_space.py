@@ -17,7 +17,7 @@ import pytest
 from tritonhook import tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
-from tritonhook.tune_space import compileiq_candidates
+from tritonhook.tune_space import POOL_MIN, ControlFileSearch
 
 DATA = Path(__file__).parent / "data"
 HAS_COMPILEIQ = importlib.util.find_spec("compileiq") is not None
@@ -25,14 +25,17 @@ HAS_COMPILEIQ = importlib.util.find_spec("compileiq") is not None
 
 def test_missing_search_space_is_one_line(tmp_path):
     with pytest.raises(TritonhookError, match=r"nope\.bin: no such CompileIQ search-space file"):
-        compileiq_candidates(tmp_path / "nope.bin")
+        ControlFileSearch(tmp_path / "nope.bin")
 
 
 def test_bad_pool_size_is_one_line(tmp_path):
     space = tmp_path / "space.bin"
     space.write_bytes(b"\0" * 64)
-    with pytest.raises(TritonhookError, match=r"space\.bin: pool_size and generations must be positive"):
-        compileiq_candidates(space, pool_size=0)
+    for pool_size, generations in ((0, 1), (POOL_MIN - 1, 1), (POOL_MIN, 0)):  # CompileIQ's smallest pool is 6
+        with pytest.raises(TritonhookError, match=rf"space\.bin: a pool of at least {POOL_MIN} \(CompileIQ's "
+                                                  rf"smallest\) and at least one generation \(got {pool_size}, "
+                                                  rf"{generations}\)"):
+            ControlFileSearch(space, pool_size=pool_size, generations=generations)
 
 
 @pytest.mark.skipif(HAS_COMPILEIQ, reason="compileiq is installed")
@@ -41,7 +44,7 @@ def test_missing_compileiq_names_the_package(tmp_path):
     space.write_bytes(b"\0" * 64)
     with pytest.raises(TritonhookError, match=r"space\.bin: sampling control files needs NVIDIA CompileIQ .*"
                                               r"pip install compileiq"):
-        compileiq_candidates(space)
+        ControlFileSearch(space)
 
 
 @pytest.mark.skipif(not HAS_COMPILEIQ, reason="compileiq is not installed")
@@ -49,7 +52,7 @@ def test_unreadable_search_space_is_one_line(tmp_path):
     space = tmp_path / "space.bin"
     space.write_bytes(bytes(range(256)) * 16)
     with pytest.raises(TritonhookError, match=r"space\.bin: CompileIQ cannot use this search space"):
-        next(compileiq_candidates(space))
+        ControlFileSearch(space)
 
 
 def _ptxas_13_3():
@@ -74,18 +77,19 @@ def test_candidates_are_control_files_ptxas_13_3_reads(tmp_path):
                     f"space ({'found' if space else 'not found'})")
     ptx = (DATA / "ffma_loop.ptx").read_text()
     plain = Cubin.from_bytes(tools.assemble(ptx, ptxas.path, "sm_80").cubin).summary("ffma_loop")
-    candidates = compileiq_candidates(space, pool_size=6, generations=2)
-    texts, score, count = set(), None, 0
-    try:
-        acf = next(candidates)
-        while True:
-            count += 1
-            (tmp_path / "c.acf").write_bytes(acf)
-            built = tools.assemble(ptx, ptxas.path, "sm_80", controls=tools.read_control_file(tmp_path / "c.acf"))
-            summary = Cubin.from_bytes(built.cubin).summary("ffma_loop")
-            texts.add(summary["text_sha256"])
-            acf = candidates.send(summary["text_size"])
-    except StopIteration:
-        pass
+    texts, count = set(), 0
+    with ControlFileSearch(space, pool_size=6, generations=2) as search:
+        while pool := search.ask():
+            scores = []
+            for acf in pool:
+                count += 1
+                (tmp_path / "c.acf").write_bytes(acf)
+                built = tools.assemble(ptx, ptxas.path, "sm_80",
+                                       controls=tools.read_control_file(tmp_path / "c.acf"))
+                summary = Cubin.from_bytes(built.cubin).summary("ffma_loop")
+                texts.add(summary["text_sha256"])
+                scores.append(summary["text_size"])
+            search.tell(scores)
+        assert search.generation == 2 and search.stopped == "completed 2 generation(s)"
     assert count >= 12
     assert texts - {plain["text_sha256"]}, "no candidate changed the SASS"

@@ -222,6 +222,12 @@ replayed 30 of the 39 signatures making 91% of its GPU time within ±10% measure
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output check (rtol = atol): outputs beyond the baseline's own run-to-run spread but
 within it are "close" (another rounding), beyond it they "differ" (`measure.outputs`)."""
+TUNE_ACF_POOL = 16
+"""Control files per pool of `tune --acf-space`'s CompileIQ search (`tune --acf-pool`; CompileIQ's smallest is 6):
+two replays of `sweep.tune.CHUNK` candidates each a generation."""
+TUNE_ACF_GENERATIONS = 4
+"""Generations of `tune --acf-space`'s CompileIQ search per kernel (`tune --acf-generations`): with the default
+pool, 64 candidates a kernel unless the budget stops it first."""
 CUDA_VISIBLE_DEVICES = EnvVar("CUDA_VISIBLE_DEVICES", "0", str,
                               "Which GPU is device 0 for CUDA; NVML ignores it, so tritonhook maps it itself.")
 RAY_USAGE_STATS_ENABLED = EnvVar("RAY_USAGE_STATS_ENABLED", None, str,

@@ -212,11 +212,13 @@ def read_control_file(path: str | os.PathLike, *, spec: str | None = None) -> Co
     return ControlFile(str(path), hashlib.sha256(data).hexdigest(), data)
 
 
-def controls_refusal(controls: ControlFile, ptxas: str) -> str | None:
-    """The one line saying `ptxas` cannot read `controls`; None when it can."""
+def controls_refusal(controls: ControlFile | str, ptxas: str) -> str | None:
+    """The one line saying `ptxas` cannot read `controls` (a control file, or what names control files to come:
+    `tune --acf-space FILE`); None when it can."""
     if supports_controls(ptxas):
         return None
-    return (f"acf:{controls.path} needs a ptxas with --apply-controls (CUDA >= 13.3); "
+    what = f"acf:{controls.path}" if isinstance(controls, ControlFile) else controls
+    return (f"{what} needs a ptxas with --apply-controls (CUDA >= 13.3); "
             f"ptxas {ptxas_version(ptxas) or '(version unknown)'} at {ptxas} cannot read it")
 
 

@@ -179,11 +179,22 @@ def add_tune(sub) -> None:
                             f"{DEFAULT_SHARE})")
     parser.add_argument("--space", default="names,ptxas,options", metavar="AXES",
                         help="the axes to search, some of names (plain, cutlass_), ptxas (--ptxas, default the "
-                             "newest found), options (documented codegen options), acf (--acf files); default "
-                             "names,ptxas,options (docs/variants.md#tune)")
+                             "newest found), options (documented codegen options), acf (--acf files), "
+                             "acf-search (control files NVIDIA CompileIQ proposes from --acf-space, pool by pool); "
+                             "default names,ptxas,options (docs/variants.md#tune)")
     parser.add_argument("--ptxas", default="", metavar="V1,V2",
-                        help="the ptxas binaries of the ptxas axis: versions or paths, as after @ in a variant")
+                        help="the ptxas binaries of the ptxas axis: versions or paths, as after @ in a variant; "
+                             "for acf-search, the one ptxas that builds its control files (13.3.x for CompileIQ's "
+                             "13.3 spaces)")
     parser.add_argument("--acf", default="", metavar="FILE[,FILE]", help="the control files of the acf axis")
+    parser.add_argument("--acf-space", default=None, metavar="SPACE.bin",
+                        help="the CompileIQ search-space file acf-search samples (e.g. ptxas13.3_search_space.bin; "
+                             "needs pip install 'tritonhook[tune]')")
+    parser.add_argument("--acf-pool", type=int, default=config.TUNE_ACF_POOL, metavar="N",
+                        help=f"control files per acf-search pool, at least 6 (default {config.TUNE_ACF_POOL})")
+    parser.add_argument("--acf-generations", type=int, default=config.TUNE_ACF_GENERATIONS, metavar="G",
+                        help=f"acf-search generations per kernel, each pool proposed from the scores of the ones "
+                             f"before (default {config.TUNE_ACF_GENERATIONS})")
     parser.add_argument("--budget", default=None, metavar="N|Nm",
                         help="stop after N candidates, or after N minutes of search (20m); default all")
     parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
@@ -212,7 +223,8 @@ def _tune(args) -> int:
         compile_select(args.kernel)
     parse_budget(args.budget)
     space = sweep.TuneSpace.parse(args.space, ptxas=[p for p in args.ptxas.split(",") if p],
-                                  controls=[f for f in args.acf.split(",") if f])
+                                  controls=[f for f in args.acf.split(",") if f], acf_space=args.acf_space,
+                                  acf_pool=args.acf_pool, acf_generations=args.acf_generations)
     sweep.resolve_gpus(args.gpus)
     if args.ray is not False:
         sweep.require_ray()

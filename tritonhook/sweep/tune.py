@@ -10,21 +10,28 @@ an earlier candidate's are not timed again (a build is seconds, a timing a round
 
 A search's best is biased upwards (the maximum of noisy estimates), so the winners are timed again, in a replay of
 their own beside plain and `cutlass_`, before they are reported (docs/variants.md#tune).
+
+The `acf-search` axis is not a list fixed in advance: per kernel, NVIDIA CompileIQ's engine (`tune_space`) proposes
+a pool of control files, each is built and timed like any candidate, its time ratio to plain is told back, and
+the engine proposes the next pool from those scores (docs/control_files.md#tune-search).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
+import os
 import re
 import time
+from pathlib import Path
 from typing import Sequence
 
-from .. import config, format, tools
+from .. import config, format, tools, tune_space
 from ..errors import TritonhookError
 from ..measure.outputs import BITWISE, NO_OUTPUT, WITHIN_SPREAD
 from ..measure.stats import DEFAULT_MIN_EFFECT, ratio_interval, verdict
-from ..measure.variants import PLAIN, Variant, parse_variant
+from ..measure.variants import PLAIN, Variant, parse_variant, resolve_ptxas
 from ..rename import DEFAULT_PREFIX, exact_names_pattern
 from ..store import ResultKind, Store, register_result_kind
 from .recording import Recording
@@ -44,34 +51,72 @@ CHUNK = 8
 """Candidates timed per replay: each replay times plain beside them, so its ratios compare across replays; a small
 chunk lets the budget stop between replays, and each chunk's progress shows."""
 OK_OUTPUTS = (BITWISE, WITHIN_SPREAD, NO_OUTPUT)
+ACF_SEARCH = "acf-search"
+"""The axis of control files CompileIQ's engine proposes pool by pool (`AcfSearch`), as `--space` and the trials
+name it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AcfSearch:
+    """The `acf-search` axis: per kernel, `generations` pools of `pool` control files from CompileIQ's engine over
+    the search-space file `space`, each built as `plain@PTXAS+acf:FILE` by `ptxas` (a path; one that reads control
+    files, and of the space's release: 13.3.x for CompileIQ's 13.3 spaces)."""
+
+    space: str
+    ptxas: str
+    pool: int = config.TUNE_ACF_POOL
+    generations: int = config.TUNE_ACF_GENERATIONS
+
+    @classmethod
+    def checked(cls, space: str, ptxas: Sequence[str], pool: int, generations: int) -> "AcfSearch":
+        """Everything the search needs, checked before any work: the one ptxas (read control files, or a line
+        saying it cannot), the space file, the pool sizes, CompileIQ itself."""
+        if len(ptxas) != 1:
+            raise TritonhookError(f"--space {ACF_SEARCH}: give the one ptxas that builds its control files with "
+                                  f"--ptxas (13.3.x for CompileIQ's 13.3 spaces; got {len(ptxas)})")
+        path = resolve_ptxas(ptxas[0], f"--ptxas {ptxas[0]}")
+        if refusal := tools.controls_refusal(f"--acf-space {space}", path):
+            raise TritonhookError(refusal)
+        tune_space.check_space(space, pool, generations)
+        return cls(str(space), path, pool, generations)
 
 
 @dataclasses.dataclass(frozen=True)
 class TuneSpace:
     """The axes `tune` crosses: kernel names, ptxas binaries (None: the one the capture used), option sets (()
-    first: none) and control files. Plain (plain name, the capture's ptxas, no option, no file) is the baseline,
-    not a candidate."""
+    first: none) and control files, and the control files CompileIQ proposes (`acf_search`). Plain (plain name,
+    the capture's ptxas, no option, no file) is the baseline, not a candidate."""
 
     names: tuple[str, ...] = (PLAIN, DEFAULT_PREFIX)
     ptxas: tuple[str | None, ...] = (None,)
     options: tuple[tuple[str, ...], ...] = ((),) + OPTION_SETS
     controls: tuple[str | None, ...] = (None,)
+    acf_search: AcfSearch | None = None
 
     @classmethod
-    def parse(cls, axes: str, *, ptxas: Sequence[str] = (), controls: Sequence[str] = ()) -> "TuneSpace":
-        """`--space names,ptxas,options,acf`: the axes to search (the others stay at plain's value). The ptxas axis
-        is `ptxas` (versions or paths, as after `@`) or, when empty, the newest ptxas found besides the capture's;
-        the acf axis is the control files `controls`."""
+    def parse(cls, axes: str, *, ptxas: Sequence[str] = (), controls: Sequence[str] = (),
+              acf_space: str | None = None, acf_pool: int = config.TUNE_ACF_POOL,
+              acf_generations: int = config.TUNE_ACF_GENERATIONS) -> "TuneSpace":
+        """`--space names,ptxas,options,acf,acf-search`: the axes to search (the others stay at plain's value).
+        The ptxas axis is `ptxas` (versions or paths, as after `@`) or, when empty, the newest ptxas found besides
+        the capture's; the acf axis is the control files `controls`; the acf-search axis searches the CompileIQ
+        space `acf_space` with the one ptxas `ptxas`."""
         chosen = {a.strip() for a in axes.split(",") if a.strip()}
-        unknown = chosen - {"names", "ptxas", "options", "acf"}
+        unknown = chosen - {"names", "ptxas", "options", "acf", ACF_SEARCH}
         if unknown or not chosen:
-            raise TritonhookError(f"--space {axes!r}: give some of names, ptxas, options, acf")
+            raise TritonhookError(f"--space {axes!r}: give some of names, ptxas, options, acf, {ACF_SEARCH}")
         if "acf" in chosen and not controls:
             raise TritonhookError("--space acf: give the control files to try with --acf FILE[,FILE]")
+        if (ACF_SEARCH in chosen) != (acf_space is not None):
+            raise TritonhookError(f"--space {ACF_SEARCH}: give CompileIQ's search-space file with --acf-space "
+                                  f"SPACE.bin" if acf_space is None else
+                                  f"--acf-space {acf_space}: add {ACF_SEARCH} to --space to search it")
         return cls(names=cls.names if "names" in chosen else (PLAIN,),
                    ptxas=(None, *(ptxas or _newest_other_ptxas())) if "ptxas" in chosen else (None,),
                    options=cls.options if "options" in chosen else ((),),
-                   controls=(None, *controls) if "acf" in chosen else (None,))
+                   controls=(None, *controls) if "acf" in chosen else (None,),
+                   acf_search=AcfSearch.checked(acf_space, ptxas, acf_pool, acf_generations)
+                   if ACF_SEARCH in chosen else None)
 
     def candidates(self) -> list[Variant]:
         """Every combination but plain, as variants of the grammar (`measure.variants`): each spec is checked there,
@@ -112,6 +157,14 @@ class Trial:
     high: float | None = None
     outputs: str = "-"
     text_sha256: str | None = None     # of its kernel's .text: a candidate equal to an earlier one is "identical"
+    axis: str | None = None            # ACF_SEARCH for the control files CompileIQ proposed, None for the space's
+    pool: int | None = None            # which of its kernel's acf-search pools (0 first)
+
+    @property
+    def score(self) -> float | None:
+        """What the acf-search engine is told: the time ratio to plain (lower is better); None when it failed to
+        build, faulted, was not timed, or changed the outputs beyond plain's spread."""
+        return None if self.outcome == "wrong" else self.ratio
 
 
 @dataclasses.dataclass
@@ -209,6 +262,10 @@ class TuneResult:
         yield format.line(f"candidates: {totals or 'none'}" + (f"; {self.skipped} left untried by the budget"
                                                                if self.skipped else ""))
         yield format.line(f"time: {split}" + (f"; {rate:.1f} candidates a minute per GPU" if rate else ""))
+        if searched := self.space.get(ACF_SEARCH):
+            yield format.line(f"{ACF_SEARCH} ({searched['space']}, ptxas {searched['ptxas_version']}): " + "; ".join(
+                f"{name} {len(k['candidates'])} in {k['pools']} pools, generation {k['generation']} of "
+                f"{searched['generations']} ({k['stopped']})" for name, k in searched["kernels"].items()))
 
 
 def _ratio_cell(figures: dict | None) -> str:
@@ -254,33 +311,40 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
          min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, gpus=None, ray=False,
          worker: Sequence[str] | None = None, l2: str = config.SWEEP_L2_MODES[0]) -> TuneResult:
     """Search `space` on the chosen kernels of `recording`, confirm each kernel's best in a fresh replay, save the
-    result in the store and return it."""
+    result in the store and return it. The space's fixed candidates go first, then the acf-search pools (the
+    budget bounds both together)."""
     candidates = space.candidates()
-    if not candidates:
+    if not candidates and space.acf_search is None:
         raise TritonhookError("--space: nothing to search besides plain (give more than one name, ptxas, option "
                               "set or control file)")
-    max_candidates, max_seconds = parse_budget(budget)
+    spent = _Budget(budget)
     pattern = chosen_kernels(recording, share=share, top=top, kernel=kernel)
     run = dict(kernel=pattern, rounds=rounds, min_effect=min_effect, progress=progress, autotune_top=1, gpus=gpus,
                ray=ray, l2=l2, **({"worker": worker} if worker else {}))
     plain = parse_variant(PLAIN)
     kernels: dict[int, KernelTune] = {}
-    began, tried = time.time(), 0
     for start in range(0, len(candidates), CHUNK):
-        chunk = candidates[start:start + CHUNK][:None if max_candidates is None else max_candidates - tried]
-        if not chunk or (max_seconds is not None and time.time() - began >= max_seconds):
+        chunk = candidates[start:start + CHUNK][:spent.left(CHUNK)]
+        if not chunk:
             break
         _add_trials(kernels, replay(recording, store, [plain, *chunk], **run))
-        tried += len(chunk)
-    search_s = time.time() - began
-    result = TuneResult(sorted(kernels.values(), key=lambda k: -(k.share or 0)), recording.id,
-                        {"candidates": [v.to_json() for v in candidates]}, rounds, confirm_rounds,
-                        {"search": search_s}, gpus=_gpu_count(gpus), skipped=len(candidates) - tried)
+        spent.spend(len(chunk))
+    tried, searched = spent.tried, {v.label: v for v in candidates}
+    explored = {"candidates": [v.to_json() for v in candidates]}
+    warnings = []
+    if space.acf_search is not None and not spent.left(1):
+        warnings.append(f"the budget ({budget}) was spent before {ACF_SEARCH} began")
+    elif space.acf_search is not None:
+        names = [s.kernel for s in select_signatures(recording, kernel=pattern, autotune_top=1)]
+        explored[ACF_SEARCH] = _search_controls(recording, store, space.acf_search, list(dict.fromkeys(names)),
+                                                kernels, run, spent, searched, warnings)
+    result = TuneResult(sorted(kernels.values(), key=lambda k: -(k.share or 0)), recording.id, explored, rounds,
+                        confirm_rounds, {"search": time.time() - spent.began}, gpus=_gpu_count(gpus),
+                        skipped=len(candidates) - tried, warnings=warnings)
     _pick_winners(result.kernels)
     began = time.time()
     try:
-        _confirm(recording, store, result.kernels, {v.label: v for v in candidates},
-                 {**run, "rounds": confirm_rounds}, min_effect)
+        _confirm(recording, store, result.kernels, searched, {**run, "rounds": confirm_rounds}, min_effect)
     except TritonhookError as exc:  # the search's figures are kept, and say they were not confirmed
         result.warnings.append(f"the winners could not be timed again: {exc}")
     result.times_s["confirm"] = time.time() - began
@@ -290,27 +354,122 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
     return result
 
 
+class _Budget:
+    """`--budget` as the search spends it: candidates tried so far and the time since the search began."""
+
+    def __init__(self, text: str | None):
+        self.max_candidates, self.max_seconds = parse_budget(text)
+        self.began, self.tried = time.time(), 0
+
+    def left(self, wanted: int) -> int:
+        """How many of `wanted` candidates may still be tried (0: the budget is spent)."""
+        if self.max_seconds is not None and time.time() - self.began >= self.max_seconds:
+            return 0
+        return wanted if self.max_candidates is None else max(0, min(wanted, self.max_candidates - self.tried))
+
+    def spend(self, tried: int) -> None:
+        self.tried += tried
+
+
+def _search_controls(recording: Recording, store: Store, search: AcfSearch, names: list[str],
+                     kernels: dict[int, KernelTune], run: dict, spent: _Budget, searched: dict[str, Variant],
+                     warnings: list[str]) -> dict:
+    """The acf-search axis: one CompileIQ engine per kernel name, served in turn a pool at a time while the budget
+    lasts. Each pool's control files are written under the run's work folder in the store (kept: a winner's file is
+    what `acf:FILE` reuses), built by `search.ptxas`, timed beside plain in chunks of `CHUNK` (a replay of that
+    kernel alone), and every candidate's score (`Trial.score`, over the kernel's signatures weighted by their share
+    of GPU time) told back before the next pool is asked. Returns what the result keeps of it: per kernel the
+    candidates, the generations reached, why it stopped and the engine's own record of the scores it was told."""
+    work = store.path / "tune" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}" / ACF_SEARCH
+    plain = parse_variant(PLAIN)
+    engines = {name: tune_space.ControlFileSearch(search.space, pool_size=search.pool,
+                                                  generations=search.generations) for name in names}
+    kept = {name: {"candidates": [], "pools": 0} for name in names}
+    try:
+        live = list(names)
+        while live and spent.left(1):
+            for name in list(live):
+                pool = engines[name].ask()
+                if not pool:
+                    live.remove(name)
+                    continue
+                number, variants = kept[name]["pools"], []
+                for index, acf in enumerate(pool):
+                    path = work / name / f"pool{number}-{index}.acf"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(acf)
+                    variants.append(parse_variant(f"{PLAIN}@{search.ptxas}+acf:{path}"))
+                kept[name]["pools"] += 1
+                scores = []
+                for start in range(0, len(variants), CHUNK):
+                    chunk = variants[start:start + CHUNK][:spent.left(CHUNK)]
+                    if not chunk:
+                        break
+                    swept = replay(recording, store, [plain, *chunk], **{**run, "kernel": exact_names_pattern([name])})
+                    _add_trials(kernels, swept, axis=ACF_SEARCH, pool=number)
+                    scores += [_score(kernels, swept, variant.label) for variant in chunk]
+                    spent.spend(len(chunk))
+                engines[name].tell(scores)
+                for variant in variants[:len(scores)]:
+                    searched[variant.label] = variant
+                    kept[name]["candidates"].append(variant.to_json())
+                if len(scores) < len(variants) or not spent.left(1):
+                    break
+    finally:
+        for name, engine in engines.items():
+            kept[name].update(generation=engine.generation, stopped=engine.stopped or "the budget",
+                              engine=engine.record())
+            engine.close()
+            if engine.stopped is None or engine.stopped.startswith("no candidate"):
+                warnings.append(f"{ACF_SEARCH} of {name} stopped at generation {engine.generation} of "
+                                f"{search.generations}: {kept[name]['stopped']}")
+    return {"space": search.space, "space_sha256": hashlib.sha256(Path(search.space).read_bytes()).hexdigest(),
+            "ptxas": search.ptxas, "ptxas_version": tools.ptxas_version(search.ptxas), "pool": search.pool,
+            "generations": search.generations, "work": str(work), "kernels": kept}
+
+
+def _score(kernels: dict[int, KernelTune], swept: SweepResult, label: str) -> float | None:
+    """A candidate's score on the kernel `swept` replayed: its `Trial.score` on each signature, weighted by the
+    signature's share of GPU time (the kernel's whole time under it, relative to plain's); None if it failed on
+    any."""
+    total = weights = 0.0
+    for row in swept.rows:
+        trial = next((t for t in reversed(kernels[row.signature].trials) if t.label == label), None)
+        if trial is None or trial.score is None:
+            return None
+        weight = row.share or 1.0
+        total, weights = total + weight * trial.score, weights + weight
+    return total / weights if weights else None
+
+
 def _gpu_count(gpus) -> int:
     from .schedule import resolve_gpus
 
     return max(1, len([d for d in resolve_gpus(gpus) if d is not None])) if gpus else 1
 
 
-def _add_trials(kernels: dict[int, KernelTune], swept: SweepResult) -> None:
+def _add_trials(kernels: dict[int, KernelTune], swept: SweepResult, *, axis: str | None = None,
+                pool: int | None = None) -> None:
     for row in swept.rows:
         tuned = kernels.setdefault(row.signature, KernelTune(row.signature, row.kernel, row.label, row.share))
         if row.status != "ok":
-            tuned.trials += [Trial(v.label, "fault") for v in row.variants[1:]] if row.variants else []
+            tuned.trials += [Trial(v.label, "fault", axis=axis, pool=pool)
+                             for v in row.variants[1:]] if row.variants else []
             tuned.status = row.status
             continue
         verdicts = ((row.output_check or {}).get("variants") or {})
         seen = {t.text_sha256 for t in tuned.trials} | {row.variants[0].facts.get("text_sha256")}
+        added: dict[str, Trial] = {}
         for timing in row.variants[1:]:
             trial = _trial(timing, verdicts.get(timing.label, {}).get("verdict", row.outputs))
+            trial.axis, trial.pool = axis, pool
+            if (twin := added.get(timing.facts.get("same_text_as"))) is not None and timing.verdict == IDENTICAL:
+                trial.ratio, trial.low, trial.high = twin.ratio, twin.low, twin.high  # its twin's rounds, not plain's
             if trial.text_sha256 in seen - {None} and trial.outcome not in tools.CAUSES:
                 trial.outcome = "identical"  # the same SASS as plain or as a candidate of an earlier replay
             seen.add(trial.text_sha256)
             tuned.trials.append(trial)
+            added[trial.label] = trial
 
 
 def _trial(timing: VariantTiming, outputs: str) -> Trial:
@@ -369,5 +528,5 @@ def _against(base: VariantTiming | None, own: VariantTiming | None, min_effect: 
     return {"ratio": ratio, "low": low, "high": high, "verdict": verdict(ratio, low, high, min_effect)}
 
 
-__all__ = ["CHUNK", "DEFAULT_SHARE", "OPTION_SETS", "RESULT_KIND", "KernelTune", "Trial", "TuneResult", "TuneSpace",
-           "chosen_kernels", "parse_budget", "tune"]
+__all__ = ["ACF_SEARCH", "CHUNK", "DEFAULT_SHARE", "OPTION_SETS", "RESULT_KIND", "AcfSearch", "KernelTune", "Trial",
+           "TuneResult", "TuneSpace", "chosen_kernels", "parse_budget", "tune"]
