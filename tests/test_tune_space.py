@@ -9,6 +9,7 @@ what it lacks.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -59,6 +60,7 @@ def _ptxas_13_3():
     return next((b for b in tools.find_ptxas() if b.version.startswith("13.3.")), None)
 
 
+@functools.lru_cache(maxsize=None)  # CompileIQ may ask GitHub: once per session is enough
 def _ptxas_13_3_space():
     if not HAS_COMPILEIQ:
         return None
