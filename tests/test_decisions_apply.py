@@ -118,6 +118,15 @@ def test_a_missing_ptxas_builds_plain_with_one_warning(plain_add, tmp_path, monk
     assert [c.entry for c in session.captures()] == ["add_kernel", "add_kernel"]
 
 
+def test_an_unreadable_file_applies_nothing_and_capture_goes_on(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "tritonhook-decisions", "version": 1, "decisions": [')
+    with pytest.warns(RuntimeWarning, match="no decision applied: .*broken.json: not a decisions file"):
+        with tritonhook.session(tmp_path / "store", apply=broken) as session:
+            compile_sample("add", 90)
+    assert [c.entry for c in session.captures()] == ["add_kernel"]
+
+
 def test_run_apply_reaches_the_commands_python_processes(plain_add, tmp_path):
     applied = decisions_file(tmp_path / "d.json", plain_add)
     script = "from tritonhook.samples import compile_sample; print(compile_sample('add', 90).metadata.name)"

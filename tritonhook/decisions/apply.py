@@ -186,8 +186,14 @@ def check_source(source: str | os.PathLike) -> str:
 
 def applier(source: str, store: Store):
     """(ptx_transform, cubin_transform, cache_key) applying the decisions of `source` (a file or a store
-    directory) in this process; the GPU is $TRITONHOOK_DECISIONS_GPU, else the visible one's name."""
-    made = Applier(resolve(load(source, store), source), config.DECISIONS_GPU.get() or visible_gpu_name())
+    directory) in this process; the GPU is $TRITONHOOK_DECISIONS_GPU, else the visible one's name. A source that
+    cannot be read applies nothing, with one warning (`run --apply` checks it before the command starts)."""
+    try:
+        loaded = load(source, store)
+    except TritonhookError as exc:  # fail-open: the compile goes on plain, the capture goes on
+        _warn(f"no decision applied: {exc}")
+        loaded = []
+    made = Applier(resolve(loaded, source), config.DECISIONS_GPU.get() or visible_gpu_name())
     if made.gpu is None and made.by_sha:
         _warn(f"{source}: no GPU visible and ${config.DECISIONS_GPU.name} unset, so no decision's key can match; "
               f"nothing is applied")
