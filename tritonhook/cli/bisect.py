@@ -1,5 +1,6 @@
 """`tritonhook bisect`: the first Triton release whose build of a captured kernel differs from the captured one,
-and whether its PTX or ptxas moved it (library: `tritonhook.upgrade.bisect`; docs/upgrade.md#bisect)."""
+and whether its PTX or ptxas moved it (library: `tritonhook.upgrade.bisect`;
+docs/upgrade.md#tritonhook-bisect-the-first-release-that-changed-a-kernel)."""
 
 from __future__ import annotations
 

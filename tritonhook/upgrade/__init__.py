@@ -5,6 +5,8 @@ Triton's PTX and ptxas (docs/upgrade.md).
 * `rebuild`:  the worker that compiles captured kernels again under another release, and its parent's side.
 * `cells`:    the four builds of each kernel and their deltas against today's cubin (`upgrade`).
 * `result`:   `UpgradeResult`, saved in the store as result kind `upgrade`.
+* `bisect`:   the first release whose build of a kernel differs, and whether PTX or ptxas moved it (`BisectResult`,
+             result kind `bisect`).
 """
 
 from __future__ import annotations

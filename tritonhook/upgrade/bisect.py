@@ -1,5 +1,5 @@
 """`bisect`: the first Triton release whose build of a captured kernel differs from the captured build, and whether
-that release's PTX or its ptxas moved it (docs/upgrade.md#bisect).
+that release's PTX or its ptxas moved it (docs/upgrade.md#tritonhook-bisect-the-first-release-that-changed-a-kernel).
 
 Per captured kernel matching `kernel`, built by release A (`--from`): a binary search over the releases after A up
 to B, in the order of an explicit list (`config.SUPPORTED_RELEASES` unless given). B is rebuilt first (the same as
