@@ -11,8 +11,9 @@
 # .venv-test-deps; each release's virtualenv holds only Triton and tritonhook (editable) and reaches the shared ones
 # through a .pth file placed after its own site-packages, so its own Triton is the one imported.
 # Every release's virtualenv is made before the first suite runs, and TRITONHOOK_RELEASES_DIR points at links to
-# them (.venv-releases/triton-X.Y.Z), so that `tritonhook upgrade` in tests/test_upgrade.py finds the other
-# release there instead of downloading it.
+# them (.venv-releases/triton-X.Y.Z), so that `tritonhook upgrade` and `bisect` in tests/test_upgrade.py and
+# tests/test_bisect.py find the other releases there instead of downloading them (the releases here are
+# config.SUPPORTED_RELEASES).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 full=${TRITON_VERSIONS-"3.6.0 3.9.0"}
