@@ -11,8 +11,10 @@ Triton's PTX and ptxas (docs/upgrade.md).
 
 from __future__ import annotations
 
+from .bisect import BisectResult  # declares result kind `bisect` wherever upgrade's is
 from .cells import upgrade
 from .releases import release_python
 from .result import CELLS, RESULT_KIND, Cell, KernelUpgrade, UpgradeResult
 
-__all__ = ["CELLS", "RESULT_KIND", "Cell", "KernelUpgrade", "UpgradeResult", "release_python", "upgrade"]
+__all__ = ["CELLS", "RESULT_KIND", "BisectResult", "Cell", "KernelUpgrade", "UpgradeResult", "release_python",
+           "upgrade"]
