@@ -497,6 +497,20 @@ def test_verdicts_estimate_and_select_come_from_the_measured_rows():
     assert estimate(result.rows, "cutlass_", None).command.endswith("-- CMD")
 
 
+def test_a_variant_with_the_sass_of_another_variant_takes_that_ones_ratio_not_the_baselines():
+    """`plain@13.4` 10% faster than plain and `cutlass_@13.4` the same SASS as it (not timed): the latter is 10%
+    faster too, not "1.0" as a twin of the baseline would be (an upgrade's upgraded cell twin of its new-PTX cell
+    read 1.000 on every kernel of an H200 run before)."""
+    facts = {label: {} for label in ("plain", "plain@13.4", "cutlass_@13.4")}
+    base, faster = _noisy(0.1, 11), _noisy(0.09, 12)
+    row = analyze_row(SweepRow(0, "k", "k [8]", 1.0, 10, 0.1, "snapshot", "ok", "bitwise"),
+                      {"plain": base, "plain@13.4": faster}, facts, {"cutlass_@13.4": "plain@13.4"})
+    timed, twin = row.variants[1], row.variants[2]
+    assert twin.verdict == "SASS identical" and twin.samples == faster
+    assert (twin.ratio, twin.low, twin.high) == (timed.ratio, timed.low, timed.high)
+    assert twin.ratio == pytest.approx(0.9, abs=0.01)
+
+
 def test_fidelity_counts_the_rows_making_90_percent_of_the_gpu_time_largest_first():
     """Shares 50/30/15/5%: the first three make 95%; the 5% row (replayed at 2x) is left out. Replayed/workload
     1.05, 1.2, 0.95: two within ±10%, making 65% of the GPU time, median 1.05."""

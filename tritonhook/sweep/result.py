@@ -91,8 +91,12 @@ def analyze_row(row: SweepRow, samples: dict[str, list[float]], facts: dict[str,
         if label == labels[0]:
             pass
         elif label in identical:  # not timed: the rounds of the variant whose SASS it shares stand for it
-            timing.ratio, timing.low, timing.high, timing.verdict = 1.0, 1.0, 1.0, IDENTICAL
-            timing.samples = list(samples.get(identical[label]) or [])
+            twin = list(samples.get(identical[label]) or [])
+            timing.samples, timing.verdict = twin, IDENTICAL
+            if identical[label] == labels[0]:
+                timing.ratio, timing.low, timing.high = 1.0, 1.0, 1.0
+            elif twin and base:  # SASS identical to another variant: that variant's ratio to the baseline
+                timing.ratio, timing.low, timing.high = ratio_interval(base, twin)
         elif own and base:
             ratio, low, high = ratio_interval(base, own)
             timing.ratio, timing.low, timing.high = ratio, low, high

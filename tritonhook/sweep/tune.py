@@ -459,17 +459,13 @@ def _add_trials(kernels: dict[int, KernelTune], swept: SweepResult, *, axis: str
             continue
         verdicts = ((row.output_check or {}).get("variants") or {})
         seen = {t.text_sha256 for t in tuned.trials} | {row.variants[0].facts.get("text_sha256")}
-        added: dict[str, Trial] = {}
         for timing in row.variants[1:]:
             trial = _trial(timing, verdicts.get(timing.label, {}).get("verdict", row.outputs))
             trial.axis, trial.pool = axis, pool
-            if (twin := added.get(timing.facts.get("same_text_as"))) is not None and timing.verdict == IDENTICAL:
-                trial.ratio, trial.low, trial.high = twin.ratio, twin.low, twin.high  # its twin's rounds, not plain's
             if trial.text_sha256 in seen - {None} and trial.outcome not in tools.CAUSES:
                 trial.outcome = "identical"  # the same SASS as plain or as a candidate of an earlier replay
             seen.add(trial.text_sha256)
             tuned.trials.append(trial)
-            added[trial.label] = trial
 
 
 def _trial(timing: VariantTiming, outputs: str) -> Trial:
