@@ -52,6 +52,9 @@ def test_each_kernel_is_split_into_codegen_ptxas_and_their_interaction_from_its_
             assert ratio is not None and ratio[0] == pytest.approx(expected, rel=1e-6), (split.label, label)
         assert split.interaction == pytest.approx(split.upgraded[0] / (split.codegen[0] * split.ptxas[0]))
     assert timing.to_json()["kernels"][0]["interaction"] is not None
+    shares = {s.id: recording.share(s) for s in recording.signatures}
+    expected = sum(shares[k.signature] * k.upgraded[0] for k in timing.kernels) / sum(shares.values())
+    assert timing.workload("upgraded") == pytest.approx(expected)
 
 
 def test_cells_built_elsewhere_are_found_in_the_copied_store_by_the_kernels_cache_key(upgraded, tmp_path):

@@ -63,9 +63,20 @@ class UpgradeTiming:
     sweep: SweepResult
     kernels: list[KernelSplit]
 
+    def workload(self, change: str = "upgraded") -> float | None:
+        """The recorded workload's Triton GPU time after the change over today's: every kernel's share times its
+        ratio (`change`: "codegen", "ptxas" or "upgraded"), a kernel not timed counted unchanged. A point estimate:
+        the shares are the recording's, the ratios the replay's medians."""
+        shares = [(k.share or 0.0, getattr(k, change)) for k in self.kernels]
+        total = sum(share for share, _ in shares)
+        if not total:
+            return None
+        return sum(share * (ratio[0] if ratio else 1.0) for share, ratio in shares) / total
+
     def to_json(self) -> dict:
         return {"upgrade_id": self.upgrade_id, "sweep": self.sweep.to_json(),
-                "kernels": [k.to_json() for k in self.kernels]}
+                "kernels": [k.to_json() for k in self.kernels],
+                "workload": {change: self.workload(change) for change in ("codegen", "ptxas", "upgraded")}}
 
     def __rich_console__(self, console, options):
         from rich.markup import escape  # kernel labels hold brackets rich would read as markup
@@ -76,6 +87,10 @@ class UpgradeTiming:
                 for k in self.kernels]
         yield format.table(("kernel", "share", "Triton codegen", "ptxas", "interaction", "upgraded", "outputs"), rows,
                            title=f"upgrade {self.upgrade_id}: time after / today, median [95% interval]")
+        estimates = {change: self.workload(change) for change in ("codegen", "ptxas", "upgraded")}
+        if None not in estimates.values():
+            yield format.line("workload (Triton GPU time after / today, untimed kernels unchanged): "
+                              + ", ".join(f"{change} x{ratio:.3f}" for change, ratio in estimates.items()))
 
 
 def time_cells(recording: Recording, store: Store, upgraded: UpgradeResult, cells_store: Store, *,
