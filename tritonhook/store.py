@@ -279,6 +279,11 @@ class Store:
         return store if isinstance(store, cls) else cls(store, create=create, readonly=readonly)
 
     # ----- opening -------------------------------------------------------------------------------------------
+    def run_folder(self, feature: str) -> Path:
+        """Where one run of `feature` (upgrade, bisect, tune) keeps its files in this store: `FEATURE/<time>-<pid>`,
+        so runs never share a folder and a listing sorts them by start (the caller creates it)."""
+        return self.path / feature / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
     @property
     def blobs_dir(self) -> Path:
         return self.path / "blobs"

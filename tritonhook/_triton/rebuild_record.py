@@ -13,6 +13,7 @@ live here together so that the two sides of the format cannot drift.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -37,12 +38,21 @@ def rebuild_artifacts(src, metadata: dict, options: dict) -> dict[str, bytes]:
         return {}
     found = {}
     try:
-        found[PYTHON_STAGE] = Path(python_fn.__code__.co_filename).read_bytes()
+        path = Path(python_fn.__code__.co_filename)
+        version = path.stat()
+        found[PYTHON_STAGE] = _module_text(path, version.st_mtime_ns, version.st_size)
     except (OSError, AttributeError):
         pass  # a function made from a string, a file gone: the rebuild will say there is no source
     found[REBUILD_STAGE] = json.dumps(_rebuild_record(src, python_fn, metadata, options),
                                       sort_keys=True).encode()
     return found
+
+
+@functools.lru_cache(maxsize=64)
+def _module_text(path: Path, mtime_ns: int, size: int) -> bytes:
+    """A module file's bytes, read once per version of the file: every kernel of a module (and every cache hit of
+    each) records the same text."""
+    return path.read_bytes()
 
 
 def _rebuild_record(src, python_fn, metadata: dict, options: dict) -> dict:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import os
 import re
 import time
 from pathlib import Path
@@ -380,7 +379,7 @@ def _search_controls(recording: Recording, store: Store, search: AcfSearch, name
     kernel alone), and every candidate's score (`Trial.score`, over the kernel's signatures weighted by their share
     of GPU time) told back before the next pool is asked. Returns what the result keeps of it: per kernel the
     candidates, the generations reached, why it stopped and the engine's own record of the scores it was told."""
-    work = store.path / "tune" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}" / ACF_SEARCH
+    work = store.run_folder("tune") / ACF_SEARCH
     plain = parse_variant(PLAIN)
     engines = {name: tune_space.ControlFileSearch(search.space, pool_size=search.pool,
                                                   generations=search.generations) for name in names}

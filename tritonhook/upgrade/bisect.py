@@ -22,9 +22,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import os
 import re
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -182,7 +180,7 @@ def bisect(store: Store, *, kernel: str, from_release: str, to_release: str, rel
                               f"{from_release}" + (f" (found {found})" if found else ""))
     warnings += [f"capture {c.id} ({c.kernel}) was built by Triton {c.frontend_version}, not {from_release}: "
                  f"left out" for c in matching if c.frontend_version != from_release]
-    work = store.path / "bisects" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    work = store.run_folder("bisects")
     searches = [_Search(store, c, after) for c in chosen]
     deltas = CubinDeltas()
     for round_number in itertools.count(1):

@@ -16,7 +16,6 @@ import dataclasses
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 from .. import _triton, tools
@@ -48,7 +47,7 @@ def upgrade(store: Store, *, to: str | None = None, ptxas: str | None = None,
     new_ptxas = resolve_ptxas(ptxas, "--ptxas") if ptxas else None
     captures, recording_id, warnings = _captures(store, recording)  # before a release is installed for nothing
     python = release_python(to) if to else None
-    work = store.path / "upgrades" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    work = store.run_folder("upgrades")
     rebuilt = rebuild_captures(python, store, captures, work / "rebuild") if python else {}
     deltas = CubinDeltas()
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
