@@ -1,7 +1,7 @@
 """The `tritonhook` command: a thin layer over the library, one module per command group.
 
 `capture` (run, capture), `inspect` (ls, show, export, store), `binaries` (diff, ptxas-matrix, ptxas, rename),
-`ab`, `mem` (memwatch, preflight), `sweep` (sweep, record, replay, tune), `upgrade`, `decisions`, `doctor`; `common` holds the
+`exports` (export-trace, export-tritonparse), `ab`, `mem` (memwatch, preflight), `sweep` (sweep, record, replay, tune), `upgrade`, `decisions`, `doctor`; `common` holds the
 options several share. Each group's `add_<command>` registers a parser and its handler; handlers raise
 `TritonhookError` for bad input, and `main` prints it as one line and exits with status 2.
 """
@@ -18,6 +18,8 @@ from .common import CommandParser
 
 _COMMANDS = {"run": ("capture", "add_run"), "capture": ("capture", "add_capture"), "ls": ("inspect", "add_ls"),
              "show": ("inspect", "add_show"), "export": ("inspect", "add_export"),
+             "export-trace": ("exports", "add_export_trace"),
+             "export-tritonparse": ("exports", "add_export_tritonparse"),
              "rename": ("binaries", "add_rename"), "ab": ("ab", "add_ab"), "diff": ("binaries", "add_diff"),
              "ptxas-matrix": ("binaries", "add_ptxas_matrix"), "ptxas": ("binaries", "add_ptxas"),
              "memwatch": ("mem", "add_memwatch"), "preflight": ("mem", "add_preflight"),
