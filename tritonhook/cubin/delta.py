@@ -74,16 +74,19 @@ class CubinDelta:
             before, after = f"{stores[0]}/{loads[0]}", f"{stores[1]}/{loads[1]}"
             parts.append(f"spills {before} B" if before == after else f"spills {before}→{after} B")
         parts.append(self._figure("stack", "frame_size", unit=" B"))
-        parts += [self._growth(".text", "text_size"), self._growth("capmerc", "capmerc_size")]
-        if self.sass_identical:
-            parts.append("SASS identical")
-        elif self.mix is None:
-            parts.append(f"no opcode mix ({_first_clause(self.mix_error or '')})")
-        elif self.mix:
-            parts.append(" ".join(f"{op} {after - before:+d}" for op, before, after in self.mix))
-        else:
-            parts.append("same opcode counts")
+        parts += [self._growth(".text", "text_size"), self._growth("capmerc", "capmerc_size"), self.sass_change()]
         return ", ".join(part for part in parts if part)
+
+    def sass_change(self) -> str:
+        """The SASS part of `cell`: identical, the opcodes whose count changed most, or why there is no mix (a
+        table that shows the resources in columns of their own, the HTML report's, shows this beside them)."""
+        if self.sass_identical:
+            return "SASS identical"
+        if self.mix is None:
+            return f"no opcode mix ({_first_clause(self.mix_error or '')})"
+        if self.mix:
+            return " ".join(f"{op} {after - before:+d}" for op, before, after in self.mix)
+        return "same opcode counts"
 
     def _figure(self, name: str, field: str, *, unit: str = "", always: bool = False) -> str:
         before, after = self.resources[field]

@@ -3,8 +3,9 @@
 `collect(store, memwatch_files)` reads every capture once, parses each distinct cubin once, pairs the plain and
 renamed builds of each kernel and diffs them with `diff.diff_cubins` (SASS through nvdisasm, each distinct cubin
 disassembled once), predicts the stack reservation of each distinct cubin with `preflight.predict_cubin`, and
-reads the saved ptxas matrices, A/B results and the memwatch files given. Whatever cannot be read (a corrupt
-blob, a memwatch file that is not one, no nvdisasm) becomes a `Problem` the page lists, and the rest goes on.
+reads the saved ptxas matrices, A/B results, upgrade and bisect results and the memwatch files given. Whatever
+cannot be read (a corrupt blob, a memwatch file that is not one, no nvdisasm, a damaged result) becomes a `Problem`
+the page lists, and the rest goes on.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from ..diff import CubinDiff, diff_cubins
 from ..errors import TritonhookError
 from ..preflight import WARN_BYTES, Prediction, predict_cubin
 from ..store import Capture, ResultKind, Store, register_result_kind
+from ..upgrade import CELLS, BisectResult, UpgradeResult
+from ..upgrade.bisect import RESULT_KIND as BISECT_KIND
+from ..upgrade.result import RESULT_KIND as UPGRADE_KIND, one_line
+from ..upgrade.timing import RESULT_KIND as TIMING_KIND, SPLITS, UpgradeTiming
 
 PTXAS_MATRIX_KIND = "ptxas-matrix"
 """`Store.results` kind under which `tritonhook demo` saves a ptxas matrix (a `PtxasMatrix.to_json()` with its
@@ -126,6 +131,90 @@ class MemwatchRun:
     result: object  # memwatch.MemwatchResult
 
 
+@dataclasses.dataclass(frozen=True)
+class UpgradeCell:
+    """One of a kernel's four builds as the page shows it. `registers`, `spills` ("stores/loads" B) and `text_size`
+    are (today, this build); `why` what moved in its SASS (`CubinDelta.sass_change`), or why it was not built
+    (`error`: one line of `detail`)."""
+
+    name: str
+    ptxas: str
+    registers: tuple
+    spills: tuple
+    text_size: tuple
+    why: str
+    note: str | None = None
+    error: str | None = None
+    detail: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class UpgradeKernel:
+    """One kernel of an upgrade: what its PTX did, whether today's launcher launches the new build (`abi`), the
+    other release's compile error (`error`, one line of `detail`) and its cells, in `result.CELLS` order."""
+
+    title: str
+    arch: str
+    ptx: str
+    abi: str
+    cells: list[UpgradeCell]
+    error: str | None = None
+    detail: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TimingView:
+    """A saved `upgrade --time` split: per kernel signature (`KernelSplit`) its ratios to today's time with their
+    intervals; `workload` the Triton GPU time after each change over today's (`UpgradeTiming.workload`).
+    `cells_store` names the store of upgrade `upgrade_id` when it is not this one."""
+
+    id: int
+    upgrade_id: int | None
+    upgrade: str
+    sweep_id: int | None
+    cells_store: str | None
+    kernels: list
+    workload: dict[str, float | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class UpgradeView:
+    """A saved `tritonhook upgrade` (`UpgradeResult`) as the page shows it, with the timings of its cells."""
+
+    id: int
+    title: str
+    args: str  # of the `tritonhook upgrade` that made it, --store aside
+    kernels: list[UpgradeKernel]
+    warnings: list[str]
+    timings: list[TimingView]
+
+
+@dataclasses.dataclass(frozen=True)
+class BisectKernel:
+    """One kernel's search: `path` the releases rebuilt in the order tried, each (release, verdict, what its
+    build showed against the captured one); `moved_by` whether PTX, ptxas or both moved it at `first_differing`
+    and `between` the cells that say so, each (what built it, what it showed)."""
+
+    title: str
+    arch: str
+    path: list[tuple[str, str, str]]
+    first_differing: str | None
+    previous: str | None
+    moved_by: str
+    between: list[tuple[str, str]]
+    rebuilds: int
+    bound: int
+
+
+@dataclasses.dataclass(frozen=True)
+class BisectView:
+    id: int
+    title: str
+    args: str  # of the `tritonhook bisect` that made it, --store aside
+    kernels: list[BisectKernel]
+    warnings: list[str]
+
+
 @dataclasses.dataclass
 class ReportData:
     store: str
@@ -141,6 +230,9 @@ class ReportData:
     predictions: list[tuple[Capture, Prediction]]  # those that reserve anything; heaviest first
     predicted_cubins: int
     problems: list[Problem]
+    upgrades: list[UpgradeView] = dataclasses.field(default_factory=list)
+    timings: list[TimingView] = dataclasses.field(default_factory=list)  # those of an upgrade in another store
+    bisects: list[BisectView] = dataclasses.field(default_factory=list)
 
     @property
     def warnings(self) -> list[tuple[Capture, Prediction]]:
@@ -200,12 +292,14 @@ def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, s
     sweeps = _saved_sweeps(store, problems)
     forest = [row for saved in ab_results for row in forest_rows(saved.report)]
     forest += [row for result in sweeps for row in sweep_forest_rows(result)]
+    upgrades, timings, bisects = _saved_upgrades(store, problems)
     return ReportData(store=str(store.path), generated=time.time(), captures=captures, effects=effects,
                       matrices=store.results(PTXAS_MATRIX_KIND), ab_results=ab_results, forest=forest,
                       sweeps=sweeps,
                       estimates=[e for e in (saved.report.workload_estimate() for saved in ab_results) if e is not None],
                       memwatch=_memwatch_runs(store, memwatch_files, problems), predictions=predictions,
-                      predicted_cubins=predicted, problems=problems)
+                      predicted_cubins=predicted, problems=problems, upgrades=upgrades, timings=timings,
+                      bisects=bisects)
 
 
 def build_pairs(captures: Iterable[Capture]) -> list[tuple[Capture, Capture]]:
@@ -300,3 +394,101 @@ def forest_rows(report: ABReport) -> list[ForestRow]:
                                   variant.ci_low, variant.ci_high, variant.verdict,
                                   base.summary.median_ms / total if total else 0.0, why=report.why_text(variant.label)))
     return rows
+
+
+# ----- upgrade and bisect results (pure) -------------------------------------------------------------------------
+_DAMAGE = (KeyError, TypeError, AttributeError, ValueError, IndexError)
+"""What a result that loaded but is not whole raises when its view is made (a cell without its figures, a step
+without a release): the page lists it as a problem and shows the rest."""
+
+
+def _saved_upgrades(store: Store, problems: list[Problem]) -> tuple[list[UpgradeView], list[TimingView],
+                                                                     list[BisectView]]:
+    """The upgrade results with the timings of their cells, the timings of upgrades in other stores, and the
+    bisect results. A result that cannot be read or shown is a problem, the rest stands."""
+    def viewed(kind: str, what: str, view) -> list:
+        def unreadable(result_id: int, exc: TritonhookError) -> None:
+            problems.append(Problem(f"{what} {result_id}", f"{exc}; the upgrade section leaves it out"))
+
+        views = []
+        for result in store.results(kind, on_error=unreadable):
+            try:
+                views.append(view(result))
+            except _DAMAGE as exc:
+                unreadable(result.id, TritonhookError(f"malformed {what} ({type(exc).__name__}: {exc})"))
+        return views
+
+    timings = viewed(TIMING_KIND, "upgrade timing", timing_view)
+    upgrades = viewed(UPGRADE_KIND, "upgrade result", upgrade_view)
+    ours = {u.id for u in upgrades}
+    attached = [dataclasses.replace(u, timings=[t for t in timings if t.cells_store is None and t.upgrade_id == u.id])
+                for u in upgrades]
+    elsewhere = [t for t in timings if t.cells_store is not None or t.upgrade_id not in ours]
+    return attached, elsewhere, viewed(BISECT_KIND, "bisect result", bisect_view)
+
+
+def upgrade_view(result: UpgradeResult) -> UpgradeView:
+    """Each kernel's four cells with the figures of today's build beside each build's (timings: none yet)."""
+    kernels = []
+    for k in result.kernels:
+        deltas = [c.delta for c in k.cells.values() if c.delta is not None]
+        today = {field: deltas[0].resources[field][0] for field in ("registers", "spill_stores", "spill_loads",
+                                                                    "text_size")} if deltas else {}
+        cells = [_cell(k.cells[name], name, today) for name in CELLS if name in k.cells]
+        kernels.append(UpgradeKernel(_title(k.capture_id, k.entry, k.specialization), k.arch, k.ptx_text(),
+                                     k.abi or ("same" if k.ptx_changed is not None else "-"), cells,
+                                     one_line(k.rebuild_error) if k.rebuild_error else None, k.rebuild_error))
+    if result.to_triton:
+        change = f"--to {result.to_triton}" + (f" --ptxas {result.new_ptxas}" if result.new_ptxas else "")
+    else:
+        change = f"--ptxas {result.new_ptxas}"
+    recording = f" --recording {result.recording_id}" if result.recording_id is not None else ""
+    return UpgradeView(result.id, result.describe(), f"{change}{recording}", kernels,
+                       list(result.warnings), [])
+
+
+def _cell(cell, name: str, today: dict) -> UpgradeCell:
+    ptxas = cell.ptxas or "-"
+    if cell.status != "ok":
+        return UpgradeCell(name, ptxas, (None, None), (None, None), (None, None), cell.status,
+                           error=f"{cell.status}: {one_line(cell.error or '')}", detail=cell.error)
+    now = {field: after for field, (_, after) in cell.delta.resources.items()} if cell.delta is not None else today
+    return UpgradeCell(name, ptxas, (today.get("registers"), now.get("registers")),
+                       tuple(_spills(side) for side in (today, now)), (today.get("text_size"), now.get("text_size")),
+                       cell.delta.sass_change() if cell.delta is not None else "today's build", cell.note)
+
+
+def _spills(figures: dict) -> str | None:
+    stores, loads = figures.get("spill_stores"), figures.get("spill_loads")
+    return None if stores is None else f"{stores}/{loads}"
+
+
+def _title(capture_id: int, entry: str, specialization: str) -> str:
+    return f"{capture_id} {entry}" + (f" ({specialization})" if specialization else "")
+
+
+def timing_view(timing: UpgradeTiming) -> TimingView:
+    for split in timing.kernels:  # each ratio a (median, low, high) triple of numbers, or None
+        for ratio in (getattr(split, change) for change in SPLITS):
+            if ratio is not None and (len(ratio) != 3 or not all(isinstance(v, (int, float)) for v in ratio)):
+                raise ValueError(f"{split.label}: a ratio is {ratio!r}, not (median, low, high)")
+    return TimingView(timing.id, timing.upgrade_id, timing.upgrade, timing.sweep_id, timing.cells_store,
+                      list(timing.kernels), {change: timing.workload(change) for change in SPLITS})
+
+
+def bisect_view(result: BisectResult) -> BisectView:
+    """Each kernel's path, what moved it and the cells between the two releases that say so."""
+    kernels = []
+    for k in result.kernels:
+        path = [(step.release, step.verdict, one_line(step.error) if step.error else
+                 step.delta.cell() if step.delta is not None else "") for step in k.path]
+        between = [(label, cell.text()) for label, cell in k.between()] if k.first_differing else []
+        moved = "no change" if k.first_differing is None else k.split + (f" ({one_line(k.note)})" if k.note else "")
+        kernels.append(BisectKernel(_title(k.capture_id, k.entry, k.specialization), k.arch, path, k.first_differing,
+                                    k.previous, moved, between, k.rebuilds, k.bound))
+    recording = f" --recording {result.recording_id}" if result.recording_id is not None else ""
+    return BisectView(result.id, f"{result.kernel_pattern!r}, Triton {result.from_release} → {result.to_release} "
+                                 f"over {', '.join(result.releases)}",
+                      f"--kernel '{result.kernel_pattern}' --from {result.from_release} --to "
+                      f"{result.to_release} --releases {','.join(result.releases)}{recording}", kernels,
+                      list(result.warnings))

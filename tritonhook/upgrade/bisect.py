@@ -33,7 +33,7 @@ from ..store import Capture, ResultKind, Store, register_result_kind
 from .cells import _captures, cells_between
 from .rebuild import Rebuilt, rebuild_captures
 from .releases import release_python
-from .result import PTX_ONLY, PTXAS_ONLY, Cell
+from .result import PTX_ONLY, PTXAS_ONLY, Cell, one_line
 
 RESULT_KIND = "bisect"
 SAME, DIFFERS, FAILED = "same", "differs", "compile error"
@@ -55,7 +55,7 @@ class Step:
 
     def text(self) -> str:
         if self.error:
-            return f"{self.release} {self.verdict}: {_one_line(self.error)}"
+            return f"{self.release} {self.verdict}: {one_line(self.error)}"
         figures = self.delta.cell() if self.delta is not None else ""
         return f"{self.release} {self.verdict} ({figures})" if figures else f"{self.release} {self.verdict}"
 
@@ -93,6 +93,14 @@ class KernelBisect:
         return {**dataclasses.asdict(self), "path": [s.to_json() for s in self.path],
                 "cells": {name: cell.to_json() for name, cell in self.cells.items()}}
 
+    def between(self) -> list[tuple[str, Cell]]:
+        """The single-axis cells between `previous` and `first_differing`, each named by what built it ("3.8.0
+        PTX, 3.9.0 ptxas"): what says whether the PTX or ptxas moved the kernel."""
+        before, after = self.previous, self.first_differing
+        return [(label, self.cells[name]) for name, label in
+                ((PTXAS_ONLY, f"{before} PTX, {after} ptxas"), (PTX_ONLY, f"{after} PTX, {before} ptxas"))
+                if name in self.cells]
+
     @classmethod
     def from_json(cls, data: dict) -> "KernelBisect":
         return cls(**{**data, "path": [Step.from_json(s) for s in data["path"]],
@@ -123,8 +131,8 @@ class BisectResult:
             fields = {f.name for f in dataclasses.fields(cls)} - {"kernels"}
             return cls(kernels=[KernelBisect.from_json(k) for k in data["kernels"]],
                        **{k: v for k, v in data.items() if k in fields})
-        except (KeyError, TypeError) as exc:
-            raise TritonhookError(f"{source}: malformed bisect result ({exc})") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise TritonhookError(f"{source}: malformed bisect result ({type(exc).__name__}: {exc})") from None
 
     def __rich_console__(self, console, options):
         from rich.markup import escape  # a compiler error may hold brackets rich would read as markup
@@ -142,17 +150,9 @@ def _split_text(kernel: KernelBisect) -> str:
     """What moved it, then each single-axis cell between the two releases, one a line."""
     if kernel.first_differing is None:
         return "no change"
-    before, after = kernel.previous, kernel.first_differing
-    lines = [kernel.split + (f" ({_one_line(kernel.note)})" if kernel.note else "")]
-    lines += [f"{label}: {kernel.cells[name].text()}" for name, label in
-              ((PTXAS_ONLY, f"{before} PTX, {after} ptxas"), (PTX_ONLY, f"{after} PTX, {before} ptxas"))
-              if name in kernel.cells]
+    lines = [kernel.split + (f" ({one_line(kernel.note)})" if kernel.note else "")]
+    lines += [f"{label}: {cell.text()}" for label, cell in kernel.between()]
     return "\n".join(lines)
-
-
-def _one_line(error: str) -> str:
-    lines = [line.strip() for line in error.splitlines() if line.strip()]
-    return lines[0] if len(lines) < 2 else f"{lines[0]} {lines[-1]}"
 
 
 register_result_kind(ResultKind(RESULT_KIND, BisectResult.from_json, label="kernel_pattern", source="recording_id"))
@@ -281,7 +281,7 @@ def _split(cells: dict[str, Cell], rebuilt: Rebuilt) -> tuple[str, str | None]:
     with a note where that needs one: "PTX" or "ptxas" (that one alone moves it), "both" (each alone does, or only
     the two together), "unknown" (a cell could not be built), or `FAILED` (the release did not compile it)."""
     if rebuilt.error:
-        return FAILED, _one_line(rebuilt.error)
+        return FAILED, one_line(rebuilt.error)
     moved = {}
     for name, axis in ((PTX_ONLY, "PTX"), (PTXAS_ONLY, "ptxas")):
         cell = cells.get(name)

@@ -76,7 +76,7 @@ class KernelUpgrade:
     def ptx_text(self) -> str:
         old, new = self.ptx_isa
         if self.ptx_changed is None:
-            return _one_line(self.rebuild_error) if self.rebuild_error else "-"
+            return one_line(self.rebuild_error) if self.rebuild_error else "-"
         isa = f", ISA {old}" + (f"→{new}" if new != old else "")
         return ("changed" if self.ptx_changed else "same") + isa
 
@@ -106,12 +106,16 @@ class UpgradeResult:
             fields = {f.name for f in dataclasses.fields(cls)} - {"kernels"}
             return cls(kernels=[KernelUpgrade.from_json(k) for k in data["kernels"]],
                        **{k: v for k, v in data.items() if k in fields})
-        except (KeyError, TypeError) as exc:
-            raise TritonhookError(f"{source}: malformed upgrade result ({exc})") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise TritonhookError(f"{source}: malformed upgrade result ({type(exc).__name__}: {exc})") from None
+
+    def describe(self) -> str:
+        """What was upgraded, and how many kernels: "Triton 3.6.0 → Triton 3.9.0, 2 kernel(s)"."""
+        after = f"Triton {self.to_triton}" if self.to_triton else f"ptxas {self.new_ptxas} under the same Triton"
+        return f"Triton {self.from_triton} → {after}, {len(self.kernels)} kernel(s)"
 
     def title(self) -> str:
-        after = f"Triton {self.to_triton}" if self.to_triton else f"ptxas {self.new_ptxas} under the same Triton"
-        return f"tritonhook upgrade: Triton {self.from_triton} → {after}, {len(self.kernels)} kernel(s)"
+        return f"tritonhook upgrade: {self.describe()}"
 
     def __rich_console__(self, console, options):
         from rich.markup import escape  # a compiler error may hold brackets rich would read as markup
@@ -126,7 +130,7 @@ class UpgradeResult:
             yield format.line(f"each cell's cubin and metadata: {self.variants}/<capture id>/<cell> (not timed here)")
 
 
-def _one_line(error: str) -> str:
+def one_line(error: str) -> str:
     """A compiler error in a table cell: its first line (where) and its last (what); the JSON keeps it whole."""
     lines = [line.strip() for line in error.splitlines() if line.strip()]
     return lines[0] if len(lines) < 2 else f"{lines[0]} {lines[-1]}"

@@ -6,7 +6,8 @@ their interaction (what the upgraded build adds beyond the product of the two).
 The cells are built where the other Triton release is installed (`cells.upgrade`, any machine); only their cubins
 and metadata travel. The recording replayed may be another one than the cells were built from (the same workload
 recorded again on the GPU machine): a signature finds its kernel's cells by Triton's cache key (`triton_hash`),
-which is the same wherever the same Triton compiles the same kernel.
+which is the same wherever the same Triton compiles the same kernel. The split is saved in the replay's store as
+result kind `upgrade-timing` (the replay itself as a sweep result), for the HTML report.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Sequence
 from .. import config, format
 from ..cubin import Cubin
 from ..errors import TritonhookError
-from ..store import Store
+from ..store import ResultKind, Store, register_result_kind
 from ..sweep.recording import Recording, Signature
 from ..sweep.replay import replay
 from ..sweep.result import SweepResult
@@ -28,6 +29,9 @@ from ..sweep.variants import BuiltVariant
 from ..tools import CAUSES
 from .result import BASELINE, BOTH, CELLS, PTX_ONLY, PTXAS_ONLY, KernelUpgrade, UpgradeResult
 
+RESULT_KIND = "upgrade-timing"
+SPLITS = ("codegen", "ptxas", "upgraded")
+"""The `KernelSplit` ratios, each a cell's time over today's: new PTX, new ptxas, both."""
 LABELS = {BASELINE: "today", PTXAS_ONLY: "new ptxas", PTX_ONLY: "new PTX", BOTH: "upgraded"}
 """The replay's variant label of each cell (short: they head the sweep table's columns)."""
 
@@ -54,14 +58,28 @@ class KernelSplit:
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "interaction": self.interaction}
 
+    @classmethod
+    def from_json(cls, data: dict) -> "KernelSplit":
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: (tuple(v) if k in SPLITS and v is not None else v) for k, v in data.items() if k in fields})
+
 
 @dataclasses.dataclass
 class UpgradeTiming:
-    """The replay of the cells (`sweep`, saved as a sweep result) and each kernel's split; renders both."""
+    """The replay of the cells (`sweep`, saved as a sweep result) and each kernel's split; renders both.
+
+    The split is saved as well (`saved`, result kind `upgrade-timing`): with the sweep's id in place of the sweep,
+    a result of its own; with what was upgraded (`upgrade`, `UpgradeResult.describe`); and with the store that
+    holds upgrade `upgrade_id` when it is not the replay's own (`cells_store`, `--cells-store`): an id names a
+    result of one store only. Loaded from there, `sweep` is None."""
 
     upgrade_id: int | None
-    sweep: SweepResult
+    sweep: SweepResult | None
     kernels: list[KernelSplit]
+    upgrade: str = ""
+    cells_store: str | None = None
+    sweep_id: int | None = None
+    id: int | None = None
 
     def workload(self, change: str = "upgraded") -> float | None:
         """The recorded workload's Triton GPU time after the change over today's: every kernel's share times its
@@ -74,20 +92,34 @@ class UpgradeTiming:
         return sum(share * (ratio[0] if ratio else 1.0) for share, ratio in shares) / total
 
     def to_json(self) -> dict:
-        return {"upgrade_id": self.upgrade_id, "sweep": self.sweep.to_json(),
+        return {"upgrade_id": self.upgrade_id, "sweep": self.sweep.to_json() if self.sweep is not None else None,
                 "kernels": [k.to_json() for k in self.kernels],
-                "workload": {change: self.workload(change) for change in ("codegen", "ptxas", "upgraded")}}
+                "workload": {change: self.workload(change) for change in SPLITS}}
+
+    def saved(self) -> dict:
+        """What the store keeps: `to_json` with the sweep's id for the sweep, and where the upgrade is."""
+        return {**{k: v for k, v in self.to_json().items() if k != "sweep"}, "upgrade": self.upgrade,
+                "cells_store": self.cells_store, "sweep_id": self.sweep_id}
+
+    @classmethod
+    def from_json(cls, data: dict, *, source: str = "upgrade timing") -> "UpgradeTiming":
+        try:
+            return cls(data["upgrade_id"], None, [KernelSplit.from_json(k) for k in data["kernels"]],
+                       data.get("upgrade", ""), data.get("cells_store"), data.get("sweep_id"), data.get("id"))
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise TritonhookError(f"{source}: malformed upgrade timing ({type(exc).__name__}: {exc})") from None
 
     def __rich_console__(self, console, options):
         from rich.markup import escape  # kernel labels hold brackets rich would read as markup
 
-        yield self.sweep
+        if self.sweep is not None:
+            yield self.sweep
         rows = [[escape(k.label), format.share(k.share), _ratio(k.codegen), _ratio(k.ptxas),
                  "-" if k.interaction is None else f"{k.interaction:.3f}", _ratio(k.upgraded), escape(k.outputs)]
                 for k in self.kernels]
         yield format.table(("kernel", "share", "Triton codegen", "ptxas", "interaction", "upgraded", "outputs"), rows,
                            title=f"upgrade {self.upgrade_id}: time after / today, median [95% interval]")
-        estimates = {change: self.workload(change) for change in ("codegen", "ptxas", "upgraded")}
+        estimates = {change: self.workload(change) for change in SPLITS}
         if None not in estimates.values():
             yield format.line("workload (Triton GPU time after / today, untimed kernels unchanged): "
                               + ", ".join(f"{change} x{ratio:.3f}" for change, ratio in estimates.items()))
@@ -98,7 +130,8 @@ def time_cells(recording: Recording, store: Store, upgraded: UpgradeResult, cell
                kernel: str | None = None, top: int | None = None, progress: bool = False,
                worker: Sequence[str] = WORKER) -> UpgradeTiming:
     """Replay `recording` (in `store`, on this machine's GPU) with each signature's cells from `upgraded` (saved in
-    `cells_store`, whose `upgrades/` folder holds the cells' cubins) as its variants. `worker`: as `replay`'s."""
+    `cells_store`, whose `upgrades/` folder holds the cells' cubins) as its variants; the split saved in `store`.
+    `worker`: as `replay`'s."""
     by_hash = {k.triton_hash: k for k in upgraded.kernels if k.triton_hash}
     if not by_hash:
         raise TritonhookError(f"upgrade {upgraded.id}: its kernels carry no Triton cache key (made before "
@@ -115,7 +148,11 @@ def time_cells(recording: Recording, store: Store, upgraded: UpgradeResult, cell
     splits = [KernelSplit(row.signature, row.label, row.share,
                           *(_ratio_of(row, LABELS[c]) for c in (PTX_ONLY, PTXAS_ONLY, BOTH)),
                           row.outputs if row.status == "ok" else row.status) for row in sweep.rows]
-    return UpgradeTiming(upgraded.id, sweep, splits)
+    elsewhere = Path(cells_store.path).resolve() != Path(store.path).resolve()
+    timing = UpgradeTiming(upgraded.id, sweep, splits, upgraded.describe(),
+                           str(cells_store.path) if elsewhere else None, sweep.id)
+    timing.id = store.add_result(RESULT_KIND, timing.saved())
+    return timing
 
 
 def _built(kernel: KernelUpgrade, cells_root: Path) -> dict[str, BuiltVariant] | str:
@@ -171,3 +208,6 @@ def _ratio_of(row, label: str) -> tuple | None:
 
 def _ratio(value: tuple | None) -> str:
     return "-" if value is None else f"{value[0]:.3f} [{value[1]:.3f}, {value[2]:.3f}]"
+
+
+register_result_kind(ResultKind(RESULT_KIND, UpgradeTiming.from_json))
