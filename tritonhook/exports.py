@@ -135,9 +135,10 @@ def tritonparse_events(store: Store, captures: Sequence[Capture], recording: Rec
     """One TritonParse "compilation" event per capture (Triton's metadata, the text stages as `file_content`, the
     kernel's module as `python_source`), then, given a recording, one "launch" event per signature: its grid and
     arguments as TritonParse's launch hook describes them. The recording keeps one launch per signature (its
-    first: arguments, grid) and counts the rest, so a signature is one launch event; `tritonhook.launches` carries
-    the count and the sampled times. TritonParse keeps the first compilation of each hash (a cache hit repeats its
-    compile's)."""
+    first: arguments, grid) and counts the rest, so a signature is one launch event; `tritonhook_launches` carries
+    the count, `tritonhook_times_ms` the sampled times (top-level fields: TritonParse's launch diff compares each
+    field across a kernel's launches, and its schema wants no nested object there but the arguments). TritonParse
+    keeps the first compilation of each hash (a cache hit repeats its compile's)."""
     events = [compilation_event(store, capture) for capture in captures]
     if recording is not None:
         by_id = {capture.id: capture for capture in captures}
@@ -200,9 +201,10 @@ def launch_event(signature: Signature, recording: Recording, capture: Capture | 
             "timestamp": _iso(capture.created) if capture is not None else _iso(0.0), "stack": [],
             "name": signature.kernel, "grid": list(signature.grid), "compilation_metadata": metadata,
             "extracted_args": {arg["name"]: _arg_info(arg) for arg in signature.args},
-            "tritonhook": {"recording": recording.id, "signature": signature.id, "launches": signature.launches,
-                           "tuning_launches": signature.tuning_launches, "times_ms": signature.times_ms,
-                           "inputs": signature.inputs}}
+            **{f"tritonhook_{key}": value for key, value in (
+                ("recording", recording.id), ("signature", signature.id), ("launches", signature.launches),
+                ("tuning_launches", signature.tuning_launches), ("times_ms", signature.times_ms),
+                ("inputs", signature.inputs))}}
 
 
 def _arg_info(arg: dict) -> dict:
