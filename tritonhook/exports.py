@@ -261,7 +261,8 @@ def write_chrome_trace(path: str | Path, recording: Recording, replay: SweepResu
     counts = {"tracks": trace["otherData"]["tracks"], "timed launches": launches}
     if replay is not None:
         counts["replay rounds"] = rounds
-    return Export(str(path), "Chrome trace", counts)
+    empty = [] if launches else [f"recording {recording.id} has no timed launch: its workload tracks are empty"]
+    return Export(str(path), "Chrome trace", counts, empty)
 
 
 def write_tritonparse(path: str | Path, store: Store, captures: Sequence[Capture],
