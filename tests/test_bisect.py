@@ -3,11 +3,12 @@ tritonhook supports (3.6.0, 3.7.1, 3.8.0, 3.9.0) for the first whose build of ea
 against each release compiling the same kernels directly (their `.text` hashes, in a process of its own).
 
 The release virtualenvs are never downloaded here: scripts/test-matrix.sh points $TRITONHOOK_RELEASES_DIR at links
-to its own; without all of them the tests that need them skip."""
+to its own; without all of them the tests that need them skip. The subjects (tests/release_subjects.py), their
+capture and their bisect (fixtures `bisect_subjects`, `releases`, `bisected`) are tests/conftest.py's, shared with
+the report's tests."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -16,59 +17,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from triton.backends.compiler import GPUTarget
+from release_subjects import BISECT_COMPILES
 
 import tritonhook
-from tritonhook import _triton, cli, config, tools
-from tritonhook.upgrade.bisect import FAILED, NO_CHANGE, BisectResult, bisect
-from tritonhook.upgrade.releases import installed_triton, releases_dir
+from tritonhook import cli, config, tools
+from tritonhook.upgrade.bisect import FAILED, NO_CHANGE, BisectResult
 from tritonhook.upgrade.result import BASELINE, BOTH, PTX_ONLY, PTXAS_ONLY
 
 pytestmark = pytest.mark.release_independent  # the other releases run in their own virtualenvs; one run suffices
 FIRST, LAST = config.SUPPORTED_RELEASES[0], config.SUPPORTED_RELEASES[-1]
-SUBJECTS = '''
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
-
-
-@triton.jit
-def steady_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
-
-
-@triton.jit
-def softmax_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.arange(0, BLOCK)
-    row = tl.program_id(0) * n
-    x = tl.load(x_ptr + row + offsets, mask=offsets < n, other=-float("inf"))
-    e = tl.exp(x - tl.max(x, axis=0))
-    tl.store(out_ptr + row + offsets, e / tl.sum(e, axis=0), mask=offsets < n)
-
-
-@triton.jit
-def advance_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    """Block pointers moved by tl.advance, which Triton 3.9 removed: 3.6 to 3.8 compile it, 3.9 refuses it."""
-    src = tl.advance(tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,)), (tl.program_id(0) * BLOCK,))
-    dst = tl.advance(tl.make_block_ptr(out_ptr, (n,), (1,), (0,), (BLOCK,), (0,)), (tl.program_id(0) * BLOCK,))
-    tl.store(dst, tl.load(src, boundary_check=(0,)), boundary_check=(0,))
-'''
-POINTERS_ALIGNED = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # as a JIT launch passes
-SCALE = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "scale": "fp32"}
-COMPILES = {  # name: signature, constexprs, arch
-    "scale_kernel": (SCALE, {"BLOCK": 256}, 90),
-    "steady_kernel": (SCALE, {"BLOCK": 256}, 80),
-    "softmax_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 256}, 90),
-    "advance_kernel": ({"x_ptr": "*fp16", "out_ptr": "*fp16", "n": "i32"}, {"BLOCK": 128}, 90),
-}
 DIRECT = '''
 import importlib.util, json, sys
 import triton
@@ -96,58 +53,17 @@ print(json.dumps(hashes))
 
 
 @pytest.fixture(scope="module")
-def releases() -> dict[str, Path]:
-    """Each supported release's Python, where its virtualenv exists already (never installed here)."""
-    missing = [r for r in config.SUPPORTED_RELEASES if installed_triton(releases_dir() / f"triton-{r}") != r]
-    if missing:
-        pytest.skip(f"no Triton {', '.join(missing)} virtualenv under {releases_dir()} ($TRITONHOOK_RELEASES_DIR; "
-                    f"scripts/test-matrix.sh links its own there)")
-    return {r: releases_dir() / f"triton-{r}" / "bin" / "python" for r in config.SUPPORTED_RELEASES}
-
-
-@pytest.fixture(scope="module")
-def subjects(tmp_path_factory):
-    """The subjects compiled under capture from a module file (kept: the direct compiles read it too)."""
-    import triton
-    from triton.compiler import ASTSource
-
-    if _triton.triton_version() != FIRST:
-        pytest.skip(f"the known answers are for kernels captured under the oldest supported release, {FIRST} "
-                    f"(this is Triton {_triton.triton_version()})")
-
-    folder = tmp_path_factory.mktemp("bisect")
-    path = folder / "bisect_subjects.py"
-    path.write_text(SUBJECTS)
-    spec = importlib.util.spec_from_file_location("bisect_subjects", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    # a cache of its own: Triton's cache key ignores the file name its line info writes, so a kernel of the same
-    # text compiled elsewhere (tests/test_upgrade.py's scale_kernel) would hand either test the other's PTX
-    with pytest.MonkeyPatch.context() as patch, tritonhook.session(folder / "store"):
-        patch.setenv("TRITON_CACHE_DIR", str(folder / "triton-cache"))
-        for name, (signature, constexprs, arch) in COMPILES.items():
-            triton.compile(ASTSource(getattr(module, name), signature, constexprs, POINTERS_ALIGNED),
-                           target=GPUTarget("cuda", arch, 32), options={"num_warps": 2})
-    return tritonhook.Store(folder / "store"), path
-
-
-@pytest.fixture(scope="module")
-def direct(subjects, releases, tmp_path_factory) -> dict[str, dict[str, str | None]]:
+def direct(bisect_subjects, releases, tmp_path_factory) -> dict[str, dict[str, str | None]]:
     """The independent measure: release -> kernel -> `.text` hash of the release's own compile."""
     cache = tmp_path_factory.mktemp("triton-cache")
     env = {**os.environ, **config.CaptureSettings().to_env(),  # no capture
            "PYTHONPATH": str(Path(tritonhook.__file__).parents[1]), "TRITON_CACHE_DIR": str(cache)}
     found = {}
     for release, python in releases.items():
-        done = subprocess.run([str(python), "-c", DIRECT, str(subjects[1]), json.dumps(COMPILES)], env=env,
-                              capture_output=True, text=True, timeout=600, check=True)
+        done = subprocess.run([str(python), "-c", DIRECT, str(bisect_subjects[1]), json.dumps(BISECT_COMPILES)],
+                              env=env, capture_output=True, text=True, timeout=600, check=True)
         found[release] = json.loads(done.stdout.strip().splitlines()[-1])
     return found
-
-
-@pytest.fixture(scope="module")
-def bisected(subjects, releases) -> BisectResult:
-    return bisect(subjects[0], kernel="_kernel$", from_release=FIRST, to_release=LAST)
 
 
 def _first_differing(direct: dict, name: str) -> str | None:
@@ -159,11 +75,11 @@ def _kernel(result: BisectResult, name: str):
     return next(k for k in result.kernels if k.kernel == name)
 
 
-def test_the_first_differing_release_is_the_one_each_release_builds_itself(bisected, direct, subjects):
+def test_the_first_differing_release_is_the_one_each_release_builds_itself(bisected, direct, bisect_subjects):
     """The known answer (each release compiling the kernels itself): the scale kernel's SASS for sm_90 moves at 3.9
     alone, the softmax's at 3.8, the steady kernel (sm_80) never, and 3.9 refuses tl.advance."""
-    store = subjects[0]
-    known = {name: _first_differing(direct, name) for name in COMPILES}
+    store = bisect_subjects[0]
+    known = {name: _first_differing(direct, name) for name in BISECT_COMPILES}
     assert known == {"scale_kernel": "3.9.0", "softmax_kernel": "3.8.0", "steady_kernel": None,
                      "advance_kernel": "3.9.0"}
     for name, first in known.items():
@@ -222,8 +138,8 @@ def test_a_release_that_refuses_the_kernel_differs_with_its_error(bisected):
     assert "advance" in advance.note
 
 
-def test_the_result_is_saved_and_renders(bisected, subjects):
-    (saved,) = [r for r in subjects[0].results("bisect") if r.id == bisected.id]
+def test_the_result_is_saved_and_renders(bisected, bisect_subjects):
+    (saved,) = [r for r in bisect_subjects[0].results("bisect") if r.id == bisected.id]
     assert saved.to_json() == bisected.to_json()
     assert BisectResult.from_json(json.loads(json.dumps(bisected.to_json()))).to_json() == bisected.to_json()
     from rich.console import Console
@@ -237,8 +153,8 @@ def test_the_result_is_saved_and_renders(bisected, subjects):
     assert re.search(r"steady_kernel .* 3\.9\.0 same .* no change", text), text
 
 
-def test_the_command_prints_json(subjects, releases, capsys):
-    store = str(subjects[0].path)
+def test_the_command_prints_json(bisect_subjects, releases, capsys):
+    store = str(bisect_subjects[0].path)
     assert cli.main(["bisect", "--store", store, "--kernel", "steady", "--from", FIRST, "--to", LAST,
                      "--releases", ",".join(reversed(config.SUPPORTED_RELEASES)), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -255,9 +171,9 @@ def test_the_command_prints_json(subjects, releases, capsys):
     (["--kernel", "scale", "--from", FIRST, "--to", LAST, "--releases", "3.6.0,3.9"], r"give each release as X\.Y\.Z"),
     (["--kernel", "(", "--from", FIRST, "--to", LAST], r"not a regular expression"),
 ])
-def test_bad_input_is_one_line_and_exit_2(args, message, subjects, tmp_path, monkeypatch, capsys):
+def test_bad_input_is_one_line_and_exit_2(args, message, bisect_subjects, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))  # nothing installed, nothing there
-    assert cli.main(["bisect", "--store", str(subjects[0].path), *args]) == 2
+    assert cli.main(["bisect", "--store", str(bisect_subjects[0].path), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and re.search(message, err), err
     assert not (tmp_path / "releases").exists()

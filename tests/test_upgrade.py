@@ -3,91 +3,27 @@ Triton 3.9.0 from the capture alone (their module file is deleted first), and th
 cubin level, checked against what ptxas and the files themselves say.
 
 The 3.9.0 virtualenv is never downloaded here: scripts/test-matrix.sh points $TRITONHOOK_RELEASES_DIR at links to
-its own release virtualenvs; without one the tests that need it skip."""
+its own release virtualenvs; without one the tests that need it skip. The subjects, their capture and their upgrade
+(fixtures `upgrade_subjects`, `release_39`, `upgraded`) are tests/conftest.py's, shared with the report's tests."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
 
 import pytest
-from triton.backends.compiler import GPUTarget
 
 import tritonhook
 from tritonhook import _triton, cli, config, tools
 from tritonhook.cubin import Cubin
 from tritonhook.upgrade import CELLS, UpgradeResult, upgrade
 from tritonhook.upgrade.rebuild import rebuild_captures
-from tritonhook.upgrade.releases import installed_triton, releases_dir
 
 pytestmark = pytest.mark.release_independent  # the other release runs in its own virtualenv; one run suffices
 BASELINE, PTXAS_ONLY, PTX_ONLY, BOTH = CELLS
 TARGET = "3.9.0"
-SUBJECTS = '''
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
-
-
-@triton.jit
-def advance_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    """Block pointers moved by tl.advance, which Triton 3.9 removed: 3.6 compiles it, 3.9 refuses it."""
-    src = tl.advance(tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,)), (tl.program_id(0) * BLOCK,))
-    dst = tl.advance(tl.make_block_ptr(out_ptr, (n,), (1,), (0,), (BLOCK,), (0,)), (tl.program_id(0) * BLOCK,))
-    tl.store(dst, tl.load(src, boundary_check=(0,)), boundary_check=(0,))
-'''
-POINTERS_ALIGNED = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # as a JIT launch passes
-COMPILES = {"scale_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "scale": "fp32"}, {"BLOCK": 256}),
-            "advance_kernel": ({"x_ptr": "*fp16", "out_ptr": "*fp16", "n": "i32"}, {"BLOCK": 128})}
-
-
-def _capture_subjects(folder: Path, store: Path) -> Path:
-    """Compile the subjects for sm_90 under capture, from a module file that is deleted afterwards."""
-    import triton
-    from triton.compiler import ASTSource
-
-    path = folder / "upgrade_subjects.py"
-    path.write_text(SUBJECTS)
-    spec = importlib.util.spec_from_file_location("upgrade_subjects", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    with tritonhook.session(store):
-        for name, (signature, constexprs) in COMPILES.items():
-            triton.compile(ASTSource(getattr(module, name), signature, constexprs, POINTERS_ALIGNED),
-                           target=GPUTarget("cuda", 90, 32), options={"num_warps": 2})
-    path.unlink()
-    return store
-
-
-@pytest.fixture(scope="module")
-def subjects(tmp_path_factory) -> tritonhook.Store:
-    if _triton.parse_version(_triton.triton_version()) >= (3, 9):
-        pytest.skip("the subjects are captured under a release that has tl.advance (Triton 3.9 removed it)")
-    folder = tmp_path_factory.mktemp("upgrade")
-    return tritonhook.Store(_capture_subjects(folder, folder / "store"))
-
-
-@pytest.fixture(scope="module")
-def release_39():
-    """The Triton 3.9.0 virtualenv `upgrade` would use, where one exists already (never installed here)."""
-    if installed_triton(releases_dir() / f"triton-{TARGET}") != TARGET:
-        pytest.skip(f"no Triton {TARGET} virtualenv under {releases_dir()} ($TRITONHOOK_RELEASES_DIR; "
-                    f"scripts/test-matrix.sh links its own there)")
-    return releases_dir() / f"triton-{TARGET}"
-
-
-@pytest.fixture(scope="module")
-def upgraded(subjects, release_39) -> UpgradeResult:
-    return upgrade(subjects, to=TARGET)
 
 
 def _kernel(result: UpgradeResult, name: str):
@@ -102,21 +38,21 @@ def _text_sha256(cubin: bytes, entry: str) -> str:
     return Cubin.from_bytes(cubin).summary(entry)["text_sha256"]
 
 
-def test_a_capture_rebuilds_the_same_ptx_and_sass_under_the_same_release(subjects, tmp_path):
+def test_a_capture_rebuilds_the_same_ptx_and_sass_under_the_same_release(upgrade_subjects, tmp_path):
     """The recorded module and specialization are all a rebuild needs: the module file is gone, and the worker
     under this very Python gives the captured PTX byte for byte (its line info names the old file) and the same
     SASS. Not the same cubin: ptxas writes the size and time of the file the line info names into .debug_line,
     zeros once it is gone."""
-    captures = subjects.captures()
-    rebuilt = rebuild_captures(Path(sys.executable), subjects, captures, tmp_path)
+    captures = upgrade_subjects.captures()
+    rebuilt = rebuild_captures(Path(sys.executable), upgrade_subjects, captures, tmp_path)
     for capture in captures:
         assert rebuilt[capture.id].error is None, rebuilt[capture.id].error
-        assert rebuilt[capture.id].ptx == subjects.read(capture, "ptx").decode()
+        assert rebuilt[capture.id].ptx == upgrade_subjects.read(capture, "ptx").decode()
         assert (_text_sha256(rebuilt[capture.id].cubin, capture.entry)
-                == _text_sha256(subjects.read(capture, "cubin"), capture.entry))
+                == _text_sha256(upgrade_subjects.read(capture, "cubin"), capture.entry))
 
 
-def test_the_four_cells_of_an_upgrade_to_3_9(upgraded, subjects, release_39):
+def test_the_four_cells_of_an_upgrade_to_3_9(upgraded, upgrade_subjects, release_39):
     scale = _kernel(upgraded, "scale_kernel")
     assert set(scale.cells) == set(CELLS) and scale.rebuild_error is None and scale.abi is None
     assert upgraded.to_triton == TARGET and upgraded.from_triton == _triton.triton_version()
@@ -133,7 +69,7 @@ def test_the_four_cells_of_an_upgrade_to_3_9(upgraded, subjects, release_39):
     # The old ptxas cannot read the new ISA, which this kernel does not need: assembled at the ISA ptxas 12.8 reads,
     # and said so.
     lowered = scale.cells[PTX_ONLY]
-    old_ptxas = subjects.get(scale.capture_id).ptxas_path
+    old_ptxas = upgrade_subjects.get(scale.capture_id).ptxas_path
     assert lowered.status == "ok" and lowered.ptxas == tools.ptxas_version(old_ptxas)
     assert f"{isa[1]} lowered to {isa[0]}" in lowered.note
     lowered_ptx = _read(lowered.variant, "kernel.ptx").decode()
@@ -158,8 +94,8 @@ def test_a_kernel_the_other_release_rejects_is_a_row_with_its_error(upgraded):
     assert _kernel(upgraded, "scale_kernel").cells[BOTH].status == "ok"  # nothing else lost
 
 
-def test_the_result_is_saved_and_renders(upgraded, subjects):
-    (saved,) = subjects.results("upgrade")
+def test_the_result_is_saved_and_renders(upgraded, upgrade_subjects):
+    (saved,) = [r for r in upgrade_subjects.results("upgrade") if r.id == upgraded.id]  # the store is shared
     assert saved.to_json() == upgraded.to_json()
     from rich.console import Console
 
@@ -170,9 +106,9 @@ def test_the_result_is_saved_and_renders(upgraded, subjects):
     assert re.search(r"advance_kernel .*CompilationError: at \d+:\d+: .*no attribute 'advance'", text), text
 
 
-def test_ptxas_alone_is_a_cuda_upgrade_under_the_same_triton(subjects, release_39, capsys):
+def test_ptxas_alone_is_a_cuda_upgrade_under_the_same_triton(upgrade_subjects, release_39, capsys):
     newer = str(next(release_39.glob("lib/python*/site-packages/triton/backends/nvidia/bin/ptxas-blackwell")))
-    assert cli.main(["upgrade", "--store", str(subjects.path), "--ptxas", newer, "--json"]) == 0
+    assert cli.main(["upgrade", "--store", str(upgrade_subjects.path), "--ptxas", newer, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["to_triton"] is None and result["new_ptxas"] == tools.ptxas_version(newer)
     for kernel in result["kernels"]:
@@ -184,10 +120,10 @@ def test_ptxas_alone_is_a_cuda_upgrade_under_the_same_triton(subjects, release_3
     (["--to", "3.9"], r"give a release as X\.Y\.Z"),
     ([], r"give the release to upgrade to"),
 ])
-def test_bad_input_is_one_line_and_exit_2(args, message, subjects, tmp_path, monkeypatch, capsys):
+def test_bad_input_is_one_line_and_exit_2(args, message, upgrade_subjects, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip answers from no index at once: no download, no network wait
-    assert cli.main(["upgrade", "--store", str(subjects.path), *args]) == 2
+    assert cli.main(["upgrade", "--store", str(upgrade_subjects.path), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and re.search(message, err), err
     assert not list((tmp_path / "releases").glob("*"))  # no half-made virtualenv left behind

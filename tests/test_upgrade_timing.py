@@ -1,7 +1,8 @@
 """The GPU half of `tritonhook upgrade` on a machine with no GPU: a recording's kernels (tests/sample_recording.py)
 upgraded to Triton 3.9.0, then replayed with their four cells as variants by the real replay engine and scheduler,
 the worker replaced by tests/sweep_fake_worker.py --time-by-text (a variant "takes" a time inversely proportional to
-its kernel's .text size), so the ratios the split reports are known from the cells' cubins alone."""
+its kernel's .text size), so the ratios the split reports are known from the cells' cubins alone. The recording and
+its upgrade (fixture `recording_upgraded`) are tests/conftest.py's, shared with the report's tests."""
 
 from __future__ import annotations
 
@@ -12,24 +13,10 @@ import pytest
 
 from tritonhook.cubin import Cubin
 from tritonhook.store import Store
-from tritonhook.upgrade import upgrade
-from tritonhook.upgrade.releases import installed_triton, releases_dir
 from tritonhook.upgrade.timing import LABELS, time_cells
 
 pytestmark = pytest.mark.release_independent
-TARGET = "3.9.0"
 FAKE_WORKER = [str(Path(__file__).with_name("sweep_fake_worker.py")), "--time-by-text"]
-
-
-@pytest.fixture(scope="module")
-def upgraded(tmp_path_factory):
-    pytest.importorskip("torch")
-    if installed_triton(releases_dir() / f"triton-{TARGET}") != TARGET:
-        pytest.skip(f"no Triton {TARGET} virtualenv under {releases_dir()} ($TRITONHOOK_RELEASES_DIR)")
-    from sample_recording import sample_recording
-
-    store, recording = sample_recording(tmp_path_factory.mktemp("store"), signatures=2)
-    return store, recording, upgrade(store, to=TARGET, recording=str(recording.id))
 
 
 def _text_size(folder: str) -> int:
@@ -37,8 +24,8 @@ def _text_size(folder: str) -> int:
     return cubin.summary(next(iter(cubin.kernels)))["text_size"]
 
 
-def test_each_kernel_is_split_into_codegen_ptxas_and_their_interaction_from_its_cells(upgraded):
-    store, recording, result = upgraded
+def test_each_kernel_is_split_into_codegen_ptxas_and_their_interaction_from_its_cells(recording_upgraded):
+    store, recording, result = recording_upgraded
     timing = time_cells(recording, store, result, store, rounds=5, worker=FAKE_WORKER)
     by_hash = {k.triton_hash: k for k in result.kernels}
     assert len(timing.kernels) == len(recording.signatures) == 2
@@ -57,8 +44,8 @@ def test_each_kernel_is_split_into_codegen_ptxas_and_their_interaction_from_its_
     assert timing.workload("upgraded") == pytest.approx(expected)
 
 
-def test_cells_built_elsewhere_are_found_in_the_copied_store_by_the_kernels_cache_key(upgraded, tmp_path):
-    store, recording, result = upgraded
+def test_cells_built_elsewhere_are_found_in_the_copied_store_by_the_kernels_cache_key(recording_upgraded, tmp_path):
+    store, recording, result = recording_upgraded
     copied = Store(shutil.copytree(store.path, tmp_path / "copied"))  # the cells' store as carried to a GPU machine
     shutil.rmtree(Path(result.variants))  # the folders the result names exist only in the copy now
     try:
