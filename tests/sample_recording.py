@@ -19,18 +19,28 @@ def sample_recording(store_dir, signatures: int) -> tuple[Store, rec.Recording]:
     with tritonhook.session(store_dir) as session:
         kernels = [compile_sample(name, 90) for name in ("add", "matmul_fp32_ieee")]
     store = Store(store_dir)
-    by_hash = {c.triton_hash: c for c in store.captures(ids=session.capture_ids)}
-    budget = rec.SnapshotBudget(per_signature=2**23, total=2**30)  # every input snapshotted
-    described_signatures = []
+    launches = []
     for index in range(signatures):
         kernel = kernels[index % 2]
-        spec = _triton.launch_spec(kernel)
         size = 64 * (index + 1)
-        if spec.name == "add_kernel":
+        if _triton.launch_spec(kernel).name == "add_kernel":
             args = (torch.randn(size), torch.randn(size), torch.empty(size), size, 1024)
         else:
             a, b, c = torch.randn(size, size), torch.randn(size, size), torch.empty(size, size)
             args = (a, b, c, size, size, size, size, size, size, 128, 128, 32, "ieee")
+        launches.append((kernel, args))
+    return store, save_recording(store, launches, session.capture_ids)
+
+
+def save_recording(store: Store, launches, capture_ids) -> rec.Recording:
+    """A recording of `launches` ((compiled kernel, arguments), each a signature), each input snapshotted, the
+    kernels' captures among `capture_ids`; saved in `store`. Signature i has grid (i+1, 1, 1) and 10(i+1) launches
+    of 0.01(i+1) ms."""
+    by_hash = {c.triton_hash: c for c in store.captures(ids=capture_ids)}
+    budget = rec.SnapshotBudget(per_signature=2**23, total=2**30)  # every input snapshotted
+    described_signatures = []
+    for index, (kernel, args) in enumerate(launches):
+        spec = _triton.launch_spec(kernel)
         described = rec.describe_args(args, spec.arg_names, spec.signature, spec.constexprs, store=store,
                                       budget=budget)
         described_signatures.append(rec.Signature(
@@ -41,4 +51,4 @@ def sample_recording(store_dir, signatures: int) -> tuple[Store, rec.Recording]:
     recording = rec.Recording(described_signatures, arch="sm_90a", device=None, triton_version="3.6.0",
                               torch_version=torch.__version__, pid=1, command=["python", "train.py"])
     recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
-    return store, recording
+    return recording

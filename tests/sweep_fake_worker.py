@@ -12,7 +12,9 @@ fails the signature) and returning fixed timings. Told to, it dies on a signatur
 --refuse WHY: refuse the job as a worker on a GPU of another architecture does; --expect KEY=JSON: every
 signature fails unless the job's KEY holds that value; --time-by-text: each variant "takes" a time inversely
 proportional to its kernel's .text size (the larger build is the faster one: a ranking a test computes from the
-cubins alone).
+cubins alone); --time-with-text: proportional to it (a kernel whose code grew got slower: the gate's tests);
+--differ ENTRY: the outputs of the signatures whose variants run ENTRY "differ" (a change that altered a kernel's
+results).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def main() -> int:
     parser.add_argument("--refuse", default=None)
     parser.add_argument("--expect", default=None, metavar="KEY=JSON")
     parser.add_argument("--time-by-text", action="store_true")
+    parser.add_argument("--time-with-text", action="store_true")
+    parser.add_argument("--differ", default=None, metavar="ENTRY")
     parser.add_argument("job")
     args = parser.parse_args()
     job_path = Path(args.job)
@@ -79,10 +83,15 @@ def main() -> int:
         if args.time_by_text:
             samples = {v["label"]: [1e3 / _text_size(job_path.parent / v["cubin"], v["entry"]) * (1 + 1e-4 * round_)
                                     for round_ in range(job["rounds"])] for v in timed}
+        elif args.time_with_text:
+            samples = {v["label"]: [1e-5 * _text_size(job_path.parent / v["cubin"], v["entry"]) * (1 + 1e-4 * round_)
+                                    for round_ in range(job["rounds"])] for v in timed}
         else:
             samples = {v["label"]: [0.010 + 0.0001 * (index + round_) for round_ in range(job["rounds"])]
                        for index, v in enumerate(timed)}
-        return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": "bitwise", "written": 1}
+        differ = any(v["entry"] == args.differ for v in signature["variants"])
+        return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": "differ" if differ else "bitwise",
+                "written": 1}
 
     with protocol() as emit:
         if args.refuse:

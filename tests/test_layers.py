@@ -24,6 +24,7 @@ The order (this table is its only declaration; docs/layout.md describes it):
                   upgrade/ (a kernel rebuilt under another Triton release: the four cells of PTX x ptxas),
                   decisions/ (per-kernel decisions made from sweep/replay/tune results: the store, the portable file)
                   exports (a recording's timeline as a Chrome trace, captures as TritonParse NDJSON)
+                  check/ (the regression gate: each signature replayed with the baseline's build beside the current one)
   8 presentation  run (the CLI's orchestration as a library), page/ (the HTML report and the demo: they read
                   every feature's results)
   9 entry points  cli/, _autoload, __main__, the package itself
@@ -46,7 +47,7 @@ LAYERS: list[set[str]] = [
     {"preflight"},
     {"measure"},
     {"ab", "mem", "memwatch", "diff", "matrix", "captures", "sweep", "doctor", "upgrade",
-     "decisions", "exports"},
+     "decisions", "exports", "check"},
     {"run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
 ]

@@ -249,6 +249,12 @@ SUPPORTED_RELEASES = ("3.6.0", "3.7.1", "3.8.0", "3.9.0")
 """The Triton releases tritonhook supports and tests (scripts/test-matrix.sh), oldest first: the releases
 `tritonhook bisect` searches between --from and --to unless given --releases."""
 
+# ----- check (`check/`): the regression gate ------------------------------------------------------------------------
+CHECK_THRESHOLD = 0.03
+"""`tritonhook check` (and the pytest plugin) call a kernel regressed when its current build is at least this much
+slower than the baseline's build and the interval excludes no change (`check.gate`, docs/check.md#the-rule): 3%,
+the issue's default, is six times the sweep's A/A noise floor (`DEFAULT_MIN_EFFECT`)."""
+
 # ----- report (`page/`) ---------------------------------------------------------------------------------------------
 CHROMIUM = EnvVar("TRITONHOOK_CHROMIUM", None, str,
                   "The headless Chromium the report's browser test and benchmarks/report_scale.py drive (default: "

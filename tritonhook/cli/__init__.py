@@ -1,7 +1,7 @@
 """The `tritonhook` command: a thin layer over the library, one module per command group.
 
 `capture` (run, capture), `inspect` (ls, show, export, store), `binaries` (diff, ptxas-matrix, ptxas, rename),
-`exports` (export-trace, export-tritonparse), `ab`, `mem` (memwatch, preflight), `sweep` (sweep, record, replay, tune), `upgrade`, `decisions`, `doctor`; `common` holds the
+`exports` (export-trace, export-tritonparse), `ab`, `mem` (memwatch, preflight), `sweep` (sweep, record, replay, tune), `upgrade`, `decisions`, `check`, `doctor`; `common` holds the
 options several share. Each group's `add_<command>` registers a parser and its handler; handlers raise
 `TritonhookError` for bad input, and `main` prints it as one line and exits with status 2.
 """
@@ -26,7 +26,8 @@ _COMMANDS = {"run": ("capture", "add_run"), "capture": ("capture", "add_capture"
              "store": ("inspect", "add_store"), "report": ("report", "add_report"), "demo": ("report", "add_demo"),
              "sweep": ("sweep", "add_sweep"), "record": ("sweep", "add_record"), "replay": ("sweep", "add_replay"),
              "tune": ("sweep", "add_tune"), "upgrade": ("upgrade", "add_upgrade"), "bisect": ("bisect", "add_bisect"),
-             "decisions": ("decisions", "add_decisions"), "doctor": ("doctor", "add_doctor")}
+             "decisions": ("decisions", "add_decisions"), "check": ("check", "add_check"),
+             "doctor": ("doctor", "add_doctor")}
 """Every subcommand: the module of its group and the function registering its parser, in `tritonhook --help`
 order. A command line naming one command imports that group alone, and `--version` none: importing every group
 (and the library behind it) took 0.33-0.49 s before `tritonhook ls` could start."""

@@ -1,0 +1,207 @@
+"""The regression gate (`tritonhook check`, its pytest plugin) on a machine with no GPU: real compiles and real
+recordings (tests/sample_recording.py, tests/check_kernels.py), replayed by the real replay engine and scheduler
+with the worker replaced by tests/sweep_fake_worker.py --time-with-text (a build "takes" a time proportional to its
+kernel's .text size), so a regression the tests expect follows from the cubins alone; and the gate's rule on real
+recorded timings (benchmarks/results)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+import tritonhook
+from tritonhook import check as gate
+from tritonhook.check import Baseline, check, load_baseline
+from tritonhook.cli import main
+from tritonhook.cubin import Cubin
+from tritonhook.errors import TritonhookError
+from tritonhook.measure.stats import interquartile_mean, median, ratio_interval, verdict
+from tritonhook.samples import compile_sample
+from tritonhook.store import Store
+from tritonhook.sweep.replay import MIN_REPS, REP_MS
+
+pytestmark = pytest.mark.release_independent
+torch = pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).parent))
+from check_kernels import compile_scale  # noqa: E402 - tests/check_kernels.py
+from sample_recording import save_recording  # noqa: E402 - tests/sample_recording.py
+
+FAKE = str(Path(__file__).with_name("sweep_fake_worker.py"))
+BY_TEXT = [FAKE, "--time-with-text"]
+ROUNDS = 5
+
+
+def _run(store_dir: Path, kernels: dict[str, object]) -> tuple[Store, object]:
+    """A store with captures of `kernels` (name -> a function compiling it) and a recording launching each once."""
+    with tritonhook.session(store_dir) as session:
+        compiled = {name: make() for name, make in kernels.items()}
+    store = Store(store_dir)
+    launches = []
+    for name, kernel in compiled.items():
+        size = 4096
+        if name.startswith("add"):
+            args = (torch.randn(size), torch.randn(size), torch.empty(size), size, 1024)
+        elif name.startswith("matmul"):
+            a, b, c = torch.randn(64, 64), torch.randn(64, 64), torch.empty(64, 64)
+            args = (a, b, c, 64, 64, 64, 64, 64, 64, 128, 128, 32, "ieee")
+        else:
+            args = (torch.randn(size), torch.empty(size), size, 1024)
+        launches.append((kernel, args))
+    return store, save_recording(store, launches, session.capture_ids)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The baseline run (add, scale v1, a matmul) and two current runs in one other store: "grown" (add, scale
+    grown, add at 8 warps: a new build) and "changed" (scale with another constant)."""
+    base_store, base = _run(tmp_path_factory.mktemp("base"), {
+        "add": lambda: compile_sample("add", 90), "scale": lambda: compile_scale("v1"),
+        "matmul": lambda: compile_sample("matmul_fp32_ieee", 90)})
+    store_dir = tmp_path_factory.mktemp("current")
+    store, grown = _run(store_dir, {"add": lambda: compile_sample("add", 90), "scale": lambda: compile_scale("grown"),
+                                    "add8": lambda: compile_sample("add", 90, num_warps=8)})
+    _, changed = _run(store_dir, {"scale": lambda: compile_scale("changed")})
+    baseline_file = base_store.path / "baseline.json"
+    Baseline.from_recording(base, base_store).save(baseline_file)
+    return base_store, base, store, grown, changed, baseline_file
+
+
+def _text_size(store: Store, capture_id: int) -> int:
+    capture = store.get(capture_id)
+    return Cubin.from_bytes(store.read(capture, "cubin")).summary(capture.entry)["text_size"]
+
+
+def test_an_a_a_check_passes_untimed_and_timed(runs):
+    _, _, store, grown, _, _ = runs
+    baseline = Baseline.from_recording(grown, store)
+    result = check(baseline, grown, store, rounds=ROUNDS, worker=BY_TEXT)
+    assert result.exit_code == 0 and not result.unmatched
+    assert [k.verdict for k in result.kernels] == ["SASS identical"] * 3
+    timed = check(baseline, grown, store, rounds=ROUNDS, worker=BY_TEXT, time_identical=True)
+    assert timed.exit_code == 0 and {k.status for k in timed.kernels} == {"passed"}
+    assert all(k.ratio == pytest.approx(1.0) for k in timed.kernels)
+
+
+def test_a_kernel_whose_code_grew_is_caught_and_named_in_the_junit_xml(runs, tmp_path):
+    base_store, base, store, grown, _, baseline_file = runs
+    result = check(Baseline.load(baseline_file), grown, store, rounds=ROUNDS, worker=BY_TEXT)
+    by_kernel = {k.kernel: k for k in result.kernels}
+    assert set(by_kernel) == {"add_kernel", "scale_kernel"}
+    scale = by_kernel["scale_kernel"]
+    base_scale = next(s for s in base.signatures if s.kernel == "scale_kernel")
+    now_scale = next(s for s in grown.signatures if s.kernel == "scale_kernel")
+    expected = _text_size(store, now_scale.capture_id) / _text_size(base_store, base_scale.capture_id)
+    assert expected > 1.03  # the grown kernel's code: what makes it slower under --time-with-text
+    assert scale.ratio == pytest.approx(expected, rel=1e-6) and scale.status == "regressed"
+    assert by_kernel["add_kernel"].verdict == "SASS identical" and by_kernel["add_kernel"].status == "passed"
+    assert result.exit_code == 1 and [k.kernel for k in result.failures] == ["scale_kernel"]
+    # unmatched are listed, not failed: the add build at 8 warps is new, the matmul gone
+    why = {u.label.split(" ")[0]: u.why for u in result.unmatched}
+    assert why["add_kernel"] == "no baseline build of this kernel and specialization"
+    assert why["matmul_kernel"] == "in the baseline, not launched by the current run"
+    suite = ElementTree.fromstring(result.write_junit(tmp_path / "check.xml").read_text())
+    failures = [(case.get("classname"), failure.get("message")) for case in suite.iter("testcase")
+                for failure in case.iter("failure")]
+    assert len(failures) == 1 and failures[0][0] == "scale_kernel" and "beyond the 3.0% threshold" in failures[0][1]
+    assert suite.get("failures") == "1" and suite.get("tests") == str(len(result.kernels) + len(result.unmatched))
+    # saved in the store as its own kind, and read back typed
+    assert store.result(result.id).to_json() == {**result.to_json(), "id": result.id}
+
+
+def test_a_change_of_outputs_fails_the_gate_though_the_time_did_not_move(runs):
+    _, _, store, _, changed, baseline_file = runs
+    result = check(Baseline.load(baseline_file), changed, store, rounds=ROUNDS,
+                   worker=[*BY_TEXT, "--differ", "scale_kernel"])
+    (scale,) = result.kernels
+    assert scale.ratio == pytest.approx(1.0) and scale.verdict == "no difference"  # same .text size
+    assert scale.outputs == "differ" and scale.status == "outputs changed" and result.exit_code == 1
+
+
+def test_a_bad_baseline_is_one_line(runs, tmp_path, capsys):
+    _, _, store, grown, _, baseline_file = runs
+    broken = tmp_path / "broken.json"
+    for text, expected in (("not json", "cannot read it as a baseline file"),
+                           (json.dumps({"format": "other"}), "not a tritonhook baseline file"),
+                           (json.dumps({"format": "tritonhook-baseline", "version": 1, "builds": [{}]}),
+                            "malformed baseline file")):
+        broken.write_text(text)
+        with pytest.raises(TritonhookError, match=expected) as raised:
+            Baseline.load(broken)
+        assert "\n" not in str(raised.value) and str(broken) in str(raised.value)
+    assert main(["check", "--store", str(store.path), "--baseline", str(broken), "--current", str(grown.id)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "malformed baseline file" in err
+    with pytest.raises(TritonhookError, match="no such baseline file, nor a recording"):
+        load_baseline("999", store)
+
+
+def test_the_cli_exits_1_on_a_regression_0_on_an_a_a_and_writes_junit(runs, tmp_path, monkeypatch, capsys):
+    _, _, store, grown, _, baseline_file = runs
+    monkeypatch.setattr(gate, "check", functools.partial(check, worker=BY_TEXT))  # the fake worker: no GPU here
+    junit = tmp_path / "out.xml"
+    common = ["check", "--store", str(store.path), "--current", str(grown.id), "--rounds", str(ROUNDS)]
+    assert main([*common, "--baseline", str(baseline_file), "--junit", str(junit), "--json"]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["exit_code"] == 1 and [k["kernel"] for k in printed["kernels"] if k["status"] == "regressed"] \
+        == ["scale_kernel"]
+    assert "scale_kernel" in junit.read_text()
+    saved = tmp_path / "aa.json"
+    assert main(["check", "--store", str(store.path), "--current", str(grown.id), "--save-baseline", str(saved)]) == 0
+    assert main([*common, "--baseline", str(saved)]) == 0
+    assert main([*common, "--baseline", str(grown.id), "--threshold", "2"]) == 2
+    assert "--threshold 2.0: a fraction" in capsys.readouterr().err
+
+
+# ----- the rule on recorded timings -----------------------------------------------------------------------------
+TIMINGS = Path(__file__).parent.parent / "benchmarks/results/hopper_attention_d128_h200.json"
+"""Real per-call timings on an H200: 10 attention shapes x 8 kernels, each timed in 3 runs of 20 calls (the only
+results file holding per-round samples; the sweep's results keep medians only)."""
+
+
+def _recorded_kernels() -> list[list[list[float]]]:
+    """Per kernel (shape x implementation, every fourth one: 20, 98 µs to 6.7 ms), its runs' timings in ms."""
+    rows = json.loads(TIMINGS.read_text())["rows"]
+    kernels = [[run[arm] for run in row["runs"]] for row in rows for arm in sorted(row["runs"][0])]
+    return kernels[::4]
+
+
+def _gate_runs(kernels, slowdown: float, runs: int) -> list[list[bool]]:
+    """Per resampled run, per kernel: does the gate's rule (`verdict` at the default threshold, on
+    `ratio_interval`) call the current build regressed? A resampled run replays as the gate does: the default
+    rounds, each round's figure per build the interquartile mean of as many calls as the replay's timer makes
+    (`REP_MS` worth, at least `MIN_REPS`), the calls drawn with replacement from one recorded run of the kernel
+    (one process, as the gate's single replay), the current build's multiplied by `slowdown`."""
+    rng = random.Random(40)
+    flagged = []
+    for _ in range(runs):
+        row = []
+        for recorded in kernels:
+            calls = rng.choice(recorded)
+            per_round = max(MIN_REPS, round(REP_MS / median(calls)))
+            rounds = [[interquartile_mean([rng.choice(calls) for _ in range(per_round)])
+                       for _ in range(tritonhook.config.SWEEP_DEFAULT_ROUNDS)] for _ in range(2)]
+            ratio = ratio_interval(rounds[0], [time * slowdown for time in rounds[1]])
+            row.append(verdict(*ratio, tritonhook.config.CHECK_THRESHOLD) == "slower")
+        flagged.append(row)
+    return flagged
+
+
+def test_the_rule_has_at_most_1pct_false_positives_over_20_a_a_runs_of_recorded_timings():
+    kernels = _recorded_kernels()
+    assert len(kernels) == 20 and min(min(min(run) for run in k) for k in kernels) >= 0.020  # >= 20 µs
+    flagged = _gate_runs(kernels, 1.0, runs=20)
+    false_positives = sum(map(sum, flagged))
+    assert false_positives <= 0.01 * 20 * len(kernels), false_positives
+    assert sum(any(run) for run in flagged) <= 0.01 * 20  # not one of the 20 A/A runs fails the gate
+
+
+def test_the_rule_catches_a_seeded_3_8pct_slowdown_in_95pct_of_runs_of_recorded_timings():
+    caught = _gate_runs(_recorded_kernels(), 1.038, runs=20)
+    rate = sum(map(sum, caught)) / (20 * len(caught[0]))
+    assert rate >= 0.95, rate

@@ -1,0 +1,167 @@
+"""The baseline of a check: per kernel build of a recorded run, what matches it across a code change (its kernel
+name and specialization, `match_key`) and what a replay loads it from (its cubin and Triton's metadata JSON).
+
+Why not Triton's cache key or the PTX hash, as `upgrade` and `decisions` match: the gate compares two versions of
+the code under test, so the source (and with it the cache key, the PTX) is exactly what differs; what stays is the
+kernel's name and what Triton specialized it on. A baseline comes from a recording in a store or from a baseline
+file (`Baseline.save`), which carries the builds themselves (cubins base64 in JSON): a CI job saves one on the main
+branch and checks every change against it on another machine, no store copied.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+from pathlib import Path
+
+from ..errors import TritonhookError
+from ..store import Capture, Store, specialization_label
+from ..sweep.recording import Recording, Signature
+
+FORMAT, VERSION = "tritonhook-baseline", 1
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+"""The compile options a kernel's key holds besides its argument types and constexprs: two configs of one
+autotuned kernel differ only in these, and each is its own build."""
+
+
+def match_key(signature: Signature, capture: Capture | None) -> dict:
+    """What a build of a kernel is matched by across a code change: the kernel's name before any rename (a
+    `cutlass_` rename of the current build still meets its plain baseline), its argument types and constexpr
+    values as the recording holds them, and the capture's `LAUNCH_OPTIONS`."""
+    options = capture.options if capture is not None else {}
+    return {"kernel": capture.original_entry if capture is not None else signature.kernel,
+            "types": {name: kind for name, kind in signature.signature.items() if kind != "constexpr"},
+            "constexprs": dict(signature.constexprs),
+            "options": {name: options.get(name) for name in LAUNCH_OPTIONS if name in options}}
+
+
+def key_text(key: dict) -> str:
+    """A key as one canonical string (the dictionary lookup of matching)."""
+    return json.dumps(key, sort_keys=True, default=str)
+
+
+def key_label(key: dict) -> str:
+    """'add_kernel [fp32 BLOCK=1024] w4 s3': the kernel, its specialization, its warps and stages."""
+    options = key.get("options", {})
+    launch = " ".join(f"{letter}{options[name]}" for letter, name in (("w", "num_warps"), ("s", "num_stages"))
+                      if options.get(name) is not None)
+    spec = specialization_label(key.get("types", {}), key.get("constexprs", {}))
+    return " ".join(part for part in (key["kernel"], f"[{spec}]" if spec else "", launch) if part)
+
+
+@dataclasses.dataclass
+class BaselineBuild:
+    """One kernel build of the baseline run: its key, entry name, Triton cache key, cubin and metadata JSON, and
+    the labels of the recorded signatures that launched it."""
+
+    key: dict
+    entry: str
+    triton_hash: str
+    cubin: bytes = dataclasses.field(repr=False)
+    metadata_json: bytes = dataclasses.field(repr=False)
+    signatures: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return key_label(self.key)
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "entry": self.entry, "triton_hash": self.triton_hash,
+                "cubin": base64.b64encode(self.cubin).decode(), "metadata": json.loads(self.metadata_json),
+                "signatures": self.signatures}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "BaselineBuild":
+        return cls(data["key"], data["entry"], data["triton_hash"], base64.b64decode(data["cubin"], validate=True),
+                   json.dumps(data["metadata"]).encode(), list(data.get("signatures", [])))
+
+
+@dataclasses.dataclass
+class Baseline:
+    """The builds of a baseline run. `source` names where it was read from (a file, or a recording in a store);
+    `unbuilt` the recorded signatures whose build the store did not hold (they match nothing)."""
+
+    builds: list[BaselineBuild]
+    arch: str | None
+    triton_version: str
+    source: str
+    recording_id: int | None = None
+    command: list[str] | None = None
+    unbuilt: list[str] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def from_recording(cls, recording: Recording, store: Store) -> "Baseline":
+        """The builds `recording` launched, read from `store` (one per Triton cache key)."""
+        builds: dict[str, BaselineBuild] = {}
+        unbuilt = []
+        for signature in recording.signatures:
+            if signature.triton_hash in builds:
+                builds[signature.triton_hash].signatures.append(signature.label())
+                continue
+            if signature.capture_id is None:
+                unbuilt.append(signature.label())
+                continue
+            capture = store.get(signature.capture_id)
+            builds[signature.triton_hash] = BaselineBuild(
+                match_key(signature, capture), capture.entry, signature.triton_hash, store.read(capture, "cubin"),
+                store.read(capture, "json"), [signature.label()])
+        return cls(list(builds.values()), recording.arch, recording.triton_version,
+                   f"recording {recording.id} in {store.path}", recording.id, recording.command, unbuilt)
+
+    def by_key(self) -> dict[str, list[BaselineBuild]]:
+        """Builds by `key_text`; more than one under a key is ambiguous (two kernels of one name and
+        specialization from different sources): `gate.check` lists its signatures as unmatched."""
+        found: dict[str, list[BaselineBuild]] = {}
+        for build in self.builds:
+            found.setdefault(key_text(build.key), []).append(build)
+        return found
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "version": VERSION, "arch": self.arch, "triton_version": self.triton_version,
+                "recording_id": self.recording_id, "command": self.command, "source": self.source,
+                "unbuilt": self.unbuilt, "builds": [b.to_json() for b in self.builds]}
+
+    def save(self, path: str | Path) -> Path:
+        """Write the portable baseline file (JSON, the cubins base64)."""
+        path = Path(path)
+        try:
+            path.write_text(json.dumps(self.to_json()))
+        except OSError as exc:
+            raise TritonhookError(f"{path}: cannot write the baseline file ({exc.strerror or exc})") from None
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Baseline":
+        """A baseline file; anything else is one line naming the file and what is wrong with it."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise TritonhookError(f"{path}: cannot read it as a baseline file ({_one_line(exc)})") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise TritonhookError(f"{path}: not a tritonhook baseline file (no \"format\": \"{FORMAT}\"; make one "
+                                  f"with tritonhook check --save-baseline)")
+        if data.get("version") != VERSION:
+            raise TritonhookError(f"{path}: baseline file version {data.get('version')}, this tritonhook reads "
+                                  f"version {VERSION}")
+        try:
+            return cls([BaselineBuild.from_json(b) for b in data["builds"]], data["arch"], data["triton_version"],
+                       str(path), data.get("recording_id"), data.get("command"), list(data.get("unbuilt", [])))
+        except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+            raise TritonhookError(f"{path}: malformed baseline file ({type(exc).__name__}: {_one_line(exc)})") from None
+
+
+def load_baseline(which: str, store: Store) -> Baseline:
+    """`which`: a baseline file, or the id of a recording in `store`."""
+    if Path(which).is_file():
+        return Baseline.load(which)
+    found = store.result(which) if str(which).isdigit() else None
+    if not isinstance(found, Recording):
+        raise TritonhookError(f"{which}: no such baseline file, nor a recording with that id in {store.path}")
+    return Baseline.from_recording(found, store)
+
+
+def _one_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -1,0 +1,118 @@
+"""The gate: every signature of the current run replayed with two builds side by side, the baseline's build of
+the same kernel and specialization and the current one, by the sweep's replay engine (one process, one GPU,
+interleaved rounds, the current run's own inputs), and a verdict per signature.
+
+The rule (docs/check.md#the-rule). A signature *regressed* when the current build's time over the baseline
+build's (the ratio of the medians of the per-round times) is at least 1 + threshold (default 3%,
+`config.CHECK_THRESHOLD`) AND the 95% interval of that ratio lies wholly above 1: `measure.stats.verdict`'s
+"slower" with `min_effect` set to the threshold, the very rule the sweep uses, at the gate's threshold. Why both
+conditions: the interval alone calls real but harmless shifts of a fraction of a percent a regression (and, at
+a few µs, the 32 ns event quantum is 1%); the threshold alone calls the noise of a short or jittery kernel one.
+The interval is `ratio_interval`'s (the wider of a paired bootstrap and a Student-t interval on the per-round
+log ratios), so few or noisy rounds widen it and the gate errs towards passing. Its *outputs changed* when the
+replay's output check calls the current build's outputs "differ" from the baseline build's: beyond the
+tolerance, or NaN/Inf where the baseline has none (`measure.outputs`); "close" (another rounding order, within
+`config.SWEEP_RTOL`) is shown, not failed, as a code change that reorders a sum produces it by design.
+
+A current build whose kernel `.text` and launch metadata equal the baseline's is not timed ("SASS identical":
+the same machine code cannot regress), unless `time_identical` (an A/A of the gate itself, as the false-positive
+measurement needs). A signature that cannot be replayed (a fault, a build missing from the store) is listed as
+not checked and fails nothing: the gate fails on evidence, not on its absence.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from .. import config
+from ..cubin import Cubin
+from ..errors import TritonhookError
+from ..measure.outputs import DIFFER
+from ..store import Store
+from ..sweep.recording import Recording, capability_of
+from ..sweep.replay import replay
+from ..sweep.schedule import WORKER
+from ..sweep.variants import BuiltVariant
+from .baseline import Baseline, key_label, key_text, match_key
+from .result import OUTPUTS_CHANGED, PASSED, REGRESSED, RESULT_KIND, CheckResult, KernelCheck, Unmatched
+
+BASELINE_LABEL, CURRENT_LABEL = "baseline", "current"
+"""The replay's variant labels: the baseline build first (the ratio's denominator)."""
+UNCOMPARED_METADATA = ("hash", "name", "extern_libs", "triton_version")
+"""Metadata fields that differ between two builds of the same machine code (the source's hash, the entry name
+after a rename, where libdevice was installed, the release) and so do not stop the two being "SASS identical"."""
+
+
+def check(baseline: Baseline, recording: Recording, store: Store, *, threshold: float = config.CHECK_THRESHOLD,
+          rounds: int = config.SWEEP_DEFAULT_ROUNDS, l2: str = config.SWEEP_L2_MODES[0],
+          time_identical: bool = False, progress: bool = False, worker: Sequence[str] = WORKER) -> CheckResult:
+    """Replay `recording` (the current run, in `store`) with each signature's baseline build and current build,
+    judge every signature (see the module docstring), save and return the result. `worker`: as `replay`'s."""
+    if not 0 < threshold < 1:
+        raise TritonhookError(f"--threshold {threshold}: a fraction in (0, 1), e.g. 0.03")
+    if baseline.arch and recording.arch and capability_of(baseline.arch) != capability_of(recording.arch):
+        raise TritonhookError(f"{baseline.source}: built for {baseline.arch}, the current run is {recording.arch}; "
+                              f"check against a baseline recorded on the same GPU architecture")
+    builds = baseline.by_key()
+    captures = {s.id: store.get(s.capture_id) for s in recording.signatures if s.capture_id is not None}
+    prebuilt, unmatched, keys = {}, [], {}
+    for signature in recording.signatures:
+        capture = captures.get(signature.id)
+        key = match_key(signature, capture)
+        keys[signature.id] = key
+        found = builds.get(key_text(key), [])
+        if capture is None:
+            unmatched.append(Unmatched(signature.label(), "no build of it in the store (compiled before recording?)",
+                                       signature.id))
+        elif len(found) != 1:
+            why = "no baseline build of this kernel and specialization" if not found else \
+                f"{len(found)} baseline builds share this kernel name and specialization"
+            unmatched.append(Unmatched(signature.label(), why, signature.id))
+        else:
+            prebuilt[signature.id] = _pair(found[0], store, capture, time_identical)
+    launched = {key_text(keys[s.id]) for s in recording.signatures if s.id in captures}
+    unmatched += [Unmatched(build.label, "in the baseline, not launched by the current run")
+                  for build in baseline.builds if key_text(build.key) not in launched]
+    unmatched += [Unmatched(label, "in the baseline recording with no build in its store") for label in baseline.unbuilt]
+    result = CheckResult(baseline.source, recording.id, threshold, [], unmatched, rounds, l2)
+    if prebuilt:
+        swept = replay(recording, store, [], rounds=rounds, l2=l2, min_effect=threshold, progress=progress,
+                       worker=worker, prebuilt=lambda s: prebuilt.get(s.id, "unmatched"))
+        result.sweep_id = swept.id
+        result.warnings += [w for w in swept.warnings if not w.endswith(": unmatched")]
+        result.kernels = [_judged(row, key_label(keys[row.signature])) for row in swept.rows
+                          if row.signature in prebuilt]
+    result.id = store.add_result(RESULT_KIND, result.to_json())
+    return result
+
+
+def _pair(build, store: Store, capture, time_identical: bool) -> dict[str, BuiltVariant]:
+    """The two builds of one signature as replay variants, the baseline's first; the current one marked
+    identical to it when its machine code and launch metadata are the same (not timed then)."""
+    pairs = []
+    for label, entry, cubin, metadata in ((BASELINE_LABEL, build.entry, build.cubin, build.metadata_json),
+                                          (CURRENT_LABEL, capture.entry, store.read(capture, "cubin"),
+                                           store.read(capture, "json"))):
+        summary = Cubin.from_bytes(cubin, label=f"{label} build of {entry}").summary(entry)
+        pairs.append(BuiltVariant(label, entry, cubin, metadata, None, None, summary))
+    base, current = pairs
+    if not time_identical and base.summary == current.summary and _launch(base) == _launch(current):
+        current.same_text_as = BASELINE_LABEL
+    return {BASELINE_LABEL: base, CURRENT_LABEL: current}
+
+
+def _launch(built: BuiltVariant) -> dict:
+    return {k: v for k, v in json.loads(built.metadata_json).items() if k not in UNCOMPARED_METADATA}
+
+
+def _judged(row, key: str) -> KernelCheck:
+    """A replayed row as the gate's verdict (see the module docstring)."""
+    current = next((v for v in row.variants if v.label == CURRENT_LABEL), None)
+    if row.status != "ok" or current is None:
+        status = f"not checked: {row.status}" if row.status != "ok" else "not checked: not timed"
+        return KernelCheck(row.signature, row.kernel, row.label, key, row.share, None, None, None, "-", row.outputs,
+                           status)
+    status = OUTPUTS_CHANGED if row.outputs == DIFFER else REGRESSED if current.verdict == "slower" else PASSED
+    return KernelCheck(row.signature, row.kernel, row.label, key, row.share, current.ratio, current.low,
+                       current.high, current.verdict, row.outputs, status)

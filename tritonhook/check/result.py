@@ -1,0 +1,153 @@
+"""`CheckResult`: per kernel signature of the current run, its build against the baseline's build of the same
+kernel and specialization (time ratio with its interval, output check, verdict), the signatures left unmatched,
+and the gate's exit status. Renders itself (rich), to JSON and to JUnit XML; saved as result kind `check`."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from xml.etree import ElementTree
+
+from .. import format
+from ..errors import TritonhookError
+from ..store import ResultKind, register_result_kind
+
+RESULT_KIND = "check"
+REGRESSED, OUTPUTS_CHANGED, PASSED = "regressed", "outputs changed", "passed"
+"""A checked signature's status; anything else is why it was not checked (a replay error), which fails nothing."""
+
+
+@dataclasses.dataclass
+class KernelCheck:
+    """One current signature replayed against its baseline build: `ratio` the current build's time over the
+    baseline's (median of rounds) with its 95% interval (None: not timed, `verdict` says why: "SASS identical"),
+    `outputs` the current build's outputs against the baseline build's (`measure.outputs`)."""
+
+    signature: int
+    kernel: str
+    label: str
+    key: str
+    share: float | None
+    ratio: float | None
+    low: float | None
+    high: float | None
+    verdict: str
+    outputs: str
+    status: str
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (REGRESSED, OUTPUTS_CHANGED)
+
+    def why(self, threshold: float) -> str:
+        """The failure in one line (the JUnit failure message, the pytest plugin's report)."""
+        if self.status == REGRESSED:
+            return (f"{self.label}: {self.ratio:.3f}x the baseline's time [95% interval {self.low:.3f}, "
+                    f"{self.high:.3f}], beyond the {threshold:.1%} threshold")
+        if self.status == OUTPUTS_CHANGED:
+            return f"{self.label}: outputs {self.outputs} from the baseline build's"
+        return f"{self.label}: {self.status}"
+
+
+@dataclasses.dataclass
+class Unmatched:
+    """A signature of the current run with no baseline build to compare with, or a baseline build the current
+    run did not launch (`signature` None); listed, never failed."""
+
+    label: str
+    why: str
+    signature: int | None = None
+
+
+@dataclasses.dataclass
+class CheckResult:
+    baseline: str
+    recording_id: int | None
+    threshold: float
+    kernels: list[KernelCheck]
+    unmatched: list[Unmatched] = dataclasses.field(default_factory=list)
+    rounds: int | None = None
+    l2: str | None = None
+    sweep_id: int | None = None         # the replay behind it, saved as a sweep result
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    id: int | None = None
+    warning_prefix = "tritonhook check"
+
+    @property
+    def failures(self) -> list[KernelCheck]:
+        return [k for k in self.kernels if k.failed]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a kernel regressed or its outputs changed, else 0."""
+        return 1 if self.failures else 0
+
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "exit_code": self.exit_code}
+
+    @classmethod
+    def from_json(cls, data: dict, *, source: str = "check result") -> "CheckResult":
+        fields = {f.name for f in dataclasses.fields(cls)} - {"kernels", "unmatched"}
+        try:
+            return cls(kernels=[KernelCheck(**k) for k in data["kernels"]],
+                       unmatched=[Unmatched(**u) for u in data.get("unmatched", [])],
+                       **{k: v for k, v in data.items() if k in fields})
+        except (KeyError, TypeError) as exc:
+            raise TritonhookError(f"{source}: malformed check result ({exc})") from None
+
+    def title(self) -> str:
+        verdict = f"{len(self.failures)} FAILED" if self.failures else "passed"
+        return (f"tritonhook check against {self.baseline}: {verdict} ({len(self.kernels)} signature(s) checked, "
+                f"threshold {self.threshold:.1%})")
+
+    def junit_xml(self) -> str:
+        """JUnit XML: one testcase per checked signature (classname the kernel), a `failure` element for a
+        regression or changed outputs, `skipped` for one not checked; the unmatched as skipped testcases."""
+        suite = ElementTree.Element("testsuite", name="tritonhook check", tests=str(len(self.kernels)
+                                                                                    + len(self.unmatched)),
+                                    failures=str(len(self.failures)),
+                                    skipped=str(sum(k.status not in (PASSED, REGRESSED, OUTPUTS_CHANGED)
+                                                    for k in self.kernels) + len(self.unmatched)))
+        for kernel in self.kernels:
+            case = ElementTree.SubElement(suite, "testcase", classname=kernel.kernel, name=kernel.label)
+            if kernel.failed:
+                ElementTree.SubElement(case, "failure", message=kernel.why(self.threshold), type=kernel.status)
+            elif kernel.status != PASSED:
+                ElementTree.SubElement(case, "skipped", message=kernel.status)
+        for missing in self.unmatched:
+            case = ElementTree.SubElement(suite, "testcase", classname="unmatched", name=missing.label)
+            ElementTree.SubElement(case, "skipped", message=missing.why)
+        ElementTree.indent(suite)
+        return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+    def write_junit(self, path: str | Path) -> Path:
+        path = Path(path)
+        try:
+            path.write_text(self.junit_xml())
+        except OSError as exc:
+            raise TritonhookError(f"{path}: cannot write the JUnit XML ({exc.strerror or exc})") from None
+        return path
+
+    def __rich_console__(self, console, options):
+        from rich.markup import escape  # labels hold brackets rich would read as markup
+
+        rows = [[escape(k.label), format.share(k.share), _interval(k), escape(k.verdict), escape(k.outputs),
+                 k.status.upper() if k.failed else k.status] for k in self.kernels]
+        yield format.table(("signature", "share", "current / baseline [95%]", "time", "outputs", "gate"), rows,
+                           title=self.title())
+        if self.unmatched:
+            yield format.table(("unmatched", "why"), [[escape(u.label), escape(u.why)] for u in self.unmatched],
+                               title="not compared (listed, not failed)")
+        for failed in self.failures:
+            yield format.line(f"FAILED {failed.why(self.threshold)}")
+
+
+def _interval(kernel: KernelCheck) -> str:
+    if kernel.ratio is None:
+        return "-"
+    if kernel.low is None or kernel.high is None:
+        return f"{kernel.ratio:.3f}"
+    return f"{kernel.ratio:.3f} [{kernel.low:.3f}, {kernel.high:.3f}]"
+
+
+register_result_kind(ResultKind(RESULT_KIND, CheckResult.from_json, label="baseline", source="recording_id"))

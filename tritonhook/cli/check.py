@@ -1,0 +1,80 @@
+"""`tritonhook check`: the regression gate for CI (library: `tritonhook.check`; docs/check.md). Exit status 1 when
+a kernel regressed or its outputs changed (or the workload failed), 0 when none did, 2 on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import config
+from ..errors import TritonhookError
+from ..format import console, line, show
+from .common import command_after_dashes, open_store, store_arg
+
+
+def add_check(sub) -> None:
+    parser = sub.add_parser("check", help="the regression gate: replay every kernel signature of a run with the "
+                                          "baseline's build of the same kernel and specialization beside the "
+                                          "current one; exit 1 on a regression or changed outputs")
+    store_arg(parser)
+    goal = parser.add_mutually_exclusive_group(required=True)
+    goal.add_argument("--baseline", default=None, metavar="RECORDING|FILE",
+                      help="what to check against: a baseline file (--save-baseline) or a recording id in --store")
+    goal.add_argument("--save-baseline", default=None, metavar="FILE",
+                      help="instead of checking, write the run's builds as a portable baseline file")
+    parser.add_argument("--current", default=None, metavar="RECORDING",
+                        help="the current run: a recording id in --store (or JSON file) instead of a command")
+    parser.add_argument("--threshold", type=float, default=config.CHECK_THRESHOLD, metavar="FRACTION",
+                        help=f"a kernel regressed when at least this much slower and its interval excludes 1 "
+                             f"(default {config.CHECK_THRESHOLD}; docs/check.md#the-rule)")
+    parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
+                        help=f"interleaved rounds per signature (default {config.SWEEP_DEFAULT_ROUNDS})")
+    parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
+                        help="the replay's L2 rule, as for replay (default measured)")
+    parser.add_argument("--time-identical", action="store_true",
+                        help="time the kernels whose build did not change too (an A/A of the gate itself)")
+    parser.add_argument("--junit", default=None, metavar="FILE", help="also write the verdicts as JUnit XML")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python -m pytest ... (the current run)")
+    parser.set_defaults(handler=_check)
+
+
+def _check(args) -> int:
+    from .. import sweep
+    from ..check import Baseline, check, load_baseline
+
+    if (args.current is None) == (not args.command):
+        raise TritonhookError("tritonhook check: give the current run as --current RECORDING or as a command "
+                              "after '--', one of the two")
+    if args.rounds < config.MIN_ROUNDS:
+        raise TritonhookError(f"--rounds {args.rounds}: at least {config.MIN_ROUNDS}")
+    if not 0 < args.threshold < 1:
+        raise TritonhookError(f"--threshold {args.threshold}: a fraction in (0, 1), e.g. 0.03")
+    command = command_after_dashes(args.command, "check") if args.command else None
+    if command is not None:
+        sweep.check_can_record(command)  # before the store is made: a refused recording leaves nothing behind
+    store = open_store(args, create=command is not None, write=True)
+    baseline = load_baseline(args.baseline, store) if args.baseline else None  # bad input fails before the run
+    workload_failed = False
+    if command is None:
+        current = sweep.load(store, args.current)
+    else:
+        recorded = sweep.record_command(command, store, stdout=sys.stderr if args.json else None)
+        if (failure := recorded.failure()) is not None:
+            print(f"tritonhook check: {failure}", file=sys.stderr)
+            workload_failed = True
+        if recorded.recording is None:
+            raise TritonhookError("the command launched no Triton kernel that could be recorded")
+        current = recorded.recording
+    if baseline is None:
+        saved = Baseline.from_recording(current, store)
+        path = saved.save(args.save_baseline)
+        console(stderr=True).print(line(f"tritonhook check: baseline {path}: {len(saved.builds)} build(s) of "
+                                        f"recording {current.id}"))
+        return 1 if workload_failed else 0
+    result = check(baseline, current, store, threshold=args.threshold, rounds=args.rounds, l2=args.l2,
+                   time_identical=args.time_identical, progress=not args.json)
+    if args.junit:
+        result.write_junit(args.junit)
+    show(result, as_json=args.json)
+    return 1 if workload_failed else result.exit_code
