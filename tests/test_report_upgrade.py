@@ -153,9 +153,11 @@ def test_each_bisect_shows_its_path_in_order_and_what_moved_the_kernel(bisected,
     assert {k.split for k in bisected.kernels} >= {"PTX", "ptxas"}  # the page showed both kinds of answer
 
 
-def test_a_damaged_upgrade_bisect_or_timing_result_is_one_line_and_the_rest_of_the_page_stands(upgraded, tmp_path):
+def test_a_damaged_upgrade_bisect_or_timing_result_is_one_line_and_the_rest_of_the_page_stands(recording_upgraded,
+                                                                                                  tmp_path):
     """Damaged as saved (no kernels), or loadable but not whole (a cell without today's figures): each is one
     problem line naming it, and the good upgrade beside them is shown."""
+    upgraded = recording_upgraded[2]
     store = Store(tmp_path / "store")
     good = store.add_result("upgrade", upgraded.to_json())
     no_kernels = store.add_result("upgrade", {"from_triton": "3.6.0", "to_triton": "3.9.0", "new_ptxas": None})
