@@ -10,6 +10,7 @@ import functools
 import json
 import random
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -205,3 +206,93 @@ def test_the_rule_catches_a_seeded_3_8pct_slowdown_in_95pct_of_runs_of_recorded_
     caught = _gate_runs(_recorded_kernels(), 1.038, runs=20)
     rate = sum(map(sum, caught)) / (20 * len(caught[0]))
     assert rate >= 0.95, rate
+
+
+# ----- the pytest plugin ------------------------------------------------------------------------------------------
+pytest_plugins = ["pytester"]
+PLUGIN_ARGS = [] if any(ep.value == "tritonhook.pytest_plugin" for ep in entry_points(group="pytest11")) else \
+    ["-p", "tritonhook.pytest_plugin"]  # a checkout whose installed metadata predates the entry point
+CONFTEST = '''
+import contextlib, sys, types
+sys.path.insert(0, {tests!r})
+import torch
+import tritonhook.pytest_plugin as plugin
+from check_kernels import compile_scale
+from sample_recording import save_recording
+from tritonhook.samples import compile_sample
+
+LAUNCHED = []
+
+
+@contextlib.contextmanager
+def record(store, label):
+    """The in-process recording, on a machine with no GPU: what a test "launched" (compiled, captured by the
+    plugin's capture session, and its arguments) as one recording."""
+    recorder = types.SimpleNamespace(recording=None)
+    LAUNCHED.clear()
+    yield recorder
+    if LAUNCHED:
+        recorder.recording = save_recording(store, list(LAUNCHED), None)
+
+
+plugin.Gate.record = staticmethod(record)
+plugin.Gate.worker = [{fake!r}, "--time-with-text"]
+
+
+def launch(name):
+    size = 4096
+    if name == "add":
+        args = (torch.randn(size), torch.randn(size), torch.empty(size), size, 1024)
+        LAUNCHED.append((compile_sample("add", 90), args))
+    else:
+        LAUNCHED.append((compile_scale(name), (torch.randn(size), torch.empty(size), size, 1024)))
+'''
+TESTS = '''
+from conftest import launch
+
+
+def test_add():
+    launch("add")
+
+
+def test_scale():
+    launch("grown")
+
+
+def test_without_kernels():
+    pass
+'''
+
+
+def test_the_pytest_plugin_fails_exactly_the_test_whose_kernel_regressed(runs, pytester, tmp_path):
+    _, _, _, _, _, baseline_file = runs
+    pytester.makeconftest(CONFTEST.format(tests=str(Path(__file__).parent), fake=FAKE))
+    pytester.makepyfile(test_kernels=TESTS)
+    junit, gate_junit = tmp_path / "pytest.xml", tmp_path / "gate.xml"
+    result = pytester.runpytest_subprocess(
+        *PLUGIN_ARGS, f"--tritonhook-baseline={baseline_file}", f"--tritonhook-store={tmp_path / 'store'}",
+        f"--tritonhook-rounds={ROUNDS}", f"--junitxml={junit}", f"--tritonhook-junit={gate_junit}",
+        "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*tritonhook check: scale_kernel*beyond the 3.0% threshold*",
+                                 "FAILED test_kernels.py::test_scale*"])
+    cases = {case.get("name"): case for case in ElementTree.parse(junit).getroot().iter("testcase")}
+    assert set(cases) == {"test_add", "test_scale", "test_without_kernels"}  # each test once
+    assert [name for name, case in cases.items() if case.find("failure") is not None] == ["test_scale"]
+    assert "scale_kernel" in cases["test_scale"].find("failure").text
+    assert [c.get("classname") for c in ElementTree.parse(gate_junit).getroot().iter("testcase")
+            if c.find("failure") is not None] == ["scale_kernel"]
+    # without --tritonhook-baseline the plugin is inert: the same tests pass, nothing is recorded or replayed
+    inert = pytester.runpytest_subprocess(*PLUGIN_ARGS, "-p", "no:cacheprovider")
+    inert.assert_outcomes(passed=3)
+    assert "tritonhook check" not in inert.stdout.str()
+
+
+def test_the_pytest_plugin_refuses_a_bad_baseline_in_one_line(pytester, tmp_path):
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    (tmp_path / "bad.json").write_text("{}")
+    result = pytester.runpytest_subprocess(*PLUGIN_ARGS, f"--tritonhook-baseline={tmp_path / 'bad.json'}",
+                                           f"--tritonhook-store={tmp_path / 'store'}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: tritonhook: *bad.json: not a tritonhook baseline file*"])

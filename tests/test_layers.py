@@ -27,7 +27,7 @@ The order (this table is its only declaration; docs/layout.md describes it):
                   check/ (the regression gate: each signature replayed with the baseline's build beside the current one)
   8 presentation  run (the CLI's orchestration as a library), page/ (the HTML report and the demo: they read
                   every feature's results)
-  9 entry points  cli/, _autoload, __main__, the package itself
+  9 entry points  cli/, _autoload, __main__, the package itself, pytest_plugin (the gate as a pytest plugin)
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ LAYERS: list[set[str]] = [
     {"ab", "mem", "memwatch", "diff", "matrix", "captures", "sweep", "doctor", "upgrade",
      "decisions", "exports", "check"},
     {"run", "page"},
-    {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook"},
+    {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook", "pytest_plugin"},
 ]
 LAYER_OF = {name: index for index, layer in enumerate(LAYERS) for name in layer}
 

@@ -1,0 +1,179 @@
+"""The regression gate as a pytest plugin: `pytest --tritonhook-baseline=RECORDING|FILE` fails the tests whose
+kernels regressed against the baseline (docs/check.md#the-pytest-plugin). Registered as a `pytest11` entry point;
+without `--tritonhook-baseline` it only declares its options and does nothing else, so a suite that does not ask
+for the gate runs exactly as before.
+
+With it: each test runs inside an in-process recording (`sweep.record.record`, one recording per test, in the
+store; a capture session is held open for the whole session), then, once the last test ran, the gate replays all
+the tests' signatures merged into one recording, once (`check.check`), and maps each failing signature back to
+the test that launched it.
+
+How the failure reaches the reports: a regression is known only after every test ran, and a report once logged
+cannot be taken back (the terminal has counted it, `--junitxml` has written its testcase). So the plugin runs each
+test through pytest's own protocol without logging (`runtestprotocol(log=False)`), holds its reports, and after
+the replay logs them in order, the `call` report of a test with a failing kernel turned into a failure that names
+the kernel, its ratio and interval. Every reporter (terminal, exit status, junitxml, others) sees one ordinary
+failed test. The price, documented: progress shows after the replay, and `-x` stops nothing before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import secrets
+
+import pytest
+
+from . import config as settings  # `config` is pytest's, in every hook
+from .errors import TritonhookError
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("tritonhook", "tritonhook regression gate (docs/check.md#the-pytest-plugin)")
+    group.addoption("--tritonhook-baseline", default=None, metavar="RECORDING|FILE",
+                    help="fail the tests whose Triton kernels regressed against this baseline file (tritonhook check "
+                         "--save-baseline) or recording id in --tritonhook-store")
+    group.addoption("--tritonhook-store", default=None, metavar="DIR",
+                    help="the store the tests' kernels are recorded into (default: $TRITONHOOK_STORE or "
+                         "./tritonhook-store)")
+    group.addoption("--tritonhook-threshold", type=float, default=settings.CHECK_THRESHOLD, metavar="FRACTION",
+                    help=f"a kernel regressed when at least this much slower and its interval excludes 1 (default "
+                         f"{settings.CHECK_THRESHOLD})")
+    group.addoption("--tritonhook-rounds", type=int, default=settings.SWEEP_DEFAULT_ROUNDS, metavar="N",
+                    help=f"interleaved rounds per signature (default {settings.SWEEP_DEFAULT_ROUNDS})")
+    group.addoption("--tritonhook-junit", default=None, metavar="FILE",
+                    help="also write the gate's per-kernel JUnit XML (as tritonhook check --junit)")
+
+
+def pytest_configure(config) -> None:
+    if config.getoption("tritonhook_baseline") is not None:
+        config.pluginmanager.register(Gate(config), "tritonhook-gate")
+
+
+class Gate:
+    """The plugin's state for one session (registered only with --tritonhook-baseline). `record` and `worker`
+    are what a GPU-less test of the plugin replaces (tests/test_check.py), as `replay`'s `worker` is."""
+
+    worker: list[str] | None = None  # None: the real replay worker
+
+    @staticmethod
+    def record(store, label: str):
+        from .sweep.record import record
+
+        return record(store, label=label)
+
+    def __init__(self, config):
+        from .check import load_baseline
+        from .store import Store
+
+        self.config = config
+        self.threshold = config.getoption("tritonhook_threshold")
+        self.rounds = config.getoption("tritonhook_rounds")
+        if not 0 < self.threshold < 1:
+            raise pytest.UsageError(f"--tritonhook-threshold {self.threshold}: a fraction in (0, 1), e.g. 0.03")
+        if self.rounds < settings.MIN_ROUNDS:
+            raise pytest.UsageError(f"--tritonhook-rounds {self.rounds}: at least {settings.MIN_ROUNDS}")
+        try:
+            self.store = Store.of(config.getoption("tritonhook_store"), create=True)
+            self.baseline = load_baseline(config.getoption("tritonhook_baseline"), self.store)
+        except TritonhookError as exc:
+            raise pytest.UsageError(f"tritonhook: {exc}") from None
+        self.label = f"pytest-{os.getpid()}-{secrets.token_hex(4)}"
+        self.tests: list[tuple] = []     # (item, held reports, its recording or None), in run order
+        self.result = None
+        self.error: str | None = None    # why the gate could not run (fails the session)
+        self.held = contextlib.ExitStack()
+
+    def pytest_sessionstart(self, session) -> None:
+        from .ptx_capture import session as capture_session
+
+        self.held.enter_context(capture_session(self.store))  # one capture session: each test's recording joins it
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        from _pytest.runner import runtestprotocol
+
+        recorder = None
+        with contextlib.ExitStack() as recording:
+            if self.error is None:
+                try:
+                    recorder = recording.enter_context(self.record(self.store, f"{self.label}-{len(self.tests)}"))
+                except TritonhookError as exc:
+                    self.error = f"recording could not start: {exc}"
+            reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        self.tests.append((item, reports, getattr(recorder, "recording", None)))
+        return True
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtestloop(self, session):
+        yield
+        failures: dict[str, list] = {}
+        try:
+            failures = self._judge()
+        except TritonhookError as exc:
+            self.error = str(exc)
+        finally:
+            self._log(failures)
+
+    def _judge(self) -> dict[str, list]:
+        """Replay every test's signatures once; the failing kernels by the node id of the test that launched them."""
+        from .check import check
+        from .sweep.recording import RESULT_KIND, Recording
+        from .sweep.schedule import WORKER
+
+        if self.error is not None:
+            return {}
+        owners, recordings = [], []
+        for item, _, recording in self.tests:
+            if recording is not None and recording.signatures:
+                recordings.append(recording)
+                owners += [item.nodeid] * len(recording.signatures)  # `merged` numbers them in this order
+        if not recordings:
+            return {}
+        merged = Recording.merged(recordings)
+        merged.id = self.store.add_result(RESULT_KIND, {**merged.to_json(), "label": f"{self.label}-merged"})
+        self.result = check(self.baseline, merged, self.store, threshold=self.threshold, rounds=self.rounds,
+                            worker=self.worker or WORKER)
+        failures: dict[str, list] = {}
+        for kernel in self.result.failures:
+            failures.setdefault(owners[kernel.signature], []).append(kernel)
+        return failures
+
+    def _log(self, failures: dict[str, list]) -> None:
+        """Log every held report, in run order; a failing test's call report turned into a failure."""
+        for item, reports, _ in self.tests:
+            item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+            for report in reports:
+                if report.when == "call" and item.nodeid in failures:
+                    text = "\n".join(f"tritonhook check: {kernel.why(self.threshold)}"
+                                     for kernel in failures[item.nodeid])
+                    if report.failed:
+                        report.sections.append(("tritonhook check", text))
+                    else:
+                        report.outcome, report.longrepr = "failed", text
+                item.ihook.pytest_runtest_logreport(report=report)
+            item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        terminalreporter.section("tritonhook check")
+        if self.error is not None:
+            terminalreporter.write_line(f"tritonhook check: error: {self.error}", red=True)
+        elif self.result is None:
+            terminalreporter.write_line("tritonhook check: no test launched a Triton kernel; nothing to check")
+        else:
+            from rich.console import Console
+
+            text = io.StringIO()
+            Console(file=text, width=160, no_color=True).print(self.result, crop=False)
+            terminalreporter.write(text.getvalue())
+            for warning in self.result.warnings:
+                terminalreporter.write_line(f"tritonhook check: {warning}", yellow=True)
+
+    def pytest_sessionfinish(self, session) -> None:
+        self.held.close()
+        junit = self.config.getoption("tritonhook_junit")
+        if junit and self.result is not None:
+            self.result.write_junit(junit)
+        if self.error is not None:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that could not run never passes
