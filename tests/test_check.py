@@ -157,6 +157,8 @@ def test_the_cli_exits_1_on_a_regression_0_on_an_a_a_and_writes_junit(runs, tmp_
     assert main([*common, "--baseline", str(saved)]) == 0
     assert main([*common, "--baseline", str(grown.id), "--threshold", "2"]) == 2
     assert "--threshold 2.0: a fraction" in capsys.readouterr().err
+    assert main(["check", "--store", str(store.path), "--baseline", str(saved)]) == 2
+    assert "give the current run as --current RECORDING or as a command" in capsys.readouterr().err
 
 
 # ----- the rule on recorded timings -----------------------------------------------------------------------------

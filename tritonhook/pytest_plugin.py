@@ -65,16 +65,16 @@ class Gate:
 
     def __init__(self, config):
         from .check import load_baseline
+        from .check.gate import checked_threshold
         from .store import Store
 
         self.config = config
         self.threshold = config.getoption("tritonhook_threshold")
         self.rounds = config.getoption("tritonhook_rounds")
-        if not 0 < self.threshold < 1:
-            raise pytest.UsageError(f"--tritonhook-threshold {self.threshold}: a fraction in (0, 1), e.g. 0.03")
         if self.rounds < settings.MIN_ROUNDS:
             raise pytest.UsageError(f"--tritonhook-rounds {self.rounds}: at least {settings.MIN_ROUNDS}")
         try:
+            checked_threshold(self.threshold)
             self.store = Store.of(config.getoption("tritonhook_store"), create=True)
             self.baseline = load_baseline(config.getoption("tritonhook_baseline"), self.store)
         except TritonhookError as exc:

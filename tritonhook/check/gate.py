@@ -49,8 +49,7 @@ def check(baseline: Baseline, recording: Recording, store: Store, *, threshold: 
           time_identical: bool = False, progress: bool = False, worker: Sequence[str] = WORKER) -> CheckResult:
     """Replay `recording` (the current run, in `store`) with each signature's baseline build and current build,
     judge every signature (see the module docstring), save and return the result. `worker`: as `replay`'s."""
-    if not 0 < threshold < 1:
-        raise TritonhookError(f"--threshold {threshold}: a fraction in (0, 1), e.g. 0.03")
+    checked_threshold(threshold)
     if baseline.arch and recording.arch and capability_of(baseline.arch) != capability_of(recording.arch):
         raise TritonhookError(f"{baseline.source}: built for {baseline.arch}, the current run is {recording.arch}; "
                               f"check against a baseline recorded on the same GPU architecture")
@@ -85,6 +84,13 @@ def check(baseline: Baseline, recording: Recording, store: Store, *, threshold: 
                           if row.signature in prebuilt]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+def checked_threshold(threshold: float) -> float:
+    """`threshold` when it is a fraction in (0, 1); the CLI and the plugin ask before any workload runs."""
+    if not 0 < threshold < 1:
+        raise TritonhookError(f"--threshold {threshold}: a fraction in (0, 1), e.g. 0.03")
+    return threshold
 
 
 def _pair(build, store: Store, capture, time_identical: bool) -> dict[str, BuiltVariant]:

@@ -42,14 +42,14 @@ def add_check(sub) -> None:
 def _check(args) -> int:
     from .. import sweep
     from ..check import Baseline, check, load_baseline
+    from ..check.gate import checked_threshold
 
     if (args.current is None) == (not args.command):
         raise TritonhookError("tritonhook check: give the current run as --current RECORDING or as a command "
                               "after '--', one of the two")
     if args.rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {args.rounds}: at least {config.MIN_ROUNDS}")
-    if not 0 < args.threshold < 1:
-        raise TritonhookError(f"--threshold {args.threshold}: a fraction in (0, 1), e.g. 0.03")
+    checked_threshold(args.threshold)
     command = command_after_dashes(args.command, "check") if args.command else None
     if command is not None:
         sweep.check_can_record(command)  # before the store is made: a refused recording leaves nothing behind
