@@ -107,10 +107,11 @@ class Gate:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtestloop(self, session):
-        yield
+        outcome = yield
         failures: dict[str, list] = {}
         try:
-            failures = self._judge()
+            if outcome.excinfo is None:  # interrupted: the reports held so far are logged, nothing is replayed
+                failures = self._judge()
         except TritonhookError as exc:
             self.error = str(exc)
         finally:
