@@ -12,7 +12,6 @@ import torch
 from liger_kernel.ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerGELUMulFunction,
                               LigerLayerNormFunction, LigerRMSNormFunction, LigerRopeFunction, LigerSiLUMulFunction)
 
-STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 10
 BATCH, SEQ, HIDDEN, HEADS, HEAD_DIM, FFN, VOCAB = 4, 1024, 2048, 16, 128, 5632, 32000
 
 
@@ -38,9 +37,9 @@ def step(params, x, target, cos, sin):
     return loss
 
 
-def main():
+def build(device="cuda"):
+    """(params, x, target, cos, sin), seeded: the arguments of `train_step`."""
     torch.manual_seed(0)
-    device = "cuda"
 
     def weight(*shape, scale=0.02, value=None):
         data = torch.full(shape, value, device=device) if value is not None else torch.randn(shape, device=device)
@@ -53,11 +52,23 @@ def main():
     cos, sin = rope_tables(device)
     x = torch.randn(BATCH, SEQ, HIDDEN, device=device).bfloat16().requires_grad_()
     target = torch.randint(0, VOCAB, (BATCH, SEQ), device=device)
-    for _ in range(STEPS):
-        loss = step(params, x, target, cos, sin)
-        loss.backward()
-        for p in params:
-            p.grad = None
+    return params, x, target, cos, sin
+
+
+def train_step(params, x, target, cos, sin):
+    """`step`, then its backward; the gradients dropped. Returns the loss."""
+    loss = step(params, x, target, cos, sin)
+    loss.backward()
+    for p in params:
+        p.grad = None
+    return loss
+
+
+def main():
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    workload = build()
+    for _ in range(steps):
+        loss = train_step(*workload)
     torch.cuda.synchronize()
     print(f"loss {loss.item():.4f}")
 

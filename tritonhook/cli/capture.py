@@ -7,7 +7,7 @@ import sys
 
 from .. import run
 from ..format import console, line, print_json
-from .common import command_after_dashes, rename_args, rename_selection, store_arg
+from .common import apply_arg, command_after_dashes, rename_args, rename_selection, store_arg
 
 
 def add_run(sub) -> None:
@@ -17,9 +17,7 @@ def add_run(sub) -> None:
     parser.add_argument("--select", help="rename only kernels whose name matches this regex")
     parser.add_argument("--fix-tma-scope", action="store_true",
                         help="rewrite sm_12x TMA loads to CTA scope (no driver call, no stack reservation)")
-    parser.add_argument("--apply", default=None, metavar="FILE|STORE",
-                        help="apply per-kernel decisions at compile time: a decisions file or a store directory "
-                             "(docs/decisions.md); each compile whose key matches one exactly is built with its choice")
+    apply_arg(parser, "in every process the command starts")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     parser.set_defaults(handler=_run)
 

@@ -9,7 +9,7 @@ import sys
 from .. import config
 from ..errors import TritonhookError
 from ..format import console, line, show
-from .common import command_after_dashes, open_store, store_arg
+from .common import apply_arg, command_after_dashes, open_store, store_arg
 
 
 def add_check(sub) -> None:
@@ -33,6 +33,7 @@ def add_check(sub) -> None:
                         help="the replay's L2 rule, as for replay (default measured)")
     parser.add_argument("--time-identical", action="store_true",
                         help="time the kernels whose build did not change too (an A/A of the gate itself)")
+    apply_arg(parser, "in the current run (does applying them regress against the baseline?)")
     parser.add_argument("--junit", default=None, metavar="FILE", help="also write the verdicts as JUnit XML")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python -m pytest ... (the current run)")
@@ -59,7 +60,7 @@ def _check(args) -> int:
     if command is None:
         current = sweep.load(store, args.current)
     else:
-        recorded = sweep.record_command(command, store, stdout=sys.stderr if args.json else None)
+        recorded = sweep.record_command(command, store, stdout=sys.stderr if args.json else None, apply=args.apply)
         if (failure := recorded.failure()) is not None:
             print(f"tritonhook check: {failure}", file=sys.stderr)
             workload_failed = True

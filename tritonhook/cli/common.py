@@ -100,6 +100,14 @@ def rename_selection(args) -> tuple:
     return rename, args.select
 
 
+def apply_arg(parser: argparse.ArgumentParser, what: str) -> None:
+    """--apply FILE|STORE: decisions applied at compile time in the command's processes (docs/decisions.md)."""
+    parser.add_argument("--apply", default=None, metavar="FILE|STORE",
+                        help=f"apply per-kernel decisions at compile time {what}: a decisions file or a store "
+                             "directory (docs/decisions.md); each compile whose key matches one exactly is built "
+                             "with its choice")
+
+
 def ptxas_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ptxas-arg", action="append", default=[], metavar="ARG",
                         help="extra ptxas codegen option, repeatable; write it as --ptxas-arg=-lineinfo (Triton "

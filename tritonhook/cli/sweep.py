@@ -13,7 +13,7 @@ from ..format import console, line, show
 from ..measure.variants import parse_variants
 from ..rename import compile_select
 from ..sweep.tune import DEFAULT_SHARE, parse_budget
-from .common import command_after_dashes, open_store, store_arg
+from .common import apply_arg, command_after_dashes, open_store, store_arg
 
 
 def _replay_args(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +81,7 @@ def add_record(sub) -> None:
                                            "GPU time) for a later `tritonhook replay`")
     store_arg(parser)
     parser.add_argument("--json", action="store_true", help="print the recording's summary as JSON")
+    apply_arg(parser, "while recording (the recorded builds are the applied ones)")
     _record_args(parser)
     parser.set_defaults(handler=_record)
 
@@ -108,20 +109,21 @@ def _checked(args):
     return variants, [p for p in args.ptxas.split(",") if p]
 
 
-def _record_run(args) -> tuple[sweep.RecordResult, object, float]:
+def _record_run(args, apply: str | None = None) -> tuple[sweep.RecordResult, object, float]:
     command = command_after_dashes(args.command, args.command_name)
     sweep.check_can_record(command)  # before the store is made: a refused recording leaves nothing behind
     store = open_store(args, create=True)
     began = time.time()
     result = sweep.record_command(command, store, budget=args.budget, sample_every=args.sample,
-                                  stdout=sys.stderr if args.json else None, snapshot_budget=args.snapshot_budget)
+                                  stdout=sys.stderr if args.json else None, snapshot_budget=args.snapshot_budget,
+                                  apply=apply)
     if (failure := result.failure()) is not None:
         print(f"tritonhook {args.command_name}: {failure}", file=sys.stderr)
     return result, store, time.time() - began
 
 
 def _record(args) -> int:
-    result, _, _ = _record_run(args)
+    result, _, _ = _record_run(args, args.apply)
     recording = result.recording
     summary = {"recording": recording.id if recording else None, "exit_code": result.exit_code,
                "signatures": len(recording.signatures) if recording else 0,

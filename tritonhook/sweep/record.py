@@ -458,20 +458,27 @@ def check_can_record(command: list[str]) -> None:
 
 
 def record_command(command: list[str], store: Store, *, budget: int | None = None, sample_every: int | None = None,
-                   stdout=None, snapshot_budget: int | None = None) -> RecordResult:
+                   stdout=None, snapshot_budget: int | None = None, apply: str | os.PathLike | None = None
+                   ) -> RecordResult:
     """Run `command` with every Python process it starts recording (and capturing) into `store`; the processes'
     recordings merged into one, saved in the store. The command's stderr is passed through and its tail kept;
     `stdout` redirects its own output (the CLI's --json keeps stdout for its result). `budget` / `snapshot_budget`:
-    input snapshot bytes per signature / per recording process. Without torch or a CUDA GPU here, the one line
-    saying so, before the command starts."""
+    input snapshot bytes per signature / per recording process. `apply`: decisions applied at compile time, as
+    `tritonhook run --apply` does (what `tritonhook check --apply` gates). Without torch or a CUDA GPU here, the one
+    line saying so, before the command starts."""
     check_can_record(command)
+    if apply is not None:
+        from ..decisions.apply import check_source
+
+        apply = check_source(apply)
     label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
     given = {"snapshot_budget": budget, "snapshot_total_budget": snapshot_budget,
              "sample_every": None if sample_every is None else _checked_sample(sample_every)}
     for value in (budget, snapshot_budget):
         if value is not None and value < 0:
             raise TritonhookError(f"snapshot budget {value}: a number of bytes, 0 or more")
-    env = recording_env(store.path, label, **{field: value for field, value in given.items() if value is not None})
+    env = recording_env(store.path, label, apply=apply,
+                        **{field: value for field, value in given.items() if value is not None})
     began = time.time()
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
     try:
@@ -492,12 +499,13 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     return RecordResult(recording, exit_code, list(tail))
 
 
-def recording_env(store_path: os.PathLike, label: str, **settings) -> dict[str, str]:
-    """The environment under which a Python process records (and captures) into `store_path` from its start
-    (`start_from_env`), its recording saved with `label`; `settings` (`config.RecordSettings` fields) replace
-    this process's own (the sampling and budgets a user set in the environment travel on)."""
+def recording_env(store_path: os.PathLike, label: str, apply: str | None = None, **settings) -> dict[str, str]:
+    """The environment under which a Python process records (and captures, applying the decisions of `apply`
+    when given) into `store_path` from its start (`start_from_env`), its recording saved with `label`; `settings`
+    (`config.RecordSettings` fields) replace this process's own (the sampling and budgets a user set in the
+    environment travel on)."""
     recording = dataclasses.replace(config.RecordSettings.from_env(), record=True, label=label, **settings)
-    return {**child_env(store_path), **recording.to_env(), **_triton.inductor_launches_through_triton_env()}
+    return {**child_env(store_path, apply=apply), **recording.to_env(), **_triton.inductor_launches_through_triton_env()}
 
 
 def load(store: Store, which: str | None = None) -> Recording:
