@@ -168,7 +168,8 @@ def test_tritonparse_validates_and_parses_the_ndjson_into_each_kernel_with_the_s
             assert payload["file_content"][f"{entry}.{stage}"] == store.read(capture, stage).decode()
         metadata = payload["metadata"]
         assert {k: metadata[k] for k in capture.metadata} == {**capture.metadata, "name": entry}
-        assert metadata["hash"] == capture.triton_hash and metadata["cache_hit"] is False
+        assert metadata["hash"] == capture.triton_hash
+        assert metadata["cache_hit"] is (capture.event == "cache_hit")  # a worker's earlier test may have compiled it
         assert payload["tritonhook"]["capture"] == capture.id
         assert payload["python_source"]["code"] == store.read(capture, "python").decode()
         # TritonParse linked the IR's locations to the captured module's lines: the source mappings it adds
