@@ -245,6 +245,10 @@ RELEASES_DIR = EnvVar("TRITONHOOK_RELEASES_DIR", "~/.cache/tritonhook/releases",
 UPGRADE_REBUILD_TIMEOUT_S = 1800
 """Seconds the rebuild worker of `tritonhook upgrade` may take for all its kernels (a release that hangs in a
 compile is killed, and the kernels it did not reach say so)."""
+REBUILD_HELPERS_MAX_BYTES = 4 * 2**20
+"""Bytes of helper-module text one capture records for its rebuild (the modules defining the `@triton.jit`
+functions its kernel calls; docs/upgrade.md#helpers): past it a module is named as left out, and a rebuild imports
+it from what is installed then. A library's kernel modules are tens of KiB; the cap bounds a pathological chain."""
 SUPPORTED_RELEASES = ("3.6.0", "3.7.1", "3.8.0", "3.9.0")
 """The Triton releases tritonhook supports and tests (scripts/test-matrix.sh), oldest first: the releases
 `tritonhook bisect` searches between --from and --to unless given --releases."""

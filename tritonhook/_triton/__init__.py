@@ -14,7 +14,8 @@ records the compile hooks' way):
   hook chains and scratch allocator (memwatch), and switching Inductor's static launcher off while tracing.
 * `replay`:   host TMA descriptors as data and back, a compiled kernel loaded from its files and launched.
 * `rebuild_record`: what a capture keeps to rebuild its kernel under another release (the module text, the
-  specialization as JSON), read back into Triton's objects; `rebuild`: that rebuild, under the running release.
+  specialization as JSON, the modules of the JIT helpers it calls), read back into Triton's objects; `rebuild`:
+  that rebuild, under the running release.
 
 The names below are the adapter's interface: the rest of tritonhook imports them from here (`_triton.LaunchTracer`),
 never from a submodule.
@@ -30,7 +31,7 @@ from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtim
                        inductor_launches_through_triton, inductor_launches_through_triton_env, launch_spec,
                        remove_runtime_hooks, signature_key_of)
 from .rebuild import RebuiltKernel, compile_rebuilt
-from .rebuild_record import PYTHON_STAGE, REBUILD_STAGE
+from .rebuild_record import HELPERS_STAGE, PYTHON_STAGE, REBUILD_STAGE, helper_modules
 from .replay import launch, load_kernel, make_tensor_descriptor, tensor_descriptor_fields
 from .version import REQUIREMENT, check_supported, parse_version, triton_version
 
@@ -49,5 +50,5 @@ __all__ = [
     # replay
     "launch", "load_kernel", "make_tensor_descriptor", "tensor_descriptor_fields",
     # rebuild_record, rebuild
-    "PYTHON_STAGE", "REBUILD_STAGE", "RebuiltKernel", "compile_rebuilt",
+    "HELPERS_STAGE", "PYTHON_STAGE", "REBUILD_STAGE", "RebuiltKernel", "compile_rebuilt", "helper_modules",
 ]

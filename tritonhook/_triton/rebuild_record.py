@@ -5,7 +5,9 @@ depends on files that moved or changed since: `python`, the text of the module f
 function (an Inductor kernel's generated module alike; read at compile time, left out when it cannot be read), and
 `rebuild`, JSON naming the function and its specialization (signature, constexprs, attributes, the compile options
 that are choices rather than facts of the release, the target). Not `source`: Triton's own first stage is stored
-under that name (its MLIR before the passes).
+under that name (its MLIR before the passes). A kernel that calls `@triton.jit` helpers defined in other modules
+keeps a third, `helpers`: those modules' texts under their dotted names, found by Triton's own dependency walk (the
+one behind `JITFunction.cache_key`), which the rebuild imports in place of whatever is installed then.
 
 Encoding (at capture, under the capture's release) and decoding (at rebuild, under the other release: `rebuild`)
 live here together so that the two sides of the format cannot drift.
@@ -14,13 +16,17 @@ live here together so that the two sides of the format cannot drift.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from pathlib import Path
 
+from .. import config
 from .version import triton_version
 
 REBUILD_FORMAT = 1
-PYTHON_STAGE, REBUILD_STAGE = "python", "rebuild"
+HELPERS_FORMAT = 1
+"""The `helpers` artifact's format; a capture made before it has no such artifact and rebuilds as before."""
+PYTHON_STAGE, REBUILD_STAGE, HELPERS_STAGE = "python", "rebuild", "helpers"
 RELEASE_FACTS = frozenset({"arch", "backend_name", "ptx_version", "extern_libs", "supported_fp8_dtypes",
                            "deprecated_fp8_dot_operand_dtypes", "allowed_dot_input_precisions", "warp_size",
                            "ir_override"})
@@ -45,6 +51,10 @@ def rebuild_artifacts(src, metadata: dict, options: dict) -> dict[str, bytes]:
         pass  # a function made from a string, a file gone: the rebuild will say there is no source
     found[REBUILD_STAGE] = json.dumps(_rebuild_record(src, python_fn, metadata, options),
                                       sort_keys=True).encode()
+    roots = [fn, *(value for value in (getattr(src, "constants", None) or {}).values() if _is_jit(value))]
+    helpers = _helpers(roots, python_fn.__module__)
+    if helpers is not None:
+        found[HELPERS_STAGE] = helpers
     return found
 
 
@@ -53,6 +63,99 @@ def _module_text(path: Path, mtime_ns: int, size: int) -> bytes:
     """A module file's bytes, read once per version of the file: every kernel of a module (and every cache hit of
     each) records the same text."""
     return path.read_bytes()
+
+
+def _helpers(roots: list, own_module: str) -> bytes | None:
+    """The `helpers` artifact: JSON {"format", "modules": [{"module", "file", "text"}], "left_out": [names]} with
+    the text of every module that defines a JIT function `roots` reach, in the order they must be executed (a
+    module after those it calls into); None when they reach none outside `own_module`. Triton's own modules are
+    never recorded (the rebuild's release brings its own), nor `__main__` (no module imports from it); modules past
+    `config.REBUILD_HELPERS_MAX_BYTES` in all are named in `left_out` and imported from what is installed."""
+    try:
+        modules = _helper_order(roots)
+    except Exception:  # noqa: BLE001 - a walk this release's Triton refuses: the rebuild imports what is installed
+        return None
+    recorded, left_out, size = [], [], 0
+    for name, path in modules:
+        if name == own_module or name == "__main__" or name == "triton" or name.startswith("triton."):
+            continue
+        try:
+            version = Path(path).stat()
+            text = _module_text(Path(path), version.st_mtime_ns, version.st_size)
+        except OSError:
+            left_out.append(name)
+            continue
+        size += len(text)
+        if size > config.REBUILD_HELPERS_MAX_BYTES:
+            left_out.append(name)
+            continue
+        recorded.append({"module": name, "file": path, "text": text.decode("utf-8", "replace")})
+    if not recorded and not left_out:
+        return None
+    return json.dumps({"format": HELPERS_FORMAT, "modules": recorded, "left_out": left_out}).encode()
+
+
+def _helper_order(roots: list) -> list[tuple[str, str]]:
+    """(module name, file) of every JIT function `roots` reach, transitively, each module after the modules its
+    reached functions call into (depth first; a cycle between modules is cut where it closes)."""
+    files, calls, todo, seen = {}, {}, list(roots), {id(fn) for fn in roots}
+    while todo:
+        fn = todo.pop()
+        module = fn.__module__
+        files.setdefault(module, fn.fn.__code__.co_filename)
+        callees = _callees(fn)
+        calls.setdefault(module, []).extend(callee.__module__ for callee in callees)
+        for callee in callees:
+            if id(callee) not in seen:
+                seen.add(id(callee))
+                todo.append(callee)
+    order, visited = [], set()
+
+    def visit(module):
+        visited.add(module)
+        for called in calls.get(module, ()):
+            if called not in visited:
+                visit(called)
+        order.append(module)
+
+    for fn in roots:
+        if fn.__module__ not in visited:
+            visit(fn.__module__)
+    return [(module, files[module]) for module in order]
+
+
+def _callees(fn) -> list:
+    """The JIT functions `fn`'s body refers to, as Triton's dependency walk resolves them (globals, closure
+    variables, `module.attribute`; not Triton's own language modules). The walk is Triton's `DependenciesFinder`,
+    run again here (its hash is cached by `cache_key`, which keeps no list of what it hashed in)."""
+    finder = _callee_finder()(name=fn._fn_name, globals=fn.__globals__,
+                              nonlocals=inspect.getclosurevars(fn.fn).nonlocals, src=fn.src)
+    finder.visit(fn.parse())
+    return finder.callees
+
+
+@functools.cache
+def _callee_finder():
+    """Triton's `DependenciesFinder`, noting each JIT function it hashes in (3.6-3.9 pass each one, callee or
+    constexpr JIT function alike, to `_update_hash`)."""
+    from triton.runtime.jit import DependenciesFinder
+
+    class CalleeFinder(DependenciesFinder):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.callees = []
+
+        def _update_hash(self, func):
+            self.callees.append(func)
+            super()._update_hash(func)
+
+    return CalleeFinder
+
+
+def _is_jit(value) -> bool:
+    from triton.runtime.jit import JITCallable
+
+    return isinstance(value, JITCallable)
 
 
 def _rebuild_record(src, python_fn, metadata: dict, options: dict) -> dict:
@@ -111,6 +214,17 @@ def specialization(module, record: dict) -> tuple:
     constexprs = {tuple(path): _decode(value, module) for path, value in record["constexprs"]}
     attrs = {tuple(path): value for path, value in record["attrs"]}
     return signature, constexprs, attrs
+
+
+def helper_modules(data: bytes) -> dict:
+    """The `helpers` artifact read back ({"modules": [{"module", "file", "text"}, ...], "left_out": [...]}, modules
+    in the order they are to be executed); one written in a format this tritonhook does not read is a ValueError
+    saying so."""
+    helpers = json.loads(data)
+    if helpers.get("format") != HELPERS_FORMAT:
+        raise ValueError(f"its helpers artifact has format {helpers.get('format')!r}; this tritonhook reads "
+                         f"{HELPERS_FORMAT}")
+    return helpers
 
 
 def _tuples(value):

@@ -2,14 +2,17 @@
 of another Triton release with this tritonhook first on PYTHONPATH, so the same code compiles under that release;
 and its parent's side, `rebuild_captures`, which writes the job, runs it and reads each kernel's outcome back.
 
-The job lists modules (recorded text by its blob's sha256) and kernels (a capture id, its module, its rebuild
-record). Each module is written to a folder of its own and executed as a module from that file, its code compiled
-under the file name it had when captured: Triton writes that name into the PTX's line info and reads the
-function's source through `inspect`, so the name is given the recorded text in `linecache`, and a kernel rebuilt
-under the same release gives the captured PTX byte for byte. A module captured as `__main__` runs under another
-name (its main block must not run). Each kernel's outcome is written as soon as it is known (`OUT/ID/kernel.ptx`,
-`kernel.cubin`, `metadata.json`, `result.json` with the compiler's error text when it failed): one kernel failing,
-or the worker dying, loses no other kernel's outcome.
+The job lists modules (recorded text by its blob's sha256), helpers (a `helpers` artifact read back, by its
+sha256) and kernels (a capture id, its module, its helpers if recorded, its rebuild record). Each module is written
+to a folder of its own and executed as a module from that file, its code compiled under the file name it had when
+captured: Triton writes that name into the PTX's line info and reads the function's source through `inspect`, so
+the name is given the recorded text in `linecache`, and a kernel rebuilt under the same release gives the captured
+PTX byte for byte. A module captured as `__main__` runs under another name (its main block must not run). A
+kernel's recorded helper modules are executed the same way, under their dotted names, before its module: its
+imports of them (`from liger_kernel.ops.utils import ...`) find them in `sys.modules`, so the helpers compiled are
+the recorded ones, not whatever is installed now. Each kernel's outcome is written as soon as it is known
+(`OUT/ID/kernel.ptx`, `kernel.cubin`, `metadata.json`, `result.json` with the compiler's error text when it failed):
+one kernel failing, or the worker dying, loses no other kernel's outcome.
 """
 
 from __future__ import annotations
@@ -45,7 +48,17 @@ def load_module(text: str, record: dict, folder: Path):
     sys.modules[name] = module  # dataclasses and Triton look a function's module up by name
     with _no_gpu_driver_needed(text):
         exec(compile(text, original, "exec"), module.__dict__)  # noqa: S102 - the captured kernel module itself
+    parent, _, child = name.rpartition(".")
+    if parent in sys.modules:  # as an import does: `from package import module` then finds this one
+        setattr(sys.modules[parent], child, module)
     return module
+
+
+def install_helpers(helpers: dict, folder: Path) -> None:
+    """A kernel's recorded helper modules (`_triton.helper_modules`), executed in their recorded order (a module
+    after those it calls into) in place of any installed module of the same name."""
+    for index, helper in enumerate(helpers["modules"]):
+        load_module(helper["text"], helper, folder / str(index))
 
 
 @contextlib.contextmanager
@@ -67,18 +80,23 @@ def _no_gpu_driver_needed(text: str):
         triton_helpers.set_driver_to_gpu = original
 
 
-def rebuild_one(kernel: dict, modules: dict[str, str], work: Path, loaded: dict) -> dict:
+def rebuild_one(kernel: dict, job: dict, work: Path, loaded: dict) -> dict:
     """Compile one kernel; write its outputs under `work/ID`; return its result (the error text when it failed)."""
     out = work / str(kernel["id"])
     out.mkdir(parents=True, exist_ok=True)
     result = {"id": kernel["id"], "triton_version": _triton.triton_version()}
+    helpers = job["helpers"].get(kernel["helpers"], {"modules": [], "left_out": []})
     try:
-        key = kernel["module"]
-        if key not in loaded:
-            loaded[key] = load_module(modules[key], kernel["rebuild"], work / "modules" / key[:16])
+        key = kernel["module"], kernel["helpers"]
+        if key not in loaded:  # a module is executed after its own kernel's helpers, once per pair
+            install_helpers(helpers, work / "helpers" / str(key[1])[:16])
+            loaded[key] = load_module(job["modules"][key[0]], kernel["rebuild"], work / "modules" / key[0][:16])
         rebuilt = _triton.compile_rebuilt(loaded[key], kernel["rebuild"])
     except Exception as exc:  # noqa: BLE001 - the compiler's own error is the answer for this kernel
         result["error"] = _error_text(exc)
+        if helpers["left_out"]:
+            result["error"] += (f" (helper modules not recorded, imported from what is installed: "
+                                f"{', '.join(helpers['left_out'])})")
     else:
         (out / "kernel.ptx").write_text(rebuilt.ptx)
         (out / "kernel.cubin").write_bytes(rebuilt.cubin)
@@ -103,7 +121,7 @@ def main(argv: list[str]) -> int:
     work = Path(job["out"])
     loaded: dict = {}
     for kernel in job["kernels"]:
-        rebuild_one(kernel, job["modules"], work, loaded)
+        rebuild_one(kernel, job, work, loaded)
     return 0
 
 
@@ -125,23 +143,40 @@ class Rebuilt:
 
 def rebuild_captures(python: Path, store, captures: Sequence, work: Path) -> dict[int, Rebuilt]:
     """Every capture's kernel compiled by the Triton of `python` (one worker process for all), by capture id. A
-    capture without the recorded module or record, or whose record says it cannot be rebuilt, is an `error`."""
-    outcomes, job = {}, {"out": str(work / "out"), "modules": {}, "kernels": []}
+    capture without the recorded module or record, or whose record says it cannot be rebuilt, is an `error`. A
+    capture made before helpers were recorded has none, and its kernel's module imports them from what is
+    installed."""
+    outcomes, job = {}, {"out": str(work / "out"), "modules": {}, "helpers": {}, "kernels": []}
     for capture in captures:
         missing = [stage for stage in (_triton.PYTHON_STAGE, _triton.REBUILD_STAGE) if stage not in capture.artifacts]
         record = None if missing else json.loads(store.read(capture, _triton.REBUILD_STAGE))
-        if missing or record.get("unsupported"):
-            why = record["unsupported"] if record else f"its capture has no {' or '.join(missing)} artifact"
+        why = (f"its capture has no {' or '.join(missing)} artifact" if missing
+               else record.get("unsupported") or _read_helpers(store, capture, job["helpers"]))
+        if why:
             outcomes[capture.id] = Rebuilt(capture.id, error=f"not rebuilt: {why}")
             continue
         module = capture.artifacts[_triton.PYTHON_STAGE].sha256
         job["modules"].setdefault(module, store.read(capture, _triton.PYTHON_STAGE).decode("utf-8", "replace"))
-        job["kernels"].append({"id": capture.id, "module": module, "rebuild": record})
+        helpers = capture.artifacts.get(_triton.HELPERS_STAGE)
+        job["kernels"].append({"id": capture.id, "module": module, "rebuild": record,
+                               "helpers": helpers.sha256 if helpers is not None else None})
     if job["kernels"]:
         failure = _run_worker(python, job, work)
         outcomes |= {kernel["id"]: _read_outcome(work / "out" / str(kernel["id"]), kernel["id"], failure)
                      for kernel in job["kernels"]}
     return outcomes
+
+
+def _read_helpers(store, capture, known: dict) -> str | None:
+    """Add `capture`'s helpers artifact, read back, to `known` (by its sha256); why it cannot be used, if so."""
+    helpers = capture.artifacts.get(_triton.HELPERS_STAGE)
+    if helpers is None or helpers.sha256 in known:
+        return None
+    try:
+        known[helpers.sha256] = _triton.helper_modules(store.read(capture, _triton.HELPERS_STAGE))
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _run_worker(python: Path, job: dict, work: Path) -> str | None:
