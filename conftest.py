@@ -24,11 +24,15 @@ def gpu_available() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """`gpu` tests skip without a GPU; `nogpu` tests (what tritonhook says when there is none) skip with one.
+    """`gpu` tests skip without a GPU; `nogpu` tests (what tritonhook says when there is none) skip with one;
+    a `serial` test not also `release_independent` is a usage error.
     A marker, not `from conftest import ...`: tests/gluon_kernels has a conftest.py of its own, and which one a
     plain import finds depends on the order pytest puts folders on sys.path."""
     has_gpu = gpu_available()
     for item in items:
+        if "serial" in item.keywords and "release_independent" not in item.keywords:
+            raise pytest.UsageError(f"{item.nodeid}: a `serial` test must be `release_independent` too "
+                                    f"(scripts/test-matrix.sh runs the serial step under the first release only)")
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
         if "nogpu" in item.keywords and has_gpu:

@@ -20,6 +20,7 @@ full=${TRITON_VERSIONS-"3.6.0 3.9.0"}
 core=${TRITON_CORE_VERSIONS-"3.7.1 3.8.0"}
 deps=.venv-test-deps
 failed=""
+first=${full%% *}
 
 pip_install() {  # pip_install PYTHON ARGS...: with the shared virtualenv's pip, into PYTHON's environment
     local python=$1
@@ -31,21 +32,23 @@ pip_install() {  # pip_install PYTHON ARGS...: with the shared virtualenv's pip,
 purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 
 make_deps() {  # the shared dependencies: the test and cute extras with the first release's Triton
-    local first=${full%% *}
     [ -x "$deps/bin/python" ] || python3 -m venv "$deps"
     pip_install "$deps/bin/python" -e ".[test,cute]" "triton==${first:-3.6.0}"
 }
 
-make_venv() {  # make_venv VERSION: Triton VERSION and tritonhook itself; everything else from $deps
+triton_venv() {  # triton_venv VERSION: a virtualenv holding Triton VERSION
     local version=$1 venv=".venv-triton-$1"
     [ -x "$venv/bin/python" ] || python3 -m venv --without-pip "$venv"  # pip_install installs into it
-    local pth
-    pth="$(purelib "$venv/bin/python")/zz-tritonhook-test-deps.pth"
-    rm -f "$pth"  # while pip runs: through it pip sees the shared Triton as installed and installs none here
-    pip_install "$venv/bin/python" --no-deps "triton==$version"
+    rm -f "$(purelib "$venv/bin/python")/zz-tritonhook-test-deps.pth"  # while pip runs: through it pip sees the
+    pip_install "$venv/bin/python" --no-deps "triton==$version"         # shared Triton as installed, installs none
+}
+
+finish_venv() {  # finish_venv VERSION: tritonhook itself (editable); everything else from $deps
+    local venv=".venv-triton-$1"
     pip_install "$venv/bin/python" --no-deps -e .
     # a site directory (its own .pth files processed too), appended after the virtualenv's own
-    echo "import site; site.addsitedir('$(purelib "$deps/bin/python")')" > "$pth"
+    echo "import site; site.addsitedir('$(purelib "$deps/bin/python")')" \
+        > "$(purelib "$venv/bin/python")/zz-tritonhook-test-deps.pth"
 }
 
 link_releases() {  # the release virtualenvs as `tritonhook upgrade` looks for them (config.RELEASES_DIR)
@@ -63,7 +66,9 @@ run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among t
     "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider -m "not serial and ($marks)" "$@" \
         || failed="$failed $version"
     # tests marked `serial` change files the others use (a wheel ptxas wrapped in place): they run alone, after,
-    # collected from the files that mark any rather than from the whole suite again (exit 5: none selected)
+    # collected from the files that mark any rather than from the whole suite again (exit 5: none selected); they
+    # are release-independent too (conftest.py holds them to it), so only the first release runs them
+    [ "$version" = "$first" ] || return 0
     serial_files=$(grep -rl --include='test_*.py' 'mark\.serial' tests)
     # shellcheck disable=SC2086
     "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "serial and ($marks)" "$@" $serial_files \
@@ -71,12 +76,20 @@ run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among t
 }
 
 make_deps
+# the releases' Triton side by side (each install is mostly unpacking one wheel); tritonhook's editable install
+# after, one at a time, since each builds in the same source tree
+pids=""
 for version in $full $core; do
-    make_venv "$version"
+    triton_venv "$version" & pids="$pids $!"
+done
+for pid in $pids; do
+    wait "$pid" || { echo "installing a Triton release failed"; exit 1; }
+done
+for version in $full $core; do
+    finish_venv "$version"
 done
 # shellcheck disable=SC2086
 link_releases $full $core
-first=${full%% *}
 for version in $full $core; do
     marks="not release_independent"
     [ "$version" = "$first" ] && marks="release_independent or not release_independent"

@@ -82,6 +82,7 @@ needs_cutile = pytest.mark.skipif(importlib.util.find_spec("cuda.tile") is None 
 
 @needs_cutile
 @pytest.mark.serial  # wraps the virtualenv's wheel ptxas in place, which other tests run and hash
+@pytest.mark.release_independent  # cuTile and its wheel ptxas: no Triton in it
 def test_a_cutile_export_is_captured_through_the_wheel_ptxas_and_the_wheel_is_restored(store_path, tmp_path):
     ptxas = _tileiras_ptxas()
     before = hashlib.sha256(ptxas.read_bytes()).hexdigest()
@@ -102,6 +103,7 @@ def test_a_cutile_export_is_captured_through_the_wheel_ptxas_and_the_wheel_is_re
 
 @needs_cutile
 @pytest.mark.serial  # wraps the virtualenv's wheel ptxas in place, which other tests run and hash
+@pytest.mark.release_independent  # cuTile and its wheel ptxas: no Triton in it
 def test_a_killed_wheel_ptxas_capture_is_reported_and_the_next_capture_restores_it_and_captures(store_path, tmp_path):
     """`kill -9` of `tritonhook capture --wheel-ptxas` leaves the wheel ptxas wrapped for a dead run: `ptxas status`
     names the dead pid and how to recover, and the next capture puts the real binary back and captures again."""
