@@ -64,15 +64,16 @@ def captured(tmp_path, monkeypatch):
     return _capture(tmp_path, monkeypatch)
 
 
-def _capture(tmp_path: Path, monkeypatch):
-    """The package written to tmp_path/pkgs, its kernel compiled under capture into tmp_path/store: the store."""
+def _capture(tmp_path: Path, monkeypatch, modules: dict = MODULES):
+    """The package (`modules`) written to tmp_path/pkgs, its kernel compiled under capture into tmp_path/store: the
+    store."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     folder = tmp_path / "pkgs" / PACKAGE
     folder.mkdir(parents=True)
-    for name, text in MODULES.items():
+    for name, text in modules.items():
         (folder / f"{name}.py").write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path / "pkgs"))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
@@ -134,3 +135,17 @@ def test_the_rebuild_compiles_the_recorded_helpers_not_the_edited_files(captured
     assert other.error is None, other.error
     assert other.triton_version == "3.9.0"
     assert RECORDED in other.ptx and EDITED not in other.ptx
+
+
+def test_a_package_that_imports_its_kernel_modules_rebuilds(tmp_path, monkeypatch):
+    """Liger's shape: the package's `__init__` imports the kernel module. The worker imports the package before it
+    executes the recorded kernel module, as an import does; executed first, the module's own import of a sibling
+    ran `__init__`, which found the module half executed (Liger's RMSNorm forward on the H200: "cannot import name
+    'LigerRMSNormFunction'")."""
+    store = _capture(tmp_path, monkeypatch, MODULES | {"__init__": f"from {PACKAGE}.b import scale_kernel\n"})
+    (tmp_path / "pkgs" / PACKAGE / "c.py").write_text(MODULES["c"].replace("3.25", "7.5"))
+    monkeypatch.setenv(config.PYTHONPATH.name, config.PYTHONPATH.encode([str(tmp_path / "pkgs")]))
+    (capture,) = store.captures()
+    rebuilt = rebuild_captures(Path(sys.executable), store, [capture], tmp_path / "rebuilt")[capture.id]
+    assert rebuilt.error is None, rebuilt.error
+    assert rebuilt.ptx == store.read(capture, "ptx").decode()

@@ -35,12 +35,20 @@ MAIN_STAND_IN = "tritonhook_rebuilt_main"
 
 
 def load_module(text: str, record: dict, folder: Path):
-    """The recorded module `text`, written into `folder` and executed as the module `record` names."""
+    """The recorded module `text`, written into `folder` and executed as the module `record` names, its package
+    imported first, as an import does: a package whose `__init__` imports its kernel modules (Liger's
+    `liger_kernel.ops` imports every one) would otherwise be run by the module's own first import of a sibling and
+    find this module half executed (`cannot import name 'LigerRMSNormFunction'`, the H200's one kernel not
+    rebuilt). A package that cannot be imported is left to the module's own imports to report."""
     original = record["file"]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / (Path(original).name or "kernel_module.py")
     path.write_text(text)
     name = MAIN_STAND_IN if record["module"] == "__main__" else record["module"]
+    parent, _, child = name.rpartition(".")
+    if parent:
+        with contextlib.suppress(Exception):  # gone, or broken as installed: the module's imports say so if it matters
+            importlib.import_module(parent)
     lines = text.splitlines(keepends=True)
     linecache.cache[original] = (len(text), None, lines, original)  # mtime None: never checked against a file
     spec = importlib.util.spec_from_file_location(name, path)
@@ -48,7 +56,6 @@ def load_module(text: str, record: dict, folder: Path):
     sys.modules[name] = module  # dataclasses and Triton look a function's module up by name
     with _no_gpu_driver_needed(text):
         exec(compile(text, original, "exec"), module.__dict__)  # noqa: S102 - the captured kernel module itself
-    parent, _, child = name.rpartition(".")
     if parent in sys.modules:  # as an import does: `from package import module` then finds this one
         setattr(sys.modules[parent], child, module)
     return module
