@@ -122,7 +122,7 @@ def test_an_empty_store_says_in_each_section_how_to_fill_it(tmp_path):
     path, data = write_report(Store(tmp_path / "store"), tmp_path / "r.html")
     page = path.read_text()
     assert not data.problems
-    for section_id in ("captures", "cutlass", "ptxas-matrix", "sweep", "upgrade", "memory", "kernels"):
+    for section_id in ("captures", "cutlass", "ptxas-matrix", "sweep", "check", "upgrade", "memory", "kernels"):
         assert 'class="empty"' in section(page, section_id), section_id
     assert "tritonhook demo" in section(page, "captures")
 

@@ -48,6 +48,14 @@ class KernelCheck:
             return f"{self.label}: outputs {self.outputs} from the baseline build's"
         return f"{self.label}: {self.status}"
 
+    def interval(self) -> str:
+        """The ratio with its 95% interval, "1.046 [1.040, 1.052]"; "-" when not timed (the table, the page)."""
+        if self.ratio is None:
+            return "-"
+        if self.low is None or self.high is None:
+            return f"{self.ratio:.3f}"
+        return f"{self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
 
 @dataclasses.dataclass
 class Unmatched:
@@ -131,7 +139,7 @@ class CheckResult:
     def __rich_console__(self, console, options):
         from rich.markup import escape  # labels hold brackets rich would read as markup
 
-        rows = [[escape(k.label), format.share(k.share), _interval(k), escape(k.verdict), escape(k.outputs),
+        rows = [[escape(k.label), format.share(k.share), k.interval(), escape(k.verdict), escape(k.outputs),
                  k.status.upper() if k.failed else k.status] for k in self.kernels]
         yield format.table(("signature", "share", "current / baseline [95%]", "time", "outputs", "gate"), rows,
                            title=self.title())
@@ -140,14 +148,6 @@ class CheckResult:
                                title="not compared (listed, not failed)")
         for failed in self.failures:
             yield format.line(f"FAILED {failed.why(self.threshold)}")
-
-
-def _interval(kernel: KernelCheck) -> str:
-    if kernel.ratio is None:
-        return "-"
-    if kernel.low is None or kernel.high is None:
-        return f"{kernel.ratio:.3f}"
-    return f"{kernel.ratio:.3f} [{kernel.low:.3f}, {kernel.high:.3f}]"
 
 
 register_result_kind(ResultKind(RESULT_KIND, CheckResult.from_json, label="baseline", source="recording_id"))

@@ -20,7 +20,8 @@ from .model import SASS_DIFF_KERNELS, SASS_DIFF_LINES, ReportData, collect
 
 DEFAULT_REPORT = "tritonhook-report.html"
 SECTIONS = (("captures", "Captures"), ("cutlass", "cutlass name"), ("ptxas-matrix", "ptxas matrix"),
-            ("sweep", "Sweep / A/B"), ("upgrade", "Upgrade / bisect"), ("memory", "Memory"), ("kernels", "Kernels"))
+            ("sweep", "Sweep / A/B"), ("check", "Check"), ("upgrade", "Upgrade / bisect"), ("memory", "Memory"),
+            ("kernels", "Kernels"))
 """The page's sections, in order: (element id, navigation title). The browser test checks each one."""
 CHUNK_ROWS = 50
 """A long table is cut into tables of this many rows, each laid out only once scrolled to: laying out all the
@@ -158,6 +159,8 @@ def summary_lines(path: Path, data: ReportData) -> list[str]:
     sweep = f"{len(data.forest)} A/B comparisons, {winners} faster" if data.forest else "no A/B results (needs a GPU)"
     if data.sweeps:
         sweep += f"; {len(data.sweeps)} workload sweep(s)"
+    if data.checks:
+        sweep += f"; {len(data.checks)} check(s), {sum(bool(c.failures) for c in data.checks)} failed"
     if data.upgrades or data.bisects:
         sweep += f"; {len(data.upgrades)} upgrade(s), {len(data.bisects)} bisect(s)"
     memory = f"{len(data.warnings)} preflight warnings over {data.predicted_cubins} cubins; " \

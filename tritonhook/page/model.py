@@ -3,7 +3,7 @@
 `collect(store, memwatch_files)` reads every capture once, parses each distinct cubin once, pairs the plain and
 renamed builds of each kernel and diffs them with `diff.diff_cubins` (SASS through nvdisasm, each distinct cubin
 disassembled once), predicts the stack reservation of each distinct cubin with `preflight.predict_cubin`, and
-reads the saved ptxas matrices, A/B results, upgrade and bisect results and the memwatch files given. Whatever
+reads the saved ptxas matrices, A/B, check, upgrade and bisect results and the memwatch files given. Whatever
 cannot be read (a corrupt blob, a memwatch file that is not one, no nvdisasm, a damaged result) becomes a `Problem`
 the page lists, and the rest goes on.
 """
@@ -14,17 +14,20 @@ import collections
 import concurrent.futures
 import dataclasses
 import os
+import re
 import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..ab import ABReport, ABWorkloadEstimate, SavedABResult
 from ..ab.result import RESULT_KIND as AB_KIND
+from ..check.result import RESULT_KIND as CHECK_KIND, CheckResult
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 from ..sweep.variants import IDENTICAL
 from ..cubin import Cubin, disassemble
 from ..diff import CubinDiff, diff_cubins
 from ..errors import TritonhookError
+from ..format import share as share_text
 from ..preflight import WARN_BYTES, Prediction, predict_cubin
 from ..store import Capture, ResultKind, Store, register_result_kind
 from ..upgrade import CELLS, BisectResult, UpgradeResult
@@ -215,6 +218,42 @@ class BisectView:
     warnings: list[str]
 
 
+@dataclasses.dataclass(frozen=True)
+class CheckRow:
+    """One checked signature, its figures as the gate's own table writes them (`KernelCheck.interval`);
+    `failed`: it regressed or its outputs changed (`status` then in capitals, as the terminal shows it)."""
+
+    kernel: str
+    label: str
+    share: str
+    ratio: str
+    verdict: str
+    outputs: str
+    status: str
+    failed: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckView:
+    """A saved `tritonhook check` (`CheckResult`): its verdict line (`title`), its signatures failures first,
+    each failure's one line (the JUnit message), what it could not compare and why, and the arguments of the
+    `tritonhook check` that repeats it."""
+
+    id: int
+    title: str
+    baseline: str
+    recording_id: int | None
+    threshold: str
+    rounds: int | None
+    l2: str | None
+    sweep_id: int | None
+    kernels: list[CheckRow]
+    failures: list[str]
+    unmatched: list[tuple[str, str]]
+    warnings: list[str]
+    args: str | None  # None: no command repeats it (a baseline recording of another store)
+
+
 @dataclasses.dataclass
 class ReportData:
     store: str
@@ -233,6 +272,7 @@ class ReportData:
     upgrades: list[UpgradeView] = dataclasses.field(default_factory=list)
     timings: list[TimingView] = dataclasses.field(default_factory=list)  # those of an upgrade in another store
     bisects: list[BisectView] = dataclasses.field(default_factory=list)
+    checks: list[CheckView] = dataclasses.field(default_factory=list)
 
     @property
     def warnings(self) -> list[tuple[Capture, Prediction]]:
@@ -292,6 +332,7 @@ def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, s
     sweeps = _saved_sweeps(store, problems)
     forest = [row for saved in ab_results for row in forest_rows(saved.report)]
     forest += [row for result in sweeps for row in sweep_forest_rows(result)]
+    checks = _viewed(store, problems, CHECK_KIND, "check result", "check", lambda r: check_view(r, store.path))
     upgrades, timings, bisects = _saved_upgrades(store, problems)
     return ReportData(store=str(store.path), generated=time.time(), captures=captures, effects=effects,
                       matrices=store.results(PTXAS_MATRIX_KIND), ab_results=ab_results, forest=forest,
@@ -299,7 +340,7 @@ def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, s
                       estimates=[e for e in (saved.report.workload_estimate() for saved in ab_results) if e is not None],
                       memwatch=_memwatch_runs(store, memwatch_files, problems), predictions=predictions,
                       predicted_cubins=predicted, problems=problems, upgrades=upgrades, timings=timings,
-                      bisects=bisects)
+                      bisects=bisects, checks=checks)
 
 
 def build_pairs(captures: Iterable[Capture]) -> list[tuple[Capture, Capture]]:
@@ -396,27 +437,60 @@ def forest_rows(report: ABReport) -> list[ForestRow]:
     return rows
 
 
-# ----- upgrade and bisect results (pure) -------------------------------------------------------------------------
+# ----- saved results shown through a view (pure) ----------------------------------------------------------------
 _DAMAGE = (KeyError, TypeError, AttributeError, ValueError, IndexError)
 """What a result that loaded but is not whole raises when its view is made (a cell without its figures, a step
-without a release): the page lists it as a problem and shows the rest."""
+without a release, a ratio that is not a number): the page lists it as a problem and shows the rest."""
 
 
+def _viewed(store: Store, problems: list[Problem], kind: str, what: str, section: str, view) -> list:
+    """`view` of each saved result of `kind`; one that cannot be read or shown is a problem naming it (`what` and
+    its id) that `section` leaves out, and the rest stands."""
+    def unreadable(result_id: int, exc: TritonhookError) -> None:
+        problems.append(Problem(f"{what} {result_id}", f"{exc}; the {section} section leaves it out"))
+
+    views = []
+    for result in store.results(kind, on_error=unreadable):
+        try:
+            views.append(view(result))
+        except _DAMAGE as exc:
+            unreadable(result.id, TritonhookError(f"malformed {what} ({type(exc).__name__}: {exc})"))
+    return views
+
+
+def check_view(result: CheckResult, store: Path) -> CheckView:
+    """`result`, saved in `store`. Every figure is formatted here, so that a result whose figures are not numbers
+    is a problem, not a page that fails to render."""
+    rows = [CheckRow(k.kernel, k.label, share_text(k.share), k.interval(), k.verdict, k.outputs,
+                     k.status.upper() if k.failed else k.status, k.failed)
+            for k in sorted(result.kernels, key=lambda k: not k.failed)]
+    baseline = _baseline_arg(result.baseline, store)
+    args = None if baseline is None else \
+        f"--baseline {baseline} --current {result.recording_id} --threshold {result.threshold:g}" + \
+        (f" --rounds {result.rounds}" if result.rounds else "") + (f" --l2 {result.l2}" if result.l2 else "")
+    return CheckView(result.id, result.title(), result.baseline, result.recording_id, f"{result.threshold:.1%}",
+                     result.rounds, result.l2, result.sweep_id, rows,
+                     [k.why(result.threshold) for k in result.failures],
+                     [(u.label, u.why) for u in result.unmatched], list(result.warnings), args)
+
+
+def _baseline_arg(baseline: str, store: Path) -> str | None:
+    """What `--baseline` takes to repeat a check: the baseline file, or the recording's id where the baseline was
+    a recording of this store (`Baseline.from_recording` names it "recording N in STORE"). None for a recording
+    of another store (the library can check against one; the CLI reads a baseline recording from --store)."""
+    found = re.fullmatch(r"recording (\d+) in (.*)", baseline)
+    if found is None:
+        return baseline
+    return found.group(1) if Path(found.group(2)).resolve() == Path(store).resolve() else None
+
+
+# ----- upgrade and bisect results (pure) -------------------------------------------------------------------------
 def _saved_upgrades(store: Store, problems: list[Problem]) -> tuple[list[UpgradeView], list[TimingView],
                                                                      list[BisectView]]:
     """The upgrade results with the timings of their cells, the timings of upgrades in other stores, and the
     bisect results. A result that cannot be read or shown is a problem, the rest stands."""
     def viewed(kind: str, what: str, view) -> list:
-        def unreadable(result_id: int, exc: TritonhookError) -> None:
-            problems.append(Problem(f"{what} {result_id}", f"{exc}; the upgrade section leaves it out"))
-
-        views = []
-        for result in store.results(kind, on_error=unreadable):
-            try:
-                views.append(view(result))
-            except _DAMAGE as exc:
-                unreadable(result.id, TritonhookError(f"malformed {what} ({type(exc).__name__}: {exc})"))
-        return views
+        return _viewed(store, problems, kind, what, "upgrade", view)
 
     timings = viewed(TIMING_KIND, "upgrade timing", timing_view)
     upgrades = viewed(UPGRADE_KIND, "upgrade result", upgrade_view)
