@@ -149,3 +149,50 @@ def test_a_package_that_imports_its_kernel_modules_rebuilds(tmp_path, monkeypatc
     rebuilt = rebuild_captures(Path(sys.executable), store, [capture], tmp_path / "rebuilt")[capture.id]
     assert rebuilt.error is None, rebuilt.error
     assert rebuilt.ptx == store.read(capture, "ptx").decode()
+
+
+INDUCTOR_SHAPED = '''
+import triton
+import triton.language as tl
+from torch._inductor.runtime import triton_helpers
+
+triton_helpers.set_driver_to_gpu()
+
+
+@triton.jit
+def max_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    a = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, triton_helpers.maximum(a, tl.load(y_ptr + offsets, mask=mask)), mask=mask)
+'''
+
+
+def test_an_inductor_shaped_kernel_records_and_rebuilds_torchs_triton_helpers(tmp_path, monkeypatch):
+    """A module shaped like Inductor's (it calls `triton_helpers.set_driver_to_gpu()` when executed, which needs a
+    GPU, and its kernel calls `triton_helpers.maximum`): torch's triton_helpers is recorded, and the rebuild, which
+    executes that recorded text under torch's dotted name, still gives the captured PTX."""
+    pytest.importorskip("torch")
+    import triton
+    from torch._inductor.runtime import triton_helpers
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    (tmp_path / "inductor_shaped.py").write_text(INDUCTOR_SHAPED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setattr(triton_helpers, "set_driver_to_gpu", lambda: None)  # no GPU here
+    try:
+        kernel = importlib.import_module("inductor_shaped").max_kernel
+    finally:
+        sys.modules.pop("inductor_shaped", None)
+    with tritonhook.session(tmp_path / "store"):
+        triton.compile(ASTSource(kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                                 {"BLOCK": 256}, POINTERS_ALIGNED), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4})
+    store = tritonhook.Store(tmp_path / "store")
+    assert [m["module"] for m in _helpers(store)["modules"]] == ["torch._inductor.runtime.triton_helpers"]
+    (capture,) = store.captures()
+    rebuilt = rebuild_captures(Path(sys.executable), store, [capture], tmp_path / "rebuilt")[capture.id]
+    assert rebuilt.error is None, rebuilt.error
+    assert rebuilt.ptx == store.read(capture, "ptx").decode()

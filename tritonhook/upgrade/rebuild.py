@@ -53,8 +53,8 @@ def load_module(text: str, record: dict, folder: Path):
     linecache.cache[original] = (len(text), None, lines, original)  # mtime None: never checked against a file
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and Triton look a function's module up by name
-    with _no_gpu_driver_needed(text):
+    with _no_gpu_driver_needed(text):  # entered first: it imports the triton_helpers this may be the recorded text of
+        sys.modules[name] = module  # dataclasses and Triton look a function's module up by name
         exec(compile(text, original, "exec"), module.__dict__)  # noqa: S102 - the captured kernel module itself
     if parent in sys.modules:  # as an import does: `from package import module` then finds this one
         setattr(sys.modules[parent], child, module)
