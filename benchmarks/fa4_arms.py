@@ -55,6 +55,52 @@ def fa4_calls(causal: bool) -> dict[str, tuple]:
     return {arm: (context(arm), call) for arm in ARMS}
 
 
+BACKWARD_CLASSES = (("flash_attn.cute.flash_bwd_sm90", "FlashAttentionBackwardSm90"),
+                    ("flash_attn.cute.flash_bwd_preprocess", "FlashAttentionBackwardPreprocess"),
+                    ("flash_attn.cute.flash_bwd_postprocess", "FlashAttentionBackwardPostprocess"))
+"""The Hopper backward's three kernels (dO·O row sums, the dQ/dK/dV main loop, dQ's fp32 accumulator converted)."""
+BACKWARD_CACHES = ("_flash_attn_bwd", "_bwd_preprocess", "_bwd_postprocess_convert")
+"""`flash_attn.cute.interface`'s functions whose `compile_cache` holds the backward's compiled kernels."""
+
+
+def fa4_backward_calls(causal: bool) -> dict[str, tuple]:
+    """{arm: (context, call)}: FA4's Hopper backward alone, its three kernels named per arm as the forward's are in
+    `fa4_calls`, each arm with its own compile caches. A call takes (q, k, v, out, dout, lse) in FA4's layout (the
+    forward's `out` and `lse`, computed once) and returns dQ."""
+    import importlib
+
+    from flash_attn.cute import interface
+    from flash_attn.cute.cache_utils import JITCache
+
+    classes = [getattr(importlib.import_module(module), name) for module, name in BACKWARD_CLASSES]
+    caches = {arm: {function: JITCache() for function in BACKWARD_CACHES} for arm in ARMS}
+
+    def context(arm: str):
+        @contextlib.contextmanager
+        def named():
+            for cls in classes:
+                for function in NAMED_FUNCTIONS:
+                    getattr(cls, function).set_name_prefix(**NAME_OPTIONS[arm])
+            for function in BACKWARD_CACHES:
+                getattr(interface, function).compile_cache = caches[arm][function]
+            yield
+
+        return named
+
+    def call(q, k, v, out, dout, lse):
+        return interface._flash_attn_bwd(q, k, v, out, dout, lse, causal=causal)[0]
+
+    return {arm: (context(arm), call) for arm in ARMS}
+
+
+def fa4_forward_for_backward(q, k, v, causal: bool) -> tuple:
+    """(out, lse) of FA4's forward, as its autograd function saves them for the backward."""
+    from flash_attn.cute import interface
+
+    out, lse, *_ = interface._flash_attn_fwd(q, k, v, causal=causal, return_lse=True)
+    return out, lse
+
+
 def bshd(*tensors):
     """FA4's layout, (batch, seqlen, heads, head_dim), contiguous, of the benchmark's (batch, heads, seqlen, D)."""
     return tuple(t.transpose(1, 2).contiguous() for t in tensors)
