@@ -29,30 +29,40 @@ NAMED_FUNCTIONS = ("kernel", "__call__")
 PTX and cubin files: renamed alike, the two arms' dumps do not overwrite each other."""
 
 
-def fa4_calls(causal: bool) -> dict[str, tuple]:
-    """{arm: (context, call)} for `tritonhook.ab.bench_interleaved`. A call takes the benchmark's inputs and uses
-    the last three, FA4's (batch, seqlen, heads, head_dim) copies of q, k and v (`bshd`)."""
+def _named_arms(classes: list, cache_functions: tuple[str, ...], call) -> dict[str, tuple]:
+    """{arm: (context, call)}: entering an arm's context names `classes`' kernels (and host functions) as the arm
+    says (`NAME_OPTIONS`) and swaps in the arm's own compile cache for each of `interface`'s `cache_functions`."""
     from flash_attn.cute import interface
     from flash_attn.cute.cache_utils import JITCache
-    from flash_attn.cute.flash_fwd_sm90 import FlashAttentionForwardSm90
 
-    caches = {arm: JITCache() for arm in ARMS}
+    caches = {arm: {function: JITCache() for function in cache_functions} for arm in ARMS}
 
     def context(arm: str):
         @contextlib.contextmanager
         def named():
-            for function in NAMED_FUNCTIONS:  # the host function too: its name names the dumped files
-                getattr(FlashAttentionForwardSm90, function).set_name_prefix(**NAME_OPTIONS[arm])
-            interface._flash_attn_fwd.compile_cache = caches[arm]
+            for cls in classes:
+                for function in NAMED_FUNCTIONS:  # the host function too: its name names the dumped files
+                    getattr(cls, function).set_name_prefix(**NAME_OPTIONS[arm])
+            for function in cache_functions:
+                getattr(interface, function).compile_cache = caches[arm][function]
             yield
 
         return named
+
+    return {arm: (context(arm), call) for arm in ARMS}
+
+
+def fa4_calls(causal: bool) -> dict[str, tuple]:
+    """{arm: (context, call)} for `tritonhook.ab.bench_interleaved`. A call takes the benchmark's inputs and uses
+    the last three, FA4's (batch, seqlen, heads, head_dim) copies of q, k and v (`bshd`)."""
+    from flash_attn.cute import interface
+    from flash_attn.cute.flash_fwd_sm90 import FlashAttentionForwardSm90
 
     def call(*inputs):
         out = interface.flash_attn_func(*inputs[-3:], causal=causal)
         return out[0] if isinstance(out, tuple) else out
 
-    return {arm: (context(arm), call) for arm in ARMS}
+    return _named_arms([FlashAttentionForwardSm90], ("_flash_attn_fwd",), call)
 
 
 BACKWARD_CLASSES = (("flash_attn.cute.flash_bwd_sm90", "FlashAttentionBackwardSm90"),
@@ -70,27 +80,12 @@ def fa4_backward_calls(causal: bool) -> dict[str, tuple]:
     import importlib
 
     from flash_attn.cute import interface
-    from flash_attn.cute.cache_utils import JITCache
-
-    classes = [getattr(importlib.import_module(module), name) for module, name in BACKWARD_CLASSES]
-    caches = {arm: {function: JITCache() for function in BACKWARD_CACHES} for arm in ARMS}
-
-    def context(arm: str):
-        @contextlib.contextmanager
-        def named():
-            for cls in classes:
-                for function in NAMED_FUNCTIONS:
-                    getattr(cls, function).set_name_prefix(**NAME_OPTIONS[arm])
-            for function in BACKWARD_CACHES:
-                getattr(interface, function).compile_cache = caches[arm][function]
-            yield
-
-        return named
 
     def call(q, k, v, out, dout, lse):
         return interface._flash_attn_bwd(q, k, v, out, dout, lse, causal=causal)[0]
 
-    return {arm: (context(arm), call) for arm in ARMS}
+    classes = [getattr(importlib.import_module(module), name) for module, name in BACKWARD_CLASSES]
+    return _named_arms(classes, BACKWARD_CACHES, call)
 
 
 def fa4_forward_for_backward(q, k, v, causal: bool) -> tuple:

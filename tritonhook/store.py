@@ -226,6 +226,11 @@ def register_result_kind(kind: ResultKind) -> ResultKind:
     return kind
 
 
+def result_kind_text(result) -> str:
+    """What `Store.result` gave, for an error saying it is not the kind wanted: "none" or "a sweep result"."""
+    return "none" if result is None else f"a {getattr(result, 'kind', type(result).__name__)} result"
+
+
 @dataclasses.dataclass(frozen=True)
 class UnknownResult:
     """A saved result of a kind no module of this process declared (a newer tritonhook wrote it, or its producer's

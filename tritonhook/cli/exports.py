@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import TritonhookError
 from ..format import show
+from ..store import result_kind_text
 from .common import open_store, store_arg
 
 
@@ -33,8 +34,8 @@ def _export_trace(args) -> int:
     if args.replay is not None:
         replay = store.result(args.replay)
         if not isinstance(replay, SweepResult):
-            what = "none" if replay is None else f"a {getattr(replay, 'kind', type(replay).__name__)} result"
-            raise TritonhookError(f"{store.path}: result {args.replay} is {what}, not a sweep or replay result")
+            raise TritonhookError(f"{store.path}: result {args.replay} is {result_kind_text(replay)}, not a sweep or "
+                                  f"replay result")
     which = args.recording
     if which is None and replay is not None:
         if replay.recording_id is None:

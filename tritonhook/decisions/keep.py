@@ -20,7 +20,7 @@ from .. import format, ptx as _ptx
 from .._version import __version__
 from ..errors import TritonhookError
 from ..measure.outputs import DIFFER
-from ..store import ResultKind, Store, register_result_kind
+from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
@@ -63,8 +63,8 @@ def from_result(store: Store, result_id: int | str) -> DecisionList:
     elif isinstance(result, TuneResult):
         kind = TUNE_KIND
     else:
-        what = "none" if result is None else f"a {getattr(result, 'kind', type(result).__name__)} result"
-        raise TritonhookError(f"result {result_id}: {what}; decisions are made from a sweep, replay or tune result")
+        raise TritonhookError(f"result {result_id}: {result_kind_text(result)}; decisions are made from a sweep, "
+                              f"replay or tune result")
     if result.recording_id is None:
         raise TritonhookError(f"result {result_id}: names no recording, so its kernels' PTX cannot be found")
     recording = store.result(result.recording_id)
