@@ -1,7 +1,7 @@
 """Results that several test modules read, each built once per test session: an upgrade, a bisect and a recording's
 upgrade each rebuild kernels under other Triton releases (seconds to tens of seconds), and both the modules that
-check the commands (tests/test_upgrade.py, test_bisect.py, test_upgrade_timing.py) and the report's
-(tests/test_report_upgrade.py) read them. A module that adds results to one of these stores must not count on
+check the commands (tests/test_upgrade.py, test_bisect.py, test_bisect_timing.py, test_upgrade_timing.py) and the
+report's (tests/test_report_upgrade.py) read them. A module that adds results to one of these stores must not count on
 being the only one that did.
 
 The release virtualenvs are never downloaded here: scripts/test-matrix.sh points $TRITONHOOK_RELEASES_DIR at links
@@ -9,11 +9,15 @@ to its own; without them the fixtures that need them skip."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from release_subjects import BISECT_COMPILES, BISECT_SUBJECTS, UPGRADE_COMPILES, UPGRADE_SUBJECTS, capture_subjects
+from release_subjects import (BISECT_COMPILES, BISECT_SUBJECTS, UPGRADE_COMPILES, UPGRADE_SUBJECTS, capture_subjects,
+                              compile_subjects)
 
 UPGRADE_TARGET = "3.9.0"
 
@@ -109,3 +113,92 @@ def recording_upgraded(tmp_path_factory, release_39):
 
     store, recording = sample_recording(tmp_path_factory.mktemp("store"), signatures=2)
     return store, recording, upgrade(store, to=UPGRADE_TARGET, recording=str(recording.id))
+
+
+DIRECT = '''
+import importlib.util, json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from tritonhook.cubin import Cubin
+
+spec = importlib.util.spec_from_file_location("bisect_subjects", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+found = {}
+for name, (signature, constexprs, arch) in json.loads(sys.argv[2]).items():
+    attrs = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
+    try:
+        built = triton.compile(ASTSource(getattr(module, name), signature, constexprs, attrs),
+                               target=GPUTarget("cuda", arch, 32), options={"num_warps": 2})
+    except Exception:
+        found[name] = None
+        continue
+    summary = Cubin.from_bytes(built.asm["cubin"]).summary(built.metadata.name)
+    found[name] = {"text_sha256": summary["text_sha256"], "text_size": summary["text_size"]}
+print(json.dumps(found))
+'''
+"""Each release compiling the bisect subjects itself, straight from their file (no capture, no rebuild worker): the
+`.text` hash and size of each kernel, None where the release refuses it."""
+
+
+@pytest.fixture(scope="session")
+def direct_builds(bisect_subjects, releases, tmp_path_factory) -> dict[str, dict[str, dict | None]]:
+    """The bisects' independent measure: release -> kernel -> the `.text` (`text_sha256`, `text_size`) of the
+    release's own compile of it (None: refused)."""
+    import tritonhook
+    from tritonhook import config
+
+    cache = tmp_path_factory.mktemp("triton-cache-direct")
+    env = {**os.environ, **config.CaptureSettings().to_env(),  # no capture
+           "PYTHONPATH": str(Path(tritonhook.__file__).parents[1]), "TRITON_CACHE_DIR": str(cache)}
+    found = {}
+    for release, python in releases.items():
+        done = subprocess.run([str(python), "-c", DIRECT, str(bisect_subjects[1]), json.dumps(BISECT_COMPILES)],
+                              env=env, capture_output=True, text=True, timeout=600, check=True)
+        found[release] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+TIMED_SUBJECTS = ("scale_kernel", "softmax_kernel", "advance_kernel")
+"""The bisect subjects a recording launches for the timed bisect: the sm_90 ones (a recording is of one GPU)."""
+
+
+@pytest.fixture(scope="session")
+def time_by_text_worker() -> list[str]:
+    """The replay worker of the timing tests on a machine with no GPU: tests/sweep_fake_worker.py, a variant's time
+    inversely proportional to its kernel's .text size."""
+    return [str(Path(__file__).with_name("sweep_fake_worker.py")), "--time-by-text"]
+
+
+@pytest.fixture(scope="session")
+def bisect_recording(bisect_subjects, tmp_path_factory):
+    """The sm_90 bisect subjects captured under the oldest supported release into a store of their own, and a
+    recording (made without a GPU, tests/sample_recording.py) of one launch signature of each: (store,
+    recording)."""
+    torch = pytest.importorskip("torch")
+    import tritonhook
+    from sample_recording import save_recording
+
+    store_path, kernels, capture_ids = compile_subjects(
+        tmp_path_factory.mktemp("bisect-recording"), "bisect_subjects",
+        BISECT_SUBJECTS, {name: BISECT_COMPILES[name] for name in TIMED_SUBJECTS}, keep=False)
+    n = 200
+    arguments = {"scale_kernel": (torch.randn(n), torch.empty(n), n, 2.0, 256),
+                 "softmax_kernel": (torch.randn(4 * n), torch.empty(4 * n), n, 256),
+                 "advance_kernel": (torch.randn(n).half(), torch.empty(n).half(), n, 128)}
+    store = tritonhook.Store(store_path)
+    return store, save_recording(store, [(kernels[name], arguments[name]) for name in TIMED_SUBJECTS], capture_ids)
+
+
+@pytest.fixture(scope="session")
+def timed_bisected(bisect_recording, releases, time_by_text_worker):
+    """`bisect --time` of every signature of `bisect_recording` from the oldest supported release to the newest,
+    replayed by `time_by_text_worker` (5 rounds), each release's cells built here."""
+    from tritonhook import config
+    from tritonhook.upgrade.bisect_timing import bisect_time
+
+    store, recording = bisect_recording
+    return bisect_time(recording, store, kernel="_kernel$", from_release=config.SUPPORTED_RELEASES[0],
+                       to_release=config.SUPPORTED_RELEASES[-1], rounds=config.MIN_ROUNDS,
+                       worker=time_by_text_worker)

@@ -78,7 +78,15 @@ BISECT_COMPILES = {
 
 def capture_subjects(folder: Path, name: str, source: str, compiles: dict, *, keep: bool) -> Path:
     """Compile each kernel of `compiles` (name: signature, constexprs, arch) from `source`, written as module
-    `name` in `folder`, under capture into `folder/store`; the module file is deleted afterwards unless `keep`.
+    `name` in `folder`, under capture into `folder/store` (`compile_subjects`); returns the store's path."""
+    return compile_subjects(folder, name, source, compiles, keep=keep)[0]
+
+
+def compile_subjects(folder: Path, name: str, source: str, compiles: dict, *, keep: bool
+                     ) -> tuple[Path, dict, list[int]]:
+    """Compile each kernel of `compiles` (name: signature, constexprs, arch) from `source`, written as module
+    `name` in `folder`, under capture into `folder/store` (the module file is deleted afterwards unless `keep`):
+    the store's path, each compiled kernel by name and the captures' ids.
     Compiled with a Triton cache of its own: Triton's cache key ignores the file name its line info writes, so a
     kernel of the same text compiled elsewhere (both subject sets have a scale_kernel) would hand one set the
     other's PTX."""
@@ -93,11 +101,13 @@ def capture_subjects(folder: Path, name: str, source: str, compiles: dict, *, ke
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    with pytest.MonkeyPatch.context() as patch, tritonhook.session(folder / "store"):
+    compiled = {}
+    with pytest.MonkeyPatch.context() as patch, tritonhook.session(folder / "store") as session:
         patch.setenv("TRITON_CACHE_DIR", str(folder / "triton-cache"))
         for kernel, (signature, constexprs, arch) in compiles.items():
-            triton.compile(ASTSource(getattr(module, kernel), signature, constexprs, POINTERS_ALIGNED),
-                           target=GPUTarget("cuda", arch, 32), options={"num_warps": 2})
+            compiled[kernel] = triton.compile(ASTSource(getattr(module, kernel), signature, constexprs,
+                                                        POINTERS_ALIGNED),
+                                              target=GPUTarget("cuda", arch, 32), options={"num_warps": 2})
     if not keep:
         path.unlink()
-    return folder / "store"
+    return folder / "store", compiled, list(session.capture_ids)

@@ -4,66 +4,33 @@ against each release compiling the same kernels directly (their `.text` hashes, 
 
 The release virtualenvs are never downloaded here: scripts/test-matrix.sh points $TRITONHOOK_RELEASES_DIR at links
 to its own; without all of them the tests that need them skip. The subjects (tests/release_subjects.py), their
-capture and their bisect (fixtures `bisect_subjects`, `releases`, `bisected`) are tests/conftest.py's, shared with
-the report's tests."""
+capture, their bisect and each release's own compile of them (fixtures `bisect_subjects`, `releases`, `bisected`,
+`direct_builds`) are tests/conftest.py's, shared with the report's tests and tests/test_bisect_timing.py."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from release_subjects import BISECT_COMPILES
 
-import tritonhook
 from tritonhook import cli, config, tools
 from tritonhook.upgrade.bisect import FAILED, NO_CHANGE, BisectResult
 from tritonhook.upgrade.result import BASELINE, BOTH, PTX_ONLY, PTXAS_ONLY
 
 pytestmark = pytest.mark.release_independent  # the other releases run in their own virtualenvs; one run suffices
 FIRST, LAST = config.SUPPORTED_RELEASES[0], config.SUPPORTED_RELEASES[-1]
-DIRECT = '''
-import importlib.util, json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from tritonhook.cubin import Cubin
-
-spec = importlib.util.spec_from_file_location("bisect_subjects", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-hashes = {}
-for name, (signature, constexprs, arch) in json.loads(sys.argv[2]).items():
-    attrs = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
-    try:
-        built = triton.compile(ASTSource(getattr(module, name), signature, constexprs, attrs),
-                               target=GPUTarget("cuda", arch, 32), options={"num_warps": 2})
-    except Exception:
-        hashes[name] = None
-        continue
-    hashes[name] = Cubin.from_bytes(built.asm["cubin"]).summary(built.metadata.name)["text_sha256"]
-print(json.dumps(hashes))
-'''
-"""Each release compiling the subjects itself, straight from their file (no capture, no rebuild worker): the
-`.text` hash of each kernel, None where the release refuses it."""
 
 
 @pytest.fixture(scope="module")
-def direct(bisect_subjects, releases, tmp_path_factory) -> dict[str, dict[str, str | None]]:
-    """The independent measure: release -> kernel -> `.text` hash of the release's own compile."""
-    cache = tmp_path_factory.mktemp("triton-cache")
-    env = {**os.environ, **config.CaptureSettings().to_env(),  # no capture
-           "PYTHONPATH": str(Path(tritonhook.__file__).parents[1]), "TRITON_CACHE_DIR": str(cache)}
-    found = {}
-    for release, python in releases.items():
-        done = subprocess.run([str(python), "-c", DIRECT, str(bisect_subjects[1]), json.dumps(BISECT_COMPILES)],
-                              env=env, capture_output=True, text=True, timeout=600, check=True)
-        found[release] = json.loads(done.stdout.strip().splitlines()[-1])
-    return found
+def direct(direct_builds) -> dict[str, dict[str, str | None]]:
+    """The independent measure (conftest's `direct_builds`): release -> kernel -> `.text` hash of the release's own
+    compile (None: refused)."""
+    return {release: {name: built and built["text_sha256"] for name, built in kernels.items()}
+            for release, kernels in direct_builds.items()}
 
 
 def _first_differing(direct: dict, name: str) -> str | None:

@@ -1,6 +1,6 @@
 """The report's upgrade section (docs/upgrade.md#in-the-report): real results of `tritonhook upgrade`, of its GPU
-timing (replayed on the CPU by tests/sweep_fake_worker.py, as tests/test_upgrade_timing.py does) and of `bisect`,
-built once per session by tests/conftest.py; every figure the page shows is read back from the result it shows."""
+timing (replayed on the CPU by tests/sweep_fake_worker.py, as tests/test_upgrade_timing.py does) and of `bisect`
+(at the cubin level and timed), built once per session by tests/conftest.py; every figure the page shows is read back from the result it shows."""
 
 from __future__ import annotations
 
@@ -147,10 +147,33 @@ def test_each_bisect_shows_its_path_in_order_and_what_moved_the_kernel(bisected,
         else:
             assert tds[3].startswith(f"<b>{kernel.first_differing}</b>") and f"after {kernel.previous}" in tds[3]
             assert tds[4].startswith(f"<b>{kernel.split}")
-            for label, cell in kernel.between():
-                assert f"{label}: {cell.text()}" in tds[4]
+            for label, text in kernel.between():
+                assert f"{label}: {text}" in tds[4]
         assert tds[5] == f"{kernel.rebuilds} (≤ {kernel.bound})"
     assert {k.split for k in bisected.kernels} >= {"PTX", "ptxas"}  # the page showed both kinds of answer
+
+
+def test_a_timed_bisect_shows_each_step_with_its_time_and_the_split_with_the_single_changes_times(
+        timed_bisected, bisect_recording, tmp_path):
+    text, problems = upgrade_section(bisect_recording[0], tmp_path / "r.html")
+    assert not problems
+    shown = block(text, f"bisect-{timed_bisected.id}")
+    assert "timed (moved: time ≥ 3.0%" in shown and "<th>first moved</th>" in shown
+    assert f"--time --rounds {timed_bisected.rounds} --threshold {timed_bisected.threshold}" in shown
+    rows = re.findall(r'<tr class="filterable">(.*?)</tr>', shown, re.DOTALL)
+    assert len(rows) == len(timed_bisected.kernels)
+    for kernel, row in zip(timed_bisected.kernels, rows):
+        assert row.startswith(f"<td>{kernel.title()}</td>")
+        steps = re.findall(r"<li><b>(.*?)</b> <span[^>]*>(.*?)</span>(.*?)</li>", row, re.DOTALL)
+        assert [(release, verdict) for release, verdict, _ in steps] == [(s.release, s.verdict) for s in kernel.path]
+        for (_, _, what), step in zip(steps, kernel.path):
+            assert what == f": {step.what()}"
+            if step.timing:  # the ratio, its interval and the outputs, as the result holds them
+                assert f"x{step.timing['ratio']:.3f} [{step.timing['low']:.3f}, {step.timing['high']:.3f}]" in what
+        for label, between in kernel.between() if kernel.first_differing else []:
+            assert f"{label}: {between}" in row
+    softmax = next(k for k in timed_bisected.kernels if k.kernel == "softmax_kernel")
+    assert "3.8.0 PTX, captured ptxas: " in shown and "x1.125 [1.125, 1.125] slower" in shown and softmax.split == "PTX"
 
 
 def test_a_damaged_upgrade_bisect_or_timing_result_is_one_line_and_the_rest_of_the_page_stands(recording_upgraded,

@@ -1,17 +1,20 @@
-"""`tritonhook bisect`: the first Triton release whose build of a captured kernel differs from the captured one,
-and whether its PTX or ptxas moved it (library: `tritonhook.upgrade.bisect`;
+"""`tritonhook bisect`: the first Triton release whose build of a captured kernel differs from the captured one
+(`--time`: whose build moved the time or outputs of its recorded launches), and whether its PTX or ptxas moved it
+(library: `tritonhook.upgrade.bisect`, `tritonhook.upgrade.bisect_timing`;
 docs/upgrade.md#tritonhook-bisect-the-first-release-that-changed-a-kernel)."""
 
 from __future__ import annotations
 
 from .. import config
+from ..errors import TritonhookError
 from ..format import show
 from .common import open_store, store_arg
 
 
 def add_bisect(sub) -> None:
     parser = sub.add_parser("bisect", help="the first Triton release whose build of a captured kernel differs from "
-                                           "the captured one (its .text), and whether its PTX or ptxas moved it")
+                                           "the captured one (its .text; with --time: its time or outputs), and "
+                                           "whether its PTX or ptxas moved it")
     store_arg(parser)
     parser.add_argument("--kernel", required=True, metavar="REGEX", help="the kernels (name or entry) to bisect")
     parser.add_argument("--from", dest="from_release", required=True, metavar="VERSION",
@@ -22,15 +25,49 @@ def add_bisect(sub) -> None:
                              "supports), each installed on first use under $TRITONHOOK_RELEASES_DIR")
     parser.add_argument("--recording", default=None, metavar="ID|FILE",
                         help="the kernels a recording launched (default: every Triton build in the store)")
+    parser.add_argument("--time", action="store_true",
+                        help="on a GPU: the first release whose build moved the time (or outputs) of the kernel's "
+                             "recorded launches (--recording, default the newest in --store) beyond the interval "
+                             "(docs/upgrade.md#bisect-time)")
+    parser.add_argument("--cells-store", default=None, metavar="DIR",
+                        help="with --time: a store whose upgrade results hold releases' cells of these kernels (e.g. "
+                             "built on another machine and copied here); the releases it lacks are rebuilt here")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help=f"with --time: interleaved rounds per replay (default {config.SWEEP_DEFAULT_ROUNDS})")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help=f"with --time: the smallest change of time that moves a kernel, a fraction (default "
+                             f"{config.CHECK_THRESHOLD}, the check gate's)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=_bisect)
 
 
 def _bisect(args) -> int:
+    releases = [r for r in args.releases.split(",") if r.strip()]
+    if args.time:
+        return _bisect_time(args, releases)
+    given = [option for option, value in (("--cells-store", args.cells_store), ("--rounds", args.rounds),
+                                          ("--threshold", args.threshold)) if value is not None]
+    if given:
+        raise TritonhookError(f"{', '.join(given)}: only with --time")
     from ..upgrade.bisect import bisect
 
     result = bisect(open_store(args, write=True), kernel=args.kernel, from_release=args.from_release,
-                    to_release=args.to_release, releases=[r for r in args.releases.split(",") if r.strip()],
-                    recording=args.recording)
+                    to_release=args.to_release, releases=releases, recording=args.recording)
+    show(result, as_json=args.json)
+    return 0
+
+
+def _bisect_time(args, releases: list[str]) -> int:
+    from ..store import Store
+    from ..sweep import load as load_recording
+    from ..upgrade.bisect_timing import bisect_time
+
+    store = open_store(args, write=True)
+    result = bisect_time(load_recording(store, args.recording), store, kernel=args.kernel,
+                         from_release=args.from_release, to_release=args.to_release, releases=releases,
+                         cells_store=Store(args.cells_store, create=False) if args.cells_store else None,
+                         rounds=config.SWEEP_DEFAULT_ROUNDS if args.rounds is None else args.rounds,
+                         threshold=config.CHECK_THRESHOLD if args.threshold is None else args.threshold,
+                         progress=not args.json)
     show(result, as_json=args.json)
     return 0

@@ -216,6 +216,7 @@ class BisectView:
     args: str  # of the `tritonhook bisect` that made it, --store aside
     kernels: list[BisectKernel]
     warnings: list[str]
+    timed: bool = False  # by a recording's launch times (`bisect --time`), not at the cubin level
 
 
 @dataclasses.dataclass(frozen=True)
@@ -554,15 +555,15 @@ def bisect_view(result: BisectResult) -> BisectView:
     """Each kernel's path, what moved it and the cells between the two releases that say so."""
     kernels = []
     for k in result.kernels:
-        path = [(step.release, step.verdict, one_line(step.error) if step.error else
-                 step.delta.cell() if step.delta is not None else "") for step in k.path]
-        between = [(label, cell.text()) for label, cell in k.between()] if k.first_differing else []
+        path = [(step.release, step.verdict, step.what()) for step in k.path]
+        between = k.between() if k.first_differing else []
         moved = "no change" if k.first_differing is None else k.split + (f" ({one_line(k.note)})" if k.note else "")
-        kernels.append(BisectKernel(_title(k.capture_id, k.entry, k.specialization), k.arch, path, k.first_differing,
-                                    k.previous, moved, between, k.rebuilds, k.bound))
+        kernels.append(BisectKernel(k.title(), k.arch, path, k.first_differing, k.previous, moved, between,
+                                    k.rebuilds, k.bound))
     recording = f" --recording {result.recording_id}" if result.recording_id is not None else ""
+    timed = f" --time --rounds {result.rounds} --threshold {result.threshold}" if result.timed else ""
     return BisectView(result.id, f"{result.kernel_pattern!r}, Triton {result.from_release} → {result.to_release} "
-                                 f"over {', '.join(result.releases)}",
+                                 f"over {', '.join(result.releases)}, {result.how()}",
                       f"--kernel '{result.kernel_pattern}' --from {result.from_release} --to "
-                      f"{result.to_release} --releases {','.join(result.releases)}{recording}", kernels,
-                      list(result.warnings))
+                      f"{result.to_release} --releases {','.join(result.releases)}{recording}{timed}", kernels,
+                      list(result.warnings), result.timed)

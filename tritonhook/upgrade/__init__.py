@@ -7,6 +7,8 @@ Triton's PTX and ptxas (docs/upgrade.md).
 * `result`:   `UpgradeResult`, saved in the store as result kind `upgrade`.
 * `bisect`:   the first release whose build of a kernel differs, and whether PTX or ptxas moved it (`BisectResult`,
              result kind `bisect`).
+* `timing`, `bisect_timing`: the GPU halves, `upgrade --time` (the four cells replayed) and `bisect --time` (the
+             first release that moved a recorded kernel's time or outputs).
 """
 
 from __future__ import annotations

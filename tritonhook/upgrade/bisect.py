@@ -12,9 +12,10 @@ release and changes back at a later one may be reported as unchanged, as any bis
 
 At the first differing release R, with its predecessor P (A itself, or a release the search found the same), the
 cells between the two (`cells.cells_between`: P's PTX with R's ptxas, R's PTX with P's ptxas, each against P's
-build) say whether the PTX, ptxas or both moved it. Kernels are searched in lockstep: each round runs one worker
-per release for every kernel that needs that release next. All of it at the cubin level, on the CPU: the timing
-half (the first release where the kernel's time moved beyond its interval) is not built.
+build) say whether the PTX, ptxas or both moved it. Kernels are searched in lockstep (`lockstep`): each round runs
+one worker per release for every kernel that needs that release next. All of it at the cubin level, on the CPU;
+the timing half (the first release where a recorded kernel's time moved beyond its interval) is `bisect_timing`,
+on the same search (`Halving`) and result (`BisectResult` with `timed`).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ import itertools
 import math
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from .. import config, format
 from ..cubin import CubinDelta, CubinDeltas
 from ..errors import TritonhookError
 from ..store import Capture, ResultKind, Store, register_result_kind
-from .cells import _captures, cells_between
+from .cells import _captures, cells_between, kernel_matches, kernel_pattern
 from .rebuild import Rebuilt, rebuild_captures
 from .releases import release_python
 from .result import PTX_ONLY, PTXAS_ONLY, Cell, one_line
@@ -45,19 +46,33 @@ _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 @dataclasses.dataclass
 class Step:
-    """One rebuild of the search: `release`'s build of the kernel against the captured build (`delta`: SASS
-    identical or not, registers, spills), or the compiler's `error`."""
+    """One release tried by the search: its build of the kernel against the captured build (`delta`: SASS identical
+    or not, registers, spills), or the compiler's `error`. A timed bisect's step (`bisect_timing`) that was replayed
+    carries `timing`: the upgraded build's time over the captured build's, `ratio` with its interval `low`..`high`,
+    its `verdict` and `outputs`, and the same of the single-change builds, `codegen` (the release's PTX, the
+    captured ptxas) and `ptxas` (the captured PTX, the release's ptxas), each a dict or None (not timed)."""
 
     release: str
     verdict: str
     delta: CubinDelta | None = None
     error: str | None = None
+    timing: dict | None = None
+
+    def what(self) -> str:
+        """What the release's build showed: the compiler's error, else its figures against the captured build, and
+        its time where it was replayed."""
+        if self.error:
+            return one_line(self.error)
+        parts = [self.delta.cell()] if self.delta is not None else []
+        if self.timing is not None:
+            parts.append(timed_text(self.timing))
+        return ", ".join(part for part in parts if part)
 
     def text(self) -> str:
         if self.error:
-            return f"{self.release} {self.verdict}: {one_line(self.error)}"
-        figures = self.delta.cell() if self.delta is not None else ""
-        return f"{self.release} {self.verdict} ({figures})" if figures else f"{self.release} {self.verdict}"
+            return f"{self.release} {self.verdict}: {self.what()}"
+        what = self.what()
+        return f"{self.release} {self.verdict} ({what})" if what else f"{self.release} {self.verdict}"
 
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "delta": self.delta.to_json() if self.delta else None}
@@ -68,12 +83,22 @@ class Step:
         return cls(**{**data, "delta": CubinDelta.from_json(delta) if delta else None})
 
 
+def timed_text(timing: dict) -> str:
+    """A timed build's figures: "x1.125 [1.120, 1.130] slower, outputs bitwise"."""
+    return (f"x{timing['ratio']:.3f} [{timing['low']:.3f}, {timing['high']:.3f}] {timing['verdict']}, "
+            f"outputs {timing['outputs']}")
+
+
 @dataclasses.dataclass
 class KernelBisect:
     """One captured kernel's search: `path` the releases rebuilt, in the order tried; `first_differing` the first
     release whose build differs (None: none up to --to) and `previous` the release before it; `split` what moved it
     (`SPLITS`) from `cells`, the cells between the two (`result.CELLS`, against `previous`'s build); `rebuilds` how
-    many builds the search took, at most `bound` = ⌈log2 M⌉ + 1 for the M releases after --from."""
+    many builds the search took, at most `bound` = ⌈log2 M⌉ + 1 for the M releases after --from.
+
+    A timed bisect (`bisect_timing`) searches one recorded launch `signature` of the kernel: `first_differing` is
+    the first release whose build's time (or outputs) moved, and `cells` that release's cells against the captured
+    build, timed in the step that found it (`Step.timing`)."""
 
     capture_id: int
     kernel: str
@@ -88,17 +113,25 @@ class KernelBisect:
     rebuilds: int
     bound: int
     note: str | None = None
+    signature: int | None = None
 
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "path": [s.to_json() for s in self.path],
                 "cells": {name: cell.to_json() for name, cell in self.cells.items()}}
 
-    def between(self) -> list[tuple[str, Cell]]:
-        """The single-axis cells between `previous` and `first_differing`, each named by what built it ("3.8.0
-        PTX, 3.9.0 ptxas"): what says whether the PTX or ptxas moved the kernel."""
-        before, after = self.previous, self.first_differing
-        return [(label, self.cells[name]) for name, label in
-                ((PTXAS_ONLY, f"{before} PTX, {after} ptxas"), (PTX_ONLY, f"{after} PTX, {before} ptxas"))
+    def title(self) -> str:
+        return (f"{self.capture_id} {self.entry}" + (f" ({self.specialization})" if self.specialization else "")
+                + (f", signature {self.signature}" if self.signature is not None else ""))
+
+    def between(self) -> list[tuple[str, str]]:
+        """The single-axis cells that say whether the PTX or ptxas moved the kernel, each named by what built it
+        ("3.8.0 PTX, 3.9.0 ptxas") with what it showed: at the cubin level, those between `previous` and
+        `first_differing`; timed, those between the captured build and `first_differing`, with their times."""
+        before, after = ("captured" if self.signature is not None else self.previous), self.first_differing
+        timing = next((s.timing for s in self.path if s.release == after), None) or {}
+        return [(label, self.cells[name].text() + (f", {timed_text(timing[axis])}" if timing.get(axis) else ""))
+                for name, label, axis in ((PTXAS_ONLY, f"{before} PTX, {after} ptxas", "ptxas"),
+                                          (PTX_ONLY, f"{after} PTX, {before} ptxas", "codegen"))
                 if name in self.cells]
 
     @classmethod
@@ -110,7 +143,9 @@ class KernelBisect:
 @dataclasses.dataclass
 class BisectResult:
     """Every matching kernel's bisect between `from_release` (the captured builds) and `to_release`, over
-    `releases` (the ordered list searched, --from to --to)."""
+    `releases` (the ordered list searched, --from to --to). `timed`: by the time of a recording's launches
+    (`bisect_timing`), a release moved when the ratio is at least `threshold` from 1 with its interval excluding 1,
+    over `rounds` rounds; else at the cubin level."""
 
     kernel_pattern: str
     from_release: str
@@ -120,6 +155,9 @@ class BisectResult:
     recording_id: int | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
     id: int | None = None
+    timed: bool = False
+    threshold: float | None = None
+    rounds: int | None = None
     warning_prefix = "tritonhook bisect"
 
     def to_json(self) -> dict:
@@ -134,24 +172,31 @@ class BisectResult:
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise TritonhookError(f"{source}: malformed bisect result ({type(exc).__name__}: {exc})") from None
 
+    def how(self) -> str:
+        """How a release was judged: "at the cubin level (not timed)" or "timed (moved: ≥ 3% ..., 21 rounds)"."""
+        if not self.timed:
+            return "at the cubin level (not timed)"
+        return (f"timed (moved: time ≥ {self.threshold:.1%} away with its interval excluding no change, or outputs "
+                f"beyond today's spread; {self.rounds} rounds)")
+
     def __rich_console__(self, console, options):
         from rich.markup import escape  # a compiler error may hold brackets rich would read as markup
 
-        rows = [[f"{k.capture_id} {k.entry}" + (f" ({k.specialization})" if k.specialization else ""), k.arch,
-                 "\n".join(step.text() for step in k.path), k.first_differing or "-",
+        rows = [[k.title(), k.arch, "\n".join(step.text() for step in k.path), k.first_differing or "-",
                  _split_text(k), f"{k.rebuilds} (≤ {k.bound})"] for k in self.kernels]
         title = (f"tritonhook bisect: {self.kernel_pattern!r}, Triton {self.from_release} → {self.to_release} over "
-                 f"{', '.join(self.releases)}, {len(self.kernels)} kernel(s), at the cubin level (not timed)")
-        yield format.table(["capture kernel", "arch", "path (vs the captured build)", "first differing",
-                            "moved by", "rebuilds"], [[escape(cell) for cell in row] for row in rows], title=title)
+                 f"{', '.join(self.releases)}, {len(self.kernels)} kernel(s), {self.how()}")
+        yield format.table(["capture kernel", "arch", "path (vs the captured build)",
+                            "first moved" if self.timed else "first differing", "moved by", "rebuilds"],
+                           [[escape(cell) for cell in row] for row in rows], title=title)
 
 
 def _split_text(kernel: KernelBisect) -> str:
-    """What moved it, then each single-axis cell between the two releases, one a line."""
+    """What moved it, then each single-axis cell, one a line."""
     if kernel.first_differing is None:
         return "no change"
     lines = [kernel.split + (f" ({one_line(kernel.note)})" if kernel.note else "")]
-    lines += [f"{label}: {cell.text()}" for label, cell in kernel.between()]
+    lines += [f"{label}: {text}" for label, text in kernel.between()]
     return "\n".join(lines)
 
 
@@ -167,12 +212,9 @@ def bisect(store: Store, *, kernel: str, from_release: str, to_release: str, rel
     store and returned."""
     ordered = _ordered(releases or config.SUPPORTED_RELEASES, from_release, to_release)
     after = ordered[1:]
-    try:
-        pattern = re.compile(kernel)
-    except re.error as exc:
-        raise TritonhookError(f"--kernel {kernel!r}: not a regular expression ({exc})") from None
+    pattern = kernel_pattern(kernel)
     captures, recording_id, warnings = _captures(store, recording)
-    matching = [c for c in captures if pattern.search(c.kernel) or pattern.search(c.entry)]
+    matching = [c for c in captures if kernel_matches(pattern, c)]
     chosen = [c for c in matching if c.frontend_version == from_release]
     if not chosen:
         found = ", ".join(sorted({f"{c.kernel} (Triton {c.frontend_version})" for c in matching}))
@@ -183,18 +225,11 @@ def bisect(store: Store, *, kernel: str, from_release: str, to_release: str, rel
     work = store.run_folder("bisects")
     searches = [_Search(store, c, after) for c in chosen]
     deltas = CubinDeltas()
-    for round_number in itertools.count(1):
-        wanted: dict[str, list[_Search]] = {}
-        for search in searches:
-            if (release := search.next_release()) is not None:
-                wanted.setdefault(release, []).append(search)
-        if not wanted:
-            break
-        for release, waiting in wanted.items():
-            rebuilt = rebuild_captures(release_python(release), store, [s.capture for s in waiting],
-                                       work / "rebuild" / f"{round_number}-{release}")
-            for search in waiting:
-                search.record(release, rebuilt[search.capture.id], deltas)
+    for round_number, release, waiting in lockstep(searches):
+        rebuilt = rebuild_captures(release_python(release), store, [s.capture for s in waiting],
+                                   work / "rebuild" / f"{round_number}-{release}")
+        for search in waiting:
+            search.record(release, rebuilt[search.capture.id], deltas)
     kernels = [search.finish(deltas, work / "cells") for search in searches]
     result = BisectResult(kernel, from_release, to_release, ordered, kernels, recording_id, warnings)
     result.id = store.add_result(RESULT_KIND, result.to_json())
@@ -219,34 +254,80 @@ def _ordered(releases: Sequence[str], first: str, last: str) -> list[str]:
     return [release for release in known if keys[first] <= keys[release] <= keys[last]]
 
 
-class _Search:
-    """One kernel's binary search over `after` (the releases after the captured one). The last is tried first;
-    when it differs, `low..high` is the range holding the first differing release (`high` known to differ)."""
+class Halving:
+    """The search both bisects run (`bisect` at the cubin level, `bisect_timing.bisect_time` on the GPU), as a pure
+    state machine over `after`, the releases after --from, oldest first: the last is tried first (not moved there:
+    `unchanged`, done); else `low..high` is the range holding the first release that moved (`high` known to have
+    moved), halved until one release is left. `next_release()` is the release to try next (None: done) and
+    `record(release, moved)` what it showed; at most `bound` = ⌈log2 M⌉ + 1 releases are tried for M."""
 
-    def __init__(self, store: Store, capture: Capture, after: list[str]):
-        self.store, self.capture, self.after = store, capture, after
-        self.low, self.high = 0, len(after) - 1
-        self.path: list[Step] = []
-        self.builds: dict[str, Rebuilt] = {}
+    def __init__(self, after: Sequence[str]):
+        self.after = list(after)
+        self.low, self.high = 0, len(self.after) - 1
+        self.tried: list[str] = []
         self.unchanged = False
 
+    @property
+    def bound(self) -> int:
+        return math.ceil(math.log2(len(self.after))) + 1
+
     def next_release(self) -> str | None:
-        if not self.path:
+        if not self.tried:
             return self.after[-1]
         if self.unchanged or self.low >= self.high:
             return None
         return self.after[(self.low + self.high) // 2]
 
+    def record(self, release: str, moved: bool) -> None:
+        self.tried.append(release)
+        if len(self.tried) == 1:
+            self.unchanged = not moved
+        elif moved:
+            self.high = self.after.index(release)
+        else:
+            self.low = self.after.index(release) + 1
+
+    def first(self) -> str | None:
+        """The first release that moved (once done); None when --to did not."""
+        return None if self.unchanged else self.after[self.low]
+
+    def previous(self, start: str) -> str:
+        """The release before `first()`: `start` (--from), or the last one the search found not moved."""
+        return self.after[self.low - 1] if self.low else start
+
+
+def lockstep(searches: Sequence) -> Iterator[tuple[int, str, list]]:
+    """The searches (each with a `next_release()`) in rounds: each round, every release some search wants next with
+    the searches that want it, (round, release, searches), so one rebuild (or replay) a release serves them all;
+    until none wants one. Each search must be told what its release showed before the next round starts."""
+    for round_number in itertools.count(1):
+        wanted: dict[str, list] = {}
+        for search in searches:
+            if (release := search.next_release()) is not None:
+                wanted.setdefault(release, []).append(search)
+        if not wanted:
+            return
+        for release, waiting in wanted.items():
+            yield round_number, release, waiting
+
+
+class _Search:
+    """One kernel's search at the cubin level: a `Halving`, each release's rebuild kept, and its steps."""
+
+    def __init__(self, store: Store, capture: Capture, after: list[str]):
+        self.store, self.capture = store, capture
+        self.halving = Halving(after)
+        self.path: list[Step] = []
+        self.builds: dict[str, Rebuilt] = {}
+
+    def next_release(self) -> str | None:
+        return self.halving.next_release()
+
     def record(self, release: str, rebuilt: Rebuilt, deltas: CubinDeltas) -> None:
         step = self._step(release, rebuilt, deltas)
         self.path.append(step)
         self.builds[release] = rebuilt
-        if len(self.path) == 1:
-            self.unchanged = step.verdict == SAME
-        elif step.verdict == SAME:
-            self.low = self.after.index(release) + 1
-        else:
-            self.high = self.after.index(release)
+        self.halving.record(release, step.verdict != SAME)
 
     def _step(self, release: str, rebuilt: Rebuilt, deltas: CubinDeltas) -> Step:
         if rebuilt.error:
@@ -260,15 +341,13 @@ class _Search:
         return Step(release, SAME if delta.sass_identical else DIFFERS, delta)
 
     def finish(self, deltas: CubinDeltas, folder: Path) -> KernelBisect:
-        c = self.capture
-        bound = math.ceil(math.log2(len(self.after))) + 1
+        c, halving = self.capture, self.halving
         found = KernelBisect(c.id, c.kernel, c.entry, c.arch, c.specialization, self.path, None, None, NO_CHANGE,
-                             {}, len(self.path), bound)
-        if self.unchanged:
+                             {}, len(self.path), halving.bound)
+        if (first := halving.first()) is None:
             return found
-        first = self.after[self.low]
-        previous = self.after[self.low - 1] if self.low else c.frontend_version
-        before = self.builds[previous] if self.low else None  # the release before the first the search found same
+        previous = halving.previous(c.frontend_version)
+        before = self.builds[previous] if halving.low else None  # a release the search found the same
         found.first_differing, found.previous = first, previous
         found.cells = cells_between(self.store, c, before, self.builds[first], None, deltas,
                                     folder / str(c.id) / f"{previous}-{first}")

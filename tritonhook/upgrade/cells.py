@@ -37,15 +37,21 @@ descriptors it builds); a key only one release writes is not compared."""
 _ISA_REFUSED = re.compile(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'")
 
 
-def upgrade(store: Store, *, to: str | None = None, ptxas: str | None = None,
-            recording: str | None = None) -> UpgradeResult:
+def upgrade(store: Store, *, to: str | None = None, ptxas: str | None = None, recording: str | None = None,
+            kernel: str | None = None) -> UpgradeResult:
     """The four cells of every kernel captured in `store` (or launched in `recording`, an id or file), for Triton
     `to` (installed in a virtualenv of its own) and/or the ptxas `ptxas` (a path or version: the new ptxas; alone,
-    a CUDA upgrade under the same Triton). Saved in the store and returned."""
+    a CUDA upgrade under the same Triton); `kernel`: only the kernels whose name or entry matches this regex. Saved
+    in the store and returned."""
     if to is None and ptxas is None:
         raise TritonhookError("give the release to upgrade to (--to 3.9.0), a ptxas (--ptxas 13.4), or both")
     new_ptxas = resolve_ptxas(ptxas, "--ptxas") if ptxas else None
     captures, recording_id, warnings = _captures(store, recording)  # before a release is installed for nothing
+    if kernel is not None:
+        pattern = kernel_pattern(kernel)
+        if not (captures := [c for c in captures if kernel_matches(pattern, c)]):
+            raise TritonhookError(f"{store.path}: no captured Triton kernel matching {kernel!r} to upgrade"
+                                  + (f" in recording {recording_id}" if recording_id is not None else ""))
     python = release_python(to) if to else None
     work = store.run_folder("upgrades")
     rebuilt = rebuild_captures(python, store, captures, work / "rebuild") if python else {}
@@ -59,6 +65,19 @@ def upgrade(store: Store, *, to: str | None = None, ptxas: str | None = None,
                            str(work / "variants"), recording_id, warnings)
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+def kernel_pattern(kernel: str) -> re.Pattern:
+    """`--kernel`'s regular expression, or one line saying it is none."""
+    try:
+        return re.compile(kernel)
+    except re.error as exc:
+        raise TritonhookError(f"--kernel {kernel!r}: not a regular expression ({exc})") from None
+
+
+def kernel_matches(pattern: re.Pattern, capture: Capture) -> bool:
+    """Whether the captured kernel's name or its entry matches."""
+    return bool(pattern.search(capture.kernel) or pattern.search(capture.entry))
 
 
 def _captures(store: Store, recording: str | None) -> tuple[list[Capture], int | None, list[str]]:

@@ -21,7 +21,7 @@ from .. import config, format
 from ..cubin import Cubin
 from ..errors import TritonhookError
 from ..store import ResultKind, Store, register_result_kind
-from ..sweep.recording import Recording, Signature
+from ..sweep.recording import Recording, Signature, capability_of
 from ..sweep.replay import replay
 from ..sweep.result import SweepResult
 from ..sweep.schedule import WORKER
@@ -136,12 +136,14 @@ def time_cells(recording: Recording, store: Store, upgraded: UpgradeResult, cell
     if not by_hash:
         raise TritonhookError(f"upgrade {upgraded.id}: its kernels carry no Triton cache key (made before "
                               f"`upgrade` recorded them): build the cells again")
+    refuse_other_arch(recording, recording.signatures, {h: k.arch for h, k in by_hash.items()},
+                      f"upgrade {upgraded.id}'s cells")
 
     def prebuilt(signature: Signature) -> dict[str, BuiltVariant] | str:
         cells = by_hash.get(signature.triton_hash)
         if cells is None:
             return f"no cells of this kernel in upgrade {upgraded.id}"
-        return _built(cells, cells_store.path)
+        return built_cells(cells, cells_store.path)
 
     sweep = replay(recording, store, [], kernel=kernel, top=top, rounds=rounds, l2=l2, progress=progress,
                    prebuilt=prebuilt, worker=worker)
@@ -155,7 +157,28 @@ def time_cells(recording: Recording, store: Store, upgraded: UpgradeResult, cell
     return timing
 
 
-def _built(kernel: KernelUpgrade, cells_root: Path) -> dict[str, BuiltVariant] | str:
+def refuse_other_arch(recording: Recording, signatures: Sequence[Signature], builds: dict[str, str],
+                      what: str) -> None:
+    """One line, before anything is built or replayed, where `signatures` of `recording` were recorded on another
+    GPU architecture than the builds they would be timed with (`builds`: Triton cache key -> the build's arch,
+    `what` names them): a signature whose own kernel's build is for another arch, or builds none of whose archs the
+    recording has (cells made from another machine's captures, whose kernels no signature finds then)."""
+    recorded = {s.id: s.arch or recording.arch for s in signatures if s.arch or recording.arch}
+    for signature in signatures:
+        arch = builds.get(signature.triton_hash)
+        ours = recorded.get(signature.id)
+        if arch is not None and ours is not None and capability_of(arch) != capability_of(ours):
+            raise TritonhookError(f"recording {recording.id}: signature {signature.id} ({signature.kernel}) was "
+                                  f"recorded on {ours}, {what} are for {arch}: a recording from another arch (time "
+                                  f"it with builds for {ours})")
+    theirs, ours = set(builds.values()), set(recorded.values())
+    if theirs and ours and not {capability_of(a) for a in theirs} & {capability_of(a) for a in ours}:
+        raise TritonhookError(f"recording {recording.id} was recorded on {', '.join(sorted(ours))}, {what} are for "
+                              f"{', '.join(sorted(theirs))}: a recording from another arch (time it with builds for "
+                              f"its own)")
+
+
+def built_cells(kernel: KernelUpgrade, cells_root: Path) -> dict[str, BuiltVariant] | str:
     """The kernel's cells as replay variants, today's first. A cell that did not build, or a new-PTX cell whose
     launch ABI today's launcher cannot serve (`kernel.abi`), is kept as a failed variant (not timed, says why)."""
     built: dict[str, BuiltVariant] = {}

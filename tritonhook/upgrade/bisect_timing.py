@@ -1,0 +1,250 @@
+"""`bisect --time`: the first Triton release whose build of a recorded kernel moved its time (or its outputs) beyond
+the interval, and whether that release's PTX or its ptxas moved it (docs/upgrade.md#bisect-time).
+
+Per recorded launch signature whose kernel matches `kernel` (the recording made under `from_release`): the same
+binary search as the cubin-level bisect (`bisect.Halving`, `--to` first, ≤ ⌈log2 M⌉ + 1 releases tried for the M
+after `--from`). A step at release R takes R's cells of the kernel (`result.CELLS`, against the captured build): an
+`upgrade` result to R found in `cells_store` (built on another machine and copied, or by an earlier run) holding
+the signature's Triton cache key, else `cells.upgrade` to R run here for the matching kernels. Then:
+
+- R's own build has the captured SASS (its cell's `CubinDelta`): "same", not timed;
+- R does not compile the kernel: "compile error", which counts as moved, as in the cubin bisect; a build that cannot
+  be timed (launch ABI changed, today's launcher cannot serve it; the replay failed) is "not timed", moved too;
+- else the signature is replayed with the cells as its variants (`replay`, `timing.built_cells`): "moved" when the
+  upgraded build's time over the captured build's is at least `threshold` from 1 and its interval excludes 1
+  (`measure.stats.verdict` with `threshold` as the smallest effect), or its outputs went beyond the captured
+  build's own run-to-run spread ("close" or "differ", `measure.outputs`); else "not moved".
+
+Kernels are searched in lockstep: each round, one `upgrade` and one replay per release for every signature that
+needs that release next. At the first release R that moved, the split comes from R's replay: its PTX assembled by
+the captured ptxas (codegen) and the captured PTX by R's ptxas, each against the captured build, judged alike:
+"PTX" or "ptxas" where that one alone moves it, "both" where each does, "neither alone" where only the two together
+do. The captured build stands for the release before R: that release (--from itself, or one the search found not
+moved) times as the captured build by the search's own verdict. Saved as result kind `bisect` (`BisectResult` with
+`timed`), which the HTML report shows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Sequence
+
+from .. import config
+from ..errors import TritonhookError
+from ..measure.outputs import CLOSE, DIFFER
+from ..measure.stats import verdict
+from ..rename import exact_names_pattern
+from ..store import Capture, Store
+from ..sweep.recording import Recording, Signature
+from ..sweep.replay import replay
+from ..sweep.schedule import WORKER
+from .bisect import FAILED, NO_CHANGE, RESULT_KIND, SAME, BisectResult, Halving, KernelBisect, Step, _ordered, lockstep
+from .cells import kernel_matches, kernel_pattern, upgrade
+from .result import BOTH, PTX_ONLY, PTXAS_ONLY, RESULT_KIND as UPGRADE_KIND, KernelUpgrade, one_line
+from .timing import LABELS, built_cells, refuse_other_arch
+
+MOVED, NOT_MOVED, NOT_TIMED = "moved", "not moved", "not timed"
+"""A timed step's verdict besides `SAME` (SASS identical, not timed) and `FAILED` (compile error): moved and not
+timed count as moved."""
+OUTPUTS_MOVED = (CLOSE, DIFFER)
+"""Output verdicts that move a kernel: beyond the captured build's own run-to-run spread."""
+AXES = (("codegen", PTX_ONLY, "PTX"), ("ptxas", PTXAS_ONLY, "ptxas"))
+"""The single-change builds timed at each step: the key of its figures in `Step.timing`, its cell, its axis."""
+
+
+def bisect_time(recording: Recording, store: Store, *, kernel: str, from_release: str, to_release: str,
+                releases: Sequence[str] | None = None, cells_store: Store | None = None,
+                rounds: int = config.SWEEP_DEFAULT_ROUNDS, threshold: float = config.CHECK_THRESHOLD,
+                worker: Sequence[str] = WORKER, progress: bool = False) -> BisectResult:
+    """The first release after `from_release` up to `to_release` (in `releases`, default
+    `config.SUPPORTED_RELEASES`) whose build moved the time or outputs of each signature of `recording` (in
+    `store`, replayed on this machine's GPU) whose kernel matches the regex `kernel`. `cells_store`: where to look
+    for each release's cells first (default `store`); `worker`: as `replay`'s. Saved in `store` and returned."""
+    ordered = _ordered(releases or config.SUPPORTED_RELEASES, from_release, to_release)
+    if rounds < config.MIN_ROUNDS:
+        raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
+    if not 0 < threshold < 1:
+        raise TritonhookError(f"--threshold {threshold}: a fraction above 0 and below 1 (0.03: 3%)")
+    if recording.triton_version != from_release:
+        raise TritonhookError(f"recording {recording.id} was recorded under Triton {recording.triton_version}, "
+                              f"not --from {from_release}")
+    searches, warnings = _searches(recording, store, kernel_pattern(kernel), from_release, ordered[1:])
+    elsewhere = cells_store is not None and Path(cells_store.path).resolve() != Path(store.path).resolve()
+    sources = [cells_store, store] if elsewhere else [store]  # the cells upgrade builds here are kept in store
+    for _, release, waiting in lockstep(searches):
+        found = _cells(release, waiting, sources, store, recording)
+        timed = []
+        for search in waiting:
+            cells = found.get(search.signature.triton_hash)
+            if (step := _untimed(release, cells)) is not None:
+                search.record(step, cells)
+            else:
+                timed.append((search, cells))
+        if timed:
+            rows, sweep_id = _replay(recording, store, timed, rounds, worker, progress)
+            for search, cells in timed:
+                search.record(_timed(release, cells, rows.get(search.signature.id), sweep_id, threshold), cells)
+    kernels = [search.finish(from_release) for search in searches]
+    result = BisectResult(kernel, from_release, to_release, ordered, kernels, recording.id, warnings, timed=True,
+                          threshold=threshold, rounds=rounds)
+    result.id = store.add_result(RESULT_KIND, result.to_json())
+    return result
+
+
+@dataclasses.dataclass
+class _TimedSearch:
+    """One signature's search: its captured build, a `Halving`, its steps and each release's cells."""
+
+    signature: Signature
+    capture: Capture
+    halving: Halving
+    path: list[Step] = dataclasses.field(default_factory=list)
+    cells: dict[str, tuple[KernelUpgrade, Path] | None] = dataclasses.field(default_factory=dict)
+
+    def next_release(self) -> str | None:
+        return self.halving.next_release()
+
+    def record(self, step: Step, cells: tuple[KernelUpgrade, Path] | None) -> None:
+        self.path.append(step)
+        self.cells[step.release] = cells
+        self.halving.record(step.release, step.verdict not in (SAME, NOT_MOVED))
+
+    def finish(self, from_release: str) -> KernelBisect:
+        c, halving = self.capture, self.halving
+        found = KernelBisect(c.id, c.kernel, c.entry, c.arch, c.specialization, self.path, None, None, NO_CHANGE,
+                             {}, len(self.path), halving.bound, signature=self.signature.id)
+        if (first := halving.first()) is None:
+            return found
+        found.first_differing, found.previous = first, halving.previous(from_release)
+        cells = self.cells[first]
+        found.cells = dict(cells[0].cells) if cells is not None else {}
+        found.split, found.note = _split(next(step for step in self.path if step.release == first))
+        return found
+
+
+def _searches(recording: Recording, store: Store, pattern, from_release: str,
+              after: list[str]) -> tuple[list[_TimedSearch], list[str]]:
+    """A search per signature the workload launched whose kernel (its capture's name or entry) matches; one line
+    where one was recorded on another arch than its captured build's, those without a capture of `from_release` in
+    the store are left out with a warning, none left is one line."""
+    launched = [s for s in recording.signatures if s.launches > 0]  # not the autotuner's other candidates
+    ids = sorted({s.capture_id for s in launched if s.capture_id is not None})
+    captures = {c.id: c for c in store.captures(ids=ids)} if ids else {}
+    matching = [(s, captures.get(s.capture_id)) for s in launched if pattern.search(s.kernel)
+                or (s.capture_id in captures and kernel_matches(pattern, captures[s.capture_id]))]
+    if not matching:
+        raise TritonhookError(f"recording {recording.id}: no launched kernel matching {pattern.pattern!r}")
+    refuse_other_arch(recording, [s for s, c in matching if c is not None],
+                      {s.triton_hash: c.arch for s, c in matching if c is not None}, "their captured builds")
+    searches, warnings = [], []
+    for signature, capture in matching:
+        if capture is None or capture.frontend_version != from_release:
+            warnings.append(f"signature {signature.id} ({signature.kernel}): " + (
+                "no capture of its kernel in the store, left out" if capture is None else
+                f"its kernel was built by Triton {capture.frontend_version}, not {from_release}: left out"))
+            continue
+        searches.append(_TimedSearch(signature, capture, Halving(after)))
+    if not searches:
+        raise TritonhookError(f"recording {recording.id}: no signature matching {pattern.pattern!r} has a capture "
+                              f"of its kernel built by Triton {from_release} in {store.path}")
+    return searches, warnings
+
+
+def _cells(release: str, waiting: list[_TimedSearch], sources: list[Store], store: Store,
+           recording: Recording) -> dict[str, tuple[KernelUpgrade, Path]]:
+    """Each waiting signature's cells under `release`, by its Triton cache key, with the store holding them: the
+    newest `upgrade` result to that release in `sources` that has them, else `upgrade` run here for those kernels
+    alone (saved in `store`)."""
+    wanted = {s.signature.triton_hash for s in waiting}
+    found: dict[str, tuple[KernelUpgrade, Path]] = {}
+    for source in sources:
+        for result in reversed(source.results(UPGRADE_KIND, on_error=lambda *_: None)):
+            if result.to_triton == release and result.new_ptxas is None:
+                for cells in result.kernels:
+                    if cells.triton_hash in wanted:
+                        found.setdefault(cells.triton_hash, (cells, source.path))
+    missing = [s for s in waiting if s.signature.triton_hash not in found]
+    if missing:
+        built = upgrade(store, to=release, recording=None if recording.id is None else str(recording.id),
+                        kernel=exact_names_pattern(s.capture.kernel for s in missing))
+        for cells in built.kernels:
+            if cells.triton_hash in wanted:
+                found.setdefault(cells.triton_hash, (cells, store.path))
+    return found
+
+
+def _untimed(release: str, found: tuple[KernelUpgrade, Path] | None) -> Step | None:
+    """The step that needs no replay: the release's build has the captured SASS, failed, or cannot be timed; None
+    when it must be timed."""
+    if found is None:
+        return Step(release, NOT_TIMED, error=f"no cells of this kernel under Triton {release}")
+    cells = found[0]
+    if cells.rebuild_error:
+        return Step(release, FAILED, error=cells.rebuild_error)
+    upgraded = cells.cells.get(BOTH)
+    if upgraded is None or upgraded.status != "ok" or upgraded.delta is None:
+        return Step(release, NOT_TIMED, error=f"its build: {upgraded.text() if upgraded else 'none'}")
+    if cells.abi:
+        return Step(release, NOT_TIMED, upgraded.delta, error=cells.abi)
+    return Step(release, SAME, upgraded.delta) if upgraded.delta.sass_identical else None
+
+
+def _replay(recording: Recording, store: Store, timed: list, rounds: int, worker: Sequence[str],
+            progress: bool) -> tuple[dict, int | None]:
+    """One replay of every signature in `timed` ((search, (cells, their store))) with its cells as its variants:
+    its rows by signature id, and the sweep's id."""
+    variants = {search.signature.id: built_cells(cells, cells_root) for search, (cells, cells_root) in timed}
+    signatures = [dataclasses.replace(search.signature, autotune=None) for search, _ in timed]
+    sweep = replay(dataclasses.replace(recording, signatures=signatures, autotune=[]), store, [], rounds=rounds,
+                   progress=progress, worker=worker, prebuilt=lambda signature: variants[signature.id])
+    return {row.signature: row for row in sweep.rows}, sweep.id
+
+
+def _timed(release: str, found: tuple[KernelUpgrade, Path], row, sweep_id: int | None, threshold: float) -> Step:
+    """The step of a replayed release: the upgraded build judged against the captured one, the single changes
+    beside it."""
+    delta = found[0].cells[BOTH].delta
+    if row is None or row.status != "ok":
+        return Step(release, NOT_TIMED, delta, error=f"replay {sweep_id}: {row.status if row else 'no row'}")
+    upgraded = _judged(row, LABELS[BOTH], threshold)
+    if upgraded is None:
+        return Step(release, NOT_TIMED, delta, error=f"replay {sweep_id}: the upgraded build was not timed")
+    timing = {**upgraded, "sweep_id": sweep_id, **{key: _judged(row, LABELS[cell], threshold)
+                                                   for key, cell, _ in AXES}}
+    return Step(release, MOVED if upgraded["moved"] else NOT_MOVED, delta, timing=timing)
+
+
+def _judged(row, label: str, threshold: float) -> dict | None:
+    """A variant's time over the captured build's with its interval, its verdict with `threshold` as the smallest
+    effect, its outputs (its own verdict where the replay checked each variant, else the row's), and whether either
+    moved it; None when it was not timed."""
+    timing = next((v for v in row.variants if v.label == label), None)
+    if timing is None or timing.ratio is None or not math.isfinite(timing.ratio):
+        return None
+    own = ((row.output_check or {}).get("variants") or {}).get(label) or {}
+    outputs = own.get("verdict", row.outputs)
+    said = verdict(timing.ratio, timing.low, timing.high, threshold)
+    return {"ratio": timing.ratio, "low": timing.low, "high": timing.high, "verdict": said, "outputs": outputs,
+            "moved": said != "no difference" or outputs in OUTPUTS_MOVED}
+
+
+def _split(step: Step) -> tuple[str, str | None]:
+    """What moved the kernel at the first release that moved, from that release's replay: "PTX" or "ptxas" where
+    that one alone moves it, "both" where each does, "neither alone" where only the two together do; `FAILED` where
+    the release did not compile it, "unknown" where a build was not timed (the note says which)."""
+    if step.verdict == FAILED:
+        return FAILED, one_line(step.error)
+    if step.timing is None:
+        return "unknown", one_line(step.error or "not timed")
+    moved = {}
+    for key, cell, axis in AXES:
+        if step.timing.get(key) is None:
+            return "unknown", f"{cell}: not timed"
+        moved[axis] = step.timing[key]["moved"]
+    if moved["PTX"] and moved["ptxas"]:
+        return "both", "each alone moves it"
+    if moved["PTX"] or moved["ptxas"]:
+        return ("PTX", None) if moved["PTX"] else ("ptxas", None)
+    return "neither alone", "neither alone moves it, the two together do"
