@@ -146,6 +146,90 @@ def test_bad_input_is_one_line_and_exit_2(args, message, bisect_subjects, tmp_pa
     assert not (tmp_path / "releases").exists()
 
 
+# ----- a bisect of ptxas versions -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ptxas_versions() -> dict[str, str]:
+    """Every ptxas found on this machine, one path per version, oldest first: `tools.find_ptxas()` (Triton's
+    bundled two, a CUDA toolkit's, the pip wheel's) and those the release virtualenvs bundle."""
+    from tritonhook.upgrade.releases import releases_dir
+
+    found = {binary.version: binary.path for binary in reversed(tools.find_ptxas())}
+    for path in sorted(releases_dir().glob("triton-*/lib/python*/site-packages/triton/backends/nvidia/bin/ptxas*")):
+        found.setdefault(tools.ptxas_version(str(path)), str(path))
+    if len(found) < 3:
+        pytest.skip(f"a ptxas bisect needs 3 ptxas versions or more, found {', '.join(found) or 'none'}")
+    return dict(sorted(found.items(), key=lambda item: tuple(int(part) for part in item[0].split("."))))
+
+
+def _by_hand(ptxas: str, capture, store, folder: Path) -> str | None:
+    """The captured PTX assembled by `ptxas` run directly with the captured Triton's flags (not through
+    tritonhook's assembler): its kernel's `.text` hash, None where ptxas refuses it."""
+    import subprocess
+
+    from tritonhook import _triton
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "k.ptx").write_bytes(store.read(capture, "ptx"))
+    flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
+    done = subprocess.run([ptxas, f"-arch={capture.arch}", *flags, str(folder / "k.ptx"), "-o",
+                           str(folder / "k.cubin")], capture_output=True, text=True, timeout=300)
+    return _text_sha256((folder / "k.cubin").read_bytes(), capture.entry) if done.returncode == 0 else None
+
+
+def test_a_ptxas_bisect_finds_the_first_version_whose_sass_of_the_captured_ptx_differs(bisect_subjects,
+                                                                                       ptxas_versions, tmp_path):
+    """Each kernel's captured PTX assembled by every ptxas here, by hand: the first whose `.text` is not the
+    captured one's is the bisect's answer, in ≤ ⌈log2 M⌉ + 1 assemblies; what moved it is ptxas."""
+    from tritonhook.upgrade.bisect import bisect_ptxas
+
+    store = bisect_subjects[0]
+    versions = list(ptxas_versions)
+    result = bisect_ptxas(store, kernel="_kernel$", ptxas=list(ptxas_versions.values()))
+    assert result.over == "ptxas" and result.releases == versions
+    assert sorted(k.kernel for k in result.kernels) == sorted(BISECT_COMPILES)
+    for found in result.kernels:
+        capture = store.get(found.capture_id)
+        captured = _text_sha256(store.read(capture, "cubin"), capture.entry)
+        after = versions[1:] if versions[0].startswith(capture.ptxas_version + ".") else versions
+        own = {v: _by_hand(ptxas_versions[v], capture, store, tmp_path / str(capture.id) / v) for v in after}
+        differing = [v for v in after if own[v] != captured]
+        assert differing == after[len(after) - len(differing):], own  # the search's assumption holds here
+        assert found.first_differing == (differing[0] if differing else None), [s.text() for s in found.path]
+        assert found.rebuilds == len(found.path) <= found.bound == math.ceil(math.log2(len(after))) + 1
+        for step in found.path:
+            assert step.verdict == (FAILED if own[step.release] is None else
+                                    "same" if own[step.release] == captured else "differs"), step.text()
+        assert found.split == (NO_CHANGE if not differing else FAILED if own[differing[0]] is None else "ptxas")
+    assert {k.first_differing is None for k in result.kernels} == {True, False}  # an answer of each kind
+    (saved,) = [r for r in store.results("bisect") if r.id == result.id]
+    assert saved.to_json() == result.to_json()
+
+
+def test_a_ptxas_bisect_from_the_command_line(bisect_subjects, ptxas_versions, capsys):
+    paths = list(ptxas_versions.values())
+    assert cli.main(["bisect", "--store", str(bisect_subjects[0].path), "--kernel", "steady", "--ptxas",
+                     ",".join(paths), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["over"] == "ptxas" and out["releases"] == list(ptxas_versions)
+    (steady,) = out["kernels"]
+    assert steady["first_differing"] is None and steady["rebuilds"] == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--kernel", "scale", "--ptxas", "12.8,99.9"], r"--ptxas: no ptxas 99\.9 found \(found: "),
+    (["--kernel", "scale", "--ptxas", "12.8,12.8.93"], r"--ptxas 12\.8\.93: ptxas 12\.8\.93 is given twice"),
+    (["--kernel", "scale", "--ptxas", "12.8"], r"ptxas 12\.8\.93 built capture \d+ \(scale_kernel\); give the"),
+    (["--kernel", "scale", "--ptxas", "12.8,12.9", "--from", FIRST], r"--ptxas with --from: .* give it alone"),
+    (["--kernel", "scale", "--to", LAST], r"--from: required \(or --ptxas"),
+])
+def test_ptxas_bisect_bad_input_is_one_line_and_exit_2(args, message, bisect_subjects, capsys):
+    if "12.8" in args[3] and not any(b.version.startswith("12.8.") for b in tools.find_ptxas()):
+        pytest.skip("no ptxas 12.8 here")
+    assert cli.main(["bisect", "--store", str(bisect_subjects[0].path), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+
+
 def _text_sha256(cubin: bytes, entry: str) -> str:
     from tritonhook.cubin import Cubin
 

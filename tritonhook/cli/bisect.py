@@ -1,7 +1,7 @@
 """`tritonhook bisect`: the first Triton release whose build of a captured kernel differs from the captured one
-(`--time`: whose build moved the time or outputs of its recorded launches), and whether its PTX or ptxas moved it
-(library: `tritonhook.upgrade.bisect`, `tritonhook.upgrade.bisect_timing`;
-docs/upgrade.md#tritonhook-bisect-the-first-release-that-changed-a-kernel)."""
+(`--time`: whose build moved the time or outputs of its recorded launches), and whether its PTX or ptxas moved it;
+`--ptxas`: the first of several ptxas whose assembly of the captured PTX differs (library: `tritonhook.upgrade.bisect`,
+`tritonhook.upgrade.bisect_timing`; docs/upgrade.md#tritonhook-bisect-the-first-release-that-changed-a-kernel)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,18 @@ def add_bisect(sub) -> None:
                                            "whether its PTX or ptxas moved it")
     store_arg(parser)
     parser.add_argument("--kernel", required=True, metavar="REGEX", help="the kernels (name or entry) to bisect")
-    parser.add_argument("--from", dest="from_release", required=True, metavar="VERSION",
-                        help="the Triton release the kernels were captured under")
-    parser.add_argument("--to", dest="to_release", required=True, metavar="VERSION", help="the last release tried")
-    parser.add_argument("--releases", default=",".join(config.SUPPORTED_RELEASES), metavar="A,B,...",
-                        help="the releases searched, comma-separated (default: %(default)s, the ones tritonhook "
-                             "supports), each installed on first use under $TRITONHOOK_RELEASES_DIR")
+    parser.add_argument("--from", dest="from_release", default=None, metavar="VERSION",
+                        help="the Triton release the kernels were captured under (required but with --ptxas)")
+    parser.add_argument("--to", dest="to_release", default=None, metavar="VERSION",
+                        help="the last release tried (required but with --ptxas)")
+    parser.add_argument("--releases", default=None, metavar="A,B,...",
+                        help=f"the releases searched, comma-separated (default: {','.join(config.SUPPORTED_RELEASES)}, "
+                             f"the ones tritonhook supports), each installed on first use under "
+                             f"$TRITONHOOK_RELEASES_DIR")
+    parser.add_argument("--ptxas", default=None, metavar="V1,V2,...",
+                        help="instead of Triton releases: the first of these ptxas (versions or paths, in this order, "
+                             "after the captured build's) whose assembly of the captured PTX differs from the captured "
+                             "build (docs/upgrade.md#bisect-ptxas)")
     parser.add_argument("--recording", default=None, metavar="ID|FILE",
                         help="the kernels a recording launched (default: every Triton build in the store)")
     parser.add_argument("--time", action="store_true",
@@ -42,13 +48,18 @@ def add_bisect(sub) -> None:
 
 
 def _bisect(args) -> int:
-    releases = [r for r in args.releases.split(",") if r.strip()]
+    timing = [option for option, value in (("--cells-store", args.cells_store), ("--rounds", args.rounds),
+                                           ("--threshold", args.threshold)) if value is not None]
+    if args.ptxas is not None:
+        return _bisect_ptxas(args, timing)
+    missing = [option for option, value in (("--from", args.from_release), ("--to", args.to_release)) if value is None]
+    if missing:
+        raise TritonhookError(f"{' and '.join(missing)}: required (or --ptxas V1,V2,... to bisect ptxas versions)")
+    releases = [r for r in (args.releases or ",".join(config.SUPPORTED_RELEASES)).split(",") if r.strip()]
     if args.time:
         return _bisect_time(args, releases)
-    given = [option for option, value in (("--cells-store", args.cells_store), ("--rounds", args.rounds),
-                                          ("--threshold", args.threshold)) if value is not None]
-    if given:
-        raise TritonhookError(f"{', '.join(given)}: only with --time")
+    if timing:
+        raise TritonhookError(f"{', '.join(timing)}: only with --time")
     from ..upgrade.bisect import bisect
 
     result = bisect(open_store(args, write=True), kernel=args.kernel, from_release=args.from_release,
@@ -69,5 +80,19 @@ def _bisect_time(args, releases: list[str]) -> int:
                          rounds=config.SWEEP_DEFAULT_ROUNDS if args.rounds is None else args.rounds,
                          threshold=config.CHECK_THRESHOLD if args.threshold is None else args.threshold,
                          progress=not args.json)
+    show(result, as_json=args.json)
+    return 0
+
+
+def _bisect_ptxas(args, timing: list[str]) -> int:
+    from ..upgrade.bisect import bisect_ptxas
+
+    others = [option for option, value in (("--time", args.time or None), ("--from", args.from_release),
+                                           ("--to", args.to_release), ("--releases", args.releases)) if value]
+    if others + timing:
+        raise TritonhookError(f"--ptxas with {', '.join(others + timing)}: --ptxas bisects ptxas versions under the "
+                              f"captured Triton, on the CPU; give it alone")
+    result = bisect_ptxas(open_store(args, write=True), kernel=args.kernel,
+                          ptxas=[v.strip() for v in args.ptxas.split(",") if v.strip()], recording=args.recording)
     show(result, as_json=args.json)
     return 0

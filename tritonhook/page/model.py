@@ -562,8 +562,8 @@ def bisect_view(result: BisectResult) -> BisectView:
                                     k.rebuilds, k.bound))
     recording = f" --recording {result.recording_id}" if result.recording_id is not None else ""
     timed = f" --time --rounds {result.rounds} --threshold {result.threshold}" if result.timed else ""
-    return BisectView(result.id, f"{result.kernel_pattern!r}, Triton {result.from_release} → {result.to_release} "
-                                 f"over {', '.join(result.releases)}, {result.how()}",
-                      f"--kernel '{result.kernel_pattern}' --from {result.from_release} --to "
-                      f"{result.to_release} --releases {','.join(result.releases)}{recording}{timed}", kernels,
+    searched = (f"--ptxas {','.join(result.releases)}" if result.over == "ptxas" else
+                f"--from {result.from_release} --to {result.to_release} --releases {','.join(result.releases)}")
+    return BisectView(result.id, f"{result.kernel_pattern!r}, {result.describe()}, {result.how()}",
+                      f"--kernel '{result.kernel_pattern}' {searched}{recording}{timed}", kernels,
                       list(result.warnings), result.timed)

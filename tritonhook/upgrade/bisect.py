@@ -27,11 +27,12 @@ import re
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .. import config, format
+from .. import config, format, tools
 from ..cubin import CubinDelta, CubinDeltas
 from ..errors import TritonhookError
+from ..measure.variants import resolve_ptxas
 from ..store import Capture, ResultKind, Store, register_result_kind
-from .cells import _captures, cells_between, kernel_matches, kernel_pattern
+from .cells import _captures, captured_build, cells_between, kernel_matches, kernel_pattern
 from .rebuild import Rebuilt, rebuild_captures
 from .releases import release_python
 from .result import PTX_ONLY, PTXAS_ONLY, Cell, one_line
@@ -158,6 +159,7 @@ class BisectResult:
     timed: bool = False
     threshold: float | None = None
     rounds: int | None = None
+    over: str = "Triton"
     warning_prefix = "tritonhook bisect"
 
     def to_json(self) -> dict:
@@ -172,8 +174,16 @@ class BisectResult:
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise TritonhookError(f"{source}: malformed bisect result ({type(exc).__name__}: {exc})") from None
 
+    def describe(self) -> str:
+        """What was searched: "Triton 3.6.0 → 3.9.0 over 3.6.0, 3.7.1, 3.8.0, 3.9.0, 4 kernel(s)" (`over`: "ptxas"
+        for a bisect of ptxas versions, from the captured builds' ptxas)."""
+        return (f"{self.over} {self.from_release} → {self.to_release} over {', '.join(self.releases)}, "
+                f"{len(self.kernels)} kernel(s)")
+
     def how(self) -> str:
         """How a release was judged: "at the cubin level (not timed)" or "timed (moved: ≥ 3% ..., 21 rounds)"."""
+        if self.over == "ptxas":
+            return "at the cubin level: the captured PTX assembled by each, with the captured Triton's flags"
         if not self.timed:
             return "at the cubin level (not timed)"
         return (f"timed (moved: time ≥ {self.threshold:.1%} away with its interval excluding no change, or outputs "
@@ -184,10 +194,10 @@ class BisectResult:
 
         rows = [[k.title(), k.arch, "\n".join(step.text() for step in k.path), k.first_differing or "-",
                  _split_text(k), f"{k.rebuilds} (≤ {k.bound})"] for k in self.kernels]
-        title = (f"tritonhook bisect: {self.kernel_pattern!r}, Triton {self.from_release} → {self.to_release} over "
-                 f"{', '.join(self.releases)}, {len(self.kernels)} kernel(s), {self.how()}")
+        title = f"tritonhook bisect: {self.kernel_pattern!r}, {self.describe()}, {self.how()}"
         yield format.table(["capture kernel", "arch", "path (vs the captured build)",
-                            "first moved" if self.timed else "first differing", "moved by", "rebuilds"],
+                            "first moved" if self.timed else "first differing", "moved by",
+                            "assemblies" if self.over == "ptxas" else "rebuilds"],
                            [[escape(cell) for cell in row] for row in rows], title=title)
 
 
@@ -234,6 +244,67 @@ def bisect(store: Store, *, kernel: str, from_release: str, to_release: str, rel
     result = BisectResult(kernel, from_release, to_release, ordered, kernels, recording_id, warnings)
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+def bisect_ptxas(store: Store, *, kernel: str, ptxas: Sequence[str], recording: str | None = None) -> BisectResult:
+    """The first ptxas of `ptxas` (versions or paths, `resolve_ptxas`, in the order given) whose assembly of the
+    captured PTX of each kernel matching the regex `kernel` (in `store`, or launched in `recording`) differs from
+    the captured build, with the flags of the Triton that captured it. The captured build comes first: a list that
+    starts with the ptxas that built a kernel starts there for that kernel. Each step is one assembly, at most
+    ⌈log2 M⌉ + 1 for the M versions after the captured one; what moved the kernel is always ptxas (the PTX is the
+    captured one), or ptxas refusing it (`FAILED`). Saved in the store and returned."""
+    listed: dict[str, str] = {}
+    for where in ptxas:
+        path = resolve_ptxas(where, "--ptxas")
+        version = tools.ptxas_version(path)
+        if version in listed:
+            raise TritonhookError(f"--ptxas {where}: ptxas {version} is given twice")
+        listed[version] = path
+    if not listed:
+        raise TritonhookError("--ptxas: give the ptxas versions to bisect, in order (e.g. 12.8,12.9,13.0,13.4)")
+    pattern = kernel_pattern(kernel)
+    captures, recording_id, warnings = _captures(store, recording)
+    if not (chosen := [c for c in captures if kernel_matches(pattern, c)]):
+        raise TritonhookError(f"{store.path}: no captured Triton kernel matching {kernel!r}")
+    versions = list(listed)
+    searches = []
+    for capture in chosen:
+        captured_first = _same_ptxas(versions[0], capture.ptxas_version)
+        if not (after := versions[1:] if captured_first else versions):
+            raise TritonhookError(f"--ptxas {','.join(ptxas)}: ptxas {versions[0]} built capture {capture.id} "
+                                  f"({capture.kernel}); give the versions to try after it")
+        searches.append((_Search(store, capture, after),
+                         versions[0] if captured_first else capture.ptxas_version or "captured"))
+    deltas = CubinDeltas()
+    for _, version, waiting in lockstep([search for search, _ in searches]):
+        for search in waiting:
+            search.record(version, _assembled(store, search.capture, listed[version]), deltas)
+    kernels = []
+    for search, start in searches:
+        found = search.found(start)
+        if found.first_differing is not None:
+            error = search.builds[found.first_differing].error
+            found.split, found.note = (FAILED, one_line(error)) if error else ("ptxas", None)
+        kernels.append(found)
+    captured = ", ".join(sorted({c.ptxas_version or "?" for c in chosen}))
+    result = BisectResult(kernel, captured, versions[-1], versions, kernels, recording_id, warnings, over="ptxas")
+    result.id = store.add_result(RESULT_KIND, result.to_json())
+    return result
+
+
+def _same_ptxas(version: str, captured: str | None) -> bool:
+    """Whether a ptxas of `version` ("12.8.93") is the one a capture records (its "12.8" or "12.8.93")."""
+    return captured is not None and (version == captured or version.startswith(captured + "."))
+
+
+def _assembled(store: Store, capture: Capture, ptxas: str) -> Rebuilt:
+    """The captured PTX assembled by `ptxas` with the captured Triton's flags (its ISA lowered where that ptxas
+    needs it, `cells._Build.assembled`), as a rebuild the search reads; ptxas's refusal as its error."""
+    captured, flags = captured_build(store, capture)
+    built = captured.assembled(ptxas, flags, capture.arch)
+    if isinstance(built.cubin, tools.AssembleError):
+        return Rebuilt(capture.id, ptxas_path=ptxas, error=str(built.cubin))
+    return Rebuilt(capture.id, ptx=built.ptx, cubin=built.cubin, metadata={"name": capture.entry}, ptxas_path=ptxas)
 
 
 def _ordered(releases: Sequence[str], first: str, last: str) -> list[str]:
@@ -340,17 +411,24 @@ class _Search:
             return Step(release, FAILED, error=f"its cubin cannot be read: {exc}")
         return Step(release, SAME if delta.sass_identical else DIFFERS, delta)
 
-    def finish(self, deltas: CubinDeltas, folder: Path) -> KernelBisect:
+    def found(self, start: str) -> KernelBisect:
+        """The search's answer, not yet split: the first build that differs and the one before it (`start`, the
+        captured build's, when it is the first tried)."""
         c, halving = self.capture, self.halving
         found = KernelBisect(c.id, c.kernel, c.entry, c.arch, c.specialization, self.path, None, None, NO_CHANGE,
                              {}, len(self.path), halving.bound)
-        if (first := halving.first()) is None:
+        if (first := halving.first()) is not None:
+            found.first_differing, found.previous = first, halving.previous(start)
+        return found
+
+    def finish(self, deltas: CubinDeltas, folder: Path) -> KernelBisect:
+        found = self.found(self.capture.frontend_version)
+        if (first := found.first_differing) is None:
             return found
-        previous = halving.previous(c.frontend_version)
-        before = self.builds[previous] if halving.low else None  # a release the search found the same
-        found.first_differing, found.previous = first, previous
-        found.cells = cells_between(self.store, c, before, self.builds[first], None, deltas,
-                                    folder / str(c.id) / f"{previous}-{first}")
+        previous = found.previous
+        before = self.builds[previous] if self.halving.low else None  # a release the search found the same
+        found.cells = cells_between(self.store, self.capture, before, self.builds[first], None, deltas,
+                                    folder / str(self.capture.id) / f"{previous}-{first}")
         found.split, found.note = _split(found.cells, self.builds[first])
         return found
 

@@ -127,9 +127,7 @@ def cells_between(store: Store, capture: Capture, before: Rebuilt | None, after:
     `after` is the other release's rebuild (None, or failed: the ptxas cell alone), assembled by `new_ptxas` when
     given. Each build's PTX, cubin and metadata are written under `folder/<cell>/`."""
     if before is None:
-        old = _Build(capture.entry, _ptx.as_text(store.read(capture, "ptx")), store.read(capture, "json"),
-                     captured_ptxas(capture), store.read(capture, "cubin"))
-        old_flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
+        old, old_flags = captured_build(store, capture)
     else:
         old = _Build.rebuilt(before, capture.entry)
         old_flags = tools.triton_ptxas_args(before.metadata, _triton.parse_version(before.triton_version))
@@ -143,6 +141,14 @@ def cells_between(store: Store, capture: Capture, before: Rebuilt | None, after:
         builds[PTX_ONLY] = new.assembled(old.ptxas, old_flags, gpu)
         builds[BOTH] = new if new_ptxas is None else new.assembled(new_ptxas, new_flags, gpu)
     return _cells(builds, capture, deltas, folder)
+
+
+def captured_build(store: Store, capture: Capture) -> tuple["_Build", list[str]]:
+    """The captured build (its PTX, metadata, ptxas and cubin) and the flags its Triton ran ptxas with
+    (`tools.triton_ptxas_args`): what another ptxas assembles the captured PTX with (`_Build.assembled`)."""
+    build = _Build(capture.entry, _ptx.as_text(store.read(capture, "ptx")), store.read(capture, "json"),
+                   captured_ptxas(capture), store.read(capture, "cubin"))
+    return build, tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
 
 
 @dataclasses.dataclass(frozen=True)
