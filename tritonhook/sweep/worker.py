@@ -223,10 +223,14 @@ def _poison(torch, buffer) -> None:
     """Overwrite a float `buffer` with contents the kernel will not write by chance: its own values moved by one
     element (finite values stay finite), or, where that changes nothing (a constant buffer), NaN bytes. Integer
     buffers are never touched: they may hold indices or offsets, and a moved one could send the kernel out of
-    bounds and take the CUDA context with it."""
+    bounds and take the CUDA context with it. The elements move as same-sized integers: torch has no roll for
+    float8, and the bytes moved are the same for every float type."""
     flat = buffer.view(-1)
-    if flat.numel() > 1 and not _same_bytes(torch, flat, flat.roll(1)):
-        flat.copy_(flat.roll(1))
+    integer = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(flat.element_size())
+    elements = flat if integer is None else flat.view(integer)
+    moved = elements.roll(1)
+    if flat.numel() > 1 and not _same_bytes(torch, elements, moved):
+        elements.copy_(moved)
     else:
         flat.view(torch.uint8).fill_(0xFF)
 

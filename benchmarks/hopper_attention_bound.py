@@ -1,0 +1,204 @@
+"""What bounds the Hopper Gluon attention where FlashAttention-4 leads (issue 41 goal 2): Nsight Compute's counters
+for ours, FA4 and cuDNN on the same inputs, one launch each per shape.
+
+    # on the GPU machine, FA4 importable (as for `hopper_attention.py --fa4`) and benchmarks/ on PYTHONPATH, under
+    # ncu (the profiled region is the one launch per arm; compiles and warm-up outside it)
+    ncu --profile-from-start off --clock-control none --csv --page raw --section SpeedOfLight \\
+        --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section LaunchStats \\
+        --section Occupancy --section InstructionStats --log-file ncu.csv python benchmarks/hopper_attention_bound.py run
+    python benchmarks/hopper_attention_bound.py table ncu.csv --out bound.json
+
+`run` launches, per shape (`--shapes D:causal:S,...`, B·S = 16k tokens and H·D = 2048 as in
+benchmarks/hopper_attention.py), our bf16 kernel, FA4's Hopper forward and cuDNN's, each warmed up first, then
+once more inside `cudaProfilerStart/Stop`, in that order. `table` reads ncu's raw CSV back: per kernel its duration
+and TFLOPS under the profiler, the issue-slot use (`smsp__issue_active`: the share of active cycles in which a
+scheduler issued), instructions issued per SM cycle (at most 4), the MUFU (XU), FMA and ALU pipes' share of their
+peak, registers per thread, warps per scheduler, and the three stall reasons with the most warps stalled per issue
+cycle. (ncu's GMMA counter counts instructions, not the tensor pipe's busy cycles: TFLOPS stands for the tensor
+work.) `--clock-control none` leaves the clocks as the GPU runs them (the benchmark's condition; ncu cannot lock
+them on the lent machine).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import re
+import sys
+
+SHAPES = "64:0:16384,64:1:16384,128:0:16384,128:1:16384"
+ARMS = ("ours", "fa4", "cudnn")
+ARM_OF_KERNEL = (("ours", re.compile(r"^_attn_fwd_ws")), ("fa4", re.compile(r"flash_attn|FlashAttention", re.I)),
+                 ("cudnn", re.compile(r"cudnn|sm90_xmma|fmha", re.I)))
+"""A profiled kernel's arm, by its name (the first pattern that matches); kernels matching none are left out."""
+COLUMNS = {
+    "duration_us": ("gpu__time_duration.sum", 1e-3),
+    "issue_active_pct": ("smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
+    "ipc_per_sm": ("sm__inst_issued.avg.per_cycle_active", 1),
+    "xu_pipe_pct": ("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", 1),
+    "fma_pipe_pct": ("sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active", 1),
+    "alu_pipe_pct": ("sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active", 1),
+    "registers": ("launch__registers_per_thread", 1),
+    "warps_per_scheduler": ("smsp__warps_active.avg.per_cycle_active", 1),
+    "threads_per_block": ("launch__block_size", 1),
+    "grid": ("launch__grid_size", 1),
+}
+"""Our column -> (ncu metric, scale to our unit). A metric ncu did not collect leaves the column None."""
+STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    shape_args = argparse.ArgumentParser(add_help=False)
+    shape_args.add_argument("--shapes", default=SHAPES, help=f"D:causal:S, comma-separated (default {SHAPES})")
+    shape_args.add_argument("--tokens", type=int, default=16384, help="B*S")
+    shape_args.add_argument("--hidden", type=int, default=2048, help="H*D")
+    run = sub.add_parser("run", parents=[shape_args], help="launch every arm once per shape inside the profiled region")
+    run.add_argument("--warmup", type=int, default=3)
+    table = sub.add_parser("table", parents=[shape_args],
+                           help="read ncu's raw CSV (--csv --page raw) and print the table (give `run`'s shapes)")
+    table.add_argument("csv")
+    table.add_argument("--out", default=None, help="write the rows as JSON here")
+    return ap.parse_args(argv)
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """One profiled problem: B*S = `tokens`, H*D = `hidden`, as benchmarks/hopper_attention.py sizes them."""
+    D: int
+    causal: bool
+    S: int
+    B: int
+    H: int
+
+    @property
+    def label(self) -> str:
+        return f"D={self.D} {'causal' if self.causal else 'non-causal'} S={self.S}"
+
+    @property
+    def flops(self) -> float:
+        """The forward's two matmuls (4 B H S^2 D), halved under the causal mask."""
+        return 4 * self.B * self.H * self.S ** 2 * self.D * (0.5 if self.causal else 1.0)
+
+
+def shapes(args) -> list[Shape]:
+    out = []
+    for item in args.shapes.split(","):
+        D, causal, S = (int(part) for part in item.split(":"))
+        out.append(Shape(D, bool(causal), S, max(1, args.tokens // S), args.hidden // D))
+    return out
+
+
+def run(args) -> None:
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from fa4_arms import bshd, fa4_calls
+    from gluon_kernels import hopper_attention
+
+    for shape in shapes(args):
+        D, causal, S, B, H = shape.D, shape.causal, shape.S, shape.B, shape.H
+        g = torch.Generator(device="cuda").manual_seed(S + D)
+        q, k, v = (torch.randn((B, H, S, D), device="cuda", generator=g).to(torch.bfloat16) for _ in range(3))
+        fa4_context, fa4_call = fa4_calls(causal)["fa4"]
+        fa4_inputs = bshd(q, k, v)
+
+        def cudnn():
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        def fa4():
+            with fa4_context():
+                return fa4_call(*fa4_inputs)
+
+        arms = {"ours": lambda: hopper_attention(q, k, v, causal=causal, variant="ws"), "fa4": fa4, "cudnn": cudnn}
+        for call in arms.values():
+            for _ in range(args.warmup):
+                call()
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStart()
+        for call in arms.values():
+            call()
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStop()
+        print(f"profiled {shape.label} B={B} H={H}", flush=True)
+
+
+def read_ncu_csv(lines: list[str]) -> list[dict]:
+    """ncu's raw page as rows of {metric: text}; the unit row (the second) and ncu's own log lines (those before
+    the header, starting with '==') are skipped."""
+    body = [line for line in lines if not line.startswith("==")]
+    rows = list(csv.DictReader(body))
+    return [row for row in rows if row.get("ID", "").strip().isdigit()]
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def kernel_rows(raw: list[dict], profiled: list[Shape]) -> list[dict]:
+    """One row per profiled kernel of a known arm, in launch order, labelled with its shape and its TFLOPS under
+    the profiler: the kernels of one shape's region come in `ARMS` order, so the n-th launch of an arm belongs to
+    the n-th shape."""
+    seen = {arm: 0 for arm in ARMS}
+    rows = []
+    for record in raw:
+        name = record.get("Kernel Name", "")
+        arm = next((a for a, pattern in ARM_OF_KERNEL if pattern.search(name)), None)
+        if arm is None:
+            continue
+        index = seen[arm]
+        seen[arm] += 1
+        shape = profiled[index] if index < len(profiled) else None
+        row = {"shape": shape.label if shape else f"#{index}", "arm": arm, "kernel": name[:80]}
+        for column, (metric, scale) in COLUMNS.items():
+            value = _number(record.get(metric))
+            row[column] = None if value is None else value * scale
+        seconds = row["duration_us"] and row["duration_us"] * 1e-6
+        row["tflops"] = shape.flops / seconds / 1e12 if shape and seconds else None
+        stalls = {match.group(1): _number(value) for metric, value in record.items()
+                  if (match := STALL.fullmatch(metric or "")) and _number(value)}
+        row["top_stalls"] = sorted(stalls.items(), key=lambda item: -item[1])[:3]
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    head = ("shape", "arm", "us", "TFLOPS", "issue%", "IPC/SM", "XU%", "FMA%", "ALU%", "regs", "warps/sched",
+            "top stalls (warps stalled per issue)")
+    lines = [" | ".join(head)]
+    fmt = lambda v, spec: "-" if v is None else format(v, spec)
+    for r in rows:
+        stalls = ", ".join(f"{name} {value:.2f}" for name, value in r["top_stalls"])
+        lines.append(" | ".join([r["shape"], r["arm"], fmt(r["duration_us"], ".0f"), fmt(r["tflops"], ".0f"),
+                                 fmt(r["issue_active_pct"], ".1f"), fmt(r["ipc_per_sm"], ".2f"),
+                                 fmt(r["xu_pipe_pct"], ".1f"), fmt(r["fma_pipe_pct"], ".1f"),
+                                 fmt(r["alu_pipe_pct"], ".1f"), fmt(r["registers"], ".0f"),
+                                 fmt(r["warps_per_scheduler"], ".2f"), stalls]))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.command == "run":
+        run(args)
+        return 0
+    with open(args.csv) as f:
+        raw = read_ncu_csv(f.read().splitlines())
+    rows = kernel_rows(raw, shapes(args))
+    print(format_table(rows))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"rows": rows, "metrics": {c: m for c, (m, _) in COLUMNS.items()}}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
