@@ -129,6 +129,17 @@ def test_bad_input_is_one_line_and_exit_2(args, message, upgrade_subjects, tmp_p
     assert not list((tmp_path / "releases").glob("*"))  # no half-made virtualenv left behind
 
 
+def test_a_mistyped_cells_store_is_one_line_naming_it_and_no_store_is_made(upgrade_subjects, tmp_path, capsys):
+    """`upgrade --time ID --cells-store DIR` reads upgrade results from DIR: a wrong path used to open as a new,
+    empty store, leaving a stray store behind and blaming the result id."""
+    missing = tmp_path / "cells-store-typo"
+    assert cli.main(["upgrade", "--store", str(upgrade_subjects.path), "--time", "1",
+                     "--cells-store", str(missing)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(missing) in err and "no tritonhook store" in err, err
+    assert not missing.exists()
+
+
 def test_a_recording_upgrades_the_kernels_it_launched(tmp_path, release_39):
     """`--recording`: the captures its signatures link to, not every build in the store."""
     pytest.importorskip("torch")

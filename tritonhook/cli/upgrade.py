@@ -52,7 +52,8 @@ def _time(args) -> int:
     from ..upgrade.timing import time_cells
 
     store = open_store(args, write=True)
-    cells_store = Store(args.cells_store) if args.cells_store else store
+    # create=False: a mistyped --cells-store is one line naming it, not a new empty store that holds no upgrade
+    cells_store = Store(args.cells_store, create=False) if args.cells_store else store
     upgraded = cells_store.result(args.time)
     if not isinstance(upgraded, UpgradeResult):
         raise TritonhookError(f"{cells_store.path}: result {args.time} is no upgrade result")
