@@ -1,16 +1,25 @@
 """The non-GPU parts of benchmarks/hopper_attention.py: its arguments, the arms of a run, and the per-shape
-summary over runs (median TFLOPS, min-max over runs, speed ratios with intervals) that the table prints."""
+summary over runs (median TFLOPS, min-max over runs, speed ratios with intervals) that the table prints; and
+benchmarks/hopper_attention_bound.py's reading of a real ncu run."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
-_SPEC = importlib.util.spec_from_file_location(
-    "hopper_attention_bench", Path(__file__).resolve().parents[2] / "benchmarks" / "hopper_attention.py")
-bench = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(bench)
+
+def _benchmark(name: str):
+    """benchmarks/NAME.py as a module (registered first: a dataclass in it looks its module up while defined)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", path)
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _benchmark("hopper_attention")
 
 
 def test_runs_default_to_three_and_quick_narrows_the_shapes():
@@ -75,3 +84,27 @@ def test_fa4_arms_come_before_ours_and_the_name_ratio_says_what_cutlass_costs(mo
     ratios = bench.summarize_row(row)["ratios"]
     assert ratios["ours/fa4"] == pytest.approx((1.2, 1.2, 1.2))
     assert ratios["nocutlass/fa4"] == pytest.approx((1.2, 1.2, 1.2))
+
+
+bound = _benchmark("hopper_attention_bound")
+NCU_H200 = Path(__file__).resolve().parents[1] / "data" / "ncu_hopper_attention_h200.csv.xz"
+"""ncu's raw CSV of `hopper_attention_bound.py run` with its default shapes on the H200 (ncu 2025.3.1.0), the run
+behind docs/hopper_attention.md#what-bounds-it."""
+
+
+@pytest.mark.release_independent
+def test_the_bound_table_reads_every_arm_and_metric_from_a_real_ncu_run():
+    """Each profiled kernel gets its arm by name and its shape by launch order, and every column's metric is one ncu
+    collected (a metric named wrongly reads as None: the first version asked for three that ncu does not have)."""
+    import lzma
+
+    with lzma.open(NCU_H200, "rt") as f:
+        raw = bound.read_ncu_csv(f.read().splitlines())
+    profiled = bound.shapes(bound.parse_args(["table", str(NCU_H200)]))
+    rows = bound.kernel_rows(raw, profiled)
+    assert [(r["shape"], r["arm"]) for r in rows] == [(s.label, arm) for s in profiled for arm in bound.ARMS]
+    for row in rows:
+        missing = [column for column in bound.COLUMNS if row[column] is None]
+        assert not missing and row["top_stalls"], (row["arm"], row["shape"], missing)
+    ours_d64 = next(r for r in rows if r["arm"] == "ours" and r["shape"] == profiled[0].label)
+    assert ours_d64["kernel"].startswith("_attn_fwd_ws") and ours_d64["warps_per_scheduler"] == 3.0
