@@ -338,7 +338,8 @@ def collect(store: Store, memwatch_files: Sequence[str | os.PathLike] = (), *, s
     return ReportData(store=str(store.path), generated=time.time(), captures=captures, effects=effects,
                       matrices=store.results(PTXAS_MATRIX_KIND), ab_results=ab_results, forest=forest,
                       sweeps=sweeps,
-                      estimates=[e for e in (saved.report.workload_estimate() for saved in ab_results) if e is not None],
+                      estimates=[estimate for estimate in (saved.report.workload_estimate() for saved in ab_results)
+                                 if estimate is not None],
                       memwatch=_memwatch_runs(store, memwatch_files, problems), predictions=predictions,
                       predicted_cubins=predicted, problems=problems, upgrades=upgrades, timings=timings,
                       bisects=bisects, checks=checks)

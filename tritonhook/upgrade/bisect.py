@@ -220,7 +220,7 @@ def bisect(store: Store, *, kernel: str, from_release: str, to_release: str, rel
     `config.SUPPORTED_RELEASES`) whose build differs from the captured one, for every kernel captured under
     `from_release` whose name matches the regex `kernel` (in `store`, or launched in `recording`). Saved in the
     store and returned."""
-    ordered = _ordered(releases or config.SUPPORTED_RELEASES, from_release, to_release)
+    ordered = releases_between(releases or config.SUPPORTED_RELEASES, from_release, to_release)
     after = ordered[1:]
     pattern = kernel_pattern(kernel)
     captures, recording_id, warnings = _captures(store, recording)
@@ -307,7 +307,7 @@ def _assembled(store: Store, capture: Capture, ptxas: str) -> Rebuilt:
     return Rebuilt(capture.id, ptx=built.ptx, cubin=built.cubin, metadata={"name": capture.entry}, ptxas_path=ptxas)
 
 
-def _ordered(releases: Sequence[str], first: str, last: str) -> list[str]:
+def releases_between(releases: Sequence[str], first: str, last: str) -> list[str]:
     """The releases from `first` to `last`, oldest first; a release not given as X.Y.Z, or either end not among
     them, or the ends the wrong way round, is one line."""
     keys = {}

@@ -40,7 +40,8 @@ from ..store import Capture, Store
 from ..sweep.recording import Recording, Signature
 from ..sweep.replay import replay
 from ..sweep.schedule import WORKER
-from .bisect import FAILED, NO_CHANGE, RESULT_KIND, SAME, BisectResult, Halving, KernelBisect, Step, _ordered, lockstep
+from .bisect import (FAILED, NO_CHANGE, RESULT_KIND, SAME, BisectResult, Halving, KernelBisect, Step, lockstep,
+                     releases_between)
 from .cells import kernel_matches, kernel_pattern, upgrade
 from .result import BOTH, PTX_ONLY, PTXAS_ONLY, RESULT_KIND as UPGRADE_KIND, KernelUpgrade, one_line
 from .timing import LABELS, built_cells, refuse_other_arch
@@ -62,7 +63,7 @@ def bisect_time(recording: Recording, store: Store, *, kernel: str, from_release
     `config.SUPPORTED_RELEASES`) whose build moved the time or outputs of each signature of `recording` (in
     `store`, replayed on this machine's GPU) whose kernel matches the regex `kernel`. `cells_store`: where to look
     for each release's cells first (default `store`); `worker`: as `replay`'s. Saved in `store` and returned."""
-    ordered = _ordered(releases or config.SUPPORTED_RELEASES, from_release, to_release)
+    ordered = releases_between(releases or config.SUPPORTED_RELEASES, from_release, to_release)
     if rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
     if not 0 < threshold < 1:
