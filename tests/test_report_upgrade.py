@@ -34,6 +34,20 @@ def block(text: str, heading: str) -> str:
     return text[start:end if end >= 0 else len(text)]
 
 
+def bisect_rows(text: str, bisected) -> tuple[str, list[tuple]]:
+    """A bisect's block of the page and, per kernel of the result, (kernel, its row, its path's steps as (release,
+    verdict, what follows)): one row a kernel, in order, each path shown step by step as the result holds it."""
+    shown = block(text, f"bisect-{bisected.id}")
+    rows = re.findall(r'<tr class="filterable">(.*?)</tr>', shown, re.DOTALL)
+    assert len(rows) == len(bisected.kernels)
+    kernels = []
+    for kernel, row in zip(bisected.kernels, rows):
+        steps = re.findall(r"<li><b>(.*?)</b> <span[^>]*>(.*?)</span>(.*?)</li>", row, re.DOTALL)
+        assert [(release, verdict) for release, verdict, _ in steps] == [(s.release, s.verdict) for s in kernel.path]
+        kernels.append((kernel, row, steps))
+    return shown, kernels
+
+
 def cells_of(kernel_rows: str) -> list[list[tuple[str, str]]]:
     """Each <tr> of a kernel's rows as its <td>s, each (attributes, text)."""
     return [re.findall(r"<td([^>]*)>(.*?)</td>", row, re.DOTALL)
@@ -131,14 +145,10 @@ def test_each_bisect_shows_its_path_in_order_and_what_moved_the_kernel(bisected,
     store = bisect_subjects[0]
     text, problems = upgrade_section(store, tmp_path / "r.html")
     assert not problems
-    shown = block(text, f"bisect-{bisected.id}")
+    shown, kernels = bisect_rows(text, bisected)
     assert f"--from {bisected.from_release} --to {bisected.to_release}" in shown
-    rows = re.findall(r'<tr class="filterable">(.*?)</tr>', shown, re.DOTALL)
-    assert len(rows) == len(bisected.kernels)
-    for kernel, row in zip(bisected.kernels, rows):
+    for kernel, row, steps in kernels:
         assert row.startswith(f"<td>{kernel.capture_id} {kernel.entry}")
-        steps = re.findall(r"<li><b>(.*?)</b> <span[^>]*>(.*?)</span>(.*?)</li>", row, re.DOTALL)
-        assert [(release, verdict) for release, verdict, _ in steps] == [(s.release, s.verdict) for s in kernel.path]
         for (_, _, what), step in zip(steps, kernel.path):
             assert what == f": {one_line(step.error) if step.error else step.delta.cell()}"
         tds = re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)
@@ -157,15 +167,11 @@ def test_a_timed_bisect_shows_each_step_with_its_time_and_the_split_with_the_sin
         timed_bisected, bisect_recording, tmp_path):
     text, problems = upgrade_section(bisect_recording[0], tmp_path / "r.html")
     assert not problems
-    shown = block(text, f"bisect-{timed_bisected.id}")
+    shown, kernels = bisect_rows(text, timed_bisected)
     assert "timed (moved: time ≥ 3.0%" in shown and "<th>first moved</th>" in shown
     assert f"--time --rounds {timed_bisected.rounds} --threshold {timed_bisected.threshold}" in shown
-    rows = re.findall(r'<tr class="filterable">(.*?)</tr>', shown, re.DOTALL)
-    assert len(rows) == len(timed_bisected.kernels)
-    for kernel, row in zip(timed_bisected.kernels, rows):
+    for kernel, row, steps in kernels:
         assert row.startswith(f"<td>{kernel.title()}</td>")
-        steps = re.findall(r"<li><b>(.*?)</b> <span[^>]*>(.*?)</span>(.*?)</li>", row, re.DOTALL)
-        assert [(release, verdict) for release, verdict, _ in steps] == [(s.release, s.verdict) for s in kernel.path]
         for (_, _, what), step in zip(steps, kernel.path):
             assert what == f": {step.what()}"
             if step.timing:  # the ratio, its interval and the outputs, as the result holds them
