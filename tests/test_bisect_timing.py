@@ -153,6 +153,23 @@ def test_a_faster_build_or_other_outputs_move_a_kernel_too(kernel, flags, first,
         assert step.timing["ratio"] == pytest.approx(2048 / 2304, rel=1e-6)
 
 
+@pytest.mark.parametrize("kernel,flags,moved_by,first", [
+    ("softmax", ["--time-with-text"], "time", "3.8.0"),
+    ("softmax", ["--time-with-text"], "outputs", None),
+    ("scale", ["--time-by-text", "--differ", "scale_kernel"], "outputs", "3.9.0"),
+    ("scale", ["--time-by-text", "--differ", "scale_kernel"], "time", None),
+])
+def test_moved_by_time_or_outputs_alone(kernel, flags, moved_by, first, bisect_recording, time_by_text_worker):
+    """The same two kernels with one criterion: the softmax's faster build (outputs bitwise) moves it by time only,
+    the scale kernel's other outputs (time the same) by outputs only; the result says which criterion it used."""
+    store, recording = bisect_recording
+    again = bisect_time(recording, store, kernel=kernel, from_release=FIRST, to_release=LAST,
+                        rounds=config.MIN_ROUNDS, moved_by=moved_by, worker=[time_by_text_worker[0], *flags])
+    (found,) = again.kernels
+    assert found.first_differing == first
+    assert again.moved_by == moved_by and f"moved: {moved_by}" in again.how()
+
+
 def test_cells_in_another_store_are_used_and_nothing_is_rebuilt(timed_bisected, bisect_recording, tmp_path,
                                                                 time_by_text_worker, monkeypatch):
     """The recording's store as copied to a GPU machine, without upgrade results: every release's cells are found
@@ -269,8 +286,8 @@ def test_upgrade_time_refuses_cells_of_another_arch(other_arch, release_39, reco
     (["--time", "--kernel", "add", "--from", FIRST, "--to", LAST, "--recording", "99"], r"no recording with id 99"),
     (["--time", "--kernel", "add", "--from", FIRST, "--to", LAST, "--cells-store", "{tmp}/none"],
      r"none: no tritonhook store here"),
-    (["--kernel", "add", "--from", FIRST, "--to", LAST, "--rounds", "5", "--threshold", "0.1"],
-     r"--rounds, --threshold: only with --time"),
+    (["--kernel", "add", "--from", FIRST, "--to", LAST, "--rounds", "5", "--threshold", "0.1", "--moved-by", "time"],
+     r"--rounds, --threshold, --moved-by: only with --time"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, other_arch, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))  # nothing installed, nothing there

@@ -259,6 +259,11 @@ CHECK_THRESHOLD = 0.03
 slower than the baseline's build and the interval excludes no change (`check.gate`, docs/check.md#the-rule): 3%,
 the issue's default, is six times the sweep's A/A noise floor (`DEFAULT_MIN_EFFECT`)."""
 
+BISECT_MOVED_BY = ("either", "time", "outputs")
+"""`bisect --time --moved-by`: what moves a kernel (the first is the default). Either answers "what changed first"; a
+float-rounding change ("close" outputs) at one release can hide a slowdown at a later one, which `time` finds (and
+`outputs` the reverse)."""
+
 # ----- report (`page/`) ---------------------------------------------------------------------------------------------
 CHROMIUM = EnvVar("TRITONHOOK_CHROMIUM", None, str,
                   "The headless Chromium the report's browser test and benchmarks/report_scale.py drive (default: "

@@ -146,7 +146,8 @@ class BisectResult:
     """Every matching kernel's bisect between `from_release` (the captured builds) and `to_release`, over
     `releases` (the ordered list searched, --from to --to). `timed`: by the time of a recording's launches
     (`bisect_timing`), a release moved when the ratio is at least `threshold` from 1 with its interval excluding 1,
-    over `rounds` rounds; else at the cubin level."""
+    over `rounds` rounds, or its outputs went beyond today's spread (`moved_by`: either, time or outputs alone);
+    else at the cubin level."""
 
     kernel_pattern: str
     from_release: str
@@ -159,6 +160,7 @@ class BisectResult:
     timed: bool = False
     threshold: float | None = None
     rounds: int | None = None
+    moved_by: str | None = None
     over: str = "Triton"
     warning_prefix = "tritonhook bisect"
 
@@ -186,8 +188,10 @@ class BisectResult:
             return "at the cubin level: the captured PTX assembled by each, with the captured Triton's flags"
         if not self.timed:
             return "at the cubin level (not timed)"
-        return (f"timed (moved: time ≥ {self.threshold:.1%} away with its interval excluding no change, or outputs "
-                f"beyond today's spread; {self.rounds} rounds)")
+        time = f"time ≥ {self.threshold:.1%} away with its interval excluding no change"
+        outputs = "outputs beyond today's spread"
+        moved = {"time": time, "outputs": outputs}.get(self.moved_by, f"{time}, or {outputs}")
+        return f"timed (moved: {moved}; {self.rounds} rounds)"
 
     def __rich_console__(self, console, options):
         from rich.markup import escape  # a compiler error may hold brackets rich would read as markup

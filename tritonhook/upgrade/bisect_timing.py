@@ -58,16 +58,20 @@ AXES = (("codegen", PTX_ONLY, "PTX"), ("ptxas", PTXAS_ONLY, "ptxas"))
 def bisect_time(recording: Recording, store: Store, *, kernel: str, from_release: str, to_release: str,
                 releases: Sequence[str] | None = None, cells_store: Store | None = None,
                 rounds: int = config.SWEEP_DEFAULT_ROUNDS, threshold: float = config.CHECK_THRESHOLD,
-                worker: Sequence[str] = WORKER, progress: bool = False) -> BisectResult:
+                moved_by: str = config.BISECT_MOVED_BY[0], worker: Sequence[str] = WORKER,
+                progress: bool = False) -> BisectResult:
     """The first release after `from_release` up to `to_release` (in `releases`, default
     `config.SUPPORTED_RELEASES`) whose build moved the time or outputs of each signature of `recording` (in
     `store`, replayed on this machine's GPU) whose kernel matches the regex `kernel`. `cells_store`: where to look
-    for each release's cells first (default `store`); `worker`: as `replay`'s. Saved in `store` and returned."""
+    for each release's cells first (default `store`); `moved_by`: one of `config.BISECT_MOVED_BY` (time, outputs
+    or either moves a kernel); `worker`: as `replay`'s. Saved in `store` and returned."""
     ordered = releases_between(releases or config.SUPPORTED_RELEASES, from_release, to_release)
     if rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
     if not 0 < threshold < 1:
         raise TritonhookError(f"--threshold {threshold}: a fraction above 0 and below 1 (0.03: 3%)")
+    if moved_by not in config.BISECT_MOVED_BY:
+        raise TritonhookError(f"--moved-by {moved_by}: one of {', '.join(config.BISECT_MOVED_BY)}")
     if recording.triton_version != from_release:
         raise TritonhookError(f"recording {recording.id} was recorded under Triton {recording.triton_version}, "
                               f"not --from {from_release}")
@@ -86,10 +90,11 @@ def bisect_time(recording: Recording, store: Store, *, kernel: str, from_release
         if timed:
             rows, sweep_id = _replay(recording, store, timed, rounds, worker, progress)
             for search, cells in timed:
-                search.record(_timed(release, cells, rows.get(search.signature.id), sweep_id, threshold), cells)
+                search.record(_timed(release, cells, rows.get(search.signature.id), sweep_id, threshold, moved_by),
+                              cells)
     kernels = [search.finish(from_release) for search in searches]
     result = BisectResult(kernel, from_release, to_release, ordered, kernels, recording.id, warnings, timed=True,
-                          threshold=threshold, rounds=rounds)
+                          threshold=threshold, rounds=rounds, moved_by=moved_by)
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
 
@@ -203,32 +208,34 @@ def _replay(recording: Recording, store: Store, timed: list, rounds: int, worker
     return {row.signature: row for row in sweep.rows}, sweep.id
 
 
-def _timed(release: str, found: tuple[KernelUpgrade, Path], row, sweep_id: int | None, threshold: float) -> Step:
+def _timed(release: str, found: tuple[KernelUpgrade, Path], row, sweep_id: int | None, threshold: float,
+           moved_by: str) -> Step:
     """The step of a replayed release: the upgraded build judged against the captured one, the single changes
     beside it."""
     delta = found[0].cells[BOTH].delta
     if row is None or row.status != "ok":
         return Step(release, NOT_TIMED, delta, error=f"replay {sweep_id}: {row.status if row else 'no row'}")
-    upgraded = _judged(row, LABELS[BOTH], threshold)
+    upgraded = _judged(row, LABELS[BOTH], threshold, moved_by)
     if upgraded is None:
         return Step(release, NOT_TIMED, delta, error=f"replay {sweep_id}: the upgraded build was not timed")
-    timing = {**upgraded, "sweep_id": sweep_id, **{key: _judged(row, LABELS[cell], threshold)
+    timing = {**upgraded, "sweep_id": sweep_id, **{key: _judged(row, LABELS[cell], threshold, moved_by)
                                                    for key, cell, _ in AXES}}
     return Step(release, MOVED if upgraded["moved"] else NOT_MOVED, delta, timing=timing)
 
 
-def _judged(row, label: str, threshold: float) -> dict | None:
+def _judged(row, label: str, threshold: float, moved_by: str) -> dict | None:
     """A variant's time over the captured build's with its interval, its verdict with `threshold` as the smallest
-    effect, its outputs (its own verdict where the replay checked each variant, else the row's), and whether either
-    moved it; None when it was not timed."""
+    effect, its outputs (its own verdict where the replay checked each variant, else the row's), and whether what
+    `moved_by` names moved it; None when it was not timed."""
     timing = next((v for v in row.variants if v.label == label), None)
     if timing is None or timing.ratio is None or not math.isfinite(timing.ratio):
         return None
     own = ((row.output_check or {}).get("variants") or {}).get(label) or {}
     outputs = own.get("verdict", row.outputs)
     said = verdict(timing.ratio, timing.low, timing.high, threshold)
+    moved = {"time": said != "no difference", "outputs": outputs in OUTPUTS_MOVED}
     return {"ratio": timing.ratio, "low": timing.low, "high": timing.high, "verdict": said, "outputs": outputs,
-            "moved": said != "no difference" or outputs in OUTPUTS_MOVED}
+            "moved": any(moved.values()) if moved_by == "either" else moved[moved_by]}
 
 
 def _split(step: Step) -> tuple[str, str | None]:
