@@ -22,6 +22,7 @@ import pytest
 import tritonhook
 from tritonhook import cli, config
 from tritonhook.cubin import Cubin
+from tritonhook.page.model import bisect_view
 from tritonhook.upgrade.bisect import FAILED, SAME, BisectResult
 from tritonhook.upgrade.bisect_timing import MOVED, NOT_MOVED, bisect_time
 from tritonhook.upgrade.result import BASELINE, PTX_ONLY, PTXAS_ONLY
@@ -168,6 +169,8 @@ def test_moved_by_time_or_outputs_alone(kernel, flags, moved_by, first, bisect_r
     (found,) = again.kernels
     assert found.first_differing == first
     assert again.moved_by == moved_by and f"moved: {moved_by}" in again.how()
+    view = bisect_view(again)  # the report's bisect section says the criterion and the command that gives it
+    assert f"moved: {moved_by}" in view.title and view.args.endswith(f"--moved-by {moved_by}")
 
 
 def test_cells_in_another_store_are_used_and_nothing_is_rebuilt(timed_bisected, bisect_recording, tmp_path,

@@ -24,6 +24,7 @@ from ..ab.result import RESULT_KIND as AB_KIND
 from ..check.result import RESULT_KIND as CHECK_KIND, CheckResult
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 from ..sweep.variants import IDENTICAL
+from .. import config
 from ..cubin import Cubin, disassemble
 from ..diff import CubinDiff, diff_cubins
 from ..errors import TritonhookError
@@ -563,6 +564,8 @@ def bisect_view(result: BisectResult) -> BisectView:
                                     k.rebuilds, k.bound))
     recording = f" --recording {result.recording_id}" if result.recording_id is not None else ""
     timed = f" --time --rounds {result.rounds} --threshold {result.threshold}" if result.timed else ""
+    if result.timed and result.moved_by not in (None, config.BISECT_MOVED_BY[0]):
+        timed += f" --moved-by {result.moved_by}"
     searched = (f"--ptxas {','.join(result.releases)}" if result.over == "ptxas" else
                 f"--from {result.from_release} --to {result.to_release} --releases {','.join(result.releases)}")
     return BisectView(result.id, f"{result.kernel_pattern!r}, {result.describe()}, {result.how()}",
