@@ -3,23 +3,14 @@ summary over runs (median TFLOPS, min-max over runs, speed ratios with intervals
 benchmarks/hopper_attention_bound.py's reading of a real ncu run."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-
-def _benchmark(name: str):
-    """benchmarks/NAME.py as a module (registered first: a dataclass in it looks its module up while defined)."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", path)
-    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from benchmark_scripts import load_benchmark
 
 
-bench = _benchmark("hopper_attention")
+bench = load_benchmark("hopper_attention")
 
 
 def test_runs_default_to_three_and_quick_narrows_the_shapes():
@@ -86,7 +77,7 @@ def test_fa4_arms_come_before_ours_and_the_name_ratio_says_what_cutlass_costs(mo
     assert ratios["nocutlass/fa4"] == pytest.approx((1.2, 1.2, 1.2))
 
 
-bound = _benchmark("hopper_attention_bound")
+bound = load_benchmark("hopper_attention_bound")
 NCU_H200 = Path(__file__).resolve().parents[1] / "data" / "ncu_hopper_attention_h200.csv.xz"
 """ncu's raw CSV of `hopper_attention_bound.py run` with its default shapes on the H200 (ncu 2025.3.1.0), the run
 behind docs/hopper_attention.md#what-bounds-it."""

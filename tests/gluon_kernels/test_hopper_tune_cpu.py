@@ -4,19 +4,14 @@ config the tuner will time compiles for sm_90a and spills nothing where the fami
 win; HEAD_GROUP changes the causal kernel's tile order and nothing of the non-causal one."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from gluon_kernels import compile_hopper_attention
 
 from _gluon_reports import ptxas_report  # noqa: E402
+from benchmark_scripts import load_benchmark
 
-_SPEC = importlib.util.spec_from_file_location(
-    "hopper_attention_tune", Path(__file__).resolve().parents[2] / "benchmarks" / "hopper_attention_tune.py")
-tune = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(tune)
+tune = load_benchmark("hopper_attention_tune")
 
 GRID_CONFIGS = [pytest.param(D, causal, knobs, id=f"d{D}-{'causal' if causal else 'full'}-{tune.label(knobs)}")
                 for (D, causal), grid in tune.GRID.items() for knobs in grid[1:]]

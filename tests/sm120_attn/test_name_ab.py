@@ -1,23 +1,13 @@
 """CPU test of the sm120 name experiment's A/B table (benchmarks/sm120_name_ab.py, loaded from its file)."""
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "sm120_name_ab.py"
-
-
-def load_experiment():
-    spec = importlib.util.spec_from_file_location("sm120_name_ab", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from benchmark_scripts import load_benchmark
 
 
 def test_summarize_ab_adds_strip_over_ext():
     """The A/B table: each arm against plain from the report, and strip against ext with the same bootstrap."""
     from tritonhook import ab
 
-    summarize_ab = load_experiment().summarize_ab
+    summarize_ab = load_benchmark("sm120_name_ab").summarize_ab
 
     variants = ab.parse_variants("plain,strip,ext")
     samples = {"plain": [1.00, 1.01, 0.99, 1.00, 1.02, 1.00], "strip": [0.90, 0.91, 0.90, 0.89, 0.92, 0.90],

@@ -90,7 +90,7 @@ def difference(torch, reference, other, tolerance: float = SWEEP_RTOL) -> Differ
         differing = int((a != b).sum())
         delta = (a.long() - b.long()).abs() if a.dtype != torch.bool else (a != b).long()
         return Difference(a.numel(), differing, int(delta.max()), 0.0, 0, differing)
-    bits_a, bits_b = _bits(torch, a), _bits(torch, b)
+    bits_a, bits_b = as_bits(torch, a), as_bits(torch, b)
     if a.element_size() == 1:  # fp8: few kernels exist for it (exact in fp32)
         a, b = a.float(), b.float()
     nan_a, nan_b = torch.isnan(a), torch.isnan(b)
@@ -113,7 +113,7 @@ def difference(torch, reference, other, tolerance: float = SWEEP_RTOL) -> Differ
                       float(rel.max()) if rel.numel() else 0.0, nonfinite_moved, beyond + nonfinite_moved, norm_rel)
 
 
-def _bits(torch, values):
+def as_bits(torch, values):
     """The raw bits of a float tensor as signed integers of the same width (the sign bit is the integer's)."""
     width = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[values.element_size()]
     return values.view(width)

@@ -37,7 +37,7 @@ from typing import Callable, Iterator
 
 from .. import _triton, config
 from ..errors import TritonhookError
-from ..measure.outputs import check_outputs
+from ..measure.outputs import as_bits, check_outputs
 from ..measure.stats import interquartile_mean, median
 from ..measure.timing import bench_interleaved, l2_bytes
 from ..store import Store
@@ -225,14 +225,12 @@ def _poison(torch, buffer) -> None:
     buffers are never touched: they may hold indices or offsets, and a moved one could send the kernel out of
     bounds and take the CUDA context with it. The elements move as same-sized integers: torch has no roll for
     float8, and the bytes moved are the same for every float type."""
-    flat = buffer.view(-1)
-    integer = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(flat.element_size())
-    elements = flat if integer is None else flat.view(integer)
+    elements = as_bits(torch, buffer.view(-1))
     moved = elements.roll(1)
-    if flat.numel() > 1 and not _same_bytes(torch, elements, moved):
+    if elements.numel() > 1 and not _same_bytes(torch, elements, moved):
         elements.copy_(moved)
     else:
-        flat.view(torch.uint8).fill_(0xFF)
+        elements.view(torch.uint8).fill_(0xFF)
 
 
 def _written(torch, run, buffers: dict, pristine: dict) -> set:

@@ -235,7 +235,7 @@ def _judged(row, label: str, threshold: float, moved_by: str) -> dict | None:
     said = verdict(timing.ratio, timing.low, timing.high, threshold)
     moved = {"time": said != "no difference", "outputs": outputs in OUTPUTS_MOVED}
     return {"ratio": timing.ratio, "low": timing.low, "high": timing.high, "verdict": said, "outputs": outputs,
-            "moved": any(moved.values()) if moved_by == "either" else moved[moved_by]}
+            "moved": moved.get(moved_by, any(moved.values()))}  # "either": time or outputs
 
 
 def _split(step: Step) -> tuple[str, str | None]:
