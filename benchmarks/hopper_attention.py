@@ -214,8 +214,8 @@ def main(argv=None):
         for pair in names:
             print(f"{pair['with_name']} -> {pair['without']}: {pair['why']}")
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(dict(meta=meta, rows=rows, fa4_name_cubins=names), f, indent=1)
+        with open(args.out, "w") as f:  # compact: the per-call samples are most of the file
+            json.dump(dict(meta=meta, rows=rows, fa4_name_cubins=names), f, separators=(",", ":"))
     print("\n" + format_table(meta, rows))
 
 
