@@ -287,10 +287,15 @@ def test_an_unknown_gpu_in_the_environment_is_one_line_listing_the_valid_names(m
 
 @pytest.mark.gpu
 def test_the_visible_gpu_is_found_in_the_table():
-    """On the GPU machine (an H200): the warning would quote this GPU for kernels it can load."""
+    """On the GPU machine (an H200 or an H100): the entry found for the visible GPU has its compute capability and
+    SM count as the device reports them (a marketing name such as 'NVIDIA H100 80GB HBM3' need not contain the
+    table's name, 'H100 SXM5'), and the warning would quote it for kernels it can load."""
     import torch
 
     gpu = preflight.visible_gpu()
-    assert gpu is not None and gpu.name in torch.cuda.get_device_name(), torch.cuda.get_device_name()
+    properties = torch.cuda.get_device_properties(0)
+    assert gpu is not None, torch.cuda.get_device_name()
+    assert (gpu.capability, gpu.sms) == (properties.major * 10 + properties.minor,
+                                         properties.multi_processor_count), (gpu, properties)
     arch = f"sm_{gpu.capability}a"
     assert preflight.warning_gpus(arch, gpu) == [gpu] and preflight.warning_gpus("sm_80", gpu) == []
