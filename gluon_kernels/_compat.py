@@ -14,6 +14,10 @@ What moved (read from the installed sources of triton 3.6.0 and 3.9.0, ``triton/
   keyword was added). Pass the count positionally: both accept that.
 * ``warp_specialize(functions_and_args, worker_num_warps, worker_num_regs)``: ``worker_num_regs`` is required in
   3.6 and optional in 3.9; always pass it.
+* ``aggregate`` (a class whose instances a kernel passes as one argument; fields annotated with real types, no
+  ``from __future__ import annotations`` in its module, and an ``__init__`` that sets every field): 3.9 exports it as
+  ``gluon.aggregate``; 3.6 has the same decorator as ``triton.language.core._aggregate``, which 3.6's own Gluon
+  library (``nvidia/blackwell/float2.py``) imports under that name.
 * ``GluonASTSource``: in ``triton.experimental.gluon._runtime`` in both (exported in ``__all__`` from 3.9); its
   ``ext`` is "ttgir" in 3.6 and "glir" in 3.9 (the first IR stage's key in ``CompiledKernel.asm``).
 * ``TensorDescriptor`` (host side): ``triton.experimental.gluon.nvidia.hopper.TensorDescriptor`` in both; 3.9 adds
@@ -37,8 +41,11 @@ try:  # 3.5+: present; exported from 3.9
 except ImportError:  # pragma: no cover - older than any supported release
     GluonASTSource = None
 
+aggregate = getattr(gluon, "aggregate", None) or triton.language.core._aggregate
+
 TRITON_VERSION = tuple(int(p) for p in triton.__version__.split("+")[0].split(".")[:2])
 
+tensor_descriptor = tma.tensor_descriptor  # a TMA descriptor argument's type (an aggregate field's annotation)
 warpgroup_mma = _hopper.warpgroup_mma
 warpgroup_mma_wait = _hopper.warpgroup_mma_wait
 fence_async_shared = _hopper.fence_async_shared
@@ -77,11 +84,11 @@ def nvmma_shared_layout(block_shape, dtype):
 
 
 __all__ = [
-    "GluonASTSource", "MBarrierLayout", "TRITON_VERSION", "TensorDescriptor", "FIRST_IR_STAGE",
+    "GluonASTSource", "MBarrierLayout", "aggregate", "TRITON_VERSION", "TensorDescriptor", "FIRST_IR_STAGE",
     "fence_async_shared",
     "gl", "gluon", "mbarrier", "mbarrier_arrive", "mbarrier_expect", "mbarrier_init", "mbarrier_invalidate",
     "mbarrier_wait", "nvmma_shared_layout", "tensordesc_signature", "tma", "tma_load", "tma_store", "tma_store_wait",
-    "warpgroup_mma", "warpgroup_mma_wait",
+    "tensor_descriptor", "warpgroup_mma", "warpgroup_mma_wait",
 ]
 
 
@@ -98,6 +105,7 @@ __all__ = [
 from triton.experimental.gluon.language.nvidia import blackwell as _blackwell  # noqa: E402
 
 TensorMemoryLayout = _blackwell.TensorMemoryLayout
+tensor_memory_descriptor = _blackwell.tensor_memory_descriptor
 allocate_tensor_memory = _blackwell.allocate_tensor_memory
 tcgen05_mma = _blackwell.tcgen05_mma
 tcgen05_commit = _blackwell.tcgen05_commit
@@ -139,4 +147,4 @@ def tmem_reinterpret(mem, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.c
 
 
 __all__ += ["TMEM_PUBLIC_REINTERPRET", "TensorMemoryLayout", "allocate_tensor_memory", "tcgen05_commit", "tcgen05_mma",
-            "tmem_layout", "tmem_reg_layout", "tmem_reinterpret"]
+            "tensor_memory_descriptor", "tmem_layout", "tmem_reg_layout", "tmem_reinterpret"]

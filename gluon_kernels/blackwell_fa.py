@@ -37,72 +37,159 @@ is bf16.
 This module holds the device code only, but for its tile order (``_tile``, in ``schedule.py`` beside Hopper's); its
 host side (configurations, the torch entry point, the compile helper) is ``blackwell.py``.
 """
-from __future__ import annotations
-
 from ._compat import (
-    MBarrierLayout, allocate_tensor_memory, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
-    mbarrier_invalidate, mbarrier_wait, tcgen05_commit, tcgen05_mma, tma_load, tmem_layout, tmem_reg_layout,
-    tmem_reinterpret,
+    MBarrierLayout, aggregate, allocate_tensor_memory, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
+    mbarrier_invalidate, mbarrier_wait, tcgen05_commit, tcgen05_mma, tensor_memory_descriptor, tma_load, tmem_layout,
+    tmem_reg_layout, tmem_reinterpret,
 )
 from .schedule import _tile
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# what the partitions share: the compile-time configuration, the channels between them
+# ----------------------------------------------------------------------------------------------------------------
+@aggregate
+class BlackwellConfig:
+    """The kernel's compile-time knobs and the TMEM and register layouts they imply, built once by the kernel and
+    handed to every partition as one argument."""
+    dtype: gl.constexpr
+    BLOCK_M: gl.constexpr
+    BLOCK_N: gl.constexpr
+    HEAD_DIM: gl.constexpr
+    KV_STAGES: gl.constexpr
+    O_SPLIT: gl.constexpr
+    CAUSAL: gl.constexpr
+    s_tl: gl.constexpr  # TMEM layouts of S, O and P (P packed: 2 (16-bit) or 4 (8-bit) elements a 32-bit column)
+    o_tl: gl.constexpr
+    p_tl: gl.constexpr
+    s_layout: gl.constexpr  # register layouts of tcgen05.ld/st: S, P, and one of O's O_SPLIT column slices
+    p_layout: gl.constexpr
+    o_layout: gl.constexpr
+
+    @gluon.constexpr_function
+    def __init__(self, dtype, BLOCK_M, BLOCK_N, HEAD_DIM, KV_STAGES, O_SPLIT, CAUSAL, num_warps):
+        self.dtype = gl.constexpr(dtype)
+        self.BLOCK_M = gl.constexpr(BLOCK_M)
+        self.BLOCK_N = gl.constexpr(BLOCK_N)
+        self.HEAD_DIM = gl.constexpr(HEAD_DIM)
+        self.KV_STAGES = gl.constexpr(KV_STAGES)
+        self.O_SPLIT = gl.constexpr(O_SPLIT)
+        self.CAUSAL = gl.constexpr(CAUSAL)
+        s_tl = tmem_layout((BLOCK_M, BLOCK_N))
+        o_tl = tmem_layout((BLOCK_M, HEAD_DIM))
+        p_tl = tmem_layout((BLOCK_M, BLOCK_N))
+        self.s_tl = gl.constexpr(s_tl)
+        self.o_tl = gl.constexpr(o_tl)
+        self.p_tl = gl.constexpr(p_tl)
+        self.s_layout = gl.constexpr(tmem_reg_layout(gl.float32, [BLOCK_M, BLOCK_N], s_tl, num_warps))
+        self.p_layout = gl.constexpr(tmem_reg_layout(dtype, [BLOCK_M, BLOCK_N], p_tl, num_warps))
+        self.o_layout = gl.constexpr(tmem_reg_layout(gl.float32, [BLOCK_M, HEAD_DIM // O_SPLIT], o_tl, num_warps,
+                                                     [BLOCK_M, HEAD_DIM]))
+
+
+@aggregate
+class ScoreChannel:
+    """S (two TMEM buffers, P written over each) between the MMA warp and the softmax warps: s_ready[b] (S_b
+    written), p_ready[b] (P_b written, S_b consumed)."""
+    s_tmem: tensor_memory_descriptor
+    s_ready: gl.shared_memory_descriptor
+    p_ready: gl.shared_memory_descriptor
+
+    @gluon.constexpr_function
+    def __init__(self, s_tmem, s_ready, p_ready):
+        self.s_tmem = s_tmem
+        self.s_ready = s_ready
+        self.p_ready = p_ready
+
+
+@aggregate
+class AlphaChannel:
+    """Two shared-memory slots of one value a row (each block's alpha, then the tile's row sums) from the softmax
+    warps to the correction warps: a_ready[b] / a_empty[b]."""
+    a_smem: gl.shared_memory_descriptor
+    a_ready: gl.shared_memory_descriptor
+    a_empty: gl.shared_memory_descriptor
+
+    @gluon.constexpr_function
+    def __init__(self, a_smem, a_ready, a_empty):
+        self.a_smem = a_smem
+        self.a_ready = a_ready
+        self.a_empty = a_empty
+
+
+@aggregate
+class KVRing:
+    """Q's single buffer and the KV_STAGES-slot K/V ring (K_j and V_j in consecutive slots) between the load warp
+    and the MMA warp, with their ready/empty barriers."""
+    q_smem: gl.shared_memory_descriptor
+    kv_smem: gl.shared_memory_descriptor
+    q_ready: gl.shared_memory_descriptor
+    q_empty: gl.shared_memory_descriptor
+    kv_ready: gl.shared_memory_descriptor
+    kv_empty: gl.shared_memory_descriptor
+
+    @gluon.constexpr_function
+    def __init__(self, q_smem, kv_smem, q_ready, q_empty, kv_ready, kv_empty):
+        self.q_smem = q_smem
+        self.kv_smem = kv_smem
+        self.q_ready = q_ready
+        self.q_empty = q_empty
+        self.kv_ready = kv_ready
+        self.kv_empty = kv_empty
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # partitions
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
-def _load_partition(q_desc, k_desc, v_desc, q_smem, kv_smem, q_ready, q_empty, kv_ready, kv_empty, seq_len, num_bh,
-                    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-                    KV_STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+def _load_partition(q_desc, k_desc, v_desc, ring, seq_len, num_bh, cfg):
     dtype: gl.constexpr = q_desc.dtype
-    Q_BYTES: gl.constexpr = BLOCK_M * HEAD_DIM * dtype.primitive_bitwidth // 8
-    KV_BYTES: gl.constexpr = BLOCK_N * HEAD_DIM * dtype.primitive_bitwidth // 8
-    num_m = gl.cdiv(seq_len, BLOCK_M)
+    Q_BYTES: gl.constexpr = cfg.BLOCK_M * cfg.HEAD_DIM * dtype.primitive_bitwidth // 8
+    KV_BYTES: gl.constexpr = cfg.BLOCK_N * cfg.HEAD_DIM * dtype.primitive_bitwidth // 8
+    num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     num_tiles = num_m * num_bh
     kv_count = 0
     tiles_done = 0
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
+        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
         row0 = bh * seq_len
         # Q: single buffer, freed by the MMA warp's commit after the tile's last QK MMA
-        mbarrier_wait(q_empty, (tiles_done & 1) ^ 1)
-        mbarrier_expect(q_ready, Q_BYTES)
-        tma_load(q_desc, [row0 + m_blk * BLOCK_M, 0], q_ready, q_smem)
+        mbarrier_wait(ring.q_empty, (tiles_done & 1) ^ 1)
+        mbarrier_expect(ring.q_ready, Q_BYTES)
+        tma_load(q_desc, [row0 + m_blk * cfg.BLOCK_M, 0], ring.q_ready, ring.q_smem)
         for j in range(n_blocks):
             # K_j then V_j, each in the next slot of the ring
-            slot = kv_count % KV_STAGES
-            mbarrier_wait(kv_empty.index(slot), ((kv_count // KV_STAGES) & 1) ^ 1)
-            mbarrier_expect(kv_ready.index(slot), KV_BYTES)
-            tma_load(k_desc, [row0 + j * BLOCK_N, 0], kv_ready.index(slot), kv_smem.index(slot))
+            slot = kv_count % cfg.KV_STAGES
+            mbarrier_wait(ring.kv_empty.index(slot), ((kv_count // cfg.KV_STAGES) & 1) ^ 1)
+            mbarrier_expect(ring.kv_ready.index(slot), KV_BYTES)
+            tma_load(k_desc, [row0 + j * cfg.BLOCK_N, 0], ring.kv_ready.index(slot), ring.kv_smem.index(slot))
             kv_count += 1
-            slot = kv_count % KV_STAGES
-            mbarrier_wait(kv_empty.index(slot), ((kv_count // KV_STAGES) & 1) ^ 1)
-            mbarrier_expect(kv_ready.index(slot), KV_BYTES)
-            tma_load(v_desc, [row0 + j * BLOCK_N, 0], kv_ready.index(slot), kv_smem.index(slot))
+            slot = kv_count % cfg.KV_STAGES
+            mbarrier_wait(ring.kv_empty.index(slot), ((kv_count // cfg.KV_STAGES) & 1) ^ 1)
+            mbarrier_expect(ring.kv_ready.index(slot), KV_BYTES)
+            tma_load(v_desc, [row0 + j * cfg.BLOCK_N, 0], ring.kv_ready.index(slot), ring.kv_smem.index(slot))
             kv_count += 1
         tiles_done += 1
 
 
 @gluon.jit
-def _mma_partition(q_smem, kv_smem, s_tmem, o_tmem, q_ready, q_empty, kv_ready, kv_empty, s_ready, p_ready,
-                   o_ready, o_free, seq_len, num_bh, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                   KV_STAGES: gl.constexpr, CAUSAL: gl.constexpr, p_tmem_layout: gl.constexpr):
-    dtype: gl.constexpr = q_smem.dtype
-    num_m = gl.cdiv(seq_len, BLOCK_M)
+def _mma_partition(ring, scores, o_tmem, o_ready, o_free, seq_len, num_bh, cfg):
+    dtype: gl.constexpr = ring.q_smem.dtype
+    num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     num_tiles = num_m * num_bh
     kv_count = 0   # K/V ring slots consumed
     s_count = 0    # S/P buffers used (buffer s_count % 2)
     pv_count = 0   # PV MMAs issued (o_free phase)
     tiles_done = 0
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
-        mbarrier_wait(q_ready, tiles_done & 1)
+        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
+        mbarrier_wait(ring.q_ready, tiles_done & 1)
         # S_0 = Q K_0^T
-        slot = kv_count % KV_STAGES
-        mbarrier_wait(kv_ready.index(slot), (kv_count // KV_STAGES) & 1)
+        slot = kv_count % cfg.KV_STAGES
+        mbarrier_wait(ring.kv_ready.index(slot), (kv_count // cfg.KV_STAGES) & 1)
         buf = s_count % 2
-        tcgen05_mma(q_smem, kv_smem.index(slot).permute((1, 0)), s_tmem.index(buf), use_acc=False,
-                    mbarriers=[s_ready.index(buf), kv_empty.index(slot)])
+        tcgen05_mma(ring.q_smem, ring.kv_smem.index(slot).permute((1, 0)), scores.s_tmem.index(buf), use_acc=False,
+                    mbarriers=[scores.s_ready.index(buf), ring.kv_empty.index(slot)])
         kv_count += 1
         for j in range(n_blocks):
             v_count = kv_count
@@ -110,130 +197,118 @@ def _mma_partition(q_smem, kv_smem, s_tmem, o_tmem, q_ready, q_empty, kv_ready, 
             if j + 1 < n_blocks:
                 # S_{j+1} = Q K_{j+1}^T into the other buffer; the PV MMA that read P_{j-1} from it is already
                 # issued, and tcgen05 MMAs of one thread execute in order
-                slot = kv_count % KV_STAGES
-                mbarrier_wait(kv_ready.index(slot), (kv_count // KV_STAGES) & 1)
+                slot = kv_count % cfg.KV_STAGES
+                mbarrier_wait(ring.kv_ready.index(slot), (kv_count // cfg.KV_STAGES) & 1)
                 nbuf = (s_count + 1) % 2
-                tcgen05_mma(q_smem, kv_smem.index(slot).permute((1, 0)), s_tmem.index(nbuf), use_acc=False,
-                            mbarriers=[s_ready.index(nbuf), kv_empty.index(slot)])
+                tcgen05_mma(ring.q_smem, ring.kv_smem.index(slot).permute((1, 0)), scores.s_tmem.index(nbuf),
+                            use_acc=False, mbarriers=[scores.s_ready.index(nbuf), ring.kv_empty.index(slot)])
                 kv_count += 1
             # O (+)= P_j V_j once P_j is in TMEM and the correction warps have rescaled O
-            vslot = v_count % KV_STAGES
-            mbarrier_wait(kv_ready.index(vslot), (v_count // KV_STAGES) & 1)
+            vslot = v_count % cfg.KV_STAGES
+            mbarrier_wait(ring.kv_ready.index(vslot), (v_count // cfg.KV_STAGES) & 1)
             buf = s_count % 2
-            mbarrier_wait(p_ready.index(buf), (s_count // 2) & 1)
+            mbarrier_wait(scores.p_ready.index(buf), (s_count // 2) & 1)
             mbarrier_wait(o_free, pv_count & 1)
-            p_tmem = tmem_reinterpret(s_tmem.index(buf), dtype, [BLOCK_M, BLOCK_N], p_tmem_layout)
-            tcgen05_mma(p_tmem, kv_smem.index(vslot), o_tmem, use_acc=j > 0,
-                        mbarriers=[o_ready, kv_empty.index(vslot)])
+            p_tmem = tmem_reinterpret(scores.s_tmem.index(buf), dtype, [cfg.BLOCK_M, cfg.BLOCK_N], cfg.p_tl)
+            tcgen05_mma(p_tmem, ring.kv_smem.index(vslot), o_tmem, use_acc=j > 0,
+                        mbarriers=[o_ready, ring.kv_empty.index(vslot)])
             pv_count += 1
             s_count += 1
         # Q may be overwritten once every MMA of this tile has completed
-        tcgen05_commit(q_empty)
+        tcgen05_commit(ring.q_empty)
         tiles_done += 1
 
 
 @gluon.jit
-def _softmax_block(j, s_count, a_count, m_i, l_i, rows, s_tmem, s_ready, p_ready, a_smem, a_ready, a_empty,
-                   qk_scale, seq_len, s_layout: gl.constexpr, p_tmem_layout: gl.constexpr, p_layout: gl.constexpr,
-                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, MASKED: gl.constexpr, CAUSAL: gl.constexpr,
-                   dtype: gl.constexpr):
+def _softmax_block(j, s_count, a_count, m_i, l_i, rows, scores, alphas, qk_scale, seq_len, cfg, MASKED: gl.constexpr):
     buf = s_count % 2
-    mbarrier_wait(s_ready.index(buf), (s_count // 2) & 1)
-    s = s_tmem.index(buf).load(s_layout)
+    mbarrier_wait(scores.s_ready.index(buf), (s_count // 2) & 1)
+    s = scores.s_tmem.index(buf).load(cfg.s_layout)
     if MASKED:
-        cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        cols = j * cfg.BLOCK_N + gl.arange(0, cfg.BLOCK_N, layout=gl.SliceLayout(0, cfg.s_layout))
         valid = gl.expand_dims(cols < seq_len, 0)
-        if CAUSAL:
+        if cfg.CAUSAL:
             valid = valid & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1))
         s = gl.where(valid, s, -float("inf"))
     m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
     alpha = gl.exp2(m_i - m_new)
     # hand alpha to the correction warps first, so that they rescale O while P is computed
     a_buf = a_count % 2
-    mbarrier_wait(a_empty.index(a_buf), ((a_count // 2) & 1) ^ 1)
-    a_smem.index(a_buf).store(alpha)
-    mbarrier_arrive(a_ready.index(a_buf), count=1)
+    mbarrier_wait(alphas.a_empty.index(a_buf), ((a_count // 2) & 1) ^ 1)
+    alphas.a_smem.index(a_buf).store(alpha)
+    mbarrier_arrive(alphas.a_ready.index(a_buf), count=1)
     p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
-    p_tmem = tmem_reinterpret(s_tmem.index(buf), dtype, [BLOCK_M, BLOCK_N], p_tmem_layout)
-    p_tmem.store(gl.convert_layout(p.to(dtype), p_layout))
-    mbarrier_arrive(p_ready.index(buf), count=1)
+    p_tmem = tmem_reinterpret(scores.s_tmem.index(buf), cfg.dtype, [cfg.BLOCK_M, cfg.BLOCK_N], cfg.p_tl)
+    p_tmem.store(gl.convert_layout(p.to(cfg.dtype), cfg.p_layout))
+    mbarrier_arrive(scores.p_ready.index(buf), count=1)
     l_i = l_i * alpha + gl.sum(p, axis=1)
     return s_count + 1, a_count + 1, m_new, l_i
 
 
 @gluon.jit
-def _softmax_partition(s_tmem, s_ready, p_ready, a_smem, a_ready, a_empty, qk_scale, seq_len, num_bh,
-                       BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
-                       s_layout: gl.constexpr, p_tmem_layout: gl.constexpr, p_layout: gl.constexpr,
-                       dtype: gl.constexpr):
-    row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
-    num_m = gl.cdiv(seq_len, BLOCK_M)
+def _softmax_partition(scores, alphas, qk_scale, seq_len, num_bh, cfg):
+    row_layout: gl.constexpr = gl.SliceLayout(1, cfg.s_layout)
+    num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     num_tiles = num_m * num_bh
     s_count = 0
     a_count = 0
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
-        rows = m_blk * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
-        m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, row_layout)
-        l_i = gl.full([BLOCK_M], 0.0, gl.float32, row_layout)
+        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
+        rows = m_blk * cfg.BLOCK_M + gl.arange(0, cfg.BLOCK_M, layout=row_layout)
+        m_i = gl.full([cfg.BLOCK_M], -float("inf"), gl.float32, row_layout)
+        l_i = gl.full([cfg.BLOCK_M], 0.0, gl.float32, row_layout)
         for j in range(0, n_full):  # blocks every key of which is visible to every row
-            s_count, a_count, m_i, l_i = _softmax_block(j, s_count, a_count, m_i, l_i, rows, s_tmem, s_ready,
-                                                        p_ready, a_smem, a_ready, a_empty, qk_scale, seq_len,
-                                                        s_layout, p_tmem_layout, p_layout, BLOCK_M, BLOCK_N,
-                                                        False, CAUSAL, dtype)
+            s_count, a_count, m_i, l_i = _softmax_block(j, s_count, a_count, m_i, l_i, rows, scores, alphas, qk_scale,
+                                                        seq_len, cfg, False)
         for j in range(n_full, n_blocks):  # the causal diagonal and the tail past seq_len
-            s_count, a_count, m_i, l_i = _softmax_block(j, s_count, a_count, m_i, l_i, rows, s_tmem, s_ready,
-                                                        p_ready, a_smem, a_ready, a_empty, qk_scale, seq_len,
-                                                        s_layout, p_tmem_layout, p_layout, BLOCK_M, BLOCK_N,
-                                                        True, CAUSAL, dtype)
+            s_count, a_count, m_i, l_i = _softmax_block(j, s_count, a_count, m_i, l_i, rows, scores, alphas, qk_scale,
+                                                        seq_len, cfg, True)
         # the row sums go through the same channel as the alphas
         a_buf = a_count % 2
-        mbarrier_wait(a_empty.index(a_buf), ((a_count // 2) & 1) ^ 1)
-        a_smem.index(a_buf).store(l_i)
-        mbarrier_arrive(a_ready.index(a_buf), count=1)
+        mbarrier_wait(alphas.a_empty.index(a_buf), ((a_count // 2) & 1) ^ 1)
+        alphas.a_smem.index(a_buf).store(l_i)
+        mbarrier_arrive(alphas.a_ready.index(a_buf), count=1)
         a_count += 1
 
 
 @gluon.jit
-def _correction_partition(o_tmem, o_ptr, o_ready, o_free, a_smem, a_ready, a_empty, seq_len, num_bh,
-                          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-                          O_SPLIT: gl.constexpr, CAUSAL: gl.constexpr, o_layout: gl.constexpr):
+def _correction_partition(o_tmem, o_ptr, o_ready, o_free, alphas, seq_len, num_bh, cfg):
     """The default partition: rescales O in TMEM between PV MMAs, then normalizes and stores it."""
-    SUB: gl.constexpr = HEAD_DIM // O_SPLIT
-    row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
-    col_layout: gl.constexpr = gl.SliceLayout(0, o_layout)
-    num_m = gl.cdiv(seq_len, BLOCK_M)
+    SUB: gl.constexpr = cfg.HEAD_DIM // cfg.O_SPLIT
+    row_layout: gl.constexpr = gl.SliceLayout(1, cfg.o_layout)
+    col_layout: gl.constexpr = gl.SliceLayout(0, cfg.o_layout)
+    num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     num_tiles = num_m * num_bh
     a_count = 0
     o_count = 0  # o_ready completions waited for
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
+        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
         for j in range(n_blocks):
             a_buf = a_count % 2
-            mbarrier_wait(a_ready.index(a_buf), (a_count // 2) & 1)
-            alpha = a_smem.index(a_buf).load(row_layout)
-            mbarrier_arrive(a_empty.index(a_buf), count=1)
+            mbarrier_wait(alphas.a_ready.index(a_buf), (a_count // 2) & 1)
+            alpha = alphas.a_smem.index(a_buf).load(row_layout)
+            mbarrier_arrive(alphas.a_empty.index(a_buf), count=1)
             a_count += 1
             if j > 0:  # PV_0 starts from zero (use_acc=False): nothing to rescale
                 mbarrier_wait(o_ready, o_count & 1)
                 o_count += 1
-                for i in gl.static_range(O_SPLIT):
+                for i in gl.static_range(cfg.O_SPLIT):
                     o_part = o_tmem.slice(i * SUB, SUB)
-                    o_part.store(o_part.load(o_layout) * gl.expand_dims(alpha, 1))
+                    o_part.store(o_part.load(cfg.o_layout) * gl.expand_dims(alpha, 1))
             mbarrier_arrive(o_free, count=1)
         # epilogue: O / l, rows past seq_len belong to the next head (or to nothing) and are not written
         a_buf = a_count % 2
-        mbarrier_wait(a_ready.index(a_buf), (a_count // 2) & 1)
-        inv_l = 1.0 / a_smem.index(a_buf).load(row_layout)
-        mbarrier_arrive(a_empty.index(a_buf), count=1)
+        mbarrier_wait(alphas.a_ready.index(a_buf), (a_count // 2) & 1)
+        inv_l = 1.0 / alphas.a_smem.index(a_buf).load(row_layout)
+        mbarrier_arrive(alphas.a_empty.index(a_buf), count=1)
         a_count += 1
         mbarrier_wait(o_ready, o_count & 1)
         o_count += 1
-        rows = m_blk * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
-        row_off = gl.expand_dims((bh * seq_len + rows).to(gl.int64) * HEAD_DIM, 1)
+        rows = m_blk * cfg.BLOCK_M + gl.arange(0, cfg.BLOCK_M, layout=row_layout)
+        row_off = gl.expand_dims((bh * seq_len + rows).to(gl.int64) * cfg.HEAD_DIM, 1)
         row_ok = gl.expand_dims(rows < seq_len, 1)
-        for i in gl.static_range(O_SPLIT):
-            o = o_tmem.slice(i * SUB, SUB).load(o_layout) * gl.expand_dims(inv_l, 1)
+        for i in gl.static_range(cfg.O_SPLIT):
+            o = o_tmem.slice(i * SUB, SUB).load(cfg.o_layout) * gl.expand_dims(inv_l, 1)
             cols = i * SUB + gl.arange(0, SUB, layout=col_layout)
             gl.store(o_ptr + row_off + gl.expand_dims(cols, 0), o.to(o_ptr.dtype.element_ty), mask=row_ok)
 
@@ -241,17 +316,6 @@ def _correction_partition(o_tmem, o_ptr, o_ready, o_free, a_smem, a_ready, a_emp
 # ----------------------------------------------------------------------------------------------------------------
 # the kernel
 # ----------------------------------------------------------------------------------------------------------------
-@gluon.constexpr_function
-def _layouts(dtype, BLOCK_M, BLOCK_N, HEAD_DIM, O_SPLIT, num_warps):
-    s_tl = tmem_layout((BLOCK_M, BLOCK_N))
-    o_tl = tmem_layout((BLOCK_M, HEAD_DIM))
-    p_tl = tmem_layout((BLOCK_M, BLOCK_N))  # packed: 2 (16-bit) or 4 (8-bit) elements per 32-bit column
-    s_layout = tmem_reg_layout(gl.float32, [BLOCK_M, BLOCK_N], s_tl, num_warps)
-    p_layout = tmem_reg_layout(dtype, [BLOCK_M, BLOCK_N], p_tl, num_warps)
-    o_layout = tmem_reg_layout(gl.float32, [BLOCK_M, HEAD_DIM // O_SPLIT], o_tl, num_warps, [BLOCK_M, HEAD_DIM])
-    return s_tl, o_tl, p_tl, s_layout, p_layout, o_layout
-
-
 # seq_len and num_bh are not specialized: one build per configuration serves every shape (and a length of 1 is not
 # turned into a constant)
 @gluon.jit(do_not_specialize=["seq_len", "num_bh"])
@@ -262,20 +326,14 @@ def blackwell_attention_kernel(q_desc, k_desc, v_desc, o_ptr, qk_scale, seq_len,
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(num_warps == 4, "one warpgroup per 128-row tile: TMEM lane i is row i")
     gl.static_assert(BLOCK_M == 128)
-    layouts: gl.constexpr = _layouts(dtype, BLOCK_M, BLOCK_N, HEAD_DIM, O_SPLIT, num_warps)
-    s_tl: gl.constexpr = layouts[0]
-    o_tl: gl.constexpr = layouts[1]
-    p_tl: gl.constexpr = layouts[2]
-    s_layout: gl.constexpr = layouts[3]
-    p_layout: gl.constexpr = layouts[4]
-    o_layout: gl.constexpr = layouts[5]
+    cfg = BlackwellConfig(dtype, BLOCK_M, BLOCK_N, HEAD_DIM, KV_STAGES, O_SPLIT, CAUSAL, num_warps)
 
     q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
     kv_smem = gl.allocate_shared_memory(dtype, [KV_STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
     a_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     # TMEM: 2 x BLOCK_N columns of S (P aliased over it) + HEAD_DIM columns of O  (<= 512)
-    s_tmem = allocate_tensor_memory(gl.float32, [2, BLOCK_M, BLOCK_N], s_tl)
-    o_tmem = allocate_tensor_memory(gl.float32, [BLOCK_M, HEAD_DIM], o_tl)
+    s_tmem = allocate_tensor_memory(gl.float32, [2, BLOCK_M, BLOCK_N], cfg.s_tl)
+    o_tmem = allocate_tensor_memory(gl.float32, [BLOCK_M, HEAD_DIM], cfg.o_tl)
 
     q_ready = gl.allocate_shared_memory(gl.int64, [1], MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [1], MBarrierLayout())
@@ -300,15 +358,14 @@ def blackwell_attention_kernel(q_desc, k_desc, v_desc, o_ptr, qk_scale, seq_len,
         mbarrier_init(a_ready.index(i), count=1)
         mbarrier_init(a_empty.index(i), count=1)
 
+    scores = ScoreChannel(s_tmem, s_ready, p_ready)
+    alphas = AlphaChannel(a_smem, a_ready, a_empty)
+    ring = KVRing(q_smem, kv_smem, q_ready, q_empty, kv_ready, kv_empty)
     gl.warp_specialize([
-        (_correction_partition, (o_tmem, o_ptr, o_ready, o_free, a_smem, a_ready, a_empty, seq_len, num_bh, BLOCK_M,
-                                 BLOCK_N, HEAD_DIM, O_SPLIT, CAUSAL, o_layout)),
-        (_softmax_partition, (s_tmem, s_ready, p_ready, a_smem, a_ready, a_empty, qk_scale, seq_len, num_bh, BLOCK_M,
-                              BLOCK_N, CAUSAL, s_layout, p_tl, p_layout, dtype)),
-        (_mma_partition, (q_smem, kv_smem, s_tmem, o_tmem, q_ready, q_empty, kv_ready, kv_empty, s_ready, p_ready,
-                          o_ready, o_free, seq_len, num_bh, BLOCK_M, BLOCK_N, KV_STAGES, CAUSAL, p_tl)),
-        (_load_partition, (q_desc, k_desc, v_desc, q_smem, kv_smem, q_ready, q_empty, kv_ready, kv_empty, seq_len,
-                           num_bh, BLOCK_M, BLOCK_N, HEAD_DIM, KV_STAGES, CAUSAL)),
+        (_correction_partition, (o_tmem, o_ptr, o_ready, o_free, alphas, seq_len, num_bh, cfg)),
+        (_softmax_partition, (scores, alphas, qk_scale, seq_len, num_bh, cfg)),
+        (_mma_partition, (ring, scores, o_tmem, o_ready, o_free, seq_len, num_bh, cfg)),
+        (_load_partition, (q_desc, k_desc, v_desc, ring, seq_len, num_bh, cfg)),
     ], [4, 1, 1], [SOFTMAX_REGS, WORKER_REGS, WORKER_REGS])
 
     mbarrier_invalidate(q_ready)

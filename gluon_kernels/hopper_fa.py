@@ -27,11 +27,9 @@ This module holds the kernels and the helpers only they use; the helpers they sh
 (O stores). Their host side (configurations, the torch entry point, the compile helper) is ``hopper.py``, the
 measured knobs ``tuning.py``.
 """
-from __future__ import annotations
-
 from ._compat import (
-    MBarrierLayout, fence_async_shared, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init, mbarrier_invalidate,
-    mbarrier_wait, tma_load, tma_store_wait, warpgroup_mma, warpgroup_mma_wait,
+    MBarrierLayout, aggregate, fence_async_shared, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
+    mbarrier_invalidate, mbarrier_wait, tensor_descriptor, tma_load, tma_store_wait, warpgroup_mma, warpgroup_mma_wait,
 )
 from .epilogue import _epilogue, _epilogue_tma, _release_stored, _store_lse
 from .schedule import _kv_block, _kv_bounds, _tile_plan
@@ -40,37 +38,142 @@ from .wgmma import _p_operand, _p_operand_layout, _pv, _qk, _qk_async, _wgmma_la
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# what the helpers share: the compile-time configuration, the shared memory
+# ----------------------------------------------------------------------------------------------------------------
+@aggregate
+class HopperConfig:
+    """A kernel's compile-time knobs and the register layouts they imply, built once by the kernel and handed to
+    every helper as one argument. The simple kernel leaves the ws knobs (PINGPONG .. KV_FALLING) off."""
+    HEAD_DIM: gl.constexpr
+    BLOCK_M: gl.constexpr  # query rows of one consumer warpgroup (ws) or of the whole program (simple)
+    BLOCK_N: gl.constexpr
+    STAGES: gl.constexpr
+    CAUSAL: gl.constexpr
+    V_TRANSPOSED: gl.constexpr
+    WRITE_LSE: gl.constexpr
+    PINGPONG: gl.constexpr
+    OVERLAP: gl.constexpr
+    HEAD_GROUP: gl.constexpr
+    TMA_STORE: gl.constexpr
+    O_SEPARATE: gl.constexpr
+    DEFER_WAIT: gl.constexpr
+    TC_ROWSUM: gl.constexpr
+    EARLY_QK: gl.constexpr
+    HALVES: gl.constexpr  # DIAGONAL_HALVES where it holds: causal with K/V blocks as wide as the two-warpgroup tile
+    KV_FALLING: gl.constexpr  # MASKED_FIRST where it holds (see __init__)
+    LATE_RELEASE: gl.constexpr  # 16-bit with a deferred store wait: O sits in the tile's Q buffer into the next tile
+    s_layout: gl.constexpr  # scores S (wgmma accumulator)
+    o_layout: gl.constexpr  # output O
+    p_layout: gl.constexpr  # P as the P V GEMM's register operand
+    l_layout: gl.constexpr  # TC_ROWSUM's [BLOCK_M, 8] row sums
+
+    @gluon.constexpr_function
+    def __init__(self, dtype, num_warps, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
+                 PINGPONG=False, OVERLAP=False, HEAD_GROUP=1, TMA_STORE=False, O_SEPARATE=False, DEFER_WAIT=False,
+                 TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False):
+        bits = dtype.primitive_bitwidth
+        self.HEAD_DIM = gl.constexpr(HEAD_DIM)
+        self.BLOCK_M = gl.constexpr(BLOCK_M)
+        self.BLOCK_N = gl.constexpr(BLOCK_N)
+        self.STAGES = gl.constexpr(STAGES)
+        self.CAUSAL = gl.constexpr(CAUSAL)
+        self.V_TRANSPOSED = gl.constexpr(V_TRANSPOSED)
+        self.WRITE_LSE = gl.constexpr(WRITE_LSE)
+        self.PINGPONG = gl.constexpr(PINGPONG)
+        self.OVERLAP = gl.constexpr(OVERLAP)
+        self.HEAD_GROUP = gl.constexpr(HEAD_GROUP)
+        self.TMA_STORE = gl.constexpr(TMA_STORE)
+        self.O_SEPARATE = gl.constexpr(O_SEPARATE)
+        self.DEFER_WAIT = gl.constexpr(DEFER_WAIT)
+        self.TC_ROWSUM = gl.constexpr(TC_ROWSUM)
+        self.EARLY_QK = gl.constexpr(EARLY_QK)
+        self.HALVES = gl.constexpr(DIAGONAL_HALVES and CAUSAL and BLOCK_N == 2 * BLOCK_M)
+        # Causal builds with K/V blocks narrower than the tile keep the rising order: there the diagonal's last
+        # block hides every key from warpgroup 0, and a first block with no key makes 0/0 rows.
+        self.KV_FALLING = gl.constexpr(MASKED_FIRST and (not CAUSAL or BLOCK_N >= 2 * BLOCK_M))
+        self.LATE_RELEASE = gl.constexpr(TMA_STORE and DEFER_WAIT and not O_SEPARATE)
+        self.s_layout = gl.constexpr(_wgmma_layout(BLOCK_N, bits, num_warps))
+        self.o_layout = gl.constexpr(_wgmma_layout(HEAD_DIM, bits, num_warps))
+        self.p_layout = gl.constexpr(_p_operand_layout(self.o_layout.value, bits))
+        self.l_layout = gl.constexpr(_wgmma_layout(8, bits, num_warps))
+
+
+@aggregate
+class SimpleShared:
+    """The simple kernel's Q tile, its K/V descriptors and the STAGES-deep K/V ring with one barrier a stage."""
+    q_smem: gl.shared_memory_descriptor
+    k_desc: tensor_descriptor
+    v_desc: tensor_descriptor
+    k_bufs: gl.shared_memory_descriptor
+    v_bufs: gl.shared_memory_descriptor
+    bars: gl.shared_memory_descriptor
+
+    @gluon.constexpr_function
+    def __init__(self, q_smem, k_desc, v_desc, k_bufs, v_bufs, bars):
+        self.q_smem = q_smem
+        self.k_desc = k_desc
+        self.v_desc = v_desc
+        self.k_bufs = k_bufs
+        self.v_bufs = v_bufs
+        self.bars = bars
+
+
+@aggregate
+class WsShared:
+    """The ws kernel's shared memory: Q as [2 buffers x 2 warpgroups] tiles, the K/V stages both consumers share,
+    their ready/empty barriers, and the two ping-pong turn barriers."""
+    q_bufs: gl.shared_memory_descriptor
+    k_bufs: gl.shared_memory_descriptor
+    v_bufs: gl.shared_memory_descriptor
+    q_ready: gl.shared_memory_descriptor
+    q_empty: gl.shared_memory_descriptor
+    k_ready: gl.shared_memory_descriptor
+    k_empty: gl.shared_memory_descriptor
+    v_ready: gl.shared_memory_descriptor
+    v_empty: gl.shared_memory_descriptor
+    turns: gl.shared_memory_descriptor
+
+    @gluon.constexpr_function
+    def __init__(self, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns):
+        self.q_bufs = q_bufs
+        self.k_bufs = k_bufs
+        self.v_bufs = v_bufs
+        self.q_ready = q_ready
+        self.q_empty = q_empty
+        self.k_ready = k_ready
+        self.k_empty = k_empty
+        self.v_ready = v_ready
+        self.v_empty = v_empty
+        self.turns = turns
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # kernel 1: simple (not warp-specialized), one program per (query tile, batch*head)
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
-def _simple_issue(j, n_blocks, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0, STAGES: gl.constexpr,
-                  BLOCK_N: gl.constexpr, V_TRANSPOSED: gl.constexpr):
+def _simple_issue(j, n_blocks, mem, kv_row0, vt_row0, cfg):
     """Issue the TMA loads of K/V block j into stage j % STAGES (predicated off past the last block)."""
-    st = j % STAGES
+    st = j % cfg.STAGES
     pred = j < n_blocks
-    bar = bars.index(st)
-    mbarrier_expect(bar, k_desc.block_type.nbytes + v_desc.block_type.nbytes, pred)
-    tma_load(k_desc, [kv_row0 + j * BLOCK_N, 0], bar, k_bufs.index(st), pred)
-    if V_TRANSPOSED:
-        tma_load(v_desc, [vt_row0, j * BLOCK_N], bar, v_bufs.index(st), pred)
+    bar = mem.bars.index(st)
+    mbarrier_expect(bar, mem.k_desc.block_type.nbytes + mem.v_desc.block_type.nbytes, pred)
+    tma_load(mem.k_desc, [kv_row0 + j * cfg.BLOCK_N, 0], bar, mem.k_bufs.index(st), pred)
+    if cfg.V_TRANSPOSED:
+        tma_load(mem.v_desc, [vt_row0, j * cfg.BLOCK_N], bar, mem.v_bufs.index(st), pred)
     else:
-        tma_load(v_desc, [kv_row0 + j * BLOCK_N, 0], bar, v_bufs.index(st), pred)
+        tma_load(mem.v_desc, [kv_row0 + j * cfg.BLOCK_N, 0], bar, mem.v_bufs.index(st), pred)
 
 
 @gluon.jit
-def _simple_block(j, n_blocks, q_smem, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0, m_i, l_i, acc,
-                  qk_scale, rows, seq_len, s_layout: gl.constexpr, p_layout: gl.constexpr, BLOCK_M: gl.constexpr,
-                  BLOCK_N: gl.constexpr, STAGES: gl.constexpr, MASKED: gl.constexpr, CAUSAL: gl.constexpr,
-                  V_TRANSPOSED: gl.constexpr):
+def _simple_block(j, n_blocks, mem, kv_row0, vt_row0, m_i, l_i, acc, qk_scale, rows, seq_len, cfg,
+                  MASKED: gl.constexpr):
     # stage (j-1) % STAGES was fully consumed (its wgmmas waited) in the previous step: refill it with j+STAGES-1
-    _simple_issue(j + STAGES - 1, n_blocks, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0, STAGES, BLOCK_N,
-                  V_TRANSPOSED)
-    st = j % STAGES
-    mbarrier_wait(bars.index(st), (j // STAGES) & 1)
-    s = _qk(q_smem, k_bufs.index(st), s_layout, BLOCK_M, BLOCK_N)
-    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, j * BLOCK_N, MASKED, rows, seq_len, s_layout, BLOCK_N,
-                                CAUSAL, False)
-    acc = _pv(p, v_bufs.index(st), acc, p_layout, V_TRANSPOSED)
+    _simple_issue(j + cfg.STAGES - 1, n_blocks, mem, kv_row0, vt_row0, cfg)
+    st = j % cfg.STAGES
+    mbarrier_wait(mem.bars.index(st), (j // cfg.STAGES) & 1)
+    s = _qk(mem.q_smem, mem.k_bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
+    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, j * cfg.BLOCK_N, MASKED, rows, seq_len, cfg)
+    acc = _pv(p, mem.v_bufs.index(st), acc, cfg.p_layout, cfg.V_TRANSPOSED)
     return m_i, l_i, acc
 
 
@@ -79,10 +182,7 @@ def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, 
                      BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                      V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, num_warps: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
-    bits: gl.constexpr = dtype.primitive_bitwidth
-    s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, num_warps)
-    o_layout: gl.constexpr = _wgmma_layout(HEAD_DIM, bits, num_warps)
-    p_layout: gl.constexpr = _p_operand_layout(o_layout, bits)
+    cfg = HopperConfig(dtype, num_warps, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE)
 
     pid_m = gl.program_id(0)
     bh = gl.program_id(1)
@@ -99,27 +199,25 @@ def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, 
     mbarrier_init(q_bar, count=1)
     for i in gl.static_range(STAGES):
         mbarrier_init(bars.index(i), count=1)
+    mem = SimpleShared(q_smem, k_desc, v_desc, k_bufs, v_bufs, bars)
 
     n_full, n_blocks = _kv_bounds(off_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
     mbarrier_expect(q_bar, q_desc.block_type.nbytes)
     tma_load(q_desc, [q_row0, 0], q_bar, q_smem)
     for i in gl.static_range(STAGES - 1):
-        _simple_issue(i, n_blocks, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0, STAGES, BLOCK_N,
-                      V_TRANSPOSED)
+        _simple_issue(i, n_blocks, mem, kv_row0, vt_row0, cfg)
 
-    rows = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
-    m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
-    l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
-    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    rows = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, cfg.s_layout))
+    m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, cfg.s_layout))
+    l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, cfg.s_layout))
+    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, cfg.o_layout)
     mbarrier_wait(q_bar, 0)
     for j in range(0, n_full):
-        m_i, l_i, acc = _simple_block(j, n_blocks, q_smem, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0,
-                                      m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N,
-                                      STAGES, False, CAUSAL, V_TRANSPOSED)
+        m_i, l_i, acc = _simple_block(j, n_blocks, mem, kv_row0, vt_row0, m_i, l_i, acc, qk_scale, rows, seq_len,
+                                      cfg, False)
     for j in range(n_full, n_blocks):
-        m_i, l_i, acc = _simple_block(j, n_blocks, q_smem, k_desc, v_desc, k_bufs, v_bufs, bars, kv_row0, vt_row0,
-                                      m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, p_layout, BLOCK_M, BLOCK_N,
-                                      STAGES, True, CAUSAL, V_TRANSPOSED)
+        m_i, l_i, acc = _simple_block(j, n_blocks, mem, kv_row0, vt_row0, m_i, l_i, acc, qk_scale, rows, seq_len,
+                                      cfg, True)
     mbarrier_invalidate(q_bar)
     for i in gl.static_range(STAGES):
         mbarrier_invalidate(bars.index(i))
@@ -130,41 +228,38 @@ def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, 
 # kernel 2: persistent, warp-specialized (1 producer warp + 2 consumer warpgroups), optional ping-pong
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
-def _ws_producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                 v_empty, seq_len, num_bh, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                 STAGES: gl.constexpr, CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, HEAD_GROUP: gl.constexpr,
-                 KV_FALLING: gl.constexpr):
-    BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
+def _ws_producer(q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg):
+    BLOCK_M_CTA: gl.constexpr = 2 * cfg.BLOCK_M
     num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
     total = num_m * num_bh
     kv_cnt = 0
     t_cnt = 0
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
-        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL,
-                                                 HEAD_GROUP)
+        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, cfg.BLOCK_N, cfg.CAUSAL,
+                                                 cfg.HEAD_GROUP)
         kv_row0 = bh * seq_len
         qb = t_cnt % 2
-        mbarrier_wait(q_empty.index(qb), ((t_cnt // 2) & 1) ^ 1)
-        qbar = q_ready.index(qb)
+        mbarrier_wait(mem.q_empty.index(qb), ((t_cnt // 2) & 1) ^ 1)
+        qbar = mem.q_ready.index(qb)
         mbarrier_expect(qbar, 2 * q_desc.block_type.nbytes)
-        tma_load(q_desc, [kv_row0 + off_m, 0], qbar, q_bufs.index(2 * qb))
-        tma_load(q_desc, [kv_row0 + off_m + BLOCK_M, 0], qbar, q_bufs.index(2 * qb + 1))
+        tma_load(q_desc, [kv_row0 + off_m, 0], qbar, mem.q_bufs.index(2 * qb))
+        tma_load(q_desc, [kv_row0 + off_m + cfg.BLOCK_M, 0], qbar, mem.q_bufs.index(2 * qb + 1))
         for j in range(0, n_blocks):
             c = kv_cnt + j
-            st = c % STAGES
-            ph = ((c // STAGES) & 1) ^ 1
-            kv_off = _kv_block(j, n_blocks, KV_FALLING) * BLOCK_N
-            mbarrier_wait(k_empty.index(st), ph)
-            kbar = k_ready.index(st)
+            st = c % cfg.STAGES
+            ph = ((c // cfg.STAGES) & 1) ^ 1
+            kv_off = _kv_block(j, n_blocks, cfg.KV_FALLING) * cfg.BLOCK_N
+            mbarrier_wait(mem.k_empty.index(st), ph)
+            kbar = mem.k_ready.index(st)
             mbarrier_expect(kbar, k_desc.block_type.nbytes)
-            tma_load(k_desc, [kv_row0 + kv_off, 0], kbar, k_bufs.index(st))
-            mbarrier_wait(v_empty.index(st), ph)
-            vbar = v_ready.index(st)
+            tma_load(k_desc, [kv_row0 + kv_off, 0], kbar, mem.k_bufs.index(st))
+            mbarrier_wait(mem.v_empty.index(st), ph)
+            vbar = mem.v_ready.index(st)
             mbarrier_expect(vbar, v_desc.block_type.nbytes)
-            if V_TRANSPOSED:
-                tma_load(v_desc, [bh * HEAD_DIM, kv_off], vbar, v_bufs.index(st))
+            if cfg.V_TRANSPOSED:
+                tma_load(v_desc, [bh * cfg.HEAD_DIM, kv_off], vbar, mem.v_bufs.index(st))
             else:
-                tma_load(v_desc, [kv_row0 + kv_off, 0], vbar, v_bufs.index(st))
+                tma_load(v_desc, [kv_row0 + kv_off, 0], vbar, mem.v_bufs.index(st))
         kv_cnt += n_blocks
         t_cnt += 1
 
@@ -194,23 +289,20 @@ def _gemm_in_turn(a, b, acc, use_acc, freed, turn_mine, turn_other, turn_phase, 
 
 
 @gluon.jit
-def _ws_block(c, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, turn_mine, turn_other, m_i, l_i, acc,
-              qk_scale, n_off, masked, rows, seq_len, s_layout: gl.constexpr, p_layout: gl.constexpr,
-              BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-              V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr, ones, TC_ROWSUM: gl.constexpr):
-    st = c % STAGES
-    ph = (c // STAGES) & 1
-    mbarrier_wait(k_ready.index(st), ph)
+def _ws_block(c, q_smem, mem, turn_mine, turn_other, m_i, l_i, acc, qk_scale, n_off, masked, rows, seq_len, ones,
+              cfg):
+    st = c % cfg.STAGES
+    ph = (c // cfg.STAGES) & 1
+    mbarrier_wait(mem.k_ready.index(st), ph)
     # Each warpgroup takes the ping-pong token twice per block: the parity waited for is 0 before QK, 1 before PV.
-    s, l_i = _gemm_in_turn(q_smem, k_bufs.index(st).permute((1, 0)),
-                           gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), False, k_empty.index(st), turn_mine,
-                           turn_other, 0, PINGPONG, ones, l_i, False)
-    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, n_off, masked, rows, seq_len, s_layout, BLOCK_N, CAUSAL,
-                                TC_ROWSUM)
-    p_op = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
-    mbarrier_wait(v_ready.index(st), ph)
-    acc, l_i = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
-                             turn_other, 1, PINGPONG, ones, l_i, TC_ROWSUM)
+    s, l_i = _gemm_in_turn(q_smem, mem.k_bufs.index(st).permute((1, 0)),
+                           gl.zeros([cfg.BLOCK_M, cfg.BLOCK_N], gl.float32, cfg.s_layout), False,
+                           mem.k_empty.index(st), turn_mine, turn_other, 0, cfg.PINGPONG, ones, l_i, False)
+    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, n_off, masked, rows, seq_len, cfg)
+    p_op = _p_operand(p, mem.v_bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
+    mbarrier_wait(mem.v_ready.index(st), ph)
+    acc, l_i = _gemm_in_turn(p_op, _v_operand(mem.v_bufs, st, cfg.V_TRANSPOSED), acc, True, mem.v_empty.index(st),
+                             turn_mine, turn_other, 1, cfg.PINGPONG, ones, l_i, cfg.TC_ROWSUM)
     return m_i, l_i, acc
 
 
@@ -223,13 +315,9 @@ def _v_operand(v_bufs, st, V_TRANSPOSED: gl.constexpr):
 
 
 @gluon.jit
-def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
-                        turn_mine, turn_other, stored, q_empty_prev, LATE_RELEASE: gl.constexpr, m_i, l_i, acc,
-                        qk_scale, rows, seq_len, s_layout: gl.constexpr,
-                        p_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                        CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, PINGPONG: gl.constexpr, ones,
-                        TC_ROWSUM: gl.constexpr, s0, EARLY_QK: gl.constexpr, has_next, q_next, q_ready_next,
-                        q_phase_next, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr, KV_FALLING: gl.constexpr):
+def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, mem, turn_mine, turn_other, stored, q_empty_prev,
+                        m_i, l_i, acc, qk_scale, rows, seq_len, ones, s0, has_next, q_next, q_ready_next,
+                        q_phase_next, WG: gl.constexpr, cfg):
     """One query tile with FA3's intra-warpgroup overlap (FA3 §3.2): iteration j issues S_j = Q K_j^T and
     O += P_{j-1} V_{j-1} back to back, waits for S_j only, and runs softmax(S_j) while the PV GEMM is still on the
     tensor cores. With PINGPONG the two consumer warpgroups also take turns issuing their GEMM pairs (FA3 §3.1).
@@ -250,100 +338,100 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, k_bufs, v_bufs,
     """
     tk = kv_cnt + t_cnt
     # prologue: S_0, softmax_0 (acc is zero: no rescale needed)
-    st = kv_cnt % STAGES
-    if EARLY_QK:
+    st = kv_cnt % cfg.STAGES
+    if cfg.EARLY_QK:
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s0, ))
     else:
-        mbarrier_wait(k_ready.index(st), (kv_cnt // STAGES) & 1)
-        if PINGPONG:
+        mbarrier_wait(mem.k_ready.index(st), (kv_cnt // cfg.STAGES) & 1)
+        if cfg.PINGPONG:
             mbarrier_wait(turn_mine, tk & 1)
-        s = _qk_async(q_smem, k_bufs.index(st), s_layout, BLOCK_M, BLOCK_N)
-        if PINGPONG:
+        s = _qk_async(q_smem, mem.k_bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
+        if cfg.PINGPONG:
             mbarrier_arrive(turn_other)
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
-    mbarrier_arrive(k_empty.index(st))
-    b0 = _kv_block(0, n_blocks, KV_FALLING)
+    mbarrier_arrive(mem.k_empty.index(st))
+    b0 = _kv_block(0, n_blocks, cfg.KV_FALLING)
     # falling: the first block is the causal diagonal or the last (S tail) block, masked whether full or not
-    masked0 = True if KV_FALLING else n_full == 0
-    m_i, p = _block_probs(s, None, qk_scale, b0 * BLOCK_N, masked0, rows, seq_len, s_layout, BLOCK_N, CAUSAL, WG,
-                          DIAGONAL_HALVES)
-    if not TC_ROWSUM:
+    masked0 = True if cfg.KV_FALLING else n_full == 0
+    m_i, p = _block_probs(s, None, qk_scale, b0 * cfg.BLOCK_N, masked0, rows, seq_len, cfg, WG, cfg.HALVES)
+    if not cfg.TC_ROWSUM:
         l_i = gl.sum(p, axis=1)
-    if LATE_RELEASE:
+    if cfg.LATE_RELEASE:
         _release_stored(stored, q_empty_prev)
     # P crosses the loop back edge. 16-bit: as the A operand. fp8: as fp32, packed at the top of the next step; an
     # fp8 tensor carried by the loop is split into single bytes and re-packed each step (~450 PRMT in the SASS).
-    if V_TRANSPOSED:
+    if cfg.V_TRANSPOSED:
         p_keep = p
     else:
-        p_keep = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
+        p_keep = _p_operand(p, mem.v_bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
 
     for j in range(1, n_blocks):
-        if V_TRANSPOSED:
-            p_op = _p_operand(p_keep, v_bufs.dtype, p_layout, V_TRANSPOSED)
+        if cfg.V_TRANSPOSED:
+            p_op = _p_operand(p_keep, mem.v_bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
         else:
             p_op = p_keep
         c = kv_cnt + j
-        st = c % STAGES
-        st_prev = (c - 1) % STAGES
-        mbarrier_wait(k_ready.index(st), (c // STAGES) & 1)
-        mbarrier_wait(v_ready.index(st_prev), ((c - 1) // STAGES) & 1)
-        if PINGPONG:
+        st = c % cfg.STAGES
+        st_prev = (c - 1) % cfg.STAGES
+        mbarrier_wait(mem.k_ready.index(st), (c // cfg.STAGES) & 1)
+        mbarrier_wait(mem.v_ready.index(st_prev), ((c - 1) // cfg.STAGES) & 1)
+        if cfg.PINGPONG:
             mbarrier_wait(turn_mine, (tk + j) & 1)
-        s = _qk_async(q_smem, k_bufs.index(st), s_layout, BLOCK_M, BLOCK_N)
-        acc = warpgroup_mma(p_op, _v_operand(v_bufs, st_prev, V_TRANSPOSED), acc, is_async=True)
+        s = _qk_async(q_smem, mem.k_bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
+        acc = warpgroup_mma(p_op, _v_operand(mem.v_bufs, st_prev, cfg.V_TRANSPOSED), acc, is_async=True)
         l_blk = l_i
-        if TC_ROWSUM:
+        if cfg.TC_ROWSUM:
             l_blk = _rowsum_mma(p_op, ones, l_i)
-        if PINGPONG:
+        if cfg.PINGPONG:
             mbarrier_arrive(turn_other)
         # groups retire in order: S_j is done
-        s = warpgroup_mma_wait(num_outstanding=2 if TC_ROWSUM else 1, deps=(s, ))
-        mbarrier_arrive(k_empty.index(st))
-        b = _kv_block(j, n_blocks, KV_FALLING)
-        m_new, p = _block_probs(s, m_i, qk_scale, b * BLOCK_N, False if KV_FALLING else b >= n_full, rows, seq_len,
-                                s_layout, BLOCK_N, CAUSAL, WG, DIAGONAL_HALVES)
+        s = warpgroup_mma_wait(num_outstanding=2 if cfg.TC_ROWSUM else 1, deps=(s, ))
+        mbarrier_arrive(mem.k_empty.index(st))
+        b = _kv_block(j, n_blocks, cfg.KV_FALLING)
+        m_new, p = _block_probs(s, m_i, qk_scale, b * cfg.BLOCK_N, False if cfg.KV_FALLING else b >= n_full, rows,
+                                seq_len, cfg, WG, cfg.HALVES)
         alpha = gl.exp2(m_i - m_new)
-        if not TC_ROWSUM:
+        if not cfg.TC_ROWSUM:
             l_i = l_i * alpha + gl.sum(p, axis=1)
         m_i = m_new
-        if V_TRANSPOSED:
+        if cfg.V_TRANSPOSED:
             p_next = p
         else:
-            p_next = _p_operand(p, v_bufs.dtype, p_layout, V_TRANSPOSED)
-        acc, l_blk = _wait_pv(acc, l_blk, 0, TC_ROWSUM)
-        if TC_ROWSUM:
+            p_next = _p_operand(p, mem.v_bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
+        acc, l_blk = _wait_pv(acc, l_blk, 0, cfg.TC_ROWSUM)
+        if cfg.TC_ROWSUM:
             l_i = _rescale(l_i + l_blk, alpha)
-        mbarrier_arrive(v_empty.index(st_prev))
+        mbarrier_arrive(mem.v_empty.index(st_prev))
         acc = _rescale(acc, alpha)
         p_keep = p_next
 
     # final PV
-    if V_TRANSPOSED:
-        p_op = _p_operand(p_keep, v_bufs.dtype, p_layout, V_TRANSPOSED)
+    if cfg.V_TRANSPOSED:
+        p_op = _p_operand(p_keep, mem.v_bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
     else:
         p_op = p_keep
     c = kv_cnt + n_blocks - 1
-    st = c % STAGES
-    mbarrier_wait(v_ready.index(st), (c // STAGES) & 1)
-    if EARLY_QK:
+    st = c % cfg.STAGES
+    mbarrier_wait(mem.v_ready.index(st), (c // cfg.STAGES) & 1)
+    if cfg.EARLY_QK:
         c_next = c + 1
-        acc, l_i, s_next = _last_pv_then_next_qk(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, l_i, ones,
-                                                 v_empty.index(st), has_next, q_next, q_ready_next, q_phase_next,
-                                                 k_bufs.index(c_next % STAGES), k_ready.index(c_next % STAGES),
-                                                 (c_next // STAGES) & 1, s_layout, BLOCK_M, BLOCK_N, TC_ROWSUM)
+        acc, l_i, s_next = _last_pv_then_next_qk(p_op, _v_operand(mem.v_bufs, st, cfg.V_TRANSPOSED), acc, l_i, ones,
+                                                 mem.v_empty.index(st), has_next, q_next, q_ready_next, q_phase_next,
+                                                 mem.k_bufs.index(c_next % cfg.STAGES),
+                                                 mem.k_ready.index(c_next % cfg.STAGES), (c_next // cfg.STAGES) & 1,
+                                                 cfg)
     else:
         turn_phase = (tk + n_blocks) & 1
-        acc, l_i = _gemm_in_turn(p_op, _v_operand(v_bufs, st, V_TRANSPOSED), acc, True, v_empty.index(st), turn_mine,
-                                 turn_other, turn_phase, PINGPONG, ones, l_i, TC_ROWSUM)
+        acc, l_i = _gemm_in_turn(p_op, _v_operand(mem.v_bufs, st, cfg.V_TRANSPOSED), acc, True,
+                                 mem.v_empty.index(st), turn_mine, turn_other, turn_phase, cfg.PINGPONG, ones, l_i,
+                                 cfg.TC_ROWSUM)
         s_next = s
     return m_i, l_i, acc, s_next
 
 
 @gluon.jit
 def _last_pv_then_next_qk(p_op, v, acc, l_i, ones, v_freed, has_next, q_next, q_ready_next, q_phase, k_next,
-                          k_ready_next, k_phase, s_layout: gl.constexpr, BLOCK_M: gl.constexpr,
-                          BLOCK_N: gl.constexpr, TC_ROWSUM: gl.constexpr):
+                          k_ready_next, k_phase, cfg):
     """EARLY_QK: a tile's last O += P V, then, where this program has another tile (`has_next`), that tile's
     S_0 = Q K_0^T issued right behind it, so that it runs on the tensor cores during this tile's epilogue instead of
     after it (FA3 overlaps a tile's epilogue with the next tile's first GEMM likewise). The two consumer
@@ -351,16 +439,16 @@ def _last_pv_then_next_qk(p_op, v, acc, l_i, ones, v_freed, has_next, q_next, q_
     the P V only. Returns (acc, l_i, the next S_0 in flight)."""
     pv = warpgroup_mma(p_op, v, acc, is_async=True)  # in flight: a token, waited for below
     l_pv = l_i
-    if TC_ROWSUM:
+    if cfg.TC_ROWSUM:
         l_pv = _rowsum_mma(p_op, ones, l_i)
     # No branch (an in-flight accumulator leaving an scf.if gets a full wait): on a program's last tile the barrier
     # waits are predicated off and the GEMM reads stale buffers that nothing writes any more; never waited for.
     mbarrier_wait(q_ready_next, q_phase, pred=has_next)
     mbarrier_wait(k_ready_next, k_phase, pred=has_next)
-    s_next = _qk_async(q_next, k_next, s_layout, BLOCK_M, BLOCK_N)
-    acc, l_blk = _wait_pv(pv, l_pv, 1, TC_ROWSUM)
+    s_next = _qk_async(q_next, k_next, cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
+    acc, l_blk = _wait_pv(pv, l_pv, 1, cfg.TC_ROWSUM)
     mbarrier_arrive(v_freed)
-    if TC_ROWSUM:
+    if cfg.TC_ROWSUM:
         l_i += l_blk
     return acc, l_i, s_next
 
@@ -376,25 +464,13 @@ def _wait_pv(acc, l_blk, num_outstanding: gl.constexpr, TC_ROWSUM: gl.constexpr)
 
 
 @gluon.jit
-def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
-                 turns, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM: gl.constexpr,
-                 BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                 V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-                 HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
-                 DEFER_WAIT: gl.constexpr, o_bufs, ones, TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr,
-                 DIAGONAL_HALVES: gl.constexpr, KV_FALLING: gl.constexpr):
-    dtype: gl.constexpr = q_bufs.dtype
-    bits: gl.constexpr = dtype.primitive_bitwidth
-    s_layout: gl.constexpr = _wgmma_layout(BLOCK_N, bits, 4)
-    o_layout: gl.constexpr = _wgmma_layout(HEAD_DIM, bits, 4)
-    p_layout: gl.constexpr = _p_operand_layout(o_layout, bits)
+def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, o_bufs, ones, cfg):
+    BLOCK_M: gl.constexpr = cfg.BLOCK_M
+    BLOCK_N: gl.constexpr = cfg.BLOCK_N
     BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
-    # causal with K/V blocks as wide as the query tile: every masked block is the tile's diagonal
-    HALVES: gl.constexpr = DIAGONAL_HALVES and CAUSAL and BLOCK_N == BLOCK_M_CTA
-    # 16-bit with a deferred store wait: O sits in the tile's Q buffer, released during the next tile
-    LATE_RELEASE: gl.constexpr = TMA_STORE and DEFER_WAIT and not O_SEPARATE
-    turn_mine = turns.index(WG)
-    turn_other = turns.index(1 - WG)
+    s_layout: gl.constexpr = cfg.s_layout
+    turn_mine = mem.turns.index(WG)
+    turn_other = mem.turns.index(1 - WG)
 
     num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
     total = num_m * num_bh
@@ -402,80 +478,74 @@ def _ws_consumer(WG: gl.constexpr, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_r
     t_cnt = 0
     stored = 0  # the previous tile went out by TMA store (with LATE_RELEASE its Q buffer is still held)
     s_next = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
-    if EARLY_QK:  # the first tile's S_0 (Q buffer 0, K/V stage 0); later ones are issued by the tile before
-        mbarrier_wait(q_ready.index(0), 0)
-        mbarrier_wait(k_ready.index(0), 0)
-        s_next = _qk_async(q_bufs.index(WG), k_bufs.index(0), s_layout, BLOCK_M, BLOCK_N)
+    if cfg.EARLY_QK:  # the first tile's S_0 (Q buffer 0, K/V stage 0); later ones are issued by the tile before
+        mbarrier_wait(mem.q_ready.index(0), 0)
+        mbarrier_wait(mem.k_ready.index(0), 0)
+        s_next = _qk_async(mem.q_bufs.index(WG), mem.k_bufs.index(0), s_layout, BLOCK_M, BLOCK_N)
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
-        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL,
-                                                 HEAD_GROUP)
+        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, cfg.CAUSAL,
+                                                 cfg.HEAD_GROUP)
         rows = off_m + WG * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
         m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
-        if TC_ROWSUM:
-            l_i = gl.zeros([BLOCK_M, 8], gl.float32, _wgmma_layout(8, bits, 4))
+        if cfg.TC_ROWSUM:
+            l_i = gl.zeros([BLOCK_M, 8], gl.float32, cfg.l_layout)
         else:
             l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
-        acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+        acc = gl.zeros([BLOCK_M, cfg.HEAD_DIM], gl.float32, cfg.o_layout)
         qb = t_cnt % 2
-        if not EARLY_QK:  # with it, waited for before this tile's S_0 was issued
-            mbarrier_wait(q_ready.index(qb), (t_cnt // 2) & 1)
-        q_smem = q_bufs.index(2 * qb + WG)
+        if not cfg.EARLY_QK:  # with it, waited for before this tile's S_0 was issued
+            mbarrier_wait(mem.q_ready.index(qb), (t_cnt // 2) & 1)
+        q_smem = mem.q_bufs.index(2 * qb + WG)
         # One loop over all K/V blocks with a uniform run-time branch for the masked ones. (Two loops, unmasked
         # [0, n_full) then masked [n_full, n_blocks), as in the simple kernel, miscomputed inside a warp-specialized
         # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
-        if OVERLAP:
+        if cfg.OVERLAP:
             m_i, l_i, acc, s_next = _ws_tile_overlapped(
-                kv_cnt=kv_cnt, t_cnt=t_cnt, n_full=n_full, n_blocks=n_blocks, q_smem=q_smem, k_bufs=k_bufs,
-                v_bufs=v_bufs, k_ready=k_ready, k_empty=k_empty, v_ready=v_ready, v_empty=v_empty,
-                turn_mine=turn_mine, turn_other=turn_other, stored=stored, q_empty_prev=q_empty.index(1 - qb),
-                LATE_RELEASE=LATE_RELEASE, m_i=m_i, l_i=l_i, acc=acc, qk_scale=qk_scale, rows=rows, seq_len=seq_len,
-                s_layout=s_layout, p_layout=p_layout, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES, CAUSAL=CAUSAL,
-                V_TRANSPOSED=V_TRANSPOSED, PINGPONG=PINGPONG, ones=ones, TC_ROWSUM=TC_ROWSUM, s0=s_next,
-                EARLY_QK=EARLY_QK, has_next=tile + gl.num_programs(0) < total,
-                q_next=q_bufs.index(2 * (1 - qb) + WG), q_ready_next=q_ready.index(1 - qb),
-                q_phase_next=((t_cnt + 1) // 2) & 1, WG=WG, DIAGONAL_HALVES=HALVES, KV_FALLING=KV_FALLING)
+                kv_cnt=kv_cnt, t_cnt=t_cnt, n_full=n_full, n_blocks=n_blocks, q_smem=q_smem, mem=mem,
+                turn_mine=turn_mine, turn_other=turn_other, stored=stored, q_empty_prev=mem.q_empty.index(1 - qb),
+                m_i=m_i, l_i=l_i, acc=acc, qk_scale=qk_scale, rows=rows, seq_len=seq_len, ones=ones, s0=s_next,
+                has_next=tile + gl.num_programs(0) < total, q_next=mem.q_bufs.index(2 * (1 - qb) + WG),
+                q_ready_next=mem.q_ready.index(1 - qb), q_phase_next=((t_cnt + 1) // 2) & 1, WG=WG, cfg=cfg)
         else:
             j0 = 0
-            if KV_FALLING:  # the last block in front of a loop that then needs no mask branch
+            if cfg.KV_FALLING:  # the last block in front of a loop that then needs no mask branch
                 # non-causal: masked only if it is a partial S tail (fp8's 256-key builds, H200: +1-2% over always)
-                m_i, l_i, acc = _ws_block(kv_cnt, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
-                                          turn_mine, turn_other, m_i, l_i, acc, qk_scale, (n_blocks - 1) * BLOCK_N,
-                                          True if CAUSAL else n_full < n_blocks, rows, seq_len, s_layout, p_layout,
-                                          BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
-                if LATE_RELEASE:
-                    _release_stored(stored, q_empty.index(1 - qb))
+                m_i, l_i, acc = _ws_block(kv_cnt, q_smem, mem, turn_mine, turn_other, m_i, l_i, acc, qk_scale,
+                                          (n_blocks - 1) * BLOCK_N, True if cfg.CAUSAL else n_full < n_blocks, rows,
+                                          seq_len, ones, cfg)
+                if cfg.LATE_RELEASE:
+                    _release_stored(stored, mem.q_empty.index(1 - qb))
                 j0 = 1
             for j in range(j0, n_blocks):
-                b = _kv_block(j, n_blocks, KV_FALLING)
-                m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty,
-                                          turn_mine, turn_other, m_i, l_i, acc, qk_scale, b * BLOCK_N,
-                                          False if KV_FALLING else b >= n_full, rows, seq_len, s_layout, p_layout,
-                                          BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, PINGPONG, ones, TC_ROWSUM)
-                if LATE_RELEASE and not KV_FALLING:
+                b = _kv_block(j, n_blocks, cfg.KV_FALLING)
+                m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, mem, turn_mine, turn_other, m_i, l_i, acc, qk_scale,
+                                          b * BLOCK_N, False if cfg.KV_FALLING else b >= n_full, rows, seq_len, ones,
+                                          cfg)
+                if cfg.LATE_RELEASE and not cfg.KV_FALLING:
                     if j == 0:
-                        _release_stored(stored, q_empty.index(1 - qb))
+                        _release_stored(stored, mem.q_empty.index(1 - qb))
         kv_cnt += n_blocks
         t_cnt += 1
-        l_i = _row_sums(l_i, m_i, TC_ROWSUM)
+        l_i = _row_sums(l_i, m_i, cfg.TC_ROWSUM)
         row0 = off_m + WG * BLOCK_M
-        if TMA_STORE and row0 + BLOCK_M <= seq_len:
-            if O_SEPARATE:  # its own O buffer: Q's is free now
-                mbarrier_arrive(q_empty.index(qb))
-                _epilogue_tma(acc, l_i, o_bufs.index(WG), o_desc, bh * seq_len + row0, DEFER_WAIT)
+        if cfg.TMA_STORE and row0 + BLOCK_M <= seq_len:
+            if cfg.O_SEPARATE:  # its own O buffer: Q's is free now
+                mbarrier_arrive(mem.q_empty.index(qb))
+                _epilogue_tma(acc, l_i, o_bufs.index(WG), o_desc, bh * seq_len + row0, cfg.DEFER_WAIT)
             else:  # Q's buffer holds O until the store has read it: now, or during the next tile (LATE_RELEASE)
-                _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0, DEFER_WAIT)
-                if not LATE_RELEASE:
-                    mbarrier_arrive(q_empty.index(qb))
+                _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0, cfg.DEFER_WAIT)
+                if not cfg.LATE_RELEASE:
+                    mbarrier_arrive(mem.q_empty.index(qb))
             stored = 1
-            if WRITE_LSE:
+            if cfg.WRITE_LSE:
                 _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len)
         else:
-            mbarrier_arrive(q_empty.index(qb))
+            mbarrier_arrive(mem.q_empty.index(qb))
             stored = 0
-            _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM, WRITE_LSE)
-    if EARLY_QK:  # the S_0 the last tile issued for no tile
+            _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, cfg.HEAD_DIM, cfg.WRITE_LSE)
+    if cfg.EARLY_QK:  # the S_0 the last tile issued for no tile
         warpgroup_mma_wait(num_outstanding=0, deps=(s_next, ))
-    if TMA_STORE and DEFER_WAIT:  # shared memory must outlive the last store
+    if cfg.TMA_STORE and cfg.DEFER_WAIT:  # shared memory must outlive the last store
         tma_store_wait(0)
 
 
@@ -489,9 +559,10 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  MASKED_FIRST: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     dtype: gl.constexpr = q_desc.dtype
-    # Causal builds with K/V blocks narrower than the tile keep the rising order: there the diagonal's last block
-    # hides every key from warpgroup 0, and a first block with no key makes 0/0 rows.
-    KV_FALLING: gl.constexpr = MASKED_FIRST and (not CAUSAL or BLOCK_N >= 2 * BLOCK_M)
+    cfg = HopperConfig(dtype, 4, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
+                       PINGPONG=PINGPONG, OVERLAP=OVERLAP, HEAD_GROUP=HEAD_GROUP, TMA_STORE=TMA_STORE,
+                       O_SEPARATE=O_SEPARATE, DEFER_WAIT=DEFER_WAIT, TC_ROWSUM=TC_ROWSUM, EARLY_QK=EARLY_QK,
+                       DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST)
     # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
     q_bufs = gl.allocate_shared_memory(dtype, [4] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
@@ -525,18 +596,10 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
     if PINGPONG:
         # warpgroup 0 goes first: complete phase 0 of its turn barrier up front
         mbarrier_arrive(turns.index(0))
+    mem = WsShared(q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns)
 
     gl.warp_specialize([
-        (_ws_consumer, (0, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
-                        o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
-                        o_bufs, ones, TC_ROWSUM, EARLY_QK, DIAGONAL_HALVES, KV_FALLING)),
-        (_ws_consumer, (1, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns, o_ptr,
-                        o_desc, lse_ptr, qk_scale, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL,
-                        V_TRANSPOSED, WRITE_LSE, PINGPONG, OVERLAP, HEAD_GROUP, TMA_STORE, O_SEPARATE, DEFER_WAIT,
-                        o_bufs, ones, TC_ROWSUM, EARLY_QK, DIAGONAL_HALVES, KV_FALLING)),
-        (_ws_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                        v_empty, seq_len, num_bh, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED,
-                        HEAD_GROUP, KV_FALLING)),
+        (_ws_consumer, (0, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, o_bufs, ones, cfg)),
+        (_ws_consumer, (1, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, o_bufs, ones, cfg)),
+        (_ws_producer, (q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
-
