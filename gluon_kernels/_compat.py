@@ -43,6 +43,21 @@ except ImportError:  # pragma: no cover - older than any supported release
 
 aggregate = getattr(gluon, "aggregate", None) or triton.language.core._aggregate
 
+
+def data_aggregate(cls):
+    """``aggregate`` for a class of fields only (shared memory, barriers): its ``__init__`` takes the fields in the
+    order they are declared. 3.9 writes that ``__init__`` itself; 3.6 needs one written."""
+    names = tuple(cls.__annotations__)
+
+    def __init__(self, *values):
+        if len(values) != len(names):
+            raise TypeError(f"{cls.__name__} takes its {len(names)} fields ({', '.join(names)}), not {len(values)}")
+        for name, value in zip(names, values):
+            setattr(self, name, value)
+
+    cls.__init__ = gluon.constexpr_function(__init__)
+    return aggregate(cls)
+
 TRITON_VERSION = tuple(int(p) for p in triton.__version__.split("+")[0].split(".")[:2])
 
 tensor_descriptor = tma.tensor_descriptor  # a TMA descriptor argument's type (an aggregate field's annotation)
@@ -84,7 +99,8 @@ def nvmma_shared_layout(block_shape, dtype):
 
 
 __all__ = [
-    "GluonASTSource", "MBarrierLayout", "aggregate", "TRITON_VERSION", "TensorDescriptor", "FIRST_IR_STAGE",
+    "GluonASTSource", "MBarrierLayout", "TRITON_VERSION", "TensorDescriptor", "FIRST_IR_STAGE", "aggregate",
+    "data_aggregate",
     "fence_async_shared",
     "gl", "gluon", "mbarrier", "mbarrier_arrive", "mbarrier_expect", "mbarrier_init", "mbarrier_invalidate",
     "mbarrier_wait", "nvmma_shared_layout", "tensordesc_signature", "tma", "tma_load", "tma_store", "tma_store_wait",

@@ -38,9 +38,9 @@ This module holds the device code only, but for its tile order (``_tile``, in ``
 host side (configurations, the torch entry point, the compile helper) is ``blackwell.py``.
 """
 from ._compat import (
-    MBarrierLayout, aggregate, allocate_tensor_memory, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
-    mbarrier_invalidate, mbarrier_wait, tcgen05_commit, tcgen05_mma, tensor_memory_descriptor, tma_load, tmem_layout,
-    tmem_reg_layout, tmem_reinterpret,
+    MBarrierLayout, aggregate, allocate_tensor_memory, data_aggregate, gl, gluon, mbarrier_arrive, mbarrier_expect,
+    mbarrier_init, mbarrier_invalidate, mbarrier_wait, tcgen05_commit, tcgen05_mma, tensor_memory_descriptor, tma_load,
+    tmem_layout, tmem_reg_layout, tmem_reinterpret,
 )
 from .schedule import _tile
 
@@ -87,7 +87,7 @@ class BlackwellConfig:
                                                      [BLOCK_M, HEAD_DIM]))
 
 
-@aggregate
+@data_aggregate
 class ScoreChannel:
     """S (two TMEM buffers, P written over each) between the MMA warp and the softmax warps: s_ready[b] (S_b
     written), p_ready[b] (P_b written, S_b consumed)."""
@@ -95,14 +95,8 @@ class ScoreChannel:
     s_ready: gl.shared_memory_descriptor
     p_ready: gl.shared_memory_descriptor
 
-    @gluon.constexpr_function
-    def __init__(self, s_tmem, s_ready, p_ready):
-        self.s_tmem = s_tmem
-        self.s_ready = s_ready
-        self.p_ready = p_ready
 
-
-@aggregate
+@data_aggregate
 class AlphaChannel:
     """Two shared-memory slots of one value a row (each block's alpha, then the tile's row sums) from the softmax
     warps to the correction warps: a_ready[b] / a_empty[b]."""
@@ -110,14 +104,8 @@ class AlphaChannel:
     a_ready: gl.shared_memory_descriptor
     a_empty: gl.shared_memory_descriptor
 
-    @gluon.constexpr_function
-    def __init__(self, a_smem, a_ready, a_empty):
-        self.a_smem = a_smem
-        self.a_ready = a_ready
-        self.a_empty = a_empty
 
-
-@aggregate
+@data_aggregate
 class KVRing:
     """Q's single buffer and the KV_STAGES-slot K/V ring (K_j and V_j in consecutive slots) between the load warp
     and the MMA warp, with their ready/empty barriers."""
@@ -127,15 +115,6 @@ class KVRing:
     q_empty: gl.shared_memory_descriptor
     kv_ready: gl.shared_memory_descriptor
     kv_empty: gl.shared_memory_descriptor
-
-    @gluon.constexpr_function
-    def __init__(self, q_smem, kv_smem, q_ready, q_empty, kv_ready, kv_empty):
-        self.q_smem = q_smem
-        self.kv_smem = kv_smem
-        self.q_ready = q_ready
-        self.q_empty = q_empty
-        self.kv_ready = kv_ready
-        self.kv_empty = kv_empty
 
 
 # ----------------------------------------------------------------------------------------------------------------

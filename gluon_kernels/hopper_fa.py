@@ -28,8 +28,9 @@ This module holds the kernels and the helpers only they use; the helpers they sh
 measured knobs ``tuning.py``.
 """
 from ._compat import (
-    MBarrierLayout, aggregate, fence_async_shared, gl, gluon, mbarrier_arrive, mbarrier_expect, mbarrier_init,
-    mbarrier_invalidate, mbarrier_wait, tensor_descriptor, tma_load, tma_store_wait, warpgroup_mma, warpgroup_mma_wait,
+    MBarrierLayout, aggregate, data_aggregate, fence_async_shared, gl, gluon, mbarrier_arrive, mbarrier_expect,
+    mbarrier_init, mbarrier_invalidate, mbarrier_wait, tensor_descriptor, tma_load, tma_store_wait, warpgroup_mma,
+    warpgroup_mma_wait,
 )
 from .epilogue import _epilogue, _epilogue_tma, _release_stored, _store_lse
 from .schedule import _kv_block, _kv_bounds, _tile_plan
@@ -98,7 +99,7 @@ class HopperConfig:
         self.l_layout = gl.constexpr(_wgmma_layout(8, bits, num_warps))
 
 
-@aggregate
+@data_aggregate
 class SimpleShared:
     """The simple kernel's Q tile, its K/V descriptors and the STAGES-deep K/V ring with one barrier a stage."""
     q_smem: gl.shared_memory_descriptor
@@ -108,17 +109,8 @@ class SimpleShared:
     v_bufs: gl.shared_memory_descriptor
     bars: gl.shared_memory_descriptor
 
-    @gluon.constexpr_function
-    def __init__(self, q_smem, k_desc, v_desc, k_bufs, v_bufs, bars):
-        self.q_smem = q_smem
-        self.k_desc = k_desc
-        self.v_desc = v_desc
-        self.k_bufs = k_bufs
-        self.v_bufs = v_bufs
-        self.bars = bars
 
-
-@aggregate
+@data_aggregate
 class WsShared:
     """The ws kernel's shared memory: Q as [2 buffers x 2 warpgroups] tiles, the K/V stages both consumers share,
     their ready/empty barriers, and the two ping-pong turn barriers."""
@@ -132,19 +124,6 @@ class WsShared:
     v_ready: gl.shared_memory_descriptor
     v_empty: gl.shared_memory_descriptor
     turns: gl.shared_memory_descriptor
-
-    @gluon.constexpr_function
-    def __init__(self, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns):
-        self.q_bufs = q_bufs
-        self.k_bufs = k_bufs
-        self.v_bufs = v_bufs
-        self.q_ready = q_ready
-        self.q_empty = q_empty
-        self.k_ready = k_ready
-        self.k_empty = k_empty
-        self.v_ready = v_ready
-        self.v_empty = v_empty
-        self.turns = turns
 
 
 # ----------------------------------------------------------------------------------------------------------------

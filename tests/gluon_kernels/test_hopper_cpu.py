@@ -191,3 +191,12 @@ def test_every_tuned_fp8_config_compiles_for_sm90a_within_its_spill_bound(head_d
     rep = ptxas_report(k)
     bound = 112 if causal else {128: 700, 64: 80}[head_dim]
     assert rep["spill_stores"] <= bound and rep["spill_loads"] <= bound, rep["log"]
+
+
+def test_a_data_aggregate_is_built_from_exactly_its_fields():
+    """The shared-memory aggregates take their fields in declaration order; a call site that drops or adds one is an
+    error naming the fields, not a silently shifted argument (the slot mix-up positional lists allowed)."""
+    from gluon_kernels.hopper_fa import WsShared
+
+    with pytest.raises(TypeError, match=r"WsShared takes its 10 fields \(q_bufs, k_bufs, .*, turns\), not 9"):
+        WsShared(*range(9))
