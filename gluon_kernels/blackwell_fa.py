@@ -122,9 +122,8 @@ class KVRing:
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
 def _load_partition(q_desc, k_desc, v_desc, ring, seq_len, num_bh, cfg):
-    dtype: gl.constexpr = q_desc.dtype
-    Q_BYTES: gl.constexpr = cfg.BLOCK_M * cfg.HEAD_DIM * dtype.primitive_bitwidth // 8
-    KV_BYTES: gl.constexpr = cfg.BLOCK_N * cfg.HEAD_DIM * dtype.primitive_bitwidth // 8
+    Q_BYTES: gl.constexpr = cfg.BLOCK_M * cfg.HEAD_DIM * cfg.dtype.primitive_bitwidth // 8
+    KV_BYTES: gl.constexpr = cfg.BLOCK_N * cfg.HEAD_DIM * cfg.dtype.primitive_bitwidth // 8
     num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     num_tiles = num_m * num_bh
     kv_count = 0
@@ -153,7 +152,6 @@ def _load_partition(q_desc, k_desc, v_desc, ring, seq_len, num_bh, cfg):
 
 @gluon.jit
 def _mma_partition(ring, scores, o_tmem, o_ready, o_free, seq_len, num_bh, cfg):
-    dtype: gl.constexpr = ring.q_smem.dtype
     num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     num_tiles = num_m * num_bh
     kv_count = 0   # K/V ring slots consumed
@@ -188,7 +186,7 @@ def _mma_partition(ring, scores, o_tmem, o_ready, o_free, seq_len, num_bh, cfg):
             buf = s_count % 2
             mbarrier_wait(scores.p_ready.index(buf), (s_count // 2) & 1)
             mbarrier_wait(o_free, pv_count & 1)
-            p_tmem = tmem_reinterpret(scores.s_tmem.index(buf), dtype, [cfg.BLOCK_M, cfg.BLOCK_N], cfg.p_tl)
+            p_tmem = tmem_reinterpret(scores.s_tmem.index(buf), cfg.dtype, [cfg.BLOCK_M, cfg.BLOCK_N], cfg.p_tl)
             tcgen05_mma(p_tmem, ring.kv_smem.index(vslot), o_tmem, use_acc=j > 0,
                         mbarriers=[o_ready, ring.kv_empty.index(vslot)])
             pv_count += 1

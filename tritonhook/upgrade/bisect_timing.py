@@ -234,8 +234,9 @@ def _judged(row, label: str, threshold: float, moved_by: str) -> dict | None:
     outputs = own.get("verdict", row.outputs)
     said = verdict(timing.ratio, timing.low, timing.high, threshold)
     moved = {"time": said != "no difference", "outputs": outputs in OUTPUTS_MOVED}
+    moved["either"] = moved["time"] or moved["outputs"]
     return {"ratio": timing.ratio, "low": timing.low, "high": timing.high, "verdict": said, "outputs": outputs,
-            "moved": moved.get(moved_by, any(moved.values()))}  # "either": time or outputs
+            "moved": moved[moved_by]}
 
 
 def _split(step: Step) -> tuple[str, str | None]:
