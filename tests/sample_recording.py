@@ -38,10 +38,10 @@ def save_recording(store: Store, launches, capture_ids) -> rec.Recording:
     of 0.01(i+1) ms."""
     by_hash = {c.triton_hash: c for c in store.captures(ids=capture_ids)}
     budget = rec.SnapshotBudget(per_signature=2**23, total=2**30)  # every input snapshotted
-    described_signatures = []
+    described_signatures, snapshots = [], store.hold()
     for index, (kernel, args) in enumerate(launches):
         spec = _triton.launch_spec(kernel)
-        described = rec.describe_args(args, spec.arg_names, spec.signature, spec.constexprs, store=store,
+        described = rec.describe_args(args, spec.arg_names, spec.signature, spec.constexprs, blobs=snapshots,
                                       budget=budget)
         described_signatures.append(rec.Signature(
             id=index, kernel=spec.name, triton_hash=spec.triton_hash, capture_id=by_hash[kernel.hash].id,
@@ -50,5 +50,5 @@ def save_recording(store: Store, launches, capture_ids) -> rec.Recording:
             times_ms=[0.01 * (index + 1)]))
     recording = rec.Recording(described_signatures, arch="sm_90a", device=None, triton_version="3.6.0",
                               torch_version=torch.__version__, pid=1, command=["python", "train.py"])
-    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
+    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json(), hold=snapshots)
     return recording

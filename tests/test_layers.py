@@ -6,7 +6,7 @@ import modules of its own layer or of lower layers, never of a higher one, and t
 
 The order (this table is its only declaration; docs/layout.md describes it):
   0 foundations   errors, config, format (number formatters, rich building blocks), flops, _nvml_sampler (a script),
-                  _imports (running code right after a module's import)
+                  _imports (running code right after a module's import), processes (who is alive: pid and start)
   1 text & tools  ptx (PTX text), tools (finding and running ptxas / nvdisasm), _native (building and loading
                   tritonhook's C helpers)
   2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
@@ -39,7 +39,7 @@ import tritonhook
 
 PACKAGE = Path(tritonhook.__file__).parent
 LAYERS: list[set[str]] = [
-    {"errors", "config", "format", "flops", "_nvml_sampler", "_version", "_imports"},
+    {"errors", "config", "format", "flops", "_nvml_sampler", "_version", "_imports", "processes"},
     {"ptx", "tools", "_native"},
     {"cubin", "store", "samples"},
     {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper", "tune_space"},

@@ -266,6 +266,91 @@ def test_sigkill_at_random_points_never_loses_the_real_binary(ptxas):
     assert wrapper.INTERRUPTED_INSTALL in seen, seen  # the kills did land between steps
 
 
+def _owned_install(path, on_step):
+    """What `tritonhook capture --wheel-ptxas` does to a binary: an install owned by this process."""
+    wrapper.install(path, token="t", owner=os.getpid(), on_step=on_step)
+
+
+def test_a_capture_run_killed_during_its_install_is_recovered_by_the_next_one(ptxas, capsys):
+    """SIGKILL at random points of an owned install: whatever it left (a half install, a wrapper of a dead run),
+    the next capture run's `restore_orphans` puts the real binary back and says so, and a wrap then works."""
+    rng = random.Random(7)
+    wrapper.status(ptxas)  # warms ptxas_version's cache, so children spend their time in the steps
+    seen = set()
+    for _ in range(30):
+        _killed_during(_owned_install, ptxas, rng.uniform(0, 0.012))
+        state = wrapper.status(ptxas).state
+        seen.add(state)
+        assert state in (wrapper.NOT_INSTALLED, wrapper.INTERRUPTED_INSTALL, wrapper.ORPHANED), state
+        assert wrapper.restore_orphans([str(ptxas)]) == ([] if state == wrapper.NOT_INSTALLED else [str(ptxas)])
+        assert_pristine(ptxas)
+    assert wrapper.INTERRUPTED_INSTALL in seen, seen  # the kills did land inside the install
+    assert "left half wrapped (killed during its install) by a capture run that died (pid" in capsys.readouterr().err
+    with wrapper.wheel_ptxas_wrapped("store", "t", targets=[str(ptxas)]) as wrapped:
+        assert wrapped == [str(ptxas)] and wrapper.status(ptxas).state == wrapper.INSTALLED
+    assert_pristine(ptxas)
+
+
+def test_a_live_install_is_told_from_an_interrupted_one_and_left_alone(ptxas):
+    """A capture run stopped inside its install but alive: `status` names it, restoring and installing leave it."""
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys\n"
+        "from tritonhook import ptxas_wrapper as w\n"
+        "def step(name):\n"
+        "    if name == 'real-linked':\n"
+        "        print('linked', flush=True); sys.stdin.readline()\n"
+        "w.install(sys.argv[1], token='t', owner=os.getpid(), on_step=step)\n"), str(ptxas)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "linked\n"
+        current = wrapper.status(ptxas)
+        assert current.state == wrapper.INSTALLING and f"(pid {child.pid})" in current.detail
+        assert wrapper.restore_orphans([str(ptxas)]) == []
+        with pytest.raises(TritonhookError, match=f"pid {child.pid}"):
+            wrapper.install(ptxas)
+        child.stdin.write("go\n")
+        child.stdin.close()
+        assert child.wait(timeout=60) == 0  # it finished its install, then exited: a dead run's wrapper now
+        assert wrapper.status(ptxas).state == wrapper.ORPHANED
+    finally:
+        child.kill()
+        child.wait()
+    wrapper.uninstall(ptxas)
+    assert_pristine(ptxas)
+
+
+def test_a_second_capture_run_says_whose_wrapper_is_in_place(ptxas, capsys):
+    """Two capture runs at once: the second cannot record through the first's wrapper and says so, naming it."""
+    first = subprocess.Popen([sys.executable, "-c", (
+        "import sys\n"
+        "from tritonhook import ptxas_wrapper as w\n"
+        "with w.wheel_ptxas_wrapped('store', 'first', targets=[sys.argv[1]]):\n"
+        "    print('wrapped', flush=True); sys.stdin.readline()\n"), str(ptxas)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline() == "wrapped\n"
+        with wrapper.wheel_ptxas_wrapped("store", "second", targets=[str(ptxas)]) as wrapped:
+            assert wrapped == []
+        assert (f"{ptxas}: wrapped by another capture run (pid {first.pid}) until it ends; this run's calls of it "
+                f"are not recorded") in capsys.readouterr().err
+        first.stdin.close()
+        assert first.wait(timeout=60) == 0
+    finally:
+        first.kill()
+        first.wait()
+    assert_pristine(ptxas)
+
+
+@pytest.mark.parametrize("what, detail", [("directory", "a directory"), ("text file", "not an ELF executable")])
+def test_status_of_something_that_is_no_ptxas_says_so(tmp_path, what, detail):
+    target = tmp_path / "ptxas"
+    target.mkdir() if what == "directory" else target.write_text("root:x:0:0\n")
+    assert wrapper.status(target).state == wrapper.NOT_PTXAS
+    result = tritonhook_cli("ptxas", "status", "--ptxas", target)
+    assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"tritonhook: error: {target}: {detail}") and result.stderr.count("\n") == 1
+
+
 # ----- what the wrapper does with a call -----------------------------------------------------------------------
 def _assemble_in(work: Path, binary, ptx: Path, *args, env=None) -> tuple[subprocess.CompletedProcess, Path]:
     """`binary` on a copy of `ptx` in `work`, writing `work/out.cubin`."""

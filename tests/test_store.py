@@ -32,6 +32,7 @@ SCHEMA_4_COMMIT = "e26f29c"  # a commit whose store.py writes schema 4 (before `
 #                              library alone (later ones import tritonhook.config, which moves on)
 SCHEMA_5_COMMIT = "3aac431"  # a commit whose store.py writes schema 5 (before the results' label and source)
 SCHEMA_6_COMMIT = "5d42560"  # the last commit whose store.py writes schema 6 (A/B results in their own tables)
+SCHEMA_7_COMMIT = "c96289c"  # the last commit whose store.py writes schema 7 (no result_blobs, no held_blobs)
 
 WRITERS = 8
 KERNELS_PER_WRITER = 4
@@ -633,24 +634,37 @@ def test_two_members_of_one_group_share_a_store_made_under_umask_002(tmp_path):
 
 
 @pytest.fixture
-def full_disk(tmp_path):
-    """A 256 KiB tmpfs filled to the last byte (skips where mounting is not allowed)."""
-    mount = tmp_path / "full"
+def small_disk(tmp_path):
+    """A 512 KiB tmpfs (skips where mounting is not allowed)."""
+    mount = tmp_path / "small"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
                       capture_output=True).returncode != 0:
         pytest.skip("cannot mount a small tmpfs here (needs root and mount permission)")
     try:
-        filler = os.open(mount / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            while os.write(filler, b"\0" * 512):
-                pass
-        except OSError:  # ENOSPC: full
-            pass
-        os.close(filler)
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Fill `disk` to the last byte with one file, returned (remove it to free the space)."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 512):
+            pass
+    except OSError:  # ENOSPC: full
+        pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+@pytest.fixture
+def full_disk(small_disk):
+    fill(small_disk)
+    return small_disk
 
 
 def test_a_store_on_a_full_disk_says_disk_full_and_leaves_nothing_behind(full_disk):
@@ -666,6 +680,35 @@ def test_a_store_on_a_full_disk_says_disk_full_and_leaves_nothing_behind(full_di
     assert listed.returncode == 2 and "missing index.sqlite" in listed.stderr, listed.stderr
 
 
+def test_a_write_failed_on_a_full_disk_leaves_readers_reading_and_the_next_open_heals(small_disk):
+    """A real write that fails on a full disk leaves a torn -shm and an empty -wal; readers (`ls`) still read
+    every capture, and once there is space again a reader's open rebuilds the -shm for everyone."""
+    store_path = small_disk / "store"
+    store = Store(store_path)
+    store.add(dataclasses.replace(_SAMPLE_CAPTURE, artifacts={"ptx": b"kept"}))
+    store.close()  # the last connection: SQLite checkpoints its -wal into the index
+    filler = fill(small_disk)
+    write = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import json, sys
+        from tritonhook.store import NewCapture, Store
+        Store(sys.argv[1]).add(NewCapture(**json.loads(sys.argv[2]), artifacts={"ptx": b"x" * 99999}))
+    """), str(store_path), json.dumps({k: v for k, v in dataclasses.asdict(_SAMPLE_CAPTURE).items()
+                                       if k != "artifacts"})], capture_output=True, text=True, timeout=120)
+    assert write.returncode != 0 and "disk full" in write.stderr, write.stderr
+    wal, shm = store_path / "index.sqlite-wal", store_path / "index.sqlite-shm"
+    assert wal.stat().st_size == 0 and shm.stat().st_size < 1024  # what the hostile test found left behind
+
+    def ls():
+        return subprocess.run([sys.executable, "-m", "tritonhook", "ls", "--json", "--store", str(store_path)],
+                              capture_output=True, text=True, timeout=120)
+
+    listed = ls()
+    assert listed.returncode == 0, listed.stderr
+    assert [c["artifacts"]["ptx"]["size"] for c in json.loads(listed.stdout)] == [4]
+    filler.unlink()
+    assert ls().returncode == 0 and shm.stat().st_size >= 32768  # rebuilt by the reader's writable open
+
+
 def test_a_reader_of_an_index_never_set_up_is_told_why(store_path):
     """An index file with no table at all (its first writer was stopped before the schema): one line saying so."""
     store_path.mkdir()
@@ -675,3 +718,153 @@ def test_a_reader_of_an_index_never_set_up_is_told_why(store_path):
     assert listed.returncode == 2, listed.stderr
     assert "the index is empty: its first writer stopped before setting it up" in listed.stderr
     assert len(Store(store_path).captures()) == 0  # a writer sets it up
+
+
+# ----- blobs a writer holds until its result row exists -------------------------------------------------------------
+_SLOW_RECORDER = textwrap.dedent("""
+    import sys, torch
+    from tritonhook.store import Store
+    from tritonhook.sweep import recording as rec
+    store, held = Store(sys.argv[1]), sys.argv[2] == "held"
+    snapshots = store.hold() if held else store  # a plain put_blob: what record and decisions did before holds
+    x = torch.arange(4096, dtype=torch.float32)
+    args = rec.describe_args((x, 4096), ["x", "n"], {"x": "*fp32", "n": "i32"}, {}, blobs=snapshots,
+                             budget=rec.SnapshotBudget(per_signature=2**23, total=2**30))
+    print(args[0]["blob"], flush=True)
+    sys.stdin.readline()  # the workload runs on, a repair meanwhile
+    signature = rec.Signature(id=0, kernel="k", triton_hash="h", capture_id=None, arch="sm_90a", grid=[1, 1, 1],
+                              args=args, arg_names=["x", "n"], signature={"x": "*fp32", "n": "i32"}, constexprs={},
+                              launches=1, times_ms=[0.01])
+    recording = rec.Recording([signature], arch="sm_90a", device=None, triton_version="3.6.0",
+                              torch_version=torch.__version__, pid=1, command=["python", "train.py"])
+    print(store.add_result(rec.RESULT_KIND, recording.to_json(), **({"hold": snapshots} if held else {})), flush=True)
+""")
+
+
+def _recording_racing_a_repair(store_path: Path, *, held: bool) -> tuple[dict, dict, str]:
+    """A real recording process snapshots a tensor whose bytes equal an old orphan's (so the blob is older than a
+    repair's age however short the workload), then waits; meanwhile a real `tritonhook store verify --repair` runs;
+    then the recording is saved and the store verified. Returns (the repair's report, the final report, digest)."""
+    import torch
+
+    store = Store(store_path)
+    orphan = store.put_blob(torch.arange(4096, dtype=torch.float32).numpy().tobytes())
+    os.utime(store.blob_path(orphan), (time.time() - 3600, time.time() - 3600))  # an hour-old orphan
+    recorder = subprocess.Popen([sys.executable, "-c", _SLOW_RECORDER, str(store_path), "held" if held else "plain"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    digest = recorder.stdout.readline().strip()
+    repair = subprocess.run([sys.executable, "-m", "tritonhook", "store", "verify", "--repair", "--json",
+                             "--store", str(store_path)], capture_output=True, text=True, timeout=120)
+    recorder.stdin.write("go\n")
+    recorder.stdin.close()
+    assert recorder.wait(timeout=120) == 0 and digest == orphan
+    final = subprocess.run([sys.executable, "-m", "tritonhook", "store", "verify", "--json", "--store",
+                            str(store_path)], capture_output=True, text=True, timeout=120)
+    return json.loads(repair.stdout), json.loads(final.stdout), digest
+
+
+def test_a_repair_racing_a_slow_recording_leaves_its_held_snapshot(store_path):
+    repaired, final, digest = _recording_racing_a_repair(store_path, held=True)
+    assert repaired["removed"] == [] and [Path(p).name for p in repaired["held"]] == [digest]
+    assert final["ok"] and final["missing"] == [] and final["held"] == [] and final["blobs_checked"] == 1
+
+
+def test_without_a_hold_the_repair_deletes_the_snapshot_and_verify_names_the_result(store_path):
+    """The race is real (the counter-proof of the test above), and verify checks the blobs results refer to."""
+    repaired, final, digest = _recording_racing_a_repair(store_path, held=False)
+    assert [Path(p).name for p in repaired["removed"]] == [digest]
+    assert not final["ok"] and final["missing"] == [{"result_id": 1, "kind": "recording", "sha256": digest}]
+
+
+def test_the_hold_of_a_killed_writer_ends_and_its_blob_is_an_orphan_again(store_path):
+    store = Store(store_path)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        from tritonhook.store import Store
+        print(Store(sys.argv[1]).hold().put_blob(b"snapshot of a killed recording"), flush=True)
+        sys.stdin.readline()
+    """), str(store_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    digest = holder.stdout.readline().strip()
+    os.utime(store.blob_path(digest), (time.time() - 3600, time.time() - 3600))
+    assert store.verify(repair=True).removed == [] and store.blob_path(digest).exists()  # alive: held
+    holder.kill()
+    holder.wait()
+    assert store.verify(repair=True).removed == [str(store.blob_path(digest))]
+    with sqlite3.connect(store.index_path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM held_blobs").fetchone()[0] == 0
+
+
+def test_a_repair_in_a_process_that_never_imported_a_producer_keeps_the_blobs_of_its_results(store_path, tmp_path):
+    """The blobs a saved result refers to are indexed with its row: `tritonhook store verify --repair` (a process
+    that imports no recording or decision module) keeps a recording's snapshots and a decision's control file,
+    however old, and verify checks them."""
+    import base64
+    import hashlib
+
+    from tritonhook import decisions
+    from tests.sample_recording import sample_recording
+
+    store, recording = sample_recording(store_path, 2)
+    acf = b"// a control file"
+    entry = {"key": {"ptx_sha256": "a" * 64, "arch": "sm_90a", "ptxas_version": "12.8.93", "gpu": "NVIDIA H200"},
+             "choice": {"name": "plain", "ptxas_version": None, "options": [], "controls": {
+                 "sha256": hashlib.sha256(acf).hexdigest(), "base64": base64.b64encode(acf).decode()}},
+             "evidence": {"kernel": "k", "ratio": 0.97, "low": 0.96, "high": 0.98, "outputs": "bitwise",
+                          "date": "2026-11-24", "tritonhook_version": "0.1.0", "source_kind": "sweep", "source_id": 3}}
+    (tmp_path / "d.json").write_text(json.dumps({"format": "tritonhook-decisions", "version": 1, "decisions": [entry]}))
+    assert not decisions.import_file(store, str(tmp_path / "d.json")).warnings
+    blobs = {t["blob"] for s in recording.signatures for t in rec_tensors(s.args)} | {hashlib.sha256(acf).hexdigest()}
+    for digest in blobs:
+        os.utime(store.blob_path(digest), (time.time() - 3600, time.time() - 3600))
+    repair = subprocess.run([sys.executable, "-m", "tritonhook", "store", "verify", "--repair", "--json", "--store",
+                             str(store_path)], capture_output=True, text=True, timeout=120)
+    report = json.loads(repair.stdout)
+    assert report["ok"] and report["removed"] == [] and report["orphans"] == [], repair.stdout
+    assert all(store.blob_path(digest).exists() for digest in blobs)
+    captured = {a.sha256 for c in store.captures() for a in c.artifacts.values()}
+    assert report["blobs_checked"] == len(captured | blobs)
+
+
+def rec_tensors(args):
+    from tritonhook.sweep.recording import tensors_of
+
+    return tensors_of(args)
+
+
+def test_a_schema_7_store_upgrades_with_the_blobs_of_its_results_indexed_as_their_kinds_declare(
+        tmp_path, old_store_module):
+    """The schema-7 store.py saves a recording with real input snapshots and a decision with a control file; this
+    code upgrades the store (`_BLOBS_BEFORE_8`: SQL, no producer loaded) and indexes exactly the blobs the
+    declared `ResultKind.blobs` give; a repair by the CLI then keeps them all, however old."""
+    import torch
+
+    from tritonhook import store as store_module
+    from tritonhook.decisions import keep  # noqa: F401 - declares the decision kind
+    from tritonhook.sweep import recording as rec
+
+    old = old_store_module(SCHEMA_7_COMMIT)
+    assert old.SCHEMA_VERSION == 7
+    old_store = old.Store(tmp_path / "v7")
+    for kind in ("recording", "decision"):
+        old.register_result_kind(old.ResultKind(kind))
+    x, y = torch.randn(256), torch.arange(64, dtype=torch.int32)
+    args = rec.describe_args((x, y, 256), ["x", "y", "n"], {"x": "*fp32", "y": "*i32", "n": "i32"}, {},
+                             blobs=old_store, budget=rec.SnapshotBudget(per_signature=2**23, total=2**30))
+    recording = dataclasses.replace(_recording("r", "k"), signatures=[dataclasses.replace(
+        _recording("r", "k").signatures[0], args=args, arg_names=["x", "y", "n"])])
+    decision = {"choice": {"controls": {"sha256": old_store.put_blob(b"// ACF")}}}
+    datas = {"recording": recording.to_json(), "decision": decision}
+    ids = {kind: old_store.add_result(kind, data) for kind, data in datas.items()}
+    old_store.close()
+
+    store = Store(tmp_path / "v7")
+    with sqlite3.connect(store.index_path) as conn:
+        indexed = set(conn.execute("SELECT result_id, sha256 FROM result_blobs"))
+    declared = {(ids[kind], digest) for kind, data in datas.items()
+                for digest in store_module._RESULT_KINDS[kind].blobs(data)}
+    assert indexed == declared and len(declared) == 3
+    for _, digest in declared:
+        os.utime(store.blob_path(digest), (time.time() - 3600, time.time() - 3600))
+    report = json.loads(subprocess.run([sys.executable, "-m", "tritonhook", "store", "verify", "--repair", "--json",
+                                        "--store", str(store.path)], capture_output=True, text=True).stdout)
+    assert report["ok"] and report["removed"] == [] and report["blobs_checked"] == 3

@@ -118,7 +118,7 @@ def test_snapshots_round_trip_and_the_budget_marks_the_rest_synthetic(captured):
     out = torch.empty(16)
     args = (x, y, out, 16, 1024)
     budget = rec.SnapshotBudget(per_signature=x.numel() * 4 + y.numel() * 4, total=10**9)
-    described = rec.describe_args(args, spec.arg_names, spec.signature, spec.constexprs, store=store,
+    described = rec.describe_args(args, spec.arg_names, spec.signature, spec.constexprs, blobs=store,
                                   budget=budget)
     assert [a["kind"] for a in described] == ["tensor", "tensor", "tensor", "scalar", "constexpr"]
     assert described[0]["strides"] == [2] and described[0]["storage_offset"] == 8 and described[0]["span"] == 31
@@ -171,17 +171,17 @@ def test_the_configs_of_one_autotune_decision_share_one_snapshot_taken_before_th
     x, y, out = torch.randn(256), torch.randn(256), torch.zeros(256)
     budget = rec.SnapshotBudget(per_signature=10**9, total=3 * 256 * 4)  # room for one config's three tensors
     shared: dict = {}
-    first = rec.describe_args((x, y, out, 256, 128), spec.arg_names, spec.signature, spec.constexprs, store=store,
+    first = rec.describe_args((x, y, out, 256, 128), spec.arg_names, spec.signature, spec.constexprs, blobs=store,
                               budget=budget, shared=shared)
     out.copy_(x + y)  # what the first config wrote
-    others = [rec.describe_args((x, y, out, 256, block), spec.arg_names, spec.signature, spec.constexprs, store=store,
+    others = [rec.describe_args((x, y, out, 256, block), spec.arg_names, spec.signature, spec.constexprs, blobs=store,
                                 budget=budget, shared=shared) for block in (256, 512, 1024)]
     assert all(rec.inputs_status(d) == rec.SNAPSHOT for d in [first, *others])
     assert {d[2]["blob"] for d in [first, *others]} == {first[2]["blob"]}
     assert torch.equal(torch.frombuffer(bytearray(store.read_blob(others[-1][2]["blob"])), dtype=torch.float32),
                        torch.zeros(256))  # the output as it was before any config ran
     unshared = rec.describe_args((x, y, out, 256, 2048), spec.arg_names, spec.signature, spec.constexprs,
-                                 store=store, budget=budget)
+                                 blobs=store, budget=budget)
     assert rec.inputs_status(unshared) == rec.SYNTHETIC  # without sharing, the budget was spent
     assert budget.to_json()["refused"] == {"per_signature": [0, 0], "total": [3, 3 * 256 * 4]}
 
@@ -204,7 +204,7 @@ def test_aliased_arguments_share_one_buffer_and_nothing_over_budget_is_snapshott
     store, kernels = captured
     spec = _triton.launch_spec(kernels["add"][0])
     x = torch.randn(32)
-    described = rec.describe_args((x, x, x, 32, 1024), spec.arg_names, spec.signature, spec.constexprs, store=store,
+    described = rec.describe_args((x, x, x, 32, 1024), spec.arg_names, spec.signature, spec.constexprs, blobs=store,
                                   budget=rec.SnapshotBudget(per_signature=0, total=0))
     assert [a["alias"] for a in described[:3]] == [None, 0, 0]
     assert rec.inputs_status(described) == rec.SYNTHETIC

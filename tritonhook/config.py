@@ -106,6 +106,9 @@ WARN_BYTES = 256 * 2**20
 """Capture warns when a kernel's predicted stack reservation (low end) exceeds this on a GPU it can run on."""
 
 # ----- rename (`rename`) --------------------------------------------------------------------------------------------
+HOLD_MAX_AGE_S = 7 * 24 * 3600.0
+"""A blob held by a writer on another host (whose liveness this host cannot check) is protected from a repair for
+this long: a week of recording covers any workload; a hold whose writer died there is dropped after it."""
 RENAME = EnvVar("TRITONHOOK_RENAME", None, str,
                 "The rename a child process applies in the PTX stage: a prefix, or ':strip' (`STRIP_VALUE`).")
 SELECT = EnvVar("TRITONHOOK_SELECT", None, str,

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from . import config, ptx as _ptx
+from . import config, processes, ptx as _ptx
 from .errors import TritonhookError
 from .store import NewCapture, Store
 from .tools import find_ptxas, ptxas_version
@@ -46,11 +46,13 @@ NEW_SUFFIX = ".tritonhook-new"
 NOT_INSTALLED = "not-installed"
 INSTALLED = "installed"
 INTERRUPTED_INSTALL = "interrupted-install"      # P is the real binary; REAL and/or NEW are left over
+INSTALLING = "install-in-progress"               # the same on disk, while the process installing it lives
 REAL_ONLY = "real-binary-moved"                  # P is missing, REAL holds the binary
 STALE_REAL = "stale-real-binary"                 # P is a real binary, REAL is a different one (P was replaced)
 WRAPPER_WITHOUT_REAL = "wrapper-without-real"    # P is our wrapper but REAL is gone: not recoverable here
 ORPHANED = "left-by-dead-capture"                # P is a wrapper installed for a capture run that is dead
 MISSING = "missing"
+NOT_PTXAS = "not-a-ptxas"                        # P is a directory, or a file that is no executable ELF
 
 # ptxas options whose value is the next argument (long and short spellings, ptxas 12.8 to 13.x).
 _VALUE_OPTIONS = frozenset("""
@@ -134,10 +136,27 @@ def status(ptxas: str | os.PathLike) -> WrapperStatus:
     elif has_real and not _same_file(path, real):
         state, detail = STALE_REAL, f"{real} is an older binary than ptxas (replaced meanwhile); uninstall removes it"
     elif leftovers:
-        state, detail = INTERRUPTED_INSTALL, "an install was interrupted; ptxas is intact; uninstall cleans up"
+        installer = (read_settings(new) or {}).get("owner")
+        if installer and not processes.is_dead(installer):
+            state, detail = INSTALLING, f"being wrapped by a capture run (pid {installer['pid']}); ptxas is intact"
+        else:
+            state, detail = INTERRUPTED_INSTALL, "an install was interrupted; ptxas is intact; uninstall cleans up"
+    elif (not_ptxas := _not_ptxas(path)) is not None:
+        state, detail = NOT_PTXAS, not_ptxas
     else:
         state, detail = NOT_INSTALLED, "plain ptxas, no wrapper"
     return WrapperStatus(path, state, real, leftovers, {}, detail)
+
+
+def _not_ptxas(path: str) -> str | None:
+    """Why the file at `path` cannot be a ptxas binary (a directory, not an executable ELF file), or None."""
+    if os.path.isdir(path):
+        return "a directory, not a ptxas binary"
+    if not _is_elf(path):
+        return "not an ELF executable: no ptxas binary"
+    if not os.access(path, os.X_OK):
+        return "not executable"
+    return None
 
 
 def _recording_note(settings: dict) -> str:
@@ -154,23 +173,9 @@ def _dead_owner(settings: dict) -> int | None:
     when it lives or the wrapper has no owner. The pid alone could be a later process's: its start time must
     match too."""
     owner = settings.get("owner")
-    if owner and _process_identity(owner["pid"]) != owner:
+    if owner and processes.is_dead(owner):
         return owner["pid"]
     return None
-
-
-def _process_identity(pid: int) -> dict | None:
-    """{"pid", "start"} of a live process, its start time read from /proc/PID/stat (field 22, clock ticks since
-    boot): what tells it from a later process given the same pid. None when it is gone or a zombie (a killed
-    process its parent has not reaped yet), or where /proc cannot say."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold spaces
-    except (OSError, IndexError):
-        return None
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
-        return None
-    return {"pid": pid, "start": fields[19].decode()}
 
 
 def _resolve(ptxas: str | os.PathLike) -> str:
@@ -200,14 +205,14 @@ def install(ptxas: str | os.PathLike, *, store: str | os.PathLike | None = None,
     if current.state == WRAPPER_WITHOUT_REAL:  # status read P's settings: P is a wrapper (the INSTALLED case left)
         raise TritonhookError(f"{current.path}: is a tritonhook wrapper (of {current.settings.get('real')}); "
                               f"refusing to wrap a wrapper")
-    if current.state not in (NOT_INSTALLED, INTERRUPTED_INSTALL):
+    if current.state not in (NOT_INSTALLED, INTERRUPTED_INSTALL, NOT_PTXAS):  # NOT_PTXAS: _check_wrappable says why
         raise TritonhookError(f"{current.path}: cannot install ({current.detail})")
     path = current.path
     version = _check_wrappable(path)
     _remove_leftovers(current)
     step("cleaned")
     settings = {"ptxas": path, "real": real_path(path), "version": version, "store": _default_store(store),
-                "token": token, "owner": _process_identity(owner) if owner is not None else None}
+                "token": token, "owner": processes.identity(owner) if owner is not None else None}
     _write_new(path, wrapper_script(settings))
     step("wrapper-written")
     try:
@@ -226,7 +231,7 @@ def uninstall(ptxas: str | os.PathLike, *, on_step: StepHook | None = None) -> W
     """Put the real binary back (from any state `status` reports but WRAPPER_WITHOUT_REAL and MISSING)."""
     step = on_step or (lambda name: None)
     current = status(ptxas)
-    if current.state in (WRAPPER_WITHOUT_REAL, MISSING):
+    if current.state in (WRAPPER_WITHOUT_REAL, MISSING, NOT_PTXAS, INSTALLING):
         raise TritonhookError(f"{current.path}: cannot uninstall ({current.detail})")
     if current.state in (INSTALLED, ORPHANED, REAL_ONLY):
         if read_settings(current.real) is not None:
@@ -507,55 +512,93 @@ def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: d
 
 
 @contextlib.contextmanager
-def wheel_ptxas_wrapped(store: str | os.PathLike, token: str) -> Iterator[list[str]]:
+def wheel_ptxas_wrapped(store: str | os.PathLike, token: str, targets: list[str] | None = None
+                        ) -> Iterator[list[str]]:
     """Wrap the pip-wheel ptxas binaries in place until the block ends; yields the paths wrapped. Only processes
     whose $TRITONHOOK_CAPTURE_TOKEN is `token` are recorded: other users of that ptxas meanwhile are not.
 
     Some tools run the ptxas beside them by its absolute path and honour no variable: cuTile's `tileiras`
     (nvidia-cuda-tileiras) runs nvidia/cu13/bin/ptxas from its own directory and looks nowhere else, and cuTile
     drops CUDA_HOME when it uses the wheel. No side wrapper can reach those calls, so the binary itself is
-    wrapped for the duration (the crash-safe install above, owned by this process) and put back afterwards. One
-    already wrapped is left as it is (call `restore_orphans` first, so that this means a live run's); one that
-    cannot be wrapped (read-only site-packages) is reported on stderr and skipped.
-    """
+    wrapped for the duration (the crash-safe install above, owned by this process) and put back afterwards. What
+    a dead run left (a wrapper, a half install) is put right first; one that a live run holds, or that cannot be
+    wrapped (read-only site-packages), is named on stderr, with whose it is, and skipped: never silently.
+    `targets`: the binaries to wrap (default: every pip-wheel ptxas)."""
     wrapped = []
     try:
-        for path in default_targets(origins=(PIP_ORIGIN,)):
-            if status(path).state != NOT_INSTALLED:
-                continue
-            try:
-                install(path, store=store, token=token, owner=os.getpid())
-                wrapped.append(path)
-            except TritonhookError as exc:
-                print(f"tritonhook: {exc}; calls of that ptxas are not recorded", file=sys.stderr)
+        for path in default_targets(origins=(PIP_ORIGIN,)) if targets is None else targets:
+            with _directory_locked(path):  # one capture run at a time decides about this binary
+                _restore_if_left_by_the_dead(path)
+                current = status(path)
+                if current.state != NOT_INSTALLED:
+                    print(f"tritonhook: {path}: {_why_not_wrapped(current)}; this run's calls of it are not "
+                          f"recorded", file=sys.stderr)
+                    continue
+                try:
+                    install(path, store=store, token=token, owner=os.getpid())
+                    wrapped.append(path)
+                except TritonhookError as exc:
+                    print(f"tritonhook: {exc}; calls of that ptxas are not recorded", file=sys.stderr)
         yield wrapped
     finally:
         for path in wrapped:
-            uninstall(path)
+            with _directory_locked(path):
+                uninstall(path)
 
 
-def restore_orphans() -> list[str]:
-    """Put back the real binary of every pip-wheel ptxas that a killed `tritonhook capture --wheel-ptxas` left
-    wrapped (its owner is dead), saying so on stderr; returns the paths restored. Left so, the wrapper records
-    for a store and token nobody uses, and the next capture would take it for a live run's and skip it."""
+def _why_not_wrapped(current: WrapperStatus) -> str:
+    """Why a capture run cannot wrap a binary, for the line it prints: a live run's wrapper names that run."""
+    owner = (current.settings or {}).get("owner")
+    if current.state == INSTALLED and owner:
+        return f"wrapped by another capture run (pid {owner['pid']}) until it ends"
+    return current.detail
+
+
+@contextlib.contextmanager
+def _directory_locked(path: str) -> Iterator[None]:
+    """An exclusive lock on the directory holding `path` (flock on the directory itself: no file of ours beside
+    ptxas), so that two capture runs never install, restore or clean the same binary at once."""
+    import fcntl
+
+    fd = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
+
+
+def restore_orphans(targets: list[str] | None = None) -> list[str]:
+    """Put right every pip-wheel ptxas that a killed `tritonhook capture --wheel-ptxas` left behind (its owner is
+    dead): a wrapper put back to the real binary, a half install cleaned up; said on stderr; returns the paths
+    restored. Left so, the wrapper records for a store and token nobody uses, a half install reads as another
+    run's, and the next capture would skip the binary and record nothing. `targets`: the binaries to look at
+    (default: every pip-wheel ptxas)."""
     restored = []
-    for path in default_targets(origins=(PIP_ORIGIN,)):
-        left = status(path)
-        if left.state != ORPHANED:
-            continue
-        pid = left.settings["owner"]["pid"]
-        try:
-            uninstall(path)
-        except (OSError, TritonhookError) as exc:
-            if status(path).state == ORPHANED:  # else another capture restored it meanwhile
-                print(f"tritonhook: {path}: left wrapped by a capture run that died (pid {pid}) and cannot be "
-                      f"restored from here ({getattr(exc, 'strerror', None) or exc}); ptxas runs unrecorded until "
-                      f"`tritonhook ptxas uninstall --ptxas {path}` does it", file=sys.stderr)
-            continue
-        print(f"tritonhook: {path}: restored the real ptxas, left wrapped by a capture run that died (pid {pid})",
-              file=sys.stderr)
-        restored.append(path)
+    for path in default_targets(origins=(PIP_ORIGIN,)) if targets is None else targets:
+        with _directory_locked(path):
+            if _restore_if_left_by_the_dead(path):
+                restored.append(path)
     return restored
+
+
+def _restore_if_left_by_the_dead(path: str) -> bool:
+    """Restore `path` when a dead capture run left it wrapped or half installed (see `restore_orphans`)."""
+    left = status(path)
+    if left.state not in (ORPHANED, INTERRUPTED_INSTALL):
+        return False
+    owner = left.settings.get("owner") or (read_settings(new_path(path)) or {}).get("owner")
+    by = f"by a capture run that died (pid {owner['pid']})" if owner else "by an install that was interrupted"
+    what = "wrapped" if left.state == ORPHANED else "half wrapped (killed during its install)"
+    try:
+        uninstall(path)
+    except (OSError, TritonhookError) as exc:
+        print(f"tritonhook: {path}: left {what} {by} and cannot be restored from here "
+              f"({getattr(exc, 'strerror', None) or exc}); ptxas runs unrecorded until "
+              f"`tritonhook ptxas uninstall --ptxas {path}` does it", file=sys.stderr)
+        return False
+    print(f"tritonhook: {path}: restored the real ptxas, left {what} {by}", file=sys.stderr)
+    return True
 
 
 def tileiras_ptxas() -> list[str]:

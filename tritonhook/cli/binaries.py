@@ -191,6 +191,8 @@ def _ptxas_wrapper(args) -> int:
         results = [wrapper.status(path) for path in targets]
         if args.ptxas and (missing := [r.path for r in results if r.state == wrapper.MISSING]):
             raise TritonhookError(f"{', '.join(missing)}: no such file (no ptxas there, nor one a wrapper moved aside)")
+        if args.ptxas and (wrong := [r for r in results if r.state == wrapper.NOT_PTXAS]):
+            raise TritonhookError(f"{wrong[0].path}: {wrong[0].detail}")
     if args.json:
         print_json([r.to_json() for r in results])
     else:

@@ -215,14 +215,15 @@ def save(store: Store, decisions: list[tuple[Decision, bytes | None]]) -> list[D
     held = {d.key: d.id for d in listing(store).decisions}
     saved = []
     for decision, controls in decisions:
-        if decision.choice.controls_sha256 is not None:
-            if controls is None:
-                raise TritonhookError(f"{decision.evidence.kernel}: its control file's bytes are missing")
-            store.put_blob(controls)
-        if decision.key in held:
-            store.remove_result(RESULT_KIND, held[decision.key])
-        decision = dataclasses.replace(decision, id=None)
-        decision.id = held[decision.key] = store.add_result(RESULT_KIND, decision.to_json())
+        with store.hold() as control_file:  # held from a repair until the decision's row refers to it
+            if decision.choice.controls_sha256 is not None:
+                if controls is None:
+                    raise TritonhookError(f"{decision.evidence.kernel}: its control file's bytes are missing")
+                control_file.put_blob(controls)
+            if decision.key in held:
+                store.remove_result(RESULT_KIND, held[decision.key])
+            decision = dataclasses.replace(decision, id=None)
+            decision.id = held[decision.key] = store.add_result(RESULT_KIND, decision.to_json(), hold=control_file)
         saved.append(decision)
     return saved
 

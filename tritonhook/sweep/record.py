@@ -59,6 +59,7 @@ class Recorder:
         import torch
 
         self.torch, self.store, self.budget, self.label = torch, store, budget, label
+        self.snapshots = store.hold()  # the input snapshots, held from a repair until the recording is saved
         self.timed_first, self.time_every, self.sample_every = timed_first, time_every, sample_every
         self.pending: list[_Pending] = []
         self.last_of_kernel: dict[str, _Pending] = {}   # Triton hash -> the signature its last full launch had
@@ -86,7 +87,7 @@ class Recorder:
             pending = seen.data = _Pending(Signature(
                 id=len(self.pending), kernel=spec.name, triton_hash=spec.triton_hash, capture_id=None, arch=None,
                 grid=list(grid), args=describe_args(args, spec.arg_names, spec.signature, spec.constexprs,
-                                                    store=self.store, budget=self.budget,
+                                                    blobs=self.snapshots, budget=self.budget,
                                                     descriptor_fields=_triton.tensor_descriptor_fields,
                                                     shared=shared),
                 arg_names=spec.arg_names, signature=spec.signature, constexprs=spec.to_json()["constexprs"],
@@ -354,9 +355,11 @@ def _tracers(recorder: Recorder, guard: Callable[[str, Callable], Callable] = la
 
 
 def save(recorder: Recorder) -> Recording:
-    recording = recorder.finish()
-    if recording.signatures:
-        recording.id = recorder.store.add_result(RESULT_KIND, recording.to_json())
+    """Finish the recording and save it (when it saw any launch); its snapshots' hold ends with the saved row."""
+    with recorder.snapshots:
+        recording = recorder.finish()
+        if recording.signatures:
+            recording.id = recorder.store.add_result(RESULT_KIND, recording.to_json(), hold=recorder.snapshots)
     return recording
 
 

@@ -40,7 +40,7 @@ from typing import Callable, Hashable, Sequence
 
 from ..errors import TritonhookError
 from ..measure.stats import median
-from ..store import ResultKind, register_result_kind
+from ..store import BlobHold, ResultKind, register_result_kind
 
 FORMAT = "tritonhook-recording"
 VERSION = 4
@@ -150,9 +150,10 @@ class _NoTensor:
     """Stands for torch.Tensor while torch is not imported."""
 
 
-def describe_tensor(tensor, *, store, budget: SnapshotBudget | None, used: list[int], aliases: dict,
-                    shared: dict | None = None) -> dict:
-    """A tensor argument as data; its content saved as a blob when the budget allows (else marked synthetic).
+def describe_tensor(tensor, *, blobs: BlobHold | None, budget: SnapshotBudget | None, used: list[int],
+                    aliases: dict, shared: dict | None = None) -> dict:
+    """A tensor argument as data; its content saved as a blob held by `blobs` (the recording's hold on its
+    snapshots until it is saved) when the budget allows (else marked synthetic).
     A tensor at the same address as an earlier argument is recorded as that argument's alias. `shared` (address,
     size, dtype -> blob) hands out a snapshot taken earlier for the same tensor at no cost to the budget: the
     configs of one autotune decision launch with the same arguments, and one snapshot (from before the first of
@@ -173,26 +174,26 @@ def describe_tensor(tensor, *, store, budget: SnapshotBudget | None, used: list[
     if shared is not None and key in shared:
         described["blob"] = shared[key]
         return described
-    if store is None or budget is None or not budget.take(used[0], nbytes):
+    if blobs is None or budget is None or not budget.take(used[0], nbytes):
         described["synthetic"] = nbytes > 0
         return described
     used[0] += nbytes
     flat = tensor.detach().as_strided((span,), (1,)) if span else tensor.detach().reshape(-1)[:0]
-    described["blob"] = store.put_blob(flat.contiguous().view(_torch().uint8).cpu().numpy().tobytes())
+    described["blob"] = blobs.put_blob(flat.contiguous().view(_torch().uint8).cpu().numpy().tobytes())
     if shared is not None:
         shared[key] = described["blob"]
     return described
 
 
-def describe_args(args: tuple, arg_names: Sequence[str], signature: dict, constexprs: dict, *, store=None,
-                  budget: SnapshotBudget | None = None, descriptor_fields=None, shared: dict | None = None
-                  ) -> list[dict]:
+def describe_args(args: tuple, arg_names: Sequence[str], signature: dict, constexprs: dict, *,
+                  blobs: BlobHold | None = None, budget: SnapshotBudget | None = None, descriptor_fields=None,
+                  shared: dict | None = None) -> list[dict]:
     """Every positional argument of a launch as data (`kind` tensor, tensordesc, scalar, constexpr or other).
     Compile-time arguments are typed "constexpr" in the launcher's signature or listed in `constexprs`.
     `descriptor_fields(value)` reads a host-side TMA descriptor (`_triton.tensor_descriptor_fields`); `shared`:
     see `describe_tensor`."""
     described, used, aliases = [], [0], {}
-    take = functools.partial(describe_tensor, store=store, budget=budget, used=used, aliases=aliases, shared=shared)
+    take = functools.partial(describe_tensor, blobs=blobs, budget=budget, used=used, aliases=aliases, shared=shared)
     for index, value in enumerate(args):
         name = arg_names[index] if index < len(arg_names) else f"arg{index}"
         if signature.get(name) == "constexpr" or name in constexprs:
