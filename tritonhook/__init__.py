@@ -8,12 +8,10 @@
 or `tritonhook run -- python script.py` with no source edit.
 """
 
-from . import ptx_capture
+from ._imports import after_import
 from ._version import __version__
 from .memwatch import memwatch
 from .errors import TritonhookError
-from .ptx_capture import Session, active_session, disable, enable, session
-from .store import Capture, Store
 
 
 def _preflight_checker():
@@ -25,10 +23,7 @@ def _preflight_checker():
     return capture_checker()
 
 
-ptx_capture.LISTENER_FACTORIES.append(_preflight_checker)
-
-
-def _decision_applier(source: str, store: Store):
+def _decision_applier(source: str, store):
     """`enable(apply=...)`'s transforms (`decisions.apply.applier`), wired here for the same reason as preflight's
     checker; the decisions package is imported only when a session applies decisions."""
     from .decisions.apply import applier
@@ -36,10 +31,25 @@ def _decision_applier(source: str, store: Store):
     return applier(source, store)
 
 
-ptx_capture.APPLIERS.append(_decision_applier)
+def _wire(ptx_capture) -> None:
+    ptx_capture.LISTENER_FACTORIES.append(_preflight_checker)
+    ptx_capture.APPLIERS.append(_decision_applier)
 
-_LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "mem": (".mem", None)}
-"""Public names imported on first use: `import tritonhook` (and so every `tritonhook` command) stays cheap.
+
+after_import(f"{__name__}.ptx_capture", _wire)
+"""The capture core is wired the moment it is imported, by whichever path (`tritonhook.enable`, `import
+tritonhook.ptx_capture`, a child's start-up hook), and not before: `import tritonhook` loads neither it nor the store,
+so `tritonhook --version` and the reading commands start without SQLite's and the capture core's imports."""
+
+_LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "mem": (".mem", None),
+         "enable": (".ptx_capture", "enable"), "disable": (".ptx_capture", "disable"),
+         "session": (".ptx_capture", "session"), "Session": (".ptx_capture", "Session"),
+         "active_session": (".ptx_capture", "active_session"), "Capture": (".store", "Capture"),
+         "Store": (".store", "Store"), "ptx_capture": (".ptx_capture", None), "store": (".store", None),
+         "config": (".config", None), "format": (".format", None)}
+"""Public names imported on first use: `import tritonhook` (and so every `tritonhook` command) stays cheap. The
+modules `import tritonhook` loaded before it went lazy (the capture core, the store, config, format) stay reachable
+as attributes.
 
 `tritonhook.memwatch` is the function of the light module `tritonhook.memwatch`, imported above so that the package
 attribute is the function: Python binds a submodule's name on the package only when it first loads it, which has
@@ -59,3 +69,7 @@ def __getattr__(name: str):
     value = module if attribute is None else getattr(module, attribute)
     globals()[name] = value
     return value
+
+
+def __dir__():
+    return sorted({*globals(), *_LAZY})

@@ -3,12 +3,14 @@ table), and the rich building blocks results render themselves with (`table`, `l
 
 Low in the layers: result types (memwatch, A/B, diff, preflight, store) import it, and so does the CLI:
 printing a result is `show(result, as_json=...)`, with each result's `__rich_console__` and `to_json()`. The formatters are pure functions of plain values; "-" stands for a value that could not be
-read (None).
+read (None). A result with a `plain_text()` (the `ls` listing) is printed as that when stdout is no terminal: no
+rich to import or to lay the table out (most of `tritonhook ls | ...`'s time before).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, Iterable, Sequence
 
@@ -119,6 +121,35 @@ class progress:
         return False
 
 
+def stdout_is_terminal() -> bool:
+    """Whether rich would draw for a terminal on stdout (its `Console.is_terminal`), read without importing rich:
+    TTY_COMPATIBLE=1/0 and FORCE_COLOR decide as rich reads them, then `isatty`. A Jupyter kernel counts as one
+    (rich renders there), so a notebook keeps the rich table."""
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "1"
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None:
+        return force != ""
+    if "ipykernel" in sys.modules:
+        return True
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without it, or closed
+        return False
+
+
+def plain_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, right_align: Sequence[str] = ()) -> str:
+    """A table as plain text for a pipe or a file: the header line, then one line per row, the columns two spaces
+    apart and as wide as their widest cell (`right_align` ones flush right), no rule, box or escape code; each line
+    ends without trailing spaces. Cells as in `table` (None -> empty)."""
+    text = [tuple(columns), *(tuple("" if cell is None else str(cell) for cell in row) for row in rows)]
+    widths = [max(len(row[i]) for row in text) for i in range(len(columns))]
+    right = [column in right_align for column in columns]
+    return "".join("  ".join(cell.rjust(width) if flush else cell.ljust(width)
+                             for cell, width, flush in zip(row, widths, right)).rstrip() + "\n" for row in text)
+
+
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=True, default=str)
     sys.stdout.write("\n")
@@ -131,12 +162,19 @@ def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title:
 
 
 def show(result, *, as_json: bool = False) -> None:
-    """Print a result: its `to_json()` as JSON, or the result itself through rich; the lines in its `warnings`
-    go to stderr (prefixed with its `warning_prefix` when it has one), so stdout holds the result alone."""
+    """Print a result: its `to_json()` as JSON, or the result itself through rich (as its `plain_text()`, when it
+    has one, where stdout is no terminal); the lines in its `warnings` go to stderr (prefixed with its
+    `warning_prefix` when it has one), so stdout holds the result alone."""
     if as_json:
         print_json(result.to_json())
         return
-    console().print(result, crop=False)
     prefix = getattr(result, "warning_prefix", "")
+    if hasattr(result, "plain_text") and not stdout_is_terminal():
+        sys.stdout.write(result.plain_text())
+        sys.stdout.flush()
+        for warning in getattr(result, "warnings", ()):
+            print(f"{prefix}: {warning}" if prefix else warning, file=sys.stderr)
+        return
+    console().print(result, crop=False)
     for warning in getattr(result, "warnings", ()):
         console(stderr=True).print(f"[yellow]{prefix}:[/] {warning}" if prefix else line(warning))

@@ -8,13 +8,15 @@ options several share. Each group's `add_<command>` registers a parser and its h
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 
 from ..errors import TritonhookError
-from .common import CommandParser
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 _COMMANDS = {"run": ("capture", "add_run"), "capture": ("capture", "add_capture"), "ls": ("inspect", "add_ls"),
              "show": ("inspect", "add_show"), "export": ("inspect", "add_export"),
@@ -36,6 +38,7 @@ order. A command line naming one command imports that group alone, and `--versio
 def build_parser(commands=None) -> argparse.ArgumentParser:
     """The parser with the subcommands in `commands` (default: all)."""
     from .._version import __version__
+    from .common import CommandParser  # here: `tritonhook --version` needs no parser (see `main`)
 
     parser = CommandParser(prog="tritonhook", description="Capture, rename, diff and measure Triton "
                            "kernels and what ptxas made of them.")
@@ -61,6 +64,11 @@ def _commands_needed(argv: list[str]) -> set[str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # what argparse prints for it, without its help formatter's imports
+        from .._version import __version__
+
+        print(f"tritonhook {__version__}")
+        return 0
     args = build_parser(_commands_needed(argv)).parse_args(argv)
     try:
         return args.handler(args) or 0

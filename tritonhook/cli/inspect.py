@@ -25,22 +25,43 @@ def add_ls(sub) -> None:
     parser.add_argument("--event", choices=("compile", "cache_hit", "loaded"), help="only fresh compiles, cache hits, or kernels captured late at a launch (sweep record)")
     count = parser.add_mutually_exclusive_group()
     count.add_argument("-n", "--limit", type=int, default=LS_DEFAULT_LIMIT, metavar="N",
-                       help=f"show the newest N captures (default {LS_DEFAULT_LIMIT})")
+                       help=f"show N captures: the newest, or those next to --after/--before (default "
+                            f"{LS_DEFAULT_LIMIT})")
     count.add_argument("--all", dest="limit", action="store_const", const=None, help="show every capture")
+    page = parser.add_mutually_exclusive_group()
+    page.add_argument("--after", type=int, metavar="ID",
+                      help="the page after capture ID: the N oldest captures above it (keyset paging; stderr names "
+                           "the next page's --after)")
+    page.add_argument("--before", type=int, metavar="ID",
+                      help="the page before capture ID: the N newest captures below it")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=_ls)
 
 
 def _ls(args) -> int:
+    """A table on a terminal (rich), aligned plain text elsewhere (`format.show`); either way only the page shown
+    is read, and the total only when the page is full."""
     positive_count(args.limit, "-n/--limit")
     filters = {"kernel": non_empty(args.kernel, "--kernel", "a regular expression such as '^matmul'"),
                "arch": non_empty(args.arch, "--arch", "a target such as sm_90a"), "event": args.event}
+    for option, value in (("--after", args.after), ("--before", args.before)):
+        if value is not None and value < 0:
+            raise TritonhookError(f"{option} {value}: give a capture id (0 or more)")
+    keys = {"after": args.after, "before": args.before}
     store = open_store(args)
-    captures = store.captures(**filters, limit=args.limit)
+    captures = store.page(**filters, **keys, limit=args.limit)
     full = args.limit is not None and len(captures) == args.limit
-    show(CaptureListing(captures, total=store.count(**filters) if full and not args.json else None,
-                        empty_note=_did_you_mean(store, args.arch)), as_json=args.json)
+    empty_note = "" if captures else _where_note(args) + _did_you_mean(store, args.arch)
+    show(CaptureListing(captures, total=store.page_count(**filters, **keys) if full and not args.json else None,
+                        empty_note=empty_note, **keys), as_json=args.json)
     return 0
+
+
+def _where_note(args) -> str:
+    """" after id 100" / " before id 100" for the empty page of a keyset."""
+    if args.after is not None:
+        return f" after id {args.after}"
+    return "" if args.before is None else f" before id {args.before}"
 
 
 def _did_you_mean(store: Store, arch: str | None) -> str:
