@@ -35,7 +35,8 @@ class AutotuneDecision:
     """What one autotune decision chose, and the autotuner's own benchmark of every config it tried
     (`timings`: [config, [median, p20, p80] ms] from `triton.autotune`, [config, [ms]] from Inductor; None for a
     config that failed to compile or run, or that Inductor skipped). Inductor's decisions have no `key` (one per
-    kernel) and no `bench_s`."""
+    kernel) and no `bench_s`. `hooks` (`triton.autotune` only): what its benchmark times together with each config
+    (`autotuner_hooks`), one reason its pick can differ from the fastest kernel."""
 
     group: int
     kernel: str
@@ -43,11 +44,23 @@ class AutotuneDecision:
     chosen: dict
     timings: list
     bench_s: float | None
+    hooks: dict = dataclasses.field(default_factory=dict)  # what the autotuner runs around each timed config
 
 
 def autotune_config(config) -> dict:
     """A `triton.Config` as plain data (the kwargs `Autotuner.run` passes for it)."""
     return _plain_json(config.all_kwargs())
+
+
+def autotuner_hooks(autotuner) -> dict:
+    """What a `triton.autotune` Autotuner runs inside each timed call besides the kernel (3.6-3.9 `_bench`: the
+    config's and the user's pre-hook, `reset_to_zero` zeroing and `restore_value` clones of the named arguments):
+    {"reset_to_zero": names, "restore_value": names, "pre_hook": a user pre-hook, "config_pre_hooks": how many
+    configs carry one}."""
+    return {"reset_to_zero": [str(n) for n in getattr(autotuner, "reset_to_zero", None) or []],
+            "restore_value": [str(n) for n in getattr(autotuner, "restore_value", None) or []],
+            "pre_hook": bool(getattr(autotuner, "user_defined_pre_hook", False)),
+            "config_pre_hooks": sum(1 for c in getattr(autotuner, "configs", []) if getattr(c, "pre_hook", None))}
 
 
 def _finite_ms(timing) -> list[float | None]:
@@ -255,6 +268,6 @@ class AutotuneTracer:
                 frame["group"], getattr(autotuner.base_fn, "__name__", "?"), [str(part) for part in keys[0]],
                 autotune_config(autotuner.cache[keys[0]]),
                 [[autotune_config(config), _finite_ms(timing)] for config, timing in timings.items()],
-                getattr(autotuner, "bench_time", None)))
+                getattr(autotuner, "bench_time", None), autotuner_hooks(autotuner)))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("autotune recording", exc)

@@ -1,11 +1,16 @@
-"""Autotuned kernels in a sweep: the candidates of one autotune decision replayed per variant, each variant's own
-best config, and the ratio of the winners.
+"""Autotuned kernels in a sweep: the candidates of one autotune decision replayed per variant, the baseline at the
+config the workload ran, each other variant at the config its autotuner would pick, and the autotune regret.
 
 A kernel under `triton.autotune` is compiled once per config and benchmarked; renaming it in production re-runs
-the autotuner under the new name, so the fair comparison is each variant's fastest config against plain's fastest,
-not one fixed config. The recording tags every signature launched while the autotuner benchmarked it with its
-decision (`group`) and config (recording.py); here those signatures become one group, and a group's replayed
-candidates become one `SweepRow`. Pure functions: tested with real captures and given sample arrays on a CPU.
+the autotuner under the new name, so a variant is compared at its own best config (the replay's re-ranking of the
+candidates) against the baseline at the config the workload's autotuner chose, the one the workload really runs: a
+row never answers for a config the workload does not run. Where the replay finds another config faster than the
+workload's (the autotuner's pick at µs scale is a draw: its benchmark times pre-hooks, and is noisy), that is the
+row's autotune regret, measured with its interval and, where the recording can tell, why the autotuner missed it;
+it stays a replay's finding until the workload run with that config pinned confirms it. The recording tags every
+signature launched while the autotuner benchmarked it with its decision (`group`) and config (recording.py); here
+those signatures become one group, and a group's replayed candidates become one `SweepRow`. Pure functions: tested
+with real captures and given sample arrays on a CPU.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ class AutotuneGroup:
     candidates: list[Signature]
     chosen: dict | None
     bench_ms: dict[int, float | None]  # signature id -> the autotuner's median for its config
+    bench_spread: dict[int, list] = dataclasses.field(default_factory=dict)  # ... its [median, p20, p80]
+    hooks: dict = dataclasses.field(default_factory=dict)  # what its benchmark runs besides the kernel
 
     @property
     def workload_winner(self) -> Signature | None:
@@ -67,11 +74,12 @@ def autotune_groups(recording: Recording) -> list[AutotuneGroup]:
     groups = []
     for group, signatures in sorted(members.items()):
         decision = decisions.get(group, {})
-        timed = {json_key(config): (times[0] if times else None) for config, times in decision.get("timings", [])}
-        bench = {s.id: timed.get(json_key(s.autotune["config"])) for s in signatures}
+        timed = {json_key(config): times or [] for config, times in decision.get("timings", [])}
+        spread = {s.id: timed.get(json_key(s.autotune["config"]), []) for s in signatures}
+        bench = {sid: (times[0] if times else None) for sid, times in spread.items()}
         signatures.sort(key=lambda s: (bench[s.id] is None, bench[s.id] or 0.0, s.id))
         groups.append(AutotuneGroup(group, decision.get("kernel") or signatures[0].kernel, signatures,
-                                    decision.get("chosen"), bench))
+                                    decision.get("chosen"), bench, spread, decision.get("hooks") or {}))
     return groups
 
 
@@ -84,15 +92,16 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
                   min_effect: float = DEFAULT_MIN_EFFECT) -> SweepRow:
     """Fill the group's `row` from its replayed candidates.
 
-    Each variant runs at its own config only where that config is truly faster for it: a variant's fastest
-    candidate (lowest median, `samples[signature][label]`: per-round medians; a variant not timed because its SASS
-    equals another's takes that one's samples) replaces the reference config (the workload's own, else the
-    baseline's fastest) only when it beats the variant at the reference config beyond noise. Two identical builds
-    picked different winners of a 3 µs kernel within noise, and the ratio of the two winners read "faster 0.958"
-    in an A/A: a winner flip within noise is no verdict. Where all variants keep one config, the verdict is that
-    candidate's own interleaved comparison; where a variant's config truly changes (`flip`), its best against the
-    baseline's best (`ratio_interval` of the two candidates' rounds), and beside it the comparison at the
-    reference config (`same_config`)."""
+    The baseline runs at the config the workload ran (`workload_winner`), never at a replay's pick: the row's
+    times, verdict, fidelity and estimate are of what the workload runs. Each other variant runs at the config its
+    own autotuner would pick (its fastest candidate, `samples[signature][label]`: per-round medians; a variant not
+    timed because its SASS equals another's takes that one's samples), but only where that config beats the
+    variant at the workload's config beyond noise: two identical builds picked different winners of a 3 µs kernel
+    within noise, and the ratio of the two winners read "faster 0.958" in an A/A. Where a variant keeps the
+    workload's config, the verdict is that candidate's own interleaved comparison; where its config changes
+    (`flip`), its best against the baseline (`ratio_interval` of the two candidates' rounds), and beside it the
+    comparison at the workload's config (`same_config`). `regret`: the baseline's fastest config against the
+    workload's (`autotune_regret`)."""
     by_id = {c.signature: c for c in candidates}
     resolved = {c.signature: _resolved(c, samples.get(c.signature, {})) for c in candidates if c.status == "ok"}
     # a variant no candidate timed (its build failed at every config) keeps its verdict; the others are compared
@@ -101,17 +110,18 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
     timed = {sid: own for sid, own in resolved.items() if all(own.get(label) for label in timed_labels)}
     row.autotune = {"group": group.group, "configs": len(group.candidates),
                     "replayed": [c.signature for c in candidates], "workload": config_text(group.chosen),
-                    "winners": {}, "winner_signatures": {}, "changed": False, "flips": {}, "same_config": {}}
-    if not timed:
-        failed = next((c.status for c in candidates if c.status != "ok"), "no candidate was timed")
-        row.status = f"no candidate replayed: {failed}"
-        return row
+                    "winners": {}, "winner_signatures": {}, "changed": False, "flips": {}, "same_config": {},
+                    "regret": None}
     winner = group.workload_winner
-    reference = winner.id if winner is not None and winner.id in timed else \
-        min(timed, key=lambda sid: (median(timed[sid][labels[0]]), sid))
-    chosen = {label: _config_for(label, timed, reference, min_effect) for label in timed_labels}
-    base_id = chosen[labels[0]]
-    base = timed[base_id][labels[0]]
+    if winner is None or winner.id not in timed:
+        failed = by_id[winner.id].status if winner is not None and winner.id in by_id else "not replayed"
+        row.status = (f"the workload's config ({config_text(group.chosen)}) was not timed: "
+                      f"{failed if failed != 'ok' else 'a variant failed at it'}")
+        return row
+    reference = winner.id
+    chosen = {label: reference if label == labels[0] else _config_for(label, timed, reference, min_effect)
+              for label in timed_labels}
+    base = timed[reference][labels[0]]
     for label in labels:
         if label in untimed:
             failed = _timing_of(by_id[reference], label)
@@ -123,7 +133,7 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
         timing = VariantTiming(label, median(own), facts=candidate_timing.facts, samples=list(own))
         if label == labels[0]:
             pass
-        elif own_id == base_id:  # one config for both: its own interleaved comparison
+        elif own_id == reference:  # one config for both: its own interleaved comparison
             timing.ratio, timing.low, timing.high = candidate_timing.ratio, candidate_timing.low, candidate_timing.high
             timing.verdict = candidate_timing.verdict
         else:
@@ -135,14 +145,76 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
         row.variants.append(timing)
     fastest = {label: min(timed, key=lambda sid: (median(timed[sid][label]), sid)) for label in timed_labels}
     row.autotune["flips"] = {label: {"fastest": _config_of(by_id[sid]), "kept": _config_of(by_id[chosen[label]])}
-                             for label, sid in fastest.items() if sid != chosen[label]}
+                             for label, sid in fastest.items() if sid != chosen[label] and label != labels[0]}
     row.autotune["winners"] = {label: _config_of(by_id[sid]) for label, sid in chosen.items()}
     row.autotune["winner_signatures"] = chosen
     row.autotune["changed"] = len(set(chosen.values())) > 1
+    row.autotune["regret"] = autotune_regret(group, {sid: own[labels[0]] for sid, own in timed.items()}, reference,
+                                             {sid: _config_of(by_id[sid]) for sid in timed}, min_effect)
     worst = min((c for c in candidates if c.status == "ok"),
                 key=lambda c: OUTPUTS_ORDER.index(c.outputs) if c.outputs in OUTPUTS_ORDER else len(OUTPUTS_ORDER))
     row.outputs, row.output_check = worst.outputs, worst.output_check
     return row
+
+
+REGRET_OVERHEAD = 1.5
+"""The autotuner's time for a config over the kernel's replayed time beyond which its ranking is said to be timing
+more than the kernel (its pre-hooks, clones, the launch): below it the two time the same thing, give or take."""
+
+
+def autotune_regret(group: AutotuneGroup, rounds: dict[int, list[float]], workload: int, configs: dict[int, str],
+                    min_effect: float = DEFAULT_MIN_EFFECT) -> dict:
+    """What the workload's autotuner left on the table, as the replay measures it: the baseline's fastest candidate
+    (`rounds`: per-round times of each timed candidate) against the workload's config, ratio and interval (`verdict`
+    "faster": a config truly faster than the one the workload runs), and why the autotuner missed it where the
+    recording can tell (`why`, each a sentence from its own timings: how it ranked that config, whether the two were
+    within its own spread, how much more than the kernel its benchmark timed and which pre-hooks it ran). Not yet the
+    autotuner's: `confirmed` stays None until the workload run with the config pinned says so (then True or False:
+    an unconfirmed regret is a replay bias)."""
+    best = min(rounds, key=lambda sid: (median(rounds[sid]), sid))
+    found = {"config": configs[best], "signature": best, "workload_config": configs[workload], "ratio": 1.0,
+             "low": 1.0, "high": 1.0, "verdict": "none", "why": [], "confirmed": None}
+    if best == workload:
+        return found
+    ratio, low, high = ratio_interval(rounds[workload], rounds[best])
+    found.update(ratio=ratio, low=low, high=high, verdict=verdict(ratio, low, high, min_effect))
+    found["why"] = _why_missed(group, rounds, workload, best)
+    return found
+
+
+def _why_missed(group: AutotuneGroup, rounds: dict[int, list[float]], workload: int, best: int) -> list[str]:
+    """Sentences from the recording's own figures saying why the autotuner picked `workload` over `best`."""
+    why = []
+    ranked = sorted((sid for sid, ms in group.bench_ms.items() if ms is not None), key=lambda sid: group.bench_ms[sid])
+    theirs, ours = group.bench_ms.get(best), group.bench_ms.get(workload)
+    if theirs is None:
+        why.append("the autotuner has no timing of that config (it failed or was pruned there)")
+    elif ours:
+        why.append(f"the autotuner timed it {theirs / ours:.3f}x its pick (ranked {ranked.index(best) + 1} of "
+                   f"{len(ranked)})")
+    spread_best, spread_workload = group.bench_spread.get(best) or [], group.bench_spread.get(workload) or []
+    if len(spread_best) == 3 and len(spread_workload) == 3 and None not in spread_best + spread_workload:
+        if spread_best[1] <= spread_workload[2] and spread_workload[1] <= spread_best[2]:
+            why.append("the two are within the autotuner's own spread (their p20-p80 ranges overlap): a draw")
+    if ours and (kernel := median(rounds[workload])) and ours / kernel > REGRET_OVERHEAD:
+        ran = _hooks_text(group.hooks)
+        what = f": it times {ran} with each config" if ran else ""
+        why.append(f"its benchmark timed {ours / kernel:.1f}x the kernel's replayed time{what}")
+    return why
+
+
+def _hooks_text(hooks: dict) -> str:
+    """"zeroing c and cloning and restoring a": what an autotuner's benchmark runs besides the kernel, in words."""
+    ran = []
+    if hooks.get("reset_to_zero"):
+        ran.append(f"zeroing {', '.join(hooks['reset_to_zero'])}")
+    if hooks.get("restore_value"):
+        ran.append(f"cloning and restoring {', '.join(hooks['restore_value'])}")
+    if hooks.get("pre_hook"):
+        ran.append("a user pre-hook")
+    if hooks.get("config_pre_hooks"):
+        ran.append(f"{hooks['config_pre_hooks']} configs' pre-hooks")
+    return " and ".join(ran)
 
 
 def _config_for(label: str, timed: dict[int, dict[str, list[float]]], reference: int, min_effect: float) -> int:

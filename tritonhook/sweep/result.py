@@ -323,7 +323,20 @@ class SweepResult:
             if same.get("ratio") is not None:
                 text += (f"; {label} at {same['config']} (the same config as the baseline): {same['ratio']:.3f} "
                          f"[{same['low']:.3f}, {same['high']:.3f}] {same['verdict']}")
-        return text
+        return text + self._regret_text(tune.get("regret"))
+
+    @staticmethod
+    def _regret_text(regret: dict | None) -> str:
+        """The autotune regret in words: where the replay found a config faster than the workload's, how much, why
+        the autotuner missed it, and whether the workload confirmed it (only then is it the autotuner's)."""
+        if not regret or regret["verdict"] != "faster":
+            return ""
+        standing = {None: "measured in the replay, not confirmed inside the workload (a replay bias until it is)",
+                    True: "confirmed inside the workload with the config pinned",
+                    False: "NOT confirmed inside the workload: a replay bias"}[regret.get("confirmed")]
+        why = f"; why: {'; '.join(regret['why'])}" if regret.get("why") else ""
+        return (f"; autotune regret: {regret['config']} runs {regret['ratio']:.3f} [{regret['low']:.3f}, "
+                f"{regret['high']:.3f}] of the workload's config, {standing}{why}")
 
     def _cells(self, row: SweepRow, width: int) -> list[str]:
         if row.status != "ok" or not row.variants:  # what went wrong, in the last column
