@@ -313,6 +313,30 @@ def test_the_baseline_stays_at_the_workloads_config_and_a_faster_one_is_the_auto
     assert regret["why"] == ["the autotuner timed it 1.500x its pick (ranked 3 of 3)"]
 
 
+def test_a_variant_pinning_a_config_is_timed_at_that_candidate_against_the_workloads_config(candidates):
+    """`plain+config:BLOCK=256` builds plain's SASS at every candidate (not timed again: plain's rounds stand for
+    it) and runs at the BLOCK 256 candidate: its ratio is that config against the workload's BLOCK 512, which is
+    what pinning it in the workload would change. A config no candidate has is named, not guessed."""
+    _, recording = candidates
+    group = autotune_groups(recording)[0]
+    pinned, absent = "plain+config:BLOCK=256", "plain+config:BLOCK=64"
+    centers = {256: 0.015, 512: 0.020, 1024: 0.025}
+    rows, samples = [], {}
+    for signature in group.candidates:
+        own = {"plain": _noisy(centers[signature.autotune["config"]["BLOCK"]], signature.id)}
+        facts = {"plain": {}, pinned: {"same_text_as": "plain"}, absent: {"same_text_as": "plain"}}
+        row = SweepRow(signature.id, signature.kernel, signature.label(), 0.0, signature.launches, None, "snapshot",
+                       "ok", "bitwise", autotune={"group": 0, "config": config_text(signature.autotune["config"])})
+        rows.append(analyze_row(row, own, facts, {pinned: "plain", absent: "plain"}))
+        samples[signature.id] = own
+    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
+                        samples, ["plain", pinned, absent])
+    assert row.autotune["winner_signatures"] == {"plain": 1, pinned: 0}
+    timing = row.variants[1]
+    assert timing.verdict == "faster" and timing.ratio == pytest.approx(0.75, rel=0.01)
+    assert row.variants[2].verdict == "config not replayed" and row.variants[2].median_ms is None
+
+
 def test_why_the_autotuner_missed_is_read_from_its_spread_and_its_pre_hooks(candidates):
     """An autotuner whose benchmark zeroes and restores buffers with every config: its times are 3x the kernel's,
     its p20-p80 ranges overlap; each is said, from the recording's figures."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,7 +24,7 @@ import tritonhook
 from tritonhook import cli, config, tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
-from tritonhook.measure.variants import build_options, parse_variants
+from tritonhook.measure.variants import Variant, build_options, config_matches, config_of_label, parse_variants
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep.replay import failed_builds_warning
@@ -99,11 +101,38 @@ def test_an_exact_version_wins_over_a_newer_one_with_that_prefix():
     ("plain,opt:-O7", "--opt-level takes 0|1|2|3"),
     ("plain,opt:--fmad=maybe", "--fmad takes true|false"),
     ("plain,acf:/nonexistent/x.acf", "acf:/nonexistent/x.acf: cannot read the control file"),
+    ("plain,plain+config:", "give 1 to 32 NAME=VALUE items"),
+    ("plain,plain+config:BLOCK", "'BLOCK' is not NAME=VALUE"),
+    ("plain,plain+config:BLOCK=1,BLOCK=2", "BLOCK given twice"),
+    ("plain,plain+config:A=1+config:B=2", "at most one config: part"),
 ])
 def test_a_bad_spec_is_one_line_naming_what_is_wrong(spec, message):
     with pytest.raises(TritonhookError) as info:
         parse_variants(spec)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_config_part_keeps_its_commas_and_names_values_as_data():
+    """`config:` holds NAME=VALUE items separated by commas, which would otherwise separate variants: a piece with
+    `=` continues the config before it. Values are numbers, booleans or bare words, never evaluated."""
+    plain, pinned, renamed = parse_variants("plain,plain+config:BLOCK_SIZE_K=128,SPLIT_K=4,num_warps=4,"
+                                            "kind=__import__('os'),cutlass_+opt:-O2")
+    assert pinned.label == "plain+config:BLOCK_SIZE_K=128,SPLIT_K=4,num_warps=4,kind=__import__('os')"
+    assert pinned.config == (("BLOCK_SIZE_K", 128), ("SPLIT_K", 4), ("num_warps", 4), ("kind", "__import__('os')"))
+    assert pinned.rename is None and not pinned.assembles and renamed.label == "cutlass_+opt:-O2"
+    assert config_of_label(pinned.label + "#2") == dict(pinned.config)
+    assert config_of_label("cutlass_+opt:-O2") is None
+    assert config_matches({"SPLIT_K": 4}, {"BLOCK_SIZE_K": 128, "SPLIT_K": 4})
+    assert not config_matches({"SPLIT_K": 4, "num_stages": 3}, {"SPLIT_K": 4})
+    assert Variant.from_json(pinned.to_json()).config == pinned.config
+
+
+@pytest.mark.parametrize("command", [["diff", "a.ptx", "b.ptx", "--variants", "plain,plain+config:BLOCK=64"],
+                                     ["ptxas-matrix", "a.ptx", "--options", "config:BLOCK=64"]])
+def test_commands_that_build_one_kernel_refuse_a_config_in_one_line(command):
+    result = subprocess.run([sys.executable, "-m", "tritonhook", *command], capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+    assert "config" in result.stderr, result.stderr
 
 
 def test_one_control_file_per_variant(acf):

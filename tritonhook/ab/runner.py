@@ -18,7 +18,7 @@ from ..errors import TritonhookError
 from ..measure.outputs import compare_outputs
 from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.timing import bench_interleaved
-from ..measure.variants import PLAIN, Variant, parse_variants
+from ..measure.variants import PLAIN, Variant, parse_variants, refuse_configs
 from ..rename import DEFAULT_PREFIX, Selector
 from .protocol import child_env as protocol_env, collect, output_file, read_records
 from .result import ABReport, analyze
@@ -60,6 +60,7 @@ def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, DEFAULT_PREFI
     if ptx_capture.active_session() is not None:
         raise TritonhookError("ab.compare() enables each variant itself: call tritonhook.disable() first")
     parsed = parse_variants(variants)
+    refuse_configs(parsed, "ab.compare()")
     if assembling := [v.label for v in parsed if v.assembles]:
         raise TritonhookError(f"ab.compare(): variant {assembling[0]} names a ptxas, ptxas options or a control file, "
                               f"which Triton fixes for a process when it first compiles: time it with `tritonhook "

@@ -9,6 +9,7 @@ import sys
 from .. import ab
 from ..config import DEFAULT_MIN_EFFECT
 from ..format import show
+from ..measure.variants import refuse_configs
 from ..preflight import named_gpu
 from ..rename import compile_select
 from .common import command_after_dashes, open_store, store_arg
@@ -40,6 +41,7 @@ def _ab(args) -> int:
     command = command_after_dashes(args.command, "ab")
     named_gpu()
     variants = ab.parse_variants(args.variants)
+    refuse_configs(variants, "tritonhook ab")
     if args.select is not None:
         compile_select(args.select)
     store = open_store(args, create=True)

@@ -75,7 +75,8 @@ def add_diff(sub) -> None:
 
 def _diff(args) -> int:
     from .. import diff
-    from ..measure.variants import parse_variants
+    from ..measure.variants import parse_variants, refuse_configs
+    refuse_configs(variants, "tritonhook diff")
 
     variants = parse_variants(args.variants) if args.variants else [None, None]
     if len(variants) != 2:

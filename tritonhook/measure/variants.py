@@ -3,9 +3,12 @@ with, the ptxas binary, ptxas codegen options and a control file (docs/variants.
 
 One grammar for every command, so "cutlass_@13.4+opt:-O2" means the same thing to each: comma-separated variants,
 each `+`-joined parts: a name (`plain`, `strip` or a prefix) with an optional `@VERSION` or `@/path/to/ptxas`,
-then `opt:OPTION` parts (one ptxas option each, `tools.CODEGEN_OPTIONS`) and at most one `acf:FILE`. Everything a
-spec names is checked here, before any compile: the prefix, the ptxas (resolved through `tools.find_ptxas`), the
-options, the control file (read now and kept with its sha256) and whether that ptxas can read it.
+then `opt:OPTION` parts (one ptxas option each, `tools.CODEGEN_OPTIONS`), at most one `acf:FILE` and at most one
+`config:NAME=VALUE,...` (an autotuned kernel's config: the sweep times the variant at the candidate with those
+values, and a decision can pin it; its commas stay inside the part, since a variant never holds a `=` outside
+one). Everything a spec names is checked here, before any compile: the prefix, the ptxas (resolved through
+`tools.find_ptxas`), the options, the control file (read now and kept with its sha256) and whether that ptxas can
+read it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from ..tools import ControlFile
 
 PLAIN = "plain"
 STRIP_LABEL = "strip"
-_PART = re.compile(r"\+(?=opt:|acf:)")  # a path after @ may hold '+'; a part starts with opt: or acf:
+_PART = re.compile(r"\+(?=opt:|acf:|config:)")  # a path after @ may hold '+'; a part starts with its kind
+_CONFIG_ITEM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^,=]*?)\s*")
+MAX_CONFIG_ITEMS = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +36,7 @@ class Variant:
     ptxas: str | None = None  # None: the ptxas the frontend (or the capture) used
     options: tuple[str, ...] = ()  # canonical ptxas codegen options (`tools.ptxas_option`)
     controls: ControlFile | None = None
+    config: tuple[tuple[str, object], ...] = ()  # an autotune config's values (`config:` part), in spec order
 
     def describe(self) -> str:
         parts = ["no rename" if self.rename is None else rename_description(self.rename)]
@@ -39,6 +45,8 @@ class Variant:
         parts += self.options
         if self.controls:
             parts.append(f"controls {self.controls.path} (sha256 {self.controls.sha256[:12]})")
+        if self.config:
+            parts.append(f"autotune config {config_text(self.config)}")
         return ", ".join(parts)
 
     @property
@@ -63,7 +71,8 @@ class Variant:
         name = re.split(r"[@+#]", data["label"], maxsplit=1)[0] or PLAIN
         controls = data.get("controls")
         return cls(data["label"], parse_variant(name).rename, data.get("ptxas"), tuple(data.get("options") or ()),
-                   None if controls is None else ControlFile(controls["path"], controls["sha256"], b""))
+                   None if controls is None else ControlFile(controls["path"], controls["sha256"], b""),
+                   tuple((data.get("config") or {}).items()))
 
     def to_json(self) -> dict:
         """What made the variant, as a result records it."""
@@ -71,14 +80,15 @@ class Variant:
                 "ptxas": self.ptxas, "ptxas_version": tools.ptxas_version(self.ptxas) if self.ptxas else None,
                 "options": list(self.options),
                 "controls": None if self.controls is None else {"path": self.controls.path,
-                                                               "sha256": self.controls.sha256}}
+                                                               "sha256": self.controls.sha256},
+                "config": dict(self.config) or None}
 
 
 def parse_variants(spec: str | Sequence[str]) -> list[Variant]:
     """"plain,cutlass_@13.4+opt:-O2" -> variants (the grammar: the module docstring). `plain`: no rename;
     `strip`: remove `cutlass`; anything else: a prefix. A repeated variant (an A/A run) gets `#2`, `#3` so the two
     arms stay apart."""
-    texts = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec)]
+    texts = _variant_texts(spec.split(",")) if isinstance(spec, str) else [n.strip() for n in spec]
     if len(texts) < 2 or not all(texts):
         raise TritonhookError(f"variants {spec!r}: give at least two, e.g. plain,cutlass_ (or plain,plain for A/A)")
     variants, seen = [], {}
@@ -91,17 +101,76 @@ def parse_variants(spec: str | Sequence[str]) -> list[Variant]:
     return variants
 
 
+def _variant_texts(pieces: list[str]) -> list[str]:
+    """The comma-separated pieces of a spec as variants: a `NAME=VALUE` piece continues the `config:` part of the
+    variant before it (a variant never holds `=` outside one)."""
+    texts: list[str] = []
+    for piece in pieces:
+        if texts and "+config:" in texts[-1] and _CONFIG_ITEM.fullmatch(piece):
+            texts[-1] += "," + piece.strip()
+        else:
+            texts.append(piece.strip())
+    return texts
+
+
+def parse_config(text: str, *, what: str) -> tuple[tuple[str, object], ...]:
+    """"BLOCK_K=128,SPLIT_K=4,num_warps=4" -> (("BLOCK_K", 128), ("SPLIT_K", 4), ("num_warps", 4)): whole numbers,
+    decimals, True/False, None or bare words (an input precision such as ieee); data, never code."""
+    items = text.split(",")
+    if not text.strip() or len(items) > MAX_CONFIG_ITEMS:
+        raise TritonhookError(f"{what}: give 1 to {MAX_CONFIG_ITEMS} NAME=VALUE items, e.g. config:BLOCK_K=128,"
+                              f"num_warps=4")
+    parsed = {}
+    for item in items:
+        match = _CONFIG_ITEM.fullmatch(item)
+        if match is None:
+            raise TritonhookError(f"{what}: {item.strip()!r} is not NAME=VALUE")
+        name, value = match.groups()
+        if name in parsed:
+            raise TritonhookError(f"{what}: {name} given twice")
+        parsed[name] = _config_value(value)
+    return tuple(parsed.items())
+
+
+def _config_value(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False, "None": None}.get(text, text)
+
+
+def config_text(config) -> str:
+    """A config (pairs or a dict) as the grammar writes it: `BLOCK_K=128,num_warps=4`."""
+    return ",".join(f"{name}={value}" for name, value in (config.items() if isinstance(config, dict) else config))
+
+
+def config_matches(wanted, config: dict) -> bool:
+    """Whether an autotune `config` (as recorded: plain values) has every value `wanted` names."""
+    return all(name in config and str(config[name]) == str(value)
+               for name, value in (wanted.items() if isinstance(wanted, dict) else wanted))
+
+
+def config_of_label(label: str) -> dict | None:
+    """The config a variant's label pins (a saved result keeps labels), None when it pins none."""
+    _, found, rest = label.partition("+config:")
+    if not found:
+        return None
+    return dict(parse_config(re.split(r"\+(?=opt:|acf:)|#", rest, maxsplit=1)[0], what=f"variant {label!r}"))
+
+
 def parse_variant(text: str) -> Variant:
     """One variant spec (no commas) -> a Variant whose label is the spec normalised: the name (`plain` when only
     `@`, `opt:` or `acf:` parts are given), `@` and the full version of the ptxas, the options in their canonical
     spelling, the control file as given."""
     pieces = _PART.split(text.strip())
-    head, parts = ("", pieces) if pieces[0].startswith(("opt:", "acf:")) else (pieces[0], pieces[1:])
+    head, parts = ("", pieces) if pieces[0].startswith(("opt:", "acf:", "config:")) else (pieces[0], pieces[1:])
     name, at, where = head.partition("@")
     name = name.strip() or PLAIN
     if "+" in name:
         raise TritonhookError(f"variant {text!r}: {name.split('+', 1)[1]!r} is not a part: after '+' give "
-                              f"opt:OPTION or acf:FILE")
+                              f"opt:OPTION, acf:FILE or config:NAME=VALUE,...")
     if name == PLAIN:
         rename = None
     elif name == STRIP_LABEL:
@@ -113,11 +182,15 @@ def parse_variant(text: str) -> Variant:
             raise TritonhookError(f"variant {text!r}: {exc}") from None
         rename = name
     ptxas = resolve_ptxas(where.strip(), f"variant {text!r}") if at else None
-    options, controls = [], None
+    options, controls, config = [], None, None
     for part in parts:
         kind, _, value = part.partition(":")
         if kind == "opt":
             options.append(tools.ptxas_option(value))
+        elif kind == "config":
+            if config is not None:
+                raise TritonhookError(f"variant {text!r}: at most one config: part")
+            config = parse_config(value, what=f"variant {text!r}")
         elif controls is not None:
             raise TritonhookError(f"variant {text!r}: at most one acf: part")
         else:
@@ -126,7 +199,17 @@ def parse_variant(text: str) -> Variant:
         raise TritonhookError(f"variant {text!r}: {refusal}")
     label = name + (f"@{tools.ptxas_version(ptxas)}" if ptxas else "") + "".join(f"+opt:{o}" for o in options)
     label += f"+acf:{controls.path}" if controls else ""
-    return Variant(label, rename, ptxas, tuple(options), controls)
+    label += f"+config:{config_text(config)}" if config else ""
+    return Variant(label, rename, ptxas, tuple(options), controls, config or ())
+
+
+def refuse_configs(variants: Sequence[Variant], command: str) -> None:
+    """A `config:` part means something only where autotune candidates are replayed (`sweep`, `replay`, `tune`'s
+    arms): every other command refuses it in one line rather than ignore it."""
+    for variant in variants:
+        if variant is not None and variant.config:
+            raise TritonhookError(f"variant {variant.label!r}: a config: part applies to autotuned kernels in "
+                                  f"`tritonhook sweep` / `replay`; {command} builds one kernel as it is")
 
 
 def resolve_ptxas(where: str, what: str) -> str:
@@ -160,7 +243,7 @@ def build_options(spec: str, command: str) -> tuple[tuple[str, ...], ControlFile
     """(options, control file) of a spec of `opt:` and `acf:` parts alone, for a command that picks the names
     and ptxas itself (`ptxas-matrix --options`)."""
     variant = parse_variant(spec)
-    if variant.rename is not None or variant.ptxas is not None:
+    if variant.rename is not None or variant.ptxas is not None or variant.config:
         raise TritonhookError(f"{command} {spec!r}: give only opt: and acf: parts (e.g. opt:-O2+acf:FILE.acf); "
                               f"this command picks the kernel names and ptxas itself")
     return variant.options, variant.controls

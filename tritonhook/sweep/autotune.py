@@ -19,6 +19,7 @@ import dataclasses
 
 from ..measure.outputs import BITWISE, CLOSE, DIFFER, NO_OUTPUT, WITHIN_SPREAD
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from ..measure.variants import config_matches, config_of_label
 from .recording import Recording, Signature
 from .result import SweepRow, VariantTiming
 from .variants import IDENTICAL
@@ -119,13 +120,20 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
                       f"{failed if failed != 'ok' else 'a variant failed at it'}")
         return row
     reference = winner.id
-    chosen = {label: reference if label == labels[0] else _config_for(label, timed, reference, min_effect)
+    chosen = {label: _pinned(label, group, timed) if config_of_label(label) else
+              reference if label == labels[0] else _config_for(label, timed, reference, min_effect)
               for label in timed_labels}
-    base = timed[reference][labels[0]]
+    if chosen[labels[0]] is None:
+        row.status = f"{labels[0]}: no replayed config has {config_text(config_of_label(labels[0]))}"
+        return row
+    base = timed[chosen[labels[0]]][labels[0]]
     for label in labels:
         if label in untimed:
             failed = _timing_of(by_id[reference], label)
             row.variants.append(VariantTiming(label, None, verdict=failed.verdict, facts=failed.facts))
+            continue
+        if chosen[label] is None:
+            row.variants.append(VariantTiming(label, None, verdict="config not replayed"))
             continue
         own_id = chosen[label]
         own = timed[own_id][label]
@@ -133,7 +141,7 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
         timing = VariantTiming(label, median(own), facts=candidate_timing.facts, samples=list(own))
         if label == labels[0]:
             pass
-        elif own_id == reference:  # one config for both: its own interleaved comparison
+        elif own_id == chosen[labels[0]]:  # one config for both: its own interleaved comparison
             timing.ratio, timing.low, timing.high = candidate_timing.ratio, candidate_timing.low, candidate_timing.high
             timing.verdict = candidate_timing.verdict
         else:
@@ -143,9 +151,11 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
             row.autotune["same_config"][label] = {"config": _config_of(by_id[reference]), "ratio": same.ratio,
                                                   "low": same.low, "high": same.high, "verdict": same.verdict}
         row.variants.append(timing)
-    fastest = {label: min(timed, key=lambda sid: (median(timed[sid][label]), sid)) for label in timed_labels}
+    chosen = {label: sid for label, sid in chosen.items() if sid is not None}
+    fastest = {label: min(timed, key=lambda sid: (median(timed[sid][label]), sid)) for label in chosen}
     row.autotune["flips"] = {label: {"fastest": _config_of(by_id[sid]), "kept": _config_of(by_id[chosen[label]])}
-                             for label, sid in fastest.items() if sid != chosen[label] and label != labels[0]}
+                             for label, sid in fastest.items()
+                             if sid != chosen[label] and label != labels[0] and not config_of_label(label)}
     row.autotune["winners"] = {label: _config_of(by_id[sid]) for label, sid in chosen.items()}
     row.autotune["winner_signatures"] = chosen
     row.autotune["changed"] = len(set(chosen.values())) > 1
@@ -215,6 +225,13 @@ def _hooks_text(hooks: dict) -> str:
     if hooks.get("config_pre_hooks"):
         ran.append(f"{hooks['config_pre_hooks']} configs' pre-hooks")
     return " and ".join(ran)
+
+
+def _pinned(label: str, group: AutotuneGroup, timed: dict[int, dict[str, list[float]]]) -> int | None:
+    """The timed candidate whose config has the values `label`'s `config:` part names (None: not replayed)."""
+    wanted = config_of_label(label)
+    return next((s.id for s in group.candidates if s.id in timed and config_matches(wanted, s.autotune["config"])),
+                None)
 
 
 def _config_for(label: str, timed: dict[int, dict[str, list[float]]], reference: int, min_effect: float) -> int:
