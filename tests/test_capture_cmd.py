@@ -49,7 +49,7 @@ def test_a_python_child_without_the_hook_is_still_captured_through_triton_ptxas_
     [c] = Store(store_path, create=False).captures()
     assert (c.entry, c.arch) == ("add_kernel", "sm_90a")
     assert "--gpu-name=sm_90a" in c.metadata["argv"] and c.metadata["exit_code"] == 0  # Triton's ptxas call
-    assert "--wheel-ptxas" not in result.stderr  # something was captured: no hint
+    assert "--wheel-ptxas" not in result.stderr and summary["hints"] == []  # something was captured, no cuTile
 
 
 @pytest.mark.skipif(importlib.util.find_spec("cutlass") is None,
@@ -137,13 +137,30 @@ def test_a_killed_wheel_ptxas_capture_is_reported_and_the_next_capture_restores_
     assert not list(ptxas.parent.glob("ptxas.tritonhook-*"))
 
 
+CUTILE_HINT = "tritonhook: the command imported cuda.tile and no cuTile kernel was captured; for cuTile kernels add " \
+              "--wheel-ptxas (cuTile's tileiras runs {}, which only --wheel-ptxas records)"
+
+
 @needs_cutile
 def test_a_cutile_capture_without_wheel_ptxas_captures_nothing_and_says_which_flag(store_path, tmp_path):
     result, summary = capture(store_path, sys.executable, TESTS / "tile_scale.py", "--out", tmp_path / "out", "sm_90")
     assert result.returncode == 0 and summary["captures"] == [] and (tmp_path / "out" / "sm_90.cubin").exists()
     [hint] = [line for line in result.stderr.splitlines() if "--wheel-ptxas" in line]
-    assert hint.startswith("tritonhook: nothing captured; for cuTile kernels add --wheel-ptxas")
-    assert str(_tileiras_ptxas().resolve()) in hint
+    assert hint == CUTILE_HINT.format(_tileiras_ptxas().resolve()) and summary["hints"] == [hint]
+
+
+@needs_cutile
+def test_a_program_of_triton_and_cutile_kernels_is_told_its_cutile_kernels_were_missed(store_path, tmp_path):
+    """Its Triton kernels are captured; its cuTile kernels, compiled by a ptxas only --wheel-ptxas wraps, are not,
+    and the hint says so though captures were written."""
+    both = (f"import runpy, sys; from tritonhook.samples import compile_sample; compile_sample('add', 90); "
+            f"sys.argv = ['tile_scale.py', '--out', {str(tmp_path / 'out')!r}, 'sm_90']; "
+            f"runpy.run_path({str(TESTS / 'tile_scale.py')!r}, run_name='__main__')")
+    result, summary = capture(store_path, sys.executable, "-c", both)
+    assert result.returncode == 0 and summary["by_frontend"] == {"triton": 1, "ptxas": 1}, result.stderr
+    assert (tmp_path / "out" / "sm_90.cubin").exists()  # cuTile compiled it
+    assert summary["hints"] == [CUTILE_HINT.format(_tileiras_ptxas().resolve())]
+    assert summary["hints"][0] in result.stderr.splitlines()
 
 
 @needs_cutile

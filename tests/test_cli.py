@@ -20,6 +20,7 @@ from tritonhook.samples import add_kernel
 from tritonhook.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
 DEMO = REPO / "examples" / "capture_demo.py"
 
 
@@ -130,6 +131,71 @@ def test_a_command_that_cannot_run_is_one_line_naming_it(store_path, tmp_path, c
         (f" (chmod +x it, or run it as: python {path})" if target == "script" else ", not a program")
 
 
+# ----- every command that writes a file the user names ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def recorded_store(tmp_path_factory) -> tuple[Path, int]:
+    """A store of real captures (1 and 2) and a recording of them (tests/sample_recording.py): what the commands
+    that write files read."""
+    pytest.importorskip("torch")
+    from sample_recording import sample_recording
+
+    store, recording = sample_recording(tmp_path_factory.mktemp("writes") / "store", 2)
+    return store.path, recording.id
+
+
+WRITERS = {
+    "decisions export": (lambda s, r, out: ["decisions", "export", "--store", s, out], "decisions file"),
+    "export-trace": (lambda s, r, out: ["export-trace", "--store", s, "-o", out], "Chrome trace"),
+    "export-tritonparse": (lambda s, r, out: ["export-tritonparse", "--store", s, "-o", out], "TritonParse NDJSON"),
+    "report": (lambda s, r, out: ["report", "--store", s, "--no-sass", "-o", out], "report"),
+    "rename": (lambda s, r, out: ["rename", DATA / "ffma_loop.ptx", "-o", out], "renamed PTX"),
+    "memwatch --out": (lambda s, r, out: ["memwatch", "--out", out, "--", sys.executable, "-c", "pass"],
+                       "memwatch result"),
+    "memwatch --plot": (lambda s, r, out: ["memwatch", "--plot", out, "--", sys.executable, "-c", "pass"], "plot"),
+    "check --save-baseline": (lambda s, r, out: ["check", "--store", s, "--current", r, "--save-baseline", out],
+                              "baseline file"),
+    "check --junit": (lambda s, r, out: ["check", "--store", s, "--current", r, "--baseline", r, "--junit", out],
+                      "JUnit XML"),
+    "export": (lambda s, r, out: ["export", "--store", s, "1", out], None),
+    "demo": (lambda s, r, out: ["demo", "--out", out, "--samples", "add", "--no-attention"], None),
+}
+"""Every command that writes where the user says: its arguments (given the store, a recording id and the path) and
+what its file is called in the error line (None: the path is a folder it writes into)."""
+
+
+@pytest.mark.parametrize("where", ["a directory", "under a missing folder", "where writing is refused"])
+@pytest.mark.parametrize("command", WRITERS)
+def test_every_command_that_writes_a_file_says_in_one_line_which_path_it_cannot_write(recorded_store, tmp_path,
+                                                                                      capsys, command, where):
+    """Run as root, permission bits stop nothing: /proc refuses a new file (no such file), /sys refuses it
+    (permission denied). memwatch and check find out before they run their command."""
+    from tritonhook.cli import main
+    from tritonhook.exports import TRITONPARSE_FILE
+
+    arguments, what = WRITERS[command]
+    out = {"a directory": tmp_path / "occupied", "under a missing folder": Path("/proc/tritonhook/out.json"),
+           "where writing is refused": Path("/sys/tritonhook.json")}[where]
+    if where == "a directory":
+        (out / TRITONPARSE_FILE).mkdir(parents=True)  # export-tritonparse writes that file into a folder it is given
+        if what is None:  # a command writing into a folder: a file stands where the folder should be
+            out = tmp_path / "a-file"
+            out.write_text("")
+    store, recording = recorded_store
+    assert main([str(a) for a in arguments(store, recording, out)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"tritonhook: error: {out}") and "Traceback" not in line, line
+    assert what is None or f": cannot write the {what} (" in line, line
+
+
+def test_a_full_disk_is_said_in_the_line(tmp_path):
+    from tritonhook.errors import TritonhookError
+    from tritonhook.files import write_file
+
+    with pytest.raises(TritonhookError) as raised:
+        write_file("/dev/full", "x" * 4096, "report")
+    assert str(raised.value) == "/dev/full: cannot write the report (No space left on device)"
+
+
 KERNEL_SCRIPT = """
 import triton
 import triton.language as tl
@@ -230,16 +296,32 @@ def test_a_recording_that_cannot_start_inside_a_workload_never_breaks_it(python_
         "the workload itself was not affected"), line
 
 
+@pytest.fixture(scope="module")
+def python_without_triton(tmp_path_factory) -> Path:
+    return python_without(tmp_path_factory.mktemp("venv") / "no-triton", "triton")
+
+
 @pytest.mark.parametrize("out", [[], ["--out", "elsewhere/demo"]])
-def test_demo_without_triton_is_one_line_naming_the_install_and_creates_nothing(tmp_path, out):
-    python = python_without(tmp_path / "no-triton", "triton")
+def test_demo_without_triton_is_one_line_naming_the_install_and_creates_nothing(python_without_triton, tmp_path, out):
     work = tmp_path / "work"
     work.mkdir()
-    done = subprocess.run([python, "-m", "tritonhook", "demo", *out], cwd=work, capture_output=True, text=True)
+    done = subprocess.run([python_without_triton, "-m", "tritonhook", "demo", *out], cwd=work, capture_output=True,
+                          text=True)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "tritonhook: error: cannot import triton (No module named 'triton'): install Triton: " \
                           "pip install 'triton>=3.6,<3.10'\n"
     assert list(work.iterdir()) == []
+
+
+def test_run_of_a_python_without_triton_says_so_beside_its_zero_captures(python_without_triton, store_path):
+    """The command's Python cannot import Triton: nothing can be captured, and the summary says why and where."""
+    done = tritonhook("run", "--store", store_path, "--", python_without_triton, "-c", "pass")
+    assert done.stderr.splitlines() == [
+        f"tritonhook: 0 capture(s) written to {store_path}",
+        f"tritonhook: {python_without_triton} cannot import triton, so nothing it ran was captured; install Triton "
+        f"there: {python_without_triton} -m pip install 'triton>=3.6,<3.10'"]
+    with_triton = tritonhook("run", "--store", store_path, "--", sys.executable, "-c", "pass")
+    assert with_triton.stderr.splitlines() == [f"tritonhook: 0 capture(s) written to {store_path}"]  # no hint
 
 
 def test_ls_tells_specializations_apart_and_matches_the_arch_family(capture_session):

@@ -203,3 +203,57 @@ def test_export_tritonparse_takes_capture_ids_or_every_capture_and_names_bad_inp
     assert "no capture with id 999" in capsys.readouterr().err
     assert main(["export-tritonparse", "--store", str(store.path), "--recording", "999", "-o", str(out)]) == 2
     assert "no recording with id 999" in capsys.readouterr().err
+
+
+def test_export_tritonparse_leaves_out_a_capture_whose_blob_is_corrupt_and_exports_the_rest(capture_session,
+                                                                                               tmp_path, capsys):
+    from tritonhook.samples import compile_sample
+
+    for name in ("add", "matmul_fp16"):
+        compile_sample(name, 90)
+    store = capture_session.store
+    broken, kept = capture_session.captures()
+    blob = store.blob_path(broken.artifacts["ptx"].sha256)
+    blob.write_bytes(b"truncated")
+    out = tmp_path / "out.ndjson"
+    assert main(["export-tritonparse", "--store", str(store.path), "-o", str(out)]) == 1
+    warned = capsys.readouterr().err.splitlines()
+    assert warned[0] == (f"not exported: capture {broken.id} (add_kernel, sm_90a): {blob} (capture {broken.id} ptx): "
+                         f"blob is corrupt (its sha256 does not match its name)")
+    events = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [e["payload"]["tritonhook"]["capture"] for e in events] == [kept.id]
+
+
+LONG_NAME = "k" * 245
+"""A kernel name Triton compiles (its cache names are cut at 150 characters) and no file system takes as a file
+name with a suffix (255 bytes)."""
+
+
+def test_export_of_a_kernel_with_a_245_character_name_writes_every_artifact(store_path, tmp_path):
+    import importlib.util
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    import tritonhook
+    from tritonhook.exports import export_capture
+    from tritonhook.files import NAME_LIMIT, file_name
+
+    source = tmp_path / "long_kernel.py"
+    source.write_text(f"import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef {LONG_NAME}(x_ptr):\n"
+                      f"    tl.store(x_ptr, 1)\n")
+    spec = importlib.util.spec_from_file_location("long_kernel", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with tritonhook.session(store_path) as session:
+        triton.compile(ASTSource(getattr(module, LONG_NAME), {"x_ptr": "*i32"}, {}), target=GPUTarget("cuda", 90, 32))
+    (capture,) = session.captures()
+    assert capture.entry == LONG_NAME
+    out = tmp_path / "out"
+    assert export_capture(session.store, capture, out) == len(capture.artifacts)
+    stem = file_name(LONG_NAME)
+    assert len(stem) == NAME_LIMIT and stem.startswith("k" * 100) and stem != file_name(LONG_NAME + "k")
+    assert {p.name for p in out.iterdir()} == {f"{stem}.{what}" for what in [*capture.artifacts, "capture.json"]}
+    assert (out / f"{stem}.ptx").read_bytes() == session.store.read(capture, "ptx")
+    assert json.loads((out / f"{stem}.capture.json").read_text())["entry"] == LONG_NAME

@@ -5,7 +5,9 @@ Why: imports inside functions used to hide cycles (`_triton` -> `rename` -> `_tr
 import modules of its own layer or of lower layers, never of a higher one, and the import graph has no cycle.
 
 The order (this table is its only declaration; docs/layout.md describes it):
-  0 foundations   errors, config, format (number formatters, rich building blocks), flops, _nvml_sampler (a script),
+  0 foundations   errors (and warnings at the user's line), config, format (number formatters, rich building blocks),
+                  files (output files: one line when one cannot be written; file names of kernel names), flops,
+                  _nvml_sampler (a script),
                   _imports (running code right after a module's import), processes (who is alive: pid and start)
   1 text & tools  ptx (PTX text), tools (finding and running ptxas / nvdisasm), _native (building and loading
                   tritonhook's C helpers)
@@ -39,7 +41,7 @@ import tritonhook
 
 PACKAGE = Path(tritonhook.__file__).parent
 LAYERS: list[set[str]] = [
-    {"errors", "config", "format", "flops", "_nvml_sampler", "_version", "_imports", "processes"},
+    {"errors", "config", "format", "files", "flops", "_nvml_sampler", "_version", "_imports", "processes"},
     {"ptx", "tools", "_native"},
     {"cubin", "store", "samples"},
     {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper", "tune_space"},

@@ -12,7 +12,7 @@ from tritonhook import cli
 from tritonhook.cubin import Cubin
 from tritonhook._triton import triton_ptxas
 from tritonhook.matrix import ptxas_matrix
-from tritonhook.tools import assemble, find_ptxas, one_per_version
+from tritonhook.tools import assemble, find_ptxas, one_per_version, ptxas_version
 from tritonhook.rename import rename_ptx
 from tritonhook.errors import TritonhookError
 
@@ -117,6 +117,16 @@ def test_renamed_over_plain_ratios_match_the_cubins(tmp_path, capsys):
 def test_a_bad_gpu_name_is_blamed_not_every_ptxas(capsys):
     assert cli.main(["ptxas-matrix", str(DATA / "tcgen05_fp8_loop.ptx"), "--gpu-name", "sm_xx"]) == 2
     assert capsys.readouterr().err == "tritonhook: error: 'sm_xx': not a GPU name like sm_90a or sm_100a\n"
+
+
+def test_a_target_no_ptxas_knows_is_blamed_not_the_ptxas_versions(capsys):
+    """sm_1000 is a GPU name in form, and every ptxas refuses it: the target is wrong, not the ptxas too old."""
+    paths = [triton_ptxas("sm_90a"), triton_ptxas("sm_100a")]
+    ptx = DATA / "ffma_loop.ptx"
+    assert cli.main(["ptxas-matrix", str(ptx), *(f"--ptxas={p}" for p in paths), "--gpu-name", "sm_1000"]) == 2
+    versions = ", ".join(ptxas_version(p) for p in paths)
+    assert capsys.readouterr().err == (f"tritonhook: error: {ptx}: sm_1000 is a target unknown to every ptxas found "
+                                       f"({versions}); give a GPU name such as sm_90a\n")
 
 
 def test_ptx_without_an_entry_is_a_clear_error(tmp_path, capsys):

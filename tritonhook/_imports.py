@@ -5,11 +5,15 @@ A `sys.meta_path` finder wraps the module's loader: once the module's own code h
 `sys.meta_path` and `then(module)` runs. Until then it stays in place, because `importlib.util.find_spec` probes call
 it too (torch's `has_triton` probes for Triton so before importing it): a finder that left after the first call
 missed the import that followed, and a torch.compile'd script was never captured (seen on the H200).
+
+`note` / `noted`: what the processes of a command under `tritonhook run` / `capture` imported (cuTile) or could not
+import (Triton), told to the runner through files, so its summary can say what it could not capture.
 """
 
 from __future__ import annotations
 
 import importlib.machinery
+import os
 import sys
 
 TYPE_CHECKING = False  # typing itself costs `import tritonhook` 3 ms; the annotations are never evaluated
@@ -74,3 +78,23 @@ def after_import(name: str, then: Callable[[object], None]) -> AfterImport | Non
 def waiting_for(name: str) -> bool:
     """Whether a finder of `after_import` waits for the import of `name`."""
     return any(isinstance(finder, AfterImport) and finder.name == name for finder in sys.meta_path)
+
+
+def note(folder: str, name: str) -> None:
+    """Leave the file `folder`/`name`.PID holding this interpreter's path: how the Python processes of a command
+    under `tritonhook run` / `capture` tell it what they imported (`noted`). Never raises: a note that cannot be
+    left must not break the command."""
+    try:
+        with open(os.path.join(folder, f"{name}.{os.getpid()}"), "w", encoding="utf-8") as handle:
+            handle.write(sys.executable)
+    except OSError:
+        pass
+
+
+def noted(folder: str) -> dict[str, list[str]]:
+    """What `note` left in `folder`: name -> the interpreters that noted it (each once, sorted)."""
+    found: dict[str, set[str]] = {}
+    for entry in os.scandir(folder):
+        with open(entry.path, encoding="utf-8") as handle:
+            found.setdefault(entry.name.rpartition(".")[0], set()).add(handle.read())
+    return {name: sorted(pythons) for name, pythons in found.items()}

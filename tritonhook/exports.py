@@ -1,5 +1,6 @@
 """The store's data in the files other tools open: a recording's kernel timeline as a Chrome trace (Perfetto,
-chrome://tracing) and captures as TritonParse's structured-log NDJSON (its `parse` and its web viewer).
+chrome://tracing), captures as TritonParse's structured-log NDJSON (its `parse` and its web viewer), and a capture's
+artifacts as the files Triton's cache holds (`export_capture`: ptxas, nvdisasm, cuobjdump read them).
 
 Why our own writers: both formats are plain JSON that their consumers document (the Chrome trace event format;
 TritonParse's JSON schemas in `tritonparse/validation/schemas`), and tritonhook must not need either tool installed
@@ -27,6 +28,7 @@ from typing import Sequence
 from . import format
 from ._version import __version__
 from .errors import TritonhookError
+from .files import file_name, write_file
 from .store import Capture, Store
 from .sweep.recording import Recording, Signature, tensors_of
 from .sweep.result import SweepResult
@@ -138,12 +140,22 @@ def tritonparse_events(store: Store, captures: Sequence[Capture], recording: Rec
     first: arguments, grid) and counts the rest, so a signature is one launch event; `tritonhook_launches` carries
     the count, `tritonhook_times_ms` the sampled times (top-level fields: TritonParse's launch diff compares each
     field across a kernel's launches, and its schema wants no nested object there but the arguments). TritonParse
-    keeps the first compilation of each hash (a cache hit repeats its compile's)."""
-    events = [compilation_event(store, capture) for capture in captures]
+    keeps the first compilation of each hash (a cache hit repeats its compile's).
+
+    A capture whose stages cannot be read (a corrupt or missing blob) is left out, with a line saying so in the
+    second list, and the others are exported, as `preflight` predicts past it; its launches carry the recording's
+    name and hash alone."""
+    events, left_out, exported = [], [], {}
+    for capture in captures:
+        try:
+            events.append(compilation_event(store, capture))
+        except TritonhookError as exc:
+            left_out.append(f"not exported: capture {capture.id} ({capture.entry}, {capture.arch}): {exc}")
+            continue
+        exported[capture.id] = capture
     if recording is not None:
-        by_id = {capture.id: capture for capture in captures}
-        events += [launch_event(s, recording, by_id.get(s.capture_id)) for s in recording.signatures]
-    return events
+        events += [launch_event(s, recording, exported.get(s.capture_id)) for s in recording.signatures]
+    return events, left_out
 
 
 def recording_captures(store: Store, recording: Recording) -> list[Capture]:
@@ -244,6 +256,8 @@ class Export:
     format: str
     counts: dict[str, int]
     warnings: list[str] = dataclasses.field(default_factory=list)
+    left_out: int = 0
+    """Captures not exported (their stages could not be read): each is one of the warnings."""
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -255,7 +269,7 @@ class Export:
 
 def write_chrome_trace(path: str | Path, recording: Recording, replay: SweepResult | None = None) -> Export:
     trace = chrome_trace(recording, replay)
-    _write(Path(path), json.dumps(trace), "Chrome trace")
+    write_file(path, json.dumps(trace), "Chrome trace")
     launches = sum(1 for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == WORKLOAD_PID)
     rounds = sum(1 for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == REPLAY_PID)
     counts = {"tracks": trace["otherData"]["tracks"], "timed launches": launches}
@@ -271,18 +285,34 @@ def write_tritonparse(path: str | Path, store: Store, captures: Sequence[Capture
     path = Path(path)
     if path.is_dir():
         path = path / TRITONPARSE_FILE
-    events = tritonparse_events(store, captures, recording)
-    _write(path, "".join(json.dumps(event) + "\n" for event in events), "TritonParse NDJSON")
+    events, left_out = tritonparse_events(store, captures, recording)
+    write_file(path, "".join(json.dumps(event) + "\n" for event in events), "TritonParse NDJSON")
     counts = {kind: sum(1 for e in events if e["event_type"] == kind) for kind in ("compilation", "launch")}
-    warnings = [] if path.name.startswith(TRITONPARSE_PREFIX) else [
+    warnings = left_out + ([] if path.name.startswith(TRITONPARSE_PREFIX) else [
         f"{path.name}: `tritonparseoss parse` reads only files named {TRITONPARSE_PREFIX}*; rename it before "
-        f"parsing (the web viewer opens it under any name)"]
-    return Export(str(path), "TritonParse NDJSON", {f"{k} events": n for k, n in counts.items()}, warnings)
+        f"parsing (the web viewer opens it under any name)"])
+    return Export(str(path), "TritonParse NDJSON", {f"{k} events": n for k, n in counts.items()}, warnings,
+                  len(left_out))
 
 
-def _write(path: Path, text: str, what: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise TritonhookError(f"{path}: cannot write the {what} ({exc.strerror or exc})") from None
+# ----- a capture's artifacts ---------------------------------------------------------------------------------------
+def export_capture(store: Store, capture: Capture, directory: str | Path) -> int:
+    """Write each artifact of `capture` that can be read into `directory` as `<entry>.<stage>`, and its record as
+    `<entry>.capture.json`; returns how many artifacts were written. The entry is made a file name by
+    `files.file_name` (Triton compiles a kernel of a 245-character name; no file system takes such a file name).
+    An artifact that cannot be read is named in the `TritonhookError` raised once the rest are written, so a
+    partial export never looks complete."""
+    contents, unreadable = {}, []
+    for stage in capture.artifacts:
+        try:
+            contents[stage] = store.read(capture, stage)
+        except TritonhookError as exc:
+            unreadable.append(str(exc))
+    contents["capture.json"] = json.dumps(capture.to_json(), indent=2, default=str).encode()
+    for what, data in contents.items():
+        write_file(Path(directory) / file_name(capture.entry, f".{what}"), data, f"capture {capture.id} {what}")
+    written = len(contents) - 1
+    if unreadable:
+        raise TritonhookError(f"exported {written} of {len(capture.artifacts)} artifacts of capture {capture.id} to "
+                              f"{directory}; not written: {'; '.join(unreadable)}")
+    return written

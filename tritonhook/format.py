@@ -176,5 +176,5 @@ def show(result, *, as_json: bool = False) -> None:
             print(f"{prefix}: {warning}" if prefix else warning, file=sys.stderr)
         return
     console().print(result, crop=False)
-    for warning in getattr(result, "warnings", ()):
-        console(stderr=True).print(f"[yellow]{prefix}:[/] {warning}" if prefix else line(warning))
+    for warning in getattr(result, "warnings", ()):  # soft_wrap: one line, however long (rich wraps `line`s too)
+        console(stderr=True).print(f"[yellow]{prefix}:[/] {warning}" if prefix else line(warning), soft_wrap=True)

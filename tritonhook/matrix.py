@@ -19,16 +19,18 @@ from .tools import ControlFile, assemble, controls_refusal, ptxas_version
 
 
 # ----- the matrix ------------------------------------------------------------------------------------------------
-_TOO_OLD = (re.compile(r"Unsupported \.version [\d.]+; current version is '[\d.]+'"),
-            re.compile(r"Value '\w+' is not defined for option 'gpu-name'"))
+TOO_OLD, UNKNOWN_TARGET = "too old for this PTX", "does not know the target"
+_REFUSALS = {TOO_OLD: re.compile(r"Unsupported \.version [\d.]+; current version is '[\d.]+'"),
+             UNKNOWN_TARGET: re.compile(r"Value '\w+' is not defined for option 'gpu-name'")}
+"""The refusals that skip a ptxas rather than fail the matrix: a PTX ISA newer than it reads, a target it does not
+know (newer than it, or no GPU at all: which, only the other ptxas can tell)."""
 
 
-def too_old_reason(message: str) -> str | None:
-    """ptxas's own words when it refuses the PTX for being newer than itself (its `.version` or its target);
-    None for any other refusal."""
-    for pattern in _TOO_OLD:
+def skip_reason(message: str) -> tuple[str, str] | None:
+    """(why, ptxas's own words) when it refuses the PTX for a reason in `_REFUSALS`; None for any other refusal."""
+    for why, pattern in _REFUSALS.items():
         if match := pattern.search(message):
-            return match.group(0)
+            return why, match.group(0)
     return None
 
 
@@ -66,7 +68,7 @@ class SkippedPtxas:
     path: str
     version: str
     reason: str  # ptxas's words, or the line saying it cannot read the control file
-    why: str = "too old for this PTX"
+    why: str = TOO_OLD
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,9 +144,9 @@ def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None =
             built = {variant: assemble(source, path, gpu, extra_args, label=f"{label} ({variant})", controls=controls)
                      for variant, source in variants}
         except TritonhookError as exc:
-            if (reason := too_old_reason(str(exc))) is None:
+            if (refusal := skip_reason(str(exc))) is None:
                 raise
-            skipped.append(SkippedPtxas(path, version, reason))
+            skipped.append(SkippedPtxas(path, version, refusal[1], refusal[0]))
             continue
         cubins = {variant: Cubin.from_bytes(result.cubin, label=f"{label} ({variant}, ptxas {version})")
                   for variant, result in built.items()}
@@ -160,9 +162,18 @@ def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None =
                                       _over(renamed.capmerc_size, plain.capmerc_size),
                                       _over(built["renamed"].seconds, built["plain"].seconds)))
     if not rows:
-        raise TritonhookError(f"{label}: no ptxas could assemble it: "
-                              + "; ".join(f"{s.version} ({s.why}: {s.reason})" for s in skipped))
+        raise _none_assembled(label, gpu, skipped)
     return PtxasMatrix(rows, ratios, skipped)
+
+
+def _none_assembled(label: str, gpu: str, skipped: list[SkippedPtxas]) -> TritonhookError:
+    """Why no ptxas assembled the PTX; a target every ptxas refused is the target's fault (a typo such as sm_1000),
+    not the versions': said as such."""
+    if skipped and all(s.why == UNKNOWN_TARGET for s in skipped):
+        return TritonhookError(f"{label}: {gpu} is a target unknown to every ptxas found "
+                               f"({', '.join(s.version for s in skipped)}); give a GPU name such as sm_90a")
+    return TritonhookError(f"{label}: no ptxas could assemble it: "
+                           + "; ".join(f"{s.version} ({s.why}: {s.reason})" for s in skipped))
 
 
 def _over(value: float, base: float) -> float | None:

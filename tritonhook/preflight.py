@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import re
 import sys
-import warnings
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from . import config, format
 from .config import WARN_BYTES
 from .cubin import Cubin
-from .errors import TritonhookError
+from .errors import TritonhookError, warn
 from .format import human_bytes
 
 if TYPE_CHECKING:
@@ -376,7 +374,7 @@ def capture_checker() -> Callable[[int, object], None]:
             _held.predictions[capture_id] = (getattr(event, "triton_hash", None), predictions)
             return
         warned.add((event.entry, event.arch))
-        warnings.warn(warning_text(predictions, capture_id), RuntimeWarning, stacklevel=_user_stacklevel())
+        warn(warning_text(predictions, capture_id))
 
     return check
 
@@ -418,28 +416,6 @@ def hold_warnings() -> HeldWarnings:
     global _held
     _held = HeldWarnings()
     return _held
-
-
-_INSIDE = ("tritonhook", "triton")
-"""The packages between a compile call and the capture checker: a warning names the first frame outside them."""
-
-
-def _user_stacklevel() -> int:
-    """The `stacklevel` that makes a warning issued by our caller name the user's line that compiled the kernel:
-    the first frame outside tritonhook and Triton (a listener runs deep inside Triton's compile). Frames of
-    importlib's bootstrap are passed over without counting, as `warnings.warn` passes over them."""
-    inside = tuple(os.path.dirname(module.__file__) + os.sep for module in map(sys.modules.get, _INSIDE)
-                   if getattr(module, "__file__", None))
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None:
-        frame = frame.f_back
-        filename = frame.f_code.co_filename
-        if "importlib" in filename and "_bootstrap" in filename:
-            continue
-        level += 1
-        if not filename.startswith(inside):
-            break
-    return level
 
 
 def warning_gpus(arch: str, gpu: GpuSpec | None) -> list[GpuSpec]:

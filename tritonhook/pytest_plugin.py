@@ -64,8 +64,9 @@ class Gate:
         return record(store, label=label)
 
     def __init__(self, config):
-        from .check import load_baseline
+        from .check import JUNIT_WHAT, load_baseline
         from .check.gate import checked_threshold
+        from .files import check_writable
         from .store import Store
 
         self.config = config
@@ -75,6 +76,7 @@ class Gate:
             raise pytest.UsageError(f"--tritonhook-rounds {self.rounds}: at least {settings.MIN_ROUNDS}")
         try:
             checked_threshold(self.threshold)
+            check_writable(config.getoption("tritonhook_junit"), JUNIT_WHAT)
             self.store = Store.of(config.getoption("tritonhook_store"), create=True)
             self.baseline = load_baseline(config.getoption("tritonhook_baseline"), self.store)
         except TritonhookError as exc:
@@ -175,6 +177,9 @@ class Gate:
         self.held.close()
         junit = self.config.getoption("tritonhook_junit")
         if junit and self.result is not None:
-            self.result.write_junit(junit)
+            try:
+                self.result.write_junit(junit)
+            except TritonhookError as exc:  # a traceback from pytest's hook otherwise; the summary says it
+                self.error = str(exc)
         if self.error is not None:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that could not run never passes

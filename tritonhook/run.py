@@ -3,7 +3,9 @@
 `run_command` captures Triton compiles in every Python process the command starts (tritonhook's sitecustomize
 on PYTHONPATH), with an optional rename and the TMA-scope fix; `capture_command` adds every frontend reachable
 without installing anything: Triton's ptxas calls through wrappers named in Triton's variables, CuTe DSL's kept
-files, and the pip-wheel ptxas that cuTile runs (wrapped for the command's duration). Both return a `RunResult`.
+files, and the pip-wheel ptxas that cuTile runs (wrapped for the command's duration). Both return a `RunResult`,
+whose hints say what the command compiled that could not be captured (its Python has no Triton; it used cuTile
+without --wheel-ptxas), from the notes its processes leave (`config.NOTE_IMPORTS`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import IO
 
 from . import config, format
+from ._imports import noted
+from ._triton import REQUIREMENT
 from .errors import TritonhookError
 from .preflight import named_gpu
 from .ptx_capture import child_env
@@ -35,6 +39,8 @@ class RunResult:
     exit_code: int
     captures: list[int]
     by_frontend: dict[str, int]
+    hints: list[str] = dataclasses.field(default_factory=list)
+    """What the command compiled that was not captured, and how to capture it: lines for stderr."""
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -71,9 +77,11 @@ def run_command(command: list[str], store: Store | str | os.PathLike | None = No
             raise TritonhookError("--apply names each kernel's rename itself: give it without --rename/--strip")
         apply = check_source(apply)
     before = store.last_id()
-    completed = start(command, env=child_env(store.path, rename=rename, select=select, fix_tma_scope=fix_tma_scope,
-                                             apply=apply))
-    return _result(store, before, completed.returncode)
+    with tempfile.TemporaryDirectory(prefix="tritonhook-run-") as notes:
+        env = {**child_env(store.path, rename=rename, select=select, fix_tma_scope=fix_tma_scope, apply=apply),
+               config.NOTE_IMPORTS.name: notes}
+        completed = start(command, env=env)
+        return _result(store, before, completed.returncode, noted(notes))
 
 
 def capture_command(command: list[str], store: Store | str | os.PathLike | None = None, *, stdout: IO | None = None,
@@ -92,12 +100,14 @@ def capture_command(command: list[str], store: Store | str | os.PathLike | None 
     wheels = wheel_ptxas_wrapped(store.path, token) if wheel_ptxas else contextlib.nullcontext()
     with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work, wheels:
         dump = config.CUTE_DSL_DUMP_DIR.get() or str(Path(work) / "cute-dump")
+        notes = Path(work) / "notes"
+        notes.mkdir()
         env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump),
-               config.CAPTURE_TOKEN.name: token}
+               config.CAPTURE_TOKEN.name: token, config.NOTE_IMPORTS.name: str(notes)}
         began = time.time()
         completed = start(command, env=env, stdout=stdout)
         collect_dump_dir(dump, store, since=began)
-    return _result(store, before, completed.returncode)
+        return _result(store, before, completed.returncode, noted(str(notes)), cutile_hint=not wheel_ptxas)
 
 
 def _writable_store(store: Store | str | os.PathLike | None) -> Store:
@@ -107,10 +117,37 @@ def _writable_store(store: Store | str | os.PathLike | None) -> Store:
     return Store.of(store, create=True)
 
 
-def _result(store: Store, before: int, exit_code: int) -> RunResult:
-    """The captures the command wrote; an error if the store was removed or replaced meanwhile, since the rows
-    read through this process's handle would then be of a file that no longer exists (they are lost)."""
+def _result(store: Store, before: int, exit_code: int, notes: dict[str, list[str]], *,
+            cutile_hint: bool = False) -> RunResult:
+    """The captures the command wrote and the hints its processes' `notes` call for; an error if the store was
+    removed or replaced meanwhile, since the rows read through this process's handle would then be of a file that
+    no longer exists (they are lost)."""
     store.check_in_place()
     new = store.captures(after=before)
-    return RunResult(str(store.path), exit_code, [c.id for c in new],
-                     dict(collections.Counter(c.frontend for c in new)))
+    by_frontend = dict(collections.Counter(c.frontend for c in new))
+    hints = [] if new else [f"tritonhook: {python} cannot import triton, so nothing it ran was captured; install "
+                            f"Triton there: {python} -m pip install '{REQUIREMENT}'"
+                            for python in notes.get(config.NOTED_TRITON_MISSING, [])]
+    if cutile_hint and (hint := _wheel_ptxas_hint(notes, by_frontend)):
+        hints.append(hint)
+    return RunResult(str(store.path), exit_code, [c.id for c in new], by_frontend, hints)
+
+
+def _wheel_ptxas_hint(notes: dict[str, list[str]], by_frontend: dict[str, int]) -> str | None:
+    """cuTile's `tileiras` runs the wheel ptxas beside it, which only --wheel-ptxas reaches: say so when the
+    command imported cuda.tile and no cuTile capture came of it, or when nothing was captured at all (a cuTile
+    program whose processes leave no notes); only when that ptxas is here."""
+    from .ptxas_wrapper import tileiras_ptxas
+
+    if by_frontend.get("cutile"):
+        return None
+    if config.NOTED_CUTILE in notes:
+        what = "the command imported cuda.tile and no cuTile kernel was captured"
+    elif not by_frontend:
+        what = "nothing captured"
+    else:
+        return None
+    if not (found := tileiras_ptxas()):
+        return None
+    return (f"tritonhook: {what}; for cuTile kernels add --wheel-ptxas (cuTile's tileiras runs {found[0]}, which "
+            f"only --wheel-ptxas records)")

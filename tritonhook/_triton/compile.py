@@ -32,13 +32,12 @@ import dataclasses
 import functools
 import hashlib
 import threading
-import warnings
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from .. import config
 from .. import ptx as _ptx
-from ..errors import TritonhookError
+from ..errors import TritonhookError, warn
 from ..store import NewCapture, specialization_label
 from .rebuild_record import rebuild_artifacts
 from .version import _plain_json, _WarnOnce, stage_hook_in_cache_key, triton_version
@@ -373,9 +372,8 @@ class HookInstallation:
         if not self.active or self._warned_replaced or knobs.compilation.listener is self._listener:
             return
         self._warned_replaced = True
-        warnings.warn(f"tritonhook: triton.knobs.compilation was replaced by {knobs.compilation!r} after "
-                      f"tritonhook was enabled; compiles are no longer captured (disable and enable again)",
-                      RuntimeWarning, stacklevel=2)
+        warn(f"tritonhook: triton.knobs.compilation was replaced by {knobs.compilation!r} after tritonhook was "
+             f"enabled; compiles are no longer captured (disable and enable again)")
 
     # ----- Triton 3.6: cache keys by wrapping the key functions ---------------------------------------------
     def _patch_cache_keys_36(self) -> None:

@@ -14,6 +14,7 @@ import types
 from pathlib import Path
 
 from ..errors import TritonhookError
+from ..files import file_name
 from .launches import LaunchSpec
 from .version import triton_version
 
@@ -107,7 +108,7 @@ def load_kernel(directory: str | Path, spec: LaunchSpec, metadata_json: bytes, c
     metadata = json.loads(metadata_json)
     metadata["name"] = name
     directory = Path(directory)
-    json_path, cubin_path = directory / f"{name}.json", directory / f"{name}.cubin"
+    json_path, cubin_path = directory / file_name(name, ".json"), directory / file_name(name, ".cubin")
     if not (json_path.exists() and cubin_path.exists()):
         directory.mkdir(parents=True, exist_ok=True)
         cubin_path.write_bytes(cubin)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import warnings
 
-from ..errors import TritonhookError
+from ..errors import TritonhookError, warn
 
 MIN_VERSION = (3, 6)
 MAX_VERSION = (3, 9)
@@ -80,5 +79,5 @@ class _WarnOnce:
     def __call__(self, what: str, exc: BaseException) -> None:
         if not self.warned:
             self.warned = True
-            warnings.warn(f"tritonhook: {what} failed ({type(exc).__name__}: {exc}); compiling goes on, "
-                          f"further failures are counted and reported at exit", RuntimeWarning, stacklevel=3)
+            warn(f"tritonhook: {what} failed ({type(exc).__name__}: {exc}); compiling goes on, "
+                 f"further failures are counted and reported at exit")

@@ -11,9 +11,9 @@ The pytest plugin (`tritonhook.pytest_plugin`) runs the same gate over the kerne
 
 from __future__ import annotations
 
-from .baseline import Baseline, BaselineBuild, load_baseline, match_key
+from .baseline import BASELINE_WHAT, Baseline, BaselineBuild, load_baseline, match_key
 from .gate import check
-from .result import RESULT_KIND, CheckResult, KernelCheck, Unmatched
+from .result import JUNIT_WHAT, RESULT_KIND, CheckResult, KernelCheck, Unmatched
 
-__all__ = ["RESULT_KIND", "Baseline", "BaselineBuild", "CheckResult", "KernelCheck", "Unmatched", "check",
-           "load_baseline", "match_key"]
+__all__ = ["BASELINE_WHAT", "JUNIT_WHAT", "RESULT_KIND", "Baseline", "BaselineBuild", "CheckResult", "KernelCheck",
+           "Unmatched", "check", "load_baseline", "match_key"]

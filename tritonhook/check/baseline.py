@@ -17,10 +17,13 @@ import json
 from pathlib import Path
 
 from ..errors import TritonhookError
+from ..files import write_file
 from ..store import Capture, Store, specialization_label
 from ..sweep.recording import Recording, Signature
 
 FORMAT, VERSION = "tritonhook-baseline", 1
+BASELINE_WHAT = "baseline file"
+"""What the portable file is called in the line that says it cannot be written (`files.write_file`)."""
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 """The compile options a kernel's key holds besides its argument types and constexprs: two configs of one
 autotuned kernel differ only in these, and each is its own build."""
@@ -125,12 +128,7 @@ class Baseline:
 
     def save(self, path: str | Path) -> Path:
         """Write the portable baseline file (JSON, the cubins base64)."""
-        path = Path(path)
-        try:
-            path.write_text(json.dumps(self.to_json()))
-        except OSError as exc:
-            raise TritonhookError(f"{path}: cannot write the baseline file ({exc.strerror or exc})") from None
-        return path
+        return write_file(path, json.dumps(self.to_json()), BASELINE_WHAT)
 
     @classmethod
     def load(cls, path: str | Path) -> "Baseline":

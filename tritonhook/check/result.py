@@ -10,11 +10,14 @@ from xml.etree import ElementTree
 
 from .. import format
 from ..errors import TritonhookError
+from ..files import write_file
 from ..store import ResultKind, register_result_kind
 
 RESULT_KIND = "check"
 REGRESSED, OUTPUTS_CHANGED, PASSED = "regressed", "outputs changed", "passed"
 """A checked signature's status; anything else is why it was not checked (a replay error), which fails nothing."""
+JUNIT_WHAT = "JUnit XML"
+"""What the --junit file is called in the line that says it cannot be written (`files.write_file`)."""
 
 
 @dataclasses.dataclass
@@ -129,12 +132,7 @@ class CheckResult:
         return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
     def write_junit(self, path: str | Path) -> Path:
-        path = Path(path)
-        try:
-            path.write_text(self.junit_xml())
-        except OSError as exc:
-            raise TritonhookError(f"{path}: cannot write the JUnit XML ({exc.strerror or exc})") from None
-        return path
+        return write_file(path, self.junit_xml(), JUNIT_WHAT)
 
     def __rich_console__(self, console, options):
         from rich.markup import escape  # labels hold brackets rich would read as markup

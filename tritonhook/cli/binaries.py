@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .. import config
 from ..errors import TritonhookError
+from ..files import write_file
 from ..format import print_json, show
 from ..format import print_table
 from ..rename import DEFAULT_PREFIX
@@ -35,10 +36,7 @@ def _rename(args) -> int:
         raise TritonhookError(f"{args.ptx}: no .entry in this file (is it PTX?)")
     rename = rename_value(args)
     renamed = strip_ptx(text, entry=args.entry) if rename is STRIP else rename_ptx(text, rename, entry=args.entry)
-    try:
-        args.output.write_text(renamed, encoding="utf-8")
-    except OSError as exc:
-        raise TritonhookError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
+    write_file(args.output, renamed, "renamed PTX")
     pairs = [{"before": a, "after": b} for a, b in zip(entries, ptx_entries(renamed))]
     if args.json:
         print_json({"input": str(args.ptx), "output": str(args.output), "entries": pairs})

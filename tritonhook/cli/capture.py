@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import run
-from ..format import console, line, print_json
+from ..format import print_json
 from .common import apply_arg, command_after_dashes, rename_args, rename_selection, store_arg
 
 
@@ -27,7 +27,7 @@ def _run(args) -> int:
     rename, select = rename_selection(args)
     result = run.run_command(command, args.store, rename=rename, select=select, fix_tma_scope=args.fix_tma_scope,
                              apply=args.apply)
-    console(stderr=True).print(line(result.summary(frontends=False)))
+    _summary(result, result.summary(frontends=False))
     return result.exit_code
 
 
@@ -51,18 +51,12 @@ def _capture(args) -> int:
                                  wheel_ptxas=args.wheel_ptxas)
     if args.json:
         print_json(result.to_json())
-    else:
-        console(stderr=True).print(line(result.summary()))
-    if not result.captures and not args.wheel_ptxas:
-        _wheel_ptxas_hint()
+    _summary(result, None if args.json else result.summary())
     return result.exit_code
 
 
-def _wheel_ptxas_hint() -> None:
-    """A command that captured nothing may be a cuTile program: its `tileiras` runs the wheel ptxas beside it,
-    which only --wheel-ptxas reaches; say so when that ptxas is here."""
-    from ..ptxas_wrapper import tileiras_ptxas
-
-    if found := tileiras_ptxas():
-        print(f"tritonhook: nothing captured; for cuTile kernels add --wheel-ptxas (cuTile's tileiras runs {found[0]}, "
-              f"which only --wheel-ptxas records)", file=sys.stderr)
+def _summary(result: run.RunResult, text: str | None) -> None:
+    """The summary line (None: none) and the result's hints, on stderr, each one line whatever its length (a rich
+    console wraps at its width)."""
+    for shown in ([text] if text else []) + result.hints:
+        print(shown, file=sys.stderr)

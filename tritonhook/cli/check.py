@@ -8,6 +8,7 @@ import sys
 
 from .. import config
 from ..errors import TritonhookError
+from ..files import check_writable
 from ..format import console, line, show
 from .common import apply_arg, command_after_dashes, open_store, store_arg
 
@@ -42,7 +43,7 @@ def add_check(sub) -> None:
 
 def _check(args) -> int:
     from .. import sweep
-    from ..check import Baseline, check, load_baseline
+    from ..check import BASELINE_WHAT, JUNIT_WHAT, Baseline, check, load_baseline
     from ..check.gate import checked_threshold
 
     if (args.current is None) == (not args.command):
@@ -51,6 +52,8 @@ def _check(args) -> int:
     if args.rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {args.rounds}: at least {config.MIN_ROUNDS}")
     checked_threshold(args.threshold)
+    check_writable(args.save_baseline, BASELINE_WHAT)  # before the run: an output path it cannot write is one
+    check_writable(args.junit, JUNIT_WHAT)  # line, not a lost run
     command = command_after_dashes(args.command, "check") if args.command else None
     if command is not None:
         sweep.check_can_record(command)  # before the store is made: a refused recording leaves nothing behind

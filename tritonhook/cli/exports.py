@@ -47,7 +47,10 @@ def _export_trace(args) -> int:
 
 def add_export_tritonparse(sub) -> None:
     parser = sub.add_parser("export-tritonparse", help="write captures (and a recording's launches) as "
-                                                       "TritonParse NDJSON for its parser and web viewer")
+                                                       "TritonParse NDJSON for its parser and web viewer",
+                            description="Write captures (and a recording's launches) as TritonParse NDJSON. Exit "
+                                        "status 1 when a capture's stages cannot be read (it is named and left "
+                                        "out; the rest are written).")
     store_arg(parser)
     which = parser.add_mutually_exclusive_group()
     which.add_argument("ids", nargs="*", default=[], metavar="ID", help="capture ids (default: every capture)")
@@ -75,5 +78,6 @@ def _export_tritonparse(args) -> int:
         captures = store.captures()
         if not captures:
             raise TritonhookError(f"{store.path}: no captures to export")
-    show(write_tritonparse(args.output or Path(TRITONPARSE_FILE), store, captures, recording), as_json=args.json)
-    return 0
+    written = write_tritonparse(args.output or Path(TRITONPARSE_FILE), store, captures, recording)
+    show(written, as_json=args.json)
+    return 1 if written.left_out else 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 from .. import mem, preflight
 from ..cubin import Cubin
 from ..errors import TritonhookError
+from ..files import check_writable
 from ..format import show
 from .common import command_after_dashes, open_store, store_arg
 
@@ -32,8 +32,11 @@ def add_memwatch(sub) -> None:
 
 
 def _memwatch(args) -> int:
-    """The store is opened before any command runs, so that a store it cannot write is one line, not a lost run."""
+    """The store and the output files are checked before any command runs, so that one it cannot write is one
+    line, not a lost run."""
     store = None if args.store is None else open_store(args, create=True)
+    check_writable(args.out, mem.JSON_WHAT)
+    check_writable(args.plot, mem.PLOT_WHAT)
     if args.compare:
         if args.command or args.plot:
             raise TritonhookError("tritonhook memwatch: --compare takes NAME=CMD pairs only (no -- command, "
@@ -63,11 +66,7 @@ def _export(result, args) -> None:
     """Show the result, and write its JSON to --out when given."""
     show(result, as_json=args.json)
     if args.out:
-        try:
-            args.out.write_text(json.dumps(result.to_json(), default=str))
-        except OSError as exc:
-            raise TritonhookError(f"{args.out}: cannot write the memwatch result ({exc.strerror or exc})") from None
-        print(f"result written to {args.out}", file=sys.stderr)
+        print(f"result written to {mem.write_json(result, args.out)}", file=sys.stderr)
 
 
 # ----- preflight -------------------------------------------------------------------------------------------------

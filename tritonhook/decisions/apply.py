@@ -24,11 +24,10 @@ import hashlib
 import json
 import os
 import re
-import warnings
 from pathlib import Path
 
 from .. import _triton, config, ptx as _ptx, tools
-from ..errors import TritonhookError
+from ..errors import TritonhookError, warn
 from ..preflight import visible_gpu_name
 from ..rename import prefixer, rename_in_stage, strip_name
 from ..store import Store
@@ -54,7 +53,7 @@ class Resolved:
 
 
 def _warn(message: str) -> None:
-    warnings.warn(f"tritonhook: {message}", RuntimeWarning, stacklevel=3)
+    warn(f"tritonhook: {message}")
 
 
 def load(source: str | os.PathLike, store: Store) -> list[tuple[Decision, bytes | None]]:

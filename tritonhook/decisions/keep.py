@@ -19,6 +19,7 @@ from pathlib import Path
 from .. import format, ptx as _ptx
 from .._version import __version__
 from ..errors import TritonhookError
+from ..files import write_file
 from ..measure.outputs import DIFFER
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.recording import Recording
@@ -257,7 +258,7 @@ def export(store: Store, path: str | os.PathLike) -> DecisionList:
     """Write every decision of the store to the portable file `path` (control files inline)."""
     kept = listing(store)
     data = file_json([(d, controls_of(store, d)) for d in kept.decisions], __version__)
-    Path(path).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_file(path, json.dumps(data, indent=1, sort_keys=True) + "\n", "decisions file")
     return DecisionList(kept.decisions, kept.warnings, title=f"exported to {path}")
 
 

@@ -28,12 +28,13 @@ warning.
 
 from .attribution import Part, Snapshot, StackGrowth, attribute, stack_growths
 from .device import DeviceInfo, reset_stack_limit
-from .result import JSON_VERSION, KernelStats, MemwatchComparison, MemwatchResult, compare_rows, load_result
+from .result import (JSON_VERSION, JSON_WHAT, PLOT_WHAT, KernelStats, MemwatchComparison, MemwatchResult,
+                     compare_rows, load_result, write_json)
 from .runner import NOT_STARTED, parse_compare, run_command, wrap_python_command
 from .sampler import Sample
 from .watch import MAX_SNAPSHOTS, MemWatch
 
-__all__ = ["JSON_VERSION", "MAX_SNAPSHOTS", "NOT_STARTED", "DeviceInfo", "KernelStats", "MemWatch",
-           "MemwatchComparison", "MemwatchResult", "Part", "Sample", "Snapshot", "StackGrowth", "attribute",
-           "compare_rows", "load_result", "parse_compare", "reset_stack_limit", "run_command",
-           "stack_growths", "wrap_python_command"]
+__all__ = ["JSON_VERSION", "JSON_WHAT", "MAX_SNAPSHOTS", "NOT_STARTED", "PLOT_WHAT", "DeviceInfo", "KernelStats",
+           "MemWatch", "MemwatchComparison", "MemwatchResult", "Part", "Sample", "Snapshot", "StackGrowth",
+           "attribute", "compare_rows", "load_result", "parse_compare", "reset_stack_limit", "run_command",
+           "stack_growths", "write_json", "wrap_python_command"]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import os
 from pathlib import Path
 
 from .. import format
 from ..errors import TritonhookError
+from ..files import write_file
 from ..format import bytes_exact, count
 from ..store import ResultKind, Store, register_result_kind
 from .attribution import Part, Snapshot, StackStart, attribute, stack_growths, stack_start, value_of
@@ -172,14 +174,12 @@ class MemwatchResult:
         """A PNG (or any matplotlib format) of the timeline (`figure`)."""
         import matplotlib.pyplot as plt
 
-        figure, out = self.figure(), Path(path)
-        try:
-            figure.savefig(out, dpi=120, bbox_inches="tight")
-        except OSError as exc:
-            raise TritonhookError(f"{out}: cannot write the plot ({exc.strerror or exc})") from None
+        figure, out, image = self.figure(), Path(path), io.BytesIO()
+        try:  # drawn in memory: the file is written as every output file is (`files.write_file`)
+            figure.savefig(image, format=out.suffix[1:] or "png", dpi=120, bbox_inches="tight")
         finally:
             plt.close(figure)
-        return out
+        return write_file(out, image.getvalue(), PLOT_WHAT)
 
 
 register_result_kind(ResultKind(RESULT_KIND, MemwatchResult.from_json, label="label"))
@@ -218,6 +218,15 @@ class MemwatchComparison:
         for name, result in self.results.items():
             for growth in stack_growths(result.snapshots):
                 yield format.line(f"{name}: stack {growth.old} -> {growth.new} B/thread at {growth.where}")
+
+
+PLOT_WHAT, JSON_WHAT = "plot", "memwatch result"
+"""What a memwatch output file is called in the line that says it cannot be written (`files.write_file`)."""
+
+
+def write_json(result: MemwatchResult | MemwatchComparison, path: str | os.PathLike) -> Path:
+    """The result's JSON at `path`: what `tritonhook report --memwatch` reads (`load_result`)."""
+    return write_file(path, json.dumps(result.to_json(), default=str), JSON_WHAT)
 
 
 def load_result(path: Path) -> MemwatchResult:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import TritonhookError
+from ..files import write_file
 from ..store import Capture, Store
 from .model import SASS_DIFF_KERNELS, SASS_DIFF_LINES, ReportData, collect
 
@@ -138,13 +139,7 @@ def write_report(store: Store, out: str | os.PathLike, *, memwatch_files: Sequen
                               f"wrote)")
     data = collect(store, memwatch_files, sass=sass)
     html = render_html(data)
-    path = Path(out)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(html, encoding="utf-8")
-    except OSError as exc:
-        raise TritonhookError(f"{path}: cannot write the report ({exc.strerror or exc})") from None
-    return path, data
+    return write_file(out, html, "report"), data
 
 
 def summary_lines(path: Path, data: ReportData) -> list[str]:

@@ -200,9 +200,7 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
 def _memwatch(store: Store, out: Path) -> list[str]:
     """memwatch over the stack-reservation example (a kernel with a 16 KiB stack frame), saved in the store (the
     report reads it there) and written as JSON beside it; returns what was skipped."""
-    import json
-
-    from ..mem.runner import run_command
+    from ..mem import run_command, write_json
 
     if not STACK_EXAMPLE.exists():
         return [f"memwatch: {STACK_EXAMPLE} is not here (a source checkout has it)"]
@@ -212,5 +210,5 @@ def _memwatch(store: Store, out: Path) -> list[str]:
         return [f"memwatch: {' '.join(command)} exited with status {code}"]
     result.label = f"python {STACK_EXAMPLE.name} --kernel local --no-watch"
     result.save(store)
-    (out / "memwatch-stack.json").write_text(json.dumps(result.to_json(), default=str))
+    write_json(result, out / "memwatch-stack.json")
     return []

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 from .. import config, format
 from ..errors import TritonhookError
+from ..files import file_name
 from ..tools import CAUSES
 from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.variants import Variant
@@ -279,7 +280,7 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
         for label, variant in built[signature.id].items():
             if variant.failed:
                 continue
-            folder = Path("variants", str(signature.capture_id), label.replace("/", "_"))  # relative to `work`
+            folder = Path("variants", str(signature.capture_id), file_name(label))  # relative to `work`
             if not (work / folder).exists():
                 (work / folder).mkdir(parents=True)
                 (work / folder / "metadata.json").write_bytes(variant.metadata_json)

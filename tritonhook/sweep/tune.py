@@ -28,6 +28,7 @@ from typing import Sequence
 
 from .. import config, format, tools, tune_space
 from ..errors import TritonhookError
+from ..files import file_name
 from ..measure.outputs import BITWISE, NO_OUTPUT, WITHIN_SPREAD
 from ..measure.stats import DEFAULT_MIN_EFFECT, ratio_interval, verdict
 from ..measure.variants import PLAIN, Variant, parse_variant, resolve_ptxas
@@ -394,7 +395,7 @@ def _search_controls(recording: Recording, store: Store, search: AcfSearch, name
                     continue
                 number, variants = kept[name]["pools"], []
                 for index, acf in enumerate(pool):
-                    path = work / name / f"pool{number}-{index}.acf"
+                    path = work / file_name(name) / f"pool{number}-{index}.acf"
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_bytes(acf)
                     variants.append(parse_variant(f"{PLAIN}@{search.ptxas}+acf:{path}"))

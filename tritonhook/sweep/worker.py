@@ -37,6 +37,7 @@ from typing import Callable, Iterator
 
 from .. import _triton, config
 from ..errors import TritonhookError
+from ..files import file_name
 from ..measure.outputs import as_bits, check_outputs
 from ..measure.stats import interquartile_mean, median
 from ..measure.timing import bench_interleaved, l2_bytes
@@ -140,7 +141,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
 
     def load(labels) -> dict:
         """Each variant as a freshly loaded module (its code at an address of its own)."""
-        return {label: _triton.load_kernel(loaded / label.replace("/", "_"), spec, *variants[label])
+        return {label: _triton.load_kernel(loaded / file_name(label), spec, *variants[label])
                 for label in labels}
 
     kernels = load(variants)

@@ -1,0 +1,81 @@
+"""The files tritonhook writes where a user or a kernel name says: one helper per job, so every command fails alike.
+
+Why: each command that wrote a user-given path (`-o`, `--out`, `--junit`, `decisions export FILE`) caught its own
+OSError, or none did, and a directory, a missing folder or a read-only place was a traceback in some of them.
+`write_file` writes and turns any OSError into a `TritonhookError` naming the path and the system's reason (a full
+disk said as such); `check_writable` asks the same before a long run, so minutes of measurement are not lost to a
+typo in an output path. `file_name` makes a file name of a kernel name: Triton compiles a kernel of a 245-character
+name (it caps its own cache names at 150), and the file system refuses names over 255 bytes.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+from pathlib import Path
+
+from .errors import TritonhookError
+
+NAME_LIMIT = 150
+"""The longest file name `file_name` makes from a name, before the caller's suffix: Triton's own cap for its cache
+files, which leaves room for a suffix and a temporary file's tail under the usual 255-byte limit."""
+FULL_BELOW_BYTES = 1 << 20
+"""Free space under which a failed write is reported as a full disk."""
+
+
+def write_file(path: str | os.PathLike, data: str | bytes, what: str) -> Path:
+    """Write `data` (text as UTF-8) to `path`, making its folders; any OSError is a `TritonhookError`:
+    "PATH: cannot write the WHAT (REASON)"."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    except OSError as exc:
+        raise cannot_write(path, what, exc) from None
+    return path
+
+
+def check_writable(path: str | os.PathLike | None, what: str) -> None:
+    """Raise as `write_file` would if `path` (None: nothing to check) cannot be written, before a run whose result
+    goes there; a file this makes to find out is removed again."""
+    if path is None:
+        return
+    path = Path(path)
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab"):
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as exc:
+        raise cannot_write(path, what, exc) from None
+
+
+def cannot_write(path: Path, what: str, exc: OSError) -> TritonhookError:
+    """The one line for a failed write of `path`; a full disk says how much space is left."""
+    reason = disk_full_reason(path) if exc.errno in (errno.ENOSPC, errno.EDQUOT) else None
+    return TritonhookError(f"{path}: cannot write the {what} ({reason or exc.strerror or exc})")
+
+
+def disk_full_reason(path: Path) -> str | None:
+    """"disk full (...)" when the file system holding `path` has (almost) no space a writer may use, else None."""
+    for where in (path, *path.parents):
+        try:
+            stats = os.statvfs(where)
+        except OSError:
+            continue
+        free = stats.f_bavail * stats.f_frsize
+        return None if free >= FULL_BELOW_BYTES else f"disk full: {free} bytes free on the file system of {path}"
+    return None
+
+
+def file_name(name: str, suffix: str = "") -> str:
+    """`name` + `suffix` as one file name: path separators replaced, and a name longer than `NAME_LIMIT` cut there
+    with a short hash of the whole name, so two long names that share their start stay two files."""
+    name = name.replace(os.sep, "_").replace("\0", "_")
+    if len(name.encode()) > NAME_LIMIT:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+        name = f"{name.encode()[:NAME_LIMIT - 13].decode(errors='ignore')}-{digest}"
+    return name + suffix
