@@ -298,3 +298,13 @@ def test_the_pytest_plugin_refuses_a_bad_baseline_in_one_line(pytester, tmp_path
                                            f"--tritonhook-store={tmp_path / 'store'}", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: tritonhook: *bad.json: not a tritonhook baseline file*"])
+
+
+def test_the_pytest_plugin_refuses_a_junit_path_it_cannot_write_before_any_test_runs(pytester, tmp_path):
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess(*PLUGIN_ARGS, f"--tritonhook-baseline={tmp_path / 'any.json'}",
+                                           f"--tritonhook-store={tmp_path / 'store'}", "-p", "no:cacheprovider",
+                                           "--tritonhook-junit=/proc/tritonhook/gate.xml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: tritonhook: /proc/tritonhook/gate.xml: cannot write the JUnit XML (No such "
+                                 "file or directory)"])

@@ -42,13 +42,13 @@ def check_writable(path: str | os.PathLike | None, what: str) -> None:
     if path is None:
         return
     path = Path(path)
-    existed = path.exists()
+    made = not path.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab"):
             pass
-        if not existed:
-            path.unlink()
+        if made:
+            path.resolve().unlink()  # the file made, also where `path` is a link that pointed at nothing
     except OSError as exc:
         raise cannot_write(path, what, exc) from None
 
