@@ -72,6 +72,60 @@ def test_the_autotune_tracer_tags_each_benchmarked_config_and_records_one_decisi
     assert [times[0] for _, times in decisions[0].timings] == BENCH_MS
 
 
+def _autotune_call(autotuned, n: int) -> None:
+    x = torch.zeros(n)
+    with contextlib.suppress(Exception):  # no GPU: the launch after the autotuner's choice fails; that is fine
+        autotuned[(1,)](x, x, x, n)
+
+
+def test_a_pinned_config_is_run_without_benchmarking_for_its_tuning_key_only():
+    """Triton's real Autotuner: for the pinned tuning key the autotuner benchmarks nothing and runs the pinned
+    config; another tuning key is tuned as usual. The pin's key is the one the recording's tracer writes down."""
+    from triton.runtime.autotuner import Autotuner
+
+    benchmarked, decisions = [], []
+
+    def do_bench(kernel_call, quantiles):  # one call per config benchmarked
+        benchmarked.append(kernel_call)
+        return [0.01, 0.009, 0.011]
+
+    autotuned = triton.autotune(CONFIGS, key=["n"], do_bench=do_bench)(add_kernel)
+    tracer = _triton.AutotuneTracer(decisions.append)
+    tracer.install()
+    try:
+        _autotune_call(autotuned, 2048)  # recorded: what a decision's key is made from
+    finally:
+        tracer.uninstall()
+    recorded_key = tuple(decisions[0].key)
+    assert recorded_key == _triton.tuning_key(autotuned, (torch.zeros(2048),) * 3 + (2048,), {})
+    run = Autotuner.run
+    pinner = _triton.AutotunePinner({("add_kernel", ("4096", "torch.float32", "torch.float32", "torch.float32")):
+                                     {"BLOCK": 1024, "num_warps": 8}})
+    pinner.install()
+    try:
+        benchmarked.clear()
+        _autotune_call(autotuned, 4096)
+        assert benchmarked == [] and autotuned.best_config.kwargs == {"BLOCK": 1024}
+        assert autotuned.configs == CONFIGS  # its configs are its own again after the call
+        _autotune_call(autotuned, 8192)  # no pin for this key: tuned as usual
+        assert len(benchmarked) == len(CONFIGS)
+    finally:
+        pinner.uninstall()
+    assert Autotuner.run is run and pinner.applied == {("add_kernel", ("4096",) + ("torch.float32",) * 3): 1}
+
+
+def test_a_pin_matching_no_config_warns_and_the_kernel_is_tuned_as_usual():
+    autotuned = triton.autotune(CONFIGS, key=["n"], do_bench=lambda kernel_call, quantiles: [0.01] * 3)(add_kernel)
+    pinner = _triton.AutotunePinner({("add_kernel", ("4096",) + ("torch.float32",) * 3): {"BLOCK": 64}})
+    pinner.install()
+    try:
+        with pytest.warns(RuntimeWarning, match=r"pins \{'BLOCK': 64\} for add_kernel .*autotuned as usual"):
+            _autotune_call(autotuned, 4096)
+    finally:
+        pinner.uninstall()
+    assert pinner.applied == {} and autotuned.best_config.kwargs["BLOCK"] in (256, 512, 1024)
+
+
 def test_a_tool_wrapping_over_the_autotune_tracer_keeps_working_after_uninstall():
     from triton.runtime.autotuner import Autotuner
 

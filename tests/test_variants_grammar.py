@@ -24,7 +24,8 @@ import tritonhook
 from tritonhook import cli, config, tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
-from tritonhook.measure.variants import Variant, build_options, config_matches, config_of_label, parse_variants
+from tritonhook._triton import config_matches
+from tritonhook.measure.variants import Variant, build_options, config_of_label, parse_variants
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep.replay import failed_builds_warning

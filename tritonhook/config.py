@@ -106,15 +106,15 @@ DEFAULT_STORE = "tritonhook-store"
 """The store directory when neither an argument nor $TRITONHOOK_STORE names one."""
 REPAIR_MIN_AGE_S = 60.0
 """`Store.verify(repair=True)` leaves younger orphans and temp files: a writer may be mid-capture."""
+HOLD_MAX_AGE_S = 7 * 24 * 3600.0
+"""A blob held by a writer on another host (whose liveness this host cannot check) is protected from a repair for
+this long: a week of recording covers any workload; a hold whose writer died there is dropped after it."""
 LS_DEFAULT_LIMIT = 50
 """`tritonhook ls` shows the newest this many, like `git log -n`; a store can hold 100,000."""
 WARN_BYTES = 256 * 2**20
 """Capture warns when a kernel's predicted stack reservation (low end) exceeds this on a GPU it can run on."""
 
 # ----- rename (`rename`) --------------------------------------------------------------------------------------------
-HOLD_MAX_AGE_S = 7 * 24 * 3600.0
-"""A blob held by a writer on another host (whose liveness this host cannot check) is protected from a repair for
-this long: a week of recording covers any workload; a hold whose writer died there is dropped after it."""
 RENAME = EnvVar("TRITONHOOK_RENAME", None, str,
                 "The rename a child process applies in the PTX stage: a prefix, or ':strip' (`STRIP_VALUE`).")
 SELECT = EnvVar("TRITONHOOK_SELECT", None, str,

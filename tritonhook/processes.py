@@ -5,7 +5,6 @@ ptxas wrapper installed for a capture run, a store's held blobs)."""
 from __future__ import annotations
 
 import os
-import socket
 
 
 def identity(pid: int | None = None) -> dict | None:
@@ -30,4 +29,6 @@ def is_dead(recorded: dict) -> bool:
 
 def host() -> str:
     """This machine's name: a pid means something only on the host that recorded it."""
+    import socket  # here: `tritonhook ls` imports the store, which needs no host name to read
+
     return socket.gethostname()

@@ -39,9 +39,10 @@ LISTENER_FACTORIES: list[Callable[[], Listener]] = []
 """Each session `enable()` starts gets one new listener from every factory here, so per-session state (which kernels
 were already warned about) starts afresh. Features above the capture core append to it (the package adds
 preflight's `capture_checker`)."""
-APPLIERS: list[Callable[[str, Store], tuple[_triton.PtxTransform, _triton.CubinTransform, str]]] = []
+APPLIERS: list[Callable[[str, Store], tuple[_triton.PtxTransform, _triton.CubinTransform, str,
+                                             _triton.AutotunePinner | None]]] = []
 """What `enable(apply=...)` asks for the transforms applying decisions: `f(source, store) -> (ptx_transform,
-cubin_transform, cache_key)`, registered from above like `LISTENER_FACTORIES` (the package registers
+cubin_transform, cache_key, autotune pinner or None)`, registered from above like `LISTENER_FACTORIES` (the package registers
 `decisions.apply.applier`; the capture core imports no feature)."""
 
 
@@ -54,6 +55,7 @@ class Session:
     capture_ids: list[int] = dataclasses.field(default_factory=list)
     exported_env: config.scope | None = None
     listeners: list[Listener] = dataclasses.field(default_factory=list)
+    pinner: _triton.AutotunePinner | None = None  # the autotune configs its decisions pin, while it is active
     lost: int = 0
     first_loss: str | None = None
 
@@ -101,14 +103,14 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     from . import _triton, rename as _rename, tma_scope
 
     global _active
-    transforms, cubin_transform = [], None
+    transforms, cubin_transform, pinner = [], None, None
     opened = None
     if apply is not None:  # first: a decision's key is the PTX as Triton generated it
         if rename is not None:
             raise TritonhookError("enable(): pass either apply= or rename=, not both (a decision names the rename)")
         opened = Store.of(store)
         apply = str(Path(apply).resolve())
-        ptx_apply, cubin_transform, apply_key = APPLIERS[-1](apply, opened)
+        ptx_apply, cubin_transform, apply_key, pinner = APPLIERS[-1](apply, opened)
         transforms.append((ptx_apply, apply_key))
     if fix_tma_scope is not False:
         transforms.append(tma_scope.make_tma_scope_transform(tma_scope.SM12X if fix_tma_scope is True
@@ -132,9 +134,11 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
     opened = opened or Store.of(store)
     hooks = _triton.HookInstallation(ptx_transform=ptx_transform, cache_key=cache_key,
                                      cubin_transform=cubin_transform)
-    session = Session(store=opened, hooks=hooks, listeners=[make() for make in LISTENER_FACTORIES])
+    session = Session(store=opened, hooks=hooks, listeners=[make() for make in LISTENER_FACTORIES], pinner=pinner)
     hooks.on_compile = session.record
     hooks.install()
+    if pinner is not None:
+        pinner.install()
     atexit.register(session.report_losses)
     if subprocesses:
         session.exported_env = config.scope(capture_settings(opened.path, rename=rename, select=select,
@@ -163,6 +167,8 @@ def disable() -> None:
         return
     session, _active = _active, None
     session.hooks.uninstall()
+    if session.pinner is not None:
+        session.pinner.uninstall()
     if session.exported_env is not None:
         session.exported_env.close()
     atexit.unregister(session.report_losses)

@@ -14,7 +14,7 @@ import threading
 from typing import Callable, Iterator
 
 from .._imports import AfterImport, after_import
-from ..errors import TritonhookError
+from ..errors import TritonhookError, warn
 from .version import _plain_json, _WarnOnce
 
 INDUCTOR_AUTOTUNER_MODULE = "torch._inductor.runtime.triton_heuristics"
@@ -271,3 +271,97 @@ class AutotuneTracer:
                 getattr(autotuner, "bench_time", None), autotuner_hooks(autotuner)))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("autotune recording", exc)
+
+
+def config_matches(wanted, config: dict) -> bool:
+    """Whether an autotune `config` (plain values, `autotune_config`) has every value `wanted` (pairs or a dict)
+    names, compared as text: a value read from a command line or a decisions file is the same number."""
+    return all(name in config and str(config[name]) == str(value)
+               for name, value in (wanted.items() if isinstance(wanted, dict) else wanted))
+
+
+def tuning_key(autotuner, args: tuple, kwargs: dict) -> tuple[str, ...]:
+    """The key `Autotuner.run` keeps its choice under, as text (3.6-3.9: the values of its `key` arguments, then the
+    dtype of every argument that has one): the form a recorded decision's `key` takes."""
+    named = {k: v for k, v in {**dict(zip(autotuner.arg_names, args)), **kwargs}.items() if k in autotuner.arg_names}
+    key = [named[name] for name in autotuner.keys if name in named]
+    key += [str(value.dtype) for value in named.values() if hasattr(value, "dtype")]
+    return tuple(str(part) for part in key)
+
+
+class AutotunePinner:
+    """Runs the config a decision pins for one autotune decision (`pins`: (kernel name, tuning key) -> config
+    values) instead of benchmarking: `Autotuner.run` is wrapped on the class, and for a call whose kernel and
+    tuning key have a pin it runs with that config as the autotuner's only one, so Triton skips its benchmark and
+    launches it (its pre-hook included) for this call only. Fail-open: a pin whose values match none of the
+    autotuner's configs, or any error reading the call, leaves the autotuner to tune as usual, with one warning
+    per kernel. `applied` counts the calls run pinned, per (kernel, tuning key). `uninstall()` puts the very same
+    function back, or turns ours into a pass-through when another tool wrapped over it."""
+
+    def __init__(self, pins: dict[tuple[str, tuple[str, ...]], dict]):
+        self.pins = pins
+        self.active = False
+        self.applied: dict[tuple[str, tuple[str, ...]], int] = {}
+        self._warn = _WarnOnce()
+        self._unmatched: set[tuple[str, tuple[str, ...]]] = set()
+        self._original: Callable | None = None
+        self._wrapper: Callable | None = None
+
+    def install(self) -> None:
+        from triton.runtime.autotuner import Autotuner
+
+        if self.active:
+            return
+        self._original = Autotuner.__dict__["run"]
+        self._wrapper = self._wrap(self._original)
+        Autotuner.run = self._wrapper
+        self.active = True
+
+    def uninstall(self) -> None:
+        from triton.runtime.autotuner import Autotuner
+
+        if not self.active:
+            return
+        self.active = False
+        if Autotuner.__dict__.get("run") is self._wrapper:
+            Autotuner.run = self._original
+
+    def pinned_config(self, autotuner, args: tuple, kwargs: dict):
+        """The autotuner's `triton.Config` pinned for this call, None where no pin applies."""
+        name = getattr(autotuner.base_fn, "__name__", "?")
+        key = (name, tuning_key(autotuner, args, kwargs))
+        wanted = self.pins.get(key)
+        if wanted is None:
+            return None
+        found = next((c for c in autotuner.configs if config_matches(wanted, autotune_config(c))), None)
+        if found is None:
+            if key not in self._unmatched:
+                self._unmatched.add(key)
+                warn(f"tritonhook: a decision pins {wanted} for {name} (tuning key {', '.join(key[1])}), but none of "
+                     f"its configs has those values; it is autotuned as usual")
+            return None
+        self.applied[key] = self.applied.get(key, 0) + 1
+        return found
+
+    def _wrap(self, original):
+        pinner = self
+
+        @functools.wraps(original)
+        def run(autotuner, *args, **kwargs):
+            if not pinner.active:
+                return original(autotuner, *args, **kwargs)
+            try:
+                pinned = pinner.pinned_config(autotuner, args, kwargs)
+            except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it tunes as usual
+                pinner._warn("pinned config", exc)
+                pinned = None
+            if pinned is None:
+                return original(autotuner, *args, **kwargs)
+            configs = autotuner.configs
+            autotuner.configs = [pinned]  # one config: Triton's run takes it without benchmarking
+            try:
+                return original(autotuner, *args, **kwargs)
+            finally:
+                autotuner.configs = configs
+
+        return run

@@ -9,7 +9,7 @@ data, never run (docs/decisions.md).
 """
 
 from .keep import DecisionList, export, from_result, get, import_file, listing, ptx_sha256, remove, save
-from .model import RESULT_KIND, Choice, Decision, Evidence, Key, read_file
+from .model import RESULT_KIND, AutotuneKey, Choice, Decision, Evidence, Key, read_file
 
-__all__ = ["RESULT_KIND", "Choice", "Decision", "DecisionList", "Evidence", "Key", "export", "from_result", "get",
+__all__ = ["RESULT_KIND", "AutotuneKey", "Choice", "Decision", "DecisionList", "Evidence", "Key", "export", "from_result", "get",
            "import_file", "listing", "ptx_sha256", "read_file", "remove", "save"]

@@ -1,4 +1,5 @@
-"""Decisions applied at compile time (`tritonhook.enable(apply=...)`, `tritonhook run --apply ...`).
+"""Decisions applied at compile time (`tritonhook.enable(apply=...)`, `tritonhook run --apply ...`), and the autotune
+configs they pin applied at launch.
 
 In the "ptx" stage each compile's key is looked up: the sha256 of the PTX Triton just generated first (one hash and
 one dict lookup per compile; benchmarks/decisions_lookup.py), then, for a hash a decision names, the target, the
@@ -7,6 +8,10 @@ the rename the pipeline already does (`rename.rename_in_stage`), its ptxas / opt
 "cubin" stage with `tools.assemble` (the flags Triton passes, `tools.triton_ptxas_args`, then the choice's), all
 in-process and per kernel. Every applied compile's metadata says what was applied (`APPLIED_KEY`), so its capture,
 and a cache hit of it, records it.
+
+A decision keyed by an autotuned kernel and its tuning key (`AutotuneKey`) pins a config: `triton.autotune`'s
+autotuner, called with that tuning key on that GPU, runs the pinned config without benchmarking
+(`_triton.AutotunePinner`, installed for the session).
 
 Fail-open: a decision whose choice cannot be resolved when the session starts (its ptxas version is not among
 those `tools.find_ptxas` finds, its control file is not in the store, that ptxas cannot read control files) is
@@ -32,7 +37,7 @@ from ..preflight import visible_gpu_name
 from ..rename import prefixer, rename_in_stage, strip_name
 from ..store import Store
 from .keep import controls_of, listing
-from .model import PLAIN, STRIP, Decision, Key, read_file
+from .model import PLAIN, STRIP, AutotuneKey, Decision, Key, read_file
 
 APPLIED_KEY = "tritonhook_applied"
 """The compile metadata key recording the decision applied: {"decision", "choice", "ptx_sha256", "cubin"}."""
@@ -80,10 +85,13 @@ def load(source: str | os.PathLike, store: Store) -> list[tuple[Decision, bytes 
 
 
 def resolve(decisions: list[tuple[Decision, bytes | None]], source: str) -> list[Resolved]:
-    """Each decision's choice resolved on this machine; one that cannot be is dropped with one warning."""
+    """Each build decision's choice resolved on this machine; one that cannot be is dropped with one warning.
+    Decisions pinning an autotune config are not builds (`autotune_pins`)."""
     found = tools.find_ptxas() if any(d.choice.ptxas_version for d, _ in decisions) else []
     resolved = []
     for decision, inline in decisions:
+        if isinstance(decision.key, AutotuneKey):
+            continue
         what = f"{source} decision {decision.id} ({decision.evidence.kernel}, {decision.choice.label})"
         try:
             ptxas = None
@@ -183,17 +191,26 @@ def check_source(source: str | os.PathLike) -> str:
     return str(path)
 
 
+def autotune_pins(decisions: list[tuple[Decision, bytes | None]], gpu: str | None) -> _triton.AutotunePinner | None:
+    """The pinner running each autotune config a decision pins for this GPU (None when no decision pins one):
+    its autotuner skipped for that kernel and tuning key, fail-open (`_triton.AutotunePinner`)."""
+    pins = {(d.key.kernel, d.key.tuning_key): dict(d.choice.config) for d, _ in decisions
+            if isinstance(d.key, AutotuneKey) and d.key.gpu == gpu}
+    return _triton.AutotunePinner(pins) if pins else None
+
+
 def applier(source: str, store: Store):
-    """(ptx_transform, cubin_transform, cache_key) applying the decisions of `source` (a file or a store
-    directory) in this process; the GPU is $TRITONHOOK_DECISIONS_GPU, else the visible one's name. A source that
-    cannot be read applies nothing, with one warning (`run --apply` checks it before the command starts)."""
+    """(ptx_transform, cubin_transform, cache_key, autotune pinner or None) applying the decisions of `source` (a
+    file or a store directory) in this process; the GPU is $TRITONHOOK_DECISIONS_GPU, else the visible one's name.
+    A source that cannot be read applies nothing, with one warning (`run --apply` checks it before the command
+    starts)."""
     try:
         loaded = load(source, store)
     except TritonhookError as exc:  # fail-open: the compile goes on plain, the capture goes on
         _warn(f"no decision applied: {exc}")
         loaded = []
     made = Applier(resolve(loaded, source), config.DECISIONS_GPU.get() or visible_gpu_name())
-    if made.gpu is None and made.by_sha:
+    if made.gpu is None and loaded:
         _warn(f"{source}: no GPU visible and ${config.DECISIONS_GPU.name} unset, so no decision's key can match; "
               f"nothing is applied")
-    return made.ptx_stage, made.cubin_stage, made.cache_key
+    return made.ptx_stage, made.cubin_stage, made.cache_key, autotune_pins(loaded, made.gpu)

@@ -21,12 +21,13 @@ from .._version import __version__
 from ..errors import TritonhookError
 from ..files import write_file
 from ..measure.outputs import DIFFER
+from ..measure.variants import config_of_label
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
-from .model import (PLAIN, RESULT_KIND, VERSION, Choice, Decision, Evidence, FileContents, Key, file_json,
-                    read_file)
+from .model import (PLAIN, RESULT_KIND, VERSION, AutotuneKey, Choice, Decision, Evidence, FileContents, Key,
+                    file_json, read_file)
 
 register_result_kind(ResultKind(RESULT_KIND, Decision.from_store, blobs=lambda data: [
     data["choice"]["controls"]["sha256"]] if data["choice"].get("controls") else []))
@@ -49,7 +50,8 @@ class DecisionList:
                  f"x{d.evidence.ratio:.3f}", d.evidence.outputs,
                  f"{d.evidence.source_kind} {d.evidence.source_id}" if d.evidence.source_id is not None else "-")
                 for d in self.decisions]
-        yield format.table(("id", "kernel", "key (PTX sha256, arch, ptxas, GPU)", "choice", "ratio", "outputs",
+        yield format.table(("id", "kernel", "key (PTX sha256, arch, ptxas, GPU; or kernel, tuning key, GPU)", "choice",
+                            "ratio", "outputs",
                             "from"), rows, title=f"{self.title}: {len(self.decisions)}", right_align=("id", "ratio"))
 
 
@@ -84,7 +86,7 @@ class _Maker:
     def __init__(self, store: Store, recording: Recording, kind: str, source_id: int):
         self.store, self.recording, self.kind, self.source_id = store, recording, kind, source_id
         self.signatures = {s.id: s for s in recording.signatures}
-        self.decisions: dict[Key, Decision] = {}
+        self.decisions: dict[Key | AutotuneKey, Decision] = {}
         self.controls: dict[str, bytes] = {}
         self.warnings: list[str] = []
         self._keys: dict[int, Key | None] = {}
@@ -112,7 +114,7 @@ class _Maker:
             ptx = _ptx.rename_symbols(ptx, {capture.entry: capture.original_entry})
         return Key(_sha256(ptx), capture.arch, capture.ptxas_version, self.recording.device)
 
-    def offer(self, key: Key, choice: Choice, evidence: Evidence) -> None:
+    def offer(self, key: Key | AutotuneKey, choice: Choice, evidence: Evidence) -> None:
         """Keep the fastest choice per key."""
         held = self.decisions.get(key)
         if held is None or evidence.ratio < held.evidence.ratio:
@@ -140,10 +142,44 @@ class _Maker:
                 self.controls[sha] = data
         return Choice(_name_of(label), ptxas_version, tuple(options or ()), sha)
 
+    def autotune_key(self, row: SweepRow) -> AutotuneKey | None:
+        """The key of an autotuned row's decision: the kernel and tuning key the recording's autotuner decided
+        for, the recording's GPU. None (with a warning) where pinning cannot apply: Inductor's autotuner (one
+        decision per kernel, no tuning key), or a recording with no GPU."""
+        decision = next((d for d in self.recording.autotune if d["group"] == row.autotune["group"]), None)
+        if decision is None or not decision.get("key") or not self.recording.device:
+            self.warnings.append(f"{row.kernel}: its autotuner's decision has no tuning key (Inductor's) or the "
+                                 f"recording no GPU; no config is pinned for it")
+            return None
+        return AutotuneKey(decision["kernel"], tuple(decision["key"]), self.recording.device)
+
+    def pin_configs(self, row: SweepRow) -> None:
+        """Offer a config decision for an autotuned row: a `config:` variant faster than the workload's config with
+        outputs kept, and the row's autotune regret where it is "faster"."""
+        offers = []
+        for timing in row.variants[1:]:
+            config = config_of_label(timing.label)
+            if config and timing.verdict == "faster" and _outputs(row, timing.label) != DIFFER:
+                signature = row.autotune["winner_signatures"].get(timing.label)
+                offers.append((signature, dataclasses.asdict(timing), _outputs(row, timing.label)))
+        regret = row.autotune.get("regret") or {}
+        if regret.get("verdict") == "faster" and row.outputs != DIFFER and regret.get("confirmed") is not False:
+            offers.append((regret["signature"], regret, row.outputs))
+        if not offers or (key := self.autotune_key(row)) is None:
+            return
+        for signature, figures, outputs in offers:
+            config = (self.signatures.get(signature) and self.signatures[signature].autotune or {}).get("config")
+            if config:
+                self.offer(key, Choice(PLAIN, config=tuple(config.items())),
+                           self.evidence(row.kernel, figures, outputs))
+
     def from_sweep(self, result: SweepResult) -> None:
         if not result.variants or result.variants[0] != PLAIN:
             raise TritonhookError(f"sweep result {result.id}: its baseline is {result.variants[:1]}, not plain; "
                                   f"a decision's evidence is a ratio to plain")
+        for row in result.rows:
+            if row.status == "ok" and (row.autotune or {}).get("configs"):
+                self.pin_configs(row)
         by_key: dict[Key, list[SweepRow]] = {}
         for row in result.rows:
             if row.status == "ok" and row.autotune is None and (key := self.key(row.signature)) is not None:

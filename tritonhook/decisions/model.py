@@ -37,6 +37,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _ARCH = re.compile(r"sm_\d{2,3}[af]?")
 _VERSION = re.compile(r"\d{1,3}(\.\d{1,4}){1,3}")
 _PRINTABLE = re.compile(r"[\x20-\x7e]*")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+MAX_CONFIG_ITEMS = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,21 +57,39 @@ class Key:
 
 
 @dataclasses.dataclass(frozen=True)
+class AutotuneKey:
+    """What an autotuned launch must match for a decision pinning its config: the kernel's name (its Python
+    function, as `triton.autotune`'s Autotuner names it), the autotuner's tuning key as text (the values of its
+    `key` arguments, then the argument dtypes: what a recording's autotune decision holds), the GPU's name."""
+
+    kernel: str
+    tuning_key: tuple[str, ...]
+    gpu: str
+
+    @property
+    def short(self) -> str:
+        return f"{self.kernel} [{', '.join(self.tuning_key)}] {self.gpu}"
+
+
+@dataclasses.dataclass(frozen=True)
 class Choice:
     """What a decision builds the kernel with: a name (`plain`, `strip` or a prefix), a ptxas version (None: the
-    one Triton runs), codegen options, a control file by its sha256 (its bytes in the store or in the file)."""
+    one Triton runs), codegen options, a control file by its sha256 (its bytes in the store or in the file); or, for
+    an `AutotuneKey`, the autotune config it runs (`config`: its values, the autotuner skipped)."""
 
     name: str = PLAIN
     ptxas_version: str | None = None
     options: tuple[str, ...] = ()
     controls_sha256: str | None = None
+    config: tuple[tuple[str, object], ...] = ()
 
     @property
     def label(self) -> str:
         """The choice in the variant grammar (docs/variants.md), with the control file by hash."""
         text = self.name + (f"@{self.ptxas_version}" if self.ptxas_version else "")
         text += "".join(f"+opt:{o}" for o in self.options)
-        return text + (f"+acf:sha256:{self.controls_sha256[:12]}" if self.controls_sha256 else "")
+        text += f"+acf:sha256:{self.controls_sha256[:12]}" if self.controls_sha256 else ""
+        return text + (f"+config:{','.join(f'{k}={v}' for k, v in self.config)}" if self.config else "")
 
     @property
     def assembles(self) -> bool:
@@ -94,7 +114,7 @@ class Evidence:
 
 @dataclasses.dataclass
 class Decision:
-    key: Key
+    key: Key | AutotuneKey
     choice: Choice
     evidence: Evidence
     id: int | None = None          # in the store's results table
@@ -105,10 +125,14 @@ class Decision:
         an exported file."""
         choice = dataclasses.asdict(self.choice)
         choice["options"] = list(self.choice.options)
+        choice["config"] = dict(self.choice.config) or None
         sha = choice.pop("controls_sha256")
         choice["controls"] = None if sha is None else {"sha256": sha, **(
             {"base64": base64.b64encode(controls).decode()} if controls is not None else {})}
-        data = {"key": dataclasses.asdict(self.key), "choice": choice, "evidence": dataclasses.asdict(self.evidence)}
+        key = dataclasses.asdict(self.key)
+        if isinstance(self.key, AutotuneKey):
+            key["tuning_key"] = list(self.key.tuning_key)
+        data = {"key": key, "choice": choice, "evidence": dataclasses.asdict(self.evidence)}
         return data if self.id is None else {**data, "id": self.id}
 
     @classmethod
@@ -122,9 +146,11 @@ class Decision:
     def __rich_console__(self, console, options):
         ev = self.evidence
         interval = f" [{ev.low:.3f}, {ev.high:.3f}]" if ev.low is not None and ev.high is not None else ""
+        key = ([("autotuned kernel", self.key.kernel), ("tuning key", ", ".join(self.key.tuning_key))]
+               if isinstance(self.key, AutotuneKey) else
+               [("PTX sha256", self.key.ptx_sha256), ("arch", self.key.arch), ("ptxas (key)", self.key.ptxas_version)])
         yield format.table(("field", "value"), [
-            ("id", str(self.id) if self.id is not None else "-"), ("kernel", ev.kernel),
-            ("PTX sha256", self.key.ptx_sha256), ("arch", self.key.arch), ("ptxas (key)", self.key.ptxas_version),
+            ("id", str(self.id) if self.id is not None else "-"), ("kernel", ev.kernel), *key,
             ("GPU", self.key.gpu), ("choice", self.choice.label),
             ("evidence", f"x{ev.ratio:.3f}{interval}, outputs {ev.outputs}"),
             ("from", f"{ev.source_kind} result {ev.source_id}" if ev.source_id is not None else ev.source_kind),
@@ -170,15 +196,56 @@ def parse_entry(data, *, where: str, controls_inline: bool) -> tuple[Decision, b
         raise TritonhookError(f"{where}: {exc}") from None
 
 
+def _parse_key(key) -> Key | AutotuneKey:
+    """A PTX key, or an autotune key (`tuning_key` present): a kernel name and its tuning key as short texts."""
+    if isinstance(key, dict) and "tuning_key" in key:
+        key = _fields(key, {"kernel": (str,), "tuning_key": (list,), "gpu": (str,)}, "key")
+        if len(key["tuning_key"]) > MAX_OPTIONS:
+            raise _Refused(f"key.tuning_key: {len(key['tuning_key'])} parts, at most {MAX_OPTIONS}")
+        for i, part in enumerate(key["tuning_key"]):
+            if not isinstance(part, str):
+                raise _Refused(f"key.tuning_key[{i}]: {_kind(part)} where a string expected")
+            _text(part, f"key.tuning_key[{i}]", limit=64)
+        return AutotuneKey(_text(key["kernel"], "key.kernel", pattern=_IDENTIFIER, limit=MAX_TEXT),
+                           tuple(key["tuning_key"]),
+                           _text(key["gpu"], "key.gpu"))
+    key = _fields(key, {"ptx_sha256": (str,), "arch": (str,), "ptxas_version": (str,), "gpu": (str,)}, "key")
+    return Key(_text(key["ptx_sha256"], "key.ptx_sha256", pattern=_SHA256, limit=64),
+               _text(key["arch"], "key.arch", pattern=_ARCH, limit=8),
+               _text(key["ptxas_version"], "key.ptxas_version", pattern=_VERSION, limit=24),
+               _text(key["gpu"], "key.gpu"))
+
+
+def _parse_config(config) -> tuple[tuple[str, object], ...]:
+    """An autotune config's values: short names and numbers, booleans, null or short texts (data, never code)."""
+    if config is None:
+        return ()
+    if not isinstance(config, dict) or not config or len(config) > MAX_CONFIG_ITEMS:
+        raise _Refused(f"choice.config: an object of 1 to {MAX_CONFIG_ITEMS} values expected")
+    for name, value in config.items():
+        _text(name, "choice.config name", pattern=_IDENTIFIER, limit=64)
+        if isinstance(value, str):
+            _text(value, f"choice.config.{name}", limit=64)
+        elif not isinstance(value, (int, float, bool, type(None))):
+            raise _Refused(f"choice.config.{name}: {_kind(value)} where a number, boolean, null or text expected")
+    return tuple(config.items())
+
+
 def _parse(data, controls_inline: bool) -> tuple[Decision, bytes | None]:
     entry = _fields(data, {"key": (dict,), "choice": (dict,), "evidence": (dict,)}, "entry")
-    key = _fields(entry["key"], {"ptx_sha256": (str,), "arch": (str,), "ptxas_version": (str,), "gpu": (str,)}, "key")
-    parsed_key = Key(_text(key["ptx_sha256"], "key.ptx_sha256", pattern=_SHA256, limit=64),
-                     _text(key["arch"], "key.arch", pattern=_ARCH, limit=8),
-                     _text(key["ptxas_version"], "key.ptxas_version", pattern=_VERSION, limit=24),
-                     _text(key["gpu"], "key.gpu"))
-    choice = _fields(entry["choice"], {"name": (str,), "ptxas_version": (str, type(None)), "options": (list,),
-                                       "controls": (dict, type(None))}, "choice")
+    parsed_key = _parse_key(entry["key"])
+    choice = entry["choice"]
+    config = _parse_config(choice.get("config")) if isinstance(choice, dict) else ()
+    if isinstance(choice, dict):  # "config" is optional: files written before it have none
+        choice = {k: v for k, v in choice.items() if k != "config"}
+    choice = _fields(choice, {"name": (str,), "ptxas_version": (str, type(None)), "options": (list,),
+                              "controls": (dict, type(None))}, "choice")
+    pins = isinstance(parsed_key, AutotuneKey)
+    if pins != bool(config):
+        raise _Refused("an autotune key (kernel, tuning_key) goes with a choice.config, and only with one")
+    if pins and (choice["name"] != PLAIN or choice["ptxas_version"] or choice["options"] or choice["controls"]):
+        raise _Refused("a decision pinning an autotune config chooses nothing else (name plain, no ptxas, options "
+                       "or control file)")
     name = _text(choice["name"], "choice.name", pattern=_PREFIX, limit=64)
     version = choice["ptxas_version"]
     if version is not None:
@@ -217,12 +284,13 @@ def _parse(data, controls_inline: bool) -> tuple[Decision, bytes | None]:
         "source_id": (int, type(None))}, "evidence")
     for field in ("kernel", "outputs", "date", "tritonhook_version", "source_kind"):
         _text(evidence[field], f"evidence.{field}")
-    parsed = Decision(parsed_key, Choice(name, version, tuple(options), controls and controls["sha256"]),
+    parsed = Decision(parsed_key, Choice(name, version, tuple(options), controls and controls["sha256"], config),
                       Evidence(**evidence))
     return parsed, data_bytes
 
 
 _PATTERN_WORDS = {_PREFIX: "a name prefix (letters, digits and '_', not starting with a digit) nor plain/strip",
+                  _IDENTIFIER: "a name (letters, digits, '_' and '.', not starting with a digit)",
                   _SHA256: "a sha256 (64 lowercase hex digits)", _ARCH: "a target such as sm_90a",
                   _VERSION: "a version such as 13.0.88"}
 

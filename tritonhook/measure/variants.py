@@ -146,12 +146,6 @@ def config_text(config) -> str:
     return ",".join(f"{name}={value}" for name, value in (config.items() if isinstance(config, dict) else config))
 
 
-def config_matches(wanted, config: dict) -> bool:
-    """Whether an autotune `config` (as recorded: plain values) has every value `wanted` names."""
-    return all(name in config and str(config[name]) == str(value)
-               for name, value in (wanted.items() if isinstance(wanted, dict) else wanted))
-
-
 def config_of_label(label: str) -> dict | None:
     """The config a variant's label pins (a saved result keeps labels), None when it pins none."""
     _, found, rest = label.partition("+config:")

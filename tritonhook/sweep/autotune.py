@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from .._triton import config_matches
 from ..measure.outputs import BITWISE, CLOSE, DIFFER, NO_OUTPUT, WITHIN_SPREAD
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
-from ..measure.variants import config_matches, config_of_label
+from ..measure.variants import config_of_label
 from .recording import Recording, Signature
 from .result import SweepRow, VariantTiming
 from .variants import IDENTICAL

@@ -1,0 +1,147 @@
+"""Pinning an autotuned kernel's config (issue 53): the sweep's autotune regret becomes a decision keyed by the
+kernel and its tuning key, the portable file carries it as data, and `enable(apply=)` runs Triton's real Autotuner
+with the pinned config and no benchmark for that tuning key only. On a CPU: the launch after the autotuner's
+choice fails (no driver), which is where these tests stop looking."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+
+import pytest
+import triton
+
+import tritonhook
+from tritonhook import _triton, decisions
+from tritonhook.errors import TritonhookError
+from tritonhook.samples import add_kernel
+from tritonhook.sweep import recording as rec
+from tritonhook.sweep.autotune import analyze_group, autotune_groups
+from tritonhook.sweep.result import SweepResult, SweepRow
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_sweep_autotune import CONFIGS, _candidate_rows, candidates  # noqa: E402,F401 - the fixture
+
+torch = pytest.importorskip("torch")
+GPU = "NVIDIA H200"
+
+
+def _autotuned(benchmarked: list):
+    def do_bench(kernel_call, quantiles):  # one call per config benchmarked
+        benchmarked.append(kernel_call)
+        return [0.01, 0.009, 0.011]
+
+    return triton.autotune(CONFIGS, key=["n"], do_bench=do_bench)(add_kernel)
+
+
+def _call(autotuned, n: int) -> None:
+    x = torch.zeros(n)
+    with contextlib.suppress(Exception):  # no GPU: the launch after the autotuner's choice fails
+        autotuned[(1,)](x, x, x, n)
+
+
+def _real_tuning_key(n: int) -> list[str]:
+    """The tuning key the recording's tracer writes for a call of the autotuned add kernel with `n` elements."""
+    decisions_seen = []
+    tracer = _triton.AutotuneTracer(decisions_seen.append)
+    tracer.install()
+    try:
+        _call(_autotuned([]), n)
+    finally:
+        tracer.uninstall()
+    return decisions_seen[0].key
+
+
+@pytest.fixture
+def regret_sweep(candidates):
+    """A sweep result whose autotuned row finds BLOCK 256 25% faster than the workload's BLOCK 512 (the regret),
+    over a recording on `GPU` whose autotune decision carries the real tuning key of a 4096-element call."""
+    store, recording = candidates
+    decision = {**recording.autotune[0], "key": _real_tuning_key(4096)}
+    recording = dataclasses.replace(recording, device=GPU, autotune=[decision], id=None)
+    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
+    group, rows, samples = _candidate_rows((store, recording), {256: (0.015, 0.015), 512: (0.020, 0.020),
+                                                                1024: (0.025, 0.026)})
+    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
+                        samples, ["plain", "cutlass_"])
+    result = SweepResult([row], ["plain", "cutlass_"], 9, recording.id, None, {}, candidates=rows).finish()
+    result.id = store.add_result("sweep", result.to_json())
+    yield store, result
+    for made in decisions.listing(store).decisions:
+        decisions.remove(store, made.id)
+
+
+def test_the_autotune_regret_becomes_a_decision_pinning_its_config(regret_sweep, tmp_path):
+    store, result = regret_sweep
+    made = decisions.from_result(store, result.id)
+    (decision,) = [d for d in made.decisions if isinstance(d.key, decisions.AutotuneKey)]
+    assert decision.key == decisions.AutotuneKey("add_kernel", ("4096",) + ("torch.float32",) * 3, GPU)
+    assert dict(decision.choice.config) == _triton.autotune_config(CONFIGS[0])  # BLOCK 256, num_warps 2
+    assert decision.choice.label == "plain+config:BLOCK=256,num_ctas=1,num_stages=3,num_warps=2"  # kept sorted
+    assert decision.evidence.ratio == pytest.approx(0.75, rel=0.01)
+    decisions.export(store, tmp_path / "pins.json")
+    again = decisions.read_file(tmp_path / "pins.json")
+    assert not again.refused and [d.key for d, _ in again.decisions if d.choice.config] == [decision.key]
+
+
+def test_enable_apply_runs_the_pinned_config_without_benchmarking_for_that_tuning_key(regret_sweep, monkeypatch):
+    from triton.runtime.autotuner import Autotuner
+
+    store, result = regret_sweep
+    decisions.from_result(store, result.id)
+    monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", GPU)
+    benchmarked = []
+    autotuned = _autotuned(benchmarked)
+    run = Autotuner.run
+    with tritonhook.session(store.path, apply=store.path, subprocesses=False):
+        _call(autotuned, 4096)
+        assert benchmarked == [] and autotuned.best_config.kwargs == {"BLOCK": 256}
+        _call(autotuned, 8192)  # another tuning key: tuned as usual
+        assert len(benchmarked) == len(CONFIGS)
+    assert Autotuner.run is run
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"choice": {"config": None}}, "goes with a choice.config, and only with one"),
+    ({"choice": {"config": {"BLOCK": [1, 2]}}}, "choice.config.BLOCK: a list where a number"),
+    ({"choice": {"name": "cutlass_"}}, "chooses nothing else"),
+    ({"key": {"tuning_key": [4096]}}, "key.tuning_key[0]: a number where a string expected"),
+    ({"key": {"kernel": "os.system('x')"}}, "key.kernel"),
+])
+def test_a_pin_that_is_not_plain_data_is_refused_in_one_line(change, message, tmp_path):
+    entry = {"key": {"kernel": "add_kernel", "tuning_key": ["4096"], "gpu": GPU},
+             "choice": {"name": "plain", "ptxas_version": None, "options": [], "controls": None,
+                        "config": {"BLOCK": 256, "num_warps": 2}},
+             "evidence": {"kernel": "add_kernel", "ratio": 0.75, "low": 0.74, "high": 0.76, "outputs": "bitwise",
+                          "date": "2026-11-25", "tritonhook_version": "0.1.0", "source_kind": "sweep",
+                          "source_id": 1}}
+    for part, fields in change.items():
+        entry[part] = {**entry[part], **fields}
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps({"format": "tritonhook-decisions", "version": 1, "decisions": [entry]}))
+    contents = decisions.read_file(path)
+    assert contents.decisions == [] and len(contents.refused) == 1
+    assert message in contents.refused[0] and "\n" not in contents.refused[0], contents.refused
+
+
+def test_a_pin_for_inductors_autotuner_is_not_made_and_says_why(candidates):
+    """Inductor's decisions carry no tuning key: no pin, one warning line (its autotuner is not wrapped)."""
+    store, recording = candidates
+    decision = {**recording.autotune[0], "key": []}
+    recording = dataclasses.replace(recording, device=GPU, autotune=[decision], id=None)
+    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
+    group, rows, samples = _candidate_rows((store, recording), {256: (0.015, 0.015), 512: (0.020, 0.020),
+                                                                1024: (0.025, 0.026)})
+    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
+                        samples, ["plain", "cutlass_"])
+    result = SweepResult([row], ["plain", "cutlass_"], 9, recording.id, None, {}).finish()
+    result.id = store.add_result("sweep", result.to_json())
+    made = decisions.from_result(store, result.id)
+    assert not any(isinstance(d.key, decisions.AutotuneKey) for d in made.decisions)
+    assert any("no tuning key (Inductor's)" in line for line in made.warnings)
+    assert autotune_groups(recording)[0].kernel == "add_kernel"
+    with pytest.raises(TritonhookError):
+        decisions.get(store, 10**6)
