@@ -74,9 +74,9 @@ def add_diff(sub) -> None:
 def _diff(args) -> int:
     from .. import diff
     from ..measure.variants import parse_variants, refuse_configs
-    refuse_configs(variants, "tritonhook diff")
 
     variants = parse_variants(args.variants) if args.variants else [None, None]
+    refuse_configs(variants, "tritonhook diff")
     if len(variants) != 2:
         raise TritonhookError(f"--variants {args.variants}: give two, one for A and one for B")
     extra = ptxas_args(args)
