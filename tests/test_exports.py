@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -237,7 +239,6 @@ def test_export_of_a_kernel_with_a_245_character_name_writes_every_artifact(stor
     from triton.compiler import ASTSource
 
     import tritonhook
-    from tritonhook.exports import export_capture
     from tritonhook.files import NAME_LIMIT, file_name
 
     source = tmp_path / "long_kernel.py"
@@ -251,7 +252,10 @@ def test_export_of_a_kernel_with_a_245_character_name_writes_every_artifact(stor
     (capture,) = session.captures()
     assert capture.entry == LONG_NAME
     out = tmp_path / "out"
-    assert export_capture(session.store, capture, out) == len(capture.artifacts)
+    exported = subprocess.run([sys.executable, "-m", "tritonhook", "export", str(capture.id), str(out), "--store",
+                               str(store_path)], capture_output=True, text=True)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout == f"exported capture {capture.id} ({len(capture.artifacts)} artifacts) to {out}\n"
     stem = file_name(LONG_NAME)
     assert len(stem) == NAME_LIMIT and stem.startswith("k" * 100) and stem != file_name(LONG_NAME + "k")
     assert {p.name for p in out.iterdir()} == {f"{stem}.{what}" for what in [*capture.artifacts, "capture.json"]}

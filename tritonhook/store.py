@@ -31,6 +31,7 @@ from typing import Callable, Iterable, Iterator
 from . import config, format, processes
 from .config import HOLD_MAX_AGE_S, REPAIR_MIN_AGE_S
 from .errors import TritonhookError
+from .files import disk_full_reason
 
 # 2: ab_results / ab_captures (A/B timings). 3: captures.specialization, indexes on arch and event.
 # 4: results (any other command's saved result, by kind: ptxas-matrix, ...).
@@ -369,7 +370,7 @@ class Store:
             if created and self.index_path.stat().st_size == 0:
                 self.index_path.unlink(missing_ok=True)  # leave no schema-less index behind (a full disk, say)
             raise TritonhookError(f"{self.index_path}: not a usable tritonhook index "
-                                  f"({_disk_full_reason(self.path) or exc})") from None
+                                  f"({disk_full_reason(self.path) or exc})") from None
         self._conn, self._conn_pid = conn, os.getpid()
         self._index_identity = _file_identity(self.index_path)
 
@@ -385,7 +386,7 @@ class Store:
             return False
         except OSError as exc:
             raise TritonhookError(f"{self.path}: store is not writable "
-                                  f"({_disk_full_reason(self.path) or exc.strerror or exc})") from None
+                                  f"({disk_full_reason(self.path) or exc.strerror or exc})") from None
 
     def check_in_place(self) -> None:
         """Raise if the index this store opened was removed or replaced since (the store folder deleted, or moved
@@ -453,7 +454,7 @@ class Store:
             if wal.exists() and wal.stat().st_size > 0:
                 raise TritonhookError(f"{self.index_path}: cannot open read-only while its -wal file holds "
                                       f"changes and its -shm file cannot be made "
-                                      f"({_disk_full_reason(self.path) or exc})") from None
+                                      f"({disk_full_reason(self.path) or exc})") from None
             conn = self._connect_uri("immutable=1")
             version = self._schema_version(conn)
         if version < SCHEMA_VERSION:
@@ -570,7 +571,7 @@ class Store:
         try:
             self._write_blob(final, data)
         except OSError:
-            reason = _disk_full_reason(self.path)
+            reason = disk_full_reason(self.path)
             if reason is None:
                 raise
             raise TritonhookError(f"{final}: cannot write the blob ({reason})") from None
@@ -1156,27 +1157,11 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
-_FULL_BELOW_BYTES = 1 << 20
-
-
-def _disk_full_reason(path: Path) -> str | None:
-    """"disk full (...)" when the file system holding `path` has (almost) no space a writer may use, else None:
-    SQLite reports a full disk as "disk I/O error", which sends users looking for broken hardware."""
-    try:
-        stats = os.statvfs(path if path.exists() else path.parent)
-    except OSError:
-        return None
-    free = stats.f_bavail * stats.f_frsize
-    if free >= _FULL_BELOW_BYTES:
-        return None
-    return f"disk full: {free} bytes free on the file system of {path}"
-
-
 def _never_initialised(conn: sqlite3.Connection, store: Path) -> str:
     """What to add to "no schema version" when the index has no table at all: its creator stopped first."""
     if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
         return ""
-    full = _disk_full_reason(store)
+    full = disk_full_reason(store)
     return (f"; the index is empty: its first writer stopped before setting it up{' (' + full + ')' if full else ''}"
             f"; any capture into this store sets it up")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from inspect import getblock
 from pathlib import Path
@@ -142,29 +141,14 @@ def add_export(sub) -> None:
 
 def _export(args) -> int:
     """Every artifact that can be read is written; one that cannot is named (with its blob) and the command fails,
-    so a partial export never looks complete."""
+    so a partial export never looks complete (`exports.export_capture`)."""
+    from ..exports import export_capture
+
     store = open_store(args)
     capture = store.get(args.id)
-    contents, unreadable = {}, []
-    for stage in capture.artifacts:
-        try:
-            contents[f"{capture.entry}.{stage}"] = store.read(capture, stage)
-        except TritonhookError as exc:
-            unreadable.append(str(exc))
-    contents[f"{capture.entry}.capture.json"] = json.dumps(capture.to_json(), indent=2, default=str).encode()
-    try:
-        args.dir.mkdir(parents=True, exist_ok=True)
-        for name, data in contents.items():
-            (args.dir / name).write_bytes(data)
-    except OSError as exc:
-        raise TritonhookError(f"{args.dir}: cannot write the export ({exc.strerror or exc})") from None
-    written = len(contents) - 1
-    if unreadable:
-        raise TritonhookError(f"exported {written} of {len(capture.artifacts)} artifacts of capture {capture.id} to "
-                              f"{args.dir}; not written: {'; '.join(unreadable)}")
+    written = export_capture(store, capture, args.dir)
     print(f"exported capture {capture.id} ({written} artifacts) to {args.dir}")
     return 0
-
 
 
 def add_store(sub) -> None:
