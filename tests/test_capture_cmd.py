@@ -142,6 +142,34 @@ CUTILE_HINT = "tritonhook: the command imported cuda.tile and no cuTile kernel w
 
 
 @needs_cutile
+@pytest.mark.serial  # wraps the virtualenv's wheel ptxas in place, which other tests run and hash
+@pytest.mark.release_independent  # cuTile and its wheel ptxas: no Triton in it
+def test_a_second_wheel_ptxas_capture_names_the_run_whose_wrapper_is_in_place(store_path, tmp_path):
+    """Two `tritonhook capture --wheel-ptxas` at once: the second cannot record through the first's wrapper (its
+    token is another) and says so, naming the first run's pid, instead of writing 0 cuTile captures silently."""
+    from tritonhook import ptxas_wrapper
+
+    ptxas = _tileiras_ptxas()
+    before = hashlib.sha256(ptxas.read_bytes()).hexdigest()
+    sleeper = "import os, time; print(os.getpid(), flush=True); time.sleep(300)"
+    first = subprocess.Popen([sys.executable, "-m", "tritonhook", "capture", "--store", str(tmp_path / "first"),
+                              "--wheel-ptxas", "--", sys.executable, "-c", sleeper], stdout=subprocess.PIPE, text=True)
+    command = int(first.stdout.readline())  # the first run's command runs: the wheel ptxas is wrapped for it
+    try:
+        result, summary = capture(store_path, sys.executable, TESTS / "tile_scale.py", "--out", tmp_path / "out",
+                                  "sm_90", options=("--wheel-ptxas",))
+        assert result.returncode == 0 and summary["captures"] == [], result.stderr
+        assert (f"{ptxas.resolve()}: wrapped by another capture run (pid {first.pid}) until it ends; this run's "
+                f"calls of it are not recorded") in result.stderr
+    finally:
+        os.kill(command, signal.SIGKILL)
+        first.wait(timeout=120)
+        if ptxas_wrapper.status(ptxas).state != ptxas_wrapper.NOT_INSTALLED:  # never leave the venv's ptxas wrapped
+            ptxas_wrapper.uninstall(ptxas)
+    assert hashlib.sha256(ptxas.read_bytes()).hexdigest() == before
+
+
+@needs_cutile
 def test_a_cutile_capture_without_wheel_ptxas_captures_nothing_and_says_which_flag(store_path, tmp_path):
     result, summary = capture(store_path, sys.executable, TESTS / "tile_scale.py", "--out", tmp_path / "out", "sm_90")
     assert result.returncode == 0 and summary["captures"] == [] and (tmp_path / "out" / "sm_90.cubin").exists()
