@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs the wheels carried to the GPU machine for the third-party workloads, and prints the PYTHONPATH to use.
+#
+#   bash benchmarks/workloads/carry.sh DIR [NAME ...]
+#
+# NAME: a folder of .wheels/ (timm, flag-gems, torchao); none = all of them. Installs with
+# `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
+# carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
+# root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
+# DIR should be a scratch folder such as /tmp/wl, not the run's $OUT: what lies under $OUT is sent back.
+#
+# What each folder holds (downloaded with `pip download --no-deps`; the GPU machine has Python 3.12, torch 2.11.0
+# +cu130, triton 3.6.0, numpy, einops, transformers 5.17 and so huggingface-hub, safetensors, pyyaml, packaging,
+# and pillow through matplotlib):
+#   timm       timm 1.0.31 (py3-none-any, 2.7 MB) and torchvision 0.26.0 (cp312 manylinux_2_28, 0.26.0+cu130,
+#              requires torch==2.11.0, 7.5 MB): timm imports torchvision at import time
+#   flag-gems  flag-gems 5.0.2 (py3-none-any, 2.2 MB) and SQLAlchemy 2.0.48 (py3-none-any, 1.9 MB, its tuning cache)
+#   torchao    torchao 0.18.0 (cp310-abi3 manylinux_2_28, 3.3 MB; its C++ extensions may not load, only its
+#              Triton kernels are used)
+# Then, e.g.:  PYTHONPATH=/tmp/wl/site python3 benchmarks/workloads/torchao_quant_gemm.py 10
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if [ $# -lt 1 ]; then
+    echo "usage: $0 DIR [timm|flag-gems|torchao ...]" >&2
+    exit 2
+fi
+dir=$1
+shift
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+    names=(timm flag-gems torchao)
+fi
+python=${PYTHON:-python3}
+
+wheels=()
+for name in "${names[@]}"; do
+    found=(.wheels/"$name"/*.whl)
+    if [ ! -e "${found[0]}" ]; then
+        echo "carry.sh: no wheels in .wheels/$name (name .wheels in the run's carry)" >&2
+        exit 1
+    fi
+    wheels+=("${found[@]}")
+done
+
+mkdir -p "$dir/site"
+if "$python" -m pip --version >/dev/null 2>&1; then
+    "$python" -m pip install --quiet --disable-pip-version-check --no-deps --no-index --target "$dir/site" \
+        "${wheels[@]}" >&2
+else
+    # no pip: a wheel is a zip whose root is what --target would hold (no scripts in these wheels)
+    for wheel in "${wheels[@]}"; do
+        "$python" -m zipfile -e "$wheel" "$dir/site"
+    done
+fi
+echo "carry.sh: installed ${names[*]} into $dir/site ($(du -sh "$dir/site" | cut -f1))" >&2
+echo "export PYTHONPATH=$(cd "$dir/site" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
