@@ -145,3 +145,43 @@ def test_a_pin_for_inductors_autotuner_is_not_made_and_says_why(candidates):
     assert autotune_groups(recording)[0].kernel == "add_kernel"
     with pytest.raises(TritonhookError):
         decisions.get(store, 10**6)
+
+
+def _run_of(kernel_ms: dict[int, float], block_at_4096: int, *, picked: int | None) -> rec.Recording:
+    """A recording of one workload run: the add kernel at n=4096 (config BLOCK `block_at_4096`, `kernel_ms[4096]`
+    per launch) and at n=8192 (BLOCK 512), 100 launches each; `picked`: the config the run's autotuner chose at
+    4096 (None: it did not tune there, the config was pinned)."""
+    signatures = []
+    for index, (n, block) in enumerate(((4096, block_at_4096), (8192, 512))):
+        args = [{"kind": "scalar", "name": "n", "value": n}, {"kind": "constexpr", "name": "BLOCK", "value": block}]
+        signatures.append(rec.Signature(id=index, kernel="add_kernel", triton_hash=f"h{block}", capture_id=None,
+                                        arch="sm_90a", grid=[n // block, 1, 1], args=args, arg_names=["n", "BLOCK"],
+                                        signature={"n": "i32"}, constexprs={"BLOCK": block}, launches=100,
+                                        times_ms=[kernel_ms[n]] * 3))
+    autotune = [] if picked is None else [{"group": 0, "kernel": "add_kernel", "key": ["4096", "torch.float32"],
+                                           "chosen": {"BLOCK": picked, "num_warps": 4}, "timings": [],
+                                           "bench_s": 0.1, "hooks": {}, "key_names": ["n"]}]
+    return rec.Recording(signatures, arch="sm_90a", device=GPU, triton_version="3.6.0", torch_version=None, pid=1,
+                         autotune=autotune)
+
+
+def test_confirmation_compares_the_kernel_at_its_tuning_key_between_the_arms_and_counts_the_autotuners_picks():
+    """What `decisions confirm` reads from its recordings: the pinned kernel's time per launch at the pinned tuning
+    key only (the 8192 signature is another key), whether the pinned runs launched the pinned config, and the
+    configs the unpinned runs' autotuner picked (two of three cold runs picked BLOCK 512, one BLOCK 256)."""
+    from tritonhook.decisions.confirm import _measure_pin
+
+    pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096", "torch.float32"), GPU),
+                             decisions.Choice(config=(("BLOCK", 256), ("num_warps", 2))),
+                             decisions.Evidence("add_kernel", 0.75, 0.74, 0.76, "bitwise", "2026-11-25", "0.1.0",
+                                                "sweep", 1))
+    runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-4, 8192: 0.05}, 512, picked=512) for i in range(2)]
+            + [_run_of({4096: 0.0151, 8192: 0.05}, 256, picked=256)],
+            "pinned": [_run_of({4096: 0.015 + i * 1e-4, 8192: 0.07}, 256, picked=None) for i in range(3)]}
+    found = _measure_pin(pin, ["n"], runs, 0.01)
+    assert found.ms["unpinned"] == pytest.approx([0.020, 0.0201, 0.0151])
+    assert found.ms["pinned"] == pytest.approx([0.015, 0.0151, 0.0152])
+    assert found.pinned_ran and found.picks == ["BLOCK=512, num_warps=4"] * 2 + ["BLOCK=256, num_warps=4"]
+    assert found.ratio < 1 and found.config == "BLOCK=256, num_warps=2"
+    runs["pinned"][0].signatures[0].constexprs["BLOCK"] = 512  # a pinned run that did not launch the pin
+    assert not _measure_pin(pin, ["n"], runs, 0.01).confirmed

@@ -427,3 +427,33 @@ def test_an_aa_sweep_estimates_nothing_and_its_flips_keep_the_workload_config(ho
         tune = row.get("autotune") or {}
         if tune.get("winners"):  # an autotune group: a change of config must be one beyond noise
             assert not tune["changed"] or tune["same_config"], tune
+
+
+# ----- autotune regret: found by the replay, pinned, confirmed inside the workload -----------------------------------
+def test_an_autotuners_regret_is_found_pinned_and_confirmed_inside_the_workload(tmp_path):
+    """A workload whose autotuner keeps a slow config (tests/biased_autotune_workload.py): the sweep's row answers
+    for that config, its regret names the faster one, and `decisions confirm` runs the workload pinned and unpinned:
+    the kernel is faster pinned inside the workload too, and the pinned runs launched the pinned config."""
+    import json
+    import subprocess
+    import sys
+
+    workload = [sys.executable, str(Path(__file__).with_name("biased_autotune_workload.py")), "100"]
+    store = tmp_path / "store"
+    swept = subprocess.run([sys.executable, "-m", "tritonhook", "sweep", "--store", str(store), "--rounds", "5",
+                            "--json", "--", *workload], capture_output=True, text=True, timeout=600)
+    assert swept.returncode == 0, swept.stderr[-2000:]
+    result = json.loads(swept.stdout)
+    (row,) = [r for r in result["rows"] if r["kernel"] == "scaled_add"]
+    assert row["autotune"]["workload"].startswith("BLOCK=64") and row["variants"][0]["median_ms"]
+    regret = row["autotune"]["regret"]
+    assert regret["verdict"] == "faster" and not regret["config"].startswith("BLOCK=64"), regret
+    confirmed = subprocess.run([sys.executable, "-m", "tritonhook", "decisions", "confirm", str(result["id"]),
+                                "--store", str(store), "--runs", "2", "--json", "--", *workload],
+                               capture_output=True, text=True, timeout=600)
+    assert confirmed.returncode == 0, confirmed.stderr[-2000:]
+    (pin,) = json.loads(confirmed.stdout)["pins"]
+    assert pin["pinned_ran"] and pin["verdict"] == "faster" and pin["confirmed"], pin
+    assert all(pick.startswith("BLOCK=64") for pick in pin["picks"])  # the biased autotuner, every cold run
+    print(f"\nregret {regret['ratio']:.3f} in the replay; in the workload {pin['ratio']:.3f} "
+          f"[{pin['low']:.3f}, {pin['high']:.3f}]")

@@ -45,6 +45,7 @@ class AutotuneDecision:
     timings: list
     bench_s: float | None
     hooks: dict = dataclasses.field(default_factory=dict)  # what the autotuner runs around each timed config
+    key_names: list[str] = dataclasses.field(default_factory=list)  # the arguments whose values begin `key`
 
 
 def autotune_config(config) -> dict:
@@ -268,7 +269,8 @@ class AutotuneTracer:
                 frame["group"], getattr(autotuner.base_fn, "__name__", "?"), [str(part) for part in keys[0]],
                 autotune_config(autotuner.cache[keys[0]]),
                 [[autotune_config(config), _finite_ms(timing)] for config, timing in timings.items()],
-                getattr(autotuner, "bench_time", None), autotuner_hooks(autotuner)))
+                getattr(autotuner, "bench_time", None), autotuner_hooks(autotuner),
+                [str(name) for name in autotuner.keys if name in autotuner.arg_names]))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("autotune recording", exc)
 

@@ -1,10 +1,13 @@
-"""`tritonhook decisions ls|show|rm|export|import|from-result`: per-kernel decisions (library:
+"""`tritonhook decisions ls|show|rm|export|import|from-result|confirm`: per-kernel decisions (library:
 `tritonhook.decisions`; docs/decisions.md)."""
 
 from __future__ import annotations
 
+import argparse
+import sys
+
 from ..format import show
-from .common import open_store, store_arg
+from .common import command_after_dashes, open_store, store_arg
 
 
 def add_decisions(sub) -> None:
@@ -26,6 +29,14 @@ def add_decisions(sub) -> None:
             action.add_argument("target", metavar=arg)
         action.add_argument("--json", action="store_true", help="print the result as JSON")
         action.set_defaults(handler=handler)
+    confirm = actions.add_parser("confirm", help="run the workload as it is and with a sweep's autotune regrets "
+                                                 "pinned, alternately, and compare the kernels' in-workload times")
+    store_arg(confirm)
+    confirm.add_argument("target", metavar="SWEEP_ID")
+    confirm.add_argument("--runs", type=int, default=3, help="runs per arm (default 3)")
+    confirm.add_argument("--json", action="store_true", help="print the result as JSON")
+    confirm.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS...")
+    confirm.set_defaults(handler=_confirm)
 
 
 def _ls(args) -> int:
@@ -69,4 +80,14 @@ def _from_result(args) -> int:
     from ..decisions import from_result
 
     show(from_result(open_store(args, write=True), args.target), as_json=args.json)
+    return 0
+
+
+def _confirm(args) -> int:
+    from ..decisions.confirm import confirm
+
+    command = command_after_dashes(args.command, "decisions confirm")
+    result = confirm(open_store(args, write=True), args.target, command, runs=args.runs,
+                     progress=lambda line: print(f"tritonhook decisions confirm: {line}", file=sys.stderr))
+    show(result, as_json=args.json)
     return 0
