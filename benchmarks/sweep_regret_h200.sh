@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# GPU proofs of issue 53 (the sweep answers for the configs the workload runs; autotune regret measured, pinned and
+# confirmed inside the workload), for the H200 (torch 2.11 + Triton 3.6). From the repository root, with .wheels
+# carried (benchmarks/workloads/carry.sh):
+#     OUT=/some/dir ONLY="gpu_test torchao torchao_aa ..." bash benchmarks/sweep_regret_h200.sh
+# Steps (each under `timeout`, keeping what it produced; results in $OUT, the table last; ONLY picks some, since
+# one device call runs 10 minutes at most): NAME sweeps a workload (plain,cutlass_), NAME_aa replays its recording
+# plain,plain, NAME_confirm runs `decisions confirm` of every regret its sweep found.
+#   gpu_test   tests/test_sweep_gpu.py's regret test (a workload with a biased autotuner: found, pinned, confirmed)
+#   torchao    torchao 0.18.0's quantized GEMM/GEMV (split-K at batch 1/16, per-batch-size autotuning)
+#   flaggems   FlagGems 5.0.2's ops (autotune-heavy)
+#   timm       timm 1.0.31 models under torch.compile (Inductor)
+set -u
+OUT=${OUT:-$PWD/regret-out}
+SCRATCH=${SCRATCH:-/tmp/regret-work}
+mkdir -p "$OUT" "$SCRATCH"
+eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" base timm flag-gems torchao)"
+export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
+export TRITON_CACHE_DIR="$SCRATCH/triton-cache" TORCHINDUCTOR_CACHE_DIR="$SCRATCH/inductor-cache"
+export FLAGGEMS_CACHE_DIR="$SCRATCH/flaggems-cache"
+PY=${PYTHON:-python3}
+TOP=${AUTOTUNE_TOP:-4}
+step() {  # step NAME SECONDS CMD...: stdout to $OUT/NAME.json, stderr to $SCRATCH/NAME.log (tail in steps.log)
+  local name=$1 limit=$2; shift 2
+  local began=$(date +%s)
+  timeout "$limit" "$@" > "$OUT/$name.json" 2> "$SCRATCH/$name.log"
+  local rc=$?
+  echo "$name: exit $rc after $(( $(date +%s) - began )) s" | tee -a "$OUT/steps.log"
+  tail -n 4 "$SCRATCH/$name.log" | cut -c1-300 | sed 's/^/   | /' | tee -a "$OUT/steps.log"
+}
+want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
+sweep() {  # sweep NAME SECONDS WORKLOAD...: plain,cutlass_ over every kernel the workload runs
+  local name=$1 limit=$2; shift 2
+  step "${name}_sweep" "$limit" $PY -m tritonhook sweep --store "$SCRATCH/store-$name" --autotune-top "$TOP" \
+      --json -- "$@"
+}
+aa() {  # aa NAME SECONDS: plain,plain over the sweep's recording
+  step "${1}_aa" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --autotune-top "$TOP" \
+      --variants plain,plain --json
+}
+confirm() {  # confirm NAME RUNS SECONDS WORKLOAD...: decisions confirm of the sweep's regrets
+  local name=$1 runs=$2 limit=$3; shift 3
+  local id
+  id=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['id'])" "$OUT/${name}_sweep.json" 2>/dev/null) || return
+  step "${name}_confirm" "$limit" $PY -m tritonhook decisions confirm "$id" --store "$SCRATCH/store-$name" \
+      --runs "$runs" --json -- "$@"
+}
+$PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"
+if want gpu_test; then
+  timeout 300 $PY -m pytest tests/test_sweep_gpu.py -q -x -p no:cacheprovider -k regret -s 2>&1 | tail -n 6 | tee "$OUT/gpu_test.txt"
+fi
+TORCHAO=($PY benchmarks/workloads/torchao_quant_gemm.py 5)
+FLAGGEMS=($PY benchmarks/workloads/flaggems_ops.py 3)
+TIMM=($PY benchmarks/workloads/timm_compiled.py 5)
+want torchao && sweep torchao 330 "${TORCHAO[@]}"
+want torchao_aa && aa torchao 240
+want torchao_confirm && confirm torchao 2 330 "${TORCHAO[@]}"
+want flaggems && sweep flaggems 400 "${FLAGGEMS[@]}"
+want flaggems_aa && aa flaggems 240
+want flaggems_confirm && confirm flaggems 2 330 "${FLAGGEMS[@]}"
+want timm && sweep timm 330 "${TIMM[@]}"
+want timm_aa && aa timm 240
+$PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"
