@@ -47,12 +47,13 @@ confirm() {  # confirm NAME RUNS SECONDS WORKLOAD...: decisions confirm of the s
 }
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"
 if want gpu_test; then
-  timeout 300 $PY -m pytest tests/test_sweep_gpu.py -q -x -p no:cacheprovider -k regret -s 2>&1 | tail -n 6 | tee "$OUT/gpu_test.txt"
+  timeout 300 $PY -m pytest tests/test_sweep_gpu.py -q -x -p no:cacheprovider -k regret -s > "$OUT/gpu_test.txt" 2>&1
+  tail -n 30 "$OUT/gpu_test.txt"
 fi
-TORCHAO=($PY benchmarks/workloads/torchao_quant_gemm.py 5)
+TORCHAO=($PY benchmarks/workloads/torchao_quant_gemm.py 3 w8a16_int8)  # the split-K family alone: a call's 10 min
 FLAGGEMS=($PY benchmarks/workloads/flaggems_ops.py 3)
 TIMM=($PY benchmarks/workloads/timm_compiled.py 5)
-want torchao && sweep torchao 330 "${TORCHAO[@]}"
+want torchao && sweep torchao 480 "${TORCHAO[@]}"
 want torchao_aa && aa torchao 240
 want torchao_confirm && confirm torchao 2 330 "${TORCHAO[@]}"
 want flaggems && sweep flaggems 400 "${FLAGGEMS[@]}"

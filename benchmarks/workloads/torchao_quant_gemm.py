@@ -25,7 +25,8 @@ extensions are not needed). Llama-3-8B linear shapes (N x K): qkv 6144 x 4096, g
 Autotuning happens on the first step for each (kernel, M, shape); the summary line gives each family's largest
 relative error against a torch fp32 reference at M = 16, and the SPLIT_K the W8A16 autotuner picked per M.
 
-    python benchmarks/workloads/torchao_quant_gemm.py [STEPS]   # default 10
+    python benchmarks/workloads/torchao_quant_gemm.py [STEPS [FAMILIES]]   # default 10 steps, all four families
+                                                                           # (FAMILIES: comma-separated names)
 """
 
 import sys
@@ -80,37 +81,41 @@ def quantize_rows_int8(x):
     return (x / scale[:, None]).round().to(torch.int8), scale
 
 
-def run_layer(layer, x, name):
-    """The four families on one layer and one activation batch; a dict of outputs."""
-    x16 = x.half()
-    out = dict(
-        w8a16_int8=mixed_matmul(x16, layer["w_i8"].t()) * layer["i8_scale"].half(),
-        w8a16_fp8=w8a16_fp8_matmul(x16, layer["f8"].t()) * layer["f8_scale"].half(),
-    )
-    xq, xs = quantize_rows_int8(x)
-    out["w8a8_int8"] = torch.ops.torchao.scaled_int8_mm(xq, layer["w_i8"].t(), xs.bfloat16(),
-                                                        layer["i8_scale"].bfloat16())
-    if name == FP8_BLOCK_SHAPE:
+FAMILIES = ("w8a16_int8", "w8a16_fp8", "w8a8_int8", "w8a8_fp8_block")
+
+
+def run_layer(layer, x, name, families=FAMILIES):
+    """The `families` (default all four) on one layer and one activation batch; a dict of outputs."""
+    x16, out = x.half(), {}
+    if "w8a16_int8" in families:
+        out["w8a16_int8"] = mixed_matmul(x16, layer["w_i8"].t()) * layer["i8_scale"].half()
+    if "w8a16_fp8" in families:
+        out["w8a16_fp8"] = w8a16_fp8_matmul(x16, layer["f8"].t()) * layer["f8_scale"].half()
+    if "w8a8_int8" in families:
+        xq, xs = quantize_rows_int8(x)
+        out["w8a8_int8"] = torch.ops.torchao.scaled_int8_mm(xq, layer["w_i8"].t(), xs.bfloat16(),
+                                                            layer["i8_scale"].bfloat16())
+    if "w8a8_fp8_block" in families and name == FP8_BLOCK_SHAPE:
         aq, a_s = fp8_blockwise_act_quant(x.bfloat16().contiguous(), 128)
         out["w8a8_fp8_block"] = blockwise_fp8_gemm(aq, a_s, layer["blk"], layer["blk_scale"], 128)
     return out
 
 
-def step(layers, acts):
+def step(layers, acts, families=FAMILIES):
     """Every family, shape and batch size once; returns the last output."""
     for m in BATCHES:
         for name, (n, k) in SHAPES.items():
-            out = run_layer(layers[name], acts[m][k], name)
+            out = run_layer(layers[name], acts[m][k], name, families)
     return out
 
 
-def check(layers, acts, m=16):
+def check(layers, acts, families=FAMILIES, m=16):
     """Largest relative error of each family against x @ w.T in fp32 (the unquantized bf16 weight)."""
     errors = {}
     for name, (n, k) in SHAPES.items():
         x = acts[m][k]
         ref = x @ layers[name]["w"].float().t()
-        for family, y in run_layer(layers[name], x, name).items():
+        for family, y in run_layer(layers[name], x, name, families).items():
             err = ((y.float() - ref).abs().max() / ref.abs().max()).item()
             errors[family] = max(errors.get(family, 0.0), err)
     return errors
@@ -126,12 +131,13 @@ def split_k_picks():
 
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    families = tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else FAMILIES
     layers, acts = build()
     with torch.no_grad():
         for _ in range(steps):
-            step(layers, acts)
+            step(layers, acts, families)
         torch.cuda.synchronize()
-        errors = check(layers, acts)
+        errors = check(layers, acts, families)
     print(f"torchao {torchao.__version__}: {steps} steps x M {BATCHES} x {len(SHAPES)} shapes; max rel err "
           + ", ".join(f"{f} {e:.3g}" for f, e in errors.items()) + f"; W8A16 SPLIT_K picked per M {split_k_picks()}")
 
