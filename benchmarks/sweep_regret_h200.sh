@@ -42,7 +42,7 @@ confirm() {  # confirm NAME RUNS SECONDS WORKLOAD...: decisions confirm of the s
   local name=$1 runs=$2 limit=$3; shift 3
   local id
   id=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['id'])" "$OUT/${name}_sweep.json" 2>/dev/null) || return
-  step "${name}_confirm" "$limit" $PY -m tritonhook decisions confirm "$id" --store "$SCRATCH/store-$name" \
+  step "${name}_confirm" "$limit" $PY -m tritonhook decisions confirm --sweep "$id" --store "$SCRATCH/store-$name" \
       --runs "$runs" --json -- "$@"
 }
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"

@@ -1,14 +1,12 @@
 """A workload whose autotuner leaves time on the table, on purpose: a memory-bound copy-add under
-`triton.autotune` whose benchmark timer (Triton's public `do_bench` argument) reports a thousandth of the first
-config's time (a timer that reads too early), so the autotuner keeps the first config (64-element blocks, one
-warp) where a 1024-element block is several times faster. It stands for an
-autotuner whose ranking times something besides the kernel (pre-hooks, clones, noise at µs scale). Run as
-`python tests/biased_autotune_workload.py [STEPS]` on a CUDA GPU; `tests/test_sweep_gpu.py` sweeps it, pins the
-faster config found and confirms it inside the workload."""
+`triton.autotune` whose benchmark timer (Triton's public `do_bench` argument) is broken: it reports the first config
+(64-element blocks, one warp) as the fastest without timing anything, so the autotuner keeps that config where a
+1024-element block is several times faster. It stands for an autotuner whose ranking times something besides the
+kernel (pre-hooks, clones, noise at µs scale). Run as `python tests/biased_autotune_workload.py [STEPS]` on a CUDA
+GPU; `tests/test_sweep_gpu.py` sweeps it, pins the faster config found and confirms it inside the workload."""
 
 from __future__ import annotations
 
-import itertools
 import sys
 
 import torch
@@ -17,16 +15,17 @@ import triton.language as tl
 
 CONFIGS = [triton.Config({"BLOCK": 64}, num_warps=1), triton.Config({"BLOCK": 1024}, num_warps=4),
            triton.Config({"BLOCK": 2048}, num_warps=8)]
-_calls = itertools.count()
 
 
-def _biased_bench(kernel_call, quantiles):
-    """Triton's own timer, with the first config benchmarked (every tuning key's) at a thousandth of its time."""
-    times = triton.testing.do_bench(kernel_call, quantiles=quantiles)
-    return [t * (1e-3 if next(_calls) % len(CONFIGS) == 0 else 1.0) for t in times]
+def _broken_bench(kernel_call, quantiles):
+    """The first config at 1 µs, every other at 1 ms: which config `kernel_call` runs is read from its closure
+    (Triton's `_bench` closes over the config it benchmarks)."""
+    config = next(cell.cell_contents for cell in kernel_call.__closure__
+                  if isinstance(cell.cell_contents, triton.Config))
+    return [0.001 if config is CONFIGS[0] else 1.0] * len(quantiles)
 
 
-@triton.autotune(CONFIGS, key=["n"], do_bench=_biased_bench)
+@triton.autotune(CONFIGS, key=["n"], do_bench=_broken_bench)
 @triton.jit
 def scaled_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

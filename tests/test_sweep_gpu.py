@@ -448,8 +448,8 @@ def test_an_autotuners_regret_is_found_pinned_and_confirmed_inside_the_workload(
     assert row["autotune"]["workload"].startswith("BLOCK=64") and row["variants"][0]["median_ms"]
     regret = row["autotune"]["regret"]
     assert regret["verdict"] == "faster" and not regret["config"].startswith("BLOCK=64"), regret
-    confirmed = subprocess.run([sys.executable, "-m", "tritonhook", "decisions", "confirm", str(result["id"]),
-                                "--store", str(store), "--runs", "2", "--json", "--", *workload],
+    confirmed = subprocess.run([sys.executable, "-m", "tritonhook", "decisions", "confirm", "--sweep",
+                                str(result["id"]), "--store", str(store), "--runs", "2", "--json", "--", *workload],
                                capture_output=True, text=True, timeout=600)
     assert confirmed.returncode == 0, confirmed.stderr[-2000:]
     (pin,) = json.loads(confirmed.stdout)["pins"]

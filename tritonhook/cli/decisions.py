@@ -32,7 +32,8 @@ def add_decisions(sub) -> None:
     confirm = actions.add_parser("confirm", help="run the workload as it is and with a sweep's autotune regrets "
                                                  "pinned, alternately, and compare the kernels' in-workload times")
     store_arg(confirm)
-    confirm.add_argument("target", metavar="SWEEP_ID")
+    confirm.add_argument("--sweep", metavar="ID", help="the sweep or replay result whose regrets to confirm "
+                                                       "(default: the newest in the store)")
     confirm.add_argument("--runs", type=int, default=3, help="runs per arm (default 3)")
     confirm.add_argument("--json", action="store_true", help="print the result as JSON")
     confirm.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS...")
@@ -87,7 +88,7 @@ def _confirm(args) -> int:
     from ..decisions.confirm import confirm
 
     command = command_after_dashes(args.command, "decisions confirm")
-    result = confirm(open_store(args, write=True), args.target, command, runs=args.runs,
+    result = confirm(open_store(args, write=True), args.sweep, command, runs=args.runs,
                      progress=lambda line: print(f"tritonhook decisions confirm: {line}", file=sys.stderr))
     show(result, as_json=args.json)
     return 0

@@ -25,7 +25,7 @@ from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.autotune import config_text
 from ..sweep.record import record_command
 from ..sweep.recording import Recording, Signature
-from ..sweep.result import SweepResult
+from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 from .._version import __version__
 from .keep import _Maker
 from .model import AutotuneKey, Decision, file_json
@@ -126,12 +126,17 @@ def pins_of(store: Store, sweep: SweepResult) -> tuple[list[Decision], Recording
     return pins, recording
 
 
-def confirm(store: Store, sweep_id: int | str, command: list[str], *, runs: int = 3,
+def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, runs: int = 3,
             min_effect: float = DEFAULT_MIN_EFFECT, progress: Callable[[str], None] = lambda line: None
             ) -> Confirmation:
     """Run `command` `runs` times as it is and `runs` times with the sweep's configs pinned, alternating (ABBA, so a
     drift of the machine falls on both arms alike), each run recorded; compare each pinned kernel's in-workload time
-    and the step's GPU time between the arms. Saved in the store."""
+    and the step's GPU time between the arms. Saved in the store. `sweep_id` None: the newest sweep result."""
+    if sweep_id is None:
+        newest = store.results(SWEEP_KIND, limit=1)
+        if not newest:
+            raise TritonhookError(f"{store.path}: no sweep result to confirm; run tritonhook sweep -- CMD first")
+        sweep_id = newest[0].id
     sweep = store.result(sweep_id)
     if not isinstance(sweep, SweepResult):
         raise TritonhookError(f"result {sweep_id}: {result_kind_text(sweep)}; confirm takes a sweep or replay result")
