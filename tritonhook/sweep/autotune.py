@@ -224,7 +224,7 @@ def _hooks_text(hooks: dict) -> str:
     if hooks.get("pre_hook"):
         ran.append("a user pre-hook")
     if hooks.get("config_pre_hooks"):
-        ran.append(f"{hooks['config_pre_hooks']} configs' pre-hooks")
+        ran.append(f"a config's own pre-hook ({hooks['config_pre_hooks']} of its configs have one)")
     return " and ".join(ran)
 
 
