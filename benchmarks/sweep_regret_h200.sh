@@ -29,10 +29,10 @@ step() {  # step NAME SECONDS CMD...: stdout to $OUT/NAME.json, stderr to $SCRAT
   tail -n 4 "$SCRATCH/$name.log" | cut -c1-300 | sed 's/^/   | /' | tee -a "$OUT/steps.log"
 }
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
-sweep() {  # sweep NAME SECONDS WORKLOAD...: plain,cutlass_ over every kernel the workload runs
+sweep() {  # sweep NAME SECONDS WORKLOAD...: plain,cutlass_ over the kernels the workload runs ($ROWS: the largest)
   local name=$1 limit=$2; shift 2
   step "${name}_sweep" "$limit" $PY -m tritonhook sweep --store "$SCRATCH/store-$name" --autotune-top "$TOP" \
-      --json -- "$@"
+      ${ROWS:+--top "$ROWS"} --json -- "$@"
 }
 aa() {  # aa NAME SECONDS: plain,plain over the sweep's recording
   step "${1}_aa" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --autotune-top "$TOP" \
@@ -59,6 +59,6 @@ want torchao_confirm && confirm torchao 2 330 "${TORCHAO[@]}"
 want flaggems && sweep flaggems 400 "${FLAGGEMS[@]}"
 want flaggems_aa && aa flaggems 240
 want flaggems_confirm && confirm flaggems 2 330 "${FLAGGEMS[@]}"
-want timm && sweep timm 330 "${TIMM[@]}"
+want timm && ROWS=${TIMM_ROWS:-20} sweep timm 500 "${TIMM[@]}"
 want timm_aa && aa timm 240
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"
