@@ -95,15 +95,15 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
     """Fill the group's `row` from its replayed candidates.
 
     The baseline runs at the config the workload ran (`workload_winner`), never at a replay's pick: the row's
-    times, verdict, fidelity and estimate are of what the workload runs. Each other variant runs at the config its
-    own autotuner would pick (its fastest candidate, `samples[signature][label]`: per-round medians; a variant not
-    timed because its SASS equals another's takes that one's samples), but only where that config beats the
-    variant at the workload's config beyond noise: two identical builds picked different winners of a 3 µs kernel
-    within noise, and the ratio of the two winners read "faster 0.958" in an A/A. Where a variant keeps the
-    workload's config, the verdict is that candidate's own interleaved comparison; where its config changes
-    (`flip`), its best against the baseline (`ratio_interval` of the two candidates' rounds), and beside it the
-    comparison at the workload's config (`same_config`). `regret`: the baseline's fastest config against the
-    workload's (`autotune_regret`)."""
+    times, verdict, fidelity and estimate are of what the workload runs. Each other variant runs there too unless
+    its own autotuner would pick otherwise than the baseline's (`_config_for`: its fastest candidate,
+    `samples[signature][label]`: per-round medians, beats it at the baseline's fastest beyond noise; a variant not
+    timed because its SASS equals another's takes that one's samples): two identical builds picked different
+    winners of a 3 µs kernel within noise, and the ratio of the two winners read "faster 0.958" in an A/A. Where a
+    variant keeps the workload's config, the verdict is that candidate's own interleaved comparison; where its
+    config changes (`flip`), its best against the baseline (`ratio_interval` of the two candidates' rounds), and
+    beside it the comparison at the workload's config (`same_config`). `regret`: the baseline's fastest config
+    against the workload's (`autotune_regret`), what both builds' autotuners left on the table."""
     by_id = {c.signature: c for c in candidates}
     resolved = {c.signature: _resolved(c, samples.get(c.signature, {})) for c in candidates if c.status == "ok"}
     # a variant no candidate timed (its build failed at every config) keeps its verdict; the others are compared
@@ -121,8 +121,9 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
                       f"{failed if failed != 'ok' else 'a variant failed at it'}")
         return row
     reference = winner.id
+    anchor = min(timed, key=lambda sid: (median(timed[sid][labels[0]]), sid))  # the baseline's own fastest
     chosen = {label: _pinned(label, group, timed) if config_of_label(label) else
-              reference if label == labels[0] else _config_for(label, timed, reference, min_effect)
+              reference if label == labels[0] else _config_for(label, timed, reference, anchor, min_effect)
               for label in timed_labels}
     if chosen[labels[0]] is None:
         row.status = f"{labels[0]}: no replayed config has {config_text(config_of_label(labels[0]))}"
@@ -235,13 +236,17 @@ def _pinned(label: str, group: AutotuneGroup, timed: dict[int, dict[str, list[fl
                 None)
 
 
-def _config_for(label: str, timed: dict[int, dict[str, list[float]]], reference: int, min_effect: float) -> int:
-    """The candidate `label` runs at: its fastest where that beats `label` at the reference config beyond noise
-    (the interval of the two candidates' rounds says "faster"), else the reference."""
+def _config_for(label: str, timed: dict[int, dict[str, list[float]]], reference: int, anchor: int,
+                min_effect: float) -> int:
+    """The candidate `label` runs at: the workload's config (`reference`) unless `label` ranks the configs otherwise
+    than the baseline does, that is where its fastest candidate beats `label` at the baseline's fastest (`anchor`)
+    beyond noise (the interval of the two candidates' rounds says "faster"); then its fastest. A config faster for
+    both builds alike is the autotune regret, reported on its own, not a difference between the variants: an A/A's
+    two identical builds would otherwise both "find" it and read "faster"."""
     fastest = min(timed, key=lambda sid: (median(timed[sid][label]), sid))
-    if fastest == reference:
+    if fastest in (reference, anchor):
         return reference
-    ratio, low, high = ratio_interval(timed[reference][label], timed[fastest][label])
+    ratio, low, high = ratio_interval(timed[anchor][label], timed[fastest][label])
     return fastest if verdict(ratio, low, high, min_effect) == "faster" else reference
 
 
