@@ -16,10 +16,9 @@ import triton
 
 import tritonhook
 from tritonhook import _triton, decisions
-from tritonhook.errors import TritonhookError
 from tritonhook.samples import add_kernel
 from tritonhook.sweep import recording as rec
-from tritonhook.sweep.autotune import analyze_group, autotune_groups
+from tritonhook.sweep.autotune import analyze_group
 from tritonhook.sweep.result import SweepResult, SweepRow
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -55,13 +54,12 @@ def _real_tuning_key(n: int) -> list[str]:
     return decisions_seen[0].key
 
 
-@pytest.fixture
-def regret_sweep(candidates):
-    """A sweep result whose autotuned row finds BLOCK 256 25% faster than the workload's BLOCK 512 (the regret),
-    over a recording on `GPU` whose autotune decision carries the real tuning key of a 4096-element call."""
+def _swept_with_regret(candidates, tuning_key: list[str]):
+    """(store, a saved sweep result) whose autotuned row finds BLOCK 256 25% faster than the workload's BLOCK 512
+    (the regret), over a recording on `GPU` whose autotune decision carries `tuning_key`."""
     store, recording = candidates
-    decision = {**recording.autotune[0], "key": _real_tuning_key(4096)}
-    recording = dataclasses.replace(recording, device=GPU, autotune=[decision], id=None)
+    recording = dataclasses.replace(recording, device=GPU, autotune=[{**recording.autotune[0], "key": tuning_key}],
+                                    id=None)
     recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
     group, rows, samples = _candidate_rows((store, recording), {256: (0.015, 0.015), 512: (0.020, 0.020),
                                                                 1024: (0.025, 0.026)})
@@ -69,6 +67,13 @@ def regret_sweep(candidates):
                         samples, ["plain", "cutlass_"])
     result = SweepResult([row], ["plain", "cutlass_"], 9, recording.id, None, {}, candidates=rows).finish()
     result.id = store.add_result("sweep", result.to_json())
+    return store, result
+
+
+@pytest.fixture
+def regret_sweep(candidates):
+    """The regret sweep over the real tuning key of a 4096-element call; its decisions removed after."""
+    store, result = _swept_with_regret(candidates, _real_tuning_key(4096))
     yield store, result
     for made in decisions.listing(store).decisions:
         decisions.remove(store, made.id)
@@ -129,22 +134,12 @@ def test_a_pin_that_is_not_plain_data_is_refused_in_one_line(change, message, tm
 
 def test_a_pin_for_inductors_autotuner_is_not_made_and_says_why(candidates):
     """Inductor's decisions carry no tuning key: no pin, one warning line (its autotuner is not wrapped)."""
-    store, recording = candidates
-    decision = {**recording.autotune[0], "key": []}
-    recording = dataclasses.replace(recording, device=GPU, autotune=[decision], id=None)
-    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
-    group, rows, samples = _candidate_rows((store, recording), {256: (0.015, 0.015), 512: (0.020, 0.020),
-                                                                1024: (0.025, 0.026)})
-    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
-                        samples, ["plain", "cutlass_"])
-    result = SweepResult([row], ["plain", "cutlass_"], 9, recording.id, None, {}).finish()
-    result.id = store.add_result("sweep", result.to_json())
+    store, result = _swept_with_regret(candidates, [])
     made = decisions.from_result(store, result.id)
     assert not any(isinstance(d.key, decisions.AutotuneKey) for d in made.decisions)
     assert any("no tuning key (Inductor's)" in line for line in made.warnings)
-    assert autotune_groups(recording)[0].kernel == "add_kernel"
-    with pytest.raises(TritonhookError):
-        decisions.get(store, 10**6)
+    for decision in made.decisions:
+        decisions.remove(store, decision.id)
 
 
 def _run_of(kernel_ms: dict[int, float], block_at_4096: int, *, picked: int | None) -> rec.Recording:
