@@ -341,7 +341,7 @@ def test_a_second_capture_run_says_whose_wrapper_is_in_place(ptxas, capsys):
     assert_pristine(ptxas)
 
 
-@pytest.mark.parametrize("what, detail", [("directory", "a directory"), ("text file", "not an ELF executable")])
+@pytest.mark.parametrize("what, detail", [("directory", "a directory"), ("text file", "not an executable file")])
 def test_status_of_something_that_is_no_ptxas_says_so(tmp_path, what, detail):
     target = tmp_path / "ptxas"
     target.mkdir() if what == "directory" else target.write_text("root:x:0:0\n")

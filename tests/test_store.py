@@ -269,13 +269,15 @@ def test_the_upgrade_fills_the_columns_as_the_producers_declare_them():
     from tritonhook.store import _AB_BEFORE_7, _COLUMNS_BEFORE_6, _RESULT_KINDS
 
     import tritonhook.decisions  # noqa: F401
+    import tritonhook.decisions.confirm  # noqa: F401
     import tritonhook.sweep.tune  # noqa: F401
     import tritonhook.upgrade  # noqa: F401
     import tritonhook.check  # noqa: F401
     # kinds no older store holds (nothing to fill); every producer imported here, so the set never depends on what
     # an earlier test in the same process happened to import
     new_in_7 = {"tune": (None, "recording_id"), "upgrade": (None, "recording_id"),
-                "bisect": ("kernel_pattern", "recording_id"), "check": ("baseline", "recording_id")}
+                "bisect": ("kernel_pattern", "recording_id"), "check": ("baseline", "recording_id"),
+                "confirmation": (None, "sweep_id")}
     assert {name: (kind.label, kind.source) for name, kind in _RESULT_KINDS.items()
             if kind.label or kind.source} == {**_COLUMNS_BEFORE_6, "memwatch": ("label", None),
                                               _AB_BEFORE_7.name: (_AB_BEFORE_7.label, None), **new_in_7}

@@ -37,7 +37,8 @@ _TOOLS = {"tritonparse": "TritonParse", "triton.profiler": "Proton", "tritonhook
 """Owner module prefix -> the tool's name, for the hook-slot lines; any other owner is named by its module."""
 _WRAPPER_VERDICTS = {wrapper.NOT_INSTALLED: OK, wrapper.INSTALLED: INFO, wrapper.INTERRUPTED_INSTALL: WARN,
                      wrapper.STALE_REAL: WARN, wrapper.ORPHANED: WARN, wrapper.REAL_ONLY: FAIL,
-                     wrapper.WRAPPER_WITHOUT_REAL: FAIL, wrapper.MISSING: FAIL}
+                     wrapper.WRAPPER_WITHOUT_REAL: FAIL, wrapper.MISSING: FAIL, wrapper.INSTALLING: INFO,
+                     wrapper.NOT_PTXAS: FAIL}
 """A ptxas's wrapper state -> verdict: a wrapper in place records (a fact); half states still run ptxas (warn);
 no ptxas at the path Triton runs breaks every compile (fail)."""
 

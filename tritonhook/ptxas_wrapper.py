@@ -149,13 +149,12 @@ def status(ptxas: str | os.PathLike) -> WrapperStatus:
 
 
 def _not_ptxas(path: str) -> str | None:
-    """Why the file at `path` cannot be a ptxas binary (a directory, not an executable ELF file), or None."""
+    """Why what is at `path` cannot be a ptxas (a directory, a file nobody may run), or None. A script may be one (a
+    site's ptxas that execs the real binary), so only those two are said; `install` says more of what it wraps."""
     if os.path.isdir(path):
         return "a directory, not a ptxas binary"
-    if not _is_elf(path):
-        return "not an ELF executable: no ptxas binary"
     if not os.access(path, os.X_OK):
-        return "not executable"
+        return "not an executable file: no ptxas"
     return None
 
 
