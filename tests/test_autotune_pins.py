@@ -132,14 +132,38 @@ def test_a_pin_that_is_not_plain_data_is_refused_in_one_line(change, message, tm
     assert message in contents.refused[0] and "\n" not in contents.refused[0], contents.refused
 
 
-def test_a_pin_for_inductors_autotuner_is_not_made_and_says_why(candidates):
-    """Inductor's decisions carry no tuning key: no pin, one warning line (its autotuner is not wrapped)."""
+def test_a_decision_recorded_without_a_tuning_key_makes_no_pin_and_says_why(candidates):
+    """A recording made before Inductor's decisions carried their source hash has no tuning key: no pin, one line."""
     store, result = _swept_with_regret(candidates, [])
     made = decisions.from_result(store, result.id)
     assert not any(isinstance(d.key, decisions.AutotuneKey) for d in made.decisions)
-    assert any("no tuning key (Inductor's)" in line for line in made.warnings)
+    assert any("no tuning key" in line for line in made.warnings)
     for decision in made.decisions:
         decisions.remove(store, decision.id)
+
+
+def test_inductors_autotuner_keeps_the_pinned_launcher_without_benchmarking():
+    """Inductor's real `CachingAutotuner` (its configs spill, so its own benchmark runs on a CPU and keeps the first):
+    pinned by the kernel's name and source hash, it keeps BLOCK 1024's launcher and benchmarks nothing; uninstalled,
+    it is Triton's and torch's own again."""
+    heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    from test_sweep_autotune import inductor_tuner
+
+    original = heuristics.CachingAutotuner.__dict__["autotune_to_one_config"]
+    timings = inductor_tuner(heuristics).benchmark_all_configs()  # what it would tune to: all inf, so the first
+    assert min(timings, key=timings.get).config.kwargs["BLOCK"] == 256
+    tuner = inductor_tuner(heuristics)
+    key = ("triton_poi_fused_add_0", _triton.inductor_tuning_key(tuner))
+    pinner = _triton.AutotunePinner({key: {"BLOCK": 1024, "num_warps": 8}})
+    pinner.install()
+    try:
+        tuner.benchmark_failure_reasons = {}
+        tuner.autotune_to_one_config()
+        assert [launcher.config.kwargs["BLOCK"] for launcher in tuner.launchers] == [1024]
+        assert tuner.benchmark_failure_reasons == {}  # nothing was benchmarked
+    finally:
+        pinner.uninstall()
+    assert heuristics.CachingAutotuner.__dict__["autotune_to_one_config"] is original and pinner.applied == {key: 1}
 
 
 def _run_of(kernel_ms: dict[int, float], block_at_4096: int, *, picked: int | None) -> rec.Recording:

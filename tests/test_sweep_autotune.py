@@ -154,15 +154,25 @@ class _SpillingLauncher:
         self.config, self.n_spills, self.n_regs, self.shared = config, 1000, 255, 0
 
 
-def test_the_autotune_tracer_tags_inductors_benchmarked_configs_and_records_its_choice():
-    heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+def inductor_tuner(heuristics):
+    """Inductor's real `CachingAutotuner` over the add kernel with CONFIGS, as a pointwise kernel on an H100, its
+    launchers ones that spill (so its benchmark runs on a CPU, each config timed inf)."""
     from torch._inductor.runtime.hints import DeviceProperties, HeuristicType
 
-    tuner_class = heuristics.CachingAutotuner
-    originals = {name: tuner_class.__dict__[name] for name in ("benchmark_all_configs", "bench")}
     h100 = DeviceProperties(type="cuda", index=0, multi_processor_count=132, cc=90, major=9,
                             regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048,
                             max_threads_per_block=1024, warp_size=32)
+    tuner = heuristics.CachingAutotuner(add_kernel, {"device": h100, "signature": {}, "constants": {}}, CONFIGS, None,
+                                        [], False, HeuristicType.POINTWISE,
+                                        inductor_meta={"kernel_name": "triton_poi_fused_add_0"})
+    tuner.launchers = [_SpillingLauncher(config) for config in CONFIGS]
+    return tuner
+
+
+def test_the_autotune_tracer_tags_inductors_benchmarked_configs_and_records_its_choice():
+    heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    tuner_class = heuristics.CachingAutotuner
+    originals = {name: tuner_class.__dict__[name] for name in ("benchmark_all_configs", "bench")}
     decisions, seen = [], []
 
     class SeeingReasons(dict):  # Inductor notes why it skipped a config while it benchmarks that config
@@ -173,10 +183,8 @@ def test_the_autotune_tracer_tags_inductors_benchmarked_configs_and_records_its_
     tracer = _triton.AutotuneTracer(decisions.append)
     tracer.install()
     try:
-        tuner = tuner_class(add_kernel, {"device": h100, "signature": {}, "constants": {}}, CONFIGS, None, [], False,
-                            HeuristicType.POINTWISE, inductor_meta={"kernel_name": "triton_poi_fused_add_0"})
+        tuner = inductor_tuner(heuristics)
         tuner.benchmark_failure_reasons = SeeingReasons()
-        tuner.launchers = [_SpillingLauncher(config) for config in CONFIGS]
         tuner.benchmark_all_configs()
         assert tracer.current() is None and tracer.benchmarking == 0
     finally:
@@ -186,7 +194,8 @@ def test_the_autotune_tracer_tags_inductors_benchmarked_configs_and_records_its_
         [(0, 256, 2), (0, 512, 4), (0, 1024, 8)]
     (decision,) = decisions
     assert (decision.group, decision.kernel, decision.key, decision.chosen) == \
-        (0, "triton_poi_fused_add_0", [], _triton.autotune_config(CONFIGS[0]))  # all inf: Inductor keeps the first
+        (0, "triton_poi_fused_add_0", [f"source:{add_kernel.cache_key}"],  # its source tells it from other graphs'
+         _triton.autotune_config(CONFIGS[0]))  # all inf: Inductor keeps the first
     assert [config["BLOCK"] for config, _ in decision.timings] == [256, 512, 1024]
     assert all(times == [None] for _, times in decision.timings)
 

@@ -34,8 +34,8 @@ class AutotuneCandidate:
 class AutotuneDecision:
     """What one autotune decision chose, and the autotuner's own benchmark of every config it tried
     (`timings`: [config, [median, p20, p80] ms] from `triton.autotune`, [config, [ms]] from Inductor; None for a
-    config that failed to compile or run, or that Inductor skipped). Inductor's decisions have no `key` (one per
-    kernel) and no `bench_s`. `hooks` (`triton.autotune` only): what its benchmark times together with each config
+    config that failed to compile or run, or that Inductor skipped). An Inductor decision (one per kernel) has its
+    kernel's source hash for a `key` (`inductor_tuning_key`) and no `bench_s`. `hooks` (`triton.autotune` only): what its benchmark times together with each config
     (`autotuner_hooks`), one reason its pick can differ from the fastest kernel."""
 
     group: int
@@ -253,7 +253,7 @@ class AutotuneTracer:
             name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name") or \
                 getattr(getattr(autotuner, "fn", None), "__name__", "?")
             self.on_decided(AutotuneDecision(
-                frame["group"], name, [], autotune_config(chosen.config),
+                frame["group"], name, list(inductor_tuning_key(autotuner)), autotune_config(chosen.config),
                 [[autotune_config(launcher.config), _finite_ms(timing)] for launcher, timing in timings.items()],
                 None))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
@@ -291,14 +291,24 @@ def tuning_key(autotuner, args: tuple, kwargs: dict) -> tuple[str, ...]:
     return tuple(str(part) for part in key)
 
 
+def inductor_tuning_key(autotuner) -> tuple[str, ...]:
+    """What tells one Inductor kernel's autotune decision from another's beside its name: Inductor numbers its kernels
+    per graph (`triton_poi_fused_add_0` recurs in every model), so the key is the hash of the kernel's source
+    (`JITFunction.cache_key`, 3.6-3.9), the same in every run that compiles that code."""
+    return (f"source:{autotuner.fn.cache_key}",)
+
+
 class AutotunePinner:
     """Runs the config a decision pins for one autotune decision (`pins`: (kernel name, tuning key) -> config
-    values) instead of benchmarking: `Autotuner.run` is wrapped on the class, and for a call whose kernel and
-    tuning key have a pin it runs with that config as the autotuner's only one, so Triton skips its benchmark and
-    launches it (its pre-hook included) for this call only. Fail-open: a pin whose values match none of the
-    autotuner's configs, or any error reading the call, leaves the autotuner to tune as usual, with one warning
-    per kernel. `applied` counts the calls run pinned, per (kernel, tuning key). `uninstall()` puts the very same
-    function back, or turns ours into a pass-through when another tool wrapped over it."""
+    values) instead of benchmarking. `triton.autotune`: `Autotuner.run` is wrapped on the class, and for a call whose
+    kernel and tuning key have a pin it runs with that config as the autotuner's only one, so Triton skips its
+    benchmark and launches it (its pre-hook included) for this call only. Inductor: once torch imports its runtime
+    autotuner, `CachingAutotuner.autotune_to_one_config` is wrapped, and for a kernel (name and source hash,
+    `inductor_tuning_key`) with a pin it keeps the pinned config's launcher alone without benchmarking (nor saving
+    the pick to Inductor's cache). Fail-open: a pin whose values match none of the configs, or any error reading
+    the call, leaves the autotuner to tune as usual, with one warning per kernel. `applied` counts the calls run
+    pinned, per (kernel, tuning key). `uninstall()` puts the very same functions back, or turns ours into
+    pass-throughs when another tool wrapped over them."""
 
     def __init__(self, pins: dict[tuple[str, tuple[str, ...]], dict]):
         self.pins = pins
@@ -308,6 +318,8 @@ class AutotunePinner:
         self._unmatched: set[tuple[str, tuple[str, ...]]] = set()
         self._original: Callable | None = None
         self._wrapper: Callable | None = None
+        self._inductor: tuple | None = None        # (CachingAutotuner, original, wrapper) once wrapped
+        self._inductor_wait: AfterImport | None = None
 
     def install(self) -> None:
         from triton.runtime.autotuner import Autotuner
@@ -318,6 +330,7 @@ class AutotunePinner:
         self._wrapper = self._wrap(self._original)
         Autotuner.run = self._wrapper
         self.active = True
+        self._inductor_wait = after_import(INDUCTOR_AUTOTUNER_MODULE, self._wrap_inductor)
 
     def uninstall(self) -> None:
         from triton.runtime.autotuner import Autotuner
@@ -327,23 +340,68 @@ class AutotunePinner:
         self.active = False
         if Autotuner.__dict__.get("run") is self._wrapper:
             Autotuner.run = self._original
+        if self._inductor_wait is not None:
+            self._inductor_wait.remove()
+            self._inductor_wait = None
+        if self._inductor is not None:
+            tuner, original, wrapper = self._inductor
+            if tuner.__dict__.get("autotune_to_one_config") is wrapper:
+                tuner.autotune_to_one_config = original
+            self._inductor = None
 
     def pinned_config(self, autotuner, args: tuple, kwargs: dict):
         """The autotuner's `triton.Config` pinned for this call, None where no pin applies."""
         name = getattr(autotuner.base_fn, "__name__", "?")
-        key = (name, tuning_key(autotuner, args, kwargs))
-        wanted = self.pins.get(key)
+        return self._pinned(name, tuning_key(autotuner, args, kwargs), autotuner.configs, lambda config: config)
+
+    def pinned_launcher(self, autotuner):
+        """The Inductor launcher of the pinned config of this kernel, None where no pin applies."""
+        name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name") or "?"
+        return self._pinned(name, inductor_tuning_key(autotuner), autotuner.launchers,
+                            lambda launcher: launcher.config)
+
+    def _pinned(self, name: str, key: tuple[str, ...], options: list, config_of: Callable):
+        """Of `options` (configs or launchers), the one whose config has the values pinned for (name, key)."""
+        wanted = self.pins.get((name, key))
         if wanted is None:
             return None
-        found = next((c for c in autotuner.configs if config_matches(wanted, autotune_config(c))), None)
+        found = next((o for o in options if config_matches(wanted, autotune_config(config_of(o)))), None)
         if found is None:
-            if key not in self._unmatched:
-                self._unmatched.add(key)
-                warn(f"tritonhook: a decision pins {wanted} for {name} (tuning key {', '.join(key[1])}), but none of "
+            if (name, key) not in self._unmatched:
+                self._unmatched.add((name, key))
+                warn(f"tritonhook: a decision pins {wanted} for {name} (tuning key {', '.join(key)}), but none of "
                      f"its configs has those values; it is autotuned as usual")
             return None
-        self.applied[key] = self.applied.get(key, 0) + 1
+        self.applied[(name, key)] = self.applied.get((name, key), 0) + 1
         return found
+
+    def _wrap_inductor(self, module) -> None:
+        """Wrap Inductor's `CachingAutotuner.autotune_to_one_config` (torch 2.11 and 2.13), once it is imported."""
+        self._inductor_wait = None
+        tuner = getattr(module, "CachingAutotuner", None)
+        original = getattr(tuner, "__dict__", {}).get("autotune_to_one_config")
+        if not self.active or self._inductor is not None:
+            return
+        if original is None:
+            self._warn("pinning Inductor's configs", TritonhookError("CachingAutotuner has no autotune_to_one_config"))
+            return
+        pinner = self
+
+        @functools.wraps(original)
+        def autotune_to_one_config(autotuner, *args, **kwargs):
+            if pinner.active:
+                try:
+                    pinned = pinner.pinned_launcher(autotuner)
+                except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it tunes as usual
+                    pinner._warn("pinned config", exc)
+                    pinned = None
+                if pinned is not None:
+                    autotuner.launchers = [pinned]  # what Inductor keeps after tuning: one launcher
+                    return None
+            return original(autotuner, *args, **kwargs)
+
+        tuner.autotune_to_one_config = autotune_to_one_config
+        self._inductor = (tuner, original, autotune_to_one_config)
 
     def _wrap(self, original):
         pinner = self

@@ -144,12 +144,12 @@ class _Maker:
 
     def autotune_key(self, row: SweepRow) -> AutotuneKey | None:
         """The key of an autotuned row's decision: the kernel and tuning key the recording's autotuner decided
-        for, the recording's GPU. None (with a warning) where pinning cannot apply: Inductor's autotuner (one
-        decision per kernel, no tuning key), or a recording with no GPU."""
+        for (Inductor's: its source hash), the recording's GPU. None (with a warning) where pinning cannot apply:
+        a decision recorded with no key, or a recording with no GPU."""
         decision = next((d for d in self.recording.autotune if d["group"] == row.autotune["group"]), None)
         if decision is None or not decision.get("key") or not self.recording.device:
-            self.warnings.append(f"{row.kernel}: its autotuner's decision has no tuning key (Inductor's) or the "
-                                 f"recording no GPU; no config is pinned for it")
+            self.warnings.append(f"{row.kernel}: its autotuner's decision has no tuning key (recorded by an older "
+                                 f"tritonhook) or the recording no GPU; no config is pinned for it")
             return None
         return AutotuneKey(decision["kernel"], tuple(decision["key"]), self.recording.device)
 
