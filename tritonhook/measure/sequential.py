@@ -2,8 +2,8 @@
 
 Why: the replay and the A/B timer take one figure per variant per round, the variants interleaved call by call, and
 compare them. Stopping as soon as the usual fixed-n 95% interval looks decided, looked at after every round, finds a
-"difference" far more often than 5% of the time on A/A data (docs/check.md, NOTES §8): each look is another chance
-to be fooled. A confidence sequence is valid at every round at once (Ville's inequality on a nonnegative
+"difference" far more often than 5% of the time on A/A data (docs/timing.md#adaptive-rounds): each look is another
+chance to be fooled. A confidence sequence is valid at every round at once (Ville's inequality on a nonnegative
 martingale): the chance that it *ever* excludes the truth is at most `alpha`, however often it is looked at and
 whenever timing stops.
 
