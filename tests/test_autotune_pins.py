@@ -204,3 +204,30 @@ def test_confirmation_compares_the_kernel_at_its_tuning_key_between_the_arms_and
     assert found.ratio < 1 and found.config == "BLOCK=256, num_warps=2"
     runs["pinned"][0].signatures[0].constexprs["BLOCK"] = 512  # a pinned run that did not launch the pin
     assert not _measure_pin(pin, ["n"], runs, 0.01).confirmed
+
+
+def test_confirm_says_in_one_line_when_a_sweep_has_nothing_to_confirm(candidates, tmp_path):
+    """`decisions confirm` of a sweep whose autotuned rows found no regret, and of a store with no sweep at all:
+    one line each, before any workload runs."""
+    import subprocess
+
+    from tritonhook.store import Store
+
+    store, recording = candidates
+    recording = dataclasses.replace(recording, device=GPU, id=None)
+    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
+    group, rows, samples = _candidate_rows((store, recording), {256: (0.030, 0.030), 512: (0.020, 0.020),
+                                                                1024: (0.025, 0.026)})
+    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
+                        samples, ["plain", "cutlass_"])
+    result = SweepResult([row], ["plain", "cutlass_"], 9, recording.id, None, {}, candidates=rows).finish()
+    result.id = store.add_result("sweep", result.to_json())
+    empty = tmp_path / "empty"
+    Store(empty).close()
+    for where, sweep, message in ((store.path, str(result.id), f"sweep result {result.id}: no autotune regret"),
+                                  (empty, None, "no sweep result to confirm")):
+        confirm = subprocess.run([sys.executable, "-m", "tritonhook", "decisions", "confirm", "--store", str(where),
+                                  *(["--sweep", sweep] if sweep else []), "--", sys.executable, "-c", "pass"],
+                                 capture_output=True, text=True, timeout=120)
+        assert confirm.returncode == 2 and message in confirm.stderr, confirm.stderr
+        assert confirm.stderr.count("\n") == 1 and "Traceback" not in confirm.stderr
