@@ -70,7 +70,81 @@ def _finite_ms(timing) -> list[float | None]:
     return [float(v) if v is not None and v != float("inf") else None for v in values]
 
 
-class AutotuneTracer:
+class _Wrapped:
+    """Functions of a class replaced by ours, and how to put them back: only where ours still sits, since another
+    tool may have wrapped over them since (then ours stay, as pass-throughs once their owner is inactive)."""
+
+    def __init__(self, owner: type, names: tuple[str, ...], wrap: Callable[[str, Callable], Callable]):
+        self.owner = owner
+        self.originals = {name: owner.__dict__[name] for name in names}
+        self.wrappers = {name: wrap(name, original) for name, original in self.originals.items()}
+        for name, wrapper in self.wrappers.items():
+            setattr(owner, name, wrapper)
+
+    def restore(self) -> None:
+        for name, wrapper in self.wrappers.items():
+            if self.owner.__dict__.get(name) is wrapper:
+                setattr(self.owner, name, self.originals[name])
+
+
+class _AutotunerWrapping:
+    """What the autotune tracer and the pinner share: functions of Triton's `Autotuner` wrapped from `install()`, and
+    of Inductor's `CachingAutotuner` once torch imports it (`_imports.after_import`: neither imports torch itself);
+    `uninstall()` puts both back (`_Wrapped`). A subclass names the functions (`TRITON`, `INDUCTOR`) and builds each
+    wrapper (`_triton_wrapper`, `_inductor_wrapper`: `(name, original) -> wrapper`)."""
+
+    TRITON: tuple[str, ...] = ()
+    INDUCTOR: tuple[str, ...] = ()
+
+    def __init__(self):
+        self.active = False
+        self._warn = _WarnOnce()
+        self._triton: _Wrapped | None = None
+        self._inductor: _Wrapped | None = None
+        self._inductor_wait: AfterImport | None = None
+
+    def install(self) -> None:
+        from triton.runtime.autotuner import Autotuner
+
+        if self.active:
+            return
+        self._triton = _Wrapped(Autotuner, self.TRITON, self._triton_wrapper)
+        self.active = True
+        self._inductor_wait = after_import(INDUCTOR_AUTOTUNER_MODULE, self._wrap_inductor)
+
+    def uninstall(self) -> None:
+        if not self.active:
+            return
+        self.active = False
+        self._triton.restore()
+        if self._inductor_wait is not None:
+            self._inductor_wait.remove()
+            self._inductor_wait = None
+        if self._inductor is not None:
+            self._inductor.restore()
+            self._inductor = None
+
+    def _wrap_inductor(self, module) -> None:
+        """Wrap Inductor's `CachingAutotuner` (torch 2.11 and 2.13 alike), once its module is imported."""
+        self._inductor_wait = None
+        tuner = getattr(module, "CachingAutotuner", None)
+        if not self.active or tuner is None or self._inductor is not None:
+            return
+        missing = [name for name in self.INDUCTOR if name not in tuner.__dict__]
+        if missing:
+            self._warn(f"{type(self).__name__} on Inductor's autotuner",
+                       TritonhookError(f"CachingAutotuner has no {', '.join(missing)}"))
+            return
+        self._inductor = _Wrapped(tuner, self.INDUCTOR, self._inductor_wrapper)
+
+    def _triton_wrapper(self, name: str, original: Callable) -> Callable:
+        raise NotImplementedError
+
+    def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
+        raise NotImplementedError
+
+
+class AutotuneTracer(_AutotunerWrapping):
     """Which launches are an autotuner benchmarking a candidate config, and which config won: `triton.autotune`'s,
     and Inductor's runtime autotuner (`CachingAutotuner`).
 
@@ -89,71 +163,26 @@ class AutotuneTracer:
     running in all threads: a `LaunchTracer` hands every launch in full while it is not 0.
     """
 
+    TRITON = ("run", "_bench")
+    INDUCTOR = ("benchmark_all_configs", "bench")
+
     def __init__(self, on_decided: Callable[[AutotuneDecision], None]):
+        super().__init__()
         self.on_decided = on_decided
-        self.active = False
-        self._warn = _WarnOnce()
         self._groups = 0
         self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
         self._frames = threading.local()
-        self._originals: dict[str, Callable] = {}
-        self._wrappers: dict[str, Callable] = {}
-        self._inductor: tuple | None = None       # (CachingAutotuner, originals, wrappers) once wrapped
-        self._inductor_wait: AfterImport | None = None
 
     def current(self) -> AutotuneCandidate | None:
         frames = getattr(self._frames, "stack", None)
         return frames[-1]["candidate"] if frames else None
 
-    def install(self) -> None:
-        from triton.runtime.autotuner import Autotuner
+    def _triton_wrapper(self, name: str, original: Callable) -> Callable:
+        return self._wrap_run(original) if name == "run" else self._wrap_bench(original)
 
-        if self.active:
-            return
-        self._originals = {"run": Autotuner.__dict__["run"], "_bench": Autotuner.__dict__["_bench"]}
-        self._wrappers = {"run": self._wrap_run(self._originals["run"]),
-                          "_bench": self._wrap_bench(self._originals["_bench"])}
-        for name, wrapper in self._wrappers.items():
-            setattr(Autotuner, name, wrapper)
-        self.active = True
-        self._inductor_wait = after_import(INDUCTOR_AUTOTUNER_MODULE, self._wrap_inductor)
-
-    def uninstall(self) -> None:
-        from triton.runtime.autotuner import Autotuner
-
-        if not self.active:
-            return
-        self.active = False
-        for name, wrapper in self._wrappers.items():
-            if Autotuner.__dict__.get(name) is wrapper:
-                setattr(Autotuner, name, self._originals[name])
-        if self._inductor_wait is not None:
-            self._inductor_wait.remove()
-            self._inductor_wait = None
-        if self._inductor is not None:
-            tuner, originals, wrappers = self._inductor
-            for name, wrapper in wrappers.items():
-                if tuner.__dict__.get(name) is wrapper:
-                    setattr(tuner, name, originals[name])
-            self._inductor = None
-
-    def _wrap_inductor(self, module) -> None:
-        """Wrap Inductor's `CachingAutotuner` (torch 2.11 and 2.13 alike), once its module is imported."""
-        self._inductor_wait = None
-        tuner = getattr(module, "CachingAutotuner", None)
-        if not self.active or tuner is None or self._inductor is not None:
-            return
-        names = ("benchmark_all_configs", "bench")
-        originals = {name: tuner.__dict__[name] for name in names if name in tuner.__dict__}
-        if len(originals) < len(names):
-            missing = ", ".join(name for name in names if name not in originals)
-            self._warn("Inductor autotune recording", TritonhookError(f"CachingAutotuner has no {missing}"))
-            return
-        wrappers = {"benchmark_all_configs": self._wrap_inductor_decision(originals["benchmark_all_configs"]),
-                    "bench": self._wrap_inductor_candidate(originals["bench"])}
-        for name, wrapper in wrappers.items():
-            setattr(tuner, name, wrapper)
-        self._inductor = (tuner, originals, wrappers)
+    def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
+        return (self._wrap_inductor_decision(original) if name == "benchmark_all_configs"
+                else self._wrap_inductor_candidate(original))
 
     def _wrap_run(self, original):
         tracer = self
@@ -298,7 +327,7 @@ def inductor_tuning_key(autotuner) -> tuple[str, ...]:
     return (f"source:{autotuner.fn.cache_key}",)
 
 
-class AutotunePinner:
+class AutotunePinner(_AutotunerWrapping):
     """Runs the config a decision pins for one autotune decision (`pins`: (kernel name, tuning key) -> config
     values) instead of benchmarking. `triton.autotune`: `Autotuner.run` is wrapped on the class, and for a call whose
     kernel and tuning key have a pin it runs with that config as the autotuner's only one, so Triton skips its
@@ -310,44 +339,14 @@ class AutotunePinner:
     pinned, per (kernel, tuning key). `uninstall()` puts the very same functions back, or turns ours into
     pass-throughs when another tool wrapped over them."""
 
+    TRITON = ("run",)
+    INDUCTOR = ("autotune_to_one_config",)
+
     def __init__(self, pins: dict[tuple[str, tuple[str, ...]], dict]):
+        super().__init__()
         self.pins = pins
-        self.active = False
         self.applied: dict[tuple[str, tuple[str, ...]], int] = {}
-        self._warn = _WarnOnce()
         self._unmatched: set[tuple[str, tuple[str, ...]]] = set()
-        self._original: Callable | None = None
-        self._wrapper: Callable | None = None
-        self._inductor: tuple | None = None        # (CachingAutotuner, original, wrapper) once wrapped
-        self._inductor_wait: AfterImport | None = None
-
-    def install(self) -> None:
-        from triton.runtime.autotuner import Autotuner
-
-        if self.active:
-            return
-        self._original = Autotuner.__dict__["run"]
-        self._wrapper = self._wrap(self._original)
-        Autotuner.run = self._wrapper
-        self.active = True
-        self._inductor_wait = after_import(INDUCTOR_AUTOTUNER_MODULE, self._wrap_inductor)
-
-    def uninstall(self) -> None:
-        from triton.runtime.autotuner import Autotuner
-
-        if not self.active:
-            return
-        self.active = False
-        if Autotuner.__dict__.get("run") is self._wrapper:
-            Autotuner.run = self._original
-        if self._inductor_wait is not None:
-            self._inductor_wait.remove()
-            self._inductor_wait = None
-        if self._inductor is not None:
-            tuner, original, wrapper = self._inductor
-            if tuner.__dict__.get("autotune_to_one_config") is wrapper:
-                tuner.autotune_to_one_config = original
-            self._inductor = None
 
     def pinned_config(self, autotuner, args: tuple, kwargs: dict):
         """The autotuner's `triton.Config` pinned for this call, None where no pin applies."""
@@ -375,16 +374,7 @@ class AutotunePinner:
         self.applied[(name, key)] = self.applied.get((name, key), 0) + 1
         return found
 
-    def _wrap_inductor(self, module) -> None:
-        """Wrap Inductor's `CachingAutotuner.autotune_to_one_config` (torch 2.11 and 2.13), once it is imported."""
-        self._inductor_wait = None
-        tuner = getattr(module, "CachingAutotuner", None)
-        original = getattr(tuner, "__dict__", {}).get("autotune_to_one_config")
-        if not self.active or self._inductor is not None:
-            return
-        if original is None:
-            self._warn("pinning Inductor's configs", TritonhookError("CachingAutotuner has no autotune_to_one_config"))
-            return
+    def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
         pinner = self
 
         @functools.wraps(original)
@@ -400,10 +390,9 @@ class AutotunePinner:
                     return None
             return original(autotuner, *args, **kwargs)
 
-        tuner.autotune_to_one_config = autotune_to_one_config
-        self._inductor = (tuner, original, autotune_to_one_config)
+        return autotune_to_one_config
 
-    def _wrap(self, original):
+    def _triton_wrapper(self, name: str, original: Callable) -> Callable:
         pinner = self
 
         @functools.wraps(original)
