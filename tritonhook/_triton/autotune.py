@@ -1,8 +1,9 @@
-"""Autotune tracing: which launches are an autotuner benchmarking a candidate config, and which config won
-(`triton.autotune`'s `Autotuner` and Inductor's `CachingAutotuner`).
+"""The autotuners (`triton.autotune`'s `Autotuner` and Inductor's `CachingAutotuner`): tracing which launches are
+an autotuner benchmarking a candidate config and which config won (`AutotuneTracer`, the sweep's recording), and
+running a config a decision pins without benchmarking (`AutotunePinner`, decisions applied).
 
 Separate because it wraps other classes than the launch hooks do (the autotuners', Inductor's once torch imports
-it) and only the sweep's recording installs it; a `LaunchTracer` reads its `benchmarking` count.
+it); a `LaunchTracer` reads the tracer's `benchmarking` count.
 """
 
 from __future__ import annotations
