@@ -679,6 +679,8 @@ class Store:
                 self._write_blob(path, data)
 
     def _release_hold(self, hold: BlobHold, conn: sqlite3.Connection | None = None) -> None:
+        """Drop `hold`'s registrations: in `conn`'s transaction when given (the row that refers to its blobs is
+        written in it), else in one of its own."""
         if conn is None:
             with self._write_transaction() as conn:
                 return self._release_hold(hold, conn)
