@@ -54,15 +54,19 @@ def _real_tuning_key(n: int) -> list[str]:
     return decisions_seen[0].key
 
 
-def _swept_with_regret(candidates, tuning_key: list[str]):
-    """(store, a saved sweep result) whose autotuned row finds BLOCK 256 25% faster than the workload's BLOCK 512
-    (the regret), over a recording on `GPU` whose autotune decision carries `tuning_key`."""
+REGRET = {256: (0.015, 0.015), 512: (0.020, 0.020), 1024: (0.025, 0.026)}
+"""Per config, the plain and cutlass_ rounds' centers: BLOCK 256 is 25% faster than the workload's BLOCK 512."""
+
+
+def _swept_with_regret(candidates, tuning_key: list[str], centers: dict = REGRET):
+    """(store, a saved sweep result) whose autotuned row was replayed with rounds around `centers` (by default
+    finding BLOCK 256 25% faster than the workload's BLOCK 512: the regret), over a recording on `GPU` whose
+    autotune decision carries `tuning_key`."""
     store, recording = candidates
     recording = dataclasses.replace(recording, device=GPU, autotune=[{**recording.autotune[0], "key": tuning_key}],
                                     id=None)
     recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
-    group, rows, samples = _candidate_rows((store, recording), {256: (0.015, 0.015), 512: (0.020, 0.020),
-                                                                1024: (0.025, 0.026)})
+    group, rows, samples = _candidate_rows((store, recording), centers)
     row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
                         samples, ["plain", "cutlass_"])
     result = SweepResult([row], ["plain", "cutlass_"], 9, recording.id, None, {}, candidates=rows).finish()
@@ -213,15 +217,8 @@ def test_confirm_says_in_one_line_when_a_sweep_has_nothing_to_confirm(candidates
 
     from tritonhook.store import Store
 
-    store, recording = candidates
-    recording = dataclasses.replace(recording, device=GPU, id=None)
-    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
-    group, rows, samples = _candidate_rows((store, recording), {256: (0.030, 0.030), 512: (0.020, 0.020),
-                                                                1024: (0.025, 0.026)})
-    row = analyze_group(SweepRow(1, "add_kernel", "add_kernel", 0.9, 50, 0.02, "snapshot", "ok"), group, rows,
-                        samples, ["plain", "cutlass_"])
-    result = SweepResult([row], ["plain", "cutlass_"], 9, recording.id, None, {}, candidates=rows).finish()
-    result.id = store.add_result("sweep", result.to_json())
+    store, result = _swept_with_regret(candidates, candidates[1].autotune[0]["key"],
+                                       {256: (0.030, 0.030), 512: (0.020, 0.020), 1024: (0.025, 0.026)})
     empty = tmp_path / "empty"
     Store(empty).close()
     for where, sweep, message in ((store.path, str(result.id), f"sweep result {result.id}: no autotune regret"),

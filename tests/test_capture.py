@@ -14,6 +14,8 @@ import tritonhook
 from tritonhook import _triton
 from tritonhook.samples import SAMPLES, compile_sample
 
+from compile_warning import compile_warning
+
 TARGETS = {90: "sm_90a", 100: "sm_100a", 120: "sm_120a"}
 CASES = [(name, cap) for cap in TARGETS for name in SAMPLES if cap >= SAMPLES[name].min_capability]
 
@@ -217,13 +219,10 @@ def test_a_capture_keeps_the_kernel_module_and_what_a_rebuild_needs(capture_sess
 
 def test_a_failed_capture_is_warned_at_the_line_that_compiled_the_kernel(capture_session):
     """The capture runs in Triton's compile listener, frames deep inside Triton: the warning names the user's line
-    (here this file's), not Triton's `compiler.py` nor tritonhook's. The capture fails for real: the store's blob
-    folder is replaced by a file, so no blob can be written."""
+    (here the helper's call of `triton.compile`), not Triton's `compiler.py` nor tritonhook's. The capture fails for
+    real: the store's blob folder is replaced by a file, so no blob can be written."""
     import shutil
-    import sys
-    import warnings
 
-    from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     from tritonhook.samples import SAMPLES, add_kernel
@@ -232,9 +231,5 @@ def test_a_failed_capture_is_warned_at_the_line_that_compiled_the_kernel(capture
     shutil.rmtree(blobs)
     blobs.write_text("a file where the blobs directory was")
     source = ASTSource(add_kernel, SAMPLES["add"].signature, SAMPLES["add"].constexprs)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        compiled_at = sys._getframe().f_lineno + 1
-        triton.compile(source, target=GPUTarget("cuda", 90, 32))
-    (warning,) = [w for w in caught if "capture failed" in str(w.message)]
-    assert (warning.filename, warning.lineno, warning.category) == (__file__, compiled_at, RuntimeWarning)
+    warning, compiled_at = compile_warning(source, 90, "capture failed")
+    assert (warning.filename, warning.lineno, warning.category) == (*compiled_at, RuntimeWarning)

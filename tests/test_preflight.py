@@ -18,6 +18,8 @@ from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.samples import compile_sample
 
+from compile_warning import compile_warning
+
 EXAMPLE = Path(__file__).parents[1] / "examples" / "stack_reservation.py"
 TMA_SYSCALL_PREFIX = "__cuda_syscall_cp_async_bulk_tensor_"
 TRITON_EMITS_CLUSTER_TMA = _triton.parse_version(triton.__version__) < (3, 7)
@@ -101,18 +103,13 @@ def test_capture_warns_when_a_kernel_would_reserve_over_256_mib(capture_session,
 
 def test_the_capture_warning_names_the_line_that_compiled_the_kernel(capture_session):
     """The warning is issued deep inside Triton's compile (the listener); it must name the user's line."""
-    from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     example = runpy.run_path(str(EXAMPLE), run_name="stack_reservation")
     source = ASTSource(example["local_array_kernel"], {"x_ptr": "*i32", "out_ptr": "*i32"},
                        {"BLOCK": example["BLOCK"], "ASM": example["local_array_asm"](16384)})
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        compiled_at = sys._getframe().f_lineno + 1
-        triton.compile(source, target=GPUTarget("cuda", 120, 32))
-    (warning,) = [w for w in caught if "tritonhook preflight" in str(w.message)]
-    assert (warning.filename, warning.lineno, warning.category) == (__file__, compiled_at, RuntimeWarning)
+    warning, compiled_at = compile_warning(source, 120, "tritonhook preflight")
+    assert (warning.filename, warning.lineno, warning.category) == (*compiled_at, RuntimeWarning)
 
 
 def test_a_child_of_tritonhook_run_warns_too(tmp_path):

@@ -291,16 +291,19 @@ def test_a_capture_run_killed_during_its_install_is_recovered_by_the_next_one(pt
     assert_pristine(ptxas)
 
 
+def _held_child(ptxas: Path, body: str) -> subprocess.Popen:
+    """A Python process running `body` (with `os`, `sys` and the wrapper module `w` imported; `sys.argv[1]` is
+    `ptxas`), which prints a line and waits on its stdin where `body` does."""
+    return subprocess.Popen([sys.executable, "-c", f"import os, sys\nfrom tritonhook import ptxas_wrapper as w\n{body}",
+                             str(ptxas)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
 def test_a_live_install_is_told_from_an_interrupted_one_and_left_alone(ptxas):
     """A capture run stopped inside its install but alive: `status` names it, restoring and installing leave it."""
-    child = subprocess.Popen([sys.executable, "-c", (
-        "import os, sys\n"
-        "from tritonhook import ptxas_wrapper as w\n"
-        "def step(name):\n"
-        "    if name == 'real-linked':\n"
-        "        print('linked', flush=True); sys.stdin.readline()\n"
-        "w.install(sys.argv[1], token='t', owner=os.getpid(), on_step=step)\n"), str(ptxas)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = _held_child(ptxas, "def step(name):\n"
+                               "    if name == 'real-linked':\n"
+                               "        print('linked', flush=True); sys.stdin.readline()\n"
+                               "w.install(sys.argv[1], token='t', owner=os.getpid(), on_step=step)\n")
     try:
         assert child.stdout.readline() == "linked\n"
         current = wrapper.status(ptxas)
@@ -321,12 +324,8 @@ def test_a_live_install_is_told_from_an_interrupted_one_and_left_alone(ptxas):
 
 def test_a_second_capture_run_says_whose_wrapper_is_in_place(ptxas, capsys):
     """Two capture runs at once: the second cannot record through the first's wrapper and says so, naming it."""
-    first = subprocess.Popen([sys.executable, "-c", (
-        "import sys\n"
-        "from tritonhook import ptxas_wrapper as w\n"
-        "with w.wheel_ptxas_wrapped('store', 'first', targets=[sys.argv[1]]):\n"
-        "    print('wrapped', flush=True); sys.stdin.readline()\n"), str(ptxas)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    first = _held_child(ptxas, "with w.wheel_ptxas_wrapped('store', 'first', targets=[sys.argv[1]]):\n"
+                               "    print('wrapped', flush=True); sys.stdin.readline()\n")
     try:
         assert first.stdout.readline() == "wrapped\n"
         with wrapper.wheel_ptxas_wrapped("store", "second", targets=[str(ptxas)]) as wrapped:

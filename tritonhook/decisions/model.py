@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 from .. import format, tools
+from ..measure.variants import config_text
 from ..errors import TritonhookError
 
 RESULT_KIND = "decision"
@@ -89,7 +90,7 @@ class Choice:
         text = self.name + (f"@{self.ptxas_version}" if self.ptxas_version else "")
         text += "".join(f"+opt:{o}" for o in self.options)
         text += f"+acf:sha256:{self.controls_sha256[:12]}" if self.controls_sha256 else ""
-        return text + (f"+config:{','.join(f'{k}={v}' for k, v in self.config)}" if self.config else "")
+        return text + (f"+config:{config_text(self.config)}" if self.config else "")
 
     @property
     def assembles(self) -> bool:
