@@ -14,7 +14,8 @@ signature fails unless the job's KEY holds that value; --time-by-text: each vari
 proportional to its kernel's .text size (the larger build is the faster one: a ranking a test computes from the
 cubins alone); --time-with-text: proportional to it (a kernel whose code grew got slower: the gate's tests);
 --differ ENTRY: the outputs of the signatures whose variants run ENTRY "differ" (a change that altered a kernel's
-results).
+results); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE (a kernel whose time moves
+with what it finds in L2: the miss check's tests).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def main() -> int:
     parser.add_argument("--time-by-text", action="store_true")
     parser.add_argument("--time-with-text", action="store_true")
     parser.add_argument("--differ", default=None, metavar="ENTRY")
+    parser.add_argument("--time-by-l2", default=None, metavar="MODE=MS,...")
     parser.add_argument("job")
     args = parser.parse_args()
     job_path = Path(args.job)
@@ -83,6 +85,9 @@ def main() -> int:
         if args.time_by_text:
             samples = {v["label"]: [1e3 / _text_size(job_path.parent / v["cubin"], v["entry"]) * (1 + 1e-4 * round_)
                                     for round_ in range(job["rounds"])] for v in timed}
+        elif args.time_by_l2:
+            ms = dict(part.split("=") for part in args.time_by_l2.split(","))[job["l2"]]
+            samples = {v["label"]: [float(ms)] * job["rounds"] for v in timed}
         elif args.time_with_text:
             samples = {v["label"]: [1e-5 * _text_size(job_path.parent / v["cubin"], v["entry"]) * (1 + 1e-4 * round_)
                                     for round_ in range(job["rounds"])] for v in timed}

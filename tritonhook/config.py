@@ -218,6 +218,9 @@ SWEEP_DIRTY_L2 = EnvVar("TRITONHOOK_SWEEP_DIRTY_L2", True, _flag,
                         "'0': a sweep replay no longer writes an L2-sized buffer before each call of a rotating "
                         "--l2 mode, so its kernels evict clean lines where a workload's evict dirty ones "
                         "(docs/sweep_fidelity.md#a-dirty-l2).")
+SWEEP_EXPLAIN_MISSES = EnvVar("TRITONHOOK_SWEEP_EXPLAIN_MISSES", True, _flag,
+                              "'0': a sweep replay does not replay the rows that miss the fidelity bar again under "
+                              "the other L2 rules to say why they missed it (`sweep.misses`).")
 SWEEP_DEFAULT_ROUNDS = 21
 """Interleaved rounds per kernel signature in a sweep replay (one median per variant per round). 21, not 7: two
 replays of one recording (H200, transformer + Liger, 111 signatures) differed per kernel by a median 3.6% (90th

@@ -88,11 +88,12 @@ def hold_stream(torch, microseconds: float) -> bool:
 def hold_cycles_per_us(torch) -> float | None:
     """The spin kernel's GPU cycles per microsecond on the current device, calibrated on first use (a ~1 ms spin
     and a synchronize: call it where that costs nothing); None when this torch has no spin kernel."""
-    sleep = getattr(torch.cuda, "_sleep", None)
-    if sleep is None:
+    if getattr(torch.cuda, "_sleep", None) is None:
         return None
     device = torch.cuda.current_device()
-    return _CYCLES_PER_US.get(device) or _calibrate_cycles(torch, sleep, device)
+    if device not in _CYCLES_PER_US:
+        _CYCLES_PER_US[device] = sm_clock_mhz(torch)
+    return _CYCLES_PER_US[device]
 
 
 def time_empty_kernel(torch) -> tuple | None:
@@ -112,16 +113,21 @@ def time_empty_kernel(torch) -> tuple | None:
     return start, end
 
 
-def _calibrate_cycles(torch, sleep, device: int, cycles: int = 2_000_000) -> float:
-    """GPU clock cycles per microsecond of `sleep`, from CUDA events around a ~1 ms spin."""
+def sm_clock_mhz(torch, cycles: int = 2_000_000) -> float | None:
+    """The SM clock now, in MHz: the GPU cycles of a ~1 ms spin (`torch.cuda._sleep` counts `clock64`) over its
+    CUDA-event time. A kernel's time moves with the clock, so a sweep reads it after the workload and after each
+    replayed signature, and names it where a row misses the fidelity bar (`sweep.misses`). None when this torch
+    has no spin kernel."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        return None
     sleep(cycles // 10)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     sleep(cycles)
     end.record()
     end.synchronize()
-    rate = _CYCLES_PER_US[device] = cycles / (start.elapsed_time(end) * 1e3)
-    return rate
+    return cycles / (start.elapsed_time(end) * 1e3)
 
 
 def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: float = 25.0,

@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 from .. import _triton, config, preflight
 from ..measure.stats import median
 from ..measure.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycles_per_us, hold_stream,
-                              time_empty_kernel)
+                              sm_clock_mhz, time_empty_kernel)
 from ..ptx_capture import active_session, child_env, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
@@ -210,6 +210,7 @@ class Recorder:
             lead = [start.elapsed_time(end) for start, end in pending.empties]
             pending.signature.empty_ms = round(median(lead), 6) if lead else None
             pending.marks, pending.empties = [], []
+        clock = sm_clock_mhz(self.torch) if self.pending else None  # the GPU still at the workload's clocks
         self._resolve_l2()
         signatures = [pending.signature for pending in self.pending]
         _link_captures(self.store, signatures, self.first_capture, self.loaded)
@@ -221,7 +222,8 @@ class Recorder:
                          wall_s=time.time() - self.started, store=str(self.store.path),
                          budget=self.budget.to_json(), autotune=list(self.decisions),
                          sample_every=self.sample_every,
-                         l2_calibration=self.l2_calibration and dataclasses.asdict(self.l2_calibration))
+                         l2_calibration=self.l2_calibration and dataclasses.asdict(self.l2_calibration),
+                         sm_clock_mhz=clock)
 
     def _release_warnings(self, signatures: list[Signature]) -> None:
         """Print the preflight warnings held since the start, for the kernels the workload launched, beside what

@@ -295,6 +295,7 @@ class Recording:
     autotune: list[dict] = dataclasses.field(default_factory=list)  # the autotune decisions (AutotuneDecision)
     sample_every: int = 1            # > 1: launch counts per signature are estimates (see sweep.record)
     l2_calibration: dict | None = None  # the L2 probe's {"hot", "cold"} median cycles (l2probe.Calibration)
+    sm_clock_mhz: float | None = None  # the SM clock right after the workload (measure.timing.sm_clock_mhz)
     id: int | None = None            # its id in the store's results table
 
     @property

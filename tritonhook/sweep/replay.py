@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import dataclasses
 import os
 import tempfile
 import time
@@ -21,6 +22,7 @@ from ..rename import compile_select
 from ..store import ResultKind, Store, register_result_kind
 from .autotune import analyze_group, autotune_groups, config_text
 from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature
+from .misses import CHECK_ROUNDS, check_modes, miss_reason, missed_rows
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
 from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
 from .variants import BuiltVariant, build_variants, with_extra_ptxas
@@ -78,8 +80,8 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
         raise TritonhookError(f"--autotune-top {autotune_top}: at least 1")
     if ray is not False and gpus is not None:
         raise TritonhookError("--gpus and --ray: give one (Ray decides which GPU runs what)")
-    devices = resolve_gpus(gpus)
-    dirty_l2 = l2 != "warm" and config.SWEEP_DIRTY_L2.get()
+    workers = Workers(resolve_gpus(gpus), ray, ray_task, tuple(worker), progress)
+    dirty_l2 = _dirtied(l2)
     chosen = select_signatures(recording, kernel=kernel, top=top, autotune_top=autotune_top)
     if not chosen:
         raise TritonhookError(f"recording {recording.id}: no signature matches" +
@@ -92,40 +94,18 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     built = _build_all(store, chosen, variants, rows, prebuilt)
     build_s = time.time() - began
     labels = next((list(b) for b in built.values()), [v.label for v in variants])
-    with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
-        job = _write_job(Path(work), recording, store, [s for s in chosen if s.id in built], built, rounds)
-        job["l2"], job["dirty_l2"] = l2, dirty_l2
-        began = time.time()
-        arrived = _journal(store, recording)
-        if ray is not False:
-            results = run_on_ray(Path(work), job, store, address=None if ray is True else ray, progress=progress,
-                                 worker=worker, task=ray_task, arrived=arrived)
-        else:
-            results = run_workers(Path(work), job, devices, progress=progress, worker=worker, arrived=arrived)
-        replay_s = time.time() - began
-    samples: dict[int, dict[str, list[float]]] = {}
-    for signature in chosen:
-        if signature.id not in built:
-            continue
-        outcome = results.get(signature.id, {"status": "error", "message": "not replayed"})
-        row = rows[signature.id]
-        row.replayed_on, row.retried_after = outcome.get("where", ""), outcome.get("retried_after", "")
-        if outcome["status"] != "ok":
-            row.status = f"{outcome['status']}: {outcome.get('message', '')}"
-            row.detail = outcome.get("traceback", "")
-            continue
-        row.outputs, row.output_check = outcome["outputs"], outcome.get("output_check")
-        samples[signature.id] = outcome["samples"]
-        row.empty_ms = outcome.get("empty_ms")
-        analyze_row(row, outcome["samples"], {label: b.facts() for label, b in built[signature.id].items()},
-                    {label: b.same_text_as for label, b in built[signature.id].items() if b.same_text_as},
-                    min_effect)
-        for timing in row.variants:  # not timed: its build failed (ptxas's message is in its facts)
-            if cause := timing.facts.get("build_failed"):
-                timing.verdict = f"build {cause}"
+    began = time.time()
+    samples = time_signatures(recording, store, [s for s in chosen if s.id in built], built, rows, workers,
+                              rounds=rounds, l2=l2, dirty_l2=dirty_l2, min_effect=min_effect,
+                              arrived=_journal(store, recording))
+    replay_s = time.time() - began
     times = {"record": record_s, "build": build_s, "replay": replay_s}
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
     explain(shown, built)  # the rows shown; the autotune candidates' (JSON only) would cost a disassembly each
+    if config.SWEEP_EXPLAIN_MISSES.get():
+        began = time.time()
+        _explain_misses(recording, store, shown, built, workers, l2)
+        times["miss check"] = time.time() - began
     result = SweepResult(shown, labels, rounds, recording.id, recording.command,
                          {k: v for k, v in times.items() if v is not None}, min_effect,
                          candidates=candidates, l2=l2, dirty_l2=dirty_l2).finish()
@@ -144,6 +124,91 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
                         for row in replayed if row.retried_after and row.status == "ok"]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+@dataclasses.dataclass(frozen=True)
+class Workers:
+    """Where signatures are timed: one worker per entry of `devices` (a CUDA_VISIBLE_DEVICES value; None: this
+    process's GPU), or Ray tasks (`ray`: True or an address; `ray_task`: other resources per task); `program`: the
+    worker program (`schedule.WORKER`, replaced in tests of the scheduling)."""
+
+    devices: list
+    ray: str | bool = False
+    ray_task: dict | None = None
+    program: tuple = WORKER
+    progress: bool = False
+
+    def run(self, work: Path, job: dict, store: Store, arrived: Callable[[dict], None]) -> dict[int, dict]:
+        if self.ray is not False:
+            return run_on_ray(work, job, store, address=None if self.ray is True else self.ray,
+                              progress=self.progress, worker=self.program, task=self.ray_task, arrived=arrived)
+        return run_workers(work, job, self.devices, progress=self.progress, worker=self.program, arrived=arrived)
+
+
+def time_signatures(recording: Recording, store: Store, signatures: list[Signature],
+                    built: dict[int, dict[str, BuiltVariant]], rows: dict[int, SweepRow], workers: Workers, *,
+                    rounds: int, l2: str, dirty_l2: bool, min_effect: float = DEFAULT_MIN_EFFECT,
+                    arrived: Callable[[dict], None] = lambda record: None) -> dict[int, dict[str, list[float]]]:
+    """Time `built`'s variants of each signature (`rows`: theirs, by id, filled here: status, outputs, the
+    variants' times, ratios and verdicts, the launch lead and the SM clock); the per-round samples by signature
+    and label of those that replayed."""
+    with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
+        job = _write_job(Path(work), recording, store, signatures, built, rounds)
+        job["l2"], job["dirty_l2"] = l2, dirty_l2
+        results = workers.run(Path(work), job, store, arrived)
+    samples: dict[int, dict[str, list[float]]] = {}
+    for signature in signatures:
+        outcome = results.get(signature.id, {"status": "error", "message": "not replayed"})
+        row = rows[signature.id]
+        row.replayed_on, row.retried_after = outcome.get("where", ""), outcome.get("retried_after", "")
+        if outcome["status"] != "ok":
+            row.status = f"{outcome['status']}: {outcome.get('message', '')}"
+            row.detail = outcome.get("traceback", "")
+            continue
+        row.outputs, row.output_check = outcome["outputs"], outcome.get("output_check")
+        samples[signature.id] = outcome["samples"]
+        row.empty_ms, row.clock_mhz = outcome.get("empty_ms"), outcome.get("clock_mhz")
+        analyze_row(row, outcome["samples"], {label: b.facts() for label, b in built[signature.id].items()},
+                    {label: b.same_text_as for label, b in built[signature.id].items() if b.same_text_as},
+                    min_effect)
+        for timing in row.variants:  # not timed: its build failed (ptxas's message is in its facts)
+            if cause := timing.facts.get("build_failed"):
+                timing.verdict = f"build {cause}"
+    return samples
+
+
+def _dirtied(l2: str) -> bool:
+    """Whether a replay under `l2` writes an L2-sized buffer before each call (`config.SWEEP_DIRTY_L2`; never warm:
+    its one input set is what each call finds in L2)."""
+    return l2 != "warm" and config.SWEEP_DIRTY_L2.get()
+
+
+def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
+                    built: dict[int, dict[str, BuiltVariant]], workers: Workers, l2: str) -> None:
+    """Set `miss` on every row of the fidelity set outside the tolerance (`misses.py`): its baseline replayed again
+    under each other L2 rule (`misses.check_modes`; the config the workload ran, for an autotuned row), its ratio
+    under each, and the sentence `misses.miss_reason` makes of them with the launch lead and the clocks."""
+    missed = missed_rows(rows)
+    by_id = {s.id: s for s in recording.signatures}
+    signatures = [dataclasses.replace(by_id[row.signature], autotune=None) for row in missed
+                  if row.signature in built]
+    if not signatures:
+        return
+    baseline = {s.id: dict([next(iter(built[s.id].items()))]) for s in signatures}
+    by_mode: dict[int, dict[str, float | None]] = {s.id: {} for s in signatures}
+    for mode in check_modes(l2):
+        checked = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
+                   for s in signatures}
+        time_signatures(recording, store, signatures, baseline, checked, workers, rounds=CHECK_ROUNDS, l2=mode,
+                        dirty_l2=_dirtied(mode))
+        for signature_id, row in checked.items():
+            by_mode[signature_id][mode] = row.fidelity if row.status == "ok" else None
+    for row in missed:
+        if row.signature in by_mode:
+            row.miss = {"l2": {l2: row.fidelity, **by_mode[row.signature]}, "lead_ms": row.lead_ms,
+                        "clock_mhz": {"replay": row.clock_mhz, "workload": recording.sm_clock_mhz},
+                        "rounds": CHECK_ROUNDS,
+                        "why": miss_reason(row, l2, by_mode[row.signature], recording.sm_clock_mhz)}
 
 
 def failed_builds_warning(built: dict[int, dict[str, BuiltVariant]]) -> str | None:
@@ -226,7 +291,8 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
                               sum(recording.share(s) or 0.0 for s in group.candidates),
                               sum(s.launches for s in group.candidates), winner.time_per_launch_ms, winner.inputs, "ok",
                               behind_ms=winner.behind_ms, recorded_empty_ms=winner.empty_ms,
-                              empty_ms=rows[winner.id].empty_ms if winner.id in rows else None)
+                              empty_ms=rows[winner.id].empty_ms if winner.id in rows else None,
+                              clock_mhz=rows[winner.id].clock_mhz if winner.id in rows else None)
         shown.append(analyze_group(folded_row, group, members, samples, labels, min_effect))
         candidates += members
     return shown, candidates

@@ -52,6 +52,8 @@ class SweepRow:
     behind_ms: float | None = None     # how far the GPU ran behind the host at it inside the workload (recorded)
     recorded_empty_ms: float | None = None  # the empty kernel after it inside the workload (measure.timing)
     empty_ms: float | None = None      # the same after each replayed call
+    clock_mhz: float | None = None     # the SM clock after its rounds (measure.timing.sm_clock_mhz)
+    miss: dict | None = None           # why it missed the fidelity bar, measured (misses.py; replay._explain_misses)
 
     @property
     def lead_ms(self) -> float | None:
@@ -153,15 +155,22 @@ class Fidelity:
     within_share: float = 0.0
     within_net: int | None = None
 
-    @classmethod
-    def of(cls, rows: list[SweepRow], coverage: float = FIDELITY_COVERAGE,
-           tolerance: float = FIDELITY_TOLERANCE) -> "Fidelity":
+    @staticmethod
+    def members(rows: list[SweepRow], coverage: float = FIDELITY_COVERAGE) -> list[SweepRow]:
+        """The rows the bar is held to: largest share first, until they make `coverage` of the GPU time."""
         covered, top = 0.0, []
         for row in sorted((r for r in rows if r.share), key=lambda r: r.share, reverse=True):
             if covered >= coverage - 1e-9:  # shares are floats: 0.6 + 0.3 is 0.8999...
                 break
             top.append(row)
             covered += row.share
+        return top
+
+    @classmethod
+    def of(cls, rows: list[SweepRow], coverage: float = FIDELITY_COVERAGE,
+           tolerance: float = FIDELITY_TOLERANCE) -> "Fidelity":
+        top = cls.members(rows, coverage)
+        covered = sum(row.share for row in top)
         ratios = [r.fidelity for r in top if r.fidelity is not None]
         faithful = [r for r in top if r.fidelity is not None and abs(r.fidelity - 1.0) <= tolerance]
         leads = [r.lead_ms for r in top if r.lead_ms is not None]
@@ -297,6 +306,9 @@ class SweepResult:
         yield format.line(f"time: {split}; L2 {self.l2_rule}; outputs: each variant against the baseline's own "
                           f"run-to-run spread, NaN/Inf positions compared as data")
         yield format.line(self.fidelity.line())
+        for row in self.rows:
+            if row.miss is not None:
+                yield format.line(f"{row.label}: replay/workload {row.fidelity:.3f}, why: {row.miss['why']}")
         for row in self.rows:
             if row.autotune is not None and row.autotune.get("winners"):
                 yield format.line(self._autotune_line(row))

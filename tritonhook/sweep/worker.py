@@ -20,7 +20,8 @@ previous one read and wrote); "inputs" rotates, and reads the buffers the kernel
 call, as a kernel inside a workload finds what its producer has just written (its outputs not); "measured"
 rotates, and reads just before each call the parts of each buffer that the recording's L2 probe found in L2 inside
 the workload (`l2probe`). `dirty_l2` in the job: a buffer the size of the L2 is written before each call, before
-those reads (`_prepare_l2`).
+those reads (`_prepare_l2`). After the rounds the SM clock is read (`measure.timing.sm_clock_mhz`), as the recorder
+reads it after the workload.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from ..errors import TritonhookError
 from ..files import file_name
 from ..measure.outputs import as_bits, check_outputs
 from ..measure.stats import interquartile_mean, median
-from ..measure.timing import bench_interleaved, l2_bytes
+from ..measure.timing import bench_interleaved, l2_bytes, sm_clock_mhz
 from ..store import Store
 from . import l2probe
 from .recording import check_arch, synthetic_fill, tensors_of
@@ -207,7 +208,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
             empty_rounds.append(interquartile_mean(empties))
     return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": check.verdict,
             "output_check": check.to_json(), "written": len(written),
-            "empty_ms": median(empty_rounds) if empty_rounds else None}
+            "empty_ms": median(empty_rounds) if empty_rounds else None, "clock_mhz": sm_clock_mhz(torch)}
 
 
 BASELINE_RUNS = 5
