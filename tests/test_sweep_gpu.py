@@ -433,7 +433,8 @@ def test_an_aa_sweep_estimates_nothing_and_its_flips_keep_the_workload_config(ho
 def test_an_autotuners_regret_is_found_pinned_and_confirmed_inside_the_workload(tmp_path):
     """A workload whose autotuner keeps a slow config (tests/biased_autotune_workload.py): the sweep's row answers
     for that config, its regret names the faster one, and `decisions confirm` runs the workload pinned and unpinned:
-    the kernel is faster pinned inside the workload too, and the pinned runs launched the pinned config."""
+    the kernel is faster pinned inside the workload too, and the pinned runs launched the pinned config. The
+    sweep ran the regret's config against the workload's on one input set: same outputs, faster."""
     import json
     import subprocess
     import sys
@@ -448,6 +449,9 @@ def test_an_autotuners_regret_is_found_pinned_and_confirmed_inside_the_workload(
     assert row["autotune"]["workload"].startswith("BLOCK=64") and row["variants"][0]["median_ms"]
     regret = row["autotune"]["regret"]
     assert regret["verdict"] == "faster" and not regret["config"].startswith("BLOCK=64"), regret
+    # run against the workload's config on its inputs, at its own grid: outputs the same, faster there too
+    checked = row["autotune"]["against_workload"][str(regret["signature"])]
+    assert checked["outputs"] == "bitwise" and checked["verdict"] == "faster" and checked["ratio"] < 0.6, checked
     confirmed = subprocess.run([sys.executable, "-m", "tritonhook", "decisions", "confirm", "--sweep",
                                 str(result["id"]), "--store", str(store), "--runs", "2", "--json", "--", *workload],
                                capture_output=True, text=True, timeout=600)

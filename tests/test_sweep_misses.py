@@ -14,7 +14,8 @@ from rich.console import Console
 from tritonhook.measure.variants import parse_variants
 from tritonhook.page import write_report
 from tritonhook.sweep import replay
-from tritonhook.sweep.misses import CHECK_ROUNDS, miss_reason, missed_rows
+from tritonhook import config
+from tritonhook.sweep.misses import miss_reason, missed_rows
 from tritonhook.sweep.result import Fidelity, SweepResult, SweepRow, VariantTiming
 
 pytestmark = pytest.mark.release_independent
@@ -72,7 +73,7 @@ def test_a_sweep_replays_its_missed_rows_under_the_other_l2_rules_and_says_why(t
                     worker=[FAKE_WORKER, "--time-by-l2", "measured=0.072,warm=0.061,cold=0.075"])
     first = next(row for row in result.rows if abs(row.recorded_ms - 0.06) < 1e-9)
     assert first.miss["l2"] == pytest.approx({"measured": 1.2, "cold": 1.25, "warm": 61 / 60})
-    assert first.miss["rounds"] == CHECK_ROUNDS and first.miss["why"].startswith("L2 state: replayed warm")
+    assert first.miss["rounds"] == config.SWEEP_CHECK_ROUNDS and first.miss["why"].startswith("L2 state: replayed warm")
     held = Fidelity.members(result.rows)
     assert first in held and len(held) < len(result.rows)
     assert all(row.miss["why"].startswith("not the L2 state") for row in held if row is not first)

@@ -221,6 +221,10 @@ SWEEP_DIRTY_L2 = EnvVar("TRITONHOOK_SWEEP_DIRTY_L2", True, _flag,
 SWEEP_EXPLAIN_MISSES = EnvVar("TRITONHOOK_SWEEP_EXPLAIN_MISSES", True, _flag,
                               "'0': a sweep replay does not replay the rows that miss the fidelity bar again under "
                               "the other L2 rules to say why they missed it (`sweep.misses`).")
+SWEEP_CHECK_ROUNDS = 7
+"""Rounds of a sweep's check replays: a row that missed the fidelity bar under the other L2 rules (`sweep.misses`),
+an autotune regret's config against the workload's on one input set (`sweep.replay`): figures set against a ±10%
+tolerance or an output verdict, not a full verdict's interval."""
 SWEEP_DEFAULT_ROUNDS = 21
 """Interleaved rounds per kernel signature in a sweep replay (one median per variant per round). 21, not 7: two
 replays of one recording (H200, transformer + Liger, 111 signatures) differed per kernel by a median 3.6% (90th

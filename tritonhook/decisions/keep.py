@@ -20,11 +20,11 @@ from .. import format, ptx as _ptx
 from .._version import __version__
 from ..errors import TritonhookError
 from ..files import write_file
-from ..measure.outputs import DIFFER
+from ..measure.outputs import DIFFER, VERDICTS
 from ..measure.variants import config_of_label
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.recording import Recording
-from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow
+from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
 from .model import (PLAIN, RESULT_KIND, VERSION, AutotuneKey, Choice, Decision, Evidence, FileContents, Key,
                     file_json, read_file)
@@ -158,13 +158,15 @@ class _Maker:
         outputs kept, and the row's autotune regret where it is "faster"."""
         offers = []
         for timing in row.variants[1:]:
-            config = config_of_label(timing.label)
-            if config and timing.verdict == "faster" and _outputs(row, timing.label) != DIFFER:
-                signature = row.autotune["winner_signatures"].get(timing.label)
-                offers.append((signature, dataclasses.asdict(timing), _outputs(row, timing.label)))
+            signature = row.autotune["winner_signatures"].get(timing.label)
+            if config_of_label(timing.label) and timing.verdict == "faster":
+                outputs = self._pinned_outputs(row, signature, timing.label)
+                offers.append((signature, dataclasses.asdict(timing), outputs))
         regret = row.autotune.get("regret") or {}
-        if regret.get("verdict") == "faster" and row.outputs != DIFFER and regret.get("confirmed") is not False:
-            offers.append((regret["signature"], regret, row.outputs))
+        if regret.get("verdict") == "faster" and regret.get("confirmed") is not False:
+            offers.append((regret["signature"], regret, self._pinned_outputs(row, regret["signature"], None)))
+        offers = [(signature, figures, outputs) for signature, figures, outputs in offers
+                  if outputs in VERDICTS and outputs != DIFFER]
         if not offers or (key := self.autotune_key(row)) is None:
             return
         for signature, figures, outputs in offers:
@@ -172,6 +174,13 @@ class _Maker:
             if config:
                 self.offer(key, Choice(PLAIN, config=tuple(config.items())),
                            self.evidence(row.kernel, figures, outputs))
+
+    @staticmethod
+    def _pinned_outputs(row: SweepRow, signature: int | None, label: str | None) -> str:
+        """The outputs of the candidate a decision would pin: against the workload's config on one input set where
+        the sweep compared them (`sweep.result.against_workload`), else the row's (`label`'s) own verdict."""
+        checked = against_workload(row.autotune, signature).get("outputs") if signature is not None else None
+        return checked or (_outputs(row, label) if label else row.outputs)
 
     def from_sweep(self, result: SweepResult) -> None:
         if not result.variants or result.variants[0] != PLAIN:

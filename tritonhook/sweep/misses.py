@@ -17,8 +17,6 @@ CHECK_MODES = ("cold", "warm")
 """The L2 rules a missed row is replayed under besides the sweep's own: every call reading DRAM, and every call
 finding in L2 what the previous one read and wrote; a kernel's time inside a workload lies between the two where
 L2 is what separates it from its replay."""
-CHECK_ROUNDS = 7
-"""Rounds of each check replay: its figure is set against a tolerance of ±10%, not a verdict's interval."""
 CLOCK_TOLERANCE = 0.03
 """SM clocks within 3% of each other (after the workload, after the replay) are "the same clock"."""
 

@@ -17,12 +17,12 @@ from ..errors import TritonhookError
 from ..files import file_name
 from ..tools import CAUSES
 from ..measure.stats import DEFAULT_MIN_EFFECT
-from ..measure.variants import Variant
+from ..measure.variants import Variant, config_of_label
 from ..rename import compile_select
 from ..store import ResultKind, Store, register_result_kind
 from .autotune import analyze_group, autotune_groups, config_text
 from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature
-from .misses import CHECK_ROUNDS, check_modes, miss_reason, missed_rows
+from .misses import check_modes, miss_reason, missed_rows
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
 from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
 from .variants import BuiltVariant, build_variants, with_extra_ptxas
@@ -102,6 +102,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     times = {"record": record_s, "build": build_s, "replay": replay_s}
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
     explain(shown, built)  # the rows shown; the autotune candidates' (JSON only) would cost a disassembly each
+    began = time.time()
+    if _compare_configs(recording, store, shown, built, workers, l2, min_effect):
+        times["config check"] = time.time() - began
     if config.SWEEP_EXPLAIN_MISSES.get():
         began = time.time()
         _explain_misses(recording, store, shown, built, workers, l2)
@@ -148,12 +151,14 @@ class Workers:
 def time_signatures(recording: Recording, store: Store, signatures: list[Signature],
                     built: dict[int, dict[str, BuiltVariant]], rows: dict[int, SweepRow], workers: Workers, *,
                     rounds: int, l2: str, dirty_l2: bool, min_effect: float = DEFAULT_MIN_EFFECT,
-                    arrived: Callable[[dict], None] = lambda record: None) -> dict[int, dict[str, list[float]]]:
+                    arrived: Callable[[dict], None] = lambda record: None,
+                    launches: dict[int, dict[str, Signature]] | None = None) -> dict[int, dict[str, list[float]]]:
     """Time `built`'s variants of each signature (`rows`: theirs, by id, filled here: status, outputs, the
     variants' times, ratios and verdicts, the launch lead and the SM clock); the per-round samples by signature
-    and label of those that replayed."""
+    and label of those that replayed. `launches[signature id][label]`: a variant that is another autotune
+    config's build, launched as that config's signature launched it (its grid) on this signature's inputs."""
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
-        job = _write_job(Path(work), recording, store, signatures, built, rounds)
+        job = _write_job(Path(work), recording, store, signatures, built, rounds, launches or {})
         job["l2"], job["dirty_l2"] = l2, dirty_l2
         results = workers.run(Path(work), job, store, arrived)
     samples: dict[int, dict[str, list[float]]] = {}
@@ -175,6 +180,59 @@ def time_signatures(recording: Recording, store: Store, signatures: list[Signatu
             if cause := timing.facts.get("build_failed"):
                 timing.verdict = f"build {cause}"
     return samples
+
+
+WORKLOAD_CONFIG = "workload config"
+"""The first arm of a config check replay; each other config's arm is labelled "config ID" (its signature id)."""
+
+
+def pinnable_configs(row: SweepRow) -> list[int]:
+    """The candidates of an autotuned row a decision could pin (`decisions`): its regret's config and the configs
+    of its faster `config:` variants, where they are not the workload's."""
+    tune = row.autotune or {}
+    wanted = [(tune.get("regret") or {}).get("signature") if (tune.get("regret") or {}).get("verdict") == "faster"
+              else None]
+    wanted += [tune.get("winner_signatures", {}).get(v.label) for v in row.variants[1:]
+               if config_of_label(v.label) and v.verdict == "faster"]
+    return sorted({sid for sid in wanted if sid is not None and sid != row.signature})
+
+
+def _compare_configs(recording: Recording, store: Store, rows: list[SweepRow],
+                     built: dict[int, dict[str, BuiltVariant]], workers: Workers, l2: str, min_effect: float) -> bool:
+    """Run each config a decision could pin (`pinnable_configs`) against the workload's config on the same inputs,
+    the workload config's, interleaved: its outputs judged against the workload config's own run-to-run spread (a
+    config is pinned only with its outputs kept), and a paired ratio beside the candidates' (each timed on its own
+    snapshot). Sets `row.autotune["against_workload"]` (signature id -> outputs, output_check, ratio, low, high,
+    verdict); False when no row has such a config."""
+    by_id = {s.id: s for s in recording.signatures}
+    wanted = {row.signature: (row, [sid for sid in pinnable_configs(row) if sid in built]) for row in rows
+              if row.signature in built}
+    wanted = {sid: pair for sid, pair in wanted.items() if pair[1]}
+    if not wanted:
+        return False
+    baseline = lambda signature_id: next(iter(built[signature_id].values()))  # noqa: E731
+    arms = {sid: {WORKLOAD_CONFIG: baseline(sid), **{f"config {other}": baseline(other) for other in others}}
+            for sid, (_, others) in wanted.items()}
+    signatures = [dataclasses.replace(by_id[sid], autotune=None) for sid in wanted]
+    checked = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
+               for s in signatures}
+    time_signatures(recording, store, signatures, arms, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS, l2=l2,
+                    dirty_l2=_dirtied(l2), min_effect=min_effect,
+                    launches={sid: {f"config {other}": by_id[other] for other in others}
+                              for sid, (_, others) in wanted.items()})
+    for sid, (row, others) in wanted.items():
+        check = checked[sid]
+        against = row.autotune["against_workload"] = {}
+        for other in others:
+            timing = next((v for v in check.variants if v.label == f"config {other}"), None)
+            if check.status != "ok" or timing is None:
+                against[str(other)] = {"outputs": f"not compared ({check.status})"}
+                continue
+            own = ((check.output_check or {}).get("variants") or {}).get(timing.label) or {}
+            against[str(other)] = {"outputs": own.get("verdict", check.outputs), "output_check": own or None,
+                                   "ratio": timing.ratio, "low": timing.low, "high": timing.high,
+                                   "verdict": timing.verdict}
+    return True
 
 
 def _dirtied(l2: str) -> bool:
@@ -199,7 +257,7 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
     for mode in check_modes(l2):
         checked = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
                    for s in signatures}
-        time_signatures(recording, store, signatures, baseline, checked, workers, rounds=CHECK_ROUNDS, l2=mode,
+        time_signatures(recording, store, signatures, baseline, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS, l2=mode,
                         dirty_l2=_dirtied(mode))
         for signature_id, row in checked.items():
             by_mode[signature_id][mode] = row.fidelity if row.status == "ok" else None
@@ -207,7 +265,7 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
         if row.signature in by_mode:
             row.miss = {"l2": {l2: row.fidelity, **by_mode[row.signature]}, "lead_ms": row.lead_ms,
                         "clock_mhz": {"replay": row.clock_mhz, "workload": recording.sm_clock_mhz},
-                        "rounds": CHECK_ROUNDS,
+                        "rounds": config.SWEEP_CHECK_ROUNDS,
                         "why": miss_reason(row, l2, by_mode[row.signature], recording.sm_clock_mhz)}
 
 
@@ -339,7 +397,8 @@ def _build_one(store: Store, capture_id: int, variants) -> dict[str, BuiltVarian
 
 
 def _write_job(work: Path, recording: Recording, store: Store, signatures: list[Signature],
-               built: dict[int, dict[str, BuiltVariant]], rounds: int) -> dict:
+               built: dict[int, dict[str, BuiltVariant]], rounds: int,
+               launches: dict[int, dict[str, Signature]]) -> dict:
     entries = []
     for signature in signatures:
         variants = []
@@ -351,12 +410,19 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
                 (work / folder).mkdir(parents=True)
                 (work / folder / "metadata.json").write_bytes(variant.metadata_json)
                 (work / folder / "kernel.cubin").write_bytes(variant.cubin)
-            variants.append({"label": label, "entry": variant.entry, "metadata": str(folder / "metadata.json"),
-                             "cubin": str(folder / "kernel.cubin"), "timed": variant.same_text_as is None})
-        entries.append({"id": signature.id, "kernel": signature.kernel, "triton_hash": signature.triton_hash,
-                        "grid": signature.grid, "args": signature.args, "arg_names": signature.arg_names,
-                        "signature": signature.signature, "constexprs": signature.constexprs,
-                        "l2_resident": signature.l2_resident, "variants": variants})
+            entry = {"label": label, "entry": variant.entry, "metadata": str(folder / "metadata.json"),
+                     "cubin": str(folder / "kernel.cubin"), "timed": variant.same_text_as is None}
+            if (other := launches.get(signature.id, {}).get(label)) is not None:
+                entry["launch"] = _launch_of(other)
+            variants.append(entry)
+        entries.append({"id": signature.id, "args": signature.args, "l2_resident": signature.l2_resident,
+                        **_launch_of(signature), "variants": variants})
     return {"store": str(store.path), "arch": recording.arch, "recording": f"recording {recording.id}",
             "rounds": rounds, "warmup_ms": WARMUP_MS, "rep_ms": REP_MS,
             "min_reps": MIN_REPS, "signatures": entries}
+
+
+def _launch_of(signature: Signature) -> dict:
+    """What the worker needs to launch `signature`'s build besides its arguments (`worker.replay_signature`)."""
+    return {"kernel": signature.kernel, "triton_hash": signature.triton_hash, "grid": signature.grid,
+            "arg_names": signature.arg_names, "signature": signature.signature, "constexprs": signature.constexprs}

@@ -226,6 +226,12 @@ def _run_line(variant: str, select: str | None, command: list[str] | None) -> st
     return f"tritonhook run {how} --select {shlex.quote(select)}{tail}"
 
 
+def against_workload(tune: dict, signature: int) -> dict:
+    """How the candidate `signature` of an autotuned row (`tune`: its `autotune`) ran against the workload's config
+    on one input set (`replay._compare_configs`): outputs, ratio, interval, verdict; {} where it was not checked."""
+    return (tune.get("against_workload") or {}).get(str(signature)) or {}
+
+
 DERIVED = ("fidelity", "lead_ms", "net_fidelity")
 """A row's properties that `to_json` writes beside its fields (`from_json` recomputes them)."""
 
@@ -335,20 +341,27 @@ class SweepResult:
             if same.get("ratio") is not None:
                 text += (f"; {label} at {same['config']} (the same config as the baseline): {same['ratio']:.3f} "
                          f"[{same['low']:.3f}, {same['high']:.3f}] {same['verdict']}")
-        return text + self._regret_text(tune.get("regret"))
+        return text + self._regret_text(tune)
 
     @staticmethod
-    def _regret_text(regret: dict | None) -> str:
-        """The autotune regret in words: where the replay found a config faster than the workload's, how much, why
-        the autotuner missed it, and whether the workload confirmed it (only then is it the autotuner's)."""
+    def _regret_text(tune: dict) -> str:
+        """The autotune regret in words: where the replay found a config faster than the workload's, how much, how
+        it ran against the workload's config on one input set and its outputs there, why the autotuner missed it,
+        and whether the workload confirmed it (only then is it the autotuner's)."""
+        regret = tune.get("regret")
         if not regret or regret["verdict"] != "faster":
             return ""
         standing = {None: "measured in the replay, not confirmed inside the workload (a replay bias until it is)",
                     True: "confirmed inside the workload with the config pinned",
                     False: "NOT confirmed inside the workload: a replay bias"}[regret.get("confirmed")]
         why = f"; why: {'; '.join(regret['why'])}" if regret.get("why") else ""
+        checked = against_workload(tune, regret["signature"])
+        paired = (f"; on the workload config's inputs, interleaved with it: {checked['ratio']:.3f} "
+                  f"[{checked['low']:.3f}, {checked['high']:.3f}]" if checked.get("ratio") is not None else "")
+        outputs = f", outputs {checked['outputs']}" if checked.get("outputs") else ""
+        checked = paired + outputs
         return (f"; autotune regret: {regret['config']} runs {regret['ratio']:.3f} [{regret['low']:.3f}, "
-                f"{regret['high']:.3f}] of the workload's config, {standing}{why}")
+                f"{regret['high']:.3f}] of the workload's config, {standing}{checked}{why}")
 
     def _cells(self, row: SweepRow, width: int) -> list[str]:
         if row.status != "ok" or not row.variants:  # what went wrong, in the last column

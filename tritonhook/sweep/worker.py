@@ -1,7 +1,9 @@
 """The replay worker: a child process that replays launch signatures on one GPU, one after another.
 
 Run as `python -m tritonhook.sweep.worker JOB`. JOB (JSON) lists the signatures and, per signature, the variants
-to load (metadata JSON + cubin files the parent built, paths relative to JOB's folder). The protocol (`serve`):
+to load (metadata JSON + cubin files the parent built, paths relative to JOB's folder); a variant with `launch` is
+another autotune config's build, launched as that config launched (its grid, its launch spec) on this signature's
+inputs (`replay._compare_configs`). The protocol (`serve`):
 the worker says hello (a JSON line with its host and `CUDA_VISIBLE_DEVICES`), then reads signature ids from stdin,
 one a line, and for each writes one JSON line when it starts and one with its result, on the stdout it was given
 (anything else written to stdout goes to stderr). So when a kernel faults and takes the CUDA context (and this
@@ -132,17 +134,18 @@ def _prepare_l2(torch, dirt, ranges: list[tuple[int, list[tuple[int, int]]]], wr
 
 def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: Path) -> dict:
     device = torch.device("cuda")
-    spec = _triton.LaunchSpec(signature["triton_hash"], signature["kernel"], signature["arg_names"],
-                              signature["signature"], signature["constexprs"])
+    launches = {v["label"]: {**signature, **v.get("launch", {})} for v in signature["variants"]}
+    specs = {label: _triton.LaunchSpec(at["triton_hash"], at["kernel"], at["arg_names"], at["signature"],
+                                       at["constexprs"]) for label, at in launches.items()}
+    grids = {label: tuple(at["grid"]) for label, at in launches.items()}
     pristine = _buffers(torch, signature["args"], store, device)
-    grid = tuple(signature["grid"])
     loaded = workdir / "kernels" / str(signature["id"])
     variants = {v["label"]: ((workdir / v["metadata"]).read_bytes(), (workdir / v["cubin"]).read_bytes(), v["entry"])
                 for v in signature["variants"]}
 
     def load(labels) -> dict:
         """Each variant as a freshly loaded module (its code at an address of its own)."""
-        return {label: _triton.load_kernel(loaded / file_name(label), spec, *variants[label])
+        return {label: _triton.load_kernel(loaded / file_name(label), specs[label], *variants[label])
                 for label in labels}
 
     kernels = load(variants)
@@ -157,7 +160,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         restore()
         for index in poison:
             _poison(torch, buffers[index])
-        _triton.launch(kernels[label], grid, _arguments(torch, signature["args"], buffers))
+        _triton.launch(kernels[label], grids[label], _arguments(torch, signature["args"], buffers))
         torch.cuda.synchronize()
 
     baseline, *others = kernels
@@ -180,12 +183,12 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         else None
     arms_args = {}
 
-    def arm(kernel):
+    def arm(label: str):
         def call(*rotated):
             key = tuple(id(buffer) for buffer in rotated)
             if key not in arms_args:
                 arms_args[key] = _arguments(torch, signature["args"], dict(zip(sorted(buffers), rotated)))
-            _triton.launch(kernel, grid, arms_args[key])
+            _triton.launch(kernels[label], grids[label], arms_args[key])
 
         return call
 
@@ -197,7 +200,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         kernels = load(timed[::-1] if round_index % 2 else timed)
         restore()
         arms_args.clear()
-        results = bench_interleaved([(contextlib.nullcontext, arm(kernels[label])) for label in timed],
+        results = bench_interleaved([(contextlib.nullcontext, arm(label)) for label in timed],
                                     inputs=[buffers[index] for index in sorted(buffers)],
                                     warmup_ms=job["warmup_ms"], rep_ms=job["rep_ms"], min_reps=job["min_reps"],
                                     rotate=l2 != "warm", before_call=before_call, trailing_empty=True)
