@@ -98,9 +98,7 @@ def compile_subjects(folder: Path, name: str, source: str, compiles: dict, *, ke
 
     path = folder / f"{name}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(path)
     compiled = {}
     with pytest.MonkeyPatch.context() as patch, tritonhook.session(folder / "store") as session:
         patch.setenv("TRITON_CACHE_DIR", str(folder / "triton-cache"))
@@ -111,3 +109,11 @@ def compile_subjects(folder: Path, name: str, source: str, compiles: dict, *, ke
     if not keep:
         path.unlink()
     return folder / "store", compiled, list(session.capture_ids)
+
+
+def load_module(path: Path):
+    """The module in the file `path`, imported under the file's name."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,9 +1,17 @@
 """A recording made without a GPU, for tests of what runs after a recording (the sweep's scheduling, `tune`):
-real captures of two sample kernels for sm_90a and launch signatures of them with real input snapshots."""
+real captures of two sample kernels for sm_90a and launch signatures of them with real input snapshots; and the
+signatures of one autotune decision, from real captures of each config of a `triton.autotune`d kernel."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
+import pytest
 import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
 import tritonhook
 from tritonhook import _triton
@@ -52,3 +60,41 @@ def save_recording(store: Store, launches, capture_ids) -> rec.Recording:
                               torch_version=torch.__version__, pid=1, command=["python", "train.py"])
     recording.id = store.add_result(rec.RESULT_KIND, recording.to_json(), hold=snapshots)
     return recording
+
+
+def compile_configs(folder: Path, autotuned, types: dict) -> tuple[Store, list]:
+    """Each config of `autotuned` (a `triton.autotune`d kernel, its arguments' `types`) compiled for sm_90a under
+    capture into `folder/store`, with a Triton cache of its own (as `release_subjects.compile_subjects`, for its
+    reason): the store, and the compiled kernels in its configs' order."""
+    compiled = []
+    with pytest.MonkeyPatch.context() as patch, tritonhook.session(folder / "store"):
+        patch.setenv("TRITON_CACHE_DIR", str(folder / "triton-cache"))
+        for config in autotuned.configs:
+            compiled.append(triton.compile(ASTSource(autotuned.fn, types, dict(config.kwargs)),
+                                           target=GPUTarget("cuda", 90, 32),
+                                           options={"num_warps": config.num_warps, "num_stages": config.num_stages}))
+    return Store(folder / "store"), compiled
+
+
+def autotune_signatures(store: Store, autotuned, compiled: list, bench_ms: list[float],
+                        key: list[str]) -> tuple[list[rec.Signature], dict]:
+    """The signatures the recorder writes for one decision (group 0, tuning `key`) of `autotuned` over its
+    `compiled` configs (in `store`), without inputs: every config benchmarked 120 times, `bench_ms` the autotuner's
+    median per config, and the fastest, its choice, also launched 50 times by the workload (n = 4096); and the
+    decision as the recording keeps it."""
+    by_hash = {c.triton_hash: c for c in store.captures()}
+    chosen = autotuned.configs[bench_ms.index(min(bench_ms))]
+    signatures = []
+    for index, (config, kernel) in enumerate(zip(autotuned.configs, compiled)):
+        spec, capture = _triton.launch_spec(kernel), by_hash[kernel.hash]
+        won = config is chosen
+        signatures.append(rec.Signature(
+            id=index, kernel=spec.name, triton_hash=spec.triton_hash, capture_id=capture.id, arch=capture.arch,
+            grid=[4096 // config.kwargs["BLOCK"], 1, 1], args=[], arg_names=spec.arg_names, signature=spec.signature,
+            constexprs=spec.to_json()["constexprs"], launches=50 if won else 0,
+            times_ms=[0.021, 0.02] if won else [], tuning_launches=120,
+            autotune={"group": 0, "config": _triton.autotune_config(config)}))
+    decision = _triton.AutotuneDecision(0, signatures[0].kernel, key, _triton.autotune_config(chosen),
+                                        [[_triton.autotune_config(c), [ms] * 3]
+                                         for c, ms in zip(autotuned.configs, bench_ms)], 0.5)
+    return signatures, dataclasses.asdict(decision)

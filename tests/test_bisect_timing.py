@@ -7,7 +7,9 @@ release compiling the subjects itself (conftest's `direct_builds`, no capture, n
 release's .text, hence its time over the captured build's.
 
 The recording, its timed bisect and the independent compiles are tests/conftest.py's session fixtures
-(`bisect_recording`, `timed_bisected`, `direct_builds`), shared with the report's tests."""
+(`bisect_recording`, `timed_bisected`, `direct_builds`), shared with the report's tests. An autotuned kernel (the
+softmax under `triton.autotune`, each config captured) is searched as its autotune group; its answers come from the
+rebuilt configs' cubins."""
 
 from __future__ import annotations
 
@@ -18,14 +20,18 @@ import shutil
 from pathlib import Path
 
 import pytest
+import triton
 
 import tritonhook
+from release_subjects import BISECT_COMPILES
 from tritonhook import cli, config
 from tritonhook.cubin import Cubin
 from tritonhook.page.model import bisect_view
+from tritonhook.sweep import recording as rec
+from tritonhook.sweep.autotune import autotune_groups, config_text
 from tritonhook.upgrade.bisect import FAILED, SAME, BisectResult
 from tritonhook.upgrade.bisect_timing import MOVED, NOT_MOVED, bisect_time
-from tritonhook.upgrade.result import BASELINE, PTX_ONLY, PTXAS_ONLY
+from tritonhook.upgrade.result import BASELINE, BOTH, PTX_ONLY, PTXAS_ONLY
 
 pytestmark = pytest.mark.release_independent  # the other releases run in their own virtualenvs; one run suffices
 FIRST, LAST = config.SUPPORTED_RELEASES[0], config.SUPPORTED_RELEASES[-1]
@@ -33,9 +39,16 @@ AFTER = config.SUPPORTED_RELEASES[1:]
 ANOTHER_ARCH = "a recording from another arch"
 
 
-def _text_size(folder: str) -> int:
+def _text(folder: str) -> dict:
+    """A cell's cubin summary (`text_size`, `text_sha256`, ...)."""
     cubin = Cubin.from_bytes((Path(folder) / "kernel.cubin").read_bytes())
-    return cubin.summary(next(iter(cubin.kernels)))["text_size"]
+    return cubin.summary(next(iter(cubin.kernels)))
+
+
+def _captured_text(store, capture_id: int) -> dict:
+    """The captured build's cubin summary."""
+    captured = store.get(capture_id)
+    return Cubin.from_bytes(store.read(captured, "cubin")).summary(captured.entry)
 
 
 def _moves(ratio: float, threshold: float) -> bool:
@@ -72,8 +85,7 @@ def test_the_first_release_that_moved_is_the_one_the_releases_own_cubins_say(tim
     assert known == {"scale_kernel": None, "softmax_kernel": "3.8.0", "advance_kernel": "3.9.0"}
     assert sorted(k.signature for k in timed_bisected.kernels) == [s.id for s in recording.signatures]
     for found in timed_bisected.kernels:
-        captured = store.get(found.capture_id)
-        summary = Cubin.from_bytes(store.read(captured, "cubin")).summary(captured.entry)
+        summary = _captured_text(store, found.capture_id)
         assert summary["text_sha256"] == direct_builds[FIRST][found.kernel]["text_sha256"]
         assert found.first_differing == known[found.kernel], (found.kernel, [s.text() for s in found.path])
         for step in found.path:
@@ -122,10 +134,10 @@ def test_the_split_is_what_the_single_change_builds_time_against_the_captured_bu
     softmax = _kernel(timed_bisected, "softmax_kernel")
     assert (softmax.previous, softmax.first_differing) == ("3.7.1", "3.8.0")
     step = next(s for s in softmax.path if s.release == "3.8.0")
-    today = _text_size(softmax.cells[BASELINE].variant)
+    today = _text(softmax.cells[BASELINE].variant)["text_size"]
     moved = {}
     for key, cell, axis in (("codegen", PTX_ONLY, "PTX"), ("ptxas", PTXAS_ONLY, "ptxas")):
-        ratio = today / _text_size(softmax.cells[cell].variant)
+        ratio = today / _text(softmax.cells[cell].variant)["text_size"]
         assert step.timing[key]["ratio"] == pytest.approx(ratio, rel=1e-6)
         moved[axis] = _moves(ratio, timed_bisected.threshold)
     assert moved == {"PTX": True, "ptxas": False} and softmax.split == "PTX"
@@ -289,8 +301,10 @@ def test_upgrade_time_refuses_cells_of_another_arch(other_arch, release_39, reco
     (["--time", "--kernel", "add", "--from", FIRST, "--to", LAST, "--recording", "99"], r"no recording with id 99"),
     (["--time", "--kernel", "add", "--from", FIRST, "--to", LAST, "--cells-store", "{tmp}/none"],
      r"none: no tritonhook store here"),
-    (["--kernel", "add", "--from", FIRST, "--to", LAST, "--rounds", "5", "--threshold", "0.1", "--moved-by", "time"],
-     r"--rounds, --threshold, --moved-by: only with --time"),
+    (["--kernel", "add", "--from", FIRST, "--to", LAST, "--rounds", "5", "--threshold", "0.1", "--moved-by", "time",
+      "--autotune-top", "2"], r"--rounds, --threshold, --moved-by, --autotune-top: only with --time"),
+    (["--time", "--kernel", "add", "--from", FIRST, "--to", LAST, "--autotune-top", "0"],
+     r"--autotune-top 0: at least 1"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, other_arch, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))  # nothing installed, nothing there
@@ -305,3 +319,147 @@ def test_bad_input_is_one_line_and_exit_2(args, message, other_arch, tmp_path, m
 def _saved(store) -> list[int]:
     """The ids of the upgrades, replays and bisects saved in `store`: what a refused command must not add to."""
     return [r.id for kind in ("upgrade", "sweep", "bisect") for r in store.results(kind)]
+
+
+# ----- an autotuned kernel ------------------------------------------------------------------------------------------
+SOFTMAX_CONFIGS = [triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 512}, num_warps=2),
+                   triton.Config({"BLOCK": 1024}, num_warps=4)]
+"""The autotuned softmax's configs, picked for the fake worker's ranking (the larger .text, the faster): the larger
+two's captured builds time alike, and 3.8 shrinks the 512 one's .text more than the 1024 one's, so a build's own
+autotuner there picks 1024 where the workload's picked 512 (the test reads all of it from the cubins)."""
+
+
+@pytest.fixture(scope="module")
+def autotuned_softmax(bisect_subjects, tmp_path_factory):
+    """The bisect subjects' softmax under `triton.autotune` with `SOFTMAX_CONFIGS`, each config compiled for sm_90a
+    under capture by the oldest supported release: (store, the autotuned kernel, the compiled configs)."""
+    from release_subjects import load_module
+    from sample_recording import compile_configs
+
+    autotuned = triton.autotune(SOFTMAX_CONFIGS, key=["n"])(load_module(bisect_subjects[1]).softmax_kernel)
+    store, compiled = compile_configs(tmp_path_factory.mktemp("autotuned"), autotuned,
+                                      BISECT_COMPILES["softmax_kernel"][0])
+    return store, autotuned, compiled
+
+
+def _autotuned_bisect(autotuned_softmax, picked: int, worker: list[str], **options):
+    """A recording of the autotuned softmax whose autotuner picked config `picked` (its benchmark timed it fastest),
+    saved in the store and bisected with --time (5 rounds): (store, recording, result)."""
+    torch = pytest.importorskip("torch")
+    from sample_recording import autotune_signatures
+
+    store, autotuned, compiled = autotuned_softmax
+    bench_ms = [0.020 if index == picked else 0.030 + 0.001 * index for index in range(len(compiled))]
+    signatures, decision = autotune_signatures(store, autotuned, compiled, bench_ms, ["200", "torch.float32"])
+    recording = rec.Recording(signatures, arch="sm_90a", device=None, triton_version=FIRST,
+                              torch_version=torch.__version__, pid=1, autotune=[decision])
+    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
+    return store, recording, bisect_time(recording, store, kernel="softmax", from_release=FIRST, to_release=LAST,
+                                         rounds=config.MIN_ROUNDS, worker=worker, **options)
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["picked-512", "picked-1024"])
+def autotuned_bisected(request, autotuned_softmax, releases, time_by_text_worker):
+    """`_autotuned_bisect` with the workload's autotuner having picked BLOCK 512, or 1024."""
+    return _autotuned_bisect(autotuned_softmax, request.param, time_by_text_worker)
+
+
+def _built(store, release: str, signature) -> dict:
+    """The cubin summary of `release`'s own build of a signature's kernel, from the store's upgrade to it."""
+    return next(_text(k.cells[BOTH].variant) for r in store.results("upgrade") if r.to_triton == release
+                for k in r.kernels if k.triton_hash == signature.triton_hash)
+
+
+def _sweep(store, sweep_id: int):
+    return next(r for r in store.results("sweep") if r.id == sweep_id)
+
+
+def test_an_autotuned_kernel_is_timed_at_the_config_each_build_would_pick(autotuned_bisected):
+    """Each timed step replays every config of the group, each with its own build at that release; the captured
+    build runs at the workload's config and the release's build at the one its own autotuner would pick: the config
+    whose build at that release has the largest .text (the fake worker's fastest). Where that is not the
+    workload's (it picked 512: from 3.8 on 1024 is larger) the step names it and keeps the comparison at the
+    workload's config beside it. A release where no config's SASS changed is "same", not replayed."""
+    store, recording, result = autotuned_bisected
+    (group,) = autotune_groups(recording)
+    workload, by_id = group.workload_winner, {s.id: s for s in group.candidates}
+    (found,) = result.kernels
+    assert found.signature == workload.id and found.rebuilds == len(found.path) <= found.bound
+    captured = {s.id: _captured_text(store, s.capture_id) for s in group.candidates}
+    flipped = []
+    for step in found.path:
+        built = {s.id: _built(store, step.release, s) for s in group.candidates}
+        if all(built[sid]["text_sha256"] == captured[sid]["text_sha256"] for sid in built):
+            assert step.verdict == SAME and step.timing is None, step.text()
+            continue
+        sizes = sorted(b["text_size"] for b in built.values())
+        assert sizes[-1] > sizes[-2]  # one fastest config: the pick the answer rests on
+        own = max(built, key=lambda sid: built[sid]["text_size"])
+        ratio = captured[workload.id]["text_size"] / built[own]["text_size"]
+        assert step.verdict == (MOVED if _moves(ratio, result.threshold) else NOT_MOVED), step.text()
+        assert step.timing["ratio"] == pytest.approx(ratio, rel=1e-6)
+        assert step.timing["workload_config"] == config_text(workload.autotune["config"])
+        assert step.timing["config"] == config_text(by_id[own].autotune["config"])
+        if own != workload.id:
+            flipped.append(step.release)
+            same = step.timing["same_config"]
+            assert same["config"] == step.timing["workload_config"]
+            assert same["ratio"] == pytest.approx(captured[workload.id]["text_size"]
+                                                  / built[workload.id]["text_size"], rel=1e-6)
+        else:
+            assert "same_config" not in step.timing
+        sweep = _sweep(store, step.timing["sweep_id"])
+        (row,) = sweep.rows
+        assert sorted(row.autotune["replayed"]) == sorted(by_id)
+        for candidate in sweep.candidates:  # each config timed with its own build at this release
+            upgraded = next(v for v in candidate.variants if v.label == "upgraded")
+            assert upgraded.facts["text_sha256"] == built[candidate.signature]["text_sha256"]
+    assert bool(flipped) == (workload.autotune["config"]["BLOCK"] == 512), found.path
+    assert found.first_differing == min((s.release for s in found.path if s.verdict == MOVED), key=AFTER.index)
+
+
+def test_autotune_top_bounds_the_configs_replayed(autotuned_softmax, releases, time_by_text_worker):
+    """`autotune_top=1`: the config the workload's autotuner timed fastest alone, its pick, so the release's build
+    runs there too: each ratio is that config's build against its captured one."""
+    store, recording, result = _autotuned_bisect(autotuned_softmax, 1, time_by_text_worker, autotune_top=1)
+    workload = autotune_groups(recording)[0].workload_winner
+    assert result.autotune_top == 1 and bisect_view(result).args.endswith("--autotune-top 1")
+    timed = [step for step in result.kernels[0].path if step.timing is not None]
+    assert timed
+    for step in timed:
+        assert [c.signature for c in _sweep(store, step.timing["sweep_id"]).candidates] == [workload.id]
+        assert step.timing["config"] == step.timing["workload_config"] and "same_config" not in step.timing
+        ratio = _captured_text(store, workload.capture_id)["text_size"] / _built(store, step.release,
+                                                                                   workload)["text_size"]
+        assert step.timing["ratio"] == pytest.approx(ratio, rel=1e-6)
+
+
+def test_an_autotuned_step_shows_its_config_where_it_changed_and_round_trips(autotuned_bisected):
+    """A step whose build ran at another config than the workload's names it, with the comparison at the
+    workload's; the result round-trips through JSON, and one saved before (no configs) loads and renders."""
+    from rich.console import Console
+
+    _, recording, result = autotuned_bisected
+    assert BisectResult.from_json(json.loads(json.dumps(result.to_json()))).to_json() == result.to_json()
+    screen = Console(width=2000, record=True)
+    screen.print(result)
+    text = screen.export_text()
+    shown = []
+    for step in result.kernels[0].path:
+        assert step.text() in text
+        if step.timing is None:
+            continue
+        same = step.timing.get("same_config")
+        own = (f"at its own config {step.timing['config']} (at the workload's {step.timing['workload_config']}: "
+               f"x{same['ratio']:.3f} [" if same else "at its own config")
+        assert (own in step.text()) == bool(same), step.text()
+        shown += [step.release] if same else []
+    picked = autotune_groups(recording)[0].workload_winner.autotune["config"]["BLOCK"]
+    assert bool(shown) == (picked == 512)
+    old = result.to_json()  # as saved before autotuned kernels were timed at their own config
+    for step in old["kernels"][0]["path"]:
+        for figures in [step["timing"] or {}] + [(step["timing"] or {}).get(key) or {} for key in ("codegen", "ptxas")]:
+            for key in ("config", "workload_config", "same_config"):
+                figures.pop(key, None)
+    loaded = BisectResult.from_json(old)
+    assert all("at its own config" not in step.text() for step in loaded.kernels[0].path)

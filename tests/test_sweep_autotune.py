@@ -18,15 +18,12 @@ from pathlib import Path
 
 import pytest
 import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
 import tritonhook
 from tritonhook import _triton
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import parse_variants
 from tritonhook.samples import add_kernel
-from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
 from tritonhook.sweep.autotune import analyze_group, autotune_groups, config_text
 from tritonhook.sweep.replay import select_signatures
@@ -34,9 +31,11 @@ from tritonhook.sweep.result import VariantTiming, SweepResult, SweepRow, analyz
 from tritonhook.sweep.variants import build_variants
 
 torch = pytest.importorskip("torch")
+from sample_recording import autotune_signatures, compile_configs  # noqa: E402 - tests/sample_recording.py, after torch
 
 CONFIGS = [triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 512}, num_warps=4),
            triton.Config({"BLOCK": 1024}, num_warps=8)]
+ADD_TYPES = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 BENCH_MS = [0.030, 0.020, 0.025]  # what the autotuner measured per config: BLOCK 512 wins
 
 
@@ -236,34 +235,13 @@ print("waited")
 def candidates(tmp_path_factory):
     """Each config of the autotuned add kernel compiled for sm_90a (captured), as recorded signatures: every
     candidate benchmarked, the winner (BLOCK 512) also launched 50 times by the workload."""
-    store_dir = tmp_path_factory.mktemp("autotune-store")
-    compiled = []
-    with tritonhook.session(store_dir) as session:
-        for config in CONFIGS:
-            source = ASTSource(add_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
-                               dict(config.kwargs))
-            compiled.append(triton.compile(source, target=GPUTarget("cuda", 90, 32),
-                                           options={"num_warps": config.num_warps, "num_stages": config.num_stages}))
-    store = Store(store_dir)
-    by_hash = {c.triton_hash: c for c in store.captures(ids=session.capture_ids)}
-    signatures = []
-    for index, (config, kernel) in enumerate(zip(CONFIGS, compiled)):
-        spec, capture = _triton.launch_spec(kernel), by_hash[kernel.hash]
-        won = config.kwargs["BLOCK"] == 512
-        signatures.append(rec.Signature(
-            id=index, kernel=spec.name, triton_hash=spec.triton_hash, capture_id=capture.id, arch=capture.arch,
-            grid=[4096 // config.kwargs["BLOCK"], 1, 1], args=[], arg_names=spec.arg_names, signature=spec.signature,
-            constexprs=spec.to_json()["constexprs"], launches=50 if won else 0,
-            times_ms=[0.021, 0.02] if won else [], tuning_launches=120,
-            autotune={"group": 0, "config": _triton.autotune_config(config)}))
-    decision = _triton.AutotuneDecision(0, "add_kernel", ["4096", "torch.float32"],
-                                        _triton.autotune_config(CONFIGS[1]),
-                                        [[_triton.autotune_config(c), [ms] * 3] for c, ms in zip(CONFIGS, BENCH_MS)],
-                                        0.5)
+    autotuned = triton.autotune(CONFIGS, key=["n"])(add_kernel)
+    store, compiled = compile_configs(tmp_path_factory.mktemp("autotune"), autotuned, ADD_TYPES)
+    signatures, decision = autotune_signatures(store, autotuned, compiled, BENCH_MS, ["4096", "torch.float32"])
     other = dataclasses.replace(signatures[0], id=3, autotune=None, launches=10, times_ms=[0.01],
                                 tuning_launches=0, grid=[64, 1, 1])
     recording = rec.Recording(signatures + [other], arch="sm_90a", device=None, triton_version=triton.__version__,
-                              torch_version=torch.__version__, pid=1, autotune=[dataclasses.asdict(decision)])
+                              torch_version=torch.__version__, pid=1, autotune=[decision])
     return store, recording
 
 

@@ -46,14 +46,17 @@ def add_bisect(sub) -> None:
     parser.add_argument("--moved-by", choices=config.BISECT_MOVED_BY, default=None,
                         help="with --time: what moves a kernel: its time or its outputs (either, the default), or "
                              "one alone (a rounding change at one release can hide a slowdown at a later one)")
+    parser.add_argument("--autotune-top", type=int, default=None, metavar="K",
+                        help="with --time: per autotuned kernel, replay the K configs fastest in the autotuner's own "
+                             "benchmark (default all), each release's build at the one its autotuner would pick")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=_bisect)
 
 
 def _bisect(args) -> int:
     timing = [option for option, value in (("--cells-store", args.cells_store), ("--rounds", args.rounds),
-                                           ("--threshold", args.threshold), ("--moved-by", args.moved_by))
-              if value is not None]
+                                           ("--threshold", args.threshold), ("--moved-by", args.moved_by),
+                                           ("--autotune-top", args.autotune_top)) if value is not None]
     if args.ptxas is not None:
         return _bisect_ptxas(args, timing)
     missing = [option for option, value in (("--from", args.from_release), ("--to", args.to_release)) if value is None]
@@ -83,7 +86,8 @@ def _bisect_time(args, releases: list[str]) -> int:
                          cells_store=Store(args.cells_store, create=False) if args.cells_store else None,
                          rounds=config.SWEEP_DEFAULT_ROUNDS if args.rounds is None else args.rounds,
                          threshold=config.CHECK_THRESHOLD if args.threshold is None else args.threshold,
-                         moved_by=args.moved_by or config.BISECT_MOVED_BY[0], progress=not args.json)
+                         moved_by=args.moved_by or config.BISECT_MOVED_BY[0], autotune_top=args.autotune_top,
+                         progress=not args.json)
     show(result, as_json=args.json)
     return 0
 

@@ -566,6 +566,8 @@ def bisect_view(result: BisectResult) -> BisectView:
     timed = f" --time --rounds {result.rounds} --threshold {result.threshold}" if result.timed else ""
     if result.timed and result.moved_by not in (None, config.BISECT_MOVED_BY[0]):
         timed += f" --moved-by {result.moved_by}"
+    if result.autotune_top is not None:
+        timed += f" --autotune-top {result.autotune_top}"
     searched = (f"--ptxas {','.join(result.releases)}" if result.over == "ptxas" else
                 f"--from {result.from_release} --to {result.to_release} --releases {','.join(result.releases)}")
     return BisectView(result.id, f"{result.kernel_pattern!r}, {result.describe()}, {result.how()}",

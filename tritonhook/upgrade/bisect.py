@@ -51,7 +51,10 @@ class Step:
     or not, registers, spills), or the compiler's `error`. A timed bisect's step (`bisect_timing`) that was replayed
     carries `timing`: the upgraded build's time over the captured build's, `ratio` with its interval `low`..`high`,
     its `verdict` and `outputs`, and the same of the single-change builds, `codegen` (the release's PTX, the
-    captured ptxas) and `ptxas` (the captured PTX, the release's ptxas), each a dict or None (not timed)."""
+    captured ptxas) and `ptxas` (the captured PTX, the release's ptxas), each a dict or None (not timed). An
+    autotuned kernel's adds the config each build ran at (`workload_config`: the captured build's, the workload's;
+    each build's `config`: the one its own autotuner would pick) and, where a build's is not the workload's, its
+    `same_config` comparison (`config`, `ratio`, `low`, `high`, `verdict`); results saved before have none."""
 
     release: str
     verdict: str
@@ -85,9 +88,17 @@ class Step:
 
 
 def timed_text(timing: dict) -> str:
-    """A timed build's figures: "x1.125 [1.120, 1.130] slower, outputs bitwise"."""
-    return (f"x{timing['ratio']:.3f} [{timing['low']:.3f}, {timing['high']:.3f}] {timing['verdict']}, "
-            f"outputs {timing['outputs']}")
+    """A timed build's figures: "x1.125 [1.120, 1.130] slower, outputs bitwise", and where its autotuner picks
+    another config than the workload's: ", at its own config BLOCK=1024, ... (at the workload's BLOCK=512, ...:
+    x1.080 [1.080, 1.080] slower)"."""
+    text = f"{_ratio_text(timing)}, outputs {timing['outputs']}"
+    if same := timing.get("same_config"):
+        text += f", at its own config {timing['config']} (at the workload's {same['config']}: {_ratio_text(same)})"
+    return text
+
+
+def _ratio_text(timing: dict) -> str:
+    return f"x{timing['ratio']:.3f} [{timing['low']:.3f}, {timing['high']:.3f}] {timing['verdict']}"
 
 
 @dataclasses.dataclass
@@ -146,8 +157,8 @@ class BisectResult:
     """Every matching kernel's bisect between `from_release` (the captured builds) and `to_release`, over
     `releases` (the ordered list searched, --from to --to). `timed`: by the time of a recording's launches
     (`bisect_timing`), a release moved when the ratio is at least `threshold` from 1 with its interval excluding 1,
-    over `rounds` rounds, or its outputs went beyond today's spread (`moved_by`: either, time or outputs alone);
-    else at the cubin level."""
+    over `rounds` rounds, or its outputs went beyond today's spread (`moved_by`: either, time or outputs alone),
+    an autotuned kernel's `autotune_top` candidates replayed (None: all); else at the cubin level."""
 
     kernel_pattern: str
     from_release: str
@@ -161,6 +172,7 @@ class BisectResult:
     threshold: float | None = None
     rounds: int | None = None
     moved_by: str | None = None
+    autotune_top: int | None = None
     over: str = "Triton"
     warning_prefix = "tritonhook bisect"
 
