@@ -23,14 +23,17 @@ def _load(path: Path) -> dict | None:
 def summarize(sweep: dict, aa: dict | None, confirm: dict | None) -> dict:
     rows = sweep["rows"]
     tuned = [r for r in rows if (r.get("autotune") or {}).get("configs")]
-    regrets = [{"kernel": r["label"], "workload": r["autotune"]["workload"], **r["autotune"]["regret"]}
+    regrets = [{"kernel": r["label"], "workload": r["autotune"]["workload"], **r["autotune"]["regret"],
+                "against_workload": (r["autotune"].get("against_workload") or {}).get(
+                    str(r["autotune"]["regret"]["signature"]))}
                for r in tuned if (r["autotune"].get("regret") or {}).get("verdict") == "faster"]
     fidelity = sweep.get("fidelity") or {}
     found = {"rows": len(rows), "ok": sum(r["status"] == "ok" for r in rows), "autotuned": len(tuned),
              "candidates": len(sweep.get("candidates", [])), "times_s": sweep.get("times_s"),
              "fidelity": {k: fidelity.get(k) for k in ("signatures", "within", "share", "median_ratio")},
              "off": [{"kernel": r["label"], "fidelity": r.get("fidelity"), "lead_ms": r.get("lead_ms"),
-                      "autotuned": bool((r.get("autotune") or {}).get("configs"))}
+                      "recorded_us": r["recorded_ms"] * 1e3 if r.get("recorded_ms") else None,
+                      "autotuned": bool((r.get("autotune") or {}).get("configs")), "miss": r.get("miss")}
                      for r in rows if r.get("fidelity") and abs(r["fidelity"] - 1) > 0.1],
              "regrets": regrets}
     if aa is not None:
@@ -71,16 +74,20 @@ def main(out: Path) -> None:
         print(f"{name:<22} {s['rows']:>5} {s['autotuned']:>5} {fid['within']}/{fid['signatures']:<10} "
               f"{len(s['regrets']):>8} {aa_rows:>9} {aa_cand:>10} {split:>22}")
         for regret in s["regrets"]:
+            checked = regret.get("against_workload") or {}
+            paired = (f"; on one input set {checked['ratio']:.3f} [{checked['low']:.3f}, {checked['high']:.3f}]"
+                      if checked.get("ratio") is not None else "")
             print(f"   regret {regret['kernel'][:50]}: {regret['config']} x{regret['ratio']:.3f} "
-                  f"[{regret['low']:.3f}, {regret['high']:.3f}] (workload: {regret['workload']}); "
-                  f"why: {'; '.join(regret['why']) or '-'}")
+                  f"[{regret['low']:.3f}, {regret['high']:.3f}] (workload: {regret['workload']}){paired}, "
+                  f"outputs {checked.get('outputs', '-')}; why: {'; '.join(regret['why']) or '-'}")
         for pin in s.get("confirm", []):
             ratio = "-" if pin["ratio"] is None else f"{pin['ratio']:.3f} [{pin['low']:.3f}, {pin['high']:.3f}]"
             print(f"   confirm {pin['kernel']} [{', '.join(pin['tuning_key'])}]: in the workload {ratio} "
                   f"{pin['verdict']}, pinned ran: {pin['pinned_ran']}, confirmed: {pin['confirmed']}; "
                   f"autotuner picks {len(set(pin['picks']))} config(s) in {len(pin['picks'])} cold runs")
         for off in s["off"]:
-            print(f"   off ±10%: {off['kernel'][:60]} {off['fidelity']:.3f}")
+            why = (off.get("miss") or {}).get("why", "not in the 90% set")
+            print(f"   off ±10%: {off['kernel'][:60]} {off['fidelity']:.3f}: {why}")
 
 
 if __name__ == "__main__":

@@ -10,11 +10,13 @@
 #   torchao    torchao 0.18.0's quantized GEMM/GEMV (split-K at batch 1/16, per-batch-size autotuning)
 #   flaggems   FlagGems 5.0.2's ops (autotune-heavy)
 #   timm       timm 1.0.31 models under torch.compile (Inductor)
+#   mamba      mamba-ssm's Mamba-2 SSD scan and norms (autotune-heavy: 16 autotuned kernels, 122 configs)
+#   tv         torchvision 0.26.0's Swin-T and EfficientNet-B0 training steps under torch.compile (Inductor)
 set -u
 OUT=${OUT:-$PWD/regret-out}
 SCRATCH=${SCRATCH:-/tmp/regret-work}
 mkdir -p "$OUT" "$SCRATCH"
-eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" base timm flag-gems torchao)"
+eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" base timm flag-gems torchao mamba)"
 export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
 export TRITON_CACHE_DIR="$SCRATCH/triton-cache" TORCHINDUCTOR_CACHE_DIR="$SCRATCH/inductor-cache"
 export FLAGGEMS_CACHE_DIR="$SCRATCH/flaggems-cache"
@@ -61,4 +63,12 @@ want flaggems_aa && aa flaggems 240
 want flaggems_confirm && confirm flaggems 2 330 "${FLAGGEMS[@]}"
 want timm && ROWS=${TIMM_ROWS:-20} sweep timm 500 "${TIMM[@]}"
 want timm_aa && aa timm 240
+MAMBA=($PY benchmarks/workloads/mamba_ssd.py ${MAMBA_STEPS:-3})
+TV=($PY benchmarks/workloads/torchvision_compiled.py 5)
+want mamba && sweep mamba ${MAMBA_S:-540} "${MAMBA[@]}"
+want mamba_aa && aa mamba 300
+want mamba_confirm && confirm mamba ${RUNS:-3} 420 "${MAMBA[@]}"
+want torchao_confirm4 && confirm torchao 4 420 "${TORCHAO[@]}"
+want tv && ROWS=${TV_ROWS:-20} sweep tv 400 "${TV[@]}"
+want tv_aa && aa tv 200
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"

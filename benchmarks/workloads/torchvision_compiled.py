@@ -1,0 +1,62 @@
+"""An Inductor-compiled model library nobody here wrote: torchvision 0.26.0's own models (`pip install
+torchvision`; its cu130 wheel matches the GPU machine's torch 2.11.0+cu130, carried under .wheels/timm), random
+weights (`weights=None`, nothing downloaded), each under torch.compile (default mode), bf16 autocast, a training
+step (forward, cross-entropy over 1000 classes, backward; no optimizer, the gradients dropped):
+
+- Swin-T (28.3 M parameters), batch 32 x 3 x 224 x 224: shifted-window attention, so Inductor writes the window
+  partition / roll / mask and relative-position-bias kernels, LayerNorms, GELU and their backward reductions;
+- EfficientNet-B0 (5.3 M parameters), batch 64 x 3 x 224 x 224, channels_last: BatchNorm in training mode, SiLU,
+  squeeze-and-excitation (global pools and sigmoid gates) and their backward reductions.
+
+Every Triton kernel is Inductor's; convolutions, matmuls and attention's matmuls are cuDNN / cuBLAS.
+
+    python benchmarks/workloads/torchvision_compiled.py [STEPS]   # default 10 steps, each one step of both models
+"""
+
+import sys
+
+import torch
+import torchvision
+
+CLASSES = 1000
+MODELS = (("swin_t", 32, torch.contiguous_format), ("efficientnet_b0", 64, torch.channels_last))
+
+
+def build(device="cuda", compile=True):
+    """[(model, its compiled, images, targets)] per model, seeded. `compile=False` and device="cpu" are for checking
+    the step without a GPU."""
+    torch.manual_seed(0)
+    built = []
+    for name, batch, layout in MODELS:
+        model = torchvision.models.get_model(name, weights=None, num_classes=CLASSES)
+        model = model.to(device).to(memory_format=layout).train()
+        images = torch.randn(batch, 3, 224, 224, device=device).to(memory_format=layout)
+        target = torch.randint(0, CLASSES, (batch,), device=device)
+        built.append((model, torch.compile(model) if compile else model, images, target))
+    return built
+
+
+def step(built) -> list[float]:
+    """One training step of each model; their losses."""
+    losses = []
+    for model, compiled, images, target in built:
+        with torch.autocast(images.device.type, dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(compiled(images), target)
+        loss.backward()
+        model.zero_grad(set_to_none=True)
+        losses.append(loss)
+    return losses
+
+
+def main():
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    built = build()
+    for _ in range(steps):
+        losses = step(built)
+    torch.cuda.synchronize()
+    print(f"torchvision {torchvision.__version__}: {steps} steps; losses " +
+          ", ".join(f"{name} {loss.item():.4f}" for (name, _, _), loss in zip(MODELS, losses)))
+
+
+if __name__ == "__main__":
+    main()
