@@ -63,9 +63,9 @@ want flaggems_aa && aa flaggems 240
 want flaggems_confirm && confirm flaggems 2 330 "${FLAGGEMS[@]}"
 want timm && ROWS=${TIMM_ROWS:-20} sweep timm 500 "${TIMM[@]}"
 want timm_aa && aa timm 240
-MAMBA=($PY benchmarks/workloads/mamba_ssd.py ${MAMBA_STEPS:-3})
+MAMBA=($PY benchmarks/workloads/mamba_ssd.py ${MAMBA_STEPS:-3} ${MAMBA_SHAPES:-2.7b})
 TV=($PY benchmarks/workloads/torchvision_compiled.py 5)
-want mamba && sweep mamba ${MAMBA_S:-540} "${MAMBA[@]}"
+want mamba && ROWS=${MAMBA_ROWS:-12} sweep mamba ${MAMBA_S:-540} "${MAMBA[@]}"
 want mamba_aa && aa mamba 300
 want mamba_confirm && confirm mamba ${RUNS:-3} 420 "${MAMBA[@]}"
 want torchao_confirm4 && confirm torchao 4 420 "${TORCHAO[@]}"

@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/workloads/carry.sh DIR [NAME ...]
 #
-# NAME: a folder of .wheels/ (timm, flag-gems, torchao); none = all of them. Installs with
+# NAME: a folder of .wheels/ (timm, flag-gems, torchao, mamba); none = all of them. Installs with
 # `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
 # carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
 # root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
@@ -17,19 +17,27 @@
 #   flag-gems  flag-gems 5.0.2 (py3-none-any, 2.2 MB) and SQLAlchemy 2.0.48 (py3-none-any, 1.9 MB, its tuning cache)
 #   torchao    torchao 0.18.0 (cp310-abi3 manylinux_2_28, 3.3 MB; its C++ extensions may not load, only its
 #              Triton kernels are used)
+#   mamba      mamba-ssm 2.3.2.post1+git.e9594ce (py3-none-any, 0.2 MB): built here from upstream commit e9594ce
+#              (state-spaces/mamba main, 2.3.2.post1 plus 3 commits) with pip wheel --no-build-isolation
+#              MAMBA_FORCE_BUILD=TRUE, so without its CUDA extension selective_scan_cuda (Mamba-1 scan; csrc/ not
+#              compiled). Every PyPI release (1.0.1 to 2.3.2.post1) imports selective_scan_cuda unguarded from
+#              mamba_ssm/__init__, so no released version imports without it; #977 (f577286) made it optional.
+#              Nothing else carried: causal-conv1d, tilelang, quack-kernels and flash-attn are optional imports
+#              (try/except) and not used by the Triton SSD and norm kernels; einops, transformers and
+#              huggingface-hub, which it imports, are on the GPU machine
 # Then, e.g.:  PYTHONPATH=/tmp/wl/site python3 benchmarks/workloads/torchao_quant_gemm.py 10
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 DIR [timm|flag-gems|torchao ...]" >&2
+    echo "usage: $0 DIR [timm|flag-gems|torchao|mamba ...]" >&2
     exit 2
 fi
 dir=$1
 shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    names=(timm flag-gems torchao)
+    names=(timm flag-gems torchao mamba)
 fi
 python=${PYTHON:-python3}
 
