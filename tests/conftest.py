@@ -194,11 +194,13 @@ def bisect_recording(bisect_subjects, tmp_path_factory):
 @pytest.fixture(scope="session")
 def timed_bisected(bisect_recording, releases, time_by_text_worker):
     """`bisect --time` of every signature of `bisect_recording` from the oldest supported release to the newest,
-    replayed by `time_by_text_worker` (5 rounds), each release's cells built here."""
+    replayed by `time_by_text_worker` (7 rounds: the fewest the adaptive rule decides at), each release's cells
+    built here."""
     from tritonhook import config
+    from tritonhook.measure.sequential import SEQUENCE_MIN_ROUNDS
     from tritonhook.upgrade.bisect_timing import bisect_time
 
     store, recording = bisect_recording
     return bisect_time(recording, store, kernel="_kernel$", from_release=config.SUPPORTED_RELEASES[0],
-                       to_release=config.SUPPORTED_RELEASES[-1], rounds=config.MIN_ROUNDS,
+                       to_release=config.SUPPORTED_RELEASES[-1], rounds=SEQUENCE_MIN_ROUNDS,
                        worker=time_by_text_worker)

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from tritonhook.cubin import Cubin
+from tritonhook.measure.sequential import FIXED, StopRule, rounds_stop
 from tritonhook.store import Store
 from tritonhook.sweep.recording import tensors_of
 from tritonhook.sweep.worker import REFUSED_EXIT, hello, protocol, serve
@@ -37,6 +38,18 @@ SECONDS_PER_SIGNATURE = 0.3
 
 def _text_size(cubin: Path, entry: str) -> int:
     return Cubin.from_bytes(cubin.read_bytes(), label=str(cubin)).summary(entry)["text_size"]
+
+
+def _one_round(args, job: dict, job_path: Path, variant: dict, index: int, round_: int) -> float:
+    """What variant number `index` "takes" in round `round_`, by the flags' rule (default: 10 µs + 0.1 µs per
+    index and per round)."""
+    if args.time_by_text:
+        return 1e3 / _text_size(job_path.parent / variant["cubin"], variant["entry"]) * (1 + 1e-4 * round_)
+    if args.time_with_text:
+        return 1e-5 * _text_size(job_path.parent / variant["cubin"], variant["entry"]) * (1 + 1e-4 * round_)
+    if args.time_by_l2:
+        return float(dict(part.split("=") for part in args.time_by_l2.split(","))[job["l2"]])
+    return 0.010 + 0.0001 * (index + round_)
 
 
 def main() -> int:
@@ -82,21 +95,16 @@ def main() -> int:
                 store.read_blob(tensor["blob"])
         time.sleep(SECONDS_PER_SIGNATURE)
         timed = [v for v in signature["variants"] if v["timed"]]
-        if args.time_by_text:
-            samples = {v["label"]: [1e3 / _text_size(job_path.parent / v["cubin"], v["entry"]) * (1 + 1e-4 * round_)
-                                    for round_ in range(job["rounds"])] for v in timed}
-        elif args.time_by_l2:
-            ms = dict(part.split("=") for part in args.time_by_l2.split(","))[job["l2"]]
-            samples = {v["label"]: [float(ms)] * job["rounds"] for v in timed}
-        elif args.time_with_text:
-            samples = {v["label"]: [1e-5 * _text_size(job_path.parent / v["cubin"], v["entry"]) * (1 + 1e-4 * round_)
-                                    for round_ in range(job["rounds"])] for v in timed}
-        else:
-            samples = {v["label"]: [0.010 + 0.0001 * (index + round_) for round_ in range(job["rounds"])]
-                       for index, v in enumerate(timed)}
+        rule = StopRule(**signature["stop"]) if signature.get("stop") else None
+        samples, stopped = {v["label"]: [] for v in timed}, FIXED
+        for round_ in range(rule.cap if rule else job["rounds"]):
+            for index, v in enumerate(timed):
+                samples[v["label"]].append(_one_round(args, job, job_path, v, index, round_))
+            if rule is not None and timed and (stopped := rounds_stop(samples, [v["label"] for v in timed], rule)):
+                break
         differ = any(v["entry"] == args.differ for v in signature["variants"])
         return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": "differ" if differ else "bitwise",
-                "written": 1}
+                "written": 1, "rounds": len(next(iter(samples.values()), [])), "stopped": stopped}
 
     with protocol() as emit:
         if args.refuse:

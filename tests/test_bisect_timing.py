@@ -24,6 +24,7 @@ import triton
 
 import tritonhook
 from release_subjects import BISECT_COMPILES
+from tritonhook.measure.sequential import SEQUENCE_MIN_ROUNDS
 from tritonhook import cli, config
 from tritonhook.cubin import Cubin
 from tritonhook.page.model import bisect_view
@@ -157,7 +158,7 @@ def test_a_faster_build_or_other_outputs_move_a_kernel_too(kernel, flags, first,
     outputs beyond the spread (the scale kernel's 3.9 build): each moves the kernel."""
     store, recording = bisect_recording
     again = bisect_time(recording, store, kernel=kernel, from_release=FIRST, to_release=LAST,
-                        rounds=config.MIN_ROUNDS, worker=[time_by_text_worker[0], *flags])
+                        rounds=SEQUENCE_MIN_ROUNDS, worker=[time_by_text_worker[0], *flags])
     (found,) = again.kernels
     assert found.first_differing == first
     step = next(s for s in found.path if s.release == first)
@@ -177,7 +178,7 @@ def test_moved_by_time_or_outputs_alone(kernel, flags, moved_by, first, bisect_r
     the scale kernel's other outputs (time the same) by outputs only; the result says which criterion it used."""
     store, recording = bisect_recording
     again = bisect_time(recording, store, kernel=kernel, from_release=FIRST, to_release=LAST,
-                        rounds=config.MIN_ROUNDS, moved_by=moved_by, worker=[time_by_text_worker[0], *flags])
+                        rounds=SEQUENCE_MIN_ROUNDS, moved_by=moved_by, worker=[time_by_text_worker[0], *flags])
     (found,) = again.kernels
     assert found.first_differing == first
     assert again.moved_by == moved_by and f"moved: {moved_by}" in again.how()
@@ -196,7 +197,7 @@ def test_cells_in_another_store_are_used_and_nothing_is_rebuilt(timed_bisected, 
     shutil.rmtree(gpu.path / "upgrades")
     monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))  # a rebuild would fail here
     again = bisect_time(recording, gpu, kernel="_kernel$", from_release=FIRST, to_release=LAST, cells_store=store,
-                        rounds=config.MIN_ROUNDS, worker=time_by_text_worker)
+                        rounds=SEQUENCE_MIN_ROUNDS, worker=time_by_text_worker)
     assert [(k.first_differing, k.split, [(s.release, s.verdict) for s in k.path]) for k in again.kernels] == \
         [(k.first_differing, k.split, [(s.release, s.verdict) for s in k.path]) for k in timed_bisected.kernels]
     assert not gpu.results("upgrade") and not (gpu.path / "upgrades").exists()
@@ -355,7 +356,7 @@ def _autotuned_bisect(autotuned_softmax, picked: int, worker: list[str], **optio
                               torch_version=torch.__version__, pid=1, autotune=[decision])
     recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
     return store, recording, bisect_time(recording, store, kernel="softmax", from_release=FIRST, to_release=LAST,
-                                         rounds=config.MIN_ROUNDS, worker=worker, **options)
+                                         rounds=SEQUENCE_MIN_ROUNDS, worker=worker, **options)
 
 
 @pytest.fixture(scope="module", params=[1, 2], ids=["picked-512", "picked-1024"])

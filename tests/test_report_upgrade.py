@@ -102,7 +102,7 @@ def test_the_timing_split_shows_under_its_upgrade_with_the_workload_estimate(rec
     `--json` output keeps its keys."""
     original, recording, result = recording_upgraded
     store = Store(shutil.copytree(original.path, tmp_path / "store"))  # the shared store stays as it was
-    timing = time_cells(recording, store, result, store, rounds=5, worker=FAKE_WORKER)
+    timing = time_cells(recording, store, result, store, rounds=7, worker=FAKE_WORKER)
     assert set(timing.to_json()) == {"upgrade_id", "sweep", "kernels", "workload"}
     (saved,) = [r for r in store.results(TIMING_KIND) if r.id == timing.id]  # the shared store may hold others
     assert isinstance(saved, UpgradeTiming) and saved.id == timing.id and saved.sweep_id == timing.sweep.id
@@ -130,7 +130,7 @@ def test_a_timing_of_cells_from_another_store_is_not_put_under_this_stores_upgra
     so the timing shows on its own, saying where the cells are."""
     original, recording, result = recording_upgraded
     store = Store(shutil.copytree(original.path, tmp_path / "store"))
-    timing = time_cells(recording, store, result, original, rounds=5, worker=FAKE_WORKER)
+    timing = time_cells(recording, store, result, original, rounds=7, worker=FAKE_WORKER)
     (saved,) = [r for r in store.results(TIMING_KIND) if r.id == timing.id]
     assert saved.cells_store == str(original.path)
     text, _ = upgrade_section(store, tmp_path / "r.html")

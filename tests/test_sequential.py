@@ -11,7 +11,8 @@ import statistics
 
 import pytest
 
-from tritonhook.measure.sequential import CAP, DECIDED, PRECISE, median_interval, ratio_sequence, stop_reason
+from tritonhook.measure.sequential import (CAP, DECIDED, PRECISE, StopRule, median_interval, ratio_sequence,
+                                          rounds_stop, stop_reason)
 from tritonhook.measure.stats import t_interval_ratio, verdict
 
 pytestmark = pytest.mark.release_independent
@@ -95,3 +96,24 @@ def test_identical_timings_decide_no_difference_and_a_cap_stops_an_undecided_one
     wide = ratio_sequence(base, [_ticks(rng) for _ in range(8)])
     assert stop_reason(wide, min_effect=0.01, precision=0.001, cap=8) == CAP
     assert stop_reason(wide, min_effect=0.01, precision=10.0, cap=50) == PRECISE
+
+
+def test_a_signature_stops_when_every_variant_has_a_reason_the_weakest_given():
+    rule = StopRule(min_effect=0.01, precision=0.02, cap=21)
+    clear = {"plain": [10.0] * 6, "cutlass_": [9.0] * 6, "plain#2": [10.0] * 6}
+    assert rounds_stop(clear, list(clear), rule) is None  # six rounds decide nothing
+    clear = {label: values + [values[0]] for label, values in clear.items()}
+    assert rounds_stop(clear, list(clear), rule) == DECIDED  # faster, and the A/A arm inside the band
+    rng = random.Random(2)
+    noisy = {"plain": [_heavy(rng) for _ in range(7)], "cutlass_": [_heavy(rng) for _ in range(7)]}
+    undecided = {**noisy, "fast": [0.5 * value for value in noisy["plain"]]}
+    assert rounds_stop(undecided, list(undecided), rule) is None  # the noisy arm keeps the signature going
+    assert rounds_stop(undecided, list(undecided), StopRule(0.01, 0.02, cap=7)) == CAP
+    assert rounds_stop(noisy, list(noisy), StopRule(0.01, precision=10.0, cap=21)) == PRECISE
+
+
+def test_a_baseline_timed_alone_stops_once_its_own_median_is_precise():
+    rng = random.Random(4)
+    alone = {"plain": [10.0 * _heavy(rng) for _ in range(7)]}
+    assert rounds_stop(alone, ["plain"], StopRule(0.01, precision=0.5, cap=21)) == PRECISE
+    assert rounds_stop(alone, ["plain"], StopRule(0.01, precision=1e-6, cap=21)) is None

@@ -69,7 +69,7 @@ def test_replay_times_each_variant_and_compares_outputs(recorded):
     from tritonhook.store import Store
 
     store = Store(recorded.store.path)
-    result = sweep.replay(recorded.recording, store, parse_variants("plain,cutlass_"), rounds=5)
+    result = sweep.replay(recorded.recording, store, parse_variants("plain,cutlass_"), rounds=7)
     rows = {r.kernel: r for r in result.rows}
     assert all(r.status == "ok" for r in rows.values()), [r.status for r in rows.values()]
     assert rows["matmul_kernel"].outputs in ("bitwise", "within spread", "close")
@@ -91,7 +91,7 @@ def test_a_warm_replay_reads_l2_where_a_cold_one_reads_dram(recorded):
     times = {}
     for l2 in ("cold", "warm", "inputs"):
         result = sweep.replay(recorded.recording, Store(recorded.store.path), parse_variants("plain,cutlass_"),
-                              rounds=5, l2=l2)
+                              rounds=7, l2=l2)
         assert result.l2 == l2 and all(r.status == "ok" for r in result.rows)
         times[l2] = {r.kernel: r.variants[0].median_ms for r in result.rows}
     print(times)
@@ -128,7 +128,7 @@ def test_the_l2_probe_finds_what_the_producer_wrote_and_replays_it_warm(tmp_path
     assert resident[0] > 0.9 and resident[1] < 0.5 and resident[2] < 0.5
     times = {}
     for l2 in ("cold", "measured", "warm"):
-        result = sweep.replay(recording, Store(tmp_path), parse_variants("plain,plain"), rounds=5, l2=l2)
+        result = sweep.replay(recording, Store(tmp_path), parse_variants("plain,plain"), rounds=7, l2=l2)
         assert result.l2 == l2 and not result.warnings, result.warnings
         times[l2] = result.rows[0].variants[0].median_ms
     print(times, signature.time_per_launch_ms)
@@ -163,7 +163,7 @@ def test_a_kernel_that_faults_on_replay_is_reported_and_the_others_go_on(recorde
     faulty = dataclasses.replace(add, id=max(s.id for s in good) + 1, args=args, grid=[count // 1024, 1, 1])
     recording = dataclasses.replace(recorded.recording, signatures=[faulty, *good], id=None)
     recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
-    result = sweep.replay(recording, store, parse_variants("plain,cutlass_"), rounds=5)
+    result = sweep.replay(recording, store, parse_variants("plain,cutlass_"), rounds=7)
     status = {row.signature: row.status for row in result.rows}
     fault = status.pop(faulty.id)
     assert fault.startswith("error: ") and "illegal memory access" in fault and "\n" not in fault, fault
@@ -267,7 +267,7 @@ def test_autotune_candidates_are_recorded_apart_from_the_workload(autotuned):
 def test_an_autotuned_kernel_replays_as_one_row_with_a_winner_per_variant(autotuned):
     from tritonhook.store import Store
 
-    result = sweep.replay(autotuned.recording, Store(autotuned.store.path), parse_variants("plain,cutlass_"), rounds=5)
+    result = sweep.replay(autotuned.recording, Store(autotuned.store.path), parse_variants("plain,cutlass_"), rounds=7)
     (row,) = result.rows
     assert row.status == "ok", row.status
     assert len(result.candidates) == len(AUTOTUNE_CONFIGS) and all(c.status == "ok" for c in result.candidates)
@@ -330,7 +330,7 @@ def test_a_gluon_kernel_taking_host_descriptors_is_recorded_and_replayed(tmp_pat
     assert [a["descriptor"] for a in descriptors] == ["gluon"] * 4 and signature.replayable is None
     assert all(a["layout"]["class"] == "NVMMASharedLayout" for a in descriptors)
     result = sweep.replay(recorder.recording, Store(recorder.store.path), parse_variants("plain,cutlass_"),
-                          rounds=5)
+                          rounds=7)
     (row,) = result.rows
     assert row.status == "ok", (row.status, row.detail[-3000:])
     print(f"{row.label}: {row.variants[1].verdict} {row.variants[1].ratio}, outputs {row.outputs}")
@@ -351,8 +351,8 @@ def test_replay_on_every_local_gpu_concludes_what_one_gpu_does(recorded):
 
     store = Store(recorded.store.path)
     variants = parse_variants("plain,cutlass_")
-    one = sweep.replay(recorded.recording, store, variants, rounds=5, gpus=[0])
-    spread = sweep.replay(recorded.recording, store, variants, rounds=5, gpus="all")
+    one = sweep.replay(recorded.recording, store, variants, rounds=7, gpus=[0])
+    spread = sweep.replay(recorded.recording, store, variants, rounds=7, gpus="all")
     assert all(r.status == "ok" for r in spread.rows), [r.status for r in spread.rows]
     assert _conclusions(spread) == _conclusions(one)
     assert all(re.fullmatch(r".+/gpu\d+", r.replayed_on) for r in spread.rows)
@@ -365,8 +365,8 @@ def test_replay_through_a_local_ray_cluster_concludes_what_one_gpu_does(recorded
 
     store = Store(recorded.store.path)
     variants = parse_variants("plain,cutlass_")
-    one = sweep.replay(recorded.recording, store, variants, rounds=5)
-    through_ray = sweep.replay(recorded.recording, store, variants, rounds=5, ray=True)
+    one = sweep.replay(recorded.recording, store, variants, rounds=7)
+    through_ray = sweep.replay(recorded.recording, store, variants, rounds=7, ray=True)
     assert all(r.status == "ok" for r in through_ray.rows), [r.status for r in through_ray.rows]
     assert _conclusions(through_ray) == _conclusions(one)
     assert all(r.replayed_on for r in through_ray.rows)
@@ -387,7 +387,7 @@ def hostile_aa(tmp_path_factory):
 
     store = tmp_path_factory.mktemp("sweep-gpu-hostile") / "store"
     done = subprocess.run([sys.executable, "-m", "tritonhook", "sweep", "--store", str(store), "--variants",
-                           "plain,plain", "--rounds", "5", "--json", "--", sys.executable, str(HOSTILE), "--steps",
+                           "plain,plain", "--rounds", "7", "--json", "--", sys.executable, str(HOSTILE), "--steps",
                            "3"], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
@@ -441,7 +441,7 @@ def test_an_autotuners_regret_is_found_pinned_and_confirmed_inside_the_workload(
 
     workload = [sys.executable, str(Path(__file__).with_name("biased_autotune_workload.py")), "100"]
     store = tmp_path / "store"
-    swept = subprocess.run([sys.executable, "-m", "tritonhook", "sweep", "--store", str(store), "--rounds", "5",
+    swept = subprocess.run([sys.executable, "-m", "tritonhook", "sweep", "--store", str(store), "--rounds", "7",
                             "--json", "--", *workload], capture_output=True, text=True, timeout=600)
     assert swept.returncode == 0, swept.stderr[-2000:]
     result = json.loads(swept.stdout)

@@ -77,7 +77,7 @@ def _builds(store, recording, space) -> dict[str, dict[str, tuple[int, str]]]:
 def test_tune_keeps_for_each_kernel_the_candidate_that_beat_plain_most_and_confirms_it(recorded):
     store, recording = recorded
     space = TuneSpace.parse("names,options")
-    result = tune(recording, store, space, share=1.0, rounds=5, confirm_rounds=6, worker=FAKE_WORKER)
+    result = tune(recording, store, space, share=1.0, rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
     builds = _builds(store, recording, space)
     assert {k.kernel for k in result.kernels} == set(builds)
     for tuned in result.kernels:
@@ -103,7 +103,7 @@ def test_tune_keeps_for_each_kernel_the_candidate_that_beat_plain_most_and_confi
 def test_a_budget_of_candidates_stops_the_search_and_says_how_many_were_left(recorded):
     store, recording = recorded
     space = TuneSpace.parse("names,options")
-    result = tune(recording, store, space, top=1, budget="3", rounds=5, confirm_rounds=5, worker=FAKE_WORKER)
+    result = tune(recording, store, space, top=1, budget="3", rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
     assert [len(k.trials) for k in result.kernels] == [3]
     assert result.skipped == len(space.candidates()) - 3
     assert any(f"left {result.skipped} of {len(space.candidates())} candidates untried" in w for w in result.warnings)
@@ -117,7 +117,7 @@ def test_a_candidate_whose_ptxas_crashes_loses_only_itself(recorded, tmp_path):
                         f'kill -s SEGV $$\n')
     crashing.chmod(0o755)
     space = TuneSpace(names=(PLAIN, "cutlass_"), ptxas=(None, str(crashing)), options=((),))
-    result = tune(recording, store, space, kernel="matmul", rounds=5, confirm_rounds=5, worker=FAKE_WORKER)
+    result = tune(recording, store, space, kernel="matmul", rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
     (tuned,) = result.kernels
     assert tuned.counts["crashed"] == 2 and len(tuned.trials) == 3  # plain@crashing, cutlass_@crashing
     assert {t.label for t in tuned.trials if t.outcome == "crashed"} == {
@@ -142,7 +142,7 @@ def test_the_confirmation_times_the_winner_built_as_searched_not_a_ptxas_found_b
                            f'exec "{real}" "$@" --register-usage-level=0\n')
     tuned_ptxas.chmod(0o755)
     space = TuneSpace(names=(PLAIN,), ptxas=(None, str(tuned_ptxas)), options=((),))
-    result = tune(recording, store, space, kernel="matmul", rounds=5, confirm_rounds=5, worker=FAKE_WORKER)
+    result = tune(recording, store, space, kernel="matmul", rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
     (tuned,) = result.kernels
     plain, searched = _builds(store, recording, TuneSpace(names=(PLAIN,), ptxas=(None, str(tuned_ptxas)),
                                                           options=((),)))[tuned.kernel].values()

@@ -62,7 +62,7 @@ def test_the_engine_proposes_pools_that_are_built_timed_and_told_and_a_crash_los
     store, recording, real, space_file = searchable
     space = TuneSpace.parse(ACF_SEARCH, ptxas=[str(_crashing_once(real, tmp_path))], acf_space=space_file,
                             acf_pool=6, acf_generations=2)
-    result = tune(recording, store, space, kernel="add", rounds=5, confirm_rounds=5, worker=FAKE_WORKER)
+    result = tune(recording, store, space, kernel="add", rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
     (tuned,) = result.kernels
     searched = result.space[ACF_SEARCH]
     (kept,) = searched["kernels"].values()
@@ -99,7 +99,7 @@ def test_the_engine_proposes_pools_that_are_built_timed_and_told_and_a_crash_los
 def test_a_budget_of_candidates_stops_the_search_mid_pool(searchable):
     store, recording, real, space_file = searchable
     space = TuneSpace.parse(ACF_SEARCH, ptxas=[real], acf_space=space_file, acf_pool=6, acf_generations=3)
-    result = tune(recording, store, space, kernel="add", budget="4", rounds=5, confirm_rounds=5,
+    result = tune(recording, store, space, kernel="add", budget="4", rounds=7, confirm_rounds=7,
                   worker=FAKE_WORKER)
     (tuned,) = result.kernels
     (kept,) = result.space[ACF_SEARCH]["kernels"].values()
@@ -119,7 +119,7 @@ def test_a_ptxas_that_reads_no_candidate_ends_the_search_after_a_few_failed_pool
                     f"ptxas other than 13.3 that reads control files ({'found' if newer else 'none found'})")
     store, recording = sample_recording(tmp_path / "store", 1)
     space = TuneSpace.parse(ACF_SEARCH, ptxas=[newer.path], acf_space=str(space_file), acf_pool=6)
-    result = tune(recording, store, space, rounds=5, confirm_rounds=5, worker=FAKE_WORKER)
+    result = tune(recording, store, space, rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
     (tuned,) = result.kernels
     (kept,) = result.space[ACF_SEARCH]["kernels"].values()
     assert tuned.counts == {"error": FAILED_POOLS_LIMIT * 6} and tuned.winner is None

@@ -26,7 +26,7 @@ def _text_size(folder: str) -> int:
 
 def test_each_kernel_is_split_into_codegen_ptxas_and_their_interaction_from_its_cells(recording_upgraded):
     store, recording, result = recording_upgraded
-    timing = time_cells(recording, store, result, store, rounds=5, worker=FAKE_WORKER)
+    timing = time_cells(recording, store, result, store, rounds=7, worker=FAKE_WORKER)
     by_hash = {k.triton_hash: k for k in result.kernels}
     assert len(timing.kernels) == len(recording.signatures) == 2
     signatures = {s.id: s for s in recording.signatures}
@@ -49,7 +49,7 @@ def test_cells_built_elsewhere_are_found_in_the_copied_store_by_the_kernels_cach
     copied = Store(shutil.copytree(store.path, tmp_path / "copied"))  # the cells' store as carried to a GPU machine
     shutil.rmtree(Path(result.variants))  # the folders the result names exist only in the copy now
     try:
-        timing = time_cells(recording, store, result, copied, rounds=5, worker=FAKE_WORKER)
+        timing = time_cells(recording, store, result, copied, rounds=7, worker=FAKE_WORKER)
     finally:
         shutil.copytree(copied.path / Path(result.variants).relative_to(store.path), result.variants)
     assert all(split.upgraded is not None for split in timing.kernels)

@@ -221,6 +221,10 @@ SWEEP_DIRTY_L2 = EnvVar("TRITONHOOK_SWEEP_DIRTY_L2", True, _flag,
 SWEEP_EXPLAIN_MISSES = EnvVar("TRITONHOOK_SWEEP_EXPLAIN_MISSES", True, _flag,
                               "'0': a sweep replay does not replay the rows that miss the fidelity bar again under "
                               "the other L2 rules to say why they missed it (`sweep.misses`).")
+SWEEP_ROW_PRECISION, SWEEP_CANDIDATE_PRECISION, SWEEP_CANDIDATE_CAP = 0.02, 0.05, 11
+"""Adaptive rounds (`measure.sequential.StopRule`): a row's rounds stop once each variant's always-valid interval
+against the baseline has decided or is at most 2% wide (relative), an autotune candidate's (only ranked) at 5% or
+11 rounds; `--rounds` is the cap of both, `--fixed-rounds` times every signature the cap."""
 SWEEP_CHECK_ROUNDS = 7
 """Rounds of a sweep's check replays: a row that missed the fidelity bar under the other L2 rules (`sweep.misses`),
 an autotune regret's config against the workload's on one input set (`sweep.replay`): figures set against a ±10%

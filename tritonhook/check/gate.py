@@ -48,7 +48,9 @@ def check(baseline: Baseline, recording: Recording, store: Store, *, threshold: 
           rounds: int = config.SWEEP_DEFAULT_ROUNDS, l2: str = config.SWEEP_L2_MODES[0],
           time_identical: bool = False, progress: bool = False, worker: Sequence[str] = WORKER) -> CheckResult:
     """Replay `recording` (the current run, in `store`) with each signature's baseline build and current build,
-    judge every signature (see the module docstring), save and return the result. `worker`: as `replay`'s."""
+    judge every signature (see the module docstring), save and return the result. `worker`: as `replay`'s. The
+    replay times `rounds` rounds, fixed: the gate's false-positive rate and power were measured with fixed rounds
+    (docs/check.md), and it keeps them until they are measured under the adaptive rule."""
     checked_threshold(threshold)
     if baseline.arch and recording.arch and capability_of(baseline.arch) != capability_of(recording.arch):
         raise TritonhookError(f"{baseline.source}: built for {baseline.arch}, the current run is {recording.arch}; "
@@ -77,7 +79,7 @@ def check(baseline: Baseline, recording: Recording, store: Store, *, threshold: 
     result = CheckResult(baseline.source, recording.id, threshold, [], unmatched, rounds, l2)
     if prebuilt:
         swept = replay(recording, store, [], rounds=rounds, l2=l2, min_effect=threshold, progress=progress,
-                       worker=worker, prebuilt=lambda s: prebuilt.get(s.id, "unmatched"))
+                       worker=worker, prebuilt=lambda s: prebuilt.get(s.id, "unmatched"), fixed_rounds=True)
         result.sweep_id = swept.id
         result.warnings += [w for w in swept.warnings if not w.endswith(": unmatched")]
         result.kernels = [_judged(row, key_label(keys[row.signature])) for row in swept.rows

@@ -29,8 +29,13 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--select", "--kernel", dest="kernel", default=None, metavar="REGEX",
                        help="replay the kernels whose name matches REGEX")
     parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
-                        help=f"interleaved rounds per signature, at least {config.MIN_ROUNDS} "
-                             f"(default {config.SWEEP_DEFAULT_ROUNDS})")
+                        help=f"the most interleaved rounds per signature (default {config.SWEEP_DEFAULT_ROUNDS}); "
+                             f"a signature stops sooner once its always-valid interval has decided or is precise "
+                             f"enough (rows {config.SWEEP_ROW_PRECISION:.0%} wide, autotune candidates "
+                             f"{config.SWEEP_CANDIDATE_PRECISION:.0%} or {config.SWEEP_CANDIDATE_CAP} rounds)")
+    parser.add_argument("--fixed-rounds", action="store_true",
+                        help=f"time every signature --rounds rounds (at least {config.MIN_ROUNDS}), the fixed-n "
+                             f"interval: for comparisons with the adaptive rule")
     parser.add_argument("--autotune-top", type=int, default=None, metavar="K",
                         help="per autotuned kernel, replay the K configs fastest in the autotuner's own benchmark "
                              "(default all)")
@@ -150,7 +155,8 @@ def _sweep(args) -> int:
                               (f" (it exited with status {result.exit_code})" if result.exit_code else ""))
     swept = sweep.replay(result.recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
                          rounds=args.rounds, min_effect=args.min_effect, progress=not args.json, record_s=record_s,
-                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2)
+                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2,
+                         fixed_rounds=args.fixed_rounds)
     show(swept, as_json=args.json)
     return 0
 
@@ -161,7 +167,8 @@ def _replay(args) -> int:
     recording = sweep.load(store, args.recording)
     swept = sweep.replay(recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
                          rounds=args.rounds, min_effect=args.min_effect, progress=not args.json,
-                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2)
+                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2,
+                         fixed_rounds=args.fixed_rounds)
     show(swept, as_json=args.json)
     return 0
 

@@ -28,6 +28,9 @@ MIXTURE_PRIOR = 0.5
 """The Beta(a, a) prior the sign martingale mixes over (a = 1/2, Jeffreys'): smaller a reacts sooner to a large
 effect, larger a narrows faster around a small one; 1/2 is the usual middle."""
 
+SEQUENCE_MIN_ROUNDS = 7
+"""Rounds before the sequence can exclude any value at alpha 0.05: seven paired signs alike (see the docstring)."""
+
 DECIDED, PRECISE, CAP = "decided", "precise enough", "cap"
 """Why timing stopped: the interval decided against the min-effect (a verdict, or an effect smaller than it), its
 width reached the precision asked for, or the rounds reached their cap."""
@@ -98,3 +101,44 @@ def stop_reason(interval: SequentialInterval, *, min_effect: float, precision: f
     if interval.rounds >= cap:
         return CAP
     return None
+
+
+FIXED = "fixed"
+"""A replay timed a fixed number of rounds (`--fixed-rounds`): no rule stopped it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StopRule:
+    """When a signature's rounds may stop: `min_rounds` first (the sign sequence decides nothing before 7), then
+    after every round `stop_reason` for every variant against the baseline, at `precision` (relative width of the
+    interval) and `cap` rounds. Rows get a fine precision; autotune candidates, which are only ranked, a coarse one
+    and a lower cap."""
+
+    min_effect: float
+    precision: float
+    cap: int
+    min_rounds: int = SEQUENCE_MIN_ROUNDS
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def rounds_stop(samples: dict[str, list[float]], labels: Sequence[str], rule: StopRule) -> str | None:
+    """Why a signature's rounds may stop now (`samples`: per-round figures by label, `labels[0]` the baseline), None
+    to go on: every variant's `ratio_sequence` against the baseline has a stop reason (the weakest is given: cap,
+    then precise enough, then decided); with the baseline alone timed, its own median's always-valid interval
+    reaching `precision`."""
+    rounds = len(samples[labels[0]])
+    if rounds >= rule.cap:
+        return CAP
+    if rounds < rule.min_rounds:
+        return None
+    if len(labels) == 1:
+        low, high = median_interval(samples[labels[0]])
+        center = sorted(samples[labels[0]])[rounds // 2]
+        return PRECISE if low > 0 and math.isfinite(high) and (high - low) / center <= rule.precision else None
+    reasons = [stop_reason(ratio_sequence(samples[labels[0]], samples[label]), min_effect=rule.min_effect,
+                           precision=rule.precision, cap=rule.cap) for label in labels[1:]]
+    if None in reasons:
+        return None
+    return next(reason for reason in (CAP, PRECISE, DECIDED) if reason in reasons)

@@ -16,6 +16,7 @@ from .. import config, format
 from ..errors import TritonhookError
 from ..files import file_name
 from ..tools import CAUSES
+from ..measure.sequential import SEQUENCE_MIN_ROUNDS, StopRule
 from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.variants import Variant, config_of_label
 from ..rename import compile_select
@@ -53,7 +54,8 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
            min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, record_s: float | None = None,
            autotune_top: int | None = None, gpus: str | Sequence[int] | None = None, ray: str | bool = False,
            ray_task: dict | None = None, worker: Sequence[str] = WORKER, l2: str = config.SWEEP_L2_MODES[0],
-           prebuilt: Callable[[Signature], dict[str, BuiltVariant] | str] | None = None) -> SweepResult:
+           prebuilt: Callable[[Signature], dict[str, BuiltVariant] | str] | None = None,
+           fixed_rounds: bool = False) -> SweepResult:
     """Replay the chosen signatures of `recording` for every variant (x every extra ptxas), save and return the
     result. A signature that cannot be built or replayed is reported in its row; the others go on. The candidates
     of an autotune decision are replayed each and shown as one row (`autotune.analyze_group`).
@@ -62,7 +64,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     cluster this machine belongs to, else a new local one) or an address: Ray tasks of one GPU each (`ray_task`:
     other Ray resources per task). `worker` replaces the worker program in tests of the scheduling only.
     `prebuilt(signature)`: its variants by label (the first the baseline), built elsewhere (`upgrade`'s cells), or
-    why there are none; `variants` and `ptxas` are then not built.
+    why there are none; `variants` and `ptxas` are then not built. `rounds` is the cap of each signature's rounds,
+    which stop once its always-valid intervals have decided (`measure.sequential.StopRule`: rows and autotune
+    candidates each their own precision); `fixed_rounds`: every signature times `rounds` rounds.
 
     `l2` (`config.SWEEP_L2_MODES`): "measured", the default (inputs rotated, and the parts of each buffer the
     recording's L2 probe found in L2 inside the workload read into L2 just before each call; `l2probe`; signatures
@@ -76,6 +80,9 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
         raise TritonhookError(f"--l2 {l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
     if rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
+    if not fixed_rounds and rounds < SEQUENCE_MIN_ROUNDS:
+        raise TritonhookError(f"--rounds {rounds}: adaptive rounds decide nothing before {SEQUENCE_MIN_ROUNDS} "
+                              f"(the always-valid interval); give at least {SEQUENCE_MIN_ROUNDS}, or --fixed-rounds")
     if autotune_top is not None and autotune_top < 1:
         raise TritonhookError(f"--autotune-top {autotune_top}: at least 1")
     if ray is not False and gpus is not None:
@@ -97,7 +104,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     began = time.time()
     samples = time_signatures(recording, store, [s for s in chosen if s.id in built], built, rows, workers,
                               rounds=rounds, l2=l2, dirty_l2=dirty_l2, min_effect=min_effect,
-                              arrived=_journal(store, recording))
+                              arrived=_journal(store, recording), adaptive=not fixed_rounds)
     replay_s = time.time() - began
     times = {"record": record_s, "build": build_s, "replay": replay_s}
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
@@ -152,13 +159,16 @@ def time_signatures(recording: Recording, store: Store, signatures: list[Signatu
                     built: dict[int, dict[str, BuiltVariant]], rows: dict[int, SweepRow], workers: Workers, *,
                     rounds: int, l2: str, dirty_l2: bool, min_effect: float = DEFAULT_MIN_EFFECT,
                     arrived: Callable[[dict], None] = lambda record: None,
-                    launches: dict[int, dict[str, Signature]] | None = None) -> dict[int, dict[str, list[float]]]:
+                    launches: dict[int, dict[str, Signature]] | None = None, adaptive: bool = False
+                    ) -> dict[int, dict[str, list[float]]]:
     """Time `built`'s variants of each signature (`rows`: theirs, by id, filled here: status, outputs, the
     variants' times, ratios and verdicts, the launch lead and the SM clock); the per-round samples by signature
     and label of those that replayed. `launches[signature id][label]`: a variant that is another autotune
-    config's build, launched as that config's signature launched it (its grid) on this signature's inputs."""
+    config's build, launched as that config's signature launched it (its grid) on this signature's inputs.
+    `adaptive`: `rounds` is a cap (`stop_rule`); else every signature times `rounds` rounds."""
+    rules = {s.id: stop_rule(s, rounds, min_effect) for s in signatures} if adaptive else {}
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
-        job = _write_job(Path(work), recording, store, signatures, built, rounds, launches or {})
+        job = _write_job(Path(work), recording, store, signatures, built, rounds, launches or {}, rules)
         job["l2"], job["dirty_l2"] = l2, dirty_l2
         results = workers.run(Path(work), job, store, arrived)
     samples: dict[int, dict[str, list[float]]] = {}
@@ -173,9 +183,10 @@ def time_signatures(recording: Recording, store: Store, signatures: list[Signatu
         row.outputs, row.output_check = outcome["outputs"], outcome.get("output_check")
         samples[signature.id] = outcome["samples"]
         row.empty_ms, row.clock_mhz = outcome.get("empty_ms"), outcome.get("clock_mhz")
+        row.rounds, row.stopped = outcome.get("rounds"), outcome.get("stopped")
         analyze_row(row, outcome["samples"], {label: b.facts() for label, b in built[signature.id].items()},
                     {label: b.same_text_as for label, b in built[signature.id].items() if b.same_text_as},
-                    min_effect)
+                    min_effect, sequential=adaptive)
         for timing in row.variants:  # not timed: its build failed (ptxas's message is in its facts)
             if cause := timing.facts.get("build_failed"):
                 timing.verdict = f"build {cause}"
@@ -269,6 +280,14 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
                         "why": miss_reason(row, l2, by_mode[row.signature], recording.sm_clock_mhz)}
 
 
+def stop_rule(signature: Signature, cap: int, min_effect: float) -> StopRule:
+    """When `signature`'s rounds stop: an autotune candidate the workload never ran is only ranked (coarse
+    precision, a lower cap); every other signature is a row (or the config a row answers for)."""
+    if signature.autotune is not None and not signature.launches:
+        return StopRule(min_effect, config.SWEEP_CANDIDATE_PRECISION, min(cap, config.SWEEP_CANDIDATE_CAP))
+    return StopRule(min_effect, config.SWEEP_ROW_PRECISION, cap)
+
+
 def failed_builds_warning(built: dict[int, dict[str, BuiltVariant]]) -> str | None:
     """What the replay says of the variants ptxas could not build (their rows go on without them): how many by
     cause (`tools.CAUSES`), and the first message."""
@@ -348,9 +367,10 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
         folded_row = SweepRow(winner.id, group.kernel, winner.label(),
                               sum(recording.share(s) or 0.0 for s in group.candidates),
                               sum(s.launches for s in group.candidates), winner.time_per_launch_ms, winner.inputs, "ok",
-                              behind_ms=winner.behind_ms, recorded_empty_ms=winner.empty_ms,
-                              empty_ms=rows[winner.id].empty_ms if winner.id in rows else None,
-                              clock_mhz=rows[winner.id].clock_mhz if winner.id in rows else None)
+                              behind_ms=winner.behind_ms, recorded_empty_ms=winner.empty_ms)
+        if (timed := rows.get(winner.id)) is not None:  # what its replay measured besides the rounds' times
+            folded_row.empty_ms, folded_row.clock_mhz = timed.empty_ms, timed.clock_mhz
+            folded_row.rounds, folded_row.stopped = timed.rounds, timed.stopped
         shown.append(analyze_group(folded_row, group, members, samples, labels, min_effect))
         candidates += members
     return shown, candidates
@@ -398,7 +418,7 @@ def _build_one(store: Store, capture_id: int, variants) -> dict[str, BuiltVarian
 
 def _write_job(work: Path, recording: Recording, store: Store, signatures: list[Signature],
                built: dict[int, dict[str, BuiltVariant]], rounds: int,
-               launches: dict[int, dict[str, Signature]]) -> dict:
+               launches: dict[int, dict[str, Signature]], rules: dict[int, StopRule]) -> dict:
     entries = []
     for signature in signatures:
         variants = []
@@ -415,8 +435,9 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
             if (other := launches.get(signature.id, {}).get(label)) is not None:
                 entry["launch"] = _launch_of(other)
             variants.append(entry)
+        rule = rules.get(signature.id)
         entries.append({"id": signature.id, "args": signature.args, "l2_resident": signature.l2_resident,
-                        **_launch_of(signature), "variants": variants})
+                        **_launch_of(signature), "variants": variants, "stop": rule and rule.to_json()})
     return {"store": str(store.path), "arch": recording.arch, "recording": f"recording {recording.id}",
             "rounds": rounds, "warmup_ms": WARMUP_MS, "rep_ms": REP_MS,
             "min_reps": MIN_REPS, "signatures": entries}

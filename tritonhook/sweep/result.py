@@ -3,11 +3,13 @@ output equality and the cubin facts; and the estimate for the whole workload. Re
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import shlex
 
 from .. import format
 from ..cubin import CubinDeltas
+from ..measure.sequential import FIXED, ratio_sequence
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from ..errors import TritonhookError
 from ..rename import exact_names_pattern
@@ -54,6 +56,8 @@ class SweepRow:
     empty_ms: float | None = None      # the same after each replayed call
     clock_mhz: float | None = None     # the SM clock after its rounds (measure.timing.sm_clock_mhz)
     miss: dict | None = None           # why it missed the fidelity bar, measured (misses.py; replay._explain_misses)
+    rounds: int | None = None          # rounds timed (adaptive: where its stop rule stopped them)
+    stopped: str | None = None         # why they stopped (measure.sequential: decided, precise enough, cap, fixed)
 
     @property
     def lead_ms(self) -> float | None:
@@ -82,9 +86,13 @@ class SweepRow:
 
 
 def analyze_row(row: SweepRow, samples: dict[str, list[float]], facts: dict[str, dict],
-                identical: dict[str, str], min_effect: float = DEFAULT_MIN_EFFECT) -> SweepRow:
+                identical: dict[str, str], min_effect: float = DEFAULT_MIN_EFFECT, sequential: bool = False
+                ) -> SweepRow:
     """Fill `row.variants` from the per-round medians of each timed variant (the first label is the baseline);
-    a variant in `identical` (label -> the label whose .text it equals) is not timed and says so."""
+    a variant in `identical` (label -> the label whose .text it equals) is not timed and says so. `sequential`:
+    the rounds stopped by a rule looking after each one, so the interval is the always-valid one
+    (`measure.sequential.ratio_sequence`), else the fixed-n `ratio_interval`."""
+    interval = _sequence_interval if sequential else ratio_interval
     labels = list(facts)
     base = samples.get(labels[0]) or []
     for label in labels:
@@ -98,15 +106,20 @@ def analyze_row(row: SweepRow, samples: dict[str, list[float]], facts: dict[str,
             if identical[label] == labels[0]:
                 timing.ratio, timing.low, timing.high = 1.0, 1.0, 1.0
             elif twin and base:  # SASS identical to another variant: that variant's ratio to the baseline
-                timing.ratio, timing.low, timing.high = ratio_interval(base, twin)
+                timing.ratio, timing.low, timing.high = interval(base, twin)
         elif own and base:
-            ratio, low, high = ratio_interval(base, own)
+            ratio, low, high = interval(base, own)
             timing.ratio, timing.low, timing.high = ratio, low, high
             timing.verdict = verdict(ratio, low, high, min_effect)
         else:
             timing.verdict = "-"
         row.variants.append(timing)
     return row
+
+
+def _sequence_interval(base: list[float], other: list[float]) -> tuple[float, float, float]:
+    found = ratio_sequence(base, other)
+    return found.ratio, found.low, found.high
 
 
 def explain(rows: list[SweepRow], built: dict[int, dict[str, BuiltVariant]], deltas: CubinDeltas | None = None
@@ -270,6 +283,22 @@ class SweepResult:
     def fidelity(self) -> Fidelity:
         return Fidelity.of(self.rows)
 
+    @property
+    def adaptive(self) -> bool:
+        """Whether a stop rule set the rounds (`measure.sequential`), rather than a fixed count."""
+        return any(row.stopped not in (None, FIXED) for row in self.rows + self.candidates)
+
+    def rounds_line(self) -> str:
+        """The rounds rows and candidates took, and why they stopped."""
+        def spent(rows: list[SweepRow], what: str) -> str:
+            timed = [row for row in rows if row.rounds]
+            if not timed:
+                return f"no {what}"
+            why = collections.Counter(row.stopped for row in timed)
+            return (f"{what} {sum(row.rounds for row in timed)} in all, median {median([r.rounds for r in timed]):g} ("
+                    + ", ".join(f"{count} {reason}" for reason, count in why.most_common()) + ")")
+        return f"rounds: {spent(self.rows, 'rows')}; {spent(self.candidates, 'autotune candidates')}"
+
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
         for row_data, row in zip(data["rows"] + data["candidates"], self.rows + self.candidates):
@@ -303,14 +332,22 @@ class SweepResult:
             columns.insert(1, "replayed on")
             for row, line in zip(self.rows, cells):
                 line.insert(1, row.replayed_on or "-")
+        if self.adaptive:
+            at = columns.index("inputs") + 1
+            columns.insert(at, "rounds")
+            for row, line in zip(self.rows, cells):
+                line.insert(at, f"{row.rounds} {row.stopped}" if row.rounds else "-")
+        rounds = f"at most {self.rounds} rounds, adaptive" if self.adaptive else f"{self.rounds} rounds"
         yield format.table(columns, cells,
-                           title=f"tritonhook sweep: {len(self.rows)} kernel signature(s), {self.rounds} rounds, "
+                           title=f"tritonhook sweep: {len(self.rows)} kernel signature(s), {rounds}, "
                                  f"baseline {self.variants[0]}",
                            right_align=[c for c in columns if c not in ("kernel", "inputs", "outputs")
                                         and not c.endswith(("verdict", " why"))])
         split = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in self.times_s.items())
         yield format.line(f"time: {split}; L2 {self.l2_rule}; outputs: each variant against the baseline's own "
                           f"run-to-run spread, NaN/Inf positions compared as data")
+        if self.adaptive:
+            yield format.line(self.rounds_line())
         yield format.line(self.fidelity.line())
         for row in self.rows:
             if row.miss is not None:

@@ -23,7 +23,9 @@ call, as a kernel inside a workload finds what its producer has just written (it
 rotates, and reads just before each call the parts of each buffer that the recording's L2 probe found in L2 inside
 the workload (`l2probe`). `dirty_l2` in the job: a buffer the size of the L2 is written before each call, before
 those reads (`_prepare_l2`). After the rounds the SM clock is read (`measure.timing.sm_clock_mhz`), as the recorder
-reads it after the workload.
+reads it after the workload. `stop` in a signature's entry (`measure.sequential.StopRule`): its rounds stop once
+the always-valid interval of every variant against the baseline has decided or is precise enough, or at the cap;
+without it, `rounds` rounds (fixed).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from .. import _triton, config
 from ..errors import TritonhookError
 from ..files import file_name
 from ..measure.outputs import as_bits, check_outputs
+from ..measure.sequential import FIXED, StopRule, rounds_stop
 from ..measure.stats import interquartile_mean, median
 from ..measure.timing import bench_interleaved, l2_bytes, sm_clock_mhz
 from ..store import Store
@@ -193,7 +196,9 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         return call
 
     samples, empty_rounds = {label: [] for label in timed}, []
-    for round_index in range(job["rounds"]):
+    rule = StopRule(**signature["stop"]) if signature.get("stop") else None
+    stopped = FIXED
+    for round_index in range(rule.cap if rule else job["rounds"]):
         # each round loads the variants afresh, in alternating order: two loads of one cubin can differ by a few
         # percent for a small kernel for the whole life of the module (an A/A "faster" at 0.962 [0.961, 0.964],
         # H200), so where the code lands must vary between rounds for the interval to cover it
@@ -209,9 +214,12 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         empties = [ms for result in results for ms in result.empty_samples_ms or ()]
         if empties:  # the empty kernel after every call, all variants alike: the replay's launch lead
             empty_rounds.append(interquartile_mean(empties))
+        if rule is not None and (stopped := rounds_stop(samples, timed, rule)) is not None:
+            break
     return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": check.verdict,
             "output_check": check.to_json(), "written": len(written),
-            "empty_ms": median(empty_rounds) if empty_rounds else None, "clock_mhz": sm_clock_mhz(torch)}
+            "empty_ms": median(empty_rounds) if empty_rounds else None, "clock_mhz": sm_clock_mhz(torch),
+            "rounds": len(samples[timed[0]]), "stopped": stopped}
 
 
 BASELINE_RUNS = 5
