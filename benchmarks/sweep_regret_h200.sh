@@ -38,7 +38,7 @@ sweep() {  # sweep NAME SECONDS WORKLOAD...: plain,cutlass_ over the kernels the
 }
 aa() {  # aa NAME SECONDS: plain,plain over the sweep's recording
   step "${1}_aa" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --autotune-top "$TOP" \
-      --variants plain,plain --json
+      ${ROWS:+--top "$ROWS"} --variants plain,plain --json
 }
 confirm() {  # confirm NAME RUNS SECONDS WORKLOAD...: decisions confirm of the sweep's regrets
   local name=$1 runs=$2 limit=$3; shift 3
@@ -70,5 +70,5 @@ want mamba_aa && aa mamba 300
 want mamba_confirm && confirm mamba ${RUNS:-3} 420 "${MAMBA[@]}"
 want torchao_confirm4 && confirm torchao 4 420 "${TORCHAO[@]}"
 want tv && ROWS=${TV_ROWS:-20} sweep tv 400 "${TV[@]}"
-want tv_aa && aa tv 200
+want tv_aa && ROWS=${TV_ROWS:-20} aa tv 200
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"
