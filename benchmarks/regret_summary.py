@@ -1,6 +1,8 @@
 """The table of `benchmarks/sweep_regret_h200.sh`: per workload, the sweep's rows (autotuned ones at the config the
 workload ran), the fidelity at that same config, every autotune regret the replay found with why the autotuner
-missed it, the in-workload confirmation of those pinned, and the A/A's rows and candidates. Reads the JSON the
+missed it, the in-workload confirmation of those pinned, the A/A's rows and candidates, the rounds each row took and
+why it stopped, and where a `NAME_fixed.json` (a --fixed-rounds replay of the same recording) lies beside them, how
+often the adaptive rule's verdicts agree with it. Reads the JSON the
 script left in a folder, prints a table and writes `regret_summary.json` there.
 
     python benchmarks/regret_summary.py OUT_DIR
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 
@@ -20,7 +23,30 @@ def _load(path: Path) -> dict | None:
         return None
 
 
-def summarize(sweep: dict, aa: dict | None, confirm: dict | None) -> dict:
+def _verdict(row: dict) -> str:
+    return row["variants"][1]["verdict"] if row["status"] == "ok" and len(row["variants"]) > 1 else row["status"]
+
+
+def agreement(adaptive: dict, fixed: dict) -> dict:
+    """A replay of the same recording with --fixed-rounds against the adaptive one: how many rows and candidates
+    got the same verdict, and the rounds and replay seconds each spent."""
+    found = {"replay_s": {"adaptive": adaptive["times_s"].get("replay"), "fixed": fixed["times_s"].get("replay")}}
+    for key in ("rows", "candidates"):
+        theirs = {r["signature"]: r for r in fixed.get(key, [])}
+        pairs = [(r, theirs[r["signature"]]) for r in adaptive.get(key, []) if r["signature"] in theirs]
+        found[key] = {"same_verdict": sum(_verdict(a) == _verdict(f) for a, f in pairs), "of": len(pairs),
+                      "rounds": {"adaptive": sum(a.get("rounds") or 0 for a, _ in pairs),
+                                 "fixed": sum(f.get("rounds") or 0 for _, f in pairs)}}
+    return found
+
+
+def rounds_spent(result: dict) -> dict:
+    """Rounds per row and candidate, and why they stopped, as counts."""
+    return {key: dict(Counter(f"{r.get('rounds')} {r.get('stopped')}" for r in result.get(key, []))) for key in
+            ("rows", "candidates")}
+
+
+def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | None = None) -> dict:
     rows = sweep["rows"]
     tuned = [r for r in rows if (r.get("autotune") or {}).get("configs")]
     regrets = [{"kernel": r["label"], "workload": r["autotune"]["workload"], **r["autotune"]["regret"],
@@ -35,14 +61,16 @@ def summarize(sweep: dict, aa: dict | None, confirm: dict | None) -> dict:
                       "recorded_us": r["recorded_ms"] * 1e3 if r.get("recorded_ms") else None,
                       "autotuned": bool((r.get("autotune") or {}).get("configs")), "miss": r.get("miss")}
                      for r in rows if r.get("fidelity") and abs(r["fidelity"] - 1) > 0.1],
-             "regrets": regrets}
+             "regrets": regrets, "rounds": rounds_spent(sweep)}
+    if fixed is not None:
+        found["fixed_rounds"] = agreement(sweep, fixed)
     if aa is not None:
         def no_difference(items):
             verdicts = [r["variants"][1]["verdict"] for r in items if r["status"] == "ok" and len(r["variants"]) > 1]
             return {"no_difference": sum(v in ("no difference", "SASS identical") for v in verdicts),
                     "of": len(verdicts)}
         found["aa"] = {"rows": no_difference(aa["rows"]), "candidates": no_difference(aa.get("candidates", [])),
-                       "times_s": aa.get("times_s")}
+                       "times_s": aa.get("times_s"), "rounds": rounds_spent(aa)}
     if confirm is not None:
         found["confirm"] = [{k: p[k] for k in ("kernel", "tuning_key", "config", "replay", "ratio", "low", "high",
                                                "verdict", "pinned_ran", "confirmed", "picks", "ms")}
@@ -59,7 +87,8 @@ def main(out: Path) -> None:
         if sweep is None:
             summary[name] = {"error": f"{sweep_file.name}: no sweep result"}
             continue
-        summary[name] = summarize(sweep, _load(out / f"{name}_aa.json"), _load(out / f"{name}_confirm.json"))
+        summary[name] = summarize(sweep, _load(out / f"{name}_aa.json"), _load(out / f"{name}_confirm.json"),
+                                  _load(out / f"{name}_fixed.json"))
     (out / "regret_summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{'workload':<22} {'rows':>5} {'tuned':>5} {'fid. within':>12} {'regrets':>8} {'A/A rows':>9} "
           f"{'A/A cand.':>10} {'record/build/replay s':>22}")
@@ -85,6 +114,13 @@ def main(out: Path) -> None:
             print(f"   confirm {pin['kernel']} [{', '.join(pin['tuning_key'])}]: in the workload {ratio} "
                   f"{pin['verdict']}, pinned ran: {pin['pinned_ran']}, confirmed: {pin['confirmed']}; "
                   f"autotuner picks {len(set(pin['picks']))} config(s) in {len(pin['picks'])} cold runs")
+        if fixed := s.get("fixed_rounds"):
+            print(f"   --fixed-rounds replay of the same recording: same verdict for "
+                  f"{fixed['rows']['same_verdict']}/{fixed['rows']['of']} rows and "
+                  f"{fixed['candidates']['same_verdict']}/{fixed['candidates']['of']} candidates; rounds "
+                  f"{fixed['rows']['rounds']['adaptive'] + fixed['candidates']['rounds']['adaptive']} adaptive, "
+                  f"{fixed['rows']['rounds']['fixed'] + fixed['candidates']['rounds']['fixed']} fixed; replay "
+                  f"{fixed['replay_s']['adaptive']:.0f} s against {fixed['replay_s']['fixed']:.0f} s")
         for off in s["off"]:
             why = (off.get("miss") or {}).get("why", "not in the 90% set")
             print(f"   off ±10%: {off['kernel'][:60]} {off['fidelity']:.3f}: {why}")

@@ -5,7 +5,7 @@
 #     OUT=/some/dir ONLY="gpu_test torchao torchao_aa ..." bash benchmarks/sweep_regret_h200.sh
 # Steps (each under `timeout`, keeping what it produced; results in $OUT, the table last; ONLY picks some, since
 # one device call runs 10 minutes at most): NAME sweeps a workload (plain,cutlass_), NAME_aa replays its recording
-# plain,plain, NAME_confirm runs `decisions confirm` of every regret its sweep found.
+# plain,plain, NAME_fixed replays it plain,cutlass_ with --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found.
 #   gpu_test   tests/test_sweep_gpu.py's regret test (a workload with a biased autotuner: found, pinned, confirmed)
 #   torchao    torchao 0.18.0's quantized GEMM/GEMV (split-K at batch 1/16, per-batch-size autotuning)
 #   flaggems   FlagGems 5.0.2's ops (autotune-heavy)
@@ -40,6 +40,10 @@ aa() {  # aa NAME SECONDS: plain,plain over the sweep's recording
   step "${1}_aa" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --autotune-top "$TOP" \
       ${ROWS:+--top "$ROWS"} --variants plain,plain --json
 }
+fixed() {  # fixed NAME SECONDS: plain,cutlass_ over the sweep's recording with --fixed-rounds (the adaptive rule's check)
+  step "${1}_fixed" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --autotune-top "$TOP" \
+      ${ROWS:+--top "$ROWS"} --variants plain,cutlass_ --fixed-rounds --json
+}
 confirm() {  # confirm NAME RUNS SECONDS WORKLOAD...: decisions confirm of the sweep's regrets
   local name=$1 runs=$2 limit=$3; shift 3
   local id
@@ -67,6 +71,7 @@ MAMBA=($PY benchmarks/workloads/mamba_ssd.py ${MAMBA_STEPS:-3} ${MAMBA_SHAPES:-2
 TV=($PY benchmarks/workloads/torchvision_compiled.py 5)
 want mamba && ROWS=${MAMBA_ROWS:-12} sweep mamba ${MAMBA_S:-540} "${MAMBA[@]}"
 want mamba_aa && aa mamba 300
+want mamba_fixed && ROWS=${MAMBA_ROWS:-12} fixed mamba 300
 want mamba_confirm && confirm mamba ${RUNS:-3} 420 "${MAMBA[@]}"
 want torchao_confirm4 && confirm torchao 4 420 "${TORCHAO[@]}"
 want tv && ROWS=${TV_ROWS:-20} sweep tv 400 "${TV[@]}"
