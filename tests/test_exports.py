@@ -28,7 +28,7 @@ jsonschema = pytest.importorskip("jsonschema")
 from sample_recording import sample_recording  # noqa: E402 - tests/sample_recording.py, after torch is known
 
 FAKE_WORKER = [str(Path(__file__).with_name("sweep_fake_worker.py"))]
-ROUNDS = 5
+ROUNDS = 7  # the fewest at which the adaptive rule decides
 
 _NUMBER = {"type": "number"}
 _ID = {"type": "integer", "minimum": 0}
