@@ -18,6 +18,8 @@ from tritonhook.samples import compile_sample
 from tritonhook.errors import TritonhookError
 from tritonhook.store import SCHEMA_VERSION, Store
 
+SCHEMA_1_COMMIT = "15899f8"  # the first commit: its store.py writes schema 1 (before the A/B tables)
+
 
 def test_collect_takes_one_median_per_round_and_keeps_flops_and_digests():
     records = [{"name": "mm", "variant": v, "round": r, "ms": ms, "flops": 2e9, "output_sha256": f"h{v}"}
@@ -40,12 +42,9 @@ def test_analyze_reports_tflops_ratio_and_missing_variants():
 
 
 # ----- the store ----------------------------------------------------------------------------------------------------
-def test_a_schema_1_store_is_upgraded_and_keeps_its_captures(store_path):
-    Store(store_path).close()
-    with sqlite3.connect(store_path / "index.sqlite") as conn:  # what a schema-1 store looks like
-        conn.execute("DROP TABLE results")
-        conn.execute("ALTER TABLE captures RENAME COLUMN frontend_version TO triton_version")  # its name until 5
-        conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+def test_a_schema_1_store_is_upgraded_and_keeps_its_captures(store_path, old_store_module):
+    old_store_module(SCHEMA_1_COMMIT).Store(store_path).close()
+    with sqlite3.connect(store_path / "index.sqlite") as conn:
         conn.execute("INSERT INTO captures (created, pid, event, frontend, kernel, entry, original_entry, arch, "
                      "triton_version, options, metadata, times) VALUES (0, 1, 'compile', 'triton', 'k', 'k', 'k', "
                      "'sm_90a', '3.6.0', '{}', '{}', '{}')")

@@ -46,7 +46,7 @@ def test_capture_holds_every_stage_of_a_real_compile(name, capability, capture_s
     assert capture.entry == on_disk["name"] == compiled.metadata.name
     assert capture.kernel == capture.original_entry == capture.entry  # Triton names the entry after the function
     assert capture.triton_hash == on_disk["hash"]
-    assert capture.frontend_version == capture.triton_version == triton.__version__
+    assert capture.frontend_version == triton.__version__
     assert capture.event == "compile"
     assert capture.frontend == ("gluon" if SAMPLES[name].gluon else "triton")
     assert capture.options["num_warps"] == on_disk["num_warps"]

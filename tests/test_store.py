@@ -26,6 +26,7 @@ from tritonhook.store import SCHEMA_VERSION, NewCapture, Store
 pytestmark = pytest.mark.release_independent
 
 REPO = Path(__file__).resolve().parents[1]
+SCHEMA_1_COMMIT = "15899f8"  # the first commit: its store.py writes schema 1
 SCHEMA_2_COMMIT = "c77a38a"  # the last commit whose store.py writes schema 2 (before `specialization`)
 SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3 (before the `results` table)
 SCHEMA_4_COMMIT = "e26f29c"  # a commit whose store.py writes schema 4 (before `frontend_version`) from the standard
@@ -172,7 +173,8 @@ def test_a_missing_column_names_the_index_and_the_column(store_path):
             Store(store_path, readonly=readonly)
 
 
-@pytest.mark.parametrize("commit, version", [(SCHEMA_2_COMMIT, 2), (SCHEMA_3_COMMIT, 3), (SCHEMA_4_COMMIT, 4)])
+@pytest.mark.parametrize("commit, version", [(SCHEMA_1_COMMIT, 1), (SCHEMA_2_COMMIT, 2), (SCHEMA_3_COMMIT, 3),
+                                             (SCHEMA_4_COMMIT, 4)])
 def test_an_older_store_is_upgraded_and_keeps_its_captures(capture_session, tmp_path, old_store_module, commit,
                                                            version):
     """The store.py of an older commit writes a store (a Triton capture and a ptxas-wrapper one); this code opens
@@ -183,7 +185,8 @@ def test_an_older_store_is_upgraded_and_keeps_its_captures(capture_session, tmp_
     assert old.SCHEMA_VERSION == version
     compile_sample("matmul_fp16", 90)
     (new,) = capture_session.captures()
-    fields = {f.name: getattr(new, f.name) for f in dataclasses.fields(old.CaptureRecord)}
+    fields = {f.name: getattr(new, "frontend_version" if f.name == "triton_version" else f.name)
+              for f in dataclasses.fields(old.NewCapture) if f.name != "artifacts"}
     artifacts = {stage: capture_session.store.read(new, stage) for stage in new.artifacts}
     old_store = old.Store(tmp_path / "old")
     old_id = old_store.add(old.NewCapture(**fields, artifacts=artifacts))
@@ -194,16 +197,49 @@ def test_an_older_store_is_upgraded_and_keeps_its_captures(capture_session, tmp_
     (capture,) = upgraded.captures(kernel="matmul", arch="sm_90", ids=[old_id])
     specialization = new.specialization if version >= 3 else ""
     assert (capture.id, capture.entry, capture.specialization) == (old_id, "matmul_kernel", specialization)
-    assert (capture.frontend, capture.frontend_version, capture.triton_version) == ("triton", triton.__version__,
-                                                                                   triton.__version__)
+    assert (capture.frontend, capture.frontend_version) == ("triton", triton.__version__)
     assert upgraded.get(ptxas_id).frontend_label == "ptxas" and upgraded.get(ptxas_id).frontend_version == ""
     assert upgraded.read(capture, "cubin") == artifacts["cubin"]
-    with sqlite3.connect(tmp_path / "old" / "index.sqlite") as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
-        indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(captures)")}
-    assert {"captures_arch", "captures_event"} <= indexes
-    assert "frontend_version" in columns and "triton_version" not in columns
+    assert _recorded_version(tmp_path / "old") == SCHEMA_VERSION
+    assert _schema_shape(tmp_path / "old") == _schema_shape(capture_session.store.path)
+
+
+def _recorded_version(store: Path) -> int:
+    with sqlite3.connect(store / "index.sqlite") as conn:
+        return int(conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+
+
+def _schema_shape(store: Path) -> dict:
+    """Each table's columns (name, type, not null, default, key) and each index's table and columns: what a store
+    upgraded step by step must share with a new one."""
+    with sqlite3.connect(store / "index.sqlite") as conn:
+        named = "SELECT name, tbl_name FROM sqlite_master WHERE type = ? AND name NOT LIKE 'sqlite_%'"
+        return {"tables": {table: [row[1:] for row in conn.execute(f"PRAGMA table_info({table})")]
+                           for table, _ in conn.execute(named, ("table",)).fetchall()},
+                "indexes": {index: (table, [row[2] for row in conn.execute(f"PRAGMA index_info({index})")])
+                            for index, table in conn.execute(named, ("index",)).fetchall()}}
+
+
+def test_an_upgrade_stopped_between_steps_is_finished_by_the_next_opener(tmp_path, old_store_module, monkeypatch):
+    """Each upgrade step commits the version it reached: a step that fails (here the one from 5) leaves a store of
+    schema 5, not a half-upgraded one, and the next opener carries on from there to the current schema."""
+    import tritonhook.store
+
+    old = old_store_module(SCHEMA_2_COMMIT)
+    old.Store(tmp_path / "v2").close()
+
+    def stopped(conn):
+        raise RuntimeError("stopped")
+
+    monkeypatch.setitem(tritonhook.store._UPGRADES, 5, stopped)
+    with pytest.raises(RuntimeError, match="stopped"):
+        Store(tmp_path / "v2")
+    assert _recorded_version(tmp_path / "v2") == 5
+    monkeypatch.undo()
+    Store(tmp_path / "v2").close()
+    Store(tmp_path / "new").close()
+    assert _recorded_version(tmp_path / "v2") == SCHEMA_VERSION
+    assert _schema_shape(tmp_path / "v2") == _schema_shape(tmp_path / "new")
 
 
 def _recording(label: str, kernel: str):

@@ -48,7 +48,7 @@ def captured(tmp_path_factory):
 def test_plain_assembled_from_the_captured_ptx_with_tritons_flags_is_the_captured_cubin(captured):
     store, kernels = captured
     for name, (_, capture) in kernels.items():
-        flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.triton_version))
+        flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
         rebuilt = tools.assemble(store.read(capture, "ptx"), captured_ptxas(capture), capture.arch, flags).cubin
         assert rebuilt == store.read(capture, "cubin"), name
 

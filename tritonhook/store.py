@@ -33,16 +33,31 @@ from .config import HOLD_MAX_AGE_S, REPAIR_MIN_AGE_S
 from .errors import TritonhookError
 from .files import disk_full_reason
 
-# 2: ab_results / ab_captures (A/B timings). 3: captures.specialization, indexes on arch and event.
-# 4: results (any other command's saved result, by kind: ptxas-matrix, ...).
-# 5: captures.triton_version renamed frontend_version (the version of whichever frontend `frontend` names).
-# 6: results.label and results.source, indexed, filled from each result's JSON (see `ResultKind`).
-# 7: A/B results are `results` rows of kind 'ab' (their capture ids in their JSON); ab_results / ab_captures dropped.
-# 8: result_blobs (the blobs each saved result refers to, indexed when it is saved) and held_blobs (blobs a writer
-#    holds until the result row that refers to them is saved; see `BlobHold`).
-# An older store is upgraded in place when opened by a writer (or by a reader allowed to write it).
+# What each version changed is the numbered step of `_UPGRADES` that leads to it. An older store is upgraded in place,
+# step by step, when opened by a writer (or by a reader allowed to write it).
 SCHEMA_VERSION = 8
 _BUSY_TIMEOUT_MS = 60_000
+
+_BLOB_TABLES = """
+CREATE TABLE IF NOT EXISTS result_blobs (
+    result_id INTEGER NOT NULL REFERENCES results(id),
+    sha256 TEXT NOT NULL,           -- a blob the result refers to, as its kind declares (`ResultKind.blobs`)
+    PRIMARY KEY (result_id, sha256)
+);
+CREATE INDEX IF NOT EXISTS result_blobs_sha256 ON result_blobs(sha256);
+CREATE TABLE IF NOT EXISTS held_blobs (
+    sha256 TEXT NOT NULL,
+    holder TEXT NOT NULL,           -- one writer's hold (`BlobHold.token`)
+    host TEXT NOT NULL,             -- the holding process: its host, pid and start time (`processes.identity`)
+    pid INTEGER NOT NULL,
+    start TEXT,                     -- NULL where /proc could not say: then held until HOLD_MAX_AGE_S
+    created REAL NOT NULL,
+    PRIMARY KEY (holder, sha256)
+);
+CREATE INDEX IF NOT EXISTS held_blobs_sha256 ON held_blobs(sha256);
+"""
+"""Schema 8's tables as they are today: the end of `_SCHEMA`, and what the step to schema 8 adds (a later schema that
+changes them gives that step the text they have here first)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,7 +73,7 @@ CREATE TABLE IF NOT EXISTS captures (
     src_file TEXT,
     src_line INTEGER,
     arch TEXT NOT NULL,             -- e.g. sm_90a, from the PTX .target
-    frontend_version TEXT NOT NULL, -- the version of that frontend, '' when unknown (schema < 5: triton_version)
+    frontend_version TEXT NOT NULL, -- the version of that frontend, '' when unknown
     ptxas_path TEXT,
     ptxas_version TEXT,
     triton_hash TEXT,               -- Triton's cache key hash
@@ -89,23 +104,8 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE INDEX IF NOT EXISTS results_kind ON results(kind);
 CREATE INDEX IF NOT EXISTS results_kind_label ON results(kind, label);
 CREATE INDEX IF NOT EXISTS results_kind_source ON results(kind, source);
-CREATE TABLE IF NOT EXISTS result_blobs (
-    result_id INTEGER NOT NULL REFERENCES results(id),
-    sha256 TEXT NOT NULL,           -- a blob the result refers to, as its kind declares (`ResultKind.blobs`)
-    PRIMARY KEY (result_id, sha256)
-);
-CREATE INDEX IF NOT EXISTS result_blobs_sha256 ON result_blobs(sha256);
-CREATE TABLE IF NOT EXISTS held_blobs (
-    sha256 TEXT NOT NULL,
-    holder TEXT NOT NULL,           -- one writer's hold (`BlobHold.token`)
-    host TEXT NOT NULL,             -- the holding process: its host, pid and start time (`processes.identity`)
-    pid INTEGER NOT NULL,
-    start TEXT,                     -- NULL where /proc could not say: then held until HOLD_MAX_AGE_S
-    created REAL NOT NULL,
-    PRIMARY KEY (holder, sha256)
-);
-CREATE INDEX IF NOT EXISTS held_blobs_sha256 ON held_blobs(sha256);
-"""
+""" + _BLOB_TABLES
+"""The current schema: what a new store is made with."""
 
 _CAPTURE_COLUMNS = (
     "created", "pid", "event", "frontend", "kernel", "entry", "original_entry", "src_file", "src_line", "arch",
@@ -153,11 +153,6 @@ class CaptureRecord:
     specialization: str = dataclasses.field(default="", kw_only=True)  # see `specialization_label`
 
     @property
-    def triton_version(self) -> str:
-        """Old name (schema < 5), kept for one release: Triton's version for a capture Triton compiled, else ""."""
-        return self.frontend_version if self.frontend in TRITON_FRONTENDS else ""
-
-    @property
     def frontend_label(self) -> str:
         """"triton 3.6.0", "cute 4.8.1", "ptxas": the frontend and, when known, its version."""
         return f"{self.frontend} {self.frontend_version}" if self.frontend_version else self.frontend
@@ -186,7 +181,6 @@ class Capture(CaptureRecord):
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
         data["artifacts"] = {stage: {"sha256": a.sha256, "size": a.size} for stage, a in self.artifacts.items()}
-        data["triton_version"] = self.triton_version  # old key, kept for one release
         return data
 
 
@@ -457,6 +451,10 @@ class Store:
                                       f"({disk_full_reason(self.path) or exc})") from None
             conn = self._connect_uri("immutable=1")
             version = self._schema_version(conn)
+        if version is None:
+            why = _never_initialised(conn, self.path)
+            conn.close()
+            raise TritonhookError(f"{self.index_path}: not a tritonhook index (no schema version{why})")
         if version < SCHEMA_VERSION:
             conn.close()
             self._upgrade_for_reader(version)
@@ -493,19 +491,20 @@ class Store:
                 f"write it to upgrade it; ask its owner to run `tritonhook store verify --store {self.path} --repair`")
         Store(self.path).close()  # a writable open upgrades it
 
-    def _schema_version(self, conn: sqlite3.Connection) -> int:
-        """The store's schema version; None-free: a missing or malformed one is a `TritonhookError`."""
+    def _schema_version(self, conn: sqlite3.Connection) -> int | None:
+        """The schema version the index records; None where it records none: a new index (or an empty one whose
+        first writer stopped before setting it up). This number is the one place a store's schema is told, never
+        its tables or columns: every tritonhook since schema 1 writes its tables and this row in one transaction,
+        so an index without it holds no tritonhook table to upgrade. A malformed version, or one newer than this
+        code's, is a `TritonhookError`."""
         try:
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         except sqlite3.OperationalError as exc:
             if "no such table" not in str(exc):
                 raise
-            row = None
+            return None
         if row is None:
-            if self.readonly:
-                raise TritonhookError(f"{self.index_path}: not a tritonhook index (no schema version"
-                                      f"{_never_initialised(conn, self.path)})")
-            return SCHEMA_VERSION  # a new store: the schema statements just made it
+            return None
         try:
             version = int(row[0])
         except (TypeError, ValueError):
@@ -518,33 +517,37 @@ class Store:
         return version
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # executescript() would commit on its own: run the statements one by one inside this transaction.
-            # The CREATE ... IF NOT EXISTS statements add the tables and indexes an older store lacks.
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            columns = _columns(conn, "captures") if "captures" in tables else []
-            if columns and "specialization" not in columns:  # schema < 3
-                conn.execute("ALTER TABLE captures ADD COLUMN specialization TEXT NOT NULL DEFAULT ''")
-            if "triton_version" in columns and "frontend_version" not in columns:  # schema < 5: rows keep their value
-                conn.execute("ALTER TABLE captures RENAME COLUMN triton_version TO frontend_version")
-            if "results" in tables and "label" not in _columns(conn, "results"):  # schema 4 or 5
-                _add_result_columns(conn)
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                conn.execute(statement)
-            if "ab_results" in tables:  # schema 2 to 6
-                _move_ab_results(conn)
-            if "results" in tables and "result_blobs" not in tables:  # schema 4 to 7
-                for select in _BLOBS_BEFORE_8.values():
-                    conn.execute(f"INSERT OR IGNORE INTO result_blobs {select}")
-            if "meta" in tables:
-                self._schema_version(conn)  # refuses a newer or damaged store before anything is committed
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        """Bring the index to `SCHEMA_VERSION`, one write transaction per step (`_migrate_step`). Why steps and not
+        one transaction: each commit records the version it reached, so a process stopped midway leaves a store of
+        one known version that the next opener carries on from; and openers racing on one store never apply a step
+        twice, as each reads the version inside its own write transaction."""
+        while True:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                version = self._migrate_step(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            if version == SCHEMA_VERSION:
+                return
+
+    def _migrate_step(self, conn: sqlite3.Connection) -> int:
+        """One step inside the caller's transaction: a new index gets `_SCHEMA` whole, an older one the numbered
+        step of `_UPGRADES` from its version; returns the version the index is at now (its columns checked once it
+        is the current one)."""
+        version = self._schema_version(conn)
+        if version is None:
+            _execute_script(conn, _SCHEMA)
+            version = SCHEMA_VERSION
+            _record_version(conn, version)
+        elif version < SCHEMA_VERSION:
+            _UPGRADES[version](conn)
+            version += 1
+            _record_version(conn, version)
+        if version == SCHEMA_VERSION:
             _check_columns(conn, self.index_path)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        return version
 
     def _connection(self) -> sqlite3.Connection:
         """The connection for this process: a forked child must not reuse its parent's SQLite handle."""
@@ -1042,10 +1045,6 @@ class VerifyReport:
                            title=f"{self.store}: {self.blobs_checked} blobs checked, "
                                  f"{'all good' if self.ok else 'PROBLEMS'}", right_align=("count",))
 
-    def render(self) -> None:
-        """Old name of `format.show(report)`."""
-        format.show(self)
-
 
 def _dumps(value) -> str:
     return json.dumps(value, default=_json_fallback, sort_keys=True)
@@ -1077,11 +1076,53 @@ def _capture_from_row(row: tuple, artifacts: dict[str, Artifact]) -> Capture:
     return Capture(**values, artifacts=artifacts)
 
 
+# ----- the upgrade steps: each takes an index of schema N to N + 1, inside the transaction that records N + 1 --------
+def _execute_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run `script`'s statements one by one: `executescript()` would commit the caller's transaction on its own."""
+    for statement in filter(str.strip, script.split(";")):
+        conn.execute(statement)
+
+
+def _record_version(conn: sqlite3.Connection, version: int) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(version),))
+
+
+def _add_ab_tables(conn: sqlite3.Connection) -> None:
+    """1 -> 2: A/B results and the captures each was timed on (the step to 7 moves them into `results`)."""
+    conn.execute("CREATE TABLE ab_results (id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, "
+                 "names TEXT NOT NULL, result TEXT NOT NULL)")
+    conn.execute("CREATE TABLE ab_captures (ab_id INTEGER NOT NULL REFERENCES ab_results(id), "
+                 "capture_id INTEGER NOT NULL REFERENCES captures(id), variant TEXT NOT NULL, "
+                 "PRIMARY KEY (ab_id, capture_id))")
+
+
+def _add_specialization(conn: sqlite3.Connection) -> None:
+    """2 -> 3: `captures.specialization` ('' for the captures already there), and indexes on arch and event."""
+    conn.execute("ALTER TABLE captures ADD COLUMN specialization TEXT NOT NULL DEFAULT ''")
+    conn.execute("CREATE INDEX captures_arch ON captures(arch)")
+    conn.execute("CREATE INDEX captures_event ON captures(event)")
+
+
+def _add_results_table(conn: sqlite3.Connection) -> None:
+    """3 -> 4: `results`, any other command's saved result by kind (ptxas-matrix, ...)."""
+    conn.execute("CREATE TABLE results (id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, "
+                 "kind TEXT NOT NULL, data TEXT NOT NULL)")
+    conn.execute("CREATE INDEX results_kind ON results(kind)")
+
+
+def _rename_triton_version(conn: sqlite3.Connection) -> None:
+    """4 -> 5: `captures.triton_version` is `frontend_version`, the version of whichever frontend `frontend` names
+    (the rows keep their value)."""
+    conn.execute("ALTER TABLE captures RENAME COLUMN triton_version TO frontend_version")
+
+
 def _add_result_columns(conn: sqlite3.Connection) -> None:
-    """Schema 4/5 -> 6: the results table's label and source columns, filled from the JSON of the rows already
-    there (inside the upgrade's transaction: all rows or none)."""
+    """5 -> 6: the results table's label and source columns, indexed, filled from the JSON of the rows already
+    there as their kinds declare (`_COLUMNS_BEFORE_6`)."""
     conn.execute("ALTER TABLE results ADD COLUMN label TEXT NOT NULL DEFAULT ''")
     conn.execute("ALTER TABLE results ADD COLUMN source INTEGER")
+    conn.execute("CREATE INDEX results_kind_label ON results(kind, label)")
+    conn.execute("CREATE INDEX results_kind_source ON results(kind, source)")
     for kind, (label, source) in _COLUMNS_BEFORE_6.items():
         if label:
             conn.execute("UPDATE results SET label = COALESCE(json_extract(data, ?), '') WHERE kind = ?",
@@ -1092,12 +1133,12 @@ def _add_result_columns(conn: sqlite3.Connection) -> None:
 
 
 def _move_ab_results(conn: sqlite3.Connection) -> None:
-    """Schema 2-6 -> 7: every row of `ab_results` becomes a `results` row of kind 'ab' (inside the upgrade's
-    transaction: all rows or none), then the old tables go. Its JSON gains what the A/B package now writes there:
-    `captures` {variant: capture ids} from `ab_captures` and `benchmark_names` from the old `names` column (also its
-    label). It keeps its `created`, and its id unless a result already has that id (or keeping it would put it
-    before an A/B result moved earlier): then it gets the next free id and its JSON's `ab_id` keeps the old one.
-    JSON that does not parse is moved as it is, for the reader to report on that row."""
+    """6 -> 7: every row of `ab_results` becomes a `results` row of kind 'ab', then the old tables go. Its JSON gains
+    what the A/B package now writes there: `captures` {variant: capture ids} from `ab_captures` and
+    `benchmark_names` from the old `names` column (also its label). It keeps its `created`, and its id unless a
+    result already has that id (or keeping it would put it before an A/B result moved earlier): then it gets the
+    next free id and its JSON's `ab_id` keeps the old one. JSON that does not parse is moved as it is, for the
+    reader to report on that row."""
     captures: dict[int, dict[str, list[int]]] = {}
     for ab_id, variant, capture_id in conn.execute("SELECT ab_id, variant, capture_id FROM ab_captures "
                                                    "ORDER BY capture_id"):
@@ -1118,6 +1159,22 @@ def _move_ab_results(conn: sqlite3.Connection) -> None:
         taken.add(last)
     conn.execute("DROP TABLE ab_captures")
     conn.execute("DROP TABLE ab_results")
+
+
+def _add_blob_tables(conn: sqlite3.Connection) -> None:
+    """7 -> 8: `result_blobs` (the blobs each saved result refers to), filled for the results already there as
+    their kinds declare (`_BLOBS_BEFORE_8`), and `held_blobs` (blobs a writer holds until the result that refers to
+    them is saved; see `BlobHold`)."""
+    _execute_script(conn, _BLOB_TABLES)
+    for select in _BLOBS_BEFORE_8.values():
+        conn.execute(f"INSERT OR IGNORE INTO result_blobs {select}")
+
+
+_UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _add_ab_tables, 2: _add_specialization, 3: _add_results_table, 4: _rename_triton_version,
+    5: _add_result_columns, 6: _move_ab_results, 7: _add_blob_tables,
+}
+"""The upgrade steps in order, by the schema each upgrades from: `_UPGRADES[n]` takes schema n to n + 1."""
 
 
 def _referenced(conn: sqlite3.Connection, digest: str) -> bool:
