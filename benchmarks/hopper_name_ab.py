@@ -20,7 +20,7 @@ import argparse
 import torch
 
 from gluon_kernels import hopper_attention, transpose_v_for_fp8
-from tritonhook import ab
+from tritonhook import ab, format
 
 CONFIGS = [  # (dtype, causal): B=2, H=16, S=8192, D=128, the shape where the kernel is closest to cuDNN
     (torch.bfloat16, False),
@@ -68,7 +68,7 @@ def main() -> None:
         if args.in_process:
             report = ab.compare(run, ("plain", "cutlass_"), inputs=(q, k, v), flops=flops, rounds=args.rounds,
                                 check="bitwise", store=args.store, name=name, progress=False)
-            ab.print_report(report)
+            format.show(report)
             print(f"{name}: SASS of plain and cutlass_ byte-identical: {same_sass(report, args.store)}")
         else:
             ab.bench(run, inputs=(q, k, v), name=name, flops=flops)

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 import tritonhook
-from tritonhook import ab
+from tritonhook import ab, format
 
 pytestmark = pytest.mark.gpu
 RESULTS = Path("tritonhook-gpu-ab.json")
@@ -45,7 +45,7 @@ def matmul(torch, dtype, size: int, precision: str, block_k: int):
 
 def keep(title: str, report: ab.ABReport) -> None:
     """Print the report and add it to ./tritonhook-gpu-ab.json for the closing note."""
-    ab.print_report(report)
+    format.show(report)
     saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     saved[title] = report.to_json()
     RESULTS.write_text(json.dumps(saved, indent=2, default=str))

@@ -2,10 +2,11 @@
 
 Inputs are cubins, fatbins holding one cubin, PTX (assembled here with the chosen ptxas) or capture ids of the
 store (`load_input`). `diff_cubins` is a pure function of two parsed cubins (and, with `--sass`, their
-disassembly); `render` and `to_json` present its result. Kernels pair up as `--pair` says, else by name modulo
-the rename prefix (`matmul_kernel` meets `cutlass_matmul_kernel`), else a lone kernel on each side with the other;
-each section follows its kernel and keeps its own name on each side. SASS is called identical only when every
-function's normalized SASS has its twin on the other side, so an unpaired kernel can never hide a difference.
+disassembly); its result renders itself (`format.show`) or to JSON (`to_json`). Kernels pair up as `--pair` says,
+else by name modulo the rename prefix (`matmul_kernel` meets `cutlass_matmul_kernel`), else a lone kernel on each
+side with the other; each section follows its kernel and keeps its own name on each side. SASS is called identical
+only when every function's normalized SASS has its twin on the other side, so an unpaired kernel can never hide a
+difference.
 """
 
 from __future__ import annotations
@@ -306,11 +307,6 @@ def _same_sass(sass_a: dict, sass_b: dict) -> bool:
 
 
 # ----- presentation ----------------------------------------------------------------------------------------------
-def render(diff: CubinDiff) -> None:
-    """Old name of `format.show(diff)` (the diff renders itself)."""
-    format.show(diff)
-
-
 def _renderables(diff: CubinDiff):
     """Tables for people (rich), in the order one reads a diff: what, where, how much, which instructions."""
     if diff.identical:

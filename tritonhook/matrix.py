@@ -100,10 +100,6 @@ class PtxasMatrix:
         for skipped in self.skipped:
             yield format.line(f"skipped ptxas {skipped.version} ({skipped.path}): {skipped.why}: {skipped.reason}")
 
-    def render(self) -> None:
-        """Old name of `format.show(matrix)`."""
-        format.show(self)
-
     def _ptxas_names(self) -> dict[str, str]:
         """path -> its version, with a [n] mark when two paths share that version."""
         versions = {row.ptxas: row.version for row in self.rows}

@@ -21,12 +21,12 @@ from ..measure.timing import bench_interleaved
 from ..measure.variants import parse_variants
 from .protocol import bench, collect, read_records, record
 from .result import (ABReport, ABWorkloadEstimate, BenchmarkResult, SavedABResult, SavedABResults, VariantResult,
-                     analyze, print_report, saved_results)
+                     analyze, saved_results)
 from .runner import MIN_ROUNDS, compare, cubin_summary, kernel_deltas, kernel_summaries, run_interleaved
 
 __all__ = ["MIN_ROUNDS", "ABReport", "ABWorkloadEstimate", "BenchmarkResult",
            "SavedABResult", "SavedABResults", "VariantResult", "analyze", "attention_flops", "bench",
            "bench_interleaved", "bootstrap_ratio", "collect", "compare", "cubin_summary", "kernel_deltas",
            "kernel_summaries",
-           "parse_variants", "print_report", "ratio_interval", "read_records", "record", "run_interleaved",
+           "parse_variants", "ratio_interval", "read_records", "record", "run_interleaved",
            "saved_results", "verdict"]

@@ -277,8 +277,3 @@ def saved_results(store: Store) -> SavedABResults:
     """The A/B results `store` holds, in id order, typed (`Store.results(RESULT_KIND)`; a malformed one is a
     `TritonhookError` naming it)."""
     return SavedABResults(store.results(RESULT_KIND))
-
-
-def print_report(report: ABReport) -> None:
-    """Old name of `format.show(report)`."""
-    format.show(report)
