@@ -102,10 +102,12 @@ def bshd(*tensors):
 
 
 def dump_env(dump_dir: str) -> dict[str, str]:
-    """The environment that makes CuTe DSL dump every compiled kernel's PTX and cubin into `dump_dir`."""
-    from tritonhook.cute.capture import keep_env
+    """The variables that make CuTe DSL dump every compiled kernel's PTX and cubin into `dump_dir` (written as a
+    child process of tritonhook's would get them)."""
+    from tritonhook.cute.capture import keep_settings
+    from tritonhook.launcher import ChildSettings
 
-    return keep_env(dump_dir)
+    return ChildSettings(cute_keep=keep_settings(dump_dir)).variables()
 
 
 def name_cubins(dump_dir: str) -> list[dict]:

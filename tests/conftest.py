@@ -10,8 +10,6 @@ to its own; without them the fixtures that need them skip."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -147,15 +145,15 @@ def direct_builds(bisect_subjects, releases, tmp_path_factory) -> dict[str, dict
     """The bisects' independent measure: release -> kernel -> the `.text` (`text_sha256`, `text_size`) of the
     release's own compile of it (None: refused)."""
     import tritonhook
-    from tritonhook import config
+    from tritonhook.launcher import OFF, ChildSettings, Ptxas, run
 
     cache = tmp_path_factory.mktemp("triton-cache-direct")
-    env = {**os.environ, **config.CaptureSettings().to_env(),  # no capture
-           "PYTHONPATH": str(Path(tritonhook.__file__).parents[1]), "TRITON_CACHE_DIR": str(cache)}
+    settings = ChildSettings(capture=OFF, import_from=str(Path(tritonhook.__file__).parents[1]),
+                             ptxas=Ptxas(cache_dir=str(cache)))
     found = {}
     for release, python in releases.items():
-        done = subprocess.run([str(python), "-c", DIRECT, str(bisect_subjects[1]), json.dumps(BISECT_COMPILES)],
-                              env=env, capture_output=True, text=True, timeout=600, check=True)
+        done = run([str(python), "-c", DIRECT, str(bisect_subjects[1]), json.dumps(BISECT_COMPILES)], settings,
+                   capture_output=True, text=True, timeout=600, check=True)
         found[release] = json.loads(done.stdout.strip().splitlines()[-1])
     return found
 

@@ -285,10 +285,11 @@ def test_a_recording_that_cannot_start_inside_a_workload_never_breaks_it(python_
     """A workload started with the recording environment (as `record` starts one; here by an interpreter without
     torch, which the recorder needs): at `import triton` the recording fails to start, the workload runs on with
     its own exit status, and tritonhook says so once, with no traceback."""
-    from tritonhook.sweep.record import recording_env
+    from tritonhook.launcher import run
+    from tritonhook.sweep.record import recording_settings
 
-    done = subprocess.run([python_without_torch, "-c", "import triton; print('workload done'); raise SystemExit(5)"],
-                          env=recording_env(tmp_path / "s", "guarded"), capture_output=True, text=True)
+    done = run([python_without_torch, "-c", "import triton; print('workload done'); raise SystemExit(5)"],
+               recording_settings(tmp_path / "s", "guarded"), capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (5, "workload done\n"), done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith("tritonhook: recording in process ") and line.endswith(

@@ -13,8 +13,9 @@ The order (this table is its only declaration; docs/layout.md describes it):
                   tritonhook's C helpers)
   2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
   3 adapters      _triton (the only module touching Triton internals), _ray (the only one touching Ray), rename,
-                  tma_scope, ptxas_wrapper, tune_space (the only one touching CompileIQ)
-  4 capture       ptx_capture (the capture core: sessions, enable, disable, a child's capture environment; it
+                  tma_scope, ptxas_wrapper, tune_space (the only one touching CompileIQ), launcher (the one way into a
+                  child process: the settings it inherits, the only code that builds its environment)
+  4 capture       ptx_capture (the capture core: sessions, enable, disable, a child's capture at start-up; it
                   imports no feature: a session's listeners, such as preflight's checker, are registered from above
                   in `ptx_capture.LISTENER_FACTORIES`, by the package), cute adapters (they write into the active
                   session's store)
@@ -44,7 +45,7 @@ LAYERS: list[set[str]] = [
     {"errors", "config", "format", "files", "flops", "_nvml_sampler", "_version", "_imports", "processes"},
     {"ptx", "tools", "_native"},
     {"cubin", "store", "samples"},
-    {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper", "tune_space"},
+    {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper", "tune_space", "launcher"},
     {"ptx_capture", "cute"},
     {"preflight"},
     {"measure"},

@@ -16,10 +16,10 @@ from elftools.elf.elffile import ELFFile
 from hypothesis import given, settings, strategies as st
 
 import tritonhook
-from tritonhook import cli, config
+from tritonhook import cli
 from tritonhook.errors import TritonhookError
-from tritonhook.rename import (make_ptx_transform, make_selector, ptx_entries, rename_from_settings, rename_ptx,
-                               rename_settings, strip_ptx)
+from tritonhook.launcher import Capture, ChildSettings
+from tritonhook.rename import make_ptx_transform, make_selector, ptx_entries, rename_ptx, strip_ptx
 from tritonhook.samples import compile_sample
 
 REPO = Path(__file__).resolve().parents[1]
@@ -183,9 +183,10 @@ def test_rename_is_idempotent_and_strip_undoes_cutlass(add_ptx, prefix):
 
 
 def _through_the_environment(rename, select):
-    """What a child decodes of this process's rename and select, written and read by `config.CaptureSettings`."""
-    sent = config.CaptureSettings(**rename_settings(rename, select)).to_env()
-    return rename_from_settings(config.CaptureSettings.from_env(sent))
+    """What a child decodes of this process's rename and select, written and read by `launcher.ChildSettings`."""
+    sent = ChildSettings(capture=Capture.of("/tmp/s", rename=rename, select=select)).variables({})
+    received = ChildSettings.current(sent).capture
+    return received.rename, received.select
 
 
 def test_rename_settings_travel_through_the_environment():

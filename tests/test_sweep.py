@@ -614,7 +614,8 @@ def test_a_recording_failing_at_launches_inside_a_workload_never_breaks_it(tmp_p
     """A workload started with the recording environment (as `record` starts one) whose recorder fails for real
     at its launches and at exit (CPU torch: no CUDA for the timing events): the workload runs to its end with its
     own exit status, and tritonhook says once how many times it failed and the first, with no traceback."""
-    from tritonhook.sweep.record import recording_env
+    from tritonhook.launcher import run
+    from tritonhook.sweep.record import recording_settings
 
     script = tmp_path / "workload.py"
     script.write_text(
@@ -627,8 +628,8 @@ def test_a_recording_failing_at_launches_inside_a_workload_never_breaks_it(tmp_p
         "    kernel.launch_metadata((1,), 0, x, x, x, 128, 1024)\n"
         "print('workload done')\n"
         "sys.exit(7)\n")
-    done = subprocess.run([sys.executable, str(script)], env=recording_env(tmp_path / "s", "guarded"),
-                          capture_output=True, text=True)
+    done = run([sys.executable, str(script)], recording_settings(tmp_path / "s", "guarded"), capture_output=True,
+               text=True)
     assert (done.returncode, done.stdout) == (7, "workload done\n"), done.stderr
     lines = [line for line in done.stderr.splitlines() if "tritonhook" in line]
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr

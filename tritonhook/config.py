@@ -4,9 +4,8 @@ Why one module: a setting that travels to child processes (the store, rename, TM
 written by one process and read by another, and when the name or the encoding lives in two places they drift.
 Here each variable is an `EnvVar` with its type, default and a docstring; modules read it with `VAR.get()` and
 write it with `VAR.encode(value)`; `scope()` sets variables for a block (or until `close()`) and puts back exactly
-what was there. The state a child process inherits has one writer and one reader each: `CaptureSettings` (capture,
-rename, TMA-scope fix) and `RecordSettings` (recording), both with `from_env` / `to_env`; no module builds those
-variables by hand.
+what was there. What a child process inherits is written by one object, `launcher.ChildSettings`, the only code
+that builds a child's environment.
 
 Grouped by feature, as Triton's `knobs.py` is: capture, rename, ptxas, CuTe DSL, memwatch, A/B, record and sweep,
 report, then the paths and programs several features share.
@@ -27,9 +26,10 @@ from typing import Callable, Generic, Iterator, Mapping, MutableMapping, TypeVar
 T = TypeVar("T")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class EnvVar(Generic[T]):
-    """One environment variable: its name, how its text decodes, what an unset or empty one means."""
+    """One environment variable: its name, how its text decodes, what an unset or empty one means. Each is declared
+    once, so one is equal only to itself (and hashes so, a list default included: `launcher` keys by them)."""
 
     name: str
     default: T
@@ -98,7 +98,7 @@ FIX_TMA_SCOPE = EnvVar("TRITONHOOK_FIX_TMA_SCOPE", False, _tma_scope,
                        "'all' every target's, other text those of targets starting with it ('sm_120').",
                        _tma_scope_text)
 BOOTSTRAP_DIR = Path(__file__).parent / "_bootstrap"
-"""tritonhook's sitecustomize, put first on a capturing child's PYTHONPATH (`CaptureSettings.to_env`)."""
+"""tritonhook's sitecustomize, put first on a capturing child's PYTHONPATH (`launcher.ChildSettings`)."""
 GPU = EnvVar("TRITONHOOK_GPU", None, str,
              "The GPU the capture-time stack-reservation warning quotes (a preflight table name such as rtx5090), "
              "when no GPU is visible or to override the visible one.")
@@ -116,11 +116,9 @@ WARN_BYTES = 256 * 2**20
 
 # ----- rename (`rename`) --------------------------------------------------------------------------------------------
 RENAME = EnvVar("TRITONHOOK_RENAME", None, str,
-                "The rename a child process applies in the PTX stage: a prefix, or ':strip' (`STRIP_VALUE`).")
+                "The rename a child process applies in the PTX stage: a prefix, or ':strip' (`rename.encode`).")
 SELECT = EnvVar("TRITONHOOK_SELECT", None, str,
                 "Regex of the kernel names the rename applies to (unset: all kernels).")
-STRIP_VALUE = ":strip"
-"""The value of TRITONHOOK_RENAME that means `tritonhook.STRIP` (remove 'cutlass' from names)."""
 
 # ----- decisions applied at compile time (`decisions.apply`) --------------------------------------------------------
 APPLY = EnvVar("TRITONHOOK_APPLY", None, str,
@@ -300,78 +298,6 @@ NATIVE_CACHE = EnvVar("TRITONHOOK_NATIVE_CACHE", "~/.cache/tritonhook", str,
                       "per source, Python and platform.")
 CC = EnvVar("CC", None, str, "The C compiler for tritonhook's C helpers (as for Triton's launchers); else cc, gcc, "
             "clang on PATH.")
-
-
-# ----- the settings a child process inherits --------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class CaptureSettings:
-    """What `tritonhook run` / `enable()` / `record` / `ab` hand to child processes: where to capture and which
-    PTX rewrites to make. The only writer (`to_env`) and reader (`from_env`) of these variables.
-
-    `rename` / `select` are the encoded forms (a prefix or `STRIP_VALUE`; a regex): `rename.rename_settings` and
-    `rename.rename_from_settings` convert. `fix_tma_scope` is `enable()`'s: False, True (sm_12x) or an arch prefix.
-    `apply` is `enable()`'s, as an absolute path (a decisions file or a store directory)."""
-
-    store: str | None = None
-    enable: bool = False
-    rename: str | None = None
-    select: str | None = None
-    fix_tma_scope: bool | str = False
-    apply: str | None = None
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "CaptureSettings":
-        return cls(store=STORE.get(environ), enable=ENABLE.get(environ), rename=RENAME.get(environ),
-                   select=SELECT.get(environ), fix_tma_scope=FIX_TMA_SCOPE.get(environ), apply=APPLY.get(environ))
-
-    def to_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """Every variable of these settings, as text (an unset setting is "" so that it overrides a parent's); when
-        capture is enabled, also PYTHONPATH: `environ`'s (default os.environ) with tritonhook's sitecustomize first."""
-        env = {STORE.name: STORE.encode(self.store), ENABLE.name: ENABLE.encode(self.enable),
-               RENAME.name: RENAME.encode(self.rename), SELECT.name: SELECT.encode(self.select),
-               FIX_TMA_SCOPE.name: FIX_TMA_SCOPE.encode(self.fix_tma_scope), APPLY.name: APPLY.encode(self.apply)}
-        if self.enable:
-            paths = PYTHONPATH.get(environ)
-            env[PYTHONPATH.name] = PYTHONPATH.encode(paths if str(BOOTSTRAP_DIR) in paths
-                                                     else [str(BOOTSTRAP_DIR), *paths])
-        return env
-
-
-@dataclasses.dataclass(frozen=True)
-class RecordSettings:
-    """What `tritonhook record` / `sweep` hand to a workload's processes besides `CaptureSettings`: whether to
-    record, the label the parent finds the recordings by, the sampling and the snapshot budgets. The only writer
-    (`to_env`) and reader (`from_env`) of these variables."""
-
-    record: bool = False
-    label: str = RECORD_LABEL.default
-    sample_every: int = RECORD_SAMPLE.default
-    snapshot_budget: int = SNAPSHOT_BUDGET.default
-    snapshot_total_budget: int = SNAPSHOT_TOTAL_BUDGET.default
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "RecordSettings":
-        return cls(record=RECORD.get(environ), label=RECORD_LABEL.get(environ),
-                   sample_every=RECORD_SAMPLE.get(environ), snapshot_budget=SNAPSHOT_BUDGET.get(environ),
-                   snapshot_total_budget=SNAPSHOT_TOTAL_BUDGET.get(environ))
-
-    def to_env(self) -> dict[str, str]:
-        return to_env({RECORD: self.record, RECORD_LABEL: self.label, RECORD_SAMPLE: self.sample_every,
-                       SNAPSHOT_BUDGET: self.snapshot_budget, SNAPSHOT_TOTAL_BUDGET: self.snapshot_total_budget})
-
-
-def child_environment(*overrides: Mapping[str, str]) -> dict[str, str]:
-    """A copy of this process's environment with `overrides` applied in order: the base of every child process's
-    environment (config is the one module that reads os.environ; the settings' `to_env()` make the overrides)."""
-    env = dict(os.environ)
-    for values in overrides:
-        env.update(values)
-    return env
-
-
-def to_env(values: Mapping[EnvVar, object]) -> dict[str, str]:
-    """`{VAR: value}` -> `{name: text}`, each value encoded as its variable's `get` reads it back."""
-    return {var.name: var.encode(value) for var, value in values.items()}
 
 
 class scope:

@@ -141,8 +141,10 @@ def enable(store: str | os.PathLike | Store | None = None, *, subprocesses: bool
         pinner.install()
     atexit.register(session.report_losses)
     if subprocesses:
-        session.exported_env = config.scope(capture_settings(opened.path, rename=rename, select=select,
-                                                             fix_tma_scope=fix_tma_scope, apply=apply).to_env())
+        from .launcher import Capture, ChildSettings
+
+        capture = Capture.of(opened.path, rename=rename, select=select, fix_tma_scope=fix_tma_scope, apply=apply)
+        session.exported_env = config.scope(ChildSettings(capture=capture).variables())
     _active = session
     return session
 
@@ -185,33 +187,12 @@ def session(store: str | os.PathLike | Store | None = None, **options) -> Iterat
         disable()
 
 
-# ----- environment for child processes --------------------------------------------------------------------------
-def capture_settings(store_path: os.PathLike, *, rename: _rename.Rename | None = None, select: _rename.Selector = None,
-                     fix_tma_scope: bool | str = False, apply: str | os.PathLike | None = None
-                     ) -> config.CaptureSettings:
-    """What a child process needs to capture into `store_path` as `enable(store_path, rename=..., select=...,
-    fix_tma_scope=...)` would in this one (the one place that turns `enable`'s options into `CaptureSettings`)."""
-    from .rename import rename_settings
-
-    return config.CaptureSettings(store=str(Path(store_path).resolve()), enable=True,
-                                  **rename_settings(rename, select), fix_tma_scope=fix_tma_scope,
-                                  apply=None if apply is None else str(Path(apply).resolve()))
-
-
-def child_env(store_path: os.PathLike, base: dict | None = None, **options) -> dict[str, str]:
-    """The environment under which a Python child process captures into `store_path` at start-up, with `enable`'s
-    rename, select, fix_tma_scope and apply `options`: `base` (default this process's) with `capture_settings`'s variables."""
-    env = config.child_environment() if base is None else dict(base)
-    env.update(capture_settings(store_path, **options).to_env(env))
-    return env
-
-
+# ----- in a child process ----------------------------------------------------------------------------------------
 def enable_from_env() -> None:
     """Called at start-up (sitecustomize) when `TRITONHOOK_ENABLE=1`, once Triton is imported."""
-    from .rename import rename_from_settings
+    from .launcher import ChildSettings
 
-    settings = config.CaptureSettings.from_env()
-    if settings.enable and _active is None:
-        rename, select = rename_from_settings(settings)
-        enable(settings.store, subprocesses=False, rename=rename, select=select,
-               fix_tma_scope=settings.fix_tma_scope, apply=settings.apply)
+    capture = ChildSettings.current().capture
+    if capture is not None and _active is None:
+        enable(capture.store, subprocesses=False, rename=capture.rename, select=capture.select,
+               fix_tma_scope=capture.fix_tma_scope, apply=capture.apply)

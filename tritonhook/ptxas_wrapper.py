@@ -32,12 +32,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from . import config, processes, ptx as _ptx
 from .errors import TritonhookError
 from .store import NewCapture, Store
 from .tools import find_ptxas, ptxas_version
+
+if TYPE_CHECKING:
+    from .launcher import Ptxas
 
 MARKER = "# tritonhook-ptxas-wrapper"
 REAL_SUFFIX = ".tritonhook-real"
@@ -490,24 +493,26 @@ def _is_elf(path: str) -> bool:
 
 
 # ----- tritonhook capture: wrappers on the side, and wheel ptxas wrapped for the command's duration ---------------
-def capture_env(workdir: str | os.PathLike, store: str | os.PathLike, environ: dict | None = None) -> dict[str, str]:
-    """Environment for a command whose ptxas calls should be recorded into `store` without an install.
+def side_wrappers(workdir: str | os.PathLike, store: str | os.PathLike, environ: dict | None = None) -> Ptxas:
+    """The ptxas of a command whose ptxas calls should be recorded into `store` without an install: wrappers
+    (written in `workdir`) around the ptxas Triton would have run for each of its two variables (the user's
+    override, else the bundled one), and a folder put first on PATH with a wrapper around PATH's ptxas. A ptxas
+    that already is an installed wrapper is left alone (it records already)."""
+    from .launcher import Ptxas
 
-    Triton's `TRITON_PTXAS_PATH` / `TRITON_PTXAS_BLACKWELL_PATH` point at wrappers (written in `workdir`) around
-    the ptxas Triton would have run (the user's override, else the bundled one), and PATH gets a wrapper around
-    PATH's ptxas. A ptxas that already is an installed wrapper is left alone (it records already).
-    """
     bundled = {b.origin: b.path for b in find_ptxas() if b.origin in dict(config.TRITON_OVERRIDES)}
-    env = {}
+    wrapped = {}
     for origin, var in config.TRITON_OVERRIDES:
         real = var.get(environ) or bundled.get(origin)
         if real and read_settings(real) is None:
-            env[var.name] = _side_wrapper(Path(workdir, "triton", origin.split()[1]), real, store)
+            wrapped[var] = _side_wrapper(Path(workdir, "triton", origin.split()[1]), real, store)
     on_path = shutil.which("ptxas", path=config.PATH.encode(config.PATH.get(environ)) or None)
+    path_first = None
     if on_path and read_settings(on_path) is None:
         _side_wrapper(Path(workdir, "path", "ptxas"), on_path, store)
-        env[config.PATH.name] = config.PATH.encode([str(Path(workdir, "path")), *config.PATH.get(environ)])
-    return env
+        path_first = str(Path(workdir, "path"))
+    return Ptxas(wrapped.get(config.TRITON_PTXAS_PATH), wrapped.get(config.TRITON_PTXAS_BLACKWELL_PATH),
+                 path_first=path_first)
 
 
 @contextlib.contextmanager

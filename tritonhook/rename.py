@@ -23,7 +23,6 @@ import hashlib
 import re
 from typing import Callable, Iterable, Union
 
-from . import config
 from .ptx import entries as ptx_entries, rename_symbols
 from ._triton import ORIGINAL_NAME_KEY, PtxTransform
 from .errors import TritonhookError
@@ -171,19 +170,15 @@ def rename_in_stage(ptx: str, metadata: dict, original: str, target: str) -> str
     return rename_symbols(ptx, {original: target})
 
 
-def rename_settings(rename: Rename | None, select: Selector = None) -> dict[str, str | None]:
-    """The `rename` and `select` fields of `config.CaptureSettings` that make a child process rename as this one
-    does (`ptx_capture.capture_settings`). A callable selector cannot travel: children then rename nothing rather
-    than rename everything."""
-    if rename is None or callable(select):
-        return {"rename": None, "select": None}
-    if select is None or isinstance(select, (str, re.Pattern)):
-        pattern = None if select is None else compile_select(select).pattern
-    else:
-        pattern = exact_names_pattern(select)
-    return {"rename": config.STRIP_VALUE if isinstance(rename, _Strip) else rename, "select": pattern}
+STRIP_TEXT = ":strip"
+"""`STRIP` as a child process reads it (no prefix starts with ':', which a kernel name cannot hold)."""
 
 
-def rename_from_settings(settings: config.CaptureSettings) -> tuple[Rename | None, str | None]:
-    """`(rename, select)` of the settings a child inherited (`ptx_capture.enable_from_env`); none: no rename."""
-    return (STRIP if settings.rename == config.STRIP_VALUE else settings.rename), settings.select
+def encode(rename: Rename | None) -> str | None:
+    """The text a child process reads back as `rename` (`decode`): the prefix, or `STRIP_TEXT`."""
+    return STRIP_TEXT if isinstance(rename, _Strip) else rename
+
+
+def decode(text: str | None) -> Rename | None:
+    """The rename `encode` wrote."""
+    return STRIP if text == STRIP_TEXT else text

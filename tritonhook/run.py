@@ -15,7 +15,6 @@ import contextlib
 import dataclasses
 import os
 import secrets
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -25,8 +24,8 @@ from . import config, format
 from ._imports import noted
 from ._triton import REQUIREMENT
 from .errors import TritonhookError
+from .launcher import Capture, ChildSettings, run as run_child
 from .preflight import named_gpu
-from .ptx_capture import child_env
 from .rename import Rename, Selector
 from .store import Store
 
@@ -54,15 +53,6 @@ class RunResult:
         yield format.line(self.summary())
 
 
-def start(command: list[str], **kwargs) -> subprocess.CompletedProcess:
-    """subprocess.run, with a failure to start the program (a #! interpreter that does not exist, say) as one
-    line."""
-    try:
-        return subprocess.run(command, **kwargs)
-    except OSError as exc:
-        raise TritonhookError(f"{command[0]}: cannot start it ({exc.strerror or exc})") from None
-
-
 def run_command(command: list[str], store: Store | str | os.PathLike | None = None, *,
                 rename: Rename | None = None, select: Selector = None, fix_tma_scope: bool | str = False,
                 apply: str | os.PathLike | None = None) -> RunResult:
@@ -78,9 +68,8 @@ def run_command(command: list[str], store: Store | str | os.PathLike | None = No
         apply = check_source(apply)
     before = store.last_id()
     with tempfile.TemporaryDirectory(prefix="tritonhook-run-") as notes:
-        env = {**child_env(store.path, rename=rename, select=select, fix_tma_scope=fix_tma_scope, apply=apply),
-               config.NOTE_IMPORTS.name: notes}
-        completed = start(command, env=env)
+        capture = Capture.of(store.path, rename=rename, select=select, fix_tma_scope=fix_tma_scope, apply=apply)
+        completed = run_child(command, ChildSettings(capture=capture, notes=notes))
         return _result(store, before, completed.returncode, noted(notes))
 
 
@@ -90,8 +79,8 @@ def capture_command(command: list[str], store: Store | str | os.PathLike | None 
     `stdout` redirects the command's own output (the CLI's --json keeps stdout for its summary).
     `wheel_ptxas`: also wrap the pip-wheel ptxas binaries in place for the command's duration (cuTile's
     `tileiras` reaches no other way); opt-in, since it changes files of the Python environment while it runs."""
-    from .cute.capture import collect_dump_dir, keep_env
-    from .ptxas_wrapper import capture_env, restore_orphans, wheel_ptxas_wrapped
+    from .cute.capture import collect_dump_dir, keep_settings
+    from .ptxas_wrapper import restore_orphans, side_wrappers, wheel_ptxas_wrapped
 
     store = _writable_store(store)
     before = store.last_id()
@@ -102,10 +91,10 @@ def capture_command(command: list[str], store: Store | str | os.PathLike | None 
         dump = config.CUTE_DSL_DUMP_DIR.get() or str(Path(work) / "cute-dump")
         notes = Path(work) / "notes"
         notes.mkdir()
-        env = {**child_env(store.path), **capture_env(work, store.path), **keep_env(dump),
-               config.CAPTURE_TOKEN.name: token, config.NOTE_IMPORTS.name: str(notes)}
+        settings = ChildSettings(capture=Capture.of(store.path), ptxas=side_wrappers(work, store.path),
+                                 cute_keep=keep_settings(dump), token=token, notes=str(notes))
         began = time.time()
-        completed = start(command, env=env, stdout=stdout)
+        completed = run_child(command, settings, stdout=stdout)
         collect_dump_dir(dump, store, since=began)
         return _result(store, before, completed.returncode, noted(str(notes)), cutile_hint=not wheel_ptxas)
 

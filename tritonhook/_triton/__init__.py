@@ -26,9 +26,9 @@ from __future__ import annotations
 from .autotune import (INDUCTOR_AUTOTUNER_MODULE, AutotuneCandidate, AutotuneDecision, AutotunePinner,
                        AutotuneTracer, autotune_config, config_matches, inductor_tuning_key, tuning_key)
 from .compile import (ORIGINAL_NAME_KEY, CubinTransform, HookInstallation, PtxTransform, current_hooks, hook_slots, loaded_event,
-                      ptxas_args_of, ptxas_environment, ptxas_for, ptxases_for, triton_ptxas)
+                      ptxas_args_of, check_ptxas_arm, ptxas_for, ptxases_for, triton_ptxas)
 from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtime_hooks, allocator_var,
-                       inductor_launches_through_triton, inductor_launches_through_triton_env, launch_spec,
+                       inductor_launches_through_triton, launch_spec,
                        remove_runtime_hooks, signature_key_of)
 from .rebuild import RebuiltKernel, compile_rebuilt
 from .rebuild_record import HELPERS_STAGE, PYTHON_STAGE, REBUILD_STAGE, helper_modules
@@ -40,12 +40,12 @@ __all__ = [
     "REQUIREMENT", "check_supported", "parse_version", "triton_version",
     # compile
     "ORIGINAL_NAME_KEY", "CubinTransform", "HookInstallation", "PtxTransform", "current_hooks", "hook_slots", "loaded_event",
-    "ptxas_args_of", "ptxas_environment", "ptxas_for", "ptxases_for", "triton_ptxas",
+    "ptxas_args_of", "check_ptxas_arm", "ptxas_for", "ptxases_for", "triton_ptxas",
     # autotune
     "INDUCTOR_AUTOTUNER_MODULE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "tuning_key",
     # launches
     "RUNTIME_HOOK_CHAINS", "LaunchSpec", "LaunchTracer", "add_runtime_hooks", "allocator_var",
-    "inductor_launches_through_triton", "inductor_launches_through_triton_env", "launch_spec",
+    "inductor_launches_through_triton", "launch_spec",
     "remove_runtime_hooks", "signature_key_of",
     # replay
     "launch", "load_kernel", "make_tensor_descriptor", "tensor_descriptor_fields",

@@ -144,20 +144,21 @@ def option_names() -> tuple[str, ...]:
         return ()
 
 
-# ----- the ptxas and options a child process's compiles run (ab's variants) -------------------------------------
+# ----- whether a child process's compiles can run a variant's ptxas and options (ab's variants) -----------------
 _PTXAS_KNOBS = (("ptxas", config.TRITON_PTXAS_PATH), ("ptxas_blackwell", config.TRITON_PTXAS_BLACKWELL_PATH))
 
 
-def ptxas_environment(what: str, ptxas: str | None, args: Sequence[str]) -> dict[str, str]:
-    """The variables under which Triton, imported after they are set (in a child process), compiles every target
-    with `ptxas` (None: its own) and hands it `args` after the extra options this environment gives already, all
-    through its own compile. Triton 3.6-3.9 take the binary from `knobs.nvidia.ptxas` (TRITON_PTXAS_PATH) or, for
-    newer targets, `knobs.nvidia.ptxas_blackwell` (TRITON_PTXAS_BLACKWELL_PATH; sm_100+ in 3.6-3.8, sm_90+ in 3.9):
-    both are set. The options are `knobs.nvidia.ptxas_options` (PTXAS_OPTIONS), the default of the compile option
+def check_ptxas_arm(what: str, ptxas: str | None, args: Sequence[str]) -> None:
+    """Refuse, in one line naming `what` and the release, a variant this Triton cannot build as asked: in a child
+    process started with `launcher.Ptxas(triton=ptxas, blackwell=ptxas, options=args)` it must compile every
+    target with `ptxas` (None: its own) and hand it `args` after the extra options its environment gives already,
+    all through its own compile. Triton 3.6-3.9 take the binary from `knobs.nvidia.ptxas` (TRITON_PTXAS_PATH) or,
+    for newer targets, `knobs.nvidia.ptxas_blackwell` (TRITON_PTXAS_BLACKWELL_PATH; sm_100+ in 3.6-3.8, sm_90+ in
+    3.9): both are set. The options are `knobs.nvidia.ptxas_options` (PTXAS_OPTIONS), the default of the compile option
     `ptx_options`, bound when the NVIDIA backend is imported and split at spaces by `make_cubin`. Neither
     variable is among Triton's cache-invalidating ones, but what they change is in its cache key: the backend's
-    hash holds the ptxas's `--version` text, the options' hash `ptx_options`. A release without these knobs, or
-    an argument Triton would split, is refused in one line naming `what` and the release."""
+    hash holds the ptxas's `--version` text, the options' hash `ptx_options`. Refused: a release without these
+    knobs, an argument Triton would split."""
     from triton import knobs
 
     wanted = [knob for knob in _PTXAS_KNOBS if ptxas] + ([("ptxas_options", config.PTXAS_OPTIONS)] if args else [])
@@ -173,10 +174,6 @@ def ptxas_environment(what: str, ptxas: str | None, args: Sequence[str]) -> dict
     if split := [arg for arg in args if not arg or arg != "".join(arg.split())]:
         raise TritonhookError(f"{what}: {split[0]!r}: Triton {triton_version()} splits its ptxas options at "
                               f"spaces, so an option holding one cannot be passed")
-    env = {var.name: ptxas for _, var in _PTXAS_KNOBS} if ptxas else {}
-    if args:
-        env[config.PTXAS_OPTIONS.name] = " ".join([*(config.PTXAS_OPTIONS.get() or "").split(), *args])
-    return env
 
 
 def ptxas_args_of(options: Mapping) -> tuple[str, ...] | None:

@@ -295,22 +295,17 @@ class LaunchTracer:
 
 
 # ----- Inductor's static launcher, switched off while launches are traced ------------------------------------------
-def inductor_launches_through_triton_env() -> dict[str, str]:
-    """The variable that switches Inductor's static CUDA launcher off in a process that imports torch later (a
-    child process, or this one before `torch._inductor.config` is loaded)."""
-    return config.to_env({config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER: "0"})
-
-
 @contextlib.contextmanager
 def inductor_launches_through_triton() -> Iterator[None]:
     """Inductor's static CUDA launcher (on by default in torch 2.11 and 2.13) calls the cubin directly, past
     `CompiledKernel.launch_metadata` and Triton's launch hooks: a `LaunchTracer` never sees those launches. Switch
-    it off for the block: the variable for what imports torch later, torch's config where it is loaded already
+    it off for the block: the variable for what imports torch later in this process (a child process gets it from
+    `launcher.ChildSettings.inductor_through_triton`), torch's config where it is loaded already
     (`use_static_cuda_launcher`; torch 2.13 also reads it as `use_static_triton_launcher`, an alias). Inductor
     reads the config when it builds a kernel's launcher, so kernels built before the block keep theirs."""
     inductor_config = sys.modules.get("torch._inductor.config")
     saved = getattr(inductor_config, "use_static_cuda_launcher", None)
-    with config.scope(inductor_launches_through_triton_env()):
+    with config.scope({config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER.name: "0"}):
         if inductor_config is not None:
             inductor_config.use_static_cuda_launcher = False
         try:

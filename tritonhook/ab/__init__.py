@@ -22,11 +22,11 @@ from ..measure.variants import parse_variants
 from .protocol import bench, collect, read_records, record
 from .result import (ABReport, ABWorkloadEstimate, BenchmarkResult, SavedABResult, SavedABResults, VariantResult,
                      analyze, saved_results)
-from .runner import MIN_ROUNDS, compare, cubin_summary, kernel_deltas, kernel_summaries, run_interleaved
+from .runner import MIN_ROUNDS, compare, kernel_deltas, kernel_summaries, run_interleaved
 
 __all__ = ["MIN_ROUNDS", "ABReport", "ABWorkloadEstimate", "BenchmarkResult",
            "SavedABResult", "SavedABResults", "VariantResult", "analyze", "attention_flops", "bench",
-           "bench_interleaved", "bootstrap_ratio", "collect", "compare", "cubin_summary", "kernel_deltas",
+           "bench_interleaved", "bootstrap_ratio", "collect", "compare", "kernel_deltas",
            "kernel_summaries",
            "parse_variants", "ratio_interval", "read_records", "record", "run_interleaved",
            "saved_results", "verdict"]

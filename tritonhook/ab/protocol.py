@@ -13,15 +13,10 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from ..config import AB_OUT, AB_OUTPUTS, AB_ROUND, AB_VARIANT, to_env
+from ..launcher import ChildSettings
 from ..errors import TritonhookError
 from ..measure.stats import median
 from ..measure.timing import BenchResult, bench_interleaved
-
-
-def child_env(out: Path, variant: str, round_index: int, outputs: str) -> dict[str, str]:
-    """The variables the runner sets for one child: where it reports, which variant and round it is."""
-    return to_env({AB_OUT: out, AB_VARIANT: variant, AB_ROUND: round_index, AB_OUTPUTS: outputs})
 
 
 def bench(fn: Callable, *, inputs: Sequence = (), warmup_ms: float = 25.0, rep_ms: float = 100.0,
@@ -44,17 +39,17 @@ def record(name: str, ms: float, *, flops: float | None = None, output=None) -> 
     `output` (a tensor) is what the variants' results are compared on: its sha256 is recorded, and in round 0
     the tensor itself is saved so the runner can fall back to allclose when the bits differ.
     """
-    entry = {"name": name, "ms": float(ms), "flops": flops, "variant": AB_VARIANT.get(), "round": AB_ROUND.get(),
-             "pid": os.getpid()}
+    ab = ChildSettings.current().ab
+    entry = {"name": name, "ms": float(ms), "flops": flops, "variant": ab.variant if ab else None,
+             "round": ab.round_index if ab else 0, "pid": os.getpid()}
     if output is not None:
         entry["output_sha256"] = _tensor_digest(output)
-        if AB_OUTPUTS.get() and entry["round"] == 0:
+        if ab is not None and ab.outputs and ab.round_index == 0:
             import torch
 
-            torch.save(output.detach().cpu(), Path(AB_OUTPUTS.get()) / output_file(entry["variant"], name))
-    path = AB_OUT.get()
-    if path:
-        with open(path, "a", encoding="utf-8") as handle:
+            torch.save(output.detach().cpu(), Path(ab.outputs) / output_file(ab.variant, name))
+    if ab is not None:
+        with open(ab.out, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry) + "\n")
     else:
         print(f"tritonhook.ab.record: {name} {ms:.4f} ms")

@@ -6,21 +6,21 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from .. import _triton, format, preflight, tools
-from ..config import MIN_ROUNDS, TRITON_CACHE_DIR, to_env
+from ..config import MIN_ROUNDS
 from ..cubin import Cubin, CubinDeltas
 from ..errors import TritonhookError
+from ..launcher import AbRound, Capture, ChildSettings, Ptxas, run as run_child
 from ..measure.outputs import compare_outputs
 from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.timing import bench_interleaved
 from ..measure.variants import PLAIN, Variant, parse_variants, refuse_configs
 from ..rename import DEFAULT_PREFIX, Selector
-from .protocol import child_env as protocol_env, collect, output_file, read_records
+from .protocol import collect, output_file, read_records
 from .result import ABReport, analyze
 
 
@@ -105,8 +105,6 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
     """Run `command` once per variant per round (A B A B ...), each in a fresh process, and analyse the timings
     it reports. Each child captures into `store` with its variant's rename, and compiles with its variant's ptxas,
     options and control file (`_arm_builds`); every Triton build an arm captured is checked to have been made so."""
-    from ..ptx_capture import child_env
-
     if rounds < MIN_ROUNDS:
         raise TritonhookError(f"--rounds {rounds}: use at least {MIN_ROUNDS} so the interval means something")
     records, pids = [], {v.label: set() for v in variants}
@@ -117,10 +115,11 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
         for round_index in range(rounds):
             for variant in variants:
                 out = Path(scratch) / f"round{round_index}-{len(records)}.jsonl"
-                env = {**child_env(store.path, rename=variant.rename,
-                                   select=select if variant.rename is not None else None),
-                       **protocol_env(out, variant.label, round_index, scratch), **builds[variant.label][0]}
-                reported = _run_child(command, env, out, f"round {round_index + 1}, variant {variant.label}")
+                capture = Capture.of(store.path, rename=variant.rename,
+                                     select=select if variant.rename is not None else None)
+                settings = ChildSettings(capture=capture, ab=AbRound(str(out), variant.label, round_index, scratch),
+                                         ptxas=builds[variant.label][0])
+                reported = _run_child(command, settings, out, f"round {round_index + 1}, variant {variant.label}")
                 records += reported
                 pids[variant.label].update(r["pid"] for r in reported)
                 step(f"round {round_index + 1}/{rounds} {variant.label}")
@@ -134,9 +133,9 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
     return _finish(store, benchmarks, variants, rounds, select, command, captures, min_effect)
 
 
-def _arm_builds(variants: Sequence[Variant], scratch: Path) -> dict[str, tuple[dict[str, str], tuple[str, ...]]]:
-    """Per variant: (the variables its children run under, the ptxas arguments it adds), so that Triton's own
-    compile runs the variant's ptxas with its options and control file (`_triton.ptxas_environment`); ({}, ())
+def _arm_builds(variants: Sequence[Variant], scratch: Path) -> dict[str, tuple[Ptxas | None, tuple[str, ...]]]:
+    """Per variant: (the ptxas its children's compiles run, the ptxas arguments it adds), so that Triton's own
+    compile runs the variant's ptxas with its options and control file (`_triton.check_ptxas_arm`); (None, ())
     for a variant that only renames. The control file's checked bytes are written under their sha256, so the
     `--apply-controls=` that a capture's options record names the bytes that built it. Each such arm compiles
     into a Triton cache of its own for the run: Triton's key tells a ptxas apart only by its `--version` text (two
@@ -144,7 +143,7 @@ def _arm_builds(variants: Sequence[Variant], scratch: Path) -> dict[str, tuple[d
     builds = {}
     for index, variant in enumerate(variants):
         if not variant.assembles:
-            builds[variant.label] = {}, ()
+            builds[variant.label] = None, ()
             continue
         args = list(variant.options)
         if variant.controls is not None:
@@ -153,9 +152,9 @@ def _arm_builds(variants: Sequence[Variant], scratch: Path) -> dict[str, tuple[d
             copy.parent.mkdir(exist_ok=True)
             copy.write_bytes(variant.controls.data)
             args.append(f"--apply-controls={copy}")
-        env = _triton.ptxas_environment(f"variant {variant.label}", variant.ptxas, args)
-        builds[variant.label] = {**env, **to_env({TRITON_CACHE_DIR: scratch / "triton-cache" / str(index)})}, \
-            tuple(args)
+        _triton.check_ptxas_arm(f"variant {variant.label}", variant.ptxas, args)
+        builds[variant.label] = Ptxas(variant.ptxas, variant.ptxas, tuple(args),
+                                      cache_dir=str(scratch / "triton-cache" / str(index))), tuple(args)
     return builds
 
 
@@ -193,11 +192,8 @@ def _check_builds(variants: Sequence[Variant], written, captures: dict[str, list
                                       f"as the variant says: does the command set its own ptxas or ptx_options?")
 
 
-def _run_child(command: list[str], env: dict, out: Path, where: str) -> list[dict]:
-    try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
-    except FileNotFoundError:
-        raise TritonhookError(f"{command[0]}: command not found") from None
+def _run_child(command: list[str], settings: ChildSettings, out: Path, where: str) -> list[dict]:
+    done = run_child(command, settings, capture_output=True, text=True)
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
         # a failed build says why in ptxas's own line, above the command Triton's error ends with
@@ -280,11 +276,3 @@ def kernel_deltas(store, captures: dict[str, list[int]]) -> dict[str, list[dict]
             found = [{"base_entry": base.entry, "text": f"no cubin delta ({exc})"} for base, _ in pairs]
         why[label] = [{**delta, "captures": [base.id, own.id]} for delta, (base, own) in zip(found, pairs)]
     return why
-
-
-def cubin_summary(data: bytes, entry: str) -> dict:
-    """Old name of `Cubin.from_bytes(data).summary(entry)`, kept for one release."""
-    return Cubin.from_bytes(data).summary(entry)
-
-
-

@@ -101,11 +101,22 @@ def rename_selection(args) -> tuple:
 
 
 def apply_arg(parser: argparse.ArgumentParser, what: str) -> None:
-    """--apply FILE|STORE: decisions applied at compile time in the command's processes (docs/decisions.md)."""
-    parser.add_argument("--apply", default=None, metavar="FILE|STORE",
+    """--apply FILE|STORE: decisions applied at compile time in the command's processes (docs/decisions.md), read
+    as decisions while the arguments are parsed, so that a typo is one line before any command starts."""
+    parser.add_argument("--apply", default=None, metavar="FILE|STORE", type=_decisions_source,
                         help=f"apply per-kernel decisions at compile time {what}: a decisions file or a store "
                              "directory (docs/decisions.md); each compile whose key matches one exactly is built "
                              "with its choice")
+
+
+def _decisions_source(text: str) -> str:
+    """--apply's value as an absolute path once it reads as decisions; argparse's one line where it does not."""
+    from ..decisions.apply import check_source
+
+    try:
+        return check_source(text)
+    except TritonhookError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def ptxas_arg(parser: argparse.ArgumentParser) -> None:

@@ -19,9 +19,9 @@ import os
 import re
 from pathlib import Path
 
-from .. import config
 from ..cubin import Cubin
 from ..errors import TritonhookError
+from ..launcher import CuteKeep
 from ..rename import ptx_entries
 from ..ptx_capture import active_session
 from ..ptx import target as ptx_target
@@ -45,20 +45,11 @@ def dsl_version() -> str | None:
         return None
 
 
-def keep_env(dump_dir: str | os.PathLike, environ: dict | None = None) -> dict[str, str]:
-    """Environment variables that make CuTe DSL processes dump PTX and cubins into `dump_dir` (created here).
-
-    4.5+ reads `CUTE_DSL_KEEP` (tokens, merged with any the user set); 4.4 reads `CUTE_DSL_KEEP_PTX/_CUBIN`.
-    """
+def keep_settings(dump_dir: str | os.PathLike) -> CuteKeep:
+    """What makes CuTe DSL processes dump PTX and cubins into `dump_dir` (created here): 4.5+ reads `CUTE_DSL_KEEP`,
+    4.4 its two switches (`launcher.CuteKeep`)."""
     Path(dump_dir).mkdir(parents=True, exist_ok=True)
-    values = {config.CUTE_DSL_DUMP_DIR: str(Path(dump_dir).resolve())}
-    version = dsl_version() or ""
-    if re.match(r"4\.[0-4]\.", version):
-        values.update({config.CUTE_DSL_KEEP_PTX: True, config.CUTE_DSL_KEEP_CUBIN: True})
-    else:
-        tokens = [t for t in config.CUTE_DSL_KEEP.get(environ).split(",") if t.strip()]
-        values[config.CUTE_DSL_KEEP] = ",".join(dict.fromkeys([*tokens, "ptx", "cubin"]))
-    return config.to_env(values)
+    return CuteKeep(str(Path(dump_dir).resolve()), legacy=bool(re.match(r"4\.[0-4]\.", dsl_version() or "")))
 
 
 def capture_compiled(compiled, store: Store | str | os.PathLike | None = None) -> int:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-from .. import config
 from ..errors import TritonhookError
+from ..launcher import ChildSettings, run as run_child
 from .result import MemwatchResult, load_result
 from .watch import MemWatch
 
@@ -104,10 +103,10 @@ def run_command(command: list[str], interval_ms: float) -> tuple[int, MemwatchRe
 
     with tempfile.TemporaryDirectory(prefix="tritonhook-memwatch-") as tmp:
         out = Path(tmp) / "result.json"
-        try:
-            completed = subprocess.run(wrap_python_command(command, out, interval_ms), env=_child_env())
-        except FileNotFoundError:
-            raise TritonhookError(f"{command[0]}: command not found") from None
+        # Inductor's static launcher off from the command's first line (the in-process memwatch switches it off
+        # too, but only from its start; this also covers what the command runs before and the processes it starts)
+        completed = run_child(wrap_python_command(command, out, interval_ms),
+                              ChildSettings(inductor_through_triton=True))
         if not out.exists():
             raise TritonhookError(f"{' '.join(command)}: exited with status {completed.returncode} before "
                                   f"memwatch wrote its result (see its output above)")
@@ -115,15 +114,6 @@ def run_command(command: list[str], interval_ms: float) -> tuple[int, MemwatchRe
         if not_started:
             raise TritonhookError(f"memwatch could not start, so {' '.join(command)} was not run: {not_started}")
         return completed.returncode, load_result(out)
-
-
-def _child_env() -> dict[str, str]:
-    """The command's environment, with Inductor's static launcher off from its first line on (the in-process
-    memwatch switches it off too, but only from its start; this also covers what the command runs before and
-    the processes it starts)."""
-    from .._triton import inductor_launches_through_triton_env
-
-    return config.child_environment(inductor_launches_through_triton_env())
 
 
 def parse_compare(specs: list[str]) -> dict[str, list[str]]:

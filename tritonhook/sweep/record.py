@@ -23,7 +23,8 @@ from .. import _triton, config, preflight
 from ..measure.stats import median
 from ..measure.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycles_per_us, hold_stream,
                               sm_clock_mhz, time_empty_kernel)
-from ..ptx_capture import active_session, child_env, session as capture_session
+from ..launcher import Capture, ChildSettings, Record, popen
+from ..ptx_capture import active_session, session as capture_session
 from ..errors import TritonhookError
 from ..store import Store
 from . import l2probe
@@ -366,14 +367,14 @@ def save(recorder: Recorder) -> Recording:
 
 
 def _checked_sample(sample_every: int | None) -> int:
-    value = config.RecordSettings.from_env().sample_every if sample_every is None else sample_every
+    value = Record.configured().sample_every if sample_every is None else sample_every
     if value < 1:
         raise TritonhookError(f"--sample {value}: at least 1 (1: every launch)")
     return value
 
 
-def default_budget(settings: config.RecordSettings | None = None) -> SnapshotBudget:
-    settings = config.RecordSettings.from_env() if settings is None else settings
+def default_budget(settings: Record | None = None) -> SnapshotBudget:
+    settings = Record.configured() if settings is None else settings
     return SnapshotBudget(settings.snapshot_budget, settings.snapshot_total_budget)
 
 
@@ -408,8 +409,8 @@ def start_from_env() -> None:
     """Called at start-up (sitecustomize, after capture was enabled) when TRITONHOOK_RECORD=1: record until exit.
     Never raises (`_Failures`)."""
     active = active_session()
-    settings = config.RecordSettings.from_env()
-    if not settings.record or active is None:
+    settings = ChildSettings.current().record
+    if settings is None or active is None:
         return
     failures = _Failures()
 
@@ -469,28 +470,21 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     recordings merged into one, saved in the store. The command's stderr is passed through and its tail kept;
     `stdout` redirects its own output (the CLI's --json keeps stdout for its result). `budget` / `snapshot_budget`:
     input snapshot bytes per signature / per recording process. `apply`: decisions applied at compile time, as
-    `tritonhook run --apply` does (what `tritonhook check --apply` gates). Without torch or a CUDA GPU here, the one
-    line saying so, before the command starts."""
+    `tritonhook run --apply` does (what `tritonhook check --apply` gates), a source its caller has checked
+    (`decisions.apply.check_source`: the CLI's --apply does). Without torch or a CUDA GPU here, the one line saying
+    so, before the command starts."""
     check_can_record(command)
-    if apply is not None:
-        from ..decisions.apply import check_source
-
-        apply = check_source(apply)
     label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
     given = {"snapshot_budget": budget, "snapshot_total_budget": snapshot_budget,
              "sample_every": None if sample_every is None else _checked_sample(sample_every)}
     for value in (budget, snapshot_budget):
         if value is not None and value < 0:
             raise TritonhookError(f"snapshot budget {value}: a number of bytes, 0 or more")
-    env = recording_env(store.path, label, apply=apply,
-                        **{field: value for field, value in given.items() if value is not None})
+    settings = recording_settings(store.path, label, apply=apply,
+                                  **{field: value for field, value in given.items() if value is not None})
     began = time.time()
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-    try:
-        process = subprocess.Popen(command, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True,
-                                   errors="replace")
-    except OSError as exc:
-        raise TritonhookError(f"{command[0]}: cannot start it ({exc.strerror or exc})") from None
+    process = popen(command, settings, stdout=stdout, stderr=subprocess.PIPE, text=True, errors="replace")
     for line in process.stderr:
         sys.stderr.write(line)
         tail.append(line.rstrip("\n"))
@@ -504,13 +498,13 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     return RecordResult(recording, exit_code, list(tail))
 
 
-def recording_env(store_path: os.PathLike, label: str, apply: str | None = None, **settings) -> dict[str, str]:
-    """The environment under which a Python process records (and captures, applying the decisions of `apply`
-    when given) into `store_path` from its start (`start_from_env`), its recording saved with `label`; `settings`
-    (`config.RecordSettings` fields) replace this process's own (the sampling and budgets a user set in the
-    environment travel on)."""
-    recording = dataclasses.replace(config.RecordSettings.from_env(), record=True, label=label, **settings)
-    return {**child_env(store_path, apply=apply), **recording.to_env(), **_triton.inductor_launches_through_triton_env()}
+def recording_settings(store_path: os.PathLike, label: str, apply: str | None = None, **given) -> ChildSettings:
+    """What makes a Python process record (and capture, applying the decisions of `apply` when given) into
+    `store_path` from its start (`start_from_env`), its recording saved with `label`, with Inductor's launches
+    through Triton's hooks; `given` (`launcher.Record` fields) replace this process's own (the sampling and
+    budgets a user set in the environment travel on)."""
+    record = dataclasses.replace(Record.configured(), label=label, **given)
+    return ChildSettings(capture=Capture.of(store_path, apply=apply), record=record, inductor_through_triton=True)
 
 
 def load(store: Store, which: str | None = None) -> Recording:

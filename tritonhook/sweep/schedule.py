@@ -36,6 +36,7 @@ from typing import Callable, Sequence
 
 from .. import _ray, config, format
 from ..errors import TritonhookError
+from ..launcher import OFF, ChildSettings, popen
 from ..store import Store
 from .recording import tensors_of
 from .worker import REFUSED_EXIT
@@ -111,12 +112,10 @@ class _Worker:
 
     def __init__(self, command: Sequence[str], job_path: Path, device: str | None):
         # a worker replays the kernels its job names: it neither captures nor records
-        env = config.child_environment(config.CaptureSettings().to_env(), config.RecordSettings().to_env())
-        if device is not None:
-            env[config.CUDA_VISIBLE_DEVICES.name] = device
+        settings = ChildSettings(capture=OFF, record=OFF, visible_devices=device)
         self.stderr = tempfile.TemporaryFile("w+")
-        self.process = subprocess.Popen([sys.executable, *command, str(job_path)], env=env, stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=self.stderr, text=True, bufsize=1)
+        self.process = popen([sys.executable, *command, str(job_path)], settings, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=self.stderr, text=True, bufsize=1)
         self.lines: queue.Queue = queue.Queue()
         self.hung, self.where = False, "?"
         threading.Thread(target=self._read, daemon=True).start()

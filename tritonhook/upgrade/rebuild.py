@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import _triton, config
+from ..launcher import OFF, ChildSettings, run as run_child
 
 MAIN_STAND_IN = "tritonhook_rebuilt_main"
 """The module name a kernel module captured as `__main__` is executed under."""
@@ -190,13 +191,10 @@ def _run_worker(python: Path, job: dict, work: Path) -> str | None:
     """Run the worker on `job`; None when it finished, else what stopped it (its last stderr line)."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "job.json").write_text(json.dumps(job))
-    package_root = str(Path(__file__).resolve().parents[2])
-    paths = [package_root, *(p for p in config.PYTHONPATH.get() if p != str(config.BOOTSTRAP_DIR))]
-    env = config.child_environment(config.CaptureSettings().to_env(),  # no capture of the rebuilds
-                                   {config.PYTHONPATH.name: config.PYTHONPATH.encode(paths)})
+    settings = ChildSettings(capture=OFF, record=OFF, import_from=str(Path(__file__).resolve().parents[2]))
     try:
-        done = subprocess.run([str(python), "-m", __name__, str(work / "job.json")], env=env, capture_output=True,
-                              text=True, timeout=config.UPGRADE_REBUILD_TIMEOUT_S)
+        done = run_child([str(python), "-m", __name__, str(work / "job.json")], settings, capture_output=True,
+                         text=True, timeout=config.UPGRADE_REBUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return f"the rebuild worker ran past {config.UPGRADE_REBUILD_TIMEOUT_S} s and was killed"
     if done.returncode == 0:

@@ -1,0 +1,152 @@
+"""launcher.py: the one way into a child process.
+
+Each part of `ChildSettings` is read back by a real child Python process (what `ChildSettings.current` and the
+features' own readers see there), not only by this one; `enable()` exports the same variables `run_command` gives
+a child and puts the environment back; and no module but the launcher hands an environment to a subprocess."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import tritonhook
+from tritonhook import config
+from tritonhook.errors import TritonhookError
+from tritonhook.launcher import OFF, AbRound, Capture, ChildSettings, CuteKeep, Ptxas, Record, popen, run
+
+PACKAGE = Path(tritonhook.__file__).parent
+
+_READ_BACK = """
+import json, os, sys
+from tritonhook import config
+from tritonhook.launcher import ChildSettings
+seen = ChildSettings.current()
+capture = seen.capture and {k: (repr(v) if k == "rename" and not isinstance(v, str) else v)
+                            for k, v in vars(seen.capture).items()}
+print(json.dumps({"capture": capture, "record": seen.record and vars(seen.record), "ab": seen.ab and vars(seen.ab),
+                  "token": seen.token, "notes": seen.notes,
+                  "vars": {var.name: os.environ.get(var.name) for var in config.declared()}}))
+"""
+
+
+def _child_sees(settings: ChildSettings) -> dict:
+    """What a fresh Python process started under `settings` reads back (it imports tritonhook from this tree)."""
+    done = run([sys.executable, "-c", _READ_BACK], settings, capture_output=True, text=True, check=True,
+               cwd=PACKAGE.parent)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_every_part_reaches_a_child_as_given(tmp_path):
+    capture = Capture.of(tmp_path / "store", rename=tritonhook.STRIP, select=["add_kernel"], fix_tma_scope="sm_12",
+                         apply=tmp_path / "decisions.json")
+    settings = ChildSettings(capture=capture, record=Record("lab", 4, 0, 123),
+                             ab=AbRound(str(tmp_path / "out.jsonl"), "cutlass_", 3, str(tmp_path)),
+                             ptxas=Ptxas("/opt/ptxas", "/opt/ptxas-bw", ("-O2", "--fmad=false"), str(tmp_path / "p"),
+                                         str(tmp_path / "cache")),
+                             cute_keep=CuteKeep(str(tmp_path / "dump")), token="t0k", notes=str(tmp_path / "notes"),
+                             inductor_through_triton=True, visible_devices="1")
+    seen = _child_sees(settings)
+    assert seen["capture"] == {"store": str((tmp_path / "store").resolve()), "rename": "tritonhook.STRIP",
+                               "select": "^(?:add_kernel)$", "fix_tma_scope": "sm_12",
+                               "apply": str((tmp_path / "decisions.json").resolve())}
+    assert seen["record"] == {"label": "lab", "sample_every": 4, "snapshot_budget": 0, "snapshot_total_budget": 123}
+    assert seen["ab"] == {"out": str(tmp_path / "out.jsonl"), "variant": "cutlass_", "round_index": 3,
+                          "outputs": str(tmp_path)}
+    assert (seen["token"], seen["notes"]) == ("t0k", str(tmp_path / "notes"))
+    env = seen["vars"]
+    assert (env[config.TRITON_PTXAS_PATH.name], env[config.TRITON_PTXAS_BLACKWELL_PATH.name]) == \
+        ("/opt/ptxas", "/opt/ptxas-bw")
+    assert env[config.PTXAS_OPTIONS.name].split()[-2:] == ["-O2", "--fmad=false"]
+    assert env[config.PATH.name].split(os.pathsep)[0] == str(tmp_path / "p")
+    assert env[config.TRITON_CACHE_DIR.name] == str(tmp_path / "cache")
+    assert env[config.CUTE_DSL_DUMP_DIR.name] == str(tmp_path / "dump")
+    assert set(env[config.CUTE_DSL_KEEP.name].split(",")) >= {"ptx", "cubin"}
+    assert env[config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER.name] == "0"
+    assert env[config.CUDA_VISIBLE_DEVICES.name] == "1"
+    assert env[config.PYTHONPATH.name].split(os.pathsep)[0] == str(config.BOOTSTRAP_DIR)
+
+
+def test_off_turns_a_capturing_parents_capture_and_recording_off_and_none_inherits(tmp_path):
+    parent = ChildSettings(capture=Capture.of(tmp_path / "s", rename="cutlass_"), record=Record("r"), token="t")
+    inherited = parent.environment()
+    off = ChildSettings(capture=OFF, record=OFF).environment(inherited)
+    assert ChildSettings.current(off).capture is None and ChildSettings.current(off).record is None
+    assert str(config.BOOTSTRAP_DIR) not in config.PYTHONPATH.get(off)
+    kept = ChildSettings(visible_devices="0").environment(inherited)
+    assert ChildSettings.current(kept) == ChildSettings.current(inherited)
+    assert ChildSettings.current(kept).capture.rename == "cutlass_" and ChildSettings.current(kept).token == "t"
+
+
+def test_ptxas_options_go_after_the_users_own(monkeypatch):
+    monkeypatch.setenv(config.PTXAS_OPTIONS.name, "-lineinfo")
+    assert ChildSettings(ptxas=Ptxas(options=("-O1",))).variables()[config.PTXAS_OPTIONS.name] == "-lineinfo -O1"
+
+
+def test_import_from_comes_first_after_the_start_up_hook(tmp_path):
+    tree = str(tmp_path / "src")
+    env = ChildSettings(capture=Capture.of(tmp_path / "s"), import_from=tree).environment(
+        {config.PYTHONPATH.name: os.pathsep.join([str(config.BOOTSTRAP_DIR), "/user"])})
+    assert config.PYTHONPATH.get(env) == [str(config.BOOTSTRAP_DIR), tree, "/user"]
+    env = ChildSettings(capture=OFF, import_from=tree).environment(env)
+    assert config.PYTHONPATH.get(env) == [tree, "/user"]
+
+
+def test_a_callable_selector_renames_nothing_in_a_child(tmp_path):
+    capture = Capture.of(tmp_path, rename="cutlass_", select=lambda name, metadata: True)
+    assert (capture.rename, capture.select) == (None, None)
+
+
+def test_enable_exports_what_a_child_gets_and_disable_restores(tmp_path, monkeypatch):
+    monkeypatch.setenv(config.RENAME.name, "users_own")
+    before = dict(os.environ)
+    tritonhook.enable(tmp_path / "store", rename="cutlass_", select="^add", fix_tma_scope="sm_12")
+    try:
+        exported = ChildSettings.current().capture
+    finally:
+        tritonhook.disable()
+    assert exported == Capture.of(tmp_path / "store", rename="cutlass_", select="^add", fix_tma_scope="sm_12")
+    assert dict(os.environ) == before
+
+
+def test_enable_and_run_command_give_a_child_the_same_tma_scope_fix(tmp_path):
+    """`enable(fix_tma_scope="sm_12")` and `run_command` write a child's environment through the launcher: a
+    flag-only encoding once fixed other targets than asked."""
+    from tritonhook.run import run_command
+
+    tritonhook.enable(tmp_path / "store", fix_tma_scope="sm_12")
+    try:
+        exported = config.FIX_TMA_SCOPE.raw()
+    finally:
+        tritonhook.disable()
+    seen = tmp_path / "seen"
+    script = f"from tritonhook import config; open({str(seen)!r}, 'w').write(config.FIX_TMA_SCOPE.raw() or '')"
+    assert run_command([sys.executable, "-c", script], tmp_path / "store", fix_tma_scope="sm_12").exit_code == 0
+    assert exported == seen.read_text() == "sm_12"
+
+
+@pytest.mark.parametrize("start", [run, popen])
+def test_a_program_that_cannot_start_is_one_line(tmp_path, start):
+    with pytest.raises(TritonhookError, match=r"^/nonexistent/prog: cannot start it \("):
+        start(["/nonexistent/prog"], ChildSettings())
+
+
+def _passes_env(call: ast.Call) -> bool:
+    return any(keyword.arg == "env" for keyword in call.keywords)
+
+
+@pytest.mark.release_independent
+def test_only_the_launcher_builds_a_child_environment():
+    """No module but launcher.py passes `env=` to a call: every child's environment is built in one place."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "launcher.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and _passes_env(node):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert offenders == []

@@ -1,0 +1,259 @@
+"""The one way into a child process.
+
+Every setting that crosses from a tritonhook process into a process it starts is a field of one typed object,
+`ChildSettings`: capture (with its rename, whose text form is `rename.encode` / `rename.decode`), recording, the A/B
+protocol, the ptxas Triton's compiles run, CuTe DSL's kept files, the capture token and notes folder, Inductor's
+launcher switch, the visible GPU and the source tree the child imports tritonhook from. Features fill fields;
+`ChildSettings.environment` is the only code that turns them into the environment a subprocess sees, `run` and
+`popen` start a process under them, and `ChildSettings.current` is how a child reads its own back.
+
+A part left None is inherited as the parent has it (a `tritonhook capture` run's token reaches the processes its
+command starts in turn). Capture and recording can also be switched `OFF`: every variable of the part is then set
+to "" (which `EnvVar.get` reads as unset), so a replay worker neither captures nor records even when its parent
+does. The variables are declared once, in `config`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Mapping, Sequence
+
+from . import config
+from .config import EnvVar
+from .errors import TritonhookError
+
+if TYPE_CHECKING:  # rename imports the Triton adapter: loaded where a rename is encoded or decoded, not before
+    from . import rename as _rename
+
+
+OFF: Literal["off"] = "off"
+"""`ChildSettings.capture` / `record`: the child does not, whatever its parent does."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Capture:
+    """Capture every Triton compile into `store` from the child's first import of Triton, as `tritonhook.enable`
+    would there: `rename` applied to the kernels `select` (a regex of names; None: all) matches, the TMA-scope fix
+    (False, True for sm_12x, or an arch prefix), and the decisions of `apply` (a file or a store directory)."""
+
+    store: str | None
+    rename: _rename.Rename | None = None
+    select: str | None = None
+    fix_tma_scope: bool | str = False
+    apply: str | None = None
+
+    @classmethod
+    def of(cls, store: os.PathLike | str, *, rename: _rename.Rename | None = None, select: _rename.Selector = None,
+           fix_tma_scope: bool | str = False, apply: os.PathLike | str | None = None) -> "Capture":
+        """What `enable(store, rename=, select=, fix_tma_scope=, apply=)` in this process means for a child: paths
+        made absolute, the selector as the regex a child reads. A callable selector cannot travel: the child then
+        renames nothing rather than every kernel."""
+        from . import rename as _rename
+
+        if rename is None or callable(select):
+            rename, pattern = None, None
+        elif select is None or isinstance(select, (str, re.Pattern)):
+            pattern = None if select is None else _rename.compile_select(select).pattern
+        else:
+            pattern = _rename.exact_names_pattern(select)
+        return cls(str(Path(store).resolve()), rename, pattern, fix_tma_scope,
+                   None if apply is None else str(Path(apply).resolve()))
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """Record the child's kernel launches (`sweep.record`), saved under `label`: one launch in `sample_every`
+    timed, input snapshots up to `snapshot_budget` bytes a signature and `snapshot_total_budget` a process."""
+
+    label: str = config.RECORD_LABEL.default
+    sample_every: int = config.RECORD_SAMPLE.default
+    snapshot_budget: int = config.SNAPSHOT_BUDGET.default
+    snapshot_total_budget: int = config.SNAPSHOT_TOTAL_BUDGET.default
+
+    @classmethod
+    def configured(cls, environ: Mapping[str, str] | None = None) -> "Record":
+        """The sampling and budgets this process's environment sets (a user's settings travel on to the
+        workload's processes), whether or not it records."""
+        return cls(config.RECORD_LABEL.get(environ), config.RECORD_SAMPLE.get(environ),
+                   config.SNAPSHOT_BUDGET.get(environ), config.SNAPSHOT_TOTAL_BUDGET.get(environ))
+
+
+@dataclasses.dataclass(frozen=True)
+class AbRound:
+    """One child of `tritonhook ab`: it appends its timing records to `out`, as `variant` in round `round_index`,
+    and saves its outputs under `outputs` (round 0 only)."""
+
+    out: str
+    variant: str
+    round_index: int
+    outputs: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Ptxas:
+    """What Triton's compiles in the child assemble with: `triton` / `blackwell` replace the ptxas Triton runs for
+    older / newer targets (a variant's binary, or capture's wrappers around them), `options` go after any
+    PTXAS_OPTIONS the environment has, `path_first` is a folder put first on PATH (a wrapper around PATH's ptxas),
+    and `cache_dir` is a Triton cache of the child's own (a build made with other binaries is never served)."""
+
+    triton: str | None = None
+    blackwell: str | None = None
+    options: tuple[str, ...] = ()
+    path_first: str | None = None
+    cache_dir: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CuteKeep:
+    """Make CuTe DSL keep the PTX and cubin it compiles in `dump_dir`: through CUTE_DSL_KEEP (4.5+, merged with
+    the tokens a user set) or, with `legacy`, the two switches 4.4 reads."""
+
+    dump_dir: str
+    legacy: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ChildSettings:
+    """Everything a child process gets from tritonhook (the module docstring): a part None is inherited; capture
+    and recording may be `OFF`."""
+
+    capture: Capture | Literal["off"] | None = None
+    record: Record | Literal["off"] | None = None
+    ab: AbRound | None = None
+    ptxas: Ptxas | None = None
+    cute_keep: CuteKeep | None = None
+    token: str | None = None
+    """The capture run's token: a ptxas wrapped in place records only the processes that carry it."""
+    notes: str | None = None
+    """A folder where the child notes what `tritonhook run` cannot see otherwise (`_autoload`)."""
+    inductor_through_triton: bool = False
+    """Inductor's static CUDA launcher off from the child's first line, so Triton's launch hooks see its kernels."""
+    visible_devices: str | None = None
+    import_from: str | None = None
+    """A source tree put first on the child's import path (another release's Python runs our rebuild worker)."""
+
+    def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment a child started with these settings sees: `base` (default this process's) with
+        `variables` written over it."""
+        env = dict(os.environ if base is None else base)
+        env.update(self.variables(env))
+        return env
+
+    def variables(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The variables these settings write over `base` (default this process's environment): each given
+        part's."""
+        base = os.environ if base is None else base
+        values: dict[EnvVar, object] = {**self._capture_values(), **self._record_values(), **self._ab_values()}
+        for var, value in ((config.CAPTURE_TOKEN, self.token), (config.NOTE_IMPORTS, self.notes),
+                           (config.CUDA_VISIBLE_DEVICES, self.visible_devices)):
+            if value is not None:
+                values[var] = value
+        values.update(self._ptxas_values(base))
+        values.update(self._cute_values(base))
+        if self.inductor_through_triton:
+            values[config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER] = "0"
+        if self.capture is not None or self.import_from:
+            values[config.PYTHONPATH] = self._import_path(base)
+        return {var.name: var.encode(value) for var, value in values.items()}
+
+    @classmethod
+    def current(cls, environ: Mapping[str, str] | None = None) -> "ChildSettings":
+        """The capture, recording and A/B parts this process was started with (`environ`: default its own)."""
+        from . import rename as _rename
+
+        capture = record = ab = None
+        if config.ENABLE.get(environ):
+            capture = Capture(config.STORE.get(environ), _rename.decode(config.RENAME.get(environ)),
+                              config.SELECT.get(environ), config.FIX_TMA_SCOPE.get(environ),
+                              config.APPLY.get(environ))
+        if config.RECORD.get(environ):
+            record = Record.configured(environ)
+        if config.AB_OUT.get(environ):
+            ab = AbRound(config.AB_OUT.get(environ), config.AB_VARIANT.get(environ), config.AB_ROUND.get(environ),
+                         config.AB_OUTPUTS.get(environ))
+        return cls(capture, record, ab, token=config.CAPTURE_TOKEN.get(environ),
+                   notes=config.NOTE_IMPORTS.get(environ))
+
+    def _capture_values(self) -> dict[EnvVar, object]:
+        from . import rename as _rename
+
+        if self.capture is None:
+            return {}
+        on = Capture(None) if self.capture == OFF else self.capture
+        return {config.ENABLE: self.capture != OFF, config.STORE: on.store, config.RENAME: _rename.encode(on.rename),
+                config.SELECT: on.select, config.FIX_TMA_SCOPE: on.fix_tma_scope, config.APPLY: on.apply}
+
+    def _record_values(self) -> dict[EnvVar, object]:
+        if self.record is None:
+            return {}
+        on = Record() if self.record == OFF else self.record
+        return {config.RECORD: self.record != OFF, config.RECORD_LABEL: on.label,
+                config.RECORD_SAMPLE: on.sample_every, config.SNAPSHOT_BUDGET: on.snapshot_budget,
+                config.SNAPSHOT_TOTAL_BUDGET: on.snapshot_total_budget}
+
+    def _ab_values(self) -> dict[EnvVar, object]:
+        if self.ab is None:
+            return {}
+        return {config.AB_OUT: self.ab.out, config.AB_VARIANT: self.ab.variant, config.AB_ROUND: self.ab.round_index,
+                config.AB_OUTPUTS: self.ab.outputs}
+
+    def _ptxas_values(self, env: Mapping[str, str]) -> dict[EnvVar, object]:
+        if self.ptxas is None:
+            return {}
+        values: dict[EnvVar, object] = {}
+        for var, binary in ((config.TRITON_PTXAS_PATH, self.ptxas.triton),
+                            (config.TRITON_PTXAS_BLACKWELL_PATH, self.ptxas.blackwell)):
+            if binary is not None:
+                values[var] = binary
+        if self.ptxas.options:
+            values[config.PTXAS_OPTIONS] = " ".join([*(config.PTXAS_OPTIONS.get(env) or "").split(),
+                                                     *self.ptxas.options])
+        if self.ptxas.path_first is not None:
+            values[config.PATH] = [self.ptxas.path_first, *config.PATH.get(env)]
+        if self.ptxas.cache_dir is not None:
+            values[config.TRITON_CACHE_DIR] = self.ptxas.cache_dir
+        return values
+
+    def _cute_values(self, env: Mapping[str, str]) -> dict[EnvVar, object]:
+        if self.cute_keep is None:
+            return {}
+        if self.cute_keep.legacy:
+            return {config.CUTE_DSL_DUMP_DIR: self.cute_keep.dump_dir, config.CUTE_DSL_KEEP_PTX: True,
+                    config.CUTE_DSL_KEEP_CUBIN: True}
+        tokens = [t for t in config.CUTE_DSL_KEEP.get(env).split(",") if t.strip()]
+        return {config.CUTE_DSL_DUMP_DIR: self.cute_keep.dump_dir,
+                config.CUTE_DSL_KEEP: ",".join(dict.fromkeys([*tokens, "ptx", "cubin"]))}
+
+    def _import_path(self, env: Mapping[str, str]) -> list[str]:
+        """PYTHONPATH: tritonhook's sitecustomize first when the child captures (it enables capture at start-up;
+        kept as the parent has it when capture is inherited), then `import_from`, then the parent's other entries."""
+        bootstrap = str(config.BOOTSTRAP_DIR)
+        inherited = config.PYTHONPATH.get(env)
+        own = [p for p in inherited if p not in (bootstrap, self.import_from)]
+        captures = isinstance(self.capture, Capture) or (self.capture is None and bootstrap in inherited)
+        return [*([bootstrap] if captures else []), *([self.import_from] if self.import_from else []), *own]
+
+
+def run(command: Sequence[str], settings: ChildSettings, **kwargs) -> subprocess.CompletedProcess:
+    """`subprocess.run(command)` under `settings`; a program that cannot start (not found, a #! interpreter that
+    does not exist) is one line."""
+    try:
+        return subprocess.run(list(command), env=settings.environment(), **kwargs)
+    except OSError as exc:
+        raise _cannot_start(command, exc) from None
+
+
+def popen(command: Sequence[str], settings: ChildSettings, **kwargs) -> subprocess.Popen:
+    """`subprocess.Popen(command)` under `settings`; a program that cannot start is one line."""
+    try:
+        return subprocess.Popen(list(command), env=settings.environment(), **kwargs)
+    except OSError as exc:
+        raise _cannot_start(command, exc) from None
+
+
+def _cannot_start(command: Sequence[str], exc: OSError) -> TritonhookError:
+    return TritonhookError(f"{command[0]}: cannot start it ({exc.strerror or exc})")
