@@ -59,7 +59,7 @@ def region(arm: str):
         return sweep.record(RECORD_STORE, sample_every=SAMPLE_EVERY)
     if arm == "record-no-l2":
         return sweep.record(RECORD_STORE, sample_every=1, l2_probe=False)
-    return tritonhook.memwatch(device=0, interval_ms=2.0, triton_hooks=(arm == "memwatch"))
+    return tritonhook.memwatch.watch(device=0, interval_ms=2.0, triton_hooks=(arm == "memwatch"))
 
 
 def timed_loop(arm: str, launches: int, x, y, out) -> tuple[float, float]:

@@ -104,7 +104,7 @@ def main() -> None:
         return
     import tritonhook
 
-    with tritonhook.memwatch(device=0, interval_ms=2) as watch:
+    with tritonhook.memwatch.watch(device=0, interval_ms=2) as watch:
         compiled = launch(args.kernel, args.frame_bytes)
         torch.cuda.synchronize()
     watch.report()
@@ -142,10 +142,10 @@ def show_reset_and_regrowth(first, kind: str, frame_bytes: int) -> None:
     from tritonhook.memwatch import reset_stack_limit
 
     steps = [("first launch", first)]
-    with tritonhook.memwatch(device=0, interval_ms=2) as watch:
+    with tritonhook.memwatch.watch(device=0, interval_ms=2) as watch:
         previous, now = reset_stack_limit()
     steps.append((f"reset_stack_limit() {previous} -> {now}", watch.result))
-    with tritonhook.memwatch(device=0, interval_ms=2) as watch:
+    with tritonhook.memwatch.watch(device=0, interval_ms=2) as watch:
         launch(kind, frame_bytes)
         torch.cuda.synchronize()
     steps.append(("launch again", watch.result))

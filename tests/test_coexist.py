@@ -97,7 +97,7 @@ def test_runtime_hooks_chain_into_tritonparse_launch_tracing_and_give_its_hook_b
 
 
 def test_memwatch_launch_tracer_chains_into_tritonparse_launch_tracing_and_gives_its_hook_back(tritonparse, tmp_path):
-    from tritonhook.mem import MemWatch
+    from tritonhook.memwatch import MemWatch
 
     tritonparse.init(str(tmp_path / "tritonparse"), enable_trace_launch=True)
     tritonparse_hook = knobs.runtime.launch_enter_hook
@@ -180,7 +180,7 @@ def test_gpu_memwatch_and_tritonparse_launch_tracing_both_see_the_launch(tritonp
     tritonparse_hook = knobs.runtime.launch_enter_hook
     x = torch.arange(4096, dtype=torch.float32, device="cuda")
     out = torch.empty_like(x)
-    with tritonhook.memwatch(device=0) as watch:
+    with tritonhook.memwatch.watch(device=0) as watch:
         coexist_add_kernel[(4,)](x, x, out, x.numel(), BLOCK=1024)
         torch.cuda.synchronize()
     assert torch.equal(out, x + x)

@@ -194,11 +194,12 @@ def _imported_by(argv: list[str], modules, env=None) -> tuple[list[str], str]:
     return json.loads(done.stderr.splitlines()[-1]), done.stdout
 
 
-def test_version_imports_neither_rich_nor_triton_nor_torch_nor_the_store():
+def test_version_imports_neither_rich_nor_triton_nor_torch_nor_the_store_nor_memwatch():
     from tritonhook import __version__
 
     imported, out = _imported_by(["--version"], HEAVY + ("sqlite3", "tritonhook.store", "tritonhook.ptx_capture",
-                                                         "argparse", "importlib.abc"))
+                                                         "argparse", "importlib.abc", "tritonhook.memwatch",
+                                                         "tritonhook.mem", "pynvml"))
     assert (imported, out) == ([], f"tritonhook {__version__}\n")
     assert tritonhook("--version").stdout == out
 
@@ -217,6 +218,6 @@ def test_the_capture_core_is_wired_whichever_way_it_is_imported():
     code = ("import sys, tritonhook; assert 'tritonhook.ptx_capture' not in sys.modules; "
             "import tritonhook.ptx_capture as p; assert tritonhook.enable is p.enable; "
             "print([f.__name__ for f in p.LISTENER_FACTORIES], [f.__name__ for f in p.APPLIERS], "
-            "tritonhook.Store.__name__, callable(tritonhook.memwatch))")
+            "tritonhook.Store.__name__, tritonhook.memwatch.__name__, tritonhook.memwatch.watch.__name__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.stdout == "['_preflight_checker'] ['_decision_applier'] Store True\n", done.stderr
+    assert done.stdout == "['_preflight_checker'] ['_decision_applier'] Store tritonhook.memwatch watch\n", done.stderr

@@ -16,8 +16,8 @@ import pytest
 
 from tritonhook import _triton, cli
 from tritonhook.errors import TritonhookError
-from tritonhook.mem import (DeviceInfo, KernelStats, MemwatchResult, Sample, Snapshot, attribute, compare_rows,
-                            load_result, stack_growths, wrap_python_command)
+from tritonhook.memwatch import (DeviceInfo, KernelStats, MemwatchResult, Sample, Snapshot, attribute,
+                                 compare_rows, load_result, stack_growths, wrap_python_command)
 from tritonhook.mem.attribution import StackStart, stack_start
 from tritonhook.mem.scratch import ScratchRecorder
 from tritonhook.mem.watch import tail_seconds
@@ -273,7 +273,7 @@ def test_memwatch_sees_launches_through_the_tracer_with_inductor_static_launcher
     from triton import knobs
     from triton.compiler.compiler import CompiledKernel
 
-    from tritonhook.mem import MemWatch
+    from tritonhook.memwatch import MemWatch
 
     monkeypatch.delenv("TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", raising=False)
     method = CompiledKernel.__dict__["launch_metadata"]
@@ -305,7 +305,7 @@ def test_memwatch_without_triton_hooks_leaves_inductor_alone():
     inductor_config = pytest.importorskip("torch._inductor.config")
     from triton.compiler.compiler import CompiledKernel
 
-    from tritonhook.mem import MemWatch
+    from tritonhook.memwatch import MemWatch
 
     before = inductor_config.use_static_cuda_launcher, CompiledKernel.__dict__["launch_metadata"]
     watch = attached(MemWatch(triton_hooks=False))
@@ -390,9 +390,9 @@ def test_reset_stack_limit_without_a_gpu_is_a_clear_error():
     import tritonhook
 
     with pytest.raises(TritonhookError, match="NVML|CUDA|cuda-bindings"):
-        tritonhook.mem.reset_stack_limit()
+        tritonhook.memwatch.reset_stack_limit()
     with pytest.raises(TritonhookError, match="positive"):
-        tritonhook.mem.reset_stack_limit(0, 0)
+        tritonhook.memwatch.reset_stack_limit(0, 0)
 
 
 # ----- on a GPU (the lead runs these on the H200) ---------------------------------------------------------------
@@ -405,7 +405,7 @@ def gpu_stack():
     torch.ones(1, device="cuda")
 
     def set_stack(value):
-        tritonhook.mem.reset_stack_limit(0, value)
+        tritonhook.memwatch.reset_stack_limit(0, value)
         torch.cuda.synchronize()
 
     set_stack(1024)
@@ -426,7 +426,7 @@ def test_gpu_stack_reservation_is_measured_and_pinned_on_the_launch(gpu_stack, t
     kernels = example()
     x = torch.arange(1 << 20, dtype=torch.int32, device="cuda")
     out = torch.empty_like(x)
-    with tritonhook.memwatch(device=0, interval_ms=2, store=tmp_path / "store", label="16 KiB frame") as watch:
+    with tritonhook.memwatch.watch(device=0, interval_ms=2, store=tmp_path / "store", label="16 KiB frame") as watch:
         kernels["local_array_kernel"][((1 << 20) // 128,)](x, out, BLOCK=128, ASM=kernels["local_array_asm"](16384))
         torch.cuda.synchronize()
     result = watch.result
@@ -448,11 +448,11 @@ def test_gpu_stack_reservation_is_measured_and_pinned_on_the_launch(gpu_stack, t
     assert result.samples[-1].t >= result.after.t + tail_seconds(result.after.t, 2)
     assert len(later) >= 5 and all(s.used - result.before.used >= expected - 32 * MIB for s in later)
     # reset_stack_limit() gives the memory back (docs/tma_stack.md#the-stack-reservation) ...
-    with tritonhook.memwatch(device=0) as release:
-        assert tritonhook.mem.reset_stack_limit() == (16384, 1024)
+    with tritonhook.memwatch.watch(device=0) as release:
+        assert tritonhook.memwatch.reset_stack_limit() == (16384, 1024)
     assert abs(release.result.summary()["growth"] + expected) <= 32 * MIB
     # ... and the next launch of such a kernel takes it again
-    with tritonhook.memwatch(device=0) as again:
+    with tritonhook.memwatch.watch(device=0) as again:
         kernels["local_array_kernel"][((1 << 20) // 128,)](x, out, BLOCK=128, ASM=kernels["local_array_asm"](16384))
         torch.cuda.synchronize()
     assert (again.result.before.stack, again.result.after.stack) == (1024, 16384)
@@ -471,7 +471,7 @@ def test_gpu_measured_limit_falls_in_the_preflight_range(gpu_stack):
     torch, _ = gpu_stack
     kernels = example()
     x = torch.arange(1 << 16, dtype=torch.int32, device="cuda")
-    with tritonhook.memwatch(device=0) as watch:
+    with tritonhook.memwatch.watch(device=0) as watch:
         compiled = kernels["local_array_kernel"][((1 << 16) // 128,)](x, torch.empty_like(x), BLOCK=128,
                                                                       ASM=kernels["local_array_asm"](12000))
         torch.cuda.synchronize()
@@ -500,7 +500,7 @@ def test_gpu_tma_scratch_is_recorded_per_launch_and_hooks_are_left_as_found(gpu_
     chains_before = {name: list(getattr(knobs.runtime, name).calls) for name in _triton.RUNTIME_HOOK_CHAINS}
     a = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
     grid = (1024 // 64, 1024 // 64)
-    with tritonhook.memwatch(device=0) as watch:
+    with tritonhook.memwatch.watch(device=0) as watch:
         for _ in range(2):
             compiled = tma_copy_kernel[grid](a, torch.empty_like(a), 1024, 1024, BLOCK_M=64, BLOCK_N=64)
         torch.cuda.synchronize()
@@ -559,7 +559,7 @@ def test_gpu_memwatch_sees_the_kernels_inductor_launches():
 
     default = inductor_config.use_static_cuda_launcher
     torch.ones(1, device="cuda")
-    with tritonhook.memwatch(device=0) as watch:
+    with tritonhook.memwatch.watch(device=0) as watch:
         exec(compile(INDUCTOR_PROGRAM, "<inductor program>", "exec"), {})
     kernels = inductor_kernels(watch.result)
     print({name: stats.launches for name, stats in kernels.items()})

@@ -10,7 +10,6 @@ or `tritonhook run -- python script.py` with no source edit.
 
 from ._imports import after_import
 from ._version import __version__
-from .memwatch import memwatch
 from .errors import TritonhookError
 
 
@@ -41,7 +40,7 @@ after_import(f"{__name__}.ptx_capture", _wire)
 tritonhook.ptx_capture`, a child's start-up hook), and not before: `import tritonhook` loads neither it nor the store,
 so `tritonhook --version` and the reading commands start without SQLite's and the capture core's imports."""
 
-_LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "mem": (".mem", None),
+_LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "memwatch": (".memwatch", None),
          "enable": (".ptx_capture", "enable"), "disable": (".ptx_capture", "disable"),
          "session": (".ptx_capture", "session"), "Session": (".ptx_capture", "Session"),
          "active_session": (".ptx_capture", "active_session"), "Capture": (".store", "Capture"),
@@ -49,14 +48,10 @@ _LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "mem": (".mem", Non
          "config": (".config", None), "format": (".format", None)}
 """Public names imported on first use: `import tritonhook` (and so every `tritonhook` command) stays cheap. The
 modules `import tritonhook` loaded before it went lazy (the capture core, the store, config, format) stay reachable
-as attributes.
-
-`tritonhook.memwatch` is the function of the light module `tritonhook.memwatch`, imported above so that the package
-attribute is the function: Python binds a submodule's name on the package only when it first loads it, which has
-happened by then (`from tritonhook.memwatch import MemwatchResult` later leaves the attribute alone)."""
+as attributes."""
 
 __all__ = ["STRIP", "Capture", "Session", "Store", "TritonhookError", "ab", "active_session", "disable", "enable",
-           "mem", "memwatch", "session", "__version__"]
+           "memwatch", "session", "__version__"]
 
 
 def __getattr__(name: str):

@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import mem, preflight
+from .. import memwatch, preflight
 from ..cubin import Cubin
 from ..errors import TritonhookError
 from ..files import check_writable
@@ -35,15 +35,15 @@ def _memwatch(args) -> int:
     """The store and the output files are checked before any command runs, so that one it cannot write is one
     line, not a lost run."""
     store = None if args.store is None else open_store(args, create=True)
-    check_writable(args.out, mem.JSON_WHAT)
-    check_writable(args.plot, mem.PLOT_WHAT)
+    check_writable(args.out, memwatch.JSON_WHAT)
+    check_writable(args.plot, memwatch.PLOT_WHAT)
     if args.compare:
         if args.command or args.plot:
             raise TritonhookError("tritonhook memwatch: --compare takes NAME=CMD pairs only (no -- command, "
                                   "no --plot)")
         results = {name: _watched(command, args, store, name)[1]
-                   for name, command in mem.parse_compare(args.compare).items()}
-        _export(mem.MemwatchComparison(results), args)
+                   for name, command in memwatch.parse_compare(args.compare).items()}
+        _export(memwatch.MemwatchComparison(results), args)
         return 0
     command = command_after_dashes(args.command, "memwatch")
     code, result = _watched(command, args, store, shlex.join(command))
@@ -53,9 +53,9 @@ def _memwatch(args) -> int:
     return code
 
 
-def _watched(command: list[str], args, store, label: str) -> tuple[int, "mem.MemwatchResult"]:
+def _watched(command: list[str], args, store, label: str) -> tuple[int, "memwatch.MemwatchResult"]:
     """One command run under memwatch: (its exit status, the result labelled `label`, saved when a store is given)."""
-    code, result = mem.run_command(command, args.interval_ms)
+    code, result = memwatch.run_command(command, args.interval_ms)
     result.label = label
     if store is not None:
         result.save(store)
@@ -66,7 +66,7 @@ def _export(result, args) -> None:
     """Show the result, and write its JSON to --out when given."""
     show(result, as_json=args.json)
     if args.out:
-        print(f"result written to {mem.write_json(result, args.out)}", file=sys.stderr)
+        print(f"result written to {memwatch.write_json(result, args.out)}", file=sys.stderr)
 
 
 # ----- preflight -------------------------------------------------------------------------------------------------

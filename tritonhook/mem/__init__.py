@@ -1,12 +1,7 @@
-"""memwatch: where did the device memory go, and which kernel took it.
+"""memwatch's implementation: where did the device memory go, and which kernel took it.
 
-    with tritonhook.memwatch(device=0, interval_ms=2) as mw:
-        run_model()
-    mw.report()                 # rich tables: attribution, kernels; mw.to_json(), mw.plot("mem.png")
-
-This package is memwatch's implementation, beneath its public module `tritonhook.memwatch` (the function
-`tritonhook.memwatch(...)` and every public name here); `python -m tritonhook.mem` is the child side of
-`tritonhook memwatch`.
+Its public module is `tritonhook.memwatch` (`memwatch.watch(device=0, interval_ms=2)` and every name of `__all__`
+here); `python -m tritonhook.mem` is the child side of `tritonhook memwatch`.
 
 Why this exists (docs/tma_stack.md#the-stack-reservation, the driver stack reservation): a CUDA context's memory grows in ways PyTorch
 cannot see. The largest is the driver's local-memory (stack) reservation: when a kernel needs more stack than

@@ -27,7 +27,7 @@ _TRACKED = ("used", "context", "stack", "printf_fifo", "malloc_heap", "torch_res
 
 
 class MemWatch(contextlib.ContextDecorator):
-    """`with memwatch(...) as mw:` or `@memwatch(...)`; each entry starts a fresh recording.
+    """`with memwatch.watch(...) as mw:` or `@memwatch.watch(...)`; each entry starts a fresh recording.
 
     After the region: `mw.result` (a `MemwatchResult`), and the shortcuts `report()`, `to_json()`, `plot()`;
     given a `store` (a Store or its path), each region's result is saved there under `label` as it ends.
