@@ -42,8 +42,7 @@ step both_warm 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 warm 
 step both_aa 480 $PY -m tritonhook replay --store "$OUT/store-both" --variants plain,plain --json
 step both_inputs 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 inputs --json
 step both_inputs_aa 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 inputs --variants plain,plain --json
-# with what the recording's L2 probe found in L2 inside the workload (--l2 measured; experiments/l2_fidelity.py in commit c684b4a
-# alternates it with cold replays of one recording)
+# with what the recording's L2 probe found in L2 inside the workload (--l2 measured; docs/sweep_fidelity.md#the-l2-probe)
 step both_measured 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 measured --json
 step both_measured_aa 480 $PY -m tritonhook replay --store "$OUT/store-both" --l2 measured --variants plain,plain --json
 step overhead 300 $PY benchmarks/memwatch_overhead.py --launches 3000 --rounds 11 --out "$OUT/overhead.json"
