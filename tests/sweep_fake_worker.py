@@ -30,6 +30,7 @@ from pathlib import Path
 from tritonhook.cubin import Cubin
 from tritonhook.measure.sequential import FIXED, StopRule, rounds_stop
 from tritonhook.store import Store
+from tritonhook.sweep.job import ReplayJob
 from tritonhook.sweep.recording import tensors_of
 from tritonhook.sweep.worker import REFUSED_EXIT, hello, protocol, serve
 
@@ -111,7 +112,7 @@ def main() -> int:
             emit({"status": "refused", "message": args.refuse})
             return REFUSED_EXIT
         emit(hello(device="fake", capability=job["arch"]))
-        return serve(job, emit, replay_one)
+        return serve(ReplayJob.from_json(job), emit, replay_one)
 
 
 if __name__ == "__main__":

@@ -286,7 +286,7 @@ def test_a_recording_that_cannot_start_inside_a_workload_never_breaks_it(python_
     torch, which the recorder needs): at `import triton` the recording fails to start, the workload runs on with
     its own exit status, and tritonhook says so once, with no traceback."""
     from tritonhook.launcher import run
-    from tritonhook.sweep.record import recording_settings
+    from tritonhook.sweep.recorder import recording_settings
 
     done = run([python_without_torch, "-c", "import triton; print('workload done'); raise SystemExit(5)"],
                recording_settings(tmp_path / "s", "guarded"), capture_output=True, text=True)

@@ -18,7 +18,7 @@ from release_subjects import POINTERS_ALIGNED
 
 import tritonhook
 from tritonhook import _triton, config
-from tritonhook.upgrade.rebuild import rebuild_captures
+from tritonhook.upgrade.worker import rebuild_captures
 
 pytestmark = pytest.mark.release_independent  # the other release runs in its own virtualenv; one run suffices
 PACKAGE = "tritonhook_helper_subjects"

@@ -24,7 +24,7 @@ from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
 from tritonhook.sweep.replay import synthetic_warning, unprobed_warning
 from tritonhook.sweep.result import SweepResult, SweepRow, VariantTiming, analyze_row, estimate
-from tritonhook.sweep.variants import build_variants, captured_ptxas
+from tritonhook.sweep.builds import build_variants, captured_ptxas
 
 torch = pytest.importorskip("torch")
 
@@ -323,7 +323,7 @@ def test_a_sampling_tracer_looks_at_about_one_launch_in_k_and_keeps_each_kernels
         assert all(abs(count - 1000) < 150 for count in per_shape.values()), per_shape
 
 
-class _TimingRecorder(importlib.import_module("tritonhook.sweep.record").Recorder):
+class _TimingRecorder(importlib.import_module("tritonhook.sweep.recorder").Recorder):
     """The recorder with its CUDA-event timing replaced by a note of which launch of which signature it would
     time (this machine has no GPU); everything else is the recorder's own."""
 
@@ -615,7 +615,7 @@ def test_a_recording_failing_at_launches_inside_a_workload_never_breaks_it(tmp_p
     at its launches and at exit (CPU torch: no CUDA for the timing events): the workload runs to its end with its
     own exit status, and tritonhook says once how many times it failed and the first, with no traceback."""
     from tritonhook.launcher import run
-    from tritonhook.sweep.record import recording_settings
+    from tritonhook.sweep.recorder import recording_settings
 
     script = tmp_path / "workload.py"
     script.write_text(
@@ -663,12 +663,12 @@ def test_a_recording_file_of_another_version_is_refused(tmp_path):
 
 
 def test_a_replay_worker_that_cannot_start_is_one_error_not_a_hang(tmp_path):
+    from tritonhook.sweep.job import ReplayJob
     from tritonhook.sweep.schedule import run_workers
 
     if torch.cuda.is_available():
         pytest.skip("checks the message given when there is no GPU")
-    job = {"store": str(tmp_path), "arch": "sm_90a", "recording": "recording 1", "rounds": 5, "rtol": 0.01,
-           "warmup_ms": 5, "rep_ms": 20, "min_reps": 10, "signatures": [{"id": 0}]}
+    job = ReplayJob(str(tmp_path), "sm_90a", "recording 1", ({"id": 0},), 5, "cold", False, 5.0, 20.0, 10)
     Store(tmp_path)
     with pytest.raises(TritonhookError, match=r"replay worker failed before replaying anything \(worker exited "
                                               r"with status 1 \| "):
@@ -712,7 +712,7 @@ def test_signatures_link_to_this_runs_capture_else_an_older_one_else_a_late_one(
     from tritonhook.samples import compile_sample
     from tritonhook.ptx_capture import session
     from tritonhook.store import Store
-    from tritonhook.sweep.record import _link_captures
+    from tritonhook.sweep.recorder import _link_captures
 
     store = Store(tmp_path / "store")
     with session(store):

@@ -28,7 +28,7 @@ from tritonhook.sweep import recording as rec
 from tritonhook.sweep.autotune import analyze_group, autotune_groups, config_text
 from tritonhook.sweep.replay import select_signatures
 from tritonhook.sweep.result import VariantTiming, SweepResult, SweepRow, analyze_row
-from tritonhook.sweep.variants import build_variants
+from tritonhook.sweep.builds import build_variants
 
 torch = pytest.importorskip("torch")
 from sample_recording import autotune_signatures, compile_configs  # noqa: E402 - tests/sample_recording.py, after torch

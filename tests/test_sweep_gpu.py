@@ -179,7 +179,7 @@ def test_a_workload_that_fails_after_launching_keeps_its_recording(tmp_path):
     import sys
 
     from tritonhook.store import Store
-    from tritonhook.sweep.record import load
+    from tritonhook.sweep.recorder import load
 
     script = ("import sys, torch; from tritonhook.samples import add_kernel\n"
               "x = torch.randn(4096, device='cuda'); out = torch.empty_like(x)\n"

@@ -21,7 +21,7 @@ from tritonhook.measure.sequential import CAP, DECIDED, FIXED, SEQUENCE_MIN_ROUN
 from tritonhook.measure.variants import parse_variants
 from tritonhook.sweep import replay
 from tritonhook.sweep.replay import stop_rule
-from tritonhook.sweep.variants import IDENTICAL
+from tritonhook.sweep.builds import IDENTICAL
 
 pytestmark = pytest.mark.release_independent
 torch = pytest.importorskip("torch")

@@ -26,6 +26,7 @@ from tritonhook.store import Store
 from tritonhook.sweep import replay
 from tritonhook.sweep.result import RESULT_KIND, SweepResult
 from tritonhook.sweep.replay import SIGNATURE_KIND
+from tritonhook.sweep.job import ReplayJob
 from tritonhook.sweep.schedule import resolve_gpus, run_workers
 
 pytestmark = pytest.mark.release_independent  # the scheduler, retries and Ray: the same under every Triton
@@ -201,10 +202,15 @@ def test_a_worker_killed_mid_sweep_loses_only_its_kernel_which_is_retried_on_the
     assert all(not r.retried_after for r in result.rows if r.signature != victim)
 
 
+def _job(store, signatures) -> ReplayJob:
+    """A job replaying `signatures` with no variants (the fake worker only reads their inputs)."""
+    return ReplayJob(str(store.path), "sm_90a", "r", tuple({"id": s.id, "args": s.args, "variants": []}
+                                                        for s in signatures), 5, "cold", False, 5.0, 20.0, 10)
+
+
 def test_a_kernel_that_kills_every_worker_is_a_fault_after_one_retry_and_the_others_go_on(recorded, tmp_path):
     store, recording = recorded
-    job = {"store": str(store.path), "arch": "sm_90a", "recording": "r", "rounds": 5,
-           "signatures": [{"id": s.id, "args": s.args, "variants": []} for s in recording.signatures]}
+    job = _job(store, recording.signatures)
     results = run_workers(tmp_path, job, ["0", "1"], worker=fake("--die", "3"))
     assert {i: r["status"] for i, r in results.items()} == {i: "fault" if i == 3 else "ok" for i in range(SIGNATURES)}
     fault = results[3]
@@ -225,7 +231,7 @@ def test_a_worker_reports_an_error_on_one_line_and_stops_when_the_cuda_context_i
 
     records, lost = [], iter([False, True])
     monkeypatch.setattr(sys, "stdin", io.StringIO("0\n1\n2\n"))
-    job = {"signatures": [{"id": i} for i in range(3)]}
+    job = ReplayJob("unused", "sm_90a", "r", tuple({"id": i} for i in range(3)), 5, "cold", False, 5.0, 20.0, 10)
     assert serve(job, records.append, replay_one, context_lost=lambda: next(lost)) == FAULT_EXIT
     errors = [r for r in records if r["status"] == "error"]
     assert [r["id"] for r in errors] == [0, 1]  # signature 2 never started
@@ -236,8 +242,7 @@ def test_a_worker_reports_an_error_on_one_line_and_stops_when_the_cuda_context_i
 
 def test_one_gpu_retries_on_a_fresh_worker_and_a_hung_kernel_is_killed(recorded, tmp_path):
     store, recording = recorded
-    job = {"store": str(store.path), "arch": "sm_90a", "recording": "r", "rounds": 5,
-           "signatures": [{"id": s.id, "args": s.args, "variants": []} for s in recording.signatures[:3]]}
+    job = _job(store, recording.signatures[:3])
     results = run_workers(tmp_path, job, worker=fake("--hang", "1"), timeout_s=4)
     assert [results[i]["status"] for i in range(3)] == ["ok", "fault", "ok"]
     assert results[1]["message"].count("hung (killed)") == 2 and results[1]["attempts"] == 2
@@ -245,8 +250,7 @@ def test_one_gpu_retries_on_a_fresh_worker_and_a_hung_kernel_is_killed(recorded,
 
 def test_a_worker_that_refuses_the_job_stops_the_replay_with_its_reason(recorded, tmp_path):
     store, recording = recorded
-    job = {"store": str(store.path), "arch": "sm_90a", "recording": "r", "rounds": 5,
-           "signatures": [{"id": s.id, "args": s.args, "variants": []} for s in recording.signatures]}
+    job = _job(store, recording.signatures)
     began = time.time()
     with pytest.raises(TritonhookError, match="^r: recorded on sm_90a, this GPU is sm_100$"):
         run_workers(tmp_path, job, ["0", "1"], worker=fake("--refuse", "r: recorded on sm_90a, this GPU is sm_100"))

@@ -18,7 +18,7 @@ from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import PLAIN, parse_variant
 from tritonhook.sweep.tune import OPTION_SETS, TuneResult, TuneSpace, parse_budget, tune
-from tritonhook.sweep.variants import build_variants, captured_ptxas
+from tritonhook.sweep.builds import build_variants, captured_ptxas
 
 torch = pytest.importorskip("torch")
 

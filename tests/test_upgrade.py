@@ -19,7 +19,7 @@ import tritonhook
 from tritonhook import _triton, cli, config, tools
 from tritonhook.cubin import Cubin
 from tritonhook.upgrade import CELLS, UpgradeResult, upgrade
-from tritonhook.upgrade.rebuild import rebuild_captures
+from tritonhook.upgrade.worker import rebuild_captures
 
 pytestmark = pytest.mark.release_independent  # the other release runs in its own virtualenv; one run suffices
 BASELINE, PTXAS_ONLY, PTX_ONLY, BOTH = CELLS

@@ -29,7 +29,7 @@ from tritonhook.measure.variants import Variant, build_options, config_of_label,
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep.replay import failed_builds_warning
-from tritonhook.sweep.variants import build_variants, captured_ptxas
+from tritonhook.sweep.builds import build_variants, captured_ptxas
 
 DATA = Path(__file__).parent / "data"
 FOUND = tools.one_per_version(tools.find_ptxas())

@@ -16,7 +16,7 @@ from ._imports import after_import, note, waiting_for
 def _enable(_triton_module=None) -> None:
     from .errors import TritonhookError, warn
     from .ptx_capture import enable_from_env
-    from .sweep.record import start_from_env as record_from_env
+    from .sweep.recorder import start_from_env as record_from_env
 
     try:
         enable_from_env()

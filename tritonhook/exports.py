@@ -189,7 +189,7 @@ def compilation_event(store: Store, capture: Capture) -> dict:
 
 
 def _python_source(store: Store, capture: Capture) -> dict | None:
-    """The module text captured at compile time (`_triton.rebuild_record`), whole, with the kernel's lines marked
+    """The module text captured at compile time (`_triton.rebuild`), whole, with the kernel's lines marked
     (TritonParse's full-source form: line numbers are the file's, as the IR's locations name them)."""
     if "python" not in capture.artifacts or capture.src_file is None:
         return None

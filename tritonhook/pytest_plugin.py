@@ -3,7 +3,7 @@ kernels regressed against the baseline (docs/check.md#the-pytest-plugin). Regist
 without `--tritonhook-baseline` it only declares its options and does nothing else, so a suite that does not ask
 for the gate runs exactly as before.
 
-With it: each test runs inside an in-process recording (`sweep.record.record`, one recording per test, in the
+With it: each test runs inside an in-process recording (`sweep.recorder.record`, one recording per test, in the
 store; a capture session is held open for the whole session), then, once the last test ran, the gate replays all
 the tests' signatures merged into one recording, once (`check.check`), and maps each failing signature back to
 the test that launched it.
@@ -59,7 +59,7 @@ class Gate:
 
     @staticmethod
     def record(store, label: str):
-        from .sweep.record import record
+        from .sweep.recorder import record
 
         return record(store, label=label)
 

@@ -13,9 +13,9 @@ records the compile hooks' way):
 * `launches`: `LaunchTracer` (every launch with its arguments, the C path in `_launchpath.c`), Triton's runtime
   hook chains and scratch allocator (memwatch), and switching Inductor's static launcher off while tracing.
 * `replay`:   host TMA descriptors as data and back, a compiled kernel loaded from its files and launched.
-* `rebuild_record`: what a capture keeps to rebuild its kernel under another release (the module text, the
-  specialization as JSON, the modules of the JIT helpers it calls), read back into Triton's objects; `rebuild`:
-  that rebuild, under the running release.
+* `rebuild`:  what a capture keeps to rebuild its kernel under another release (the module text, the
+  specialization as JSON, the modules of the JIT helpers it calls), read back into Triton's objects, and that
+  rebuild under the running release.
 
 The names below are the adapter's interface: the rest of tritonhook imports them from here (`_triton.LaunchTracer`),
 never from a submodule.
@@ -30,8 +30,8 @@ from .compile import (ORIGINAL_NAME_KEY, CubinTransform, HookInstallation, PtxTr
 from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtime_hooks, allocator_var,
                        inductor_launches_through_triton, launch_spec,
                        remove_runtime_hooks, signature_key_of)
-from .rebuild import RebuiltKernel, compile_rebuilt
-from .rebuild_record import HELPERS_STAGE, PYTHON_STAGE, REBUILD_STAGE, helper_modules
+from .rebuild import (HELPERS_STAGE, PYTHON_STAGE, REBUILD_STAGE, RebuiltKernel, compile_rebuilt,
+                      helper_modules)
 from .replay import launch, load_kernel, make_tensor_descriptor, tensor_descriptor_fields
 from .version import REQUIREMENT, check_supported, parse_version, triton_version
 
@@ -49,6 +49,6 @@ __all__ = [
     "remove_runtime_hooks", "signature_key_of",
     # replay
     "launch", "load_kernel", "make_tensor_descriptor", "tensor_descriptor_fields",
-    # rebuild_record, rebuild
+    # rebuild
     "HELPERS_STAGE", "PYTHON_STAGE", "REBUILD_STAGE", "RebuiltKernel", "compile_rebuilt", "helper_modules",
 ]

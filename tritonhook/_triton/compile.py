@@ -39,8 +39,8 @@ from .. import config
 from .. import ptx as _ptx
 from ..errors import TritonhookError, warn
 from ..store import NewCapture, specialization_label
-from .rebuild_record import rebuild_artifacts
-from .version import _plain_json, _WarnOnce, stage_hook_in_cache_key, triton_version
+from .rebuild import rebuild_artifacts
+from .version import _plain_json, _WarnOnce, option_names, stage_hook_in_cache_key, triton_version
 
 ORIGINAL_NAME_KEY = "tritonhook_original_name"
 """Metadata key the rename writes, so that cache hits still know the pre-rename entry name."""
@@ -132,16 +132,6 @@ def triton_ptxas(gpu_name: str) -> str:
     from triton.backends.nvidia.compiler import get_ptxas
 
     return get_ptxas(_ptx.sm_number(gpu_name)).path
-
-
-@functools.lru_cache(maxsize=None)
-def option_names() -> tuple[str, ...]:
-    try:
-        from triton.backends.nvidia.compiler import CUDAOptions
-
-        return tuple(field.name for field in dataclasses.fields(CUDAOptions))
-    except Exception:  # noqa: BLE001
-        return ()
 
 
 # ----- whether a child process's compiles can run a variant's ptxas and options (ab's variants) -----------------

@@ -1,4 +1,5 @@
-"""The record a capture keeps so that its kernel can be rebuilt under another Triton release (`tritonhook upgrade`).
+"""A captured kernel rebuilt under another Triton release (`tritonhook upgrade`): the record a capture keeps, and
+the compile from it (in `upgrade.worker`, a process of the other release).
 
 A capture of an `ASTSource` (or Gluon's) compile keeps two artifacts beside Triton's stages, so that a rebuild never
 depends on files that moved or changed since: `python`, the text of the module file defining the `@triton.jit`
@@ -9,19 +10,23 @@ under that name (its MLIR before the passes). A kernel that calls `@triton.jit` 
 keeps a third, `helpers`: those modules' texts under their dotted names, found by Triton's own dependency walk (the
 one behind `JITFunction.cache_key`), which the rebuild imports in place of whatever is installed then.
 
-Encoding (at capture, under the capture's release) and decoding (at rebuild, under the other release: `rebuild`)
-live here together so that the two sides of the format cannot drift.
+Encoding (at capture, under the capture's release) and decoding (at rebuild, under the other release) live here
+together so that the two sides of the format cannot drift. The compile runs under any Triton from 3.6 to 3.9: all
+four take `ASTSource(fn, signature, constexprs, attrs)` with constexprs keyed by argument path and attributes as
+`{path: [[name, value], ...]}`, and `triton.compile(src, target=, options=)` drops options its `CUDAOptions` does
+not know (named back to the caller here rather than silently).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
 from pathlib import Path
 
 from .. import config
-from .version import triton_version
+from .version import _plain_json, option_names, triton_version
 
 REBUILD_FORMAT = 1
 HELPERS_FORMAT = 1
@@ -253,3 +258,43 @@ def jit_function(found, name: str):
         raise LookupError(f"no @triton.jit function {name!r} at the top level of its module under Triton "
                           f"{triton_version()}")
     return found
+
+
+# ----- the rebuild side: the compile under the running release ------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class RebuiltKernel:
+    """A kernel compiled again by the running release: its PTX, cubin and metadata (plain JSON), and the recorded
+    options it does not know (not passed)."""
+
+    ptx: str
+    cubin: bytes
+    metadata: dict
+    unknown_options: list[str]
+
+
+def compile_rebuilt(module, record: dict) -> RebuiltKernel:
+    """Compile `record`'s function, taken by name from `module` (the recorded module text imported from a file),
+    for the recorded target with the recorded specialization and options, under the running Triton."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    fn = jit_function(getattr(module, record["function"], None), record["function"])
+    signature, constexprs, attrs = specialization(module, record)
+    known = set(option_names())
+    options = {k: v for k, v in record["options"].items() if k in known}
+    target = record["target"]
+    compiled = triton.compile(_source_class(record["frontend"])(fn, signature, constexprs, attrs),
+                              target=GPUTarget(target["backend"], target["arch"], target["warp_size"]),
+                              options=options)
+    return RebuiltKernel(compiled.asm["ptx"], compiled.asm["cubin"], _plain_json(compiled.metadata._asdict()),
+                         sorted(set(record["options"]) - known))
+
+
+def _source_class(frontend: str):
+    if frontend == "gluon":
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        return GluonASTSource
+    from triton.compiler import ASTSource
+
+    return ASTSource

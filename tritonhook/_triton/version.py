@@ -8,6 +8,7 @@ hooks all report their own failures once (`_WarnOnce`) and turn Triton's metadat
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 
@@ -81,3 +82,15 @@ class _WarnOnce:
             self.warned = True
             warn(f"tritonhook: {what} failed ({type(exc).__name__}: {exc}); compiling goes on, "
                  f"further failures are counted and reported at exit")
+
+
+@functools.lru_cache(maxsize=None)
+def option_names() -> tuple[str, ...]:
+    """The compile options this release's NVIDIA backend takes (`CUDAOptions` fields): what a capture records and a
+    rebuild under another release may pass; () where the backend cannot be imported."""
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+
+        return tuple(field.name for field in dataclasses.fields(CUDAOptions))
+    except Exception:  # noqa: BLE001
+        return ()

@@ -33,7 +33,7 @@ from ..store import Store
 from ..sweep.recording import Recording, capability_of
 from ..sweep.replay import replay
 from ..sweep.schedule import WORKER
-from ..sweep.variants import BuiltVariant
+from ..sweep.builds import BuiltVariant
 from .baseline import Baseline, key_label, key_text, match_key
 from .result import OUTPUTS_CHANGED, PASSED, REGRESSED, RESULT_KIND, CheckResult, KernelCheck, Unmatched
 

@@ -23,7 +23,7 @@ from ..files import write_file
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.autotune import config_text
-from ..sweep.record import record_command
+from ..sweep.recorder import record_command
 from ..sweep.recording import Recording, Signature
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 from .._version import __version__

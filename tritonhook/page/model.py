@@ -24,7 +24,7 @@ from ..ab import ABReport, ABWorkloadEstimate, SavedABResult
 from ..ab.result import RESULT_KIND as AB_KIND
 from ..check.result import RESULT_KIND as CHECK_KIND, CheckResult
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
-from ..sweep.variants import IDENTICAL
+from ..sweep.builds import IDENTICAL
 from ..cubin import Cubin, disassemble
 from ..diff import CubinDiff, diff_cubins
 from ..errors import TritonhookError

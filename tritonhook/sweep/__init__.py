@@ -86,13 +86,13 @@ signature (`num_gpus=1`), the job, variant files and snapshot blobs travelling t
 driver retries a task that dies once. Each row says where it ran (host/gpuN).
 """
 
-from .record import RecordResult, Recorder, check_can_record, load, record, record_command
+from .recorder import RecordResult, Recorder, check_can_record, load, record, record_command
 from .recording import Recording, Signature, SnapshotBudget
 from .replay import replay, select_signatures
 from .schedule import require_ray, resolve_gpus
 from .result import SweepResult, SweepRow, VariantTiming, WorkloadEstimate
 from .tune import TuneResult, TuneSpace, tune
-from .variants import BuiltVariant, build_variants
+from .builds import BuiltVariant, build_variants
 
 __all__ = ["TuneResult", "TuneSpace", "tune", "BuiltVariant", "RecordResult", "Recorder", "Recording", "Signature", "SnapshotBudget", "SweepResult",
            "SweepRow", "VariantTiming", "WorkloadEstimate", "build_variants", "check_can_record", "load", "record",

@@ -23,7 +23,7 @@ from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from ..measure.variants import config_of_label
 from .recording import Recording, Signature
 from .result import SweepRow, VariantTiming
-from .variants import IDENTICAL
+from .builds import IDENTICAL
 
 OUTPUTS_ORDER = (DIFFER, CLOSE, "allclose", WITHIN_SPREAD, BITWISE, NO_OUTPUT, "-")
 """A group's outputs are its worst candidate's: "differ" anywhere keeps the kernel out of the estimate ("allclose":

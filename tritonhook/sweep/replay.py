@@ -26,7 +26,8 @@ from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature
 from .misses import check_modes, miss_reason, missed_rows
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
 from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
-from .variants import BuiltVariant, build_variants, with_extra_ptxas
+from .builds import BuiltVariant, build_variants, with_extra_ptxas
+from .job import ReplayJob
 
 SIGNATURE_KIND = "sweep-signature"
 """The kind each signature's replay result is kept under in the store as it arrives (see `_journal`): a plain
@@ -148,7 +149,7 @@ class Workers:
     program: tuple = WORKER
     progress: bool = False
 
-    def run(self, work: Path, job: dict, store: Store, arrived: Callable[[dict], None]) -> dict[int, dict]:
+    def run(self, work: Path, job: ReplayJob, store: Store, arrived: Callable[[dict], None]) -> dict[int, dict]:
         if self.ray is not False:
             return run_on_ray(work, job, store, address=None if self.ray is True else self.ray,
                               progress=self.progress, worker=self.program, task=self.ray_task, arrived=arrived)
@@ -168,8 +169,8 @@ def time_signatures(recording: Recording, store: Store, signatures: list[Signatu
     `adaptive`: `rounds` is a cap (`stop_rule`); else every signature times `rounds` rounds."""
     rules = {s.id: stop_rule(s, rounds, min_effect) for s in signatures} if adaptive else {}
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
-        job = _write_job(Path(work), recording, store, signatures, built, rounds, launches or {}, rules)
-        job["l2"], job["dirty_l2"] = l2, dirty_l2
+        job = replay_job(Path(work), recording, store, signatures, built, launches or {}, rules, rounds=rounds, l2=l2,
+                         dirty_l2=dirty_l2)
         results = workers.run(Path(work), job, store, arrived)
     samples: dict[int, dict[str, list[float]]] = {}
     for signature in signatures:
@@ -416,9 +417,11 @@ def _build_one(store: Store, capture_id: int, variants) -> dict[str, BuiltVarian
         return f"build failed: {exc}"
 
 
-def _write_job(work: Path, recording: Recording, store: Store, signatures: list[Signature],
-               built: dict[int, dict[str, BuiltVariant]], rounds: int,
-               launches: dict[int, dict[str, Signature]], rules: dict[int, StopRule]) -> dict:
+def replay_job(work: Path, recording: Recording, store: Store, signatures: list[Signature],
+               built: dict[int, dict[str, BuiltVariant]], launches: dict[int, dict[str, Signature]],
+               rules: dict[int, StopRule], *, rounds: int, l2: str, dirty_l2: bool) -> ReplayJob:
+    """The job replaying `signatures`' `built` variants, their cubins and metadata written under `work` (once per
+    capture and label)."""
     entries = []
     for signature in signatures:
         variants = []
@@ -438,9 +441,8 @@ def _write_job(work: Path, recording: Recording, store: Store, signatures: list[
         rule = rules.get(signature.id)
         entries.append({"id": signature.id, "args": signature.args, "l2_resident": signature.l2_resident,
                         **_launch_of(signature), "variants": variants, "stop": rule and rule.to_json()})
-    return {"store": str(store.path), "arch": recording.arch, "recording": f"recording {recording.id}",
-            "rounds": rounds, "warmup_ms": WARMUP_MS, "rep_ms": REP_MS,
-            "min_reps": MIN_REPS, "signatures": entries}
+    return ReplayJob(str(store.path), recording.arch, f"recording {recording.id}", tuple(entries), rounds, l2,
+                     dirty_l2, WARMUP_MS, REP_MS, MIN_REPS)
 
 
 def _launch_of(signature: Signature) -> dict:

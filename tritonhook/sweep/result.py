@@ -14,7 +14,7 @@ from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from ..errors import TritonhookError
 from ..rename import exact_names_pattern
 from ..store import ResultKind, register_result_kind
-from .variants import IDENTICAL, BuiltVariant
+from .builds import IDENTICAL, BuiltVariant
 
 
 RESULT_KIND = "sweep"

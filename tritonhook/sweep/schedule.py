@@ -38,6 +38,7 @@ from .. import _ray, config, format
 from ..errors import TritonhookError
 from ..launcher import OFF, ChildSettings, popen
 from ..store import Store
+from .job import ReplayJob
 from .recording import tensors_of
 from .worker import REFUSED_EXIT
 
@@ -270,22 +271,22 @@ def _serve_slot(slot: int, device: str | None, work: _Queue, command, job_path: 
             worker.close()
 
 
-def run_workers(work: Path, job: dict, devices: Sequence[str | None] = (None,), *, progress: bool = False,
+def run_workers(work: Path, job: ReplayJob, devices: Sequence[str | None] = (None,), *, progress: bool = False,
                 timeout_s: float = KERNEL_TIMEOUT_S, worker: Sequence[str] = WORKER, retries: int = RETRIES,
                 arrived: Callable[[dict], None] = lambda record: None) -> dict[int, dict]:
     """Replay every signature of `job` (written to `work`/job.json) on one worker per entry of `devices` (a
     CUDA_VISIBLE_DEVICES value, None: inherit); signature id -> result record, each also handed to `arrived` the
     moment it is final. See the module docstring."""
     job_path = work / "job.json"
-    job_path.write_text(json.dumps(job))
-    with format.progress(progress, len(job["signatures"]), "replay") as step:
+    job_path.write_text(json.dumps(job.to_json()))
+    with format.progress(progress, len(job.signatures), "replay") as step:
         lock = threading.Lock()
 
         def locked_step(text: str) -> None:
             with lock:
                 step(text)
 
-        shared = _Queue([s["id"] for s in job["signatures"]], len(devices), retries, locked_step, arrived)
+        shared = _Queue([s["id"] for s in job.signatures], len(devices), retries, locked_step, arrived)
         threads = [threading.Thread(target=_serve_slot, args=(slot, device, shared, worker, job_path, timeout_s),
                                     daemon=True) for slot, device in enumerate(devices)]
         for thread in threads:
@@ -325,19 +326,19 @@ def replay_on_node(job: dict, entries: list[dict], worker: Sequence[str], timeou
             if store.put_blob(data) != digest:
                 raise TritonhookError(f"snapshot blob {digest}: corrupted on its way to this node")
         store.close()
-        node_job = {**job, "store": str(store.path), "signatures": entries}
+        node_job = ReplayJob.from_json(job).part(entries, store=str(store.path))
         return run_workers(work, node_job, worker=worker, timeout_s=timeout_s, retries=0)
 
 
-def run_on_ray(work: Path, job: dict, store: Store, *, address: str | None = None, progress: bool = False,
+def run_on_ray(work: Path, job: ReplayJob, store: Store, *, address: str | None = None, progress: bool = False,
                timeout_s: float = KERNEL_TIMEOUT_S, worker: Sequence[str] = WORKER, task: dict | None = None,
                retries: int = RETRIES, arrived: Callable[[dict], None] = lambda record: None) -> dict[int, dict]:
     """Replay every signature of `job` as Ray tasks (`task`: the resources of each, default one GPU); the variant
     files under `work` and the snapshot blobs in `store` travel through the object store. Each final record is
     handed to `arrived` as it comes back. See the module docstring."""
     task = task or RAY_TASK
-    common = {key: value for key, value in job.items() if key != "signatures"}
-    entries = job["signatures"]
+    common = job.part(()).to_json()  # each task's job, its own signatures given beside it
+    entries = list(job.signatures)
     results: dict[int, dict] = {}
     deaths: dict[int, list[str]] = {entry["id"]: [] for entry in entries}
     with _ray.cluster(address), format.progress(progress, len(entries), "replay (ray)") as step:

@@ -37,7 +37,7 @@ from ..store import ResultKind, Store, register_result_kind
 from .recording import Recording
 from .replay import replay, select_signatures
 from .result import SweepResult, VariantTiming
-from .variants import IDENTICAL
+from .builds import IDENTICAL
 
 RESULT_KIND = "tune"
 DEFAULT_SHARE = 0.8

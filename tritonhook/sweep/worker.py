@@ -49,6 +49,7 @@ from ..measure.stats import interquartile_mean, median
 from ..measure.timing import bench_interleaved, l2_bytes, sm_clock_mhz
 from ..store import Store
 from . import l2probe
+from .job import ReplayJob
 from .recording import check_arch, synthetic_fill, tensors_of
 
 FAULT_EXIT = 3
@@ -135,7 +136,7 @@ def _prepare_l2(torch, dirt, ranges: list[tuple[int, list[tuple[int, int]]]], wr
                 raw[begin:end].max()
 
 
-def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: Path) -> dict:
+def replay_signature(torch, job: ReplayJob, signature: dict, store: Store, workdir: Path) -> dict:
     device = torch.device("cuda")
     launches = {v["label"]: {**signature, **v.get("launch", {})} for v in signature["variants"]}
     specs = {label: _triton.LaunchSpec(at["triton_hash"], at["kernel"], at["arg_names"], at["signature"],
@@ -176,11 +177,11 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
     baseline_runs = [outputs_of(baseline) for _ in range(BASELINE_RUNS)]
     check = check_outputs(torch, baseline_runs, {label: outputs_of(label) for label in others})
     timed = [v["label"] for v in signature["variants"] if v["timed"]]
-    l2 = job.get("l2", "cold")
+    l2 = job.l2
     read_only = [(at, [(0, buffer.numel() * buffer.element_size())])
                  for at, (index, buffer) in enumerate(sorted(buffers.items())) if index not in written]
     ranges = read_only if l2 == "inputs" else _measured_ranges(signature, buffers) if l2 == "measured" else []
-    dirt = torch.empty(l2_bytes(torch), dtype=torch.uint8, device=device) if job.get("dirty_l2") else None
+    dirt = torch.empty(l2_bytes(torch), dtype=torch.uint8, device=device) if job.dirty_l2 else None
     written_at = frozenset(at for at, index in enumerate(sorted(buffers)) if index in written)
     before_call = functools.partial(_prepare_l2, torch, dirt, ranges, written_at) if dirt is not None or ranges \
         else None
@@ -198,7 +199,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
     samples, empty_rounds = {label: [] for label in timed}, []
     rule = StopRule(**signature["stop"]) if signature.get("stop") else None
     stopped = FIXED
-    for round_index in range(rule.cap if rule else job["rounds"]):
+    for round_index in range(rule.cap if rule else job.rounds):
         # each round loads the variants afresh, in alternating order: two loads of one cubin can differ by a few
         # percent for a small kernel for the whole life of the module (an A/A "faster" at 0.962 [0.961, 0.964],
         # H200), so where the code lands must vary between rounds for the interval to cover it
@@ -207,7 +208,7 @@ def replay_signature(torch, job: dict, signature: dict, store: Store, workdir: P
         arms_args.clear()
         results = bench_interleaved([(contextlib.nullcontext, arm(label)) for label in timed],
                                     inputs=[buffers[index] for index in sorted(buffers)],
-                                    warmup_ms=job["warmup_ms"], rep_ms=job["rep_ms"], min_reps=job["min_reps"],
+                                    warmup_ms=job.warmup_ms, rep_ms=job.rep_ms, min_reps=job.min_reps,
                                     rotate=l2 != "warm", before_call=before_call, trailing_empty=True)
         for label, result in zip(timed, results):  # one figure per round: see stats.interquartile_mean
             samples[label].append(interquartile_mean(result.samples_ms))
@@ -283,12 +284,12 @@ def hello(**facts) -> dict:
             **facts}
 
 
-def serve(job: dict, emit: Callable[[dict], None], replay_one: Callable[[dict], dict], *,
+def serve(job: ReplayJob, emit: Callable[[dict], None], replay_one: Callable[[dict], dict], *,
           context_lost: Callable[[], bool] = lambda: False) -> int:
     """Replay the signatures whose ids arrive on stdin until it closes (the protocol in the module docstring).
     An exception is that signature's error; when it left the CUDA context unusable (`context_lost`), the error
     says so and the worker stops (FAULT_EXIT) so that the parent starts a fresh one."""
-    by_id = {signature["id"]: signature for signature in job["signatures"]}
+    by_id = {signature["id"]: signature for signature in job.signatures}
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -315,18 +316,18 @@ def _one_line(exc: Exception, context_lost: bool) -> str:
 
 def main(argv: list[str]) -> int:
     job_path = Path(argv[0])
-    job = json.loads(job_path.read_text())
+    job = ReplayJob.from_json(json.loads(job_path.read_text()))
     with protocol() as emit:
         import torch
 
         capability = "sm_%d%d" % torch.cuda.get_device_capability()
         try:
-            check_arch(job["arch"], capability, source=job["recording"])
+            check_arch(job.arch, capability, source=job.recording)
         except TritonhookError as exc:  # instead of the hello: the parent stops the whole replay
             emit({"status": "refused", "message": str(exc)})
             return REFUSED_EXIT
         emit(hello(device=torch.cuda.get_device_name(), capability=capability))
-        store = Store(job["store"], readonly=True)
+        store = Store(job.store, readonly=True)
         return serve(job, emit, lambda signature: replay_signature(torch, job, signature, store, job_path.parent),
                      context_lost=lambda: _context_lost(torch))
 

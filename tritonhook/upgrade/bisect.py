@@ -33,7 +33,7 @@ from ..errors import TritonhookError
 from ..measure.variants import resolve_ptxas
 from ..store import Capture, ResultKind, Store, register_result_kind
 from .cells import _captures, captured_build, cells_between, kernel_matches, kernel_pattern
-from .rebuild import Rebuilt, rebuild_captures
+from .worker import Rebuilt, rebuild_captures
 from .releases import release_python
 from .result import PTX_ONLY, PTXAS_ONLY, Cell, one_line
 

@@ -25,8 +25,8 @@ from ..errors import TritonhookError
 from ..measure.variants import resolve_ptxas
 from ..store import TRITON_FRONTENDS, Capture, Store
 from ..sweep import load as load_recording
-from ..sweep.variants import captured_ptxas
-from .rebuild import Rebuilt, rebuild_captures
+from ..sweep.builds import captured_ptxas
+from .worker import Rebuilt, rebuild_captures
 from .releases import release_python
 from .result import BASELINE, BOTH, PTX_ONLY, PTXAS_ONLY, RESULT_KIND, Cell, KernelUpgrade, UpgradeResult
 

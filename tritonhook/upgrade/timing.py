@@ -25,7 +25,7 @@ from ..sweep.recording import Recording, Signature, capability_of
 from ..sweep.replay import replay
 from ..sweep.result import SweepResult
 from ..sweep.schedule import WORKER
-from ..sweep.variants import BuiltVariant
+from ..sweep.builds import BuiltVariant
 from ..tools import CAUSES
 from .result import BASELINE, BOTH, CELLS, PTX_ONLY, PTXAS_ONLY, KernelUpgrade, UpgradeResult
 

@@ -1,4 +1,4 @@
-"""The rebuild worker: `RELEASE_PYTHON -m tritonhook.upgrade.rebuild JOB.json`, run by `upgrade` in the virtualenv
+"""The rebuild worker: `RELEASE_PYTHON -m tritonhook.upgrade.worker JOB.json`, run by `upgrade` in the virtualenv
 of another Triton release with this tritonhook first on PYTHONPATH, so the same code compiles under that release;
 and its parent's side, `rebuild_captures`, which writes the job, runs it and reads each kernel's outcome back.
 
