@@ -234,17 +234,30 @@ def test_status_of_a_path_with_no_ptxas_is_one_line_naming_it(tmp_path):
     assert result.stderr.startswith(f"tritonhook: error: {missing}: no such file") and result.stderr.count("\n") == 1
 
 
-def _killed_during(operation, path: Path, delay: float) -> None:
-    """Fork; the child runs `operation(path)` slowly step by step; SIGKILL it after `delay` seconds."""
+STEPS_AT_MOST = 5
+"""More steps than an install (4) or an uninstall (2) takes: a kill point may also fall after the operation."""
+
+
+def _killed_during(operation, path: Path, rng: random.Random) -> None:
+    """Fork; the child runs `operation(path)` step by step, telling the parent of each step through a pipe; SIGKILL
+    it at a random point: after a random number of its steps (0: before the first), a random part of a step later.
+    Kill points count steps, not seconds, so a loaded machine (a child slow to start) moves none of them."""
+    read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: no cleanup, no pytest, just the operation
+        os.close(read)
         try:
-            operation(path, on_step=lambda name: time.sleep(0.002))
+            operation(path, on_step=lambda name: (os.write(write, b"."), time.sleep(0.002)))
         finally:
             os._exit(0)
-    time.sleep(delay)
+    os.close(write)
+    for _ in range(rng.randrange(STEPS_AT_MOST + 1)):
+        if not os.read(read, 1):  # the operation ended
+            break
+    time.sleep(rng.uniform(0, 0.002))
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
+    os.close(read)
 
 
 def test_sigkill_at_random_points_never_loses_the_real_binary(ptxas):
@@ -257,7 +270,7 @@ def test_sigkill_at_random_points_never_loses_the_real_binary(ptxas):
         operation = wrapper.install if trial % 2 == 0 else wrapper.uninstall
         if operation is wrapper.uninstall:
             wrapper.install(ptxas)
-        _killed_during(operation, ptxas, rng.uniform(0, 0.012))
+        _killed_during(operation, ptxas, rng)
         state = wrapper.status(ptxas).state
         seen.add(state)
         assert state in (wrapper.NOT_INSTALLED, wrapper.INTERRUPTED_INSTALL, wrapper.INSTALLED), (trial, state)
@@ -278,7 +291,7 @@ def test_a_capture_run_killed_during_its_install_is_recovered_by_the_next_one(pt
     wrapper.status(ptxas)  # warms ptxas_version's cache, so children spend their time in the steps
     seen = set()
     for _ in range(30):
-        _killed_during(_owned_install, ptxas, rng.uniform(0, 0.012))
+        _killed_during(_owned_install, ptxas, rng)
         state = wrapper.status(ptxas).state
         seen.add(state)
         assert state in (wrapper.NOT_INSTALLED, wrapper.INTERRUPTED_INSTALL, wrapper.ORPHANED), state
