@@ -14,7 +14,9 @@ import textwrap
 
 import pytest
 
-from tritonhook import _triton, ab, preflight, tools
+from tritonhook import _triton, ab, preflight
+
+from tritonhook.ptxas import binaries as tools
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import parse_variants
 from tritonhook.store import Store

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from release_subjects import BISECT_COMPILES
 
-from tritonhook import cli, config, tools
+from tritonhook import cli, config
+
+from tritonhook.ptxas import binaries as tools
 from tritonhook.upgrade.bisect import FAILED, NO_CHANGE, BisectResult
 from tritonhook.upgrade.result import BASELINE, BOTH, PTX_ONLY, PTXAS_ONLY
 

@@ -107,7 +107,7 @@ def test_a_cutile_export_is_captured_through_the_wheel_ptxas_and_the_wheel_is_re
 def test_a_killed_wheel_ptxas_capture_is_reported_and_the_next_capture_restores_it_and_captures(store_path, tmp_path):
     """`kill -9` of `tritonhook capture --wheel-ptxas` leaves the wheel ptxas wrapped for a dead run: `ptxas status`
     names the dead pid and how to recover, and the next capture puts the real binary back and captures again."""
-    from tritonhook import ptxas_wrapper
+    from tritonhook.ptxas import wrapper as ptxas_wrapper
 
     ptxas = _tileiras_ptxas()
     before = hashlib.sha256(ptxas.read_bytes()).hexdigest()
@@ -147,7 +147,7 @@ CUTILE_HINT = "tritonhook: the command imported cuda.tile and no cuTile kernel w
 def test_a_second_wheel_ptxas_capture_names_the_run_whose_wrapper_is_in_place(store_path, tmp_path):
     """Two `tritonhook capture --wheel-ptxas` at once: the second cannot record through the first's wrapper (its
     token is another) and says so, naming the first run's pid, instead of writing 0 cuTile captures silently."""
-    from tritonhook import ptxas_wrapper
+    from tritonhook.ptxas import wrapper as ptxas_wrapper
 
     ptxas = _tileiras_ptxas()
     before = hashlib.sha256(ptxas.read_bytes()).hexdigest()
@@ -193,7 +193,7 @@ def test_a_program_of_triton_and_cutile_kernels_is_told_its_cutile_kernels_were_
 
 @needs_cutile
 def test_ptxas_status_lists_the_wheel_ptxas():
-    from tritonhook import ptxas_wrapper
+    from tritonhook.ptxas import wrapper as ptxas_wrapper
 
     assert str(_tileiras_ptxas().resolve()) in ptxas_wrapper.status_targets()
 

@@ -401,7 +401,7 @@ def _cutile_bin(root: Path) -> Path:
     the folders tileiras loads libnvvm from and the cuda-tile metadata beside them: a ptxas wrapper installed there
     records what tileiras runs, as in the wheel (frontend cutile and its version), and the shared wheel's ptxas
     stays untouched (the serial tests wrap it in place; its real binary is then beside it)."""
-    from tritonhook.ptxas_wrapper import real_path
+    from tritonhook.ptxas.wrapper import real_path
 
     ptxas = _tileiras_ptxas()
     wheel = ptxas.parent.parent
@@ -422,7 +422,7 @@ def _cutile_bin(root: Path) -> Path:
 
 @needs_cutile
 def test_show_of_a_cutile_capture_leaves_out_what_cutile_does_not_record(store_path, tmp_path):
-    from tritonhook import ptxas_wrapper
+    from tritonhook.ptxas import wrapper as ptxas_wrapper
 
     bin_dir = _cutile_bin(tmp_path / "site-packages")
     ptxas_wrapper.install(bin_dir / "ptxas", store=store_path)

@@ -11,7 +11,9 @@ from collections import Counter
 
 import pytest
 
-from tritonhook import _triton, tools
+from tritonhook import _triton
+
+from tritonhook.ptxas import binaries as tools
 from tritonhook.cubin import SUMMARY_FIELDS, Cubin, CubinDelta, CubinDeltas, disassemble, opcode_histogram
 from tritonhook.rename import rename_ptx
 from tritonhook.samples import compile_sample

@@ -11,11 +11,13 @@ import sys
 
 import triton
 
-from tritonhook import _triton, ptxas_wrapper
+from tritonhook import _triton
+
+from tritonhook.ptxas import wrapper as ptxas_wrapper
 from tritonhook.doctor import FAIL, TARGETS, diagnose
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
-from tritonhook.tools import find_ptxas
+from tritonhook.ptxas.binaries import find_ptxas
 
 
 def by_topic(report) -> dict[str, list]:

@@ -43,13 +43,13 @@ import tritonhook
 PACKAGE = Path(tritonhook.__file__).parent
 LAYERS: list[set[str]] = [
     {"errors", "config", "format", "files", "flops", "_nvml_sampler", "_version", "_imports", "processes"},
-    {"ptx", "tools", "_native"},
+    {"ptx", "ptxas", "ptxas.binaries", "_native"},
     {"cubin", "store", "samples"},
-    {"_triton", "_ray", "rename", "tma_scope", "ptxas_wrapper", "tune_space", "launcher"},
+    {"_triton", "_ray", "rename", "tma_scope", "ptxas.wrapper", "ptxas.tune_space", "launcher"},
     {"ptx_capture", "cute"},
     {"preflight"},
     {"measure"},
-    {"ab", "mem", "memwatch", "diff", "matrix", "captures", "sweep", "doctor", "upgrade",
+    {"ab", "mem", "memwatch", "diff", "ptxas.matrix", "captures", "sweep", "doctor", "upgrade",
      "decisions", "exports", "check"},
     {"run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook", "pytest_plugin"},
@@ -96,9 +96,12 @@ def _owner(module: str, modules: dict[str, Path]) -> str | None:
 
 
 def _top(module: str) -> str:
-    """The layer-table name of a module: tritonhook.cubin.elf -> cubin; the package itself -> tritonhook."""
+    """The layer-table name of a module: tritonhook.cubin.elf -> cubin; the package itself -> tritonhook; a module of
+    a package whose modules keep layers of their own (ptxas/) by both names: tritonhook.ptxas.wrapper ->
+    ptxas.wrapper."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else parts[0]
+    grouped = ".".join(parts[1:3])
+    return grouped if grouped in LAYER_OF else parts[1] if len(parts) > 1 else parts[0]
 
 
 def _graph() -> dict[str, set[str]]:

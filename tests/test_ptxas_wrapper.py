@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonhook import ptxas_wrapper as wrapper
+from tritonhook.ptxas import wrapper as wrapper
 from tritonhook.errors import TritonhookError
-from tritonhook.tools import find_ptxas
+from tritonhook.ptxas.binaries import find_ptxas
 from tritonhook.store import Store
 
 DATA = Path(__file__).parent / "data"
@@ -307,7 +307,7 @@ def test_a_capture_run_killed_during_its_install_is_recovered_by_the_next_one(pt
 def _held_child(ptxas: Path, body: str) -> subprocess.Popen:
     """A Python process running `body` (with `os`, `sys` and the wrapper module `w` imported; `sys.argv[1]` is
     `ptxas`), which prints a line and waits on its stdin where `body` does."""
-    return subprocess.Popen([sys.executable, "-c", f"import os, sys\nfrom tritonhook import ptxas_wrapper as w\n{body}",
+    return subprocess.Popen([sys.executable, "-c", f"import os, sys\nfrom tritonhook.ptxas import wrapper as w\n{body}",
                              str(ptxas)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
@@ -437,7 +437,7 @@ def test_the_wrapper_still_runs_ptxas_when_tritonhook_is_gone(ptxas, tmp_path):
     settings = {"ptxas": str(ptxas), "real": str(ptxas), "version": "", "store": str(tmp_path / "s")}
     orphan = tmp_path / "orphan" / "ptxas"
     orphan.parent.mkdir()
-    orphan.write_text(wrapper.wrapper_script(settings).replace("tritonhook.ptxas_wrapper", "tritonhook_gone"))
+    orphan.write_text(wrapper.wrapper_script(settings).replace("tritonhook.ptxas.wrapper", "tritonhook_gone"))
     orphan.chmod(0o755)
     expected, expected_cubin = _reference(tmp_path, FFMA, "--gpu-name=sm_90a")
     got, got_cubin = _through_wrapper(tmp_path, orphan, FFMA, "--gpu-name=sm_90a")

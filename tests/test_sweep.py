@@ -15,7 +15,8 @@ import sys
 import pytest
 
 import tritonhook
-from tritonhook import _triton, tools
+from tritonhook import _triton
+from tritonhook.ptxas import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import parse_variants

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonhook import tools
+from tritonhook.ptxas import binaries as tools
 from tritonhook.sweep.tune import ACF_SEARCH, TuneResult, TuneSpace, tune
-from tritonhook.tune_space import FAILED_POOLS_LIMIT
+from tritonhook.ptxas.tune_space import FAILED_POOLS_LIMIT
 
 torch = pytest.importorskip("torch")
 

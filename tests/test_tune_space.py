@@ -1,4 +1,4 @@
-"""Candidate control files from CompileIQ (tritonhook.tune_space; docs/control_files.md): the one-line errors when
+"""Candidate control files from CompileIQ (tritonhook.ptxas.tune_space; docs/control_files.md): the one-line errors when
 the search space or CompileIQ is missing, and, where CompileIQ, its ptxas 13.3 search space and a ptxas 13.3 are all
 present, real candidates that ptxas 13.3 reads and that change the cubin.
 
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tritonhook import tools
+from tritonhook.ptxas import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
-from tritonhook.tune_space import POOL_MIN, ControlFileSearch
+from tritonhook.ptxas.tune_space import POOL_MIN, ControlFileSearch
 
 DATA = Path(__file__).parent / "data"
 HAS_COMPILEIQ = importlib.util.find_spec("compileiq") is not None

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import tritonhook
-from tritonhook import _triton, cli, config, tools
+from tritonhook import _triton, cli, config
+from tritonhook.ptxas import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.upgrade import CELLS, UpgradeResult, upgrade
 from tritonhook.upgrade.worker import rebuild_captures

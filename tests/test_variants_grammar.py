@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 import tritonhook
-from tritonhook import cli, config, tools
+from tritonhook import cli, config
+from tritonhook.ptxas import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook._triton import config_matches

@@ -26,7 +26,7 @@ from .errors import TritonhookError
 from .format import count, delta, share, size_ratio
 from .measure.variants import Variant
 from .rename import DEFAULT_PREFIX, STRIP, rename_ptx, strip_ptx
-from .tools import assemble, ptxas_version
+from .ptxas.binaries import assemble, ptxas_version
 
 KERNEL_METRICS: tuple[tuple[str, Callable], ...] = (
     ("registers", lambda k: k.registers),

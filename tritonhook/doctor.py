@@ -20,12 +20,12 @@ from importlib import metadata
 from pathlib import Path
 
 from . import _triton, config, format
-from . import ptxas_wrapper as wrapper
+from .ptxas import wrapper as wrapper
 from ._version import __version__
 from .cute.capture import dsl_version
 from .errors import TritonhookError
 from .store import Store
-from .tools import find_ptxas, ptxas_version
+from .ptxas.binaries import find_ptxas, ptxas_version
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
 _STYLES = {OK: "green", WARN: "yellow", FAIL: "bold red", INFO: "cyan"}

@@ -80,7 +80,7 @@ def capture_command(command: list[str], store: Store | str | os.PathLike | None 
     `wheel_ptxas`: also wrap the pip-wheel ptxas binaries in place for the command's duration (cuTile's
     `tileiras` reaches no other way); opt-in, since it changes files of the Python environment while it runs."""
     from .cute.capture import collect_dump_dir, keep_settings
-    from .ptxas_wrapper import restore_orphans, side_wrappers, wheel_ptxas_wrapped
+    from .ptxas.wrapper import restore_orphans, side_wrappers, wheel_ptxas_wrapped
 
     store = _writable_store(store)
     before = store.last_id()
@@ -126,7 +126,7 @@ def _wheel_ptxas_hint(notes: dict[str, list[str]], by_frontend: dict[str, int]) 
     """cuTile's `tileiras` runs the wheel ptxas beside it, which only --wheel-ptxas reaches: say so when the
     command imported cuda.tile and no cuTile capture came of it, or when nothing was captured at all (a cuTile
     program whose processes leave no notes); only when that ptxas is here."""
-    from .ptxas_wrapper import tileiras_ptxas
+    from .ptxas.wrapper import tileiras_ptxas
 
     if by_frontend.get("cutile"):
         return None

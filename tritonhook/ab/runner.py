@@ -10,7 +10,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .. import _triton, format, preflight, tools
+from .. import _triton, format, preflight
+
+from ..ptxas import binaries
 from ..config import MIN_ROUNDS
 from ..cubin import Cubin, CubinDeltas
 from ..errors import TritonhookError
@@ -166,7 +168,7 @@ def _check_controls(variant: Variant) -> None:
         return
     gpu = preflight.named_gpu() or preflight.visible_gpu()
     for ptxas in _triton.ptxases_for(gpu.capability if gpu else None):
-        if refusal := tools.controls_refusal(variant.controls, ptxas):
+        if refusal := binaries.controls_refusal(variant.controls, ptxas):
             raise TritonhookError(f"variant {variant.label}: {refusal}; it is Triton {_triton.triton_version()}'s "
                                   f"ptxas for {gpu.name if gpu else 'some targets (no GPU seen)'}: name one that "
                                   f"can with @VERSION")

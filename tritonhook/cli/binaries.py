@@ -111,9 +111,9 @@ def add_ptxas_matrix(sub) -> None:
 
 def _ptxas_matrix(args) -> int:
     from ..cubin import read_input
-    from ..matrix import ptxas_matrix
+    from ..ptxas.matrix import ptxas_matrix
     from ..measure.variants import build_options
-    from ..tools import find_ptxas, one_per_version
+    from ..ptxas.binaries import find_ptxas, one_per_version
 
     options, controls = build_options(args.options, "--options") if args.options else ((), None)
     ptx = read_input(args.ptx).decode("utf-8", errors="replace")
@@ -135,7 +135,7 @@ def add_ptxas(sub) -> None:
 
 
 def _ptxas_list(args) -> int:
-    from ..tools import find_ptxas
+    from ..ptxas.binaries import find_ptxas
 
     found = find_ptxas()
     if args.json:
@@ -170,7 +170,7 @@ def _add_ptxas_wrapper_actions(actions) -> None:
 
 
 def _ptxas_wrapper(args) -> int:
-    from .. import ptxas_wrapper as wrapper
+    from ..ptxas import wrapper as wrapper
 
     install = args.ptxas_action == "install"
     targets = args.ptxas or (wrapper.default_targets() if install else wrapper.status_targets())

@@ -9,7 +9,7 @@ from .elf import EM_CUDA
 from .fatbin import FATBIN_MAGIC, FatbinEntry, describe_fatbin, fatbin_cubins, fatbin_entries, is_fatbin
 from .model import SUMMARY_FIELDS, Cubin, parse, read_input
 from .parts import EIATTR_NAMES, Eiattr, Kernel, Note, Param, Section, Tool
-from ..tools import find_nvdisasm
+from ..ptxas.binaries import find_nvdisasm
 from .sass import (Instruction, cubin_histogram, disassemble, normalized_sass, opcode_changes, opcode_histogram,
                    parse_sass_json, run_nvdisasm, sass_text)
 from .delta import MIX_TOP, CubinDelta, CubinDeltas

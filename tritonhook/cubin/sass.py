@@ -13,7 +13,7 @@ import re
 from typing import Iterable
 
 from ..errors import TritonhookError
-from ..tools import run_nvdisasm
+from ..ptxas.binaries import run_nvdisasm
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,7 @@ In the "ptx" stage each compile's key is looked up: the sha256 of the PTX Triton
 one dict lookup per compile; benchmarks/decisions_lookup.py), then, for a hash a decision names, the target, the
 ptxas version Triton runs for it and the GPU's name. On an exact match the choice is applied: its name through
 the rename the pipeline already does (`rename.rename_in_stage`), its ptxas / options / control file by building the
-"cubin" stage with `tools.assemble` (the flags Triton passes, `tools.triton_ptxas_args`, then the choice's), all
+"cubin" stage with `binaries.assemble` (the flags Triton passes, `binaries.triton_ptxas_args`, then the choice's), all
 in-process and per kernel. Every applied compile's metadata says what was applied (`APPLIED_KEY`), so its capture,
 and a cache hit of it, records it.
 
@@ -14,7 +14,7 @@ autotuner, called with that tuning key on that GPU, runs the pinned config witho
 (`_triton.AutotunePinner`, installed for the session).
 
 Fail-open: a decision whose choice cannot be resolved when the session starts (its ptxas version is not among
-those `tools.find_ptxas` finds, its control file is not in the store, that ptxas cannot read control files) is
+those `binaries.find_ptxas` finds, its control file is not in the store, that ptxas cannot read control files) is
 dropped with one warning, and its kernel builds plain; a build that ptxas refuses falls back to Triton's own with
 one warning (the rename, already in the PTX, stays and is recorded so). A key that does not match exactly applies
 nothing. Applied and plain builds never share a Triton cache entry: the session's cache key names the resolved
@@ -31,7 +31,9 @@ import os
 import re
 from pathlib import Path
 
-from .. import _triton, config, ptx as _ptx, tools
+from .. import _triton, config, ptx as _ptx
+
+from ..ptxas import binaries
 from ..errors import TritonhookError, warn
 from ..preflight import visible_gpu_name
 from ..rename import prefixer, rename_in_stage, strip_name
@@ -49,7 +51,7 @@ class Resolved:
 
     decision: Decision
     ptxas: str | None
-    controls: tools.ControlFile | None
+    controls: binaries.ControlFile | None
 
     @property
     def name(self) -> str:
@@ -87,7 +89,7 @@ def load(source: str | os.PathLike, store: Store) -> list[tuple[Decision, bytes 
 def resolve(decisions: list[tuple[Decision, bytes | None]], source: str) -> list[Resolved]:
     """Each build decision's choice resolved on this machine; one that cannot be is dropped with one warning.
     Decisions pinning an autotune config are not builds (`autotune_pins`)."""
-    found = tools.find_ptxas() if any(d.choice.ptxas_version for d, _ in decisions) else []
+    found = binaries.find_ptxas() if any(d.choice.ptxas_version for d, _ in decisions) else []
     resolved = []
     for decision, inline in decisions:
         if isinstance(decision.key, AutotuneKey):
@@ -102,10 +104,10 @@ def resolve(decisions: list[tuple[Decision, bytes | None]], source: str) -> list
                 ptxas = exact[0]
             controls = None
             if decision.choice.controls_sha256:
-                controls = tools.ControlFile(f"sha256:{decision.choice.controls_sha256}",
+                controls = binaries.ControlFile(f"sha256:{decision.choice.controls_sha256}",
                                              decision.choice.controls_sha256, inline)
                 tool = ptxas or _triton.triton_ptxas(decision.key.arch)
-                if refusal := tools.controls_refusal(controls, tool):
+                if refusal := binaries.controls_refusal(controls, tool):
                     raise TritonhookError(refusal)
             resolved.append(Resolved(decision, ptxas, controls))
         except TritonhookError as exc:
@@ -127,7 +129,7 @@ class Applier:
     def cache_key(self) -> str:
         """Names every resolved decision (key, choice, the ptxas path and version it resolved to) and the GPU."""
         named = sorted((r.decision.key.short, r.decision.choice.label, r.ptxas or "",
-                        tools.ptxas_version(r.ptxas) if r.ptxas else "") for items in self.by_sha.values()
+                        binaries.ptxas_version(r.ptxas) if r.ptxas else "") for items in self.by_sha.values()
                        for r in items)
         digest = hashlib.sha256(json.dumps([self.gpu, named]).encode()).hexdigest()[:16]
         return f"decisions:{digest}"
@@ -165,18 +167,18 @@ class Applier:
         if not found.decision.choice.assembles:
             return build_plain()
         tool = found.ptxas or _triton.triton_ptxas(_ptx.target(ptx))
-        flags = tools.triton_ptxas_args(ptxas_options, _triton.parse_version(_triton.triton_version()))
+        flags = binaries.triton_ptxas_args(ptxas_options, _triton.parse_version(_triton.triton_version()))
         try:
-            cubin = tools.assemble(ptx, tool, _ptx.target(ptx), [*flags, *found.decision.choice.options],
+            cubin = binaries.assemble(ptx, tool, _ptx.target(ptx), [*flags, *found.decision.choice.options],
                                    controls=found.controls, label=f"{metadata.get('name')} (decision "
                                                                   f"{found.name})").cubin
-        except tools.AssembleError as exc:
+        except binaries.AssembleError as exc:
             if found.name not in self._warned:
                 self._warned.add(found.name)
                 _warn(f"decision {found.name}: {exc}; built by Triton's own ptxas instead")
             applied["cubin"] = f"triton (the decision's build failed: {exc.cause})"
             return build_plain()
-        applied["cubin"] = f"ptxas {tools.ptxas_version(tool)}"
+        applied["cubin"] = f"ptxas {binaries.ptxas_version(tool)}"
         return cubin
 
 

@@ -3,8 +3,8 @@ it (and every row the store hands back) goes through.
 
 Why one validator for the file and the store: a decisions file is shipped with a model and may come from anyone,
 so what it holds must be data tritonhook knows, never code (issue 40, bullet 5): a name prefix of the kernel-name
-grammar or a keyword, a ptxas *version* (resolved only among the binaries `tools.find_ptxas` finds, when applied),
-options of the codegen allow-list (`tools.ptxas_option`), a control file carried as bytes (stored by its sha256,
+grammar or a keyword, a ptxas *version* (resolved only among the binaries `binaries.find_ptxas` finds, when applied),
+options of the codegen allow-list (`binaries.ptxas_option`), a control file carried as bytes (stored by its sha256,
 never a path). Anything else, unknown fields, wrong types and oversized values included, refuses that entry with
 one line naming the file, the entry's index and what is wrong; the other entries are kept.
 """
@@ -20,7 +20,9 @@ import os
 import re
 from pathlib import Path
 
-from .. import format, tools
+from .. import format
+
+from ..ptxas import binaries
 from ..measure.variants import config_text
 from ..errors import TritonhookError
 
@@ -260,7 +262,7 @@ def _parse(data, controls_inline: bool) -> tuple[Decision, bytes | None]:
             raise _Refused(f"choice.options[{i}]: {_kind(option)} where a string expected")
         _text(option, f"choice.options[{i}]", limit=64)
         try:
-            options.append(tools.ptxas_option(option, where=""))
+            options.append(binaries.ptxas_option(option, where=""))
         except TritonhookError as exc:
             raise _Refused(f"choice.options[{i}]: {exc}") from None
     controls, data_bytes = choice["controls"], None

@@ -3,11 +3,11 @@ with, the ptxas binary, ptxas codegen options and a control file (docs/variants.
 
 One grammar for every command, so "cutlass_@13.4+opt:-O2" means the same thing to each: comma-separated variants,
 each `+`-joined parts: a name (`plain`, `strip` or a prefix) with an optional `@VERSION` or `@/path/to/ptxas`,
-then `opt:OPTION` parts (one ptxas option each, `tools.CODEGEN_OPTIONS`), at most one `acf:FILE` and at most one
+then `opt:OPTION` parts (one ptxas option each, `binaries.CODEGEN_OPTIONS`), at most one `acf:FILE` and at most one
 `config:NAME=VALUE,...` (an autotuned kernel's config: the sweep times the variant at the candidate with those
 values, and a decision can pin it; its commas stay inside the part, since a variant never holds a `=` outside
 one). Everything a spec names is checked here, before any compile: the prefix, the ptxas (resolved through
-`tools.find_ptxas`), the options, the control file (read now and kept with its sha256) and whether that ptxas can
+`binaries.find_ptxas`), the options, the control file (read now and kept with its sha256) and whether that ptxas can
 read it.
 """
 
@@ -17,10 +17,10 @@ import dataclasses
 import re
 from typing import Sequence
 
-from .. import tools
+from ..ptxas import binaries
 from ..errors import TritonhookError
 from ..rename import STRIP, Rename, prefixer, rename_description
-from ..tools import ControlFile
+from ..ptxas.binaries import ControlFile
 
 PLAIN = "plain"
 STRIP_LABEL = "strip"
@@ -34,14 +34,14 @@ class Variant:
     label: str                # unique within one comparison: "plain", "cutlass_@13.4.92+opt:-O2", "plain#2"
     rename: Rename | None     # None: Triton's own name
     ptxas: str | None = None  # None: the ptxas the frontend (or the capture) used
-    options: tuple[str, ...] = ()  # canonical ptxas codegen options (`tools.ptxas_option`)
+    options: tuple[str, ...] = ()  # canonical ptxas codegen options (`binaries.ptxas_option`)
     controls: ControlFile | None = None
     config: tuple[tuple[str, object], ...] = ()  # an autotune config's values (`config:` part), in spec order
 
     def describe(self) -> str:
         parts = ["no rename" if self.rename is None else rename_description(self.rename)]
         if self.ptxas:
-            parts.append(f"ptxas {tools.ptxas_version(self.ptxas)} ({self.ptxas})")
+            parts.append(f"ptxas {binaries.ptxas_version(self.ptxas)} ({self.ptxas})")
         parts += self.options
         if self.controls:
             parts.append(f"controls {self.controls.path} (sha256 {self.controls.sha256[:12]})")
@@ -77,7 +77,7 @@ class Variant:
     def to_json(self) -> dict:
         """What made the variant, as a result records it."""
         return {"label": self.label, "rename": None if self.rename is None else str(self.rename),
-                "ptxas": self.ptxas, "ptxas_version": tools.ptxas_version(self.ptxas) if self.ptxas else None,
+                "ptxas": self.ptxas, "ptxas_version": binaries.ptxas_version(self.ptxas) if self.ptxas else None,
                 "options": list(self.options),
                 "controls": None if self.controls is None else {"path": self.controls.path,
                                                                "sha256": self.controls.sha256},
@@ -180,7 +180,7 @@ def parse_variant(text: str) -> Variant:
     for part in parts:
         kind, _, value = part.partition(":")
         if kind == "opt":
-            options.append(tools.ptxas_option(value))
+            options.append(binaries.ptxas_option(value))
         elif kind == "config":
             if config is not None:
                 raise TritonhookError(f"variant {text!r}: at most one config: part")
@@ -188,10 +188,10 @@ def parse_variant(text: str) -> Variant:
         elif controls is not None:
             raise TritonhookError(f"variant {text!r}: at most one acf: part")
         else:
-            controls = tools.read_control_file(value.strip(), spec=f"acf:{value.strip()}")
-    if controls is not None and ptxas is not None and (refusal := tools.controls_refusal(controls, ptxas)):
+            controls = binaries.read_control_file(value.strip(), spec=f"acf:{value.strip()}")
+    if controls is not None and ptxas is not None and (refusal := binaries.controls_refusal(controls, ptxas)):
         raise TritonhookError(f"variant {text!r}: {refusal}")
-    label = name + (f"@{tools.ptxas_version(ptxas)}" if ptxas else "") + "".join(f"+opt:{o}" for o in options)
+    label = name + (f"@{binaries.ptxas_version(ptxas)}" if ptxas else "") + "".join(f"+opt:{o}" for o in options)
     label += f"+acf:{controls.path}" if controls else ""
     label += f"+config:{config_text(config)}" if config else ""
     return Variant(label, rename, ptxas, tuple(options), controls, config or ())
@@ -207,7 +207,7 @@ def refuse_configs(variants: Sequence[Variant], command: str) -> None:
 
 
 def resolve_ptxas(where: str, what: str) -> str:
-    """The ptxas `@WHERE` names: a path (anything with a '/'), or a version among `tools.find_ptxas()`: the one of
+    """The ptxas `@WHERE` names: a path (anything with a '/'), or a version among `binaries.find_ptxas()`: the one of
     exactly that version, else the newest whose version starts with it (`@13` -> the newest 13.x). `what` names
     the text it came from in errors (a variant, `upgrade --ptxas`)."""
     if "/" in where:
@@ -215,7 +215,7 @@ def resolve_ptxas(where: str, what: str) -> str:
         return where
     if not re.fullmatch(r"\d+(\.\d+)*", where):
         raise TritonhookError(f"{what}: @{where}: give a ptxas version (@13.4) or a path (@/path/ptxas)")
-    found = tools.find_ptxas()
+    found = binaries.find_ptxas()
     exact = [b for b in found if b.version == where]
     matching = exact or sorted((b for b in found if b.version.startswith(where + ".")),
                                key=lambda b: b.release, reverse=True)
@@ -227,7 +227,7 @@ def resolve_ptxas(where: str, what: str) -> str:
 
 
 def _version_of(path: str, what: str) -> str:
-    version = tools.ptxas_version(path)
+    version = binaries.ptxas_version(path)
     if not version:
         raise TritonhookError(f"{what}: not a ptxas that answers --version")
     return version

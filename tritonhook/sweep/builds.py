@@ -11,7 +11,9 @@ import dataclasses
 import os
 from typing import Sequence
 
-from .. import _triton, ptx as _ptx, tools
+from .. import _triton, ptx as _ptx
+
+from ..ptxas import binaries
 from ..cubin import Cubin
 from ..measure.variants import PLAIN, Variant
 from ..rename import STRIP, prefixer, rename_ptx, strip_name, strip_ptx
@@ -24,7 +26,7 @@ IDENTICAL = "SASS identical"
 @dataclasses.dataclass
 class BuiltVariant:
     """One variant of one captured kernel, ready to load: its entry name, cubin and metadata JSON, and what made
-    it. A variant ptxas could not build has `failed` (its `tools.AssembleError.cause`), `error` and no cubin."""
+    it. A variant ptxas could not build has `failed` (its `binaries.AssembleError.cause`), `error` and no cubin."""
 
     label: str
     entry: str
@@ -70,7 +72,7 @@ def build_variants(store: Store, capture: Capture, variants: Sequence[Variant], 
     error, a crash, a hang, a control file it cannot read) is kept with `failed` set; a failing baseline raises."""
     ptx = _ptx.as_text(store.read(capture, "ptx"))
     metadata_json = store.read(capture, "json")
-    flags = tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
+    flags = binaries.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
     built: list[BuiltVariant] = []
     for variant in with_extra_ptxas(variants, ptxas):
         entry, source = _renamed(ptx, capture.entry, variant)
@@ -78,15 +80,15 @@ def build_variants(store: Store, capture: Capture, variants: Sequence[Variant], 
         tool = capture.ptxas_path if captured else variant.ptxas or captured_ptxas(capture)
         made = dict(options=variant.options,
                     controls_sha256=variant.controls.sha256 if variant.controls else None)
-        version = tools.ptxas_version(tool) if tool else capture.ptxas_version
+        version = binaries.ptxas_version(tool) if tool else capture.ptxas_version
         if captured:
             cubin = store.read(capture, "cubin")
         else:
             try:
-                cubin = tools.assemble(source, tool, capture.arch, [*flags, *variant.options],
+                cubin = binaries.assemble(source, tool, capture.arch, [*flags, *variant.options],
                                        controls=variant.controls,
                                        label=f"capture {capture.id} ({capture.entry}, {variant.label})").cubin
-            except tools.AssembleError as exc:
+            except binaries.AssembleError as exc:
                 if not built:
                     raise
                 built.append(BuiltVariant(variant.label, entry, b"", metadata_json, tool, version, {}, **made,

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from .. import config, format
 from ..errors import TritonhookError
 from ..files import file_name
-from ..tools import CAUSES
+from ..ptxas.binaries import CAUSES
 from ..measure.sequential import SEQUENCE_MIN_ROUNDS, StopRule
 from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.variants import Variant, config_of_label

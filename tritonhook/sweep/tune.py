@@ -26,7 +26,11 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from .. import config, format, tools, tune_space
+from .. import config, format
+
+from ..ptxas import binaries
+
+from ..ptxas import tune_space
 from ..errors import TritonhookError
 from ..files import file_name
 from ..measure.outputs import BITWISE, NO_OUTPUT, WITHIN_SPREAD
@@ -45,7 +49,7 @@ DEFAULT_SHARE = 0.8
 OPTION_SETS: tuple[tuple[str, ...], ...] = (
     ("-O2",), ("--allow-expensive-optimizations=true",), ("--register-usage-level=0",),
     ("--register-usage-level=10",), ("--def-load-cache=cg",))
-"""The documented codegen options `tune` tries besides none (`tools.CODEGEN_OPTIONS`; each keeps the kernel's
+"""The documented codegen options `tune` tries besides none (`binaries.CODEGEN_OPTIONS`; each keeps the kernel's
 numerics: no `--fmad=false`). `--maxrregcount` is not among them: ptxas ignores it under Triton's `.reqntid`."""
 CHUNK = 8
 """Candidates timed per replay: each replay times plain beside them, so its ratios compare across replays; a small
@@ -75,7 +79,7 @@ class AcfSearch:
             raise TritonhookError(f"--space {ACF_SEARCH}: give the one ptxas that builds its control files with "
                                   f"--ptxas (13.3.x for CompileIQ's 13.3 spaces; got {len(ptxas)})")
         path = resolve_ptxas(ptxas[0], f"--ptxas {ptxas[0]}")
-        if refusal := tools.controls_refusal(f"--acf-space {space}", path):
+        if refusal := binaries.controls_refusal(f"--acf-space {space}", path):
             raise TritonhookError(refusal)
         tune_space.check_space(space, pool, generations)
         return cls(str(space), path, pool, generations)
@@ -138,9 +142,9 @@ class TuneSpace:
 
 
 def _newest_other_ptxas() -> list[str]:
-    """The newest ptxas `tools.find_ptxas` knows, as a path: a second compiler to try beside the capture's."""
-    binaries = tools.one_per_version(tools.find_ptxas())
-    newest = max(binaries, key=lambda b: b.release, default=None)
+    """The newest ptxas `binaries.find_ptxas` knows, as a path: a second compiler to try beside the capture's."""
+    found = binaries.one_per_version(binaries.find_ptxas())
+    newest = max(found, key=lambda b: b.release, default=None)
     return [newest.path] if newest else []
 
 
@@ -248,7 +252,7 @@ class TuneResult:
         rows = []
         for k in self.kernels:
             counts = k.counts
-            failed = sum(counts.get(cause, 0) for cause in tools.CAUSES)
+            failed = sum(counts.get(cause, 0) for cause in binaries.CAUSES)
             best = (k.winner + ("" if k.confirmed else " (not confirmed)")) if k.winner else "-"
             rows.append([k.label, format.share(k.share), best if k.status == "ok" or k.winner else k.status,
                          _ratio_cell(k.vs_plain), _ratio_cell(k.vs_cutlass), _ratio_cell(k.searched), k.why or "-",
@@ -424,7 +428,7 @@ def _search_controls(recording: Recording, store: Store, search: AcfSearch, name
                 warnings.append(f"{ACF_SEARCH} of {name} stopped at generation {engine.generation} of "
                                 f"{search.generations}: {kept[name]['stopped']}")
     return {"space": search.space, "space_sha256": hashlib.sha256(Path(search.space).read_bytes()).hexdigest(),
-            "ptxas": search.ptxas, "ptxas_version": tools.ptxas_version(search.ptxas), "pool": search.pool,
+            "ptxas": search.ptxas, "ptxas_version": binaries.ptxas_version(search.ptxas), "pool": search.pool,
             "generations": search.generations, "work": str(work), "kernels": kept}
 
 
@@ -462,7 +466,7 @@ def _add_trials(kernels: dict[int, KernelTune], swept: SweepResult, *, axis: str
         for timing in row.variants[1:]:
             trial = _trial(timing, verdicts.get(timing.label, {}).get("verdict", row.outputs))
             trial.axis, trial.pool = axis, pool
-            if trial.text_sha256 in seen - {None} and trial.outcome not in tools.CAUSES:
+            if trial.text_sha256 in seen - {None} and trial.outcome not in binaries.CAUSES:
                 trial.outcome = "identical"  # the same SASS as plain or as a candidate of an earlier replay
             seen.add(trial.text_sha256)
             tuned.trials.append(trial)
@@ -471,7 +475,7 @@ def _add_trials(kernels: dict[int, KernelTune], swept: SweepResult, *, axis: str
 def _trial(timing: VariantTiming, outputs: str) -> Trial:
     cause = timing.facts.get("build_failed")
     if cause:
-        outcome = cause if cause in tools.CAUSES else "error"
+        outcome = cause if cause in binaries.CAUSES else "error"
     elif timing.verdict == IDENTICAL:
         outcome = "identical"
     elif outputs not in OK_OUTPUTS:

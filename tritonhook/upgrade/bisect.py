@@ -27,7 +27,9 @@ import re
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .. import config, format, tools
+from .. import config, format
+
+from ..ptxas import binaries
 from ..cubin import CubinDelta, CubinDeltas
 from ..errors import TritonhookError
 from ..measure.variants import resolve_ptxas
@@ -272,7 +274,7 @@ def bisect_ptxas(store: Store, *, kernel: str, ptxas: Sequence[str], recording: 
     listed: dict[str, str] = {}
     for where in ptxas:
         path = resolve_ptxas(where, "--ptxas")
-        version = tools.ptxas_version(path)
+        version = binaries.ptxas_version(path)
         if version in listed:
             raise TritonhookError(f"--ptxas {where}: ptxas {version} is given twice")
         listed[version] = path
@@ -318,7 +320,7 @@ def _assembled(store: Store, capture: Capture, ptxas: str) -> Rebuilt:
     needs it, `cells._Build.assembled`), as a rebuild the search reads; ptxas's refusal as its error."""
     captured, flags = captured_build(store, capture)
     built = captured.assembled(ptxas, flags, capture.arch)
-    if isinstance(built.cubin, tools.AssembleError):
+    if isinstance(built.cubin, binaries.AssembleError):
         return Rebuilt(capture.id, ptxas_path=ptxas, error=str(built.cubin))
     return Rebuilt(capture.id, ptx=built.ptx, cubin=built.cubin, metadata={"name": capture.entry}, ptxas_path=ptxas)
 

@@ -18,7 +18,9 @@ import os
 import re
 from pathlib import Path
 
-from .. import _triton, tools
+from .. import _triton
+
+from ..ptxas import binaries
 from .. import ptx as _ptx
 from ..cubin import CubinDeltas
 from ..errors import TritonhookError
@@ -61,7 +63,7 @@ def upgrade(store: Store, *, to: str | None = None, ptxas: str | None = None, re
                                 captures))
     warnings += [f"capture {k.capture_id} ({k.entry}): Triton {to} has no compile option "
                  f"{', '.join(k.unknown_options)}; rebuilt without" for k in kernels if k.unknown_options]
-    result = UpgradeResult(_versions(captures), to, new_ptxas and tools.ptxas_version(new_ptxas), kernels,
+    result = UpgradeResult(_versions(captures), to, new_ptxas and binaries.ptxas_version(new_ptxas), kernels,
                            str(work / "variants"), recording_id, warnings)
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
@@ -130,7 +132,7 @@ def cells_between(store: Store, capture: Capture, before: Rebuilt | None, after:
         old, old_flags = captured_build(store, capture)
     else:
         old = _Build.rebuilt(before, capture.entry)
-        old_flags = tools.triton_ptxas_args(before.metadata, _triton.parse_version(before.triton_version))
+        old_flags = binaries.triton_ptxas_args(before.metadata, _triton.parse_version(before.triton_version))
     builds = {BASELINE: old}
     new_tool, new_flags = _new_ptxas(capture, after, new_ptxas, old_flags)
     if new_tool:
@@ -145,10 +147,10 @@ def cells_between(store: Store, capture: Capture, before: Rebuilt | None, after:
 
 def captured_build(store: Store, capture: Capture) -> tuple["_Build", list[str]]:
     """The captured build (its PTX, metadata, ptxas and cubin) and the flags its Triton ran ptxas with
-    (`tools.triton_ptxas_args`): what another ptxas assembles the captured PTX with (`_Build.assembled`)."""
+    (`binaries.triton_ptxas_args`): what another ptxas assembles the captured PTX with (`_Build.assembled`)."""
     build = _Build(capture.entry, _ptx.as_text(store.read(capture, "ptx")), store.read(capture, "json"),
                    captured_ptxas(capture), store.read(capture, "cubin"))
-    return build, tools.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
+    return build, binaries.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +162,7 @@ class _Build:
     ptx: str
     metadata: bytes
     ptxas: str | None
-    cubin: bytes | tools.AssembleError
+    cubin: bytes | binaries.AssembleError
     note: str | None = None
 
     @classmethod
@@ -175,20 +177,20 @@ class _Build:
         measured wherever the new PTX uses no newer instruction (ptxas refuses the one that does)."""
         try:
             return dataclasses.replace(self, ptxas=ptxas, cubin=self._assemble(self.ptx, ptxas, flags, gpu))
-        except tools.AssembleError as exc:
+        except binaries.AssembleError as exc:
             if not (match := _ISA_REFUSED.search(str(exc))):
                 return dataclasses.replace(self, ptxas=ptxas, cubin=exc)
             lowered = _ptx.with_isa_version(self.ptx, match.group(2))
             try:
                 cubin = self._assemble(lowered, ptxas, flags, gpu)
-            except tools.AssembleError as again:
-                return dataclasses.replace(self, ptxas=ptxas, cubin=tools.AssembleError(
+            except binaries.AssembleError as again:
+                return dataclasses.replace(self, ptxas=ptxas, cubin=binaries.AssembleError(
                     "unsupported", f"{exc}; at ISA {match.group(2)}: {again}"))
             note = f"PTX ISA {match.group(1)} lowered to {match.group(2)}, which ptxas reads"
             return dataclasses.replace(self, ptx=lowered, ptxas=ptxas, cubin=cubin, note=note)
 
     def _assemble(self, ptx: str, ptxas: str, flags: list[str], gpu: str) -> bytes:
-        return tools.assemble(ptx, ptxas, gpu, flags, label=f"{self.entry} PTX").cubin
+        return binaries.assemble(ptx, ptxas, gpu, flags, label=f"{self.entry} PTX").cubin
 
 
 def _new_ptxas(capture: Capture, rebuilt: Rebuilt | None, new_ptxas: str | None,
@@ -199,15 +201,15 @@ def _new_ptxas(capture: Capture, rebuilt: Rebuilt | None, new_ptxas: str | None,
     if rebuilt is None or rebuilt.triton_version is None:
         return tool, old_flags
     options = rebuilt.metadata or capture.options  # a kernel the release did not compile: the captured options
-    return tool, tools.triton_ptxas_args(options, _triton.parse_version(rebuilt.triton_version))
+    return tool, binaries.triton_ptxas_args(options, _triton.parse_version(rebuilt.triton_version))
 
 
 def _cells(builds: dict[str, _Build], capture: Capture, deltas: CubinDeltas, folder: Path) -> dict[str, Cell]:
     base = builds[BASELINE]
     cells = {}
     for name, build in builds.items():
-        version = (tools.ptxas_version(build.ptxas) or capture.ptxas_version) if build.ptxas else None
-        if isinstance(build.cubin, tools.AssembleError):
+        version = (binaries.ptxas_version(build.ptxas) or capture.ptxas_version) if build.ptxas else None
+        if isinstance(build.cubin, binaries.AssembleError):
             cells[name] = _refused(build.cubin, version)
             continue
         variant = folder / name.replace(", ", "+").replace(" ", "_")
@@ -224,7 +226,7 @@ def _cells(builds: dict[str, _Build], capture: Capture, deltas: CubinDeltas, fol
     return cells
 
 
-def _refused(error: tools.AssembleError, version: str | None) -> Cell:
+def _refused(error: binaries.AssembleError, version: str | None) -> Cell:
     """A failed build; a PTX ISA newer than this ptxas reads, and needed (`_Build.assembled`), is "unsupported"."""
     if match := _ISA_REFUSED.search(str(error)):
         return Cell("unsupported", version, error=f"PTX ISA {match.group(1)} needs a ptxas newer than {version} "

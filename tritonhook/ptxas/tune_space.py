@@ -23,8 +23,8 @@ import tempfile
 import warnings
 from typing import Sequence
 
-from . import config
-from .errors import TritonhookError
+from .. import config
+from ..errors import TritonhookError
 
 POOL_MIN = 6
 """CompileIQ 1.1's smallest pool: its `SearchConfiguration` requires `pool_size > 5`."""

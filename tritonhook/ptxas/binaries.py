@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from . import config
-from .errors import TritonhookError
+from .. import config
+from ..errors import TritonhookError
 
 TRITON_PTXAS_FLAGS = ("-lineinfo",)
 """What Triton passes to ptxas besides `-v`, `--gpu-name` and the output (every supported release); Triton 3.9

@@ -11,11 +11,11 @@ import dataclasses
 import re
 from typing import Sequence
 
-from . import format, ptx as _ptx
-from .cubin import Cubin
-from .errors import TritonhookError
-from .rename import DEFAULT_PREFIX, prefixer, rename_ptx
-from .tools import ControlFile, assemble, controls_refusal, ptxas_version
+from .. import format, ptx as _ptx
+from ..cubin import Cubin
+from ..errors import TritonhookError
+from ..rename import DEFAULT_PREFIX, prefixer, rename_ptx
+from .binaries import ControlFile, assemble, controls_refusal, ptxas_version
 
 
 # ----- the matrix ------------------------------------------------------------------------------------------------

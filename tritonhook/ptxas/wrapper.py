@@ -34,13 +34,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from . import config, processes, ptx as _ptx
-from .errors import TritonhookError
-from .store import NewCapture, Store
-from .tools import find_ptxas, ptxas_version
+from .. import config, processes, ptx as _ptx
+from ..errors import TritonhookError
+from ..store import NewCapture, Store
+from .binaries import find_ptxas, ptxas_version
 
 if TYPE_CHECKING:
-    from .launcher import Ptxas
+    from ..launcher import Ptxas
 
 MARKER = "# tritonhook-ptxas-wrapper"
 REAL_SUFFIX = ".tritonhook-real"
@@ -329,7 +329,7 @@ def wrapper_script(settings: dict) -> str:
         "import os, sys",
         "try:",
         f"    sys.path.append({package_parent!r})",
-        "    from tritonhook.ptxas_wrapper import wrapper_main",
+        "    from tritonhook.ptxas.wrapper import wrapper_main",
         "except Exception:",
         "    os.execv(SETTINGS['real'], [sys.argv[0], *sys.argv[1:]])",
         "sys.exit(wrapper_main(SETTINGS, sys.argv))",
@@ -498,7 +498,7 @@ def side_wrappers(workdir: str | os.PathLike, store: str | os.PathLike, environ:
     (written in `workdir`) around the ptxas Triton would have run for each of its two variables (the user's
     override, else the bundled one), and a folder put first on PATH with a wrapper around PATH's ptxas. A ptxas
     that already is an installed wrapper is left alone (it records already)."""
-    from .launcher import Ptxas
+    from ..launcher import Ptxas
 
     bundled = {b.origin: b.path for b in find_ptxas() if b.origin in dict(config.TRITON_OVERRIDES)}
     wrapped = {}
