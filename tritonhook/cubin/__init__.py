@@ -1,6 +1,6 @@
 """Cubins as plain data: the model (`Cubin`, its parts), the ELF/EIATTR parser, fatbins, and SASS via nvdisasm.
 
-Import order inside the package, one way only: parts -> fatbin -> elf -> model; sass (nvdisasm, through `tools`);
+Import order inside the package, one way only: parts -> fatbin -> elf -> model; sass (nvdisasm, through `ptxas.binaries`);
 delta (model and sass: what changed between two cubins, for a timed row).
 `tritonhook.cubin.X` keeps working for everything the single module `cubin.py` exported.
 """

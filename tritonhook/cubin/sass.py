@@ -1,4 +1,4 @@
-"""SASS of a cubin, through nvdisasm (`tools.run_nvdisasm`; Triton's bundled one unless told otherwise).
+"""SASS of a cubin, through nvdisasm (`ptxas.binaries.run_nvdisasm`; Triton's bundled one unless told otherwise).
 
 `disassemble` gives the instruction list per kernel; `opcode_histogram` and `normalized_sass` turn it into
 something to count and to diff (addresses and constants masked, so that a moved kernel still compares equal).

@@ -1,7 +1,7 @@
 """The ptxas wrapper: `tritonhook ptxas install | uninstall | status`, and the program the wrapper runs.
 
-This module replaces a ptxas binary with a recorder; `tools.py` finds and runs ptxas binaries. The wrapper program
-imports only the store, `tools` and `ptx` (standard library below them), so a recorded ptxas call stays cheap.
+This module replaces a ptxas binary with a recorder; `ptxas.binaries.py` finds and runs ptxas binaries. The wrapper program
+imports only the store, `binaries` and `ptx` (standard library below them), so a recorded ptxas call stays cheap.
 
 On disk, for a ptxas binary at P::
 

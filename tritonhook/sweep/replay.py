@@ -291,7 +291,7 @@ def stop_rule(signature: Signature, cap: int, min_effect: float) -> StopRule:
 
 def failed_builds_warning(built: dict[int, dict[str, BuiltVariant]]) -> str | None:
     """What the replay says of the variants ptxas could not build (their rows go on without them): how many by
-    cause (`tools.CAUSES`), and the first message."""
+    cause (`ptxas.binaries.CAUSES`), and the first message."""
     failed = [b for variants in built.values() for b in variants.values() if b.failed]
     if not failed:
         return None
