@@ -123,7 +123,8 @@ def main() -> int:
 
     def run(name: str, **where) -> sweep.SweepResult:
         began = time.time()
-        result = sweep.replay(recording, store, variants, rounds=args.rounds, progress=True, **where)
+        result = sweep.replay(recording, store, variants, sweep.ReplayPlan(rounds=args.rounds),
+                              workers=sweep.Workers.at(**where, progress=True))
         runs[name] = {"wall_s": time.time() - began, "replay_s": result.times_s["replay"],
                       "build_s": result.times_s["build"], "result_id": result.id, "verdicts": verdicts(result),
                       "devices": sorted({row.replayed_on for row in result.rows}),

@@ -19,7 +19,7 @@ import pytest
 from tritonhook.cli import main
 from tritonhook.exports import TRITONPARSE_FILE, chrome_trace, recording_captures
 from tritonhook.measure.variants import parse_variants
-from tritonhook.sweep import replay
+from tritonhook.sweep import ReplayPlan, Workers, replay
 from tritonhook.sweep.recording import RESULT_KIND as RECORDING_KIND
 
 torch = pytest.importorskip("torch")
@@ -70,7 +70,8 @@ def recorded(tmp_path_factory):
     signatures.append(dataclasses.replace(sampled.signatures[0], id=3, times_ms=[], launches=0, tuning_launches=4))
     recording = dataclasses.replace(sampled, signatures=signatures)
     recording.id = store.add_result(RECORDING_KIND, recording.to_json())
-    swept = replay(recording, store, parse_variants("plain,cutlass_"), worker=FAKE_WORKER, l2="cold", rounds=ROUNDS)
+    swept = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=ROUNDS, l2="cold"),
+                   workers=Workers.at(worker=FAKE_WORKER))
     return store, recording, swept
 
 

@@ -69,7 +69,7 @@ def test_replay_times_each_variant_and_compares_outputs(recorded):
     from tritonhook.store import Store
 
     store = Store(recorded.store.path)
-    result = sweep.replay(recorded.recording, store, parse_variants("plain,cutlass_"), rounds=7)
+    result = sweep.replay(recorded.recording, store, parse_variants("plain,cutlass_"), sweep.ReplayPlan(rounds=7))
     rows = {r.kernel: r for r in result.rows}
     assert all(r.status == "ok" for r in rows.values()), [r.status for r in rows.values()]
     assert rows["matmul_kernel"].outputs in ("bitwise", "within spread", "close")
@@ -91,7 +91,7 @@ def test_a_warm_replay_reads_l2_where_a_cold_one_reads_dram(recorded):
     times = {}
     for l2 in ("cold", "warm", "inputs"):
         result = sweep.replay(recorded.recording, Store(recorded.store.path), parse_variants("plain,cutlass_"),
-                              rounds=7, l2=l2)
+                              sweep.ReplayPlan(rounds=7, l2=l2))
         assert result.l2 == l2 and all(r.status == "ok" for r in result.rows)
         times[l2] = {r.kernel: r.variants[0].median_ms for r in result.rows}
     print(times)
@@ -128,7 +128,8 @@ def test_the_l2_probe_finds_what_the_producer_wrote_and_replays_it_warm(tmp_path
     assert resident[0] > 0.9 and resident[1] < 0.5 and resident[2] < 0.5
     times = {}
     for l2 in ("cold", "measured", "warm"):
-        result = sweep.replay(recording, Store(tmp_path), parse_variants("plain,plain"), rounds=7, l2=l2)
+        result = sweep.replay(recording, Store(tmp_path), parse_variants("plain,plain"),
+                              sweep.ReplayPlan(rounds=7, l2=l2))
         assert result.l2 == l2 and not result.warnings, result.warnings
         times[l2] = result.rows[0].variants[0].median_ms
     print(times, signature.time_per_launch_ms)
@@ -140,7 +141,8 @@ def test_plain_against_plain_finds_no_difference(recorded):
     different; it happened once in three runs on the H200) a difference under 2%, as a real one is not."""
     from tritonhook.store import Store
 
-    result = sweep.replay(recorded.recording, Store(recorded.store.path), parse_variants("plain,plain"), rounds=7)
+    result = sweep.replay(recorded.recording, Store(recorded.store.path), parse_variants("plain,plain"),
+                          sweep.ReplayPlan(rounds=7))
     second = [r.variants[1] for r in result.rows]
     assert all(t.verdict == "no difference" or abs(t.ratio - 1) < 0.02 for t in second), second
 
@@ -163,7 +165,7 @@ def test_a_kernel_that_faults_on_replay_is_reported_and_the_others_go_on(recorde
     faulty = dataclasses.replace(add, id=max(s.id for s in good) + 1, args=args, grid=[count // 1024, 1, 1])
     recording = dataclasses.replace(recorded.recording, signatures=[faulty, *good], id=None)
     recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
-    result = sweep.replay(recording, store, parse_variants("plain,cutlass_"), rounds=7)
+    result = sweep.replay(recording, store, parse_variants("plain,cutlass_"), sweep.ReplayPlan(rounds=7))
     status = {row.signature: row.status for row in result.rows}
     fault = status.pop(faulty.id)
     assert fault.startswith("error: ") and "illegal memory access" in fault and "\n" not in fault, fault
@@ -214,7 +216,7 @@ def test_the_recording_tells_a_launch_bound_loop_from_kernels_queued_far_ahead(t
     print(f"\nbehind ms: paced {behind[4]}, queued behind a spin {behind[16]}")
     assert behind[4] is not None and behind[4] < 0.5
     assert behind[16] is not None and behind[16] > 2.0
-    result = sweep.replay(recording, store, parse_variants("plain,plain"), rounds=9, l2="measured")
+    result = sweep.replay(recording, store, parse_variants("plain,plain"), sweep.ReplayPlan(rounds=9, l2="measured"))
     assert all(row.status == "ok" for row in result.rows), [(row.label, row.status) for row in result.rows]
     assert {row.signature: row.behind_ms for row in result.rows} == {s.id: s.behind_ms for s in recording.signatures}
     for row in result.rows:
@@ -267,7 +269,8 @@ def test_autotune_candidates_are_recorded_apart_from_the_workload(autotuned):
 def test_an_autotuned_kernel_replays_as_one_row_with_a_winner_per_variant(autotuned):
     from tritonhook.store import Store
 
-    result = sweep.replay(autotuned.recording, Store(autotuned.store.path), parse_variants("plain,cutlass_"), rounds=7)
+    result = sweep.replay(autotuned.recording, Store(autotuned.store.path), parse_variants("plain,cutlass_"),
+                          sweep.ReplayPlan(rounds=7))
     (row,) = result.rows
     assert row.status == "ok", row.status
     assert len(result.candidates) == len(AUTOTUNE_CONFIGS) and all(c.status == "ok" for c in result.candidates)
@@ -330,7 +333,7 @@ def test_a_gluon_kernel_taking_host_descriptors_is_recorded_and_replayed(tmp_pat
     assert [a["descriptor"] for a in descriptors] == ["gluon"] * 4 and signature.replayable is None
     assert all(a["layout"]["class"] == "NVMMASharedLayout" for a in descriptors)
     result = sweep.replay(recorder.recording, Store(recorder.store.path), parse_variants("plain,cutlass_"),
-                          rounds=7)
+                          sweep.ReplayPlan(rounds=7))
     (row,) = result.rows
     assert row.status == "ok", (row.status, row.detail[-3000:])
     print(f"{row.label}: {row.variants[1].verdict} {row.variants[1].ratio}, outputs {row.outputs}")
@@ -351,8 +354,10 @@ def test_replay_on_every_local_gpu_concludes_what_one_gpu_does(recorded):
 
     store = Store(recorded.store.path)
     variants = parse_variants("plain,cutlass_")
-    one = sweep.replay(recorded.recording, store, variants, rounds=7, gpus=[0])
-    spread = sweep.replay(recorded.recording, store, variants, rounds=7, gpus="all")
+    one = sweep.replay(recorded.recording, store, variants, sweep.ReplayPlan(rounds=7),
+                       workers=sweep.Workers.at(gpus=[0]))
+    spread = sweep.replay(recorded.recording, store, variants, sweep.ReplayPlan(rounds=7),
+                          workers=sweep.Workers.at(gpus="all"))
     assert all(r.status == "ok" for r in spread.rows), [r.status for r in spread.rows]
     assert _conclusions(spread) == _conclusions(one)
     assert all(re.fullmatch(r".+/gpu\d+", r.replayed_on) for r in spread.rows)
@@ -365,8 +370,9 @@ def test_replay_through_a_local_ray_cluster_concludes_what_one_gpu_does(recorded
 
     store = Store(recorded.store.path)
     variants = parse_variants("plain,cutlass_")
-    one = sweep.replay(recorded.recording, store, variants, rounds=7)
-    through_ray = sweep.replay(recorded.recording, store, variants, rounds=7, ray=True)
+    one = sweep.replay(recorded.recording, store, variants, sweep.ReplayPlan(rounds=7))
+    through_ray = sweep.replay(recorded.recording, store, variants, sweep.ReplayPlan(rounds=7),
+                               workers=sweep.Workers.at(ray=True))
     assert all(r.status == "ok" for r in through_ray.rows), [r.status for r in through_ray.rows]
     assert _conclusions(through_ray) == _conclusions(one)
     assert all(r.replayed_on for r in through_ray.rows)

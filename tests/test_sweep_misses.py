@@ -13,7 +13,7 @@ from rich.console import Console
 
 from tritonhook.measure.variants import parse_variants
 from tritonhook.page import write_report
-from tritonhook.sweep import replay
+from tritonhook.sweep import ReplayPlan, Workers, replay
 from tritonhook import config
 from tritonhook.sweep.misses import miss_reason, missed_rows
 from tritonhook.sweep.result import Fidelity, SweepResult, SweepRow, VariantTiming
@@ -69,8 +69,8 @@ def test_a_sweep_replays_its_missed_rows_under_the_other_l2_rules_and_says_why(t
     61 warm and 75 cold for every one: the 60 µs one misses and warm brings it within, the others of the 90% set
     are slower than in the workload under every rule, and the rows outside the set are not checked."""
     store, recording = sample_recording(tmp_path / "store", 6)
-    result = replay(recording, store, parse_variants("plain,cutlass_"), rounds=7,
-                    worker=[FAKE_WORKER, "--time-by-l2", "measured=0.072,warm=0.061,cold=0.075"])
+    result = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=7),
+                    workers=Workers.at(worker=[FAKE_WORKER, "--time-by-l2", "measured=0.072,warm=0.061,cold=0.075"]))
     first = next(row for row in result.rows if abs(row.recorded_ms - 0.06) < 1e-9)
     assert first.miss["l2"] == pytest.approx({"measured": 1.2, "cold": 1.25, "warm": 61 / 60})
     assert first.miss["rounds"] == config.SWEEP_CHECK_ROUNDS and first.miss["why"].startswith("L2 state: replayed warm")
@@ -90,6 +90,6 @@ def test_a_sweep_replays_its_missed_rows_under_the_other_l2_rules_and_says_why(t
 
 def test_with_the_check_off_no_row_is_replayed_again(tmp_path):
     store, recording = sample_recording(tmp_path / "store", 2)
-    result = replay(recording, store, parse_variants("plain,cutlass_"), rounds=7,
-                    worker=[FAKE_WORKER, "--time-by-l2", "measured=0.013,warm=0.0101,cold=0.014"])
+    result = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=7),
+                    workers=Workers.at(worker=[FAKE_WORKER, "--time-by-l2", "measured=0.013,warm=0.0101,cold=0.014"]))
     assert all(row.miss is None for row in result.rows) and "miss check" not in result.times_s

@@ -19,7 +19,7 @@ from tritonhook.cli import main as cli
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.sequential import CAP, DECIDED, FIXED, SEQUENCE_MIN_ROUNDS
 from tritonhook.measure.variants import parse_variants
-from tritonhook.sweep import replay
+from tritonhook.sweep import ReplayPlan, Workers, replay
 from tritonhook.sweep.replay import stop_rule
 from tritonhook.sweep.builds import IDENTICAL
 
@@ -37,7 +37,8 @@ def recorded(tmp_path_factory):
 
 def test_a_clear_difference_stops_at_the_fewest_rounds_and_the_row_says_so(recorded):
     store, recording = recorded
-    result = replay(recording, store, parse_variants("plain,cutlass_"), rounds=21, worker=[FAKE_WORKER])
+    result = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=21),
+                    workers=Workers.at(worker=[FAKE_WORKER]))
     compared = [row for row in result.rows if row.variants[1].verdict != IDENTICAL]
     alone = [row for row in result.rows if row.variants[1].verdict == IDENTICAL]  # the baseline's median alone
     assert compared and alone, "the sample kernels must give both kinds of row for this test to mean much"
@@ -58,13 +59,14 @@ def test_a_clear_difference_stops_at_the_fewest_rounds_and_the_row_says_so(recor
 
 def test_fixed_rounds_time_the_cap_and_a_cap_below_seven_is_refused_unless_fixed(recorded):
     store, recording = recorded
-    fixed = replay(recording, store, parse_variants("plain,cutlass_"), rounds=9, worker=[FAKE_WORKER],
-                   fixed_rounds=True)
+    fixed = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=9, fixed_rounds=True),
+                   workers=Workers.at(worker=[FAKE_WORKER]))
     assert {(row.rounds, row.stopped) for row in fixed.rows} == {(9, FIXED)} and not fixed.adaptive
     with pytest.raises(TritonhookError, match=r"--rounds 5: adaptive rounds decide nothing before 7"):
-        replay(recording, store, parse_variants("plain,cutlass_"), rounds=5, worker=[FAKE_WORKER])
-    capped = replay(recording, store, parse_variants("plain,cutlass_"), rounds=5, worker=[FAKE_WORKER],
-                    fixed_rounds=True)
+        replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=5),
+               workers=Workers.at(worker=[FAKE_WORKER]))
+    capped = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=5, fixed_rounds=True),
+                    workers=Workers.at(worker=[FAKE_WORKER]))
     assert {row.rounds for row in capped.rows} == {5}
 
 

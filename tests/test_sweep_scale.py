@@ -23,7 +23,7 @@ from tritonhook.cubin import SUMMARY_FIELDS
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import parse_variants
 from tritonhook.store import Store
-from tritonhook.sweep import replay
+from tritonhook.sweep import ReplayPlan, Workers, replay
 from tritonhook.sweep.result import RESULT_KIND, SweepResult
 from tritonhook.sweep.replay import SIGNATURE_KIND
 from tritonhook.sweep.job import ReplayJob
@@ -102,7 +102,8 @@ def test_ray_missing_says_how_to_install_it(tmp_path):
 def test_work_is_spread_over_two_gpus_and_merged_into_the_store(recorded, monkeypatch):
     store, recording = recorded
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,7")  # --gpus 0,1 are the GPUs CUDA shows as 0 and 1
-    result = replay(recording, store, VARIANTS, gpus=[0, 1], worker=fake(), l2="cold")  # a recording without probe
+    result = replay(recording, store, VARIANTS, ReplayPlan(l2="cold"),
+                    workers=Workers.at(gpus=[0, 1], worker=fake()))  # a recording without probe
     assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
     where = {row.replayed_on.rsplit("/", 1)[1] for row in result.rows}
     assert where == {"gpu4", "gpu7"}  # both used; each worker saw only its own GPU
@@ -117,7 +118,7 @@ def test_each_timed_row_says_why_it_moved_in_the_table_the_stored_json_and_the_p
     carry the two cubins' `CubinDelta`, whose figures are the two variants' own cubin summaries; the add kernel's
     renamed build is SASS identical, untimed, and carries none."""
     store, recording = recorded
-    result = replay(recording, store, VARIANTS, worker=fake(), l2="cold")
+    result = replay(recording, store, VARIANTS, ReplayPlan(l2="cold"), workers=Workers.at(worker=fake()))
     rows = {row.kernel: row for row in result.rows}
     plain, renamed = rows["matmul_kernel"].variants
     assert renamed.why["sass_identical"] is False and renamed.why["mix"]
@@ -147,7 +148,8 @@ def test_the_worker_is_told_to_dirty_the_l2_and_the_result_says_so(recorded, mon
         monkeypatch.delenv(config.SWEEP_DIRTY_L2.name, raising=False)
     else:
         monkeypatch.setenv(config.SWEEP_DIRTY_L2.name, environ)
-    result = replay(recording, store, VARIANTS, worker=fake("--expect", f"dirty_l2={str(dirty).lower()}"), l2=l2)
+    result = replay(recording, store, VARIANTS, ReplayPlan(l2=l2),
+                    workers=Workers.at(worker=fake("--expect", f"dirty_l2={str(dirty).lower()}")))
     assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
     assert _stored(store, result).dirty_l2 is dirty
     console = Console(width=300, record=True)
@@ -165,7 +167,7 @@ def test_each_result_is_in_the_store_as_it_arrives_so_a_replay_killed_half_way_k
               "from tritonhook.measure.variants import parse_variants\n"
               f"store = Store({str(store.path)!r})\n"
               f"sweep.replay(sweep.load(store, '{recording.id}'), store, parse_variants('plain,cutlass_'), "
-              f"gpus=[0, 1], worker=[{FAKE_WORKER!r}, '--hang', '{hung}'])\n")
+              f"workers=sweep.Workers.at([0, 1], worker=[{FAKE_WORKER!r}, '--hang', '{hung}']))\n")
     before = {r["id"] for r in store.results(SIGNATURE_KIND)}
     process = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
                                env={**os.environ, "CUDA_VISIBLE_DEVICES": "0,1"})  # one worker hangs, one goes on
@@ -191,8 +193,9 @@ def test_a_worker_killed_mid_sweep_loses_only_its_kernel_which_is_retried_on_the
     store, recording = recorded
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     victim = 2
-    result = replay(recording, store, VARIANTS, gpus="all", worker=fake("--die-once", str(tmp_path / "died"),
-                                                                        str(victim)))
+    result = replay(recording, store, VARIANTS,
+                    workers=Workers.at(gpus="all", worker=fake("--die-once", str(tmp_path / "died"),
+                                                                        str(victim))))
     assert (tmp_path / "died").exists()  # a worker did die on it
     assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
     row = next(r for r in result.rows if r.signature == victim)
@@ -277,7 +280,7 @@ def ray_cluster():
 def test_ray_tasks_get_files_and_snapshots_through_the_object_store_and_results_reach_the_store(recorded,
                                                                                                ray_cluster):
     store, recording = recorded
-    result = replay(recording, store, VARIANTS, ray=True, ray_task=TASK, worker=fake())
+    result = replay(recording, store, VARIANTS, workers=Workers.at(ray=True, ray_task=TASK, worker=fake()))
     assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
     assert all(row.replayed_on for row in result.rows)
     stored = _stored(store, result)
@@ -287,8 +290,8 @@ def test_ray_tasks_get_files_and_snapshots_through_the_object_store_and_results_
 def test_a_killed_ray_task_is_retried_and_nothing_is_lost(recorded, ray_cluster, tmp_path):
     store, recording = recorded
     victim = 1
-    result = replay(recording, store, VARIANTS, ray=True, ray_task=TASK,
-                    worker=fake("--die-once", str(tmp_path / "died"), str(victim), "--kill-parent"))
+    result = replay(recording, store, VARIANTS,
+                    workers=Workers.at(ray=True, ray_task=TASK, worker=fake("--die-once", str(tmp_path / "died"), str(victim), "--kill-parent")))
     assert (tmp_path / "died").exists()
     assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
     row = next(r for r in result.rows if r.signature == victim)
@@ -297,7 +300,7 @@ def test_a_killed_ray_task_is_retried_and_nothing_is_lost(recorded, ray_cluster,
 
 def test_a_ray_task_whose_kernel_kills_its_worker_twice_is_a_fault(recorded, ray_cluster):
     store, recording = recorded
-    result = replay(recording, store, VARIANTS, ray=True, ray_task=TASK, worker=fake("--die", "4"))
+    result = replay(recording, store, VARIANTS, workers=Workers.at(ray=True, ray_task=TASK, worker=fake("--die", "4")))
     status = {row.signature: row.status for row in result.rows}
     assert status[4].startswith("fault: ") and status[4].count("worker exited with status -9") == 2
     assert all(s == "ok" for i, s in status.items() if i != 4)
@@ -308,8 +311,8 @@ def test_a_fault_inside_a_ray_batch_costs_only_that_kernel(recorded, ray_cluster
     worker dies on one kernel, a fresh worker on the node finishes the batch, the driver retries only that one."""
     store, recording = recorded
     victim = 3
-    result = replay(recording, store, VARIANTS, ray=True, ray_task={"num_cpus": 0, "resources": {"test_gpu": 2}},
-                    worker=fake("--die-once", str(tmp_path / "died"), str(victim)))
+    result = replay(recording, store, VARIANTS,
+                    workers=Workers.at(ray=True, ray_task={"num_cpus": 0, "resources": {"test_gpu": 2}}, worker=fake("--die-once", str(tmp_path / "died"), str(victim))))
     assert (tmp_path / "died").exists()
     assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
     assert [row.signature for row in result.rows if row.retried_after] == [victim]
@@ -319,4 +322,5 @@ def test_a_fault_inside_a_ray_batch_costs_only_that_kernel(recorded, ray_cluster
 def test_a_cluster_without_room_for_a_task_is_one_error_not_a_hang(recorded, ray_cluster):
     store, recording = recorded
     with pytest.raises(TritonhookError, match="--ray: the cluster has no room for a replay task"):
-        replay(recording, store, VARIANTS, ray=True, worker=fake())  # one GPU per task; this cluster has none
+        replay(recording, store, VARIANTS,
+               workers=Workers.at(ray=True, worker=fake()))  # one GPU per task; this cluster has none

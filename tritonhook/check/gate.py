@@ -31,7 +31,7 @@ from ..errors import TritonhookError
 from ..measure.outputs import DIFFER
 from ..store import Store
 from ..sweep.recording import Recording, capability_of
-from ..sweep.replay import replay
+from ..sweep.replay import ReplayPlan, Workers, replay
 from ..sweep.schedule import WORKER
 from ..sweep.builds import BuiltVariant
 from .baseline import Baseline, key_label, key_text, match_key
@@ -78,8 +78,9 @@ def check(baseline: Baseline, recording: Recording, store: Store, *, threshold: 
     unmatched += [Unmatched(label, "in the baseline recording with no build in its store") for label in baseline.unbuilt]
     result = CheckResult(baseline.source, recording.id, threshold, [], unmatched, rounds, l2)
     if prebuilt:
-        swept = replay(recording, store, [], rounds=rounds, l2=l2, min_effect=threshold, progress=progress,
-                       worker=worker, prebuilt=lambda s: prebuilt.get(s.id, "unmatched"), fixed_rounds=True)
+        swept = replay(recording, store, [], ReplayPlan(rounds=rounds, fixed_rounds=True, min_effect=threshold, l2=l2),
+                       workers=Workers.at(worker=worker, progress=progress),
+                       prebuilt=lambda s: prebuilt.get(s.id, "unmatched"))
         result.sweep_id = swept.id
         result.warnings += [w for w in swept.warnings if not w.endswith(": unmatched")]
         result.kernels = [_judged(row, key_label(keys[row.signature])) for row in swept.rows

@@ -149,28 +149,31 @@ def _record(args) -> int:
 
 def _sweep(args) -> int:
     variants, ptxas = _checked(args)
+    plan, workers = _plan(args)  # before the workload runs: bad input is one line, not a lost recording
     result, store, record_s = _record_run(args)
     if result.recording is None:
         raise TritonhookError("the workload launched no Triton kernel that could be recorded" +
                               (f" (it exited with status {result.exit_code})" if result.exit_code else ""))
-    swept = sweep.replay(result.recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
-                         rounds=args.rounds, min_effect=args.min_effect, progress=not args.json, record_s=record_s,
-                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2,
-                         fixed_rounds=args.fixed_rounds)
+    swept = sweep.replay(result.recording, store, variants, plan, workers=workers, ptxas=ptxas, record_s=record_s)
     show(swept, as_json=args.json)
     return 0
 
 
 def _replay(args) -> int:
     variants, ptxas = _checked(args)
+    plan, workers = _plan(args)
     store = open_store(args, write=True)
     recording = sweep.load(store, args.recording)
-    swept = sweep.replay(recording, store, variants, ptxas=ptxas, kernel=args.kernel, top=args.top,
-                         rounds=args.rounds, min_effect=args.min_effect, progress=not args.json,
-                         autotune_top=args.autotune_top, gpus=args.gpus, ray=args.ray, l2=args.l2,
-                         fixed_rounds=args.fixed_rounds)
+    swept = sweep.replay(recording, store, variants, plan, workers=workers, ptxas=ptxas)
     show(swept, as_json=args.json)
     return 0
+
+
+def _plan(args) -> tuple[sweep.ReplayPlan, sweep.Workers]:
+    """What the replay of `sweep` / `replay` times and where, from their common options."""
+    plan = sweep.ReplayPlan(kernel=args.kernel, top=args.top, autotune_top=args.autotune_top, rounds=args.rounds,
+                            fixed_rounds=args.fixed_rounds, min_effect=args.min_effect, l2=args.l2)
+    return plan, sweep.Workers.at(args.gpus, args.ray, progress=not args.json)
 
 
 def add_tune(sub) -> None:

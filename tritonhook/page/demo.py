@@ -193,7 +193,7 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
                 for _, run, _ in benchmarks:
                     run()
             torch.cuda.synchronize()
-        sweep.replay(recorder.recording, store, parse_variants("plain,cutlass_"), rounds=5)
+        sweep.replay(recorder.recording, store, parse_variants("plain,cutlass_"), sweep.ReplayPlan(rounds=7))
     return [] if len(benchmarks) > 1 else ["A/B of the Hopper attention: the GPU is not sm_90"]
 
 

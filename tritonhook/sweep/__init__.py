@@ -88,12 +88,13 @@ driver retries a task that dies once. Each row says where it ran (host/gpuN).
 
 from .recorder import RecordResult, Recorder, check_can_record, load, record, record_command
 from .recording import Recording, Signature, SnapshotBudget
-from .replay import replay, select_signatures
+from .replay import ReplayPlan, Workers, replay, select_signatures
 from .schedule import require_ray, resolve_gpus
 from .result import SweepResult, SweepRow, VariantTiming, WorkloadEstimate
 from .tune import TuneResult, TuneSpace, tune
 from .builds import BuiltVariant, build_variants
 
-__all__ = ["TuneResult", "TuneSpace", "tune", "BuiltVariant", "RecordResult", "Recorder", "Recording", "Signature", "SnapshotBudget", "SweepResult",
-           "SweepRow", "VariantTiming", "WorkloadEstimate", "build_variants", "check_can_record", "load", "record",
-           "record_command", "replay", "require_ray", "resolve_gpus", "select_signatures"]
+__all__ = ["TuneResult", "TuneSpace", "tune", "BuiltVariant", "RecordResult", "Recorder", "Recording", "ReplayPlan",
+           "Signature", "SnapshotBudget", "SweepResult", "SweepRow", "VariantTiming", "Workers", "WorkloadEstimate",
+           "build_variants", "check_can_record", "load", "record", "record_command", "replay", "require_ray",
+           "resolve_gpus", "select_signatures"]

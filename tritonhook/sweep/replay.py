@@ -50,50 +50,67 @@ def select_signatures(recording: Recording, *, kernel: str | None = None, top: i
     return [s for members, _ in (units[:top] if top else units) for s in members]
 
 
-def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, ptxas: Sequence[str] = (),
-           kernel: str | None = None, top: int | None = None, rounds: int = config.SWEEP_DEFAULT_ROUNDS,
-           min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, record_s: float | None = None,
-           autotune_top: int | None = None, gpus: str | Sequence[int] | None = None, ray: str | bool = False,
-           ray_task: dict | None = None, worker: Sequence[str] = WORKER, l2: str = config.SWEEP_L2_MODES[0],
-           prebuilt: Callable[[Signature], dict[str, BuiltVariant] | str] | None = None,
-           fixed_rounds: bool = False) -> SweepResult:
-    """Replay the chosen signatures of `recording` for every variant (x every extra ptxas), save and return the
-    result. A signature that cannot be built or replayed is reported in its row; the others go on. The candidates
-    of an autotune decision are replayed each and shown as one row (`autotune.analyze_group`).
+@dataclasses.dataclass(frozen=True)
+class ReplayPlan:
+    """What a replay times, and by which rule; checked when made, so that bad input is one line before anything
+    is built.
 
-    Where: one worker on this process's GPU; `gpus` "all" or indices: one worker per local GPU; `ray` True (the
-    cluster this machine belongs to, else a new local one) or an address: Ray tasks of one GPU each (`ray_task`:
-    other Ray resources per task). `worker` replaces the worker program in tests of the scheduling only.
-    `prebuilt(signature)`: its variants by label (the first the baseline), built elsewhere (`upgrade`'s cells), or
-    why there are none; `variants` and `ptxas` are then not built. `rounds` is the cap of each signature's rounds,
-    which stop once its always-valid intervals have decided (`measure.sequential.StopRule`: rows and autotune
-    candidates each their own precision); `fixed_rounds`: every signature times `rounds` rounds.
+    `kernel` (a regex of kernel names) and `top` (the signatures making most of the GPU time; an autotune decision
+    counts as one) choose the signatures, `autotune_top` how many of a decision's candidates (the fastest by the
+    autotuner's own benchmark, plus the config the workload ran; default all). `rounds` is the cap of each
+    signature's rounds, which stop once its always-valid intervals have decided (`measure.sequential.StopRule`: rows
+    and autotune candidates each their own precision); `fixed_rounds`: every signature times `rounds` rounds.
+    `min_effect`: the smallest change a verdict reports.
 
     `l2` (`config.SWEEP_L2_MODES`): "measured", the default (inputs rotated, and the parts of each buffer the
     recording's L2 probe found in L2 inside the workload read into L2 just before each call; `l2probe`; signatures
     without a probe replay cold, with a warning saying why), "cold" (the A/B timer's rule: inputs rotated through
     copies spanning 4x the L2, every call reads DRAM), "warm" (one input set: each call finds in L2 what the
     previous call read and wrote) or "inputs" (rotated, and the buffers the kernel only reads are read into L2 just
-    before each call, as a kernel finds what the kernel before it wrote; docs/sweep_fidelity.md#the-l2-state-of-a-replay). Except under "warm",
-    a buffer the size of the L2 is written before each call first (`config.SWEEP_DIRTY_L2`): a kernel inside a
-    workload evicts lines that earlier kernels wrote (docs/sweep_fidelity.md#a-dirty-l2)."""
-    if l2 not in config.SWEEP_L2_MODES:
-        raise TritonhookError(f"--l2 {l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
-    if rounds < config.MIN_ROUNDS:
-        raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
-    if not fixed_rounds and rounds < SEQUENCE_MIN_ROUNDS:
-        raise TritonhookError(f"--rounds {rounds}: adaptive rounds decide nothing before {SEQUENCE_MIN_ROUNDS} "
-                              f"(the always-valid interval); give at least {SEQUENCE_MIN_ROUNDS}, or --fixed-rounds")
-    if autotune_top is not None and autotune_top < 1:
-        raise TritonhookError(f"--autotune-top {autotune_top}: at least 1")
-    if ray is not False and gpus is not None:
-        raise TritonhookError("--gpus and --ray: give one (Ray decides which GPU runs what)")
-    workers = Workers(resolve_gpus(gpus), ray, ray_task, tuple(worker), progress)
+    before each call, as a kernel finds what the kernel before it wrote;
+    docs/sweep_fidelity.md#the-l2-state-of-a-replay). Except under "warm", a buffer the size of the L2 is written
+    before each call first (`config.SWEEP_DIRTY_L2`): a kernel inside a workload evicts lines that earlier kernels
+    wrote (docs/sweep_fidelity.md#a-dirty-l2)."""
+
+    kernel: str | None = None
+    top: int | None = None
+    autotune_top: int | None = None
+    rounds: int = config.SWEEP_DEFAULT_ROUNDS
+    fixed_rounds: bool = False
+    min_effect: float = DEFAULT_MIN_EFFECT
+    l2: str = config.SWEEP_L2_MODES[0]
+
+    def __post_init__(self) -> None:
+        if self.l2 not in config.SWEEP_L2_MODES:
+            raise TritonhookError(f"--l2 {self.l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
+        if self.rounds < config.MIN_ROUNDS:
+            raise TritonhookError(f"--rounds {self.rounds}: at least {config.MIN_ROUNDS} (fewer give no usable "
+                                  f"interval)")
+        if not self.fixed_rounds and self.rounds < SEQUENCE_MIN_ROUNDS:
+            raise TritonhookError(f"--rounds {self.rounds}: adaptive rounds decide nothing before "
+                                  f"{SEQUENCE_MIN_ROUNDS} (the always-valid interval); give at least "
+                                  f"{SEQUENCE_MIN_ROUNDS}, or --fixed-rounds")
+        if self.autotune_top is not None and self.autotune_top < 1:
+            raise TritonhookError(f"--autotune-top {self.autotune_top}: at least 1")
+
+
+def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan: ReplayPlan = ReplayPlan(), *,
+           workers: Workers | None = None, ptxas: Sequence[str] = (), record_s: float | None = None,
+           prebuilt: Callable[[Signature], dict[str, BuiltVariant] | str] | None = None) -> SweepResult:
+    """Replay the signatures `plan` chooses in `recording` for every variant (x every extra ptxas), save and return
+    the result. A signature that cannot be built or replayed is reported in its row; the others go on. The
+    candidates of an autotune decision are replayed each and shown as one row (`autotune.analyze_group`).
+
+    `workers`: where (default one worker on this process's GPU: `Workers.at`). `prebuilt(signature)`: its variants
+    by label (the first the baseline), built elsewhere (`upgrade`'s cells), or why there are none; `variants` and
+    `ptxas` are then not built. `record_s`: how long the recording took, for the result's time split."""
+    workers = workers or Workers.at()
+    l2, rounds, min_effect = plan.l2, plan.rounds, plan.min_effect
     dirty_l2 = _dirtied(l2)
-    chosen = select_signatures(recording, kernel=kernel, top=top, autotune_top=autotune_top)
+    chosen = select_signatures(recording, kernel=plan.kernel, top=plan.top, autotune_top=plan.autotune_top)
     if not chosen:
         raise TritonhookError(f"recording {recording.id}: no signature matches" +
-                              (f" --kernel {kernel}" if kernel else ""))
+                              (f" --kernel {plan.kernel}" if plan.kernel else ""))
     rows = {s.id: SweepRow(s.id, s.kernel, s.label(), recording.share(s), s.launches, s.time_per_launch_ms,
                            s.inputs, "ok", behind_ms=s.behind_ms,
                            recorded_empty_ms=s.empty_ms) for s in chosen}
@@ -105,7 +122,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], *, p
     began = time.time()
     samples = time_signatures(recording, store, [s for s in chosen if s.id in built], built, rows, workers,
                               rounds=rounds, l2=l2, dirty_l2=dirty_l2, min_effect=min_effect,
-                              arrived=_journal(store, recording), adaptive=not fixed_rounds)
+                              arrived=_journal(store, recording), adaptive=not plan.fixed_rounds)
     replay_s = time.time() - began
     times = {"record": record_s, "build": build_s, "replay": replay_s}
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
@@ -148,6 +165,17 @@ class Workers:
     ray_task: dict | None = None
     program: tuple = WORKER
     progress: bool = False
+
+    @classmethod
+    def at(cls, gpus: str | Sequence[int] | None = None, ray: str | bool = False, ray_task: dict | None = None, *,
+           worker: Sequence[str] = WORKER, progress: bool = False) -> "Workers":
+        """Where a replay runs: one worker on this process's GPU; `gpus` "all" or indices: one worker per local GPU;
+        `ray` True (the cluster this machine belongs to, else a new local one) or an address: Ray tasks of one GPU
+        each (`ray_task`: other Ray resources per task). `worker` replaces the worker program in tests of the
+        scheduling only."""
+        if ray is not False and gpus is not None:
+            raise TritonhookError("--gpus and --ray: give one (Ray decides which GPU runs what)")
+        return cls(resolve_gpus(gpus), ray, ray_task, tuple(worker), progress)
 
     def run(self, work: Path, job: ReplayJob, store: Store, arrived: Callable[[dict], None]) -> dict[int, dict]:
         if self.ray is not False:

@@ -39,7 +39,8 @@ from ..measure.variants import PLAIN, Variant, parse_variant, resolve_ptxas
 from ..rename import DEFAULT_PREFIX, exact_names_pattern
 from ..store import ResultKind, Store, register_result_kind
 from .recording import Recording
-from .replay import replay, select_signatures
+from .replay import ReplayPlan, Workers, replay, select_signatures
+from .schedule import WORKER
 from .result import SweepResult, VariantTiming
 from .builds import IDENTICAL
 
@@ -309,6 +310,17 @@ def chosen_kernels(recording: Recording, *, share: float | None, top: int | None
     return exact_names_pattern(sorted({s.kernel for s in ranked}))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Replays:
+    """How tune's replays run: one plan and one set of workers, the kernels or the rounds replaced per replay."""
+
+    plan: ReplayPlan
+    workers: Workers
+
+    def of(self, recording: Recording, store: Store, variants: list[Variant], **changes) -> SweepResult:
+        return replay(recording, store, variants, dataclasses.replace(self.plan, **changes), workers=self.workers)
+
+
 def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float | None = None,
          top: int | None = None, kernel: str | None = None, budget: str | None = None,
          rounds: int = config.SWEEP_DEFAULT_ROUNDS, confirm_rounds: int = 2 * config.SWEEP_DEFAULT_ROUNDS,
@@ -323,15 +335,15 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
                               "set or control file)")
     spent = _Budget(budget)
     pattern = chosen_kernels(recording, share=share, top=top, kernel=kernel)
-    run = dict(kernel=pattern, rounds=rounds, min_effect=min_effect, progress=progress, autotune_top=1, gpus=gpus,
-               ray=ray, l2=l2, **({"worker": worker} if worker else {}))
+    run = _Replays(ReplayPlan(kernel=pattern, autotune_top=1, rounds=rounds, min_effect=min_effect, l2=l2),
+                   Workers.at(gpus, ray, worker=worker or WORKER, progress=progress))
     plain = parse_variant(PLAIN)
     kernels: dict[int, KernelTune] = {}
     for start in range(0, len(candidates), CHUNK):
         chunk = candidates[start:start + CHUNK][:spent.left(CHUNK)]
         if not chunk:
             break
-        _add_trials(kernels, replay(recording, store, [plain, *chunk], **run))
+        _add_trials(kernels, run.of(recording, store, [plain, *chunk]))
         spent.spend(len(chunk))
     tried, searched = spent.tried, {v.label: v for v in candidates}
     explored = {"candidates": [v.to_json() for v in candidates]}
@@ -348,7 +360,7 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
     _pick_winners(result.kernels)
     began = time.time()
     try:
-        _confirm(recording, store, result.kernels, searched, {**run, "rounds": confirm_rounds}, min_effect)
+        _confirm(recording, store, result.kernels, searched, run, confirm_rounds, min_effect)
     except TritonhookError as exc:  # the search's figures are kept, and say they were not confirmed
         result.warnings.append(f"the winners could not be timed again: {exc}")
     result.times_s["confirm"] = time.time() - began
@@ -376,7 +388,7 @@ class _Budget:
 
 
 def _search_controls(recording: Recording, store: Store, search: AcfSearch, names: list[str],
-                     kernels: dict[int, KernelTune], run: dict, spent: _Budget, searched: dict[str, Variant],
+                     kernels: dict[int, KernelTune], run: _Replays, spent: _Budget, searched: dict[str, Variant],
                      warnings: list[str]) -> dict:
     """The acf-search axis: one CompileIQ engine per kernel name, served in turn a pool at a time while the budget
     lasts. Each pool's control files are written under the run's work folder in the store (kept: a winner's file is
@@ -409,7 +421,7 @@ def _search_controls(recording: Recording, store: Store, search: AcfSearch, name
                     chunk = variants[start:start + CHUNK][:spent.left(CHUNK)]
                     if not chunk:
                         break
-                    swept = replay(recording, store, [plain, *chunk], **{**run, "kernel": exact_names_pattern([name])})
+                    swept = run.of(recording, store, [plain, *chunk], kernel=exact_names_pattern([name]))
                     _add_trials(kernels, swept, axis=ACF_SEARCH, pool=number)
                     scores += [_score(kernels, swept, variant.label) for variant in chunk]
                     spent.spend(len(chunk))
@@ -497,7 +509,7 @@ def _pick_winners(kernels: list[KernelTune]) -> None:
 
 
 def _confirm(recording: Recording, store: Store, kernels: list[KernelTune], searched: dict[str, Variant],
-             run: dict, min_effect: float) -> None:
+             run: _Replays, rounds: int, min_effect: float) -> None:
     """Time every winner again beside plain and `cutlass_`, in one fresh replay of the kernels that have one.
     `searched`: the candidates by label (the winners are those variants, not their labels parsed again: a label
     names a ptxas by version, which another ptxas of that version could answer)."""
@@ -506,8 +518,9 @@ def _confirm(recording: Recording, store: Store, kernels: list[KernelTune], sear
         return
     variants = list({v.label: v for v in [parse_variant(PLAIN), parse_variant(DEFAULT_PREFIX),
                                           *(searched[k.winner] for k in winners)]}.values())
-    run = {**run, "kernel": exact_names_pattern(sorted({k.kernel for k in winners}))}
-    rows = {row.signature: row for row in replay(recording, store, variants, **run).rows}
+    swept = run.of(recording, store, variants, kernel=exact_names_pattern(sorted({k.kernel for k in winners})),
+                   rounds=rounds)
+    rows = {row.signature: row for row in swept.rows}
     for tuned in winners:
         row = rows.get(tuned.signature)
         timings = {v.label: v for v in (row.variants if row is not None and row.status == "ok" else [])}

@@ -47,7 +47,7 @@ from ..rename import exact_names_pattern
 from ..store import Capture, Store
 from ..sweep.autotune import AutotuneGroup, autotune_groups
 from ..sweep.recording import Recording, Signature
-from ..sweep.replay import replay
+from ..sweep.replay import ReplayPlan, Workers, replay
 from ..sweep.schedule import WORKER
 from .bisect import (FAILED, NO_CHANGE, RESULT_KIND, SAME, BisectResult, Halving, KernelBisect, Step, lockstep,
                      releases_between)
@@ -251,8 +251,8 @@ def _replay(recording: Recording, store: Store, release: str, timed: list[_Timed
         return built_cells(*cells) if cells else f"no cells of this kernel under Triton {release}"
 
     sweep = replay(dataclasses.replace(recording, signatures=[s for s in recording.signatures if s.id in wanted]),
-                   store, [], rounds=rounds, autotune_top=autotune_top, progress=progress, worker=worker,
-                   prebuilt=prebuilt)
+                   store, [], ReplayPlan(rounds=rounds, autotune_top=autotune_top),
+                   workers=Workers.at(worker=worker, progress=progress), prebuilt=prebuilt)
     return {row.signature: row for row in sweep.rows}, sweep.id
 
 

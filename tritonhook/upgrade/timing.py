@@ -22,7 +22,7 @@ from ..cubin import Cubin
 from ..errors import TritonhookError
 from ..store import ResultKind, Store, register_result_kind
 from ..sweep.recording import Recording, Signature, capability_of
-from ..sweep.replay import replay
+from ..sweep.replay import ReplayPlan, Workers, replay
 from ..sweep.result import SweepResult
 from ..sweep.schedule import WORKER
 from ..sweep.builds import BuiltVariant
@@ -145,8 +145,8 @@ def time_cells(recording: Recording, store: Store, upgraded: UpgradeResult, cell
             return f"no cells of this kernel in upgrade {upgraded.id}"
         return built_cells(cells, cells_store.path)
 
-    sweep = replay(recording, store, [], kernel=kernel, top=top, rounds=rounds, l2=l2, progress=progress,
-                   prebuilt=prebuilt, worker=worker)
+    sweep = replay(recording, store, [], ReplayPlan(kernel=kernel, top=top, rounds=rounds, l2=l2),
+                   workers=Workers.at(worker=worker, progress=progress), prebuilt=prebuilt)
     splits = [KernelSplit(row.signature, row.label, row.share,
                           *(_ratio_of(row, LABELS[c]) for c in (PTX_ONLY, PTXAS_ONLY, BOTH)),
                           row.outputs if row.status == "ok" else row.status) for row in sweep.rows]
