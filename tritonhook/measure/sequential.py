@@ -7,7 +7,7 @@ chance to be fooled. A confidence sequence is valid at every round at once (Vill
 martingale): the chance that it *ever* excludes the truth is at most `alpha`, however often it is looked at and
 whenever timing stops.
 
-The sequence here is distribution-free, since measured kernel times are neither normal nor unimodal (heavy tails
+The sequence here is distribution-free, because measured kernel times are neither normal nor unimodal (heavy tails
 from clock and scheduling hiccups; short kernels' A/A ratios sit at two values a timer tick apart): it is for the
 median of the rounds' paired log-ratios (variant over baseline, each round one pair), from the sign test. For a
 candidate median m, the signs of (log-ratio - m) are fair coins if m is the median; the Beta-binomial mixture of

@@ -31,9 +31,10 @@ def median(values: Sequence[float]) -> float:
 
 def interquartile_mean(values: Sequence[float]) -> float:
     """The mean of the middle half of a non-empty sample (its quartile tails dropped): as robust to stragglers as
-    the median, but it resolves below the sample's quantum. CUDA event times come in steps (32 ns on the H200):
+    the median, but it resolves below the sample's quantum. CUDA event times come in steps (32 ns on Hopper):
     the median of a 3 us kernel's calls moves in 1% steps, so two rounds' medians tie or differ by a whole step,
-    and a paired interval over such ties is too narrow (an A/A "slower" at exactly one step, H200)."""
+    and a paired interval over such ties is too narrow: it can exclude 1 at exactly one step between two
+    identical arms."""
     ordered = sorted(values)
     cut = len(ordered) // 4
     middle = ordered[cut:len(ordered) - cut] or ordered
@@ -90,8 +91,8 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 def t_interval_ratio(base: Sequence[float], other: Sequence[float]) -> tuple[float, float] | None:
     """A 95% Student-t interval of the per-round time ratio (on its logarithm), from paired rounds.
 
-    With few rounds the percentile bootstrap is too narrow (it cannot know the spread it has not seen); measured
-    between fresh processes it called a kernel with byte-identical SASS 1.7% "faster". The t interval widens
+    With few rounds the percentile bootstrap is too narrow (it cannot know the spread it has not seen), and
+    between fresh processes it can call a kernel "faster" than its byte-identical self. The t interval widens
     with the small-sample factor. None when the rounds are not paired or fewer than two."""
     if len(base) != len(other) or len(base) < 2:
         return None

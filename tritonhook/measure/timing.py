@@ -76,7 +76,7 @@ def hold_stream(torch, microseconds: float) -> bool:
 
     Why: CUDA events time the stream, not the kernel. When the host queues a kernel more slowly than the GPU runs
     it (a small kernel, a launch-bound program), the start event fires on an idle GPU and the interval counts the
-    host's launch latency: a 4 us kernel read 12 us. Held, the stream reaches the start event only after the
+    host's launch latency, several times a small kernel's own. Held, the stream reaches the start event only after the
     kernel and the end event are queued. The spin length is in GPU cycles, calibrated once per device."""
     rate = hold_cycles_per_us(torch)
     if rate is None:
@@ -100,9 +100,9 @@ def time_empty_kernel(torch) -> tuple | None:
     """Queue an empty kernel (a one-cycle spin, `torch.cuda._sleep`) between two CUDA events; the events, or None
     when this torch has no spin kernel. A sweep queues one right after the end event of every kernel it times, in
     the recording and in the replay alike, so that what follows a kernel's end event is the same in both (else the
-    workload's next kernel there, the next call here). With it the transformer + Liger replay agreed within ±10%
-    for 47, 48, 46 and 40 of 49 signatures over two runs, without it 37-45 (H200, docs/sweep_fidelity.md#the-trailing-empty-kernel). Its
-    own time is kept: the launch lead of each place (`sweep.result.SweepRow.lead_ms`)."""
+    workload's next kernel there, the next call here); how much that moves the fidelity:
+    docs/sweep_fidelity.md#the-trailing-empty-kernel. Its own time is kept: the launch lead of each place
+    (`sweep.result.SweepRow.lead_ms`)."""
     sleep = getattr(torch.cuda, "_sleep", None)
     if sleep is None:
         return None
@@ -173,18 +173,17 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
     """`count` rounds of one call per arm, each bracketed by CUDA events; ms per call, per arm.
 
     Arm a takes input set (round + a x stride) in round `round`: no call finds the previous call's inputs in L2
-    (when two arms read one set back to back, the second ran warm and an A/A comparison of a memory-bound kernel
-    called it 'faster', seen on the H200), and every arm goes through every set alike. Sets handed out by call
-    position instead kept each arm on its own half of the sets round after round; the allocator gives the copies
-    the same addresses every round, so a small kernel's few-percent difference between two allocations became
-    a steady A/A 'slower' that no number of rounds could widen its interval for (also seen on the H200). The
-    arms' order flips every round (A B, B A, ...), and each round is queued behind a stream hold sized from the
-    previous round's host time (see `hold_stream`), once the previous round has finished on the GPU: an event-timed
-    call reads ~0.5 µs longer while more than about eight calls are queued behind it (an empty kernel 3.2-3.6 µs
-    against 2.7-2.9 µs, a 2048-element add 4.00 against 3.14 µs, a 4096² GEMM the same; H200,
-    docs/timing.md#the-queue-behind-a-timed-call), and without the wait the GPU, held longer than the host takes, falls
-    further behind every round until the queue is deep. A kernel inside a workload is timed with the workload's
-    next launches not yet queued, so the replay of a sweep matches it only this way (docs/timing.md#the-queue-behind-a-timed-call).
+    (when two arms read one set back to back, the second runs warm, and a memory-bound kernel reads 'faster' than
+    itself), and every arm goes through every set alike. Sets handed out by call position would keep each arm on
+    its own half of the sets round after round; the allocator gives the copies the same addresses every round, so
+    a small kernel's few-percent difference between two allocations would become a steady difference between
+    identical arms that no number of rounds widens the interval for (docs/timing.md#input-sets-and-module-loads).
+    The arms' order flips every round (A B, B A, ...), and each round is queued behind a stream hold sized from
+    the previous round's host time (see `hold_stream`), once the previous round has finished on the GPU: an
+    event-timed call reads longer while more than about eight calls are queued behind it, and without the wait
+    the GPU, held longer than the host takes, falls further behind every round until the queue is deep. A kernel
+    inside a workload is timed with the workload's next launches not yet queued, so the replay of a sweep matches
+    it only this way (docs/timing.md#the-queue-behind-a-timed-call).
     `empties` (one list per arm): an empty kernel is queued after each call's end event (`time_empty_kernel`) and
     its ms appended to the call's arm's list."""
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]

@@ -5,7 +5,7 @@ One grammar for every command, so "cutlass_@13.4+opt:-O2" means the same thing t
 each `+`-joined parts: a name (`plain`, `strip` or a prefix) with an optional `@VERSION` or `@/path/to/ptxas`,
 then `opt:OPTION` parts (one ptxas option each, `binaries.CODEGEN_OPTIONS`), at most one `acf:FILE` and at most one
 `config:NAME=VALUE,...` (an autotuned kernel's config: the sweep times the variant at the candidate with those
-values, and a decision can pin it; its commas stay inside the part, since a variant never holds a `=` outside
+values, and a decision can pin it; its commas stay inside the part, as a variant never holds a `=` outside
 one). Everything a spec names is checked here, before any compile: the prefix, the ptxas (resolved through
 `binaries.find_ptxas`), the options, the control file (read now and kept with its sha256) and whether that ptxas can
 read it.
@@ -65,9 +65,9 @@ class Variant:
 
     @classmethod
     def from_json(cls, data: dict) -> Variant:
-        """The variant `to_json` wrote (a saved result's), as it was: nothing is looked up or read again, since its
-        ptxas or control file may be gone since; the control file keeps its path and sha256, not its bytes. The name
-        part of the label gives the rename (a result from before the grammar holds only `label`)."""
+        """The variant `to_json` wrote (a saved result's), as it was: nothing is looked up or read again, as its
+        ptxas or control file may be gone; the control file keeps its path and sha256, not its bytes. The name
+        part of the label gives the rename (a result saved by an older tritonhook holds only `label`)."""
         name = re.split(r"[@+#]", data["label"], maxsplit=1)[0] or PLAIN
         controls = data.get("controls")
         return cls(data["label"], parse_variant(name).rename, data.get("ptxas"), tuple(data.get("options") or ()),

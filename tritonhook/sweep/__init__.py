@@ -1,5 +1,5 @@
 """`tritonhook sweep`: which kernels of a real workload gain from the `cutlass` name (or another ptxas), measured
-kernel by kernel with no benchmark code (issue 15).
+kernel by kernel with no benchmark code.
 
 Design
 ------
@@ -39,13 +39,13 @@ stream, no synchronize), the context those times were taken in. Sampling (`--sam
 kernel's first `config.RECORD_EXACT_FIRST` launches the tracer looks at about one launch in K (random gaps), each
 seen launch standing for the ones passed over before it: per-kernel counts exact, per-signature counts estimated.
 Cost: the launches of a signature the recording does not time are passed over in C (`_triton.LaunchTracer`,
-`tritonhook/_launchpath.c`): a key and a lookup, no Python; the issue's <= 5% on a launch-bound loop holds
-(README, "Sweep").
+`tritonhook/_launchpath.c`): a key and a lookup, no Python, so that a launch-bound loop slows by a few percent
+at most (docs/sweep.md#recording-overhead).
 
 Variants (`variants.py`, CPU-testable). plain = the captured cubin; a prefix (`cutlass_`) or `strip` = the
 captured PTX renamed (`rename.rename_ptx` / `strip_ptx`) and assembled with the ptxas that built the capture and
-Triton's flags (`ptxas.binaries.triton_ptxas_args`; plain assembled that way reproduces the captured cubin byte for byte);
-`--ptxas P` adds every name assembled by P (`plain@13.0.88`, ...). The metadata JSON's `name` follows the
+Triton's flags (`ptxas.binaries.triton_ptxas_args`; plain assembled that way reproduces the captured cubin byte for
+byte); `--ptxas P` adds every name assembled by P (`plain@13.0.88`, ...). The metadata JSON's `name` follows the
 rename. A variant whose kernel `.text` is byte-identical to an earlier one is reported "SASS identical" and not
 timed.
 
@@ -77,7 +77,8 @@ config and counted in `tuning_launches`, never in the workload's launches, times
 config, the autotuner's own timing per config) is saved in the recording. The replay replays every candidate (the
 `--autotune-top K` fastest by that timing, plus the workload's winner) per variant, and shows one row per group:
 each variant at the workload's config unless another config is faster for it beyond noise (then its best against
-the baseline's best, and the two at the same config beside it), whether the config changed; the candidate rows are in the JSON (`SweepResult.candidates`).
+the baseline's best, and the two at the same config beside it), whether the config changed; the candidate rows are
+in the JSON (`SweepResult.candidates`).
 
 Scaling out (`schedule.py`). `gpus=` ("all" or indices): one worker per local GPU pinned with
 CUDA_VISIBLE_DEVICES, signatures handed out one at a time from one queue, results merged by the parent as they

@@ -98,8 +98,8 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
     times, verdict, fidelity and estimate are of what the workload runs. Each other variant runs there too unless
     its own autotuner would pick otherwise than the baseline's (`_config_for`: its fastest candidate,
     `samples[signature][label]`: per-round medians, beats it at the baseline's fastest beyond noise; a variant not
-    timed because its SASS equals another's takes that one's samples): two identical builds picked different
-    winners of a 3 µs kernel within noise, and the ratio of the two winners read "faster 0.958" in an A/A. Where a
+    timed because its SASS equals another's takes that one's samples): two identical builds can pick different
+    winners of a short kernel within noise, and comparing the two winners would call an A/A "faster". Where a
     variant keeps the workload's config, the verdict is that candidate's own interleaved comparison; where its
     config changes (`flip`), its best against the baseline (`ratio_interval` of the two candidates' rounds), and
     beside it the comparison at the workload's config (`same_config`). `regret`: the baseline's fastest config

@@ -1,15 +1,16 @@
 """What a kernel finds in L2 inside the workload, measured: a one-warp latency probe queued just before each of a
-signature's first timed launches (issue 15's fidelity; docs/sweep_fidelity.md#the-l2-probe).
+signature's first timed launches (docs/sweep_fidelity.md#the-l2-probe).
 
 Why measure: a replayed kernel's time depends on which of its inputs sit in L2, and inside a workload that differs
 per kernel (what its producer just wrote is there, weights read long ago are not). Neither replay rule, all cold or
-all warm, matches every kernel, and a model of the recorded traffic failed to predict it (docs/sweep_fidelity.md#an-l2-model-of-the-recorded-traffic-reverted: cuBLAS and
-other non-Triton kernels move bytes a recording never sees). The probe asks the L2 itself.
+all warm, matches every kernel, and a model of the recorded traffic cannot predict it: cuBLAS and other non-Triton
+kernels move bytes a recording never sees (docs/sweep_fidelity.md#an-l2-model-of-the-recorded-traffic-reverted).
+The probe asks the L2 itself.
 
 How: lane i of one warp times one `ld.global.cg` (cached in L2 only) at byte `span * i / LINES` of each tensor
 argument, between two `%clock64` reads, the loaded word stored (to a second half of the output, where ptxas cannot
 drop it) before the second read so that the read waits for it. An L2 hit and a DRAM miss differ about twofold
-(H200 calibrations, medians: 513-549 against 932-1316 cycles, 32 loads in flight). The probe's own loads bring
+in cycles, with the warp's loads in flight together. The probe's own loads bring
 LINES lines of each tensor into L2: a few KiB, next to the kernel's megabytes. The threshold between hit and miss
 is calibrated once per recording, after the workload (`Calibration`): a buffer probed right after it was written,
 then after a write of twice the L2.

@@ -129,8 +129,9 @@ class Recorder:
         """Probe what the kernel's tensors (`probed`: the launch's arguments, or None) have in L2 (`l2probe`), hold
         the stream (`measure.timing.hold_stream`), then the start event: the kernel's time inside the workload without
         the host's launch latency, which a launch-bound workload would otherwise add to every sample. Only the
-        first `timed_first` timed launches are probed: a probe costs ~40 µs (host and GPU; H200), ~1.5% of a
-        launch-bound loop at one launch in 256, and nothing once a signature is past them. They are also the ones
+        first `timed_first` timed launches are probed: a probe costs tens of µs of host and GPU time, which at
+        one launch in 256 would still weigh on a launch-bound loop, and nothing once a signature is past them
+        (docs/sweep.md#what-the-l2-probe-costs). They are also the ones
         whose lag is marked (`_mark`)."""
         if len(pending.marks) < self.timed_first:
             mark = self._mark()
@@ -258,8 +259,7 @@ class Recorder:
 
 def _behind_ms(marks: list[tuple]) -> float | None:
     """The median over a signature's marked launches of how far the GPU ran behind the host (ms; see
-    `Recorder._mark`); None when none was marked. The recorder's own probes and stream holds count too: a
-    launch-bound loop of adds read 0.01-0.02 ms, adds each queued behind a 1 ms spin 4 ms (H200)."""
+    `Recorder._mark`); None when none was marked. The recorder's own probes and stream holds count too."""
     lags = [anchor_event.elapsed_time(event) - (host_s - anchor_s) * 1e3
             for (anchor_event, anchor_s), (event, host_s) in marks]
     return round(median(lags), 4) if lags else None

@@ -408,8 +408,9 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
 def _build_all(store: Store, chosen: list[Signature], variants, rows, prebuilt=None
                ) -> dict[int, dict[str, BuiltVariant]]:
     """label -> built variant, per signature id; a signature whose capture is missing or whose baseline fails to
-    build gets its row's status set instead (another variant that fails is kept, marked: `build_variants`). Variants are built once per capture, the captures in parallel (each build is
-    mostly ptxas, a subprocess: an autotune-heavy library's 267 builds took 52 s one after another)."""
+    build gets its row's status set instead (another variant that fails is kept, marked: `build_variants`).
+    Variants are built once per capture, the captures in parallel: each build is mostly ptxas, a subprocess, and an
+    autotune-heavy library's hundreds of builds would take a minute one after another."""
     wanted = []
     for signature in chosen:
         if signature.replayable is not None:

@@ -77,9 +77,8 @@ class SweepRow:
     @property
     def net_fidelity(self) -> float | None:
         """`fidelity` with the launch-lead difference (`lead_ms`) taken out of the replayed time. Beside the plain
-        ratio, not instead of it. Before the timer waited for each round (`measure.timing._timed_calls`) the replay's
-        lead was 0.6-0.7 µs longer and this brought the transformer from 24 to 27-28 of 30 signatures within ±10%;
-        since, the lead is ~0 and the two agree (H200, docs/timing.md#the-queue-behind-a-timed-call). None without a lead."""
+        ratio, not instead of it: the correction over-shoots some short kernels, which lean low net of the lead
+        (docs/sweep_fidelity.md#the-launch-lead). None without a lead."""
         base = self.variants[0].median_ms if self.variants else None
         lead = self.lead_ms
         return (base - lead) / self.recorded_ms if base and self.recorded_ms and lead is not None else None
@@ -145,7 +144,7 @@ def explain(rows: list[SweepRow], built: dict[int, dict[str, BuiltVariant]], del
 
 
 FIDELITY_COVERAGE, FIDELITY_TOLERANCE = 0.9, 0.1
-"""The fidelity the sweep is held to (issue 15): the signatures making up 90% of the recorded GPU time, each
+"""The fidelity the sweep is held to: the signatures making up 90% of the recorded GPU time, each
 replayed within ±10% of its time inside the workload."""
 
 

@@ -11,8 +11,8 @@ an earlier candidate's are not timed again (a build is seconds, a timing a round
 A search's best is biased upwards (the maximum of noisy estimates), so the winners are timed again, in a replay of
 their own beside plain and `cutlass_`, before they are reported (docs/variants.md#tune).
 
-The `acf-search` axis is not a list fixed in advance: per kernel, NVIDIA CompileIQ's engine (`ptxas.tune_space`) proposes
-a pool of control files, each is built and timed like any candidate, its time ratio to plain is told back, and
+The `acf-search` axis is not a list fixed in advance: per kernel, NVIDIA CompileIQ's engine (`ptxas.tune_space`)
+proposes a pool of control files, each is built and timed like any candidate, its time ratio to plain is told back, and
 the engine proposes the next pool from those scores (docs/control_files.md#tune-search).
 """
 

@@ -13,10 +13,11 @@ stdin closed: the worker exits.
 Per signature: rebuild the arguments (snapshot blobs, else synthetic data of the same dtype and shape), load every
 variant through Triton's own launcher (`_triton.load_kernel`), find the buffers the kernel writes (`_written`), run
 the baseline five times and every other variant once from the restored inputs and judge each variant's outputs
-against the baseline's own run-to-run spread (`measure.outputs`: bitwise, within spread, differ, with ULPs), then time the variants interleaved call by call with the A/B timer
-(`measure.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation), one median per variant per round, restoring
-the written buffers from the snapshot before every round, with an empty kernel queued and timed after every call
-(`measure.timing.time_empty_kernel`, as the recording does after each kernel it times). `l2` in the job: "cold"
+against the baseline's own run-to-run spread (`measure.outputs`: bitwise, within spread, differ, with ULPs), then
+time the variants interleaved call by call with the A/B timer (`measure.timing.bench_interleaved`: CUDA events,
+warm-up, L2 rotation), one median per variant per round, restoring the written buffers from the snapshot before
+every round, with an empty kernel queued and timed after every call (`measure.timing.time_empty_kernel`, as the
+recording does after each kernel it times). `l2` in the job: "cold"
 rotates the input sets through copies spanning 4x the L2; "warm" keeps one set (each call finds in L2 what the
 previous one read and wrote); "inputs" rotates, and reads the buffers the kernel does not write just before each
 call, as a kernel inside a workload finds what its producer has just written (its outputs not); "measured"
@@ -116,13 +117,12 @@ def _prepare_l2(torch, dirt, ranges: list[tuple[int, list[tuple[int, int]]]], wr
     buffers (per buffer position) into L2 on the GPU, so that the call finds them there: `--l2 inputs` (the whole
     of every buffer the kernel does not write, as right after the kernel that produced them) and `--l2 measured`
     (`_measured_ranges`). Ranges of a buffer the kernel writes (positions in `written`) are rewritten with their
-    own bytes, not read: inside a workload such lines are dirty (the buffer was written by the step before), and a
-    kernel whose whole step fits in L2 replayed 8-11% slow with them clean (docs/sweep.md#hostile-fidelity).
+    own bytes, not read: inside a workload such lines are dirty (the buffer was written by the step before), and
+    with them clean a kernel whose whole step fits in L2 replays slow (docs/sweep.md#hostile-fidelity).
 
     Why the write: inside a workload the L2 is full of what earlier kernels wrote, and every line a kernel evicts
-    must first go back to DRAM. Left clean, the L2 let a memory-bound copy run 17% faster (fp32 to bf16, 16 MiB from
-    DRAM: 9.15 against 10.72 µs; gelu 7%, layer_norm 3%; H200, docs/sweep_fidelity.md#a-dirty-l2), and the sweep's
-    copies read 0.88 of their time inside the workload under every --l2 mode (docs/sweep_fidelity.md#a-dirty-l2)."""
+    must first go back to DRAM. Left clean, the L2 lets a memory-bound kernel run faster in the replay than inside
+    the workload, whatever the --l2 mode (docs/sweep_fidelity.md#a-dirty-l2)."""
     if dirt is not None:
         dirt.zero_()
     for at, spans in ranges:
@@ -201,8 +201,8 @@ def replay_signature(torch, job: ReplayJob, signature: dict, store: Store, workd
     stopped = FIXED
     for round_index in range(rule.cap if rule else job.rounds):
         # each round loads the variants afresh, in alternating order: two loads of one cubin can differ by a few
-        # percent for a small kernel for the whole life of the module (an A/A "faster" at 0.962 [0.961, 0.964],
-        # H200), so where the code lands must vary between rounds for the interval to cover it
+        # percent for a small kernel for the module's whole life, so where the code lands must vary between rounds
+        # for the interval to cover it (docs/timing.md#input-sets-and-module-loads)
         kernels = load(timed[::-1] if round_index % 2 else timed)
         restore()
         arms_args.clear()
