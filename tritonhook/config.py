@@ -129,7 +129,7 @@ DECISIONS_GPU = EnvVar("TRITONHOOK_DECISIONS_GPU", None, str,
                        "build without a visible GPU (compiling ahead of time on a CPU host); overrides the visible "
                        "GPU's name.")
 
-# ----- ptxas (`ptxas.binaries`, `ptxas.wrapper`, `tritonhook capture`) -------------------------------------------------------
+# ----- ptxas (`ptxas.binaries`, `ptxas.wrapper`, `tritonhook capture`) ---------------------------------------------
 PTXAS = EnvVar("TRITONHOOK_PTXAS", [], _path_list,
                "Extra ptxas binaries or directories holding one (os.pathsep-separated) for `ptxas` and `diff`.")
 CAPTURE_TOKEN = EnvVar("TRITONHOOK_CAPTURE_TOKEN", None, str,
@@ -205,7 +205,8 @@ SNAPSHOT_TOTAL_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_TOTAL_BUDGET", 8 * 2**30, in
 RECORD_TIMED_FIRST = 8
 """A recording times (CUDA events) the first this many launches of each signature, then one launch in
 `RECORD_TIME_EVERY`: the per-kernel GPU time stays measured while a launch-bound loop pays for few events (a
-timed launch costs the host a stream hold and two events, ~20 us: at one in 256, under 1% of a 12 us launch)."""
+timed launch costs the host a stream hold and two events, more than a launch itself; at one in 256 that is a small
+fraction of the loop's time)."""
 RECORD_TIME_EVERY = 256
 RECORD_EXACT_FIRST = 64
 """Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
@@ -229,14 +230,14 @@ an autotune regret's config against the workload's on one input set (`sweep.repl
 tolerance or an output verdict, not a full verdict's interval."""
 SWEEP_DEFAULT_ROUNDS = 21
 """Interleaved rounds per kernel signature in a sweep replay (one median per variant per round). 21, not 7: two
-replays of one recording (H200, transformer + Liger, 111 signatures) differed per kernel by a median 3.6% (90th
-percentile 8.2%) at 7 rounds and 1.8% (3.6%) at 21, for 71 s of replay instead of 33 (docs/sweep_fidelity.md#replay-to-replay-spread)."""
+replays of one recording differ per kernel about half as much at 21 rounds as at 7, for about twice the replay
+time (docs/sweep_fidelity.md#replay-to-replay-spread)."""
 SWEEP_L2_MODES = ("measured", "cold", "warm", "inputs")
 """A sweep replay's L2 rules, the default first: inputs rotated through copies with the parts of each buffer that
 the recording's probe found in L2 inside the workload brought into L2 before each call (measured; a signature
 without a probe replays cold), rotated alone (cold), one set (warm), or rotated with the buffers the kernel only
-reads brought into L2 (inputs). Measured is the default since one clean recording of the transformer + Liger
-replayed 30 of the 39 signatures making 91% of its GPU time within ±10% measured, 17 cold (H200; docs/sweep_fidelity.md#cold-against-measured)."""
+reads brought into L2 (inputs). Measured is the default: it replays many more of a workload's signatures within
+the fidelity bar than cold does (docs/sweep_fidelity.md#cold-against-measured)."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output check (rtol = atol): outputs beyond the baseline's own run-to-run spread but
 within it are "close" (another rounding), beyond it they "differ" (`measure.outputs`)."""
@@ -274,8 +275,8 @@ SUPPORTED_RELEASES = ("3.6.0", "3.7.1", "3.8.0", "3.9.0")
 # ----- check (`check/`): the regression gate ------------------------------------------------------------------------
 CHECK_THRESHOLD = 0.03
 """`tritonhook check` (and the pytest plugin) call a kernel regressed when its current build is at least this much
-slower than the baseline's build and the interval excludes no change (`check.gate`, docs/check.md#the-rule): 3%,
-the issue's default, is six times the sweep's A/A noise floor (`DEFAULT_MIN_EFFECT`)."""
+slower than the baseline's build and the interval excludes no change (`check.gate`, docs/check.md#the-rule): 3% is
+six times the A/A noise floor (`DEFAULT_MIN_EFFECT`)."""
 
 BISECT_MOVED_BY = ("either", "time", "outputs")
 """`bisect --time --moved-by`: what moves a kernel (the first is the default). Either answers "what changed first"; a

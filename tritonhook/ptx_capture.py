@@ -42,8 +42,8 @@ preflight's `capture_checker`)."""
 APPLIERS: list[Callable[[str, Store], tuple[_triton.PtxTransform, _triton.CubinTransform, str,
                                              _triton.AutotunePinner | None]]] = []
 """What `enable(apply=...)` asks for the transforms applying decisions: `f(source, store) -> (ptx_transform,
-cubin_transform, cache_key, autotune pinner or None)`, registered from above like `LISTENER_FACTORIES` (the package registers
-`decisions.apply.applier`; the capture core imports no feature)."""
+cubin_transform, cache_key, autotune pinner or None)`, registered from above like `LISTENER_FACTORIES` (the package
+registers `decisions.apply.applier`; the capture core imports no feature)."""
 
 
 @dataclasses.dataclass

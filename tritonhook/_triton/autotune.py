@@ -36,8 +36,9 @@ class AutotuneDecision:
     """What one autotune decision chose, and the autotuner's own benchmark of every config it tried
     (`timings`: [config, [median, p20, p80] ms] from `triton.autotune`, [config, [ms]] from Inductor; None for a
     config that failed to compile or run, or that Inductor skipped). An Inductor decision (one per kernel) has its
-    kernel's source hash for a `key` (`inductor_tuning_key`) and no `bench_s`. `hooks` (`triton.autotune` only): what its benchmark times together with each config
-    (`autotuner_hooks`), one reason its pick can differ from the fastest kernel."""
+    kernel's source hash for a `key` (`inductor_tuning_key`) and no `bench_s`. `hooks` (`triton.autotune` only): what
+    its benchmark times together with each config (`autotuner_hooks`), one reason its pick can differ from the fastest
+    kernel."""
 
     group: int
     kernel: str

@@ -1,13 +1,13 @@
 """The NVIDIA tools tritonhook runs: finding ptxas and nvdisasm, their versions, running them.
 
-One finder per tool, because three ptxas pickers (one with a machine path hard-coded) gave three answers to "which
-ptxas is this". Places searched, in order: Triton's bundled binaries (found without importing Triton, which takes
-seconds), Triton's own override variables, $TRITONHOOK_PTXAS, $CUDA_HOME / $CUDA_PATH, /usr/local/cuda*, PATH,
-pip wheels. Which ptxas Triton itself picks for a target is a Triton-internal question: `_triton.triton_ptxas`.
+One finder per tool, so that "which ptxas is this" has one answer wherever it is asked. Places searched, in order:
+Triton's bundled binaries (found without importing Triton, which takes seconds), Triton's own override variables,
+$TRITONHOOK_PTXAS, $CUDA_HOME / $CUDA_PATH, /usr/local/cuda*, PATH, pip wheels. Which ptxas Triton itself picks for a
+target is a Triton-internal question: `_triton.triton_ptxas`.
 
-The ptxas "cutlass" path (docs/ptxas_cutlass.md#the-cutlass-name-path) changes from one ptxas release to the next, so a PTX file is often
-assembled by several of them (`matrix.ptxas_matrix`); `assemble` runs one with `-v` and times it, with the codegen
-options of `CODEGEN_OPTIONS` and a control file (`--apply-controls`, CUDA 13.3+), and says why a build failed
+The ptxas "cutlass" path changes from one ptxas release to the next, so a PTX file is often assembled by several
+of them (`matrix.ptxas_matrix`); `assemble` runs one with `-v` and times it, with the codegen options of
+`CODEGEN_OPTIONS` and a control file (`--apply-controls`, CUDA 13.3+), and says why a build failed
 (`AssembleError.cause`: error, crashed, hung, unsupported; docs/variants.md#failed-builds).
 """
 
@@ -248,7 +248,7 @@ CODEGEN_OPTIONS: dict[str, tuple[str, ...] | re.Pattern | None] = {
     "--return-at-end": None,
     "--generate-line-info": None,
 }
-"""The ptxas options a variant may add (`opt:`, `--ptxas-arg`; issue 40's decision files): codegen choices only,
+"""The ptxas options a variant may add (`opt:`, `--ptxas-arg`, a decision file's): codegen choices only,
 long name -> its values (None: a switch). Nothing that names a file or an output (-o, --options-file,
 --apply-controls, which `acf:` passes with the file's checked bytes), the target (--gpu-name, which the capture
 fixes), nor debug or sanitizer builds is here: a variant differs from its baseline in how ptxas compiles, nothing

@@ -1,8 +1,8 @@
 """`tritonhook ptxas-matrix`: one PTX file assembled plain and renamed by every ptxas, measured side by side.
 
-Why: the ptxas "cutlass" path (docs/ptxas_cutlass.md#the-cutlass-name-path) changes from one ptxas release to the next, so whether a rename
-helps is a property of the (PTX, ptxas) pair. This is a feature over `binaries` (finding and running ptxas), `rename`
-(the renamed variant) and `cubin` (the sizes); `PtxasMatrix` renders itself.
+Why: the ptxas "cutlass" path (docs/ptxas_cutlass.md#the-cutlass-name-path) changes from one ptxas release to the
+next, so whether a rename helps is a property of the (PTX, ptxas) pair. This is a feature over `binaries` (finding and
+running ptxas), `rename` (the renamed variant) and `cubin` (the sizes); `PtxasMatrix` renders itself.
 """
 
 from __future__ import annotations

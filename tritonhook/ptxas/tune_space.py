@@ -6,9 +6,9 @@ search space into encrypted ACFs and choosing the next pool from the scores it i
 candidate at a time: the engine itself works in pools (`ask()` hands out a whole pool, `tell()` takes its scores),
 and `tune` times candidates side by side with plain in one replay, so a pool is the natural unit of both. The
 caller assembles each candidate with `ptxas --apply-controls=FILE` and tells back its score (lower is better by
-default); None counts as failed. docs/control_files.md records what was checked: an ACF is accepted only by the
-ptxas release its search space was made for (a 13.3 space's ACFs by ptxas 13.3.x; ptxas 13.4 answers `Invalid
-compiler controls file`), and the engine samples at random (no seed).
+default); None counts as failed. An ACF is accepted only by the ptxas release its search space was made for (a
+13.3 space's ACFs by ptxas 13.3.x; ptxas 13.4 answers `Invalid compiler controls file`), and the engine samples at
+random (no seed); docs/control_files.md.
 
 This is the only module that imports `compileiq`; it is optional (not a dependency of tritonhook).
 """
@@ -32,7 +32,7 @@ FAILED_POOLS_LIMIT = 3
 """A search ends after this many pools in a row in which no candidate scored. The engine fills a generation only
 with scored candidates and asks again for as many as failed (a refill pool), so a ptxas that fails every candidate
 (a 13.4 ptxas given a 13.3 space: it reads no ACF of it) would otherwise be asked forever; candidates fail
-independently (~5% of the att space's crash ptxas 13.3), so three failed pools in a row is not bad luck."""
+independently and seldom (a few percent of a space crash ptxas), so three failed pools in a row is not bad luck."""
 
 
 def check_space(space: str | os.PathLike, pool_size: int, generations: int) -> pathlib.Path:
