@@ -4,7 +4,7 @@ or never (Triton at start-up, Inductor's runtime autotuner once a recording runs
 A `sys.meta_path` finder wraps the module's loader: once the module's own code has run, the finder leaves
 `sys.meta_path` and `then(module)` runs. Until then it stays in place, because `importlib.util.find_spec` probes call
 it too (torch's `has_triton` probes for Triton so before importing it): a finder that left after the first call
-missed the import that followed, and a torch.compile'd script was never captured (seen on the H200).
+would miss the import that follows, and a torch.compile'd script would never be captured.
 
 `note` / `noted`: what the processes of a command under `tritonhook run` / `capture` imported (cuTile) or could not
 import (Triton), told to the runner through files, so its summary can say what it could not capture.
@@ -16,12 +16,12 @@ import importlib.machinery
 import os
 import sys
 
-TYPE_CHECKING = False  # typing itself costs `import tritonhook` 3 ms; the annotations are never evaluated
+TYPE_CHECKING = False  # importing typing itself costs `import tritonhook` milliseconds; annotations are never evaluated
 if TYPE_CHECKING:
     from typing import Callable
 
 # The two classes below implement the protocols of `importlib.abc.Loader` and `MetaPathFinder` without subclassing
-# them: importing `importlib.abc` loads `importlib.resources`, tempfile and shutil (~8 ms), and `import tritonhook`
+# them: importing `importlib.abc` loads `importlib.resources`, tempfile and shutil, and `import tritonhook`
 # (every `tritonhook` command) waits here for the capture core's import.
 
 

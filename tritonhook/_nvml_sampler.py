@@ -1,8 +1,8 @@
 """memwatch's timeline sampler, run as a process of its own: `python _nvml_sampler.py BUS_ID INTERVAL_S PID T0`.
 
 Why a process and not a thread: a Python thread must take the GIL for every sample, and at one sample per 2 ms
-that took ~3% of a launch-bound program's time on the H200 (benchmarks/memwatch_overhead.py), most of it in
-waking up and handing the GIL back and forth, not in NVML. NVML reads device-wide figures and any process's
+that costs a launch-bound program a few percent of its time (benchmarks/memwatch_overhead.py measures it), most of
+it in waking up and handing the GIL back and forth, not in NVML. NVML reads device-wide figures and any process's
 usage by PID, so another process sees exactly what a thread would, and the watched program keeps its GIL.
 
 Protocol: the child prints `ready` once NVML answers, samples until its stdin closes, takes one last sample (the
@@ -10,7 +10,7 @@ region's end state) and prints one JSON document: samples `[t, used, reserved, p
 seconds since `T0` on the shared monotonic clock (`time.perf_counter` is CLOCK_MONOTONIC on Linux), the interval
 actually used, whether NVML lists processes, and the error that stopped sampling, if any.
 
-This file imports nothing from tritonhook (it starts by path, in ~0.1 s); `mem.device.Gpu` uses `NvmlDevice` too.
+This file imports nothing from tritonhook (it starts by path, quickly); `mem.device.Gpu` uses `NvmlDevice` too.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import time
 MAX_SAMPLES = 200_000
 """The timeline is halved (every other sample dropped, interval doubled) when it reaches this many samples."""
 PROCESS_SAMPLE_EVERY = 10
-"""This process's own figure is read on every 10th sample only: NVML's process list costs ~24 us, four times the
-device query (H200)."""
+"""This process's own figure is read on every 10th sample only: NVML's process list costs several times the device
+query."""
 
 
 def bus_key(bus_id) -> tuple[int, ...]:

@@ -1,7 +1,7 @@
 """The files tritonhook writes where a user or a kernel name says: one helper per job, so every command fails alike.
 
-Why: each command that wrote a user-given path (`-o`, `--out`, `--junit`, `decisions export FILE`) caught its own
-OSError, or none did, and a directory, a missing folder or a read-only place was a traceback in some of them.
+Why: every command that writes a user-given path (`-o`, `--out`, `--junit`, `decisions export FILE`) must turn a
+directory, a missing folder or a read-only place into one line, not a traceback, and alike in all of them.
 `write_file` writes and turns any OSError into a `TritonhookError` naming the path and the system's reason (a full
 disk said as such); `check_writable` asks the same before a long run, so minutes of measurement are not lost to a
 typo in an output path. `file_name` makes a file name of a kernel name: Triton compiles a kernel of a 245-character

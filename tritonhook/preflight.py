@@ -1,15 +1,15 @@
 """Static preflight: predict, with no GPU, the stack reservation a cubin will make the driver take.
 
-Why (docs/tma_stack.md#the-stack-reservation): when a kernel needs more per-thread stack than the context's `CU_LIMIT_STACK_SIZE`
-(1024 B in a fresh context), the driver raises the limit at the first launch and reserves
+Why (docs/tma_stack.md#the-stack-reservation): when a kernel needs more per-thread stack than the context's
+`CU_LIMIT_STACK_SIZE` (1024 B in a fresh context), the driver raises the limit at the first launch and reserves
 `(new limit - 1024) x SMs x max threads per SM` for the life of the context; PyTorch never sees it. Triton 3.4-3.6
 TMA loads compiled for sm_120a call a driver routine, `__cuda_syscall_cp_async_bulk_tensor_<N>d_*`, whose frame
 (~14.6 KB per thread, as reported publicly) is not in the cubin: ptxas reports only the caller's few bytes. So the
 prediction adds a known frame for each such call to the stack ptxas reports, and says that it is a prediction.
 
-The driver's rounding of the new limit is not documented. The reproduction on the H200 (a 16 KiB `.local` array
--> limit 16384) does not tell rounding rules apart, so each prediction is a range: from the need rounded up to
-16 B to the need rounded up to a power of two. The GPU tests check that a measured limit falls in it.
+The driver's rounding of the new limit is not documented, and a 16 KiB `.local` array (limit 16384) does not tell
+rounding rules apart, so each prediction is a range: from the need rounded up to 16 B to the need rounded up to a
+power of two. The GPU tests check that a measured limit falls in it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .store import Capture, Store
 
 DEFAULT_STACK_LIMIT = 1024
-"""CU_LIMIT_STACK_SIZE of a fresh context (measured on the H200, docs/tma_stack.md#the-stack-reservation); the reservation counts above it."""
+"""CU_LIMIT_STACK_SIZE of a fresh context; the reservation counts above it."""
 SYSCALL_FRAMES = {"__cuda_syscall_cp_async_bulk_tensor_": 14_600}
 """Per-thread frame of driver routines a cubin calls, by name prefix: ~14.6 KB reported for the TMA routine
 (docs/tma_stack.md#the-stack-reservation). Not measurable from the cubin; the largest uncertainty of the prediction."""
@@ -381,9 +381,9 @@ def capture_checker() -> Callable[[int, object], None]:
 
 class HeldWarnings:
     """Capture warnings held back while a workload is recorded (`hold_warnings`). An autotuner compiles every
-    config, and a config that loses may need a stack the winner does not (a 5.83-7.99 GiB prediction printed in
-    the user's output for a config that lost; the winner's frame was 72 B): so the warnings wait for the end of
-    the recording, which knows which captures the workload itself launched (`release`)."""
+    config, and a config that loses may need a stack the winner does not (a prediction of gigabytes for a config
+    the workload never runs, where the winner's frame is a few bytes): so the warnings wait for the end of the
+    recording, which knows which captures the workload itself launched (`release`)."""
 
     def __init__(self):
         self.predictions: dict[int, tuple[str | None, list[Prediction]]] = {}  # capture id -> (Triton hash, ...)

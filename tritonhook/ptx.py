@@ -102,7 +102,7 @@ def rename_symbols(ptx: str, mapping: dict[str, str]) -> str:
 
 def rewrite_tma_scope(ptx: str) -> tuple[str, int]:
     """`(ptx, count)`: every non-multicast `cp.async.bulk.tensor` load into `shared::cluster` now targets
-    `shared::cta`; `count` is how many instructions changed (why: tma_scope.py, docs/tma_stack.md#the-stack-reservation)."""
+    `shared::cta`; `count` is how many instructions changed (why: `tma_scope`)."""
     count = 0
 
     def to_cta(match: re.Match) -> str:

@@ -1,8 +1,9 @@
-"""Rename kernels in PTX so that ptxas takes (or leaves) its "cutlass" code path (docs/ptxas_cutlass.md#the-cutlass-name-path).
+"""Rename kernels in PTX so that ptxas takes (or leaves) its "cutlass" code path
+(docs/ptxas_cutlass.md#the-cutlass-name-path).
 
 ptxas changes how it compiles a kernel whose name contains the substring `cutlass`; renaming is the only
 lever. The rename has to happen in the PTX, before ptxas, and everything that refers to the kernel by name
-must follow, or the launcher's `cuModuleGetFunction(metadata["name"])` fails (docs/triton_hooks.md#what-a-plugin-touches-per-release).
+must follow, or the launcher's `cuModuleGetFunction(metadata["name"])` fails.
 
 What is renamed, in one pass over the PTX tokens (quoted strings excepted):
   * the `.entry` name and every other identifier equal to it (`.globl` comments, calls, `// @name`),

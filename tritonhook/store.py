@@ -881,8 +881,8 @@ class Store:
         """`_where`'s clause for `page`: arch and event as there; the id bounds; the kernel regex over the distinct
         kernel and entry names, left out where it matches every kernel name or every entry name (then it keeps
         every row, and an IN list of every name costs a pass over both indexes). `counting`: the bounds as `+id`,
-        which keeps SQLite from counting along the table itself (its rows hold the JSON columns: 36 ms for 47,000
-        rows of 100,000) rather than along an index's (4 ms)."""
+        which keeps SQLite from counting along the table itself (its rows hold the JSON columns, so that is several
+        times slower) rather than along an index's."""
         where, params = self._where(conn, arch=arch, event=event)
         clauses = [where.removeprefix("WHERE ")] if where else []
         key = "+id" if counting else "id"
@@ -903,7 +903,7 @@ class Store:
     @staticmethod
     def _distinct(conn: sqlite3.Connection, column: str, seeks: int = 5000) -> list[str]:
         """The distinct values of an indexed column (`kernel` or `entry`), each found by one seek in its index
-        (SQLite walks the whole index for DISTINCT): 0.2 ms for 200 names in 100,000 rows, against 3 ms for the
+        (SQLite walks the whole index for DISTINCT): a few hundred names in a large table cost a fraction of the
         walk. Past `seeks` names the walk is the cheaper and is taken instead."""
         found = [value for (value,) in conn.execute(
             f"WITH RECURSIVE names(value) AS (SELECT MIN({column}) FROM captures UNION ALL SELECT (SELECT MIN({column}) "

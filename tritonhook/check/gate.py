@@ -49,8 +49,8 @@ def check(baseline: Baseline, recording: Recording, store: Store, *, threshold: 
           time_identical: bool = False, progress: bool = False, worker: Sequence[str] = WORKER) -> CheckResult:
     """Replay `recording` (the current run, in `store`) with each signature's baseline build and current build,
     judge every signature (see the module docstring), save and return the result. `worker`: as `replay`'s. The
-    replay times `rounds` rounds, fixed: the gate's false-positive rate and power were measured with fixed rounds
-    (docs/check.md), and it keeps them until they are measured under the adaptive rule."""
+    replay times `rounds` rounds, fixed: the gate's false-positive rate and power are known for fixed rounds
+    (docs/check.md), not under the adaptive rule."""
     checked_threshold(threshold)
     if baseline.arch and recording.arch and capability_of(baseline.arch) != capability_of(recording.arch):
         raise TritonhookError(f"{baseline.source}: built for {baseline.arch}, the current run is {recording.arch}; "

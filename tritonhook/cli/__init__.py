@@ -32,7 +32,7 @@ _COMMANDS = {"run": ("capture", "add_run"), "capture": ("capture", "add_capture"
              "doctor": ("doctor", "add_doctor")}
 """Every subcommand: the module of its group and the function registering its parser, in `tritonhook --help`
 order. A command line naming one command imports that group alone, and `--version` none: importing every group
-(and the library behind it) took 0.33-0.49 s before `tritonhook ls` could start."""
+(and the library behind it) would cost every command a noticeable part of a second before it starts."""
 
 
 def build_parser(commands=None) -> argparse.ArgumentParser:

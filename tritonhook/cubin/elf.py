@@ -26,7 +26,7 @@ _SECTION_TYPES = {0x70000000: "SHT_CUDA_INFO", 0x70000001: "SHT_CUDA_CALLGRAPH",
 # `.nv.compat` attribute 9 is 1 for an arch-specific ("a") target (13.x puts the variant here, not in e_flags).
 _COMPAT_ARCH_SPECIFIC = 0x09
 # Spill annotations mark STL/LDL instructions; their 128-bit encoding holds the opcode in bits 0-11 and the
-# access size in bits 73-75 (stable from sm_70 to sm_120, measured against nvdisasm and `ptxas -v`).
+# access size in bits 73-75 (the same from sm_70 to sm_120, as nvdisasm and `ptxas -v` agree).
 _OPCODE_STL, _OPCODE_LDL = 0x387, 0x983
 _ACCESS_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 8, 6: 16}
 _ANNOTATION_SPILL = 1
@@ -211,7 +211,7 @@ def _global_eiattrs(body: bytes, symbols: list[_Symbol]) -> Iterator[Eiattr]:
 
 def _kernel(name: str, sm: int, by_name: dict, global_info: list[Eiattr]) -> Kernel:
     """One kernel's resources. From sm_90 on, ptxas puts a 1 KiB system window at the start of the kernel's
-    `.nv.shared.<fn>` section (measured with ptxas 12.8 to 13.0); `ptxas -v` counts only what follows it."""
+    `.nv.shared.<fn>` section (ptxas 12.8 to 13.0); `ptxas -v` counts only what follows it."""
     shared = _sh_size(by_name, f".nv.shared.{name}")
     window = min(_SYSTEM_SHARED, shared) if sm >= 90 else 0
     own = list(_eiattrs(_body(by_name, f".nv.info.{name}")))

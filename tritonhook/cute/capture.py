@@ -1,7 +1,7 @@
 """CuTe DSL (nvidia-cutlass-dsl) kernels into the capture store, as captures shaped like Triton's.
 
-ptxas and libNVVM are linked into the DSL, so no ptxas wrapper ever sees its kernels (docs/capture_beyond_triton.md#cute-dsl-as-it-behaves). What the DSL
-offers instead, both used here:
+ptxas and libNVVM are linked into the DSL, so no ptxas wrapper ever sees its kernels
+(docs/capture_beyond_triton.md#cute-dsl-as-it-behaves). What the DSL offers instead, both used here:
 
 * a compiled function's `__ptx__` / `__cubin__` (set only when it was compiled with `--keep-ptx --keep-cubin` in
   `options=`, or `CUTE_DSL_KEEP=ptx,cubin`): `capture_compiled(compiled)`;

@@ -1,4 +1,4 @@
-"""Per-kernel decisions (issue 40): what a sweep, replay or tune found, kept so that it can be shipped and applied.
+"""Per-kernel decisions: what a sweep, replay or tune found, kept so that it can be shipped and applied.
 
 A decision is key -> choice + evidence (`model`): the key is what a compile must match exactly (the sha256 of the
 kernel's PTX as Triton generated it, the target, the ptxas version Triton runs, the GPU's name); the choice is a

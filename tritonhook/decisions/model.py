@@ -1,12 +1,12 @@
 """A decision as data: its key, its choice, its evidence; the portable file and the one validator every entry of
 it (and every row the store hands back) goes through.
 
-Why one validator for the file and the store: a decisions file is shipped with a model and may come from anyone,
-so what it holds must be data tritonhook knows, never code (issue 40, bullet 5): a name prefix of the kernel-name
-grammar or a keyword, a ptxas *version* (resolved only among the binaries `binaries.find_ptxas` finds, when applied),
-options of the codegen allow-list (`binaries.ptxas_option`), a control file carried as bytes (stored by its sha256,
-never a path). Anything else, unknown fields, wrong types and oversized values included, refuses that entry with
-one line naming the file, the entry's index and what is wrong; the other entries are kept.
+Why one validator for the file and the store: a decisions file is shipped with a model and may come from anyone, so
+what it holds must be data tritonhook knows, never code: a name prefix of the kernel-name grammar or a keyword, a
+ptxas *version* (resolved only among the binaries `binaries.find_ptxas` finds, when applied), options of the codegen
+allow-list (`binaries.ptxas_option`), a control file carried as bytes (stored by its sha256, never a path). Anything
+else, unknown fields, wrong types and oversized values included, refuses that entry with one line naming the file, the
+entry's index and what is wrong; the other entries are kept.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 Its public module is `tritonhook.memwatch` (`memwatch.watch(device=0, interval_ms=2)` and every name of `__all__`
 here); `python -m tritonhook.mem` is the child side of `tritonhook memwatch`.
 
-Why this exists (docs/tma_stack.md#the-stack-reservation, the driver stack reservation): a CUDA context's memory grows in ways PyTorch
-cannot see. The largest is the driver's local-memory (stack) reservation: when a kernel needs more stack than
-`CU_LIMIT_STACK_SIZE`, the driver raises the limit at launch and reserves limit x SMs x max threads per SM for the
-rest of the context's life (RTX 5090 TMA kernels from Triton 3.4-3.6 cost ~3.7 GiB that way). So memwatch
+Why this exists: a CUDA context's memory grows in ways PyTorch cannot see. The largest is the driver's
+local-memory (stack) reservation: when a kernel needs more stack than `CU_LIMIT_STACK_SIZE`, the driver raises the
+limit at launch and reserves limit x SMs x max threads per SM for the rest of the context's life; Triton 3.4-3.6's
+TMA kernels on an RTX 5090 take gigabytes that way (docs/tma_stack.md#the-stack-reservation). So memwatch
 records, side by side:
 
 * a timeline from a sampler process (`sampler`, so the watched program keeps its GIL): NVML v2 device `used` /

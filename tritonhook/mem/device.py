@@ -155,13 +155,13 @@ def reset_stack_limit(device: int = 0, limit: int | None = None) -> tuple[int, i
     """Give the driver's stack reservation back: set this process's `CU_LIMIT_STACK_SIZE` on `device` to `limit`
     (default: the driver's initial 1,024 B). Returns `(previous, now)` limits in bytes per thread.
 
-    The driver raises the limit at the launch of a kernel that needs more stack and keeps limit x SMs x max
-    threads per SM reserved for the context's life (docs/tma_stack.md#the-stack-reservation); lowering it frees that memory at once (NVML
-    `used` drops by the stack line of memwatch's attribution). When it is safe: any time between launches. The
-    call waits for the device's pending work, and the next launch of a kernel that needs the stack grows it
-    again (paying the reservation and its synchronisation once more), so reset after a phase that used such
-    kernels (warm-up, autotuning, a TMA pre-processing step), not inside a loop that keeps launching them. If
-    other allocations fill the freed memory meanwhile, that later launch can fail with out of memory.
+    The driver raises the limit at the launch of a kernel that needs more stack and keeps limit x SMs x max threads
+    per SM reserved for the context's life (docs/tma_stack.md#the-stack-reservation); lowering it frees that memory at
+    once (NVML `used` drops by the stack line of memwatch's attribution). When it is safe: any time between launches.
+    The call waits for the device's pending work, and the next launch of a kernel that needs the stack grows it again
+    (paying the reservation and its synchronisation once more), so reset after a phase that used such kernels
+    (warm-up, autotuning, a TMA pre-processing step), not inside a loop that keeps launching them. If other
+    allocations fill the freed memory meanwhile, that later launch can fail with out of memory.
     """
     wanted = DEFAULT_STACK_LIMIT if limit is None else limit
     if wanted <= 0:

@@ -208,10 +208,9 @@ class MemWatch(contextlib.ContextDecorator):
     def _torch_reading(self, used: int, *, fresh: bool) -> tuple[int | None, int | None]:
         """torch's (reserved, allocated), re-read only when NVML `used` moved since the last reading (or `fresh`).
 
-        Reading torch's allocator statistics costs ~68 us (H200), ten times NVML's query, and a launch takes two
-        snapshots. torch's reserved memory only changes through cudaMalloc/cudaFree, which move NVML `used`, so
-        an unchanged `used` means an unchanged `reserved`; `allocated` (cache reuse) is exact in the before/after
-        snapshots only."""
+        Reading torch's allocator statistics costs many times NVML's query, and a launch takes two snapshots. torch's
+        reserved memory only changes through cudaMalloc/cudaFree, which move NVML `used`, so an unchanged `used` means
+        an unchanged `reserved`; `allocated` (cache reuse) is exact in the before/after snapshots only."""
         if fresh or self._last_torch is None or self._last_torch[0] != used:
             self._last_torch = used, torch_memory(self.device)
         return self._last_torch[1]

@@ -26,7 +26,7 @@ SECTIONS = (("captures", "Captures"), ("cutlass", "cutlass name"), ("ptxas-matri
 """The page's sections, in order: (element id, navigation title). The browser test checks each one."""
 CHUNK_ROWS = 50
 """A long table is cut into tables of this many rows, each laid out only once scrolled to: laying out all the
-rows of a 1,000-capture store took most of the page's opening time (docs/report.md, "How it scales")."""
+rows of a large store at once takes most of the page's opening time (docs/report.md#how-it-scales)."""
 
 
 def render_html(data: ReportData) -> str:

@@ -39,8 +39,8 @@ def load_module(text: str, record: dict, folder: Path):
     """The recorded module `text`, written into `folder` and executed as the module `record` names, its package
     imported first, as an import does: a package whose `__init__` imports its kernel modules (Liger's
     `liger_kernel.ops` imports every one) would otherwise be run by the module's own first import of a sibling and
-    find this module half executed (`cannot import name 'LigerRMSNormFunction'`, the H200's one kernel not
-    rebuilt). A package that cannot be imported is left to the module's own imports to report."""
+    find this module half executed (`cannot import name 'LigerRMSNormFunction'`, and its kernel not rebuilt). A
+    package that cannot be imported is left to the module's own imports to report."""
     original = record["file"]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / (Path(original).name or "kernel_module.py")
