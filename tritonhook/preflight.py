@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 DEFAULT_STACK_LIMIT = 1024
 """CU_LIMIT_STACK_SIZE of a fresh context; the reservation counts above it."""
 SYSCALL_FRAMES = {"__cuda_syscall_cp_async_bulk_tensor_": 14_600}
-"""Per-thread frame of driver routines a cubin calls, by name prefix: ~14.6 KB reported for the TMA routine
-(docs/tma_stack.md#the-stack-reservation). Not measurable from the cubin; the largest uncertainty of the prediction."""
+"""Per-thread frame of driver routines a cubin calls, by name prefix: ~14.6 KB for the TMA routine, as
+reported publicly. Not measurable from the cubin; the largest uncertainty of the prediction."""
 
 _CC_GUIDE = ("CUDA C++ Programming Guide, 'Technical Specifications per Compute Capability': max resident "
              "threads per SM {threads} for compute capability {cc}")

@@ -183,7 +183,7 @@ def _cstring(table: bytes, offset: int) -> str:
 
 
 def _eiattrs(body: bytes) -> Iterator[Eiattr]:
-    """Decode `.nv.info`-style records: 4-byte aligned `u8 format, u8 id, u16 x` (docs/cubin.md#cubin-anatomy)."""
+    """Decode `.nv.info`-style records: 4-byte aligned `u8 format, u8 id, u16 x`."""
     pos = 0
     while pos + 4 <= len(body):
         fmt, attr, x = struct.unpack_from("<BBH", body, pos)
