@@ -4,17 +4,18 @@ Why: imports inside functions used to hide cycles (`_triton` -> `rename` -> `_tr
 `rename`); a lower layer that reaches up makes every module above it harder to test and to move. A module may
 import modules of its own layer or of lower layers, never of a higher one, and the import graph has no cycle.
 
-The order (this table is its only declaration; docs/layout.md describes it):
+The order (this table is its only declaration; docs/layout.md describes it). ptxas/ groups modules of three layers,
+each listed by its dotted name:
   0 foundations   errors (and warnings at the user's line), config, format (number formatters, rich building blocks),
                   files (output files: one line when one cannot be written; file names of kernel names), flops,
                   _nvml_sampler (a script),
                   _imports (running code right after a module's import), processes (who is alive: pid and start)
-  1 text & tools  ptx (PTX text), tools (finding and running ptxas / nvdisasm), _native (building and loading
-                  tritonhook's C helpers)
+  1 text & tools  ptx (PTX text), ptxas.binaries (finding and running ptxas / nvdisasm), _native (building and
+                  loading tritonhook's C helpers)
   2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
   3 adapters      _triton (the only module touching Triton internals), _ray (the only one touching Ray), rename,
-                  tma_scope, ptxas_wrapper, tune_space (the only one touching CompileIQ), launcher (the one way into a
-                  child process: the settings it inherits, the only code that builds its environment)
+                  tma_scope, ptxas.wrapper, ptxas.tune_space (the only one touching CompileIQ), launcher (the one way
+                  into a child process: the settings it inherits, the only code that builds its environment)
   4 capture       ptx_capture (the capture core: sessions, enable, disable, a child's capture at start-up; it
                   imports no feature: a session's listeners, such as preflight's checker, are registered from above
                   in `ptx_capture.LISTENER_FACTORIES`, by the package), cute adapters (they write into the active
@@ -22,7 +23,8 @@ The order (this table is its only declaration; docs/layout.md describes it):
   5 prediction    preflight (its `capture_checker` warns during capture; the package wires it into every session)
   6 measurement   measure/ (the GPU timer, statistics, output check and variants that ab/ and sweep/ share: no
                   feature is another's library)
-  7 features      ab/, memwatch (its public API) over mem/, diff, matrix (ptxas-matrix), captures (listing and summary of captures),
+  7 features      ab/, memwatch (its public API) over mem/, diff, ptxas.matrix (ptxas-matrix), captures (listing and
+                  summary of captures),
                   sweep/ (record, replay, schedule, tune), doctor (asks the layers below what they see, changes nothing),
                   upgrade/ (a kernel rebuilt under another Triton release: the four cells of PTX x ptxas),
                   decisions/ (per-kernel decisions made from sweep/replay/tune results: the store, the portable file)

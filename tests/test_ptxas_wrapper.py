@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonhook.ptxas import wrapper as wrapper
+from tritonhook.ptxas import wrapper
 from tritonhook.errors import TritonhookError
 from tritonhook.ptxas.binaries import find_ptxas
 from tritonhook.store import Store
@@ -450,7 +450,7 @@ def test_the_wrapper_outlives_the_virtualenv_that_installed_it(ptxas, tmp_path, 
     off and why, and uninstall restores the original bytes."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
-    install = f"from tritonhook import ptxas_wrapper; ptxas_wrapper.install({str(ptxas)!r}, store={str(store_path)!r})"
+    install = f"from tritonhook.ptxas import wrapper; wrapper.install({str(ptxas)!r}, store={str(store_path)!r})"
     subprocess.run([venv / "bin" / "python", "-c", install], check=True,
                    env=dict(os.environ, PYTHONPATH=str(Path(wrapper.__file__).parents[1])))
     shutil.rmtree(venv)

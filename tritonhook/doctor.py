@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import _triton, config, format
-from .ptxas import wrapper as wrapper
+from .ptxas import wrapper
 from ._version import __version__
 from .cute.capture import dsl_version
 from .errors import TritonhookError

@@ -170,7 +170,7 @@ def _add_ptxas_wrapper_actions(actions) -> None:
 
 
 def _ptxas_wrapper(args) -> int:
-    from ..ptxas import wrapper as wrapper
+    from ..ptxas import wrapper
 
     install = args.ptxas_action == "install"
     targets = args.ptxas or (wrapper.default_targets() if install else wrapper.status_targets())
