@@ -9,8 +9,9 @@ Regenerate (after a change that is meant to change the PTX, or for a new release
 
     python tests/test_golden_ptx.py --update
 
-The hash is of the PTX's code: the ``.loc`` and ``.file`` lines and the DWARF sections at the end (line numbers and
-absolute source paths, which change when code moves but not the code itself) are left out. The kernels are built
+The hash is of the PTX's code: the ``.loc`` and ``.file`` lines, the DWARF sections at the end (line numbers and
+absolute source paths, which change when code moves but not the code itself) and the labels only they name (the
+scopes of inlined calls, which change when code moves into a helper) are left out (``code_of``). The kernels are built
 as shipped, line info on (it changes ptxas's register allocation), in the kernel cache the kernel tests share
 (`kernel_builds`), so a configuration those tests built is not compiled again here.
 
@@ -32,6 +33,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -139,10 +141,22 @@ def golden_sets() -> list[tuple[str, Path, dict]]:
     return sets
 
 
+_LABEL = re.compile(r"^(\$?[A-Za-z_][\w$]*):")
+_NAME = re.compile(r"\$?[A-Za-z_][\w$]*")
+
+
 def code_of(ptx: str) -> str:
-    """The PTX without its debug information: no `.loc` / `.file` lines, nothing from the first DWARF section on."""
+    """The PTX without its debug information: no `.loc` / `.file` lines, nothing from the first DWARF section on,
+    and no definition of a label that no remaining line names (that is, no branch or instruction refers to it).
+
+    Such labels exist for the debug information alone: ``$L__tmpN`` marks where an inlined call's scope starts and
+    ends (DWARF's low/high pc), ``$L__func_begin/end`` the function's extent. Every ``@gluon.jit`` call adds
+    them, so a refactor that moves code into a helper or an aggregate's method changes them while every
+    instruction stays the same."""
     code = ptx.split("\t.section\t.debug", 1)[0]
-    return "\n".join(line for line in code.splitlines() if not line.lstrip().startswith((".loc", ".file")))
+    lines = [line for line in code.splitlines() if not line.lstrip().startswith((".loc", ".file"))]
+    named = {name for line in lines if not _LABEL.match(line) for name in _NAME.findall(line)}
+    return "\n".join(line for line in lines if not (label := _LABEL.match(line)) or label.group(1) in named)
 
 
 def sha256(ptx: str) -> str:
