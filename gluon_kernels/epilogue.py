@@ -9,8 +9,12 @@ from ._compat import fence_async_shared, gl, gluon, mbarrier_arrive, tma_store, 
 
 
 @gluon.jit
-def _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM: gl.constexpr, WRITE_LSE: gl.constexpr):
-    """O = acc / l, written with a row mask (rows >= S belong to padding or to the next head); LSE in natural log."""
+def _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, tile, HEAD_DIM: gl.constexpr, WRITE_LSE: gl.constexpr):
+    """O = acc / l, written with a row mask (rows >= S belong to padding or to the next head); LSE in natural log.
+    `tile`: the rows' ``QueryTile`` (its head, rows and sequence length are used)."""
+    bh = tile.bh
+    rows = tile.rows
+    seq_len = tile.seq_len
     o_layout: gl.constexpr = acc.type.layout
     l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
     o = acc * gl.expand_dims(1.0 / l_o, 1)
@@ -20,12 +24,15 @@ def _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM: gl.con
     offs = gl.expand_dims((bh * seq_len + rows_o).to(gl.int64) * HEAD_DIM, 1) + gl.expand_dims(cols, 0)
     gl.store(o_ptr + offs, o.to(o_ptr.dtype.element_ty), mask=gl.expand_dims(row_ok, 1))
     if WRITE_LSE:
-        _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len)
+        _store_lse(m_i, l_i, lse_ptr, tile)
 
 
 @gluon.jit
-def _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len):
-    """The log-sum-exp of each row in natural log (rows >= S not written)."""
+def _store_lse(m_i, l_i, lse_ptr, tile):
+    """The log-sum-exp of each row of `tile` in natural log (rows >= S not written)."""
+    bh = tile.bh
+    rows = tile.rows
+    seq_len = tile.seq_len
     lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
     gl.store(lse_ptr + (bh * seq_len + rows).to(gl.int64), lse, mask=rows < seq_len)
 

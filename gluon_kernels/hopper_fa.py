@@ -33,6 +33,7 @@ from ._compat import (
     warpgroup_mma_wait,
 )
 from .epilogue import _epilogue, _epilogue_tma, _release_stored, _store_lse
+from .pipeline import RingPosition, SmemChannel, ring_start
 from .schedule import _kv_block, _kv_bounds, _tile_plan
 from .softmax import _block_probs, _ones, _rescale, _row_sums, _rowsum_mma, _softmax
 from .wgmma import _p_operand, _p_operand_layout, _pv, _qk, _qk_async, _wgmma_layout
@@ -101,10 +102,13 @@ class HopperConfig:
 
 @data_aggregate
 class SimpleShared:
-    """The simple kernel's Q tile, its K/V descriptors and the STAGES-deep K/V ring with one barrier a stage."""
+    """The simple kernel's Q tile, its K/V descriptors with where this program's rows start in them (K/V, V^T for
+    fp8), and the STAGES-deep K/V ring with one barrier a stage."""
     q_smem: gl.shared_memory_descriptor
     k_desc: tensor_descriptor
     v_desc: tensor_descriptor
+    kv_row0: gl.tensor
+    vt_row0: gl.tensor
     k_bufs: gl.shared_memory_descriptor
     v_bufs: gl.shared_memory_descriptor
     bars: gl.shared_memory_descriptor
@@ -112,27 +116,90 @@ class SimpleShared:
 
 @data_aggregate
 class WsShared:
-    """The ws kernel's shared memory: Q as [2 buffers x 2 warpgroups] tiles, the K/V stages both consumers share,
-    their ready/empty barriers, and the two ping-pong turn barriers."""
-    q_bufs: gl.shared_memory_descriptor
-    k_bufs: gl.shared_memory_descriptor
-    v_bufs: gl.shared_memory_descriptor
-    q_ready: gl.shared_memory_descriptor
-    q_empty: gl.shared_memory_descriptor
-    k_ready: gl.shared_memory_descriptor
-    k_empty: gl.shared_memory_descriptor
-    v_ready: gl.shared_memory_descriptor
-    v_empty: gl.shared_memory_descriptor
+    """The ws kernel's shared memory: the channels from the producer warp to both consumers (Q: 2 slots of
+    [2 warpgroups] tiles, slot i's tiles at 2i and 2i + 1; K and V: the STAGES stages both consumers share), the
+    two ping-pong turn barriers, the consumers' O tiles (fp8 with a TMA store; otherwise Q's buffers) and the ones
+    tile of the tensor-core row sums (TC_ROWSUM; otherwise a placeholder)."""
+    q: SmemChannel
+    k: SmemChannel
+    v: SmemChannel
     turns: gl.shared_memory_descriptor
+    o_bufs: gl.shared_memory_descriptor
+    ones: gl.shared_memory_descriptor
+
+
+@aggregate
+class PingPong:
+    """FA3's ping-pong token (§3.1) as one consumer warpgroup sees it: it takes its turn (barrier `mine`, the
+    parity of its turns so far) before issuing a GEMM and passes it on (`other`) right after issuing, so that the
+    other warpgroup's softmax overlaps this one's GEMM. With ON false both are no-ops."""
+    mine: gl.shared_memory_descriptor
+    other: gl.shared_memory_descriptor
+    ON: gl.constexpr
+
+    @gluon.constexpr_function
+    def __init__(self, mine, other, ON):
+        self.mine = mine
+        self.other = other
+        self.ON = gl.constexpr(ON)
+
+    @gluon.jit
+    def take(self, parity):
+        if self.ON:
+            mbarrier_wait(self.mine, parity)
+
+    @gluon.jit
+    def pass_on(self):
+        if self.ON:
+            mbarrier_arrive(self.other)
+
+
+@data_aggregate
+class TileHandover:
+    """What passes between a consumer warpgroup's consecutive tiles in the overlapped loop: the previous tile's Q
+    slot, released once its deferred O store has read it (`stored`: it went out by TMA store; LATE_RELEASE), and
+    with EARLY_QK this tile's S_0 in flight (`s0`) and where the next tile's Q lies (`has_next`: there is one)."""
+    stored: gl.base_value
+    q_empty_prev: gl.shared_memory_descriptor
+    s0: gl.base_value  # EARLY_QK: a wgmma accumulator in flight; otherwise an unused tensor
+    has_next: gl.tensor
+    q_next: gl.shared_memory_descriptor
+    q_ready_next: gl.shared_memory_descriptor
+    q_phase_next: gl.tensor
+
+
+@data_aggregate
+class QueryTile:
+    """One tile's query rows as a program (simple kernel) or a consumer warpgroup (ws) holds them: the head, the
+    rows and the sequence length (masks, row-masked stores), the softmax scale, the K/V blocks to visit (the first
+    `n_full` unmasked) and the Q buffer in shared memory. Fields that derive from the sequence length are
+    `base_value`s: an int argument of 1 is specialized to a constexpr."""
+    bh: gl.tensor
+    rows: gl.tensor
+    seq_len: gl.base_value
+    qk_scale: gl.tensor
+    n_full: gl.base_value
+    n_blocks: gl.base_value
+    q_smem: gl.shared_memory_descriptor
+
+
+@data_aggregate
+class OnlineSoftmax:
+    """The running state of a tile's online softmax: row maxima `m`, row sums `l` and the O accumulator."""
+    m: gl.tensor
+    l: gl.tensor
+    acc: gl.tensor
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # kernel 1: simple (not warp-specialized), one program per (query tile, batch*head)
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
-def _simple_issue(j, n_blocks, mem, kv_row0, vt_row0, cfg):
-    """Issue the TMA loads of K/V block j into stage j % STAGES (predicated off past the last block)."""
-    st = j % cfg.STAGES
+def _simple_issue(j, n_blocks, mem, cfg):
+    """Issue the TMA loads of K/V block j into its stage (predicated off past the last block)."""
+    kv_row0 = mem.kv_row0
+    vt_row0 = mem.vt_row0
+    st = RingPosition(j, cfg.STAGES).index()
     pred = j < n_blocks
     bar = mem.bars.index(st)
     mbarrier_expect(bar, mem.k_desc.block_type.nbytes + mem.v_desc.block_type.nbytes, pred)
@@ -144,16 +211,16 @@ def _simple_issue(j, n_blocks, mem, kv_row0, vt_row0, cfg):
 
 
 @gluon.jit
-def _simple_block(j, n_blocks, mem, kv_row0, vt_row0, m_i, l_i, acc, qk_scale, rows, seq_len, cfg,
-                  MASKED: gl.constexpr):
-    # stage (j-1) % STAGES was fully consumed (its wgmmas waited) in the previous step: refill it with j+STAGES-1
-    _simple_issue(j + cfg.STAGES - 1, n_blocks, mem, kv_row0, vt_row0, cfg)
-    st = j % cfg.STAGES
-    mbarrier_wait(mem.bars.index(st), (j // cfg.STAGES) & 1)
+def _simple_block(j, mem, tile, state, cfg, MASKED: gl.constexpr):
+    # block j-1's stage was fully consumed (its wgmmas waited) in the previous step: refill it with j+STAGES-1
+    _simple_issue(j + cfg.STAGES - 1, tile.n_blocks, mem, cfg)
+    pos = RingPosition(j, cfg.STAGES)
+    st = pos.index()
+    mbarrier_wait(mem.bars.index(st), pos.phase())
     s = _qk(mem.q_smem, mem.k_bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
-    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, j * cfg.BLOCK_N, MASKED, rows, seq_len, cfg)
+    p, m_i, l_i, acc = _softmax(s, state.m, state.l, state.acc, j * cfg.BLOCK_N, MASKED, tile, cfg)
     acc = _pv(p, mem.v_bufs.index(st), acc, cfg.p_layout, cfg.V_TRANSPOSED)
-    return m_i, l_i, acc
+    return OnlineSoftmax(m_i, l_i, acc)
 
 
 @gluon.jit
@@ -178,29 +245,29 @@ def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, 
     mbarrier_init(q_bar, count=1)
     for i in gl.static_range(STAGES):
         mbarrier_init(bars.index(i), count=1)
-    mem = SimpleShared(q_smem, k_desc, v_desc, k_bufs, v_bufs, bars)
+    mem = SimpleShared(q_smem, k_desc, v_desc, kv_row0, vt_row0, k_bufs, v_bufs, bars)
 
     n_full, n_blocks = _kv_bounds(off_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
     mbarrier_expect(q_bar, q_desc.block_type.nbytes)
     tma_load(q_desc, [q_row0, 0], q_bar, q_smem)
     for i in gl.static_range(STAGES - 1):
-        _simple_issue(i, n_blocks, mem, kv_row0, vt_row0, cfg)
+        _simple_issue(i, n_blocks, mem, cfg)
 
     rows = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, cfg.s_layout))
     m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, cfg.s_layout))
     l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, cfg.s_layout))
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, cfg.o_layout)
+    state = OnlineSoftmax(m_i, l_i, acc)
+    tile = QueryTile(bh, rows, seq_len, qk_scale, n_full, n_blocks, q_smem)
     mbarrier_wait(q_bar, 0)
     for j in range(0, n_full):
-        m_i, l_i, acc = _simple_block(j, n_blocks, mem, kv_row0, vt_row0, m_i, l_i, acc, qk_scale, rows, seq_len,
-                                      cfg, False)
+        state = _simple_block(j, mem, tile, state, cfg, False)
     for j in range(n_full, n_blocks):
-        m_i, l_i, acc = _simple_block(j, n_blocks, mem, kv_row0, vt_row0, m_i, l_i, acc, qk_scale, rows, seq_len,
-                                      cfg, True)
+        state = _simple_block(j, mem, tile, state, cfg, True)
     mbarrier_invalidate(q_bar)
     for i in gl.static_range(STAGES):
         mbarrier_invalidate(bars.index(i))
-    _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, HEAD_DIM, WRITE_LSE)
+    _epilogue(state.acc, state.m, state.l, o_ptr, lse_ptr, tile, HEAD_DIM, WRITE_LSE)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -211,55 +278,49 @@ def _ws_producer(q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg):
     BLOCK_M_CTA: gl.constexpr = 2 * cfg.BLOCK_M
     num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
     total = num_m * num_bh
-    kv_cnt = 0
-    t_cnt = 0
+    kv = ring_start(cfg.STAGES)
+    q = ring_start(2)
     for tile in range(gl.program_id(0), total, gl.num_programs(0)):
         bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, cfg.BLOCK_N, cfg.CAUSAL,
                                                  cfg.HEAD_GROUP)
         kv_row0 = bh * seq_len
-        qb = t_cnt % 2
-        mbarrier_wait(mem.q_empty.index(qb), ((t_cnt // 2) & 1) ^ 1)
-        qbar = mem.q_ready.index(qb)
+        qb = mem.q.acquire_free(q)
+        qbar = mem.q.ready.index(qb)
         mbarrier_expect(qbar, 2 * q_desc.block_type.nbytes)
-        tma_load(q_desc, [kv_row0 + off_m, 0], qbar, mem.q_bufs.index(2 * qb))
-        tma_load(q_desc, [kv_row0 + off_m + cfg.BLOCK_M, 0], qbar, mem.q_bufs.index(2 * qb + 1))
+        tma_load(q_desc, [kv_row0 + off_m, 0], qbar, mem.q.bufs.index(2 * qb))
+        tma_load(q_desc, [kv_row0 + off_m + cfg.BLOCK_M, 0], qbar, mem.q.bufs.index(2 * qb + 1))
         for j in range(0, n_blocks):
-            c = kv_cnt + j
-            st = c % cfg.STAGES
-            ph = ((c // cfg.STAGES) & 1) ^ 1
+            pos = kv.advanced(j)
+            st = pos.index()
+            ph = pos.free_phase()
             kv_off = _kv_block(j, n_blocks, cfg.KV_FALLING) * cfg.BLOCK_N
-            mbarrier_wait(mem.k_empty.index(st), ph)
-            kbar = mem.k_ready.index(st)
+            mbarrier_wait(mem.k.empty.index(st), ph)
+            kbar = mem.k.ready.index(st)
             mbarrier_expect(kbar, k_desc.block_type.nbytes)
-            tma_load(k_desc, [kv_row0 + kv_off, 0], kbar, mem.k_bufs.index(st))
-            mbarrier_wait(mem.v_empty.index(st), ph)
-            vbar = mem.v_ready.index(st)
+            tma_load(k_desc, [kv_row0 + kv_off, 0], kbar, mem.k.bufs.index(st))
+            mbarrier_wait(mem.v.empty.index(st), ph)
+            vbar = mem.v.ready.index(st)
             mbarrier_expect(vbar, v_desc.block_type.nbytes)
             if cfg.V_TRANSPOSED:
-                tma_load(v_desc, [bh * cfg.HEAD_DIM, kv_off], vbar, mem.v_bufs.index(st))
+                tma_load(v_desc, [bh * cfg.HEAD_DIM, kv_off], vbar, mem.v.bufs.index(st))
             else:
-                tma_load(v_desc, [kv_row0 + kv_off, 0], vbar, mem.v_bufs.index(st))
-        kv_cnt += n_blocks
-        t_cnt += 1
+                tma_load(v_desc, [kv_row0 + kv_off, 0], vbar, mem.v.bufs.index(st))
+        kv = kv.advanced(n_blocks)
+        q = q.advanced(1)
 
 
 @gluon.jit
-def _gemm_in_turn(a, b, acc, use_acc, freed, turn_mine, turn_other, turn_phase, PINGPONG: gl.constexpr, ones, l_acc,
-                  TC_ROWSUM: gl.constexpr):
-    """acc (+)= a @ b, waited for, then the shared-memory stage b came from is released through `freed`. With
-    TC_ROWSUM also l_acc += a @ ones (``_rowsum_mma``, for the P V GEMM). Returns (acc, l_acc).
-
-    Ping-pong (FA3 §3.1): a token alternates between the two consumer warpgroups; a warpgroup takes it (parity
-    `turn_phase`) before issuing a GEMM and hands it over right after issuing, so that the other warpgroup's
-    softmax overlaps this one's GEMM."""
-    if PINGPONG:
-        mbarrier_wait(turn_mine, turn_phase)
+def _gemm_in_turn(a, b, acc, use_acc, freed, pingpong, turn_parity, ones, l_acc):
+    """acc (+)= a @ b, waited for, then the shared-memory stage b came from is released through `freed`. With a
+    `ones` tile (TC_ROWSUM's P V GEMM; None otherwise) also l_acc += a @ ones (``_rowsum_mma``). Returns
+    (acc, l_acc). The GEMMs are issued in this warpgroup's ping-pong turn (``PingPong``; parity `turn_parity`)."""
+    TC_ROWSUM: gl.constexpr = ones is not None
+    pingpong.take(turn_parity)
     acc = warpgroup_mma(a, b, acc, use_acc=use_acc, is_async=True)
     l_blk = l_acc
     if TC_ROWSUM:
         l_blk = _rowsum_mma(a, ones, l_acc)
-    if PINGPONG:
-        mbarrier_arrive(turn_other)
+    pingpong.pass_on()
     acc, l_blk = _wait_pv(acc, l_blk, 0, TC_ROWSUM)
     if TC_ROWSUM:
         l_acc += l_blk
@@ -268,21 +329,22 @@ def _gemm_in_turn(a, b, acc, use_acc, freed, turn_mine, turn_other, turn_phase, 
 
 
 @gluon.jit
-def _ws_block(c, q_smem, mem, turn_mine, turn_other, m_i, l_i, acc, qk_scale, n_off, masked, rows, seq_len, ones,
-              cfg):
-    st = c % cfg.STAGES
-    ph = (c // cfg.STAGES) & 1
-    mbarrier_wait(mem.k_ready.index(st), ph)
+def _ws_block(pos, tile, mem, pingpong, state, n_off, masked, cfg):
+    """One K/V block (ring position `pos`, keys from `n_off`, masked where `masked`) of a consumer warpgroup's
+    tile, GEMMs waited for one at a time. Returns the new ``OnlineSoftmax``."""
+    st = pos.index()
+    phase = pos.phase()
+    mem.k.wait_filled(st, phase)
     # Each warpgroup takes the ping-pong token twice per block: the parity waited for is 0 before QK, 1 before PV.
-    s, l_i = _gemm_in_turn(q_smem, mem.k_bufs.index(st).permute((1, 0)),
+    s, l_i = _gemm_in_turn(tile.q_smem, mem.k.bufs.index(st).permute((1, 0)),
                            gl.zeros([cfg.BLOCK_M, cfg.BLOCK_N], gl.float32, cfg.s_layout), False,
-                           mem.k_empty.index(st), turn_mine, turn_other, 0, cfg.PINGPONG, ones, l_i, False)
-    p, m_i, l_i, acc = _softmax(s, m_i, l_i, acc, qk_scale, n_off, masked, rows, seq_len, cfg)
-    p_op = _p_operand(p, mem.v_bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
-    mbarrier_wait(mem.v_ready.index(st), ph)
-    acc, l_i = _gemm_in_turn(p_op, _v_operand(mem.v_bufs, st, cfg.V_TRANSPOSED), acc, True, mem.v_empty.index(st),
-                             turn_mine, turn_other, 1, cfg.PINGPONG, ones, l_i, cfg.TC_ROWSUM)
-    return m_i, l_i, acc
+                           mem.k.empty.index(st), pingpong, 0, None, state.l)
+    p, m_i, l_i, acc = _softmax(s, state.m, l_i, state.acc, n_off, masked, tile, cfg)
+    p_op = _p_operand(p, mem.v.bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
+    mem.v.wait_filled(st, phase)
+    acc, l_i = _gemm_in_turn(p_op, _v_operand(mem.v.bufs, st, cfg.V_TRANSPOSED), acc, True, mem.v.empty.index(st),
+                             pingpong, 1, mem.ones if cfg.TC_ROWSUM else None, l_i)
+    return OnlineSoftmax(m_i, l_i, acc)
 
 
 @gluon.jit
@@ -294,81 +356,82 @@ def _v_operand(v_bufs, st, V_TRANSPOSED: gl.constexpr):
 
 
 @gluon.jit
-def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, mem, turn_mine, turn_other, stored, q_empty_prev,
-                        m_i, l_i, acc, qk_scale, rows, seq_len, ones, s0, has_next, q_next, q_ready_next,
-                        q_phase_next, WG: gl.constexpr, cfg):
+def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.constexpr, cfg):
     """One query tile with FA3's intra-warpgroup overlap (FA3 §3.2): iteration j issues S_j = Q K_j^T and
     O += P_{j-1} V_{j-1} back to back, waits for S_j only, and runs softmax(S_j) while the PV GEMM is still on the
     tensor cores. With PINGPONG the two consumer warpgroups also take turns issuing their GEMM pairs (FA3 §3.1).
 
-    Token bookkeeping: per tile a warpgroup takes the turn n_blocks + 1 times (prologue, each loop step, final PV);
-    its k-th take overall waits for parity k & 1, and k = (sum of earlier n_blocks) + (earlier tiles) + step.
-    `stored`, `q_empty_prev`: the previous tile's Q buffer, released after the prologue where LATE_RELEASE
-    (``_release_stored``). TC_ROWSUM: `l_i` holds the row sums as [BLOCK_M, 8] (zero on entry) and follows O:
-    each P V step's companion GEMM adds the block's sums, and it is rescaled with O.
+    `kv`: the ring position of the tile's first K/V block. Token bookkeeping: per tile a warpgroup takes the turn
+    n_blocks + 1 times (prologue, each loop step, final PV); `turn` counts its takes so far (earlier n_blocks +
+    earlier tiles) and the k-th take waits for parity k & 1. `handover` (``TileHandover``): the previous tile's Q
+    buffer, released after the prologue where LATE_RELEASE (``_release_stored``). TC_ROWSUM: the row sums `l` are
+    [BLOCK_M, 8] (zero on entry) and follow O: each P V step's companion GEMM adds the block's sums, and they are
+    rescaled with O.
 
-    EARLY_QK (no ping-pong): S_0 arrives in flight as `s0`, issued behind the previous tile's last P V; this tile's
-    last P V is followed likewise by the next tile's S_0 where `has_next` (``_last_pv_then_next_qk``). Returns
-    (m_i, l_i, acc, the next S_0 in flight); without EARLY_QK the last value is a placeholder.
+    EARLY_QK (no ping-pong): S_0 arrives in flight as `handover.s0`, issued behind the previous tile's last P V;
+    this tile's last P V is followed likewise by the next tile's S_0 where `handover.has_next`
+    (``_last_pv_then_next_qk``). Returns (the new ``OnlineSoftmax``, the next S_0 in flight); without EARLY_QK the
+    last value is a placeholder.
 
     KV_FALLING: K/V blocks in falling order (``_kv_block``), so the masked block comes first. Set only where a
     tile has at most one (non-causal: the S tail; causal with K/V blocks as wide as the tile: the diagonal): it is
     the prologue's, and the loop is built without a mask branch.
     """
-    tk = kv_cnt + t_cnt
+    m_i = state.m
+    l_i = state.l
+    acc = state.acc
+    n_full = tile.n_full
+    n_blocks = tile.n_blocks
     # prologue: S_0, softmax_0 (acc is zero: no rescale needed)
-    st = kv_cnt % cfg.STAGES
+    st = kv.index()
     if cfg.EARLY_QK:
-        s = warpgroup_mma_wait(num_outstanding=0, deps=(s0, ))
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(handover.s0, ))
     else:
-        mbarrier_wait(mem.k_ready.index(st), (kv_cnt // cfg.STAGES) & 1)
-        if cfg.PINGPONG:
-            mbarrier_wait(turn_mine, tk & 1)
-        s = _qk_async(q_smem, mem.k_bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
-        if cfg.PINGPONG:
-            mbarrier_arrive(turn_other)
+        mem.k.acquire_filled(kv)
+        pingpong.take(turn.phase())
+        s = _qk_async(tile.q_smem, mem.k.bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
+        pingpong.pass_on()
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
-    mbarrier_arrive(mem.k_empty.index(st))
+    mem.k.release(st)
     b0 = _kv_block(0, n_blocks, cfg.KV_FALLING)
     # falling: the first block is the causal diagonal or the last (S tail) block, masked whether full or not
     masked0 = True if cfg.KV_FALLING else n_full == 0
-    m_i, p = _block_probs(s, None, qk_scale, b0 * cfg.BLOCK_N, masked0, rows, seq_len, cfg, WG, cfg.HALVES)
+    m_i, p = _block_probs(s, None, b0 * cfg.BLOCK_N, masked0, tile, cfg, WG, cfg.HALVES)
     if not cfg.TC_ROWSUM:
         l_i = gl.sum(p, axis=1)
     if cfg.LATE_RELEASE:
-        _release_stored(stored, q_empty_prev)
+        _release_stored(handover.stored, handover.q_empty_prev)
     # P crosses the loop back edge. 16-bit: as the A operand. fp8: as fp32, packed at the top of the next step; an
     # fp8 tensor carried by the loop is split into single bytes and re-packed each step (~450 PRMT in the SASS).
     if cfg.V_TRANSPOSED:
         p_keep = p
     else:
-        p_keep = _p_operand(p, mem.v_bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
+        p_keep = _p_operand(p, mem.v.bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
 
     for j in range(1, n_blocks):
         if cfg.V_TRANSPOSED:
-            p_op = _p_operand(p_keep, mem.v_bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
+            p_op = _p_operand(p_keep, mem.v.bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
         else:
             p_op = p_keep
-        c = kv_cnt + j
-        st = c % cfg.STAGES
-        st_prev = (c - 1) % cfg.STAGES
-        mbarrier_wait(mem.k_ready.index(st), (c // cfg.STAGES) & 1)
-        mbarrier_wait(mem.v_ready.index(st_prev), ((c - 1) // cfg.STAGES) & 1)
-        if cfg.PINGPONG:
-            mbarrier_wait(turn_mine, (tk + j) & 1)
-        s = _qk_async(q_smem, mem.k_bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
-        acc = warpgroup_mma(p_op, _v_operand(mem.v_bufs, st_prev, cfg.V_TRANSPOSED), acc, is_async=True)
+        pos = kv.advanced(j)
+        st = pos.index()
+        prev = pos.previous()
+        st_prev = prev.index()
+        mem.k.acquire_filled(pos)
+        mem.v.acquire_filled(prev)
+        pingpong.take(turn.advanced(j).phase())
+        s = _qk_async(tile.q_smem, mem.k.bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
+        acc = warpgroup_mma(p_op, _v_operand(mem.v.bufs, st_prev, cfg.V_TRANSPOSED), acc, is_async=True)
         l_blk = l_i
         if cfg.TC_ROWSUM:
-            l_blk = _rowsum_mma(p_op, ones, l_i)
-        if cfg.PINGPONG:
-            mbarrier_arrive(turn_other)
+            l_blk = _rowsum_mma(p_op, mem.ones, l_i)
+        pingpong.pass_on()
         # groups retire in order: S_j is done
         s = warpgroup_mma_wait(num_outstanding=2 if cfg.TC_ROWSUM else 1, deps=(s, ))
-        mbarrier_arrive(mem.k_empty.index(st))
+        mem.k.release(st)
         b = _kv_block(j, n_blocks, cfg.KV_FALLING)
-        m_new, p = _block_probs(s, m_i, qk_scale, b * cfg.BLOCK_N, False if cfg.KV_FALLING else b >= n_full, rows,
-                                seq_len, cfg, WG, cfg.HALVES)
+        m_new, p = _block_probs(s, m_i, b * cfg.BLOCK_N, False if cfg.KV_FALLING else b >= n_full, tile, cfg, WG,
+                                cfg.HALVES)
         alpha = gl.exp2(m_i - m_new)
         if not cfg.TC_ROWSUM:
             l_i = l_i * alpha + gl.sum(p, axis=1)
@@ -376,55 +439,56 @@ def _ws_tile_overlapped(kv_cnt, t_cnt, n_full, n_blocks, q_smem, mem, turn_mine,
         if cfg.V_TRANSPOSED:
             p_next = p
         else:
-            p_next = _p_operand(p, mem.v_bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
+            p_next = _p_operand(p, mem.v.bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
         acc, l_blk = _wait_pv(acc, l_blk, 0, cfg.TC_ROWSUM)
         if cfg.TC_ROWSUM:
             l_i = _rescale(l_i + l_blk, alpha)
-        mbarrier_arrive(mem.v_empty.index(st_prev))
+        mem.v.release(st_prev)
         acc = _rescale(acc, alpha)
         p_keep = p_next
 
     # final PV
     if cfg.V_TRANSPOSED:
-        p_op = _p_operand(p_keep, mem.v_bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
+        p_op = _p_operand(p_keep, mem.v.bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
     else:
         p_op = p_keep
-    c = kv_cnt + n_blocks - 1
-    st = c % cfg.STAGES
-    mbarrier_wait(mem.v_ready.index(st), (c // cfg.STAGES) & 1)
+    last = kv.advanced(n_blocks).previous()
+    st = mem.v.acquire_filled(last)
     if cfg.EARLY_QK:
-        c_next = c + 1
-        acc, l_i, s_next = _last_pv_then_next_qk(p_op, _v_operand(mem.v_bufs, st, cfg.V_TRANSPOSED), acc, l_i, ones,
-                                                 mem.v_empty.index(st), has_next, q_next, q_ready_next, q_phase_next,
-                                                 mem.k_bufs.index(c_next % cfg.STAGES),
-                                                 mem.k_ready.index(c_next % cfg.STAGES), (c_next // cfg.STAGES) & 1,
-                                                 cfg)
+        acc, l_i, s_next = _last_pv_then_next_qk(p_op, last, acc, l_i, mem, handover, cfg)
     else:
-        turn_phase = (tk + n_blocks) & 1
-        acc, l_i = _gemm_in_turn(p_op, _v_operand(mem.v_bufs, st, cfg.V_TRANSPOSED), acc, True,
-                                 mem.v_empty.index(st), turn_mine, turn_other, turn_phase, cfg.PINGPONG, ones, l_i,
-                                 cfg.TC_ROWSUM)
+        turn_parity = turn.advanced(n_blocks).phase()
+        acc, l_i = _gemm_in_turn(p_op, _v_operand(mem.v.bufs, st, cfg.V_TRANSPOSED), acc, True,
+                                 mem.v.empty.index(st), pingpong, turn_parity, mem.ones if cfg.TC_ROWSUM else None,
+                                 l_i)
         s_next = s
-    return m_i, l_i, acc, s_next
+    return OnlineSoftmax(m_i, l_i, acc), s_next
 
 
 @gluon.jit
-def _last_pv_then_next_qk(p_op, v, acc, l_i, ones, v_freed, has_next, q_next, q_ready_next, q_phase, k_next,
-                          k_ready_next, k_phase, cfg):
-    """EARLY_QK: a tile's last O += P V, then, where this program has another tile (`has_next`), that tile's
+def _last_pv_then_next_qk(p_op, last, acc, l_i, mem, handover, cfg):
+    """EARLY_QK: a tile's last O += P V (its V at ring position `last`), then, where this program has another tile
+    (`handover.has_next`), that tile's
     S_0 = Q K_0^T issued right behind it, so that it runs on the tensor cores during this tile's epilogue instead of
     after it (FA3 overlaps a tile's epilogue with the next tile's first GEMM likewise). The two consumer
     warpgroups share a tile and reach its epilogue together, so without it the tensor cores idle there. Waits for
     the P V only. Returns (acc, l_i, the next S_0 in flight)."""
+    first_next = last.advanced(1)
+    st = last.index()
+    v = _v_operand(mem.v.bufs, st, cfg.V_TRANSPOSED)
+    v_freed = mem.v.empty.index(st)
+    k_next = mem.k.bufs.index(first_next.index())
+    k_ready_next = mem.k.ready.index(first_next.index())
+    k_phase = first_next.phase()
     pv = warpgroup_mma(p_op, v, acc, is_async=True)  # in flight: a token, waited for below
     l_pv = l_i
     if cfg.TC_ROWSUM:
-        l_pv = _rowsum_mma(p_op, ones, l_i)
+        l_pv = _rowsum_mma(p_op, mem.ones, l_i)
     # No branch (an in-flight accumulator leaving an scf.if gets a full wait): on a program's last tile the barrier
     # waits are predicated off and the GEMM reads stale buffers that nothing writes any more; never waited for.
-    mbarrier_wait(q_ready_next, q_phase, pred=has_next)
-    mbarrier_wait(k_ready_next, k_phase, pred=has_next)
-    s_next = _qk_async(q_next, k_next, cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
+    mbarrier_wait(handover.q_ready_next, handover.q_phase_next, pred=handover.has_next)
+    mbarrier_wait(k_ready_next, k_phase, pred=handover.has_next)
+    s_next = _qk_async(handover.q_next, k_next, cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
     acc, l_blk = _wait_pv(pv, l_pv, 1, cfg.TC_ROWSUM)
     mbarrier_arrive(v_freed)
     if cfg.TC_ROWSUM:
@@ -443,26 +507,25 @@ def _wait_pv(acc, l_blk, num_outstanding: gl.constexpr, TC_ROWSUM: gl.constexpr)
 
 
 @gluon.jit
-def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, o_bufs, ones, cfg):
+def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg):
     BLOCK_M: gl.constexpr = cfg.BLOCK_M
     BLOCK_N: gl.constexpr = cfg.BLOCK_N
     BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
     s_layout: gl.constexpr = cfg.s_layout
-    turn_mine = mem.turns.index(WG)
-    turn_other = mem.turns.index(1 - WG)
+    pingpong = PingPong(mem.turns.index(WG), mem.turns.index(1 - WG), cfg.PINGPONG)
 
     num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
     total = num_m * num_bh
-    kv_cnt = 0
-    t_cnt = 0
+    kv = ring_start(cfg.STAGES)
+    q = ring_start(2)
     stored = 0  # the previous tile went out by TMA store (with LATE_RELEASE its Q buffer is still held)
     s_next = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
     if cfg.EARLY_QK:  # the first tile's S_0 (Q buffer 0, K/V stage 0); later ones are issued by the tile before
-        mbarrier_wait(mem.q_ready.index(0), 0)
-        mbarrier_wait(mem.k_ready.index(0), 0)
-        s_next = _qk_async(mem.q_bufs.index(WG), mem.k_bufs.index(0), s_layout, BLOCK_M, BLOCK_N)
-    for tile in range(gl.program_id(0), total, gl.num_programs(0)):
-        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, cfg.CAUSAL,
+        mbarrier_wait(mem.q.ready.index(0), 0)
+        mbarrier_wait(mem.k.ready.index(0), 0)
+        s_next = _qk_async(mem.q.bufs.index(WG), mem.k.bufs.index(0), s_layout, BLOCK_M, BLOCK_N)
+    for tile_id in range(gl.program_id(0), total, gl.num_programs(0)):
+        bh, off_m, n_full, n_blocks = _tile_plan(tile_id, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, cfg.CAUSAL,
                                                  cfg.HEAD_GROUP)
         rows = off_m + WG * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
         m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
@@ -471,57 +534,58 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
         else:
             l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
         acc = gl.zeros([BLOCK_M, cfg.HEAD_DIM], gl.float32, cfg.o_layout)
-        qb = t_cnt % 2
+        qb = q.index()
         if not cfg.EARLY_QK:  # with it, waited for before this tile's S_0 was issued
-            mbarrier_wait(mem.q_ready.index(qb), (t_cnt // 2) & 1)
-        q_smem = mem.q_bufs.index(2 * qb + WG)
+            mbarrier_wait(mem.q.ready.index(qb), q.phase())
+        q_smem = mem.q.bufs.index(2 * qb + WG)
+        tile = QueryTile(bh, rows, seq_len, qk_scale, n_full, n_blocks, q_smem)
+        state = OnlineSoftmax(m_i, l_i, acc)
         # One loop over all K/V blocks with a uniform run-time branch for the masked ones. (Two loops, unmasked
         # [0, n_full) then masked [n_full, n_blocks), as in the simple kernel, miscomputed inside a warp-specialized
         # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
         if cfg.OVERLAP:
-            m_i, l_i, acc, s_next = _ws_tile_overlapped(
-                kv_cnt=kv_cnt, t_cnt=t_cnt, n_full=n_full, n_blocks=n_blocks, q_smem=q_smem, mem=mem,
-                turn_mine=turn_mine, turn_other=turn_other, stored=stored, q_empty_prev=mem.q_empty.index(1 - qb),
-                m_i=m_i, l_i=l_i, acc=acc, qk_scale=qk_scale, rows=rows, seq_len=seq_len, ones=ones, s0=s_next,
-                has_next=tile + gl.num_programs(0) < total, q_next=mem.q_bufs.index(2 * (1 - qb) + WG),
-                q_ready_next=mem.q_ready.index(1 - qb), q_phase_next=((t_cnt + 1) // 2) & 1, WG=WG, cfg=cfg)
+            handover = TileHandover(stored, mem.q.empty.index(1 - qb), s_next, tile_id + gl.num_programs(0) < total,
+                                    mem.q.bufs.index(2 * (1 - qb) + WG), mem.q.ready.index(1 - qb),
+                                    q.advanced(1).phase())
+            turn = RingPosition(kv.count + q.count, 1)
+            state, s_next = _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG, cfg)
         else:
             j0 = 0
             if cfg.KV_FALLING:  # the last block in front of a loop that then needs no mask branch
                 # non-causal: masked only if it is a partial S tail (fp8's 256-key builds, H200: +1-2% over always)
-                m_i, l_i, acc = _ws_block(kv_cnt, q_smem, mem, turn_mine, turn_other, m_i, l_i, acc, qk_scale,
-                                          (n_blocks - 1) * BLOCK_N, True if cfg.CAUSAL else n_full < n_blocks, rows,
-                                          seq_len, ones, cfg)
+                state = _ws_block(kv, tile, mem, pingpong, state, (n_blocks - 1) * BLOCK_N,
+                                  True if cfg.CAUSAL else n_full < n_blocks, cfg)
                 if cfg.LATE_RELEASE:
-                    _release_stored(stored, mem.q_empty.index(1 - qb))
+                    _release_stored(stored, mem.q.empty.index(1 - qb))
                 j0 = 1
             for j in range(j0, n_blocks):
                 b = _kv_block(j, n_blocks, cfg.KV_FALLING)
-                m_i, l_i, acc = _ws_block(kv_cnt + j, q_smem, mem, turn_mine, turn_other, m_i, l_i, acc, qk_scale,
-                                          b * BLOCK_N, False if cfg.KV_FALLING else b >= n_full, rows, seq_len, ones,
-                                          cfg)
+                state = _ws_block(kv.advanced(j), tile, mem, pingpong, state, b * BLOCK_N,
+                                  False if cfg.KV_FALLING else b >= n_full, cfg)
                 if cfg.LATE_RELEASE and not cfg.KV_FALLING:
                     if j == 0:
-                        _release_stored(stored, mem.q_empty.index(1 - qb))
-        kv_cnt += n_blocks
-        t_cnt += 1
-        l_i = _row_sums(l_i, m_i, cfg.TC_ROWSUM)
+                        _release_stored(stored, mem.q.empty.index(1 - qb))
+        kv = kv.advanced(n_blocks)
+        q = q.advanced(1)
+        m_i = state.m
+        acc = state.acc
+        l_i = _row_sums(state.l, m_i, cfg.TC_ROWSUM)
         row0 = off_m + WG * BLOCK_M
         if cfg.TMA_STORE and row0 + BLOCK_M <= seq_len:
             if cfg.O_SEPARATE:  # its own O buffer: Q's is free now
-                mbarrier_arrive(mem.q_empty.index(qb))
-                _epilogue_tma(acc, l_i, o_bufs.index(WG), o_desc, bh * seq_len + row0, cfg.DEFER_WAIT)
+                mem.q.release(qb)
+                _epilogue_tma(acc, l_i, mem.o_bufs.index(WG), o_desc, bh * seq_len + row0, cfg.DEFER_WAIT)
             else:  # Q's buffer holds O until the store has read it: now, or during the next tile (LATE_RELEASE)
                 _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0, cfg.DEFER_WAIT)
                 if not cfg.LATE_RELEASE:
-                    mbarrier_arrive(mem.q_empty.index(qb))
+                    mem.q.release(qb)
             stored = 1
             if cfg.WRITE_LSE:
-                _store_lse(m_i, l_i, lse_ptr, bh, rows, seq_len)
+                _store_lse(m_i, l_i, lse_ptr, tile)
         else:
-            mbarrier_arrive(mem.q_empty.index(qb))
+            mem.q.release(qb)
             stored = 0
-            _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, bh, rows, seq_len, cfg.HEAD_DIM, cfg.WRITE_LSE)
+            _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, tile, cfg.HEAD_DIM, cfg.WRITE_LSE)
     if cfg.EARLY_QK:  # the S_0 the last tile issued for no tile
         warpgroup_mma_wait(num_outstanding=0, deps=(s_next, ))
     if cfg.TMA_STORE and cfg.DEFER_WAIT:  # shared memory must outlive the last store
@@ -575,10 +639,11 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
     if PINGPONG:
         # warpgroup 0 goes first: complete phase 0 of its turn barrier up front
         mbarrier_arrive(turns.index(0))
-    mem = WsShared(q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turns)
+    mem = WsShared(SmemChannel(q_bufs, q_ready, q_empty), SmemChannel(k_bufs, k_ready, k_empty),
+                   SmemChannel(v_bufs, v_ready, v_empty), turns, o_bufs, ones)
 
     gl.warp_specialize([
-        (_ws_consumer, (0, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, o_bufs, ones, cfg)),
-        (_ws_consumer, (1, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, o_bufs, ones, cfg)),
+        (_ws_consumer, (0, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
+        (_ws_consumer, (1, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
         (_ws_producer, (q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

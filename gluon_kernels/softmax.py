@@ -23,26 +23,28 @@ def _probs(s, m_prev, qk_scale):
 
 
 @gluon.jit
-def _block_probs(s, m_prev, qk_scale, n_off, masked, rows, seq_len, cfg, WG: gl.constexpr,
-                 DIAGONAL_HALVES: gl.constexpr):
+def _block_probs(s, m_prev, n_off, masked, tile, cfg, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr):
     """``_probs`` for K/V block `n_off`, masked where `masked` (a run-time, warp-uniform flag). Only the mask is
     under the branch: with the exponentials in both arms too, the bf16 loop lost 3-6% (H200). DIAGONAL_HALVES:
-    every masked block is the causal diagonal spanning both warpgroups' rows (``_diagonal_mask``)."""
+    every masked block is the causal diagonal spanning both warpgroups' rows (``_diagonal_mask``). `tile`: the
+    rows' ``QueryTile`` (rows, sequence length, softmax scale)."""
+    rows = tile.rows
+    seq_len = tile.seq_len
     if masked:
         if DIAGONAL_HALVES:
             s = _diagonal_mask(s, n_off, rows, seq_len, cfg.s_layout, WG)
         else:
             s = _mask(s, n_off, rows, seq_len, cfg.s_layout, cfg.BLOCK_N, cfg.CAUSAL)
-    return _probs(s, m_prev, qk_scale)
+    return _probs(s, m_prev, tile.qk_scale)
 
 
 @gluon.jit
-def _softmax(s, m_i, l_i, acc, qk_scale, n_off, masked, rows, seq_len, cfg):
+def _softmax(s, m_i, l_i, acc, n_off, masked, tile, cfg):
     """Online softmax in base 2 (scores pre-multiplied by sm_scale*log2(e)), for the loops that do one block at a
     time (`masked`: a constexpr or a warp-uniform run-time flag). Returns P (fp32) and the new state; rescales the
     output accumulator by alpha = 2^(m_old - m_new). `cfg`: the kernel's ``HopperConfig`` (its s_layout, BLOCK_N,
     CAUSAL and TC_ROWSUM are used)."""
-    m_new, p = _block_probs(s, m_i, qk_scale, n_off, masked, rows, seq_len, cfg, 0, False)
+    m_new, p = _block_probs(s, m_i, n_off, masked, tile, cfg, 0, False)
     alpha = gl.exp2(m_i - m_new)
     l_i = _row_sums_after(l_i, p, alpha, cfg.TC_ROWSUM)
     acc = _rescale(acc, alpha)
