@@ -34,14 +34,16 @@ rows (zeros past the end): keys >= S get -inf scores (P = 0), and rows >= S are 
 fp8 (e4m3 / e5m2): both GEMMs are tcgen05 ``kind::f8f6f4``; P is rounded to the input's fp8 format, the output
 is bf16.
 
-This module holds the device code only, but for its tile order (``_tile``, in ``schedule.py`` beside Hopper's); its
-host side (configurations, the torch entry point, the compile helper) is ``blackwell.py``.
+This module holds the device code only, but for its tile order (``_tile``, in ``schedule.py`` beside Hopper's) and
+the ring positions and shared-memory channels both families synchronize through (``pipeline.py``); its host side
+(configurations, the torch entry point, the compile helper) is ``blackwell.py``.
 """
 from ._compat import (
     MBarrierLayout, aggregate, allocate_tensor_memory, data_aggregate, gl, gluon, mbarrier_arrive, mbarrier_expect,
     mbarrier_init, mbarrier_invalidate, mbarrier_wait, tcgen05_commit, tcgen05_mma, tensor_memory_descriptor, tma_load,
     tmem_layout, tmem_reg_layout, tmem_reinterpret,
 )
+from .pipeline import SmemChannel, ring_start
 from .schedule import _tile
 
 
@@ -89,137 +91,185 @@ class BlackwellConfig:
 
 @data_aggregate
 class ScoreChannel:
-    """S (two TMEM buffers, P written over each) between the MMA warp and the softmax warps: s_ready[b] (S_b
-    written), p_ready[b] (P_b written, S_b consumed)."""
+    """S in two TMEM buffers between the MMA warp and the softmax warps, P written over each: s_ready[b] completes
+    when S_b is written, p_ready[b] when P_b is (S_b consumed). Both sides walk the buffers with a 2-slot
+    ``RingPosition``."""
     s_tmem: tensor_memory_descriptor
     s_ready: gl.shared_memory_descriptor
     p_ready: gl.shared_memory_descriptor
 
+    @gluon.jit
+    def wait_scores(self, pos):
+        """Softmax side: wait until S at `pos` is written; returns its buffer."""
+        return pos.wait(self.s_ready)
 
-@data_aggregate
-class AlphaChannel:
-    """Two shared-memory slots of one value a row (each block's alpha, then the tile's row sums) from the softmax
-    warps to the correction warps: a_ready[b] / a_empty[b]."""
-    a_smem: gl.shared_memory_descriptor
-    a_ready: gl.shared_memory_descriptor
-    a_empty: gl.shared_memory_descriptor
+    @gluon.jit
+    def wait_probs(self, pos):
+        """MMA side: wait until P at `pos` is written; returns its buffer."""
+        return pos.wait(self.p_ready)
+
+    @gluon.jit
+    def probs(self, b, cfg):
+        """Buffer b as P: the input dtype, packed (``BlackwellConfig.p_tl``)."""
+        return tmem_reinterpret(self.s_tmem.index(b), cfg.dtype, [cfg.BLOCK_M, cfg.BLOCK_N], cfg.p_tl)
+
+    @gluon.jit
+    def write_probs(self, b, p, cfg):
+        """Softmax side: P_b over S_b, rounded to the input dtype, then p_ready[b]."""
+        self.probs(b, cfg).store(gl.convert_layout(p.to(cfg.dtype), cfg.p_layout))
+        mbarrier_arrive(self.p_ready.index(b), count=1)
 
 
 @data_aggregate
 class KVRing:
-    """Q's single buffer and the KV_STAGES-slot K/V ring (K_j and V_j in consecutive slots) between the load warp
-    and the MMA warp, with their ready/empty barriers."""
+    """What the load warp fills for the MMA warp: Q's single buffer with its ready/empty barriers, and the K/V
+    channel of KV_STAGES slots (K_j and V_j in consecutive slots)."""
     q_smem: gl.shared_memory_descriptor
-    kv_smem: gl.shared_memory_descriptor
     q_ready: gl.shared_memory_descriptor
     q_empty: gl.shared_memory_descriptor
-    kv_ready: gl.shared_memory_descriptor
-    kv_empty: gl.shared_memory_descriptor
+    kv: SmemChannel
+
+
+@data_aggregate
+class OAccumulator:
+    """O in TMEM between the MMA warp, whose P V MMAs accumulate into it (`ready` completes with each), and the
+    correction warps, which rescale it in between and then let the next P V MMA go (`free`). Both barriers are
+    single: their phase is the parity of a ``RingPosition`` of 1 slot."""
+    tmem: tensor_memory_descriptor
+    ready: gl.shared_memory_descriptor
+    free: gl.shared_memory_descriptor
+
+    @gluon.jit
+    def wait_free(self, pv):
+        """MMA side: wait until O is corrected for P V MMA number `pv`."""
+        mbarrier_wait(self.free, pv.phase())
+
+    @gluon.jit
+    def wait_done(self, pos):
+        """Correction side: wait for the P V MMA at `pos` to finish."""
+        mbarrier_wait(self.ready, pos.phase())
+
+    @gluon.jit
+    def release(self):
+        """Correction side: O is corrected, the next P V MMA may go."""
+        mbarrier_arrive(self.free, count=1)
+
+
+@data_aggregate
+class SoftmaxRows:
+    """The softmax warps' query rows of a tile: their indices, the sequence length (masks) and the softmax scale."""
+    rows: gl.tensor
+    seq_len: gl.base_value
+    qk_scale: gl.base_value
+
+
+@data_aggregate
+class RowStats:
+    """A tile's running softmax statistics: row maxima `m` and row sums `l`."""
+    m: gl.tensor
+    l: gl.tensor
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # partitions
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
+def _load_kv(channel, pos, desc, row0, j, cfg):
+    """Block j of `desc` (K or V) into the channel's slot at `pos`, once free; returns the next position."""
+    KV_BYTES: gl.constexpr = cfg.BLOCK_N * cfg.HEAD_DIM * cfg.dtype.primitive_bitwidth // 8
+    slot = channel.acquire_free(pos)
+    mbarrier_expect(channel.ready.index(slot), KV_BYTES)
+    tma_load(desc, [row0 + j * cfg.BLOCK_N, 0], channel.ready.index(slot), channel.bufs.index(slot))
+    return pos.advanced(1)
+
+
+@gluon.jit
 def _load_partition(q_desc, k_desc, v_desc, ring, seq_len, num_bh, cfg):
     Q_BYTES: gl.constexpr = cfg.BLOCK_M * cfg.HEAD_DIM * cfg.dtype.primitive_bitwidth // 8
-    KV_BYTES: gl.constexpr = cfg.BLOCK_N * cfg.HEAD_DIM * cfg.dtype.primitive_bitwidth // 8
     num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     num_tiles = num_m * num_bh
-    kv_count = 0
-    tiles_done = 0
+    kv = ring_start(cfg.KV_STAGES)
+    tiles = ring_start(1)
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
         bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
         row0 = bh * seq_len
         # Q: single buffer, freed by the MMA warp's commit after the tile's last QK MMA
-        mbarrier_wait(ring.q_empty, (tiles_done & 1) ^ 1)
+        mbarrier_wait(ring.q_empty, tiles.free_phase())
         mbarrier_expect(ring.q_ready, Q_BYTES)
         tma_load(q_desc, [row0 + m_blk * cfg.BLOCK_M, 0], ring.q_ready, ring.q_smem)
-        for j in range(n_blocks):
-            # K_j then V_j, each in the next slot of the ring
-            slot = kv_count % cfg.KV_STAGES
-            mbarrier_wait(ring.kv_empty.index(slot), ((kv_count // cfg.KV_STAGES) & 1) ^ 1)
-            mbarrier_expect(ring.kv_ready.index(slot), KV_BYTES)
-            tma_load(k_desc, [row0 + j * cfg.BLOCK_N, 0], ring.kv_ready.index(slot), ring.kv_smem.index(slot))
-            kv_count += 1
-            slot = kv_count % cfg.KV_STAGES
-            mbarrier_wait(ring.kv_empty.index(slot), ((kv_count // cfg.KV_STAGES) & 1) ^ 1)
-            mbarrier_expect(ring.kv_ready.index(slot), KV_BYTES)
-            tma_load(v_desc, [row0 + j * cfg.BLOCK_N, 0], ring.kv_ready.index(slot), ring.kv_smem.index(slot))
-            kv_count += 1
-        tiles_done += 1
+        for j in range(n_blocks):  # K_j then V_j, each in the next slot of the ring
+            kv = _load_kv(ring.kv, kv, k_desc, row0, j, cfg)
+            kv = _load_kv(ring.kv, kv, v_desc, row0, j, cfg)
+        tiles = tiles.advanced(1)
 
 
 @gluon.jit
-def _mma_partition(ring, scores, o_tmem, o_ready, o_free, seq_len, num_bh, cfg):
+def _issue_qk(ring, slot, scores, buf):
+    """S_buf = Q K^T, K in ring slot `slot`; its completion marks S_buf written and frees the slot."""
+    tcgen05_mma(ring.q_smem, ring.kv.bufs.index(slot).permute((1, 0)), scores.s_tmem.index(buf), use_acc=False,
+                mbarriers=[scores.s_ready.index(buf), ring.kv.empty.index(slot)])
+
+
+@gluon.jit
+def _mma_partition(ring, scores, o_acc, seq_len, num_bh, cfg):
     num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     num_tiles = num_m * num_bh
-    kv_count = 0   # K/V ring slots consumed
-    s_count = 0    # S/P buffers used (buffer s_count % 2)
-    pv_count = 0   # PV MMAs issued (o_free phase)
-    tiles_done = 0
+    kv = ring_start(cfg.KV_STAGES)  # K/V ring slots consumed
+    s_pos = ring_start(2)  # S/P buffers used
+    pv = ring_start(1)  # PV MMAs issued (o_free phase)
+    tiles = ring_start(1)
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
         bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
-        mbarrier_wait(ring.q_ready, tiles_done & 1)
+        mbarrier_wait(ring.q_ready, tiles.phase())
         # S_0 = Q K_0^T
-        slot = kv_count % cfg.KV_STAGES
-        mbarrier_wait(ring.kv_ready.index(slot), (kv_count // cfg.KV_STAGES) & 1)
-        buf = s_count % 2
-        tcgen05_mma(ring.q_smem, ring.kv_smem.index(slot).permute((1, 0)), scores.s_tmem.index(buf), use_acc=False,
-                    mbarriers=[scores.s_ready.index(buf), ring.kv_empty.index(slot)])
-        kv_count += 1
+        slot = ring.kv.acquire_filled(kv)
+        buf = s_pos.index()
+        _issue_qk(ring, slot, scores, buf)
+        kv = kv.advanced(1)
         for j in range(n_blocks):
-            v_count = kv_count
-            kv_count += 1
+            v_pos = kv
+            kv = kv.advanced(1)
             if j + 1 < n_blocks:
                 # S_{j+1} = Q K_{j+1}^T into the other buffer; the PV MMA that read P_{j-1} from it is already
                 # issued, and tcgen05 MMAs of one thread execute in order
-                slot = kv_count % cfg.KV_STAGES
-                mbarrier_wait(ring.kv_ready.index(slot), (kv_count // cfg.KV_STAGES) & 1)
-                nbuf = (s_count + 1) % 2
-                tcgen05_mma(ring.q_smem, ring.kv_smem.index(slot).permute((1, 0)), scores.s_tmem.index(nbuf),
-                            use_acc=False, mbarriers=[scores.s_ready.index(nbuf), ring.kv_empty.index(slot)])
-                kv_count += 1
+                slot = ring.kv.acquire_filled(kv)
+                nbuf = s_pos.advanced(1).index()
+                _issue_qk(ring, slot, scores, nbuf)
+                kv = kv.advanced(1)
             # O (+)= P_j V_j once P_j is in TMEM and the correction warps have rescaled O
-            vslot = v_count % cfg.KV_STAGES
-            mbarrier_wait(ring.kv_ready.index(vslot), (v_count // cfg.KV_STAGES) & 1)
-            buf = s_count % 2
-            mbarrier_wait(scores.p_ready.index(buf), (s_count // 2) & 1)
-            mbarrier_wait(o_free, pv_count & 1)
-            p_tmem = tmem_reinterpret(scores.s_tmem.index(buf), cfg.dtype, [cfg.BLOCK_M, cfg.BLOCK_N], cfg.p_tl)
-            tcgen05_mma(p_tmem, ring.kv_smem.index(vslot), o_tmem, use_acc=j > 0,
-                        mbarriers=[o_ready, ring.kv_empty.index(vslot)])
-            pv_count += 1
-            s_count += 1
+            vslot = ring.kv.acquire_filled(v_pos)
+            buf = scores.wait_probs(s_pos)
+            o_acc.wait_free(pv)
+            p_tmem = scores.probs(buf, cfg)
+            tcgen05_mma(p_tmem, ring.kv.bufs.index(vslot), o_acc.tmem, use_acc=j > 0,
+                        mbarriers=[o_acc.ready, ring.kv.empty.index(vslot)])
+            pv = pv.advanced(1)
+            s_pos = s_pos.advanced(1)
         # Q may be overwritten once every MMA of this tile has completed
         tcgen05_commit(ring.q_empty)
-        tiles_done += 1
+        tiles = tiles.advanced(1)
 
 
 @gluon.jit
-def _softmax_block(j, s_count, a_count, m_i, l_i, rows, scores, alphas, qk_scale, seq_len, cfg, MASKED: gl.constexpr):
-    buf = s_count % 2
-    mbarrier_wait(scores.s_ready.index(buf), (s_count // 2) & 1)
+def _softmax_block(j, s_pos, a_pos, stats, tile, scores, alphas, cfg, MASKED: gl.constexpr):
+    """Block j of a tile: the new row maxima, alpha handed to the correction warps, P over S in TMEM, the row sums.
+    Returns the next S/P and alpha positions and the new ``RowStats``."""
+    buf = scores.wait_scores(s_pos)
     s = scores.s_tmem.index(buf).load(cfg.s_layout)
     if MASKED:
         cols = j * cfg.BLOCK_N + gl.arange(0, cfg.BLOCK_N, layout=gl.SliceLayout(0, cfg.s_layout))
-        valid = gl.expand_dims(cols < seq_len, 0)
+        valid = gl.expand_dims(cols < tile.seq_len, 0)
         if cfg.CAUSAL:
-            valid = valid & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1))
+            valid = valid & (gl.expand_dims(cols, 0) <= gl.expand_dims(tile.rows, 1))
         s = gl.where(valid, s, -float("inf"))
-    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
-    alpha = gl.exp2(m_i - m_new)
+    m_new = gl.maximum(stats.m, gl.max(s, axis=1) * tile.qk_scale)
+    alpha = gl.exp2(stats.m - m_new)
     # hand alpha to the correction warps first, so that they rescale O while P is computed
-    a_buf = a_count % 2
-    mbarrier_wait(alphas.a_empty.index(a_buf), ((a_count // 2) & 1) ^ 1)
-    alphas.a_smem.index(a_buf).store(alpha)
-    mbarrier_arrive(alphas.a_ready.index(a_buf), count=1)
-    p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
-    p_tmem = tmem_reinterpret(scores.s_tmem.index(buf), cfg.dtype, [cfg.BLOCK_M, cfg.BLOCK_N], cfg.p_tl)
-    p_tmem.store(gl.convert_layout(p.to(cfg.dtype), cfg.p_layout))
-    mbarrier_arrive(scores.p_ready.index(buf), count=1)
-    l_i = l_i * alpha + gl.sum(p, axis=1)
-    return s_count + 1, a_count + 1, m_new, l_i
+    alphas.send(a_pos, alpha)
+    p = gl.exp2(s * tile.qk_scale - gl.expand_dims(m_new, 1))
+    scores.write_probs(buf, p, cfg)
+    l_i = stats.l * alpha + gl.sum(p, axis=1)
+    return s_pos.advanced(1), a_pos.advanced(1), RowStats(m_new, l_i)
 
 
 @gluon.jit
@@ -227,65 +277,56 @@ def _softmax_partition(scores, alphas, qk_scale, seq_len, num_bh, cfg):
     row_layout: gl.constexpr = gl.SliceLayout(1, cfg.s_layout)
     num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     num_tiles = num_m * num_bh
-    s_count = 0
-    a_count = 0
+    s_pos = ring_start(2)
+    a_pos = ring_start(2)
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
         bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
-        rows = m_blk * cfg.BLOCK_M + gl.arange(0, cfg.BLOCK_M, layout=row_layout)
-        m_i = gl.full([cfg.BLOCK_M], -float("inf"), gl.float32, row_layout)
-        l_i = gl.full([cfg.BLOCK_M], 0.0, gl.float32, row_layout)
+        rows = SoftmaxRows(m_blk * cfg.BLOCK_M + gl.arange(0, cfg.BLOCK_M, layout=row_layout), seq_len, qk_scale)
+        stats = RowStats(gl.full([cfg.BLOCK_M], -float("inf"), gl.float32, row_layout),
+                         gl.full([cfg.BLOCK_M], 0.0, gl.float32, row_layout))
         for j in range(0, n_full):  # blocks every key of which is visible to every row
-            s_count, a_count, m_i, l_i = _softmax_block(j, s_count, a_count, m_i, l_i, rows, scores, alphas, qk_scale,
-                                                        seq_len, cfg, False)
+            s_pos, a_pos, stats = _softmax_block(j, s_pos, a_pos, stats, rows, scores, alphas, cfg, False)
         for j in range(n_full, n_blocks):  # the causal diagonal and the tail past seq_len
-            s_count, a_count, m_i, l_i = _softmax_block(j, s_count, a_count, m_i, l_i, rows, scores, alphas, qk_scale,
-                                                        seq_len, cfg, True)
+            s_pos, a_pos, stats = _softmax_block(j, s_pos, a_pos, stats, rows, scores, alphas, cfg, True)
         # the row sums go through the same channel as the alphas
-        a_buf = a_count % 2
-        mbarrier_wait(alphas.a_empty.index(a_buf), ((a_count // 2) & 1) ^ 1)
-        alphas.a_smem.index(a_buf).store(l_i)
-        mbarrier_arrive(alphas.a_ready.index(a_buf), count=1)
-        a_count += 1
+        alphas.send(a_pos, stats.l)
+        a_pos = a_pos.advanced(1)
 
 
 @gluon.jit
-def _correction_partition(o_tmem, o_ptr, o_ready, o_free, alphas, seq_len, num_bh, cfg):
+def _correction_partition(o_acc, o_ptr, alphas, seq_len, num_bh, cfg):
     """The default partition: rescales O in TMEM between PV MMAs, then normalizes and stores it."""
     SUB: gl.constexpr = cfg.HEAD_DIM // cfg.O_SPLIT
     row_layout: gl.constexpr = gl.SliceLayout(1, cfg.o_layout)
     col_layout: gl.constexpr = gl.SliceLayout(0, cfg.o_layout)
     num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     num_tiles = num_m * num_bh
-    a_count = 0
-    o_count = 0  # o_ready completions waited for
+    a_pos = ring_start(2)
+    o_pos = ring_start(1)  # o_ready completions waited for
     for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
         bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
         for j in range(n_blocks):
-            a_buf = a_count % 2
-            mbarrier_wait(alphas.a_ready.index(a_buf), (a_count // 2) & 1)
-            alpha = alphas.a_smem.index(a_buf).load(row_layout)
-            mbarrier_arrive(alphas.a_empty.index(a_buf), count=1)
-            a_count += 1
+            alpha = alphas.receive(a_pos, row_layout)
+            a_pos = a_pos.advanced(1)
             if j > 0:  # PV_0 starts from zero (use_acc=False): nothing to rescale
-                mbarrier_wait(o_ready, o_count & 1)
-                o_count += 1
+                o_acc.wait_done(o_pos)
+                o_pos = o_pos.advanced(1)
                 for i in gl.static_range(cfg.O_SPLIT):
-                    o_part = o_tmem.slice(i * SUB, SUB)
+                    o_part = o_acc.tmem.slice(i * SUB, SUB)
                     o_part.store(o_part.load(cfg.o_layout) * gl.expand_dims(alpha, 1))
-            mbarrier_arrive(o_free, count=1)
+            o_acc.release()
         # epilogue: O / l, rows past seq_len belong to the next head (or to nothing) and are not written
-        a_buf = a_count % 2
-        mbarrier_wait(alphas.a_ready.index(a_buf), (a_count // 2) & 1)
-        inv_l = 1.0 / alphas.a_smem.index(a_buf).load(row_layout)
-        mbarrier_arrive(alphas.a_empty.index(a_buf), count=1)
-        a_count += 1
-        mbarrier_wait(o_ready, o_count & 1)
-        o_count += 1
+        a_buf = alphas.acquire_filled(a_pos)  # not ``receive``: 1 / l is taken before the slot is released
+        inv_l = 1.0 / alphas.bufs.index(a_buf).load(row_layout)
+        alphas.release(a_buf)
+        a_pos = a_pos.advanced(1)
+        o_acc.wait_done(o_pos)
+        o_pos = o_pos.advanced(1)
         rows = m_blk * cfg.BLOCK_M + gl.arange(0, cfg.BLOCK_M, layout=row_layout)
         row_off = gl.expand_dims((bh * seq_len + rows).to(gl.int64) * cfg.HEAD_DIM, 1)
         row_ok = gl.expand_dims(rows < seq_len, 1)
         for i in gl.static_range(cfg.O_SPLIT):
-            o = o_tmem.slice(i * SUB, SUB).load(cfg.o_layout) * gl.expand_dims(inv_l, 1)
+            o = o_acc.tmem.slice(i * SUB, SUB).load(cfg.o_layout) * gl.expand_dims(inv_l, 1)
             cols = i * SUB + gl.arange(0, SUB, layout=col_layout)
             gl.store(o_ptr + row_off + gl.expand_dims(cols, 0), o.to(o_ptr.dtype.element_ty), mask=row_ok)
 
@@ -336,12 +377,13 @@ def blackwell_attention_kernel(q_desc, k_desc, v_desc, o_ptr, qk_scale, seq_len,
         mbarrier_init(a_empty.index(i), count=1)
 
     scores = ScoreChannel(s_tmem, s_ready, p_ready)
-    alphas = AlphaChannel(a_smem, a_ready, a_empty)
-    ring = KVRing(q_smem, kv_smem, q_ready, q_empty, kv_ready, kv_empty)
+    alphas = SmemChannel(a_smem, a_ready, a_empty)
+    ring = KVRing(q_smem, q_ready, q_empty, SmemChannel(kv_smem, kv_ready, kv_empty))
+    o_acc = OAccumulator(o_tmem, o_ready, o_free)
     gl.warp_specialize([
-        (_correction_partition, (o_tmem, o_ptr, o_ready, o_free, alphas, seq_len, num_bh, cfg)),
+        (_correction_partition, (o_acc, o_ptr, alphas, seq_len, num_bh, cfg)),
         (_softmax_partition, (scores, alphas, qk_scale, seq_len, num_bh, cfg)),
-        (_mma_partition, (ring, scores, o_tmem, o_ready, o_free, seq_len, num_bh, cfg)),
+        (_mma_partition, (ring, scores, o_acc, seq_len, num_bh, cfg)),
         (_load_partition, (q_desc, k_desc, v_desc, ring, seq_len, num_bh, cfg)),
     ], [4, 1, 1], [SOFTMAX_REGS, WORKER_REGS, WORKER_REGS])
 

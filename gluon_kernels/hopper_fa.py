@@ -23,9 +23,9 @@ to match P's free in-register relabelling (``_p_operand``). P is rounded to e4m3
 FA3 does); the output of an fp8 call is bf16.
 
 This module holds the kernels and the helpers only they use; the helpers they share live by concern in
-``wgmma.py`` (GEMMs, layouts), ``masking.py``, ``softmax.py``, ``schedule.py`` (tile order) and ``epilogue.py``
-(O stores). Their host side (configurations, the torch entry point, the compile helper) is ``hopper.py``, the
-measured knobs ``tuning.py``.
+``wgmma.py`` (GEMMs, layouts), ``masking.py``, ``softmax.py``, ``schedule.py`` (tile order), ``pipeline.py`` (ring
+positions and shared-memory channels) and ``epilogue.py`` (O stores). Their host side (configurations, the torch
+entry point, the compile helper) is ``hopper.py``, the measured knobs ``tuning.py``.
 """
 from ._compat import (
     MBarrierLayout, aggregate, data_aggregate, fence_async_shared, gl, gluon, mbarrier_arrive, mbarrier_expect,

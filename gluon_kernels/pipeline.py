@@ -1,8 +1,8 @@
-"""What the Gluon kernels' partitions synchronize through, as aggregates with behaviour (as Triton's example
-``python/examples/gluon/01-attention-forward.py`` gives its barrier counter and channels theirs): a position in a
-ring of mbarrier-guarded buffers that derives its slot and phase and advances itself (``RingPosition``), and a
-channel of shared-memory buffers with ready/empty barriers that producers and consumers acquire and release
-(``SmemChannel``).
+"""What the partitions of the Gluon kernels synchronize through, as aggregates with behaviour (Triton's example
+``python/examples/gluon/01-attention-forward.py`` gives its barrier counters and channels theirs likewise): a
+position in a ring of mbarrier-guarded buffers that derives its slot and phase, waits on them and advances itself
+(``RingPosition``), and a channel of shared-memory buffers with ready/empty barriers that producers and consumers
+acquire, fill and release (``SmemChannel``). Both kernel families use them.
 
 The methods emit the same operations, in the same order, as the hand-written index and phase arithmetic they
 replaced: the golden PTX (tests/test_golden_ptx.py) changes when even two independent integer operations swap.
@@ -41,6 +41,20 @@ class RingPosition:
         return self.phase() ^ 1
 
     @gluon.jit
+    def wait(self, bars):
+        """Wait until the slot's barrier in `bars` (one a slot) has completed this pass's phase; returns the slot."""
+        i = self.index()
+        mbarrier_wait(bars.index(i), self.phase())
+        return i
+
+    @gluon.jit
+    def wait_free(self, bars):
+        """``wait`` for a producer on the slot's empty barrier (``free_phase``); returns the slot."""
+        i = self.index()
+        mbarrier_wait(bars.index(i), self.free_phase())
+        return i
+
+    @gluon.jit
     def advanced(self, n):
         """The position `n` slots further on."""
         return RingPosition(self.count + n, self.SLOTS)
@@ -67,16 +81,12 @@ class SmemChannel:
     @gluon.jit
     def acquire_free(self, pos):
         """Producer side: wait until the slot at `pos` is free; returns its index."""
-        i = pos.index()
-        mbarrier_wait(self.empty.index(i), pos.free_phase())
-        return i
+        return pos.wait_free(self.empty)
 
     @gluon.jit
     def acquire_filled(self, pos):
         """Consumer side: wait until the slot at `pos` is filled; returns its index."""
-        i = pos.index()
-        mbarrier_wait(self.ready.index(i), pos.phase())
-        return i
+        return pos.wait(self.ready)
 
     @gluon.jit
     def wait_filled(self, i, phase):
@@ -89,3 +99,19 @@ class SmemChannel:
         """Consumer side: this consumer is done with slot `i`."""
         mbarrier_arrive(self.empty.index(i))
 
+    @gluon.jit
+    def send(self, pos, value):
+        """Producer side, for a channel that threads fill (no TMA): store `value` in the slot at `pos` once it is
+        free, then mark it filled."""
+        i = self.acquire_free(pos)
+        self.bufs.index(i).store(value)
+        mbarrier_arrive(self.ready.index(i))
+
+    @gluon.jit
+    def receive(self, pos, layout: gl.constexpr):
+        """Consumer side of ``send``: the value in the slot at `pos`, in `layout`, once filled; the slot is
+        released."""
+        i = self.acquire_filled(pos)
+        value = self.bufs.index(i).load(layout)
+        self.release(i)
+        return value
