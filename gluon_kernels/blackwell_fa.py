@@ -44,7 +44,7 @@ from ._compat import (
     tmem_layout, tmem_reg_layout, tmem_reinterpret,
 )
 from .pipeline import SmemChannel, ring_start
-from .schedule import _tile
+from .schedule import blackwell_tiles
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -186,12 +186,11 @@ def _load_kv(channel, pos, desc, row0, j, cfg):
 @gluon.jit
 def _load_partition(q_desc, k_desc, v_desc, ring, seq_len, num_bh, cfg):
     Q_BYTES: gl.constexpr = cfg.BLOCK_M * cfg.HEAD_DIM * cfg.dtype.primitive_bitwidth // 8
-    num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
-    num_tiles = num_m * num_bh
+    schedule = blackwell_tiles(seq_len, num_bh, cfg)
     kv = ring_start(cfg.KV_STAGES)
     tiles = ring_start(1)
-    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
+    for tile in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
+        bh, m_blk, n_full, n_blocks = schedule.plan(tile)
         row0 = bh * seq_len
         # Q: single buffer, freed by the MMA warp's commit after the tile's last QK MMA
         mbarrier_wait(ring.q_empty, tiles.free_phase())
@@ -212,14 +211,13 @@ def _issue_qk(ring, slot, scores, buf):
 
 @gluon.jit
 def _mma_partition(ring, scores, o_acc, seq_len, num_bh, cfg):
-    num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
-    num_tiles = num_m * num_bh
+    schedule = blackwell_tiles(seq_len, num_bh, cfg)
     kv = ring_start(cfg.KV_STAGES)  # K/V ring slots consumed
     s_pos = ring_start(2)  # S/P buffers used
     pv = ring_start(1)  # PV MMAs issued (o_free phase)
     tiles = ring_start(1)
-    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
+    for tile in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
+        bh, m_blk, n_full, n_blocks = schedule.plan(tile)
         mbarrier_wait(ring.q_ready, tiles.phase())
         # S_0 = Q K_0^T
         slot = ring.kv.acquire_filled(kv)
@@ -275,12 +273,11 @@ def _softmax_block(j, s_pos, a_pos, stats, tile, scores, alphas, cfg, MASKED: gl
 @gluon.jit
 def _softmax_partition(scores, alphas, qk_scale, seq_len, num_bh, cfg):
     row_layout: gl.constexpr = gl.SliceLayout(1, cfg.s_layout)
-    num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
-    num_tiles = num_m * num_bh
+    schedule = blackwell_tiles(seq_len, num_bh, cfg)
     s_pos = ring_start(2)
     a_pos = ring_start(2)
-    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
+    for tile in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
+        bh, m_blk, n_full, n_blocks = schedule.plan(tile)
         rows = SoftmaxRows(m_blk * cfg.BLOCK_M + gl.arange(0, cfg.BLOCK_M, layout=row_layout), seq_len, qk_scale)
         stats = RowStats(gl.full([cfg.BLOCK_M], -float("inf"), gl.float32, row_layout),
                          gl.full([cfg.BLOCK_M], 0.0, gl.float32, row_layout))
@@ -299,12 +296,11 @@ def _correction_partition(o_acc, o_ptr, alphas, seq_len, num_bh, cfg):
     SUB: gl.constexpr = cfg.HEAD_DIM // cfg.O_SPLIT
     row_layout: gl.constexpr = gl.SliceLayout(1, cfg.o_layout)
     col_layout: gl.constexpr = gl.SliceLayout(0, cfg.o_layout)
-    num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
-    num_tiles = num_m * num_bh
+    schedule = blackwell_tiles(seq_len, num_bh, cfg)
     a_pos = ring_start(2)
     o_pos = ring_start(1)  # o_ready completions waited for
-    for tile in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        bh, m_blk, n_full, n_blocks = _tile(tile, num_m, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL)
+    for tile in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
+        bh, m_blk, n_full, n_blocks = schedule.plan(tile)
         for j in range(n_blocks):
             alpha = alphas.receive(a_pos, row_layout)
             a_pos = a_pos.advanced(1)

@@ -34,7 +34,7 @@ from ._compat import (
 )
 from .epilogue import _epilogue, _epilogue_tma, _release_stored, _store_lse
 from .pipeline import RingPosition, SmemChannel, ring_start
-from .schedule import _kv_block, _kv_bounds, _tile_plan
+from .schedule import _kv_block, _kv_bounds, hopper_tiles
 from .softmax import _block_probs, _ones, _rescale, _row_sums, _rowsum_mma, _softmax
 from .wgmma import _p_operand, _p_operand_layout, _pv, _qk, _qk_async, _wgmma_layout
 
@@ -275,14 +275,11 @@ def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, 
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
 def _ws_producer(q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg):
-    BLOCK_M_CTA: gl.constexpr = 2 * cfg.BLOCK_M
-    num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
-    total = num_m * num_bh
+    schedule = hopper_tiles(seq_len, num_bh, 2 * cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL, cfg.HEAD_GROUP)
     kv = ring_start(cfg.STAGES)
     q = ring_start(2)
-    for tile in range(gl.program_id(0), total, gl.num_programs(0)):
-        bh, off_m, n_full, n_blocks = _tile_plan(tile, num_m, num_bh, seq_len, BLOCK_M_CTA, cfg.BLOCK_N, cfg.CAUSAL,
-                                                 cfg.HEAD_GROUP)
+    for tile in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
+        bh, off_m, n_full, n_blocks = schedule.plan(tile)
         kv_row0 = bh * seq_len
         qb = mem.q.acquire_free(q)
         qbar = mem.q.ready.index(qb)
@@ -514,8 +511,7 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
     s_layout: gl.constexpr = cfg.s_layout
     pingpong = PingPong(mem.turns.index(WG), mem.turns.index(1 - WG), cfg.PINGPONG)
 
-    num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
-    total = num_m * num_bh
+    schedule = hopper_tiles(seq_len, num_bh, BLOCK_M_CTA, BLOCK_N, cfg.CAUSAL, cfg.HEAD_GROUP)
     kv = ring_start(cfg.STAGES)
     q = ring_start(2)
     stored = 0  # the previous tile went out by TMA store (with LATE_RELEASE its Q buffer is still held)
@@ -524,9 +520,8 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
         mbarrier_wait(mem.q.ready.index(0), 0)
         mbarrier_wait(mem.k.ready.index(0), 0)
         s_next = _qk_async(mem.q.bufs.index(WG), mem.k.bufs.index(0), s_layout, BLOCK_M, BLOCK_N)
-    for tile_id in range(gl.program_id(0), total, gl.num_programs(0)):
-        bh, off_m, n_full, n_blocks = _tile_plan(tile_id, num_m, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, cfg.CAUSAL,
-                                                 cfg.HEAD_GROUP)
+    for tile_id in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
+        bh, off_m, n_full, n_blocks = schedule.plan(tile_id)
         rows = off_m + WG * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
         m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
         if cfg.TC_ROWSUM:
@@ -544,7 +539,8 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
         # [0, n_full) then masked [n_full, n_blocks), as in the simple kernel, miscomputed inside a warp-specialized
         # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
         if cfg.OVERLAP:
-            handover = TileHandover(stored, mem.q.empty.index(1 - qb), s_next, tile_id + gl.num_programs(0) < total,
+            handover = TileHandover(stored, mem.q.empty.index(1 - qb), s_next,
+                                    tile_id + gl.num_programs(0) < schedule.num_tiles,
                                     mem.q.bufs.index(2 * (1 - qb) + WG), mem.q.ready.index(1 - qb),
                                     q.advanced(1).phase())
             turn = RingPosition(kv.count + q.count, 1)

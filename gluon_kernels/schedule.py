@@ -4,11 +4,12 @@ visits, in which order, and which of them need a mask.
 Hopper: ``_kv_bounds`` / ``_kv_block`` (K/V block range and rising/falling order), ``_snake`` and ``_tile_plan``
 (the persistent order: head-major, or longest-first for causal with head groups and snake waves). Blackwell:
 ``_tile``. Every partition of a warp-specialized kernel walks the same plan, so the order must be a pure function
-of the tile id; keeping it in one module makes the producer/consumer agreement easy to check.
+of the tile id; keeping it in one module makes the producer/consumer agreement easy to check. ``TileSchedule``
+carries a launch's tiles and plans each (``hopper_tiles`` / ``blackwell_tiles`` make one per family), so that no
+partition counts the tiles or spells the plan's arguments itself.
 """
-from __future__ import annotations
 
-from ._compat import gl, gluon
+from ._compat import aggregate, gl, gluon
 
 
 @gluon.jit
@@ -103,3 +104,57 @@ def _tile(tile, num_m, seq_len, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CA
     n_blocks = gl.cdiv(hi, BLOCK_N)
     n_full = gl.minimum(n_full, n_blocks)
     return bh, m_blk, n_full, n_blocks
+
+
+@aggregate
+class TileSchedule:
+    """The persistent tiles of one launch: `num_tiles` of them (`num_m` query tiles of `BLOCK_M` rows for each of
+    `num_bh` heads), program p taking tiles p, p + P, ...; `plan(tile)` is where a tile lies, in the `FAMILY`'s
+    order: Hopper's ``_tile_plan`` (with its HEAD_GROUP), Blackwell's ``_tile``. The counts are computed once, before
+    the loop, as each partition computed them."""
+    num_m: gl.base_value
+    num_tiles: gl.base_value
+    num_bh: gl.base_value
+    seq_len: gl.base_value
+    BLOCK_M: gl.constexpr
+    BLOCK_N: gl.constexpr
+    CAUSAL: gl.constexpr
+    HEAD_GROUP: gl.constexpr
+    FAMILY: gl.constexpr
+
+    @gluon.constexpr_function
+    def __init__(self, num_m, num_tiles, num_bh, seq_len, BLOCK_M, BLOCK_N, CAUSAL, HEAD_GROUP, FAMILY):
+        self.num_m = num_m
+        self.num_tiles = num_tiles
+        self.num_bh = num_bh
+        self.seq_len = seq_len
+        self.BLOCK_M = gl.constexpr(BLOCK_M)
+        self.BLOCK_N = gl.constexpr(BLOCK_N)
+        self.CAUSAL = gl.constexpr(CAUSAL)
+        self.HEAD_GROUP = gl.constexpr(HEAD_GROUP)
+        self.FAMILY = gl.constexpr(FAMILY)
+
+    @gluon.jit
+    def plan(self, tile):
+        """(batch*head, the tile's query position, K/V blocks without mask, K/V blocks): Hopper's position is its
+        first row, Blackwell's its query block."""
+        if self.FAMILY == "blackwell":
+            return _tile(tile, self.num_m, self.seq_len, self.BLOCK_M, self.BLOCK_N, self.CAUSAL)
+        else:
+            return _tile_plan(tile, self.num_m, self.num_bh, self.seq_len, self.BLOCK_M, self.BLOCK_N, self.CAUSAL,
+                              self.HEAD_GROUP)
+
+
+@gluon.jit
+def hopper_tiles(seq_len, num_bh, BLOCK_M_CTA: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
+                 HEAD_GROUP: gl.constexpr):
+    """The schedule of a Hopper launch: query tiles of BLOCK_M_CTA rows (both consumer warpgroups' rows)."""
+    num_m = gl.cdiv(seq_len, BLOCK_M_CTA)
+    return TileSchedule(num_m, num_m * num_bh, num_bh, seq_len, BLOCK_M_CTA, BLOCK_N, CAUSAL, HEAD_GROUP, "hopper")
+
+
+@gluon.jit
+def blackwell_tiles(seq_len, num_bh, cfg):
+    """The schedule of a Blackwell launch: query tiles of cfg.BLOCK_M rows."""
+    num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
+    return TileSchedule(num_m, num_m * num_bh, num_bh, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL, 0, "blackwell")
