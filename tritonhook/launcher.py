@@ -92,6 +92,15 @@ class AbRound:
     round_index: int
     outputs: str
 
+    @classmethod
+    def current(cls, environ: Mapping[str, str] | None = None) -> "AbRound | None":
+        """This process's round under `tritonhook ab`, None outside it: read on each timing a child reports, so it
+        reads the A/B variables alone (not the capture part, whose rename loads the Triton adapter)."""
+        if not config.AB_OUT.get(environ):
+            return None
+        return cls(config.AB_OUT.get(environ), config.AB_VARIANT.get(environ), config.AB_ROUND.get(environ),
+                   config.AB_OUTPUTS.get(environ))
+
 
 @dataclasses.dataclass(frozen=True)
 class Ptxas:
@@ -165,17 +174,14 @@ class ChildSettings:
         """The capture, recording and A/B parts this process was started with (`environ`: default its own)."""
         from . import rename as _rename
 
-        capture = record = ab = None
+        capture = record = None
         if config.ENABLE.get(environ):
             capture = Capture(config.STORE.get(environ), _rename.decode(config.RENAME.get(environ)),
                               config.SELECT.get(environ), config.FIX_TMA_SCOPE.get(environ),
                               config.APPLY.get(environ))
         if config.RECORD.get(environ):
             record = Record.configured(environ)
-        if config.AB_OUT.get(environ):
-            ab = AbRound(config.AB_OUT.get(environ), config.AB_VARIANT.get(environ), config.AB_ROUND.get(environ),
-                         config.AB_OUTPUTS.get(environ))
-        return cls(capture, record, ab, token=config.CAPTURE_TOKEN.get(environ),
+        return cls(capture, record, AbRound.current(environ), token=config.CAPTURE_TOKEN.get(environ),
                    notes=config.NOTE_IMPORTS.get(environ))
 
     def _capture_values(self) -> dict[EnvVar, object]:

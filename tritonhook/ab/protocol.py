@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from ..launcher import ChildSettings
+from ..launcher import AbRound
 from ..errors import TritonhookError
 from ..measure.stats import median
 from ..measure.timing import BenchResult, bench_interleaved
@@ -39,7 +39,7 @@ def record(name: str, ms: float, *, flops: float | None = None, output=None) -> 
     `output` (a tensor) is what the variants' results are compared on: its sha256 is recorded, and in round 0
     the tensor itself is saved so the runner can fall back to allclose when the bits differ.
     """
-    ab = ChildSettings.current().ab
+    ab = AbRound.current()
     entry = {"name": name, "ms": float(ms), "flops": flops, "variant": ab.variant if ab else None,
              "round": ab.round_index if ab else 0, "pid": os.getpid()}
     if output is not None:
