@@ -68,12 +68,13 @@ want flaggems_confirm && confirm flaggems 2 330 "${FLAGGEMS[@]}"
 want timm && ROWS=${TIMM_ROWS:-20} sweep timm 500 "${TIMM[@]}"
 want timm_aa && aa timm 240
 MAMBA=($PY benchmarks/workloads/mamba_ssd.py ${MAMBA_STEPS:-3} ${MAMBA_SHAPES:-2.7b})
-TV=($PY benchmarks/workloads/torchvision_compiled.py 5)
+TV=($PY benchmarks/workloads/torchvision_compiled.py ${TV_STEPS:-5} ${TV_MODELS:-swin_t,efficientnet_b0})
 want mamba && ROWS=${MAMBA_ROWS:-12} sweep mamba ${MAMBA_S:-540} "${MAMBA[@]}"
 want mamba_aa && aa mamba 300
 want mamba_fixed && ROWS=${MAMBA_ROWS:-12} fixed mamba 300
-want mamba_confirm && confirm mamba ${RUNS:-3} 420 "${MAMBA[@]}"
+want mamba_confirm && confirm mamba ${RUNS:-3} ${CONFIRM_S:-420} "${MAMBA[@]}"
 want torchao_confirm4 && confirm torchao 4 420 "${TORCHAO[@]}"
-want tv && ROWS=${TV_ROWS:-20} sweep tv 400 "${TV[@]}"
+want tv && ROWS=${TV_ROWS:-20} sweep tv ${TV_S:-400} "${TV[@]}"
 want tv_aa && ROWS=${TV_ROWS:-20} aa tv 200
+want tv_confirm && confirm tv ${RUNS:-3} ${CONFIRM_S:-420} "${TV[@]}"
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"

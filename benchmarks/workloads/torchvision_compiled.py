@@ -10,7 +10,8 @@ step (forward, cross-entropy over 1000 classes, backward; no optimizer, the grad
 
 Every Triton kernel is Inductor's; convolutions, matmuls and attention's matmuls are cuDNN / cuBLAS.
 
-    python benchmarks/workloads/torchvision_compiled.py [STEPS]   # default 10 steps, each one step of both models
+    python benchmarks/workloads/torchvision_compiled.py [STEPS [MODELS]]   # default 10 steps of both models
+                                                                          # (MODELS: comma-separated, e.g. swin_t)
 """
 
 import sys
@@ -22,12 +23,12 @@ CLASSES = 1000
 MODELS = (("swin_t", 32, torch.contiguous_format), ("efficientnet_b0", 64, torch.channels_last))
 
 
-def build(device="cuda", compile=True):
-    """[(model, its compiled, images, targets)] per model, seeded. `compile=False` and device="cpu" are for checking
-    the step without a GPU."""
+def build(device="cuda", compile=True, models=MODELS):
+    """[(model, its compiled, images, targets)] per model of `models`, seeded. `compile=False` and device="cpu" are
+    for checking the step without a GPU."""
     torch.manual_seed(0)
     built = []
-    for name, batch, layout in MODELS:
+    for name, batch, layout in models:
         model = torchvision.models.get_model(name, weights=None, num_classes=CLASSES)
         model = model.to(device).to(memory_format=layout).train()
         images = torch.randn(batch, 3, 224, 224, device=device).to(memory_format=layout)
@@ -50,12 +51,16 @@ def step(built) -> list[float]:
 
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    built = build()
+    names = sys.argv[2].split(",") if len(sys.argv) > 2 else [name for name, _, _ in MODELS]
+    models = [m for m in MODELS if m[0] in names]
+    if len(models) != len(names):
+        raise SystemExit(f"models {sys.argv[2]}: each one of {', '.join(name for name, _, _ in MODELS)}")
+    built = build(models=models)
     for _ in range(steps):
         losses = step(built)
     torch.cuda.synchronize()
     print(f"torchvision {torchvision.__version__}: {steps} steps; losses " +
-          ", ".join(f"{name} {loss.item():.4f}" for (name, _, _), loss in zip(MODELS, losses)))
+          ", ".join(f"{name} {loss.item():.4f}" for (name, _, _), loss in zip(models, losses)))
 
 
 if __name__ == "__main__":
