@@ -18,11 +18,13 @@ import pytest
 
 import tritonhook
 from tritonhook import check as gate
-from tritonhook.check import Baseline, check, load_baseline
+from tritonhook.check import Baseline, check, gate_plan, load_baseline
+from tritonhook.check.gate import within_tick_floor
 from tritonhook.cli import main
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
-from tritonhook.measure.stats import interquartile_mean, median, ratio_interval, verdict
+from tritonhook.measure.sequential import StopRule, ratio_sequence, rounds_stop
+from tritonhook.measure.stats import interquartile_mean, median, verdict
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
 from tritonhook.sweep.replay import MIN_REPS, REP_MS
@@ -35,7 +37,8 @@ from sample_recording import save_recording  # noqa: E402 - tests/sample_recordi
 
 FAKE = str(Path(__file__).with_name("sweep_fake_worker.py"))
 BY_TEXT = [FAKE, "--time-with-text"]
-ROUNDS = 5
+ROUNDS = 7  # the fewest at which the adaptive rule decides
+PLAN = gate_plan(rounds=ROUNDS)
 
 
 def _run(store_dir: Path, kernels: dict[str, object]) -> tuple[Store, object]:
@@ -81,17 +84,17 @@ def _text_size(store: Store, capture_id: int) -> int:
 def test_an_a_a_check_passes_untimed_and_timed(runs):
     _, _, store, grown, _, _ = runs
     baseline = Baseline.from_recording(grown, store)
-    result = check(baseline, grown, store, rounds=ROUNDS, worker=BY_TEXT)
+    result = check(baseline, grown, store, PLAN, worker=BY_TEXT)
     assert result.exit_code == 0 and not result.unmatched
     assert [k.verdict for k in result.kernels] == ["SASS identical"] * 3
-    timed = check(baseline, grown, store, rounds=ROUNDS, worker=BY_TEXT, time_identical=True)
+    timed = check(baseline, grown, store, PLAN, worker=BY_TEXT, time_identical=True)
     assert timed.exit_code == 0 and {k.status for k in timed.kernels} == {"passed"}
     assert all(k.ratio == pytest.approx(1.0) for k in timed.kernels)
 
 
 def test_a_kernel_whose_code_grew_is_caught_and_named_in_the_junit_xml(runs, tmp_path):
     base_store, base, store, grown, _, baseline_file = runs
-    result = check(Baseline.load(baseline_file), grown, store, rounds=ROUNDS, worker=BY_TEXT)
+    result = check(Baseline.load(baseline_file), grown, store, PLAN, worker=BY_TEXT)
     by_kernel = {k.kernel: k for k in result.kernels}
     assert set(by_kernel) == {"add_kernel", "scale_kernel"}
     scale = by_kernel["scale_kernel"]
@@ -117,7 +120,7 @@ def test_a_kernel_whose_code_grew_is_caught_and_named_in_the_junit_xml(runs, tmp
 
 def test_a_change_of_outputs_fails_the_gate_though_the_time_did_not_move(runs):
     _, _, store, _, changed, baseline_file = runs
-    result = check(Baseline.load(baseline_file), changed, store, rounds=ROUNDS,
+    result = check(Baseline.load(baseline_file), changed, store, PLAN,
                    worker=[*BY_TEXT, "--differ", "scale_kernel"])
     (scale,) = result.kernels
     assert scale.ratio == pytest.approx(1.0) and scale.verdict == "no difference"  # same .text size
@@ -174,12 +177,27 @@ def _recorded_kernels() -> list[list[list[float]]]:
     return kernels[::4]
 
 
+def _gate_calls_regressed(base_round, current_round) -> bool:
+    """Does the gate's rule call the current build regressed? Rounds are drawn one at a time (`base_round()`,
+    `current_round()`: a round's figure in ms) and stop as the replay stops a row under the gate's plan (the
+    adaptive rule at the threshold, the row precision, the default cap); the verdict is on the always-valid
+    interval, then the tick floor."""
+    plan = gate_plan()
+    rule = StopRule(plan.min_effect, tritonhook.config.SWEEP_ROW_PRECISION, plan.rounds)
+    samples: dict[str, list[float]] = {"baseline": [], "current": []}
+    while rounds_stop(samples, list(samples), rule) is None:
+        samples["baseline"].append(base_round())
+        samples["current"].append(current_round())
+    found = ratio_sequence(samples["baseline"], samples["current"])
+    return verdict(found.ratio, found.low, found.high, plan.min_effect) == "slower" and \
+        not within_tick_floor(median(samples["baseline"]), median(samples["current"]))
+
+
 def _gate_runs(kernels, slowdown: float, runs: int) -> list[list[bool]]:
-    """Per resampled run, per kernel: does the gate's rule (`verdict` at the default threshold, on
-    `ratio_interval`) call the current build regressed? A resampled run replays as the gate does: the default
-    rounds, each round's figure per build the interquartile mean of as many calls as the replay's timer makes
-    (`REP_MS` worth, at least `MIN_REPS`), the calls drawn with replacement from one recorded run of the kernel
-    (one process, as the gate's single replay), the current build's multiplied by `slowdown`."""
+    """Per resampled run, per kernel: does the gate call the current build regressed? A resampled run replays as
+    the gate does: each round's figure per build the interquartile mean of as many calls as the replay's timer
+    makes (`REP_MS` worth, at least `MIN_REPS`), the calls drawn with replacement from one recorded run of the
+    kernel (one process, as the gate's single replay), the current build's multiplied by `slowdown`."""
     rng = random.Random(40)
     flagged = []
     for _ in range(runs):
@@ -187,10 +205,8 @@ def _gate_runs(kernels, slowdown: float, runs: int) -> list[list[bool]]:
         for recorded in kernels:
             calls = rng.choice(recorded)
             per_round = max(MIN_REPS, round(REP_MS / median(calls)))
-            rounds = [[interquartile_mean([rng.choice(calls) for _ in range(per_round)])
-                       for _ in range(tritonhook.config.SWEEP_DEFAULT_ROUNDS)] for _ in range(2)]
-            ratio = ratio_interval(rounds[0], [time * slowdown for time in rounds[1]])
-            row.append(verdict(*ratio, tritonhook.config.CHECK_THRESHOLD) == "slower")
+            figure = lambda: interquartile_mean([rng.choice(calls) for _ in range(per_round)])  # noqa: E731
+            row.append(_gate_calls_regressed(figure, lambda: figure() * slowdown))
         flagged.append(row)
     return flagged
 
@@ -208,6 +224,46 @@ def test_the_rule_catches_a_seeded_3_8pct_slowdown_in_95pct_of_runs_of_recorded_
     caught = _gate_runs(_recorded_kernels(), 1.038, runs=20)
     rate = sum(map(sum, caught)) / (20 * len(caught[0]))
     assert rate >= 0.95, rate
+
+
+TICK = tritonhook.config.EVENT_TICK_MS
+
+
+def _short_kernel_runs(ticks: float, offset_ticks: list[int], runs: int) -> list[bool]:
+    """Per simulated gate run of a kernel of `ticks` event ticks: each run's current build lands `offset` ticks
+    from the baseline's in every round (drawn per run from `offset_ticks`: two loads of one build differ steadily
+    by a tick, docs/check.md#the-tick-floor), each round's figure within a tenth of a tick of it."""
+    rng = random.Random(7)
+    called = []
+    for _ in range(runs):
+        offset = rng.choice(offset_ticks)
+        base = lambda: (ticks + rng.gauss(0, 0.1)) * TICK  # noqa: E731
+        called.append(_gate_calls_regressed(base, lambda: (ticks + offset + rng.gauss(0, 0.1)) * TICK))
+    return called
+
+
+def test_a_short_kernel_a_tick_apart_is_no_regression_and_one_three_ticks_slower_is():
+    """A 0.9 µs kernel (28 ticks) whose identical builds land a tick apart reads 3.6% slower, decided by the
+    interval in every such run: the floor passes it. Three ticks (96 ns, 11%) is beyond the floor: caught."""
+    one_tick = _short_kernel_runs(28, [-1, 0, 1], runs=60)
+    assert not any(one_tick)
+    assert verdict(*_ratio_of(28, 1), tritonhook.config.CHECK_THRESHOLD) == "slower"  # the interval alone would
+    assert all(_short_kernel_runs(28, [3], runs=20))
+
+
+def _ratio_of(ticks: int, offset: int) -> tuple[float, float, float]:
+    """The always-valid ratio interval of 21 rounds of a kernel of `ticks` ticks whose current build is `offset`
+    ticks slower in every round (a tenth of a tick of noise)."""
+    rng = random.Random(ticks + offset)
+    base = [(ticks + rng.gauss(0, 0.1)) * TICK for _ in range(21)]
+    current = [(ticks + offset + rng.gauss(0, 0.1)) * TICK for _ in range(21)]
+    found = ratio_sequence(base, current)
+    return found.ratio, found.low, found.high
+
+
+def test_the_floor_is_two_ticks_of_the_median_times():
+    assert within_tick_floor(1.0e-3, 1.0e-3 + 2 * TICK) and not within_tick_floor(1.0e-3, 1.0e-3 + 2.5 * TICK)
+    assert not within_tick_floor(None, 1.0) and within_tick_floor(2.0, 1.0)
 
 
 # ----- the pytest plugin ------------------------------------------------------------------------------------------

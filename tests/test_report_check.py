@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_check import BY_TEXT, ROUNDS, runs  # noqa: F401 - `runs`: test_check's module fixture, built for this one
+from test_check import BY_TEXT, PLAN, runs  # noqa: F401 - `runs`: test_check's module fixture, built for this one
 from test_report_page import section
 
 from tritonhook.check import Baseline, CheckResult, check
@@ -43,14 +43,15 @@ def table_rows(shown: str, table: str) -> list[tuple[str, list[str]]]:
 def expected_row(kernel) -> list[str]:
     share = "" if kernel.share is None else f"{kernel.share:.1%}"
     ratio = "-" if kernel.ratio is None else f"{kernel.ratio:.3f} [{kernel.low:.3f}, {kernel.high:.3f}]"
-    return [kernel.kernel, kernel.label, share, ratio, kernel.verdict, kernel.outputs,
+    rounds = f"{kernel.rounds} {kernel.stopped}" if kernel.rounds else "-"
+    return [kernel.kernel, kernel.label, share, ratio, kernel.verdict, rounds, kernel.outputs,
             kernel.status.upper() if kernel.failed else kernel.status]
 
 
 def test_a_check_shows_its_verdict_the_regressed_kernel_first_and_marked_and_what_it_left_unmatched(runs, tmp_path):
     _, _, store, grown, _, baseline_file = runs
-    result = check(Baseline.load(baseline_file), grown, store, rounds=ROUNDS, worker=BY_TEXT)
-    passed = check(Baseline.from_recording(grown, store), grown, store, rounds=ROUNDS, worker=BY_TEXT)
+    result = check(Baseline.load(baseline_file), grown, store, PLAN, worker=BY_TEXT)
+    passed = check(Baseline.from_recording(grown, store), grown, store, PLAN, worker=BY_TEXT)
     assert result.failures and result.unmatched and not passed.failures  # what the page must mark and list
     text, problems = check_section(store, tmp_path / "r.html")
     assert not problems
@@ -58,7 +59,7 @@ def test_a_check_shows_its_verdict_the_regressed_kernel_first_and_marked_and_wha
     shown = block(text, result.id)
     assert rel(result.title()) in shown and "FAILED" in result.title()
     assert (f"Baseline: {rel(result.baseline)}; current run: recording {result.recording_id}; threshold "
-            f"{result.threshold:.1%}; {result.rounds} rounds, L2 {result.l2}; the replay is sweep {result.sweep_id}.")\
+            f"{result.threshold:.1%}; at most {result.rounds} rounds, adaptive, L2 {result.l2}; the replay is sweep {result.sweep_id}.")\
         in shown
     rows = table_rows(shown, "check")
     ordered = result.failures + [k for k in result.kernels if not k.failed]
@@ -82,7 +83,7 @@ def test_a_damaged_check_result_is_one_line_and_the_rest_of_the_page_stands(runs
     """Damaged as saved (no kernels), or loadable but not whole (a ratio that is not a number): each is one problem
     line naming it, and the good check beside them is shown, its failure first though saved last."""
     _, _, store, grown, _, baseline_file = runs
-    result = check(Baseline.load(baseline_file), grown, store, rounds=ROUNDS, worker=BY_TEXT)
+    result = check(Baseline.load(baseline_file), grown, store, PLAN, worker=BY_TEXT)
     fresh = Store(tmp_path / "store")
     saved = result.to_json()
     saved["kernels"].sort(key=lambda k: k["status"] == "regressed")  # the regressed kernel last

@@ -278,6 +278,16 @@ CHECK_THRESHOLD = 0.03
 slower than the baseline's build and the interval excludes no change (`check.gate`, docs/check.md#the-rule): 3% is
 six times the A/A noise floor (`DEFAULT_MIN_EFFECT`)."""
 
+EVENT_TICK_MS = 32e-6
+"""The CUDA event timer's quantum: event times come in 32 ns steps on Hopper (docs/timing.md#events-time-the-stream;
+the gate's GPU run measures it on its own GPU: docs/check.md#the-tick-floor)."""
+
+CHECK_TICK_FLOOR = 2
+"""`tritonhook check` calls no kernel regressed whose median time grew by this many event ticks or fewer
+(`EVENT_TICK_MS`): two identical builds of a kernel of a few µs can land a tick apart run after run, which reads
+3.5% slower with an interval above 1 (docs/check.md#the-tick-floor). Below ~2 µs (two ticks over the threshold)
+the floor, not the threshold, sets the smallest regression the gate reports."""
+
 BISECT_MOVED_BY = ("either", "time", "outputs")
 """`bisect --time --moved-by`: what moves a kernel (the first is the default). Either answers "what changed first"; a
 float-rounding change ("close" outputs) at one release can hide a slowdown at a later one, which `time` finds (and

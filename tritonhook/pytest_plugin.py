@@ -41,7 +41,10 @@ def pytest_addoption(parser) -> None:
                     help=f"a kernel regressed when at least this much slower and its interval excludes 1 (default "
                          f"{settings.CHECK_THRESHOLD})")
     group.addoption("--tritonhook-rounds", type=int, default=settings.SWEEP_DEFAULT_ROUNDS, metavar="N",
-                    help=f"interleaved rounds per signature (default {settings.SWEEP_DEFAULT_ROUNDS})")
+                    help=f"the most interleaved rounds per signature; each stops once its always-valid interval "
+                         f"has decided (default {settings.SWEEP_DEFAULT_ROUNDS})")
+    group.addoption("--tritonhook-fixed-rounds", action="store_true",
+                    help="time every signature --tritonhook-rounds rounds (as tritonhook check --fixed-rounds)")
     group.addoption("--tritonhook-junit", default=None, metavar="FILE",
                     help="also write the gate's per-kernel JUnit XML (as tritonhook check --junit)")
 
@@ -65,17 +68,15 @@ class Gate:
 
     def __init__(self, config):
         from .check import JUNIT_WHAT, load_baseline
-        from .check.gate import checked_threshold
+        from .check.gate import gate_plan
         from .files import check_writable
         from .store import Store
 
         self.config = config
-        self.threshold = config.getoption("tritonhook_threshold")
-        self.rounds = config.getoption("tritonhook_rounds")
-        if self.rounds < settings.MIN_ROUNDS:
-            raise pytest.UsageError(f"--tritonhook-rounds {self.rounds}: at least {settings.MIN_ROUNDS}")
         try:
-            checked_threshold(self.threshold)
+            self.plan = gate_plan(threshold=config.getoption("tritonhook_threshold"),
+                                  rounds=config.getoption("tritonhook_rounds"),
+                                  fixed_rounds=config.getoption("tritonhook_fixed_rounds"))
             check_writable(config.getoption("tritonhook_junit"), JUNIT_WHAT)
             self.store = Store.of(config.getoption("tritonhook_store"), create=True)
             self.baseline = load_baseline(config.getoption("tritonhook_baseline"), self.store)
@@ -136,8 +137,7 @@ class Gate:
             return {}
         merged = Recording.merged(recordings)
         merged.id = self.store.add_result(RESULT_KIND, {**merged.to_json(), "label": f"{self.label}-merged"})
-        self.result = check(self.baseline, merged, self.store, threshold=self.threshold, rounds=self.rounds,
-                            worker=self.worker or WORKER)
+        self.result = check(self.baseline, merged, self.store, self.plan, worker=self.worker or WORKER)
         failures: dict[str, list] = {}
         for kernel in self.result.failures:
             failures.setdefault(owners[kernel.signature], []).append(kernel)
@@ -149,7 +149,7 @@ class Gate:
             item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
             for report in reports:
                 if report.when == "call" and item.nodeid in failures:
-                    text = "\n".join(f"tritonhook check: {kernel.why(self.threshold)}"
+                    text = "\n".join(f"tritonhook check: {kernel.why(self.plan.min_effect)}"
                                      for kernel in failures[item.nodeid])
                     if report.failed:
                         report.sections.append(("tritonhook check", text))

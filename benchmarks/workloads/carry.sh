@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/workloads/carry.sh DIR [NAME ...]
 #
-# NAME: a folder of .wheels/ (timm, flag-gems, torchao, mamba); none = all of them. Installs with
+# NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger); none = all of them. Installs with
 # `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
 # carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
 # root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
@@ -12,6 +12,8 @@
 # What each folder holds (downloaded with `pip download --no-deps`; the GPU machine has Python 3.12, torch 2.11.0
 # +cu130, triton 3.6.0, numpy, einops, transformers 5.17 and so huggingface-hub, safetensors, pyyaml, packaging,
 # and pillow through matplotlib):
+#   base       pyelftools 0.32 (py3-none-any; tritonhook's one dependency the GPU machine lacks)
+#   liger      liger-kernel 0.8.5 (py3-none-any; needs only torch and triton)
 #   timm       timm 1.0.31 (py3-none-any, 2.7 MB) and torchvision 0.26.0 (cp312 manylinux_2_28, 0.26.0+cu130,
 #              requires torch==2.11.0, 7.5 MB): timm imports torchvision at import time
 #   flag-gems  flag-gems 5.0.2 (py3-none-any, 2.2 MB) and SQLAlchemy 2.0.48 (py3-none-any, 1.9 MB, its tuning cache)
@@ -30,14 +32,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 DIR [timm|flag-gems|torchao|mamba ...]" >&2
+    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger ...]" >&2
     exit 2
 fi
 dir=$1
 shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    names=(timm flag-gems torchao mamba)
+    names=(base timm flag-gems torchao mamba liger)
 fi
 python=${PYTHON:-python3}
 

@@ -3,7 +3,7 @@ replayed side by side with the baseline run's build of the same kernel and speci
 replay; the gate fails on a regression beyond the threshold or on changed outputs.
 
 * `baseline`: `Baseline` (from a recording in a store, or a portable baseline file) and `match_key`.
-* `gate`:     `check`, the replay and the rule.
+* `gate`:     `check`, the replay (`gate_plan`) and the rule.
 * `result`:   `CheckResult` (rich, JSON, JUnit XML), saved in the store as result kind `check`.
 
 The pytest plugin (`tritonhook.pytest_plugin`) runs the same gate over the kernels each test launched.
@@ -12,8 +12,8 @@ The pytest plugin (`tritonhook.pytest_plugin`) runs the same gate over the kerne
 from __future__ import annotations
 
 from .baseline import BASELINE_WHAT, Baseline, BaselineBuild, load_baseline, match_key
-from .gate import check
+from .gate import check, gate_plan
 from .result import JUNIT_WHAT, RESULT_KIND, CheckResult, KernelCheck, Unmatched
 
 __all__ = ["BASELINE_WHAT", "JUNIT_WHAT", "RESULT_KIND", "Baseline", "BaselineBuild", "CheckResult", "KernelCheck",
-           "Unmatched", "check", "load_baseline", "match_key"]
+           "Unmatched", "check", "gate_plan", "load_baseline", "match_key"]

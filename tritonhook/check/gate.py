@@ -3,13 +3,16 @@ the same kernel and specialization and the current one, by the sweep's replay en
 interleaved rounds, the current run's own inputs), and a verdict per signature.
 
 The rule (docs/check.md#the-rule). A signature *regressed* when the current build's time over the baseline
-build's (the ratio of the medians of the per-round times) is at least 1 + threshold (default 3%,
-`config.CHECK_THRESHOLD`) AND the 95% interval of that ratio lies wholly above 1: `measure.stats.verdict`'s
-"slower" with `min_effect` set to the threshold, the very rule the sweep uses, at the gate's threshold. Why both
-conditions: the interval alone calls real but harmless shifts of a fraction of a percent a regression (and, at
-a few µs, the 32 ns event quantum is 1%); the threshold alone calls the noise of a short or jittery kernel one.
-The interval is `ratio_interval`'s (the wider of a paired bootstrap and a Student-t interval on the per-round
-log ratios), so few or noisy rounds widen it and the gate errs towards passing. Its *outputs changed* when the
+build's (the median of the rounds' paired ratios) is at least 1 + threshold (default 3%, `config.CHECK_THRESHOLD`)
+AND its 95% interval lies wholly above 1 (`measure.stats.verdict`'s "slower" with `min_effect` set to the
+threshold, the very rule the sweep uses, at the gate's threshold) AND the two medians differ by more than
+`config.CHECK_TICK_FLOOR` ticks of the event timer. Why each: the interval alone calls real but harmless shifts
+of a fraction of a percent a regression; the threshold alone calls the noise of a short or jittery kernel one; and
+a kernel of a few µs whose two identical builds land one 32 ns tick apart, run after run, reads 3.5% slower with
+an interval that can exclude 1 (the gate's H200 A/A: docs/check.md#the-tick-floor). The replay's rounds are
+adaptive (`measure.sequential`: each signature stops once its always-valid interval has decided against the
+threshold or is precise enough; `rounds` is the cap), so the interval is valid however early it stopped; a
+fixed-rounds plan times every signature `rounds` rounds with `ratio_interval`. Its *outputs changed* when the
 replay's output check calls the current build's outputs "differ" from the baseline build's: beyond the
 tolerance, or NaN/Inf where the baseline has none (`measure.outputs`); "close" (another rounding order, within
 `config.SWEEP_RTOL`) is shown, not failed, as a code change that reorders a sum produces it by design.
@@ -44,14 +47,20 @@ UNCOMPARED_METADATA = ("hash", "name", "extern_libs", "triton_version")
 after a rename, where libdevice was installed, the release) and so do not stop the two being "SASS identical"."""
 
 
-def check(baseline: Baseline, recording: Recording, store: Store, *, threshold: float = config.CHECK_THRESHOLD,
-          rounds: int = config.SWEEP_DEFAULT_ROUNDS, l2: str = config.SWEEP_L2_MODES[0],
+def gate_plan(*, threshold: float = config.CHECK_THRESHOLD, rounds: int = config.SWEEP_DEFAULT_ROUNDS,
+              fixed_rounds: bool = False, l2: str = config.SWEEP_L2_MODES[0]) -> ReplayPlan:
+    """The replay the gate runs: every signature, `rounds` the cap of its adaptive rounds (or, `fixed_rounds`, the
+    count of every signature's), the threshold as the verdicts' min-effect. Checked when made: the CLI and the
+    pytest plugin make it before the workload runs, so bad input is one line and no lost run."""
+    return ReplayPlan(rounds=rounds, fixed_rounds=fixed_rounds, min_effect=checked_threshold(threshold), l2=l2)
+
+
+def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPlan | None = None, *,
           time_identical: bool = False, progress: bool = False, worker: Sequence[str] = WORKER) -> CheckResult:
-    """Replay `recording` (the current run, in `store`) with each signature's baseline build and current build,
-    judge every signature (see the module docstring), save and return the result. `worker`: as `replay`'s. The
-    replay times `rounds` rounds, fixed: the gate's false-positive rate and power are known for fixed rounds
-    (docs/check.md), not under the adaptive rule."""
-    checked_threshold(threshold)
+    """Replay `recording` (the current run, in `store`) with each signature's baseline build and current build
+    under `plan` (`gate_plan`; its default without one), judge every signature (see the module docstring), save
+    and return the result. `worker`: as `replay`'s."""
+    plan = plan or gate_plan()
     if baseline.arch and recording.arch and capability_of(baseline.arch) != capability_of(recording.arch):
         raise TritonhookError(f"{baseline.source}: built for {baseline.arch}, the current run is {recording.arch}; "
                               f"check against a baseline recorded on the same GPU architecture")
@@ -76,10 +85,10 @@ def check(baseline: Baseline, recording: Recording, store: Store, *, threshold: 
     unmatched += [Unmatched(build.label, "in the baseline, not launched by the current run")
                   for build in baseline.builds if key_text(build.key) not in launched]
     unmatched += [Unmatched(label, "in the baseline recording with no build in its store") for label in baseline.unbuilt]
-    result = CheckResult(baseline.source, recording.id, threshold, [], unmatched, rounds, l2)
+    result = CheckResult(baseline.source, recording.id, plan.min_effect, [], unmatched, plan.rounds, plan.l2,
+                         fixed_rounds=plan.fixed_rounds)
     if prebuilt:
-        swept = replay(recording, store, [], ReplayPlan(rounds=rounds, fixed_rounds=True, min_effect=threshold, l2=l2),
-                       workers=Workers.at(worker=worker, progress=progress),
+        swept = replay(recording, store, [], plan, workers=Workers.at(worker=worker, progress=progress),
                        prebuilt=lambda s: prebuilt.get(s.id, "unmatched"))
         result.sweep_id = swept.id
         result.warnings += [w for w in swept.warnings if not w.endswith(": unmatched")]
@@ -115,13 +124,28 @@ def _launch(built: BuiltVariant) -> dict:
     return {k: v for k, v in json.loads(built.metadata_json).items() if k not in UNCOMPARED_METADATA}
 
 
+def within_tick_floor(baseline_ms: float | None, current_ms: float | None) -> bool:
+    """Whether the current build's median time exceeds the baseline build's by no more than
+    `config.CHECK_TICK_FLOOR` ticks of the event timer (`config.EVENT_TICK_MS`): a difference the timer cannot
+    tell from its own quantization, however the ratio and its interval read."""
+    if baseline_ms is None or current_ms is None:
+        return False
+    return (current_ms - baseline_ms) / config.EVENT_TICK_MS <= config.CHECK_TICK_FLOOR + 1e-6  # ms round off
+
+
 def _judged(row, key: str) -> KernelCheck:
     """A replayed row as the gate's verdict (see the module docstring)."""
+    base = row.variants[0] if row.variants else None
     current = next((v for v in row.variants if v.label == CURRENT_LABEL), None)
     if row.status != "ok" or current is None:
         status = f"not checked: {row.status}" if row.status != "ok" else "not checked: not timed"
         return KernelCheck(row.signature, row.kernel, row.label, key, row.share, None, None, None, "-", row.outputs,
-                           status)
-    status = OUTPUTS_CHANGED if row.outputs == DIFFER else REGRESSED if current.verdict == "slower" else PASSED
+                           status, rounds=row.rounds, stopped=row.stopped)
+    verdict = current.verdict
+    if verdict == "slower" and within_tick_floor(base.median_ms, current.median_ms):
+        verdict = (f"slower by {(current.median_ms - base.median_ms) * 1e6:.0f} ns: within "
+                   f"{config.CHECK_TICK_FLOOR} timer ticks")
+    status = OUTPUTS_CHANGED if row.outputs == DIFFER else REGRESSED if verdict == "slower" else PASSED
     return KernelCheck(row.signature, row.kernel, row.label, key, row.share, current.ratio, current.low,
-                       current.high, current.verdict, row.outputs, status)
+                       current.high, verdict, row.outputs, status, base.median_ms, current.median_ms, row.rounds,
+                       row.stopped)

@@ -37,6 +37,10 @@ class KernelCheck:
     verdict: str
     outputs: str
     status: str
+    baseline_ms: float | None = None    # the two builds' median times (the tick floor compares them)
+    current_ms: float | None = None
+    rounds: int | None = None           # rounds timed, and why they stopped (measure.sequential)
+    stopped: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -59,6 +63,10 @@ class KernelCheck:
             return f"{self.ratio:.3f}"
         return f"{self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
+    def rounds_text(self) -> str:
+        """"7 decided", "21 cap": the rounds timed and why they stopped; "-" when not timed."""
+        return f"{self.rounds} {self.stopped}" if self.rounds else "-"
+
 
 @dataclasses.dataclass
 class Unmatched:
@@ -79,6 +87,7 @@ class CheckResult:
     unmatched: list[Unmatched] = dataclasses.field(default_factory=list)
     rounds: int | None = None
     l2: str | None = None
+    fixed_rounds: bool = False          # every signature timed `rounds` rounds, else `rounds` is the adaptive cap
     sweep_id: int | None = None         # the replay behind it, saved as a sweep result
     warnings: list[str] = dataclasses.field(default_factory=list)
     id: int | None = None
@@ -108,8 +117,15 @@ class CheckResult:
 
     def title(self) -> str:
         verdict = f"{len(self.failures)} FAILED" if self.failures else "passed"
+        rounds = f", {self.rounds_text()}" if self.rounds else ""
         return (f"tritonhook check against {self.baseline}: {verdict} ({len(self.kernels)} signature(s) checked, "
-                f"threshold {self.threshold:.1%})")
+                f"threshold {self.threshold:.1%}{rounds})")
+
+    def rounds_text(self) -> str:
+        """"at most 21 rounds, adaptive" or "21 rounds" (fixed); "- rounds" when not known."""
+        if not self.rounds:
+            return "- rounds"
+        return f"{self.rounds} rounds" if self.fixed_rounds else f"at most {self.rounds} rounds, adaptive"
 
     def junit_xml(self) -> str:
         """JUnit XML: one testcase per checked signature (classname the kernel), a `failure` element for a
@@ -137,10 +153,10 @@ class CheckResult:
     def __rich_console__(self, console, options):
         from rich.markup import escape  # labels hold brackets rich would read as markup
 
-        rows = [[escape(k.label), format.share(k.share), k.interval(), escape(k.verdict), escape(k.outputs),
-                 k.status.upper() if k.failed else k.status] for k in self.kernels]
-        yield format.table(("signature", "share", "current / baseline [95%]", "time", "outputs", "gate"), rows,
-                           title=self.title())
+        rows = [[escape(k.label), format.share(k.share), k.interval(), escape(k.verdict), k.rounds_text(),
+                 escape(k.outputs), k.status.upper() if k.failed else k.status] for k in self.kernels]
+        yield format.table(("signature", "share", "current / baseline [95%]", "time", "rounds", "outputs", "gate"),
+                           rows, title=self.title())
         if self.unmatched:
             yield format.table(("unmatched", "why"), [[escape(u.label), escape(u.why)] for u in self.unmatched],
                                title="not compared (listed, not failed)")

@@ -29,7 +29,10 @@ def add_check(sub) -> None:
                         help=f"a kernel regressed when at least this much slower and its interval excludes 1 "
                              f"(default {config.CHECK_THRESHOLD}; docs/check.md#the-rule)")
     parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
-                        help=f"interleaved rounds per signature (default {config.SWEEP_DEFAULT_ROUNDS})")
+                        help=f"the most interleaved rounds per signature; each stops once its always-valid "
+                             f"interval has decided (default {config.SWEEP_DEFAULT_ROUNDS})")
+    parser.add_argument("--fixed-rounds", action="store_true",
+                        help="time every signature --rounds rounds (no early stop; for comparisons)")
     parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
                         help="the replay's L2 rule, as for replay (default measured)")
     parser.add_argument("--time-identical", action="store_true",
@@ -44,14 +47,12 @@ def add_check(sub) -> None:
 def _check(args) -> int:
     from .. import sweep
     from ..check import BASELINE_WHAT, JUNIT_WHAT, Baseline, check, load_baseline
-    from ..check.gate import checked_threshold
+    from ..check.gate import gate_plan
 
     if (args.current is None) == (not args.command):
         raise TritonhookError("tritonhook check: give the current run as --current RECORDING or as a command "
                               "after '--', one of the two")
-    if args.rounds < config.MIN_ROUNDS:
-        raise TritonhookError(f"--rounds {args.rounds}: at least {config.MIN_ROUNDS}")
-    checked_threshold(args.threshold)
+    plan = gate_plan(threshold=args.threshold, rounds=args.rounds, fixed_rounds=args.fixed_rounds, l2=args.l2)
     check_writable(args.save_baseline, BASELINE_WHAT)  # before the run: an output path it cannot write is one
     check_writable(args.junit, JUNIT_WHAT)  # line, not a lost run
     command = command_after_dashes(args.command, "check") if args.command else None
@@ -76,8 +77,7 @@ def _check(args) -> int:
         console(stderr=True).print(line(f"tritonhook check: baseline {path}: {len(saved.builds)} build(s) of "
                                         f"recording {current.id}"))
         return 1 if workload_failed else 0
-    result = check(baseline, current, store, threshold=args.threshold, rounds=args.rounds, l2=args.l2,
-                   time_identical=args.time_identical, progress=not args.json)
+    result = check(baseline, current, store, plan, time_identical=args.time_identical, progress=not args.json)
     if args.junit:
         result.write_junit(args.junit)
     show(result, as_json=args.json)

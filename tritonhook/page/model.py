@@ -230,6 +230,7 @@ class CheckRow:
     share: str
     ratio: str
     verdict: str
+    rounds: str
     outputs: str
     status: str
     failed: bool
@@ -246,7 +247,7 @@ class CheckView:
     baseline: str
     recording_id: int | None
     threshold: str
-    rounds: int | None
+    rounds_text: str
     l2: str | None
     sweep_id: int | None
     kernels: list[CheckRow]
@@ -464,15 +465,16 @@ def _viewed(store: Store, problems: list[Problem], kind: str, what: str, section
 def check_view(result: CheckResult, store: Path) -> CheckView:
     """`result`, saved in `store`. Every figure is formatted here, so that a result whose figures are not numbers
     is a problem, not a page that fails to render."""
-    rows = [CheckRow(k.kernel, k.label, share_text(k.share), k.interval(), k.verdict, k.outputs,
+    rows = [CheckRow(k.kernel, k.label, share_text(k.share), k.interval(), k.verdict, k.rounds_text(), k.outputs,
                      k.status.upper() if k.failed else k.status, k.failed)
             for k in sorted(result.kernels, key=lambda k: not k.failed)]
     baseline = _baseline_arg(result.baseline, store)
     args = None if baseline is None else \
         f"--baseline {baseline} --current {result.recording_id} --threshold {result.threshold:g}" + \
-        (f" --rounds {result.rounds}" if result.rounds else "") + (f" --l2 {result.l2}" if result.l2 else "")
+        (f" --rounds {result.rounds}" if result.rounds else "") + (" --fixed-rounds" if result.fixed_rounds else "") \
+        + (f" --l2 {result.l2}" if result.l2 else "")
     return CheckView(result.id, result.title(), result.baseline, result.recording_id, f"{result.threshold:.1%}",
-                     result.rounds, result.l2, result.sweep_id, rows,
+                     result.rounds_text(), result.l2, result.sweep_id, rows,
                      [k.why(result.threshold) for k in result.failures],
                      [(u.label, u.why) for u in result.unmatched], list(result.warnings), args)
 

@@ -1,0 +1,46 @@
+"""The CUDA event timer's quantum on this GPU, measured: the gate's tick floor (`config.EVENT_TICK_MS`,
+docs/check.md#the-tick-floor) assumes 32 ns steps.
+
+Times a short kernel (a 4096-element add, torch's) between two CUDA events `--calls` times, each call queued behind
+a short spin so the events bracket the kernel alone, and prints JSON: the distinct elapsed times, the smallest gap
+between two of them (the quantum, where the times take several values) and the share of all times lying on whole
+multiples of it.
+
+    python benchmarks/event_tick.py [--calls 2000]
+"""
+
+import argparse
+import json
+
+import torch
+
+
+def elapsed_ms(calls: int) -> list[float]:
+    a, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
+    for _ in range(20):
+        a.add(b)
+    for start, end in events:
+        torch.cuda._sleep(2000)
+        start.record()
+        a.add(b)
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) for start, end in events]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    times = elapsed_ms(parser.parse_args().calls)
+    distinct = sorted(set(round(t * 1e6, 1) for t in times))  # ns, to a tenth
+    gaps = [b - a for a, b in zip(distinct, distinct[1:]) if b - a > 0.5]
+    quantum = min(gaps) if gaps else None
+    on_grid = sum(abs(t * 1e6 / quantum - round(t * 1e6 / quantum)) < 0.01 for t in times) / len(times) \
+        if quantum else None
+    print(json.dumps({"device": torch.cuda.get_device_name(), "calls": len(times), "distinct_ns": distinct[:40],
+                      "quantum_ns": quantum, "share_on_quantum_grid": on_grid}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

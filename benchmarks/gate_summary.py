@@ -1,0 +1,84 @@
+"""The gate's A/A false positives and power from `tritonhook check --time-identical --json` results (one per run,
+benchmarks/gate_h200.sh): per run the A/A verdicts (every identical build), the false regressions, the seeded
+kernel's ratio and status, the rounds spent, and what the rule would have said without the tick floor (from the
+two median times each result holds). Prints a table; writes every figure to --out.
+
+    python benchmarks/gate_summary.py DIR [--out gate_summary.json]
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+from tritonhook import config
+from tritonhook.check import CheckResult
+from tritonhook.check.gate import within_tick_floor
+
+def is_seeded(kernel) -> bool:
+    """The seeded kernel (benchmarks/gate_seed.py): the fp32 FFMA build of own_kernels.py's matmul."""
+    return kernel.kernel == "matmul_kernel" and "ieee" in kernel.key
+
+
+def run_summary(result: CheckResult) -> dict:
+    timed = [k for k in result.kernels if k.ratio is not None]
+    aa = [k for k in timed if not is_seeded(k)]
+    seeded = [k for k in timed if is_seeded(k)]
+    floored = [k for k in aa if k.status == "passed" and k.verdict.startswith("slower by")]
+    return {
+        "check_result": result.id,
+        "aa_timed": len(aa),
+        "false_regressions": [_kernel(k) for k in aa if k.status == "regressed"],
+        "passed_by_the_floor": [_kernel(k) for k in floored],
+        "seeded": [_kernel(k) for k in seeded],
+        "rounds": sorted(k.rounds or 0 for k in timed),
+        "stopped": {why: sum(k.stopped == why for k in timed) for why in sorted({k.stopped for k in timed if k.stopped})},
+        "not_checked": [k.label for k in result.kernels if k.ratio is None and k.verdict != "SASS identical"],
+    }
+
+
+def _kernel(k) -> dict:
+    return {"label": k.label, "ratio": k.ratio, "low": k.low, "high": k.high, "baseline_us": _us(k.baseline_ms),
+            "current_us": _us(k.current_ms), "rounds": k.rounds, "stopped": k.stopped, "status": k.status,
+            "verdict": k.verdict, "within_floor": within_tick_floor(k.baseline_ms, k.current_ms)}
+
+
+def _us(ms):
+    return None if ms is None else ms * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder")
+    parser.add_argument("--out", default="gate_summary.json")
+    args = parser.parse_args()
+    runs = []
+    for path in sorted(Path(args.folder).glob("check_*.json"), key=lambda p: int(p.stem.split("_")[1])):
+        try:
+            runs.append(run_summary(CheckResult.from_json(json.loads(path.read_text()), source=str(path))))
+        except (ValueError, KeyError) as exc:
+            print(f"{path}: not read ({exc})")
+    verdicts = sum(r["aa_timed"] for r in runs)
+    false = sum(len(r["false_regressions"]) for r in runs)
+    floored = sum(len(r["passed_by_the_floor"]) for r in runs)
+    caught = sum(any(s["status"] == "regressed" for s in r["seeded"]) for r in runs)
+    summary = {"runs": len(runs), "aa_verdicts": verdicts, "false_regressions": false,
+               "false_positive_rate": false / verdicts if verdicts else None,
+               "false_regressions_without_the_floor": false + floored, "seeded_caught": caught,
+               "tick_floor_ns": config.CHECK_TICK_FLOOR * config.EVENT_TICK_MS * 1e6, "per_run": runs}
+    Path(args.out).write_text(json.dumps(summary, indent=1))
+    print(f"{'run':>3} {'A/A':>4} {'false':>5} {'floor':>5} {'seeded ratio [95%]':>26} {'status':>9} "
+          f"{'rounds (median, max)':>20}")
+    for n, r in enumerate(runs, 1):
+        seeded = r["seeded"][0] if r["seeded"] else None
+        ratio = f"{seeded['ratio']:.4f} [{seeded['low']:.4f}, {seeded['high']:.4f}]" if seeded else "-"
+        rounds = r["rounds"]
+        print(f"{n:>3} {r['aa_timed']:>4} {len(r['false_regressions']):>5} {len(r['passed_by_the_floor']):>5} "
+              f"{ratio:>26} {seeded['status'] if seeded else '-':>9} "
+              f"{f'{rounds[len(rounds) // 2]}, {rounds[-1]}' if rounds else '-':>20}")
+    print(f"A/A: {false} false regressions in {verdicts} verdicts over {len(runs)} runs "
+          f"({false + floored} without the {summary['tick_floor_ns']:.0f} ns tick floor); seeded slowdown caught in "
+          f"{caught} of {len(runs)}")
+
+
+if __name__ == "__main__":
+    main()
