@@ -113,6 +113,36 @@ def test_enable_apply_runs_the_pinned_config_without_benchmarking_for_that_tunin
     assert Autotuner.run is run
 
 
+def test_an_inductor_kernels_regret_becomes_a_decision_its_file_carries_and_the_pinner_reads(candidates, tmp_path):
+    """Inductor's decisions are keyed by the kernel's source hash (`source:` and 64 digits: 71 characters, the
+    tuning key of the real `CachingAutotuner`): made from a sweep, exported, read back and handed to the pinner
+    whole. (A file reader that refused tuning keys over 64 characters once left every Inductor pin unapplied.)"""
+    heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    from test_sweep_autotune import inductor_tuner
+
+    source_key = list(_triton.inductor_tuning_key(inductor_tuner(heuristics)))
+    assert len(source_key[0]) == 71
+    store, result = _swept_with_regret(candidates, source_key)
+    try:
+        made = decisions.from_result(store, result.id)
+        assert not made.warnings
+        (decision,) = [d for d in made.decisions if isinstance(d.key, decisions.AutotuneKey)]
+        assert decision.key.tuning_key == tuple(source_key)
+        decisions.export(store, tmp_path / "pins.json")
+        again = decisions.read_file(tmp_path / "pins.json")
+        assert not again.refused and [d.key for d, _ in again.decisions if d.choice.config] == [decision.key]
+    finally:
+        for kept in decisions.listing(store).decisions:
+            decisions.remove(store, kept.id)
+
+
+def test_a_decision_no_reader_would_take_is_a_warning_when_made_not_a_pin_that_never_applies(candidates):
+    store, result = _swept_with_regret(candidates, ["x" * 300])  # a tuning key part beyond any reader's limit
+    made = decisions.from_result(store, result.id)
+    assert not [d for d in made.decisions if isinstance(d.key, decisions.AutotuneKey)]
+    assert any("key.tuning_key[0]: 300 characters, at most 256" in w for w in made.warnings), made.warnings
+
+
 @pytest.mark.parametrize("change, message", [
     ({"choice": {"config": None}}, "goes with a choice.config, and only with one"),
     ({"choice": {"config": {"BLOCK": [1, 2]}}}, "choice.config.BLOCK: a list where a number"),

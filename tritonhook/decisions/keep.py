@@ -115,10 +115,13 @@ class _Maker:
         return Key(_sha256(ptx), capture.arch, capture.ptxas_version, self.recording.device)
 
     def offer(self, key: Key | AutotuneKey, choice: Choice, evidence: Evidence) -> None:
-        """Keep the fastest choice per key."""
+        """Keep the fastest choice per key; one no reader would take is a warning, not a decision."""
         held = self.decisions.get(key)
         if held is None or evidence.ratio < held.evidence.ratio:
-            self.decisions[key] = Decision(key, choice, evidence)
+            try:
+                self.decisions[key] = Decision(key, choice, evidence).checked(f"decision for {evidence.kernel}")
+            except TritonhookError as exc:
+                self.warnings.append(str(exc))
 
     def evidence(self, kernel: str, figures: dict, outputs: str) -> Evidence:
         return Evidence(kernel, figures["ratio"], figures.get("low"), figures.get("high"), outputs, self._date,

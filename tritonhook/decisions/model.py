@@ -138,6 +138,12 @@ class Decision:
         data = {"key": key, "choice": choice, "evidence": dataclasses.asdict(self.evidence)}
         return data if self.id is None else {**data, "id": self.id}
 
+    def checked(self, where: str) -> "Decision":
+        """This decision, once it reads back as a file's entry or the store's row is read (`parse_entry`): a writer
+        refuses, naming `where`, what every reader would refuse, rather than keep a decision never applied."""
+        parse_entry(self.to_json(), where=where, controls_inline=False)
+        return self
+
     @classmethod
     def from_store(cls, record: dict, *, source: str = "decision") -> "Decision":
         """A row of the store, validated as a file's entry is (its control file's bytes are in the store)."""
@@ -200,7 +206,8 @@ def parse_entry(data, *, where: str, controls_inline: bool) -> tuple[Decision, b
 
 
 def _parse_key(key) -> Key | AutotuneKey:
-    """A PTX key, or an autotune key (`tuning_key` present): a kernel name and its tuning key as short texts."""
+    """A PTX key, or an autotune key (`tuning_key` present): a kernel name and its tuning key as texts (the
+    autotuner's key values and dtypes, or Inductor's `source:` and the kernel source's 64-digit hash)."""
     if isinstance(key, dict) and "tuning_key" in key:
         key = _fields(key, {"kernel": (str,), "tuning_key": (list,), "gpu": (str,)}, "key")
         if len(key["tuning_key"]) > MAX_OPTIONS:
@@ -208,7 +215,7 @@ def _parse_key(key) -> Key | AutotuneKey:
         for i, part in enumerate(key["tuning_key"]):
             if not isinstance(part, str):
                 raise _Refused(f"key.tuning_key[{i}]: {_kind(part)} where a string expected")
-            _text(part, f"key.tuning_key[{i}]", limit=64)
+            _text(part, f"key.tuning_key[{i}]")
         return AutotuneKey(_text(key["kernel"], "key.kernel", pattern=_IDENTIFIER, limit=MAX_TEXT),
                            tuple(key["tuning_key"]),
                            _text(key["gpu"], "key.gpu"))
