@@ -77,4 +77,5 @@ want torchao_confirm4 && confirm torchao 4 420 "${TORCHAO[@]}"
 want tv && ROWS=${TV_ROWS:-20} sweep tv ${TV_S:-400} "${TV[@]}"
 want tv_aa && ROWS=${TV_ROWS:-20} aa tv 200
 want tv_confirm && confirm tv ${RUNS:-3} ${CONFIRM_S:-420} "${TV[@]}"
+want tv_fixed && ROWS=${TV_ROWS:-20} fixed tv 200
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"
