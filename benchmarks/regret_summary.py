@@ -15,6 +15,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from tritonhook.decisions.confirm import PinConfirmation
+
 
 def _load(path: Path) -> dict | None:
     try:
@@ -113,7 +115,7 @@ def main(out: Path) -> None:
             ratio = "-" if pin["ratio"] is None else f"{pin['ratio']:.3f} [{pin['low']:.3f}, {pin['high']:.3f}]"
             print(f"   confirm {pin['kernel']} [{', '.join(pin['tuning_key'])}]: in the workload {ratio} "
                   f"{pin['verdict']}, pinned ran: {pin['pinned_ran']}, confirmed: {pin['confirmed']}; "
-                  f"autotuner picks {len(set(pin['picks']))} config(s) in {len(pin['picks'])} cold runs")
+                  f"autotuner picks: {PinConfirmation(**{k: v for k, v in pin.items() if k != 'confirmed'}).picks_text()}")
         if fixed := s.get("fixed_rounds"):
             print(f"   --fixed-rounds replay of the same recording: same verdict for "
                   f"{fixed['rows']['same_verdict']}/{fixed['rows']['of']} rows and "

@@ -235,7 +235,11 @@ def test_confirmation_compares_the_kernel_at_its_tuning_key_between_the_arms_and
     assert found.ms["unpinned"] == pytest.approx([0.020, 0.0201, 0.0151])
     assert found.ms["pinned"] == pytest.approx([0.015, 0.0151, 0.0152])
     assert found.pinned_ran and found.picks == ["BLOCK=512, num_warps=4"] * 2 + ["BLOCK=256, num_warps=4"]
-    assert found.ratio < 1 and found.config == "BLOCK=256, num_warps=2"
+    assert found.ratio < 1 and found.config == "BLOCK=256, num_warps=2" and found.picks_text() == \
+        "2 config(s) in 3 runs"
+    cached = _measure_pin(pin, ["n"], {**runs, "unpinned": [_run_of({4096: 0.02, 8192: 0.05}, 512, picked=None)] * 2},
+                          0.01)
+    assert cached.picks_text() == "not tuned in any of the 2 unpinned runs (a cache gave its pick)"
     runs["pinned"][0].signatures[0].constexprs["BLOCK"] = 512  # a pinned run that did not launch the pin
     assert not _measure_pin(pin, ["n"], runs, 0.01).confirmed
 

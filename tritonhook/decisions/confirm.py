@@ -58,6 +58,13 @@ class PinConfirmation:
         """The replay's regret holds inside the workload: the pinned config is faster there too."""
         return self.verdict == "faster" and self.pinned_ran
 
+    def picks_text(self) -> str:
+        """How many configs the unpinned runs' autotuner picked; where it tuned in none of them, that a cache gave
+        the pick (Inductor's, or Triton's autotune cache), so its reproducibility was not seen."""
+        if not self.picks:
+            return f"not tuned in any of the {len(self.ms.get('unpinned', []))} unpinned runs (a cache gave its pick)"
+        return f"{len(set(self.picks))} config(s) in {len(self.picks)} runs"
+
 
 @dataclasses.dataclass
 class Confirmation:
@@ -96,7 +103,7 @@ class Confirmation:
                          f"{replay['ratio']:.3f} [{replay['low']:.3f}, {replay['high']:.3f}]",
                          _interval(pin.ratio, pin.low, pin.high), pin.verdict if pin.pinned_ran else "not pinned",
                          "confirmed" if pin.confirmed else "NOT confirmed: a replay bias",
-                         f"{len(set(pin.picks))} config(s) in {len(pin.picks)} runs"))
+                         pin.picks_text()))
         yield format.table(("kernel", "tuning key", "pinned config", "replay", "in the workload", "verdict",
                             "regret", "autotuner's picks"), rows,
                            title=f"tritonhook decisions confirm: sweep {self.sweep_id}, {self.runs} runs per arm")
