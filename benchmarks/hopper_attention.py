@@ -32,7 +32,8 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-tc": dict(variant="ws", tc_rowsum=True),
                   "ws-early": dict(variant="ws", early_qk=True, pingpong=False, overlap=True, block_n=128),
                   "ws-whole-diag": dict(variant="ws", diagonal_halves=False),
-                  "ws-rising": dict(variant="ws", masked_first=False)}
+                  "ws-rising": dict(variant="ws", masked_first=False),
+                  "ws-3wg": dict(variant="ws", consumers=3)}
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
 
@@ -48,8 +49,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "TMA), ws-wait (each TMA store of O waited for at once, not after the next tile's first "
                     "block), ws-tc (P's row sums on the tensor cores), ws-early (each tile's first Q K^T issued "
                     "behind the previous tile's last P V), ws-whole-diag (the causal diagonal block handled whole, "
-                    "not in halves), ws-rising (K/V blocks in rising order, the masked one last), simple (one "
-                    "program per tile, no specialization)")
+                    "not in halves), ws-rising (K/V blocks in rising order, the masked one last), ws-3wg (three "
+                    "consumer warpgroups, 192-row tiles; D=64 only), simple (one program per tile, no "
+                    "specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")
@@ -73,6 +75,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     if unknown:
         ap.error(f"unknown variant(s) {sorted(unknown)}; known: {sorted(VARIANT_KWARGS)}")
     args.head_dims = args.head_dims or (QUICK["head_dims"] if args.quick else "64,128")
+    if "ws-3wg" in args.variants.split(",") and args.head_dims != "64":
+        ap.error("ws-3wg is built for D=64 only: give --head-dims 64")
     args.seqlens = args.seqlens or (QUICK["seqlens"] if args.quick else SEQLENS)
     return args
 

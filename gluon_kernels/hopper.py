@@ -34,9 +34,20 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
     knobs = {k: v for k, v in knobs.items() if v is not None}
     fp8 = dtype == "fp8e4nv"
     if variant == "ws":
-        chosen = {**ws_defaults(head_dim, fp8), **tuned_knobs(causal, head_dim, seq_len, fp8), **knobs}
+        consumers = knobs.get("consumers", 2)
+        if consumers not in (2, 3):
+            raise ValueError(f"consumers must be 2 or 3 (consumer warpgroups a tile), not {consumers}")
+        if consumers == 3 and head_dim != 64:
+            raise ValueError("consumers=3 is built for head_dim 64: with 512 threads a consumer has 128 registers, "
+                             "and D=128's O accumulator spills")
+        # the tables were measured with two consumers: three run their own defaults until measured
+        tuned = tuned_knobs(causal, head_dim, seq_len, fp8) if consumers == 2 else {}
+        chosen = {**ws_defaults(head_dim, fp8, consumers), **tuned, **knobs}
+        if consumers == 3 and (chosen["block_n"] > 128 or chosen["overlap"]):
+            raise ValueError("consumers=3 takes block_n <= 128 and overlap=False: at 128 registers a consumer, "
+                             "256-key blocks do not compile (ptxas asks for 154) and the overlapped loop spills")
         smem = _ws_shared_bytes(head_dim, chosen["block_n"], chosen["stages"], fp8, o_buffer=fp8,
-                                ones=chosen["tc_rowsum"])
+                                ones=chosen["tc_rowsum"], consumers=consumers)
         if chosen["tma_store"] is None:  # fp8: where its O buffer fits (16-bit: on by default, O staged in Q's)
             chosen["tma_store"] = smem <= SM90_SHARED_BYTES
         elif fp8 and chosen["tma_store"] and smem > SM90_SHARED_BYTES:
@@ -50,7 +61,7 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
                  "masked_first")
         consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items()}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
-                                    O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=128)
+                                    O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=64 * consumers)
     bn = knobs.get("block_n") or (128 if head_dim == 64 or fp8 else 64)
     st = knobs.get("stages") or 2
     return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=128, BLOCK_N=bn, STAGES=st, CAUSAL=bool(causal),
@@ -61,14 +72,15 @@ SM90_SHARED_BYTES = 232448
 """Shared memory one block may opt into on sm_90 (227 KB)."""
 
 
-def _ws_shared_bytes(head_dim: int, block_n: int, stages: int, fp8: bool, o_buffer: bool, ones: bool = False) -> int:
-    """The ws kernel's shared memory: 4 Q tiles of 64 rows, `stages` K and V (V^T) tiles, 2 bf16 O tiles when fp8
-    stages O apart from Q, the [8, block_n] ones of the row-sum GEMM (`tc_rowsum`), and 1 KB for barriers and
-    alignment."""
+def _ws_shared_bytes(head_dim: int, block_n: int, stages: int, fp8: bool, o_buffer: bool, ones: bool = False,
+                     consumers: int = 2) -> int:
+    """The ws kernel's shared memory: 2 x `consumers` Q tiles of 64 rows, `stages` K and V (V^T) tiles, one bf16 O
+    tile a consumer when fp8 stages O apart from Q, the [8, block_n] ones of the row-sum GEMM (`tc_rowsum`), and
+    1 KB for barriers and alignment."""
     elem = 1 if fp8 else 2
-    o_tiles = 2 * 64 * head_dim * 2 if o_buffer else 0
+    o_tiles = consumers * 64 * head_dim * 2 if o_buffer else 0
     ones_tile = 8 * block_n * elem if ones else 0
-    return 4 * 64 * head_dim * elem + stages * 2 * block_n * head_dim * elem + o_tiles + ones_tile + 1024
+    return 2 * consumers * 64 * head_dim * elem + stages * 2 * block_n * head_dim * elem + o_tiles + ones_tile + 1024
 
 
 def _launch_constexprs(cfg: dict, write_lse: bool) -> dict:

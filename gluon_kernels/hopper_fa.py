@@ -11,9 +11,9 @@ Two kernels share the per-block math:
 * ``_attn_fwd_simple``: one program per (query tile, batch*head), all warps do everything; K/V are prefetched
   ``STAGES - 1`` blocks ahead with TMA onto per-stage mbarriers. The baseline.
 * ``_attn_fwd_ws``: persistent over (batch*head, query tile); warp-specialized into a 1-warp TMA producer and two
-  4-warp consumer warpgroups, each owning 64 rows of a 128-row query tile and sharing the K/V stages. Optional
-  ping-pong: an mbarrier token passed between the two consumers orders their GEMMs so that one warpgroup's softmax
-  runs while the other's GEMMs occupy the tensor cores (FA3 §3.1).
+  (or, D=64, three) 4-warp consumer warpgroups, each owning 64 rows of a 128-row (192-row) query tile and sharing
+  the K/V stages. Optional ping-pong: an mbarrier token passed round the consumers orders their GEMMs so that one
+  warpgroup's softmax runs while the others' GEMMs occupy the tensor cores (FA3 §3.1).
 
 Layouts: Q, K, V, O are (B, H, S, D) contiguous, viewed as 2-D (B*H*S, D) for TMA; a tile that runs past S reads
 the next head's rows (or zeros past the end), which the key mask (col < S) and the masked output store make harmless.
@@ -63,6 +63,7 @@ class HopperConfig:
     EARLY_QK: gl.constexpr
     HALVES: gl.constexpr  # DIAGONAL_HALVES where it holds: causal with K/V blocks as wide as the two-warpgroup tile
     KV_FALLING: gl.constexpr  # MASKED_FIRST where it holds (see __init__)
+    CONSUMERS: gl.constexpr  # ws: consumer warpgroups sharing a tile of CONSUMERS * BLOCK_M rows (2 or 3)
     LATE_RELEASE: gl.constexpr  # 16-bit with a deferred store wait: O sits in the tile's Q buffer into the next tile
     s_layout: gl.constexpr  # scores S (wgmma accumulator)
     o_layout: gl.constexpr  # output O
@@ -72,7 +73,7 @@ class HopperConfig:
     @gluon.constexpr_function
     def __init__(self, dtype, num_warps, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
                  PINGPONG=False, OVERLAP=False, HEAD_GROUP=1, TMA_STORE=False, O_SEPARATE=False, DEFER_WAIT=False,
-                 TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False):
+                 TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False, CONSUMERS=2):
         bits = dtype.primitive_bitwidth
         self.HEAD_DIM = gl.constexpr(HEAD_DIM)
         self.BLOCK_M = gl.constexpr(BLOCK_M)
@@ -89,10 +90,12 @@ class HopperConfig:
         self.DEFER_WAIT = gl.constexpr(DEFER_WAIT)
         self.TC_ROWSUM = gl.constexpr(TC_ROWSUM)
         self.EARLY_QK = gl.constexpr(EARLY_QK)
-        self.HALVES = gl.constexpr(DIAGONAL_HALVES and CAUSAL and BLOCK_N == 2 * BLOCK_M)
-        # Causal builds with K/V blocks narrower than the tile keep the rising order: there the diagonal's last
-        # block hides every key from warpgroup 0, and a first block with no key makes 0/0 rows.
-        self.KV_FALLING = gl.constexpr(MASKED_FIRST and (not CAUSAL or BLOCK_N >= 2 * BLOCK_M))
+        self.CONSUMERS = gl.constexpr(CONSUMERS)
+        self.HALVES = gl.constexpr(DIAGONAL_HALVES and CAUSAL and CONSUMERS == 2 and BLOCK_N == 2 * BLOCK_M)
+        # Causal builds keep the rising order unless each tile's diagonal lies in one K/V block (the block width a
+        # multiple of the tile's rows): otherwise the diagonal's last block hides every key from warpgroup 0, and
+        # a first block with no key makes 0/0 rows.
+        self.KV_FALLING = gl.constexpr(MASKED_FIRST and (not CAUSAL or BLOCK_N % (CONSUMERS * BLOCK_M) == 0))
         self.LATE_RELEASE = gl.constexpr(TMA_STORE and DEFER_WAIT and not O_SEPARATE)
         self.s_layout = gl.constexpr(_wgmma_layout(BLOCK_N, bits, num_warps))
         self.o_layout = gl.constexpr(_wgmma_layout(HEAD_DIM, bits, num_warps))
@@ -116,10 +119,10 @@ class SimpleShared:
 
 @data_aggregate
 class WsShared:
-    """The ws kernel's shared memory: the channels from the producer warp to both consumers (Q: 2 slots of
-    [2 warpgroups] tiles, slot i's tiles at 2i and 2i + 1; K and V: the STAGES stages both consumers share), the
-    two ping-pong turn barriers, the consumers' O tiles (fp8 with a TMA store; otherwise Q's buffers) and the ones
-    tile of the tensor-core row sums (TC_ROWSUM; otherwise a placeholder)."""
+    """The ws kernel's shared memory: the channels from the producer warp to the consumers (Q: 2 slots of
+    [CONSUMERS] tiles, slot i's tiles at CONSUMERS * i + warpgroup; K and V: the STAGES stages the consumers share),
+    one ping-pong turn barrier a consumer, the consumers' O tiles (fp8 with a TMA store; otherwise Q's buffers) and
+    the ones tile of the tensor-core row sums (TC_ROWSUM; otherwise a placeholder)."""
     q: SmemChannel
     k: SmemChannel
     v: SmemChannel
@@ -271,11 +274,11 @@ def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, 
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# kernel 2: persistent, warp-specialized (1 producer warp + 2 consumer warpgroups), optional ping-pong
+# kernel 2: persistent, warp-specialized (1 producer warp + 2 or 3 consumer warpgroups), optional ping-pong
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
 def _ws_producer(q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg):
-    schedule = hopper_tiles(seq_len, num_bh, 2 * cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL, cfg.HEAD_GROUP)
+    schedule = hopper_tiles(seq_len, num_bh, cfg.CONSUMERS * cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL, cfg.HEAD_GROUP)
     kv = ring_start(cfg.STAGES)
     q = ring_start(2)
     for tile in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
@@ -283,9 +286,10 @@ def _ws_producer(q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg):
         kv_row0 = bh * seq_len
         qb = mem.q.acquire_free(q)
         qbar = mem.q.ready.index(qb)
-        mbarrier_expect(qbar, 2 * q_desc.block_type.nbytes)
-        tma_load(q_desc, [kv_row0 + off_m, 0], qbar, mem.q.bufs.index(2 * qb))
-        tma_load(q_desc, [kv_row0 + off_m + cfg.BLOCK_M, 0], qbar, mem.q.bufs.index(2 * qb + 1))
+        mbarrier_expect(qbar, cfg.CONSUMERS * q_desc.block_type.nbytes)
+        for wg in gl.static_range(cfg.CONSUMERS):  # each consumer's BLOCK_M rows of the tile
+            row = kv_row0 + off_m + wg * cfg.BLOCK_M
+            tma_load(q_desc, [row, 0], qbar, mem.q.bufs.index(cfg.CONSUMERS * qb + wg))
         for j in range(0, n_blocks):
             pos = kv.advanced(j)
             st = pos.index()
@@ -507,9 +511,10 @@ def _wait_pv(acc, l_blk, num_outstanding: gl.constexpr, TC_ROWSUM: gl.constexpr)
 def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg):
     BLOCK_M: gl.constexpr = cfg.BLOCK_M
     BLOCK_N: gl.constexpr = cfg.BLOCK_N
-    BLOCK_M_CTA: gl.constexpr = 2 * BLOCK_M
+    CONSUMERS: gl.constexpr = cfg.CONSUMERS
+    BLOCK_M_CTA: gl.constexpr = CONSUMERS * BLOCK_M
     s_layout: gl.constexpr = cfg.s_layout
-    pingpong = PingPong(mem.turns.index(WG), mem.turns.index(1 - WG), cfg.PINGPONG)
+    pingpong = PingPong(mem.turns.index(WG), mem.turns.index((WG + 1) % CONSUMERS), cfg.PINGPONG)
 
     schedule = hopper_tiles(seq_len, num_bh, BLOCK_M_CTA, BLOCK_N, cfg.CAUSAL, cfg.HEAD_GROUP)
     kv = ring_start(cfg.STAGES)
@@ -532,7 +537,7 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
         qb = q.index()
         if not cfg.EARLY_QK:  # with it, waited for before this tile's S_0 was issued
             mbarrier_wait(mem.q.ready.index(qb), q.phase())
-        q_smem = mem.q.bufs.index(2 * qb + WG)
+        q_smem = mem.q.bufs.index(CONSUMERS * qb + WG)
         tile = QueryTile(bh, rows, seq_len, qk_scale, n_full, n_blocks, q_smem)
         state = OnlineSoftmax(m_i, l_i, acc)
         # One loop over all K/V blocks with a uniform run-time branch for the masked ones. (Two loops, unmasked
@@ -541,7 +546,7 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
         if cfg.OVERLAP:
             handover = TileHandover(stored, mem.q.empty.index(1 - qb), s_next,
                                     tile_id + gl.num_programs(0) < schedule.num_tiles,
-                                    mem.q.bufs.index(2 * (1 - qb) + WG), mem.q.ready.index(1 - qb),
+                                    mem.q.bufs.index(CONSUMERS * (1 - qb) + WG), mem.q.ready.index(1 - qb),
                                     q.advanced(1).phase())
             turn = RingPosition(kv.count + q.count, 1)
             state, s_next = _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG, cfg)
@@ -595,19 +600,20 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
                  TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
-                 MASKED_FIRST: gl.constexpr, num_warps: gl.constexpr):
+                 MASKED_FIRST: gl.constexpr, CONSUMERS: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
+    gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
     cfg = HopperConfig(dtype, 4, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
                        PINGPONG=PINGPONG, OVERLAP=OVERLAP, HEAD_GROUP=HEAD_GROUP, TMA_STORE=TMA_STORE,
                        O_SEPARATE=O_SEPARATE, DEFER_WAIT=DEFER_WAIT, TC_ROWSUM=TC_ROWSUM, EARLY_QK=EARLY_QK,
-                       DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST)
-    # Q: [2 buffers x 2 warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by both consumers
-    q_bufs = gl.allocate_shared_memory(dtype, [4] + q_desc.block_type.shape, q_desc.layout)
+                       DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST, CONSUMERS=CONSUMERS)
+    # Q: [2 buffers x CONSUMERS warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by the consumers
+    q_bufs = gl.allocate_shared_memory(dtype, [2 * CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
     v_bufs = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
     if TMA_STORE and O_SEPARATE:  # fp8: O (bf16) cannot be staged in Q's fp8 buffers; one O tile per consumer
-        o_bufs = gl.allocate_shared_memory(o_desc.dtype, [2] + o_desc.block_type.shape, o_desc.layout)
+        o_bufs = gl.allocate_shared_memory(o_desc.dtype, [CONSUMERS] + o_desc.block_type.shape, o_desc.layout)
     else:
         o_bufs = q_bufs
     if TC_ROWSUM:  # the B operand of the row-sum GEMM (_rowsum_mma): [8, BLOCK_N] ones, read K-major like V^T
@@ -622,24 +628,34 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], MBarrierLayout())
-    turns = gl.allocate_shared_memory(gl.int64, [2, 1], MBarrierLayout())
+    turns = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], MBarrierLayout())
     for i in gl.static_range(2):
         mbarrier_init(q_ready.index(i), count=1)
-        mbarrier_init(q_empty.index(i), count=2)
+        mbarrier_init(q_empty.index(i), count=CONSUMERS)
+        mbarrier_init(turns.index(i), count=1)
+    for i in gl.static_range(2, CONSUMERS):  # a third consumer's turn barrier
         mbarrier_init(turns.index(i), count=1)
     for i in gl.static_range(STAGES):
         mbarrier_init(k_ready.index(i), count=1)
-        mbarrier_init(k_empty.index(i), count=2)
+        mbarrier_init(k_empty.index(i), count=CONSUMERS)
         mbarrier_init(v_ready.index(i), count=1)
-        mbarrier_init(v_empty.index(i), count=2)
+        mbarrier_init(v_empty.index(i), count=CONSUMERS)
     if PINGPONG:
-        # warpgroup 0 goes first: complete phase 0 of its turn barrier up front
+        # warpgroup 0 goes first: complete phase 0 of its turn barrier up front; the token goes round in order
         mbarrier_arrive(turns.index(0))
     mem = WsShared(SmemChannel(q_bufs, q_ready, q_empty), SmemChannel(k_bufs, k_ready, k_empty),
                    SmemChannel(v_bufs, v_ready, v_empty), turns, o_bufs, ones)
 
-    gl.warp_specialize([
-        (_ws_consumer, (0, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
-        (_ws_consumer, (1, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
-        (_ws_producer, (q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg)),
-    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+    if CONSUMERS == 2:
+        gl.warp_specialize([
+            (_ws_consumer, (0, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
+            (_ws_consumer, (1, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
+            (_ws_producer, (q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg)),
+        ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+    else:  # FA3's three consumer warpgroups (§3.1): a 192-row tile, the ping-pong token passed round all three
+        gl.warp_specialize([
+            (_ws_consumer, (0, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
+            (_ws_consumer, (1, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
+            (_ws_consumer, (2, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
+            (_ws_producer, (q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg)),
+        ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

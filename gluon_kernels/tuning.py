@@ -10,7 +10,8 @@ from __future__ import annotations
 WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
             "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
             "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
-            "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST"}
+            "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST",
+            "consumers": "CONSUMERS"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
@@ -58,11 +59,17 @@ def tuned_knobs(causal: bool, head_dim: int, seq_len: int | None, fp8: bool = Fa
     return {}
 
 
-def ws_defaults(head_dim: int, fp8: bool = False) -> dict:
+def ws_defaults(head_dim: int, fp8: bool = False, consumers: int = 2) -> dict:
     """Every ``WS_KNOBS`` value of the ws kernel before any ``TUNED_WS`` entry. A caller that passes all of them
     (the tuner: ``{**ws_defaults(D), **knob_set}``) measures its knob set over these defaults, not over whatever
     the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``hopper._config``).
-    ``masked_first`` on at D=128 only: at D=64 the falling order slowed 16-bit by 0-5% (H200)."""
-    return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=True,
-                head_group=0, tma_store=None if fp8 else True, defer_wait=True, consumer_regs=240, producer_regs=24,
-                tc_rowsum=False, early_qk=False, diagonal_halves=True, masked_first=head_dim == 128)
+    ``masked_first`` on at D=128 only: at D=64 the falling order slowed 16-bit by 0-5% (H200). ``consumers``: the
+    consumer warpgroups sharing a tile (2, or 3 as FlashAttention-4 runs D=64: a 192-row tile, the ping-pong token
+    passed round all three instead of each warpgroup overlapping its own softmax with its GEMMs, which spills
+    there). ``consumer_regs`` / ``producer_regs``: what ``setmaxnreg`` raises each consumer to and lowers the
+    producer to, within the SM's 64K registers: 240 for two consumers, 160 for three (3 x 128 threads x 160 + 128 x
+    24 <= 65,536)."""
+    return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=consumers == 2,
+                head_group=0, tma_store=None if fp8 else True, defer_wait=True,
+                consumer_regs=240 if consumers == 2 else 160, producer_regs=24, tc_rowsum=False, early_qk=False,
+                diagonal_halves=True, masked_first=head_dim == 128, consumers=consumers)

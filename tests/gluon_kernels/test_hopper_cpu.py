@@ -73,6 +73,36 @@ def test_rejects_bad_configuration():
         compile_hopper_attention("bf16", 96)
 
 
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8e4nv"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_three_consumer_warpgroups_build_a_192_row_tile_without_spills(dtype, causal):
+    """`consumers=3` at D=64: 512 threads (three consumer warpgroups, the producer warp's group), half again the
+    two-consumer build's wgmmas (one QK^T and one PV GEMM per warpgroup and block), a Q slot of three tiles, and no
+    spills at the 128 registers a thread that 512 threads leave (ptxas 12.8, Triton 3.6; ptxas 13.4 of Triton 3.7+
+    spills 8 B and reloads 40 B in the causal 16-bit builds)."""
+    three = compile_hopper_attention(dtype, 64, causal, "ws", consumers=3)
+    two = compile_hopper_attention(dtype, 64, causal, "ws", overlap=False)
+    ptx3, ptx2 = three.asm["ptx"], two.asm["ptx"]
+    assert ".reqntid 512" in ptx3 and ".reqntid 384" in ptx2
+    assert ptx3.count("wgmma.mma_async") * 2 == ptx2.count("wgmma.mma_async") * 3
+    rep = ptxas_report(three)
+    stores, loads = (8, 40) if TRITON_VERSION >= (3, 7) and causal and dtype != "fp8e4nv" else (0, 0)
+    assert rep["registers"] <= 128 and rep["spill_stores"] <= stores and rep["spill_loads"] <= loads, rep["log"]
+    assert three.metadata.shared <= SM90_SHARED_BYTES
+
+
+@pytest.mark.parametrize("knobs, message", [
+    (dict(head_dim=128), "built for head_dim 64"),
+    (dict(block_n=256, stages=2), "block_n <= 128 and overlap=False"),
+    (dict(overlap=True), "block_n <= 128 and overlap=False"),
+    (dict(consumers=4), "consumers must be 2 or 3"),
+])
+def test_three_consumers_refuse_what_does_not_fit_their_registers(knobs, message):
+    knobs = {"consumers": 3, "head_dim": 64, **knobs}
+    with pytest.raises(ValueError, match=message):
+        compile_hopper_attention("bf16", knobs.pop("head_dim"), False, "ws", **knobs)
+
+
 @pytest.mark.parametrize("dtype,bound", [("bf16", 0), pytest.param("fp8e4nv", 4, marks=SPILLS_ON_39)])
 def test_causal_d128_ws_spills_at_most_its_bound(dtype, bound):
     """bf16 none; fp8's 128-key build 4 B each way with its TMA-store epilogue (0 without it; the epilogue took the

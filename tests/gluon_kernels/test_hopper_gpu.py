@@ -183,6 +183,20 @@ def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
     assert_ws_matches_reference(4, 16, 1024, 128, causal, dtype, knobs, lse="tc_rowsum" not in knobs)
 
 
+@pytest.mark.parametrize("knobs", [dict(consumers=3), dict(consumers=3, pingpong=False),
+                                   dict(consumers=3, block_n=64, stages=4), dict(consumers=3, head_group=4),
+                                   dict(consumers=3, tc_rowsum=True)],
+                         ids=["pingpong", "no-pingpong", "bn64", "head-group", "tc-rowsum"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("B,H,S,D", [(1, 4, 2049, 64), (2, 3, 191, 64), (2, 3, 193, 64), (4, 16, 1024, 64)])
+def test_three_consumer_warpgroups_match_fp32_reference(B, H, S, D, causal, dtype, knobs):
+    """`consumers=3` (D=64): 192-row tiles, three consumer warpgroups and the ping-pong token passed round all
+    three. S = 191 and 193 end a tile one row short of and past 192 (a last tile with 1 row, masked stores), 2049
+    an S tail in every warpgroup's rows; 4 x 16 x 1024 gives each program several tiles in a row."""
+    assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse="tc_rowsum" not in knobs)
+
+
 def test_default_scale_and_no_lse():
     q, k, v = make_inputs(1, 2, 300, 128, torch.bfloat16, 7)
     out = hopper_attention(q, k, v)
