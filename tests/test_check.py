@@ -116,6 +116,9 @@ def test_a_kernel_whose_code_grew_is_caught_and_named_in_the_junit_xml(runs, tmp
     assert suite.get("failures") == "1" and suite.get("tests") == str(len(result.kernels) + len(result.unmatched))
     # saved in the store as its own kind, and read back typed
     assert store.result(result.id).to_json() == {**result.to_json(), "id": result.id}
+    assert not result.fixed_rounds and "at most 7 rounds, adaptive" in result.title()
+    saved_before = {k: v for k, v in result.to_json().items() if k != "fixed_rounds"}  # a result saved before it
+    assert gate.CheckResult.from_json(saved_before).title().endswith(", 7 rounds)")
 
 
 def test_a_change_of_outputs_fails_the_gate_though_the_time_did_not_move(runs):

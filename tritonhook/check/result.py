@@ -111,7 +111,8 @@ class CheckResult:
         try:
             return cls(kernels=[KernelCheck(**k) for k in data["kernels"]],
                        unmatched=[Unmatched(**u) for u in data.get("unmatched", [])],
-                       **{k: v for k, v in data.items() if k in fields})
+                       # a result saved without the field was timed in fixed rounds
+                       **{"fixed_rounds": "rounds" in data, **{k: v for k, v in data.items() if k in fields}})
         except (KeyError, TypeError) as exc:
             raise TritonhookError(f"{source}: malformed check result ({exc})") from None
 
