@@ -8,6 +8,8 @@
 # seeded 3.8% slowdown, benchmarks/gate_seed.py), every other build identical; then `check --time-identical` of the
 # second against the first, RUNS times or until BUDGET_S seconds have passed since the start (each an A/A of the gate
 # over the identical builds, and a test of its power on the seeded one). benchmarks/gate_summary.py prints the table.
+# A second call on the same (warm) machine finds the recordings and earlier checks in SCRATCH and goes on from there,
+# so ten runs can span two device calls.
 set -u
 OUT=${OUT:-$PWD/gate-out}
 SCRATCH=${SCRATCH:-/tmp/gate-work}
@@ -25,17 +27,24 @@ log() { echo "$(( $(date +%s) - began )) s: $*" | tee -a "$OUT/steps.log"; }
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"
 $PY benchmarks/event_tick.py > "$OUT/event_tick.json" 2>> "$OUT/steps.log"
 log "event quantum: $($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['quantum_ns'])" "$OUT/event_tick.json") ns"
-$PY -m tritonhook record --store "$STORE" --json -- bash -c "$WORKLOAD" > "$SCRATCH/baseline.json" 2> "$SCRATCH/record.log" || { tail "$SCRATCH/record.log"; exit 1; }
-BASE=$(id_of "$SCRATCH/baseline.json")
-log "baseline recorded: $BASE"
-$PY benchmarks/gate_seed.py --store "$STORE" --recording "$BASE" --kernel matmul_kernel --constexpr PRECISION=ieee \
-    -o "$SCRATCH/seed.json" | tee -a "$OUT/steps.log"
-$PY -m tritonhook record --store "$STORE" --apply "$SCRATCH/seed.json" --json -- bash -c "$WORKLOAD" \
-    > "$SCRATCH/current.json" 2>> "$SCRATCH/record.log" || { tail "$SCRATCH/record.log"; exit 1; }
-CURRENT=$(id_of "$SCRATCH/current.json")
-log "current recorded: $CURRENT"
+if [ -s "$SCRATCH/current.json" ]; then  # an earlier call on this machine recorded both
+  BASE=$(id_of "$SCRATCH/baseline.json"); CURRENT=$(id_of "$SCRATCH/current.json")
+  log "recordings of an earlier call: baseline $BASE, current $CURRENT"
+else
+  $PY -m tritonhook record --store "$STORE" --json -- bash -c "$WORKLOAD" > "$SCRATCH/baseline.json" \
+      2> "$SCRATCH/record.log" || { tail "$SCRATCH/record.log"; exit 1; }
+  BASE=$(id_of "$SCRATCH/baseline.json")
+  log "baseline recorded: $BASE"
+  $PY benchmarks/gate_seed.py --store "$STORE" --recording "$BASE" --kernel matmul_kernel \
+      --constexpr PRECISION=ieee -o "$SCRATCH/seed.json" | tee -a "$OUT/steps.log"
+  $PY -m tritonhook record --store "$STORE" --apply "$SCRATCH/seed.json" --json -- bash -c "$WORKLOAD" \
+      > "$SCRATCH/current.json" 2>> "$SCRATCH/record.log" || { tail "$SCRATCH/record.log"; exit 1; }
+  CURRENT=$(id_of "$SCRATCH/current.json")
+  log "current recorded: $CURRENT"
+fi
+done_before=$(ls "$SCRATCH"/checks/check_*.json 2>/dev/null | wc -l)
 last=0
-for run in $(seq 1 "${RUNS:-10}"); do
+for run in $(seq $(( done_before + 1 )) "${RUNS:-10}"); do
   now=$(( $(date +%s) - began ))
   if [ $(( now + last )) -gt "${BUDGET_S:-420}" ]; then log "stopped before run $run: budget"; break; fi
   start=$(date +%s)
