@@ -8,7 +8,6 @@ docs/timing.md#adaptive-rounds."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest

@@ -30,7 +30,7 @@ from ._version import __version__
 from .errors import TritonhookError
 from .files import file_name, write_file
 from .store import Capture, Store
-from .sweep.recording import Recording, Signature, tensors_of
+from .sweep.recording import Recording, Signature
 from .sweep.result import SweepResult
 
 WORKLOAD_PID, REPLAY_PID = 1, 2

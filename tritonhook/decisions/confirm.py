@@ -20,7 +20,7 @@ from typing import Callable
 from .. import format
 from ..errors import TritonhookError
 from ..files import write_file
-from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from ..measure.stats import DEFAULT_MIN_EFFECT, ratio_interval, verdict
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.autotune import config_text
 from ..sweep.recorder import record_command
