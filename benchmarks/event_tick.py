@@ -1,32 +1,28 @@
 """The CUDA event timer's quantum on this GPU, measured: the gate's tick floor (`config.EVENT_TICK_MS`,
 docs/check.md#the-tick-floor) assumes 32 ns steps.
 
-Times a short kernel (a 4096-element add, torch's) between two CUDA events `--calls` times, each call queued behind
-a short spin so the events bracket the kernel alone, and prints JSON: the distinct elapsed times, the smallest gap
-between two of them (the quantum, where the times take several values) and the share of all times lying on whole
-multiples of it.
+Times a short kernel (a 4096-element add, torch's) with the project's timer (`measure.timing.bench_interleaved`,
+the one the replay and the gate time with: CUDA events around each call, the stream held) and prints JSON: the
+distinct per-call times, the smallest gap between two of them (the quantum, where the times take several values)
+and the share of all times lying on whole multiples of it.
 
     python benchmarks/event_tick.py [--calls 2000]
 """
 
 import argparse
+import contextlib
 import json
 
 import torch
 
+from tritonhook.measure.timing import bench_interleaved
+
 
 def elapsed_ms(calls: int) -> list[float]:
+    """`calls` per-call event times of the add, ms (after the timer's warm-up)."""
     a, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
-    for _ in range(20):
-        a.add(b)
-    for start, end in events:
-        torch.cuda._sleep(2000)
-        start.record()
-        a.add(b)
-        end.record()
-    torch.cuda.synchronize()
-    return [start.elapsed_time(end) for start, end in events]
+    (result,) = bench_interleaved([(contextlib.nullcontext, torch.add)], inputs=(a, b), rep_ms=0.0, min_reps=calls)
+    return result.samples_ms
 
 
 def main() -> None:
