@@ -367,3 +367,16 @@ def test_the_pytest_plugin_refuses_a_junit_path_it_cannot_write_before_any_test_
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: tritonhook: /proc/tritonhook/gate.xml: cannot write the JUnit XML (No such "
                                  "file or directory)"])
+
+
+@pytest.mark.parametrize("option, why", [
+    ("--tritonhook-rounds=5", "--tritonhook-rounds 5: adaptive rounds decide nothing before 7 (the always-valid "
+                              "interval); give at least 7, or --tritonhook-fixed-rounds"),
+    ("--tritonhook-threshold=2", "--tritonhook-threshold 2.0: a fraction in (0, 1), e.g. 0.03")])
+def test_the_pytest_plugin_names_its_own_option_when_it_refuses_one(pytester, tmp_path, option, why):
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess(*PLUGIN_ARGS, f"--tritonhook-baseline={tmp_path / 'any.json'}",
+                                           f"--tritonhook-store={tmp_path / 'store'}", "-p", "no:cacheprovider",
+                                           option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == f"ERROR: tritonhook: {why}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import secrets
 
 import pytest
@@ -47,6 +48,16 @@ def pytest_addoption(parser) -> None:
                     help="time every signature --tritonhook-rounds rounds (as tritonhook check --fixed-rounds)")
     group.addoption("--tritonhook-junit", default=None, metavar="FILE",
                     help="also write the gate's per-kernel JUnit XML (as tritonhook check --junit)")
+
+
+MIRRORED_FLAG = re.compile(r"(?<![\w-])--(threshold|rounds|fixed-rounds|junit)\b(?!-)")
+"""The `tritonhook check` flags the plugin takes as `--tritonhook-NAME`: the library's errors name the CLI's."""
+
+
+def in_plugin_terms(message: str) -> str:
+    """`message` with each mirrored `tritonhook check` flag named as the plugin's option, so that a refusal names
+    the option the user gave."""
+    return MIRRORED_FLAG.sub(r"--tritonhook-\1", message)
 
 
 def pytest_configure(config) -> None:
@@ -81,7 +92,7 @@ class Gate:
             self.store = Store.of(config.getoption("tritonhook_store"), create=True)
             self.baseline = load_baseline(config.getoption("tritonhook_baseline"), self.store)
         except TritonhookError as exc:
-            raise pytest.UsageError(f"tritonhook: {exc}") from None
+            raise pytest.UsageError(f"tritonhook: {in_plugin_terms(str(exc))}") from None
         self.label = f"pytest-{os.getpid()}-{secrets.token_hex(4)}"
         self.tests: list[tuple] = []     # (item, held reports, its recording or None), in run order
         self.result = None
