@@ -6,12 +6,17 @@ step (forward, cross-entropy over 1000 classes, backward; no optimizer, the grad
 - Swin-T (28.3 M parameters), batch 32 x 3 x 224 x 224: shifted-window attention, so Inductor writes the window
   partition / roll / mask and relative-position-bias kernels, LayerNorms, GELU and their backward reductions;
 - EfficientNet-B0 (5.3 M parameters), batch 64 x 3 x 224 x 224, channels_last: BatchNorm in training mode, SiLU,
-  squeeze-and-excitation (global pools and sigmoid gates) and their backward reductions.
+  squeeze-and-excitation (global pools and sigmoid gates) and their backward reductions;
+- MobileNetV3-Large (5.5 M parameters), batch 128 x 3 x 224 x 224, channels_last: BatchNorm in training mode,
+  hardswish / hardsigmoid, squeeze-and-excitation, depthwise convolutions' neighbours;
+- MaxViT-T (30.9 M parameters), batch 32 x 3 x 224 x 224: MBConv blocks, block and grid attention (window
+  partitions and their inverses), relative-position bias, LayerNorm and BatchNorm, GELU, stochastic depth.
 
 Every Triton kernel is Inductor's; convolutions, matmuls and attention's matmuls are cuDNN / cuBLAS.
 
-    python benchmarks/workloads/torchvision_compiled.py [STEPS [MODELS]]   # default 10 steps of both models
-                                                                          # (MODELS: comma-separated, e.g. swin_t)
+    python benchmarks/workloads/torchvision_compiled.py [STEPS [MODELS]]   # default 10 steps of Swin-T and
+                                                                          # EfficientNet-B0 (MODELS: comma-
+                                                                          # separated, e.g. maxvit_t)
 """
 
 import sys
@@ -20,7 +25,9 @@ import torch
 import torchvision
 
 CLASSES = 1000
-MODELS = (("swin_t", 32, torch.contiguous_format), ("efficientnet_b0", 64, torch.channels_last))
+MODELS = (("swin_t", 32, torch.contiguous_format), ("efficientnet_b0", 64, torch.channels_last),
+          ("mobilenet_v3_large", 128, torch.channels_last), ("maxvit_t", 32, torch.contiguous_format))
+DEFAULT_MODELS = ("swin_t", "efficientnet_b0")
 
 
 def build(device="cuda", compile=True, models=MODELS):
@@ -51,7 +58,7 @@ def step(built) -> list[float]:
 
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    names = sys.argv[2].split(",") if len(sys.argv) > 2 else [name for name, _, _ in MODELS]
+    names = sys.argv[2].split(",") if len(sys.argv) > 2 else DEFAULT_MODELS
     models = [m for m in MODELS if m[0] in names]
     if len(models) != len(names):
         raise SystemExit(f"models {sys.argv[2]}: each one of {', '.join(name for name, _, _ in MODELS)}")
