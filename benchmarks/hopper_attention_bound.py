@@ -9,8 +9,9 @@ for ours, FA4 and cuDNN on the same inputs, one launch each per shape.
     python benchmarks/hopper_attention_bound.py table ncu.csv --out bound.json
 
 `run` launches, per shape (`--shapes D:causal:S,...`, B·S = 16k tokens and H·D = 2048 as in
-benchmarks/hopper_attention.py), our bf16 kernel, FA4's Hopper forward and cuDNN's, each warmed up first, then
-once more inside `cudaProfilerStart/Stop`, in that order. `table` reads ncu's raw CSV back: per kernel its duration
+benchmarks/hopper_attention.py), our bf16 kernel (each of `--ours`' variants of benchmarks/hopper_attention.py that
+builds at the shape's D: arm `ours` for `ws`, `ours:VARIANT` for the others), FA4's Hopper forward and cuDNN's, each
+warmed up first, then once more inside `cudaProfilerStart/Stop`, in that order (give `table` the same `--ours`). `table` reads ncu's raw CSV back: per kernel its duration
 and TFLOPS under the profiler, the issue-slot use (`smsp__issue_active`: the share of active cycles in which a
 scheduler issued), instructions issued per SM cycle (at most 4), the MUFU (XU), FMA and ALU pipes' share of their
 peak, registers per thread, warps per scheduler, and the three stall reasons with the most warps stalled per issue
@@ -28,10 +29,12 @@ import re
 import sys
 
 SHAPES = "64:0:16384,64:1:16384,128:0:16384,128:1:16384"
-ARMS = ("ours", "fa4", "cudnn")
-ARM_OF_KERNEL = (("ours", re.compile(r"^_attn_fwd_ws")), ("fa4", re.compile(r"flash_attn|FlashAttention", re.I)),
-                 ("cudnn", re.compile(r"cudnn|sm90_xmma|fmha", re.I)))
-"""A profiled kernel's arm, by its name (the first pattern that matches); kernels matching none are left out."""
+FAMILY_OF_KERNEL = (("ours", re.compile(r"^_attn_fwd_ws")), ("fa4", re.compile(r"flash_attn|FlashAttention", re.I)),
+                    ("cudnn", re.compile(r"cudnn|sm90_xmma|fmha", re.I)))
+"""A profiled kernel's family (an arm, or all of our variants), by its name (the first pattern that matches);
+kernels matching none are left out. Our variants share the kernel's name: launch order tells them apart."""
+ONLY_AT_D = {"ws-3wg": 64}
+"""Our variants built for one head dimension alone (`run` skips them at the others)."""
 COLUMNS = {
     "duration_us": ("gpu__time_duration.sum", 1e-3),
     "issue_active_pct": ("smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
@@ -55,6 +58,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     shape_args.add_argument("--shapes", default=SHAPES, help=f"D:causal:S, comma-separated (default {SHAPES})")
     shape_args.add_argument("--tokens", type=int, default=16384, help="B*S")
     shape_args.add_argument("--hidden", type=int, default=2048, help="H*D")
+    shape_args.add_argument("--ours", default="ws",
+                            help="our variants, comma-separated (benchmarks/hopper_attention.py's --variants; "
+                                 "default ws)")
     run = sub.add_parser("run", parents=[shape_args], help="launch every arm once per shape inside the profiled region")
     run.add_argument("--warmup", type=int, default=3)
     table = sub.add_parser("table", parents=[shape_args],
@@ -83,6 +89,16 @@ class Shape:
         return 4 * self.B * self.H * self.S ** 2 * self.D * (0.5 if self.causal else 1.0)
 
 
+def arms_of(shape: Shape, ours: list[str]) -> list[str]:
+    """The arms `run` launches at `shape`, in launch order."""
+    built = [v for v in ours if ONLY_AT_D.get(v, shape.D) == shape.D]
+    return [("ours" if v == "ws" else f"ours:{v}") for v in built] + ["fa4", "cudnn"]
+
+
+def family(arm: str) -> str:
+    return arm.split(":")[0]
+
+
 def shapes(args) -> list[Shape]:
     out = []
     for item in args.shapes.split(","):
@@ -97,7 +113,12 @@ def run(args) -> None:
 
     from fa4_arms import bshd, fa4_calls
     from gluon_kernels import hopper_attention
+    from hopper_attention import VARIANT_KWARGS
 
+    ours = args.ours.split(",")
+    unknown = sorted(set(ours) - set(VARIANT_KWARGS))
+    if unknown:
+        raise SystemExit(f"--ours: unknown variant(s) {unknown}; known: {sorted(VARIANT_KWARGS)}")
     for shape in shapes(args):
         D, causal, S, B, H = shape.D, shape.causal, shape.S, shape.B, shape.H
         g = torch.Generator(device="cuda").manual_seed(S + D)
@@ -113,7 +134,11 @@ def run(args) -> None:
             with fa4_context():
                 return fa4_call(*fa4_inputs)
 
-        arms = {"ours": lambda: hopper_attention(q, k, v, causal=causal, variant="ws"), "fa4": fa4, "cudnn": cudnn}
+        ours_calls = {f"ours:{variant}": lambda kw=VARIANT_KWARGS[variant]: hopper_attention(q, k, v, causal=causal,
+                                                                                            **kw)
+                      for variant in ours}
+        ours_calls["ours"] = ours_calls.pop("ours:ws", None)
+        arms = {arm: {"fa4": fa4, "cudnn": cudnn}.get(arm) or ours_calls[arm] for arm in arms_of(shape, ours)}
         for call in arms.values():
             for _ in range(args.warmup):
                 call()
@@ -143,20 +168,24 @@ def _number(text: str | None) -> float | None:
         return None
 
 
-def kernel_rows(raw: list[dict], profiled: list[Shape]) -> list[dict]:
-    """One row per profiled kernel of a known arm, in launch order, labelled with its shape and its TFLOPS under
-    the profiler: the kernels of one shape's region come in `ARMS` order, so the n-th launch of an arm belongs to
-    the n-th shape."""
-    seen = {arm: 0 for arm in ARMS}
+def kernel_rows(raw: list[dict], profiled: list[Shape], ours: list[str] = ("ws",)) -> list[dict]:
+    """One row per profiled kernel of a known family, in launch order, labelled with its arm, its shape and its
+    TFLOPS under the profiler: `run` launches each shape's arms in `arms_of` order, so the n-th launch of a family
+    is the n-th (shape, arm) of that family in that order."""
+    expected = {name: [] for name, _ in FAMILY_OF_KERNEL}
+    for shape in profiled:
+        for arm in arms_of(shape, list(ours)):
+            expected[family(arm)].append((shape, arm))
+    seen = {name: 0 for name in expected}
     rows = []
     for record in raw:
         name = record.get("Kernel Name", "")
-        arm = next((a for a, pattern in ARM_OF_KERNEL if pattern.search(name)), None)
-        if arm is None:
+        kind = next((f for f, pattern in FAMILY_OF_KERNEL if pattern.search(name)), None)
+        if kind is None:
             continue
-        index = seen[arm]
-        seen[arm] += 1
-        shape = profiled[index] if index < len(profiled) else None
+        index = seen[kind]
+        seen[kind] += 1
+        shape, arm = expected[kind][index] if index < len(expected[kind]) else (None, kind)
         row = {"shape": shape.label if shape else f"#{index}", "arm": arm, "kernel": name[:80]}
         for column, (metric, scale) in COLUMNS.items():
             value = _number(record.get(metric))
@@ -192,7 +221,7 @@ def main(argv=None) -> int:
         return 0
     with open(args.csv) as f:
         raw = read_ncu_csv(f.read().splitlines())
-    rows = kernel_rows(raw, shapes(args))
+    rows = kernel_rows(raw, shapes(args), args.ours.split(","))
     print(format_table(rows))
     if args.out:
         with open(args.out, "w") as f:

@@ -93,9 +93,11 @@ def test_the_bound_table_reads_every_arm_and_metric_from_a_real_ncu_run():
         raw = bound.read_ncu_csv(f.read().splitlines())
     profiled = bound.shapes(bound.parse_args(["table", str(NCU_H200)]))
     rows = bound.kernel_rows(raw, profiled)
-    assert [(r["shape"], r["arm"]) for r in rows] == [(s.label, arm) for s in profiled for arm in bound.ARMS]
+    assert [(r["shape"], r["arm"]) for r in rows] == [(s.label, arm) for s in profiled for arm in ("ours", "fa4", "cudnn")]
     for row in rows:
         missing = [column for column in bound.COLUMNS if row[column] is None]
         assert not missing and row["top_stalls"], (row["arm"], row["shape"], missing)
     ours_d64 = next(r for r in rows if r["arm"] == "ours" and r["shape"] == profiled[0].label)
+    assert bound.arms_of(profiled[0], ["ws", "ws-3wg"]) == ["ours", "ours:ws-3wg", "fa4", "cudnn"]
+    assert bound.arms_of(profiled[2], ["ws", "ws-3wg"]) == ["ours", "fa4", "cudnn"]  # D=128: no three consumers
     assert ours_d64["kernel"].startswith("_attn_fwd_ws") and ours_d64["warps_per_scheduler"] == 3.0
