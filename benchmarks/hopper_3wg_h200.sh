@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU proofs of the three-consumer Hopper attention (docs/hopper_attention.md#three-consumer-warpgroups-consumers3),
 # for the H200 (torch 2.11 + Triton 3.6). From the repository root, FlashAttention-4 and CuTe DSL unpacked as for
-# `hopper_attention.py --fa4` (FA4_SITE: the folder holding flash_attn/ and the CuTe DSL packages):
+# `hopper_attention.py --fa4` (FA4_SITE: the folder holding flash_attn/ and nvidia_cutlass_dsl/dsl_packages/):
 #     OUT=/some/dir FA4_SITE=/tmp/site bash benchmarks/hopper_3wg_h200.sh
 # Steps, each under `timeout`, results in $OUT: the correctness tests of `consumers=3` (NaN-poisoned outputs, odd S,
 # the LSE); bf16 D=64 timed beside FA4 and cuDNN, two consumers and three interleaved in one run; Nsight Compute's
@@ -11,7 +11,7 @@ set -u
 OUT=${OUT:-$PWD/hopper-3wg-out}
 SITE=${FA4_SITE:-/tmp/site}
 mkdir -p "$OUT"
-export PYTHONPATH=$SITE/nvidia_cutlass_dsl/python_packages:$SITE:$PWD:$PWD/benchmarks:${PYTHONPATH:-}
+export PYTHONPATH=$SITE/nvidia_cutlass_dsl/dsl_packages:$SITE:$PWD:$PWD/benchmarks:${PYTHONPATH:-}
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 SHAPES=64:0:16384,64:1:16384
