@@ -11,7 +11,8 @@
 #   flaggems   FlagGems 5.0.2's ops (autotune-heavy)
 #   timm       timm 1.0.31 models under torch.compile (Inductor)
 #   mamba      mamba-ssm's Mamba-2 SSD scan and norms (autotune-heavy: 16 autotuned kernels, 122 configs)
-#   tv         torchvision 0.26.0's Swin-T and EfficientNet-B0 training steps under torch.compile (Inductor)
+#   tv         torchvision 0.26.0's training steps under torch.compile (Inductor): Swin-T and EfficientNet-B0, or
+#              TV_MODELS (e.g. maxvit_t, mobilenet_v3_large)
 set -u
 OUT=${OUT:-$PWD/regret-out}
 SCRATCH=${SCRATCH:-/tmp/regret-work}
@@ -61,6 +62,7 @@ FLAGGEMS=($PY benchmarks/workloads/flaggems_ops.py 3)
 TIMM=($PY benchmarks/workloads/timm_compiled.py 5)
 want torchao && sweep torchao 480 "${TORCHAO[@]}"
 want torchao_aa && aa torchao 240
+want torchao_fixed && fixed torchao 240
 want torchao_confirm && confirm torchao 2 330 "${TORCHAO[@]}"
 want flaggems && sweep flaggems 400 "${FLAGGEMS[@]}"
 want flaggems_aa && aa flaggems 240
