@@ -116,6 +116,11 @@ def summarize_row(row: dict) -> dict:
         ratios["nocutlass/fa4"] = ratio_interval(pooled("fa4-nocutlass"), pooled("fa4"))
     if fp8 in runs[0]:
         ratios[f"fp8/{ours.rpartition(':')[2]}"] = ratio_interval(pooled(fp8), pooled(ours))
+    for other in [n for n in runs[0] if n != ours and n.rpartition(":")[2] in SIXTEEN_BIT]:  # later variants
+        variant = other.rpartition(":")[0]
+        ratios[f"{variant}/{ours.rpartition(':')[0]}"] = ratio_interval(pooled(other), pooled(ours))
+        if "fa4" in runs[0]:
+            ratios[f"{variant}/fa4"] = ratio_interval(pooled(other), pooled("fa4"))
     return dict(arms=arms, ratios=ratios)
 
 

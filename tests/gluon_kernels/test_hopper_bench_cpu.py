@@ -77,6 +77,16 @@ def test_fa4_arms_come_before_ours_and_the_name_ratio_says_what_cutlass_costs(mo
     assert ratios["nocutlass/fa4"] == pytest.approx((1.2, 1.2, 1.2))
 
 
+def test_a_second_variant_is_compared_with_the_first_and_with_fa4():
+    row = _row()
+    for run in row["runs"]:  # three consumers 1.6 ms beside two consumers' 2.0 ms and FA4's 2.4 ms
+        run.update({"fa4": [2.4] * 9, "ws-3wg:bf16": [1.6] * 9})
+    ratios = bench.summarize_row(row)["ratios"]
+    assert ratios["ws-3wg/ws"] == pytest.approx((1.25, 1.25, 1.25))
+    assert ratios["ws-3wg/fa4"] == pytest.approx((1.5, 1.5, 1.5))
+    assert ratios["ours/fa4"] == pytest.approx((1.2, 1.2, 1.2))
+
+
 bound = load_benchmark("hopper_attention_bound")
 NCU_H200 = Path(__file__).resolve().parents[1] / "data" / "ncu_hopper_attention_h200.csv.xz"
 """ncu's raw CSV of `hopper_attention_bound.py run` with its default shapes on the H200 (ncu 2025.3.1.0), the run
