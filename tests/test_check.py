@@ -121,6 +121,17 @@ def test_a_kernel_whose_code_grew_is_caught_and_named_in_the_junit_xml(runs, tmp
     assert gate.CheckResult.from_json(saved_before).title().endswith(", 7 rounds)")
 
 
+def test_a_baseline_config_the_current_run_did_not_launch_names_the_config_it_launched(runs):
+    """A baseline whose autotuner ran (a cold cache) launched every candidate config; a current run whose cache gave
+    the pick launched one. Here the baseline launched `add` at 4 and 8 warps and the current run at 4 alone."""
+    base_store, base, store, grown, _, _ = runs
+    result = check(Baseline.from_recording(grown, store), base, base_store, PLAN, worker=BY_TEXT)
+    (add8,) = [u for u in result.unmatched if u.signature is None]
+    assert add8.label.startswith("add_kernel [") and add8.label.endswith(" w8 s3")
+    assert add8.why == ("in the baseline, not launched by the current run, which launched "
+                        f"{add8.label.replace(' w8 ', ' w4 ')} (another config of it: an autotune candidate or pick)")
+
+
 def test_a_change_of_outputs_fails_the_gate_though_the_time_did_not_move(runs):
     _, _, store, _, changed, baseline_file = runs
     result = check(Baseline.load(baseline_file), changed, store, PLAN,

@@ -26,7 +26,7 @@ not checked and fails nothing: the gate fails on evidence, not on its absence.
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from .. import config
 from ..cubin import Cubin
@@ -81,8 +81,8 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
             unmatched.append(Unmatched(signature.label(), why, signature.id))
         else:
             prebuilt[signature.id] = _pair(found[0], store, capture, time_identical)
-    launched = {key_text(keys[s.id]) for s in recording.signatures if s.id in captures}
-    unmatched += [Unmatched(build.label, "in the baseline, not launched by the current run")
+    launched = {key_text(keys[s.id]): keys[s.id] for s in recording.signatures if s.id in captures}
+    unmatched += [Unmatched(build.label, _not_launched_why(build.key, launched.values()))
                   for build in baseline.builds if key_text(build.key) not in launched]
     unmatched += [Unmatched(label, "in the baseline recording with no build in its store") for label in baseline.unbuilt]
     result = CheckResult(baseline.source, recording.id, plan.min_effect, [], unmatched, plan.rounds, plan.l2,
@@ -96,6 +96,18 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
                           if row.signature in prebuilt]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+def _not_launched_why(key: dict, launched: Iterable[dict]) -> str:
+    """Why a baseline build is unmatched: not launched by the current run, and, where the current run launched the
+    same kernel on the same argument types under other constexprs or launch options, which: an autotuned kernel's
+    candidates are each a build, and a baseline that tuned (a cold cache) launched them all while a current run
+    whose cache gave the pick launched one (or its autotuner picked another)."""
+    others = [key_label(k) for k in launched if k["kernel"] == key["kernel"] and k["types"] == key["types"]]
+    why = "in the baseline, not launched by the current run"
+    if others:
+        why += f", which launched {', '.join(sorted(others))} (another config of it: an autotune candidate or pick)"
+    return why
 
 
 def checked_threshold(threshold: float) -> float:
