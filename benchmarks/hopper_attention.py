@@ -33,7 +33,7 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-early": dict(variant="ws", early_qk=True, pingpong=False, overlap=True, block_n=128),
                   "ws-whole-diag": dict(variant="ws", diagonal_halves=False),
                   "ws-rising": dict(variant="ws", masked_first=False),
-                  "ws-3wg": dict(variant="ws", consumers=3)}
+                  "ws-3wg": dict(variant="ws", consumers=3), "ws-tree": dict(variant="ws", tree_reduce=True)}
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
 
@@ -50,7 +50,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "block), ws-tc (P's row sums on the tensor cores), ws-early (each tile's first Q K^T issued "
                     "behind the previous tile's last P V), ws-whole-diag (the causal diagonal block handled whole, "
                     "not in halves), ws-rising (K/V blocks in rising order, the masked one last), ws-3wg (three "
-                    "consumer warpgroups, 192-row tiles; D=64 only), simple (one program per tile, no "
+                    "consumer warpgroups, 192-row tiles; D=64 only), ws-tree (the softmax's row maxima and sums "
+                    "reduced as a tree), simple (one program per tile, no "
                     "specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")

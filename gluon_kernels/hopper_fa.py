@@ -35,7 +35,7 @@ from ._compat import (
 from .epilogue import _epilogue, _epilogue_tma, _release_stored, _store_lse
 from .pipeline import RingPosition, SmemChannel, ring_start
 from .schedule import _kv_block, _kv_bounds, hopper_tiles
-from .softmax import _block_probs, _ones, _rescale, _row_sums, _rowsum_mma, _softmax
+from .softmax import _block_probs, _ones, _rescale, _row_reduce, _row_sums, _rowsum_mma, _softmax
 from .wgmma import _p_operand, _p_operand_layout, _pv, _qk, _qk_async, _wgmma_layout
 
 
@@ -64,6 +64,7 @@ class HopperConfig:
     HALVES: gl.constexpr  # DIAGONAL_HALVES where it holds: causal with K/V blocks as wide as the two-warpgroup tile
     KV_FALLING: gl.constexpr  # MASKED_FIRST where it holds (see __init__)
     CONSUMERS: gl.constexpr  # ws: consumer warpgroups sharing a tile of CONSUMERS * BLOCK_M rows (2 or 3)
+    TREE_REDUCE: gl.constexpr  # the softmax's row maxima and sums reduced as a tree (softmax._row_reduce)
     LATE_RELEASE: gl.constexpr  # 16-bit with a deferred store wait: O sits in the tile's Q buffer into the next tile
     s_layout: gl.constexpr  # scores S (wgmma accumulator)
     o_layout: gl.constexpr  # output O
@@ -73,7 +74,8 @@ class HopperConfig:
     @gluon.constexpr_function
     def __init__(self, dtype, num_warps, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
                  PINGPONG=False, OVERLAP=False, HEAD_GROUP=1, TMA_STORE=False, O_SEPARATE=False, DEFER_WAIT=False,
-                 TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False, CONSUMERS=2):
+                 TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False, CONSUMERS=2,
+                 TREE_REDUCE=False):
         bits = dtype.primitive_bitwidth
         self.HEAD_DIM = gl.constexpr(HEAD_DIM)
         self.BLOCK_M = gl.constexpr(BLOCK_M)
@@ -91,6 +93,7 @@ class HopperConfig:
         self.TC_ROWSUM = gl.constexpr(TC_ROWSUM)
         self.EARLY_QK = gl.constexpr(EARLY_QK)
         self.CONSUMERS = gl.constexpr(CONSUMERS)
+        self.TREE_REDUCE = gl.constexpr(TREE_REDUCE)
         self.HALVES = gl.constexpr(DIAGONAL_HALVES and CAUSAL and CONSUMERS == 2 and BLOCK_N == 2 * BLOCK_M)
         # Causal builds keep the rising order unless each tile's diagonal lies in one K/V block (the block width a
         # multiple of the tile's rows): otherwise the diagonal's last block hides every key from warpgroup 0, and
@@ -399,7 +402,7 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
     masked0 = True if cfg.KV_FALLING else n_full == 0
     m_i, p = _block_probs(s, None, b0 * cfg.BLOCK_N, masked0, tile, cfg, WG, cfg.HALVES)
     if not cfg.TC_ROWSUM:
-        l_i = gl.sum(p, axis=1)
+        l_i = _row_reduce(p, False, cfg.TREE_REDUCE)
     if cfg.LATE_RELEASE:
         _release_stored(handover.stored, handover.q_empty_prev)
     # P crosses the loop back edge. 16-bit: as the A operand. fp8: as fp32, packed at the top of the next step; an
@@ -435,7 +438,7 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
                                 cfg.HALVES)
         alpha = gl.exp2(m_i - m_new)
         if not cfg.TC_ROWSUM:
-            l_i = l_i * alpha + gl.sum(p, axis=1)
+            l_i = l_i * alpha + _row_reduce(p, False, cfg.TREE_REDUCE)
         m_i = m_new
         if cfg.V_TRANSPOSED:
             p_next = p
@@ -600,14 +603,16 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
                  TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
-                 MASKED_FIRST: gl.constexpr, CONSUMERS: gl.constexpr, num_warps: gl.constexpr):
+                 MASKED_FIRST: gl.constexpr, CONSUMERS: gl.constexpr, TREE_REDUCE: gl.constexpr,
+                 num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
     cfg = HopperConfig(dtype, 4, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
                        PINGPONG=PINGPONG, OVERLAP=OVERLAP, HEAD_GROUP=HEAD_GROUP, TMA_STORE=TMA_STORE,
                        O_SEPARATE=O_SEPARATE, DEFER_WAIT=DEFER_WAIT, TC_ROWSUM=TC_ROWSUM, EARLY_QK=EARLY_QK,
-                       DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST, CONSUMERS=CONSUMERS)
+                       DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST, CONSUMERS=CONSUMERS,
+                       TREE_REDUCE=TREE_REDUCE)
     # Q: [2 buffers x CONSUMERS warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by the consumers
     q_bufs = gl.allocate_shared_memory(dtype, [2 * CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)

@@ -12,11 +12,53 @@ from .masking import _diagonal_mask, _mask
 from .wgmma import _p_operand_layout
 
 
+TREE_WIDTH = 8
+"""Columns a row keeps when halved as a tree (``_row_max`` / ``_row_sum``): a wgmma accumulator holds each row's
+columns 8k + 2t and 8k + 2t + 1 in thread t of a quad, so halves at least 16 wide lie in the same thread."""
+
+
+@gluon.constexpr_function
+def _tree_levels(columns):
+    """How many halvings take `columns` down to ``TREE_WIDTH``."""
+    columns, levels = getattr(columns, "value", columns), 0
+    while columns > TREE_WIDTH:
+        columns, levels = columns // 2, levels + 1
+    return levels
+
+
 @gluon.jit
-def _probs(s, m_prev, qk_scale):
+def _fold_halves(x, MAX: gl.constexpr):
+    """x [M, N] -> [M, N / 2]: each column's max (MAX) or sum with the column N / 2 further on, in registers."""
+    M: gl.constexpr = x.shape[0]
+    N: gl.constexpr = x.shape[1]
+    a, b = x.reshape([M, 2, N // 2]).permute(0, 2, 1).split()
+    if MAX:
+        return gl.maximum(a, b)
+    else:
+        return a + b
+
+
+@gluon.jit
+def _row_reduce(x, MAX: gl.constexpr, TREE: gl.constexpr):
+    """Each row's max (MAX) or sum, in the row slice of x's layout. TREE: the row is halved in registers down to
+    ``TREE_WIDTH`` columns before the reduction, so a thread's chain of dependent FMNMX / FADD is a few deep instead
+    of one per column it holds (32 at 128 columns: a serial chain ptxas does not reassociate)."""
+    y = x
+    if TREE:
+        for _ in gl.static_range(_tree_levels(x.shape[1])):
+            y = _fold_halves(y, MAX)
+    if MAX:
+        r = gl.max(y, axis=1)
+    else:
+        r = gl.sum(y, axis=1)
+    return gl.convert_layout(r, gl.SliceLayout(1, x.type.layout), assert_trivial=True)
+
+
+@gluon.jit
+def _probs(s, m_prev, qk_scale, TREE: gl.constexpr = False):
     """(m_new, P) for one block of scores: the running row maxima and exp2(s * qk_scale - m_new). `m_prev` None:
-    a tile's first block."""
-    m_new = gl.max(s, axis=1) * qk_scale
+    a tile's first block. TREE: the row maxima reduced as a tree (``_row_reduce``)."""
+    m_new = _row_reduce(s, True, TREE) * qk_scale
     if m_prev is not None:
         m_new = gl.maximum(m_prev, m_new)
     return m_new, gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
@@ -35,7 +77,7 @@ def _block_probs(s, m_prev, n_off, masked, tile, cfg, WG: gl.constexpr, DIAGONAL
             s = _diagonal_mask(s, n_off, rows, seq_len, cfg.s_layout, WG)
         else:
             s = _mask(s, n_off, rows, seq_len, cfg.s_layout, cfg.BLOCK_N, cfg.CAUSAL)
-    return _probs(s, m_prev, tile.qk_scale)
+    return _probs(s, m_prev, tile.qk_scale, cfg.TREE_REDUCE)
 
 
 @gluon.jit
@@ -46,7 +88,7 @@ def _softmax(s, m_i, l_i, acc, n_off, masked, tile, cfg):
     CAUSAL and TC_ROWSUM are used)."""
     m_new, p = _block_probs(s, m_i, n_off, masked, tile, cfg, 0, False)
     alpha = gl.exp2(m_i - m_new)
-    l_i = _row_sums_after(l_i, p, alpha, cfg.TC_ROWSUM)
+    l_i = _row_sums_after(l_i, p, alpha, cfg.TC_ROWSUM, cfg.TREE_REDUCE)
     acc = _rescale(acc, alpha)
     return p, m_new, l_i, acc
 
@@ -58,14 +100,15 @@ def _rescale(x, alpha):
 
 
 @gluon.jit
-def _row_sums_after(l_i, p, alpha, TC_ROWSUM: gl.constexpr):
+def _row_sums_after(l_i, p, alpha, TC_ROWSUM: gl.constexpr, TREE: gl.constexpr = False):
     """The running row sums of P after one block. TC_ROWSUM: `l_i` holds them as [BLOCK_M, 8] (8 equal columns)
     and the block's sums come from ``_rowsum_mma`` beside the P V GEMM, added after its wait, so here they are only
-    rescaled, like O; otherwise the block's sums are added on the FMA pipe (one FADD a score)."""
+    rescaled, like O; otherwise the block's sums are added on the FMA pipe (one FADD a score; TREE: reduced as a
+    tree, ``_row_reduce``)."""
     if TC_ROWSUM:
         return _rescale(l_i, alpha)
     else:
-        return l_i * alpha + gl.sum(p, axis=1)
+        return l_i * alpha + _row_reduce(p, False, TREE)
 
 
 @gluon.jit

@@ -91,6 +91,30 @@ def test_three_consumer_warpgroups_build_a_192_row_tile_without_spills(dtype, ca
     assert three.metadata.shared <= SM90_SHARED_BYTES
 
 
+def _longest_chain(ptx: str, op: str) -> tuple[int, int]:
+    """(the longest chain of `op` instructions each reading the one before, how many there are) in PTX, whose
+    virtual registers are each written once."""
+    depth = {}
+    for dest, a, b in re.findall(r"^\s*" + re.escape(op) + r"\s+(%\w+),\s*(%\w+),\s*(%\w+);", ptx, re.M):
+        depth[dest] = 1 + max(depth.get(a, 0), depth.get(b, 0))
+    return max(depth.values(), default=0), len(depth)
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_tree_reduce_folds_the_row_maxima_and_sums_without_more_work(head_dim):
+    """A thread holds 32 of a row's 128 scores; reduced in order they make a chain of 32 dependent max (and add)
+    instructions that ptxas does not reassociate. `tree_reduce` halves the row in registers first: the same
+    number of instructions, chains a few deep, no shuffles through shared memory, no spills."""
+    plain = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384)
+    tree = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384, tree_reduce=True)
+    for op in ("max.f32", "add.f32"):
+        (plain_depth, plain_count), (tree_depth, tree_count) = (_longest_chain(k.asm["ptx"], op) for k in (plain, tree))
+        assert plain_depth >= 32 and tree_depth <= 8 and tree_count == plain_count, (op, plain_depth, tree_depth)
+    assert tree.asm["ptx"].count("st.shared") == plain.asm["ptx"].count("st.shared")
+    rep = ptxas_report(tree)
+    assert rep["spill_stores"] == 0 and rep["spill_loads"] == 0, rep["log"]
+
+
 @pytest.mark.parametrize("knobs, message", [
     (dict(head_dim=128), "built for head_dim 64"),
     (dict(block_n=256, stages=2), "block_n <= 128 and overlap=False"),

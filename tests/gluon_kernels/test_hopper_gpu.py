@@ -171,8 +171,9 @@ def assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=True):
 
 
 @pytest.mark.parametrize("knobs", [{}, dict(defer_wait=False), dict(overlap=False), dict(head_group=0),
-                                   dict(tc_rowsum=True)],
-                         ids=["defer", "wait", "defer-no-overlap", "snake", "tc-rowsum"])
+                                   dict(tc_rowsum=True), dict(tree_reduce=True),
+                                   dict(tree_reduce=True, overlap=False, pingpong=True)],
+                         ids=["defer", "wait", "defer-no-overlap", "snake", "tc-rowsum", "tree", "tree-plain-loop"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
