@@ -108,7 +108,8 @@ def test_tree_reduce_folds_the_row_maxima_and_sums_without_more_work(head_dim):
     plain = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384)
     tree = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384, tree_reduce=True)
     for op in ("max.f32", "add.f32"):
-        (plain_depth, plain_count), (tree_depth, tree_count) = (_longest_chain(k.asm["ptx"], op) for k in (plain, tree))
+        (plain_depth, plain_count), (tree_depth, tree_count) = (_longest_chain(k.asm["ptx"], op)
+                                                                for k in (plain, tree))
         assert plain_depth >= 32 and tree_depth <= 8 and tree_count == plain_count, (op, plain_depth, tree_depth)
     assert tree.asm["ptx"].count("st.shared") == plain.asm["ptx"].count("st.shared")
     rep = ptxas_report(tree)
