@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import inspect
 import json
@@ -442,3 +443,22 @@ def test_show_of_a_cutile_capture_leaves_out_what_cutile_does_not_record(store_p
     assert fields["ptxas"] == f"{capture.ptxas_version} ({bin_dir / 'ptxas'})"
     assert not {"num_warps / num_stages", "shared memory", "TMA loads rewritten to CTA scope"} & set(fields)
     assert "None" not in shown, shown
+
+
+def _parsers(parser, name="tritonhook"):
+    """(name, parser) of `parser` and every subcommand under it, however deep."""
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                yield from _parsers(sub, f"{name} {sub_name}")
+
+
+def test_every_commands_help_renders():
+    """argparse reads each help text as a %-format: one '%' unescaped (a percentage in a figure) makes that
+    command's --help a traceback."""
+    from tritonhook.cli import build_parser
+
+    helped = {name: " ".join(parser.format_help().split()) for name, parser in _parsers(build_parser())}
+    assert len(helped) > 20 and all(text.startswith("usage: ") for text in helped.values())
+    assert "rows 2% wide" in helped["tritonhook sweep"] and "rows 2% wide" in helped["tritonhook replay"]

@@ -31,8 +31,8 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
                         help=f"the most interleaved rounds per signature (default {config.SWEEP_DEFAULT_ROUNDS}); "
                              f"a signature stops sooner once its always-valid interval has decided or is precise "
-                             f"enough (rows {config.SWEEP_ROW_PRECISION:.0%} wide, autotune candidates "
-                             f"{config.SWEEP_CANDIDATE_PRECISION:.0%} or {config.SWEEP_CANDIDATE_CAP} rounds)")
+                             f"enough (rows {config.SWEEP_ROW_PRECISION * 100:.0f}%% wide, autotune candidates "
+                             f"{config.SWEEP_CANDIDATE_PRECISION * 100:.0f}%% or {config.SWEEP_CANDIDATE_CAP} rounds)")
     parser.add_argument("--fixed-rounds", action="store_true",
                         help=f"time every signature --rounds rounds (at least {config.MIN_ROUNDS}), the fixed-n "
                              f"interval: for comparisons with the adaptive rule")
