@@ -31,7 +31,10 @@ def _verdict(row: dict) -> str:
 
 def agreement(adaptive: dict, fixed: dict) -> dict:
     """A replay of the same recording with --fixed-rounds against the adaptive one: how many rows and candidates
-    got the same verdict, and the rounds and replay seconds each spent."""
+    got the same verdict, and the rounds and replay seconds each spent. Another recording's replay matches no
+    signature by id, so it is said rather than read as agreement over nothing."""
+    if adaptive.get("recording_id") != fixed.get("recording_id"):
+        return {"other_recording": {"sweep": adaptive.get("recording_id"), "fixed": fixed.get("recording_id")}}
     found = {"replay_s": {"adaptive": adaptive["times_s"].get("replay"), "fixed": fixed["times_s"].get("replay")}}
     for key in ("rows", "candidates"):
         theirs = {r["signature"]: r for r in fixed.get(key, [])}
@@ -116,7 +119,10 @@ def main(out: Path) -> None:
             print(f"   confirm {pin['kernel']} [{', '.join(pin['tuning_key'])}]: in the workload {ratio} "
                   f"{pin['verdict']}, pinned ran: {pin['pinned_ran']}, confirmed: {pin['confirmed']}; "
                   f"autotuner picks: {PinConfirmation(**{k: v for k, v in pin.items() if k != 'confirmed'}).picks_text()}")
-        if fixed := s.get("fixed_rounds"):
+        if (fixed := s.get("fixed_rounds")) and "other_recording" in fixed:
+            print(f"   --fixed-rounds replay of recording {fixed['other_recording']['fixed']}, not the sweep's "
+                  f"{fixed['other_recording']['sweep']}: not compared")
+        elif fixed:
             print(f"   --fixed-rounds replay of the same recording: same verdict for "
                   f"{fixed['rows']['same_verdict']}/{fixed['rows']['of']} rows and "
                   f"{fixed['candidates']['same_verdict']}/{fixed['candidates']['of']} candidates; rounds "

@@ -37,18 +37,25 @@ sweep() {  # sweep NAME SECONDS WORKLOAD...: plain,cutlass_ over the kernels the
   step "${name}_sweep" "$limit" $PY -m tritonhook sweep --store "$SCRATCH/store-$name" --autotune-top "$TOP" \
       ${ROWS:+--top "$ROWS"} --json -- "$@"
 }
-aa() {  # aa NAME SECONDS: plain,plain over the sweep's recording
-  step "${1}_aa" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --autotune-top "$TOP" \
-      ${ROWS:+--top "$ROWS"} --variants plain,plain --json
+sweep_field() {  # sweep_field NAME FIELD: a field of NAME's sweep result
+  $PY -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$OUT/${1}_sweep.json" "$2" 2>/dev/null
+}
+aa() {  # aa NAME SECONDS: plain,plain over the sweep's recording (not the store's newest: confirm runs record too)
+  local recording
+  recording=$(sweep_field "$1" recording_id) || return
+  step "${1}_aa" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --recording "$recording" \
+      --autotune-top "$TOP" ${ROWS:+--top "$ROWS"} --variants plain,plain --json
 }
 fixed() {  # fixed NAME SECONDS: plain,cutlass_ over the sweep's recording with --fixed-rounds (the adaptive rule's check)
-  step "${1}_fixed" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --autotune-top "$TOP" \
-      ${ROWS:+--top "$ROWS"} --variants plain,cutlass_ --fixed-rounds --json
+  local recording
+  recording=$(sweep_field "$1" recording_id) || return
+  step "${1}_fixed" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --recording "$recording" \
+      --autotune-top "$TOP" ${ROWS:+--top "$ROWS"} --variants plain,cutlass_ --fixed-rounds --json
 }
 confirm() {  # confirm NAME RUNS SECONDS WORKLOAD...: decisions confirm of the sweep's regrets
   local name=$1 runs=$2 limit=$3; shift 3
   local id
-  id=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['id'])" "$OUT/${name}_sweep.json" 2>/dev/null) || return
+  id=$(sweep_field "$name" id) || return
   step "${name}_confirm" "$limit" $PY -m tritonhook decisions confirm --sweep "$id" --store "$SCRATCH/store-$name" \
       --runs "$runs" --json -- "$@"
 }
