@@ -200,6 +200,34 @@ def test_inductors_autotuner_keeps_the_pinned_launcher_without_benchmarking():
     assert heuristics.CachingAutotuner.__dict__["autotune_to_one_config"] is original and pinner.applied == {key: 1}
 
 
+def test_a_warm_inductor_autotune_cache_does_not_keep_a_pinned_kernel_from_its_pin(tmp_path, monkeypatch):
+    """Inductor's real autotune cache, holding a best config for the kernel (as a workload run before left it): it
+    keeps that config alone, never tunes, and the pin could not apply (the first in-workload confirmation of an
+    Inductor pin on the H200: "pinned ran: False"). With a pin naming the kernel the cache reads as a miss, so every
+    config stays for the pinner; a kernel no pin names still gets its cached config."""
+    heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    from test_sweep_autotune import CONFIGS, inductor_tuner
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    source = tmp_path / "inductor" / "ab" / "cabtriton.py"  # Inductor's kernel file: the cache key's base
+    source.parent.mkdir(parents=True)
+    source.write_text("# a kernel\n")
+    meta = {"kernel_name": "triton_poi_fused_add_0", "autotune_local_cache": True}
+    cache = heuristics.AutotuneCache.create(meta, str(source), heuristics.hash_configs(CONFIGS))
+    cache.save(CONFIGS[0], 10**6)
+    cached = lambda name: heuristics.check_autotune_cache(CONFIGS, str(source), {**meta, "kernel_name": name})[0]
+    assert cached("triton_poi_fused_add_0") == [CONFIGS[0]]  # the warm cache: one config, nothing to pin
+    key = ("triton_poi_fused_add_0", _triton.inductor_tuning_key(inductor_tuner(heuristics)))
+    pinner = _triton.AutotunePinner({key: {"BLOCK": 1024, "num_warps": 8}})
+    pinner.install()
+    try:
+        assert cached("triton_poi_fused_add_0") == CONFIGS
+        assert cached("triton_poi_fused_mul_1") == [CONFIGS[0]]
+    finally:
+        pinner.uninstall()
+    assert cached("triton_poi_fused_add_0") == [CONFIGS[0]]
+
+
 def _run_of(kernel_ms: dict[int, float], block_at_4096: int, *, picked: int | None) -> rec.Recording:
     """A recording of one workload run: the add kernel at n=4096 (config BLOCK `block_at_4096`, `kernel_ms[4096]`
     per launch) and at n=8192 (BLOCK 512), 100 launches each; `picked`: the config the run's autotuner chose at

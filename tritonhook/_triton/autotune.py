@@ -91,18 +91,19 @@ class _Wrapped:
 
 class _AutotunerWrapping:
     """What the autotune tracer and the pinner share: functions of Triton's `Autotuner` wrapped from `install()`, and
-    of Inductor's `CachingAutotuner` once torch imports it (`_imports.after_import`: neither imports torch itself);
-    `uninstall()` puts both back (`_Wrapped`). A subclass names the functions (`TRITON`, `INDUCTOR`) and builds each
-    wrapper (`_triton_wrapper`, `_inductor_wrapper`: `(name, original) -> wrapper`)."""
+    of Inductor's runtime classes once torch imports them (`_imports.after_import`: neither imports torch itself);
+    `uninstall()` puts them all back (`_Wrapped`). A subclass names the functions (`TRITON`; `INDUCTOR`: per class
+    of Inductor's autotuner module, by the name it has there) and builds each wrapper (`_triton_wrapper`,
+    `_inductor_wrapper`: `(name, original) -> wrapper`)."""
 
     TRITON: tuple[str, ...] = ()
-    INDUCTOR: tuple[str, ...] = ()
+    INDUCTOR: dict[str, tuple[str, ...]] = {}
 
     def __init__(self):
         self.active = False
         self._warn = _WarnOnce()
         self._triton: _Wrapped | None = None
-        self._inductor: _Wrapped | None = None
+        self._inductor: list[_Wrapped] = []
         self._inductor_wait: AfterImport | None = None
 
     def install(self) -> None:
@@ -122,22 +123,24 @@ class _AutotunerWrapping:
         if self._inductor_wait is not None:
             self._inductor_wait.remove()
             self._inductor_wait = None
-        if self._inductor is not None:
-            self._inductor.restore()
-            self._inductor = None
+        for wrapped in self._inductor:
+            wrapped.restore()
+        self._inductor = []
 
     def _wrap_inductor(self, module) -> None:
-        """Wrap Inductor's `CachingAutotuner` (torch 2.11 and 2.13 alike), once its module is imported."""
+        """Wrap Inductor's classes (torch 2.11 and 2.13 alike), once its autotuner's module is imported; a class
+        without the functions named is left alone, with one warning."""
         self._inductor_wait = None
-        tuner = getattr(module, "CachingAutotuner", None)
-        if not self.active or tuner is None or self._inductor is not None:
+        if not self.active or self._inductor:
             return
-        missing = [name for name in self.INDUCTOR if name not in tuner.__dict__]
-        if missing:
-            self._warn(f"{type(self).__name__} on Inductor's autotuner",
-                       TritonhookError(f"CachingAutotuner has no {', '.join(missing)}"))
-            return
-        self._inductor = _Wrapped(tuner, self.INDUCTOR, self._inductor_wrapper)
+        for class_name, names in self.INDUCTOR.items():
+            owner = getattr(module, class_name, None)
+            missing = [name for name in names if owner is None or name not in owner.__dict__]
+            if missing:
+                self._warn(f"{type(self).__name__} on Inductor's {class_name}",
+                           TritonhookError(f"{class_name} has no {', '.join(missing)}"))
+                continue
+            self._inductor.append(_Wrapped(owner, names, self._inductor_wrapper))
 
     def _triton_wrapper(self, name: str, original: Callable) -> Callable:
         raise NotImplementedError
@@ -166,7 +169,7 @@ class AutotuneTracer(_AutotunerWrapping):
     """
 
     TRITON = ("run", "_bench")
-    INDUCTOR = ("benchmark_all_configs", "bench")
+    INDUCTOR = {"CachingAutotuner": ("benchmark_all_configs", "bench")}
 
     def __init__(self, on_decided: Callable[[AutotuneDecision], None]):
         super().__init__()
@@ -336,13 +339,14 @@ class AutotunePinner(_AutotunerWrapping):
     benchmark and launches it (its pre-hook included) for this call only. Inductor: once torch imports its runtime
     autotuner, `CachingAutotuner.autotune_to_one_config` is wrapped, and for a kernel (name and source hash,
     `inductor_tuning_key`) with a pin it keeps the pinned config's launcher alone without benchmarking (nor saving
-    the pick to Inductor's cache). Fail-open: a pin whose values match none of the configs, or any error reading
+    the pick to Inductor's cache); and `AutotuneCache.read_best` reads as a miss for a kernel a pin names, since on
+    a hit Inductor keeps the cached config alone and the pin could not apply. Fail-open: a pin whose values match none of the configs, or any error reading
     the call, leaves the autotuner to tune as usual, with one warning per kernel. `applied` counts the calls run
     pinned, per (kernel, tuning key). `uninstall()` puts the very same functions back, or turns ours into
     pass-throughs when another tool wrapped over them."""
 
     TRITON = ("run",)
-    INDUCTOR = ("autotune_to_one_config",)
+    INDUCTOR = {"CachingAutotuner": ("autotune_to_one_config",), "AutotuneCache": ("read_best",)}
 
     def __init__(self, pins: dict[tuple[str, tuple[str, ...]], dict]):
         super().__init__()
@@ -376,7 +380,29 @@ class AutotunePinner(_AutotunerWrapping):
         self.applied[(name, key)] = self.applied.get((name, key), 0) + 1
         return found
 
+    def pins_kernel(self, name: str) -> bool:
+        """Whether a pin names this kernel (under any tuning key)."""
+        return any(kernel == name for kernel, _ in self.pins)
+
     def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
+        return self._cache_wrapper(original) if name == "read_best" else self._tuner_wrapper(original)
+
+    def _cache_wrapper(self, original: Callable) -> Callable:
+        """Inductor's autotune cache (`AutotuneCache.read_best`) reads as a miss for a kernel a pin names: on a hit
+        Inductor keeps the cached config alone and never tunes, so the pin could not apply (the kernel's source
+        hash is not known before its autotuner exists: the name decides here, the full key in
+        `autotune_to_one_config`)."""
+        pinner = self
+
+        @functools.wraps(original)
+        def read_best(cache, inductor_meta, *args, **kwargs):
+            if pinner.active and pinner.pins_kernel((inductor_meta or {}).get("kernel_name")):
+                return None
+            return original(cache, inductor_meta, *args, **kwargs)
+
+        return read_best
+
+    def _tuner_wrapper(self, original: Callable) -> Callable:
         pinner = self
 
         @functools.wraps(original)
