@@ -467,3 +467,48 @@ def test_an_autotuners_regret_is_found_pinned_and_confirmed_inside_the_workload(
     assert all(pick.startswith("BLOCK=64") for pick in pin["picks"])  # the biased autotuner, every cold run
     print(f"\nregret {regret['ratio']:.3f} in the replay; in the workload {pin['ratio']:.3f} "
           f"[{pin['low']:.3f}, {pin['high']:.3f}]")
+
+
+def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):
+    """A run of a compiled function autotunes its Inductor kernel and leaves the pick in Inductor's autotune cache;
+    a second run with a decision pinning another of its configs launches that config, though the cache holds the
+    first run's pick (before the fix Inductor kept the cached config alone and the pin never ran: "pinned ran:
+    False" in MaxViT's confirmation on the H200, docs/sweep.md)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tritonhook import __version__, decisions
+    from tritonhook.decisions.model import file_json
+    from tritonhook.measure.variants import PLAIN
+    from tritonhook.store import Store
+
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+           "TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    workload = [sys.executable, str(Path(__file__).with_name("inductor_pin_workload.py"))]
+    store = tmp_path / "store"
+
+    def recorded(*apply):
+        done = subprocess.run([sys.executable, "-m", "tritonhook", "record", "--store", str(store), *apply, "--json",
+                               "--", *workload], capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return Store(store).result(json.loads(done.stdout)["recording"]), done.stderr
+
+    first, _ = recorded()
+    (tuned,) = [d for d in first.autotune if d["kernel"].startswith("triton_")]
+    others = [config for config, _ in tuned["timings"] if config != tuned["chosen"]]
+    assert others, tuned
+    pinned = others[0]
+    pin = decisions.Decision(decisions.AutotuneKey(tuned["kernel"], tuple(tuned["key"]), first.device),
+                             decisions.Choice(PLAIN, config=tuple(pinned.items())),
+                             decisions.Evidence(tuned["kernel"], 1.0, None, None, "bitwise", "2026-11-26",
+                                                __version__, "test", None))
+    pins = tmp_path / "pins.json"
+    pins.write_text(json.dumps(file_json([(pin, None)], __version__)))
+    second, stderr = recorded("--apply", str(pins))
+    assert "not applied" not in stderr and "none of its configs" not in stderr, stderr[-2000:]
+    launched = [s for s in second.signatures if s.kernel == tuned["kernel"] and s.launches]
+    assert launched and all(s.constexprs.get("XBLOCK") == pinned["XBLOCK"] for s in launched), \
+        ([s.constexprs for s in launched], pinned, tuned["chosen"])
+    assert not [d for d in second.autotune if d["kernel"] == tuned["kernel"]]  # pinned, not tuned
