@@ -510,6 +510,7 @@ def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):
     assert "not applied" not in stderr and "none of its configs" not in stderr, stderr[-2000:]
     launched = [s for s in second.signatures if s.kernel == tuned["kernel"] and s.launches]
     assert launched and all(s.constexprs.get("XBLOCK") == pinned["XBLOCK"] for s in launched), \
-        ([s.constexprs for s in launched], pinned, tuned["chosen"],
+        ([s.constexprs for s in launched], pinned, tuned, first.device, second.device,
+         [d for d in second.autotune if d["kernel"] == tuned["kernel"]],
          [line for line in stderr.splitlines() if "tritonhook" in line][-10:])
     assert not [d for d in second.autotune if d["kernel"] == tuned["kernel"]]  # pinned, not tuned
