@@ -200,32 +200,40 @@ def test_inductors_autotuner_keeps_the_pinned_launcher_without_benchmarking():
     assert heuristics.CachingAutotuner.__dict__["autotune_to_one_config"] is original and pinner.applied == {key: 1}
 
 
-def test_a_warm_inductor_autotune_cache_does_not_keep_a_pinned_kernel_from_its_pin(tmp_path, monkeypatch):
+def test_a_warm_inductor_cache_does_not_keep_a_pinned_kernel_from_its_pin(tmp_path, monkeypatch):
     """Inductor's real autotune cache, holding a best config for the kernel (as a workload run before left it): it
-    keeps that config alone, never tunes, and the pin could not apply (the first in-workload confirmation of an
-    Inductor pin on the H200: "pinned ran: False"). With a pin naming the kernel the cache reads as a miss, so every
-    config stays for the pinner; a kernel no pin names still gets its cached config."""
+    keeps that config alone, never tunes, and the pin could not apply (MaxViT's confirmation on the H200: "pinned
+    ran: False"). A pinner with an Inductor pin turns Inductor's caches off while installed (what Inductor puts in
+    a kernel's `inductor_meta`), so every config stays for the pin; uninstalled, the switch is as it was. A pinner
+    with `triton.autotune` pins alone leaves it."""
     heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    import torch._inductor.config as inductor_config
     from test_sweep_autotune import CONFIGS, inductor_tuner
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     source = tmp_path / "inductor" / "ab" / "cabtriton.py"  # Inductor's kernel file: the cache key's base
     source.parent.mkdir(parents=True)
     source.write_text("# a kernel\n")
-    meta = {"kernel_name": "triton_poi_fused_add_0", "autotune_local_cache": True}
-    cache = heuristics.AutotuneCache.create(meta, str(source), heuristics.hash_configs(CONFIGS))
-    cache.save(CONFIGS[0], 10**6)
-    cached = lambda name: heuristics.check_autotune_cache(CONFIGS, str(source), {**meta, "kernel_name": name})[0]
-    assert cached("triton_poi_fused_add_0") == [CONFIGS[0]]  # the warm cache: one config, nothing to pin
+    meta = lambda: {"kernel_name": "triton_poi_fused_add_0", "autotune_local_cache": True,
+                    "force_disable_caches": inductor_config.force_disable_caches}
+    heuristics.AutotuneCache.create(meta(), str(source), heuristics.hash_configs(CONFIGS)).save(CONFIGS[0], 10**6)
+    cached = lambda: heuristics.check_autotune_cache(CONFIGS, str(source), meta())[0]
+    before = inductor_config.force_disable_caches
+    assert cached() == [CONFIGS[0]]  # the warm cache: one config, nothing to pin
+    triton_only = _triton.AutotunePinner({("add_kernel", ("4096", "torch.float32")): {"BLOCK": 1024}})
+    triton_only.install()
+    try:
+        assert cached() == [CONFIGS[0]] and inductor_config.force_disable_caches == before
+    finally:
+        triton_only.uninstall()
     key = ("triton_poi_fused_add_0", _triton.inductor_tuning_key(inductor_tuner(heuristics)))
     pinner = _triton.AutotunePinner({key: {"BLOCK": 1024, "num_warps": 8}})
     pinner.install()
     try:
-        assert cached("triton_poi_fused_add_0") == CONFIGS
-        assert cached("triton_poi_fused_mul_1") == [CONFIGS[0]]
+        assert inductor_config.force_disable_caches and cached() == CONFIGS
     finally:
         pinner.uninstall()
-    assert cached("triton_poi_fused_add_0") == [CONFIGS[0]]
+    assert inductor_config.force_disable_caches == before and cached() == [CONFIGS[0]]
 
 
 def _run_of(kernel_ms: dict[int, float], block_at_4096: int, *, picked: int | None) -> rec.Recording:

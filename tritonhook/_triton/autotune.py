@@ -20,6 +20,10 @@ from .version import _plain_json, _WarnOnce
 
 INDUCTOR_AUTOTUNER_MODULE = "torch._inductor.runtime.triton_heuristics"
 """Where Inductor's runtime autotuner (`CachingAutotuner`) lives, in torch 2.11 and 2.13."""
+INDUCTOR_CONFIG_MODULE = "torch._inductor.config"
+"""Inductor's switches (`force_disable_caches`, torch 2.11 and 2.13)."""
+INDUCTOR_KEY_PREFIX = "source:"
+"""How an Inductor kernel's tuning key begins (`inductor_tuning_key`)."""
 
 @dataclasses.dataclass(frozen=True)
 class AutotuneCandidate:
@@ -329,7 +333,7 @@ def inductor_tuning_key(autotuner) -> tuple[str, ...]:
     """What tells one Inductor kernel's autotune decision from another's beside its name: Inductor numbers its kernels
     per graph (`triton_poi_fused_add_0` recurs in every model), so the key is the hash of the kernel's source
     (`JITFunction.cache_key`, 3.6-3.9), the same in every run that compiles that code."""
-    return (f"source:{autotuner.fn.cache_key}",)
+    return (f"{INDUCTOR_KEY_PREFIX}{autotuner.fn.cache_key}",)
 
 
 class AutotunePinner(_AutotunerWrapping):
@@ -339,20 +343,21 @@ class AutotunePinner(_AutotunerWrapping):
     benchmark and launches it (its pre-hook included) for this call only. Inductor: once torch imports its runtime
     autotuner, `CachingAutotuner.autotune_to_one_config` is wrapped, and for a kernel (name and source hash,
     `inductor_tuning_key`) with a pin it keeps the pinned config's launcher alone without benchmarking (nor saving
-    the pick to Inductor's cache); and `AutotuneCache.read_best` reads as a miss for a kernel a pin names, since on
-    a hit Inductor keeps the cached config alone and the pin could not apply. Fail-open: a pin whose values match none of the configs, or any error reading
+    the pick to Inductor's cache), Inductor's caches off for the run (`install`). Fail-open: a pin whose values match none of the configs, or any error reading
     the call, leaves the autotuner to tune as usual, with one warning per kernel. `applied` counts the calls run
     pinned, per (kernel, tuning key). `uninstall()` puts the very same functions back, or turns ours into
     pass-throughs when another tool wrapped over them."""
 
     TRITON = ("run",)
-    INDUCTOR = {"CachingAutotuner": ("autotune_to_one_config",), "AutotuneCache": ("read_best",)}
+    INDUCTOR = {"CachingAutotuner": ("autotune_to_one_config",)}
 
     def __init__(self, pins: dict[tuple[str, tuple[str, ...]], dict]):
         super().__init__()
         self.pins = pins
         self.applied: dict[tuple[str, tuple[str, ...]], int] = {}
         self._unmatched: set[tuple[str, tuple[str, ...]]] = set()
+        self._config_wait: AfterImport | None = None
+        self._caches_before: tuple[object, bool] | None = None  # Inductor's config module, its switch before ours
 
     def pinned_config(self, autotuner, args: tuple, kwargs: dict):
         """The autotuner's `triton.Config` pinned for this call, None where no pin applies."""
@@ -380,29 +385,32 @@ class AutotunePinner(_AutotunerWrapping):
         self.applied[(name, key)] = self.applied.get((name, key), 0) + 1
         return found
 
-    def pins_kernel(self, name: str) -> bool:
-        """Whether a pin names this kernel (under any tuning key)."""
-        return any(kernel == name for kernel, _ in self.pins)
+    def install(self) -> None:
+        """Also, where a pin is an Inductor kernel's, turn Inductor's caches off once its config is imported
+        (`force_disable_caches`, put back by `uninstall`): a warm cache (its FX graph cache, its autotune cache)
+        hands Inductor the kernel with the config it picked before as its only one, so no autotuning happens and the
+        pin could not apply. Every kernel of the run is then compiled and tuned afresh."""
+        super().install()
+        if any(key[:1] and key[0].startswith(INDUCTOR_KEY_PREFIX) for _, key in self.pins):
+            self._config_wait = after_import(INDUCTOR_CONFIG_MODULE, self._disable_inductor_caches)
+
+    def uninstall(self) -> None:
+        if self._config_wait is not None:
+            self._config_wait.remove()
+            self._config_wait = None
+        if self._caches_before is not None:
+            module, before = self._caches_before
+            module.force_disable_caches = before
+            self._caches_before = None
+        super().uninstall()
+
+    def _disable_inductor_caches(self, module) -> None:
+        self._config_wait = None
+        if self.active and self._caches_before is None:
+            self._caches_before = (module, module.force_disable_caches)
+            module.force_disable_caches = True
 
     def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
-        return self._cache_wrapper(original) if name == "read_best" else self._tuner_wrapper(original)
-
-    def _cache_wrapper(self, original: Callable) -> Callable:
-        """Inductor's autotune cache (`AutotuneCache.read_best`) reads as a miss for a kernel a pin names: on a hit
-        Inductor keeps the cached config alone and never tunes, so the pin could not apply (the kernel's source
-        hash is not known before its autotuner exists: the name decides here, the full key in
-        `autotune_to_one_config`)."""
-        pinner = self
-
-        @functools.wraps(original)
-        def read_best(cache, inductor_meta, *args, **kwargs):
-            if pinner.active and pinner.pins_kernel((inductor_meta or {}).get("kernel_name")):
-                return None
-            return original(cache, inductor_meta, *args, **kwargs)
-
-        return read_best
-
-    def _tuner_wrapper(self, original: Callable) -> Callable:
         pinner = self
 
         @functools.wraps(original)
