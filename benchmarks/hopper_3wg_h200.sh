@@ -23,7 +23,8 @@ step() {  # step NAME SECONDS CMD...: output to $OUT/NAME.txt, its tail and exit
   tail -n 6 "$OUT/$name.txt" | cut -c1-300 | sed 's/^/   | /' | tee -a "$OUT/steps.log"
 }
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"
-step tests ${TESTS_S:-240} $PY -m pytest tests/gluon_kernels/test_hopper_gpu.py -k three_consumer -q -p no:cacheprovider --maxfail=10
+step tests ${TESTS_S:-240} $PY -m pytest tests/gluon_kernels/test_hopper_gpu.py -k three_consumer -q \
+    -p no:cacheprovider --maxfail=10
 step d64 ${BENCH_S:-240} $PY benchmarks/hopper_attention.py --fa4 --head-dims 64 --variants ws,ws-3wg --no-fp8 \
     --runs ${RUNS:-3} --out "$OUT/d64.json"
 NCU="ncu --profile-from-start off --clock-control none"

@@ -11,11 +11,11 @@ for ours, FA4 and cuDNN on the same inputs, one launch each per shape.
 `run` launches, per shape (`--shapes D:causal:S,...`, B·S = 16k tokens and H·D = 2048 as in
 benchmarks/hopper_attention.py), our bf16 kernel (each of `--ours`' variants of benchmarks/hopper_attention.py that
 builds at the shape's D: arm `ours` for `ws`, `ours:VARIANT` for the others), FA4's Hopper forward and cuDNN's, each
-warmed up first, then once more inside `cudaProfilerStart/Stop`, in that order (give `table` the same `--ours`). `table` reads ncu's raw CSV back: per kernel its duration
-and TFLOPS under the profiler, the issue-slot use (`smsp__issue_active`: the share of active cycles in which a
-scheduler issued), instructions issued per SM cycle (at most 4), the MUFU (XU), FMA and ALU pipes' share of their
-peak, registers per thread, warps per scheduler, and the three stall reasons with the most warps stalled per issue
-cycle. (ncu's GMMA counter counts instructions, not the tensor pipe's busy cycles: TFLOPS stands for the tensor
+warmed up first, then once more inside `cudaProfilerStart/Stop`, in that order (give `table` the same `--ours`).
+`table` reads ncu's raw CSV back: per kernel its duration and TFLOPS under the profiler, the issue-slot use
+(`smsp__issue_active`: the share of active cycles in which a scheduler issued), instructions issued per SM cycle (at
+most 4), the MUFU (XU), FMA and ALU pipes' share of their peak, registers per thread, warps per scheduler, and the
+three stall reasons with the most warps stalled per issue cycle. (ncu's GMMA counter counts instructions, not the tensor pipe's busy cycles: TFLOPS stands for the tensor
 work.) `--clock-control none` leaves the clocks as the GPU runs them (the benchmark's condition; ncu cannot lock
 them on the lent machine).
 """

@@ -13,7 +13,7 @@ from .wgmma import _p_operand_layout
 
 
 TREE_WIDTH = 8
-"""Columns a row keeps when halved as a tree (``_row_max`` / ``_row_sum``): a wgmma accumulator holds each row's
+"""Columns a row keeps when halved as a tree (``_row_reduce``): a wgmma accumulator holds each row's
 columns 8k + 2t and 8k + 2t + 1 in thread t of a quad, so halves at least 16 wide lie in the same thread."""
 
 

@@ -103,7 +103,8 @@ def test_the_bound_table_reads_every_arm_and_metric_from_a_real_ncu_run():
         raw = bound.read_ncu_csv(f.read().splitlines())
     profiled = bound.shapes(bound.parse_args(["table", str(NCU_H200)]))
     rows = bound.kernel_rows(raw, profiled)
-    assert [(r["shape"], r["arm"]) for r in rows] == [(s.label, arm) for s in profiled for arm in ("ours", "fa4", "cudnn")]
+    assert [(r["shape"], r["arm"]) for r in rows] == [(s.label, arm) for s in profiled
+                                                      for arm in ("ours", "fa4", "cudnn")]
     for row in rows:
         missing = [column for column in bound.COLUMNS if row[column] is None]
         assert not missing and row["top_stalls"], (row["arm"], row["shape"], missing)

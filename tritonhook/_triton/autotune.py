@@ -95,19 +95,18 @@ class _Wrapped:
 
 class _AutotunerWrapping:
     """What the autotune tracer and the pinner share: functions of Triton's `Autotuner` wrapped from `install()`, and
-    of Inductor's runtime classes once torch imports them (`_imports.after_import`: neither imports torch itself);
-    `uninstall()` puts them all back (`_Wrapped`). A subclass names the functions (`TRITON`; `INDUCTOR`: per class
-    of Inductor's autotuner module, by the name it has there) and builds each wrapper (`_triton_wrapper`,
-    `_inductor_wrapper`: `(name, original) -> wrapper`)."""
+    of Inductor's `CachingAutotuner` once torch imports it (`_imports.after_import`: neither imports torch itself);
+    `uninstall()` puts both back (`_Wrapped`). A subclass names the functions (`TRITON`, `INDUCTOR`) and builds each
+    wrapper (`_triton_wrapper`, `_inductor_wrapper`: `(name, original) -> wrapper`)."""
 
     TRITON: tuple[str, ...] = ()
-    INDUCTOR: dict[str, tuple[str, ...]] = {}
+    INDUCTOR: tuple[str, ...] = ()
 
     def __init__(self):
         self.active = False
         self._warn = _WarnOnce()
         self._triton: _Wrapped | None = None
-        self._inductor: list[_Wrapped] = []
+        self._inductor: _Wrapped | None = None
         self._inductor_wait: AfterImport | None = None
 
     def install(self) -> None:
@@ -127,24 +126,22 @@ class _AutotunerWrapping:
         if self._inductor_wait is not None:
             self._inductor_wait.remove()
             self._inductor_wait = None
-        for wrapped in self._inductor:
-            wrapped.restore()
-        self._inductor = []
+        if self._inductor is not None:
+            self._inductor.restore()
+            self._inductor = None
 
     def _wrap_inductor(self, module) -> None:
-        """Wrap Inductor's classes (torch 2.11 and 2.13 alike), once its autotuner's module is imported; a class
-        without the functions named is left alone, with one warning."""
+        """Wrap Inductor's `CachingAutotuner` (torch 2.11 and 2.13 alike), once its module is imported."""
         self._inductor_wait = None
-        if not self.active or self._inductor:
+        tuner = getattr(module, "CachingAutotuner", None)
+        if not self.active or tuner is None or self._inductor is not None:
             return
-        for class_name, names in self.INDUCTOR.items():
-            owner = getattr(module, class_name, None)
-            missing = [name for name in names if owner is None or name not in owner.__dict__]
-            if missing:
-                self._warn(f"{type(self).__name__} on Inductor's {class_name}",
-                           TritonhookError(f"{class_name} has no {', '.join(missing)}"))
-                continue
-            self._inductor.append(_Wrapped(owner, names, self._inductor_wrapper))
+        missing = [name for name in self.INDUCTOR if name not in tuner.__dict__]
+        if missing:
+            self._warn(f"{type(self).__name__} on Inductor's autotuner",
+                       TritonhookError(f"CachingAutotuner has no {', '.join(missing)}"))
+            return
+        self._inductor = _Wrapped(tuner, self.INDUCTOR, self._inductor_wrapper)
 
     def _triton_wrapper(self, name: str, original: Callable) -> Callable:
         raise NotImplementedError
@@ -173,7 +170,7 @@ class AutotuneTracer(_AutotunerWrapping):
     """
 
     TRITON = ("run", "_bench")
-    INDUCTOR = {"CachingAutotuner": ("benchmark_all_configs", "bench")}
+    INDUCTOR = ("benchmark_all_configs", "bench")
 
     def __init__(self, on_decided: Callable[[AutotuneDecision], None]):
         super().__init__()
@@ -343,13 +340,14 @@ class AutotunePinner(_AutotunerWrapping):
     benchmark and launches it (its pre-hook included) for this call only. Inductor: once torch imports its runtime
     autotuner, `CachingAutotuner.autotune_to_one_config` is wrapped, and for a kernel (name and source hash,
     `inductor_tuning_key`) with a pin it keeps the pinned config's launcher alone without benchmarking (nor saving
-    the pick to Inductor's cache), Inductor's caches off for the run (`install`). Fail-open: a pin whose values match none of the configs, or any error reading
-    the call, leaves the autotuner to tune as usual, with one warning per kernel. `applied` counts the calls run
-    pinned, per (kernel, tuning key). `uninstall()` puts the very same functions back, or turns ours into
-    pass-throughs when another tool wrapped over them."""
+    the pick to Inductor's cache), Inductor's caches off for the run (`install`). Fail-open: a pin whose values
+    match none of the configs, or any error reading the call, leaves the autotuner to tune as usual, with one
+    warning per kernel. `applied` counts the calls run pinned, per (kernel, tuning key). `uninstall()` puts the
+    very same functions back (and Inductor's switch as it was), or turns ours into pass-throughs when another tool
+    wrapped over them."""
 
     TRITON = ("run",)
-    INDUCTOR = {"CachingAutotuner": ("autotune_to_one_config",)}
+    INDUCTOR = ("autotune_to_one_config",)
 
     def __init__(self, pins: dict[tuple[str, tuple[str, ...]], dict]):
         super().__init__()
