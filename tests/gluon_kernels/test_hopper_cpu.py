@@ -102,15 +102,17 @@ def _longest_chain(ptx: str, op: str) -> tuple[int, int]:
 
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_tree_reduce_folds_the_row_maxima_and_sums_without_more_work(head_dim):
-    """A thread holds 32 of a row's 128 scores; reduced in order they make a chain of 32 dependent max (and add)
-    instructions that ptxas does not reassociate. `tree_reduce` halves the row in registers first: the same
-    number of instructions, chains a few deep, no shuffles through shared memory, no spills."""
+    """A thread holds 32 of a row's 128 scores; Triton 3.6 reduces them in order, a chain of 32 dependent max (and
+    add) instructions that ptxas does not reassociate (Triton 3.9 already folds them as a tree). `tree_reduce`
+    halves the row in registers first: the same number of instructions, chains a few deep under either, no
+    shuffles through shared memory, no spills."""
     plain = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384)
     tree = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384, tree_reduce=True)
     for op in ("max.f32", "add.f32"):
         (plain_depth, plain_count), (tree_depth, tree_count) = (_longest_chain(k.asm["ptx"], op)
                                                                 for k in (plain, tree))
-        assert plain_depth >= 32 and tree_depth <= 8 and tree_count == plain_count, (op, plain_depth, tree_depth)
+        in_order = plain_depth >= 32 if TRITON_VERSION < (3, 9) else plain_depth <= 8
+        assert in_order and tree_depth <= 8 and tree_count == plain_count, (op, plain_depth, tree_depth)
     assert tree.asm["ptx"].count("st.shared") == plain.asm["ptx"].count("st.shared")
     rep = ptxas_report(tree)
     assert rep["spill_stores"] == 0 and rep["spill_loads"] == 0, rep["log"]
