@@ -3,9 +3,10 @@
 # confirmed inside the workload), for the H200 (torch 2.11 + Triton 3.6). From the repository root, with .wheels
 # carried (benchmarks/workloads/carry.sh):
 #     OUT=/some/dir ONLY="gpu_test torchao torchao_aa ..." bash benchmarks/sweep_regret_h200.sh
-# Steps (each under `timeout`, keeping what it produced; results in $OUT, the table last; ONLY picks some, since
-# one device call runs 10 minutes at most): NAME sweeps a workload (plain,cutlass_), NAME_aa replays its recording
-# plain,plain, NAME_fixed replays it plain,cutlass_ with --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found.
+# Steps (each under `timeout`, keeping what it produced; results in $OUT, packed into steps.tar.gz beside the
+# summaries at the end, the table last; ONLY picks some, since one device call runs 10 minutes at most): NAME sweeps
+# a workload (plain,cutlass_), NAME_aa replays its recording plain,plain, NAME_fixed replays it plain,cutlass_ with
+# --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found.
 #   gpu_test   tests/test_sweep_gpu.py's regret test (a workload with a biased autotuner: found, pinned, confirmed)
 #   torchao    torchao 0.18.0's quantized GEMM/GEMV (split-K at batch 1/16, per-batch-size autotuning)
 #   flaggems   FlagGems 5.0.2's ops (autotune-heavy)
@@ -88,3 +89,6 @@ want tv_aa && ROWS=${TV_ROWS:-20} aa tv 200
 want tv_confirm && confirm tv ${RUNS:-3} ${CONFIRM_S:-420} "${TV[@]}"
 want tv_fixed && ROWS=${TV_ROWS:-20} fixed tv 200
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"
+# the steps' results in one tarball (the device tool brings back 8 files at most), the summaries beside it
+steps=$(cd "$OUT" && ls *_*.json 2>/dev/null | grep -v '^regret_summary.json$')
+[ -n "$steps" ] && (cd "$OUT" && tar -czf steps.tar.gz $steps && rm -f $steps)
