@@ -6,14 +6,16 @@
 #   bash benchmarks/sm120_h200_name_run.sh bench           # benchmarks/sm120_attention.py with the Gluon column
 #
 # Run from the repository root, with torch, nvidia-cutlass-dsl and pyelftools importable (pip install -e '.[cute]';
-# a machine with no network can get them as wheels on PYTHONPATH). Everything goes under $OUT (default
-# ./sm120-name-run): JSON, logs and a tarball of the cubins / PTX / diffs. Short tables are printed last.
+# a machine with no network can get them as wheels on PYTHONPATH). $OUT (default ./sm120-name-run) gets the JSON,
+# logs and a tarball of the cubins / PTX / diffs (a handful of files: the device tool brings back 8 at most); the
+# rest stays in WORK. Short tables are printed last.
 set -u
 MODE=${1:-name}; ROUNDS=${2:-6}
 OUT=$(mkdir -p "${OUT:-sm120-name-run}" && cd "${OUT:-sm120-name-run}" && pwd)
+WORK=${WORK:-/tmp/sm120-name-work}  # the ptxas cache, the A/B store and the experiment's files (tarred into $OUT)
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-export SM120_NAME_CACHE=$OUT/ptxas-cache
-NX=$OUT/name_experiment; mkdir -p "$NX"
+export SM120_NAME_CACHE=$WORK/ptxas-cache
+NX=$WORK/name_experiment; mkdir -p "$NX"
 log() { echo "== $(date +%T) $*"; }
 
 if [ "$MODE" = name ]; then
@@ -31,11 +33,11 @@ if [ "$MODE" = name ]; then
   done
   if [ -f "$OUT/name_experiment.json" ]; then
     log "tritonhook ab, $ROUNDS rounds"
-    timeout 480 python3 -m tritonhook ab --store "$OUT/abstore" --variants plain,strip,ext --rounds "$ROUNDS" --json \
+    timeout 480 python3 -m tritonhook ab --store "$WORK/abstore" --variants plain,strip,ext --rounds "$ROUNDS" --json \
       -- python3 benchmarks/sm120_name_ab.py > "$OUT/name_ab.json" 2> "$NX/ab.stderr"
     echo "ab rc=$?"; tail -3 "$NX/ab.stderr"
   fi
-  tar -czf "$OUT/name_artifacts.tar.gz" -C "$OUT" name_experiment 2>/dev/null
+  tar -czf "$OUT/name_artifacts.tar.gz" -C "$WORK" name_experiment 2>/dev/null
   log done
   python3 benchmarks/sm120_name_ab.py --summarize-ab "$OUT/name_ab.json" --json "$OUT/name_ab_rows.json" 2>&1 | tail -20
 else
