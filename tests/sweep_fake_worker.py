@@ -15,7 +15,9 @@ proportional to its kernel's .text size (the larger build is the faster one: a r
 cubins alone); --time-with-text: proportional to it (a kernel whose code grew got slower: the gate's tests);
 --differ ENTRY: the outputs of the signatures whose variants run ENTRY "differ" (a change that altered a kernel's
 results); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE (a kernel whose time moves
-with what it finds in L2: the miss check's tests).
+with what it finds in L2: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker process (MARKER
+does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times slower, the processes
+after it do not (a short kernel's steady offset within one process, drawn afresh in the next: the gate's retest).
 """
 
 from __future__ import annotations
@@ -43,7 +45,12 @@ def _text_size(cubin: Path, entry: str) -> int:
 
 def _one_round(args, job: dict, job_path: Path, variant: dict, index: int, round_: int) -> float:
     """What variant number `index` "takes" in round `round_`, by the flags' rule (default: 10 µs + 0.1 µs per
-    index and per round)."""
+    index and per round), times this process's offset (`--slow-once`)."""
+    slowed = args.slow_process and index == 1 and variant["entry"] == args.slow_once[1]
+    return _round_ms(args, job, job_path, variant, index, round_) * (float(args.slow_once[2]) if slowed else 1.0)
+
+
+def _round_ms(args, job: dict, job_path: Path, variant: dict, index: int, round_: int) -> float:
     if args.time_by_text:
         return 1e3 / _text_size(job_path.parent / variant["cubin"], variant["entry"]) * (1 + 1e-4 * round_)
     if args.time_with_text:
@@ -65,8 +72,12 @@ def main() -> int:
     parser.add_argument("--time-with-text", action="store_true")
     parser.add_argument("--differ", default=None, metavar="ENTRY")
     parser.add_argument("--time-by-l2", default=None, metavar="MODE=MS,...")
+    parser.add_argument("--slow-once", nargs=3, default=None, metavar=("MARKER", "ENTRY", "FACTOR"))
     parser.add_argument("job")
     args = parser.parse_args()
+    args.slow_process = bool(args.slow_once) and not Path(args.slow_once[0]).exists()
+    if args.slow_process:
+        Path(args.slow_once[0]).touch()
     job_path = Path(args.job)
     job = json.loads(job_path.read_text())
     store = Store(job["store"], readonly=True)

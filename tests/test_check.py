@@ -132,6 +132,22 @@ def test_a_baseline_config_the_current_run_did_not_launch_names_the_config_it_la
                         f"{add8.label.replace(' w8 ', ' w4 ')} (another config of it: an autotune candidate or pick)")
 
 
+def test_a_regression_is_replayed_again_in_new_processes_before_it_fails_the_gate(runs, tmp_path):
+    """One worker process times the current build of the scale kernel 5% slower (a short kernel's steady offset
+    within a process, as the H200's A/A found); the gate replays that regression once more, in new processes, where
+    it is gone: the kernel passes, and the line says both. A kernel whose code grew regresses in both replays."""
+    _, _, store, grown, _, baseline_file = runs
+    offset = [*BY_TEXT, "--slow-once", str(tmp_path / "slowed"), "scale_kernel", "1.05"]
+    aa = check(Baseline.from_recording(grown, store), grown, store, PLAN, worker=offset, time_identical=True)
+    scale = next(k for k in aa.kernels if k.kernel == "scale_kernel")
+    assert (tmp_path / "slowed").exists() and aa.exit_code == 0 and scale.status == "passed"
+    assert scale.verdict.startswith("slower in one replay, not in a second (1.000 [") and scale.ratio > 1.04
+    regressed = check(Baseline.load(baseline_file), grown, store, PLAN, worker=BY_TEXT)
+    (grew,) = regressed.failures
+    assert grew.kernel == "scale_kernel" and grew.retest.endswith(" slower") and "again in a second replay" in \
+        grew.why(regressed.threshold)
+
+
 def test_a_change_of_outputs_fails_the_gate_though_the_time_did_not_move(runs):
     _, _, store, _, changed, baseline_file = runs
     result = check(Baseline.load(baseline_file), changed, store, PLAN,

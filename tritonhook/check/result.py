@@ -41,6 +41,7 @@ class KernelCheck:
     current_ms: float | None = None
     rounds: int | None = None           # rounds timed, and why they stopped (measure.sequential)
     stopped: str | None = None
+    retest: str | None = None           # a "slower" replayed again in new worker processes: that replay's figures
 
     @property
     def failed(self) -> bool:
@@ -49,8 +50,9 @@ class KernelCheck:
     def why(self, threshold: float) -> str:
         """The failure in one line (the JUnit failure message, the pytest plugin's report)."""
         if self.status == REGRESSED:
+            again = f"; again in a second replay: {self.retest}" if self.retest else ""
             return (f"{self.label}: {self.ratio:.3f}x the baseline's time [95% interval {self.low:.3f}, "
-                    f"{self.high:.3f}], beyond the {threshold:.1%} threshold")
+                    f"{self.high:.3f}], beyond the {threshold:.1%} threshold{again}")
         if self.status == OUTPUTS_CHANGED:
             return f"{self.label}: outputs {self.outputs} from the baseline build's"
         return f"{self.label}: {self.status}"
