@@ -1,7 +1,8 @@
 """The gate's A/A false positives and power from `tritonhook check --time-identical --json` results (one per run,
 benchmarks/gate_h200.sh): per run the A/A verdicts (every identical build), the false regressions, the seeded
 kernel's ratio and status, the rounds spent, and what the rule would have said without the tick floor (from the
-two median times each result holds). Prints a table; writes every figure to --out.
+        "stopped": {why: sum(k.stopped == why for k in timed)
+                    for why in sorted({k.stopped for k in timed if k.stopped})},
 
     python benchmarks/gate_summary.py DIR [--out gate_summary.json]
 """
@@ -25,11 +26,13 @@ def run_summary(result: CheckResult) -> dict:
     aa = [k for k in timed if not is_seeded(k)]
     seeded = [k for k in timed if is_seeded(k)]
     floored = [k for k in aa if k.status == "passed" and k.verdict.startswith("slower by")]
+    retested = [k for k in aa if k.status == "passed" and k.retest]
     return {
         "check_result": result.id,
         "aa_timed": len(aa),
         "false_regressions": [_kernel(k) for k in aa if k.status == "regressed"],
         "passed_by_the_floor": [_kernel(k) for k in floored],
+        "passed_by_the_second_replay": [_kernel(k) for k in retested],
         "seeded": [_kernel(k) for k in seeded],
         "rounds": sorted(k.rounds or 0 for k in timed),
         "stopped": {why: sum(k.stopped == why for k in timed) for why in sorted({k.stopped for k in timed if k.stopped})},
@@ -40,7 +43,7 @@ def run_summary(result: CheckResult) -> dict:
 def _kernel(k) -> dict:
     return {"label": k.label, "ratio": k.ratio, "low": k.low, "high": k.high, "baseline_us": _us(k.baseline_ms),
             "current_us": _us(k.current_ms), "rounds": k.rounds, "stopped": k.stopped, "status": k.status,
-            "verdict": k.verdict, "within_floor": within_tick_floor(k.baseline_ms, k.current_ms)}
+            "verdict": k.verdict, "within_floor": within_tick_floor(k.baseline_ms, k.current_ms), "retest": k.retest}
 
 
 def _us(ms):
@@ -61,10 +64,12 @@ def main() -> None:
     verdicts = sum(r["aa_timed"] for r in runs)
     false = sum(len(r["false_regressions"]) for r in runs)
     floored = sum(len(r["passed_by_the_floor"]) for r in runs)
+    retested = sum(len(r.get("passed_by_the_second_replay", [])) for r in runs)
     caught = sum(any(s["status"] == "regressed" for s in r["seeded"]) for r in runs)
     summary = {"runs": len(runs), "aa_verdicts": verdicts, "false_regressions": false,
                "false_positive_rate": false / verdicts if verdicts else None,
-               "false_regressions_without_the_floor": false + floored, "seeded_caught": caught,
+               "false_regressions_without_the_floor": false + floored,
+               "false_regressions_without_the_second_replay": false + retested, "seeded_caught": caught,
                "tick_floor_ns": config.CHECK_TICK_FLOOR * config.EVENT_TICK_MS * 1e6, "per_run": runs}
     Path(args.out).write_text(json.dumps(summary, indent=1))
     print(f"{'run':>3} {'A/A':>4} {'false':>5} {'floor':>5} {'seeded ratio [95%]':>26} {'status':>9} "
@@ -77,7 +82,8 @@ def main() -> None:
               f"{ratio:>26} {seeded['status'] if seeded else '-':>9} "
               f"{f'{rounds[len(rounds) // 2]}, {rounds[-1]}' if rounds else '-':>20}")
     print(f"A/A: {false} false regressions in {verdicts} verdicts over {len(runs)} runs "
-          f"({false + floored} without the {summary['tick_floor_ns']:.0f} ns tick floor); seeded slowdown caught in "
+          f"({false + floored} without the {summary['tick_floor_ns']:.0f} ns tick floor, {false + retested} without "
+          f"the second replay); seeded slowdown caught in "
           f"{caught} of {len(runs)}")
 
 
