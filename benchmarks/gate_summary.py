@@ -1,8 +1,8 @@
 """The gate's A/A false positives and power from `tritonhook check --time-identical --json` results (one per run,
 benchmarks/gate_h200.sh): per run the A/A verdicts (every identical build), the false regressions, the seeded
 kernel's ratio and status, the rounds spent, and what the rule would have said without the tick floor (from the
-        "stopped": {why: sum(k.stopped == why for k in timed)
-                    for why in sorted({k.stopped for k in timed if k.stopped})},
+two median times each result holds) and without the second replay of a regression (the kernels it passed).
+Prints a table; writes every figure to --out.
 
     python benchmarks/gate_summary.py DIR [--out gate_summary.json]
 """
@@ -35,7 +35,8 @@ def run_summary(result: CheckResult) -> dict:
         "passed_by_the_second_replay": [_kernel(k) for k in retested],
         "seeded": [_kernel(k) for k in seeded],
         "rounds": sorted(k.rounds or 0 for k in timed),
-        "stopped": {why: sum(k.stopped == why for k in timed) for why in sorted({k.stopped for k in timed if k.stopped})},
+        "stopped": {why: sum(k.stopped == why for k in timed)
+                    for why in sorted({k.stopped for k in timed if k.stopped})},
         "not_checked": [k.label for k in result.kernels if k.ratio is None and k.verdict != "SASS identical"],
     }
 
