@@ -2,21 +2,21 @@
 the same kernel and specialization and the current one, by the sweep's replay engine (one process, one GPU,
 interleaved rounds, the current run's own inputs), and a verdict per signature.
 
-The rule (docs/check.md#the-rule). A signature *regressed* when the current build's time over the baseline
-build's (the median of the rounds' paired ratios) is at least 1 + threshold (default 3%, `config.CHECK_THRESHOLD`)
-AND its 95% interval lies wholly above 1 (`measure.stats.verdict`'s "slower" with `min_effect` set to the
-threshold, the very rule the sweep uses, at the gate's threshold) AND the two medians differ by more than
-`config.CHECK_TICK_FLOOR` ticks of the event timer. Why each: the interval alone calls real but harmless shifts
-of a fraction of a percent a regression; the threshold alone calls the noise of a short or jittery kernel one; and
-a kernel of a few µs whose two identical builds land one 32 ns tick apart, run after run, reads 3.5% slower with
-an interval that can exclude 1 (the gate's H200 A/A: docs/check.md#the-tick-floor). A signature so judged is
-replayed once more in new worker processes and regressed only if it is so judged there too (`_retested`). The replay's rounds are
-adaptive (`measure.sequential`: each signature stops once its always-valid interval has decided against the
-threshold or is precise enough; `rounds` is the cap), so the interval is valid however early it stopped; a
-fixed-rounds plan times every signature `rounds` rounds with `ratio_interval`. Its *outputs changed* when the
-replay's output check calls the current build's outputs "differ" from the baseline build's: beyond the
-tolerance, or NaN/Inf where the baseline has none (`measure.outputs`); "close" (another rounding order, within
-`config.SWEEP_RTOL`) is shown, not failed, as a code change that reorders a sum produces it by design.
+The rule (docs/check.md#the-rule). A signature *regressed* when the current build's time over the baseline build's
+(the median of the rounds' paired ratios) is at least 1 + threshold (default 3%, `config.CHECK_THRESHOLD`) AND its
+95% interval lies wholly above 1 (`measure.stats.verdict`'s "slower" with `min_effect` set to the threshold, the
+very rule the sweep uses, at the gate's threshold) AND the two medians differ by more than `config.CHECK_TICK_FLOOR`
+ticks of the event timer. Why each: the interval alone calls real but harmless shifts of a fraction of a percent a
+regression; the threshold alone calls the noise of a short or jittery kernel one; and a kernel of a few µs whose two
+identical builds land one 32 ns tick apart, run after run, reads 3.5% slower with an interval that can exclude 1
+(the gate's H200 A/A: docs/check.md#the-tick-floor). A signature so judged is replayed once more in new worker
+processes and regressed only if it is so judged there too (`_retested`). The replay's rounds are adaptive
+(`measure.sequential`: each signature stops once its always-valid interval has decided against the threshold or is
+precise enough; `rounds` is the cap), so the interval is valid however early it stopped; a fixed-rounds plan times
+every signature `rounds` rounds with `ratio_interval`. Its *outputs changed* when the replay's output check calls
+the current build's outputs "differ" from the baseline build's: beyond the tolerance, or NaN/Inf where the baseline
+has none (`measure.outputs`); "close" (another rounding order, within `config.SWEEP_RTOL`) is shown, not failed, as
+a code change that reorders a sum produces it by design.
 
 A current build whose kernel `.text` and launch metadata equal the baseline's is not timed ("SASS identical":
 the same machine code cannot regress), unless `time_identical` (an A/A of the gate itself, as the false-positive
@@ -93,7 +93,8 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
             swept = replay(recording, store, [], plan, workers=Workers.at(worker=worker, progress=progress),
                            prebuilt=lambda s: prebuilt[s.id] if s.id in ids else "unmatched")
             result.sweep_id = result.sweep_id or swept.id
-            result.warnings += [w for w in swept.warnings if not w.endswith(": unmatched")]
+            result.warnings += [w for w in swept.warnings
+                                if not w.endswith(": unmatched") and w not in result.warnings]
             return [_judged(row, key_label(keys[row.signature])) for row in swept.rows if row.signature in ids]
 
         result.kernels = _retested(replayed(set(prebuilt)), replayed)
@@ -117,7 +118,7 @@ def _retested(kernels: list[KernelCheck], replayed) -> list[KernelCheck]:
         kernel.retest = f"{second.interval()} {second.verdict}"
         if second.ratio is not None and second.status != REGRESSED:  # timed again, and not slower there
             kernel.status = PASSED
-            kernel.verdict = f"slower in one replay, not in a second ({kernel.retest}): a process's offset"
+            kernel.verdict = f"slower in one replay, not in a second ({kernel.retest})"
     return kernels
 
 
