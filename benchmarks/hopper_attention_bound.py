@@ -15,9 +15,9 @@ warmed up first, then once more inside `cudaProfilerStart/Stop`, in that order (
 `table` reads ncu's raw CSV back: per kernel its duration and TFLOPS under the profiler, the issue-slot use
 (`smsp__issue_active`: the share of active cycles in which a scheduler issued), instructions issued per SM cycle (at
 most 4), the MUFU (XU), FMA and ALU pipes' share of their peak, registers per thread, warps per scheduler, and the
-three stall reasons with the most warps stalled per issue cycle. (ncu's GMMA counter counts instructions, not the tensor pipe's busy cycles: TFLOPS stands for the tensor
-work.) `--clock-control none` leaves the clocks as the GPU runs them (the benchmark's condition; ncu cannot lock
-them on the lent machine).
+three stall reasons with the most warps stalled per issue cycle. (ncu's GMMA counter counts instructions, not the
+tensor pipe's busy cycles: TFLOPS stands for the tensor work.) `--clock-control none` leaves the clocks as the GPU
+runs them (the benchmark's condition; ncu cannot lock them on the lent machine).
 """
 from __future__ import annotations
 
@@ -89,10 +89,14 @@ class Shape:
         return 4 * self.B * self.H * self.S ** 2 * self.D * (0.5 if self.causal else 1.0)
 
 
+def ours_arm(variant: str) -> str:
+    """The arm of one of our variants: `ours` for the tuned `ws` build, `ours:VARIANT` for the others."""
+    return "ours" if variant == "ws" else f"ours:{variant}"
+
+
 def arms_of(shape: Shape, ours: list[str]) -> list[str]:
     """The arms `run` launches at `shape`, in launch order."""
-    built = [v for v in ours if ONLY_AT_D.get(v, shape.D) == shape.D]
-    return [("ours" if v == "ws" else f"ours:{v}") for v in built] + ["fa4", "cudnn"]
+    return [ours_arm(v) for v in ours if ONLY_AT_D.get(v, shape.D) == shape.D] + ["fa4", "cudnn"]
 
 
 def family(arm: str) -> str:
@@ -134,11 +138,11 @@ def run(args) -> None:
             with fa4_context():
                 return fa4_call(*fa4_inputs)
 
-        ours_calls = {f"ours:{variant}": lambda kw=VARIANT_KWARGS[variant]: hopper_attention(q, k, v, causal=causal,
-                                                                                            **kw)
-                      for variant in ours}
-        ours_calls["ours"] = ours_calls.pop("ours:ws", None)
-        arms = {arm: {"fa4": fa4, "cudnn": cudnn}.get(arm) or ours_calls[arm] for arm in arms_of(shape, ours)}
+        calls = {"fa4": fa4, "cudnn": cudnn}
+        calls.update({ours_arm(variant): lambda kw=VARIANT_KWARGS[variant]: hopper_attention(q, k, v, causal=causal,
+                                                                                             **kw)
+                      for variant in ours})
+        arms = {arm: calls[arm] for arm in arms_of(shape, ours)}
         for call in arms.values():
             for _ in range(args.warmup):
                 call()

@@ -112,8 +112,8 @@ def _retested(kernels: list[KernelCheck], replayed) -> list[KernelCheck]:
         return kernels
     again = {k.signature: k for k in replayed(suspects)}
     for kernel in kernels:
-        second = again.get(kernel.signature)
-        if kernel.signature not in suspects or second is None:
+        second = again.get(kernel.signature)  # only the suspects were replayed again
+        if second is None:
             continue
         kernel.retest = f"{second.interval()} {second.verdict}"
         if second.ratio is not None and second.status != REGRESSED:  # timed again, and not slower there
