@@ -6,7 +6,8 @@
 # Steps (each under `timeout`, keeping what it produced; results in $OUT, packed into steps.tar.gz beside the
 # summaries at the end, the table last; ONLY picks some, since one device call runs 10 minutes at most): NAME sweeps
 # a workload (plain,cutlass_), NAME_aa replays its recording plain,plain, NAME_fixed replays it plain,cutlass_ with
-# --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found.
+# --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found. A later call on the same
+# (warm) machine finds the sweep in SCRATCH, so a sweep and its confirmation can span two device calls.
 #   gpu_test   tests/test_sweep_gpu.py's regret test (a workload with a biased autotuner: found, pinned, confirmed)
 #   torchao    torchao 0.18.0's quantized GEMM/GEMV (split-K at batch 1/16, per-batch-size autotuning)
 #   flaggems   FlagGems 5.0.2's ops (autotune-heavy)
@@ -29,6 +30,7 @@ step() {  # step NAME SECONDS CMD...: stdout to $OUT/NAME.json, stderr to $SCRAT
   local began=$(date +%s)
   timeout "$limit" "$@" > "$OUT/$name.json" 2> "$SCRATCH/$name.log"
   local rc=$?
+  cp "$OUT/$name.json" "$SCRATCH/$name.json"  # for a later call's steps (aa, fixed, confirm) on this warm machine
   echo "$name: exit $rc after $(( $(date +%s) - began )) s" | tee -a "$OUT/steps.log"
   tail -n 4 "$SCRATCH/$name.log" | cut -c1-300 | sed 's/^/   | /' | tee -a "$OUT/steps.log"
 }
@@ -39,7 +41,7 @@ sweep() {  # sweep NAME SECONDS WORKLOAD...: plain,cutlass_ over the kernels the
       ${ROWS:+--top "$ROWS"} --json -- "$@"
 }
 sweep_field() {  # sweep_field NAME FIELD: a field of NAME's sweep result
-  $PY -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$OUT/${1}_sweep.json" "$2" 2>/dev/null
+  $PY -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$SCRATCH/${1}_sweep.json" "$2" 2>/dev/null
 }
 aa() {  # aa NAME SECONDS: plain,plain over the sweep's recording (not the store's newest: confirm runs record too)
   local recording
