@@ -33,7 +33,11 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-early": dict(variant="ws", early_qk=True, pingpong=False, overlap=True, block_n=128),
                   "ws-whole-diag": dict(variant="ws", diagonal_halves=False),
                   "ws-rising": dict(variant="ws", masked_first=False),
-                  "ws-3wg": dict(variant="ws", consumers=3), "ws-tree": dict(variant="ws", tree_reduce=True)}
+                  "ws-3wg": dict(variant="ws", consumers=3),
+                  "ws-3wg-ol": dict(variant="ws", consumers=3, overlap=True, masked_first=True),
+                  "ws-tree": dict(variant="ws", tree_reduce=True)}
+ONLY_AT_D = {"ws-3wg": 64, "ws-3wg-ol": 64}
+"""Our variants built for one head dimension alone (three consumers: D=64)."""
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
 
@@ -50,7 +54,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "block), ws-tc (P's row sums on the tensor cores), ws-early (each tile's first Q K^T issued "
                     "behind the previous tile's last P V), ws-whole-diag (the causal diagonal block handled whole, "
                     "not in halves), ws-rising (K/V blocks in rising order, the masked one last), ws-3wg (three "
-                    "consumer warpgroups, 192-row tiles; D=64 only), ws-tree (the softmax's row maxima and sums "
+                    "consumer warpgroups, 192-row tiles; D=64 only), ws-3wg-ol (ws-3wg with the intra-warpgroup overlap and, "
+                    "non-causal, the masked block first: FlashAttention-4's D=64 configuration), ws-tree (the softmax's row maxima and sums "
                     "reduced as a tree), simple (one program per tile, no "
                     "specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
@@ -76,8 +81,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     if unknown:
         ap.error(f"unknown variant(s) {sorted(unknown)}; known: {sorted(VARIANT_KWARGS)}")
     args.head_dims = args.head_dims or (QUICK["head_dims"] if args.quick else "64,128")
-    if "ws-3wg" in args.variants.split(",") and args.head_dims != "64":
-        ap.error("ws-3wg is built for D=64 only: give --head-dims 64")
+    for variant in args.variants.split(","):
+        if variant in ONLY_AT_D and args.head_dims != str(ONLY_AT_D[variant]):
+            ap.error(f"{variant} is built for D={ONLY_AT_D[variant]} only: give --head-dims {ONLY_AT_D[variant]}")
     args.seqlens = args.seqlens or (QUICK["seqlens"] if args.quick else SEQLENS)
     return args
 

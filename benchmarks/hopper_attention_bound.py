@@ -28,13 +28,13 @@ import json
 import re
 import sys
 
+from hopper_attention import ONLY_AT_D, VARIANT_KWARGS
+
 SHAPES = "64:0:16384,64:1:16384,128:0:16384,128:1:16384"
 FAMILY_OF_KERNEL = (("ours", re.compile(r"^_attn_fwd_ws")), ("fa4", re.compile(r"flash_attn|FlashAttention", re.I)),
                     ("cudnn", re.compile(r"cudnn|sm90_xmma|fmha", re.I)))
 """A profiled kernel's family (an arm, or all of our variants), by its name (the first pattern that matches);
 kernels matching none are left out. Our variants share the kernel's name: launch order tells them apart."""
-ONLY_AT_D = {"ws-3wg": 64}
-"""Our variants built for one head dimension alone (`run` skips them at the others)."""
 COLUMNS = {
     "duration_us": ("gpu__time_duration.sum", 1e-3),
     "issue_active_pct": ("smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
@@ -117,7 +117,6 @@ def run(args) -> None:
 
     from fa4_arms import bshd, fa4_calls
     from gluon_kernels import hopper_attention
-    from hopper_attention import VARIANT_KWARGS
 
     ours = args.ours.split(",")
     unknown = sorted(set(ours) - set(VARIANT_KWARGS))

@@ -258,3 +258,18 @@ def test_summary_names_the_missing_kernel():
     with pytest.raises(TritonhookError, match=r"add\.cubin: no kernel 'nope' \(kernels: add_kernel\)"):
         cubin.summary("nope")
     assert cubin.summary() == cubin.summary("add_kernel")
+
+
+def test_inner_loops_find_the_k_loop_and_nothing_in_straight_code():
+    """The fp16 matmul's k-loop (its tensor-core instructions inside, closed by a branch back to its first
+    instruction) is the one inner loop of its SASS for sm_90a; the elementwise add has none."""
+    from tritonhook.cubin import inner_loops
+
+    (matmul,) = disassemble(assembled("matmul_fp16", "sm_90a", "triton").cubin).values()
+    (loop,) = inner_loops(matmul)
+    closing = loop[-1]
+    assert closing.base_opcode == "BRA" and int(closing.operands.split("0x")[-1].rstrip(";) "), 16) == loop[0].offset
+    mma = [i for i in loop if i.base_opcode in ("HGMMA", "HMMA")]
+    assert mma and len(loop) < len(matmul), (len(loop), len(matmul))
+    (add,) = disassemble(assembled("add", "sm_90a", "triton").cubin).values()
+    assert inner_loops(add) == []

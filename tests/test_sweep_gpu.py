@@ -513,4 +513,5 @@ def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):
         ([s.constexprs for s in launched], pinned, tuned, first.device, second.device,
          [d for d in second.autotune if d["kernel"] == tuned["kernel"]],
          [line for line in stderr.splitlines() if "tritonhook" in line][-10:])
-    assert not [d for d in second.autotune if d["kernel"] == tuned["kernel"]]  # pinned, not tuned
+    tuned_again = [d for d in second.autotune if d["kernel"] == tuned["kernel"]]
+    assert not tuned_again, (pinned, tuned_again, [line for line in stderr.splitlines() if "tritonhook" in line][-10:])

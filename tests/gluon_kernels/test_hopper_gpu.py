@@ -186,8 +186,10 @@ def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
 
 @pytest.mark.parametrize("knobs", [dict(consumers=3), dict(consumers=3, pingpong=False),
                                    dict(consumers=3, block_n=64, stages=4), dict(consumers=3, head_group=4),
-                                   dict(consumers=3, tc_rowsum=True)],
-                         ids=["pingpong", "no-pingpong", "bn64", "head-group", "tc-rowsum"])
+                                   dict(consumers=3, tc_rowsum=True), dict(consumers=3, overlap=True),
+                                   dict(consumers=3, overlap=True, masked_first=True)],
+                         ids=["pingpong", "no-pingpong", "bn64", "head-group", "tc-rowsum", "overlap",
+                              "overlap-masked-first"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("B,H,S,D", [(1, 4, 2049, 64), (2, 3, 191, 64), (2, 3, 193, 64), (4, 16, 1024, 64)])

@@ -10,12 +10,12 @@ from .fatbin import FATBIN_MAGIC, FatbinEntry, describe_fatbin, fatbin_cubins, f
 from .model import SUMMARY_FIELDS, Cubin, parse, read_input
 from .parts import EIATTR_NAMES, Eiattr, Kernel, Note, Param, Section, Tool
 from ..ptxas.binaries import find_nvdisasm
-from .sass import (Instruction, cubin_histogram, disassemble, normalized_sass, opcode_changes, opcode_histogram,
-                   parse_sass_json, run_nvdisasm, sass_text)
+from .sass import (Instruction, cubin_histogram, disassemble, inner_loops, normalized_sass, opcode_changes,
+                   opcode_histogram, parse_sass_json, run_nvdisasm, sass_text)
 from .delta import MIX_TOP, CubinDelta, CubinDeltas
 
 __all__ = ["EIATTR_NAMES", "EM_CUDA", "FATBIN_MAGIC", "MIX_TOP", "SUMMARY_FIELDS", "Cubin", "CubinDelta", "CubinDeltas",
            "Eiattr", "FatbinEntry", "Instruction", "Kernel", "Note", "Param", "Section", "Tool", "cubin_histogram",
-           "describe_fatbin", "disassemble", "fatbin_cubins", "fatbin_entries", "find_nvdisasm", "is_fatbin",
-           "normalized_sass", "opcode_changes", "opcode_histogram", "parse", "parse_sass_json", "read_input",
+           "describe_fatbin", "disassemble", "fatbin_cubins", "fatbin_entries", "find_nvdisasm", "inner_loops",
+           "is_fatbin", "normalized_sass", "opcode_changes", "opcode_histogram", "parse", "parse_sass_json", "read_input",
            "run_nvdisasm", "sass_text"]

@@ -1,7 +1,8 @@
 """SASS of a cubin, through nvdisasm (`ptxas.binaries.run_nvdisasm`; Triton's bundled one unless told otherwise).
 
 `disassemble` gives the instruction list per kernel; `opcode_histogram` and `normalized_sass` turn it into
-something to count and to diff (addresses and constants masked, so that a moved kernel still compares equal).
+something to count and to diff (addresses and constants masked, so that a moved kernel still compares equal);
+`inner_loops` finds the loops in it.
 """
 
 from __future__ import annotations
@@ -75,6 +76,20 @@ def opcode_changes(before: collections.Counter, after: collections.Counter) -> l
 
 
 _HEX = re.compile(r"\b0x[0-9a-f]+\b")
+
+
+def inner_loops(instructions: list[Instruction]) -> list[list[Instruction]]:
+    """The innermost loops of a kernel's SASS, in code order: each the instructions from a branch's earlier target
+    through the branch back to it, holding no other such loop. A kernel's steady state (an attention's K/V step, a
+    GEMM's k-loop) is one of them; a forward branch inside one (a masked arm skipped at run time) stays in its body."""
+    index = {instruction.offset: number for number, instruction in enumerate(instructions)}
+    spans = sorted({(index[target], number) for number, instruction in enumerate(instructions)
+                    if instruction.control_flow and instruction.base_opcode in ("BRA", "BRX", "JMP")
+                    for target in (int(token, 16) for token in _HEX.findall(instruction.operands))
+                    if target < instruction.offset and target in index})  # not the `BRA .` that ends a kernel
+    innermost = [(first, last) for first, last in spans
+                 if not any((a, b) != (first, last) and first <= a and b <= last for a, b in spans)]
+    return [instructions[first:last + 1] for first, last in innermost]
 
 
 def normalized_sass(instructions: list[Instruction]) -> list[str]:
