@@ -33,6 +33,7 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-early": dict(variant="ws", early_qk=True, pingpong=False, overlap=True, block_n=128),
                   "ws-whole-diag": dict(variant="ws", diagonal_halves=False),
                   "ws-rising": dict(variant="ws", masked_first=False),
+                  "ws-2wg": dict(variant="ws", consumers=2),
                   "ws-3wg": dict(variant="ws", consumers=3),
                   "ws-3wg-ol": dict(variant="ws", consumers=3, overlap=True, masked_first=True),
                   "ws-tree": dict(variant="ws", tree_reduce=True)}
@@ -53,7 +54,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "TMA), ws-wait (each TMA store of O waited for at once, not after the next tile's first "
                     "block), ws-tc (P's row sums on the tensor cores), ws-early (each tile's first Q K^T issued "
                     "behind the previous tile's last P V), ws-whole-diag (the causal diagonal block handled whole, "
-                    "not in halves), ws-rising (K/V blocks in rising order, the masked one last), ws-3wg (three "
+                    "not in halves), ws-rising (K/V blocks in rising order, the masked one last), ws-2wg (the tuned "
+                    "build with two consumer warpgroups), ws-3wg (three "
                     "consumer warpgroups, 192-row tiles; D=64 only), ws-3wg-ol (ws-3wg with the intra-warpgroup overlap and, "
                     "non-causal, the masked block first: FlashAttention-4's D=64 configuration), ws-tree (the softmax's row maxima and sums "
                     "reduced as a tree), simple (one program per tile, no "

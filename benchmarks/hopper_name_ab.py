@@ -2,6 +2,7 @@
 
     tritonhook ab --variants plain,cutlass_ --rounds 5 -- python benchmarks/hopper_name_ab.py
     python benchmarks/hopper_name_ab.py --in-process     # ab.compare: variants alternated call by call
+    python benchmarks/hopper_name_ab.py --in-process --head-dim 64 --no-fp8   # D=64's three-consumer builds
 
 With `--in-process` each configuration is A/B-tested in this process by `tritonhook.ab.compare` (tighter
 intervals: both names see the same clocks), and the SASS of the two builds is compared byte for byte.
@@ -22,7 +23,7 @@ import torch
 from gluon_kernels import hopper_attention, transpose_v_for_fp8
 from tritonhook import ab, format
 
-CONFIGS = [  # (dtype, causal): B=2, H=16, S=8192, D=128, the shape where the kernel is closest to cuDNN
+CONFIGS = [  # (dtype, causal): B=2, H=16, S=8192 (D=128: the shape where the kernel is closest to cuDNN)
     (torch.bfloat16, False),
     (torch.bfloat16, True),
     (torch.float8_e4m3fn, False),
@@ -50,16 +51,20 @@ def same_sass(report: ab.ABReport, store: str) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seq", type=int, default=8192)
+    parser.add_argument("--head-dim", type=int, choices=(64, 128), default=128)
+    parser.add_argument("--no-fp8", action="store_true", help="the 16-bit configurations only")
     parser.add_argument("--in-process", action="store_true", help="A/B with ab.compare in this process")
     parser.add_argument("--rounds", type=int, default=10, help="rounds for --in-process")
     parser.add_argument("--store", default="ab-hopper-store", help="store for --in-process")
     args = parser.parse_args()
-    batch, heads, dim = 2, 16, 128
+    batch, heads, dim = 2, 16, args.head_dim
     for dtype, causal in CONFIGS:
+        if args.no_fp8 and dtype == torch.float8_e4m3fn:
+            continue
         torch.manual_seed(0)
         q, k, v = (torch.randn(batch, heads, args.seq, dim, device="cuda").to(dtype) for _ in range(3))
         v_t = transpose_v_for_fp8(v) if dtype == torch.float8_e4m3fn else None
-        name = f"{str(dtype).removeprefix('torch.')} {'causal' if causal else 'non-causal'} S={args.seq}"
+        name = f"{str(dtype).removeprefix('torch.')} {'causal' if causal else 'non-causal'} D={dim} S={args.seq}"
         flops = ab.attention_flops(batch, heads, args.seq, dim, causal)
 
         def run(q, k, v):

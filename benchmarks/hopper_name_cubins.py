@@ -12,7 +12,9 @@ import argparse
 import json
 
 KERNEL = "_attn_fwd_ws"
-BUILDS = (("consumers=3, D=64", 64, False, dict(consumers=3)),
+BUILDS = (("three overlapped consumers, D=64", 64, False, dict(consumers=3, overlap=True, masked_first=True)),
+          ("three overlapped consumers, D=64, causal", 64, True, dict(consumers=3, overlap=True)),
+          ("consumers=3, D=64", 64, False, dict(consumers=3)),
           ("consumers=3, D=64, causal", 64, True, dict(consumers=3)),
           ("tree_reduce, D=64", 64, False, dict(tree_reduce=True)),
           ("tree_reduce, D=128", 128, False, dict(tree_reduce=True)),

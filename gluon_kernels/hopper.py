@@ -20,7 +20,7 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
             **knobs) -> dict:
     """Tile sizes and launch options for one (dtype, head dim, variant[, seq_len]); shared by the wrapper and the
     AOT helper. ``knobs``: the ``WS_KNOBS`` names (None = default), over the ``TUNED_WS`` (``TUNED_WS_FP8``) entry
-    for seq_len."""
+    for seq_len (with no knob set, possibly a whole one: ``THREE_OVERLAPPED_FROM``)."""
     if dtype not in HOPPER_DTYPES:
         raise ValueError(f"dtype must be one of {sorted(HOPPER_DTYPES)}, not {dtype!r}")
     if head_dim not in (64, 128):
@@ -34,14 +34,15 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
     knobs = {k: v for k, v in knobs.items() if v is not None}
     fp8 = dtype == "fp8e4nv"
     if variant == "ws":
-        consumers = knobs.get("consumers", 2)
+        tuned = tuned_knobs(causal, head_dim, seq_len, fp8, whole=not knobs)
+        consumers = knobs.get("consumers", tuned.get("consumers", 2))
+        if tuned.get("consumers", 2) != consumers:  # the table holds two-consumer builds (and whole ones)
+            tuned = {}
         if consumers not in (2, 3):
             raise ValueError(f"consumers must be 2 or 3 (consumer warpgroups a tile), not {consumers}")
         if consumers == 3 and head_dim != 64:
             raise ValueError("consumers=3 is built for head_dim 64: with 512 threads a consumer has 128 registers, "
                              "and D=128's O accumulator spills")
-        # the tables were measured with two consumers: three run their own defaults until measured
-        tuned = tuned_knobs(causal, head_dim, seq_len, fp8) if consumers == 2 else {}
         chosen = {**ws_defaults(head_dim, fp8, consumers), **tuned, **knobs}
         if consumers == 3 and chosen["block_n"] > 128:
             raise ValueError("consumers=3 takes block_n <= 128: at 160 registers a consumer, 256-key blocks do not "

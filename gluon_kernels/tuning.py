@@ -27,7 +27,17 @@ TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     (True, 128): ((1024, {"head_group": 8}), (4096, {"head_group": 2, "pingpong": False}),
                   (_ANY_S, {"pingpong": False})),
 }
-"""Measured ws knobs for 16-bit inputs."""
+"""Measured ws knobs for 16-bit inputs (two consumer warpgroups)."""
+
+THREE_OVERLAPPED = {"consumers": 3, "overlap": True, "masked_first": True}
+"""FlashAttention-4's D=64 configuration: 192-row tiles over three consumer warpgroups, each overlapping its softmax
+with its previous P V GEMM, the ping-pong token passed round all three; non-causal, the S tail's block first, so the
+K/V step carries no mask (causal keeps the rising order: its 192-row tile's diagonal spans two 128-key blocks)."""
+
+THREE_OVERLAPPED_FROM: dict[tuple[bool, int], int] = {(False, 64): 2048, (True, 64): 8192}
+"""(causal, head dim) -> the S from which the tuned 16-bit build is ``THREE_OVERLAPPED`` (bf16 on the H200,
+`hopper_attention.py --variants ws,ws-3wg-ol`, docs/hopper_attention.md). A whole configuration: taken only by a
+call that sets no knob; with any knob, the two-consumer ``TUNED_WS`` entry under the caller's knobs."""
 
 _FP8_BN256 = {"block_n": 256, "stages": 3, "overlap": False, "pingpong": False, "defer_wait": False}
 """FlashAttention-3's fp8 tile width: a step's fixed work over twice the keys; overlap spills with it."""
@@ -51,8 +61,12 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
 """``TUNED_WS`` for fp8 (e4m3) inputs."""
 
 
-def tuned_knobs(causal: bool, head_dim: int, seq_len: int | None, fp8: bool = False) -> dict:
-    """The table entry for S = ``seq_len`` (none for None: the defaults)."""
+def tuned_knobs(causal: bool, head_dim: int, seq_len: int | None, fp8: bool = False, whole: bool = False) -> dict:
+    """The table entry for S = ``seq_len`` (none for None: the defaults). ``whole``: the caller sets no knob, so a
+    whole configuration (``THREE_OVERLAPPED``) may be the answer."""
+    start = THREE_OVERLAPPED_FROM.get((bool(causal), head_dim))
+    if whole and not fp8 and start is not None and seq_len is not None and seq_len >= start:
+        return dict(THREE_OVERLAPPED)
     for max_seq_len, knobs in (TUNED_WS_FP8 if fp8 else TUNED_WS).get((bool(causal), head_dim), ()):
         if seq_len is not None and seq_len <= max_seq_len:
             return knobs
@@ -63,13 +77,14 @@ def ws_defaults(head_dim: int, fp8: bool = False, consumers: int = 2) -> dict:
     """Every ``WS_KNOBS`` value of the ws kernel before any ``TUNED_WS`` entry. A caller that passes all of them
     (the tuner: ``{**ws_defaults(D), **knob_set}``) measures its knob set over these defaults, not over whatever
     the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``hopper._config``).
-    ``masked_first`` on at D=128 only: at D=64 the falling order slowed 16-bit by 0-5% (H200). ``consumers``: the
-    consumer warpgroups sharing a tile (2, or 3 as FlashAttention-4 runs D=64: a 192-row tile, the ping-pong token
-    passed round all three instead of each warpgroup overlapping its own softmax with its GEMMs, which spills
-    there). ``consumer_regs`` / ``producer_regs``: what ``setmaxnreg`` raises each consumer to and lowers the
-    producer to, within the SM's 64K registers: 240 for two consumers, 160 for three (3 x 128 threads x 160 + 128 x
-    24 <= 65,536). ``tree_reduce`` (the softmax's row maxima and sums folded in registers first) is off: 4-5% slower
-    at D=64 on the H200 (docs/hopper_attention.md#what-bounds-it)."""
+    ``masked_first`` on at D=128 only: at D=64 the falling order slowed the two-consumer 16-bit build by 0-5%
+    (H200). ``consumers``: the consumer warpgroups sharing a tile (2, or 3 as FlashAttention-4 runs D=64: a 192-row
+    tile, the ping-pong token passed round all three); three default to the plain loop, since the overlapped one
+    spills in the causal builds' K/V step (``THREE_OVERLAPPED_FROM`` runs it where it was measured faster).
+    ``consumer_regs`` / ``producer_regs``: what ``setmaxnreg`` raises each consumer to and lowers the producer to,
+    within the SM's 64K registers: 240 for two consumers, 160 for three (3 x 128 threads x 160 + 128 x 24 <=
+    65,536). ``tree_reduce`` (the softmax's row maxima and sums folded in registers first) is off: 4-5% slower at
+    D=64 on the H200 (docs/hopper_attention.md#what-bounds-it)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=consumers == 2,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True,
                 consumer_regs=240 if consumers == 2 else 160, producer_regs=24, tc_rowsum=False, early_qk=False,

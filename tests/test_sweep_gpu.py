@@ -514,4 +514,5 @@ def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):
          [d for d in second.autotune if d["kernel"] == tuned["kernel"]],
          [line for line in stderr.splitlines() if "tritonhook" in line][-10:])
     tuned_again = [d for d in second.autotune if d["kernel"] == tuned["kernel"]]
-    assert not tuned_again, (pinned, tuned_again, [line for line in stderr.splitlines() if "tritonhook" in line][-10:])
+    assert not tuned_again, json.dumps({"pinned": pinned, "first": tuned, "second": tuned_again,
+                                        "stderr": stderr.splitlines()[-15:]})
