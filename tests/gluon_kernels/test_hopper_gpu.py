@@ -200,6 +200,20 @@ def test_three_consumer_warpgroups_match_fp32_reference(B, H, S, D, causal, dtyp
     assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse="tc_rowsum" not in knobs)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("S", [2048, 8193])
+def test_tuned_d64_builds_match_fp32_reference(S, causal, dtype):
+    """With no knob set, 16-bit D=64 runs FlashAttention-4's configuration from ``THREE_OVERLAPPED_FROM`` on (three
+    overlapped consumers; non-causal with the S tail's block first): S = 8193 puts a one-key tail block first."""
+    from gluon_kernels.hopper import _config
+    from gluon_kernels.tuning import THREE_OVERLAPPED_FROM
+
+    consumers = _config("bf16", 64, "ws", causal, S)["constexprs"]["CONSUMERS"]
+    assert consumers == (3 if S >= THREE_OVERLAPPED_FROM[(causal, 64)] else 2)
+    assert_ws_matches_reference(1, 3, S, 64, causal, dtype, {})
+
+
 def test_default_scale_and_no_lse():
     q, k, v = make_inputs(1, 2, 300, 128, torch.bfloat16, 7)
     out = hopper_attention(q, k, v)
