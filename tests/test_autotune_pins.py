@@ -225,14 +225,16 @@ def test_a_warm_inductor_cache_does_not_keep_a_pinned_kernel_from_its_pin(tmp_pa
     try:
         assert cached() == [CONFIGS[0]] and inductor_config.force_disable_caches == before
     finally:
-        triton_only.uninstall()
+        with pytest.warns(RuntimeWarning, match="not applied"):  # nothing was tuned here
+            triton_only.uninstall()
     key = ("triton_poi_fused_add_0", _triton.inductor_tuning_key(inductor_tuner(heuristics)))
     pinner = _triton.AutotunePinner({key: {"BLOCK": 1024, "num_warps": 8}})
     pinner.install()
     try:
         assert inductor_config.force_disable_caches and cached() == CONFIGS
     finally:
-        pinner.uninstall()
+        with pytest.warns(RuntimeWarning, match="not applied"):
+            pinner.uninstall()
     assert inductor_config.force_disable_caches == before and cached() == [CONFIGS[0]]
 
 
@@ -298,3 +300,25 @@ def test_confirm_says_in_one_line_when_a_sweep_has_nothing_to_confirm(candidates
                                  capture_output=True, text=True, timeout=120)
         assert confirm.returncode == 2 and message in confirm.stderr, confirm.stderr
         assert confirm.stderr.count("\n") == 1 and "Traceback" not in confirm.stderr
+
+
+def test_a_pin_no_autotune_took_is_named_when_the_pinner_is_uninstalled():
+    """A pin whose kernel never tuned at its key in the run (here Inductor's kernel tuned under another source
+    hash) is reported once the pinner is uninstalled, with what was tuned under that kernel name instead; a pin that
+    applied is not."""
+    heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    from test_sweep_autotune import inductor_tuner
+
+    tuner = inductor_tuner(heuristics)
+    key = _triton.inductor_tuning_key(tuner)
+    stale = ("triton_poi_fused_add_0", ("source:0000",))
+    pinner = _triton.AutotunePinner({stale: {"BLOCK": 1024}, ("triton_poi_fused_add_0", key): {"BLOCK": 512}})
+    pinner.install()
+    try:
+        tuner.autotune_to_one_config()
+        assert [launcher.config.kwargs["BLOCK"] for launcher in tuner.launchers] == [512]
+    finally:
+        with pytest.warns(RuntimeWarning) as caught:
+            pinner.uninstall()
+    (line,) = [str(w.message) for w in caught]
+    assert "source:0000" in line and "not applied" in line and f"tuned here: triton_poi_fused_add_0 at {key[0]}" in line

@@ -125,8 +125,8 @@ def test_tree_reduce_folds_the_row_maxima_and_sums_without_more_work(head_dim):
     add) instructions that ptxas does not reassociate (Triton 3.9 already folds them as a tree). `tree_reduce`
     halves the row in registers first: the same number of instructions, chains a few deep under either, no
     shuffles through shared memory, no spills."""
-    plain = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384)
-    tree = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384, tree_reduce=True)
+    plain = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384, consumers=2)
+    tree = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384, consumers=2, tree_reduce=True)
     for op in ("max.f32", "add.f32"):
         (plain_depth, plain_count), (tree_depth, tree_count) = (_longest_chain(k.asm["ptx"], op)
                                                                 for k in (plain, tree))

@@ -354,6 +354,7 @@ class AutotunePinner(_AutotunerWrapping):
         self.pins = pins
         self.applied: dict[tuple[str, tuple[str, ...]], int] = {}
         self._unmatched: set[tuple[str, tuple[str, ...]]] = set()
+        self._tuned_near: set[tuple[str, tuple[str, ...]]] = set()  # autotuned here with a pin's name or key
         self._config_wait: AfterImport | None = None
         self._caches_before: tuple[object, bool] | None = None  # Inductor's config module, its switch before ours
 
@@ -370,6 +371,8 @@ class AutotunePinner(_AutotunerWrapping):
 
     def _pinned(self, name: str, key: tuple[str, ...], options: list, config_of: Callable):
         """Of `options` (configs or launchers), the one whose config has the values pinned for (name, key)."""
+        if any(name == pinned_name or key == pinned_key for pinned_name, pinned_key in self.pins):
+            self._tuned_near.add((name, key))
         wanted = self.pins.get((name, key))
         if wanted is None:
             return None
@@ -392,7 +395,24 @@ class AutotunePinner(_AutotunerWrapping):
         if any(key[:1] and key[0].startswith(INDUCTOR_KEY_PREFIX) for _, key in self.pins):
             self._config_wait = after_import(INDUCTOR_CONFIG_MODULE, self._disable_inductor_caches)
 
+    def not_applied(self) -> list[str]:
+        """One line per pin that no autotune of this run took (its kernel never tuned at that key here), naming
+        what was tuned under the pin's kernel name or tuning key instead: a pin that silently did nothing would read
+        as the autotuner's own pick."""
+        lines = []
+        for (name, key), wanted in self.pins.items():
+            if (name, key) in self.applied or (name, key) in self._unmatched:
+                continue
+            near = sorted(f"{n} at {', '.join(k)}" for n, k in self._tuned_near if n == name or k == key)
+            lines.append(f"tritonhook: a decision pins {wanted} for {name} (tuning key {', '.join(key)}), but no "
+                         f"autotune of that kernel at that key ran, so it was not applied"
+                         + (f" (tuned here: {'; '.join(near)})" if near else ""))
+        return lines
+
     def uninstall(self) -> None:
+        if self.active:
+            for line in self.not_applied():
+                warn(line)
         if self._config_wait is not None:
             self._config_wait.remove()
             self._config_wait = None
