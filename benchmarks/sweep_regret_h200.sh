@@ -78,11 +78,11 @@ want flaggems && sweep flaggems 400 "${FLAGGEMS[@]}"
 want flaggems_aa && aa flaggems 240
 want flaggems_confirm && confirm flaggems 2 330 "${FLAGGEMS[@]}"
 want timm && ROWS=${TIMM_ROWS:-20} sweep timm 500 "${TIMM[@]}"
-want timm_aa && aa timm 240
+want timm_aa && ROWS=${TIMM_ROWS:-20} aa timm 240
 MAMBA=($PY benchmarks/workloads/mamba_ssd.py ${MAMBA_STEPS:-3} ${MAMBA_SHAPES:-2.7b})
 TV=($PY benchmarks/workloads/torchvision_compiled.py ${TV_STEPS:-5} ${TV_MODELS:-swin_t,efficientnet_b0})
 want mamba && ROWS=${MAMBA_ROWS:-12} sweep mamba ${MAMBA_S:-540} "${MAMBA[@]}"
-want mamba_aa && aa mamba 300
+want mamba_aa && ROWS=${MAMBA_ROWS:-12} aa mamba 300
 want mamba_fixed && ROWS=${MAMBA_ROWS:-12} fixed mamba 300
 want mamba_confirm && confirm mamba ${RUNS:-3} ${CONFIRM_S:-420} "${MAMBA[@]}"
 want torchao_confirm4 && confirm torchao 4 420 "${TORCHAO[@]}"
