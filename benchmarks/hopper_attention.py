@@ -55,11 +55,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "block), ws-tc (P's row sums on the tensor cores), ws-early (each tile's first Q K^T issued "
                     "behind the previous tile's last P V), ws-whole-diag (the causal diagonal block handled whole, "
                     "not in halves), ws-rising (K/V blocks in rising order, the masked one last), ws-2wg (the tuned "
-                    "build with two consumer warpgroups), ws-3wg (three "
-                    "consumer warpgroups, 192-row tiles; D=64 only), ws-3wg-ol (ws-3wg with the intra-warpgroup overlap and, "
-                    "non-causal, the masked block first: FlashAttention-4's D=64 configuration), ws-tree (the softmax's row maxima and sums "
-                    "reduced as a tree), simple (one program per tile, no "
-                    "specialization)")
+                    "build with two consumer warpgroups), ws-3wg (three consumer warpgroups, 192-row tiles; D=64 "
+                    "only), ws-3wg-ol (ws-3wg with the intra-warpgroup overlap and, non-causal, the masked block "
+                    "first: FlashAttention-4's D=64 configuration), ws-tree (the softmax's row maxima and sums "
+                    "reduced as a tree), simple (one program per tile, no specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")

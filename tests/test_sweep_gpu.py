@@ -471,9 +471,9 @@ def test_an_autotuners_regret_is_found_pinned_and_confirmed_inside_the_workload(
 
 def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):
     """A run of a compiled function autotunes its Inductor kernel and leaves its pick in Inductor's caches; a second
-    run with a decision pinning another of its configs launches that config, untuned (the pinner turns Inductor's
-    caches off: handed the cached kernel, Inductor kept the first run's config alone and the pin never ran, as in
-    MaxViT's confirmation on the H200, docs/sweep.md)."""
+    run with a decision pinning another of its configs launches that config, and the pin counts as applied (the
+    pinner turns Inductor's caches off: handed the cached kernel, Inductor kept the first run's config alone and the
+    pin never ran, as in MaxViT's confirmation on the H200, docs/sweep.md)."""
     import json
     import os
     import subprocess

@@ -17,5 +17,5 @@ from .delta import MIX_TOP, CubinDelta, CubinDeltas
 __all__ = ["EIATTR_NAMES", "EM_CUDA", "FATBIN_MAGIC", "MIX_TOP", "SUMMARY_FIELDS", "Cubin", "CubinDelta", "CubinDeltas",
            "Eiattr", "FatbinEntry", "Instruction", "Kernel", "Note", "Param", "Section", "Tool", "cubin_histogram",
            "describe_fatbin", "disassemble", "fatbin_cubins", "fatbin_entries", "find_nvdisasm", "inner_loops",
-           "is_fatbin", "normalized_sass", "opcode_changes", "opcode_histogram", "parse", "parse_sass_json", "read_input",
-           "run_nvdisasm", "sass_text"]
+           "is_fatbin", "normalized_sass", "opcode_changes", "opcode_histogram", "parse", "parse_sass_json",
+           "read_input", "run_nvdisasm", "sass_text"]
