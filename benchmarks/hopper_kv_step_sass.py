@@ -22,8 +22,9 @@ from pathlib import Path
 
 from hopper_attention import VARIANT_KWARGS
 
-BUILDS = (("ws", 64), ("ws-3wg-ol", 64), ("ws", 128))
-"""(our variant, head dim) of each build (hopper_attention.py's variant names)."""
+BUILDS = (("ws-2wg", 64), ("ws", 64), ("ws", 128))
+"""(our variant, head dim) of each build (hopper_attention.py's variant names; at D=64 and 8k, ws is the
+three-consumer build and ws-2wg the two-consumer one)."""
 SEQ_LEN = 8192
 FA4_SMS = "132"
 COUNTED = ("MUFU", "FMNMX", "FADD", "FMUL", "FFMA", "F2FP", "FSEL", "ISETP", "HGMMA", "SHFL", "BAR", "SYNCS")
@@ -68,8 +69,10 @@ def ours_cubin(variant: str, head_dim: int) -> bytes:
 def fa4_cubin(head_dim: int, dump: Path) -> bytes:
     """FA4's Hopper forward for (4, S, 16, head_dim) bf16, compiled from fake tensors. CuTe DSL reads its dump
     folder once, at import: every build of a run goes to `dump`, and each is the file it adds there."""
+    from fa4_arms import dump_env
+
     os.environ.setdefault("FLASH_ATTENTION_NUM_SMS", FA4_SMS)
-    os.environ.update(CUTE_DSL_ARCH="sm_90a", CUTE_DSL_KEEP="ptx,cubin", CUTE_DSL_DUMP_DIR=str(dump))
+    os.environ.update(dump_env(str(dump)), CUTE_DSL_ARCH="sm_90a")
     import torch
     from flash_attn.cute import interface
     from torch._subclasses.fake_tensor import FakeTensorMode

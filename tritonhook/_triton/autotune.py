@@ -355,6 +355,8 @@ class AutotunePinner(_AutotunerWrapping):
         self.applied: dict[tuple[str, tuple[str, ...]], int] = {}
         self._unmatched: set[tuple[str, tuple[str, ...]]] = set()
         self._tuned_near: set[tuple[str, tuple[str, ...]]] = set()  # autotuned here with a pin's name or key
+        self._pinned_names = {name for name, _ in pins}  # looked up on every autotuned call: sets, not a scan
+        self._pinned_keys = {key for _, key in pins}
         self._config_wait: AfterImport | None = None
         self._caches_before: tuple[object, bool] | None = None  # Inductor's config module, its switch before ours
 
@@ -371,7 +373,7 @@ class AutotunePinner(_AutotunerWrapping):
 
     def _pinned(self, name: str, key: tuple[str, ...], options: list, config_of: Callable):
         """Of `options` (configs or launchers), the one whose config has the values pinned for (name, key)."""
-        if any(name == pinned_name or key == pinned_key for pinned_name, pinned_key in self.pins):
+        if name in self._pinned_names or key in self._pinned_keys:
             self._tuned_near.add((name, key))
         wanted = self.pins.get((name, key))
         if wanted is None:
