@@ -8,8 +8,10 @@
 # scheduler and Ray, the report in Chromium, pure statistics, the docs' links) run under the first release only.
 #
 # The heavy test dependencies (torch, Ray, CuTe DSL, cuTile, TritonParse, ...) are installed once, into
-# .venv-test-deps; each release's virtualenv holds only Triton and tritonhook (editable) and reaches the shared ones
-# through a .pth file placed after its own site-packages, so its own Triton is the one imported.
+# .venv-test-deps, with the first release's Triton: that virtualenv is the first release's. Each other release's
+# virtualenv holds only Triton and tritonhook (editable) and reaches the shared ones through a .pth file placed after
+# its own site-packages, so its own Triton is the one imported. Disk is what a CI machine runs out of first (about
+# 5.5 GB in all: the shared 3.0, each other release 0.7-1.0), so nothing is installed twice and pip keeps no cache.
 # Every release's virtualenv is made before the first suite runs, and TRITONHOOK_RELEASES_DIR points at links to
 # them (.venv-releases/triton-X.Y.Z), so that `tritonhook upgrade` and `bisect` in tests/test_upgrade.py and
 # tests/test_bisect.py find the other releases there instead of downloading them (the releases here are
@@ -31,7 +33,17 @@ pip_install() {  # pip_install PYTHON ARGS...: with the shared virtualenv's pip,
     local python=$1
     shift
     # no byte-compiling at install (torch alone is thousands of files): Python compiles what the tests import, once
-    "$deps/bin/python" -m pip --python "$python" install -q --disable-pip-version-check --no-compile "$@"
+    "$deps/bin/python" -m pip --python "$python" install -q --disable-pip-version-check --no-compile --no-cache-dir \
+        "$@"
+}
+
+release_venv() {  # release_venv VERSION: the virtualenv whose Triton is VERSION (the first release's: the shared one)
+    if [ "$1" = "$first" ]; then echo "$deps"; else echo ".venv-triton-$1"; fi
+}
+
+install_failed() {  # install_failed WHAT: say what failed to install and how much disk is left (the usual cause)
+    echo "installing $1 failed; disk free here: $(df -h . | awk 'NR == 2 {print $4}')"
+    exit 1
 }
 
 purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
@@ -42,14 +54,14 @@ make_deps() {  # the shared dependencies: the test and cute extras with the firs
 }
 
 triton_venv() {  # triton_venv VERSION: a virtualenv holding Triton VERSION
-    local version=$1 venv=".venv-triton-$1"
+    local version=$1 venv; venv=$(release_venv "$1")
     [ -x "$venv/bin/python" ] || python3 -m venv --without-pip "$venv"  # pip_install installs into it
     rm -f "$(purelib "$venv/bin/python")/zz-tritonhook-test-deps.pth"  # while pip runs: through it pip sees the
     pip_install "$venv/bin/python" --no-deps "triton==$version"         # shared Triton as installed, installs none
 }
 
 finish_venv() {  # finish_venv VERSION: tritonhook itself (editable); everything else from $deps
-    local venv=".venv-triton-$1"
+    local venv; venv=$(release_venv "$1")
     pip_install "$venv/bin/python" --no-deps -e .
     # a site directory (its own .pth files processed too), appended after the virtualenv's own
     echo "import site; site.addsitedir('$(purelib "$deps/bin/python")')" \
@@ -59,13 +71,14 @@ finish_venv() {  # finish_venv VERSION: tritonhook itself (editable); everything
 link_releases() {  # the release virtualenvs as `tritonhook upgrade` looks for them (config.RELEASES_DIR)
     mkdir -p .venv-releases
     for version in "$@"; do
-        ln -sfn "../.venv-triton-$version" ".venv-releases/triton-$version"
+        ln -sfn "../$(release_venv "$version")" ".venv-releases/triton-$version"
     done
     export TRITONHOOK_RELEASES_DIR="$PWD/.venv-releases"
 }
 
 run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among the tests not marked serial
-    local version=$1 marks=$2 venv=".venv-triton-$1" serial_files
+    local version=$1 marks=$2 venv serial_files
+    venv=$(release_venv "$1")
     shift 2
     echo "=== Triton $version: pytest -m '$marks' $* ==="
     "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider -m "not serial and ($marks)" "$@" \
@@ -80,17 +93,18 @@ run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among t
         || [ $? -eq 5 ] || failed="$failed $version(serial)"
 }
 
-make_deps
+make_deps || install_failed "the test dependencies"
 # the releases' Triton side by side (each install is mostly unpacking one wheel); tritonhook's editable install
 # after, one at a time, since each builds in the same source tree
 pids=""
-for version in $full $core; do
+others=$(for version in $full $core; do [ "$version" = "$first" ] || echo "$version"; done)
+for version in $others; do
     triton_venv "$version" & pids="$pids $!"
 done
 for pid in $pids; do
-    wait "$pid" || { echo "installing a Triton release failed"; exit 1; }
+    wait "$pid" || install_failed "a Triton release"
 done
-for version in $full $core; do
+for version in $others; do
     finish_venv "$version"
 done
 # shellcheck disable=SC2086

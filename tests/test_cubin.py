@@ -34,14 +34,15 @@ def triton_ptx(sample: str, capability: int) -> str:
     from tritonhook.samples import compile_sample
 
     old = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="tritonhook-test-cache-")
-    try:
-        return compile_sample(sample, capability, ptx_version=87).asm["ptx"]
-    finally:
-        if old is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = old
+    with tempfile.TemporaryDirectory(prefix="tritonhook-test-cache-") as cache:
+        os.environ["TRITON_CACHE_DIR"] = cache
+        try:
+            return compile_sample(sample, capability, ptx_version=87).asm["ptx"]
+        finally:
+            if old is None:
+                os.environ.pop("TRITON_CACHE_DIR", None)
+            else:
+                os.environ["TRITON_CACHE_DIR"] = old
 
 
 def retarget(ptx: str, gpu: str) -> str:

@@ -208,7 +208,12 @@ def update() -> None:
     """Compile every configuration and (re)write the golden file of each family for the installed releases."""
     import tempfile
 
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="golden-ptx-cache-")
+    with tempfile.TemporaryDirectory(prefix="golden-ptx-cache-") as cache:
+        os.environ["TRITON_CACHE_DIR"] = cache
+        _write_golden_files()
+
+
+def _write_golden_files() -> None:
     GOLDEN_DIR.mkdir(exist_ok=True)
     for family, path, configs in golden_sets():
         hashes = {}
