@@ -2,13 +2,14 @@
 # GPU proofs of the three-consumer Hopper attention (docs/hopper_attention.md#three-consumer-warpgroups-consumers3),
 # for the H200 (torch 2.11 + Triton 3.6). From the repository root, FlashAttention-4 and CuTe DSL unpacked as for
 # `hopper_attention.py --fa4` (FA4_SITE: the folder holding flash_attn/ and nvidia_cutlass_dsl/dsl_packages/):
-#     OUT=/some/dir FA4_SITE=/tmp/site [VARIANTS=ws,ws-3wg] [TESTS_K=three_consumer] [NCU=1] [STALLS=1] \
-#         [NAME_AB=0] bash benchmarks/hopper_3wg_h200.sh
+#     OUT=/some/dir FA4_SITE=/tmp/site [VARIANTS=ws,ws-3wg] [HEAD_DIMS=64] [TESTS_K=three_consumer] [NCU=1] \
+#         [STALLS=1] [NAME_AB=0] bash benchmarks/hopper_3wg_h200.sh
 # Steps, each under `timeout`; $OUT gets steps.log (each step's tail) and one tarball of everything (the device tool
 # brings back 8 files at most): the correctness tests of `consumers=3` (NaN-poisoned outputs, odd S,
 # the LSE; TESTS_K picks them); bf16 D=64 timed beside FA4 and cuDNN, our VARIANTS interleaved in one run
 # (hopper_attention.py's names: ws the tuned build, ws-2wg two consumers, ws-3wg three, ws-3wg-ol three with the
-# intra-warpgroup overlap); NCU=1, Nsight Compute's counters of one launch of each at S = 16k
+# intra-warpgroup overlap, -thread with each thread's share of the row sums; HEAD_DIMS=64,128 times D=128 too, for
+# variants built at both); NCU=1, Nsight Compute's counters of one launch of each at S = 16k
 # (hopper_attention_bound.py); STALLS=1, the per-instruction stall samples of the two-consumer D=128 build (which
 # barrier its `barrier` stalls wait at); NAME_AB=1, the `cutlass_` name timed on the tuned bf16 D=64 builds at 8k
 # (hopper_name_ab.py --in-process: intervals, SASS compared).
@@ -32,8 +33,8 @@ step() {  # step NAME SECONDS CMD...: output to $WORK/NAME.txt, its tail and exi
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" | tee "$WORK/versions.txt"
 step tests ${TESTS_S:-240} $PY -m pytest tests/gluon_kernels/test_hopper_gpu.py -k "${TESTS_K:-three_consumer}" -q \
     -p no:cacheprovider --maxfail=10
-step d64 ${BENCH_S:-240} $PY benchmarks/hopper_attention.py --fa4 --head-dims 64 --variants "$VARIANTS" --no-fp8 \
-    --runs ${RUNS:-3} --out "$WORK/d64.json"
+step d64 ${BENCH_S:-240} $PY benchmarks/hopper_attention.py --fa4 --head-dims "${HEAD_DIMS:-64}" --variants "$VARIANTS" \
+    --no-fp8 --runs ${RUNS:-3} --out "$WORK/d64.json"
 NCU="ncu --profile-from-start off --clock-control none"
 if [ "${NCU:-1}" = 1 ]; then
   step ncu ${NCU_S:-120} $NCU --csv --page raw --section SpeedOfLight --section ComputeWorkloadAnalysis \

@@ -36,8 +36,10 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-2wg": dict(variant="ws", consumers=2),
                   "ws-3wg": dict(variant="ws", consumers=3),
                   "ws-3wg-ol": dict(variant="ws", consumers=3, overlap=True, masked_first=True),
-                  "ws-tree": dict(variant="ws", tree_reduce=True)}
-ONLY_AT_D = {"ws-3wg": 64, "ws-3wg-ol": 64}
+                  "ws-3wg-ol-thread": dict(variant="ws", consumers=3, overlap=True, masked_first=True,
+                                           thread_rowsum=True),
+                  "ws-tree": dict(variant="ws", tree_reduce=True), "ws-thread": dict(variant="ws", thread_rowsum=True)}
+ONLY_AT_D = {"ws-3wg": 64, "ws-3wg-ol": 64, "ws-3wg-ol-thread": 64}
 """Our variants built for one head dimension alone (three consumers: D=64)."""
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
@@ -57,8 +59,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "not in halves), ws-rising (K/V blocks in rising order, the masked one last), ws-2wg (the tuned "
                     "build with two consumer warpgroups), ws-3wg (three consumer warpgroups, 192-row tiles; D=64 "
                     "only), ws-3wg-ol (ws-3wg with the intra-warpgroup overlap and, non-causal, the masked block "
-                    "first: FlashAttention-4's D=64 configuration), ws-tree (the softmax's row maxima and sums "
-                    "reduced as a tree), simple (one program per tile, no specialization)")
+                    "first: FlashAttention-4's D=64 configuration), ws-3wg-ol-thread (ws-3wg-ol with ws-thread's "
+                    "row sums), ws-tree (the softmax's row maxima and sums reduced as a tree), ws-thread (the row "
+                    "sums kept as each thread's share, the quad's shares added once a tile: FlashAttention-4's), "
+                    "simple (one program per tile, no specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")

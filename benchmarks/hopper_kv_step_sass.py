@@ -22,9 +22,9 @@ from pathlib import Path
 
 from hopper_attention import VARIANT_KWARGS
 
-BUILDS = (("ws-2wg", 64), ("ws", 64), ("ws", 128))
+BUILDS = (("ws-2wg", 64), ("ws", 64), ("ws-3wg-ol-thread", 64), ("ws", 128), ("ws-thread", 128))
 """(our variant, head dim) of each build (hopper_attention.py's variant names; at D=64 and 8k, ws is the
-three-consumer build and ws-2wg the two-consumer one)."""
+three-consumer build and ws-2wg the two-consumer one; the -thread builds keep FA4's per-thread row sums)."""
 SEQ_LEN = 8192
 FA4_SMS = "132"
 COUNTED = ("MUFU", "FMNMX", "FADD", "FMUL", "FFMA", "F2FP", "FSEL", "ISETP", "HGMMA", "SHFL", "BAR", "SYNCS")
@@ -112,10 +112,10 @@ def main(argv=None) -> int:
         if args.fa4:
             builds += [(f"fa4 D={d}", lambda d=d: fa4_cubin(d, Path(dump))) for d in sorted({d for _, d in BUILDS})]
         rows = [step_row(label, build()) for label, build in builds]
-    print(f"{'build':22} {'instr':>5} {'exps before P V wait':>20} " + " ".join(f"{op:>6}" for op in COUNTED))
+    print(f"{'build':26} {'instr':>5} {'exps before P V wait':>20} " + " ".join(f"{op:>6}" for op in COUNTED))
     for row in rows:
         wait = "-" if row["exps_before_pv_wait"] is None else row["exps_before_pv_wait"]
-        print(f"{row['build']:22} {row['instructions']:5} {wait:>20} "
+        print(f"{row['build']:26} {row['instructions']:5} {wait:>20} "
               + " ".join(f"{row['counted'][op]:6}" for op in COUNTED))
     if args.out:
         Path(args.out).write_text(json.dumps({"seq_len": SEQ_LEN, "dtype": "bf16", "causal": False,

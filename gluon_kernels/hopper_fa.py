@@ -35,7 +35,8 @@ from ._compat import (
 from .epilogue import _epilogue, _epilogue_tma, _release_stored, _store_lse
 from .pipeline import RingPosition, SmemChannel, ring_start
 from .schedule import _kv_block, _kv_bounds, hopper_tiles
-from .softmax import _block_probs, _ones, _rescale, _row_reduce, _row_sums, _rowsum_mma, _softmax
+from .softmax import (_block_probs, _block_row_sums, _ones, _rescale, _row_sums, _row_sums_after, _rowsum_mma,
+                      _softmax, _zero_row_sums)
 from .wgmma import _p_operand, _p_operand_layout, _pv, _qk, _qk_async, _wgmma_layout
 
 
@@ -65,6 +66,7 @@ class HopperConfig:
     KV_FALLING: gl.constexpr  # MASKED_FIRST where it holds (see __init__)
     CONSUMERS: gl.constexpr  # ws: consumer warpgroups sharing a tile of CONSUMERS * BLOCK_M rows (2 or 3)
     TREE_REDUCE: gl.constexpr  # the softmax's row maxima and sums reduced as a tree (softmax._row_reduce)
+    THREAD_ROWSUM: gl.constexpr  # the row sums kept as each thread's share until the tile ends (softmax._row_partials)
     LATE_RELEASE: gl.constexpr  # 16-bit with a deferred store wait: O sits in the tile's Q buffer into the next tile
     s_layout: gl.constexpr  # scores S (wgmma accumulator)
     o_layout: gl.constexpr  # output O
@@ -75,7 +77,7 @@ class HopperConfig:
     def __init__(self, dtype, num_warps, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
                  PINGPONG=False, OVERLAP=False, HEAD_GROUP=1, TMA_STORE=False, O_SEPARATE=False, DEFER_WAIT=False,
                  TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False, CONSUMERS=2,
-                 TREE_REDUCE=False):
+                 TREE_REDUCE=False, THREAD_ROWSUM=False):
         bits = dtype.primitive_bitwidth
         self.HEAD_DIM = gl.constexpr(HEAD_DIM)
         self.BLOCK_M = gl.constexpr(BLOCK_M)
@@ -94,6 +96,7 @@ class HopperConfig:
         self.EARLY_QK = gl.constexpr(EARLY_QK)
         self.CONSUMERS = gl.constexpr(CONSUMERS)
         self.TREE_REDUCE = gl.constexpr(TREE_REDUCE)
+        self.THREAD_ROWSUM = gl.constexpr(THREAD_ROWSUM and not TC_ROWSUM)
         self.HALVES = gl.constexpr(DIAGONAL_HALVES and CAUSAL and CONSUMERS == 2 and BLOCK_N == 2 * BLOCK_M)
         # Causal builds keep the rising order unless each tile's diagonal lies in one K/V block (the block width a
         # multiple of the tile's rows): otherwise the diagonal's last block hides every key from warpgroup 0, and
@@ -402,7 +405,7 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
     masked0 = True if cfg.KV_FALLING else n_full == 0
     m_i, p = _block_probs(s, None, b0 * cfg.BLOCK_N, masked0, tile, cfg, WG, cfg.HALVES)
     if not cfg.TC_ROWSUM:
-        l_i = _row_reduce(p, False, cfg.TREE_REDUCE)
+        l_i = _block_row_sums(p, cfg)
     if cfg.LATE_RELEASE:
         _release_stored(handover.stored, handover.q_empty_prev)
     # P crosses the loop back edge. 16-bit: as the A operand. fp8: as fp32, packed at the top of the next step; an
@@ -438,7 +441,7 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
                                 cfg.HALVES)
         alpha = gl.exp2(m_i - m_new)
         if not cfg.TC_ROWSUM:
-            l_i = l_i * alpha + _row_reduce(p, False, cfg.TREE_REDUCE)
+            l_i = _row_sums_after(l_i, p, alpha, cfg)
         m_i = m_new
         if cfg.V_TRANSPOSED:
             p_next = p
@@ -532,10 +535,7 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
         bh, off_m, n_full, n_blocks = schedule.plan(tile_id)
         rows = off_m + WG * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
         m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
-        if cfg.TC_ROWSUM:
-            l_i = gl.zeros([BLOCK_M, 8], gl.float32, cfg.l_layout)
-        else:
-            l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
+        l_i = _zero_row_sums(cfg)
         acc = gl.zeros([BLOCK_M, cfg.HEAD_DIM], gl.float32, cfg.o_layout)
         qb = q.index()
         if not cfg.EARLY_QK:  # with it, waited for before this tile's S_0 was issued
@@ -573,7 +573,7 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
         q = q.advanced(1)
         m_i = state.m
         acc = state.acc
-        l_i = _row_sums(state.l, m_i, cfg.TC_ROWSUM)
+        l_i = _row_sums(state.l, m_i, cfg)
         row0 = off_m + WG * BLOCK_M
         if cfg.TMA_STORE and row0 + BLOCK_M <= seq_len:
             if cfg.O_SEPARATE:  # its own O buffer: Q's is free now
@@ -604,7 +604,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
                  TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
                  MASKED_FIRST: gl.constexpr, CONSUMERS: gl.constexpr, TREE_REDUCE: gl.constexpr,
-                 num_warps: gl.constexpr):
+                 THREAD_ROWSUM: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
@@ -612,7 +612,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                        PINGPONG=PINGPONG, OVERLAP=OVERLAP, HEAD_GROUP=HEAD_GROUP, TMA_STORE=TMA_STORE,
                        O_SEPARATE=O_SEPARATE, DEFER_WAIT=DEFER_WAIT, TC_ROWSUM=TC_ROWSUM, EARLY_QK=EARLY_QK,
                        DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST, CONSUMERS=CONSUMERS,
-                       TREE_REDUCE=TREE_REDUCE)
+                       TREE_REDUCE=TREE_REDUCE, THREAD_ROWSUM=THREAD_ROWSUM)
     # Q: [2 buffers x CONSUMERS warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by the consumers
     q_bufs = gl.allocate_shared_memory(dtype, [2 * CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)

@@ -1,9 +1,11 @@
 """Online softmax of the Hopper kernels (FlashAttention-2's, in base 2): running row maxima, P, the rescale of O
 and of the row sums by alpha = 2^(m_old - m_new), and the row sums themselves.
 
-The row sums are kept either on the FMA pipe (one FADD a score) or, with TC_ROWSUM, as a small wgmma of P against
-a ones tile issued beside the P V GEMM (``_rowsum_mma``, ``_ones``, ``_row_sums``); both live here because they are
-one concern, the softmax denominator. Both kernels of ``hopper_fa.py`` use these helpers.
+The row sums are kept either on the FMA pipe (one FADD a score), as each thread's share of them (THREAD_ROWSUM:
+``_row_partials``, the quad's shares added once a tile), or, with TC_ROWSUM, as a small wgmma of P against a ones
+tile issued beside the P V GEMM (``_rowsum_mma``, ``_ones``); ``_zero_row_sums``, ``_row_sums_after`` and
+``_row_sums`` take any of the three. All live here because they are one concern, the softmax denominator. Both
+kernels of ``hopper_fa.py`` use these helpers.
 """
 from __future__ import annotations
 
@@ -55,6 +57,22 @@ def _row_reduce(x, MAX: gl.constexpr, TREE: gl.constexpr):
 
 
 @gluon.jit
+def _row_partials(p, TREE: gl.constexpr):
+    """Each thread's share of each row's sum, [M, 4]: a wgmma accumulator spreads a row over the 4 threads of a
+    quad (columns 8k + 2t and 8k + 2t + 1 in thread t), and only the columns a thread holds are added here (TREE:
+    halved first, ``_fold_halves``), so no shuffle. The quad's shares are added once a tile (``_row_sums``) instead
+    of once a block: FlashAttention-4's row sums (its K/V step has half our SHFL, benchmarks/hopper_kv_step_sass.py)."""
+    y = p
+    if TREE:
+        for _ in gl.static_range(_tree_levels(p.shape[1])):
+            y = _fold_halves(y, False)
+    M: gl.constexpr = y.shape[0]
+    N: gl.constexpr = y.shape[1]
+    # column c = 8k + 2t + r: k and r are register bits, t the quad's lane bits; only k and r are summed
+    return gl.sum(gl.sum(y.reshape([M, N // 8, 4, 2]), axis=3), axis=1)
+
+
+@gluon.jit
 def _probs(s, m_prev, qk_scale, TREE: gl.constexpr = False):
     """(m_new, P) for one block of scores: the running row maxima and exp2(s * qk_scale - m_new). `m_prev` None:
     a tile's first block. TREE: the row maxima reduced as a tree (``_row_reduce``)."""
@@ -88,7 +106,7 @@ def _softmax(s, m_i, l_i, acc, n_off, masked, tile, cfg):
     CAUSAL and TC_ROWSUM are used)."""
     m_new, p = _block_probs(s, m_i, n_off, masked, tile, cfg, 0, False)
     alpha = gl.exp2(m_i - m_new)
-    l_i = _row_sums_after(l_i, p, alpha, cfg.TC_ROWSUM, cfg.TREE_REDUCE)
+    l_i = _row_sums_after(l_i, p, alpha, cfg)
     acc = _rescale(acc, alpha)
     return p, m_new, l_i, acc
 
@@ -100,15 +118,39 @@ def _rescale(x, alpha):
 
 
 @gluon.jit
-def _row_sums_after(l_i, p, alpha, TC_ROWSUM: gl.constexpr, TREE: gl.constexpr = False):
-    """The running row sums of P after one block. TC_ROWSUM: `l_i` holds them as [BLOCK_M, 8] (8 equal columns)
-    and the block's sums come from ``_rowsum_mma`` beside the P V GEMM, added after its wait, so here they are only
-    rescaled, like O; otherwise the block's sums are added on the FMA pipe (one FADD a score; TREE: reduced as a
-    tree, ``_row_reduce``)."""
-    if TC_ROWSUM:
-        return _rescale(l_i, alpha)
+def _zero_row_sums(cfg):
+    """The row sums before a tile's first block, in the form ``cfg`` keeps them: [BLOCK_M] (one value a row),
+    [BLOCK_M, 4] (THREAD_ROWSUM: each thread's share; the zeros are P's, so the layout is the one the loop carries) or
+    [BLOCK_M, 8] (TC_ROWSUM: the row-sum GEMM's accumulator, 8 equal columns)."""
+    if cfg.TC_ROWSUM:
+        return gl.zeros([cfg.BLOCK_M, 8], gl.float32, cfg.l_layout)
+    elif cfg.THREAD_ROWSUM:
+        return _row_partials(gl.zeros([cfg.BLOCK_M, cfg.BLOCK_N], gl.float32, cfg.s_layout), cfg.TREE_REDUCE)
     else:
-        return l_i * alpha + _row_reduce(p, False, TREE)
+        return gl.full([cfg.BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, cfg.s_layout))
+
+
+@gluon.jit
+def _block_row_sums(p, cfg):
+    """One block's row sums of P on the FMA pipe, in the form ``cfg`` keeps them (not TC_ROWSUM's: those come from
+    the GEMM)."""
+    if cfg.THREAD_ROWSUM:
+        return _row_partials(p, cfg.TREE_REDUCE)
+    else:
+        return _row_reduce(p, False, cfg.TREE_REDUCE)
+
+
+@gluon.jit
+def _row_sums_after(l_i, p, alpha, cfg):
+    """The running row sums of P after one block. TC_ROWSUM: the block's sums come from ``_rowsum_mma`` beside
+    the P V GEMM, added after its wait, so here they are only rescaled, like O; otherwise the block's sums are added
+    on the FMA pipe (one FADD a score; THREAD_ROWSUM: each thread's share)."""
+    if cfg.TC_ROWSUM:
+        return _rescale(l_i, alpha)
+    elif cfg.THREAD_ROWSUM:
+        return _rescale(l_i, alpha) + _row_partials(p, cfg.TREE_REDUCE)
+    else:
+        return l_i * alpha + _row_reduce(p, False, cfg.TREE_REDUCE)
 
 
 @gluon.jit
@@ -140,10 +182,12 @@ def _ones(shape: gl.constexpr, dtype: gl.constexpr, num_warps: gl.constexpr):
 
 
 @gluon.jit
-def _row_sums(l_i, like, TC_ROWSUM: gl.constexpr):
-    """The row sums as one value a row, in the layout of `like` (TC_ROWSUM: the 8 equal columns of the accumulator
-    collapsed, once a tile)."""
-    if TC_ROWSUM:
+def _row_sums(l_i, like, cfg):
+    """The row sums as one value a row, in the layout of `like`: the quad's shares added (THREAD_ROWSUM) or the 8
+    equal columns collapsed (TC_ROWSUM), once a tile."""
+    if cfg.TC_ROWSUM:
         return gl.convert_layout(gl.max(l_i, axis=1), like.type.layout)
+    elif cfg.THREAD_ROWSUM:
+        return gl.convert_layout(gl.sum(l_i, axis=1), like.type.layout)
     else:
         return l_i

@@ -110,6 +110,29 @@ def test_three_overlapped_consumers_build_fa4s_d64_step(dtype):
     assert build.metadata.shared <= SM90_SHARED_BYTES
 
 
+@pytest.mark.parametrize("head_dim,knobs", [(128, {}), (64, dict(consumers=3, overlap=True, masked_first=True))],
+                         ids=["d128-tuned", "d64-three-overlapped"])
+def test_thread_row_sums_leave_the_kv_step_the_maxima_shuffles_alone(head_dim, knobs):
+    """`thread_rowsum` (FlashAttention-4's row sums): each thread adds only the scores it holds and the quad's four
+    shares are added once a tile, so every consumer's K/V step loses the row sums' shuffles (2 rows a thread, 2
+    butterfly levels: 4 SHFL and their 4 FADD) and keeps the row maxima's; no more spills than before, or than
+    ptxas 13.4 (Triton 3.7+) gives the three-consumer step anyway (3 registers)."""
+    from tritonhook.cubin import disassemble, inner_loops, opcode_histogram
+
+    def steps(**extra):
+        build = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=8192, **knobs, **extra)
+        (kernel,) = disassemble(build.asm["cubin"]).values()
+        return [mix for mix in map(opcode_histogram, inner_loops(kernel)) if mix["MUFU"] >= 64]
+
+    block_sums, thread_sums = steps(), steps(thread_rowsum=True)
+    spills = 3 if TRITON_VERSION >= (3, 7) and knobs else 0
+    assert len(block_sums) == len(thread_sums) == (3 if knobs else 2), (block_sums, thread_sums)
+    for block, thread in zip(block_sums, thread_sums):
+        assert thread["SHFL"] == block["SHFL"] - 4 == 4, (block["SHFL"], thread["SHFL"])
+        assert thread["FADD"] == block["FADD"] - 4 and sum(thread.values()) < sum(block.values())
+        assert thread["STL"] <= max(block["STL"], spills) and thread["LDL"] <= max(block["LDL"], spills)
+
+
 def _longest_chain(ptx: str, op: str) -> tuple[int, int]:
     """(the longest chain of `op` instructions each reading the one before, how many there are) in PTX, whose
     virtual registers are each written once."""

@@ -172,8 +172,11 @@ def assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=True):
 
 @pytest.mark.parametrize("knobs", [{}, dict(defer_wait=False), dict(overlap=False), dict(head_group=0),
                                    dict(tc_rowsum=True), dict(tree_reduce=True),
-                                   dict(tree_reduce=True, overlap=False, pingpong=True)],
-                         ids=["defer", "wait", "defer-no-overlap", "snake", "tc-rowsum", "tree", "tree-plain-loop"])
+                                   dict(tree_reduce=True, overlap=False, pingpong=True), dict(thread_rowsum=True),
+                                   dict(thread_rowsum=True, overlap=False, pingpong=True),
+                                   dict(thread_rowsum=True, tree_reduce=True)],
+                         ids=["defer", "wait", "defer-no-overlap", "snake", "tc-rowsum", "tree", "tree-plain-loop",
+                              "thread-rowsum", "thread-rowsum-plain-loop", "thread-rowsum-tree"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
@@ -187,9 +190,10 @@ def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
 @pytest.mark.parametrize("knobs", [dict(consumers=3), dict(consumers=3, pingpong=False),
                                    dict(consumers=3, block_n=64, stages=4), dict(consumers=3, head_group=4),
                                    dict(consumers=3, tc_rowsum=True), dict(consumers=3, overlap=True),
-                                   dict(consumers=3, overlap=True, masked_first=True)],
+                                   dict(consumers=3, overlap=True, masked_first=True),
+                                   dict(consumers=3, overlap=True, masked_first=True, thread_rowsum=True)],
                          ids=["pingpong", "no-pingpong", "bn64", "head-group", "tc-rowsum", "overlap",
-                              "overlap-masked-first"])
+                              "overlap-masked-first", "overlap-thread-rowsum"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("B,H,S,D", [(1, 4, 2049, 64), (2, 3, 191, 64), (2, 3, 193, 64), (4, 16, 1024, 64)])
