@@ -12,6 +12,7 @@ import gzip
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -142,8 +143,11 @@ def _parsed(folder: Path) -> list[dict]:
 
 
 def test_tritonparse_validates_and_parses_the_ndjson_into_each_kernel_with_the_stores_ir(recorded, tmp_path,
-                                                                                           capsys):
+                                                                                           capsys, monkeypatch):
     tritonparse = pytest.importorskip("tritonparse")
+    # its parser copies the trace into two folders of its own that it leaves behind: under tmp_path, they go with it
+    (tmp_path / "tritonparse-scratch").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tritonparse-scratch"))
     from tritonparse.parse.utils import unified_parse
     from tritonparse.validation.json_validator import validate_trace_file
 
