@@ -38,8 +38,13 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-3wg-ol": dict(variant="ws", consumers=3, overlap=True, masked_first=True),
                   "ws-3wg-ol-thread": dict(variant="ws", consumers=3, overlap=True, masked_first=True,
                                            thread_rowsum=True),
+                  "ws-3wg-ol-peel": dict(variant="ws", consumers=3, overlap=True, masked_first=True,
+                                         peel_diagonal=True),
+                  "ws-3wg-ol-peel-thread": dict(variant="ws", consumers=3, overlap=True, masked_first=True,
+                                                peel_diagonal=True, thread_rowsum=True),
                   "ws-tree": dict(variant="ws", tree_reduce=True), "ws-thread": dict(variant="ws", thread_rowsum=True)}
-ONLY_AT_D = {"ws-3wg": 64, "ws-3wg-ol": 64, "ws-3wg-ol-thread": 64}
+ONLY_AT_D = {"ws-3wg": 64, "ws-3wg-ol": 64, "ws-3wg-ol-thread": 64, "ws-3wg-ol-peel": 64,
+             "ws-3wg-ol-peel-thread": 64}
 """Our variants built for one head dimension alone (three consumers: D=64)."""
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
@@ -60,7 +65,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "build with two consumer warpgroups), ws-3wg (three consumer warpgroups, 192-row tiles; D=64 "
                     "only), ws-3wg-ol (ws-3wg with the intra-warpgroup overlap and, non-causal, the masked block "
                     "first: FlashAttention-4's D=64 configuration), ws-3wg-ol-thread (ws-3wg-ol with ws-thread's "
-                    "row sums), ws-tree (the softmax's row maxima and sums reduced as a tree), ws-thread (the row "
+                    "row sums), ws-3wg-ol-peel (causal: both diagonal blocks first, the second peeled off the loop, "
+                    "which then carries no mask), ws-3wg-ol-peel-thread (both), ws-tree (the softmax's row maxima and sums reduced as a tree), ws-thread (the row "
                     "sums kept as each thread's share, the quad's shares added once a tile: FlashAttention-4's), "
                     "simple (one program per tile, no specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")

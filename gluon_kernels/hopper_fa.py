@@ -27,6 +27,8 @@ This module holds the kernels and the helpers only they use; the helpers they sh
 positions and shared-memory channels) and ``epilogue.py`` (O stores). Their host side (configurations, the torch
 entry point, the compile helper) is ``hopper.py``, the measured knobs ``tuning.py``.
 """
+import math
+
 from ._compat import (
     MBarrierLayout, aggregate, data_aggregate, fence_async_shared, gl, gluon, mbarrier_arrive, mbarrier_expect,
     mbarrier_init, mbarrier_invalidate, mbarrier_wait, tensor_descriptor, tma_load, tma_store_wait, warpgroup_mma,
@@ -67,6 +69,7 @@ class HopperConfig:
     CONSUMERS: gl.constexpr  # ws: consumer warpgroups sharing a tile of CONSUMERS * BLOCK_M rows (2 or 3)
     TREE_REDUCE: gl.constexpr  # the softmax's row maxima and sums reduced as a tree (softmax._row_reduce)
     THREAD_ROWSUM: gl.constexpr  # the row sums kept as each thread's share until the tile ends (softmax._row_partials)
+    PEEL_DIAGONAL: gl.constexpr  # causal, falling, the diagonal over two K/V blocks: the second peeled off the loop
     LATE_RELEASE: gl.constexpr  # 16-bit with a deferred store wait: O sits in the tile's Q buffer into the next tile
     s_layout: gl.constexpr  # scores S (wgmma accumulator)
     o_layout: gl.constexpr  # output O
@@ -77,7 +80,7 @@ class HopperConfig:
     def __init__(self, dtype, num_warps, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
                  PINGPONG=False, OVERLAP=False, HEAD_GROUP=1, TMA_STORE=False, O_SEPARATE=False, DEFER_WAIT=False,
                  TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False, CONSUMERS=2,
-                 TREE_REDUCE=False, THREAD_ROWSUM=False):
+                 TREE_REDUCE=False, THREAD_ROWSUM=False, PEEL_DIAGONAL=False):
         bits = dtype.primitive_bitwidth
         self.HEAD_DIM = gl.constexpr(HEAD_DIM)
         self.BLOCK_M = gl.constexpr(BLOCK_M)
@@ -99,9 +102,13 @@ class HopperConfig:
         self.THREAD_ROWSUM = gl.constexpr(THREAD_ROWSUM and not TC_ROWSUM)
         self.HALVES = gl.constexpr(DIAGONAL_HALVES and CAUSAL and CONSUMERS == 2 and BLOCK_N == 2 * BLOCK_M)
         # Causal builds keep the rising order unless each tile's diagonal lies in one K/V block (the block width a
-        # multiple of the tile's rows): otherwise the diagonal's last block hides every key from warpgroup 0, and
-        # a first block with no key makes 0/0 rows.
-        self.KV_FALLING = gl.constexpr(MASKED_FIRST and (not CAUSAL or BLOCK_N % (CONSUMERS * BLOCK_M) == 0))
+        # multiple of the tile's rows), or, with PEEL_DIAGONAL in the overlapped loop, in two: then both come first
+        # (the second peeled off the loop, ``_ws_tile_overlapped``) and the first may hold no key of a warpgroup's
+        # rows, whose maxima the prologue keeps finite (``_probs``: a first block with no key made 0/0 rows).
+        rows = CONSUMERS * BLOCK_M
+        self.PEEL_DIAGONAL = gl.constexpr(PEEL_DIAGONAL and MASKED_FIRST and OVERLAP and CAUSAL and BLOCK_N % rows != 0
+                                          and rows <= BLOCK_N + math.gcd(rows, BLOCK_N))
+        self.KV_FALLING = gl.constexpr(MASKED_FIRST and (not CAUSAL or BLOCK_N % rows == 0 or self.PEEL_DIAGONAL))
         self.LATE_RELEASE = gl.constexpr(TMA_STORE and DEFER_WAIT and not O_SEPARATE)
         self.s_layout = gl.constexpr(_wgmma_layout(BLOCK_N, bits, num_warps))
         self.o_layout = gl.constexpr(_wgmma_layout(HEAD_DIM, bits, num_warps))
@@ -403,7 +410,7 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
     b0 = _kv_block(0, n_blocks, cfg.KV_FALLING)
     # falling: the first block is the causal diagonal or the last (S tail) block, masked whether full or not
     masked0 = True if cfg.KV_FALLING else n_full == 0
-    m_i, p = _block_probs(s, None, b0 * cfg.BLOCK_N, masked0, tile, cfg, WG, cfg.HALVES)
+    m_i, p = _block_probs(s, None, b0 * cfg.BLOCK_N, masked0, tile, cfg, WG, cfg.HALVES, cfg.PEEL_DIAGONAL)
     if not cfg.TC_ROWSUM:
         l_i = _block_row_sums(p, cfg)
     if cfg.LATE_RELEASE:
@@ -415,44 +422,15 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
     else:
         p_keep = _p_operand(p, mem.v.bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
 
-    for j in range(1, n_blocks):
-        if cfg.V_TRANSPOSED:
-            p_op = _p_operand(p_keep, mem.v.bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
-        else:
-            p_op = p_keep
-        pos = kv.advanced(j)
-        st = pos.index()
-        prev = pos.previous()
-        st_prev = prev.index()
-        mem.k.acquire_filled(pos)
-        mem.v.acquire_filled(prev)
-        pingpong.take(turn.advanced(j).phase())
-        s = _qk_async(tile.q_smem, mem.k.bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
-        acc = warpgroup_mma(p_op, _v_operand(mem.v.bufs, st_prev, cfg.V_TRANSPOSED), acc, is_async=True)
-        l_blk = l_i
-        if cfg.TC_ROWSUM:
-            l_blk = _rowsum_mma(p_op, mem.ones, l_i)
-        pingpong.pass_on()
-        # groups retire in order: S_j is done
-        s = warpgroup_mma_wait(num_outstanding=2 if cfg.TC_ROWSUM else 1, deps=(s, ))
-        mem.k.release(st)
-        b = _kv_block(j, n_blocks, cfg.KV_FALLING)
-        m_new, p = _block_probs(s, m_i, b * cfg.BLOCK_N, False if cfg.KV_FALLING else b >= n_full, tile, cfg, WG,
-                                cfg.HALVES)
-        alpha = gl.exp2(m_i - m_new)
-        if not cfg.TC_ROWSUM:
-            l_i = _row_sums_after(l_i, p, alpha, cfg)
-        m_i = m_new
-        if cfg.V_TRANSPOSED:
-            p_next = p
-        else:
-            p_next = _p_operand(p, mem.v.bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
-        acc, l_blk = _wait_pv(acc, l_blk, 0, cfg.TC_ROWSUM)
-        if cfg.TC_ROWSUM:
-            l_i = _rescale(l_i + l_blk, alpha)
-        mem.v.release(st_prev)
-        acc = _rescale(acc, alpha)
-        p_keep = p_next
+    j0 = 1
+    if cfg.PEEL_DIAGONAL:  # the diagonal's second block, masked, before a loop built without a mask
+        if n_blocks > 1:
+            m_i, l_i, acc, p_keep = _overlapped_step(1, "always", kv, turn, tile, mem, pingpong, m_i, l_i, acc,
+                                                     p_keep, WG, cfg)
+        j0 = 2
+    for j in range(j0, n_blocks):
+        m_i, l_i, acc, p_keep = _overlapped_step(j, "never" if cfg.KV_FALLING else "past_n_full", kv, turn, tile, mem,
+                                                 pingpong, m_i, l_i, acc, p_keep, WG, cfg)
 
     # final PV
     if cfg.V_TRANSPOSED:
@@ -470,6 +448,54 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
                                  l_i)
         s_next = s
     return OnlineSoftmax(m_i, l_i, acc), s_next
+
+
+@gluon.jit
+def _overlapped_step(j, MASK: gl.constexpr, kv, turn, tile, mem, pingpong, m_i, l_i, acc, p_keep, WG: gl.constexpr,
+                     cfg):
+    """Step j of ``_ws_tile_overlapped``: S_j = Q K_j^T and O += P_{j-1} V_{j-1} issued back to back, softmax(S_j)
+    while the P V GEMM runs, then its wait and O's rescale. MASK: "always", "never", or "past_n_full" (the block's
+    run-time, warp-uniform flag: one of the tile's last blocks, rising order). `p_keep`: P_{j-1} as the loop
+    carries it. Returns (m, l, O, P_j as carried)."""
+    if cfg.V_TRANSPOSED:
+        p_op = _p_operand(p_keep, mem.v.bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
+    else:
+        p_op = p_keep
+    pos = kv.advanced(j)
+    st = pos.index()
+    prev = pos.previous()
+    st_prev = prev.index()
+    mem.k.acquire_filled(pos)
+    mem.v.acquire_filled(prev)
+    pingpong.take(turn.advanced(j).phase())
+    s = _qk_async(tile.q_smem, mem.k.bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
+    acc = warpgroup_mma(p_op, _v_operand(mem.v.bufs, st_prev, cfg.V_TRANSPOSED), acc, is_async=True)
+    l_blk = l_i
+    if cfg.TC_ROWSUM:
+        l_blk = _rowsum_mma(p_op, mem.ones, l_i)
+    pingpong.pass_on()
+    # groups retire in order: S_j is done
+    s = warpgroup_mma_wait(num_outstanding=2 if cfg.TC_ROWSUM else 1, deps=(s, ))
+    mem.k.release(st)
+    b = _kv_block(j, tile.n_blocks, cfg.KV_FALLING)
+    if MASK == "past_n_full":
+        masked = b >= tile.n_full
+    else:
+        masked = MASK == "always"
+    m_new, p = _block_probs(s, m_i, b * cfg.BLOCK_N, masked, tile, cfg, WG, cfg.HALVES)
+    alpha = gl.exp2(m_i - m_new)
+    if not cfg.TC_ROWSUM:
+        l_i = _row_sums_after(l_i, p, alpha, cfg)
+    if cfg.V_TRANSPOSED:
+        p_next = p
+    else:
+        p_next = _p_operand(p, mem.v.bufs.dtype, cfg.p_layout, cfg.V_TRANSPOSED)
+    acc, l_blk = _wait_pv(acc, l_blk, 0, cfg.TC_ROWSUM)
+    if cfg.TC_ROWSUM:
+        l_i = _rescale(l_i + l_blk, alpha)
+    mem.v.release(st_prev)
+    acc = _rescale(acc, alpha)
+    return m_new, l_i, acc, p_next
 
 
 @gluon.jit
@@ -604,7 +630,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
                  TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
                  MASKED_FIRST: gl.constexpr, CONSUMERS: gl.constexpr, TREE_REDUCE: gl.constexpr,
-                 THREAD_ROWSUM: gl.constexpr, num_warps: gl.constexpr):
+                 THREAD_ROWSUM: gl.constexpr, PEEL_DIAGONAL: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
@@ -612,7 +638,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                        PINGPONG=PINGPONG, OVERLAP=OVERLAP, HEAD_GROUP=HEAD_GROUP, TMA_STORE=TMA_STORE,
                        O_SEPARATE=O_SEPARATE, DEFER_WAIT=DEFER_WAIT, TC_ROWSUM=TC_ROWSUM, EARLY_QK=EARLY_QK,
                        DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST, CONSUMERS=CONSUMERS,
-                       TREE_REDUCE=TREE_REDUCE, THREAD_ROWSUM=THREAD_ROWSUM)
+                       TREE_REDUCE=TREE_REDUCE, THREAD_ROWSUM=THREAD_ROWSUM, PEEL_DIAGONAL=PEEL_DIAGONAL)
     # Q: [2 buffers x CONSUMERS warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by the consumers
     q_bufs = gl.allocate_shared_memory(dtype, [2 * CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)

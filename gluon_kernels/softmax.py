@@ -73,21 +73,26 @@ def _row_partials(p, TREE: gl.constexpr):
 
 
 @gluon.jit
-def _probs(s, m_prev, qk_scale, TREE: gl.constexpr = False):
+def _probs(s, m_prev, qk_scale, TREE: gl.constexpr = False, EMPTY_ROWS: gl.constexpr = False):
     """(m_new, P) for one block of scores: the running row maxima and exp2(s * qk_scale - m_new). `m_prev` None:
-    a tile's first block. TREE: the row maxima reduced as a tree (``_row_reduce``)."""
+    a tile's first block. TREE: the row maxima reduced as a tree (``_row_reduce``). EMPTY_ROWS: a row may see no
+    key in this block (its maximum -inf): P is taken against 0 there, so the row's P is 0, not 0/0."""
     m_new = _row_reduce(s, True, TREE) * qk_scale
     if m_prev is not None:
         m_new = gl.maximum(m_prev, m_new)
-    return m_new, gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+    m_base = m_new
+    if EMPTY_ROWS:
+        m_base = gl.where(m_new == float("-inf"), 0.0, m_new)
+    return m_new, gl.exp2(s * qk_scale - gl.expand_dims(m_base, 1))
 
 
 @gluon.jit
-def _block_probs(s, m_prev, n_off, masked, tile, cfg, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr):
+def _block_probs(s, m_prev, n_off, masked, tile, cfg, WG: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
+                 EMPTY_ROWS: gl.constexpr = False):
     """``_probs`` for K/V block `n_off`, masked where `masked` (a run-time, warp-uniform flag). Only the mask is
     under the branch: with the exponentials in both arms too, the bf16 loop lost 3-6% (H200). DIAGONAL_HALVES:
     every masked block is the causal diagonal spanning both warpgroups' rows (``_diagonal_mask``). `tile`: the
-    rows' ``QueryTile`` (rows, sequence length, softmax scale)."""
+    rows' ``QueryTile`` (rows, sequence length, softmax scale). EMPTY_ROWS: see ``_probs``."""
     rows = tile.rows
     seq_len = tile.seq_len
     if masked:
@@ -95,7 +100,7 @@ def _block_probs(s, m_prev, n_off, masked, tile, cfg, WG: gl.constexpr, DIAGONAL
             s = _diagonal_mask(s, n_off, rows, seq_len, cfg.s_layout, WG)
         else:
             s = _mask(s, n_off, rows, seq_len, cfg.s_layout, cfg.BLOCK_N, cfg.CAUSAL)
-    return _probs(s, m_prev, tile.qk_scale, cfg.TREE_REDUCE)
+    return _probs(s, m_prev, tile.qk_scale, cfg.TREE_REDUCE, EMPTY_ROWS)
 
 
 @gluon.jit

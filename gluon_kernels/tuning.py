@@ -11,7 +11,8 @@ WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "o
             "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
             "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
             "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST",
-            "consumers": "CONSUMERS", "tree_reduce": "TREE_REDUCE", "thread_rowsum": "THREAD_ROWSUM"}
+            "consumers": "CONSUMERS", "tree_reduce": "TREE_REDUCE", "thread_rowsum": "THREAD_ROWSUM",
+            "peel_diagonal": "PEEL_DIAGONAL"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
@@ -89,4 +90,4 @@ def ws_defaults(head_dim: int, fp8: bool = False, consumers: int = 2) -> dict:
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True,
                 consumer_regs=240 if consumers == 2 else 160, producer_regs=24, tc_rowsum=False, early_qk=False,
                 diagonal_halves=True, masked_first=head_dim == 128, consumers=consumers, tree_reduce=False,
-                thread_rowsum=False)
+                thread_rowsum=False, peel_diagonal=False)

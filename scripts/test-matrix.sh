@@ -10,8 +10,9 @@
 # The heavy test dependencies (torch, Ray, CuTe DSL, cuTile, TritonParse, ...) are installed once, into
 # .venv-test-deps, with the first release's Triton: that virtualenv is the first release's. Each other release's
 # virtualenv holds only Triton and tritonhook (editable) and reaches the shared ones through a .pth file placed after
-# its own site-packages, so its own Triton is the one imported. Disk is what a CI machine runs out of first (about
-# 5.5 GB in all: the shared 3.0, each other release 0.7-1.0), so nothing is installed twice and pip keeps no cache.
+# its own site-packages, so its own Triton is the one imported. Disk is what a CI machine runs out of first (5.5 GB
+# installed: the shared 3.0, each other release 0.7-1.0; 6.3 GB at most while the suites run), so nothing is
+# installed twice and pip keeps no cache.
 # Every release's virtualenv is made before the first suite runs, and TRITONHOOK_RELEASES_DIR points at links to
 # them (.venv-releases/triton-X.Y.Z), so that `tritonhook upgrade` and `bisect` in tests/test_upgrade.py and
 # tests/test_bisect.py find the other releases there instead of downloading them (the releases here are

@@ -110,6 +110,29 @@ def test_three_overlapped_consumers_build_fa4s_d64_step(dtype):
     assert build.metadata.shared <= SM90_SHARED_BYTES
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_peeled_diagonal_leaves_the_causal_three_consumer_step_without_mask_or_spills(dtype):
+    """`peel_diagonal`: a causal 192-row tile's diagonal spans two 128-key blocks, so the three-consumer overlapped
+    build kept the rising order and a mask arm in its K/V step (64 `FSEL` a step, spilling under ptxas 12.8). With
+    the knob both diagonal blocks come first, the second peeled off the loop, and every consumer's step carries no
+    compare or select (one `ISETP`: the loop's own) and no spill, under ptxas 12.8 and 13.4 alike. Over the whole
+    kernel ptxas 12.8 (Triton 3.6) then spills nothing where it spilled 92 B; ptxas 13.4 (Triton 3.7+) spills the
+    kernel outside its steps either way (456 B peeled, 416 B not)."""
+    from tritonhook.cubin import disassemble, inner_loops, opcode_histogram
+
+    knobs = dict(consumers=3, overlap=True, masked_first=True, seq_len=8192)
+    kept = compile_hopper_attention(dtype, 64, True, "ws", **knobs)
+    peeled = compile_hopper_attention(dtype, 64, True, "ws", peel_diagonal=True, **knobs)
+    (kernel,) = disassemble(peeled.asm["cubin"]).values()
+    steps = [mix for mix in map(opcode_histogram, inner_loops(kernel)) if mix["MUFU"] >= 64]
+    assert len(steps) == 3, steps
+    assert all(mix["FSEL"] == 0 and mix["ISETP"] <= 1 and mix["STL"] == mix["LDL"] == 0 for mix in steps), steps
+    if TRITON_VERSION < (3, 7):
+        before, after = ptxas_report(kept), ptxas_report(peeled)
+        assert before["spill_stores"] > 0 and after["spill_stores"] == after["spill_loads"] == 0, after["log"]
+    assert peeled.metadata.shared <= SM90_SHARED_BYTES
+
+
 @pytest.mark.parametrize("head_dim,knobs", [(128, {}), (64, dict(consumers=3, overlap=True, masked_first=True))],
                          ids=["d128-tuned", "d64-three-overlapped"])
 def test_thread_row_sums_leave_the_kv_step_the_maxima_shuffles_alone(head_dim, knobs):

@@ -124,8 +124,9 @@ def test_diagonal_halves_match_fp32_reference(B, H, S, D, dtype, knobs):
 @pytest.mark.parametrize("knobs", [{}, dict(tc_rowsum=True), dict(early_qk=True, pingpong=False),
                                    dict(pingpong=False, head_group=4), dict(block_n=64, stages=3),
                                    dict(overlap=False, pingpong=False),
-                                   dict(block_n=256, stages=2, overlap=False, pingpong=False, tc_rowsum=True)],
-                         ids=["tuned", "tc", "early", "nopp", "bn64", "plain", "bn256"])
+                                   dict(block_n=256, stages=2, overlap=False, pingpong=False, tc_rowsum=True),
+                                   dict(block_n=64, stages=3, peel_diagonal=True)],
+                         ids=["tuned", "tc", "early", "nopp", "bn64", "plain", "bn256", "bn64-peeled"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("B,H,S,D", [(2, 3, 1000, 128), (2, 3, 900, 128), (1, 4, 2049, 64), (4, 16, 1024, 128)])
@@ -134,7 +135,8 @@ def test_masked_first_matches_fp32_reference(B, H, S, D, causal, dtype, knobs):
     loop without a mask branch, in the overlapped loop and the plain one (fp8's 256-key builds). S=1000, 900 and
     2049 give non-causal a masked tail block that now comes first.
     64-key blocks: non-causal falls too; causal keeps the rising order (the diagonal's last 64-key block hides
-    every key from warpgroup 0's rows: first in line, it made NaN rows)."""
+    every key from warpgroup 0's rows: first in line, it made NaN rows), unless `peel_diagonal`: then the two
+    diagonal blocks come first, warpgroup 0's empty rows kept finite."""
     if knobs.get("block_n") == 256 and dtype != torch.float8_e4m3fn:
         pytest.skip("256-key blocks are an fp8 build (16-bit ones do not fit shared memory)")
     knobs = dict({"block_n": 128, "overlap": True, **knobs}, masked_first=True)
@@ -191,16 +193,23 @@ def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
                                    dict(consumers=3, block_n=64, stages=4), dict(consumers=3, head_group=4),
                                    dict(consumers=3, tc_rowsum=True), dict(consumers=3, overlap=True),
                                    dict(consumers=3, overlap=True, masked_first=True),
-                                   dict(consumers=3, overlap=True, masked_first=True, thread_rowsum=True)],
+                                   dict(consumers=3, overlap=True, masked_first=True, thread_rowsum=True),
+                                   dict(consumers=3, overlap=True, masked_first=True, peel_diagonal=True),
+                                   dict(consumers=3, overlap=True, masked_first=True, peel_diagonal=True,
+                                        thread_rowsum=True)],
                          ids=["pingpong", "no-pingpong", "bn64", "head-group", "tc-rowsum", "overlap",
-                              "overlap-masked-first", "overlap-thread-rowsum"])
+                              "overlap-masked-first", "overlap-thread-rowsum", "overlap-peeled",
+                              "overlap-peeled-thread-rowsum"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("B,H,S,D", [(1, 4, 2049, 64), (2, 3, 191, 64), (2, 3, 193, 64), (4, 16, 1024, 64)])
+@pytest.mark.parametrize("B,H,S,D", [(1, 4, 2049, 64), (2, 3, 100, 64), (2, 3, 191, 64), (2, 3, 193, 64),
+                                     (4, 16, 1024, 64)])
 def test_three_consumer_warpgroups_match_fp32_reference(B, H, S, D, causal, dtype, knobs):
     """`consumers=3` (D=64): 192-row tiles, three consumer warpgroups and the ping-pong token passed round all
     three. S = 191 and 193 end a tile one row short of and past 192 (a last tile with 1 row, masked stores), 2049
-    an S tail in every warpgroup's rows; 4 x 16 x 1024 gives each program several tiles in a row."""
+    an S tail in every warpgroup's rows; 4 x 16 x 1024 gives each program several tiles in a row. `peel_diagonal`
+    (causal): S = 100 leaves a tile one K/V block, so no second diagonal block to peel; from the second tile on,
+    warpgroup 0's rows see no key of the first (falling) block."""
     assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse="tc_rowsum" not in knobs)
 
 
