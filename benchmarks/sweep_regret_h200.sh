@@ -6,20 +6,23 @@
 # Steps (each under `timeout`, keeping what it produced; results in $OUT, packed into steps.tar.gz beside the
 # summaries at the end, the table last; ONLY picks some, since one device call runs 10 minutes at most): NAME sweeps
 # a workload (plain,cutlass_), NAME_aa replays its recording plain,plain, NAME_fixed replays it plain,cutlass_ with
-# --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found. A later call on the same
+# --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found, NAME_bare runs the workload
+# alone with caches of its own, cold (what the sweep adds to it: run both on one machine start). A later call on the same
 # (warm) machine finds the sweep in SCRATCH, so a sweep and its confirmation can span two device calls.
 #   gpu_test   tests/test_sweep_gpu.py's regret test (a workload with a biased autotuner: found, pinned, confirmed)
 #   torchao    torchao 0.18.0's quantized GEMM/GEMV (split-K at batch 1/16, per-batch-size autotuning)
 #   flaggems   FlagGems 5.0.2's ops (autotune-heavy)
 #   timm       timm 1.0.31 models under torch.compile (Inductor)
 #   mamba      mamba-ssm's Mamba-2 SSD scan and norms (autotune-heavy: 16 autotuned kernels, 122 configs)
+#   fla        flash-linear-attention's gated delta rule, GLA and simple GLA, forward and backward (fla-core 0.6.0,
+#              autotune-heavy), FLA_OPS picks some
 #   tv         torchvision 0.26.0's training steps under torch.compile (Inductor): Swin-T and EfficientNet-B0, or
 #              TV_MODELS (e.g. maxvit_t, mobilenet_v3_large)
 set -u
 OUT=${OUT:-$PWD/regret-out}
 SCRATCH=${SCRATCH:-/tmp/regret-work}
 mkdir -p "$OUT" "$SCRATCH"
-eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" base timm flag-gems torchao mamba)"
+eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" base timm flag-gems torchao mamba fla)"
 export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
 export TRITON_CACHE_DIR="$SCRATCH/triton-cache" TORCHINDUCTOR_CACHE_DIR="$SCRATCH/inductor-cache"
 export FLAGGEMS_CACHE_DIR="$SCRATCH/flaggems-cache"
@@ -55,6 +58,12 @@ fixed() {  # fixed NAME SECONDS: plain,cutlass_ over the sweep's recording with 
   step "${1}_fixed" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --recording "$recording" \
       --autotune-top "$TOP" ${ROWS:+--top "$ROWS"} --variants plain,cutlass_ --fixed-rounds --json
 }
+bare() {  # bare NAME SECONDS WORKLOAD...: the workload without tritonhook, its Triton and Inductor caches its own
+  local name=$1 limit=$2; shift 2
+  rm -rf "$SCRATCH/bare-$name"
+  TRITON_CACHE_DIR="$SCRATCH/bare-$name/triton-cache" TORCHINDUCTOR_CACHE_DIR="$SCRATCH/bare-$name/inductor-cache" \
+      step "${name}_bare" "$limit" "$@"
+}
 confirm() {  # confirm NAME RUNS SECONDS WORKLOAD...: decisions confirm of the sweep's regrets
   local name=$1 runs=$2 limit=$3; shift 3
   local id
@@ -81,10 +90,16 @@ want timm && ROWS=${TIMM_ROWS:-20} sweep timm 500 "${TIMM[@]}"
 want timm_aa && ROWS=${TIMM_ROWS:-20} aa timm 240
 MAMBA=($PY benchmarks/workloads/mamba_ssd.py ${MAMBA_STEPS:-3} ${MAMBA_SHAPES:-2.7b})
 TV=($PY benchmarks/workloads/torchvision_compiled.py ${TV_STEPS:-5} ${TV_MODELS:-swin_t,efficientnet_b0})
+want mamba_bare && bare mamba ${MAMBA_S:-540} "${MAMBA[@]}"
 want mamba && ROWS=${MAMBA_ROWS:-12} sweep mamba ${MAMBA_S:-540} "${MAMBA[@]}"
 want mamba_aa && ROWS=${MAMBA_ROWS:-12} aa mamba 300
 want mamba_fixed && ROWS=${MAMBA_ROWS:-12} fixed mamba 300
 want mamba_confirm && confirm mamba ${RUNS:-3} ${CONFIRM_S:-420} "${MAMBA[@]}"
+FLA=($PY benchmarks/workloads/fla_ops.py ${FLA_STEPS:-3} ${FLA_OPS:-gdn,gla,sgla})
+want fla_bare && bare fla ${FLA_S:-540} "${FLA[@]}"
+want fla && ROWS=${FLA_ROWS:-12} sweep fla ${FLA_S:-540} "${FLA[@]}"
+want fla_aa && ROWS=${FLA_ROWS:-12} aa fla 300
+want fla_confirm && confirm fla ${RUNS:-3} ${CONFIRM_S:-420} "${FLA[@]}"
 want torchao_confirm4 && confirm torchao 4 420 "${TORCHAO[@]}"
 want tv && ROWS=${TV_ROWS:-20} sweep tv ${TV_S:-400} "${TV[@]}"
 want tv_aa && ROWS=${TV_ROWS:-20} aa tv 200
