@@ -387,9 +387,11 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
     (``_last_pv_then_next_qk``). Returns (the new ``OnlineSoftmax``, the next S_0 in flight); without EARLY_QK the
     last value is a placeholder.
 
-    KV_FALLING: K/V blocks in falling order (``_kv_block``), so the masked block comes first. Set only where a
-    tile has at most one (non-causal: the S tail; causal with K/V blocks as wide as the tile: the diagonal): it is
-    the prologue's, and the loop is built without a mask branch.
+    KV_FALLING: K/V blocks in falling order (``_kv_block``), so the masked block comes first. Set where a tile has
+    at most one (non-causal: the S tail; causal with K/V blocks as wide as the tile: the diagonal): it is the
+    prologue's, and the loop is built without a mask branch. PEEL_DIAGONAL: a causal diagonal over two blocks, the
+    second taken by a step of its own before the loop (where the tile has a second block), so the loop again has
+    no mask.
     """
     m_i = state.m
     l_i = state.l
