@@ -31,9 +31,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import scratch_dir
 
 HERE = Path(__file__).resolve().parent
 ARMS = ("plain", "plain2", "applied")
@@ -180,7 +181,7 @@ def compare(args) -> None:
     from tritonhook import format
     from tritonhook.measure.stats import ratio_interval
 
-    work = Path(tempfile.mkdtemp(prefix="apply-e2e-"))
+    work = scratch_dir("apply-e2e-")
     started = time.time()
     arms = {name: Arm(name, work, args.decisions if name == "applied" else None, args.steps, args.warmup)
             for name in ARMS}

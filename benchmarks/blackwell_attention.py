@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from scratch import scratch_dir
+
 VARIANTS = ("plain", "cutlass_")
 
 
@@ -55,7 +57,7 @@ def run_child(args) -> list[dict]:
 
     if args.variant == "cutlass_":
         import tritonhook
-        tritonhook.enable(tempfile.mkdtemp(prefix="bench-blackwell-store-"), rename="cutlass_", subprocesses=False)
+        tritonhook.enable(scratch_dir("bench-blackwell-store-"), rename="cutlass_", subprocesses=False)
     rows = []
     for dtype in args.dtype:
         for D in args.head_dim:

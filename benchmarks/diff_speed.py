@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import tempfile
 
 from tritonhook.measure.timing import median_wall_seconds
 from tritonhook.cubin import Cubin
@@ -21,13 +20,14 @@ from tritonhook.ptxas.binaries import assemble
 from tritonhook.ptxas.binaries import TRITON_PTXAS_FLAGS
 from tritonhook.rename import rename_ptx
 from tritonhook.samples import compile_sample
+from scratch import scratch_dir
 
 
 def inputs() -> tuple[bytes, bytes]:
     import os
 
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="tritonhook-bench-")
+    os.environ["TRITON_CACHE_DIR"] = str(scratch_dir("tritonhook-bench-"))
     ptx = compile_sample("matmul_fp32_ieee", 100, ptx_version=87).asm["ptx"]
     ptx = re.sub(r"^\.target\s+\S+", ".target sm_100a", ptx, count=1, flags=re.MULTILINE)
     ptxas = triton_ptxas("sm_100a")

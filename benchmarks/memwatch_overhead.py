@@ -31,7 +31,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -42,12 +41,13 @@ import tritonhook
 from tritonhook import config, format, sweep
 from tritonhook.measure import stats
 from tritonhook.samples import add_kernel
+from scratch import scratch_dir
 
 N = 4096
 BLOCK = 1024
 ARMS = ("plain", "sampler", "memwatch", "record", "record-sampled", "record-no-l2")
 SAMPLE_EVERY = 16
-RECORD_STORE = Path(tempfile.mkdtemp(prefix="tritonhook-overhead-")) / "store"
+RECORD_STORE = scratch_dir("tritonhook-overhead-") / "store"
 
 
 def region(arm: str):

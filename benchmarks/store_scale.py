@@ -32,7 +32,6 @@ import statistics
 import struct
 import subprocess
 import sys
-import tempfile
 import termios
 import threading
 import time
@@ -42,6 +41,7 @@ import tritonhook
 from tritonhook.measure.timing import median_wall_seconds
 from tritonhook.samples import compile_sample
 from tritonhook.store import NewCapture, Store
+from scratch import scratch_dir
 
 KERNEL_NAMES = 200
 ARCHS = ("sm_90a", "sm_100a", "sm_120a")
@@ -238,7 +238,7 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=3, help="busy-loop processes beside the loaded runs")
     parser.add_argument("--out", type=Path, default=Path("store_scale.json"))
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="tritonhook-store-scale-"))
+    work = scratch_dir("tritonhook-store-scale-")
     base = template(work)
     path = work / "store"
     store = Store(path)
