@@ -153,9 +153,9 @@ def _row_sums_after(l_i, p, alpha, cfg):
     if cfg.TC_ROWSUM:
         return _rescale(l_i, alpha)
     elif cfg.THREAD_ROWSUM:
-        return _rescale(l_i, alpha) + _row_partials(p, cfg.TREE_REDUCE)
+        return _rescale(l_i, alpha) + _block_row_sums(p, cfg)
     else:
-        return l_i * alpha + _row_reduce(p, False, cfg.TREE_REDUCE)
+        return l_i * alpha + _block_row_sums(p, cfg)
 
 
 @gluon.jit
