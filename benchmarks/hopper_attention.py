@@ -25,6 +25,8 @@ import time
 
 SEQLENS = "1024,2048,4096,8192,16384"
 QUICK = dict(head_dims="128", seqlens="1024,4096,16384")
+THREE_OL = dict(variant="ws", consumers=3, overlap=True, masked_first=True)
+"""ws-3wg-ol, the base of its -thread and -peel variants (the knobs of gluon_kernels.tuning.THREE_OVERLAPPED)."""
 VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-nopp": dict(variant="ws", pingpong=False), "ws-noov": dict(variant="ws", overlap=False),
                   "ws-plain": dict(variant="ws", pingpong=False, overlap=False),
@@ -35,16 +37,12 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-rising": dict(variant="ws", masked_first=False),
                   "ws-2wg": dict(variant="ws", consumers=2),
                   "ws-3wg": dict(variant="ws", consumers=3),
-                  "ws-3wg-ol": dict(variant="ws", consumers=3, overlap=True, masked_first=True),
-                  "ws-3wg-ol-thread": dict(variant="ws", consumers=3, overlap=True, masked_first=True,
-                                           thread_rowsum=True),
-                  "ws-3wg-ol-peel": dict(variant="ws", consumers=3, overlap=True, masked_first=True,
-                                         peel_diagonal=True),
-                  "ws-3wg-ol-peel-thread": dict(variant="ws", consumers=3, overlap=True, masked_first=True,
-                                                peel_diagonal=True, thread_rowsum=True),
+                  "ws-3wg-ol": THREE_OL,
+                  "ws-3wg-ol-thread": dict(THREE_OL, thread_rowsum=True),
+                  "ws-3wg-ol-peel": dict(THREE_OL, peel_diagonal=True),
+                  "ws-3wg-ol-peel-thread": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True),
                   "ws-tree": dict(variant="ws", tree_reduce=True), "ws-thread": dict(variant="ws", thread_rowsum=True)}
-ONLY_AT_D = {"ws-3wg": 64, "ws-3wg-ol": 64, "ws-3wg-ol-thread": 64, "ws-3wg-ol-peel": 64,
-             "ws-3wg-ol-peel-thread": 64}
+ONLY_AT_D = {name: 64 for name, kwargs in VARIANT_KWARGS.items() if kwargs.get("consumers") == 3}
 """Our variants built for one head dimension alone (three consumers: D=64)."""
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 SIXTEEN_BIT = ("bf16", "fp16")
@@ -66,9 +64,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "only), ws-3wg-ol (ws-3wg with the intra-warpgroup overlap and, non-causal, the masked block "
                     "first: FlashAttention-4's D=64 configuration), ws-3wg-ol-thread (ws-3wg-ol with ws-thread's "
                     "row sums), ws-3wg-ol-peel (causal: both diagonal blocks first, the second peeled off the loop, "
-                    "which then carries no mask), ws-3wg-ol-peel-thread (both), ws-tree (the softmax's row maxima and sums reduced as a tree), ws-thread (the row "
-                    "sums kept as each thread's share, the quad's shares added once a tile: FlashAttention-4's), "
-                    "simple (one program per tile, no specialization)")
+                    "which then carries no mask), ws-3wg-ol-peel-thread (both), ws-tree (the softmax's row maxima "
+                    "and sums reduced as a tree), ws-thread (the row sums kept as each thread's share, the quad's "
+                    "shares added once a tile: FlashAttention-4's), simple (one program per tile, no "
+                    "specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")

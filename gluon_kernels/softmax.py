@@ -41,14 +41,20 @@ def _fold_halves(x, MAX: gl.constexpr):
 
 
 @gluon.jit
+def _folded(x, MAX: gl.constexpr):
+    """x [M, N] halved in registers (``_fold_halves``) down to ``TREE_WIDTH`` columns."""
+    y = x
+    for _ in gl.static_range(_tree_levels(x.shape[1])):
+        y = _fold_halves(y, MAX)
+    return y
+
+
+@gluon.jit
 def _row_reduce(x, MAX: gl.constexpr, TREE: gl.constexpr):
     """Each row's max (MAX) or sum, in the row slice of x's layout. TREE: the row is halved in registers down to
     ``TREE_WIDTH`` columns before the reduction, so a thread's chain of dependent FMNMX / FADD is a few deep instead
     of one per column it holds (32 at 128 columns: a serial chain ptxas does not reassociate)."""
-    y = x
-    if TREE:
-        for _ in gl.static_range(_tree_levels(x.shape[1])):
-            y = _fold_halves(y, MAX)
+    y = _folded(x, MAX) if TREE else x
     if MAX:
         r = gl.max(y, axis=1)
     else:
@@ -62,10 +68,7 @@ def _row_partials(p, TREE: gl.constexpr):
     quad (columns 8k + 2t and 8k + 2t + 1 in thread t), and only the columns a thread holds are added here (TREE:
     halved first, ``_fold_halves``), so no shuffle. The quad's shares are added once a tile (``_row_sums``) instead
     of once a block: FlashAttention-4's row sums (its K/V step has half our SHFL, benchmarks/hopper_kv_step_sass.py)."""
-    y = p
-    if TREE:
-        for _ in gl.static_range(_tree_levels(p.shape[1])):
-            y = _fold_halves(y, False)
+    y = _folded(p, False) if TREE else p
     M: gl.constexpr = y.shape[0]
     N: gl.constexpr = y.shape[1]
     # column c = 8k + 2t + r: k and r are register bits, t the quad's lane bits; only k and r are summed

@@ -21,7 +21,6 @@ import time
 
 import torch
 import torch.nn.functional as F
-from triton.runtime.autotuner import Autotuner
 
 from fla.ops.gated_delta_rule import chunk_gated_delta_rule
 from fla.ops.gated_delta_rule.naive import naive_recurrent_gated_delta_rule
@@ -29,6 +28,8 @@ from fla.ops.gla import chunk_gla
 from fla.ops.gla.naive import naive_recurrent_gla
 from fla.ops.simple_gla import chunk_simple_gla
 from fla.ops.simple_gla.naive import naive_recurrent_simple_gla
+
+from autotuned import autotuned  # benchmarks/workloads/autotuned.py
 
 OPS = ("gdn", "gla", "sgla")
 SHAPE = (2, 4096, 16, 128)  # batch, seqlen, heads, head dim (keys and values)
@@ -88,12 +89,6 @@ def check(ops, device="cuda"):
     return worst
 
 
-def autotuned():
-    """{kernel: number of keys it autotuned for} over fla's modules."""
-    mods = [m for n, m in list(sys.modules.items()) if n.startswith("fla.")]
-    return {n: len(k.cache) for m in mods for n, k in vars(m).items() if isinstance(k, Autotuner) and k.cache}
-
-
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     ops = sys.argv[2].split(",") if len(sys.argv) > 2 else OPS
@@ -111,7 +106,7 @@ def main():
         torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     err, where = check(ops)
-    tuned = autotuned()
+    tuned = autotuned("fla.")
     print(f"fla-core {importlib.metadata.version('fla-core')}: {steps} steps x ops {', '.join(ops)} at {SHAPE} "
           f"fwd+bwd; first step (autotune) {times[0]:.1f} s, rest {sum(times[1:]):.2f} s; max rel err {err:.3g} "
           f"({where}); outputs and grads {'finite' if finite.item() else 'NOT finite (NaN/inf)'}; autotuned "

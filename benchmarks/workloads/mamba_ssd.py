@@ -35,11 +35,12 @@ import time
 
 import torch
 import torch.nn.functional as F
-from triton.runtime.autotuner import Autotuner
 
 from mamba_ssm.ops.triton import layer_norm, layernorm_gated
 from mamba_ssm.modules.ssd_minimal import ssd_minimal_discrete
 from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
+
+from autotuned import autotuned  # benchmarks/workloads/autotuned.py
 
 HEADDIM, DSTATE, CHUNK, EPS = 64, 128, 256, 1e-5
 SHAPES = {"130m": (4, 4096, 24, 1), "2.7b": (2, 2048, 80, 1), "64h-8g": (2, 4096, 64, 8)}  # b, L, heads, groups
@@ -105,12 +106,6 @@ def check():
     return max(errs.values()), max(errs, key=errs.get)
 
 
-def autotuned():
-    """{kernel: number of keys it autotuned for} over mamba_ssm's Triton modules."""
-    mods = [m for n, m in list(sys.modules.items()) if n.startswith("mamba_ssm.ops.triton.")]
-    return {n: len(k.cache) for m in mods for n, k in vars(m).items() if isinstance(k, Autotuner) and k.cache}
-
-
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     shapes = {name: SHAPES[name] for name in sys.argv[2].split(",")} if len(sys.argv) > 2 else SHAPES
@@ -125,7 +120,7 @@ def main():
         torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     err, worst = check()
-    tuned = autotuned()
+    tuned = autotuned("mamba_ssm.ops.triton.")
     print(f"mamba-ssm {importlib.metadata.version('mamba_ssm')}: {steps} steps x {len(shapes)} shapes {shapes} "
           f"fwd+bwd; first step (autotune) {times[0]:.1f} s, rest {sum(times[1:]):.2f} s; max rel err {err:.3g} "
           f"({worst}); outputs and grads {'finite' if finite.item() else 'NOT finite (NaN/inf)'}; autotuned "

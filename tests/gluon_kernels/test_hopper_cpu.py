@@ -91,6 +91,15 @@ def test_three_consumer_warpgroups_build_a_192_row_tile_without_spills(dtype, ca
     assert three.metadata.shared <= SM90_SHARED_BYTES
 
 
+def kv_steps(build) -> list:
+    """The opcode mix of each consumer's K/V step in `build`'s SASS: the inner loops with a block's exponentials
+    (64 `MUFU` a thread and more)."""
+    from tritonhook.cubin import disassemble, inner_loops, opcode_histogram
+
+    (kernel,) = disassemble(build.asm["cubin"]).values()
+    return [mix for mix in map(opcode_histogram, inner_loops(kernel)) if mix["MUFU"] >= 64]
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "fp8e4nv"])
 def test_three_overlapped_consumers_build_fa4s_d64_step(dtype):
     """`consumers=3, overlap=True, masked_first=True` (hopper_attention.py's ws-3wg-ol), FlashAttention-4's D=64
@@ -98,12 +107,9 @@ def test_three_overlapped_consumers_build_fa4s_d64_step(dtype):
     tail's block first, so the K/V step carries no mask: no compares or selects in any consumer's step (the loop with
     the block's 64 exponentials a thread), and at 160 registers a consumer no spills under ptxas 12.8 (Triton 3.6);
     ptxas 13.4 (Triton 3.7+) spills up to 3 registers in a 16-bit step."""
-    from tritonhook.cubin import disassemble, inner_loops, opcode_histogram
-
     build = compile_hopper_attention(dtype, 64, False, "ws", consumers=3, overlap=True, masked_first=True,
                                      seq_len=8192)
-    (kernel,) = disassemble(build.asm["cubin"]).values()
-    steps = [mix for mix in map(opcode_histogram, inner_loops(kernel)) if mix["MUFU"] >= 64]
+    steps = kv_steps(build)
     spills = 3 if TRITON_VERSION >= (3, 7) and dtype != "fp8e4nv" else 0
     assert len(steps) == 3 and all(mix["FSEL"] == mix["ISETP"] == 0 for mix in steps), steps
     assert all(mix["STL"] <= spills and mix["LDL"] <= spills for mix in steps), steps
@@ -118,13 +124,10 @@ def test_peeled_diagonal_leaves_the_causal_three_consumer_step_without_mask_or_s
     compare or select (one `ISETP`: the loop's own) and no spill, under ptxas 12.8 and 13.4 alike. Over the whole
     kernel ptxas 12.8 (Triton 3.6) then spills nothing where it spilled 92 B; ptxas 13.4 (Triton 3.7+) spills the
     kernel outside its steps either way (456 B peeled, 416 B not)."""
-    from tritonhook.cubin import disassemble, inner_loops, opcode_histogram
-
     knobs = dict(consumers=3, overlap=True, masked_first=True, seq_len=8192)
     kept = compile_hopper_attention(dtype, 64, True, "ws", **knobs)
     peeled = compile_hopper_attention(dtype, 64, True, "ws", peel_diagonal=True, **knobs)
-    (kernel,) = disassemble(peeled.asm["cubin"]).values()
-    steps = [mix for mix in map(opcode_histogram, inner_loops(kernel)) if mix["MUFU"] >= 64]
+    steps = kv_steps(peeled)
     assert len(steps) == 3, steps
     assert all(mix["FSEL"] == 0 and mix["ISETP"] <= 1 and mix["STL"] == mix["LDL"] == 0 for mix in steps), steps
     if TRITON_VERSION < (3, 7):
@@ -140,12 +143,8 @@ def test_thread_row_sums_leave_the_kv_step_the_maxima_shuffles_alone(head_dim, k
     shares are added once a tile, so every consumer's K/V step loses the row sums' shuffles (2 rows a thread, 2
     butterfly levels: 4 SHFL and their 4 FADD) and keeps the row maxima's; no more spills than before, or than
     ptxas 13.4 (Triton 3.7+) gives the three-consumer step anyway (3 registers)."""
-    from tritonhook.cubin import disassemble, inner_loops, opcode_histogram
-
     def steps(**extra):
-        build = compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=8192, **knobs, **extra)
-        (kernel,) = disassemble(build.asm["cubin"]).values()
-        return [mix for mix in map(opcode_histogram, inner_loops(kernel)) if mix["MUFU"] >= 64]
+        return kv_steps(compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=8192, **knobs, **extra))
 
     block_sums, thread_sums = steps(), steps(thread_rowsum=True)
     spills = 3 if TRITON_VERSION >= (3, 7) and knobs else 0
