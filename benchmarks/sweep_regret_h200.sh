@@ -99,6 +99,7 @@ FLA=($PY benchmarks/workloads/fla_ops.py ${FLA_STEPS:-3} ${FLA_OPS:-gdn,gla,sgla
 want fla_bare && bare fla ${FLA_S:-540} "${FLA[@]}"
 want fla && ROWS=${FLA_ROWS:-12} sweep fla ${FLA_S:-540} "${FLA[@]}"
 want fla_aa && ROWS=${FLA_ROWS:-12} aa fla 300
+want fla_fixed && ROWS=${FLA_ROWS:-12} fixed fla 300
 want fla_confirm && confirm fla ${RUNS:-3} ${CONFIRM_S:-420} "${FLA[@]}"
 want torchao_confirm4 && confirm torchao 4 420 "${TORCHAO[@]}"
 want tv && ROWS=${TV_ROWS:-20} sweep tv ${TV_S:-400} "${TV[@]}"

@@ -52,7 +52,7 @@ def test_the_autotune_tracer_tags_each_benchmarked_config_and_records_one_decisi
 
     autotuned = triton.autotune(CONFIGS, key=["n"], do_bench=do_bench)(add_kernel)
     decisions = []
-    run, bench = Autotuner.run, Autotuner._bench
+    run, bench, disk = Autotuner.run, Autotuner._bench, Autotuner.check_disk_cache
     tracer = _triton.AutotuneTracer(decisions.append)
     tracer.install()
     try:
@@ -63,7 +63,7 @@ def test_the_autotune_tracer_tags_each_benchmarked_config_and_records_one_decisi
             assert tracer.current() is None  # outside a benchmark launches are the workload's
     finally:
         tracer.uninstall()
-    assert Autotuner.run is run and Autotuner._bench is bench
+    assert Autotuner.run is run and Autotuner._bench is bench and Autotuner.check_disk_cache is disk
     assert [(c.group, c.config["BLOCK"], c.config["num_warps"]) for c in seen] == \
         [(0, 256, 2), (0, 512, 4), (0, 1024, 8), (1, 256, 2), (1, 512, 4), (1, 1024, 8)]
     assert [(d.group, d.kernel, d.key[0], d.chosen["BLOCK"]) for d in decisions] == \
@@ -412,6 +412,31 @@ def test_why_the_autotuner_missed_is_read_from_its_spread_and_its_pre_hooks(cand
         "the two are within the autotuner's own spread (their p20-p80 ranges overlap): a draw",
         "its benchmark timed 3.0x the kernel's replayed time: it times zeroing c and cloning and restoring a, b "
         "with each config"]
+
+
+def test_a_pick_from_tritons_autotune_cache_is_named_as_the_reason_with_the_caches_own_ranking(candidates):
+    """A decision whose pick Triton's autotune cache held (`cached`: an earlier run's timings, in which BLOCK=256
+    ranked behind BLOCK=512): the regret's first reason says so with the cache's ratio, and the ranking beside it is
+    the recording's own benchmark, not the autotuner's."""
+    from tritonhook.sweep.autotune import autotune_regret
+
+    store, recording = candidates
+    decision = dict(recording.autotune[0])
+    held_ms = [0.022, 0.020, 0.030]  # BLOCK 256, 512, 1024, each 1.1x: 256 ranked second there
+    decision["cached"] = [[config, [ms * 1.1] * 3] for (config, _), ms in zip(decision["timings"], held_ms)]
+    cached = dataclasses.replace(recording, autotune=[decision])
+    (group,) = autotune_groups(cached)
+    assert sorted(group.cached_ms.values()) == pytest.approx([0.022, 0.0242, 0.033])
+    regret = autotune_regret(group, {0: _noisy(0.015, 1), 1: _noisy(0.020, 2), 2: _noisy(0.025, 3)}, 1,
+                             {0: "BLOCK=256", 1: "BLOCK=512", 2: "BLOCK=1024"})
+    assert regret["verdict"] == "faster" and regret["why"][:2] == [
+        "the workload ran the pick Triton's autotune cache held (an earlier run's benchmark, which timed that config "
+        "1.100x its pick)",
+        "the recording's own benchmark timed it 1.500x the workload's config (ranked 3 of 3)"]
+    (plain,) = autotune_groups(recording)
+    assert plain.cached_ms is None and not any("cache" in line for line in autotune_regret(
+        plain, {0: _noisy(0.015, 1), 1: _noisy(0.020, 2), 2: _noisy(0.025, 3)}, 1,
+        {0: "BLOCK=256", 1: "BLOCK=512", 2: "BLOCK=1024"})["why"])
 
 
 def test_the_autotune_tracer_records_the_hooks_its_benchmark_runs():

@@ -253,6 +253,43 @@ def autotuned(tmp_path_factory):
     return recorder
 
 
+def test_a_pick_read_from_tritons_autotune_cache_is_recorded_with_every_candidate(tmp_path, monkeypatch):
+    """`triton.autotune(cache_results=True)` (flash-linear-attention's default): a second autotuner of the same
+    kernel and configs finds the first's pick in Triton's autotune cache and benchmarks nothing. Recorded, its
+    configs are benchmarked anyway (every candidate a signature), the workload still runs the cached pick, and the
+    decision carries the cache's timings."""
+    torch = pytest.importorskip("torch")
+    import triton
+
+    from tritonhook import _triton
+    from tritonhook.samples import matmul_kernel
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": 32}, num_warps=w, num_stages=3)
+               for m, n, w in AUTOTUNE_CONFIGS]
+    size = 512
+    a, b = torch.randn(size, size, device="cuda"), torch.randn(size, size, device="cuda")
+    c = torch.empty(size, size, device="cuda")
+    grid = lambda meta: (triton.cdiv(size, meta["BLOCK_M"]), triton.cdiv(size, meta["BLOCK_N"]))  # noqa: E731
+    earlier = triton.autotune(configs, key=["M", "N", "K"], cache_results=True)(matmul_kernel)
+    earlier[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")  # benchmarks, fills the cache
+    tuned = triton.autotune(configs, key=["M", "N", "K"], cache_results=True)(matmul_kernel)
+    with sweep.record(tmp_path / "store") as recorder:
+        for _ in range(WORKLOAD_LAUNCHES):
+            tuned[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")
+    (decision,) = recorder.recording.autotune
+    held = {str(sorted(config.items())): times for config, times in decision["cached"]}
+    assert held == {str(sorted(_triton.autotune_config(config).items())): [pytest.approx(ms) for ms in times]
+                    for config, times in earlier.configs_timings.items()}
+    assert decision["chosen"] == _triton.autotune_config(earlier.best_config) == \
+        _triton.autotune_config(tuned.best_config)
+    assert len(decision["timings"]) == len(configs) and all(times[0] for _, times in decision["timings"])
+    candidates = [s for s in recorder.recording.signatures if s.autotune is not None]
+    assert len(candidates) == len(configs) and all(s.tuning_launches for s in candidates)
+    (winner,) = [s for s in candidates if s.launches]
+    assert winner.launches == WORKLOAD_LAUNCHES and winner.autotune["config"] == decision["chosen"]
+
+
 def test_autotune_candidates_are_recorded_apart_from_the_workload(autotuned):
     recording = autotuned.recording
     (decision,) = recording.autotune

@@ -5,7 +5,15 @@ import sys
 from triton.runtime.autotuner import Autotuner
 
 
+def _autotuner(kernel) -> Autotuner | None:
+    """The Autotuner a module-level kernel is or wraps (`triton.heuristics` over `triton.autotune`: its `.fn`)."""
+    while kernel is not None and not isinstance(kernel, Autotuner):
+        kernel = getattr(kernel, "fn", None) if hasattr(kernel, "run") else None
+    return kernel
+
+
 def autotuned(module_prefix: str) -> dict[str, int]:
     """{kernel: number of keys it autotuned for} over the loaded modules whose names start with `module_prefix`."""
     mods = [m for n, m in list(sys.modules.items()) if n.startswith(module_prefix)]
-    return {n: len(k.cache) for m in mods for n, k in vars(m).items() if isinstance(k, Autotuner) and k.cache}
+    tuners = {n: _autotuner(k) for m in mods for n, k in vars(m).items()}
+    return {n: len(t.cache) for n, t in tuners.items() if t is not None and t.cache}

@@ -42,7 +42,9 @@ class AutotuneDecision:
     config that failed to compile or run, or that Inductor skipped). An Inductor decision (one per kernel) has its
     kernel's source hash for a `key` (`inductor_tuning_key`) and no `bench_s`. `hooks` (`triton.autotune` only): what
     its benchmark times together with each config (`autotuner_hooks`), one reason its pick can differ from the fastest
-    kernel."""
+    kernel. `cached`: where a `triton.autotune(cache_results=True)` pick came from Triton's autotune cache (an earlier
+    run's benchmark, which `chosen` is), the timings that cache held; `timings` are then the recording's own
+    benchmark of every config, made so that its candidates are recorded."""
 
     group: int
     kernel: str
@@ -52,6 +54,7 @@ class AutotuneDecision:
     bench_s: float | None
     hooks: dict = dataclasses.field(default_factory=dict)  # what the autotuner runs around each timed config
     key_names: list[str] = dataclasses.field(default_factory=list)  # the arguments whose values begin `key`
+    cached: list | None = None  # the pick came from Triton's autotune cache: the timings it held, as `timings`
 
 
 def autotune_config(config) -> dict:
@@ -74,6 +77,11 @@ def _finite_ms(timing) -> list[float | None]:
     """The autotuner's timing of one config (a float or [median, p20, p80]) as JSON numbers, None for inf."""
     values = list(timing) if isinstance(timing, (list, tuple)) else [timing]
     return [float(v) if v is not None and v != float("inf") else None for v in values]
+
+
+def _timings_data(timings: dict) -> list:
+    """An autotuner's {Config: timing} as [[config, [ms...]], ...] (plain data, `AutotuneDecision.timings`)."""
+    return [[autotune_config(config), _finite_ms(timing)] for config, timing in timings.items()]
 
 
 class _Wrapped:
@@ -156,20 +164,24 @@ class AutotuneTracer(_AutotunerWrapping):
 
     Wraps `Autotuner.run` (a call that benchmarks is one decision: the tuning key was not cached) and
     `Autotuner._bench` (one candidate config; every launch inside it is that candidate's) on the class, in Triton
-    3.6 through 3.9 alike; and Inductor's `CachingAutotuner.benchmark_all_configs` (one decision) and `bench` (one
+    3.6 through 3.9 alike, and `Autotuner.check_disk_cache`: a pick read from Triton's autotune cache
+    (`cache_results=True`, flash-linear-attention's default) benchmarks nothing, so there the configs are benchmarked
+    anyway (the candidates recorded, as a cold run's are) and the cached pick put back, which the workload runs;
+    the decision carries the cache's timings (`AutotuneDecision.cached`). And Inductor's `CachingAutotuner.benchmark_all_configs` (one decision) and `bench` (one
     candidate) once torch imports that module (`_imports.after_import`: a recording must not import torch).
     Inductor benchmarks the configs of its pointwise and reduction kernels at their first call when its cache has no
     winner yet, on a fresh machine a hundred launches and more per config: without this they counted as the
     workload's launches, and a signature's timed launches were the benchmark's. `uninstall()` puts the very same
     functions back, or turns ours into pass-throughs when another tool wrapped over them. `current()` is the
     candidate being benchmarked in this thread (None outside a benchmark: the launch of the chosen config that
-    follows is the workload's own). `on_decided(decision)` runs when a benchmarking call returns. Decisions read
-    from an autotune cache benchmark nothing and are not seen; nor is Inductor's coordinate-descent tuning (off by
-    default), which benchmarks outside `benchmark_all_configs`. `benchmarking` counts the candidate benchmarks
+    follows is the workload's own). `on_decided(decision)` runs when a benchmarking call returns. Inductor's
+    picks read from its caches benchmark nothing and are not seen (a sweep of an Inductor workload records from
+    cold caches); nor is its coordinate-descent tuning (off by default), which benchmarks outside
+    `benchmark_all_configs`. `benchmarking` counts the candidate benchmarks
     running in all threads: a `LaunchTracer` hands every launch in full while it is not 0.
     """
 
-    TRITON = ("run", "_bench")
+    TRITON = ("run", "_bench", "check_disk_cache")
     INDUCTOR = ("benchmark_all_configs", "bench")
 
     def __init__(self, on_decided: Callable[[AutotuneDecision], None]):
@@ -184,7 +196,8 @@ class AutotuneTracer(_AutotunerWrapping):
         return frames[-1]["candidate"] if frames else None
 
     def _triton_wrapper(self, name: str, original: Callable) -> Callable:
-        return self._wrap_run(original) if name == "run" else self._wrap_bench(original)
+        return {"run": self._wrap_run, "_bench": self._wrap_bench,
+                "check_disk_cache": self._wrap_disk_cache}[name](original)
 
     def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
         return (self._wrap_inductor_decision(original) if name == "benchmark_all_configs"
@@ -222,6 +235,28 @@ class AutotuneTracer(_AutotunerWrapping):
                 return original(autotuner, *args, config=config, **meta)
 
         return _bench
+
+    def _wrap_disk_cache(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def check_disk_cache(autotuner, tuning_key, configs, bench_fn):
+            stack = getattr(tracer._frames, "stack", None)
+            hit = original(autotuner, tuning_key, configs, bench_fn)
+            if not hit or not tracer.active or not stack:
+                return hit
+            pick, held = autotuner.cache[tuning_key], autotuner.configs_timings
+            try:
+                bench_fn()  # every config, benchmarked and recorded as in a run with a cold cache
+                stack[-1]["timings"] = autotuner.configs_timings
+            except Exception as exc:  # noqa: BLE001 - recording must never break the workload: its cached pick runs
+                tracer._warn("autotune recording of a cached pick", exc)
+            finally:  # the autotuner as the cache left it: the workload runs the cached pick
+                autotuner.cache[tuning_key], autotuner.configs_timings = pick, held
+            stack[-1]["cached"] = held
+            return hit
+
+        return check_disk_cache
 
     @contextlib.contextmanager
     def _deciding(self, frame: dict) -> Iterator[None]:
@@ -299,13 +334,14 @@ class AutotuneTracer(_AutotunerWrapping):
             keys = [key for key in autotuner.cache if key not in frame["known"]]
             if not keys:  # the benchmark itself failed: nothing was decided
                 return
-            timings = getattr(autotuner, "configs_timings", None) or {}
+            timings = frame.get("timings") or getattr(autotuner, "configs_timings", None) or {}
+            cached = frame.get("cached")
             self.on_decided(AutotuneDecision(
                 frame["group"], getattr(autotuner.base_fn, "__name__", "?"), [str(part) for part in keys[0]],
-                autotune_config(autotuner.cache[keys[0]]),
-                [[autotune_config(config), _finite_ms(timing)] for config, timing in timings.items()],
+                autotune_config(autotuner.cache[keys[0]]), _timings_data(timings),
                 getattr(autotuner, "bench_time", None), autotuner_hooks(autotuner),
-                [str(name) for name in autotuner.keys if name in autotuner.arg_names]))
+                [str(name) for name in autotuner.keys if name in autotuner.arg_names],
+                None if cached is None else _timings_data(cached)))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("autotune recording", exc)
 

@@ -33,7 +33,9 @@ the verdict of results saved before the comparison against the baseline's spread
 @dataclasses.dataclass
 class AutotuneGroup:
     """One autotune decision: the signatures of every config the autotuner benchmarked, fastest first by the
-    autotuner's own benchmark (configs it could not time last), and the config it chose."""
+    autotuner's own benchmark (configs it could not time last), and the config it chose. `cached_ms`: where the
+    choice came from Triton's autotune cache, the median each config had there (the benchmark is then the
+    recording's own); None where the workload's autotuner benchmarked."""
 
     group: int
     kernel: str
@@ -42,6 +44,7 @@ class AutotuneGroup:
     bench_ms: dict[int, float | None]  # signature id -> the autotuner's median for its config
     bench_spread: dict[int, list] = dataclasses.field(default_factory=dict)  # ... its [median, p20, p80]
     hooks: dict = dataclasses.field(default_factory=dict)  # what its benchmark runs besides the kernel
+    cached_ms: dict[int, float | None] | None = None  # signature id -> its median in the autotune cache
 
     @property
     def workload_winner(self) -> Signature | None:
@@ -81,8 +84,17 @@ def autotune_groups(recording: Recording) -> list[AutotuneGroup]:
         bench = {sid: (times[0] if times else None) for sid, times in spread.items()}
         signatures.sort(key=lambda s: (bench[s.id] is None, bench[s.id] or 0.0, s.id))
         groups.append(AutotuneGroup(group, decision.get("kernel") or signatures[0].kernel, signatures,
-                                    decision.get("chosen"), bench, spread, decision.get("hooks") or {}))
+                                    decision.get("chosen"), bench, spread, decision.get("hooks") or {},
+                                    _cached_ms(decision.get("cached"), signatures)))
     return groups
+
+
+def _cached_ms(cached: list | None, signatures: list[Signature]) -> dict[int, float | None] | None:
+    """Each candidate's median in the autotune cache's timings (a decision's `cached`), None without them."""
+    if cached is None:
+        return None
+    held = {json_key(config): times[0] if times else None for config, times in cached}
+    return {s.id: held.get(json_key(s.autotune["config"])) for s in signatures}
 
 
 def json_key(config: dict) -> tuple:
@@ -196,13 +208,19 @@ def autotune_regret(group: AutotuneGroup, rounds: dict[int, list[float]], worklo
 
 def _why_missed(group: AutotuneGroup, rounds: dict[int, list[float]], workload: int, best: int) -> list[str]:
     """Sentences from the recording's own figures saying why the autotuner picked `workload` over `best`."""
-    why = []
+    why, benchmark, pick = [], "the autotuner", "its pick"
+    if group.cached_ms is not None:
+        held_best, held_workload = group.cached_ms.get(best), group.cached_ms.get(workload)
+        timed = (f", which timed that config {held_best / held_workload:.3f}x its pick"
+                 if held_best and held_workload else "")
+        why.append(f"the workload ran the pick Triton's autotune cache held (an earlier run's benchmark{timed})")
+        benchmark, pick = "the recording's own benchmark", "the workload's config"
     ranked = sorted((sid for sid, ms in group.bench_ms.items() if ms is not None), key=lambda sid: group.bench_ms[sid])
     theirs, ours = group.bench_ms.get(best), group.bench_ms.get(workload)
     if theirs is None:
-        why.append("the autotuner has no timing of that config (it failed or was pruned there)")
+        why.append(f"{benchmark} has no timing of that config (it failed or was pruned there)")
     elif ours:
-        why.append(f"the autotuner timed it {theirs / ours:.3f}x its pick (ranked {ranked.index(best) + 1} of "
+        why.append(f"{benchmark} timed it {theirs / ours:.3f}x {pick} (ranked {ranked.index(best) + 1} of "
                    f"{len(ranked)})")
     spread_best, spread_workload = group.bench_spread.get(best) or [], group.bench_spread.get(workload) or []
     if len(spread_best) == 3 and len(spread_workload) == 3 and None not in spread_best + spread_workload:
