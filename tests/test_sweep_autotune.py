@@ -439,6 +439,38 @@ def test_a_pick_from_tritons_autotune_cache_is_named_as_the_reason_with_the_cach
         {0: "BLOCK=256", 1: "BLOCK=512", 2: "BLOCK=1024"})["why"])
 
 
+def test_a_row_run_at_a_cached_pick_says_whether_the_recordings_own_benchmark_picks_it_too(candidates):
+    """The workload ran BLOCK=1024, the pick Triton's autotune cache held; the recording's own benchmark of the same
+    configs picks BLOCK=512 (BENCH_MS). The row answers for BLOCK=1024, and says, in `--json` and in the table's
+    lines, that another run's autotuner picked otherwise; the plain decision's row says nothing of a cache."""
+    store, recording = candidates
+    decision = dict(recording.autotune[0])
+    decision["chosen"] = _triton.autotune_config(CONFIGS[2])
+    decision["cached"] = [[config, [0.030, 0.029, 0.031]] for config, _ in decision["timings"]]
+    cached = (store, dataclasses.replace(recording, autotune=[decision]))
+    centers = {256: (0.030, 0.030), 512: (0.020, 0.020), 1024: (0.025, 0.025)}
+    rows = []
+    for pair in (cached, candidates):
+        group, candidate_rows, samples = _candidate_rows(pair, centers)
+        rows.append(analyze_group(SweepRow(1, "add_kernel", "add_kernel [4096]", 0.9, 50, 0.02, "snapshot", "ok"),
+                                  group, candidate_rows, samples, ["plain", "cutlass_"]))
+    at_cached, benchmarked = rows
+    assert at_cached.autotune["workload"] == "BLOCK=1024, num_warps=8, num_ctas=1, num_stages=3"
+    assert at_cached.autotune["cached_pick"] == {
+        "benchmark_pick": "BLOCK=512, num_warps=4, num_ctas=1, num_stages=3", "agrees": False}
+    assert benchmarked.autotune["cached_pick"] is None
+    from rich.console import Console
+
+    console = Console(width=500, record=True)
+    console.print(SweepResult([at_cached], ["plain", "cutlass_"], 9, 7, ["python", "train.py"], {"replay": 3.0},
+                              candidates=[]).finish())
+    text = console.export_text()
+    assert ("(in the workload: BLOCK=1024, num_warps=8, num_ctas=1, num_stages=3, the pick Triton's autotune cache "
+            "held; the recording's own benchmark picks BLOCK=512, num_warps=4, num_ctas=1, num_stages=3)") in text
+    assert ("autotune: 1 row(s) ran the pick Triton's autotune cache held (an earlier run's); the recording's own "
+            "benchmark picks another config for 1 of them") in text
+
+
 def test_the_autotune_tracer_records_the_hooks_its_benchmark_runs():
     """Triton's real Autotuner with reset_to_zero and restore_value: the decision says what each timed call ran."""
     decisions = []

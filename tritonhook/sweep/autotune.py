@@ -125,7 +125,7 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
     row.autotune = {"group": group.group, "configs": len(group.candidates),
                     "replayed": [c.signature for c in candidates], "workload": config_text(group.chosen),
                     "winners": {}, "winner_signatures": {}, "changed": False, "flips": {}, "same_config": {},
-                    "regret": None}
+                    "regret": None, "cached_pick": _cached_pick(group)}
     winner = group.workload_winner
     if winner is None or winner.id not in timed:
         failed = by_id[winner.id].status if winner is not None and winner.id in by_id else "not replayed"
@@ -204,6 +204,20 @@ def autotune_regret(group: AutotuneGroup, rounds: dict[int, list[float]], worklo
     found.update(ratio=ratio, low=low, high=high, verdict=verdict(ratio, low, high, min_effect))
     found["why"] = _why_missed(group, rounds, workload, best)
     return found
+
+
+def _cached_pick(group: AutotuneGroup) -> dict | None:
+    """Where the workload ran the pick Triton's autotune cache held: the config the recording's own benchmark of
+    the same configs picks (`benchmark_pick`), and whether it is the cached one (`agrees`): how another run's
+    autotuner picks, without another run. None where the workload's autotuner benchmarked."""
+    if group.cached_ms is None:
+        return None
+    timed = [s for s in group.candidates if group.bench_ms.get(s.id) is not None]
+    if not timed:
+        return {"benchmark_pick": None, "agrees": None}
+    fastest = min(timed, key=lambda s: group.bench_ms[s.id])
+    return {"benchmark_pick": config_text(fastest.autotune["config"]),
+            "agrees": fastest.autotune["config"] == group.chosen}
 
 
 def _why_missed(group: AutotuneGroup, rounds: dict[int, list[float]], workload: int, best: int) -> list[str]:

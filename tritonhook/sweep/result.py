@@ -354,6 +354,11 @@ class SweepResult:
         for row in self.rows:
             if row.autotune is not None and row.autotune.get("winners"):
                 yield format.line(self._autotune_line(row))
+        cached = [row.autotune["cached_pick"] for row in self.rows if (row.autotune or {}).get("cached_pick")]
+        if cached:
+            other = sum(1 for pick in cached if pick["agrees"] is False)
+            yield format.line(f"autotune: {len(cached)} row(s) ran the pick Triton's autotune cache held (an earlier "
+                              f"run's); the recording's own benchmark picks another config for {other} of them")
         for est in self.estimates:
             yield format.line(self._estimate_line(est))
 
@@ -368,7 +373,13 @@ class SweepResult:
         tune = row.autotune
         each = "; ".join(f"{label}: {config}" for label, config in tune["winners"].items())
         changed = "the config changed" if tune["changed"] else "one config for all variants"
-        text = f"{row.label}: autotuned, {changed}; config per variant: {each} (in the workload: {tune['workload']})"
+        text = f"{row.label}: autotuned, {changed}; config per variant: {each} (in the workload: {tune['workload']}"
+        cached = tune.get("cached_pick")
+        if cached:
+            own = ("agrees" if cached["agrees"] else f"picks {cached['benchmark_pick']}") \
+                if cached["benchmark_pick"] else "timed none of its configs"
+            text += f", the pick Triton's autotune cache held; the recording's own benchmark {own}"
+        text += ")"
         flips = tune.get("flips") or {}
         if flips:
             text += "; a faster config within noise not taken: " + "; ".join(
