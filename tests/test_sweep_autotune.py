@@ -153,9 +153,10 @@ class _SpillingLauncher:
         self.config, self.n_spills, self.n_regs, self.shared = config, 1000, 255, 0
 
 
-def inductor_tuner(heuristics):
+def inductor_tuner(heuristics, autotune_cache_info=None):
     """Inductor's real `CachingAutotuner` over the add kernel with CONFIGS, as a pointwise kernel on an H100, its
-    launchers ones that spill (so its benchmark runs on a CPU, each config timed inf)."""
+    launchers ones that spill (so its benchmark runs on a CPU, each config timed inf); `autotune_cache_info` as
+    Inductor's `check_autotune_cache` gives it."""
     from torch._inductor.runtime.hints import DeviceProperties, HeuristicType
 
     h100 = DeviceProperties(type="cuda", index=0, multi_processor_count=132, cc=90, major=9,
@@ -163,7 +164,8 @@ def inductor_tuner(heuristics):
                             max_threads_per_block=1024, warp_size=32)
     tuner = heuristics.CachingAutotuner(add_kernel, {"device": h100, "signature": {}, "constants": {}}, CONFIGS, None,
                                         [], False, HeuristicType.POINTWISE,
-                                        inductor_meta={"kernel_name": "triton_poi_fused_add_0"})
+                                        inductor_meta={"kernel_name": "triton_poi_fused_add_0"},
+                                        autotune_cache_info=autotune_cache_info)
     tuner.launchers = [_SpillingLauncher(config) for config in CONFIGS]
     return tuner
 
@@ -171,7 +173,7 @@ def inductor_tuner(heuristics):
 def test_the_autotune_tracer_tags_inductors_benchmarked_configs_and_records_its_choice():
     heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
     tuner_class = heuristics.CachingAutotuner
-    originals = {name: tuner_class.__dict__[name] for name in ("benchmark_all_configs", "bench")}
+    originals = {name: tuner_class.__dict__[name] for name in ("benchmark_all_configs", "bench", "__init__")}
     decisions, seen = [], []
 
     class SeeingReasons(dict):  # Inductor notes why it skipped a config while it benchmarks that config
@@ -197,6 +199,25 @@ def test_the_autotune_tracer_tags_inductors_benchmarked_configs_and_records_its_
          _triton.autotune_config(CONFIGS[0]))  # all inf: Inductor keeps the first
     assert [config["BLOCK"] for config, _ in decision.timings] == [256, 512, 1024]
     assert all(times == [None] for _, times in decision.timings)
+
+
+def test_the_autotune_tracer_names_inductor_kernels_built_with_their_cached_pick():
+    """Inductor's real `CachingAutotuner` as its autotune cache builds it on a hit (`autotune_cache_state` "hit": the
+    cached config alone, nothing to benchmark) is named to the recording; a miss is not; `__init__` is Inductor's
+    own again after uninstall."""
+    heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    init = heuristics.CachingAutotuner.__dict__["__init__"]
+    cached = []
+    tracer = _triton.AutotuneTracer(lambda decision: None, cached.append)
+    tracer.install()
+    try:
+        inductor_tuner(heuristics, {"autotune_cache_state": "hit", "best_config": {"BLOCK": 512}})
+        inductor_tuner(heuristics, {"autotune_cache_state": "miss", "num_configs": 3})
+        inductor_tuner(heuristics)
+    finally:
+        tracer.uninstall()
+    inductor_tuner(heuristics, {"autotune_cache_state": "hit"})  # after uninstall: not seen
+    assert cached == ["triton_poi_fused_add_0"] and heuristics.CachingAutotuner.__dict__["__init__"] is init
 
 
 def test_the_autotune_tracer_waits_for_inductor_without_importing_it(tmp_path):

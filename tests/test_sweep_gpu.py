@@ -507,8 +507,9 @@ def test_an_autotuners_regret_is_found_pinned_and_confirmed_inside_the_workload(
 
 
 def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):
-    """A run of a compiled function autotunes its Inductor kernel and leaves its pick in Inductor's caches; a second
-    run with a decision pinning another of its configs launches that config, and the pin counts as applied (the
+    """A run of a compiled function autotunes its Inductor kernel and leaves its pick in Inductor's caches; a run
+    on those caches tunes nothing, and its recording names the kernel as run at its cached pick; a run
+    with a decision pinning another of its configs launches that config, and the pin counts as applied (the
     pinner turns Inductor's caches off: handed the cached kernel, Inductor kept the first run's config alone and the
     pin never ran, as in MaxViT's confirmation on the H200, docs/sweep.md)."""
     import json
@@ -534,6 +535,10 @@ def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):
 
     first, _ = recorded()
     (tuned,) = [d for d in first.autotune if d["kernel"].startswith("triton_")]
+    warm, warm_stderr = recorded()  # unpinned on the warm caches: nothing tuned, and the recording says which
+    assert not [d for d in warm.autotune if d["kernel"] == tuned["kernel"]]
+    assert "ran the config Inductor's autotune cache held" in warm_stderr and tuned["kernel"] in warm_stderr, \
+        warm_stderr[-2000:]
     others = [config for config, _ in tuned["timings"] if config != tuned["chosen"]]
     assert others, tuned
     pinned = others[0]

@@ -174,19 +174,22 @@ class AutotuneTracer(_AutotunerWrapping):
     workload's launches, and a signature's timed launches were the benchmark's. `uninstall()` puts the very same
     functions back, or turns ours into pass-throughs when another tool wrapped over them. `current()` is the
     candidate being benchmarked in this thread (None outside a benchmark: the launch of the chosen config that
-    follows is the workload's own). `on_decided(decision)` runs when a benchmarking call returns. Inductor's
-    picks read from its caches benchmark nothing and are not seen (a sweep of an Inductor workload records from
-    cold caches); nor is its coordinate-descent tuning (off by default), which benchmarks outside
-    `benchmark_all_configs`. `benchmarking` counts the candidate benchmarks
+    follows is the workload's own). `on_decided(decision)` runs when a benchmarking call returns. An Inductor
+    kernel built with the pick its autotune cache held (its FX graph cache hands it back that way too) has that
+    config alone, so nothing is benchmarked: `on_inductor_cached(kernel name)` runs for it (`CachingAutotuner.
+    __init__`, `autotune_cache_info`), so the recording can say which kernels it could not see tuned. Inductor's
+    coordinate-descent tuning (off by default) benchmarks outside `benchmark_all_configs` and is not seen. `benchmarking` counts the candidate benchmarks
     running in all threads: a `LaunchTracer` hands every launch in full while it is not 0.
     """
 
     TRITON = ("run", "_bench", "check_disk_cache")
-    INDUCTOR = ("benchmark_all_configs", "bench")
+    INDUCTOR = ("benchmark_all_configs", "bench", "__init__")
 
-    def __init__(self, on_decided: Callable[[AutotuneDecision], None]):
+    def __init__(self, on_decided: Callable[[AutotuneDecision], None],
+                 on_inductor_cached: Callable[[str], None] = lambda name: None):
         super().__init__()
         self.on_decided = on_decided
+        self.on_inductor_cached = on_inductor_cached
         self._groups = 0
         self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
         self._frames = threading.local()
@@ -200,8 +203,24 @@ class AutotuneTracer(_AutotunerWrapping):
                 "check_disk_cache": self._wrap_disk_cache}[name](original)
 
     def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
-        return (self._wrap_inductor_decision(original) if name == "benchmark_all_configs"
-                else self._wrap_inductor_candidate(original))
+        return {"benchmark_all_configs": self._wrap_inductor_decision, "bench": self._wrap_inductor_candidate,
+                "__init__": self._wrap_inductor_init}[name](original)
+
+    def _wrap_inductor_init(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def __init__(autotuner, *args, **kwargs):
+            original(autotuner, *args, **kwargs)
+            if tracer.active:
+                try:
+                    if (getattr(autotuner, "autotune_cache_info", None) or {}).get("autotune_cache_state") == "hit":
+                        tracer.on_inductor_cached((autotuner.inductor_meta or {}).get("kernel_name") or
+                                                  getattr(autotuner.fn, "__name__", "?"))
+                except Exception as exc:  # noqa: BLE001 - recording must never break the workload
+                    tracer._warn("Inductor autotune cache recording", exc)
+
+        return __init__
 
     def _wrap_run(self, original):
         tracer = self

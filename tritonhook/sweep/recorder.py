@@ -68,6 +68,7 @@ class Recorder:
         self.loaded: dict[str, object] = {}
         self.host_us = HOLD_EXTRA_US     # the host's time from a stream hold to the kernel queued, smoothed
         self.decisions: list[dict] = []
+        self.inductor_cached: set[str] = set()  # Inductor kernels built with their cached pick alone: not tuned here
         self.tuning_snapshots: dict[int, dict] = {}  # autotune group -> its configs' shared snapshots (describe_tensor)
         self.tuning: Callable[[], _triton.AutotuneCandidate | None] = lambda: None  # set by `_tracers`
         self.started = time.time()
@@ -184,6 +185,9 @@ class Recorder:
     def on_autotuned(self, decision: _triton.AutotuneDecision) -> None:
         self.decisions.append(dataclasses.asdict(decision))
 
+    def on_inductor_cached(self, kernel: str) -> None:
+        self.inductor_cached.add(kernel)
+
     def on_launched(self, token) -> None:
         pending, start, queued_from, hold_us = token
         end = self.torch.cuda.Event(enable_timing=True)
@@ -217,6 +221,7 @@ class Recorder:
         signatures = [pending.signature for pending in self.pending]
         _link_captures(self.store, signatures, self.first_capture, self.loaded)
         self._release_warnings(signatures)
+        self._inductor_cache_warning(signatures)
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
         arch = next((s.arch for s in signatures if s.arch), None)
         return Recording(signatures, arch=arch, device=device, triton_version=_triton.triton_version(),
@@ -234,6 +239,16 @@ class Recorder:
         lines = self.held_warnings.release(launched, measured=lambda: _measured_stack(self.torch))
         for text in lines:
             print(text, file=sys.stderr)
+
+    def _inductor_cache_warning(self, signatures: list[Signature]) -> None:
+        """Name the launched Inductor kernels that ran the pick Inductor's caches held: their configs were not
+        benchmarked here, so the sweep has no candidates for them (no regret, no re-ranking)."""
+        cached = sorted({s.kernel for s in signatures if s.launches} & self.inductor_cached)
+        if cached:
+            print(f"tritonhook sweep: {len(cached)} Inductor kernel(s) ran the config Inductor's autotune cache held "
+                  f"({', '.join(cached[:3])}{', ...' if len(cached) > 3 else ''}), so their configs were not "
+                  f"benchmarked here: no autotune regret or re-ranking for them; record with cold caches "
+                  f"(TORCHINDUCTOR_FORCE_DISABLE_CACHES=1) to see them tuned", file=sys.stderr)
 
     def _resolve_l2(self) -> None:
         """After the workload: calibrate the probe on this GPU, then turn each signature's probe cycles into the
@@ -343,7 +358,8 @@ def _tracers(recorder: Recorder, guard: Callable[[str, Callable], Callable] = la
              ) -> list:
     """Install the launch tracer and the autotune tracer feeding `recorder` (each callback through `guard`, see
     `_Failures.guarded`); returned for uninstalling."""
-    autotune = _triton.AutotuneTracer(guard("an autotune decision", recorder.on_autotuned))
+    autotune = _triton.AutotuneTracer(guard("an autotune decision", recorder.on_autotuned),
+                                      guard("an Inductor kernel's cached pick", recorder.on_inductor_cached))
     recorder.tuning = autotune.current
     recorder.launch_tracer = _triton.LaunchTracer(guard("a launch", recorder.on_launch),
                                                   guard("a launch's timing", recorder.on_launched),
