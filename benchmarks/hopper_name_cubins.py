@@ -18,7 +18,15 @@ BUILDS = (("three overlapped consumers, D=64", 64, False, dict(consumers=3, over
           ("consumers=3, D=64, causal", 64, True, dict(consumers=3)),
           ("tree_reduce, D=64", 64, False, dict(tree_reduce=True)),
           ("tree_reduce, D=128", 128, False, dict(tree_reduce=True)),
-          ("tree_reduce, D=128, causal", 128, True, dict(tree_reduce=True)))
+          ("tree_reduce, D=128, causal", 128, True, dict(tree_reduce=True)),
+          ("three overlapped consumers, thread_rowsum, D=64", 64, False,
+           dict(consumers=3, overlap=True, masked_first=True, thread_rowsum=True)),
+          ("three overlapped consumers, peel_diagonal, D=64, causal", 64, True,
+           dict(consumers=3, overlap=True, masked_first=True, peel_diagonal=True)),
+          ("three overlapped consumers, peel_diagonal, thread_rowsum, D=64, causal", 64, True,
+           dict(consumers=3, overlap=True, masked_first=True, peel_diagonal=True, thread_rowsum=True)),
+          ("thread_rowsum, D=128", 128, False, dict(thread_rowsum=True)),
+          ("thread_rowsum, D=128, causal", 128, True, dict(thread_rowsum=True)))
 """(label, head dim, causal, knobs) of each build compared."""
 
 
@@ -44,7 +52,7 @@ def main(argv=None) -> int:
     for label, head_dim, causal, knobs in BUILDS:
         delta = name_delta(head_dim, causal, knobs)
         rows.append({"build": label, "cell": delta.cell(), "sass": delta.sass_change()})
-        print(f"{label:28} {delta.cell()}")
+        print(f"{label:72} {delta.cell()}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"rows": rows}, f, indent=1)
