@@ -51,6 +51,21 @@ def rounds_spent(result: dict) -> dict:
             ("rows", "candidates")}
 
 
+def cached_picks(tuned: list[dict]) -> dict:
+    """Of the autotuned rows, those that ran the pick Triton's autotune cache held, and how many of them the
+    recording's own benchmark would have picked otherwise."""
+    picks = [r["autotune"]["cached_pick"] for r in tuned if r["autotune"].get("cached_pick")]
+    return {"rows": len(picks), "other_pick": sum(1 for pick in picks if pick["agrees"] is False)}
+
+
+def stage_split(times_s: dict | None) -> str:
+    """record/build/replay/checks seconds of a sweep's `times_s` (the check replays summed)."""
+    times = times_s or {}
+    checks = sum(seconds for stage, seconds in times.items() if stage.endswith("check"))
+    return "/".join(f"{seconds:.0f}" for seconds in
+                    (times.get("record", 0), times.get("build", 0), times.get("replay", 0), checks))
+
+
 def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | None = None) -> dict:
     rows = sweep["rows"]
     tuned = [r for r in rows if (r.get("autotune") or {}).get("configs")]
@@ -66,7 +81,7 @@ def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | 
                       "recorded_us": r["recorded_ms"] * 1e3 if r.get("recorded_ms") else None,
                       "autotuned": bool((r.get("autotune") or {}).get("configs")), "miss": r.get("miss")}
                      for r in rows if r.get("fidelity") and abs(r["fidelity"] - 1) > 0.1],
-             "regrets": regrets, "rounds": rounds_spent(sweep)}
+             "regrets": regrets, "rounds": rounds_spent(sweep), "cached_picks": cached_picks(tuned)}
     if fixed is not None:
         found["fixed_rounds"] = agreement(sweep, fixed)
     if aa is not None:
@@ -96,17 +111,20 @@ def main(out: Path) -> None:
                                   _load(out / f"{name}_fixed.json"))
     (out / "regret_summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{'workload':<22} {'rows':>5} {'tuned':>5} {'fid. within':>12} {'regrets':>8} {'A/A rows':>9} "
-          f"{'A/A cand.':>10} {'record/build/replay s':>22}")
+          f"{'A/A cand.':>10} {'record/build/replay/checks s':>29}")
     for name, s in summary.items():
         if "error" in s:
             print(f"{name:<22} {s['error']}")
             continue
         fid, aa = s["fidelity"], s.get("aa") or {}
-        split = "/".join(f"{v:.0f}" for v in (s["times_s"] or {}).values())
+        split = stage_split(s["times_s"])
         aa_rows = f"{aa['rows']['no_difference']}/{aa['rows']['of']}" if aa else "-"
         aa_cand = f"{aa['candidates']['no_difference']}/{aa['candidates']['of']}" if aa else "-"
         print(f"{name:<22} {s['rows']:>5} {s['autotuned']:>5} {fid['within']}/{fid['signatures']:<10} "
-              f"{len(s['regrets']):>8} {aa_rows:>9} {aa_cand:>10} {split:>22}")
+              f"{len(s['regrets']):>8} {aa_rows:>9} {aa_cand:>10} {split:>29}")
+        if s["cached_picks"]["rows"]:
+            print(f"   {s['cached_picks']['rows']} row(s) ran the pick Triton's autotune cache held; the recording's "
+                  f"own benchmark picks another config for {s['cached_picks']['other_pick']}")
         for regret in s["regrets"]:
             checked = regret.get("against_workload") or {}
             paired = (f"; on one input set {checked['ratio']:.3f} [{checked['low']:.3f}, {checked['high']:.3f}]"
