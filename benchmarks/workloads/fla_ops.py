@@ -130,7 +130,8 @@ def main():
     err, where = check(ops)
     tuned = autotuned("fla.")
     passes = ", ".join(f"{op} {'fwd' if forward_only(op) else 'fwd+bwd'}" for op in ops)
-    print(f"fla-core {importlib.metadata.version('fla-core')}: {steps} steps x {passes} at {SHAPE}; first step (autotune) {times[0]:.1f} s, rest {sum(times[1:]):.2f} s; max rel err {err:.3g} "
+    print(f"fla-core {importlib.metadata.version('fla-core')}: {steps} steps x {passes} at {SHAPE}; first step "
+          f"(autotune) {times[0]:.1f} s, rest {sum(times[1:]):.2f} s; max rel err {err:.3g} "
           f"({where}); outputs and grads {'finite' if finite.item() else 'NOT finite (NaN/inf)'}; autotuned "
           f"{len(tuned)} kernels, {sum(tuned.values())} keys")
 

@@ -167,19 +167,20 @@ class AutotuneTracer(_AutotunerWrapping):
     3.6 through 3.9 alike, and `Autotuner.check_disk_cache`: a pick read from Triton's autotune cache
     (`cache_results=True`, flash-linear-attention's default) benchmarks nothing, so there the configs are benchmarked
     anyway (the candidates recorded, as a cold run's are) and the cached pick put back, which the workload runs;
-    the decision carries the cache's timings (`AutotuneDecision.cached`). And Inductor's `CachingAutotuner.benchmark_all_configs` (one decision) and `bench` (one
-    candidate) once torch imports that module (`_imports.after_import`: a recording must not import torch).
+    the decision carries the cache's timings (`AutotuneDecision.cached`). And Inductor's
+    `CachingAutotuner.benchmark_all_configs` (one decision) and `bench` (one candidate) once torch imports that
+    module (`_imports.after_import`: a recording must not import torch).
     Inductor benchmarks the configs of its pointwise and reduction kernels at their first call when its cache has no
     winner yet, on a fresh machine a hundred launches and more per config: without this they counted as the
     workload's launches, and a signature's timed launches were the benchmark's. `uninstall()` puts the very same
     functions back, or turns ours into pass-throughs when another tool wrapped over them. `current()` is the
     candidate being benchmarked in this thread (None outside a benchmark: the launch of the chosen config that
     follows is the workload's own). `on_decided(decision)` runs when a benchmarking call returns. An Inductor
-    kernel built with the pick its autotune cache held (its FX graph cache hands it back that way too) has that
-    config alone, so nothing is benchmarked: `on_inductor_cached(kernel name)` runs for it (`CachingAutotuner.
+    kernel built with the pick its autotune cache held has that config alone, so nothing is benchmarked: `on_inductor_cached(kernel name)` runs for it (`CachingAutotuner.
     __init__`, `autotune_cache_info`), so the recording can say which kernels it could not see tuned. Inductor's
-    coordinate-descent tuning (off by default) benchmarks outside `benchmark_all_configs` and is not seen. `benchmarking` counts the candidate benchmarks
-    running in all threads: a `LaunchTracer` hands every launch in full while it is not 0.
+    coordinate-descent tuning (off by default) benchmarks outside `benchmark_all_configs` and is not seen.
+    `benchmarking` counts the candidate benchmarks running in all threads: a `LaunchTracer` hands every launch in
+    full while it is not 0.
     """
 
     TRITON = ("run", "_bench", "check_disk_cache")
