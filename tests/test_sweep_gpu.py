@@ -555,8 +555,13 @@ def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):
         ([s.constexprs for s in launched], pinned, tuned, first.device, second.device,
          [d for d in second.autotune if d["kernel"] == tuned["kernel"]],
          [line for line in stderr.splitlines() if "tritonhook" in line][-10:])
-    # Inductor still benchmarks the kernel's configs once in the pinned run (H200, torch 2.11: its caller is not
-    # known; the pinner counted the pin as applied, else "not applied" above); what that records picks the pin
+    # Inductor still benchmarks the kernel's configs once in the pinned run (H200, torch 2.11), and what that
+    # records picks the pin. Torch 2.11 and 2.13 call `benchmark_all_configs` from `autotune_to_one_config` alone,
+    # which the pinner answers where it pins the kernel's name and key (and a pin matching none of its launchers
+    # would have warned above): so that benchmark should be of an instance whose key differs from the pin's.
+    # Printed (-s) to tell.
     tuned_again = [d for d in second.autotune if d["kernel"] == tuned["kernel"]]
+    print(f"\npinned run: {len(tuned_again)} benchmark(s) of {tuned['kernel']}; key equal to the pin's: "
+          f"{[d['key'] == tuned['key'] for d in tuned_again]}; picks {[d['chosen'] for d in tuned_again]}")
     assert all(d["chosen"] == pinned for d in tuned_again), json.dumps(
         {"pinned": pinned, "first": tuned, "second": tuned_again, "stderr": stderr.splitlines()[-15:]})
