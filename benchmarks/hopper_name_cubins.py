@@ -11,20 +11,21 @@ from __future__ import annotations
 import argparse
 import json
 
+from gluon_kernels.tuning import THREE_OVERLAPPED
+
 KERNEL = "_attn_fwd_ws"
-BUILDS = (("three overlapped consumers, D=64", 64, False, dict(consumers=3, overlap=True, masked_first=True)),
+BUILDS = (("three overlapped consumers, D=64", 64, False, THREE_OVERLAPPED),
           ("three overlapped consumers, D=64, causal", 64, True, dict(consumers=3, overlap=True)),
           ("consumers=3, D=64", 64, False, dict(consumers=3)),
           ("consumers=3, D=64, causal", 64, True, dict(consumers=3)),
           ("tree_reduce, D=64", 64, False, dict(tree_reduce=True)),
           ("tree_reduce, D=128", 128, False, dict(tree_reduce=True)),
           ("tree_reduce, D=128, causal", 128, True, dict(tree_reduce=True)),
-          ("three overlapped consumers, thread_rowsum, D=64", 64, False,
-           dict(consumers=3, overlap=True, masked_first=True, thread_rowsum=True)),
+          ("three overlapped consumers, thread_rowsum, D=64", 64, False, dict(THREE_OVERLAPPED, thread_rowsum=True)),
           ("three overlapped consumers, peel_diagonal, D=64, causal", 64, True,
-           dict(consumers=3, overlap=True, masked_first=True, peel_diagonal=True)),
+           dict(THREE_OVERLAPPED, peel_diagonal=True)),
           ("three overlapped consumers, peel_diagonal, thread_rowsum, D=64, causal", 64, True,
-           dict(consumers=3, overlap=True, masked_first=True, peel_diagonal=True, thread_rowsum=True)),
+           dict(THREE_OVERLAPPED, peel_diagonal=True, thread_rowsum=True)),
           ("thread_rowsum, D=128", 128, False, dict(thread_rowsum=True)),
           ("thread_rowsum, D=128, causal", 128, True, dict(thread_rowsum=True)))
 """(label, head dim, causal, knobs) of each build compared."""

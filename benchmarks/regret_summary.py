@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from tritonhook.decisions.confirm import PinConfirmation
+from tritonhook.sweep.result import cached_pick_counts
 
 
 def _load(path: Path) -> dict | None:
@@ -51,13 +52,6 @@ def rounds_spent(result: dict) -> dict:
             ("rows", "candidates")}
 
 
-def cached_picks(tuned: list[dict]) -> dict:
-    """Of the autotuned rows, those that ran the pick Triton's autotune cache held, and how many of them the
-    recording's own benchmark would have picked otherwise."""
-    picks = [r["autotune"]["cached_pick"] for r in tuned if r["autotune"].get("cached_pick")]
-    return {"rows": len(picks), "other_pick": sum(1 for pick in picks if pick["agrees"] is False)}
-
-
 def stage_split(times_s: dict | None) -> str:
     """record/build/replay/checks seconds of a sweep's `times_s` (the check replays summed)."""
     times = times_s or {}
@@ -81,7 +75,8 @@ def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | 
                       "recorded_us": r["recorded_ms"] * 1e3 if r.get("recorded_ms") else None,
                       "autotuned": bool((r.get("autotune") or {}).get("configs")), "miss": r.get("miss")}
                      for r in rows if r.get("fidelity") and abs(r["fidelity"] - 1) > 0.1],
-             "regrets": regrets, "rounds": rounds_spent(sweep), "cached_picks": cached_picks(tuned)}
+             "regrets": regrets, "rounds": rounds_spent(sweep),
+             "cached_picks": dict(zip(("rows", "other_pick"), cached_pick_counts([r["autotune"] for r in tuned])))}
     if fixed is not None:
         found["fixed_rounds"] = agreement(sweep, fixed)
     if aa is not None:

@@ -53,9 +53,7 @@ def build(op, batch, seqlen, heads, dim, dtype=torch.bfloat16, device="cuda"):
         extra = [F.logsigmoid(rand(batch, seqlen, heads, dim)) / 16]
     else:
         extra = [torch.log1p(-torch.exp2(-5.0 - torch.arange(heads, device=device)))]  # constant: no gradient
-    leaves = [t.to(dtype).requires_grad_() for t in (q, k, v)] + [t.float() for t in extra]
-    if op != "sgla":
-        leaves[3:] = [t.requires_grad_() for t in leaves[3:]]
+    leaves = [t.to(dtype).requires_grad_() for t in (q, k, v)] + [t.float().requires_grad_(op != "sgla") for t in extra]
     return leaves, rand(batch, seqlen, heads, dim).to(dtype)
 
 
@@ -100,11 +98,12 @@ def check(ops, device="cuda"):
         torch.manual_seed(1)
         leaves, grad_out = build(op, *CHECK_SHAPE, dtype=torch.float32, device=device)
         got = train_step(op, leaves, grad_out)
-        with torch.set_grad_enabled(not forward_only(op)):
+        backward = not forward_only(op)
+        with torch.set_grad_enabled(backward):
             ref_out = forward(op, leaves, naive=True)
-        if not forward_only(op):
+        if backward:
             ref_out.backward(grad_out)
-        ref = (ref_out, [t.grad for t in leaves[:3]] if got[1] else [])
+        ref = (ref_out, [t.grad for t in leaves[:3]] if backward else [])
         for name, a, b in zip(("o", "dq", "dk", "dv"), (got[0], *got[1]), (ref[0], *ref[1])):
             err = ((a.float() - b.float()).abs().max() / b.float().abs().max().clamp_min(1e-6)).item()
             worst = max(worst, (err, f"{op} {name}"))

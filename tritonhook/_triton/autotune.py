@@ -79,9 +79,15 @@ def _finite_ms(timing) -> list[float | None]:
     return [float(v) if v is not None and v != float("inf") else None for v in values]
 
 
-def _timings_data(timings: dict) -> list:
-    """An autotuner's {Config: timing} as [[config, [ms...]], ...] (plain data, `AutotuneDecision.timings`)."""
-    return [[autotune_config(config), _finite_ms(timing)] for config, timing in timings.items()]
+def _timings_data(pairs) -> list:
+    """An autotuner's (Config, timing) pairs as [[config, [ms...]], ...] (plain data, `AutotuneDecision.timings`)."""
+    return [[autotune_config(config), _finite_ms(timing)] for config, timing in pairs]
+
+
+def _inductor_kernel_name(autotuner) -> str:
+    """The name Inductor gave a kernel (its `inductor_meta`), else its function's."""
+    return (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name") or \
+        getattr(getattr(autotuner, "fn", None), "__name__", "?")
 
 
 class _Wrapped:
@@ -176,8 +182,9 @@ class AutotuneTracer(_AutotunerWrapping):
     functions back, or turns ours into pass-throughs when another tool wrapped over them. `current()` is the
     candidate being benchmarked in this thread (None outside a benchmark: the launch of the chosen config that
     follows is the workload's own). `on_decided(decision)` runs when a benchmarking call returns. An Inductor
-    kernel built with the pick its autotune cache held has that config alone, so nothing is benchmarked: `on_inductor_cached(kernel name)` runs for it (`CachingAutotuner.
-    __init__`, `autotune_cache_info`), so the recording can say which kernels it could not see tuned. Inductor's
+    kernel built with the pick its autotune cache held has that config alone, so nothing is benchmarked:
+    `on_inductor_cached(kernel name)` runs for it (`CachingAutotuner.__init__`, `autotune_cache_info`), so the
+    recording can say which kernels it could not see tuned. Inductor's
     coordinate-descent tuning (off by default) benchmarks outside `benchmark_all_configs` and is not seen.
     `benchmarking` counts the candidate benchmarks running in all threads: a `LaunchTracer` hands every launch in
     full while it is not 0.
@@ -216,8 +223,7 @@ class AutotuneTracer(_AutotunerWrapping):
             if tracer.active:
                 try:
                     if (getattr(autotuner, "autotune_cache_info", None) or {}).get("autotune_cache_state") == "hit":
-                        tracer.on_inductor_cached((autotuner.inductor_meta or {}).get("kernel_name") or
-                                                  getattr(autotuner.fn, "__name__", "?"))
+                        tracer.on_inductor_cached(_inductor_kernel_name(autotuner))
                 except Exception as exc:  # noqa: BLE001 - recording must never break the workload
                     tracer._warn("Inductor autotune cache recording", exc)
 
@@ -340,12 +346,10 @@ class AutotuneTracer(_AutotunerWrapping):
             if not timings:
                 return
             chosen = min(timings, key=timings.get)
-            name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name") or \
-                getattr(getattr(autotuner, "fn", None), "__name__", "?")
             self.on_decided(AutotuneDecision(
-                frame["group"], name, list(inductor_tuning_key(autotuner)), autotune_config(chosen.config),
-                [[autotune_config(launcher.config), _finite_ms(timing)] for launcher, timing in timings.items()],
-                None))
+                frame["group"], _inductor_kernel_name(autotuner), list(inductor_tuning_key(autotuner)),
+                autotune_config(chosen.config),
+                _timings_data((launcher.config, timing) for launcher, timing in timings.items()), None))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("Inductor autotune recording", exc)
 
@@ -358,10 +362,10 @@ class AutotuneTracer(_AutotunerWrapping):
             cached = frame.get("cached")
             self.on_decided(AutotuneDecision(
                 frame["group"], getattr(autotuner.base_fn, "__name__", "?"), [str(part) for part in keys[0]],
-                autotune_config(autotuner.cache[keys[0]]), _timings_data(timings),
+                autotune_config(autotuner.cache[keys[0]]), _timings_data(timings.items()),
                 getattr(autotuner, "bench_time", None), autotuner_hooks(autotuner),
                 [str(name) for name in autotuner.keys if name in autotuner.arg_names],
-                None if cached is None else _timings_data(cached)))
+                None if cached is None else _timings_data(cached.items())))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("autotune recording", exc)
 

@@ -212,10 +212,9 @@ def _cached_pick(group: AutotuneGroup) -> dict | None:
     autotuner picks, without another run. None where the workload's autotuner benchmarked."""
     if group.cached_ms is None:
         return None
-    timed = [s for s in group.candidates if group.bench_ms.get(s.id) is not None]
-    if not timed:
+    fastest = group.candidates[0]  # fastest first by the benchmark, untimed configs last
+    if group.bench_ms.get(fastest.id) is None:
         return {"benchmark_pick": None, "agrees": None}
-    fastest = min(timed, key=lambda s: group.bench_ms[s.id])
     return {"benchmark_pick": config_text(fastest.autotune["config"]),
             "agrees": fastest.autotune["config"] == group.chosen}
 

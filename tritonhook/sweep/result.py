@@ -21,6 +21,13 @@ RESULT_KIND = "sweep"
 """The kind a `SweepResult` is saved under in the store's results table (declared below it: found by its recording)."""
 
 
+def cached_pick_counts(tunes: list[dict | None]) -> tuple[int, int]:
+    """Of rows' `autotune` fields, (how many ran a cached pick, how many of those the recording's own benchmark
+    would have picked otherwise)."""
+    picks = [tune["cached_pick"] for tune in tunes if (tune or {}).get("cached_pick")]
+    return len(picks), sum(1 for pick in picks if pick["agrees"] is False)
+
+
 @dataclasses.dataclass
 class VariantTiming:
     label: str
@@ -354,10 +361,9 @@ class SweepResult:
         for row in self.rows:
             if row.autotune is not None and row.autotune.get("winners"):
                 yield format.line(self._autotune_line(row))
-        cached = [row.autotune["cached_pick"] for row in self.rows if (row.autotune or {}).get("cached_pick")]
+        cached, other = cached_pick_counts([row.autotune for row in self.rows])
         if cached:
-            other = sum(1 for pick in cached if pick["agrees"] is False)
-            yield format.line(f"autotune: {len(cached)} row(s) ran the pick Triton's autotune cache held (an earlier "
+            yield format.line(f"autotune: {cached} row(s) ran the pick Triton's autotune cache held (an earlier "
                               f"run's); the recording's own benchmark picks another config for {other} of them")
         for est in self.estimates:
             yield format.line(self._estimate_line(est))
