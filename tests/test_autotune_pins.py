@@ -9,7 +9,9 @@ import contextlib
 import dataclasses
 import json
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import triton
@@ -322,3 +324,36 @@ def test_a_pin_no_autotune_took_is_named_when_the_pinner_is_uninstalled():
             pinner.uninstall()
     (line,) = [str(w.message) for w in caught]
     assert "source:0000" in line and "not applied" in line and f"tuned here: triton_poi_fused_add_0 at {key[0]}" in line
+
+
+def test_the_pinner_and_a_recordings_tracer_both_take_inductors_autotuner_imported_after_them():
+    """A process under `record --apply` installs the pinner (`enable`) and then the recording's tracer before torch is
+    imported, both waiting for Inductor's runtime autotuner: once it is imported both wrap it, and the pinned kernel
+    keeps the pinned launcher with nothing benchmarked. (While each wait was a finder of its own, the import found
+    the tracer's alone: on the H200 a pinned recording benchmarked the kernel and ran the autotuner's pick, silently.)
+    A pin no autotune took is named at exit, though the process never uninstalls the pinner."""
+    pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    program = f"""
+import importlib, sys, types
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from tritonhook import _triton
+from tritonhook.samples import add_kernel
+module = {_triton.INDUCTOR_AUTOTUNER_MODULE!r}
+assert module not in sys.modules
+key = _triton.inductor_tuning_key(types.SimpleNamespace(fn=add_kernel))  # what Inductor's tuner of add_kernel gives
+pinner = _triton.AutotunePinner({{("triton_poi_fused_add_0", key): {{"BLOCK": 1024}},
+                                  ("triton_poi_fused_add_0", ("source:0000",)): {{"BLOCK": 512}}}})
+pinner.install()
+decided = []
+_triton.AutotuneTracer(decided.append).install()
+heuristics = importlib.import_module(module)
+from test_sweep_autotune import inductor_tuner
+tuner = inductor_tuner(heuristics)
+tuner.autotune_to_one_config()
+print([launcher.config.kwargs["BLOCK"] for launcher in tuner.launchers], len(decided))
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(Path(tritonhook.__file__).parent.parent)})
+    assert done.returncode == 0 and done.stdout.strip() == "[1024] 0", (done.stdout, done.stderr[-3000:])
+    (line,) = [line for line in done.stderr.splitlines() if "not applied" in line]
+    assert "source:0000" in line and "BLOCK" in line

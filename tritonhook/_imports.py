@@ -1,7 +1,7 @@
 """Running code right after a module is imported (`after_import`): hooks on packages that a process imports late
 or never (Triton at start-up, Inductor's runtime autotuner once a recording runs), without importing them early.
 
-A `sys.meta_path` finder wraps the module's loader: once the module's own code has run, the finder leaves
+A `sys.meta_path` finder (one per module, for all of its waits) wraps the module's loader: once the module's own code has run, the finder leaves
 `sys.meta_path` and `then(module)` runs. Until then it stays in place, because `importlib.util.find_spec` probes call
 it too (torch's `has_triton` probes for Triton so before importing it): a finder that left after the first call
 would miss the import that follows, and a torch.compile'd script would never be captured.
@@ -42,11 +42,15 @@ class _LoaderThen:
         return getattr(self._loader, name)
 
 
-class AfterImport:
-    """Waits in `sys.meta_path` for the import of `name` (see the module docstring); `remove()` gives up waiting."""
+class _ImportWait:
+    """The finder waiting in `sys.meta_path` for the import of one module, for every `AfterImport` on it: one finder
+    per module, since the import system asks the finders in order and the first spec found wins, so a second finder
+    for the same module would never be asked (the autotune tracer's wait on Inductor's runtime autotuner hid the
+    pinner's, and a recording with a pinned Inductor config ran the autotuner's pick)."""
 
-    def __init__(self, name: str, then: Callable[[object], None]):
-        self.name, self.then = name, then
+    def __init__(self, name: str):
+        self.name = name
+        self.waits: list[AfterImport] = []
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != self.name:
@@ -57,27 +61,50 @@ class AfterImport:
         return spec
 
     def _imported(self, module) -> None:
-        self.remove()
-        self.then(module)
+        self.leave()
+        waits, self.waits = self.waits, []
+        for wait in waits:  # in the order they were asked for
+            wait.then(module)
+
+    def leave(self) -> None:
+        sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self]
+
+
+class AfterImport:
+    """One wait for the import of `name` (see the module docstring); `remove()` gives it up."""
+
+    def __init__(self, finder: _ImportWait, then: Callable[[object], None]):
+        self.name, self.then, self._finder = finder.name, then, finder
 
     def remove(self) -> None:
-        sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self]
+        if self in self._finder.waits:
+            self._finder.waits.remove(self)
+        if not self._finder.waits:
+            self._finder.leave()
+
+
+def _waiting(name: str) -> _ImportWait | None:
+    return next((f for f in sys.meta_path if isinstance(f, _ImportWait) and f.name == name), None)
 
 
 def after_import(name: str, then: Callable[[object], None]) -> AfterImport | None:
     """Call `then(module)` once module `name` is imported: now when it already is (None returned), else from the
-    import (the waiting finder returned)."""
+    import, after the waits asked for before it (the wait returned)."""
     if name in sys.modules:
         then(sys.modules[name])
         return None
-    finder = AfterImport(name, then)
-    sys.meta_path.insert(0, finder)
-    return finder
+    finder = _waiting(name)
+    if finder is None:
+        finder = _ImportWait(name)
+        sys.meta_path.insert(0, finder)
+    wait = AfterImport(finder, then)
+    finder.waits.append(wait)
+    return wait
 
 
 def waiting_for(name: str) -> bool:
-    """Whether a finder of `after_import` waits for the import of `name`."""
-    return any(isinstance(finder, AfterImport) and finder.name == name for finder in sys.meta_path)
+    """Whether an `after_import` waits for the import of `name`."""
+    return _waiting(name) is not None
 
 
 def note(folder: str, name: str) -> None:

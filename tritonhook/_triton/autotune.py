@@ -8,6 +8,7 @@ it); a `LaunchTracer` reads the tracer's `benchmarking` count.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import functools
@@ -419,6 +420,7 @@ class AutotunePinner(_AutotunerWrapping):
         self._pinned_keys = {key for _, key in pins}
         self._config_wait: AfterImport | None = None
         self._caches_before: tuple[object, bool] | None = None  # Inductor's config module, its switch before ours
+        self._reported = False
 
     def pinned_config(self, autotuner, args: tuple, kwargs: dict):
         """The autotuner's `triton.Config` pinned for this call, None where no pin applies."""
@@ -449,11 +451,15 @@ class AutotunePinner(_AutotunerWrapping):
         return found
 
     def install(self) -> None:
-        """Also, where a pin is an Inductor kernel's, turn Inductor's caches off once its config is imported
+        """Also report at exit the pins no autotune took (`report_not_applied`: a process under `run --apply` never
+        uninstalls), and, where a pin is an Inductor kernel's, turn Inductor's caches off once its config is imported
         (`force_disable_caches`, put back by `uninstall`): a warm cache (its FX graph cache, its autotune cache)
         hands Inductor the kernel with the config it picked before as its only one, so no autotuning happens and the
         pin could not apply. Every kernel of the run is then compiled and tuned afresh."""
+        if self.active:
+            return
         super().install()
+        atexit.register(self.report_not_applied)
         if any(key[:1] and key[0].startswith(INDUCTOR_KEY_PREFIX) for _, key in self.pins):
             self._config_wait = after_import(INDUCTOR_CONFIG_MODULE, self._disable_inductor_caches)
 
@@ -471,10 +477,17 @@ class AutotunePinner(_AutotunerWrapping):
                          + (f" (tuned here: {'; '.join(near)})" if near else ""))
         return lines
 
-    def uninstall(self) -> None:
-        if self.active:
+    def report_not_applied(self) -> None:
+        """Warn of each pin `not_applied` names, once: from `uninstall()`, and at exit in a process that never
+        disables (each process of a command under `run --apply` or `record --apply`)."""
+        if self.active and not self._reported:
+            self._reported = True
             for line in self.not_applied():
                 warn(line)
+
+    def uninstall(self) -> None:
+        atexit.unregister(self.report_not_applied)
+        self.report_not_applied()
         if self._config_wait is not None:
             self._config_wait.remove()
             self._config_wait = None
