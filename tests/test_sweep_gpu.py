@@ -290,6 +290,38 @@ def test_a_pick_read_from_tritons_autotune_cache_is_recorded_with_every_candidat
     assert winner.launches == WORKLOAD_LAUNCHES and winner.autotune["config"] == decision["chosen"]
 
 
+def test_a_recording_compiles_an_autotuners_configs_ahead_in_threads_and_captures_each(tmp_path, monkeypatch):
+    """On a cold Triton cache the recording compiles every config of a decision at once, in threads (Triton's
+    `AsyncCompileMode`), before the benchmark: each config's compile is still captured (the store written from the
+    compiling threads), each candidate benchmarked and the pick launched as without it."""
+    torch = pytest.importorskip("torch")
+    import triton
+
+    from tritonhook.samples import matmul_kernel
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("TRITONHOOK_RECORD_COMPILE_THREADS", "4")
+    configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": 32}, num_warps=w, num_stages=3)
+               for m, n, w in AUTOTUNE_CONFIGS]
+    size = 512
+    a, b = torch.randn(size, size, device="cuda"), torch.randn(size, size, device="cuda")
+    c = torch.empty(size, size, device="cuda")
+    grid = lambda meta: (triton.cdiv(size, meta["BLOCK_M"]), triton.cdiv(size, meta["BLOCK_N"]))  # noqa: E731
+    tuned = triton.autotune(configs, key=["M", "N", "K"])(matmul_kernel)
+    with sweep.record(tmp_path / "store") as recorder:
+        for _ in range(WORKLOAD_LAUNCHES):
+            tuned[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")
+    ahead = recorder.compiled_ahead
+    assert (ahead.decisions, ahead.configs) == (1, len(configs)) and ahead.seconds > 0
+    (decision,) = recorder.recording.autotune
+    assert len(decision["timings"]) == len(configs) and all(times[0] for _, times in decision["timings"])
+    candidates = [s for s in recorder.recording.signatures if s.autotune is not None]
+    assert len(candidates) == len(configs) and all(s.tuning_launches and s.capture_id for s in candidates)
+    (winner,) = [s for s in candidates if s.launches]
+    assert winner.launches == WORKLOAD_LAUNCHES and winner.autotune["config"] == decision["chosen"]
+    torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-3)
+
+
 def test_autotune_candidates_are_recorded_apart_from_the_workload(autotuned):
     recording = autotuned.recording
     (decision,) = recording.autotune

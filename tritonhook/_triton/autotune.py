@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import functools
 import threading
+import time
 from typing import Callable, Iterator
 
 from .._imports import AfterImport, after_import
@@ -165,6 +166,18 @@ class _AutotunerWrapping:
         raise NotImplementedError
 
 
+@dataclasses.dataclass
+class CompiledAhead:
+    """What `AutotuneTracer` compiled ahead of the benchmarks, in all threads together."""
+
+    decisions: int = 0
+    configs: int = 0
+    seconds: float = 0.0
+
+    def add(self, configs: int, seconds: float) -> None:
+        self.decisions, self.configs, self.seconds = self.decisions + 1, self.configs + configs, self.seconds + seconds
+
+
 class AutotuneTracer(_AutotunerWrapping):
     """Which launches are an autotuner benchmarking a candidate config, and which config won: `triton.autotune`'s,
     and Inductor's runtime autotuner (`CachingAutotuner`).
@@ -195,10 +208,12 @@ class AutotuneTracer(_AutotunerWrapping):
     INDUCTOR = ("benchmark_all_configs", "bench", "__init__")
 
     def __init__(self, on_decided: Callable[[AutotuneDecision], None],
-                 on_inductor_cached: Callable[[str], None] = lambda name: None):
+                 on_inductor_cached: Callable[[str], None] = lambda name: None, *, compile_threads: int = 1):
         super().__init__()
         self.on_decided = on_decided
         self.on_inductor_cached = on_inductor_cached
+        self.compile_threads = compile_threads
+        self.compiled_ahead = CompiledAhead()
         self._groups = 0
         self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
         self._frames = threading.local()
@@ -256,12 +271,36 @@ class AutotuneTracer(_AutotunerWrapping):
             if not tracer.active or not stack:
                 return original(autotuner, *args, config=config, **meta)
             frame = stack[-1]
-            if frame["group"] is None:
+            if frame["group"] is None:  # the decision's first candidate: its benchmark begins
                 frame["group"], tracer._groups = tracer._groups, tracer._groups + 1
+                if tracer.compile_threads > 1:
+                    tracer._compile_ahead(autotuner, args, meta)
             with tracer._candidate(frame, autotune_config(config)):
                 return original(autotuner, *args, config=config, **meta)
 
         return _bench
+
+    def _compile_ahead(self, autotuner, args: tuple, meta: dict) -> None:
+        """Compile every config this decision benchmarks at once, in `compile_threads` threads (Triton's
+        `AsyncCompileMode`, 3.6-3.9: each config's kernel is put in the kernel cache its benchmark then finds), where
+        Triton's benchmark would compile them one at a time: on a cold cache an autotune-heavy library's recording is
+        mostly that compiling (docs/timing.md#compiling-autotune-configs-ahead). Best effort: a config whose compile
+        fails here is compiled again, and fails as it would have, in the benchmark; any other failure leaves the
+        benchmark to compile as usual."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from triton.runtime._async_compile import AsyncCompileMode
+
+        began = time.perf_counter()
+        try:
+            configs = autotuner.prune_configs(meta)
+            with ThreadPoolExecutor(self.compile_threads) as pool, AsyncCompileMode(pool, ignore_errors=True):
+                for config in configs:
+                    autotuner.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
+        except Exception as exc:  # noqa: BLE001 - recording must never break the workload: its benchmark compiles
+            self._warn("compiling autotune configs ahead", exc)
+            return
+        self.compiled_ahead.add(len(configs), time.perf_counter() - began)
 
     def _wrap_disk_cache(self, original):
         tracer = self

@@ -71,6 +71,7 @@ class Recorder:
         self.inductor_cached: set[str] = set()  # Inductor kernels built with their cached pick alone: not tuned here
         self.tuning_snapshots: dict[int, dict] = {}  # autotune group -> its configs' shared snapshots (describe_tensor)
         self.tuning: Callable[[], _triton.AutotuneCandidate | None] = lambda: None  # set by `_tracers`
+        self.compiled_ahead: _triton.CompiledAhead | None = None  # set by `_tracers`
         self.started = time.time()
         self.first_capture = store.last_id()
         self.l2_probe = config.RECORD_L2_PROBE.get() if l2_probe is None else l2_probe
@@ -222,6 +223,7 @@ class Recorder:
         _link_captures(self.store, signatures, self.first_capture, self.loaded)
         self._release_warnings(signatures)
         self._inductor_cache_warning(signatures)
+        self._compiled_ahead_line()
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
         arch = next((s.arch for s in signatures if s.arch), None)
         return Recording(signatures, arch=arch, device=device, triton_version=_triton.triton_version(),
@@ -249,6 +251,15 @@ class Recorder:
                   f"({', '.join(cached[:3])}{', ...' if len(cached) > 3 else ''}), so their configs were not "
                   f"benchmarked here: no autotune regret or re-ranking for them; record with cold caches "
                   f"(TORCHINDUCTOR_FORCE_DISABLE_CACHES=1) to see them tuned", file=sys.stderr)
+
+    def _compiled_ahead_line(self) -> None:
+        """Say what compiling autotune configs ahead took: on a cold cache the most of an autotune-heavy
+        recording (docs/timing.md#compiling-autotune-configs-ahead)."""
+        ahead = self.compiled_ahead
+        if ahead is not None and ahead.decisions:
+            print(f"tritonhook sweep: compiled the {ahead.configs} configs of {ahead.decisions} autotune "
+                  f"decision(s) ahead of their benchmarks, {compile_threads()} at a time: {ahead.seconds:.1f} s "
+                  f"(${config.RECORD_COMPILE_THREADS.name}=1: one at a time, as Triton does)", file=sys.stderr)
 
     def _resolve_l2(self) -> None:
         """After the workload: calibrate the probe on this GPU, then turn each signature's probe cycles into the
@@ -359,8 +370,10 @@ def _tracers(recorder: Recorder, guard: Callable[[str, Callable], Callable] = la
     """Install the launch tracer and the autotune tracer feeding `recorder` (each callback through `guard`, see
     `_Failures.guarded`); returned for uninstalling."""
     autotune = _triton.AutotuneTracer(guard("an autotune decision", recorder.on_autotuned),
-                                      guard("an Inductor kernel's cached pick", recorder.on_inductor_cached))
+                                      guard("an Inductor kernel's cached pick", recorder.on_inductor_cached),
+                                      compile_threads=compile_threads())
     recorder.tuning = autotune.current
+    recorder.compiled_ahead = autotune.compiled_ahead
     recorder.launch_tracer = _triton.LaunchTracer(guard("a launch", recorder.on_launch),
                                                   guard("a launch's timing", recorder.on_launched),
                                                   guard("a new kernel", recorder.on_new_kernel),
@@ -371,6 +384,11 @@ def _tracers(recorder: Recorder, guard: Callable[[str, Callable], Callable] = la
     for tracer in tracers:
         tracer.install()
     return tracers
+
+
+def compile_threads() -> int:
+    """The threads a recording compiles an autotune decision's configs in (`config.RECORD_COMPILE_THREADS`)."""
+    return config.RECORD_COMPILE_THREADS.get() or min(16, os.cpu_count() or 1)
 
 
 def save(recorder: Recorder) -> Recording:
