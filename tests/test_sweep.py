@@ -696,6 +696,29 @@ def test_a_kernel_compiled_before_recording_is_captured_late_from_its_cache_file
         assert store.read(late, stage) == Store(tmp_path / "compiled").read(compiled, stage)
 
 
+def test_a_kernel_whose_cache_files_are_gone_is_captured_late_from_what_it_holds(tmp_path, monkeypatch):
+    """A kernel compiled before recording into a cache directory removed since (a test's temporary one, on the
+    H200: the late capture had no PTX, so its row could not be built): the late capture takes the stage outputs the
+    kernel read when it was loaded."""
+    import shutil
+
+    from tritonhook import _triton
+    from tritonhook.ptx_capture import session
+    from tritonhook.samples import compile_sample
+    from tritonhook.store import Store
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "gone"))
+    with session(tmp_path / "compiled") as compiled_session:
+        kernel = compile_sample("matmul_fp32_ieee", 90)
+        (compiled,) = compiled_session.captures()
+    shutil.rmtree(tmp_path / "gone")
+    store = Store(tmp_path / "late")
+    late = store.get(store.add(_triton.loaded_event(kernel)))
+    assert (late.entry, late.arch, late.triton_hash) == (compiled.entry, compiled.arch, compiled.triton_hash)
+    for stage in ("ttir", "ttgir", "llir", "ptx", "cubin"):
+        assert store.read(late, stage) == Store(tmp_path / "compiled").read(compiled, stage)
+
+
 @pytest.mark.gpu  # without one the workload is not started
 def test_record_json_keeps_the_workloads_output_off_stdout(tmp_path):
     import subprocess

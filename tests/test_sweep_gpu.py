@@ -271,9 +271,10 @@ def test_a_pick_read_from_tritons_autotune_cache_is_recorded_with_every_candidat
     a, b = torch.randn(size, size, device="cuda"), torch.randn(size, size, device="cuda")
     c = torch.empty(size, size, device="cuda")
     grid = lambda meta: (triton.cdiv(size, meta["BLOCK_M"]), triton.cdiv(size, meta["BLOCK_N"]))  # noqa: E731
-    earlier = triton.autotune(configs, key=["M", "N", "K"], cache_results=True)(matmul_kernel)
+    kernel = triton.jit(matmul_kernel.fn)  # its own in-memory kernel cache: other tests' compiles not in it
+    earlier = triton.autotune(configs, key=["M", "N", "K"], cache_results=True)(kernel)
     earlier[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")  # benchmarks, fills the cache
-    tuned = triton.autotune(configs, key=["M", "N", "K"], cache_results=True)(matmul_kernel)
+    tuned = triton.autotune(configs, key=["M", "N", "K"], cache_results=True)(kernel)
     with sweep.record(tmp_path / "store") as recorder:
         for _ in range(WORKLOAD_LAUNCHES):
             tuned[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")
@@ -298,6 +299,7 @@ def test_a_recording_compiles_an_autotuners_configs_ahead_in_threads_and_capture
     import triton
 
     from tritonhook.samples import matmul_kernel
+    from tritonhook.store import Store
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     monkeypatch.setenv("TRITONHOOK_RECORD_COMPILE_THREADS", "4")
@@ -307,7 +309,8 @@ def test_a_recording_compiles_an_autotuners_configs_ahead_in_threads_and_capture
     a, b = torch.randn(size, size, device="cuda"), torch.randn(size, size, device="cuda")
     c = torch.empty(size, size, device="cuda")
     grid = lambda meta: (triton.cdiv(size, meta["BLOCK_M"]), triton.cdiv(size, meta["BLOCK_N"]))  # noqa: E731
-    tuned = triton.autotune(configs, key=["M", "N", "K"])(matmul_kernel)
+    fresh = triton.jit(matmul_kernel.fn)  # nothing compiled yet, in memory or on disk
+    tuned = triton.autotune(configs, key=["M", "N", "K"])(fresh)
     with sweep.record(tmp_path / "store") as recorder:
         for _ in range(WORKLOAD_LAUNCHES):
             tuned[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")
@@ -317,6 +320,9 @@ def test_a_recording_compiles_an_autotuners_configs_ahead_in_threads_and_capture
     assert len(decision["timings"]) == len(configs) and all(times[0] for _, times in decision["timings"])
     candidates = [s for s in recorder.recording.signatures if s.autotune is not None]
     assert len(candidates) == len(configs) and all(s.tuning_launches and s.capture_id for s in candidates)
+    store = Store(tmp_path / "store")
+    assert {store.get(s.capture_id).event for s in candidates} == {"compile"}  # captured as compiled, not late
+    assert all(store.read(store.get(s.capture_id), "ptx") for s in candidates)
     (winner,) = [s for s in candidates if s.launches]
     assert winner.launches == WORKLOAD_LAUNCHES and winner.autotune["config"] == decision["chosen"]
     torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-3)

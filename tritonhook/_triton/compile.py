@@ -190,10 +190,12 @@ def _times(times) -> dict[str, float]:
     result["store_results"] = times.store_results / 1e6
     return result
 
-def make_event(src, metadata, metadata_group, times, cache_hit) -> NewCapture:
-    """One `triton.compile` call (fresh or cache hit), translated out of Triton's objects into a store record."""
+def make_event(src, metadata, metadata_group, times, cache_hit, in_memory: dict | None = None) -> NewCapture:
+    """One `triton.compile` call (fresh or cache hit), translated out of Triton's objects into a store record;
+    `in_memory` (stage -> text or bytes) fills the stages whose cache files cannot be read."""
     metadata = _plain_json(dict(metadata))
-    artifacts = _read_artifacts(metadata_group)
+    artifacts = {**{stage: text.encode() if isinstance(text, str) else bytes(text)
+                    for stage, text in (in_memory or {}).items()}, **_read_artifacts(metadata_group)}
     frontend, kernel, src_file, src_line = _source_location(src)
     capability = _capability(metadata)
     ptxas_path, ptxas_version = ptxas_for(capability) if capability is not None else (None, None)
@@ -213,8 +215,10 @@ def make_event(src, metadata, metadata_group, times, cache_hit) -> NewCapture:
 
 def loaded_event(kernel) -> NewCapture:
     """The record of a CompiledKernel seen at launch but never captured (compiled before capture began), read
-    from the cache files Triton loaded it from; its event is "loaded"."""
-    event = make_event(kernel.src, kernel.metadata._asdict(), kernel.metadata_group, None, cache_hit=False)
+    from the cache files Triton loaded it from, else from the stage outputs the kernel holds (`asm`, read when it
+    was loaded: its cache files may be gone since, a temporary cache directory removed); its event is "loaded"."""
+    event = make_event(kernel.src, kernel.metadata._asdict(), kernel.metadata_group, None, cache_hit=False,
+                       in_memory=dict(kernel.asm))
     return dataclasses.replace(event, event="loaded")
 
 
