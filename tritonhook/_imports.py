@@ -1,10 +1,11 @@
 """Running code right after a module is imported (`after_import`): hooks on packages that a process imports late
 or never (Triton at start-up, Inductor's runtime autotuner once a recording runs), without importing them early.
 
-A `sys.meta_path` finder (one per module, for all of its waits) wraps the module's loader: once the module's own code has run, the finder leaves
-`sys.meta_path` and `then(module)` runs. Until then it stays in place, because `importlib.util.find_spec` probes call
-it too (torch's `has_triton` probes for Triton so before importing it): a finder that left after the first call
-would miss the import that follows, and a torch.compile'd script would never be captured.
+A `sys.meta_path` finder (one per module, for all of its waits) wraps the module's loader: once the module's own
+code has run, the finder leaves `sys.meta_path` and each `then(module)` runs. Until then it stays in place, because
+`importlib.util.find_spec` probes call it too (torch's `has_triton` probes for Triton so before importing it): a
+finder that left after the first call would miss the import that follows, and a torch.compile'd script would never
+be captured.
 
 `note` / `noted`: what the processes of a command under `tritonhook run` / `capture` imported (cuTile) or could not
 import (Triton), told to the runner through files, so its summary can say what it could not capture.
