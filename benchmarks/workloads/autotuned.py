@@ -15,5 +15,5 @@ def _autotuner(kernel) -> Autotuner | None:
 def autotuned(module_prefix: str) -> dict[str, int]:
     """{kernel: number of keys it autotuned for} over the loaded modules whose names start with `module_prefix`."""
     mods = [m for n, m in list(sys.modules.items()) if n.startswith(module_prefix)]
-    tuners = {n: _autotuner(k) for m in mods for n, k in vars(m).items()}
-    return {n: len(t.cache) for n, t in tuners.items() if t is not None and t.cache}
+    tuners = {n: t for m in mods for n, k in vars(m).items() if (t := _autotuner(k)) is not None}  # a name another
+    return {n: len(t.cache) for n, t in tuners.items() if t.cache}  # module binds to something else keeps its tuner
