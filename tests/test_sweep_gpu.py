@@ -230,26 +230,47 @@ AUTOTUNE_CONFIGS = [(64, 64, 4), (128, 64, 4), (64, 128, 8)]  # BLOCK_M, BLOCK_N
 WORKLOAD_LAUNCHES = 6
 
 
+class _AutotunedMatmul:
+    """The autotune tests' problem: the fp32 `ieee` FFMA matmul (whose SASS the cutlass name changes) on one
+    512 x 512 shape with AUTOTUNE_CONFIGS; `tune(kernel)` puts `triton.autotune` over a kernel (the samples'
+    `matmul_kernel`, or a `triton.jit` of its function, whose in-memory kernel cache is its own)."""
+
+    SIZE = 512
+
+    def __init__(self):
+        import torch
+        import triton
+
+        self.configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": 32}, num_warps=w, num_stages=3)
+                        for m, n, w in AUTOTUNE_CONFIGS]
+        self.a, self.b = (torch.randn(self.SIZE, self.SIZE, device="cuda") for _ in range(2))
+        self.c = torch.empty(self.SIZE, self.SIZE, device="cuda")
+
+    def tune(self, kernel, **options):
+        import triton
+
+        return triton.autotune(self.configs, key=["M", "N", "K"], **options)(kernel)
+
+    def launch(self, tuned, times: int = 1) -> None:
+        import triton
+
+        size = self.SIZE
+        grid = lambda meta: (triton.cdiv(size, meta["BLOCK_M"]), triton.cdiv(size, meta["BLOCK_N"]))  # noqa: E731
+        for _ in range(times):
+            tuned[grid](self.a, self.b, self.c, size, size, size, size, size, size, PRECISION="ieee")
+
+
 @pytest.fixture(scope="module")
 def autotuned(tmp_path_factory):
     """The fp32 `ieee` FFMA matmul (whose SASS the cutlass name changes) under `triton.autotune` with three configs,
     called WORKLOAD_LAUNCHES times on one shape: one decision, benchmarked at the first call."""
-    torch = pytest.importorskip("torch")
-    import triton
-
+    pytest.importorskip("torch")
     from tritonhook.samples import matmul_kernel
 
-    configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": 32}, num_warps=w, num_stages=3)
-               for m, n, w in AUTOTUNE_CONFIGS]
-    tuned = triton.autotune(configs, key=["M", "N", "K"])(matmul_kernel)
-    size = 512
-    a, b = torch.randn(size, size, device="cuda"), torch.randn(size, size, device="cuda")
-    c = torch.empty(size, size, device="cuda")
-    grid = lambda meta: (triton.cdiv(size, meta["BLOCK_M"]), triton.cdiv(size, meta["BLOCK_N"]))  # noqa: E731
-    store = tmp_path_factory.mktemp("sweep-gpu-autotune")
-    with sweep.record(store) as recorder:
-        for _ in range(WORKLOAD_LAUNCHES):
-            tuned[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")
+    problem = _AutotunedMatmul()
+    tuned = problem.tune(matmul_kernel)
+    with sweep.record(tmp_path_factory.mktemp("sweep-gpu-autotune")) as recorder:
+        problem.launch(tuned, WORKLOAD_LAUNCHES)
     return recorder
 
 
@@ -258,35 +279,29 @@ def test_a_pick_read_from_tritons_autotune_cache_is_recorded_with_every_candidat
     kernel and configs finds the first's pick in Triton's autotune cache and benchmarks nothing. Recorded, its
     configs are benchmarked anyway (every candidate a signature), the workload still runs the cached pick, and the
     decision carries the cache's timings."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     import triton
 
     from tritonhook import _triton
     from tritonhook.samples import matmul_kernel
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": 32}, num_warps=w, num_stages=3)
-               for m, n, w in AUTOTUNE_CONFIGS]
-    size = 512
-    a, b = torch.randn(size, size, device="cuda"), torch.randn(size, size, device="cuda")
-    c = torch.empty(size, size, device="cuda")
-    grid = lambda meta: (triton.cdiv(size, meta["BLOCK_M"]), triton.cdiv(size, meta["BLOCK_N"]))  # noqa: E731
+    problem = _AutotunedMatmul()
     kernel = triton.jit(matmul_kernel.fn)  # its own in-memory kernel cache: other tests' compiles not in it
-    earlier = triton.autotune(configs, key=["M", "N", "K"], cache_results=True)(kernel)
-    earlier[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")  # benchmarks, fills the cache
-    tuned = triton.autotune(configs, key=["M", "N", "K"], cache_results=True)(kernel)
+    earlier = problem.tune(kernel, cache_results=True)
+    problem.launch(earlier)  # benchmarks, fills the cache
+    tuned = problem.tune(kernel, cache_results=True)
     with sweep.record(tmp_path / "store") as recorder:
-        for _ in range(WORKLOAD_LAUNCHES):
-            tuned[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")
+        problem.launch(tuned, WORKLOAD_LAUNCHES)
     (decision,) = recorder.recording.autotune
     held = {str(sorted(config.items())): times for config, times in decision["cached"]}
     assert held == {str(sorted(_triton.autotune_config(config).items())): [pytest.approx(ms) for ms in times]
                     for config, times in earlier.configs_timings.items()}
     assert decision["chosen"] == _triton.autotune_config(earlier.best_config) == \
         _triton.autotune_config(tuned.best_config)
-    assert len(decision["timings"]) == len(configs) and all(times[0] for _, times in decision["timings"])
+    assert len(decision["timings"]) == len(AUTOTUNE_CONFIGS) and all(times[0] for _, times in decision["timings"])
     candidates = [s for s in recorder.recording.signatures if s.autotune is not None]
-    assert len(candidates) == len(configs) and all(s.tuning_launches for s in candidates)
+    assert len(candidates) == len(AUTOTUNE_CONFIGS) and all(s.tuning_launches for s in candidates)
     (winner,) = [s for s in candidates if s.launches]
     assert winner.launches == WORKLOAD_LAUNCHES and winner.autotune["config"] == decision["chosen"]
 
@@ -303,29 +318,22 @@ def test_a_recording_compiles_an_autotuners_configs_ahead_in_threads_and_capture
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     monkeypatch.setenv("TRITONHOOK_RECORD_COMPILE_THREADS", "4")
-    configs = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": 32}, num_warps=w, num_stages=3)
-               for m, n, w in AUTOTUNE_CONFIGS]
-    size = 512
-    a, b = torch.randn(size, size, device="cuda"), torch.randn(size, size, device="cuda")
-    c = torch.empty(size, size, device="cuda")
-    grid = lambda meta: (triton.cdiv(size, meta["BLOCK_M"]), triton.cdiv(size, meta["BLOCK_N"]))  # noqa: E731
-    fresh = triton.jit(matmul_kernel.fn)  # nothing compiled yet, in memory or on disk
-    tuned = triton.autotune(configs, key=["M", "N", "K"])(fresh)
+    problem = _AutotunedMatmul()
+    tuned = problem.tune(triton.jit(matmul_kernel.fn))  # nothing compiled yet, in memory or on disk
     with sweep.record(tmp_path / "store") as recorder:
-        for _ in range(WORKLOAD_LAUNCHES):
-            tuned[grid](a, b, c, size, size, size, size, size, size, PRECISION="ieee")
+        problem.launch(tuned, WORKLOAD_LAUNCHES)
     ahead = recorder.compiled_ahead
-    assert (ahead.decisions, ahead.configs) == (1, len(configs)) and ahead.seconds > 0
+    assert (ahead.decisions, ahead.configs) == (1, len(AUTOTUNE_CONFIGS)) and ahead.seconds > 0
     (decision,) = recorder.recording.autotune
-    assert len(decision["timings"]) == len(configs) and all(times[0] for _, times in decision["timings"])
+    assert len(decision["timings"]) == len(AUTOTUNE_CONFIGS) and all(times[0] for _, times in decision["timings"])
     candidates = [s for s in recorder.recording.signatures if s.autotune is not None]
-    assert len(candidates) == len(configs) and all(s.tuning_launches and s.capture_id for s in candidates)
+    assert len(candidates) == len(AUTOTUNE_CONFIGS) and all(s.tuning_launches and s.capture_id for s in candidates)
     store = Store(tmp_path / "store")
     assert {store.get(s.capture_id).event for s in candidates} == {"compile"}  # captured as compiled, not late
     assert all(store.read(store.get(s.capture_id), "ptx") for s in candidates)
     (winner,) = [s for s in candidates if s.launches]
     assert winner.launches == WORKLOAD_LAUNCHES and winner.autotune["config"] == decision["chosen"]
-    torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(problem.c, problem.a @ problem.b, rtol=1e-4, atol=1e-3)
 
 
 def test_autotune_candidates_are_recorded_apart_from_the_workload(autotuned):
