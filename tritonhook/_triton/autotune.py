@@ -201,7 +201,8 @@ class AutotuneTracer(_AutotunerWrapping):
     recording can say which kernels it could not see tuned. Inductor's
     coordinate-descent tuning (off by default) benchmarks outside `benchmark_all_configs` and is not seen.
     `benchmarking` counts the candidate benchmarks running in all threads: a `LaunchTracer` hands every launch in
-    full while it is not 0.
+    full while it is not 0. With `compile_threads` > 1, a `triton.autotune` benchmark's configs are compiled at once
+    in that many threads when it starts (`_compile_ahead`; `compiled_ahead` sums what that took).
     """
 
     TRITON = ("run", "_bench", "check_disk_cache")
