@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -584,8 +585,9 @@ def test_the_replayed_on_column_shows_only_when_rows_ran_on_more_than_one_gpu(pl
 
 
 # ----- CLI and bad input -------------------------------------------------------------------------------------------
-def _cli(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tritonhook", *args], capture_output=True, text=True, cwd=cwd)
+def _cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tritonhook", *args], capture_output=True, text=True, cwd=cwd,
+                          env=None if env is None else {**os.environ, **env})
 
 
 @pytest.mark.gpu  # without one the workload is not started (below)
@@ -608,6 +610,21 @@ def test_without_a_gpu_record_and_sweep_say_so_in_one_line_and_never_start_the_w
     assert done.stderr.splitlines() == [
         "tritonhook: error: recording needs a CUDA GPU, and there is none here (torch.cuda.is_available() is False), "
         f"so {sys.executable} -c open({str(ran)!r}, 'w') was not run"]
+
+
+@pytest.mark.parametrize("command", ["record", "sweep", "check"])
+@pytest.mark.parametrize("threads", ["four", "-2"])
+def test_a_compile_thread_count_that_is_no_number_is_one_line_before_the_workload_starts(tmp_path, command, threads):
+    """$TRITONHOOK_RECORD_COMPILE_THREADS is read by every recording process: a value none could read is said once,
+    naming it, before the workload starts (GPU or not), not as a recording failure in each process."""
+    ran = tmp_path / "workload-ran"
+    saves = ["--save-baseline", str(tmp_path / "baseline.json")] if command == "check" else []
+    done = _cli(command, "--store", str(tmp_path / "s"), *saves, "--", sys.executable, "-c",
+                f"open({str(ran)!r}, 'w')", env={"TRITONHOOK_RECORD_COMPILE_THREADS": threads})
+    assert done.returncode == 2 and not ran.exists() and not (tmp_path / "s").exists()
+    assert done.stderr.splitlines() == [
+        f"tritonhook: error: $TRITONHOOK_RECORD_COMPILE_THREADS={threads!r}: a number of threads, 1 or more (0: one "
+        f"per CPU core, at most 16)"]
 
 
 @pytest.mark.nogpu

@@ -387,8 +387,17 @@ def _tracers(recorder: Recorder, guard: Callable[[str, Callable], Callable] = la
 
 
 def compile_threads() -> int:
-    """The threads a recording compiles an autotune decision's configs in (`config.RECORD_COMPILE_THREADS`)."""
-    return config.RECORD_COMPILE_THREADS.get() or min(16, os.cpu_count() or 1)
+    """The threads a recording compiles an autotune decision's configs in (`config.RECORD_COMPILE_THREADS`); a
+    setting that is no whole number of threads is one line naming it."""
+    setting = config.RECORD_COMPILE_THREADS
+    try:
+        threads = setting.get()
+    except ValueError:
+        threads = -1
+    if threads < 0:
+        raise TritonhookError(f"${setting.name}={setting.raw()!r}: a number of threads, 1 or more (0: one per CPU "
+                              f"core, at most 16)")
+    return threads or min(16, os.cpu_count() or 1)
 
 
 def save(recorder: Recorder) -> Recording:
@@ -490,7 +499,9 @@ class RecordResult:
 
 
 def check_can_record(command: list[str]) -> None:
-    """One line, before anything else happens, where recording cannot work here: no torch, or no CUDA GPU."""
+    """One line, before anything else happens, where recording cannot work here: a setting it cannot read, no
+    torch, or no CUDA GPU."""
+    compile_threads()
     try:
         cuda_torch("recording")
     except TritonhookError as exc:
