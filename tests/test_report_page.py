@@ -401,7 +401,8 @@ def test_gpu_demo_adds_the_sweep_and_the_memwatch_timeline(tmp_path):
 
 def test_sweep_results_join_the_forest_plot_with_their_workload_estimate(tmp_path):
     """A saved `tritonhook sweep` result: one forest row per timed variant of each kernel signature (identical SASS
-    and failed rows are not plotted), its estimate and the `tritonhook run --select` line that applies it."""
+    and failed rows are not plotted) with its rounds and why they stopped, its estimate and the `tritonhook run
+    --select` line that applies it."""
     from test_sweep import _result
 
     from tritonhook.page.model import sweep_forest_rows
@@ -409,8 +410,10 @@ def test_sweep_results_join_the_forest_plot_with_their_workload_estimate(tmp_pat
 
     store = Store(tmp_path / "store")
     result = _result()
+    result.rows[0].rounds, result.rows[0].stopped = 9, "decided"  # adaptive rounds: how many and why they stopped
     result.id = store.add_result(RESULT_KIND, result.to_json())
     rows = sweep_forest_rows(result)
+    assert [r.rounds for r in rows] == ["9 decided", "-"]
     assert [(r.benchmark, r.verdict, r.kind) for r in rows] == [("k_fast [4096]", "faster", "sweep"),
                                                                ("k_slow [64]", "slower", "sweep")]
     assert rows[0].share == pytest.approx(0.6)
@@ -418,6 +421,7 @@ def test_sweep_results_join_the_forest_plot_with_their_workload_estimate(tmp_pat
     sweep = html.unescape(section(path.read_text(), "sweep"))
     assert "<svg" in sweep and f"Workload estimate (sweep {result.id}, cutlass_)" in sweep
     assert "tritonhook run --rename cutlass_ --select '^(?:k_fast)$' -- python train.py" in sweep
+    assert "<td>k_fast [4096]</td>" in sweep and "<td>9 decided</td>" in sweep
     assert (f"Sweep {result.id}, L2 cold: replay/workload: 2 of the 2 signatures making 90% of the GPU time "
             "replay within ±10%") in sweep
     dirtied = dataclasses.replace(result, dirty_l2=True)

@@ -113,8 +113,8 @@ def chart_labels(effects: Sequence[CutlassEffect]) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class ForestRow:
     """One non-baseline variant of one A/B benchmark or one swept kernel signature: its time ratio and interval,
-    verdict, GPU-time share (of its A/B run, or of the workload's recorded Triton time), and why it moved (the
-    text of its `cubin.CubinDelta`, as the run's own table shows it)."""
+    verdict, GPU-time share (of its A/B run, or of the workload's recorded Triton time), why it moved (the text of
+    its `cubin.CubinDelta`, as the run's own table shows it) and, for a sweep's row, its rounds."""
 
     ab_id: int  # the id of the saved A/B run or sweep (`kind` says which)
     benchmark: str
@@ -127,6 +127,7 @@ class ForestRow:
     share: float  # the benchmark's part of its A/B run's baseline time
     kind: str = "A/B"
     why: str = "-"
+    rounds: str = "-"  # a sweep row's rounds and why they stopped (`SweepRow.rounds_text`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -423,7 +424,7 @@ def sweep_forest_rows(result: SweepResult) -> list[ForestRow]:
     not timed and have no interval: the sweep's own table lists them)."""
     return [ForestRow(result.id or 0, row.label, timing.label, row.variants[0].label, timing.ratio, timing.low,
                       timing.high, timing.verdict, row.share or 0.0, kind="sweep",
-                      why=(timing.why or {}).get("text", "-"))
+                      why=(timing.why or {}).get("text", "-"), rounds=row.rounds_text())
             for row in result.rows for timing in row.variants[1:]
             if timing.verdict != IDENTICAL and None not in (timing.ratio, timing.low, timing.high)]
 

@@ -66,6 +66,10 @@ class SweepRow:
     rounds: int | None = None          # rounds timed (adaptive: where its stop rule stopped them)
     stopped: str | None = None         # why they stopped (measure.sequential: decided, precise enough, cap, fixed)
 
+    def rounds_text(self) -> str:
+        """The rounds it was timed and why they stopped ("7 decided"), "-" where not timed."""
+        return f"{self.rounds} {self.stopped}" if self.rounds else "-"
+
     @property
     def lead_ms(self) -> float | None:
         """How much longer the empty kernel queued after each timed kernel (`measure.timing.time_empty_kernel`) took in
@@ -342,7 +346,7 @@ class SweepResult:
             at = columns.index("inputs") + 1
             columns.insert(at, "rounds")
             for row, line in zip(self.rows, cells):
-                line.insert(at, f"{row.rounds} {row.stopped}" if row.rounds else "-")
+                line.insert(at, row.rounds_text())
         rounds = f"at most {self.rounds} rounds, adaptive" if self.adaptive else f"{self.rounds} rounds"
         yield format.table(columns, cells,
                            title=f"tritonhook sweep: {len(self.rows)} kernel signature(s), {rounds}, "
