@@ -55,3 +55,26 @@ def test_raw_tells_an_empty_variable_from_an_unset_one():
     assert config.CUDA_VISIBLE_DEVICES.raw({}) is None
     assert config.CUDA_VISIBLE_DEVICES.raw({"CUDA_VISIBLE_DEVICES": ""}) == ""
     assert config.CUDA_VISIBLE_DEVICES.get({"CUDA_VISIBLE_DEVICES": ""}) == "0"
+
+
+NUMBERS = [var for var in config.declared() if var.parse in (int, float)]
+
+
+def test_every_setting_that_is_a_number_is_found_when_it_is_not():
+    assert {var.name for var in NUMBERS} >= {"TRITONHOOK_SNAPSHOT_BUDGET", "TRITONHOOK_RECORD_COMPILE_THREADS",
+                                             "TRITONHOOK_PTXAS_TIMEOUT"}
+    environ = {var.name: "lots" for var in NUMBERS} | {"TRITONHOOK_STORE": "lots"}
+    assert config.unreadable(environ) == [f"${var.name}='lots': not a number" for var in NUMBERS]
+    assert config.unreadable({var.name: "12" for var in NUMBERS}) == []
+
+
+@pytest.mark.parametrize("var", NUMBERS, ids=lambda var: var.name)
+def test_a_command_refuses_a_setting_that_is_no_number_in_one_line_before_it_starts(var, tmp_path):
+    """Child processes read these settings (recordings, A/B rounds, ptxas runs): one that no process could read is
+    one line from the command itself, before anything runs, not a failure in each child."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "ls", "--store", str(tmp_path)], capture_output=True,
+                          text=True, env={**os.environ, var.name: "1e3x"})
+    assert (done.returncode, done.stderr) == (2, f"tritonhook: error: ${var.name}='1e3x': not a number\n")

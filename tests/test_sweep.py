@@ -613,18 +613,18 @@ def test_without_a_gpu_record_and_sweep_say_so_in_one_line_and_never_start_the_w
 
 
 @pytest.mark.parametrize("command", ["record", "sweep", "check"])
-@pytest.mark.parametrize("threads", ["four", "-2"])
-def test_a_compile_thread_count_that_is_no_number_is_one_line_before_the_workload_starts(tmp_path, command, threads):
-    """$TRITONHOOK_RECORD_COMPILE_THREADS is read by every recording process: a value none could read is said once,
+@pytest.mark.parametrize("threads, why", [("four", "not a number"),
+                                          ("-2", "a number of threads, 1 or more (0: one per CPU core, at most 16)")])
+def test_a_compile_thread_count_that_is_no_number_is_one_line_before_the_workload_starts(tmp_path, command, threads,
+                                                                                         why):
+    """$TRITONHOOK_RECORD_COMPILE_THREADS is read by every recording process: a value none could use is said once,
     naming it, before the workload starts (GPU or not), not as a recording failure in each process."""
     ran = tmp_path / "workload-ran"
     saves = ["--save-baseline", str(tmp_path / "baseline.json")] if command == "check" else []
     done = _cli(command, "--store", str(tmp_path / "s"), *saves, "--", sys.executable, "-c",
                 f"open({str(ran)!r}, 'w')", env={"TRITONHOOK_RECORD_COMPILE_THREADS": threads})
     assert done.returncode == 2 and not ran.exists() and not (tmp_path / "s").exists()
-    assert done.stderr.splitlines() == [
-        f"tritonhook: error: $TRITONHOOK_RECORD_COMPILE_THREADS={threads!r}: a number of threads, 1 or more (0: one "
-        f"per CPU core, at most 16)"]
+    assert done.stderr.splitlines() == [f"tritonhook: error: $TRITONHOOK_RECORD_COMPILE_THREADS={threads!r}: {why}"]
 
 
 @pytest.mark.nogpu

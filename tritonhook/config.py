@@ -358,3 +358,16 @@ def store_path(explicit: str | os.PathLike | None = None, environ: Mapping[str, 
 def declared() -> Iterator[EnvVar]:
     """Every environment variable declared here (for documentation and `tritonhook --help`)."""
     return (value for value in globals().values() if isinstance(value, EnvVar))
+
+
+def unreadable(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line per declared variable set to text its type cannot read ("$NAME='x': not a number": the int and
+    float ones are the variables whose reading can fail), so that a command refuses it before it starts, rather
+    than each child process that reads it failing on its own."""
+    lines = []
+    for var in declared():
+        try:
+            var.get(environ)
+        except ValueError:
+            lines.append(f"${var.name}={var.raw(environ)!r}: not a number")
+    return lines

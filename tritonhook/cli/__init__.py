@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 
+from .. import config
 from ..errors import TritonhookError
 
 TYPE_CHECKING = False
@@ -71,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args = build_parser(_commands_needed(argv)).parse_args(argv)
     try:
+        if unreadable := config.unreadable():  # before the command: its child processes would each fail on it
+            raise TritonhookError("; ".join(unreadable))
         return args.handler(args) or 0
     except TritonhookError as exc:
         print(f"tritonhook: error: {exc}", file=sys.stderr)
