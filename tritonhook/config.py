@@ -212,9 +212,9 @@ RECORD_EXACT_FIRST = 64
 """Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
 RECORD_COMPILE_THREADS = EnvVar("TRITONHOOK_RECORD_COMPILE_THREADS", 0, int,
                                 "Threads a recording compiles an autotune decision's configs in, all at once before "
-                                "Triton's benchmark would compile them one at a time (docs/timing.md#compiling-"
-                                "autotune-configs-ahead); 0 (the default): one per CPU core, at most 16; 1: one at a "
-                                "time, as Triton does.")
+                                "Triton's benchmark would compile them one at a time; 0 (the default): one per CPU "
+                                "core, at most 16; 1: one at a time, as Triton does. "
+                                "docs/timing.md#compiling-autotune-configs-ahead")
 RECORD_L2_PROBE = EnvVar("TRITONHOOK_RECORD_L2_PROBE", True, _flag,
                          "'0': a recording does not probe what a signature's first timed launches find in L2 "
                          "(`sweep.l2probe`; `--l2 measured` then replays those signatures cold).")
