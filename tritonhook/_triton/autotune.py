@@ -168,8 +168,9 @@ class _AutotunerWrapping:
 
 @dataclasses.dataclass
 class CompiledAhead:
-    """What `AutotuneTracer` compiled ahead of the benchmarks, in all threads together."""
+    """What `AutotuneTracer` compiled ahead of the benchmarks, `threads` at a time, all benchmarks together."""
 
+    threads: int
     decisions: int = 0
     configs: int = 0
     seconds: float = 0.0
@@ -213,8 +214,7 @@ class AutotuneTracer(_AutotunerWrapping):
         super().__init__()
         self.on_decided = on_decided
         self.on_inductor_cached = on_inductor_cached
-        self.compile_threads = compile_threads
-        self.compiled_ahead = CompiledAhead()
+        self.compiled_ahead = CompiledAhead(compile_threads)
         self._groups = 0
         self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
         self._frames = threading.local()
@@ -274,7 +274,7 @@ class AutotuneTracer(_AutotunerWrapping):
             frame = stack[-1]
             if frame["group"] is None:  # the decision's first candidate: its benchmark begins
                 frame["group"], tracer._groups = tracer._groups, tracer._groups + 1
-                if tracer.compile_threads > 1:
+                if tracer.compiled_ahead.threads > 1:
                     tracer._compile_ahead(autotuner, args, meta)
             with tracer._candidate(frame, autotune_config(config)):
                 return original(autotuner, *args, config=config, **meta)
@@ -282,7 +282,7 @@ class AutotuneTracer(_AutotunerWrapping):
         return _bench
 
     def _compile_ahead(self, autotuner, args: tuple, meta: dict) -> None:
-        """Compile every config this decision benchmarks at once, in `compile_threads` threads (Triton's
+        """Compile every config this decision benchmarks at once, in `compiled_ahead.threads` threads (Triton's
         `AsyncCompileMode`, 3.6-3.9: each config's kernel is put in the kernel cache its benchmark then finds), where
         Triton's benchmark would compile them one at a time: on a cold cache an autotune-heavy library's recording is
         mostly that compiling (docs/timing.md#compiling-autotune-configs-ahead). Best effort: a config whose compile
@@ -295,7 +295,7 @@ class AutotuneTracer(_AutotunerWrapping):
         began = time.perf_counter()
         try:
             configs = autotuner.prune_configs(meta)
-            with ThreadPoolExecutor(self.compile_threads) as pool, AsyncCompileMode(pool, ignore_errors=True):
+            with ThreadPoolExecutor(self.compiled_ahead.threads) as pool, AsyncCompileMode(pool, ignore_errors=True):
                 for config in configs:
                     autotuner.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload: its benchmark compiles

@@ -258,7 +258,7 @@ class Recorder:
         ahead = self.compiled_ahead
         if ahead is not None and ahead.decisions:
             print(f"tritonhook sweep: compiled the {ahead.configs} configs of {ahead.decisions} autotune "
-                  f"decision(s) ahead of their benchmarks, {compile_threads()} at a time: {ahead.seconds:.1f} s "
+                  f"decision(s) ahead of their benchmarks, {ahead.threads} at a time: {ahead.seconds:.1f} s "
                   f"(${config.RECORD_COMPILE_THREADS.name}=1: one at a time, as Triton does)", file=sys.stderr)
 
     def _resolve_l2(self) -> None:
