@@ -18,11 +18,15 @@
 #              autotune-heavy), FLA_OPS picks some
 #   tv         torchvision 0.26.0's training steps under torch.compile (Inductor): Swin-T and EfficientNet-B0, or
 #              TV_MODELS (e.g. maxvit_t, mobilenet_v3_large)
+#   gemlite    GemLite 0.6.0.post2's 4-bit and int8 GEMM/GEMV (split-K with atomics at batch 16, autotuned per batch
+#              bucket); gemlite_serial sweeps it the same with configs compiled one at a time
+#              (TRITONHOOK_RECORD_COMPILE_THREADS=1), its own cold Triton cache and store
+#   qwen       Hugging Face transformers' Qwen3 (4 layers, random weights) training steps under torch.compile
 set -u
 OUT=${OUT:-$PWD/regret-out}
 SCRATCH=${SCRATCH:-/tmp/regret-work}
 mkdir -p "$OUT" "$SCRATCH"
-eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" base timm flag-gems torchao mamba fla)"
+eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" base timm flag-gems torchao mamba fla gemlite)"
 export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
 export TRITON_CACHE_DIR="$SCRATCH/triton-cache" TORCHINDUCTOR_CACHE_DIR="$SCRATCH/inductor-cache"
 export FLAGGEMS_CACHE_DIR="$SCRATCH/flaggems-cache"
@@ -106,6 +110,20 @@ want tv && ROWS=${TV_ROWS:-20} sweep tv ${TV_S:-400} "${TV[@]}"
 want tv_aa && ROWS=${TV_ROWS:-20} aa tv 200
 want tv_confirm && confirm tv ${RUNS:-3} ${CONFIRM_S:-420} "${TV[@]}"
 want tv_fixed && ROWS=${TV_ROWS:-20} fixed tv 200
+GEMLITE=($PY benchmarks/workloads/gemlite_quant.py ${GEMLITE_STEPS:-3})
+want gemlite && sweep gemlite ${GEMLITE_S:-400} "${GEMLITE[@]}"
+if want gemlite_serial; then
+  rm -rf "$SCRATCH/serial"
+  TRITON_CACHE_DIR="$SCRATCH/serial/triton-cache" TRITONHOOK_RECORD_COMPILE_THREADS=1 \
+      sweep gemlite_serial ${GEMLITE_S:-400} "${GEMLITE[@]}"
+fi
+want gemlite_aa && aa gemlite 240
+want gemlite_fixed && fixed gemlite 240
+want gemlite_confirm && confirm gemlite ${RUNS:-3} ${CONFIRM_S:-420} "${GEMLITE[@]}"
+QWEN=($PY benchmarks/workloads/hf_qwen3_compiled.py ${QWEN_STEPS:-5})
+want qwen && ROWS=${QWEN_ROWS:-20} sweep qwen ${QWEN_S:-400} "${QWEN[@]}"
+want qwen_aa && ROWS=${QWEN_ROWS:-20} aa qwen 200
+want qwen_confirm && confirm qwen ${RUNS:-3} ${CONFIRM_S:-420} "${QWEN[@]}"
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"
 # the steps' results in one tarball (the device tool brings back 8 files at most), the summaries beside it
 steps=$(cd "$OUT" && ls *_*.json 2>/dev/null | grep -v '^regret_summary.json$')
