@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,57 @@ def test_enable_apply_runs_the_pinned_config_without_benchmarking_for_that_tunin
         _call(autotuned, 8192)  # another tuning key: tuned as usual
         assert len(benchmarked) == len(CONFIGS)
     assert Autotuner.run is run
+
+
+def _pruned_into_own_configs(stages_added: int, zeroed: list, benchmarked: list):
+    """The add kernel autotuned with a pruner that returns configs of its own making, as GemLite's does (it adds
+    constexprs and a `pre_hook` zeroing a split-K output): each config again with `stages_added` more stages and a
+    pre-hook that notes the BLOCK it ran for. Its benchmark is a stub noting each config it times."""
+    def own_configs(configs, nargs, **kwargs):
+        return [triton.Config(dict(config.kwargs), num_warps=config.num_warps,
+                              num_stages=config.num_stages + stages_added,
+                              pre_hook=lambda args, block=config.kwargs["BLOCK"]: zeroed.append(block))
+                for config in configs]
+
+    def do_bench(kernel_call, quantiles):
+        benchmarked.append(kernel_call)
+        return [0.01, 0.009, 0.011]
+
+    return triton.autotune(CONFIGS, key=["n"], prune_configs_by={"early_config_prune": own_configs},
+                           do_bench=do_bench)(add_kernel)
+
+
+@pytest.mark.parametrize("stages_added", [1, 0], ids=["other values", "same values, a pre-hook of its own"])
+def test_a_pin_runs_the_config_a_pruner_made_with_its_pre_hook(stages_added):
+    """A pin is the autotuner's pick, and an autotuner whose pruner makes its own configs picks one of those: the
+    pinned run launches that config, its pre-hook included, without benchmarking. Found on the H200: GemLite's pins
+    matched none of its declared configs (the pick has the constexprs its pruner adds), so no confirmation run was
+    pinned; and where the values are the same, the declared twin would have run without the pruned one's zeroing."""
+    zeroed, benchmarked, decisions_seen = [], [], []
+    tracer = _triton.AutotuneTracer(decisions_seen.append)
+    tracer.install()
+    try:
+        _call(_pruned_into_own_configs(stages_added, zeroed, benchmarked), 4096)
+    finally:
+        tracer.uninstall()
+    (decided,) = decisions_seen
+    pinned = {**decided.chosen, "BLOCK": 1024, "num_warps": 8}  # another of the pruned configs than its pick
+    key = ("add_kernel", tuple(decided.key))
+    assert len(benchmarked) == len(CONFIGS)  # the recording's autotuner did benchmark
+    zeroed.clear(), benchmarked.clear()
+    pinner = _triton.AutotunePinner({key: pinned})
+    pinner.install()
+    try:
+        autotuned = _pruned_into_own_configs(stages_added, zeroed, benchmarked)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "none of its configs has those values" would fail here
+            _call(autotuned, 4096)
+            _call(autotuned, 4096)
+    finally:
+        pinner.uninstall()
+    assert benchmarked == [] and zeroed == [1024, 1024]  # the pruned config's pre-hook ran before each launch
+    assert autotuned.best_config.num_stages == CONFIGS[2].num_stages + stages_added
+    assert pinner.applied == {key: 2}
 
 
 def test_an_inductor_kernels_regret_becomes_a_decision_its_file_carries_and_the_pinner_reads(candidates, tmp_path):

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import threading
 import time
+import weakref
 from typing import Callable, Iterator
 
 from .._imports import AfterImport, after_import
@@ -294,7 +295,7 @@ class AutotuneTracer(_AutotunerWrapping):
 
         began = time.perf_counter()
         try:
-            configs = autotuner.prune_configs(meta)
+            configs = pruned_configs(autotuner, args, meta)
             with ThreadPoolExecutor(self.compiled_ahead.threads) as pool, AsyncCompileMode(pool, ignore_errors=True):
                 for config in configs:
                     autotuner.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
@@ -418,6 +419,18 @@ def config_matches(wanted, config: dict) -> bool:
                for name, value in (wanted.items() if isinstance(wanted, dict) else wanted))
 
 
+def pruned_configs(autotuner, args: tuple, kwargs: dict) -> list:
+    """The configs `triton.autotune`'s autotuner would benchmark for this call (`Autotuner.prune_configs`, 3.6-3.9,
+    which reads the call's arguments from `nargs`, set only inside `run`): its pruner may return configs of its own
+    making (GemLite's adds constexprs and a zeroing `pre_hook` per config), and its pick is one of these."""
+    held = getattr(autotuner, "nargs", None)  # set by `run` only, and None after it
+    autotuner.nargs = dict(zip(autotuner.arg_names, args))
+    try:
+        return autotuner.prune_configs(kwargs)
+    finally:
+        autotuner.nargs = held
+
+
 def tuning_key(autotuner, args: tuple, kwargs: dict) -> tuple[str, ...]:
     """The key `Autotuner.run` keeps its choice under, as text (3.6-3.9: the values of its `key` arguments, then the
     dtype of every argument that has one): the form a recorded decision's `key` takes."""
@@ -458,37 +471,50 @@ class AutotunePinner(_AutotunerWrapping):
         self._tuned_near: set[tuple[str, tuple[str, ...]]] = set()  # autotuned here with a pin's name or key
         self._pinned_names = {name for name, _ in pins}  # looked up on every autotuned call: sets, not a scan
         self._pinned_keys = {key for _, key in pins}
+        self._found: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # autotuner -> {key: pinned or None}
         self._config_wait: AfterImport | None = None
         self._caches_before: tuple[object, bool] | None = None  # Inductor's config module, its switch before ours
         self._reported = False
 
     def pinned_config(self, autotuner, args: tuple, kwargs: dict):
-        """The autotuner's `triton.Config` pinned for this call, None where no pin applies."""
+        """The `triton.Config` pinned for this call, None where no pin applies: one of the configs the autotuner
+        would benchmark for it (`pruned_configs`: a pin is a pick, and a pruner may make the configs it picks from),
+        found once per tuning key, as Triton keeps its own pick per key."""
         name = getattr(autotuner.base_fn, "__name__", "?")
-        return self._pinned(name, tuning_key(autotuner, args, kwargs), autotuner.configs, lambda config: config)
+        key = tuning_key(autotuner, args, kwargs)
+        found = self._found.setdefault(autotuner, {})
+        if key not in found:
+            found[key] = self._pinned(name, key, lambda: pruned_configs(autotuner, args, kwargs), lambda config: config)
+        elif found[key] is not None:
+            self._count_applied(name, key)
+        return found[key]
 
     def pinned_launcher(self, autotuner):
         """The Inductor launcher of the pinned config of this kernel, None where no pin applies."""
         name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name") or "?"
-        return self._pinned(name, inductor_tuning_key(autotuner), autotuner.launchers,
+        return self._pinned(name, inductor_tuning_key(autotuner), lambda: autotuner.launchers,
                             lambda launcher: launcher.config)
 
-    def _pinned(self, name: str, key: tuple[str, ...], options: list, config_of: Callable):
-        """Of `options` (configs or launchers), the one whose config has the values pinned for (name, key)."""
+    def _pinned(self, name: str, key: tuple[str, ...], options: Callable[[], list], config_of: Callable):
+        """Of `options()` (configs or launchers, asked for only where (name, key) has a pin), the one whose config
+        has the values pinned for (name, key)."""
         if name in self._pinned_names or key in self._pinned_keys:
             self._tuned_near.add((name, key))
         wanted = self.pins.get((name, key))
         if wanted is None:
             return None
-        found = next((o for o in options if config_matches(wanted, autotune_config(config_of(o)))), None)
+        found = next((o for o in options() if config_matches(wanted, autotune_config(config_of(o)))), None)
         if found is None:
             if (name, key) not in self._unmatched:
                 self._unmatched.add((name, key))
                 warn(f"tritonhook: a decision pins {wanted} for {name} (tuning key {', '.join(key)}), but none of "
                      f"its configs has those values; it is autotuned as usual")
             return None
-        self.applied[(name, key)] = self.applied.get((name, key), 0) + 1
+        self._count_applied(name, key)
         return found
+
+    def _count_applied(self, name: str, key: tuple[str, ...]) -> None:
+        self.applied[(name, key)] = self.applied.get((name, key), 0) + 1
 
     def install(self) -> None:
         """Also report at exit the pins no autotune took (`report_not_applied`: a process under `run --apply` never
