@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tritonhook.decisions.confirm import PinConfirmation
+from tritonhook.decisions.confirmation import STANDINGS, PinConfirmation
 from tritonhook.sweep.result import cached_pick_counts
 
 
@@ -89,6 +89,7 @@ def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | 
     if confirm is not None:
         found["confirm"] = [{k: p[k] for k in ("kernel", "tuning_key", "config", "replay", "ratio", "low", "high",
                                                "verdict", "pinned_ran", "confirmed", "picks", "ms")}
+                            | {k: p.get(k) for k in ("standing", "workload_config", "group")}
                             for p in confirm["pins"]]
         found["confirm_step"] = confirm["step"]
     return found
@@ -129,9 +130,10 @@ def main(out: Path) -> None:
                   f"outputs {checked.get('outputs', '-')}; why: {'; '.join(regret['why']) or '-'}")
         for pin in s.get("confirm", []):
             ratio = "-" if pin["ratio"] is None else f"{pin['ratio']:.3f} [{pin['low']:.3f}, {pin['high']:.3f}]"
+            found = PinConfirmation(**{k: v for k, v in pin.items() if k not in ("confirmed", "standing")})
             print(f"   confirm {pin['kernel']} [{', '.join(pin['tuning_key'])}]: in the workload {ratio} "
-                  f"{pin['verdict']}, pinned ran: {pin['pinned_ran']}, confirmed: {pin['confirmed']}; "
-                  f"autotuner picks: {PinConfirmation(**{k: v for k, v in pin.items() if k != 'confirmed'}).picks_text()}")
+                  f"{pin['verdict']}, pinned ran: {pin['pinned_ran']}; {STANDINGS[found.standing]}; "
+                  f"autotuner picks: {found.picks_text()}")
         if (fixed := s.get("fixed_rounds")) and "other_recording" in fixed:
             print(f"   --fixed-rounds replay of recording {fixed['other_recording']['fixed']}, not the sweep's "
                   f"{fixed['other_recording']['sweep']}: not compared")

@@ -323,17 +323,79 @@ def test_confirmation_compares_the_kernel_at_its_tuning_key_between_the_arms_and
     runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-4, 8192: 0.05}, 512, picked=512) for i in range(2)]
             + [_run_of({4096: 0.0151, 8192: 0.05}, 256, picked=256)],
             "pinned": [_run_of({4096: 0.015 + i * 1e-4, 8192: 0.07}, 256, picked=None) for i in range(3)]}
-    found = _measure_pin(pin, ["n"], runs, 0.01)
+    found = _measure_pin(pin, ["n"], runs, 0.01, 0, "BLOCK=512, num_warps=4")
     assert found.ms["unpinned"] == pytest.approx([0.020, 0.0201, 0.0151])
     assert found.ms["pinned"] == pytest.approx([0.015, 0.0151, 0.0152])
     assert found.pinned_ran and found.picks == ["BLOCK=512, num_warps=4"] * 2 + ["BLOCK=256, num_warps=4"]
     assert found.ratio < 1 and found.config == "BLOCK=256, num_warps=2" and found.picks_text() == \
-        "2 config(s) in 3 runs"
+        "2 config(s) in 3 runs (the sweep's 2, the pinned 0)"
     cached = _measure_pin(pin, ["n"], {**runs, "unpinned": [_run_of({4096: 0.02, 8192: 0.05}, 512, picked=None)] * 2},
                           0.01)
     assert cached.picks_text() == "not tuned in any of the 2 unpinned runs (a cache gave its pick)"
     runs["pinned"][0].signatures[0].constexprs["BLOCK"] = 512  # a pinned run that did not launch the pin
     assert not _measure_pin(pin, ["n"], runs, 0.01).confirmed
+
+
+SWEPT, PINNED, OTHER = "BLOCK=512, num_warps=4", "BLOCK=256, num_warps=4", "BLOCK=1024, num_warps=4"
+
+
+@pytest.mark.parametrize("unpinned_picks, pinned_ms, standing, confirmed", [
+    ([512, 512, 512], 0.015, "confirmed", True),
+    ([512, 512, 512], 0.020, "replay bias", False),
+    ([256, 256, 256], 0.020, "picked itself", None),
+    ([512, 1024, 512], 0.020, "other picks", None),
+    ([None, None, None], 0.020, "picks unseen", None),
+], ids=["faster", "refuted", "both arms one config", "other configs", "a cache's pick"])
+def test_a_confirmation_refutes_a_regret_only_where_the_unpinned_runs_ran_the_sweeps_config(
+        unpinned_picks, pinned_ms, standing, confirmed):
+    """A regret is measured against the config the sweep's run picked, but the unpinned arm tunes again each run.
+    Found on an H100 with GemLite: every unpinned run picked the pinned config itself, both arms ran one config, and
+    "no difference" was reported as a replay bias. Only where every unpinned run ran the sweep's config does a
+    pinned config that is not faster refute the replay; otherwise the regret is not judged, and says why."""
+    from tritonhook.decisions.confirm import _measure_pin
+    from tritonhook.decisions.confirmation import STANDINGS
+
+    pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096", "torch.float32"), GPU),
+                             decisions.Choice(config=(("BLOCK", 256), ("num_warps", 4))),
+                             decisions.Evidence("add_kernel", 0.75, 0.74, 0.76, "bitwise", "2026-11-26", "0.1.0",
+                                                "sweep", 1))
+    runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, picked or 512, picked=picked)
+                         for i, picked in enumerate(unpinned_picks)],
+            "pinned": [_run_of({4096: pinned_ms + i * 1e-5, 8192: 0.05}, 256, picked=None) for i in range(3)]}
+    found = _measure_pin(pin, ["n"], runs, 0.01, 0, SWEPT)
+    assert (found.standing, found.confirmed) == (standing, confirmed)
+    assert (found.verdict == "faster") == (standing == "confirmed") and STANDINGS[standing]
+
+
+def test_a_saved_sweep_reads_its_regret_as_the_newest_confirmation_of_it_says(regret_sweep):
+    """`decisions from` and the report read a saved sweep with its confirmations: a regret the workload refuted is
+    a replay bias in the row's text and pins nothing; one no run could judge stays the replay's figure."""
+    from tritonhook.decisions.confirmation import RESULT_KIND, Confirmation, PinConfirmation, with_confirmations
+
+    store, result = regret_sweep
+    (row,) = [r for r in result.rows if (r.autotune or {}).get("regret")]
+    regret = row.autotune["regret"]
+
+    def confirmation_of(picks: list[str]) -> int:
+        pin = PinConfirmation("add_kernel", ["4096"], regret["config"], {"ratio": 0.75, "low": 0.74, "high": 0.76},
+                              {"unpinned": [0.02] * 2, "pinned": [0.02] * 2}, 1.0, 0.99, 1.01, "no difference",
+                              True, picks, regret["workload_config"], row.autotune["group"])
+        found = Confirmation(result.id, ["python", "w.py"], 2, [pin], {"unpinned": [1, 1], "pinned": [1, 1]}, {})
+        return store.add_result(RESULT_KIND, found.to_json())
+
+    def read_regret():
+        read = with_confirmations(store, store.result(result.id))
+        (row,) = [r for r in read.rows if (r.autotune or {}).get("regret")]
+        return read, row
+
+    confirmation_of([regret["config"]] * 2)  # the older one: the unpinned runs picked the pinned config
+    assert read_regret()[1].autotune["regret"]["confirmed"] is None
+    refuted = confirmation_of([regret["workload_config"]] * 2)
+    read, row = read_regret()
+    assert row.autotune["regret"]["confirmed"] is False and row.autotune["regret"]["confirmation"]["id"] == refuted
+    assert "a replay bias" in read._regret_text(row.autotune)
+    made = decisions.from_result(store, result.id)
+    assert not [d for d in made.decisions if isinstance(d.key, decisions.AutotuneKey)]
 
 
 def test_confirm_says_in_one_line_when_a_sweep_has_nothing_to_confirm(candidates, tmp_path):

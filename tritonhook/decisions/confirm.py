@@ -7,114 +7,28 @@ it) alternately as it is and with the configs pinned (the sweep's pins, `keep._M
 time per launch inside the workload (the recording's sampled times, at that tuning key) is compared between the two
 arms, with an interval over the runs; the step's recorded Triton GPU time too. Each unpinned run also re-tunes from
 cold (a new process), so the configs its autotuner picked, run after run, say how reproducible its pick is: where
-it varies, a pinned config is also a reproducibility fix.
+it varies, a pinned config is also a reproducibility fix. What the runs say of the regret (confirmed, a replay bias,
+or not judged because of what the unpinned runs picked): `confirmation.PinConfirmation.standing`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 from typing import Callable
 
-from .. import format
 from ..errors import TritonhookError
 from ..files import write_file
 from ..measure.stats import DEFAULT_MIN_EFFECT, ratio_interval, verdict
-from ..store import ResultKind, Store, register_result_kind, result_kind_text
+from ..store import Store, result_kind_text
 from ..sweep.autotune import config_text
 from ..sweep.recorder import record_command
 from ..sweep.recording import Recording, Signature
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 from .._version import __version__
+from .confirmation import ARMS, RESULT_KIND, Confirmation, PinConfirmation
 from .keep import _Maker
 from .model import AutotuneKey, Decision, file_json
-
-RESULT_KIND = "confirmation"
-ARMS = ("unpinned", "pinned")
-
-
-@dataclasses.dataclass
-class PinConfirmation:
-    """One pinned config measured inside the workload: the kernel's GPU time per launch at its tuning key in each
-    unpinned and pinned run, their ratio (pinned / unpinned) with its interval and verdict, the replay's figure it
-    confirms or not, whether every pinned run launched the pinned config, and what the unpinned runs' autotuner
-    picked each time."""
-
-    kernel: str
-    tuning_key: list[str]
-    config: str
-    replay: dict                      # the sweep's ratio, low, high (pinned config / the workload's)
-    ms: dict[str, list[float]]        # arm -> per run: the kernel's GPU time per launch at that tuning key
-    ratio: float | None = None
-    low: float | None = None
-    high: float | None = None
-    verdict: str = "-"
-    pinned_ran: bool = False
-    picks: list[str] = dataclasses.field(default_factory=list)
-
-    @property
-    def confirmed(self) -> bool:
-        """The replay's regret holds inside the workload: the pinned config is faster there too."""
-        return self.verdict == "faster" and self.pinned_ran
-
-    def picks_text(self) -> str:
-        """How many configs the unpinned runs' autotuner picked; where it tuned in none of them, that a cache gave
-        the pick (Inductor's, or Triton's autotune cache), so its reproducibility was not seen."""
-        if not self.picks:
-            return f"not tuned in any of the {len(self.ms.get('unpinned', []))} unpinned runs (a cache gave its pick)"
-        return f"{len(set(self.picks))} config(s) in {len(self.picks)} runs"
-
-
-@dataclasses.dataclass
-class Confirmation:
-    """What `confirm` measured: per pinned config a `PinConfirmation`, and the step's recorded Triton GPU time per
-    arm and run (`step_ms`) with its ratio."""
-
-    sweep_id: int
-    command: list[str]
-    runs: int
-    pins: list[PinConfirmation]
-    step_ms: dict[str, list[float]]
-    step: dict
-    id: int | None = None
-    warning_prefix = "tritonhook decisions confirm"
-
-    def to_json(self) -> dict:
-        data = dataclasses.asdict(self)
-        for pin, row in zip(self.pins, data["pins"]):
-            row["confirmed"] = pin.confirmed
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict, *, source: str = "confirmation") -> "Confirmation":
-        try:
-            pins = [PinConfirmation(**{k: v for k, v in p.items() if k != "confirmed"}) for p in data["pins"]]
-            return cls(data["sweep_id"], data["command"], data["runs"], pins, data["step_ms"], data["step"],
-                       data.get("id"))
-        except (KeyError, TypeError) as exc:
-            raise TritonhookError(f"{source}: malformed confirmation ({type(exc).__name__}: {exc})") from None
-
-    def __rich_console__(self, console, options):
-        rows = []
-        for pin in self.pins:
-            replay = pin.replay
-            rows.append((pin.kernel, ", ".join(pin.tuning_key), pin.config,
-                         f"{replay['ratio']:.3f} [{replay['low']:.3f}, {replay['high']:.3f}]",
-                         _interval(pin.ratio, pin.low, pin.high), pin.verdict if pin.pinned_ran else "not pinned",
-                         "confirmed" if pin.confirmed else "NOT confirmed: a replay bias",
-                         pin.picks_text()))
-        yield format.table(("kernel", "tuning key", "pinned config", "replay", "in the workload", "verdict",
-                            "regret", "autotuner's picks"), rows,
-                           title=f"tritonhook decisions confirm: sweep {self.sweep_id}, {self.runs} runs per arm")
-        yield format.line(f"step (recorded Triton GPU time) pinned / unpinned: "
-                          f"{_interval(self.step.get('ratio'), self.step.get('low'), self.step.get('high'))} "
-                          f"{self.step.get('verdict', '-')}")
-
-
-def _interval(ratio, low, high) -> str:
-    return "-" if ratio is None else f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
-
 
 def pins_of(store: Store, sweep: SweepResult) -> tuple[list[Decision], Recording]:
     """The config decisions a sweep result supports (its autotune regrets and faster `config:` variants), not saved:
@@ -164,7 +78,9 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
                                       f"with no recording ({result.failure or 'see its stderr above'})")
             recordings[arm].append(result.recording)
     key_names = {d["kernel"]: d.get("key_names") or [] for d in recording.autotune}
-    found = [_measure_pin(pin, key_names.get(pin.key.kernel, []), recordings, min_effect) for pin in pins]
+    swept = _swept_decisions(sweep, recording)
+    found = [_measure_pin(pin, key_names.get(pin.key.kernel, []), recordings, min_effect,
+                          *swept.get((pin.key.kernel, pin.key.tuning_key), (None, ""))) for pin in pins]
     step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
     confirmation = Confirmation(int(sweep.id), list(command), runs, found, step_ms,
                                 _compared(step_ms, min_effect))
@@ -179,8 +95,16 @@ def _compared(ms: dict[str, list[float]], min_effect: float) -> dict:
     return {"ratio": ratio, "low": low, "high": high, "verdict": verdict(ratio, low, high, min_effect)}
 
 
+def _swept_decisions(sweep: SweepResult, recording: Recording) -> dict[tuple[str, tuple[str, ...]], tuple[int, str]]:
+    """(kernel, tuning key) -> (the decision's group, the config the recorded run picked) of each autotuned row:
+    what a pin's regret was measured against."""
+    decided = {d["group"]: d for d in recording.autotune if d.get("key")}
+    return {(d["kernel"], tuple(d["key"])): (row.autotune["group"], row.autotune.get("workload", ""))
+            for row in sweep.rows if row.autotune and (d := decided.get(row.autotune.get("group"))) is not None}
+
+
 def _measure_pin(pin: Decision, key_names: list[str], recordings: dict[str, list[Recording]],
-                 min_effect: float) -> PinConfirmation:
+                 min_effect: float, group: int | None = None, workload_config: str = "") -> PinConfirmation:
     config = dict(pin.choice.config)
     ms = {arm: [] for arm in ARMS}
     pinned_ran = True
@@ -197,7 +121,7 @@ def _measure_pin(pin: Decision, key_names: list[str], recordings: dict[str, list
     ev = pin.evidence
     found = PinConfirmation(pin.key.kernel, list(pin.key.tuning_key), config_text(config),
                             {"ratio": ev.ratio, "low": ev.low, "high": ev.high}, ms, pinned_ran=pinned_ran,
-                            picks=picks)
+                            picks=picks, workload_config=workload_config, group=group)
     figures = _compared(ms, min_effect)
     found.ratio, found.low, found.high, found.verdict = (figures[k] for k in ("ratio", "low", "high", "verdict"))
     return found
@@ -216,5 +140,3 @@ def _runs_config(signature: Signature, config: dict) -> bool:
     constexprs = signature.constexprs or {}
     return all(str(constexprs[name]) == str(value) for name, value in config.items() if name in constexprs)
 
-
-register_result_kind(ResultKind(RESULT_KIND, Confirmation.from_json, source="sweep_id"))

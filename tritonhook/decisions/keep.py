@@ -26,6 +26,7 @@ from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
+from .confirmation import with_confirmations
 from .model import (PLAIN, RESULT_KIND, VERSION, AutotuneKey, Choice, Decision, Evidence, FileContents, Key,
                     file_json, read_file)
 
@@ -75,7 +76,7 @@ def from_result(store: Store, result_id: int | str) -> DecisionList:
         raise TritonhookError(f"result {result_id}: its recording {result.recording_id} is not in {store.path}")
     made = _Maker(store, recording, kind, result.id)
     if kind == SWEEP_KIND:
-        made.from_sweep(result)
+        made.from_sweep(with_confirmations(store, result))  # a regret the workload refuted is pinned by none
     else:
         made.from_tune(result)
     saved = save(store, [(d, made.controls.get(d.choice.controls_sha256)) for d in made.decisions.values()])

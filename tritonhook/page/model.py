@@ -26,6 +26,7 @@ from ..check.result import RESULT_KIND as CHECK_KIND, CheckResult
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 from ..sweep.builds import IDENTICAL
 from ..cubin import Cubin, disassemble
+from ..decisions.confirmation import with_confirmations
 from ..diff import CubinDiff, diff_cubins
 from ..errors import TritonhookError
 from ..format import share as share_text
@@ -416,7 +417,7 @@ def _saved_sweeps(store: Store, problems: list[Problem]) -> list[SweepResult]:
     def unreadable(result_id: int, exc: TritonhookError) -> None:
         problems.append(Problem(f"sweep result {result_id}", f"{exc}; the sweep section leaves it out"))
 
-    return store.results(SWEEP_KIND, on_error=unreadable)
+    return [with_confirmations(store, sweep) for sweep in store.results(SWEEP_KIND, on_error=unreadable)]
 
 
 def sweep_forest_rows(result: SweepResult) -> list[ForestRow]:

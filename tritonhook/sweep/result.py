@@ -408,9 +408,8 @@ class SweepResult:
         regret = tune.get("regret")
         if not regret or regret["verdict"] != "faster":
             return ""
-        standing = {None: "measured in the replay, not confirmed inside the workload (a replay bias until it is)",
-                    True: "confirmed inside the workload with the config pinned",
-                    False: "NOT confirmed inside the workload: a replay bias"}[regret.get("confirmed")]
+        standing = (regret.get("confirmation") or {}).get("standing") or \
+            "measured in the replay, not confirmed inside the workload (a replay bias until it is)"
         why = f"; why: {'; '.join(regret['why'])}" if regret.get("why") else ""
         checked = against_workload(tune, regret["signature"])
         paired = (f"; on the workload config's inputs, interleaved with it: {checked['ratio']:.3f} "

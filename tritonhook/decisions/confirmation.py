@@ -1,0 +1,160 @@
+"""What `tritonhook decisions confirm` found (`Confirmation`, one `PinConfirmation` per pinned config), and what it
+says of the sweep's autotune regrets (`with_confirmations`: the sweep's rows read with the newest confirmation of
+each regret, so that every reader of a saved sweep, `decisions from` and the report among them, says whether the
+workload confirmed it).
+
+A regret is the replay's figure: the pinned config against the config the sweep's recorded run picked. Inside the
+workload the pinned arm is compared with the unpinned arm, whose autotuner tunes again each run, so what the
+comparison says depends on what the unpinned runs picked (`PinConfirmation.standing`): only where every one of them
+ran the sweep's config does a pinned config that is not faster refute the replay (a replay bias); where they picked
+the pinned config itself, both arms ran one config and nothing was judged (the sweep's pick was a draw).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+from .. import format
+from ..errors import TritonhookError
+from ..store import ResultKind, Store, register_result_kind
+
+RESULT_KIND = "confirmation"
+ARMS = ("unpinned", "pinned")
+
+CONFIRMED, REPLAY_BIAS = "confirmed", "replay bias"
+STANDINGS = {
+    CONFIRMED: "confirmed inside the workload with the config pinned",
+    REPLAY_BIAS: "NOT confirmed inside the workload: a replay bias (every unpinned run ran the sweep's config)",
+    "picked itself": "not judged: the unpinned runs' autotuner picked the pinned config itself, so both arms ran "
+                     "one config (the sweep's pick was a draw)",
+    "other picks": "not judged against the sweep's config: the unpinned runs' autotuner picked other configs",
+    "picks unseen": "not judged: the unpinned runs did not tune it (a cache gave their config)",
+    "not pinned": "not judged: a pinned run did not launch the pinned config",
+}
+"""What a confirmation says of a regret (`PinConfirmation.standing`), in words."""
+
+
+@dataclasses.dataclass
+class PinConfirmation:
+    """One pinned config measured inside the workload: the kernel's GPU time per launch at its tuning key in each
+    unpinned and pinned run, their ratio (pinned / unpinned) with its interval and verdict, the replay's figure it
+    confirms or not (against `workload_config`, the config the sweep's recorded run picked; `group`, that
+    decision's number in the recording), whether every pinned run launched the pinned config, and what the
+    unpinned runs' autotuner picked each time."""
+
+    kernel: str
+    tuning_key: list[str]
+    config: str
+    replay: dict                      # the sweep's ratio, low, high (pinned config / the workload's)
+    ms: dict[str, list[float]]        # arm -> per run: the kernel's GPU time per launch at that tuning key
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    verdict: str = "-"
+    pinned_ran: bool = False
+    picks: list[str] = dataclasses.field(default_factory=list)
+    workload_config: str = ""
+    group: int | None = None
+
+    @property
+    def standing(self) -> str:
+        """What the runs say of the replay's regret (a key of `STANDINGS`): confirmed where the pinned config ran
+        faster; refuted (a replay bias) only where every unpinned run ran the config the regret was measured
+        against; otherwise not judged, and why."""
+        if not self.pinned_ran:
+            return "not pinned"
+        if self.verdict == "faster":
+            return CONFIRMED
+        if not self.picks:
+            return "picks unseen"
+        ran = Counter(self.picks)
+        if ran[self.config] == len(self.picks):
+            return "picked itself"
+        return REPLAY_BIAS if ran[self.workload_config] == len(self.picks) else "other picks"
+
+    @property
+    def confirmed(self) -> bool | None:
+        """The regret as a sweep row holds it: True confirmed, False a replay bias, None not judged."""
+        return {CONFIRMED: True, REPLAY_BIAS: False}.get(self.standing)
+
+    def picks_text(self) -> str:
+        """How many configs the unpinned runs' autotuner picked, and how often the sweep's and the pinned one; where
+        it tuned in none of them, that a cache gave the pick (Inductor's, or Triton's autotune cache), so its
+        reproducibility was not seen."""
+        if not self.picks:
+            return f"not tuned in any of the {len(self.ms.get('unpinned', []))} unpinned runs (a cache gave its pick)"
+        ran = Counter(self.picks)
+        return (f"{len(ran)} config(s) in {len(self.picks)} runs (the sweep's {ran[self.workload_config]}, the pinned "
+                f"{ran[self.config]})")
+
+
+@dataclasses.dataclass
+class Confirmation:
+    """What `confirm` measured: per pinned config a `PinConfirmation`, and the step's recorded Triton GPU time per
+    arm and run (`step_ms`) with its ratio."""
+
+    sweep_id: int
+    command: list[str]
+    runs: int
+    pins: list[PinConfirmation]
+    step_ms: dict[str, list[float]]
+    step: dict
+    id: int | None = None
+    warning_prefix = "tritonhook decisions confirm"
+
+    def to_json(self) -> dict:
+        data = dataclasses.asdict(self)
+        for pin, row in zip(self.pins, data["pins"]):
+            row["confirmed"], row["standing"] = pin.confirmed, pin.standing
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict, *, source: str = "confirmation") -> "Confirmation":
+        try:
+            pins = [PinConfirmation(**{k: v for k, v in p.items() if k not in ("confirmed", "standing")})
+                    for p in data["pins"]]
+            return cls(data["sweep_id"], data["command"], data["runs"], pins, data["step_ms"], data["step"],
+                       data.get("id"))
+        except (KeyError, TypeError) as exc:
+            raise TritonhookError(f"{source}: malformed confirmation ({type(exc).__name__}: {exc})") from None
+
+    def __rich_console__(self, console, options):
+        rows = []
+        for pin in self.pins:
+            replay = pin.replay
+            rows.append((pin.kernel, ", ".join(pin.tuning_key), pin.config,
+                         f"{replay['ratio']:.3f} [{replay['low']:.3f}, {replay['high']:.3f}]",
+                         _interval(pin.ratio, pin.low, pin.high), pin.verdict if pin.pinned_ran else "not pinned",
+                         STANDINGS[pin.standing], pin.picks_text()))
+        yield format.table(("kernel", "tuning key", "pinned config", "replay", "in the workload", "verdict",
+                            "regret", "autotuner's picks"), rows,
+                           title=f"tritonhook decisions confirm: sweep {self.sweep_id}, {self.runs} runs per arm")
+        yield format.line(f"step (recorded Triton GPU time) pinned / unpinned: "
+                          f"{_interval(self.step.get('ratio'), self.step.get('low'), self.step.get('high'))} "
+                          f"{self.step.get('verdict', '-')}")
+
+
+def _interval(ratio, low, high) -> str:
+    return "-" if ratio is None else f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def with_confirmations(store: Store, sweep):
+    """`sweep` (a SweepResult) with each autotune regret's standing from the newest confirmation of it in `store`
+    (the regret's `confirmed`: True, False or None, and `confirmation`: that result's id and standing in words); a
+    regret no confirmation measured is left as it was. The rows are updated in place, the sweep returned."""
+    newest: dict[tuple[int, str], tuple[int, PinConfirmation]] = {}
+    for found in sorted(store.results(RESULT_KIND, source=sweep.id), key=lambda c: c.id or 0):
+        for pin in found.pins:
+            if pin.group is not None:
+                newest[pin.group, pin.config] = (found.id, pin)
+    for row in sweep.rows:
+        regret = (row.autotune or {}).get("regret")
+        if regret and (hit := newest.get((row.autotune.get("group"), regret.get("config")))):
+            result_id, pin = hit
+            regret["confirmed"] = pin.confirmed
+            regret["confirmation"] = {"id": result_id, "standing": STANDINGS[pin.standing]}
+    return sweep
+
+
+register_result_kind(ResultKind(RESULT_KIND, Confirmation.from_json, source="sweep_id"))
