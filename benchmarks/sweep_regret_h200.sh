@@ -6,7 +6,8 @@
 # Steps (each under `timeout`, keeping what it produced; results in $OUT, packed into steps.tar.gz beside the
 # summaries at the end, the table last; ONLY picks some, since one device call runs 10 minutes at most): NAME sweeps
 # a workload (plain,cutlass_), NAME_aa replays its recording plain,plain, NAME_fixed replays it plain,cutlass_ with
-# --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found, NAME_bare runs the workload
+# --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found (CONFIRM_AGAINST=sweep: against
+# the sweep's config pinned), NAME_bare runs the workload
 # alone with caches of its own, cold (what the sweep adds to it: run both on one machine start). A later call on the same
 # (warm) machine finds the sweep in SCRATCH, so a sweep and its confirmation can span two device calls.
 #   gpu_test   tests/test_sweep_gpu.py's regret test (a workload with a biased autotuner: found, pinned, confirmed)
@@ -73,7 +74,7 @@ confirm() {  # confirm NAME RUNS SECONDS WORKLOAD...: decisions confirm of the s
   local id
   id=$(sweep_field "$name" id) || return
   step "${name}_confirm" "$limit" $PY -m tritonhook decisions confirm --sweep "$id" --store "$SCRATCH/store-$name" \
-      --runs "$runs" --json -- "$@"
+      --runs "$runs" ${CONFIRM_AGAINST:+--against "$CONFIRM_AGAINST"} --json -- "$@"
 }
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"
 if want gpu_test; then

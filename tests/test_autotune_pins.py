@@ -367,6 +367,28 @@ def test_a_confirmation_refutes_a_regret_only_where_the_unpinned_runs_ran_the_sw
     assert (found.verdict == "faster") == (standing == "confirmed") and STANDINGS[standing]
 
 
+@pytest.mark.parametrize("baseline_block, pinned_ms, standing", [
+    (512, 0.015, "confirmed"), (512, 0.020, "replay bias"), (1024, 0.020, "not pinned")],
+    ids=["faster", "refuted", "the baseline did not run the sweep's config"])
+def test_against_the_sweeps_config_pinned_a_regret_is_judged_whatever_the_autotuner_would_pick(
+        baseline_block, pinned_ms, standing):
+    """`--against sweep`: the unpinned arm runs the sweep's config pinned (no tuning, so no picks), so the replay's
+    figure is measured as it is; refuted wherever the pinned config is not faster, provided every baseline run
+    launched the sweep's config."""
+    from tritonhook.decisions.confirm import _measure_pin
+
+    pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096", "torch.float32"), GPU),
+                             decisions.Choice(config=(("BLOCK", 256), ("num_warps", 4))),
+                             decisions.Evidence("add_kernel", 0.75, 0.74, 0.76, "bitwise", "2026-11-26", "0.1.0",
+                                                "sweep", 1))
+    runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, baseline_block, picked=None)
+                         for i in range(3)],
+            "pinned": [_run_of({4096: pinned_ms + i * 1e-5, 8192: 0.05}, 256, picked=None) for i in range(3)]}
+    found = _measure_pin(pin, ["n"], runs, 0.01, 0, SWEPT, baseline={"BLOCK": 512, "num_warps": 4})
+    assert found.against == "sweep" and found.standing == standing
+    assert found.baseline_ran is (baseline_block == 512) and found.picks_text() == "not tuned: the sweep's config pinned"
+
+
 def test_a_saved_sweep_reads_its_regret_as_the_newest_confirmation_of_it_says(regret_sweep):
     """`decisions from` and the report read a saved sweep with its confirmations: a regret the workload refuted is
     a replay bias in the row's text and pins nothing; one no run could judge stays the replay's figure."""

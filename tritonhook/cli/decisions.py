@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..decisions.confirmation import AGAINST
 from ..format import show
 from .common import command_after_dashes, open_store, store_arg
 
@@ -35,6 +36,10 @@ def add_decisions(sub) -> None:
     confirm.add_argument("--sweep", metavar="ID", help="the sweep or replay result whose regrets to confirm "
                                                        "(default: the newest in the store)")
     confirm.add_argument("--runs", type=int, default=3, help="runs per arm (default 3)")
+    confirm.add_argument("--against", choices=sorted(AGAINST), default="autotuner",
+                         help="what the pinned config is compared with: the workload's autotuner tuning again each "
+                              "run (default), or the config the sweep's recorded run picked, pinned too (measures "
+                              "the replay's regret as it is where the autotuner's pick is a draw)")
     confirm.add_argument("--json", action="store_true", help="print the result as JSON")
     confirm.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS...")
     confirm.set_defaults(handler=_confirm)
@@ -88,7 +93,7 @@ def _confirm(args) -> int:
     from ..decisions.confirm import confirm
 
     command = command_after_dashes(args.command, "decisions confirm")
-    result = confirm(open_store(args, write=True), args.sweep, command, runs=args.runs,
+    result = confirm(open_store(args, write=True), args.sweep, command, runs=args.runs, against=args.against,
                      progress=lambda line: print(f"tritonhook decisions confirm: {line}", file=sys.stderr))
     show(result, as_json=args.json)
     return 0

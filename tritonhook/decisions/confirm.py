@@ -13,6 +13,7 @@ or not judged because of what the unpinned runs picked): `confirmation.PinConfir
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from typing import Callable
@@ -26,7 +27,7 @@ from ..sweep.recorder import record_command
 from ..sweep.recording import Recording, Signature
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 from .._version import __version__
-from .confirmation import ARMS, RESULT_KIND, Confirmation, PinConfirmation
+from .confirmation import AGAINST, ARMS, RESULT_KIND, Confirmation, PinConfirmation
 from .keep import _Maker
 from .model import AutotuneKey, Decision, file_json
 
@@ -48,11 +49,15 @@ def pins_of(store: Store, sweep: SweepResult) -> tuple[list[Decision], Recording
 
 
 def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, runs: int = 3,
-            min_effect: float = DEFAULT_MIN_EFFECT, progress: Callable[[str], None] = lambda line: None
-            ) -> Confirmation:
+            against: str = "autotuner", min_effect: float = DEFAULT_MIN_EFFECT,
+            progress: Callable[[str], None] = lambda line: None) -> Confirmation:
     """Run `command` `runs` times as it is and `runs` times with the sweep's configs pinned, alternating (ABBA, so a
     drift of the machine falls on both arms alike), each run recorded; compare each pinned kernel's in-workload time
-    and the step's GPU time between the arms. Saved in the store. `sweep_id` None: the newest sweep result."""
+    and the step's GPU time between the arms. Saved in the store. `sweep_id` None: the newest sweep result.
+    `against` "sweep": the unpinned arm runs, pinned, the configs the sweep's recorded run picked, so the replay's
+    figure (that config against the regret's) is measured as it is even where the autotuner's pick is a draw."""
+    if against not in AGAINST:
+        raise TritonhookError(f"--against {against}: one of {', '.join(AGAINST)}")
     if sweep_id is None:
         newest = store.results(SWEEP_KIND, limit=1)
         if not newest:
@@ -64,23 +69,28 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     if runs < 2:
         raise TritonhookError(f"--runs {runs}: at least 2 per arm, for an interval")
     pins, recording = pins_of(store, sweep)
+    swept = _swept_decisions(sweep, recording)
+    baseline = {pin.key: swept[pin.key.kernel, pin.key.tuning_key][2] for pin in pins
+                if (pin.key.kernel, pin.key.tuning_key) in swept} if against == "sweep" else {}
     folder = store.run_folder("confirm")
-    pins_file = write_file(folder / "pins.json", json.dumps(file_json([(d, None) for d in pins], __version__)),
-                           "pinned configs")
+    applied = {"pinned": _pins_file(folder / "pins.json", pins, "pinned configs"),
+               "unpinned": _pins_file(folder / "baseline.json", [
+                   dataclasses.replace(pin, choice=dataclasses.replace(pin.choice, config=tuple(config.items())))
+                   for pin in pins if (config := baseline.get(pin.key))], "the sweep's configs") if baseline else None}
     recordings: dict[str, list[Recording]] = {arm: [] for arm in ARMS}
     for run in range(runs):
         for arm in (ARMS if run % 2 == 0 else ARMS[::-1]):
             progress(f"run {run + 1}/{runs}, {arm}")
-            result = record_command(command, store, apply=str(pins_file) if arm == "pinned" else None,
-                                    stdout=subprocess.DEVNULL)
+            result = record_command(command, store, apply=applied[arm], stdout=subprocess.DEVNULL)
             if result.recording is None or result.exit_code != 0:
                 raise TritonhookError(f"{' '.join(command)}: the {arm} run {run + 1} exited {result.exit_code} "
                                       f"with no recording ({result.failure or 'see its stderr above'})")
             recordings[arm].append(result.recording)
     key_names = {d["kernel"]: d.get("key_names") or [] for d in recording.autotune}
-    swept = _swept_decisions(sweep, recording)
     found = [_measure_pin(pin, key_names.get(pin.key.kernel, []), recordings, min_effect,
-                          *swept.get((pin.key.kernel, pin.key.tuning_key), (None, ""))) for pin in pins]
+                          *swept.get((pin.key.kernel, pin.key.tuning_key), (None, "", None))[:2],
+                          baseline=baseline.get(pin.key) if against == "sweep" else None)
+             for pin in pins]
     step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
     confirmation = Confirmation(int(sweep.id), list(command), runs, found, step_ms,
                                 _compared(step_ms, min_effect))
@@ -95,33 +105,43 @@ def _compared(ms: dict[str, list[float]], min_effect: float) -> dict:
     return {"ratio": ratio, "low": low, "high": high, "verdict": verdict(ratio, low, high, min_effect)}
 
 
-def _swept_decisions(sweep: SweepResult, recording: Recording) -> dict[tuple[str, tuple[str, ...]], tuple[int, str]]:
-    """(kernel, tuning key) -> (the decision's group, the config the recorded run picked) of each autotuned row:
-    what a pin's regret was measured against."""
+def _pins_file(path, pins: list[Decision], what: str) -> str:
+    """A decisions file of `pins`, for one arm's `record --apply`."""
+    return str(write_file(path, json.dumps(file_json([(d, None) for d in pins], __version__)), what))
+
+
+def _swept_decisions(sweep: SweepResult, recording: Recording
+                     ) -> dict[tuple[str, tuple[str, ...]], tuple[int, str, dict]]:
+    """(kernel, tuning key) -> (the decision's group, the config the recorded run picked, as text and as values) of
+    each autotuned row: what a pin's regret was measured against."""
     decided = {d["group"]: d for d in recording.autotune if d.get("key")}
-    return {(d["kernel"], tuple(d["key"])): (row.autotune["group"], row.autotune.get("workload", ""))
+    return {(d["kernel"], tuple(d["key"])): (row.autotune["group"], row.autotune.get("workload", ""), d["chosen"])
             for row in sweep.rows if row.autotune and (d := decided.get(row.autotune.get("group"))) is not None}
 
 
 def _measure_pin(pin: Decision, key_names: list[str], recordings: dict[str, list[Recording]],
-                 min_effect: float, group: int | None = None, workload_config: str = "") -> PinConfirmation:
+                 min_effect: float, group: int | None = None, workload_config: str = "", *,
+                 baseline: dict | None = None) -> PinConfirmation:
+    """`baseline`: the config the unpinned arm ran pinned (`against` "sweep"), None where it tuned as it does."""
     config = dict(pin.choice.config)
     ms = {arm: [] for arm in ARMS}
-    pinned_ran = True
-    for arm in ARMS:
+    ran = {arm: True for arm in ARMS}
+    for arm, pinned in (("unpinned", baseline), ("pinned", config)):
         for recording in recordings[arm]:
             at_key = [s for s in recording.signatures if s.kernel == pin.key.kernel and s.launches and s.times_ms
                       and _at_tuning_key(s, key_names, pin.key.tuning_key)]
             launches = sum(s.launches for s in at_key)
             ms[arm].append(sum(s.gpu_ms for s in at_key) / launches if launches else 0.0)
-            if arm == "pinned":
-                pinned_ran &= bool(at_key) and all(_runs_config(s, config) for s in at_key)
+            if pinned is not None:
+                ran[arm] &= bool(at_key) and all(_runs_config(s, pinned) for s in at_key)
     picks = [config_text(d["chosen"]) for recording in recordings["unpinned"] for d in recording.autotune
              if d["kernel"] == pin.key.kernel and tuple(d.get("key") or ()) == pin.key.tuning_key]
     ev = pin.evidence
     found = PinConfirmation(pin.key.kernel, list(pin.key.tuning_key), config_text(config),
-                            {"ratio": ev.ratio, "low": ev.low, "high": ev.high}, ms, pinned_ran=pinned_ran,
-                            picks=picks, workload_config=workload_config, group=group)
+                            {"ratio": ev.ratio, "low": ev.low, "high": ev.high}, ms, pinned_ran=ran["pinned"],
+                            picks=picks, workload_config=workload_config, group=group,
+                            against="autotuner" if baseline is None else "sweep",
+                            baseline_ran=None if baseline is None else ran["unpinned"])
     figures = _compared(ms, min_effect)
     found.ratio, found.low, found.high, found.verdict = (figures[k] for k in ("ratio", "low", "high", "verdict"))
     return found

@@ -21,6 +21,9 @@ from ..store import ResultKind, Store, register_result_kind
 
 RESULT_KIND = "confirmation"
 ARMS = ("unpinned", "pinned")
+AGAINST = {"autotuner": "the unpinned arm: the workload's autotuner tunes again each run",
+           "sweep": "the unpinned arm runs the config the sweep's recorded run picked, pinned too"}
+"""What a pinned config is compared with inside the workload (`decisions confirm --against`)."""
 
 CONFIRMED, REPLAY_BIAS = "confirmed", "replay bias"
 STANDINGS = {
@@ -30,7 +33,7 @@ STANDINGS = {
                      "one config (the sweep's pick was a draw)",
     "other picks": "not judged against the sweep's config: the unpinned runs' autotuner picked other configs",
     "picks unseen": "not judged: the unpinned runs did not tune it (a cache gave their config)",
-    "not pinned": "not judged: a pinned run did not launch the pinned config",
+    "not pinned": "not judged: a run did not launch the config its arm pins",
 }
 """What a confirmation says of a regret (`PinConfirmation.standing`), in words."""
 
@@ -56,16 +59,20 @@ class PinConfirmation:
     picks: list[str] = dataclasses.field(default_factory=list)
     workload_config: str = ""
     group: int | None = None
+    against: str = "autotuner"        # a key of AGAINST
+    baseline_ran: bool | None = None  # against "sweep": every unpinned run launched the sweep's config
 
     @property
     def standing(self) -> str:
         """What the runs say of the replay's regret (a key of `STANDINGS`): confirmed where the pinned config ran
         faster; refuted (a replay bias) only where every unpinned run ran the config the regret was measured
-        against; otherwise not judged, and why."""
-        if not self.pinned_ran:
+        against (by its pick, or pinned to it: `against` "sweep"); otherwise not judged, and why."""
+        if not self.pinned_ran or (self.against == "sweep" and not self.baseline_ran):
             return "not pinned"
         if self.verdict == "faster":
             return CONFIRMED
+        if self.against == "sweep":
+            return REPLAY_BIAS
         if not self.picks:
             return "picks unseen"
         ran = Counter(self.picks)
@@ -82,6 +89,8 @@ class PinConfirmation:
         """How many configs the unpinned runs' autotuner picked, and how often the sweep's and the pinned one; where
         it tuned in none of them, that a cache gave the pick (Inductor's, or Triton's autotune cache), so its
         reproducibility was not seen."""
+        if self.against == "sweep":
+            return "not tuned: the sweep's config pinned"
         if not self.picks:
             return f"not tuned in any of the {len(self.ms.get('unpinned', []))} unpinned runs (a cache gave its pick)"
         ran = Counter(self.picks)
@@ -127,9 +136,11 @@ class Confirmation:
                          f"{replay['ratio']:.3f} [{replay['low']:.3f}, {replay['high']:.3f}]",
                          _interval(pin.ratio, pin.low, pin.high), pin.verdict if pin.pinned_ran else "not pinned",
                          STANDINGS[pin.standing], pin.picks_text()))
+        against = {pin.against for pin in self.pins}
         yield format.table(("kernel", "tuning key", "pinned config", "replay", "in the workload", "verdict",
                             "regret", "autotuner's picks"), rows,
-                           title=f"tritonhook decisions confirm: sweep {self.sweep_id}, {self.runs} runs per arm")
+                           title=f"tritonhook decisions confirm: sweep {self.sweep_id}, {self.runs} runs per arm; "
+                                 f"against {'; '.join(AGAINST[a] for a in sorted(against))}")
         yield format.line(f"step (recorded Triton GPU time) pinned / unpinned: "
                           f"{_interval(self.step.get('ratio'), self.step.get('low'), self.step.get('high'))} "
                           f"{self.step.get('verdict', '-')}")
