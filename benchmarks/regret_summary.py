@@ -87,10 +87,7 @@ def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | 
         found["aa"] = {"rows": no_difference(aa["rows"]), "candidates": no_difference(aa.get("candidates", [])),
                        "times_s": aa.get("times_s"), "rounds": rounds_spent(aa)}
     if confirm is not None:
-        found["confirm"] = [{k: p[k] for k in ("kernel", "tuning_key", "config", "replay", "ratio", "low", "high",
-                                               "verdict", "pinned_ran", "confirmed", "picks", "ms")}
-                            | {k: p.get(k) for k in ("standing", "workload_config", "group")}
-                            for p in confirm["pins"]]
+        found["confirm"] = confirm["pins"]  # each as `decisions confirm` saved it
         found["confirm_step"] = confirm["step"]
     return found
 

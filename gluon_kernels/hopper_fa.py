@@ -239,7 +239,7 @@ def _simple_block(j, mem, tile, state, cfg, MASKED: gl.constexpr):
     return OnlineSoftmax(m_i, l_i, acc)
 
 
-@gluon.jit
+@gluon.jit(do_not_specialize=["seq_len"])  # S == 1 as a constant: QueryTile's runtime fields take none
 def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, HEAD_DIM: gl.constexpr,
                      BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                      V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, num_warps: gl.constexpr):
@@ -624,7 +624,7 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
         tma_store_wait(0)
 
 
-@gluon.jit
+@gluon.jit(do_not_specialize=["seq_len", "num_bh"])  # S or B*H == 1 as a constant: the aggregates take none
 def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh,
                  HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                  CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr,

@@ -321,3 +321,18 @@ def test_a_data_aggregate_is_built_from_exactly_its_fields():
 
     with pytest.raises(TypeError, match=r"WsShared takes its 6 fields \(q, k, v, turns, o_bufs, ones\), not 5"):
         WsShared(*range(5))
+
+
+@pytest.mark.parametrize("build", [
+    pytest.param(lambda: compile_hopper_attention("bf16", 64, False, "ws"), id="hopper-ws"),
+    pytest.param(lambda: compile_hopper_attention("bf16", 64, False, "simple"), id="hopper-simple"),
+    pytest.param(lambda: __import__("gluon_kernels.blackwell", fromlist=["x"]).compile_blackwell_attention(
+        "fp16", 128, False), id="blackwell")])
+def test_a_launch_passes_every_integer_argument_as_a_value_even_when_it_is_one(build):
+    """A launch passes an integer argument equal to 1 as a constant unless the kernel says not to (Triton's
+    specialization), and the kernels' aggregates (the tile schedule, a query tile) hold the sequence length and the
+    head count as runtime values, which take no constant. Found on an H100: every Hopper warp-specialized launch with
+    B*H == 1 failed to compile. So each integer argument of every bundled attention kernel is never specialized."""
+    built = build()
+    integers = {name for name, kind in built.src.signature.items() if kind in ("i32", "i64")}
+    assert integers and integers <= {p.name for p in built.src.fn.params if p.do_not_specialize}
