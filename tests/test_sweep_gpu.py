@@ -522,8 +522,9 @@ def test_an_aa_sweep_estimates_nothing_and_its_flips_keep_the_workload_config(ho
 def test_an_autotuners_regret_is_found_pinned_and_confirmed_inside_the_workload(tmp_path):
     """A workload whose autotuner keeps a slow config (tests/biased_autotune_workload.py): the sweep's row answers
     for that config, its regret names the faster one, and `decisions confirm` runs the workload pinned and unpinned:
-    the kernel is faster pinned inside the workload too, and the pinned runs launched the pinned config. The
-    sweep ran the regret's config against the workload's on one input set: same outputs, faster."""
+    the kernel is faster pinned inside the workload too, and the pinned runs launched the pinned config; so it is
+    against the sweep's config pinned in the other arm (`--against sweep`). The sweep ran the regret's config against
+    the workload's on one input set: same outputs, faster."""
     import json
     import subprocess
     import sys
@@ -550,6 +551,14 @@ def test_an_autotuners_regret_is_found_pinned_and_confirmed_inside_the_workload(
     assert all(pick.startswith("BLOCK=64") for pick in pin["picks"])  # the biased autotuner, every cold run
     print(f"\nregret {regret['ratio']:.3f} in the replay; in the workload {pin['ratio']:.3f} "
           f"[{pin['low']:.3f}, {pin['high']:.3f}]")
+    # against the sweep's config pinned in the other arm: the same regret, no autotuning in either arm
+    against = subprocess.run([sys.executable, "-m", "tritonhook", "decisions", "confirm", "--sweep",
+                              str(result["id"]), "--store", str(store), "--runs", "2", "--against", "sweep",
+                              "--json", "--", *workload], capture_output=True, text=True, timeout=600)
+    assert against.returncode == 0, against.stderr[-2000:]
+    (pin,) = json.loads(against.stdout)["pins"]
+    assert pin["against"] == "sweep" and pin["baseline_ran"] and pin["pinned_ran"] and pin["picks"] == [], pin
+    assert pin["standing"] == "confirmed", pin
 
 
 def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):

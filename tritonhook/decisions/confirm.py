@@ -87,10 +87,11 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
                                       f"with no recording ({result.failure or 'see its stderr above'})")
             recordings[arm].append(result.recording)
     key_names = {d["kernel"]: d.get("key_names") or [] for d in recording.autotune}
-    found = [_measure_pin(pin, key_names.get(pin.key.kernel, []), recordings, min_effect,
-                          *swept.get((pin.key.kernel, pin.key.tuning_key), (None, "", None))[:2],
-                          baseline=baseline.get(pin.key) if against == "sweep" else None)
-             for pin in pins]
+    found = []
+    for pin in pins:
+        group, workload_config, _ = swept.get((pin.key.kernel, pin.key.tuning_key), (None, "", None))
+        found.append(_measure_pin(pin, key_names.get(pin.key.kernel, []), recordings, min_effect, group,
+                                  workload_config, baseline=baseline.get(pin.key)))
     step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
     confirmation = Confirmation(int(sweep.id), list(command), runs, found, step_ms,
                                 _compared(step_ms, min_effect))
