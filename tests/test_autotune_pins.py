@@ -367,6 +367,25 @@ def test_a_confirmation_refutes_a_regret_only_where_the_unpinned_runs_ran_the_sw
     assert (found.verdict == "faster") == (standing == "confirmed") and STANDINGS[standing]
 
 
+@pytest.mark.parametrize("unpinned_block, standing", [(512, "replay bias"), (256, "picks unseen")],
+                         ids=["launched the sweep's config", "launched the pinned config"])
+def test_where_the_unpinned_runs_tuned_nothing_their_launches_say_which_config_they_ran(unpinned_block, standing):
+    """Inductor's warm caches (or Triton's autotune cache) give the unpinned runs their config without tuning, so
+    no pick is recorded; their launches' constexprs still tell the sweep's config (BLOCK 512) from the pinned one
+    (BLOCK 256): a pinned config not faster than the sweep's, launched, is a replay bias."""
+    from tritonhook.decisions.confirm import _measure_pin
+
+    pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096", "torch.float32"), GPU),
+                             decisions.Choice(config=(("BLOCK", 256), ("num_warps", 4))),
+                             decisions.Evidence("add_kernel", 0.75, 0.74, 0.76, "bitwise", "2026-11-26", "0.1.0",
+                                                "sweep", 1))
+    runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, unpinned_block, picked=None)
+                         for i in range(3)],
+            "pinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, 256, picked=None) for i in range(3)]}
+    found = _measure_pin(pin, ["n"], runs, 0.01, 0, SWEPT, swept_config={"BLOCK": 512, "num_warps": 4})
+    assert found.picks == [] and found.standing == standing
+
+
 @pytest.mark.parametrize("baseline_block, pinned_ms, standing", [
     (512, 0.015, "confirmed"), (512, 0.020, "replay bias"), (1024, 0.020, "not pinned")],
     ids=["faster", "refuted", "the baseline did not run the sweep's config"])
@@ -384,7 +403,8 @@ def test_against_the_sweeps_config_pinned_a_regret_is_judged_whatever_the_autotu
     runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, baseline_block, picked=None)
                          for i in range(3)],
             "pinned": [_run_of({4096: pinned_ms + i * 1e-5, 8192: 0.05}, 256, picked=None) for i in range(3)]}
-    found = _measure_pin(pin, ["n"], runs, 0.01, 0, SWEPT, baseline={"BLOCK": 512, "num_warps": 4})
+    found = _measure_pin(pin, ["n"], runs, 0.01, 0, SWEPT, swept_config={"BLOCK": 512, "num_warps": 4},
+                         against_sweep=True)
     assert found.against == "sweep" and found.standing == standing
     assert found.baseline_ran is (baseline_block == 512) and found.picks_text() == "not tuned: the sweep's config pinned"
 

@@ -89,9 +89,9 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     key_names = {d["kernel"]: d.get("key_names") or [] for d in recording.autotune}
     found = []
     for pin in pins:
-        group, workload_config, _ = swept.get((pin.key.kernel, pin.key.tuning_key), (None, "", None))
+        group, workload_config, chosen = swept.get((pin.key.kernel, pin.key.tuning_key), (None, "", None))
         found.append(_measure_pin(pin, key_names.get(pin.key.kernel, []), recordings, min_effect, group,
-                                  workload_config, baseline=baseline.get(pin.key)))
+                                  workload_config, swept_config=chosen, against_sweep=pin.key in baseline))
     step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
     confirmation = Confirmation(int(sweep.id), list(command), runs, found, step_ms,
                                 _compared(step_ms, min_effect))
@@ -122,27 +122,30 @@ def _swept_decisions(sweep: SweepResult, recording: Recording
 
 def _measure_pin(pin: Decision, key_names: list[str], recordings: dict[str, list[Recording]],
                  min_effect: float, group: int | None = None, workload_config: str = "", *,
-                 baseline: dict | None = None) -> PinConfirmation:
-    """`baseline`: the config the unpinned arm ran pinned (`against` "sweep"), None where it tuned as it does."""
+                 swept_config: dict | None = None, against_sweep: bool = False) -> PinConfirmation:
+    """`swept_config`: the config the sweep's recorded run picked, which the unpinned arm ran pinned where
+    `against_sweep`; otherwise its launches tell whether it ran that config, where the constexprs of the two configs
+    differ (num_warps and the like are not in a launch's signature)."""
     config = dict(pin.choice.config)
     ms = {arm: [] for arm in ARMS}
     ran = {arm: True for arm in ARMS}
-    for arm, pinned in (("unpinned", baseline), ("pinned", config)):
+    for arm, expected in (("unpinned", swept_config), ("pinned", config)):
         for recording in recordings[arm]:
             at_key = [s for s in recording.signatures if s.kernel == pin.key.kernel and s.launches and s.times_ms
                       and _at_tuning_key(s, key_names, pin.key.tuning_key)]
             launches = sum(s.launches for s in at_key)
             ms[arm].append(sum(s.gpu_ms for s in at_key) / launches if launches else 0.0)
-            if pinned is not None:
-                ran[arm] &= bool(at_key) and all(_runs_config(s, pinned) for s in at_key)
+            ran[arm] &= bool(at_key) and expected is not None and all(_runs_config(s, expected) for s in at_key)
+            if arm == "unpinned" and not against_sweep:  # a launch that fits both configs tells neither
+                ran[arm] &= not all(_runs_config(s, config) for s in at_key)
     picks = [config_text(d["chosen"]) for recording in recordings["unpinned"] for d in recording.autotune
              if d["kernel"] == pin.key.kernel and tuple(d.get("key") or ()) == pin.key.tuning_key]
     ev = pin.evidence
     found = PinConfirmation(pin.key.kernel, list(pin.key.tuning_key), config_text(config),
                             {"ratio": ev.ratio, "low": ev.low, "high": ev.high}, ms, pinned_ran=ran["pinned"],
                             picks=picks, workload_config=workload_config, group=group,
-                            against="autotuner" if baseline is None else "sweep",
-                            baseline_ran=None if baseline is None else ran["unpinned"])
+                            against="sweep" if against_sweep else "autotuner",
+                            baseline_ran=ran["unpinned"] if swept_config is not None else None)
     figures = _compared(ms, min_effect)
     found.ratio, found.low, found.high, found.verdict = (figures[k] for k in ("ratio", "low", "high", "verdict"))
     return found

@@ -60,21 +60,22 @@ class PinConfirmation:
     workload_config: str = ""
     group: int | None = None
     against: str = "autotuner"        # a key of AGAINST
-    baseline_ran: bool | None = None  # against "sweep": every unpinned run launched the sweep's config
+    baseline_ran: bool | None = None  # every unpinned run launched the sweep's config, as its launches tell
 
     @property
     def standing(self) -> str:
         """What the runs say of the replay's regret (a key of `STANDINGS`): confirmed where the pinned config ran
         faster; refuted (a replay bias) only where every unpinned run ran the config the regret was measured
-        against (by its pick, or pinned to it: `against` "sweep"); otherwise not judged, and why."""
+        against (by its pick, pinned to it: `against` "sweep", or, where nothing was tuned, by its launches);
+        otherwise not judged, and why."""
         if not self.pinned_ran or (self.against == "sweep" and not self.baseline_ran):
             return "not pinned"
         if self.verdict == "faster":
             return CONFIRMED
         if self.against == "sweep":
             return REPLAY_BIAS
-        if not self.picks:
-            return "picks unseen"
+        if not self.picks:  # nothing tuned: what the unpinned runs launched says which config they ran
+            return REPLAY_BIAS if self.baseline_ran else "picks unseen"
         ran = Counter(self.picks)
         if ran[self.config] == len(self.picks):
             return "picked itself"
