@@ -310,16 +310,21 @@ def _run_of(kernel_ms: dict[int, float], block_at_4096: int, *, picked: int | No
                          autotune=autotune)
 
 
+def _block_256_pin(num_warps: int):
+    """The decision pinning the add kernel at n=4096 to BLOCK 256, as a sweep's regret (0.75 of BLOCK 512) makes it."""
+    return decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096", "torch.float32"), GPU),
+                              decisions.Choice(config=(("BLOCK", 256), ("num_warps", num_warps))),
+                              decisions.Evidence("add_kernel", 0.75, 0.74, 0.76, "bitwise", "2026-11-25", "0.1.0",
+                                                 "sweep", 1))
+
+
 def test_confirmation_compares_the_kernel_at_its_tuning_key_between_the_arms_and_counts_the_autotuners_picks():
     """What `decisions confirm` reads from its recordings: the pinned kernel's time per launch at the pinned tuning
     key only (the 8192 signature is another key), whether the pinned runs launched the pinned config, and the
     configs the unpinned runs' autotuner picked (two of three cold runs picked BLOCK 512, one BLOCK 256)."""
     from tritonhook.decisions.confirm import _measure_pin
 
-    pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096", "torch.float32"), GPU),
-                             decisions.Choice(config=(("BLOCK", 256), ("num_warps", 2))),
-                             decisions.Evidence("add_kernel", 0.75, 0.74, 0.76, "bitwise", "2026-11-25", "0.1.0",
-                                                "sweep", 1))
+    pin = _block_256_pin(num_warps=2)
     runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-4, 8192: 0.05}, 512, picked=512) for i in range(2)]
             + [_run_of({4096: 0.0151, 8192: 0.05}, 256, picked=256)],
             "pinned": [_run_of({4096: 0.015 + i * 1e-4, 8192: 0.07}, 256, picked=None) for i in range(3)]}
@@ -355,10 +360,7 @@ def test_a_confirmation_refutes_a_regret_only_where_the_unpinned_runs_ran_the_sw
     from tritonhook.decisions.confirm import _measure_pin
     from tritonhook.decisions.confirmation import STANDINGS
 
-    pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096", "torch.float32"), GPU),
-                             decisions.Choice(config=(("BLOCK", 256), ("num_warps", 4))),
-                             decisions.Evidence("add_kernel", 0.75, 0.74, 0.76, "bitwise", "2026-11-26", "0.1.0",
-                                                "sweep", 1))
+    pin = _block_256_pin(num_warps=4)
     runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, picked or 512, picked=picked)
                          for i, picked in enumerate(unpinned_picks)],
             "pinned": [_run_of({4096: pinned_ms + i * 1e-5, 8192: 0.05}, 256, picked=None) for i in range(3)]}
@@ -375,10 +377,7 @@ def test_where_the_unpinned_runs_tuned_nothing_their_launches_say_which_config_t
     (BLOCK 256): a pinned config not faster than the sweep's, launched, is a replay bias."""
     from tritonhook.decisions.confirm import _measure_pin
 
-    pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096", "torch.float32"), GPU),
-                             decisions.Choice(config=(("BLOCK", 256), ("num_warps", 4))),
-                             decisions.Evidence("add_kernel", 0.75, 0.74, 0.76, "bitwise", "2026-11-26", "0.1.0",
-                                                "sweep", 1))
+    pin = _block_256_pin(num_warps=4)
     runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, unpinned_block, picked=None)
                          for i in range(3)],
             "pinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, 256, picked=None) for i in range(3)]}
@@ -396,10 +395,7 @@ def test_against_the_sweeps_config_pinned_a_regret_is_judged_whatever_the_autotu
     launched the sweep's config."""
     from tritonhook.decisions.confirm import _measure_pin
 
-    pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096", "torch.float32"), GPU),
-                             decisions.Choice(config=(("BLOCK", 256), ("num_warps", 4))),
-                             decisions.Evidence("add_kernel", 0.75, 0.74, 0.76, "bitwise", "2026-11-26", "0.1.0",
-                                                "sweep", 1))
+    pin = _block_256_pin(num_warps=4)
     runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, baseline_block, picked=None)
                          for i in range(3)],
             "pinned": [_run_of({4096: pinned_ms + i * 1e-5, 8192: 0.05}, 256, picked=None) for i in range(3)]}
