@@ -15,7 +15,7 @@ from tritonhook.measure.variants import parse_variants
 from tritonhook.page import write_report
 from tritonhook.sweep import ReplayPlan, Workers, replay
 from tritonhook import config
-from tritonhook.sweep.misses import miss_reason, missed_rows
+from tritonhook.sweep.misses import check_conditions, miss_reason, missed_rows
 from tritonhook.sweep.result import Fidelity, SweepResult, SweepRow, VariantTiming
 
 pytestmark = pytest.mark.release_independent
@@ -42,6 +42,26 @@ def test_an_l2_rule_that_brings_the_row_within_is_named_with_its_direction():
     assert said.startswith("L2 state: replayed cold") and "finds less of its data in L2" in said
 
 
+def test_a_row_its_own_rule_brings_within_on_a_clean_l2_missed_on_the_dirt_not_on_the_residency():
+    """Warm (one input set, never dirtied) would bring it within too: it changes both at once, so the dirt flip,
+    which changes one, names the cause."""
+    said = miss_reason(_row(20.0, 24.2), "measured", {"measured clean": 0.97, "cold": 1.22, "warm": 0.966}, None)
+    assert said.startswith("L2 dirt: replayed measured clean it is within ±10% (measured 1.210, measured clean 0.970,")
+    assert "fewer of the lines it evicts from L2 are dirty" in said
+    said = miss_reason(_row(20.0, 16.0), "cold", {"cold dirtied": 0.95, "warm": 0.7}, None)
+    assert said.startswith("L2 dirt: replayed cold dirtied") and "more of the lines it evicts" in said
+    said = miss_reason(_row(20.0, 24.2), "measured", {"measured clean": 1.15, "cold": 1.22, "warm": 0.966}, None)
+    assert said.startswith("L2 state: replayed warm it is within ±10%")
+
+
+def test_the_check_flips_the_dirt_of_its_own_rule_only_where_that_rule_rotates_its_inputs():
+    dirty_unless_warm = lambda mode: mode != "warm"  # noqa: E731 - config.SWEEP_DIRTY_L2's default
+    assert [(c.name, c.l2, c.dirty) for c in check_conditions("measured", dirty_unless_warm)] == [
+        ("measured clean", "measured", False), ("cold", "cold", True), ("warm", "warm", False)]
+    assert [c.name for c in check_conditions("cold", lambda mode: False)] == ["cold dirtied", "warm"]
+    assert [c.name for c in check_conditions("warm", dirty_unless_warm)] == ["cold"]
+
+
 def test_a_workload_time_between_the_replays_is_the_l2_state_too():
     said = miss_reason(_row(10.0, 11.5), "measured", {"cold": 1.3, "warm": 0.85}, None)
     assert said.startswith("L2 state: its time inside the workload lies between its replays")
@@ -65,14 +85,17 @@ def test_only_rows_of_the_fidelity_set_outside_the_tolerance_are_missed():
 
 @pytest.mark.miss_check
 def test_a_sweep_replays_its_missed_rows_under_the_other_l2_rules_and_says_why(tmp_path):
-    """sample_recording's signature i took 10 (i + 1) µs inside the workload; the fake worker takes 72 µs measured,
-    61 warm and 75 cold for every one: the 60 µs one misses and warm brings it within, the others of the 90% set
-    are slower than in the workload under every rule, and the rows outside the set are not checked."""
+    """sample_recording's signature i took 10 (i + 1) µs inside the workload; the fake worker takes 72 µs measured
+    (73 on a clean L2), 61 warm and 75 cold for every one: the 60 µs one misses and warm brings it within, the
+    others of the 90% set are slower than in the workload under every rule, and the rows outside the set are not
+    checked."""
     store, recording = sample_recording(tmp_path / "store", 6)
+    times = "measured=0.072,measured clean=0.073,warm=0.061,cold=0.075"
     result = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=7),
-                    workers=Workers.at(worker=[FAKE_WORKER, "--time-by-l2", "measured=0.072,warm=0.061,cold=0.075"]))
+                    workers=Workers.at(worker=[FAKE_WORKER, "--time-by-l2", times]))
     first = next(row for row in result.rows if abs(row.recorded_ms - 0.06) < 1e-9)
-    assert first.miss["l2"] == pytest.approx({"measured": 1.2, "cold": 1.25, "warm": 61 / 60})
+    assert first.miss["l2"] == pytest.approx({"measured": 1.2, "measured clean": 73 / 60, "cold": 1.25,
+                                              "warm": 61 / 60})
     assert first.miss["rounds"] == config.SWEEP_CHECK_ROUNDS and first.miss["why"].startswith("L2 state: replayed warm")
     held = Fidelity.members(result.rows)
     assert first in held and len(held) < len(result.rows)

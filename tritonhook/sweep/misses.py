@@ -1,8 +1,8 @@
 """Why a row misses the fidelity bar, measured rather than guessed.
 
 A row of the fidelity set (`result.Fidelity`) whose replayed time is more than the tolerance away from its time
-inside the workload is replayed again, its baseline alone, under the other L2 rules (`CHECK_MODES`), and what else
-the two places measured is set beside it: the launch lead (the empty kernel after each timed kernel, in both
+inside the workload is replayed again, its baseline alone, under the other L2 rules (`CHECK_MODES`) and under its own
+rule with the L2 dirt flipped (`check_conditions`), and what else the two places measured is set beside it: the launch lead (the empty kernel after each timed kernel, in both
 places: `SweepRow.lead_ms`) and the SM clock (a ~1 ms spin after the workload and after the row's rounds:
 `measure.timing.sm_clock_mhz`). `miss_reason` turns those figures into the row's sentence, naming what brings the
 row within the tolerance, or, where nothing does, every figure that was ruled out. The replays are `replay.py`'s
@@ -10,6 +10,9 @@ row within the tolerance, or, where nothing does, every figure that was ruled ou
 """
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Callable
 
 from .result import FIDELITY_TOLERANCE, Fidelity, SweepRow
 
@@ -27,9 +30,27 @@ def missed_rows(rows: list[SweepRow], tolerance: float = FIDELITY_TOLERANCE) -> 
             if row.status == "ok" and row.fidelity is not None and abs(row.fidelity - 1.0) > tolerance]
 
 
-def check_modes(l2: str) -> list[str]:
-    """The L2 rules a missed row is replayed under when the sweep replayed it under `l2`."""
-    return [mode for mode in CHECK_MODES if mode != l2]
+@dataclasses.dataclass(frozen=True)
+class CheckCondition:
+    """One check replay of a missed row: an L2 rule (`config.SWEEP_L2_MODES`) and whether an L2-sized write goes
+    before each call (`config.SWEEP_DIRTY_L2`)."""
+
+    l2: str
+    dirty: bool
+    name: str
+
+
+def check_conditions(l2: str, dirtied: Callable[[str], bool]) -> list[CheckCondition]:
+    """The replays a row missed under `l2` is checked with: each other rule at its own dirtiness (`dirtied(mode)`),
+    and, where `l2` rotates its inputs, `l2` itself with the dirt flipped ("measured clean", or "measured dirtied"
+    where the sweep ran clean). The flip changes one thing: the residency is the sweep's, so a row it brings within
+    missed on what its evictions cost, not on what it found in L2; `warm` changes both at once (one input set, never
+    dirtied) and cannot tell them apart."""
+    others = [CheckCondition(mode, dirtied(mode), mode) for mode in CHECK_MODES if mode != l2]
+    if l2 == "warm":
+        return others
+    own = dirtied(l2)
+    return [CheckCondition(l2, not own, f"{l2} {'dirtied' if not own else 'clean'}"), *others]
 
 
 def miss_reason(row: SweepRow, l2: str, by_mode: dict[str, float | None], workload_clock_mhz: float | None,
@@ -41,6 +62,11 @@ def miss_reason(row: SweepRow, l2: str, by_mode: dict[str, float | None], worklo
     ratios = {l2: row.fidelity, **by_mode}
     figures = ", ".join(f"{mode} {ratio:.3f}" for mode, ratio in ratios.items() if ratio is not None)
     closing = [mode for mode, ratio in by_mode.items() if within(ratio)]
+    flipped = next((mode for mode in closing if mode.startswith(f"{l2} ")), None)
+    if flipped:
+        fewer = "fewer" if flipped.endswith("clean") else "more"
+        return (f"L2 dirt: replayed {flipped} it is within ±{tolerance:.0%} ({figures}): inside the workload {fewer} "
+                f"of the lines it evicts from L2 are dirty (owed to DRAM) than in the {l2} replay")
     if closing:
         mode = closing[0]
         more = "more" if mode == "warm" else "less"

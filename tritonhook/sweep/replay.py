@@ -23,7 +23,7 @@ from ..rename import compile_select
 from ..store import ResultKind, Store, register_result_kind
 from .autotune import analyze_group, autotune_groups, config_text
 from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature
-from .misses import check_modes, miss_reason, missed_rows
+from .misses import check_conditions, miss_reason, missed_rows
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
 from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
 from .builds import BuiltVariant, build_variants, with_extra_ptxas
@@ -284,8 +284,9 @@ def _dirtied(l2: str) -> bool:
 def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
                     built: dict[int, dict[str, BuiltVariant]], workers: Workers, l2: str) -> None:
     """Set `miss` on every row of the fidelity set outside the tolerance (`misses.py`): its baseline replayed again
-    under each other L2 rule (`misses.check_modes`; the config the workload ran, for an autotuned row), its ratio
-    under each, and the sentence `misses.miss_reason` makes of them with the launch lead and the clocks."""
+    under each other L2 rule and its own with the dirt flipped (`misses.check_conditions`; the config the workload
+    ran, for an autotuned row), its ratio under each, and the sentence `misses.miss_reason` makes of them with the
+    launch lead and the clocks."""
     missed = missed_rows(rows)
     by_id = {s.id: s for s in recording.signatures}
     signatures = [dataclasses.replace(by_id[row.signature], autotune=None) for row in missed
@@ -294,13 +295,13 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
         return
     baseline = {s.id: dict([next(iter(built[s.id].items()))]) for s in signatures}
     by_mode: dict[int, dict[str, float | None]] = {s.id: {} for s in signatures}
-    for mode in check_modes(l2):
+    for condition in check_conditions(l2, _dirtied):
         checked = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
                    for s in signatures}
-        time_signatures(recording, store, signatures, baseline, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS, l2=mode,
-                        dirty_l2=_dirtied(mode))
+        time_signatures(recording, store, signatures, baseline, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS,
+                        l2=condition.l2, dirty_l2=condition.dirty)
         for signature_id, row in checked.items():
-            by_mode[signature_id][mode] = row.fidelity if row.status == "ok" else None
+            by_mode[signature_id][condition.name] = row.fidelity if row.status == "ok" else None
     for row in missed:
         if row.signature in by_mode:
             row.miss = {"l2": {l2: row.fidelity, **by_mode[row.signature]}, "lead_ms": row.lead_ms,
