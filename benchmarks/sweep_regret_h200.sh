@@ -23,11 +23,13 @@
 #              bucket); gemlite_serial sweeps it the same with configs compiled one at a time
 #              (TRITONHOOK_RECORD_COMPILE_THREADS=1), its own cold Triton cache and store
 #   qwen       Hugging Face transformers' Qwen3 (4 layers, random weights) training steps under torch.compile
+#   unet       Hugging Face diffusers' UNet2DConditionModel (SD 1.x layout, small, random weights) training steps under
+#              torch.compile
 set -u
 OUT=${OUT:-$PWD/regret-out}
 SCRATCH=${SCRATCH:-/tmp/regret-work}
 mkdir -p "$OUT" "$SCRATCH"
-eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" base timm flag-gems torchao mamba fla gemlite)"
+eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" base timm flag-gems torchao mamba fla gemlite diffusers)"
 export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
 export TRITON_CACHE_DIR="$SCRATCH/triton-cache" TORCHINDUCTOR_CACHE_DIR="$SCRATCH/inductor-cache"
 export FLAGGEMS_CACHE_DIR="$SCRATCH/flaggems-cache"
@@ -125,6 +127,10 @@ QWEN=($PY benchmarks/workloads/hf_qwen3_compiled.py ${QWEN_STEPS:-5})
 want qwen && ROWS=${QWEN_ROWS:-20} sweep qwen ${QWEN_S:-400} "${QWEN[@]}"
 want qwen_aa && ROWS=${QWEN_ROWS:-20} aa qwen 200
 want qwen_confirm && confirm qwen ${RUNS:-3} ${CONFIRM_S:-420} "${QWEN[@]}"
+UNET=($PY benchmarks/workloads/diffusers_unet_compiled.py ${UNET_STEPS:-5})
+want unet && ROWS=${UNET_ROWS:-20} sweep unet ${UNET_S:-400} "${UNET[@]}"
+want unet_aa && ROWS=${UNET_ROWS:-20} aa unet 200
+want unet_confirm && confirm unet ${RUNS:-3} ${CONFIRM_S:-420} "${UNET[@]}"
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"
 # the steps' results in one tarball (the device tool brings back 8 files at most), the summaries beside it
 steps=$(cd "$OUT" && ls *_*.json 2>/dev/null | grep -v '^regret_summary.json$')

@@ -14,9 +14,9 @@ signature fails unless the job's KEY holds that value; --time-by-text: each vari
 proportional to its kernel's .text size (the larger build is the faster one: a ranking a test computes from the
 cubins alone); --time-with-text: proportional to it (a kernel whose code grew got slower: the gate's tests);
 --differ ENTRY: the outputs of the signatures whose variants run ENTRY "differ" (a change that altered a kernel's
-results); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE, or under "MODE clean"
-where given and the job does not dirty the L2 (a kernel whose time moves with what it finds in L2 and with the dirt
-it evicts: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker process (MARKER
+results); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE, or under "MODE clean" or
+"MODE dirtied" where given and the job cleans or dirties the L2 (a kernel whose time moves with what it finds in L2
+and with the dirt it evicts: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker process (MARKER
 does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times slower, the processes
 after it do not (a short kernel's steady offset within one process, drawn afresh in the next: the gate's retest).
 """
@@ -58,8 +58,8 @@ def _round_ms(args, job: dict, job_path: Path, variant: dict, index: int, round_
         return 1e-5 * _text_size(job_path.parent / variant["cubin"], variant["entry"]) * (1 + 1e-4 * round_)
     if args.time_by_l2:
         by_condition = dict(part.split("=") for part in args.time_by_l2.split(","))
-        clean = f"{job['l2']} clean"
-        return float(by_condition[clean if not job["dirty_l2"] and clean in by_condition else job["l2"]])
+        named = f"{job['l2']} {({'dirty': 'dirtied', 'clean': 'clean'}).get(job['l2_dirt'], '')}".strip()
+        return float(by_condition.get(named, by_condition[job["l2"]]))
     return 0.010 + 0.0001 * (index + round_)
 
 

@@ -76,3 +76,44 @@ def test_residency_round_trips_and_older_recordings_load_without_it():
         entry.pop("l2_resident")
     older = rec.Recording.from_json({**data, "version": 2})
     assert older.l2_calibration is None and older.signatures[0].l2_resident is None
+
+
+def test_the_dirt_probe_reads_where_its_times_lie_from_clean_to_dirty():
+    calibration = l2probe.DirtCalibration(clean_us=10.4, dirty_us=10.9)
+    assert calibration.usable and not l2probe.DirtCalibration(clean_us=10.4, dirty_us=10.5).usable
+    assert calibration.dirt([10.4, 10.5, 10.9]) == pytest.approx(0.2)  # the median, not the mean
+    assert calibration.dirt([11.4]) == pytest.approx(2.0) and calibration.dirt([10.0]) == pytest.approx(-0.8)
+
+
+def test_a_measured_replay_dirties_only_where_the_probe_read_the_l2_dirty_or_did_not_read_it():
+    assert [l2probe.replayed_dirt("measured", dirt) for dirt in (None, 0.49, 0.5, 1.7, -0.3)] == [
+        "dirty", "clean", "dirty", "dirty", "clean"]
+    assert [l2probe.replayed_dirt(rule, 0.0) for rule in ("dirty", "clean", "none")] == ["dirty", "clean", "none"]
+
+
+def test_dirt_round_trips_and_version_4_recordings_load_without_it():
+    signature = rec.Signature(id=0, kernel="k", triton_hash="h", capture_id=1, arch="sm_90a", grid=[1, 1, 1], args=[],
+                              arg_names=[], signature={}, constexprs={}, launches=3, times_ms=[0.01], l2_dirt=0.125)
+    recording = rec.Recording([signature], arch="sm_90a", device=None, triton_version="3.6.0", torch_version=None,
+                              pid=1, dirt_calibration={"clean_us": 10.4, "dirty_us": 10.9})
+    data = json.loads(json.dumps(recording.to_json()))
+    assert data["version"] == rec.VERSION >= 5 and rec.Recording.from_json(data) == recording
+    data.pop("dirt_calibration")
+    data["signatures"][0].pop("l2_dirt")
+    older = rec.Recording.from_json({**data, "version": 4})
+    assert older.dirt_calibration is None and older.signatures[0].l2_dirt is None
+
+
+def test_an_autotune_config_the_workload_never_ran_is_replayed_on_the_l2_its_decisions_pick_found():
+    from tritonhook.sweep.replay import _dirt_of_groups, _probed_dirt
+
+    def signature(id, group, dirt, launches):
+        return rec.Signature(id=id, kernel="k", triton_hash=f"h{id}", capture_id=1, arch="sm_90a", grid=[1, 1, 1],
+                             args=[], arg_names=[], signature={}, constexprs={}, launches=launches, times_ms=[],
+                             autotune={"group": group, "config": {"BLOCK": id}}, l2_dirt=dirt)
+
+    picked, other, unprobed_group = signature(0, 0, 0.1, 5), signature(1, 0, None, 0), signature(2, 1, None, 0)
+    recording = rec.Recording([picked, other, unprobed_group], arch="sm_90a", device=None, triton_version="3.6.0",
+                              torch_version=None, pid=1)
+    groups = _dirt_of_groups(recording)
+    assert [_probed_dirt(s, groups) for s in recording.signatures] == [0.1, 0.1, None]

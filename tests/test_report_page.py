@@ -424,7 +424,7 @@ def test_sweep_results_join_the_forest_plot_with_their_workload_estimate(tmp_pat
     assert "<td>k_fast [4096]</td>" in sweep and "<td>9 decided</td>" in sweep
     assert (f"Sweep {result.id}, L2 cold: replay/workload: 2 of the 2 signatures making 90% of the GPU time "
             "replay within ±10%") in sweep
-    dirtied = dataclasses.replace(result, dirty_l2=True)
+    dirtied = dataclasses.replace(result, l2_dirt="dirty")
     dirtied.id = store.add_result(RESULT_KIND, dirtied.to_json())
     path, _ = write_report(store, tmp_path / "r2.html")
     assert f"Sweep {dirtied.id}, L2 cold, dirtied before each call: replay/workload" in html.unescape(

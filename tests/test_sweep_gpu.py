@@ -136,6 +136,32 @@ def test_the_l2_probe_finds_what_the_producer_wrote_and_replays_it_warm(tmp_path
     assert times["warm"] < times["measured"] < 0.95 * times["cold"]
 
 
+def test_the_dirt_probe_reads_a_streaming_workload_clean_and_a_writing_one_dirty(tmp_path):
+    """Each step, before the add, a buffer of four times the L2 is read (a workload streaming weights leaves its L2
+    clean) or written (a training step leaves it dirty). The dirt probe must read the first below
+    `l2probe.DIRTY_AT` and the second at or above it, so that a `--l2 measured` replay cleans the L2 for the one
+    and dirties it for the other."""
+    torch = pytest.importorskip("torch")
+    from tritonhook.samples import add_kernel
+    from tritonhook.sweep import l2probe
+
+    n = 1 << 20
+    x, y, out = (torch.randn(n, device="cuda") for _ in range(3))
+    dirt = {}
+    for step in ("read", "write"):
+        flood = torch.zeros(4 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+        with sweep.record(tmp_path / step) as recorder:
+            for _ in range(10):
+                flood.fill_(1) if step == "write" else l2probe.read_into_l2(torch, flood)
+                add_kernel[(n // 1024,)](x, y, out, n, BLOCK=1024)
+        (signature,) = recorder.recording.signatures
+        calibration = recorder.recording.dirt_calibration
+        dirt[step] = signature.l2_dirt
+    print(calibration, dirt)
+    assert calibration["dirty_us"] - calibration["clean_us"] >= l2probe.DIRT_SEPARATION_US
+    assert dirt["read"] < l2probe.DIRTY_AT <= dirt["write"]
+
+
 def test_plain_against_plain_finds_no_difference(recorded):
     """An A/A over two kernels: "no difference", or (the few percent of A/A comparisons a 95% interval calls
     different; it happened once in three runs on the H200) a difference under 2%, as a real one is not."""

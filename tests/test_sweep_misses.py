@@ -48,18 +48,30 @@ def test_a_row_its_own_rule_brings_within_on_a_clean_l2_missed_on_the_dirt_not_o
     said = miss_reason(_row(20.0, 24.2), "measured", {"measured clean": 0.97, "cold": 1.22, "warm": 0.966}, None)
     assert said.startswith("L2 dirt: replayed measured clean it is within ±10% (measured 1.210, measured clean 0.970,")
     assert "fewer of the lines it evicts from L2 are dirty" in said
-    said = miss_reason(_row(20.0, 16.0), "cold", {"cold dirtied": 0.95, "warm": 0.7}, None)
+    said = miss_reason(_row(20.0, 16.0), "cold", {"cold dirtied": 0.95, "warm": 0.7}, None, replayed_dirt="none")
     assert said.startswith("L2 dirt: replayed cold dirtied") and "more of the lines it evicts" in said
     said = miss_reason(_row(20.0, 24.2), "measured", {"measured clean": 1.15, "cold": 1.22, "warm": 0.966}, None)
     assert said.startswith("L2 state: replayed warm it is within ±10%")
 
 
 def test_the_check_flips_the_dirt_of_its_own_rule_only_where_that_rule_rotates_its_inputs():
-    dirty_unless_warm = lambda mode: mode != "warm"  # noqa: E731 - config.SWEEP_DIRTY_L2's default
-    assert [(c.name, c.l2, c.dirty) for c in check_conditions("measured", dirty_unless_warm)] == [
-        ("measured clean", "measured", False), ("cold", "cold", True), ("warm", "warm", False)]
-    assert [c.name for c in check_conditions("cold", lambda mode: False)] == ["cold dirtied", "warm"]
-    assert [c.name for c in check_conditions("warm", dirty_unless_warm)] == ["cold"]
+    default = {"measured": "measured", "cold": "dirty", "inputs": "dirty", "warm": "none"}.get  # replay._dirt
+    assert [(c.name, c.l2, c.dirt) for c in check_conditions("measured", default)] == [
+        ("measured dirtied", "measured", "dirty"), ("measured clean", "measured", "clean"), ("cold", "cold", "dirty"),
+        ("warm", "warm", "none")]
+    assert [c.name for c in check_conditions("cold", default)] == ["cold clean", "warm"]
+    assert [c.name for c in check_conditions("cold", lambda mode: "none")] == ["cold dirtied", "cold clean", "warm"]
+    assert [(c.name, c.dirt) for c in check_conditions("warm", default)] == [("cold", "dirty")]
+
+
+def test_a_rows_own_dirt_among_the_checks_is_a_remeasurement_not_a_flip():
+    """Under the measured dirt a row the probe found clean was replayed clean: "measured clean" bringing it within
+    says nothing of the dirt; "measured dirtied" would."""
+    figures = {"measured dirtied": 1.25, "measured clean": 1.05, "cold": 1.3, "warm": 1.2}
+    assert miss_reason(_row(20.0, 23.0), "measured", figures, None, replayed_dirt="clean").startswith(
+        "not the L2 state")
+    said = miss_reason(_row(20.0, 23.0), "measured", figures, None, replayed_dirt="dirty")
+    assert said.startswith("L2 dirt: replayed measured clean")
 
 
 def test_a_workload_time_between_the_replays_is_the_l2_state_too():
@@ -94,8 +106,8 @@ def test_a_sweep_replays_its_missed_rows_under_the_other_l2_rules_and_says_why(t
     result = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=7),
                     workers=Workers.at(worker=[FAKE_WORKER, "--time-by-l2", times]))
     first = next(row for row in result.rows if abs(row.recorded_ms - 0.06) < 1e-9)
-    assert first.miss["l2"] == pytest.approx({"measured": 1.2, "measured clean": 73 / 60, "cold": 1.25,
-                                              "warm": 61 / 60})
+    assert first.miss["l2"] == pytest.approx({"measured": 1.2, "measured dirtied": 1.2, "measured clean": 73 / 60,
+                                              "cold": 1.25, "warm": 61 / 60})
     assert first.miss["rounds"] == config.SWEEP_CHECK_ROUNDS and first.miss["why"].startswith("L2 state: replayed warm")
     held = Fidelity.members(result.rows)
     assert first in held and len(held) < len(result.rows)

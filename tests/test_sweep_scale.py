@@ -138,23 +138,26 @@ def test_each_timed_row_says_why_it_moved_in_the_table_the_stored_json_and_the_p
     assert f"<td>{renamed.why['text']}</td>" in html.unescape(path.read_text())
 
 
-@pytest.mark.parametrize("l2, environ, dirty", [("measured", None, True), ("cold", None, True),
-                                                 ("measured", "0", False), ("warm", None, False)])
-def test_the_worker_is_told_to_dirty_the_l2_and_the_result_says_so(recorded, monkeypatch, l2, environ, dirty):
-    """Under every rotating --l2 rule the L2 is written before each call unless $TRITONHOOK_SWEEP_DIRTY_L2 is '0';
-    never under warm (its calls find what the previous call left)."""
+@pytest.mark.parametrize("l2, environ, dirt, words", [
+    ("measured", None, "measured", "dirtied or cleaned before each call as measured"),
+    ("cold", None, "dirty", "dirtied before each call"), ("measured", "0", "none", None), ("warm", None, "none", None)])
+def test_the_worker_is_told_how_to_dirty_the_l2_and_the_result_says_so(recorded, monkeypatch, l2, environ, dirt,
+                                                                        words):
+    """Under measured the L2's dirt is the recording's, per signature; under every other rotating --l2 rule the L2
+    is written before each call; neither where $TRITONHOOK_SWEEP_DIRTY_L2 is '0', nor under warm (its calls find
+    what the previous call left)."""
     store, recording = recorded
     if environ is None:
         monkeypatch.delenv(config.SWEEP_DIRTY_L2.name, raising=False)
     else:
         monkeypatch.setenv(config.SWEEP_DIRTY_L2.name, environ)
     result = replay(recording, store, VARIANTS, ReplayPlan(l2=l2),
-                    workers=Workers.at(worker=fake("--expect", f"dirty_l2={str(dirty).lower()}")))
+                    workers=Workers.at(worker=fake("--expect", f'l2_dirt="{dirt}"')))
     assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
-    assert _stored(store, result).dirty_l2 is dirty
+    assert _stored(store, result).l2_dirt == dirt
     console = Console(width=300, record=True)
     console.print(result)
-    assert (f"L2 {l2}, dirtied before each call;" if dirty else f"L2 {l2};") in console.export_text()
+    assert (f"L2 {l2}, {words};" if words else f"L2 {l2};") in console.export_text()
 
 
 def test_each_result_is_in_the_store_as_it_arrives_so_a_replay_killed_half_way_keeps_them(recorded, tmp_path):

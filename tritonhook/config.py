@@ -219,9 +219,9 @@ RECORD_L2_PROBE = EnvVar("TRITONHOOK_RECORD_L2_PROBE", True, _flag,
                          "'0': a recording does not probe what a signature's first timed launches find in L2 "
                          "(`sweep.l2probe`; `--l2 measured` then replays those signatures cold).")
 SWEEP_DIRTY_L2 = EnvVar("TRITONHOOK_SWEEP_DIRTY_L2", True, _flag,
-                        "'0': a sweep replay no longer writes an L2-sized buffer before each call of a rotating "
-                        "--l2 mode, so its kernels evict clean lines where a workload's evict dirty ones "
-                        "(docs/sweep_fidelity.md#a-dirty-l2).")
+                        "'0': a sweep replay no longer sets the L2's dirt before each call of a rotating --l2 mode "
+                        "(an L2-sized write or read: SWEEP_L2_DIRT), so its kernels evict what the previous call "
+                        "left (docs/sweep_fidelity.md#a-dirty-l2).")
 SWEEP_EXPLAIN_MISSES = EnvVar("TRITONHOOK_SWEEP_EXPLAIN_MISSES", True, _flag,
                               "'0': a sweep replay does not replay the rows that miss the fidelity bar again under "
                               "the other L2 rules to say why they missed it (`sweep.misses`).")
@@ -243,6 +243,12 @@ the recording's probe found in L2 inside the workload brought into L2 before eac
 without a probe replays cold), rotated alone (cold), one set (warm), or rotated with the buffers the kernel only
 reads brought into L2 (inputs). Measured is the default: it replays many more of a workload's signatures within
 the fidelity bar than cold does (docs/sweep_fidelity.md#cold-against-measured)."""
+SWEEP_L2_DIRT = ("measured", "dirty", "clean", "none")
+"""How a replay leaves the L2's lines before each call (`sweep.worker._prepare_l2`): as dirty as the recording's dirt
+probe found it for the signature (measured: an L2-sized write where it read dirty or was not probed, an L2-sized
+read where clean; the `--l2 measured` replay's, docs/sweep_fidelity.md#how-dirty-the-l2-is), written (dirty: every
+other rotating rule), read (clean), or as the previous call left it (none: `--l2 warm`, and every rule where
+$TRITONHOOK_SWEEP_DIRTY_L2 is '0')."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output check (rtol = atol): outputs beyond the baseline's own run-to-run spread but
 within it are "close" (another rounding), beyond it they "differ" (`measure.outputs`)."""

@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/workloads/carry.sh DIR [NAME ...]
 #
-# NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger, fla, gemlite); none = all of them. Installs with
+# NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger, fla, gemlite, diffusers); none = all of them. Installs with
 # `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
 # carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
 # root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
@@ -31,19 +31,22 @@
 #              which the GPU machine has)
 #   gemlite    gemlite 0.6.0.post2 (py3-none-any, 0.2 MB; built here from its PyPI sdist with pip wheel --no-deps:
 #              Triton kernels in Python; needs torch, triton, numpy and tqdm, which the GPU machine has)
+#   diffusers  diffusers 0.42.1 (py3-none-any, 6.4 MB), importlib_metadata 10.2.0 and zipp 4.1.2 (py3-none-any): its
+#              import checks requests, filelock and numpy, which the GPU machine has, and it needs huggingface-hub
+#              >= 1.32 (transformers' on the GPU machine)
 # Then, e.g.:  PYTHONPATH=/tmp/wl/site python3 benchmarks/workloads/torchao_quant_gemm.py 10
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite ...]" >&2
+    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers ...]" >&2
     exit 2
 fi
 dir=$1
 shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    names=(base timm flag-gems torchao mamba liger fla gemlite)
+    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers)
 fi
 python=${PYTHON:-python3}
 

@@ -11,8 +11,8 @@ from typing import Sequence
 @dataclasses.dataclass(frozen=True)
 class ReplayJob:
     """Per replay: the store the snapshots are read from, the recording's GPU architecture and name (a worker on
-    another GPU refuses it, naming it), the rounds (a cap where a signature has a stop rule), the L2 rule and whether
-    a dirty buffer is written before each call, the timer's warm-up and repetitions, and one entry per signature:
+    another GPU refuses it, naming it), the rounds (a cap where a signature has a stop rule), the L2 rule and the L2
+    dirt set before each call (`config.SWEEP_L2_DIRT`), the timer's warm-up and repetitions, and one entry per signature:
     its arguments, launch, variant files and stop rule (`replay.replay_job`)."""
 
     store: str
@@ -21,7 +21,7 @@ class ReplayJob:
     signatures: tuple[dict, ...]
     rounds: int
     l2: str
-    dirty_l2: bool
+    l2_dirt: str
     warmup_ms: float
     rep_ms: float
     min_reps: int

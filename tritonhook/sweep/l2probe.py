@@ -17,6 +17,14 @@ then after a write of twice the L2.
 
 The probe is PTX loaded through the CUDA driver (ctypes, libcuda), not a Triton kernel: launched from inside
 Triton's launch hooks, a Triton kernel would be traced and captured as part of the workload.
+
+How dirty the L2 is, measured: the lines a kernel evicts cost it a write back to DRAM where they are dirty, and a
+workload that streams weights leaves its L2 clean where a training step leaves it dirty
+(docs/sweep_fidelity.md#how-dirty-the-l2-is). Just before the residency probe, the dirt probe reads
+`DIRT_READ_BYTES` that no kernel touched lately (`DirtPool`) between two CUDA events: the lines it evicts are the
+ones the kernel would evict first, and the read takes longer where they are dirty. Calibrated after the workload
+against an L2 left clean (read after a flood) and dirty (a flood written): `DirtCalibration`. The replay reads the
+same bytes before each call (`DirtPool` again), so the lines the probe cleaned out are clean there too.
 """
 
 from __future__ import annotations
@@ -28,13 +36,28 @@ import statistics
 from typing import Sequence
 
 from ..errors import TritonhookError
-from ..measure.timing import l2_bytes
+from ..measure.stats import median
+from ..measure.timing import hold_stream, l2_bytes
 
 LINES = 32
 """Lines sampled per tensor argument (one per lane of the probe's warp)."""
 MAX_TENSORS = 16
 """Tensor arguments one probe measures (the first that many of a launch); the rest are not measured."""
 ENTRY = "tritonhook_l2_probe"
+DIRT_READ_BYTES = 8 << 20
+"""What the dirt probe reads. On an H100 (medians of 30, p10-p90): 8 MiB read in 11.8 µs [11.4, 12.4] after a clean
+L2 and 13.1 [12.7, 13.5] after a dirty one, apart at every sample; 2 MiB in 10.4 [10.0, 12.3] and 10.9 [10.5, 11.7],
+which two samples (a three-step workload's timed launches) cannot tell apart. What it evicts the kernel after it
+does not; the replay reads as much (`worker._L2Setup`)."""
+DIRT_HOLD_US = 30.0
+"""The stream hold before the dirt probe's start event: the host's time to queue the read and the end event."""
+DIRTY_AT = 0.5
+"""A signature whose dirt probes read at least this far from the clean calibration towards the dirty one is
+replayed on a dirty L2, below it on a clean one. An L2 half dirty reads as slow as a dirty one (H100: the write
+backs, not the count of dirty lines, set the time), so the fraction decides between two states, not how much to
+dirty."""
+DIRT_SEPARATION_US = 0.2
+"""A calibration whose dirty and clean medians differ by less than this cannot tell the two apart on this GPU."""
 HIT_SEPARATION = 1.4
 """A calibration whose cold median is less than this many times its hot median cannot tell hits from misses on this
 GPU: the probe's figures are then dropped."""
@@ -167,3 +190,78 @@ def warm_ranges(fractions: Sequence[float], nbytes: int, at_least: float = 0.5) 
         elif end > begin:
             ranges.append((begin, end))
     return ranges
+
+
+class DirtPool:
+    """Slices of `DIRT_READ_BYTES` handed out in turn from a buffer of twice the L2 and one slice, allocated at the
+    first: a slice comes back only after twice the L2 of other slices was read, so it is out of L2 when it is read
+    again (the workload's own traffic pushes it further out)."""
+
+    def __init__(self, torch):
+        self.torch, self.buffer, self.at = torch, None, 0
+
+    def take(self):
+        if self.buffer is None:
+            size = 2 * (l2_bytes(self.torch) or 64 << 20) + DIRT_READ_BYTES
+            self.buffer = self.torch.empty(size, dtype=self.torch.uint8, device="cuda")
+        if self.at + DIRT_READ_BYTES > self.buffer.numel():
+            self.at = 0
+        self.at += DIRT_READ_BYTES
+        return self.buffer[self.at - DIRT_READ_BYTES:self.at]
+
+
+def read_into_l2(torch, raw) -> None:
+    """Read the uint8 tensor `raw` on the GPU (its lines into L2, clean), writing nothing of its size."""
+    (raw.view(torch.int64) if raw.numel() % 8 == 0 and raw.data_ptr() % 8 == 0 else raw).amax()
+
+
+def probe_dirt(torch, pool: DirtPool) -> tuple:
+    """Queue the dirt probe on the current stream: a stream hold, then a slice of `pool` read between two CUDA
+    events; returns the events (read them after the stream has passed them)."""
+    hold_stream(torch, DIRT_HOLD_US)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    read_into_l2(torch, pool.take())
+    end.record()
+    return start, end
+
+
+@dataclasses.dataclass(frozen=True)
+class DirtCalibration:
+    """The dirt probe's median read time (µs) on an L2 full of clean lines and on one full of dirty lines."""
+
+    clean_us: float
+    dirty_us: float
+
+    @property
+    def usable(self) -> bool:
+        return self.dirty_us - self.clean_us >= DIRT_SEPARATION_US
+
+    def dirt(self, read_us: Sequence[float]) -> float:
+        """Where the median of `read_us` lies from clean (0) to dirty (1), unclamped."""
+        return round((median(read_us) - self.clean_us) / (self.dirty_us - self.clean_us), 3)
+
+
+def calibrate_dirt(torch, pool: DirtPool, rounds: int = 8) -> DirtCalibration:
+    """Probe after a flood of twice the L2 written then read (the L2 holds clean lines) and after one written (dirty
+    lines), `rounds` times each, alternating (synchronizes)."""
+    flood = torch.empty(2 * (l2_bytes(torch) or 64 << 20), dtype=torch.uint8, device="cuda")
+    clean, dirty = [], []
+    for _ in range(rounds):
+        flood.zero_()
+        read_into_l2(torch, flood)
+        clean.append(probe_dirt(torch, pool))
+        flood.zero_()
+        dirty.append(probe_dirt(torch, pool))
+    torch.cuda.synchronize()
+    microseconds = lambda events: [start.elapsed_time(end) * 1e3 for start, end in events]  # noqa: E731
+    return DirtCalibration(median(microseconds(clean)), median(microseconds(dirty)))
+
+
+def replayed_dirt(rule: str, dirt: float | None) -> str:
+    """The L2 dirt a signature is replayed with under a replay's dirt rule (`config.SWEEP_L2_DIRT`): "measured"
+    gives "dirty" where its dirt probes read at least `DIRTY_AT` (`DirtCalibration.dirt`) or it was not probed (as a
+    training step leaves the L2), "clean" below; every other rule gives itself."""
+    if rule != "measured":
+        return rule
+    return "dirty" if dirt is None or dirt >= DIRTY_AT else "clean"

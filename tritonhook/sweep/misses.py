@@ -32,41 +32,43 @@ def missed_rows(rows: list[SweepRow], tolerance: float = FIDELITY_TOLERANCE) -> 
 
 @dataclasses.dataclass(frozen=True)
 class CheckCondition:
-    """One check replay of a missed row: an L2 rule (`config.SWEEP_L2_MODES`) and whether an L2-sized write goes
-    before each call (`config.SWEEP_DIRTY_L2`)."""
+    """One check replay of a missed row: an L2 rule (`config.SWEEP_L2_MODES`), the L2 dirt set before each call
+    (`config.SWEEP_L2_DIRT`) and its name in the row's figures."""
 
     l2: str
-    dirty: bool
+    dirt: str
     name: str
 
 
-def check_conditions(l2: str, dirtied: Callable[[str], bool]) -> list[CheckCondition]:
-    """The replays a row missed under `l2` is checked with: each other rule at its own dirtiness (`dirtied(mode)`),
-    and, where `l2` rotates its inputs, `l2` itself with the dirt flipped ("measured clean", or "measured dirtied"
-    where the sweep ran clean). The flip changes one thing: the residency is the sweep's, so a row it brings within
-    missed on what its evictions cost, not on what it found in L2; `warm` changes both at once (one input set, never
-    dirtied) and cannot tell them apart."""
-    others = [CheckCondition(mode, dirtied(mode), mode) for mode in CHECK_MODES if mode != l2]
-    if l2 == "warm":
-        return others
-    own = dirtied(l2)
-    return [CheckCondition(l2, not own, f"{l2} {'dirtied' if not own else 'clean'}"), *others]
+def check_conditions(l2: str, dirt_of: Callable[[str], str]) -> list[CheckCondition]:
+    """The replays a row missed under `l2` is checked with (`dirt_of(mode)`: the dirt a replay under `mode` sets,
+    `replay._dirt`): where `l2` rotates its inputs, `l2` itself on a dirty and on a clean L2 (the dirt the sweep
+    ran left out), then each other rule at its own dirt. The dirt alone changes one thing: the residency is the
+    sweep's, so a row it brings within missed on what its evictions cost, not on what it found in L2; `warm`
+    changes both at once (one input set, never dirtied) and cannot tell them apart."""
+    flipped = [] if l2 == "warm" else [CheckCondition(l2, state, f"{l2} {word}")
+                                       for state, word in (("dirty", "dirtied"), ("clean", "clean"))
+                                       if state != dirt_of(l2)]
+    return flipped + [CheckCondition(mode, dirt_of(mode), mode) for mode in CHECK_MODES if mode != l2]
 
 
 def miss_reason(row: SweepRow, l2: str, by_mode: dict[str, float | None], workload_clock_mhz: float | None,
-                tolerance: float = FIDELITY_TOLERANCE) -> str:
+                tolerance: float = FIDELITY_TOLERANCE, replayed_dirt: str = "dirty") -> str:
     """Why `row` missed the bar, in one sentence from measured figures: `by_mode` is the row's replay/workload
-    ratio under each other L2 rule (None: that replay failed); `workload_clock_mhz` the SM clock after the workload
-    (`Recording.sm_clock_mhz`)."""
+    ratio under each check condition (`check_conditions`' names; None: that replay failed); `workload_clock_mhz` the
+    SM clock after the workload (`Recording.sm_clock_mhz`); `replayed_dirt` the L2 dirt the sweep gave this row
+    ("dirty", "clean", "none"): its own state among the conditions is a re-measurement, not a flip."""
     within = lambda ratio: ratio is not None and abs(ratio - 1.0) <= tolerance  # noqa: E731
     ratios = {l2: row.fidelity, **by_mode}
     figures = ", ".join(f"{mode} {ratio:.3f}" for mode, ratio in ratios.items() if ratio is not None)
     closing = [mode for mode, ratio in by_mode.items() if within(ratio)]
-    flipped = next((mode for mode in closing if mode.startswith(f"{l2} ")), None)
+    flips = {f"{l2} dirtied": "dirty", f"{l2} clean": "clean"}
+    flipped = next((mode for mode in closing if flips.get(mode, replayed_dirt) != replayed_dirt), None)
     if flipped:
-        fewer = "fewer" if flipped.endswith("clean") else "more"
+        fewer = "fewer" if flips[flipped] == "clean" else "more"
         return (f"L2 dirt: replayed {flipped} it is within ±{tolerance:.0%} ({figures}): inside the workload {fewer} "
                 f"of the lines it evicts from L2 are dirty (owed to DRAM) than in the {l2} replay")
+    closing = [mode for mode in closing if mode not in flips]
     if closing:
         mode = closing[0]
         more = "more" if mode == "warm" else "less"

@@ -47,6 +47,7 @@ class _Pending:
     held: list = dataclasses.field(default_factory=list)
     late: list = dataclasses.field(default_factory=list)
     probes: list = dataclasses.field(default_factory=list)  # (tensor positions, the L2 probe's device tensor)
+    dirt: list = dataclasses.field(default_factory=list)    # the dirt probe's events (l2probe.probe_dirt)
     marks: list = dataclasses.field(default_factory=list)   # (idle anchor, mark): both (event, host seconds)
     empties: list = dataclasses.field(default_factory=list)  # the trailing empty kernel's events (first timed)
 
@@ -76,6 +77,8 @@ class Recorder:
         self.first_capture = store.last_id()
         self.l2_probe = config.RECORD_L2_PROBE.get() if l2_probe is None else l2_probe
         self.l2_calibration: l2probe.Calibration | None = None
+        self.dirt_pool: l2probe.DirtPool | None = l2probe.DirtPool(torch)
+        self.dirt_calibration: l2probe.DirtCalibration | None = None
         self.idle_anchor: tuple | None = None   # (event, host seconds) queued when the stream was last seen idle
         self.held_warnings = preflight.hold_warnings()
 
@@ -128,8 +131,8 @@ class Recorder:
         return (calls // self.time_every + 1) * self.time_every - calls - 1
 
     def _start_timing(self, pending: _Pending, probed: tuple | None) -> tuple:
-        """Probe what the kernel's tensors (`probed`: the launch's arguments, or None) have in L2 (`l2probe`), hold
-        the stream (`measure.timing.hold_stream`), then the start event: the kernel's time inside the workload without
+        """Probe how dirty the L2 is and what the kernel's tensors (`probed`: the launch's arguments, or None) have
+        in L2 (`l2probe`), hold the stream (`measure.timing.hold_stream`), then the start event: the kernel's time inside the workload without
         the host's launch latency, which a launch-bound workload would otherwise add to every sample. Only the
         first `timed_first` timed launches are probed: a probe costs tens of µs of host and GPU time, which at
         one launch in 256 would still weigh on a launch-bound loop, and nothing once a signature is past them
@@ -140,6 +143,7 @@ class Recorder:
             if mark is not None:
                 pending.marks.append(mark)
         if probed is not None:
+            self._probe_dirt(pending)
             self._probe_l2(pending, probed)
         queued_from = time.perf_counter()
         hold_us = HOLD_MARGIN * self.host_us + HOLD_EXTRA_US
@@ -161,6 +165,18 @@ class Recorder:
         if idle:
             self.idle_anchor = mark
         return (self.idle_anchor, mark) if self.idle_anchor is not None else None
+
+    def _probe_dirt(self, pending: _Pending) -> None:
+        """Queue the dirt probe (`l2probe.probe_dirt`); where its buffer (twice the L2) cannot be allocated, the
+        recording goes on without it."""
+        if self.dirt_pool is None:
+            return
+        try:
+            pending.dirt.append(l2probe.probe_dirt(self.torch, self.dirt_pool))
+        except RuntimeError as exc:  # torch's: no memory for the pool
+            print(f"tritonhook: L2 dirt probe off ({exc}); the replay dirties the L2 before every call",
+                  file=sys.stderr)
+            self.dirt_pool = None
 
     def _probe_l2(self, pending: _Pending, args: tuple) -> None:
         """Queue the L2 probe over this launch's tensors (the first `l2probe.MAX_TENSORS` with bytes, positions in
@@ -232,6 +248,7 @@ class Recorder:
                          budget=self.budget.to_json(), autotune=list(self.decisions),
                          sample_every=self.sample_every,
                          l2_calibration=self.l2_calibration and dataclasses.asdict(self.l2_calibration),
+                         dirt_calibration=self.dirt_calibration and dataclasses.asdict(self.dirt_calibration),
                          sm_clock_mhz=clock)
 
     def _release_warnings(self, signatures: list[Signature]) -> None:
@@ -262,8 +279,10 @@ class Recorder:
                   f"(${config.RECORD_COMPILE_THREADS.name}=1: one at a time, as Triton does)", file=sys.stderr)
 
     def _resolve_l2(self) -> None:
-        """After the workload: calibrate the probe on this GPU, then turn each signature's probe cycles into the
-        fraction of its probes that found each sampled line in L2 (`Signature.l2_resident`)."""
+        """After the workload: calibrate the probes on this GPU, then turn each signature's probe cycles into the
+        fraction of its probes that found each sampled line in L2 (`Signature.l2_resident`), and its dirt probes'
+        times into how dirty they found the L2 (`Signature.l2_dirt`)."""
+        self._resolve_dirt()
         probed = [pending for pending in self.pending if pending.probes]
         if not probed:
             return
@@ -281,6 +300,23 @@ class Recorder:
                         seen[position].append(lines)
                 pending.signature.l2_resident = [l2probe.line_fractions(lines) if lines else None for lines in seen]
             pending.probes = []
+
+
+    def _resolve_dirt(self) -> None:
+        probed = [pending for pending in self.pending if pending.dirt]
+        if not probed or self.dirt_pool is None:
+            return
+        try:
+            self.dirt_calibration = l2probe.calibrate_dirt(self.torch, self.dirt_pool)
+        except RuntimeError as exc:  # torch's: no memory for the flood buffer
+            print(f"tritonhook: L2 dirt calibration failed ({exc}); the replay dirties the L2 before every call",
+                  file=sys.stderr)
+        self.dirt_pool = None  # its buffer freed
+        for pending in probed:
+            if self.dirt_calibration is not None and self.dirt_calibration.usable:
+                pending.signature.l2_dirt = self.dirt_calibration.dirt(
+                    [start.elapsed_time(end) * 1e3 for start, end in pending.dirt])
+            pending.dirt = []
 
 
 def _behind_ms(marks: list[tuple]) -> float | None:

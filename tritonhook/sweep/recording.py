@@ -28,6 +28,10 @@ empty kernel between two events (`measure.timing.time_empty_kernel`), as the rep
 its median time after those first timed launches (the launch lead there; `result.SweepRow.lead_ms`). Versions 1 to
 3 load without either (None), and their times were taken without the empty kernel.
 
+L2 dirt (version 5): a signature's `l2_dirt` is where its dirt probes' read time lay (the median, at its first timed
+launches, just before the L2 probe) from the recording's `dirt_calibration` clean (0) to dirty (1): how much of what
+the kernel evicted was owed to DRAM (`l2probe.DirtCalibration`). None where not probed.
+
 The functions here are pure or work on tensors of any device (torch CPU tensors suffice for the format's tests).
 """
 
@@ -43,11 +47,12 @@ from ..measure.stats import median
 from ..store import BlobHold, ResultKind, register_result_kind
 
 FORMAT = "tritonhook-recording"
-VERSION = 4
+VERSION = 5
 """Bump when a field changes meaning; `Recording.from_json` refuses any version not in `READS` with both numbers."""
-READS = (1, 2, 3, 4)
+READS = (1, 2, 3, 4, 5)
 """Versions this tritonhook loads: version 1 has no autotune fields (its benchmark launches count as the
-workload's, as they were recorded); versions 1 and 2 have no L2 residency; versions 1 to 3 no lag."""
+workload's, as they were recorded); versions 1 and 2 have no L2 residency; versions 1 to 3 no lag; versions 1 to 4
+no L2 dirt (replayed on a dirty L2)."""
 RESULT_KIND = "recording"
 """The kind recordings are saved under in the store's results table (declared below `Recording`: found by label)."""
 
@@ -250,6 +255,7 @@ class Signature:
     l2_resident: list[list[float] | None] | None = None  # per tensor of tensors_of(args): per sampled line (l2probe)
     behind_ms: float | None = None   # how far the GPU ran behind the host at its first timed launches (median)
     empty_ms: float | None = None  # an empty kernel timed right after them (median; measure.timing.time_empty_kernel)
+    l2_dirt: float | None = None   # how dirty its dirt probes found the L2: 0 clean, 1 dirty (l2probe.DirtCalibration)
 
     @property
     def inputs(self) -> str:
@@ -295,6 +301,7 @@ class Recording:
     autotune: list[dict] = dataclasses.field(default_factory=list)  # the autotune decisions (AutotuneDecision)
     sample_every: int = 1            # > 1: launch counts per signature are estimates (see sweep.record)
     l2_calibration: dict | None = None  # the L2 probe's {"hot", "cold"} median cycles (l2probe.Calibration)
+    dirt_calibration: dict | None = None  # the dirt probe's {"clean_us", "dirty_us"} (l2probe.DirtCalibration)
     sm_clock_mhz: float | None = None  # the SM clock right after the workload (measure.timing.sm_clock_mhz)
     id: int | None = None            # its id in the store's results table
 

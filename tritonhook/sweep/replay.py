@@ -28,6 +28,7 @@ from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
 from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
 from .builds import BuiltVariant, build_variants, with_extra_ptxas
 from .job import ReplayJob
+from .l2probe import replayed_dirt
 
 SIGNATURE_KIND = "sweep-signature"
 """The kind each signature's replay result is kept under in the store as it arrives (see `_journal`): a plain
@@ -106,13 +107,13 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
     `ptxas` are then not built. `record_s`: how long the recording took, for the result's time split."""
     workers = workers or Workers.at()
     l2, rounds, min_effect = plan.l2, plan.rounds, plan.min_effect
-    dirty_l2 = _dirtied(l2)
+    l2_dirt = _dirt(l2)
     chosen = select_signatures(recording, kernel=plan.kernel, top=plan.top, autotune_top=plan.autotune_top)
     if not chosen:
         raise TritonhookError(f"recording {recording.id}: no signature matches" +
                               (f" --kernel {plan.kernel}" if plan.kernel else ""))
     rows = {s.id: SweepRow(s.id, s.kernel, s.label(), recording.share(s), s.launches, s.time_per_launch_ms,
-                           s.inputs, "ok", behind_ms=s.behind_ms,
+                           s.inputs, "ok", behind_ms=s.behind_ms, l2_dirt=s.l2_dirt,
                            recorded_empty_ms=s.empty_ms) for s in chosen}
     variants = with_extra_ptxas(variants, ptxas)
     began = time.time()
@@ -121,7 +122,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
     labels = next((list(b) for b in built.values()), [v.label for v in variants])
     began = time.time()
     samples = time_signatures(recording, store, [s for s in chosen if s.id in built], built, rows, workers,
-                              rounds=rounds, l2=l2, dirty_l2=dirty_l2, min_effect=min_effect,
+                              rounds=rounds, l2=l2, l2_dirt=l2_dirt, min_effect=min_effect,
                               arrived=_journal(store, recording), adaptive=not plan.fixed_rounds)
     replay_s = time.time() - began
     times = {"record": record_s, "build": build_s, "replay": replay_s}
@@ -136,7 +137,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
         times["miss check"] = time.time() - began
     result = SweepResult(shown, labels, rounds, recording.id, recording.command,
                          {k: v for k, v in times.items() if v is not None}, min_effect,
-                         candidates=candidates, l2=l2, dirty_l2=dirty_l2).finish()
+                         candidates=candidates, l2=l2, l2_dirt=l2_dirt).finish()
     replayed = result.rows + candidates
     if recording.sample_every > 1:
         result.warnings.append(f"recorded with --sample {recording.sample_every}: launch counts, shares and the "
@@ -186,7 +187,7 @@ class Workers:
 
 def time_signatures(recording: Recording, store: Store, signatures: list[Signature],
                     built: dict[int, dict[str, BuiltVariant]], rows: dict[int, SweepRow], workers: Workers, *,
-                    rounds: int, l2: str, dirty_l2: bool, min_effect: float = DEFAULT_MIN_EFFECT,
+                    rounds: int, l2: str, l2_dirt: str, min_effect: float = DEFAULT_MIN_EFFECT,
                     arrived: Callable[[dict], None] = lambda record: None,
                     launches: dict[int, dict[str, Signature]] | None = None, adaptive: bool = False
                     ) -> dict[int, dict[str, list[float]]]:
@@ -198,7 +199,7 @@ def time_signatures(recording: Recording, store: Store, signatures: list[Signatu
     rules = {s.id: stop_rule(s, rounds, min_effect) for s in signatures} if adaptive else {}
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
         job = replay_job(Path(work), recording, store, signatures, built, launches or {}, rules, rounds=rounds, l2=l2,
-                         dirty_l2=dirty_l2)
+                         l2_dirt=l2_dirt)
         results = workers.run(Path(work), job, store, arrived)
     samples: dict[int, dict[str, list[float]]] = {}
     for signature in signatures:
@@ -257,7 +258,7 @@ def _compare_configs(recording: Recording, store: Store, rows: list[SweepRow],
     checked = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
                for s in signatures}
     time_signatures(recording, store, signatures, arms, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS, l2=l2,
-                    dirty_l2=_dirtied(l2), min_effect=min_effect,
+                    l2_dirt=_dirt(l2), min_effect=min_effect,
                     launches={sid: {f"config {other}": by_id[other] for other in others}
                               for sid, (_, others) in wanted.items()})
     for sid, (row, others) in wanted.items():
@@ -275,10 +276,13 @@ def _compare_configs(recording: Recording, store: Store, rows: list[SweepRow],
     return True
 
 
-def _dirtied(l2: str) -> bool:
-    """Whether a replay under `l2` writes an L2-sized buffer before each call (`config.SWEEP_DIRTY_L2`; never warm:
-    its one input set is what each call finds in L2)."""
-    return l2 != "warm" and config.SWEEP_DIRTY_L2.get()
+def _dirt(l2: str) -> str:
+    """How a replay under `l2` leaves the L2's lines before each call (`config.SWEEP_L2_DIRT`): as measured under
+    `measured`, written under the other rotating rules, untouched under warm (its one input set is what each call
+    finds in L2) or where $TRITONHOOK_SWEEP_DIRTY_L2 is '0'."""
+    if l2 == "warm" or not config.SWEEP_DIRTY_L2.get():
+        return "none"
+    return "measured" if l2 == "measured" else "dirty"
 
 
 def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
@@ -295,11 +299,11 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
         return
     baseline = {s.id: dict([next(iter(built[s.id].items()))]) for s in signatures}
     by_mode: dict[int, dict[str, float | None]] = {s.id: {} for s in signatures}
-    for condition in check_conditions(l2, _dirtied):
+    for condition in check_conditions(l2, _dirt):
         checked = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
                    for s in signatures}
         time_signatures(recording, store, signatures, baseline, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS,
-                        l2=condition.l2, dirty_l2=condition.dirty)
+                        l2=condition.l2, l2_dirt=condition.dirt)
         for signature_id, row in checked.items():
             by_mode[signature_id][condition.name] = row.fidelity if row.status == "ok" else None
     for row in missed:
@@ -307,7 +311,8 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
             row.miss = {"l2": {l2: row.fidelity, **by_mode[row.signature]}, "lead_ms": row.lead_ms,
                         "clock_mhz": {"replay": row.clock_mhz, "workload": recording.sm_clock_mhz},
                         "rounds": config.SWEEP_CHECK_ROUNDS,
-                        "why": miss_reason(row, l2, by_mode[row.signature], recording.sm_clock_mhz)}
+                        "why": miss_reason(row, l2, by_mode[row.signature], recording.sm_clock_mhz,
+                                           replayed_dirt=replayed_dirt(_dirt(l2), by_id[row.signature].l2_dirt))}
 
 
 def stop_rule(signature: Signature, cap: int, min_effect: float) -> StopRule:
@@ -397,7 +402,7 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
         folded_row = SweepRow(winner.id, group.kernel, winner.label(),
                               sum(recording.share(s) or 0.0 for s in group.candidates),
                               sum(s.launches for s in group.candidates), winner.time_per_launch_ms, winner.inputs, "ok",
-                              behind_ms=winner.behind_ms, recorded_empty_ms=winner.empty_ms)
+                              behind_ms=winner.behind_ms, recorded_empty_ms=winner.empty_ms, l2_dirt=winner.l2_dirt)
         if (timed := rows.get(winner.id)) is not None:  # what its replay measured besides the rounds' times
             folded_row.empty_ms, folded_row.clock_mhz = timed.empty_ms, timed.clock_mhz
             folded_row.rounds, folded_row.stopped = timed.rounds, timed.stopped
@@ -447,12 +452,28 @@ def _build_one(store: Store, capture_id: int, variants) -> dict[str, BuiltVarian
         return f"build failed: {exc}"
 
 
+def _dirt_of_groups(recording: Recording) -> dict[int, float]:
+    """Per autotune decision, how dirty the dirt probe found the L2 at the config the workload ran: the configs
+    only the autotuner launched were never probed, and each is replayed on that L2 too, so that their ranking
+    against the workload's config compares them on one L2 (`worker._L2Setup`)."""
+    return {s.autotune["group"]: s.l2_dirt for s in recording.signatures
+            if s.autotune is not None and s.l2_dirt is not None}
+
+
+def _probed_dirt(signature: Signature, dirt_of_group: dict[int, float]) -> float | None:
+    """How dirty the L2 is replayed for `signature` under the measured dirt: its own probe's figure, else its
+    autotune decision's (`_dirt_of_groups`)."""
+    if signature.l2_dirt is None and signature.autotune is not None:
+        return dirt_of_group.get(signature.autotune["group"])
+    return signature.l2_dirt
+
+
 def replay_job(work: Path, recording: Recording, store: Store, signatures: list[Signature],
                built: dict[int, dict[str, BuiltVariant]], launches: dict[int, dict[str, Signature]],
-               rules: dict[int, StopRule], *, rounds: int, l2: str, dirty_l2: bool) -> ReplayJob:
+               rules: dict[int, StopRule], *, rounds: int, l2: str, l2_dirt: str) -> ReplayJob:
     """The job replaying `signatures`' `built` variants, their cubins and metadata written under `work` (once per
     capture and label)."""
-    entries = []
+    entries, dirt_of_group = [], _dirt_of_groups(recording)
     for signature in signatures:
         variants = []
         for label, variant in built[signature.id].items():
@@ -470,9 +491,11 @@ def replay_job(work: Path, recording: Recording, store: Store, signatures: list[
             variants.append(entry)
         rule = rules.get(signature.id)
         entries.append({"id": signature.id, "args": signature.args, "l2_resident": signature.l2_resident,
-                        **_launch_of(signature), "variants": variants, "stop": rule and rule.to_json()})
+                        "l2_dirt": _probed_dirt(signature, dirt_of_group), **_launch_of(signature),
+                        "variants": variants,
+                        "stop": rule and rule.to_json()})
     return ReplayJob(str(store.path), recording.arch, f"recording {recording.id}", tuple(entries), rounds, l2,
-                     dirty_l2, WARMUP_MS, REP_MS, MIN_REPS)
+                     l2_dirt, WARMUP_MS, REP_MS, MIN_REPS)
 
 
 def _launch_of(signature: Signature) -> dict:

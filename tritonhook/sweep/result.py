@@ -59,6 +59,7 @@ class SweepRow:
     variants: list[VariantTiming] = dataclasses.field(default_factory=list)
     autotune: dict | None = None       # a candidate: {"group", "config"}; a group's row: see autotune.analyze_group
     behind_ms: float | None = None     # how far the GPU ran behind the host at it inside the workload (recorded)
+    l2_dirt: float | None = None       # how dirty the recording's dirt probe found the L2 for it (l2probe)
     recorded_empty_ms: float | None = None  # the empty kernel after it inside the workload (measure.timing)
     empty_ms: float | None = None      # the same after each replayed call
     clock_mhz: float | None = None     # the SM clock after its rounds (measure.timing.sm_clock_mhz)
@@ -272,7 +273,7 @@ class SweepResult:
     warnings: list[str] = dataclasses.field(default_factory=list)
     candidates: list[SweepRow] = dataclasses.field(default_factory=list)  # autotune candidates (rows: per group)
     l2: str = "cold"                   # the replay's L2 rule (see `replay.replay`)
-    dirty_l2: bool = False             # an L2-sized write before each call (`config.SWEEP_DIRTY_L2`)
+    l2_dirt: str = "none"              # the L2 dirt set before each call (`config.SWEEP_L2_DIRT`)
     id: int | None = None              # in the store's results table
     warning_prefix = "tritonhook sweep"
 
@@ -287,7 +288,9 @@ class SweepResult:
     @property
     def l2_rule(self) -> str:
         """How the replay prepared the L2, in words (the table's time line, the HTML report)."""
-        return f"{self.l2}, dirtied before each call" if self.dirty_l2 else self.l2
+        return {"measured": f"{self.l2}, dirtied or cleaned before each call as measured",
+                "dirty": f"{self.l2}, dirtied before each call", "clean": f"{self.l2}, cleaned before each call"}.get(
+            self.l2_dirt, self.l2)
 
     @property
     def fidelity(self) -> Fidelity:

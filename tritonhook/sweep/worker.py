@@ -22,8 +22,9 @@ rotates the input sets through copies spanning 4x the L2; "warm" keeps one set (
 previous one read and wrote); "inputs" rotates, and reads the buffers the kernel does not write just before each
 call, as a kernel inside a workload finds what its producer has just written (its outputs not); "measured"
 rotates, and reads just before each call the parts of each buffer that the recording's L2 probe found in L2 inside
-the workload (`l2probe`). `dirty_l2` in the job: a buffer the size of the L2 is written before each call, before
-those reads (`_prepare_l2`). After the rounds the SM clock is read (`measure.timing.sm_clock_mhz`), as the recorder
+the workload (`l2probe`). `l2_dirt` in the job (`config.SWEEP_L2_DIRT`): a buffer the size of the L2 is written
+(dirty) or read (clean) before each call, before those reads, under "measured" as the recording's dirt probe found
+the L2 for the signature (`_L2Setup`). After the rounds the SM clock is read (`measure.timing.sm_clock_mhz`), as the recorder
 reads it after the workload. `stop` in a signature's entry (`measure.sequential.StopRule`): its rounds stop once
 the always-valid interval of every variant against the baseline has decided or is precise enough, or at the cap;
 without it, `rounds` rounds (fixed).
@@ -32,6 +33,7 @@ without it, `rounds` rounds (fixed).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -111,29 +113,50 @@ def _measured_ranges(signature: dict, buffers: dict) -> list[tuple[int, list[tup
     return sorted(ranges.items())
 
 
-def _prepare_l2(torch, dirt, ranges: list[tuple[int, list[tuple[int, int]]]], written: frozenset[int],
-                buffers: tuple) -> None:
-    """Just before a call: write `dirt` (a buffer the size of the L2, or None), then bring byte ranges of the call's
-    buffers (per buffer position) into L2 on the GPU, so that the call finds them there: `--l2 inputs` (the whole
-    of every buffer the kernel does not write, as right after the kernel that produced them) and `--l2 measured`
-    (`_measured_ranges`). Ranges of a buffer the kernel writes (positions in `written`) are rewritten with their
-    own bytes, not read: inside a workload such lines are dirty (the buffer was written by the step before), and
-    with them clean a kernel whose whole step fits in L2 replays slow (docs/sweep.md#hostile-fidelity).
+@dataclasses.dataclass
+class _L2Setup:
+    """What goes before each timed call, in this order: the L2's dirt (`dirt`: "dirty" writes `flood`, a buffer
+    the size of the L2; "clean" reads it; "none" leaves what the previous call left), the dirt probe's read where
+    the recording probed (`probe`: it evicted that much just before the kernel there, so it does here), then byte
+    ranges of the call's buffers (per buffer position) brought into L2, so that the call finds them there:
+    `--l2 inputs` (the whole of every buffer the kernel does not write, as right after the kernel that produced
+    them) and `--l2 measured` (`_measured_ranges`). Ranges of a buffer the kernel writes (positions in `written`)
+    are rewritten with their own bytes, not read: inside a workload such lines are dirty (the buffer was written by
+    the step before), and with them clean a kernel whose whole step fits in L2 replays slow
+    (docs/sweep.md#hostile-fidelity).
 
-    Why the write: inside a workload the L2 is full of what earlier kernels wrote, and every line a kernel evicts
-    must first go back to DRAM. Left clean, the L2 lets a memory-bound kernel run faster in the replay than inside
+    Why the dirt: every line a kernel evicts that is dirty must first go back to DRAM, on the bandwidth the kernel
+    needs. A training step leaves its L2 full of lines it wrote, a workload streaming weights leaves it clean; a
+    replay that leaves the lines of its previous call lets a memory-bound kernel run faster or slower than inside
     the workload, whatever the --l2 mode (docs/sweep_fidelity.md#a-dirty-l2)."""
-    if dirt is not None:
-        dirt.zero_()
-    for at, spans in ranges:
-        raw = buffers[at].view(torch.uint8)
-        for begin, end in spans:
-            if end <= begin:
-                continue
-            if at in written:
-                raw[begin:end].add_(0)
-            else:
-                raw[begin:end].max()
+
+    torch: object
+    flood: object | None
+    dirt: str
+    probe: l2probe.DirtPool | None
+    ranges: list[tuple[int, list[tuple[int, int]]]]
+    written: frozenset[int]
+
+    @property
+    def needed(self) -> bool:
+        return self.dirt != "none" or self.probe is not None or bool(self.ranges)
+
+    def __call__(self, buffers: tuple) -> None:
+        if self.dirt == "dirty":
+            self.flood.zero_()
+        elif self.dirt == "clean":
+            l2probe.read_into_l2(self.torch, self.flood)
+        if self.probe is not None:
+            l2probe.read_into_l2(self.torch, self.probe.take())
+        for at, spans in self.ranges:
+            raw = buffers[at].view(self.torch.uint8)
+            for begin, end in spans:
+                if end <= begin:
+                    continue
+                if at in self.written:
+                    raw[begin:end].add_(0)
+                else:
+                    l2probe.read_into_l2(self.torch, raw[begin:end])
 
 
 def replay_signature(torch, job: ReplayJob, signature: dict, store: Store, workdir: Path) -> dict:
@@ -181,10 +204,11 @@ def replay_signature(torch, job: ReplayJob, signature: dict, store: Store, workd
     read_only = [(at, [(0, buffer.numel() * buffer.element_size())])
                  for at, (index, buffer) in enumerate(sorted(buffers.items())) if index not in written]
     ranges = read_only if l2 == "inputs" else _measured_ranges(signature, buffers) if l2 == "measured" else []
-    dirt = torch.empty(l2_bytes(torch), dtype=torch.uint8, device=device) if job.dirty_l2 else None
-    written_at = frozenset(at for at, index in enumerate(sorted(buffers)) if index in written)
-    before_call = functools.partial(_prepare_l2, torch, dirt, ranges, written_at) if dirt is not None or ranges \
-        else None
+    dirt = l2probe.replayed_dirt(job.l2_dirt, signature.get("l2_dirt"))
+    setup = _L2Setup(torch, torch.empty(l2_bytes(torch), dtype=torch.uint8, device=device) if dirt != "none" else None,
+                     dirt, l2probe.DirtPool(torch) if l2 == "measured" and signature.get("l2_dirt") is not None
+                     else None, ranges, frozenset(at for at, index in enumerate(sorted(buffers)) if index in written))
+    before_call = setup if setup.needed else None
     arms_args = {}
 
     def arm(label: str):
