@@ -31,6 +31,15 @@ def test_the_probe_assembles_for_every_target_and_times_each_load_between_two_cl
     assert timed == ["clock", "LDG", "STG", "clock", "STG"] * l2probe.MAX_TENSORS, timed
 
 
+@pytest.mark.parametrize("gpu_name", ["sm_90a", "sm_100a", "sm_120a"])
+def test_the_dirt_probes_read_assembles_and_keeps_its_loads(gpu_name):
+    """Its XOR is stored only where a parameter asks: ptxas must keep the 16-byte loads that feed it."""
+    cubin = assemble(l2probe._read_ptx(), _triton.triton_ptxas(gpu_name), gpu_name, label="l2read.ptx").cubin
+    (sass,) = disassemble(cubin).values()
+    loads = [i for i in sass if i.base_opcode == "LDG"]
+    assert loads and all(".128" in i.opcode for i in loads) and any(i.base_opcode == "STG" for i in sass)
+
+
 def test_warm_ranges_are_the_chunks_most_probes_found_in_l2_merged():
     fractions = [1.0, 0.5, 0.25] + [0.0] * 28 + [0.75]
     assert l2probe.warm_ranges(fractions, 3200) == [(0, 200), (3100, 3200)]

@@ -44,6 +44,7 @@ LINES = 32
 MAX_TENSORS = 16
 """Tensor arguments one probe measures (the first that many of a launch); the rest are not measured."""
 ENTRY = "tritonhook_l2_probe"
+READ_ENTRY = "tritonhook_l2_read"
 DIRT_READ_BYTES = 8 << 20
 """What the dirt probe reads. On an H100 (medians of 30, p10-p90): 8 MiB read in 11.8 µs [11.4, 12.4] after a clean
 L2 and 13.1 [12.7, 13.5] after a dirty one, apart at every sample; 2 MiB in 10.4 [10.0, 12.3] and 10.9 [10.5, 11.7],
@@ -90,20 +91,57 @@ def _ptx() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _read_ptx() -> str:
+    """The dirt probe's read: params (u64 base, u64 vectors, u64 out, u32 keep); every thread of the grid reads
+    16-byte vectors `ld.global.cg` (into L2, not L1) a grid stride apart and XORs them; the XOR is stored only where
+    `keep` is not 0 (never: it keeps ptxas from dropping the loads)."""
+    return "\n".join([
+        ".version 7.0", ".target sm_70", ".address_size 64",
+        f".visible .entry {READ_ENTRY}(.param .u64 p_base, .param .u64 p_vectors, .param .u64 p_out, "
+        ".param .u32 p_keep)",
+        "{", ".reg .pred %p;", ".reg .b32 %a0, %a1, %a2, %a3, %acc, %keep, %threads, %block, %blocks, %thread;",
+        ".reg .b64 %base, %vectors, %out, %i, %stride, %addr, %t;",
+        "ld.param.u64 %base, [p_base];", "ld.param.u64 %vectors, [p_vectors];", "ld.param.u64 %out, [p_out];",
+        "ld.param.u32 %keep, [p_keep];", "mov.u32 %thread, %tid.x;", "mov.u32 %threads, %ntid.x;",
+        "mov.u32 %block, %ctaid.x;", "mov.u32 %blocks, %nctaid.x;", "mul.wide.u32 %i, %block, %threads;",
+        "cvt.u64.u32 %t, %thread;", "add.u64 %i, %i, %t;", "mul.wide.u32 %stride, %blocks, %threads;", "mov.u32 %acc, 0;",
+        "LOOP:", "setp.ge.u64 %p, %i, %vectors;", "@%p bra END;", "shl.b64 %addr, %i, 4;",
+        "add.u64 %addr, %addr, %base;", "ld.global.cg.v4.u32 {%a0, %a1, %a2, %a3}, [%addr];",
+        "xor.b32 %acc, %acc, %a0;", "xor.b32 %acc, %acc, %a1;", "xor.b32 %acc, %acc, %a2;",
+        "xor.b32 %acc, %acc, %a3;", "add.u64 %i, %i, %stride;", "bra LOOP;",
+        "END:", "setp.eq.u32 %p, %keep, 0;", "@%p bra DONE;", "st.global.u32 [%out], %acc;", "DONE:", "ret;", "}",
+    ]) + "\n"
+
+
 class _Driver:
-    """The three driver calls the probe needs, through ctypes (any machine that runs CUDA has libcuda)."""
+    """The driver calls the probes need, through ctypes (any machine that runs CUDA has libcuda)."""
 
     def __init__(self):
         try:
             self.lib = ctypes.CDLL("libcuda.so.1")
         except OSError as exc:
             raise TritonhookError(f"L2 probe: cannot load the CUDA driver (libcuda.so.1: {exc})") from None
-        module = ctypes.c_void_p()
-        self._check(self.lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(_ptx().encode())),
+        self.function, self.read_function = self._load(_ptx(), ENTRY), self._load(_read_ptx(), READ_ENTRY)
+        count = ctypes.c_int()
+        device = ctypes.c_int()
+        self._check(self.lib.cuCtxGetDevice(ctypes.byref(device)), "cuCtxGetDevice")
+        self._check(self.lib.cuDeviceGetAttribute(ctypes.byref(count), 16, device), "cuDeviceGetAttribute")  # SMs
+        self.sms = count.value
+
+    def _load(self, ptx: str, entry: str) -> ctypes.c_void_p:
+        module, function = ctypes.c_void_p(), ctypes.c_void_p()
+        self._check(self.lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(ptx.encode())),
                     "cuModuleLoadData")
-        self.function = ctypes.c_void_p()
-        self._check(self.lib.cuModuleGetFunction(ctypes.byref(self.function), module, ENTRY.encode()),
+        self._check(self.lib.cuModuleGetFunction(ctypes.byref(function), module, entry.encode()),
                     "cuModuleGetFunction")
+        return function
+
+    def read(self, stream: int, base: int, nbytes: int) -> None:
+        """Queue the dirt probe's read of `nbytes` (a multiple of 16) at `base`: 8 blocks of 256 threads per SM."""
+        values = [ctypes.c_uint64(base), ctypes.c_uint64(nbytes // 16), ctypes.c_uint64(base), ctypes.c_uint32(0)]
+        params = (ctypes.c_void_p * 4)(*[ctypes.addressof(value) for value in values])
+        self._check(self.lib.cuLaunchKernel(self.read_function, 8 * self.sms, 1, 1, 256, 1, 1, 0,
+                                            ctypes.c_void_p(stream), params, None), "cuLaunchKernel")
 
     @staticmethod
     def _check(code: int, what: str) -> None:
@@ -212,18 +250,27 @@ class DirtPool:
 
 def read_into_l2(torch, raw) -> None:
     """Read the uint8 tensor `raw` on the GPU (its lines into L2, clean), writing nothing of its size."""
-    (raw.view(torch.int64) if raw.numel() % 8 == 0 and raw.data_ptr() % 8 == 0 else raw).amax()
+    (raw.view(torch.int64) if raw.numel() % 8 == 0 and raw.data_ptr() % 8 == 0 else raw).max()
 
 
 def probe_dirt(torch, pool: DirtPool) -> tuple:
-    """Queue the dirt probe on the current stream: a stream hold, then a slice of `pool` read between two CUDA
-    events; returns the events (read them after the stream has passed them)."""
+    """Queue the dirt probe on the current stream: a stream hold, then a slice of `pool` read (`_read_ptx`: one
+    driver launch, nothing of torch's between the events) between two CUDA events; returns the events (read them
+    after the stream has passed them)."""
+    piece = pool.take()
     hold_stream(torch, DIRT_HOLD_US)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    read_into_l2(torch, pool.take())
+    read_piece(torch, piece)
     end.record()
     return start, end
+
+
+def read_piece(torch, piece) -> None:
+    """Queue the dirt probe's read of `piece` (a `DirtPool` slice) on the current stream, untimed: the replay's,
+    before each call where the recording probed."""
+    _driver(torch.cuda.current_device()).read(torch.cuda.current_stream().cuda_stream, piece.data_ptr(),
+                                              piece.numel())
 
 
 @dataclasses.dataclass(frozen=True)

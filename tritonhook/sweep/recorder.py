@@ -173,7 +173,7 @@ class Recorder:
             return
         try:
             pending.dirt.append(l2probe.probe_dirt(self.torch, self.dirt_pool))
-        except RuntimeError as exc:  # torch's: no memory for the pool
+        except (TritonhookError, RuntimeError) as exc:  # the driver refused the read; torch: no memory for the pool
             print(f"tritonhook: L2 dirt probe off ({exc}); the replay dirties the L2 before every call",
                   file=sys.stderr)
             self.dirt_pool = None
@@ -308,7 +308,7 @@ class Recorder:
             return
         try:
             self.dirt_calibration = l2probe.calibrate_dirt(self.torch, self.dirt_pool)
-        except RuntimeError as exc:  # torch's: no memory for the flood buffer
+        except (TritonhookError, RuntimeError) as exc:  # as in _probe_dirt
             print(f"tritonhook: L2 dirt calibration failed ({exc}); the replay dirties the L2 before every call",
                   file=sys.stderr)
         self.dirt_pool = None  # its buffer freed
