@@ -32,12 +32,16 @@ def test_the_probe_assembles_for_every_target_and_times_each_load_between_two_cl
 
 
 @pytest.mark.parametrize("gpu_name", ["sm_90a", "sm_100a", "sm_120a"])
-def test_the_dirt_probes_read_assembles_and_keeps_its_loads(gpu_name):
-    """Its XOR is stored only where a parameter asks: ptxas must keep the 16-byte loads that feed it."""
+def test_the_dirt_probes_read_assembles_keeps_its_loads_and_times_them_between_two_clock_reads(gpu_name):
+    """Its XOR is stored only where a parameter asks: ptxas must keep the 16-byte loads that feed it, between the
+    block's two clock reads."""
     cubin = assemble(l2probe._read_ptx(), _triton.triton_ptxas(gpu_name), gpu_name, label="l2read.ptx").cubin
     (sass,) = disassemble(cubin).values()
+    steps = ["clock" if "SR_CLOCK" in i.operands else i.base_opcode for i in sass]
     loads = [i for i in sass if i.base_opcode == "LDG"]
-    assert loads and all(".128" in i.opcode for i in loads) and any(i.base_opcode == "STG" for i in sass)
+    assert loads and all(".128" in i.opcode for i in loads) and steps.count("STG") == 2
+    first_clock, last_clock = steps.index("clock"), len(steps) - 1 - steps[::-1].index("clock")
+    assert first_clock < steps.index("LDG") and last_clock > len(steps) - 1 - steps[::-1].index("LDG")
 
 
 def test_warm_ranges_are_the_chunks_most_probes_found_in_l2_merged():
@@ -88,10 +92,10 @@ def test_residency_round_trips_and_older_recordings_load_without_it():
 
 
 def test_the_dirt_probe_reads_where_its_times_lie_from_clean_to_dirty():
-    calibration = l2probe.DirtCalibration(clean_us=10.4, dirty_us=10.9)
-    assert calibration.usable and not l2probe.DirtCalibration(clean_us=10.4, dirty_us=10.5).usable
-    assert calibration.dirt([10.4, 10.5, 10.9]) == pytest.approx(0.2)  # the median, not the mean
-    assert calibration.dirt([11.4]) == pytest.approx(2.0) and calibration.dirt([10.0]) == pytest.approx(-0.8)
+    calibration = l2probe.DirtCalibration(clean=10000.0, dirty=11000.0)
+    assert calibration.usable and not l2probe.DirtCalibration(clean=10000.0, dirty=10400.0).usable
+    assert calibration.dirt([10000, 10200, 11000]) == pytest.approx(0.2)  # the median, not the mean
+    assert calibration.dirt([12000]) == pytest.approx(2.0) and calibration.dirt([9200]) == pytest.approx(-0.8)
 
 
 def test_a_measured_replay_dirties_only_where_the_probe_read_the_l2_dirty_or_did_not_read_it():
@@ -104,7 +108,7 @@ def test_dirt_round_trips_and_version_4_recordings_load_without_it():
     signature = rec.Signature(id=0, kernel="k", triton_hash="h", capture_id=1, arch="sm_90a", grid=[1, 1, 1], args=[],
                               arg_names=[], signature={}, constexprs={}, launches=3, times_ms=[0.01], l2_dirt=0.125)
     recording = rec.Recording([signature], arch="sm_90a", device=None, triton_version="3.6.0", torch_version=None,
-                              pid=1, dirt_calibration={"clean_us": 10.4, "dirty_us": 10.9})
+                              pid=1, dirt_calibration={"clean": 13100.0, "dirty": 15900.0})
     data = json.loads(json.dumps(recording.to_json()))
     assert data["version"] == rec.VERSION >= 5 and rec.Recording.from_json(data) == recording
     data.pop("dirt_calibration")

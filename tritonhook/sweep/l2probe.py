@@ -21,10 +21,12 @@ Triton's launch hooks, a Triton kernel would be traced and captured as part of t
 How dirty the L2 is, measured: the lines a kernel evicts cost it a write back to DRAM where they are dirty, and a
 workload that streams weights leaves its L2 clean where a training step leaves it dirty
 (docs/sweep_fidelity.md#how-dirty-the-l2-is). Just before the residency probe, the dirt probe reads
-`DIRT_READ_BYTES` that no kernel touched lately (`DirtPool`) between two CUDA events: the lines it evicts are the
-ones the kernel would evict first, and the read takes longer where they are dirty. Calibrated after the workload
-against an L2 left clean (read after a flood) and dirty (a flood written): `DirtCalibration`. The replay reads the
-same bytes before each call (`DirtPool` again), so the lines the probe cleaned out are clean there too.
+`DIRT_READ_BYTES` that no kernel touched lately (`DirtPool`), each block timing itself in SM cycles (`_read_ptx`:
+PTX through the driver, like the residency probe; CUDA events around it read tens of µs off, and negative, inside
+an Inductor workload): the lines it evicts are the ones the kernel would evict first, and the read takes longer
+where they are dirty. Calibrated after the workload against an L2 left clean (read after a flood) and dirty (a flood
+written): `DirtCalibration`. The replay reads as much before each call (`DirtPool` again), so the lines the probe
+cleaned out are clean there too.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Sequence
 
 from ..errors import TritonhookError
 from ..measure.stats import median
-from ..measure.timing import hold_stream, l2_bytes
+from ..measure.timing import l2_bytes
 
 LINES = 32
 """Lines sampled per tensor argument (one per lane of the probe's warp)."""
@@ -50,15 +52,16 @@ DIRT_READ_BYTES = 8 << 20
 L2 and 13.1 [12.7, 13.5] after a dirty one, apart at every sample; 2 MiB in 10.4 [10.0, 12.3] and 10.9 [10.5, 11.7],
 which two samples (a three-step workload's timed launches) cannot tell apart. What it evicts the kernel after it
 does not; the replay reads as much (`worker._L2Setup`)."""
-DIRT_HOLD_US = 30.0
-"""The stream hold before the dirt probe's start event: the host's time to queue the read and the end event."""
+READ_BLOCKS_PER_SM = 8
+"""The dirt probe's blocks per SM (of 256 threads: 2,048 threads, an SM's most, so every block starts at once)."""
 DIRTY_AT = 0.5
 """A signature whose dirt probes read at least this far from the clean calibration towards the dirty one is
 replayed on a dirty L2, below it on a clean one. An L2 half dirty reads as slow as a dirty one (H100: the write
 backs, not the count of dirty lines, set the time), so the fraction decides between two states, not how much to
 dirty."""
-DIRT_SEPARATION_US = 0.2
-"""A calibration whose dirty and clean medians differ by less than this cannot tell the two apart on this GPU."""
+DIRT_SEPARATION = 1.05
+"""A calibration whose dirty median is less than this many times its clean one cannot tell the two apart on this
+GPU: the dirt probe's figures are then dropped (the replay dirties the L2)."""
 HIT_SEPARATION = 1.4
 """A calibration whose cold median is less than this many times its hot median cannot tell hits from misses on this
 GPU: the probe's figures are then dropped."""
@@ -92,24 +95,31 @@ def _ptx() -> str:
 
 
 def _read_ptx() -> str:
-    """The dirt probe's read: params (u64 base, u64 vectors, u64 out, u32 keep); every thread of the grid reads
-    16-byte vectors `ld.global.cg` (into L2, not L1) a grid stride apart and XORs them; the XOR is stored only where
-    `keep` is not 0 (never: it keeps ptxas from dropping the loads)."""
+    """The dirt probe's read: params (u64 base, u64 vectors, u64 cycles, u32 keep); every thread of the grid reads
+    16-byte vectors `ld.global.cg` (into L2, not L1) a grid stride apart and XORs them. Each block's thread 0 stores
+    the SM clock cycles from a barrier before its loads to one after them at `cycles[block]`: a time that needs no
+    event, stream or host (all blocks are resident at once and share the DRAM, so each block's time is the read's).
+    The XOR is stored only where `keep` is not 0 (never: it keeps ptxas from dropping the loads)."""
     return "\n".join([
         ".version 7.0", ".target sm_70", ".address_size 64",
-        f".visible .entry {READ_ENTRY}(.param .u64 p_base, .param .u64 p_vectors, .param .u64 p_out, "
+        f".visible .entry {READ_ENTRY}(.param .u64 p_base, .param .u64 p_vectors, .param .u64 p_cycles, "
         ".param .u32 p_keep)",
-        "{", ".reg .pred %p;", ".reg .b32 %a0, %a1, %a2, %a3, %acc, %keep, %threads, %block, %blocks, %thread;",
-        ".reg .b64 %base, %vectors, %out, %i, %stride, %addr, %t;",
-        "ld.param.u64 %base, [p_base];", "ld.param.u64 %vectors, [p_vectors];", "ld.param.u64 %out, [p_out];",
+        "{", ".reg .pred %p;",
+        ".reg .b32 %a0, %a1, %a2, %a3, %acc, %keep, %threads, %block, %blocks, %thread, %dt;",
+        ".reg .b64 %base, %vectors, %cycles, %i, %stride, %addr, %t, %c0, %c1;",
+        "ld.param.u64 %base, [p_base];", "ld.param.u64 %vectors, [p_vectors];", "ld.param.u64 %cycles, [p_cycles];",
         "ld.param.u32 %keep, [p_keep];", "mov.u32 %thread, %tid.x;", "mov.u32 %threads, %ntid.x;",
         "mov.u32 %block, %ctaid.x;", "mov.u32 %blocks, %nctaid.x;", "mul.wide.u32 %i, %block, %threads;",
         "cvt.u64.u32 %t, %thread;", "add.u64 %i, %i, %t;", "mul.wide.u32 %stride, %blocks, %threads;", "mov.u32 %acc, 0;",
+        "bar.sync 0;", "mov.u64 %c0, %clock64;",
         "LOOP:", "setp.ge.u64 %p, %i, %vectors;", "@%p bra END;", "shl.b64 %addr, %i, 4;",
         "add.u64 %addr, %addr, %base;", "ld.global.cg.v4.u32 {%a0, %a1, %a2, %a3}, [%addr];",
         "xor.b32 %acc, %acc, %a0;", "xor.b32 %acc, %acc, %a1;", "xor.b32 %acc, %acc, %a2;",
         "xor.b32 %acc, %acc, %a3;", "add.u64 %i, %i, %stride;", "bra LOOP;",
-        "END:", "setp.eq.u32 %p, %keep, 0;", "@%p bra DONE;", "st.global.u32 [%out], %acc;", "DONE:", "ret;", "}",
+        "END:", "bar.sync 0;", "mov.u64 %c1, %clock64;", "setp.ne.u32 %p, %thread, 0;", "@%p bra KEEP;",
+        "sub.u64 %c1, %c1, %c0;", "cvt.u32.u64 %dt, %c1;", "mul.wide.u32 %t, %block, 4;", "add.u64 %t, %cycles, %t;",
+        "st.global.u32 [%t], %dt;",
+        "KEEP:", "setp.eq.u32 %p, %keep, 0;", "@%p bra DONE;", "st.global.u32 [%cycles], %acc;", "DONE:", "ret;", "}",
     ]) + "\n"
 
 
@@ -136,11 +146,16 @@ class _Driver:
                     "cuModuleGetFunction")
         return function
 
-    def read(self, stream: int, base: int, nbytes: int) -> None:
-        """Queue the dirt probe's read of `nbytes` (a multiple of 16) at `base`: 8 blocks of 256 threads per SM."""
-        values = [ctypes.c_uint64(base), ctypes.c_uint64(nbytes // 16), ctypes.c_uint64(base), ctypes.c_uint32(0)]
+    @property
+    def read_blocks(self) -> int:
+        return READ_BLOCKS_PER_SM * self.sms
+
+    def read(self, stream: int, base: int, nbytes: int, cycles: int) -> None:
+        """Queue the dirt probe's read of `nbytes` (a multiple of 16) at `base`, each block's cycles to `cycles`
+        (u32 x `read_blocks`): `READ_BLOCKS_PER_SM` blocks of 256 threads per SM, all resident at once."""
+        values = [ctypes.c_uint64(base), ctypes.c_uint64(nbytes // 16), ctypes.c_uint64(cycles), ctypes.c_uint32(0)]
         params = (ctypes.c_void_p * 4)(*[ctypes.addressof(value) for value in values])
-        self._check(self.lib.cuLaunchKernel(self.read_function, 8 * self.sms, 1, 1, 256, 1, 1, 0,
+        self._check(self.lib.cuLaunchKernel(self.read_function, self.read_blocks, 1, 1, 256, 1, 1, 0,
                                             ctypes.c_void_p(stream), params, None), "cuLaunchKernel")
 
     @staticmethod
@@ -253,40 +268,35 @@ def read_into_l2(torch, raw) -> None:
     (raw.view(torch.int64) if raw.numel() % 8 == 0 and raw.data_ptr() % 8 == 0 else raw).max()
 
 
-def probe_dirt(torch, pool: DirtPool) -> tuple:
-    """Queue the dirt probe on the current stream: a stream hold, then a slice of `pool` read (`_read_ptx`: one
-    driver launch, nothing of torch's between the events) between two CUDA events; returns the events (read them
-    after the stream has passed them)."""
+def probe_dirt(torch, pool: DirtPool):
+    """Queue the dirt probe on the current stream: the next slice of `pool` read (`_read_ptx`); returns the int32
+    device tensor of each block's cycles (read it after the stream has passed it; `read_cycles`)."""
+    driver = _driver(torch.cuda.current_device())
+    cycles = torch.empty(driver.read_blocks, dtype=torch.int32, device="cuda")
     piece = pool.take()
-    hold_stream(torch, DIRT_HOLD_US)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    read_piece(torch, piece)
-    end.record()
-    return start, end
+    driver.read(torch.cuda.current_stream().cuda_stream, piece.data_ptr(), piece.numel(), cycles.data_ptr())
+    return cycles
 
 
-def read_piece(torch, piece) -> None:
-    """Queue the dirt probe's read of `piece` (a `DirtPool` slice) on the current stream, untimed: the replay's,
-    before each call where the recording probed."""
-    _driver(torch.cuda.current_device()).read(torch.cuda.current_stream().cuda_stream, piece.data_ptr(),
-                                              piece.numel())
+def read_cycles(cycles) -> float:
+    """A dirt probe's read time in SM cycles: the median over its blocks."""
+    return median(cycles.tolist())
 
 
 @dataclasses.dataclass(frozen=True)
 class DirtCalibration:
-    """The dirt probe's median read time (µs) on an L2 full of clean lines and on one full of dirty lines."""
+    """The dirt probe's median read time (SM cycles) on an L2 full of clean lines and on one full of dirty lines."""
 
-    clean_us: float
-    dirty_us: float
+    clean: float
+    dirty: float
 
     @property
     def usable(self) -> bool:
-        return self.dirty_us - self.clean_us >= DIRT_SEPARATION_US
+        return self.dirty >= DIRT_SEPARATION * self.clean
 
-    def dirt(self, read_us: Sequence[float]) -> float:
-        """Where the median of `read_us` lies from clean (0) to dirty (1), unclamped."""
-        return round((median(read_us) - self.clean_us) / (self.dirty_us - self.clean_us), 3)
+    def dirt(self, reads: Sequence[float]) -> float:
+        """Where the median of `reads` (cycles) lies from clean (0) to dirty (1), unclamped."""
+        return round((median(reads) - self.clean) / (self.dirty - self.clean), 3)
 
 
 def calibrate_dirt(torch, pool: DirtPool, rounds: int = 8) -> DirtCalibration:
@@ -301,8 +311,7 @@ def calibrate_dirt(torch, pool: DirtPool, rounds: int = 8) -> DirtCalibration:
         flood.zero_()
         dirty.append(probe_dirt(torch, pool))
     torch.cuda.synchronize()
-    microseconds = lambda events: [start.elapsed_time(end) * 1e3 for start, end in events]  # noqa: E731
-    return DirtCalibration(median(microseconds(clean)), median(microseconds(dirty)))
+    return DirtCalibration(median([read_cycles(c) for c in clean]), median([read_cycles(c) for c in dirty]))
 
 
 def replayed_dirt(rule: str, dirt: float | None) -> str:

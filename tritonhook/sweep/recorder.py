@@ -47,7 +47,7 @@ class _Pending:
     held: list = dataclasses.field(default_factory=list)
     late: list = dataclasses.field(default_factory=list)
     probes: list = dataclasses.field(default_factory=list)  # (tensor positions, the L2 probe's device tensor)
-    dirt: list = dataclasses.field(default_factory=list)    # the dirt probe's events (l2probe.probe_dirt)
+    dirt: list = dataclasses.field(default_factory=list)    # the dirt probe's cycle tensors (l2probe.probe_dirt)
     marks: list = dataclasses.field(default_factory=list)   # (idle anchor, mark): both (event, host seconds)
     empties: list = dataclasses.field(default_factory=list)  # the trailing empty kernel's events (first timed)
 
@@ -314,8 +314,7 @@ class Recorder:
         self.dirt_pool = None  # its buffer freed
         for pending in probed:
             if self.dirt_calibration is not None and self.dirt_calibration.usable:
-                pending.signature.l2_dirt = self.dirt_calibration.dirt(
-                    [start.elapsed_time(end) * 1e3 for start, end in pending.dirt])
+                pending.signature.l2_dirt = self.dirt_calibration.dirt([l2probe.read_cycles(c) for c in pending.dirt])
             pending.dirt = []
 
 

@@ -301,7 +301,7 @@ class Recording:
     autotune: list[dict] = dataclasses.field(default_factory=list)  # the autotune decisions (AutotuneDecision)
     sample_every: int = 1            # > 1: launch counts per signature are estimates (see sweep.record)
     l2_calibration: dict | None = None  # the L2 probe's {"hot", "cold"} median cycles (l2probe.Calibration)
-    dirt_calibration: dict | None = None  # the dirt probe's {"clean_us", "dirty_us"} (l2probe.DirtCalibration)
+    dirt_calibration: dict | None = None  # the dirt probe's {"clean", "dirty"} median cycles (l2probe.DirtCalibration)
     sm_clock_mhz: float | None = None  # the SM clock right after the workload (measure.timing.sm_clock_mhz)
     id: int | None = None            # its id in the store's results table
 

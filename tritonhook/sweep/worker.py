@@ -147,7 +147,7 @@ class _L2Setup:
         elif self.dirt == "clean":
             l2probe.read_into_l2(self.torch, self.flood)
         if self.probe is not None:
-            l2probe.read_piece(self.torch, self.probe.take())
+            l2probe.probe_dirt(self.torch, self.probe)
         for at, spans in self.ranges:
             raw = buffers[at].view(self.torch.uint8)
             for begin, end in spans:
