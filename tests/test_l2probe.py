@@ -99,8 +99,8 @@ def test_the_dirt_probe_reads_where_its_times_lie_from_clean_to_dirty():
 
 
 def test_a_measured_replay_dirties_only_where_the_probe_read_the_l2_dirty_or_did_not_read_it():
-    assert [l2probe.replayed_dirt("measured", dirt) for dirt in (None, 0.49, 0.5, 1.7, -0.3)] == [
-        "dirty", "clean", "dirty", "dirty", "clean"]
+    assert [l2probe.replayed_dirt("measured", dirt) for dirt in (None, 0.03, 0.0, 1.7, -0.3)] == [
+        "dirty", "dirty", "dirty", "dirty", "clean"]
     assert [l2probe.replayed_dirt(rule, 0.0) for rule in ("dirty", "clean", "none")] == ["dirty", "clean", "none"]
 
 
