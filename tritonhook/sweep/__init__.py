@@ -59,7 +59,8 @@ variant's outputs against the baseline's own run-to-run spread (`measure.outputs
 with ULPs, relative error and NaN/Inf positions as data), then times the variants with the A/B
 timer (`measure.timing.bench_interleaved`: CUDA events, warm-up, L2 rotation with, by default (`--l2 measured`), the
 parts of each buffer that the recording's L2 probe (`l2probe`: a one-warp latency probe at each signature's first
-timed launches) found in L2 inside the workload brought into L2 before each call, or with `--l2 cold` rotation
+timed launches) found in L2 inside the workload brought into L2 before each call, on an L2 left dirty or clean as
+the recording's dirt probe found it (`l2probe.DirtCalibration`), or with `--l2 cold` rotation
 alone, `--l2 warm` one input set, `--l2 inputs` rotation and the buffers the kernel only reads brought into L2;
 call-by-call interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
 variants afresh and restoring written buffers from the snapshot at every round. The parent computes
