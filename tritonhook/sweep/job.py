@@ -10,9 +10,9 @@ from typing import Sequence
 
 @dataclasses.dataclass(frozen=True)
 class ReplayJob:
-    """Per replay: the store the snapshots are read from, the recording's GPU architecture and name (a worker on
-    another GPU refuses it, naming it), the rounds (a cap where a signature has a stop rule), the L2 rule and the L2
-    dirt set before each call (`config.SWEEP_L2_DIRT`), the timer's warm-up and repetitions, and one entry per signature:
+    """Per replay: the store the snapshots are read from, the recording's GPU architecture and name (a worker on another
+    GPU refuses it, naming it), the rounds (a cap where a signature has a stop rule), the L2 rule and the L2 dirt
+    set before each call (`config.SWEEP_L2_DIRT`), the timer's warm-up and repetitions, and one entry per signature:
     its arguments, launch, variant files and stop rule (`replay.replay_job`)."""
 
     store: str

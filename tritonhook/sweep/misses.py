@@ -1,12 +1,12 @@
 """Why a row misses the fidelity bar, measured rather than guessed.
 
 A row of the fidelity set (`result.Fidelity`) whose replayed time is more than the tolerance away from its time
-inside the workload is replayed again, its baseline alone, under the other L2 rules (`CHECK_MODES`) and under its own
-rule with the L2 dirt flipped (`check_conditions`), and what else the two places measured is set beside it: the launch lead (the empty kernel after each timed kernel, in both
-places: `SweepRow.lead_ms`) and the SM clock (a ~1 ms spin after the workload and after the row's rounds:
-`measure.timing.sm_clock_mhz`). `miss_reason` turns those figures into the row's sentence, naming what brings the
-row within the tolerance, or, where nothing does, every figure that was ruled out. The replays are `replay.py`'s
-(`_explain_misses`); this module is pure.
+inside the workload is replayed again, its baseline alone, under the other L2 rules (`CHECK_MODES`) and under its
+own rule with the L2 dirt flipped (`check_conditions`), and what else the two places measured is set beside it: the
+launch lead (the empty kernel after each timed kernel, in both places: `SweepRow.lead_ms`) and the SM clock (a ~1 ms
+spin after the workload and after the row's rounds: `measure.timing.sm_clock_mhz`). `miss_reason` turns those
+figures into the row's sentence, naming what brings the row within the tolerance, or, where nothing does, every
+figure that was ruled out. The replays are `replay.py`'s (`_explain_misses`); this module is pure.
 """
 
 from __future__ import annotations

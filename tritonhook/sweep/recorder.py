@@ -131,13 +131,12 @@ class Recorder:
         return (calls // self.time_every + 1) * self.time_every - calls - 1
 
     def _start_timing(self, pending: _Pending, probed: tuple | None) -> tuple:
-        """Probe how dirty the L2 is and what the kernel's tensors (`probed`: the launch's arguments, or None) have
-        in L2 (`l2probe`), hold the stream (`measure.timing.hold_stream`), then the start event: the kernel's time inside the workload without
-        the host's launch latency, which a launch-bound workload would otherwise add to every sample. Only the
-        first `timed_first` timed launches are probed: a probe costs tens of µs of host and GPU time, which at
-        one launch in 256 would still weigh on a launch-bound loop, and nothing once a signature is past them
-        (docs/sweep.md#what-the-l2-probe-costs). They are also the ones
-        whose lag is marked (`_mark`)."""
+        """Probe how dirty the L2 is and what the kernel's tensors (`probed`: the launch's arguments, or None)
+        have in L2 (`l2probe`), hold the stream (`measure.timing.hold_stream`), then the start event: the kernel's time inside
+        the workload without the host's launch latency, which a launch-bound workload would otherwise add to every
+        sample. Only the first `timed_first` timed launches are probed: a probe costs tens of µs of host and GPU
+        time, which at one launch in 256 would still weigh on a launch-bound loop, and nothing once a signature is
+        past them (docs/sweep.md#what-the-l2-probe-costs). They are also the ones whose lag is marked (`_mark`)."""
         if len(pending.marks) < self.timed_first:
             mark = self._mark()
             if mark is not None:
@@ -301,8 +300,9 @@ class Recorder:
                 pending.signature.l2_resident = [l2probe.line_fractions(lines) if lines else None for lines in seen]
             pending.probes = []
 
-
     def _resolve_dirt(self) -> None:
+        """Calibrate the dirt probe (`l2probe.calibrate_dirt`), free its pool, and set each probed signature's
+        `l2_dirt` where the calibration can tell clean from dirty on this GPU."""
         probed = [pending for pending in self.pending if pending.dirt]
         if not probed or self.dirt_pool is None:
             return
@@ -316,6 +316,7 @@ class Recorder:
             if self.dirt_calibration is not None and self.dirt_calibration.usable:
                 pending.signature.l2_dirt = self.dirt_calibration.dirt([l2probe.read_cycles(c) for c in pending.dirt])
             pending.dirt = []
+
 
 
 def _behind_ms(marks: list[tuple]) -> float | None:

@@ -17,17 +17,16 @@ against the baseline's own run-to-run spread (`measure.outputs`: bitwise, within
 time the variants interleaved call by call with the A/B timer (`measure.timing.bench_interleaved`: CUDA events,
 warm-up, L2 rotation), one median per variant per round, restoring the written buffers from the snapshot before
 every round, with an empty kernel queued and timed after every call (`measure.timing.time_empty_kernel`, as the
-recording does after each kernel it times). `l2` in the job: "cold"
-rotates the input sets through copies spanning 4x the L2; "warm" keeps one set (each call finds in L2 what the
-previous one read and wrote); "inputs" rotates, and reads the buffers the kernel does not write just before each
-call, as a kernel inside a workload finds what its producer has just written (its outputs not); "measured"
-rotates, and reads just before each call the parts of each buffer that the recording's L2 probe found in L2 inside
-the workload (`l2probe`). `l2_dirt` in the job (`config.SWEEP_L2_DIRT`): a buffer the size of the L2 is written
-(dirty) or read (clean) before each call, before those reads, under "measured" as the recording's dirt probe found
-the L2 for the signature (`_L2Setup`). After the rounds the SM clock is read (`measure.timing.sm_clock_mhz`), as the recorder
-reads it after the workload. `stop` in a signature's entry (`measure.sequential.StopRule`): its rounds stop once
-the always-valid interval of every variant against the baseline has decided or is precise enough, or at the cap;
-without it, `rounds` rounds (fixed).
+recording does after each kernel it times). `l2` in the job: "cold" rotates the input sets through copies spanning
+4x the L2; "warm" keeps one set (each call finds in L2 what the previous one read and wrote); "inputs" rotates, and
+reads the buffers the kernel does not write just before each call, as a kernel inside a workload finds what its
+producer has just written (its outputs not); "measured" rotates, and reads just before each call the parts of each
+buffer that the recording's L2 probe found in L2 inside the workload (`l2probe`). `l2_dirt` in the job
+(`config.SWEEP_L2_DIRT`): a buffer the size of the L2 is written (dirty) or read (clean) before each call, before
+those reads, under "measured" as the recording's dirt probe found the L2 for the signature (`_L2Setup`). After the
+rounds the SM clock is read (`measure.timing.sm_clock_mhz`), as the recorder reads it after the workload. `stop` in
+a signature's entry (`measure.sequential.StopRule`): its rounds stop once the always-valid interval of every variant
+against the baseline has decided or is precise enough, or at the cap; without it, `rounds` rounds (fixed).
 """
 
 from __future__ import annotations
