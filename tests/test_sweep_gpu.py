@@ -152,7 +152,10 @@ def test_the_dirt_probe_reads_a_streaming_workload_clean_and_a_writing_one_dirty
         flood = torch.zeros(4 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
         with sweep.record(tmp_path / step) as recorder:
             for _ in range(10):
-                flood.fill_(1) if step == "write" else l2probe.read_into_l2(torch, flood)
+                if step == "write":
+                    flood.fill_(1)
+                else:
+                    l2probe.read_into_l2(torch, flood)
                 add_kernel[(n // 1024,)](x, y, out, n, BLOCK=1024)
         (signature,) = recorder.recording.signatures
         calibration = recorder.recording.dirt_calibration

@@ -216,8 +216,9 @@ RECORD_COMPILE_THREADS = EnvVar("TRITONHOOK_RECORD_COMPILE_THREADS", 0, int,
                                 "core, at most 16; 1: one at a time, as Triton does. "
                                 "docs/timing.md#compiling-autotune-configs-ahead")
 RECORD_L2_PROBE = EnvVar("TRITONHOOK_RECORD_L2_PROBE", True, _flag,
-                         "'0': a recording does not probe what a signature's first timed launches find in L2 "
-                         "(`sweep.l2probe`; `--l2 measured` then replays those signatures cold).")
+                         "'0': a recording does not probe what a signature's first timed launches find in L2, nor "
+                         "how dirty it is (`sweep.l2probe`; `--l2 measured` then replays those signatures cold, on "
+                         "a dirty L2).")
 SWEEP_DIRTY_L2 = EnvVar("TRITONHOOK_SWEEP_DIRTY_L2", True, _flag,
                         "'0': a sweep replay no longer sets the L2's dirt before each call of a rotating --l2 mode "
                         "(an L2-sized write or read: SWEEP_L2_DIRT), so its kernels evict what the previous call "
