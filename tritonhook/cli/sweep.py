@@ -45,8 +45,9 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
                              "reads DRAM; warm: one input set, every call finds in L2 what the previous one read "
                              "and wrote; inputs: rotated, and what the kernel only reads brought into L2 before "
                              "each call, as right after its producer. Except under warm, an L2-sized buffer is "
-                             f"written before each call first, as a workload leaves the L2 dirty "
-                             f"({config.SWEEP_DIRTY_L2.name}=0: not)")
+                             "written before each call first, as a training step leaves the L2 dirty, or read "
+                             "under measured where the recording's dirt probe found the L2 clean "
+                             f"({config.SWEEP_DIRTY_L2.name}=0: neither)")
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     where = parser.add_mutually_exclusive_group()
