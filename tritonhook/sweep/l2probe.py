@@ -207,10 +207,20 @@ class Calibration:
         return (self.hot * self.cold) ** 0.5
 
 
+def _flood_bytes(torch) -> int:
+    """Twice the L2 (of 64 MiB where CUDA reports none): enough traffic to push anything out of it."""
+    return 2 * (l2_bytes(torch) or 64 << 20)
+
+
+def _flood(torch):
+    """A buffer of `_flood_bytes`, for the calibrations' clean and dirty L2."""
+    return torch.empty(_flood_bytes(torch), dtype=torch.uint8, device="cuda")
+
+
 def calibrate(torch) -> Calibration:
     """Probe a 1 MiB buffer right after writing it, then after writing a buffer of twice the L2 (synchronizes)."""
     target = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
-    flood = torch.empty(2 * (l2_bytes(torch) or 64 << 20), dtype=torch.uint8, device="cuda")
+    flood = _flood(torch)
     span = [(target.data_ptr(), target.numel())]
     target.fill_(1)
     hot = probe(torch, span)
@@ -256,7 +266,7 @@ class DirtPool:
 
     def take(self):
         if self.buffer is None:
-            size = 2 * (l2_bytes(self.torch) or 64 << 20) + DIRT_READ_BYTES
+            size = _flood_bytes(self.torch) + DIRT_READ_BYTES
             self.buffer = self.torch.empty(size, dtype=self.torch.uint8, device="cuda")
         if self.at + DIRT_READ_BYTES > self.buffer.numel():
             self.at = 0
@@ -269,11 +279,13 @@ def read_into_l2(torch, raw) -> None:
     (raw.view(torch.int64) if raw.numel() % 8 == 0 and raw.data_ptr() % 8 == 0 else raw).max()
 
 
-def probe_dirt(torch, pool: DirtPool):
+def probe_dirt(torch, pool: DirtPool, cycles=None):
     """Queue the dirt probe on the current stream: the next slice of `pool` read (`_read_ptx`); returns the int32
-    device tensor of each block's cycles (read it after the stream has passed it; `read_cycles`)."""
+    device tensor of each block's cycles (read it after the stream has passed it; `read_cycles`): `cycles` where
+    given (the replay's, which reads them never, passes one for all its calls), else a new one."""
     driver = _driver(torch.cuda.current_device())
-    cycles = torch.empty(driver.read_blocks, dtype=torch.int32, device="cuda")
+    if cycles is None:
+        cycles = torch.empty(driver.read_blocks, dtype=torch.int32, device="cuda")
     piece = pool.take()
     driver.read(torch.cuda.current_stream().cuda_stream, piece.data_ptr(), piece.numel(), cycles.data_ptr())
     return cycles
@@ -303,7 +315,7 @@ class DirtCalibration:
 def calibrate_dirt(torch, pool: DirtPool, rounds: int = 8) -> DirtCalibration:
     """Probe after a flood of twice the L2 written then read (the L2 holds clean lines) and after one written (dirty
     lines), `rounds` times each, alternating (synchronizes)."""
-    flood = torch.empty(2 * (l2_bytes(torch) or 64 << 20), dtype=torch.uint8, device="cuda")
+    flood = _flood(torch)
     clean, dirty = [], []
     for _ in range(rounds):
         flood.zero_()

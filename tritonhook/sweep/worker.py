@@ -135,6 +135,7 @@ class _L2Setup:
     probe: l2probe.DirtPool | None
     ranges: list[tuple[int, list[tuple[int, int]]]]
     written: frozenset[int]
+    probe_cycles: object | None = None   # the dirt probe's cycles, written and never read here
 
     @property
     def needed(self) -> bool:
@@ -146,7 +147,7 @@ class _L2Setup:
         elif self.dirt == "clean":
             l2probe.read_into_l2(self.torch, self.flood)
         if self.probe is not None:
-            l2probe.probe_dirt(self.torch, self.probe)
+            self.probe_cycles = l2probe.probe_dirt(self.torch, self.probe, self.probe_cycles)
         for at, spans in self.ranges:
             raw = buffers[at].view(self.torch.uint8)
             for begin, end in spans:
