@@ -10,7 +10,8 @@
 # the sweep's config pinned), NAME_bare runs the workload
 # alone with caches of its own, cold (what the sweep adds to it: run both on one machine start). A later call on the same
 # (warm) machine finds the sweep in SCRATCH, so a sweep and its confirmation can span two device calls.
-#   gpu_test   tests/test_sweep_gpu.py's regret test (a workload with a biased autotuner: found, pinned, confirmed)
+#   gpu_test   tests/test_sweep_gpu.py's regret test (a workload with a biased autotuner: found, pinned, confirmed), or
+#              the tests GPU_TESTS selects (pytest -k)
 #   torchao    torchao 0.18.0's quantized GEMM/GEMV (split-K at batch 1/16, per-batch-size autotuning)
 #   flaggems   FlagGems 5.0.2's ops (autotune-heavy)
 #   timm       timm 1.0.31 models under torch.compile (Inductor)
@@ -25,11 +26,18 @@
 #   qwen       Hugging Face transformers' Qwen3 (4 layers, random weights) training steps under torch.compile
 #   unet       Hugging Face diffusers' UNet2DConditionModel (SD 1.x layout, small, random weights) training steps under
 #              torch.compile
+#   gpt2       Hugging Face transformers' GPT-2 (4 layers, random weights, dropout 0.1) training steps under torch.compile
+#   cce        Apple's Cut Cross-Entropy 25.1.1: the fused linear + cross-entropy loss of three LM heads, forward and
+#              backward, autotuned (CCE_AUTOTUNE=1), the backward's atomics under spin locks; cce_recorded sweeps it
+#              with snapshot budgets that hold every input (the backward's work depends on its data)
+#   sage       SageAttention 1.0.6: int8 per-block quantization of Q and K and int8 QK^T attention (no autotuning)
+# Only the folders .wheels/ holds are installed (benchmarks/workloads/carry.sh): a step whose library is not there
+# fails at its import, the others run.
 set -u
 OUT=${OUT:-$PWD/regret-out}
 SCRATCH=${SCRATCH:-/tmp/regret-work}
 mkdir -p "$OUT" "$SCRATCH"
-eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" base timm flag-gems torchao mamba fla gemlite diffusers)"
+eval "$(bash benchmarks/workloads/carry.sh "$SCRATCH" $(ls .wheels))"
 export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
 export TRITON_CACHE_DIR="$SCRATCH/triton-cache" TORCHINDUCTOR_CACHE_DIR="$SCRATCH/inductor-cache"
 export FLAGGEMS_CACHE_DIR="$SCRATCH/flaggems-cache"
@@ -45,10 +53,10 @@ step() {  # step NAME SECONDS CMD...: stdout to $OUT/NAME.json, stderr to $SCRAT
   tail -n 4 "$SCRATCH/$name.log" | cut -c1-300 | sed 's/^/   | /' | tee -a "$OUT/steps.log"
 }
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
-sweep() {  # sweep NAME SECONDS WORKLOAD...: plain,cutlass_ over the kernels the workload runs ($ROWS: the largest)
-  local name=$1 limit=$2; shift 2
+sweep() {  # sweep NAME SECONDS WORKLOAD...: plain,cutlass_ over the kernels the workload runs ($ROWS: the largest;
+  local name=$1 limit=$2; shift 2  # $SWEEP_ARGS: more options, e.g. snapshot budgets)
   step "${name}_sweep" "$limit" $PY -m tritonhook sweep --store "$SCRATCH/store-$name" --autotune-top "$TOP" \
-      ${ROWS:+--top "$ROWS"} --json -- "$@"
+      ${ROWS:+--top "$ROWS"} ${SWEEP_ARGS:-} --json -- "$@"
 }
 sweep_field() {  # sweep_field NAME FIELD: a field of NAME's sweep result
   $PY -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$SCRATCH/${1}_sweep.json" "$2" 2>/dev/null
@@ -79,8 +87,9 @@ confirm() {  # confirm NAME RUNS SECONDS WORKLOAD...: decisions confirm of the s
       --runs "$runs" ${CONFIRM_AGAINST:+--against "$CONFIRM_AGAINST"} --json -- "$@"
 }
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"
-if want gpu_test; then
-  timeout 300 $PY -m pytest tests/test_sweep_gpu.py -q -x -p no:cacheprovider -k regret -s > "$OUT/gpu_test.txt" 2>&1
+if want gpu_test; then  # GPU_TESTS: which of tests/test_sweep_gpu.py (-k), the regret test by default
+  timeout 300 $PY -m pytest tests/test_sweep_gpu.py -q -x -p no:cacheprovider -k "${GPU_TESTS:-regret}" -s \
+      > "$OUT/gpu_test.txt" 2>&1
   tail -n 30 "$OUT/gpu_test.txt"
 fi
 TORCHAO=($PY benchmarks/workloads/torchao_quant_gemm.py 3 w8a16_int8)  # the split-K family alone: a call's 10 min
@@ -123,7 +132,7 @@ fi
 want gemlite_aa && aa gemlite 240
 want gemlite_fixed && fixed gemlite 240
 want gemlite_confirm && confirm gemlite ${RUNS:-3} ${CONFIRM_S:-420} "${GEMLITE[@]}"
-QWEN=($PY benchmarks/workloads/hf_qwen3_compiled.py ${QWEN_STEPS:-5})
+QWEN=($PY benchmarks/workloads/hf_causal_lm_compiled.py ${QWEN_STEPS:-5} qwen3)
 want qwen && ROWS=${QWEN_ROWS:-20} sweep qwen ${QWEN_S:-400} "${QWEN[@]}"
 want qwen_aa && ROWS=${QWEN_ROWS:-20} aa qwen 200
 want qwen_confirm && confirm qwen ${RUNS:-3} ${CONFIRM_S:-420} "${QWEN[@]}"
@@ -131,6 +140,20 @@ UNET=($PY benchmarks/workloads/diffusers_unet_compiled.py ${UNET_STEPS:-5})
 want unet && ROWS=${UNET_ROWS:-20} sweep unet ${UNET_S:-400} "${UNET[@]}"
 want unet_aa && ROWS=${UNET_ROWS:-20} aa unet 200
 want unet_confirm && confirm unet ${RUNS:-3} ${CONFIRM_S:-420} "${UNET[@]}"
+GPT2=($PY benchmarks/workloads/hf_causal_lm_compiled.py ${GPT2_STEPS:-5} gpt2)
+want gpt2 && ROWS=${GPT2_ROWS:-20} sweep gpt2 ${GPT2_S:-400} "${GPT2[@]}"
+want gpt2_aa && ROWS=${GPT2_ROWS:-20} aa gpt2 200
+want gpt2_confirm && confirm gpt2 ${RUNS:-3} ${CONFIRM_S:-420} "${GPT2[@]}"
+CCE=($PY benchmarks/workloads/cce_loss.py ${CCE_STEPS:-3} ${CCE_HEADS:-llama3,qwen3,gemma2})
+want cce && sweep cce ${CCE_S:-400} "${CCE[@]}"
+# the same with every input snapshotted (3 GiB a signature, 48 GiB in all): its backward replayed on its own data
+want cce_recorded && SWEEP_ARGS="--budget $((3 << 30)) --snapshot-budget $((48 << 30))" \
+    sweep cce_recorded ${CCE_S:-400} "${CCE[@]}"
+want cce_aa && aa cce 240
+want cce_confirm && confirm cce ${RUNS:-3} ${CONFIRM_S:-420} "${CCE[@]}"
+SAGE=($PY benchmarks/workloads/sage_attention.py ${SAGE_STEPS:-5})
+want sage && sweep sage ${SAGE_S:-300} "${SAGE[@]}"
+want sage_aa && aa sage 200
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"
 # the steps' results in one tarball (the device tool brings back 8 files at most), the summaries beside it
 steps=$(cd "$OUT" && ls *_*.json 2>/dev/null | grep -v '^regret_summary.json$')

@@ -20,10 +20,11 @@ from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
 
 
-def sample_recording(store_dir, signatures: int) -> tuple[Store, rec.Recording]:
+def sample_recording(store_dir, signatures: int, snapshot_bytes: int = 2**23) -> tuple[Store, rec.Recording]:
     """A store at `store_dir` holding captures of the `add` and `matmul_fp32_ieee` samples and a recording of
     `signatures` launch signatures alternating between them (different grids and sizes; signature i has 10(i+1)
-    launches of 0.01(i+1) ms), each input snapshotted as a blob."""
+    launches of 0.01(i+1) ms), each input snapshotted as a blob within `snapshot_bytes` per signature (the rest
+    synthetic)."""
     with tritonhook.session(store_dir) as session:
         kernels = [compile_sample(name, 90) for name in ("add", "matmul_fp32_ieee")]
     store = Store(store_dir)
@@ -37,15 +38,15 @@ def sample_recording(store_dir, signatures: int) -> tuple[Store, rec.Recording]:
             a, b, c = torch.randn(size, size), torch.randn(size, size), torch.empty(size, size)
             args = (a, b, c, size, size, size, size, size, size, 128, 128, 32, "ieee")
         launches.append((kernel, args))
-    return store, save_recording(store, launches, session.capture_ids)
+    return store, save_recording(store, launches, session.capture_ids, snapshot_bytes)
 
 
-def save_recording(store: Store, launches, capture_ids) -> rec.Recording:
-    """A recording of `launches` ((compiled kernel, arguments), each a signature), each input snapshotted, the
-    kernels' captures among `capture_ids`; saved in `store`. Signature i has grid (i+1, 1, 1) and 10(i+1) launches
-    of 0.01(i+1) ms."""
+def save_recording(store: Store, launches, capture_ids, snapshot_bytes: int = 2**23) -> rec.Recording:
+    """A recording of `launches` ((compiled kernel, arguments), each a signature), each input snapshotted within
+    `snapshot_bytes` per signature (the default: all of them), the kernels' captures among `capture_ids`; saved in
+    `store`. Signature i has grid (i+1, 1, 1) and 10(i+1) launches of 0.01(i+1) ms."""
     by_hash = {c.triton_hash: c for c in store.captures(ids=capture_ids)}
-    budget = rec.SnapshotBudget(per_signature=2**23, total=2**30)  # every input snapshotted
+    budget = rec.SnapshotBudget(per_signature=snapshot_bytes, total=2**30)
     described_signatures, snapshots = [], store.hold()
     for index, (kernel, args) in enumerate(launches):
         spec = _triton.launch_spec(kernel)

@@ -15,8 +15,9 @@ proportional to its kernel's .text size (the larger build is the faster one: a r
 cubins alone); --time-with-text: proportional to it (a kernel whose code grew got slower: the gate's tests);
 --differ ENTRY: the outputs of the signatures whose variants run ENTRY "differ" (a change that altered a kernel's
 results); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE, or under "MODE clean" or
-"MODE dirtied" where given and the job cleans or dirties the L2 (a kernel whose time moves with what it finds in L2
-and with the dirt it evicts: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker process (MARKER
+"MODE dirtied" where given and the job cleans or dirties the L2, or under "zeros-filled" where given and the job
+fills synthetic inputs with zeros (a kernel whose time moves with what it finds in L2, with the dirt it evicts and
+with its data: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker process (MARKER
 does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times slower, the processes
 after it do not (a short kernel's steady offset within one process, drawn afresh in the next: the gate's retest).
 """
@@ -59,6 +60,8 @@ def _round_ms(args, job: dict, job_path: Path, variant: dict, index: int, round_
     if args.time_by_l2:
         by_condition = dict(part.split("=") for part in args.time_by_l2.split(","))
         named = f"{job['l2']} {({'dirty': 'dirtied', 'clean': 'clean'}).get(job['l2_dirt'], '')}".strip()
+        if job["synthetic_fill"] == "zeros" and "zeros-filled" in by_condition:
+            named = "zeros-filled"
         return float(by_condition.get(named, by_condition[job["l2"]]))
     return 0.010 + 0.0001 * (index + round_)
 

@@ -649,3 +649,48 @@ def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):
           f"{[d['key'] == tuned['key'] for d in tuned_again]}; picks {[d['chosen'] for d in tuned_again]}")
     assert all(d["chosen"] == pinned for d in tuned_again), json.dumps(
         {"pinned": pinned, "first": tuned, "second": tuned_again, "stderr": stderr.splitlines()[-15:]})
+
+
+@pytest.fixture(scope="module")
+def filtered_kernel():
+    """A kernel whose work depends on its data, as Cut Cross-Entropy's backward skips the logit blocks whose
+    gradient is below bf16's resolution: a block whose largest |x| is below `threshold` returns at once, the others
+    iterate WORK times."""
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+
+    @triton.jit
+    def filtered_iterate(x_ptr, out_ptr, threshold, BLOCK: tl.constexpr, WORK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offsets)
+        if tl.max(tl.abs(x), axis=0) < threshold:
+            return
+        acc = x
+        for _ in range(WORK):
+            acc = acc * 0.999 + x
+        tl.store(out_ptr + offsets, acc)
+
+    return filtered_iterate
+
+
+def test_a_kernel_whose_work_depends_on_inputs_beyond_the_budget_is_said_to_miss_on_them(tmp_path, filtered_kernel):
+    """Every block of the workload's input is below the threshold (the kernel returns at once); recorded with no
+    snapshot budget, the replay fills it random normal, every block iterates, and the row misses the bar. The miss
+    check replays it on zeros (every block returns again) and must name the inputs, with the budget that would
+    have snapshotted them."""
+    torch = pytest.importorskip("torch")
+    from tritonhook.store import Store
+
+    n, block = 1 << 22, 1024
+    x, out = torch.full((n,), 1e-6, device="cuda"), torch.zeros(n, device="cuda")
+    with sweep.record(tmp_path / "store", budget=sweep.SnapshotBudget(per_signature=0, total=0)) as recorder:
+        for _ in range(20):
+            filtered_kernel[(n // block,)](x, out, 1e-3, BLOCK=block, WORK=512)
+    (signature,) = recorder.recording.signatures
+    assert signature.inputs == "synthetic"
+    result = sweep.replay(recorder.recording, Store(tmp_path / "store"), parse_variants("plain,cutlass_"),
+                          sweep.ReplayPlan(rounds=7))
+    (row,) = result.rows
+    print(row.fidelity, row.miss)
+    assert row.fidelity > 2.0 and row.miss["why"].startswith("inputs: 2 of its tensors (32.0 MiB) were beyond")
+    assert row.miss["inputs"]["zeros-filled"] < 0.5 * row.fidelity

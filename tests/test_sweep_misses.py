@@ -56,12 +56,34 @@ def test_a_row_its_own_rule_brings_within_on_a_clean_l2_missed_on_the_dirt_not_o
 
 def test_the_check_flips_the_dirt_of_its_own_rule_only_where_that_rule_rotates_its_inputs():
     default = {"measured": "measured", "cold": "dirty", "inputs": "dirty", "warm": "none"}.get  # replay._dirt
-    assert [(c.name, c.l2, c.dirt) for c in check_conditions("measured", default)] == [
-        ("measured dirtied", "measured", "dirty"), ("measured clean", "measured", "clean"), ("cold", "cold", "dirty"),
-        ("warm", "warm", "none")]
-    assert [c.name for c in check_conditions("cold", default)] == ["cold clean", "warm"]
-    assert [c.name for c in check_conditions("cold", lambda mode: "none")] == ["cold dirtied", "cold clean", "warm"]
-    assert [(c.name, c.dirt) for c in check_conditions("warm", default)] == [("cold", "dirty")]
+    assert [(c.name, c.l2, c.dirt, c.fill) for c in check_conditions("measured", default)] == [
+        ("zeros-filled", "measured", "measured", "zeros"), ("measured dirtied", "measured", "dirty", "random"),
+        ("measured clean", "measured", "clean", "random"), ("cold", "cold", "dirty", "random"),
+        ("warm", "warm", "none", "random")]
+    assert [c.name for c in check_conditions("cold", default)] == ["zeros-filled", "cold clean", "warm"]
+    assert [c.name for c in check_conditions("cold", lambda mode: "none")] == [
+        "zeros-filled", "cold dirtied", "cold clean", "warm"]
+    assert [(c.name, c.dirt) for c in check_conditions("warm", default)] == [("zeros-filled", "none"), ("cold", "dirty")]
+    assert [c.for_synthetic_only for c in check_conditions("warm", default)] == [True, False]
+
+
+def test_a_row_whose_time_moves_with_its_synthetic_inputs_missed_on_its_data_before_anything_else():
+    """Cut Cross-Entropy's backward on the H200: 4.18x its in-workload time with its 1 GiB classifier made up
+    (random normal where the workload's logits are all below the gradient filter's threshold), whatever the L2."""
+    said = miss_reason(_row(8295.3, 34702.0), "measured", {"zeros-filled": 0.96, "measured clean": 4.18, "cold": 4.18,
+                                                           "warm": 4.18}, None, synthetic=(2, 2 * 2**30))
+    assert said.startswith("inputs: 2 of its tensors (2.0 GiB) were beyond the snapshot budget and its time depends "
+                           "on their values (measured 4.183, zeros-filled 0.960, measured clean 4.180,")
+    assert said.endswith("record with --budget 2147483648 or more to replay them as recorded")
+    # the same time on zeros: not the data; the dirt flip that brings it within is named, zeros-filled is no L2 rule
+    said = miss_reason(_row(20.0, 24.2), "measured", {"zeros-filled": 1.2, "measured clean": 0.97, "cold": 1.22,
+                                                      "warm": 0.966}, None, synthetic=(1, 4096))
+    assert said.startswith("L2 dirt: replayed measured clean it is within ±10% (measured 1.210, zeros-filled 1.200,")
+    said = miss_reason(_row(10.0, 11.5), "measured", {"zeros-filled": 1.0, "cold": 1.2, "warm": 1.15}, None,
+                       synthetic=(1, 4096))
+    assert said.startswith("inputs: 1 of its tensors (4.0 KiB)")
+    assert miss_reason(_row(10.0, 11.5), "measured", {"zeros-filled": 1.16, "cold": 1.2, "warm": 1.15},
+                       None).startswith("not the L2 state (measured 1.150, zeros-filled 1.160, cold 1.200")
 
 
 def test_a_rows_own_dirt_among_the_checks_is_a_remeasurement_not_a_flip():
@@ -121,6 +143,32 @@ def test_a_sweep_replays_its_missed_rows_under_the_other_l2_rules_and_says_why(t
     assert f"{first.label}: replay/workload 1.200, why: L2 state: replayed warm" in console.export_text()
     page, _ = write_report(store, tmp_path / "report.html", sass=False)
     assert f"{html.escape(first.label)}: replay/workload 1.200, why: L2 state: replayed warm" in page.read_text()
+
+
+@pytest.mark.miss_check
+def test_only_rows_replayed_on_synthetic_inputs_are_checked_on_zeros_and_blamed_on_them_where_their_time_moves(
+        tmp_path):
+    """A snapshot budget of 4 KiB a signature: the add signatures (768-3840 bytes) are snapshotted, the matmul ones
+    (odd ids, three tensors of 4 (64 (i + 1))^2 bytes) synthetic. The fake worker takes 72 µs measured and 30 µs on
+    zeros: the matmul rows of the 90% set (ids 3 and 5) missed on their data, the add rows were never replayed on
+    zeros."""
+    store, recording = sample_recording(tmp_path / "store", 6, snapshot_bytes=4096)
+    times = "measured=0.072,zeros-filled=0.030,warm=0.061,cold=0.075"
+    result = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=7),
+                    workers=Workers.at(worker=[FAKE_WORKER, "--time-by-l2", times]))
+    held = {row.signature: row for row in Fidelity.members(result.rows)}
+    assert sorted(held) == [2, 3, 4, 5]
+    for signature in (3, 5):
+        size = 3 * 4 * (64 * (signature + 1)) ** 2
+        assert held[signature].inputs == "synthetic"
+        assert held[signature].miss["inputs"] == pytest.approx(
+            {"synthetic_tensors": 3, "synthetic_bytes": size, "zeros-filled": 30 / (10 * (signature + 1))})
+        assert held[signature].miss["why"].startswith("inputs: 3 of its tensors (")
+        assert f"--budget {size} or more" in held[signature].miss["why"] and "zeros-filled" not in held[
+            signature].miss["l2"]
+    for signature in (2, 4):
+        assert held[signature].inputs == "snapshot" and "inputs" not in held[signature].miss
+        assert held[signature].miss["why"].startswith("not the L2 state") and "zeros" not in held[signature].miss["why"]
 
 
 def test_with_the_check_off_no_row_is_replayed_again(tmp_path):

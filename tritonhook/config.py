@@ -250,6 +250,11 @@ probe found it for the signature (measured: an L2-sized write where it read dirt
 read where clean; the `--l2 measured` replay's, docs/sweep_fidelity.md#how-dirty-the-l2-is), written (dirty: every
 other rotating rule), read (clean), or as the previous call left it (none: `--l2 warm`, and every rule where
 $TRITONHOOK_SWEEP_DIRTY_L2 is '0')."""
+SWEEP_SYNTHETIC_FILLS = ("random", "zeros")
+"""What a replay fills the float tensors it has no snapshot of with (beyond the snapshot budget): random normal, the
+default, or zeros, the miss check's second fill (`sweep.misses`): a kernel whose time moves with it does work that
+depends on values the replay does not have (filters, early exits, sparsity), so its replayed time is not its time
+inside the workload. Other dtypes are zeros under both (valid indices and masks)."""
 SWEEP_RTOL = 1e-2
 """Tolerance of the replay's output check (rtol = atol): outputs beyond the baseline's own run-to-run spread but
 within it are "close" (another rounding), beyond it they "differ" (`measure.outputs`)."""

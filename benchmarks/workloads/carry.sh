@@ -3,7 +3,8 @@
 #
 #   bash benchmarks/workloads/carry.sh DIR [NAME ...]
 #
-# NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger, fla, gemlite, diffusers); none = all of them. Installs with
+# NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger, fla, gemlite, diffusers, cce,
+# sageattention); none = all of them. Installs with
 # `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
 # carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
 # root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
@@ -34,19 +35,21 @@
 #   diffusers  diffusers 0.42.1 (py3-none-any, 6.4 MB), importlib_metadata 10.2.0 and zipp 4.1.2 (py3-none-any): its
 #              import checks requests, filelock and numpy, which the GPU machine has, and it needs huggingface-hub
 #              >= 1.32 (transformers' on the GPU machine)
+#   cce        cut-cross-entropy 25.1.1 (py3-none-any, 23 kB; Triton kernels in Python, needs only torch and triton)
+#   sageattention  sageattention 1.0.6 (py3-none-any, 20 kB; its Triton release: torch and triton only)
 # Then, e.g.:  PYTHONPATH=/tmp/wl/site python3 benchmarks/workloads/torchao_quant_gemm.py 10
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers ...]" >&2
+    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention ...]" >&2
     exit 2
 fi
 dir=$1
 shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers)
+    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention)
 fi
 python=${PYTHON:-python3}
 

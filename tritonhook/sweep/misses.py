@@ -1,8 +1,9 @@
 """Why a row misses the fidelity bar, measured rather than guessed.
 
 A row of the fidelity set (`result.Fidelity`) whose replayed time is more than the tolerance away from its time
-inside the workload is replayed again, its baseline alone, under the other L2 rules (`CHECK_MODES`) and under its
-own rule with the L2 dirt flipped (`check_conditions`), and what else the two places measured is set beside it: the
+inside the workload is replayed again, its baseline alone, under the other L2 rules (`CHECK_MODES`), under its
+own rule with the L2 dirt flipped, and, where some of its inputs were beyond the snapshot budget, with those filled
+with zeros instead of random values (`check_conditions`), and what else the two places measured is set beside it: the
 launch lead (the empty kernel after each timed kernel, in both places: `SweepRow.lead_ms`) and the SM clock (a ~1 ms
 spin after the workload and after the row's rounds: `measure.timing.sm_clock_mhz`). `miss_reason` turns those
 figures into the row's sentence, naming what brings the row within the tolerance, or, where nothing does, every
@@ -14,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+from .. import config
+from ..format import human_bytes
 from .result import FIDELITY_TOLERANCE, Fidelity, SweepRow
 
 CHECK_MODES = ("cold", "warm")
@@ -30,37 +33,62 @@ def missed_rows(rows: list[SweepRow], tolerance: float = FIDELITY_TOLERANCE) -> 
             if row.status == "ok" and row.fidelity is not None and abs(row.fidelity - 1.0) > tolerance]
 
 
+ZEROS_FILLED = "zeros-filled"
+"""The name of the check replay with the synthetic float inputs zeroed, in a row's figures."""
+
+
 @dataclasses.dataclass(frozen=True)
 class CheckCondition:
     """One check replay of a missed row: an L2 rule (`config.SWEEP_L2_MODES`), the L2 dirt set before each call
-    (`config.SWEEP_L2_DIRT`) and its name in the row's figures."""
+    (`config.SWEEP_L2_DIRT`), its name in the row's figures, and what the float tensors beyond the snapshot budget
+    hold (`config.SWEEP_SYNTHETIC_FILLS`): a condition with another fill than the sweep's checks only the rows
+    replayed on synthetic inputs (`for_synthetic_only`)."""
 
     l2: str
     dirt: str
     name: str
+    fill: str = config.SWEEP_SYNTHETIC_FILLS[0]
+
+    @property
+    def for_synthetic_only(self) -> bool:
+        return self.fill != config.SWEEP_SYNTHETIC_FILLS[0]
 
 
 def check_conditions(l2: str, dirt_of: Callable[[str], str]) -> list[CheckCondition]:
     """The replays a row missed under `l2` is checked with (`dirt_of(mode)`: the dirt a replay under `mode` sets,
-    `replay._dirt`): where `l2` rotates its inputs, `l2` itself on a dirty and on a clean L2 (the dirt the sweep
-    ran left out), then each other rule at its own dirt. The dirt alone changes one thing: the residency is the
-    sweep's, so a row it brings within missed on what its evictions cost, not on what it found in L2; `warm`
-    changes both at once (one input set, never dirtied) and cannot tell them apart."""
+    `replay._dirt`): `l2` itself with the synthetic inputs zeroed (for the rows that have some), where `l2`
+    rotates its inputs, `l2` itself on a dirty and on a clean L2 (the dirt the sweep ran left out), then each other
+    rule at its own dirt. The fill and the dirt each change one thing: a row whose time moves with the fill does
+    work that depends on values the replay does not have; a row the dirt alone brings within keeps the sweep's
+    residency, so it missed on what its evictions cost, not on what it found in L2; `warm` changes both at once
+    (one input set, never dirtied) and cannot tell them apart."""
+    zeros = [CheckCondition(l2, dirt_of(l2), ZEROS_FILLED, fill="zeros")]
     flipped = [] if l2 == "warm" else [CheckCondition(l2, state, f"{l2} {word}")
                                        for state, word in (("dirty", "dirtied"), ("clean", "clean"))
                                        if state != dirt_of(l2)]
-    return flipped + [CheckCondition(mode, dirt_of(mode), mode) for mode in CHECK_MODES if mode != l2]
+    return zeros + flipped + [CheckCondition(mode, dirt_of(mode), mode) for mode in CHECK_MODES if mode != l2]
 
 
 def miss_reason(row: SweepRow, l2: str, by_mode: dict[str, float | None], workload_clock_mhz: float | None,
-                tolerance: float = FIDELITY_TOLERANCE, replayed_dirt: str = "dirty") -> str:
+                tolerance: float = FIDELITY_TOLERANCE, replayed_dirt: str = "dirty",
+                synthetic: tuple[int, int] = (0, 0)) -> str:
     """Why `row` missed the bar, in one sentence from measured figures: `by_mode` is the row's replay/workload
     ratio under each check condition (`check_conditions`' names; None: that replay failed); `workload_clock_mhz` the
     SM clock after the workload (`Recording.sm_clock_mhz`); `replayed_dirt` the L2 dirt the sweep gave this row
-    ("dirty", "clean", "none"): its own state among the conditions is a re-measurement, not a flip."""
+    ("dirty", "clean", "none"): its own state among the conditions is a re-measurement, not a flip; `synthetic`
+    the (tensors, bytes) of its inputs replayed synthetic. The inputs come first: a time that moves with values
+    the replay made up says nothing of the kernel's time on the workload's."""
     within = lambda ratio: ratio is not None and abs(ratio - 1.0) <= tolerance  # noqa: E731
+    figures = ", ".join(f"{mode} {ratio:.3f}" for mode, ratio in {l2: row.fidelity, **by_mode}.items()
+                        if ratio is not None)
+    zeros = by_mode.get(ZEROS_FILLED)
+    if zeros is not None and abs(zeros / row.fidelity - 1.0) > tolerance:
+        tensors, size = synthetic
+        return (f"inputs: {tensors} of its tensors ({human_bytes(size)}) were beyond the snapshot budget and its "
+                f"time depends on their values ({figures}): inside the workload it works on other data; record "
+                f"with --budget {size} or more to replay them as recorded")
+    by_mode = {mode: ratio for mode, ratio in by_mode.items() if mode != ZEROS_FILLED}
     ratios = {l2: row.fidelity, **by_mode}
-    figures = ", ".join(f"{mode} {ratio:.3f}" for mode, ratio in ratios.items() if ratio is not None)
     closing = [mode for mode, ratio in by_mode.items() if within(ratio)]
     flips = {f"{l2} dirtied": "dirty", f"{l2} clean": "clean"}
     flipped = next((mode for mode in closing if flips.get(mode, replayed_dirt) != replayed_dirt), None)

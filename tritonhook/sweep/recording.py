@@ -366,10 +366,16 @@ def capability_of(arch: str | None) -> int | None:
     return int(digits) if digits else None
 
 
-def synthetic_fill(dtype_text: str) -> str:
-    """How a replay fills a tensor it has no snapshot of: floats random normal, everything else zeros (zeros are
-    valid indices and masks, random integers would read out of bounds)."""
-    return "randn" if any(word in dtype_text for word in ("float", "bfloat", "half")) else "zeros"
+def synthetic_fill(dtype_text: str, fill: str = "random") -> str:
+    """How a replay fills a tensor it has no snapshot of: floats as `fill` says (`config.SWEEP_SYNTHETIC_FILLS`;
+    random normal by default), everything else zeros (zeros are valid indices and masks, random integers would read
+    out of bounds)."""
+    return "randn" if fill == "random" and any(word in dtype_text for word in ("float", "bfloat", "half")) else "zeros"
+
+
+def synthetic_tensors(args: Sequence[dict]) -> list[dict]:
+    """The tensors of a signature's arguments a replay fills synthetic (beyond the snapshot budget), each once."""
+    return [t for t in tensors_of(args) if t["alias"] is None and t["synthetic"]]
 
 
 def check_arch(recorded: str | None, device: str, *, source: str) -> None:

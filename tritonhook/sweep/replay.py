@@ -22,8 +22,8 @@ from ..measure.variants import Variant, config_of_label
 from ..rename import compile_select
 from ..store import ResultKind, Store, register_result_kind
 from .autotune import analyze_group, autotune_groups, config_text
-from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature
-from .misses import check_conditions, miss_reason, missed_rows
+from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature, synthetic_tensors
+from .misses import ZEROS_FILLED, check_conditions, miss_reason, missed_rows
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
 from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
 from .builds import BuiltVariant, build_variants, with_extra_ptxas
@@ -189,17 +189,18 @@ def time_signatures(recording: Recording, store: Store, signatures: list[Signatu
                     built: dict[int, dict[str, BuiltVariant]], rows: dict[int, SweepRow], workers: Workers, *,
                     rounds: int, l2: str, l2_dirt: str, min_effect: float = DEFAULT_MIN_EFFECT,
                     arrived: Callable[[dict], None] = lambda record: None,
-                    launches: dict[int, dict[str, Signature]] | None = None, adaptive: bool = False
-                    ) -> dict[int, dict[str, list[float]]]:
+                    launches: dict[int, dict[str, Signature]] | None = None, adaptive: bool = False,
+                    synthetic_fill: str = config.SWEEP_SYNTHETIC_FILLS[0]) -> dict[int, dict[str, list[float]]]:
     """Time `built`'s variants of each signature (`rows`: theirs, by id, filled here: status, outputs, the
     variants' times, ratios and verdicts, the launch lead and the SM clock); the per-round samples by signature
     and label of those that replayed. `launches[signature id][label]`: a variant that is another autotune
     config's build, launched as that config's signature launched it (its grid) on this signature's inputs.
-    `adaptive`: `rounds` is a cap (`stop_rule`); else every signature times `rounds` rounds."""
+    `adaptive`: `rounds` is a cap (`stop_rule`); else every signature times `rounds` rounds. `synthetic_fill`:
+    what float tensors beyond the snapshot budget hold (`config.SWEEP_SYNTHETIC_FILLS`)."""
     rules = {s.id: stop_rule(s, rounds, min_effect) for s in signatures} if adaptive else {}
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
         job = replay_job(Path(work), recording, store, signatures, built, launches or {}, rules, rounds=rounds, l2=l2,
-                         l2_dirt=l2_dirt)
+                         l2_dirt=l2_dirt, synthetic_fill=synthetic_fill)
         results = workers.run(Path(work), job, store, arrived)
     samples: dict[int, dict[str, list[float]]] = {}
     for signature in signatures:
@@ -298,21 +299,32 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
     if not signatures:
         return
     baseline = {s.id: dict([next(iter(built[s.id].items()))]) for s in signatures}
+    synthetic = {s.id: synthetic_tensors(s.args) for s in signatures}
     by_mode: dict[int, dict[str, float | None]] = {s.id: {} for s in signatures}
     for condition in check_conditions(l2, _dirt):
+        checking = [s for s in signatures if synthetic[s.id] or not condition.for_synthetic_only]
+        if not checking:
+            continue
         checked = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
-                   for s in signatures}
-        time_signatures(recording, store, signatures, baseline, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS,
-                        l2=condition.l2, l2_dirt=condition.dirt)
+                   for s in checking}
+        time_signatures(recording, store, checking, baseline, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS,
+                        l2=condition.l2, l2_dirt=condition.dirt, synthetic_fill=condition.fill)
         for signature_id, row in checked.items():
             by_mode[signature_id][condition.name] = row.fidelity if row.status == "ok" else None
     for row in missed:
         if row.signature in by_mode:
-            row.miss = {"l2": {l2: row.fidelity, **by_mode[row.signature]}, "lead_ms": row.lead_ms,
+            ratios, made_up = by_mode[row.signature], synthetic[row.signature]
+            size = sum(t["span"] * t["element_size"] for t in made_up)
+            row.miss = {"l2": {l2: row.fidelity, **{m: r for m, r in ratios.items() if m != ZEROS_FILLED}},
+                        "lead_ms": row.lead_ms,
                         "clock_mhz": {"replay": row.clock_mhz, "workload": recording.sm_clock_mhz},
                         "rounds": config.SWEEP_CHECK_ROUNDS,
-                        "why": miss_reason(row, l2, by_mode[row.signature], recording.sm_clock_mhz,
-                                           replayed_dirt=replayed_dirt(_dirt(l2), by_id[row.signature].l2_dirt))}
+                        "why": miss_reason(row, l2, ratios, recording.sm_clock_mhz,
+                                           replayed_dirt=replayed_dirt(_dirt(l2), by_id[row.signature].l2_dirt),
+                                           synthetic=(len(made_up), size))}
+            if made_up:
+                row.miss["inputs"] = {"synthetic_tensors": len(made_up), "synthetic_bytes": size,
+                                      ZEROS_FILLED: ratios.get(ZEROS_FILLED)}
 
 
 def stop_rule(signature: Signature, cap: int, min_effect: float) -> StopRule:
@@ -470,7 +482,8 @@ def _probed_dirt(signature: Signature, dirt_of_group: dict[int, float]) -> float
 
 def replay_job(work: Path, recording: Recording, store: Store, signatures: list[Signature],
                built: dict[int, dict[str, BuiltVariant]], launches: dict[int, dict[str, Signature]],
-               rules: dict[int, StopRule], *, rounds: int, l2: str, l2_dirt: str) -> ReplayJob:
+               rules: dict[int, StopRule], *, rounds: int, l2: str, l2_dirt: str,
+               synthetic_fill: str = config.SWEEP_SYNTHETIC_FILLS[0]) -> ReplayJob:
     """The job replaying `signatures`' `built` variants, their cubins and metadata written under `work` (once per
     capture and label)."""
     entries, dirt_of_group = [], _dirt_of_groups(recording)
@@ -495,7 +508,7 @@ def replay_job(work: Path, recording: Recording, store: Store, signatures: list[
                         "variants": variants,
                         "stop": rule and rule.to_json()})
     return ReplayJob(str(store.path), recording.arch, f"recording {recording.id}", tuple(entries), rounds, l2,
-                     l2_dirt, WARMUP_MS, REP_MS, MIN_REPS)
+                     l2_dirt, WARMUP_MS, REP_MS, MIN_REPS, synthetic_fill)
 
 
 def _launch_of(signature: Signature) -> dict:

@@ -60,8 +60,9 @@ REFUSED_EXIT = 4
 """Exit status of a worker that refused the job as a whole (a recording of another GPU architecture)."""
 
 
-def _buffers(torch, args: list[dict], store: Store, device) -> dict[int, object]:
-    """One flat device buffer per distinct storage of the arguments: the snapshot, else synthetic data."""
+def _buffers(torch, args: list[dict], store: Store, device, fill: str) -> dict[int, object]:
+    """One flat device buffer per distinct storage of the arguments: the snapshot, else synthetic data (floats as
+    `fill` says: `recording.synthetic_fill`)."""
     buffers = {}
     for tensor in tensors_of(args):
         if tensor["alias"] is not None:
@@ -72,7 +73,7 @@ def _buffers(torch, args: list[dict], store: Store, device) -> dict[int, object]
             raw = bytearray(store.read_blob(tensor["blob"], what=f"snapshot of {tensor.get('name', 'tensor')}"))
             data = torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
             buffers[tensor["buffer"]] = data.to(device).view(dtype)
-        elif synthetic_fill(tensor["dtype"]) == "randn":
+        elif synthetic_fill(tensor["dtype"], fill) == "randn":
             buffers[tensor["buffer"]] = torch.randn(span, device=device).to(dtype)
         else:
             buffers[tensor["buffer"]] = torch.zeros(span, device=device, dtype=dtype)
@@ -165,7 +166,7 @@ def replay_signature(torch, job: ReplayJob, signature: dict, store: Store, workd
     specs = {label: _triton.LaunchSpec(at["triton_hash"], at["kernel"], at["arg_names"], at["signature"],
                                        at["constexprs"]) for label, at in launches.items()}
     grids = {label: tuple(at["grid"]) for label, at in launches.items()}
-    pristine = _buffers(torch, signature["args"], store, device)
+    pristine = _buffers(torch, signature["args"], store, device, job.synthetic_fill)
     loaded = workdir / "kernels" / str(signature["id"])
     variants = {v["label"]: ((workdir / v["metadata"]).read_bytes(), (workdir / v["cubin"]).read_bytes(), v["entry"])
                 for v in signature["variants"]}

@@ -1,0 +1,72 @@
+"""Inductor-compiled language models from a library nobody here wrote: Hugging Face transformers (the GPU machine has
+transformers 5.17; `pip install transformers`), built from a config with random weights (nothing downloaded), under
+torch.compile (default mode), bf16 autocast, a training step: forward, the causal-LM loss over the model's
+vocabulary, backward (no optimizer, the gradients dropped). Batch 8 x 1024 tokens. The matmuls are cuBLAS, attention
+is SDPA; Inductor writes the rest as Triton kernels. Two architectures at a small size (4 layers, hidden 1024):
+
+- `qwen3`: Qwen3's (16 query and 8 key-value heads of 128, MLP 3072, 151,936-token vocabulary): RMSNorm (also on
+  every head's queries and keys, Qwen3's QK-norm), rotary embeddings, SiLU-and-multiply, residual adds, the loss's
+  log-softmax over the vocabulary, and all their backward reductions;
+- `gpt2`: GPT-2's (16 heads of 64, MLP 4096, learned positions, 50,257-token vocabulary tied to the embeddings):
+  LayerNorm with biases, the tanh GELU, and dropout at 0.1 on embeddings, attention outputs and MLP outputs, so
+  Inductor's Philox random-number kernels and their masks in the backward.
+
+    python benchmarks/workloads/hf_causal_lm_compiled.py [STEPS [MODEL]]   # default 10 steps, qwen3
+"""
+
+import sys
+
+import torch
+import transformers
+
+BATCH, TOKENS = 8, 1024
+
+
+def qwen3_config(**sizes):
+    """Qwen3's config at this workload's size; `sizes` overrides (a smaller one checks the step on a CPU)."""
+    shape = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=4,
+                 num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=4096)
+    return transformers.Qwen3Config(**{**shape, **sizes}, attn_implementation="sdpa", use_cache=False)
+
+
+def gpt2_config(**sizes):
+    """GPT-2's config at this workload's size (its dropouts at their default 0.1); `sizes` overrides."""
+    shape = dict(vocab_size=50257, n_embd=1024, n_inner=4096, n_layer=4, n_head=16, n_positions=TOKENS)
+    return transformers.GPT2Config(**{**shape, **sizes}, attn_implementation="sdpa", use_cache=False)
+
+
+MODELS = {"qwen3": (qwen3_config, transformers.Qwen3ForCausalLM),
+          "gpt2": (gpt2_config, transformers.GPT2LMHeadModel)}
+
+
+def build(model="qwen3", device="cuda", compile=True, batch=BATCH, tokens=TOKENS, **sizes):
+    """(model, its compiled, token ids), seeded; the ids are their own labels (the loss shifts them)."""
+    config, architecture = MODELS[model]
+    torch.manual_seed(0)
+    built = architecture(config(**sizes)).to(device).train()
+    ids = torch.randint(0, built.config.vocab_size, (batch, tokens), device=device)
+    return built, torch.compile(built) if compile else built, ids
+
+
+def step(model, compiled, ids):
+    """One training step: forward and loss under bf16 autocast, backward; returns the loss."""
+    with torch.autocast(ids.device.type, dtype=torch.bfloat16):
+        loss = compiled(input_ids=ids, labels=ids).loss
+    loss.backward()
+    model.zero_grad(set_to_none=True)
+    return loss
+
+
+def main():
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    name = sys.argv[2] if len(sys.argv) > 2 else "qwen3"
+    workload = build(name)
+    for _ in range(steps):
+        loss = step(*workload)
+    torch.cuda.synchronize()
+    print(f"transformers {transformers.__version__} {name} (4 layers, hidden 1024): {steps} steps; "
+          f"loss {loss.item():.4f}")
+
+
+if __name__ == "__main__":
+    main()
