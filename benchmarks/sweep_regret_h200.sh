@@ -26,6 +26,7 @@
 #   qwen       Hugging Face transformers' Qwen3 (4 layers, random weights) training steps under torch.compile
 #   unet       Hugging Face diffusers' UNet2DConditionModel (SD 1.x layout, small, random weights) training steps under
 #              torch.compile
+#   tf         our Inductor-compiled transformer (benchmarks/workloads/inductor_transformer.py), its 30 largest rows
 #   gpt2       Hugging Face transformers' GPT-2 (4 layers, random weights, dropout 0.1) training steps under torch.compile
 #   cce        Apple's Cut Cross-Entropy 25.1.1: the fused linear + cross-entropy loss of three LM heads, forward and
 #              backward, autotuned (CCE_AUTOTUNE=1), the backward's atomics under spin locks; cce_recorded sweeps it
@@ -140,6 +141,8 @@ UNET=($PY benchmarks/workloads/diffusers_unet_compiled.py ${UNET_STEPS:-5})
 want unet && ROWS=${UNET_ROWS:-20} sweep unet ${UNET_S:-400} "${UNET[@]}"
 want unet_aa && ROWS=${UNET_ROWS:-20} aa unet 200
 want unet_confirm && confirm unet ${RUNS:-3} ${CONFIRM_S:-420} "${UNET[@]}"
+TF=($PY benchmarks/workloads/inductor_transformer.py ${TF_STEPS:-10})
+want tf && ROWS=${TF_ROWS:-30} sweep tf ${TF_S:-400} "${TF[@]}"
 GPT2=($PY benchmarks/workloads/hf_causal_lm_compiled.py ${GPT2_STEPS:-5} gpt2)
 want gpt2 && ROWS=${GPT2_ROWS:-20} sweep gpt2 ${GPT2_S:-400} "${GPT2[@]}"
 want gpt2_aa && ROWS=${GPT2_ROWS:-20} aa gpt2 200
