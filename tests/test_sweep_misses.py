@@ -16,6 +16,7 @@ from tritonhook.page import write_report
 from tritonhook.sweep import ReplayPlan, Workers, replay
 from tritonhook import config
 from tritonhook.sweep.misses import check_conditions, miss_reason, missed_rows
+from tritonhook.sweep.recording import synthetic_fill
 from tritonhook.sweep.result import Fidelity, SweepResult, SweepRow, VariantTiming
 
 pytestmark = pytest.mark.release_independent
@@ -74,7 +75,8 @@ def test_a_row_whose_time_moves_with_its_synthetic_inputs_missed_on_its_data_bef
                                                            "warm": 4.18}, None, synthetic=(2, 2 * 2**30))
     assert said.startswith("inputs: 2 of its tensors (2.0 GiB) were beyond the snapshot budget and its time depends "
                            "on their values (measured 4.183, zeros-filled 0.960, measured clean 4.180,")
-    assert said.endswith("record with --budget 2147483648 or more to replay them as recorded")
+    assert said.endswith("record with --budget 2147483648 or more (and room for them in --snapshot-budget) to replay "
+                         "them as recorded")
     # the same time on zeros: not the data; the dirt flip that brings it within is named, zeros-filled is no L2 rule
     said = miss_reason(_row(20.0, 24.2), "measured", {"zeros-filled": 1.2, "measured clean": 0.97, "cold": 1.22,
                                                       "warm": 0.966}, None, synthetic=(1, 4096))
@@ -143,6 +145,12 @@ def test_a_sweep_replays_its_missed_rows_under_the_other_l2_rules_and_says_why(t
     assert f"{first.label}: replay/workload 1.200, why: L2 state: replayed warm" in console.export_text()
     page, _ = write_report(store, tmp_path / "report.html", sass=False)
     assert f"{html.escape(first.label)}: replay/workload 1.200, why: L2 state: replayed warm" in page.read_text()
+
+
+def test_the_zeros_fill_zeroes_floats_and_leaves_indices_and_masks_zero_as_ever():
+    assert [synthetic_fill(dtype) for dtype in ("float32", "bfloat16", "float8_e4m3fn", "int64", "bool")] == [
+        "randn", "randn", "randn", "zeros", "zeros"]
+    assert {synthetic_fill(dtype, "zeros") for dtype in ("float32", "bfloat16", "half", "int32", "bool")} == {"zeros"}
 
 
 @pytest.mark.miss_check

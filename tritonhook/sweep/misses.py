@@ -86,7 +86,7 @@ def miss_reason(row: SweepRow, l2: str, by_mode: dict[str, float | None], worklo
         tensors, size = synthetic
         return (f"inputs: {tensors} of its tensors ({human_bytes(size)}) were beyond the snapshot budget and its "
                 f"time depends on their values ({figures}): inside the workload it works on other data; record "
-                f"with --budget {size} or more to replay them as recorded")
+                f"with --budget {size} or more (and room for them in --snapshot-budget) to replay them as recorded")
     by_mode = {mode: ratio for mode, ratio in by_mode.items() if mode != ZEROS_FILLED}
     ratios = {l2: row.fidelity, **by_mode}
     closing = [mode for mode, ratio in by_mode.items() if within(ratio)]

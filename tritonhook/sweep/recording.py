@@ -42,6 +42,7 @@ import functools
 import sys
 from typing import Callable, Hashable, Sequence
 
+from .. import config
 from ..errors import TritonhookError
 from ..measure.stats import median
 from ..store import BlobHold, ResultKind, register_result_kind
@@ -366,11 +367,12 @@ def capability_of(arch: str | None) -> int | None:
     return int(digits) if digits else None
 
 
-def synthetic_fill(dtype_text: str, fill: str = "random") -> str:
+def synthetic_fill(dtype_text: str, fill: str = config.SWEEP_SYNTHETIC_FILLS[0]) -> str:
     """How a replay fills a tensor it has no snapshot of: floats as `fill` says (`config.SWEEP_SYNTHETIC_FILLS`;
     random normal by default), everything else zeros (zeros are valid indices and masks, random integers would read
     out of bounds)."""
-    return "randn" if fill == "random" and any(word in dtype_text for word in ("float", "bfloat", "half")) else "zeros"
+    floats = any(word in dtype_text for word in ("float", "bfloat", "half"))
+    return "randn" if floats and fill == config.SWEEP_SYNTHETIC_FILLS[0] else "zeros"
 
 
 def synthetic_tensors(args: Sequence[dict]) -> list[dict]:
