@@ -62,7 +62,8 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
 
 def _record_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=int, default=None, metavar="BYTES",
-                        help="input snapshot bytes per signature (default 256 MiB; beyond: synthetic data)")
+                        help="input snapshot bytes per signature (default 256 MiB; beyond: synthetic data, and a "
+                             "row that misses the fidelity bar on them says the budget that would have kept them)")
     parser.add_argument("--snapshot-budget", type=int, default=None, metavar="BYTES",
                         help="input snapshot bytes per recording process, all signatures together (default 8 GiB; "
                              "beyond: synthetic data, and the replay says how much)")

@@ -52,7 +52,8 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
             against: str = "autotuner", min_effect: float = DEFAULT_MIN_EFFECT,
             progress: Callable[[str], None] = lambda line: None) -> Confirmation:
     """Run `command` `runs` times as it is and `runs` times with the sweep's configs pinned, alternating (ABBA, so a
-    drift of the machine falls on both arms alike), each run recorded; compare each pinned kernel's in-workload time
+    drift of the machine falls on both arms alike), each run recorded without input snapshots (nothing here is
+    replayed: a model's run saves seconds of copying and hashing); compare each pinned kernel's in-workload time
     and the step's GPU time between the arms. Saved in the store. `sweep_id` None: the newest sweep result.
     `against` "sweep": the unpinned arm runs, pinned, the configs the sweep's recorded run picked, so the replay's
     figure (that config against the regret's) is measured as it is even where the autotuner's pick is a draw."""
@@ -81,7 +82,8 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     for run in range(runs):
         for arm in (ARMS if run % 2 == 0 else ARMS[::-1]):
             progress(f"run {run + 1}/{runs}, {arm}")
-            result = record_command(command, store, apply=applied[arm], stdout=subprocess.DEVNULL)
+            result = record_command(command, store, apply=applied[arm], stdout=subprocess.DEVNULL, budget=0,
+                                    snapshot_budget=0)
             if result.recording is None or result.exit_code != 0:
                 raise TritonhookError(f"{' '.join(command)}: the {arm} run {run + 1} exited {result.exit_code} "
                                       f"with no recording ({result.failure or 'see its stderr above'})")
