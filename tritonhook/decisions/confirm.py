@@ -53,7 +53,7 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
             progress: Callable[[str], None] = lambda line: None) -> Confirmation:
     """Run `command` `runs` times as it is and `runs` times with the sweep's configs pinned, alternating (ABBA, so a
     drift of the machine falls on both arms alike), each run recorded without input snapshots (nothing here is
-    replayed: a model's run saves seconds of copying and hashing); compare each pinned kernel's in-workload time
+    replayed, and a snapshot costs a run its copy and hash); compare each pinned kernel's in-workload time
     and the step's GPU time between the arms. Saved in the store. `sweep_id` None: the newest sweep result.
     `against` "sweep": the unpinned arm runs, pinned, the configs the sweep's recorded run picked, so the replay's
     figure (that config against the regret's) is measured as it is even where the autotuner's pick is a draw."""
