@@ -64,7 +64,8 @@ def test_the_check_flips_the_dirt_of_its_own_rule_only_where_that_rule_rotates_i
     assert [c.name for c in check_conditions("cold", default)] == ["zeros-filled", "cold clean", "warm"]
     assert [c.name for c in check_conditions("cold", lambda mode: "none")] == [
         "zeros-filled", "cold dirtied", "cold clean", "warm"]
-    assert [(c.name, c.dirt) for c in check_conditions("warm", default)] == [("zeros-filled", "none"), ("cold", "dirty")]
+    assert [(c.name, c.dirt) for c in check_conditions("warm", default)] == [
+        ("zeros-filled", "none"), ("cold", "dirty")]
     assert [c.for_synthetic_only for c in check_conditions("warm", default)] == [True, False]
 
 

@@ -22,9 +22,9 @@ How dirty the L2 is, measured: the lines a kernel evicts cost it a write back to
 workload that streams weights leaves its L2 clean where a training step leaves it dirty
 (docs/sweep_fidelity.md#how-dirty-the-l2-is). Just before the residency probe, the dirt probe reads
 `DIRT_READ_BYTES` that no kernel touched lately (`DirtPool`), each block timing itself in SM cycles (`_read_ptx`:
-PTX through the driver, like the residency probe; CUDA events around it read 15-25 µs over the calibration in
-the GPU test's workload, and negative in Qwen3's): the lines it evicts are the ones the kernel would evict first, and the read takes longer
-where they are dirty. Calibrated after the workload against an L2 left clean (read after a flood) and dirty (a flood
+PTX through the driver, like the residency probe; CUDA events around it read 15-25 µs over the calibration in the
+GPU test's workload, and negative in Qwen3's): the lines it evicts are the ones the kernel would evict first, and
+the read takes longer where they are dirty. Calibrated after the workload against an L2 left clean (read after a flood) and dirty (a flood
 written): `DirtCalibration`. The replay reads as much before each call (`DirtPool` again), so the lines the probe
 cleaned out are clean there too.
 """

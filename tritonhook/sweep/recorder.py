@@ -318,7 +318,6 @@ class Recorder:
             pending.dirt = []
 
 
-
 def _behind_ms(marks: list[tuple]) -> float | None:
     """The median over a signature's marked launches of how far the GPU ran behind the host (ms; see
     `Recorder._mark`); None when none was marked. The recorder's own probes and stream holds count too."""
