@@ -60,7 +60,32 @@ def stage_split(times_s: dict | None) -> str:
                     (times.get("record", 0), times.get("build", 0), times.get("replay", 0), checks))
 
 
-def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | None = None) -> dict:
+def _no_difference(items: list[dict]) -> dict:
+    verdicts = [r["variants"][1]["verdict"] for r in items if r["status"] == "ok" and len(r["variants"]) > 1]
+    return {"no_difference": sum(v in ("no difference", "SASS identical") for v in verdicts), "of": len(verdicts)}
+
+
+def _off(rows: list[dict]) -> list[dict]:
+    """The rows outside ±10% of their in-workload time, with what the miss check found."""
+    return [{"kernel": r["label"], "fidelity": r.get("fidelity"), "lead_ms": r.get("lead_ms"),
+             "recorded_us": r["recorded_ms"] * 1e3 if r.get("recorded_ms") else None, "l2_dirt": r.get("l2_dirt"),
+             "autotuned": bool((r.get("autotune") or {}).get("configs")), "miss": r.get("miss")}
+            for r in rows if r.get("fidelity") and abs(r["fidelity"] - 1) > 0.1]
+
+
+def on_other_dirt(sweep: dict, other: dict) -> dict:
+    """A replay of the sweep's recording on another --l2-dirt (`aa NAME S DIRT`): its fidelity, its misses, its A/A
+    verdicts, and each row's ratio in both."""
+    fidelity = other.get("fidelity") or {}
+    ratios = {r["label"]: r.get("fidelity") for r in other["rows"]}
+    return {"l2_dirt": other.get("l2_dirt"), "recording": other.get("recording_id"),
+            "fidelity": {k: fidelity.get(k) for k in ("signatures", "within", "share", "median_ratio")},
+            "off": _off(other["rows"]), "aa": _no_difference(other["rows"]),
+            "ratios": {r["label"]: [r.get("fidelity"), ratios.get(r["label"])] for r in sweep["rows"]}}
+
+
+def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | None = None,
+              half: dict | None = None) -> dict:
     rows = sweep["rows"]
     tuned = [r for r in rows if (r.get("autotune") or {}).get("configs")]
     regrets = [{"kernel": r["label"], "workload": r["autotune"]["workload"], **r["autotune"]["regret"],
@@ -71,21 +96,16 @@ def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | 
     found = {"rows": len(rows), "ok": sum(r["status"] == "ok" for r in rows), "autotuned": len(tuned),
              "candidates": len(sweep.get("candidates", [])), "times_s": sweep.get("times_s"),
              "fidelity": {k: fidelity.get(k) for k in ("signatures", "within", "share", "median_ratio")},
-             "off": [{"kernel": r["label"], "fidelity": r.get("fidelity"), "lead_ms": r.get("lead_ms"),
-                      "recorded_us": r["recorded_ms"] * 1e3 if r.get("recorded_ms") else None,
-                      "autotuned": bool((r.get("autotune") or {}).get("configs")), "miss": r.get("miss")}
-                     for r in rows if r.get("fidelity") and abs(r["fidelity"] - 1) > 0.1],
+             "off": _off(rows),
              "regrets": regrets, "rounds": rounds_spent(sweep),
              "cached_picks": dict(zip(("rows", "other_pick"), cached_pick_counts([r["autotune"] for r in tuned])))}
     if fixed is not None:
         found["fixed_rounds"] = agreement(sweep, fixed)
     if aa is not None:
-        def no_difference(items):
-            verdicts = [r["variants"][1]["verdict"] for r in items if r["status"] == "ok" and len(r["variants"]) > 1]
-            return {"no_difference": sum(v in ("no difference", "SASS identical") for v in verdicts),
-                    "of": len(verdicts)}
-        found["aa"] = {"rows": no_difference(aa["rows"]), "candidates": no_difference(aa.get("candidates", [])),
+        found["aa"] = {"rows": _no_difference(aa["rows"]), "candidates": _no_difference(aa.get("candidates", [])),
                        "times_s": aa.get("times_s"), "rounds": rounds_spent(aa)}
+    if half is not None:
+        found["half"] = on_other_dirt(sweep, half)
     if confirm is not None:
         found["confirm"] = confirm["pins"]  # each as `decisions confirm` saved it
         found["confirm_step"] = confirm["step"]
@@ -101,7 +121,7 @@ def main(out: Path) -> None:
             summary[name] = {"error": f"{sweep_file.name}: no sweep result"}
             continue
         summary[name] = summarize(sweep, _load(out / f"{name}_aa.json"), _load(out / f"{name}_confirm.json"),
-                                  _load(out / f"{name}_fixed.json"))
+                                  _load(out / f"{name}_fixed.json"), _load(out / f"{name}_half.json"))
     (out / "regret_summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{'workload':<22} {'rows':>5} {'tuned':>5} {'fid. within':>12} {'regrets':>8} {'A/A rows':>9} "
           f"{'A/A cand.':>10} {'record/build/replay/checks s':>29}")
@@ -115,6 +135,14 @@ def main(out: Path) -> None:
         aa_cand = f"{aa['candidates']['no_difference']}/{aa['candidates']['of']}" if aa else "-"
         print(f"{name:<22} {s['rows']:>5} {s['autotuned']:>5} {fid['within']}/{fid['signatures']:<10} "
               f"{len(s['regrets']):>8} {aa_rows:>9} {aa_cand:>10} {split:>29}")
+        if half := s.get("half"):
+            print(f"   on a half-dirty L2 (recording {half['recording']}): {half['fidelity']['within']}/"
+                  f"{half['fidelity']['signatures']} within, A/A {half['aa']['no_difference']}/{half['aa']['of']}; "
+                  f"misses: " + ", ".join(f"{m['kernel'][:40]} {m['fidelity']:.3f} (probe {m['l2_dirt']})"
+                                          for m in half["off"]))
+        for miss in s["off"]:
+            l2 = ", ".join(f"{k} {v:.3f}" for k, v in ((miss["miss"] or {}).get("l2") or {}).items() if v)
+            print(f"   miss {miss['kernel'][:50]} {miss['fidelity']:.3f} (probe {miss['l2_dirt']}): {l2}")
         if s["cached_picks"]["rows"]:
             print(f"   {s['cached_picks']['rows']} row(s) ran the pick Triton's autotune cache held; the recording's "
                   f"own benchmark picks another config for {s['cached_picks']['other_pick']}")

@@ -5,7 +5,8 @@
 #     OUT=/some/dir ONLY="gpu_test torchao torchao_aa ..." bash benchmarks/sweep_regret_h200.sh
 # Steps (each under `timeout`, keeping what it produced; results in $OUT, packed into steps.tar.gz beside the
 # summaries at the end, the table last; ONLY picks some, since one device call runs 10 minutes at most): NAME sweeps
-# a workload (plain,cutlass_), NAME_aa replays its recording plain,plain, NAME_fixed replays it plain,cutlass_ with
+# a workload (plain,cutlass_), NAME_aa replays its recording plain,plain (NAME_half: so on a half-dirty L2,
+# --l2-dirt half), NAME_fixed replays it plain,cutlass_ with
 # --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found (CONFIRM_AGAINST=sweep: against
 # the sweep's config pinned), NAME_bare runs the workload
 # alone with caches of its own, cold (what the sweep adds to it: run both on one machine start). A later call on the same
@@ -62,11 +63,11 @@ sweep() {  # sweep NAME SECONDS WORKLOAD...: plain,cutlass_ over the kernels the
 sweep_field() {  # sweep_field NAME FIELD: a field of NAME's sweep result
   $PY -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$SCRATCH/${1}_sweep.json" "$2" 2>/dev/null
 }
-aa() {  # aa NAME SECONDS: plain,plain over the sweep's recording (not the store's newest: confirm runs record too)
-  local recording
+aa() {  # aa NAME SECONDS [DIRT]: plain,plain over the sweep's recording (not the store's newest: confirm runs record
+  local recording  # too); DIRT: on that --l2-dirt (step NAME_DIRT), else the default (step NAME_aa)
   recording=$(sweep_field "$1" recording_id) || return
-  step "${1}_aa" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --recording "$recording" \
-      --autotune-top "$TOP" ${ROWS:+--top "$ROWS"} --variants plain,plain --json
+  step "${1}_${3:-aa}" "$2" $PY -m tritonhook replay --store "$SCRATCH/store-$1" --recording "$recording" \
+      --autotune-top "$TOP" ${ROWS:+--top "$ROWS"} --variants plain,plain ${3:+--l2-dirt "$3"} --json
 }
 fixed() {  # fixed NAME SECONDS: plain,cutlass_ over the sweep's recording with --fixed-rounds (the adaptive rule's check)
   local recording
@@ -136,16 +137,20 @@ want gemlite_confirm && confirm gemlite ${RUNS:-3} ${CONFIRM_S:-420} "${GEMLITE[
 QWEN=($PY benchmarks/workloads/hf_causal_lm_compiled.py ${QWEN_STEPS:-5} qwen3)
 want qwen && ROWS=${QWEN_ROWS:-20} sweep qwen ${QWEN_S:-400} "${QWEN[@]}"
 want qwen_aa && ROWS=${QWEN_ROWS:-20} aa qwen 200
+want qwen_half && ROWS=${QWEN_ROWS:-20} aa qwen 200 half
 want qwen_confirm && confirm qwen ${RUNS:-3} ${CONFIRM_S:-420} "${QWEN[@]}"
 UNET=($PY benchmarks/workloads/diffusers_unet_compiled.py ${UNET_STEPS:-5})
 want unet && ROWS=${UNET_ROWS:-20} sweep unet ${UNET_S:-400} "${UNET[@]}"
 want unet_aa && ROWS=${UNET_ROWS:-20} aa unet 200
+want unet_half && ROWS=${UNET_ROWS:-20} aa unet 200 half
 want unet_confirm && confirm unet ${RUNS:-3} ${CONFIRM_S:-420} "${UNET[@]}"
 TF=($PY benchmarks/workloads/inductor_transformer.py ${TF_STEPS:-10})
 want tf && ROWS=${TF_ROWS:-30} sweep tf ${TF_S:-400} "${TF[@]}"
+want tf_half && ROWS=${TF_ROWS:-30} aa tf 200 half
 GPT2=($PY benchmarks/workloads/hf_causal_lm_compiled.py ${GPT2_STEPS:-5} gpt2)
 want gpt2 && ROWS=${GPT2_ROWS:-20} sweep gpt2 ${GPT2_S:-400} "${GPT2[@]}"
 want gpt2_aa && ROWS=${GPT2_ROWS:-20} aa gpt2 200
+want gpt2_half && ROWS=${GPT2_ROWS:-20} aa gpt2 200 half
 want gpt2_confirm && confirm gpt2 ${RUNS:-3} ${CONFIRM_S:-420} "${GPT2[@]}"
 CCE=($PY benchmarks/workloads/cce_loss.py ${CCE_STEPS:-3} ${CCE_HEADS:-llama3,qwen3,gemma2})
 want cce && sweep cce ${CCE_S:-400} "${CCE[@]}"

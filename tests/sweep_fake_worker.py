@@ -15,7 +15,7 @@ proportional to its kernel's .text size (the larger build is the faster one: a r
 cubins alone); --time-with-text: proportional to it (a kernel whose code grew got slower: the gate's tests);
 --differ ENTRY: the outputs of the signatures whose variants run ENTRY "differ" (a change that altered a kernel's
 results); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE, or under "MODE clean" or
-"MODE dirtied" where given and the job cleans or dirties the L2, or under "zeros-filled" where given and the job
+"MODE dirtied" / "MODE half-dirtied" where given and the job cleans or dirties the L2, or under "zeros-filled" where given and the job
 fills synthetic inputs with zeros (a kernel whose time moves with what it finds in L2, with the dirt it evicts and
 with its data: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker process (MARKER
 does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times slower, the processes
@@ -35,6 +35,7 @@ from tritonhook.cubin import Cubin
 from tritonhook.measure.sequential import FIXED, StopRule, rounds_stop
 from tritonhook.store import Store
 from tritonhook.sweep.job import ReplayJob
+from tritonhook.sweep.misses import DIRT_WORDS
 from tritonhook.sweep.recording import tensors_of
 from tritonhook.sweep.worker import REFUSED_EXIT, hello, protocol, serve
 
@@ -59,7 +60,7 @@ def _round_ms(args, job: dict, job_path: Path, variant: dict, index: int, round_
         return 1e-5 * _text_size(job_path.parent / variant["cubin"], variant["entry"]) * (1 + 1e-4 * round_)
     if args.time_by_l2:
         by_condition = dict(part.split("=") for part in args.time_by_l2.split(","))
-        named = f"{job['l2']} {({'dirty': 'dirtied', 'clean': 'clean'}).get(job['l2_dirt'], '')}".strip()
+        named = f"{job['l2']} {DIRT_WORDS.get(job['l2_dirt'], '')}".strip()
         if job["synthetic_fill"] == "zeros" and "zeros-filled" in by_condition:
             named = "zeros-filled"
         return float(by_condition.get(named, by_condition[job["l2"]]))

@@ -98,10 +98,23 @@ def test_the_dirt_probe_reads_where_its_times_lie_from_clean_to_dirty():
     assert calibration.dirt([12000]) == pytest.approx(2.0) and calibration.dirt([9200]) == pytest.approx(-0.8)
 
 
+def test_a_half_dirty_l2_writes_every_other_piece_from_the_one_after_it_and_only_those():
+    """Run on the CPU: which bytes the half dirt writes (its effect on the L2 is the GPU test's). A flood that is not
+    a whole number of piece pairs leaves its tail alone."""
+    chunk = l2probe.HALF_DIRT_CHUNK
+    flood = torch.randint(0, 256, (6 * chunk + 24,), dtype=torch.uint8)
+    before = flood.clone()
+    l2probe.dirty_half_of_l2(torch, flood)
+    pieces, was = flood[:6 * chunk].view(3, 2, chunk), before[:6 * chunk].view(3, 2, chunk)
+    assert torch.equal(pieces[:, 1], was[:, 1]) and torch.equal(pieces[:, 0], was[:, 1])
+    assert not torch.equal(pieces[:, 0], was[:, 0]) and torch.equal(flood[6 * chunk:], before[6 * chunk:])
+
+
 def test_a_measured_replay_dirties_only_where_the_probe_read_the_l2_dirty_or_did_not_read_it():
     assert [l2probe.replayed_dirt("measured", dirt) for dirt in (None, 0.03, 0.0, 1.7, -0.3)] == [
         "dirty", "dirty", "dirty", "dirty", "clean"]
-    assert [l2probe.replayed_dirt(rule, 0.0) for rule in ("dirty", "clean", "none")] == ["dirty", "clean", "none"]
+    assert [l2probe.replayed_dirt(rule, 0.0) for rule in ("dirty", "half", "clean", "none")] == [
+        "dirty", "half", "clean", "none"]
 
 
 def test_dirt_round_trips_and_version_4_recordings_load_without_it():

@@ -165,6 +165,32 @@ def test_the_dirt_probe_reads_a_streaming_workload_clean_and_a_writing_one_dirty
     assert dirt["read"] < l2probe.DIRTY_AT <= dirt["write"]
 
 
+def test_the_dirt_probe_reads_a_half_dirty_l2_between_a_clean_and_a_dirty_one():
+    """The half dirt (`l2probe.dirty_half_of_l2`: read and written pieces interleaved) must leave the L2 between the
+    two ends for what the next kernel evicts, not as dirty as a written one: written then read in two halves, the
+    dirty lines were the oldest and an H100 read it as dirty."""
+    torch = pytest.importorskip("torch")
+    from tritonhook.sweep import l2probe
+
+    pool, l2 = l2probe.DirtPool(torch), torch.cuda.get_device_properties(0).L2_cache_size
+    flood, reset = (torch.empty(size, dtype=torch.uint8, device="cuda") for size in (l2, 2 * l2))
+    set_dirt = {"clean": lambda: l2probe.read_into_l2(torch, flood), "dirty": flood.zero_,
+                "half": lambda: l2probe.dirty_half_of_l2(torch, flood)}
+    cycles = {state: [] for state in set_dirt}
+    for _ in range(20):
+        for state, cycle in cycles.items():
+            reset.zero_()  # twice the L2 written, then read: the L2 holds clean lines of neither buffer
+            l2probe.read_into_l2(torch, reset)
+            set_dirt[state]()
+            cycle.append(l2probe.probe_dirt(torch, pool))
+    torch.cuda.synchronize()
+    read = {state: [l2probe.read_cycles(c) for c in cycle] for state, cycle in cycles.items()}
+    calibration = l2probe.DirtCalibration(l2probe.median(read["clean"]), l2probe.median(read["dirty"]))
+    half = calibration.dirt(read["half"])
+    print(calibration, half)
+    assert calibration.usable and 0.15 < half < 0.85
+
+
 def test_plain_against_plain_finds_no_difference(recorded):
     """An A/A over two kernels: "no difference", or (the few percent of A/A comparisons a 95% interval calls
     different; it happened once in three runs on the H200) a difference under 2%, as a real one is not."""

@@ -14,7 +14,8 @@ import pytest
 from rich.console import Console
 
 from tritonhook import config
-from tritonhook.cli import main as cli
+from tritonhook.cli import build_parser, main as cli
+from tritonhook.cli import sweep as sweep_cli
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.sequential import CAP, DECIDED, FIXED, SEQUENCE_MIN_ROUNDS
 from tritonhook.measure.variants import parse_variants
@@ -90,3 +91,16 @@ def test_autotune_candidates_are_only_ranked_the_config_a_workload_ran_is_a_row(
     assert (benchmarked.precision, benchmarked.cap) == (config.SWEEP_CANDIDATE_PRECISION, config.SWEEP_CANDIDATE_CAP)
     assert stop_rule(dataclasses.replace(signature, autotune=tag, launches=0), 9, 0.005).cap == 9
     assert stop_rule(signature, 21, 0.005) == ran
+
+
+def test_the_cli_passes_the_l2_dirt_to_the_replay_and_refuses_an_unknown_one(recorded, capsys):
+    store, _ = recorded
+    for command in ("sweep", "replay"):
+        args = build_parser().parse_args([command, "--store", str(store.path), "--l2-dirt", "half"])
+        plan, _ = sweep_cli._plan(args)
+        assert plan.l2_dirt == "half"
+    with pytest.raises(SystemExit):
+        cli(["replay", "--store", str(store.path), "--l2-dirt", "grimy"])
+    assert "--l2-dirt: invalid choice: 'grimy'" in capsys.readouterr().err
+    with pytest.raises(TritonhookError, match=r"--l2-dirt grimy: one of measured, dirty, half, clean, none"):
+        ReplayPlan(l2_dirt="grimy")

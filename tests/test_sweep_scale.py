@@ -138,20 +138,17 @@ def test_each_timed_row_says_why_it_moved_in_the_table_the_stored_json_and_the_p
     assert f"<td>{renamed.why['text']}</td>" in html.unescape(path.read_text())
 
 
-@pytest.mark.parametrize("l2, environ, dirt, words", [
-    ("measured", None, "measured", "dirtied or cleaned before each call as measured"),
-    ("cold", None, "dirty", "dirtied before each call"), ("measured", "0", "none", None), ("warm", None, "none", None)])
-def test_the_worker_is_told_how_to_dirty_the_l2_and_the_result_says_so(recorded, monkeypatch, l2, environ, dirt,
-                                                                        words):
-    """Under measured the L2's dirt is the recording's, per signature; under every other rotating --l2 rule the L2
-    is written before each call; neither where $TRITONHOOK_SWEEP_DIRTY_L2 is '0', nor under warm (its calls find
-    what the previous call left)."""
+@pytest.mark.parametrize("l2, rule, dirt, words", [
+    ("measured", "measured", "measured", "dirtied or cleaned before each call as measured"),
+    ("cold", "measured", "dirty", "dirtied before each call"),
+    ("measured", "half", "half", "half dirtied before each call"), ("measured", "none", "none", None),
+    ("warm", "dirty", "none", None)])
+def test_the_worker_is_told_how_to_dirty_the_l2_and_the_result_says_so(recorded, l2, rule, dirt, words):
+    """Under measured the L2's dirt is the recording's, per signature; under every other rotating --l2 rule the
+    measured dirt is a written L2; any other --l2-dirt is itself, but under warm (its calls find what the previous
+    call left)."""
     store, recording = recorded
-    if environ is None:
-        monkeypatch.delenv(config.SWEEP_DIRTY_L2.name, raising=False)
-    else:
-        monkeypatch.setenv(config.SWEEP_DIRTY_L2.name, environ)
-    result = replay(recording, store, VARIANTS, ReplayPlan(l2=l2),
+    result = replay(recording, store, VARIANTS, ReplayPlan(l2=l2, l2_dirt=rule),
                     workers=Workers.at(worker=fake("--expect", f'l2_dirt="{dirt}"')))
     assert [row.status for row in result.rows] == ["ok"] * SIGNATURES
     assert _stored(store, result).l2_dirt == dirt

@@ -219,10 +219,6 @@ RECORD_L2_PROBE = EnvVar("TRITONHOOK_RECORD_L2_PROBE", True, _flag,
                          "'0': a recording does not probe what a signature's first timed launches find in L2, nor "
                          "how dirty it is (`sweep.l2probe`; `--l2 measured` then replays those signatures cold, on "
                          "a dirty L2).")
-SWEEP_DIRTY_L2 = EnvVar("TRITONHOOK_SWEEP_DIRTY_L2", True, _flag,
-                        "'0': a sweep replay no longer sets the L2's dirt before each call of a rotating --l2 mode "
-                        "(an L2-sized write or read: SWEEP_L2_DIRT), so its kernels evict what the previous call "
-                        "left (docs/sweep_fidelity.md#a-dirty-l2).")
 SWEEP_EXPLAIN_MISSES = EnvVar("TRITONHOOK_SWEEP_EXPLAIN_MISSES", True, _flag,
                               "'0': a sweep replay does not replay the rows that miss the fidelity bar again under "
                               "the other L2 rules to say why they missed it (`sweep.misses`).")
@@ -244,12 +240,13 @@ the recording's probe found in L2 inside the workload brought into L2 before eac
 without a probe replays cold), rotated alone (cold), one set (warm), or rotated with the buffers the kernel only
 reads brought into L2 (inputs). Measured is the default: it replays many more of a workload's signatures within
 the fidelity bar than cold does (docs/sweep_fidelity.md#cold-against-measured)."""
-SWEEP_L2_DIRT = ("measured", "dirty", "clean", "none")
-"""How a replay leaves the L2's lines before each call (`sweep.worker._prepare_l2`): as dirty as the recording's dirt
-probe found it for the signature (measured: an L2-sized write where it read dirty or was not probed, an L2-sized
-read where clean; the `--l2 measured` replay's, docs/sweep_fidelity.md#how-dirty-the-l2-is), written (dirty: every
-other rotating rule), read (clean), or as the previous call left it (none: `--l2 warm`, and every rule where
-$TRITONHOOK_SWEEP_DIRTY_L2 is '0')."""
+SWEEP_L2_DIRT = ("measured", "dirty", "half", "clean", "none")
+"""How a replay leaves the L2's lines before each call (`--l2-dirt`; `sweep.worker._L2Setup`), the default first: as
+dirty as the recording's dirt probe found it for the signature (measured: dirty where it read dirty or was not
+probed, clean where clean; under `--l2 measured`, every other rotating rule takes dirty;
+docs/sweep_fidelity.md#how-dirty-the-l2-is), an L2-sized buffer written (dirty), copied half onto its other half,
+the read and written lines interleaved (half), read (clean), or left as the previous call left it (none; `--l2 warm`
+always: its one input set is what each call finds in L2)."""
 SWEEP_SYNTHETIC_FILLS = ("random", "zeros")
 """What a replay fills the float tensors it has no snapshot of with (beyond the snapshot budget): random normal, the
 default, or zeros, the miss check's second fill (`sweep.misses`): a kernel whose time moves with it does work that

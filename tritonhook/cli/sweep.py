@@ -44,10 +44,14 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
                              "inside the workload brought into L2 before each call; cold: rotated so every call "
                              "reads DRAM; warm: one input set, every call finds in L2 what the previous one read "
                              "and wrote; inputs: rotated, and what the kernel only reads brought into L2 before "
-                             "each call, as right after its producer. Except under warm, an L2-sized buffer is "
-                             "written before each call first, as a training step leaves the L2 dirty, or read "
-                             "under measured where the recording's dirt probe found the L2 clean "
-                             f"({config.SWEEP_DIRTY_L2.name}=0: neither)")
+                             "each call, as right after its producer; except under warm, the L2's dirt is set "
+                             "before each call first (--l2-dirt)")
+    parser.add_argument("--l2-dirt", choices=config.SWEEP_L2_DIRT, default=config.SWEEP_L2_DIRT[0],
+                        help="how the L2's lines are left before each call: measured (default): dirty (an L2-sized "
+                             "write, as a training step leaves them) except where the recording's dirt probe found "
+                             "the L2 clean (an L2-sized read; measured is dirty under --l2 cold and inputs); dirty; "
+                             "half (half the lines written, interleaved with the read half); clean; none (as the "
+                             "previous call left them)")
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     where = parser.add_mutually_exclusive_group()
@@ -174,7 +178,8 @@ def _replay(args) -> int:
 def _plan(args) -> tuple[sweep.ReplayPlan, sweep.Workers]:
     """What the replay of `sweep` / `replay` times and where, from their common options."""
     plan = sweep.ReplayPlan(kernel=args.kernel, top=args.top, autotune_top=args.autotune_top, rounds=args.rounds,
-                            fixed_rounds=args.fixed_rounds, min_effect=args.min_effect, l2=args.l2)
+                            fixed_rounds=args.fixed_rounds, min_effect=args.min_effect, l2=args.l2,
+                            l2_dirt=args.l2_dirt)
     return plan, sweep.Workers.at(args.gpus, args.ray, progress=not args.json)
 
 

@@ -279,6 +279,20 @@ def read_into_l2(torch, raw) -> None:
     (raw.view(torch.int64) if raw.numel() % 8 == 0 and raw.data_ptr() % 8 == 0 else raw).max()
 
 
+HALF_DIRT_CHUNK = 1024
+"""Bytes of each read and each written piece of the half-dirty L2 (`dirty_half_of_l2`): eight lines."""
+
+
+def dirty_half_of_l2(torch, flood) -> None:
+    """Leave half the L2's lines dirty: `flood` (a uint8 buffer the L2's size) in pieces of `HALF_DIRT_CHUNK`, each
+    odd piece copied onto the even one before it, in one kernel. The written and the read lines alternate in address
+    and in time, so whatever order the L2 evicts in, half of what a kernel evicts next is owed to DRAM (written
+    before a read of the other half, the dirty lines would be the oldest and go first)."""
+    whole = flood.numel() // (2 * HALF_DIRT_CHUNK) * 2 * HALF_DIRT_CHUNK
+    pairs = flood[:whole].view(torch.int64).view(-1, 2, HALF_DIRT_CHUNK // 8)
+    pairs[:, 0].copy_(pairs[:, 1])
+
+
 def probe_dirt(torch, pool: DirtPool, cycles=None):
     """Queue the dirt probe on the current stream: the next slice of `pool` read (`_read_ptx`); returns the int32
     device tensor of each block's cycles (read it after the stream has passed it; `read_cycles`): `cycles` where

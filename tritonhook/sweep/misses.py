@@ -54,18 +54,25 @@ class CheckCondition:
         return self.fill != config.SWEEP_SYNTHETIC_FILLS[0]
 
 
+DIRT_WORDS = {"dirty": "dirtied", "half": "half-dirtied", "clean": "clean"}
+"""The L2 dirts a missed row is replayed with besides its own (`config.SWEEP_L2_DIRT`), dirtiest first, and the word
+naming each in the row's figures ("measured half-dirtied")."""
+DIRT_LEVELS = {"dirty": 1.0, "half": 0.5, "clean": 0.0}
+"""The share of the L2's lines each dirt leaves dirty; "none" (what the previous call left: its outputs written, its
+inputs read) counts as half."""
+
+
 def check_conditions(l2: str, dirt_of: Callable[[str], str]) -> list[CheckCondition]:
     """The replays a row missed under `l2` is checked with (`dirt_of(mode)`: the dirt a replay under `mode` sets,
     `replay._dirt`): `l2` itself with the synthetic inputs zeroed (for the rows that have some), where `l2`
-    rotates its inputs, `l2` itself on a dirty and on a clean L2 (the dirt the sweep ran left out), then each other
-    rule at its own dirt. The fill and the dirt each change one thing: a row whose time moves with the fill does
-    work that depends on values the replay does not have; a row the dirt alone brings within keeps the sweep's
+    rotates its inputs `l2` itself on each L2 dirt of `DIRT_WORDS` but the one the sweep ran, then each other rule
+    at its own dirt. The fill and the dirt each change one thing: a row whose time moves with the fill does work
+    that depends on values the replay does not have; a row the dirt alone brings within keeps the sweep's
     residency, so it missed on what its evictions cost, not on what it found in L2; `warm` changes both at once
     (one input set, never dirtied) and cannot tell them apart."""
     zeros = [CheckCondition(l2, dirt_of(l2), ZEROS_FILLED, fill="zeros")]
     flipped = [] if l2 == "warm" else [CheckCondition(l2, state, f"{l2} {word}")
-                                       for state, word in (("dirty", "dirtied"), ("clean", "clean"))
-                                       if state != dirt_of(l2)]
+                                       for state, word in DIRT_WORDS.items() if state != dirt_of(l2)]
     return zeros + flipped + [CheckCondition(mode, dirt_of(mode), mode) for mode in CHECK_MODES if mode != l2]
 
 
@@ -75,7 +82,7 @@ def miss_reason(row: SweepRow, l2: str, by_mode: dict[str, float | None], worklo
     """Why `row` missed the bar, in one sentence from measured figures: `by_mode` is the row's replay/workload
     ratio under each check condition (`check_conditions`' names; None: that replay failed); `workload_clock_mhz` the
     SM clock after the workload (`Recording.sm_clock_mhz`); `replayed_dirt` the L2 dirt the sweep gave this row
-    ("dirty", "clean", "none"): its own state among the conditions is a re-measurement, not a flip; `synthetic`
+    ("dirty", "half", "clean", "none"): its own among the conditions is a re-measurement, not a change; `synthetic`
     the (tensors, bytes) of its inputs replayed synthetic. The inputs come first: a time that moves with values
     the replay made up says nothing of the kernel's time on the workload's."""
     within = lambda ratio: ratio is not None and abs(ratio - 1.0) <= tolerance  # noqa: E731
@@ -90,10 +97,12 @@ def miss_reason(row: SweepRow, l2: str, by_mode: dict[str, float | None], worklo
     by_mode = {mode: ratio for mode, ratio in by_mode.items() if mode != ZEROS_FILLED}
     ratios = {l2: row.fidelity, **by_mode}
     closing = [mode for mode, ratio in by_mode.items() if within(ratio)]
-    flips = {f"{l2} dirtied": "dirty", f"{l2} clean": "clean"}
-    flipped = next((mode for mode in closing if flips.get(mode, replayed_dirt) != replayed_dirt), None)
-    if flipped:
-        fewer = "fewer" if flips[flipped] == "clean" else "more"
+    flips = {f"{l2} {word}": state for state, word in DIRT_WORDS.items()}
+    level = lambda state: DIRT_LEVELS.get(state, DIRT_LEVELS["half"])  # noqa: E731
+    changed = [mode for mode in closing if flips.get(mode, replayed_dirt) != replayed_dirt]
+    if changed:
+        flipped = min(changed, key=lambda mode: abs(level(flips[mode]) - level(replayed_dirt)))
+        fewer = "fewer" if level(flips[flipped]) < level(replayed_dirt) else "more"
         return (f"L2 dirt: replayed {flipped} it is within ±{tolerance:.0%} ({figures}): inside the workload {fewer} "
                 f"of the lines it evicts from L2 are dirty (owed to DRAM) than in the {l2} replay")
     closing = [mode for mode in closing if mode not in flips]

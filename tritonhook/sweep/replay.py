@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
+import functools
 import os
 import tempfile
 import time
@@ -69,9 +70,9 @@ class ReplayPlan:
     copies spanning 4x the L2, every call reads DRAM), "warm" (one input set: each call finds in L2 what the
     previous call read and wrote) or "inputs" (rotated, and the buffers the kernel only reads are read into L2 just
     before each call, as a kernel finds what the kernel before it wrote;
-    docs/sweep_fidelity.md#the-l2-state-of-a-replay). Except under "warm", a buffer the size of the L2 is written
-    before each call first (`config.SWEEP_DIRTY_L2`): a kernel inside a workload evicts lines that earlier kernels
-    wrote (docs/sweep_fidelity.md#a-dirty-l2)."""
+    docs/sweep_fidelity.md#the-l2-state-of-a-replay). `l2_dirt` (`config.SWEEP_L2_DIRT`): how the L2's lines are
+    left before each call, first, except under "warm": a kernel inside a workload evicts lines that earlier kernels
+    wrote, and pays for each dirty one (docs/sweep_fidelity.md#a-dirty-l2)."""
 
     kernel: str | None = None
     top: int | None = None
@@ -80,10 +81,13 @@ class ReplayPlan:
     fixed_rounds: bool = False
     min_effect: float = DEFAULT_MIN_EFFECT
     l2: str = config.SWEEP_L2_MODES[0]
+    l2_dirt: str = config.SWEEP_L2_DIRT[0]
 
     def __post_init__(self) -> None:
         if self.l2 not in config.SWEEP_L2_MODES:
             raise TritonhookError(f"--l2 {self.l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
+        if self.l2_dirt not in config.SWEEP_L2_DIRT:
+            raise TritonhookError(f"--l2-dirt {self.l2_dirt}: one of {', '.join(config.SWEEP_L2_DIRT)}")
         if self.rounds < config.MIN_ROUNDS:
             raise TritonhookError(f"--rounds {self.rounds}: at least {config.MIN_ROUNDS} (fewer give no usable "
                                   f"interval)")
@@ -107,7 +111,8 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
     `ptxas` are then not built. `record_s`: how long the recording took, for the result's time split."""
     workers = workers or Workers.at()
     l2, rounds, min_effect = plan.l2, plan.rounds, plan.min_effect
-    l2_dirt = _dirt(l2)
+    dirt_of = functools.partial(_dirt, rule=plan.l2_dirt)
+    l2_dirt = dirt_of(l2)
     chosen = select_signatures(recording, kernel=plan.kernel, top=plan.top, autotune_top=plan.autotune_top)
     if not chosen:
         raise TritonhookError(f"recording {recording.id}: no signature matches" +
@@ -129,11 +134,11 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
     explain(shown, built)  # the rows shown; the autotune candidates' (JSON only) would cost a disassembly each
     began = time.time()
-    if _compare_configs(recording, store, shown, built, workers, l2, min_effect):
+    if _compare_configs(recording, store, shown, built, workers, l2, l2_dirt, min_effect):
         times["config check"] = time.time() - began
     if config.SWEEP_EXPLAIN_MISSES.get():
         began = time.time()
-        _explain_misses(recording, store, shown, built, workers, l2)
+        _explain_misses(recording, store, shown, built, workers, l2, dirt_of)
         times["miss check"] = time.time() - began
     result = SweepResult(shown, labels, rounds, recording.id, recording.command,
                          {k: v for k, v in times.items() if v is not None}, min_effect,
@@ -240,7 +245,8 @@ def pinnable_configs(row: SweepRow) -> list[int]:
 
 
 def _compare_configs(recording: Recording, store: Store, rows: list[SweepRow],
-                     built: dict[int, dict[str, BuiltVariant]], workers: Workers, l2: str, min_effect: float) -> bool:
+                     built: dict[int, dict[str, BuiltVariant]], workers: Workers, l2: str, l2_dirt: str,
+                     min_effect: float) -> bool:
     """Run each config a decision could pin (`pinnable_configs`) against the workload's config on the same inputs,
     the workload config's, interleaved: its outputs judged against the workload config's own run-to-run spread (a
     config is pinned only with its outputs kept), and a paired ratio beside the candidates' (each timed on its own
@@ -259,7 +265,7 @@ def _compare_configs(recording: Recording, store: Store, rows: list[SweepRow],
     checked = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
                for s in signatures}
     time_signatures(recording, store, signatures, arms, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS, l2=l2,
-                    l2_dirt=_dirt(l2), min_effect=min_effect,
+                    l2_dirt=l2_dirt, min_effect=min_effect,
                     launches={sid: {f"config {other}": by_id[other] for other in others}
                               for sid, (_, others) in wanted.items()})
     for sid, (row, others) in wanted.items():
@@ -277,21 +283,25 @@ def _compare_configs(recording: Recording, store: Store, rows: list[SweepRow],
     return True
 
 
-def _dirt(l2: str) -> str:
-    """How a replay under `l2` leaves the L2's lines before each call (`config.SWEEP_L2_DIRT`): as measured under
-    `measured`, written under the other rotating rules, untouched under warm (its one input set is what each call
-    finds in L2) or where $TRITONHOOK_SWEEP_DIRTY_L2 is '0'."""
-    if l2 == "warm" or not config.SWEEP_DIRTY_L2.get():
+def _dirt(l2: str, rule: str) -> str:
+    """How a replay under `l2` leaves the L2's lines before each call under the dirt rule `rule`
+    (`config.SWEEP_L2_DIRT`): untouched under warm (its one input set is what each call finds in L2); the measured
+    dirt only where the dirt probe's figure is replayed (`--l2 measured`), written under the other rotating rules;
+    else the rule itself."""
+    if l2 == "warm":
         return "none"
-    return "measured" if l2 == "measured" else "dirty"
+    if rule == "measured" and l2 != "measured":
+        return "dirty"
+    return rule
 
 
 def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
-                    built: dict[int, dict[str, BuiltVariant]], workers: Workers, l2: str) -> None:
+                    built: dict[int, dict[str, BuiltVariant]], workers: Workers, l2: str,
+                    dirt_of: Callable[[str], str]) -> None:
     """Set `miss` on every row of the fidelity set outside the tolerance (`misses.py`): its baseline replayed again
-    under each other L2 rule and its own with the dirt flipped (`misses.check_conditions`; the config the workload
-    ran, for an autotuned row), its ratio under each, and the sentence `misses.miss_reason` makes of them with the
-    launch lead and the clocks."""
+    under each other L2 rule and its own with the dirt changed (`misses.check_conditions`, `dirt_of`: the dirt a
+    replay under an L2 rule sets, `_dirt`; the config the workload ran, for an autotuned row), its ratio under each,
+    and the sentence `misses.miss_reason` makes of them with the launch lead and the clocks."""
     missed = missed_rows(rows)
     by_id = {s.id: s for s in recording.signatures}
     signatures = [dataclasses.replace(by_id[row.signature], autotune=None) for row in missed
@@ -301,7 +311,7 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
     baseline = {s.id: dict([next(iter(built[s.id].items()))]) for s in signatures}
     synthetic = {s.id: synthetic_tensors(s.args) for s in signatures}
     by_mode: dict[int, dict[str, float | None]] = {s.id: {} for s in signatures}
-    for condition in check_conditions(l2, _dirt):
+    for condition in check_conditions(l2, dirt_of):
         checking = [s for s in signatures if synthetic[s.id] or not condition.for_synthetic_only]
         if not checking:
             continue
@@ -320,7 +330,7 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
                         "clock_mhz": {"replay": row.clock_mhz, "workload": recording.sm_clock_mhz},
                         "rounds": config.SWEEP_CHECK_ROUNDS,
                         "why": miss_reason(row, l2, ratios, recording.sm_clock_mhz,
-                                           replayed_dirt=replayed_dirt(_dirt(l2), by_id[row.signature].l2_dirt),
+                                           replayed_dirt=replayed_dirt(dirt_of(l2), by_id[row.signature].l2_dirt),
                                            synthetic=(len(made_up), size))}
             if made_up:
                 row.miss["inputs"] = {"synthetic_tensors": len(made_up), "synthetic_bytes": size,

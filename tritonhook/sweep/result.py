@@ -289,7 +289,8 @@ class SweepResult:
     def l2_rule(self) -> str:
         """How the replay prepared the L2, in words (the table's time line, the HTML report)."""
         return {"measured": f"{self.l2}, dirtied or cleaned before each call as measured",
-                "dirty": f"{self.l2}, dirtied before each call", "clean": f"{self.l2}, cleaned before each call"}.get(
+                "dirty": f"{self.l2}, dirtied before each call", "clean": f"{self.l2}, cleaned before each call",
+                "half": f"{self.l2}, half dirtied before each call"}.get(
             self.l2_dirt, self.l2)
 
     @property

@@ -22,8 +22,8 @@ recording does after each kernel it times). `l2` in the job: "cold" rotates the 
 reads the buffers the kernel does not write just before each call, as a kernel inside a workload finds what its
 producer has just written (its outputs not); "measured" rotates, and reads just before each call the parts of each
 buffer that the recording's L2 probe found in L2 inside the workload (`l2probe`). `l2_dirt` in the job
-(`config.SWEEP_L2_DIRT`): a buffer the size of the L2 is written (dirty) or read (clean) before each call, before
-those reads, under "measured" as the recording's dirt probe found the L2 for the signature (`_L2Setup`). After the
+(`config.SWEEP_L2_DIRT`): a buffer the size of the L2 is written (dirty), half copied onto its other half (half) or
+read (clean) before each call, before those reads, under "measured" as the recording's dirt probe found the L2 for the signature (`_L2Setup`). After the
 rounds the SM clock is read (`measure.timing.sm_clock_mhz`), as the recorder reads it after the workload. `stop` in
 a signature's entry (`measure.sequential.StopRule`): its rounds stop once the always-valid interval of every variant
 against the baseline has decided or is precise enough, or at the cap; without it, `rounds` rounds (fixed).
@@ -116,7 +116,8 @@ def _measured_ranges(signature: dict, buffers: dict) -> list[tuple[int, list[tup
 @dataclasses.dataclass
 class _L2Setup:
     """What goes before each timed call, in this order: the L2's dirt (`dirt`: "dirty" writes `flood`, a buffer
-    the size of the L2; "clean" reads it; "none" leaves what the previous call left), the dirt probe's read where
+    the size of the L2; "half" copies half of it onto the other half, interleaved; "clean" reads it; "none" leaves
+    what the previous call left), the dirt probe's read where
     the recording probed (`probe`: it evicted that much just before the kernel there, so it does here), then byte
     ranges of the call's buffers (per buffer position) brought into L2, so that the call finds them there:
     `--l2 inputs` (the whole of every buffer the kernel does not write, as right after the kernel that produced
@@ -145,6 +146,8 @@ class _L2Setup:
     def __call__(self, buffers: tuple) -> None:
         if self.dirt == "dirty":
             self.flood.zero_()
+        elif self.dirt == "half":
+            l2probe.dirty_half_of_l2(self.torch, self.flood)
         elif self.dirt == "clean":
             l2probe.read_into_l2(self.torch, self.flood)
         if self.probe is not None:
