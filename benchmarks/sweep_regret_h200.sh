@@ -33,6 +33,8 @@
 #              backward, autotuned (CCE_AUTOTUNE=1), the backward's atomics under spin locks; cce_recorded sweeps it
 #              with snapshot budgets that hold every input (the backward's work depends on its data)
 #   sage       SageAttention 1.0.6: int8 per-block quantization of Q and K and int8 QK^T attention (no autotuning)
+#   audio      torchaudio 2.11's Conformer (4 layers, batch norm and depthwise convolutions, padded batch) training
+#              steps under torch.compile
 # Only the folders .wheels/ holds are installed (benchmarks/workloads/carry.sh): a step whose library is not there
 # fails at its import, the others run.
 set -u
@@ -162,6 +164,12 @@ want cce_confirm && confirm cce ${RUNS:-3} ${CONFIRM_S:-420} "${CCE[@]}"
 SAGE=($PY benchmarks/workloads/sage_attention.py ${SAGE_STEPS:-5})
 want sage && sweep sage ${SAGE_S:-300} "${SAGE[@]}"
 want sage_aa && aa sage 200
+AUDIO=($PY benchmarks/workloads/torchaudio_conformer_compiled.py ${AUDIO_STEPS:-5})
+want audio && ROWS=${AUDIO_ROWS:-20} sweep audio ${AUDIO_S:-300} "${AUDIO[@]}"
+want audio_aa && ROWS=${AUDIO_ROWS:-20} aa audio 200
+want audio_half && ROWS=${AUDIO_ROWS:-20} aa audio 200 half
+want audio_confirm && confirm audio ${RUNS:-3} ${CONFIRM_S:-420} "${AUDIO[@]}"
+want tf_confirm && confirm tf ${RUNS:-3} ${CONFIRM_S:-420} "${TF[@]}"
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"
 # the steps' results in one tarball (the device tool brings back 8 files at most), the summaries beside it
 steps=$(cd "$OUT" && ls *_*.json 2>/dev/null | grep -v '^regret_summary.json$')
