@@ -15,7 +15,7 @@ proportional to its kernel's .text size (the larger build is the faster one: a r
 cubins alone); --time-with-text: proportional to it (a kernel whose code grew got slower: the gate's tests);
 --differ ENTRY: the outputs of the signatures whose variants run ENTRY "differ" (a change that altered a kernel's
 results); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE, or under "MODE clean" or
-"MODE dirtied" / "MODE half-dirtied" where given and the job cleans or dirties the L2, or under "zeros-filled" where given and the job
+"MODE dirtied" where given and the job cleans or dirties the L2, or under "zeros-filled" where given and the job
 fills synthetic inputs with zeros (a kernel whose time moves with what it finds in L2, with the dirt it evicts and
 with its data: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker process (MARKER
 does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times slower, the processes

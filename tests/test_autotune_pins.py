@@ -405,6 +405,22 @@ def test_against_the_sweeps_config_pinned_a_regret_is_judged_whatever_the_autotu
     assert found.baseline_ran is (baseline_block == 512) and found.picks_text() == "not tuned: the sweep's config pinned"
 
 
+def test_runs_whose_interval_holds_the_replays_ratio_and_no_difference_neither_confirm_nor_refute_it():
+    """Found on the H200 (the transformer's `_to_copy_9`, `--against sweep --runs 2`): the replay's 0.952 inside
+    the workload read 0.945 [0.824, 1.083], "no difference", and was reported a replay bias. An interval that holds
+    the replay's ratio too decides nothing; one wholly above it refutes it."""
+    from tritonhook.decisions.confirm import _measure_pin
+
+    pin = _block_256_pin(num_warps=4)  # the replay's ratio: 0.75
+    noisy = [0.020, 0.012, 0.024]
+    runs = {"unpinned": [_run_of({4096: ms, 8192: 0.05}, 512, picked=None) for ms in noisy],
+            "pinned": [_run_of({4096: ms * 0.8, 8192: 0.05}, 256, picked=None) for ms in reversed(noisy)]}
+    found = _measure_pin(pin, ["n"], runs, 0.01, 0, SWEPT, swept_config={"BLOCK": 512, "num_warps": 4},
+                         against_sweep=True)
+    assert found.verdict == "no difference" and found.low < 0.75 < 1.0 < found.high
+    assert (found.standing, found.confirmed) == ("undecided", None)
+
+
 def test_a_saved_sweep_reads_its_regret_as_the_newest_confirmation_of_it_says(regret_sweep):
     """`decisions from` and the report read a saved sweep with its confirmations: a regret the workload refuted is
     a replay bias in the row's text and pins nothing; one no run could judge stays the replay's figure."""

@@ -59,12 +59,13 @@ def test_the_check_flips_the_dirt_of_its_own_rule_only_where_that_rule_rotates_i
     default = {"measured": "measured", "cold": "dirty", "inputs": "dirty", "warm": "none"}.get  # replay._dirt
     assert [(c.name, c.l2, c.dirt, c.fill) for c in check_conditions("measured", default)] == [
         ("zeros-filled", "measured", "measured", "zeros"), ("measured dirtied", "measured", "dirty", "random"),
-        ("measured half-dirtied", "measured", "half", "random"), ("measured clean", "measured", "clean", "random"),
-        ("cold", "cold", "dirty", "random"), ("warm", "warm", "none", "random")]
-    assert [c.name for c in check_conditions("cold", default)] == [
-        "zeros-filled", "cold half-dirtied", "cold clean", "warm"]
+        ("measured clean", "measured", "clean", "random"), ("cold", "cold", "dirty", "random"),
+        ("warm", "warm", "none", "random")]
+    assert [c.name for c in check_conditions("cold", default)] == ["zeros-filled", "cold clean", "warm"]
     assert [c.name for c in check_conditions("cold", lambda mode: "none")] == [
-        "zeros-filled", "cold dirtied", "cold half-dirtied", "cold clean", "warm"]
+        "zeros-filled", "cold dirtied", "cold clean", "warm"]
+    assert [c.name for c in check_conditions("measured", lambda mode: "half")][:3] == [
+        "zeros-filled", "measured dirtied", "measured clean"]
     assert [(c.name, c.dirt) for c in check_conditions("warm", default)] == [
         ("zeros-filled", "none"), ("cold", "dirty")]
     assert [c.for_synthetic_only for c in check_conditions("warm", default)] == [True, False]
@@ -90,15 +91,14 @@ def test_a_row_whose_time_moves_with_its_synthetic_inputs_missed_on_its_data_bef
                        None).startswith("not the L2 state (measured 1.150, zeros-filled 1.160, cold 1.200")
 
 
-def test_of_the_dirts_that_bring_a_row_within_the_one_nearest_its_own_is_named():
-    """A row replayed dirty that a half-dirty and a clean L2 both bring within missed on half its evictions' dirt:
-    the half is named, and the workload has fewer dirty lines; replayed clean, the half says more."""
-    figures = {"measured dirtied": 1.16, "measured half-dirtied": 1.04, "measured clean": 0.95, "cold": 1.2}
-    said = miss_reason(_row(20.0, 23.2), "measured", figures, None, replayed_dirt="dirty")
-    assert said.startswith("L2 dirt: replayed measured half-dirtied it is within ±10%") and "fewer of the" in said
-    figures = {"measured dirtied": 1.02, "measured half-dirtied": 0.95, "measured clean": 0.86, "cold": 1.1}
-    said = miss_reason(_row(20.0, 17.2), "measured", figures, None, replayed_dirt="clean")
-    assert said.startswith("L2 dirt: replayed measured half-dirtied it is within ±10%") and "more of the" in said
+def test_a_row_replayed_half_dirty_is_said_to_need_more_dirt_or_less_by_the_dirt_that_brings_it_within():
+    """`--l2-dirt half`: the dirtied and the clean check both change its dirt; the one within says which way."""
+    said = miss_reason(_row(20.0, 23.2), "measured", {"measured dirtied": 1.2, "measured clean": 0.98}, None,
+                       replayed_dirt="half")
+    assert said.startswith("L2 dirt: replayed measured clean it is within ±10%") and "fewer of the" in said
+    said = miss_reason(_row(20.0, 17.2), "measured", {"measured dirtied": 0.95, "measured clean": 0.8}, None,
+                       replayed_dirt="half")
+    assert said.startswith("L2 dirt: replayed measured dirtied it is within ±10%") and "more of the" in said
 
 
 def test_a_rows_own_dirt_among_the_checks_is_a_remeasurement_not_a_flip():
@@ -143,8 +143,8 @@ def test_a_sweep_replays_its_missed_rows_under_the_other_l2_rules_and_says_why(t
     result = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=7),
                     workers=Workers.at(worker=[FAKE_WORKER, "--time-by-l2", times]))
     first = next(row for row in result.rows if abs(row.recorded_ms - 0.06) < 1e-9)
-    assert first.miss["l2"] == pytest.approx({"measured": 1.2, "measured dirtied": 1.2, "measured half-dirtied": 1.2,
-                                              "measured clean": 73 / 60, "cold": 1.25, "warm": 61 / 60})
+    assert first.miss["l2"] == pytest.approx({"measured": 1.2, "measured dirtied": 1.2, "measured clean": 73 / 60,
+                                              "cold": 1.25, "warm": 61 / 60})
     assert first.miss["rounds"] == config.SWEEP_CHECK_ROUNDS and first.miss["why"].startswith("L2 state: replayed warm")
     held = Fidelity.members(result.rows)
     assert first in held and len(held) < len(result.rows)

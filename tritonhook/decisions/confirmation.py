@@ -6,7 +6,8 @@ workload confirmed it).
 A regret is the replay's figure: the pinned config against the config the sweep's recorded run picked. Inside the
 workload the pinned arm is compared with the unpinned arm, whose autotuner tunes again each run, so what the
 comparison says depends on what the unpinned runs picked (`PinConfirmation.standing`): only where every one of them
-ran the sweep's config does a pinned config that is not faster refute the replay (a replay bias); where they picked
+ran the sweep's config does a pinned config that is not faster, by an interval that excludes the replay's ratio,
+refute the replay (a replay bias); where they picked
 the pinned config itself, both arms ran one config and nothing was judged (the sweep's pick was a draw).
 """
 
@@ -25,10 +26,13 @@ AGAINST = {"autotuner": "the unpinned arm: the workload's autotuner tunes again 
            "sweep": "the unpinned arm runs the config the sweep's recorded run picked, pinned too"}
 """What a pinned config is compared with inside the workload (`decisions confirm --against`)."""
 
-CONFIRMED, REPLAY_BIAS = "confirmed", "replay bias"
+CONFIRMED, REPLAY_BIAS, UNDECIDED = "confirmed", "replay bias", "undecided"
 STANDINGS = {
     CONFIRMED: "confirmed inside the workload with the config pinned",
-    REPLAY_BIAS: "NOT confirmed inside the workload: a replay bias (every unpinned run ran the sweep's config)",
+    REPLAY_BIAS: "NOT confirmed inside the workload: a replay bias (every unpinned run ran the sweep's config, and "
+                 "the runs' interval lies above the replay's ratio)",
+    UNDECIDED: "not judged: the runs' interval holds the replay's ratio as well as no difference (too few --runs for "
+               "this kernel's spread)",
     "picked itself": "not judged: the unpinned runs' autotuner picked the pinned config itself, so both arms ran "
                      "one config (the sweep's pick was a draw)",
     "other picks": "not judged against the sweep's config: the unpinned runs' autotuner picked other configs",
@@ -66,20 +70,22 @@ class PinConfirmation:
     def standing(self) -> str:
         """What the runs say of the replay's regret (a key of `STANDINGS`): confirmed where the pinned config ran
         faster; refuted (a replay bias) only where every unpinned run ran the config the regret was measured
-        against (by its pick, pinned to it: `against` "sweep", or, where nothing was tuned, by its launches);
-        otherwise not judged, and why."""
+        against (by its pick, pinned to it: `against` "sweep", or, where nothing was tuned, by its launches) and
+        the runs' interval excludes the replay's ratio (one that holds it and 1 too decides nothing: a few runs of
+        a kernel whose time varies between runs); otherwise not judged, and why."""
         if not self.pinned_ran or (self.against == "sweep" and not self.baseline_ran):
             return "not pinned"
         if self.verdict == "faster":
             return CONFIRMED
+        refuted = REPLAY_BIAS if self.low is not None and self.low > self.replay["ratio"] else UNDECIDED
         if self.against == "sweep":
-            return REPLAY_BIAS
+            return refuted
         if not self.picks:  # nothing tuned: what the unpinned runs launched says which config they ran
-            return REPLAY_BIAS if self.baseline_ran else "picks unseen"
+            return refuted if self.baseline_ran else "picks unseen"
         ran = Counter(self.picks)
         if ran[self.config] == len(self.picks):
             return "picked itself"
-        return REPLAY_BIAS if ran[self.workload_config] == len(self.picks) else "other picks"
+        return refuted if ran[self.workload_config] == len(self.picks) else "other picks"
 
     @property
     def confirmed(self) -> bool | None:

@@ -54,9 +54,10 @@ class CheckCondition:
         return self.fill != config.SWEEP_SYNTHETIC_FILLS[0]
 
 
-DIRT_WORDS = {"dirty": "dirtied", "half": "half-dirtied", "clean": "clean"}
-"""The L2 dirts a missed row is replayed with besides its own (`config.SWEEP_L2_DIRT`), dirtiest first, and the word
-naming each in the row's figures ("measured half-dirtied")."""
+DIRT_WORDS = {"dirty": "dirtied", "clean": "clean"}
+"""The L2 dirts a missed row is replayed with besides its own (`config.SWEEP_L2_DIRT`), and the word naming each in
+the row's figures ("measured dirtied"). Not the half dirt: on the H200 a kernel evicting a half-dirty L2 paid about
+what it paid on a dirty one (docs/sweep_fidelity.md#a-half-dirty-l2)."""
 DIRT_LEVELS = {"dirty": 1.0, "half": 0.5, "clean": 0.0}
 """The share of the L2's lines each dirt leaves dirty; "none" (what the previous call left: its outputs written, its
 inputs read) counts as half."""
