@@ -111,8 +111,8 @@ def test_a_half_dirty_l2_writes_every_other_piece_from_the_one_after_it_and_only
 
 
 def test_a_measured_replay_dirties_only_where_the_probe_read_the_l2_dirty_or_did_not_read_it():
-    assert [l2probe.replayed_dirt("measured", dirt) for dirt in (None, 0.03, 0.0, 1.7, -0.3)] == [
-        "dirty", "dirty", "dirty", "dirty", "clean"]
+    assert [l2probe.replayed_dirt("measured", dirt) for dirt in (None, 0.2, 0.35, 1.7, 0.13, 0.0, -0.3)] == [
+        "dirty", "dirty", "dirty", "dirty", "clean", "clean", "clean"]
     assert [l2probe.replayed_dirt(rule, 0.0) for rule in ("dirty", "half", "clean", "none")] == [
         "dirty", "half", "clean", "none"]
 

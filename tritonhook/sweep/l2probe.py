@@ -54,11 +54,13 @@ which two samples (a three-step workload's timed launches) cannot tell apart. Wh
 does not; the replay reads as much (`worker._L2Setup`)."""
 READ_BLOCKS_PER_SM = 8
 """The dirt probe's blocks per SM (of 256 threads: 2,048 threads, an SM's most, so every block starts at once)."""
-DIRTY_AT = 0.0
-"""A signature whose dirt probes read the L2 no dirtier than the calibration's clean one (below 0) is replayed on a
-clean L2, every other on a dirty one. Not halfway: an L2 half dirty reads as slow as a dirty one (H100, 8 MiB: 13.15
-µs half, 13.09 dirty, 11.79 clean), and Inductor training steps whose kernels replay within ±10% only on a dirty L2
-read 0.03-0.32 (H200), where a workload streaming weights reads -0.24 to -0.51 (GemLite)."""
+DIRTY_AT = 0.2
+"""A signature whose dirt probes read the L2 less than a fifth of the way from the calibration's clean L2 to its dirty
+one is replayed on a clean L2, every other on a dirty one. Not at 0: a workload streaming what it reads, whose L2 is
+as clean as the calibration's, read +0.03 to +0.13 in 11 of 12 recordings (H200, benchmarks/dirt_rule.py), and a
+threshold at the clean figure replays it dirty by the probe's noise; none of them, nor of 12 writing ones (0.96 to
+1.08), is on the wrong side of 0.2. Inductor training steps read 0 to 1 and no threshold places all their kernels
+(docs/sweep_fidelity.md#how-dirty-the-l2-is)."""
 DIRT_SEPARATION = 1.05
 """A calibration whose dirty median is less than this many times its clean one cannot tell the two apart on this
 GPU: the dirt probe's figures are then dropped (the replay dirties the L2)."""
