@@ -2,8 +2,9 @@
 workload ran), the fidelity at that same config, every autotune regret the replay found with why the autotuner
 missed it, the in-workload confirmation of those pinned, the A/A's rows and candidates, the rounds each row took and
 why it stopped, and where a `NAME_fixed.json` (a --fixed-rounds replay of the same recording) lies beside them, how
-often the adaptive rule's verdicts agree with it. Reads the JSON the
-script left in a folder, prints a table and writes `regret_summary.json` there.
+often the adaptive rule's verdicts agree with it, and where `NAME_DIRT.json` files (its recording replayed on another
+--l2-dirt) lie there, their fidelity, and with a dirty and a clean one what each dirt threshold makes of it. Reads
+the JSON the script left in a folder, prints a table and writes `regret_summary.json` there.
 
     python benchmarks/regret_summary.py OUT_DIR
 """
@@ -15,6 +16,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import dirt_threshold
+from tritonhook import config
 from tritonhook.decisions.confirmation import STANDINGS, PinConfirmation
 from tritonhook.sweep.result import cached_pick_counts
 
@@ -74,8 +77,8 @@ def _off(rows: list[dict]) -> list[dict]:
 
 
 def on_other_dirt(sweep: dict, other: dict) -> dict:
-    """A replay of the sweep's recording on another --l2-dirt (`aa NAME S DIRT`): its fidelity, its misses, its A/A
-    verdicts, and each row's ratio in both."""
+    """A replay of the sweep's recording on another --l2-dirt (the script's DIRTS): its fidelity, its misses, its
+    A/A verdicts, and each row's ratio in both."""
     fidelity = other.get("fidelity") or {}
     ratios = {r["label"]: r.get("fidelity") for r in other["rows"]}
     return {"l2_dirt": other.get("l2_dirt"), "recording": other.get("recording_id"),
@@ -85,7 +88,8 @@ def on_other_dirt(sweep: dict, other: dict) -> dict:
 
 
 def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | None = None,
-              half: dict | None = None) -> dict:
+              dirts: dict[str, dict] | None = None) -> dict:
+    """`dirts`: replays of the sweep's recording by --l2-dirt (`NAME_DIRT.json`), where the script made them."""
     rows = sweep["rows"]
     tuned = [r for r in rows if (r.get("autotune") or {}).get("configs")]
     regrets = [{"kernel": r["label"], "workload": r["autotune"]["workload"], **r["autotune"]["regret"],
@@ -104,8 +108,12 @@ def summarize(sweep: dict, aa: dict | None, confirm: dict | None, fixed: dict | 
     if aa is not None:
         found["aa"] = {"rows": _no_difference(aa["rows"]), "candidates": _no_difference(aa.get("candidates", [])),
                        "times_s": aa.get("times_s"), "rounds": rounds_spent(aa)}
-    if half is not None:
-        found["half"] = on_other_dirt(sweep, half)
+    if dirts:
+        found["dirts"] = {dirt: on_other_dirt(sweep, replayed) for dirt, replayed in dirts.items()}
+    if dirts and {"dirty", "clean"} <= set(dirts):
+        rows = dirt_threshold.rows_of(dirts["dirty"], dirts["clean"])
+        found["thresholds"] = {"rows": len(rows), "within": {str(t): dirt_threshold.within_at(rows, t)
+                                                             for t in dirt_threshold.THRESHOLDS}}
     if confirm is not None:
         found["confirm"] = confirm["pins"]  # each as `decisions confirm` saved it
         found["confirm_step"] = confirm["step"]
@@ -121,7 +129,9 @@ def main(out: Path) -> None:
             summary[name] = {"error": f"{sweep_file.name}: no sweep result"}
             continue
         summary[name] = summarize(sweep, _load(out / f"{name}_aa.json"), _load(out / f"{name}_confirm.json"),
-                                  _load(out / f"{name}_fixed.json"), _load(out / f"{name}_half.json"))
+                                  _load(out / f"{name}_fixed.json"),
+                                  {dirt: replayed for dirt in config.SWEEP_L2_DIRT
+                                   if (replayed := _load(out / f"{name}_{dirt}.json")) is not None})
     (out / "regret_summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{'workload':<22} {'rows':>5} {'tuned':>5} {'fid. within':>12} {'regrets':>8} {'A/A rows':>9} "
           f"{'A/A cand.':>10} {'record/build/replay/checks s':>29}")
@@ -135,11 +145,14 @@ def main(out: Path) -> None:
         aa_cand = f"{aa['candidates']['no_difference']}/{aa['candidates']['of']}" if aa else "-"
         print(f"{name:<22} {s['rows']:>5} {s['autotuned']:>5} {fid['within']}/{fid['signatures']:<10} "
               f"{len(s['regrets']):>8} {aa_rows:>9} {aa_cand:>10} {split:>29}")
-        if half := s.get("half"):
-            print(f"   on a half-dirty L2 (recording {half['recording']}): {half['fidelity']['within']}/"
-                  f"{half['fidelity']['signatures']} within, A/A {half['aa']['no_difference']}/{half['aa']['of']}; "
+        for dirt, other in (s.get("dirts") or {}).items():
+            print(f"   --l2-dirt {dirt} (recording {other['recording']}): {other['fidelity']['within']}/"
+                  f"{other['fidelity']['signatures']} within, A/A {other['aa']['no_difference']}/{other['aa']['of']}; "
                   f"misses: " + ", ".join(f"{m['kernel'][:40]} {m['fidelity']:.3f} (probe {m['l2_dirt']})"
-                                          for m in half["off"]))
+                                          for m in other["off"]))
+        if thresholds := s.get("thresholds"):
+            print(f"   within at each dirt threshold (of {thresholds['rows']}): "
+                  + ", ".join(f"{t}: {n}" for t, n in thresholds["within"].items()))
         for miss in s["off"]:
             l2 = ", ".join(f"{k} {v:.3f}" for k, v in ((miss["miss"] or {}).get("l2") or {}).items() if v)
             print(f"   miss {miss['kernel'][:50]} {miss['fidelity']:.3f} (probe {miss['l2_dirt']}): {l2}")

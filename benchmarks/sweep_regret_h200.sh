@@ -5,8 +5,7 @@
 #     OUT=/some/dir ONLY="gpu_test torchao torchao_aa ..." bash benchmarks/sweep_regret_h200.sh
 # Steps (each under `timeout`, keeping what it produced; results in $OUT, packed into steps.tar.gz beside the
 # summaries at the end, the table last; ONLY picks some, since one device call runs 10 minutes at most): NAME sweeps
-# a workload (plain,cutlass_), NAME_aa replays its recording plain,plain (NAME_half: so on a half-dirty L2,
-# --l2-dirt half), NAME_fixed replays it plain,cutlass_ with
+# a workload (plain,cutlass_), NAME_aa replays its recording plain,plain, NAME_fixed replays it plain,cutlass_ with
 # --fixed-rounds, NAME_confirm runs `decisions confirm` of every regret its sweep found (CONFIRM_AGAINST=sweep: against
 # the sweep's config pinned), NAME_bare runs the workload
 # alone with caches of its own, cold (what the sweep adds to it: run both on one machine start). A later call on the same
@@ -35,6 +34,9 @@
 #   sage       SageAttention 1.0.6: int8 per-block quantization of Q and K and int8 QK^T attention (no autotuning)
 #   audio      torchaudio 2.11's Conformer (4 layers, batch norm and depthwise convolutions, padded batch) training
 #              steps under torch.compile
+# DIRTS (e.g. "dirty clean", "half"): after the steps, each sweep of this call has its recording replayed plain,plain
+# on each of those --l2-dirt (NAME_DIRT; with dirty and clean, the summary gives what each dirt threshold makes of its
+# fidelity: benchmarks/dirt_threshold.py).
 # Only the folders .wheels/ holds are installed (benchmarks/workloads/carry.sh): a step whose library is not there
 # fails at its import, the others run.
 set -u
@@ -139,20 +141,16 @@ want gemlite_confirm && confirm gemlite ${RUNS:-3} ${CONFIRM_S:-420} "${GEMLITE[
 QWEN=($PY benchmarks/workloads/hf_causal_lm_compiled.py ${QWEN_STEPS:-5} qwen3)
 want qwen && ROWS=${QWEN_ROWS:-20} sweep qwen ${QWEN_S:-400} "${QWEN[@]}"
 want qwen_aa && ROWS=${QWEN_ROWS:-20} aa qwen 200
-want qwen_half && ROWS=${QWEN_ROWS:-20} aa qwen 200 half
 want qwen_confirm && confirm qwen ${RUNS:-3} ${CONFIRM_S:-420} "${QWEN[@]}"
 UNET=($PY benchmarks/workloads/diffusers_unet_compiled.py ${UNET_STEPS:-5})
 want unet && ROWS=${UNET_ROWS:-20} sweep unet ${UNET_S:-400} "${UNET[@]}"
 want unet_aa && ROWS=${UNET_ROWS:-20} aa unet 200
-want unet_half && ROWS=${UNET_ROWS:-20} aa unet 200 half
 want unet_confirm && confirm unet ${RUNS:-3} ${CONFIRM_S:-420} "${UNET[@]}"
 TF=($PY benchmarks/workloads/inductor_transformer.py ${TF_STEPS:-10})
 want tf && ROWS=${TF_ROWS:-30} sweep tf ${TF_S:-400} "${TF[@]}"
-want tf_half && ROWS=${TF_ROWS:-30} aa tf 200 half
 GPT2=($PY benchmarks/workloads/hf_causal_lm_compiled.py ${GPT2_STEPS:-5} gpt2)
 want gpt2 && ROWS=${GPT2_ROWS:-20} sweep gpt2 ${GPT2_S:-400} "${GPT2[@]}"
 want gpt2_aa && ROWS=${GPT2_ROWS:-20} aa gpt2 200
-want gpt2_half && ROWS=${GPT2_ROWS:-20} aa gpt2 200 half
 want gpt2_confirm && confirm gpt2 ${RUNS:-3} ${CONFIRM_S:-420} "${GPT2[@]}"
 CCE=($PY benchmarks/workloads/cce_loss.py ${CCE_STEPS:-3} ${CCE_HEADS:-llama3,qwen3,gemma2})
 want cce && sweep cce ${CCE_S:-400} "${CCE[@]}"
@@ -167,9 +165,16 @@ want sage_aa && aa sage 200
 AUDIO=($PY benchmarks/workloads/torchaudio_conformer_compiled.py ${AUDIO_STEPS:-5})
 want audio && ROWS=${AUDIO_ROWS:-20} sweep audio ${AUDIO_S:-300} "${AUDIO[@]}"
 want audio_aa && ROWS=${AUDIO_ROWS:-20} aa audio 200
-want audio_half && ROWS=${AUDIO_ROWS:-20} aa audio 200 half
 want audio_confirm && confirm audio ${RUNS:-3} ${CONFIRM_S:-420} "${AUDIO[@]}"
 want tf_confirm && confirm tf ${RUNS:-3} ${CONFIRM_S:-420} "${TF[@]}"
+for dirt in ${DIRTS:-}; do
+  for swept in "$OUT"/*_sweep.json; do
+    [ -e "$swept" ] || continue
+    name=$(basename "$swept" _sweep.json)
+    ROWS=$($PY -c "import json,sys; print(len(json.load(open(sys.argv[1]))['rows']))" "$swept" 2>/dev/null) \
+        aa "$name" 200 "$dirt"
+  done
+done
 $PY benchmarks/regret_summary.py "$OUT" | tee "$OUT/summary.txt"
 # the steps' results in one tarball (the device tool brings back 8 files at most), the summaries beside it
 steps=$(cd "$OUT" && ls *_*.json 2>/dev/null | grep -v '^regret_summary.json$')
