@@ -13,10 +13,10 @@ and the loss; convolutions are cuDNN, the matmuls cuBLAS, attention SDPA.
     python benchmarks/workloads/diffusers_unet_compiled.py [STEPS]   # default 10 steps
 """
 
-import sys
-
 import diffusers
 import torch
+
+from training import run, train_step
 
 BATCH, LATENT, TEXT_TOKENS, TEXT_WIDTH = 8, 64, 77, 768
 
@@ -39,20 +39,12 @@ def build(device="cuda", compile=True, batch=BATCH, latent=LATENT, channels=(128
 
 def step(model, compiled, inputs, noise):
     """One training step: the noise prediction and its MSE under bf16 autocast, backward; returns the loss."""
-    with torch.autocast(noise.device.type, dtype=torch.bfloat16):
-        predicted = compiled(*inputs).sample
-        loss = torch.nn.functional.mse_loss(predicted.float(), noise)
-    loss.backward()
-    model.zero_grad(set_to_none=True)
-    return loss
+    return train_step(model, noise.device.type,
+                      lambda: torch.nn.functional.mse_loss(compiled(*inputs).sample.float(), noise))
 
 
 def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    workload = build()
-    for _ in range(steps):
-        loss = step(*workload)
-    torch.cuda.synchronize()
+    steps, loss = run(build, step)
     print(f"diffusers {diffusers.__version__} UNet2DConditionModel (128/256/256, latents 64x64, batch {BATCH}): "
           f"{steps} steps; loss {loss.item():.4f}")
 

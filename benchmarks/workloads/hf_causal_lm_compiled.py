@@ -19,6 +19,8 @@ import sys
 import torch
 import transformers
 
+from training import run, train_step
+
 BATCH, TOKENS = 8, 1024
 
 
@@ -50,20 +52,12 @@ def build(model="qwen3", device="cuda", compile=True, batch=BATCH, tokens=TOKENS
 
 def step(model, compiled, ids):
     """One training step: forward and loss under bf16 autocast, backward; returns the loss."""
-    with torch.autocast(ids.device.type, dtype=torch.bfloat16):
-        loss = compiled(input_ids=ids, labels=ids).loss
-    loss.backward()
-    model.zero_grad(set_to_none=True)
-    return loss
+    return train_step(model, ids.device.type, lambda: compiled(input_ids=ids, labels=ids).loss)
 
 
 def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     name = sys.argv[2] if len(sys.argv) > 2 else "qwen3"
-    workload = build(name)
-    for _ in range(steps):
-        loss = step(*workload)
-    torch.cuda.synchronize()
+    steps, loss = run(lambda: build(name), step)
     print(f"transformers {transformers.__version__} {name} (4 layers, hidden 1024): {steps} steps; "
           f"loss {loss.item():.4f}")
 

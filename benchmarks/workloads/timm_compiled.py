@@ -13,10 +13,10 @@ backward reductions); the convolutions, matmuls and attention are cuDNN / cuBLAS
     python benchmarks/workloads/timm_compiled.py [STEPS]   # default 10 steps, each one ConvNeXt step + one ViT batch
 """
 
-import sys
-
 import timm
 import torch
+
+from training import run, train_step
 
 CONV_BATCH, VIT_BATCH, CLASSES = 32, 64, 1000
 
@@ -38,21 +38,14 @@ def build(device="cuda", compile=True):
 def step(convnext, convnext_compiled, vit_compiled, images, target, vit_images):
     """One ConvNeXt training step (forward, loss, backward) and one ViT inference batch; (loss, logits' mean)."""
     device = images.device.type
-    with torch.autocast(device, dtype=torch.bfloat16):
-        loss = torch.nn.functional.cross_entropy(convnext_compiled(images), target)
-    loss.backward()
-    convnext.zero_grad(set_to_none=True)
+    loss = train_step(convnext, device, lambda: torch.nn.functional.cross_entropy(convnext_compiled(images), target))
     with torch.no_grad(), torch.autocast(device, dtype=torch.bfloat16):
         logits = vit_compiled(vit_images)
     return loss, logits.float().mean()
 
 
 def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    workload = build()
-    for _ in range(steps):
-        loss, vit_mean = step(*workload)
-    torch.cuda.synchronize()
+    steps, (loss, vit_mean) = run(build, step)
     print(f"timm {timm.__version__}: {steps} steps; convnext_tiny loss {loss.item():.4f}, "
           f"vit_base_patch16_224 logits mean {vit_mean.item():.4f}")
 

@@ -12,10 +12,10 @@ masked softmax kernels. The convolutions and matmuls are cuDNN and cuBLAS. Batch
     python benchmarks/workloads/torchaudio_conformer_compiled.py [STEPS]   # default 10
 """
 
-import sys
-
 import torch
 import torchaudio
+
+from training import run, train_step
 
 BATCH, FRAMES, FEATURES = 16, 1024, 512
 
@@ -35,20 +35,12 @@ def build(device="cuda", compile=True, batch=BATCH, frames=FRAMES, features=FEAT
 def step(model, compiled, batch):
     """One training step: forward and loss under bf16 autocast, backward; returns the loss."""
     inputs, lengths, target = batch
-    with torch.autocast(inputs.device.type, dtype=torch.bfloat16):
-        output, _ = compiled(inputs, lengths)
-        loss = torch.nn.functional.mse_loss(output.float(), target)
-    loss.backward()
-    model.zero_grad(set_to_none=True)
-    return loss
+    return train_step(model, inputs.device.type,
+                      lambda: torch.nn.functional.mse_loss(compiled(inputs, lengths)[0].float(), target))
 
 
 def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    workload = build()
-    for _ in range(steps):
-        loss = step(*workload)
-    torch.cuda.synchronize()
+    steps, loss = run(build, step)
     print(f"torchaudio {torchaudio.__version__} Conformer (4 layers, 512 features): {steps} steps; "
           f"loss {loss.item():.4f}")
 

@@ -24,6 +24,8 @@ import sys
 import torch
 import torchvision
 
+from training import run, train_step
+
 CLASSES = 1000
 MODELS = (("swin_t", 32, torch.contiguous_format), ("efficientnet_b0", 64, torch.channels_last),
           ("mobilenet_v3_large", 128, torch.channels_last), ("maxvit_t", 32, torch.contiguous_format))
@@ -46,26 +48,17 @@ def build(device="cuda", compile=True, models=MODELS):
 
 def step(built) -> list[float]:
     """One training step of each model; their losses."""
-    losses = []
-    for model, compiled, images, target in built:
-        with torch.autocast(images.device.type, dtype=torch.bfloat16):
-            loss = torch.nn.functional.cross_entropy(compiled(images), target)
-        loss.backward()
-        model.zero_grad(set_to_none=True)
-        losses.append(loss)
-    return losses
+    return [train_step(model, images.device.type,
+                       lambda: torch.nn.functional.cross_entropy(compiled(images), target))
+            for model, compiled, images, target in built]
 
 
 def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     names = sys.argv[2].split(",") if len(sys.argv) > 2 else DEFAULT_MODELS
     models = [m for m in MODELS if m[0] in names]
     if len(models) != len(names):
         raise SystemExit(f"models {sys.argv[2]}: each one of {', '.join(name for name, _, _ in MODELS)}")
-    built = build(models=models)
-    for _ in range(steps):
-        losses = step(built)
-    torch.cuda.synchronize()
+    steps, losses = run(lambda: [build(models=models)], step)
     print(f"torchvision {torchvision.__version__}: {steps} steps; losses " +
           ", ".join(f"{name} {loss.item():.4f}" for (name, _, _), loss in zip(models, losses)))
 
