@@ -66,7 +66,7 @@ inputs read) counts as half."""
 def check_conditions(l2: str, dirt_of: Callable[[str], str]) -> list[CheckCondition]:
     """The replays a row missed under `l2` is checked with (`dirt_of(mode)`: the dirt a replay under `mode` sets,
     `replay._dirt`): `l2` itself with the synthetic inputs zeroed (for the rows that have some), where `l2`
-    rotates its inputs `l2` itself on each L2 dirt of `DIRT_WORDS` but the one the sweep ran, then each other rule
+    rotates its inputs, `l2` itself on each L2 dirt of `DIRT_WORDS` but the one the sweep ran, then each other rule
     at its own dirt. The fill and the dirt each change one thing: a row whose time moves with the fill does work
     that depends on values the replay does not have; a row the dirt alone brings within keeps the sweep's
     residency, so it missed on what its evictions cost, not on what it found in L2; `warm` changes both at once

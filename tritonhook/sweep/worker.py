@@ -23,8 +23,9 @@ reads the buffers the kernel does not write just before each call, as a kernel i
 producer has just written (its outputs not); "measured" rotates, and reads just before each call the parts of each
 buffer that the recording's L2 probe found in L2 inside the workload (`l2probe`). `l2_dirt` in the job
 (`config.SWEEP_L2_DIRT`): a buffer the size of the L2 is written (dirty), half copied onto its other half (half) or
-read (clean) before each call, before those reads, under "measured" as the recording's dirt probe found the L2 for the signature (`_L2Setup`). After the
-rounds the SM clock is read (`measure.timing.sm_clock_mhz`), as the recorder reads it after the workload. `stop` in
+read (clean) before each call, before those reads, under "measured" as the recording's dirt probe found the L2 for
+the signature (`_L2Setup`). After the rounds the SM clock is read (`measure.timing.sm_clock_mhz`), as the recorder
+reads it after the workload. `stop` in
 a signature's entry (`measure.sequential.StopRule`): its rounds stop once the always-valid interval of every variant
 against the baseline has decided or is precise enough, or at the cap; without it, `rounds` rounds (fixed).
 """
