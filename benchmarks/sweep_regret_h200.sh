@@ -34,6 +34,8 @@
 #   sage       SageAttention 1.0.6: int8 per-block quantization of Q and K and int8 QK^T attention (no autotuning)
 #   audio      torchaudio 2.11's Conformer (4 layers, batch norm and depthwise convolutions, padded batch) training
 #              steps under torch.compile
+#   gnn        PyTorch Geometric 2.8's GraphSAGE and GAT training steps under torch.compile on a random graph
+#              (gathers and atomic scatters by edge index), GNN_MODELS picks some
 # DIRTS (e.g. "dirty clean", "half"): after the steps, each sweep of this call has its recording replayed plain,plain
 # on each of those --l2-dirt (NAME_DIRT; with dirty and clean, the summary gives what each dirt threshold makes of its
 # fidelity: benchmarks/dirt_threshold.py).
@@ -167,6 +169,10 @@ want audio && ROWS=${AUDIO_ROWS:-20} sweep audio ${AUDIO_S:-300} "${AUDIO[@]}"
 want audio_aa && ROWS=${AUDIO_ROWS:-20} aa audio 200
 want audio_confirm && confirm audio ${RUNS:-3} ${CONFIRM_S:-420} "${AUDIO[@]}"
 want tf_confirm && confirm tf ${RUNS:-3} ${CONFIRM_S:-420} "${TF[@]}"
+GNN=($PY benchmarks/workloads/pyg_gnn_compiled.py ${GNN_STEPS:-5} ${GNN_MODELS:-sage,gat})
+want gnn && ROWS=${GNN_ROWS:-20} sweep gnn ${GNN_S:-300} "${GNN[@]}"
+want gnn_aa && ROWS=${GNN_ROWS:-20} aa gnn 200
+want gnn_confirm && confirm gnn ${RUNS:-3} ${CONFIRM_S:-420} "${GNN[@]}"
 for dirt in ${DIRTS:-}; do
   for swept in "$OUT"/*_sweep.json; do
     [ -e "$swept" ] || continue
