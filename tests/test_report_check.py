@@ -72,7 +72,8 @@ def test_a_check_shows_its_verdict_the_regressed_kernel_first_and_marked_and_wha
     assert table_rows(shown, "check-unmatched") == [("filterable", [u.label, u.why]) for u in result.unmatched]
     assert all(f'<div class="warn">{rel(warning)}</div>' in shown for warning in result.warnings)
     assert (f"tritonhook check --store {rel(store.path)} --baseline {rel(baseline_file)} --current {grown.id} "
-            f"--threshold {result.threshold:g} --rounds {result.rounds} --l2 {result.l2}</pre>") in shown
+            f"--threshold {result.threshold:g} --rounds {result.rounds} --l2 {result.l2} --l2-dirt {result.l2_dirt}"
+            f"</pre>") in shown
     aa = block(text, passed.id)  # against a recording of this store: repeated with its id
     assert rel(passed.title()) in aa and "FAILED" not in aa and "filterable failed" not in aa
     assert [cells for _, cells in table_rows(aa, "check")] == [expected_row(k) for k in passed.kernels]

@@ -99,6 +99,8 @@ def test_the_cli_passes_the_l2_dirt_to_the_replay_and_refuses_an_unknown_one(rec
         args = build_parser().parse_args([command, "--store", str(store.path), "--l2-dirt", "half"])
         plan, _ = sweep_cli._plan(args)
         assert plan.l2_dirt == "half"
+    for command in (["check", "--baseline", "b.json"], ["tune"]):  # their handlers hand it to gate_plan / tune
+        assert build_parser().parse_args([*command, "--l2-dirt", "clean"]).l2_dirt == "clean"
     with pytest.raises(SystemExit):
         cli(["replay", "--store", str(store.path), "--l2-dirt", "grimy"])
     assert "--l2-dirt: invalid choice: 'grimy'" in capsys.readouterr().err

@@ -109,6 +109,16 @@ def test_a_budget_of_candidates_stops_the_search_and_says_how_many_were_left(rec
     assert any(f"left {result.skipped} of {len(space.candidates())} candidates untried" in w for w in result.warnings)
 
 
+def test_every_replay_of_a_tune_takes_its_l2_dirt(recorded):
+    """The fake worker fails every signature whose job carries another dirt: each trial and the confirmation ran."""
+    store, recording = recorded
+    worker = [*FAKE_WORKER, "--expect", 'l2_dirt="clean"']
+    result = tune(recording, store, TuneSpace.parse("names"), top=1, rounds=7, confirm_rounds=7, worker=worker,
+                  l2_dirt="clean")
+    assert result.kernels and all(k.status == "ok" and k.trials for k in result.kernels), result.to_json()
+    assert all(t.outcome != "fault" for k in result.kernels for t in k.trials)
+
+
 def test_a_candidate_whose_ptxas_crashes_loses_only_itself(recorded, tmp_path):
     store, recording = recorded
     real = captured_ptxas(store.get(recording.signatures[1].capture_id))

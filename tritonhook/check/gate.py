@@ -49,11 +49,13 @@ after a rename, where libdevice was installed, the release) and so do not stop t
 
 
 def gate_plan(*, threshold: float = config.CHECK_THRESHOLD, rounds: int = config.SWEEP_DEFAULT_ROUNDS,
-              fixed_rounds: bool = False, l2: str = config.SWEEP_L2_MODES[0]) -> ReplayPlan:
+              fixed_rounds: bool = False, l2: str = config.SWEEP_L2_MODES[0],
+              l2_dirt: str = config.SWEEP_L2_DIRT[0]) -> ReplayPlan:
     """The replay the gate runs: every signature, `rounds` the cap of its adaptive rounds (or, `fixed_rounds`, the
     count of every signature's), the threshold as the verdicts' min-effect. Checked when made: the CLI and the
     pytest plugin make it before the workload runs, so bad input is one line and no lost run."""
-    return ReplayPlan(rounds=rounds, fixed_rounds=fixed_rounds, min_effect=checked_threshold(threshold), l2=l2)
+    return ReplayPlan(rounds=rounds, fixed_rounds=fixed_rounds, min_effect=checked_threshold(threshold), l2=l2,
+                      l2_dirt=l2_dirt)
 
 
 def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPlan | None = None, *,
@@ -87,7 +89,7 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
                   for build in baseline.builds if key_text(build.key) not in launched]
     unmatched += [Unmatched(label, "in the baseline recording with no build in its store") for label in baseline.unbuilt]
     result = CheckResult(baseline.source, recording.id, plan.min_effect, [], unmatched, plan.rounds, plan.l2,
-                         fixed_rounds=plan.fixed_rounds)
+                         fixed_rounds=plan.fixed_rounds, l2_dirt=plan.l2_dirt)
     if prebuilt:
         def replayed(ids) -> list:
             swept = replay(recording, store, [], plan, workers=Workers.at(worker=worker, progress=progress),

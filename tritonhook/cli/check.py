@@ -10,7 +10,7 @@ from .. import config
 from ..errors import TritonhookError
 from ..files import check_writable
 from ..format import console, line, show
-from .common import apply_arg, command_after_dashes, open_store, store_arg
+from .common import apply_arg, command_after_dashes, l2_args, open_store, store_arg
 
 
 def add_check(sub) -> None:
@@ -33,8 +33,7 @@ def add_check(sub) -> None:
                              f"interval has decided (default {config.SWEEP_DEFAULT_ROUNDS})")
     parser.add_argument("--fixed-rounds", action="store_true",
                         help="time every signature --rounds rounds (no early stop; for comparisons)")
-    parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
-                        help="the replay's L2 rule, as for replay (default measured)")
+    l2_args(parser)
     parser.add_argument("--time-identical", action="store_true",
                         help="time the kernels whose build did not change too (an A/A of the gate itself)")
     apply_arg(parser, "in the current run (does applying them regress against the baseline?)")
@@ -52,7 +51,8 @@ def _check(args) -> int:
     if (args.current is None) == (not args.command):
         raise TritonhookError("tritonhook check: give the current run as --current RECORDING or as a command "
                               "after '--', one of the two")
-    plan = gate_plan(threshold=args.threshold, rounds=args.rounds, fixed_rounds=args.fixed_rounds, l2=args.l2)
+    plan = gate_plan(threshold=args.threshold, rounds=args.rounds, fixed_rounds=args.fixed_rounds, l2=args.l2,
+                     l2_dirt=args.l2_dirt)
     check_writable(args.save_baseline, BASELINE_WHAT)  # before the run: an output path it cannot write is one
     check_writable(args.junit, JUNIT_WHAT)  # line, not a lost run
     command = command_after_dashes(args.command, "check") if args.command else None

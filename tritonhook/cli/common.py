@@ -1,5 +1,5 @@
 """What several command groups share: the parser class, the store option, the command after `--`, the rename
-options, the checks of a count and of a filter."""
+options, the replay's L2 options, the checks of a count and of a filter."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import config
 from ..errors import TritonhookError
 
 if TYPE_CHECKING:
@@ -98,6 +99,23 @@ def rename_selection(args) -> tuple:
             raise TritonhookError("--select narrows a rename: give --rename PREFIX or --strip with it")
         compile_select(args.select)
     return rename, args.select
+
+
+def l2_args(parser: argparse.ArgumentParser) -> None:
+    """The replay's L2 rule and the L2's dirt before each call: every command that replays takes both."""
+    parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
+                        help="measured (default): inputs rotated, and what the recording's L2 probe found in L2 "
+                             "inside the workload brought into L2 before each call; cold: rotated so every call "
+                             "reads DRAM; warm: one input set, every call finds in L2 what the previous one read "
+                             "and wrote; inputs: rotated, and what the kernel only reads brought into L2 before "
+                             "each call, as right after its producer; except under warm, the L2's dirt is set "
+                             "before each call first (--l2-dirt)")
+    parser.add_argument("--l2-dirt", choices=config.SWEEP_L2_DIRT, default=config.SWEEP_L2_DIRT[0],
+                        help="how the L2's lines are left before each call: measured (default): dirty (an L2-sized "
+                             "write, as a training step leaves them) except where the recording's dirt probe found "
+                             "the L2 clean (an L2-sized read; measured is dirty under --l2 cold and inputs); dirty; "
+                             "half (half the lines written, interleaved with the read half); clean; none (as the "
+                             "previous call left them)")
 
 
 def apply_arg(parser: argparse.ArgumentParser, what: str) -> None:

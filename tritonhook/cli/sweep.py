@@ -13,7 +13,7 @@ from ..format import console, line, show
 from ..measure.variants import parse_variants
 from ..rename import compile_select
 from ..sweep.tune import DEFAULT_SHARE, parse_budget
-from .common import apply_arg, command_after_dashes, open_store, store_arg
+from .common import apply_arg, command_after_dashes, l2_args, open_store, store_arg
 
 
 def _replay_args(parser: argparse.ArgumentParser) -> None:
@@ -39,19 +39,7 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--autotune-top", type=int, default=None, metavar="K",
                         help="per autotuned kernel, replay the K configs fastest in the autotuner's own benchmark "
                              "(default all)")
-    parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
-                        help="measured (default): inputs rotated, and what the recording's L2 probe found in L2 "
-                             "inside the workload brought into L2 before each call; cold: rotated so every call "
-                             "reads DRAM; warm: one input set, every call finds in L2 what the previous one read "
-                             "and wrote; inputs: rotated, and what the kernel only reads brought into L2 before "
-                             "each call, as right after its producer; except under warm, the L2's dirt is set "
-                             "before each call first (--l2-dirt)")
-    parser.add_argument("--l2-dirt", choices=config.SWEEP_L2_DIRT, default=config.SWEEP_L2_DIRT[0],
-                        help="how the L2's lines are left before each call: measured (default): dirty (an L2-sized "
-                             "write, as a training step leaves them) except where the recording's dirt probe found "
-                             "the L2 clean (an L2-sized read; measured is dirty under --l2 cold and inputs); dirty; "
-                             "half (half the lines written, interleaved with the read half); clean; none (as the "
-                             "previous call left them)")
+    l2_args(parser)
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     where = parser.add_mutually_exclusive_group()
@@ -222,8 +210,7 @@ def add_tune(sub) -> None:
                         help=f"rounds of the confirming replay (default {2 * config.SWEEP_DEFAULT_ROUNDS})")
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
-    parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
-                        help="the replay's L2 rule, as for replay (default measured)")
+    l2_args(parser)
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--gpus", default=None, metavar="all|0,1", help="one replay worker per GPU of this machine")
     where.add_argument("--ray", nargs="?", const=True, default=False, metavar="ADDRESS",
@@ -251,6 +238,7 @@ def _tune(args) -> int:
     recording = sweep.load(store, args.recording)
     tuned = sweep.tune(recording, store, space, share=args.share, top=args.top, kernel=args.kernel,
                        budget=args.budget, rounds=args.rounds, confirm_rounds=args.confirm_rounds,
-                       min_effect=args.min_effect, progress=not args.json, gpus=args.gpus, ray=args.ray, l2=args.l2)
+                       min_effect=args.min_effect, progress=not args.json, gpus=args.gpus, ray=args.ray, l2=args.l2,
+                       l2_dirt=args.l2_dirt)
     show(tuned, as_json=args.json)
     return 0

@@ -474,7 +474,7 @@ def check_view(result: CheckResult, store: Path) -> CheckView:
     args = None if baseline is None else \
         f"--baseline {baseline} --current {result.recording_id} --threshold {result.threshold:g}" + \
         (f" --rounds {result.rounds}" if result.rounds else "") + (" --fixed-rounds" if result.fixed_rounds else "") \
-        + (f" --l2 {result.l2}" if result.l2 else "")
+        + (f" --l2 {result.l2}" if result.l2 else "") + (f" --l2-dirt {result.l2_dirt}" if result.l2_dirt else "")
     return CheckView(result.id, result.title(), result.baseline, result.recording_id, f"{result.threshold:.1%}",
                      result.rounds_text(), result.l2, result.sweep_id, rows,
                      [k.why(result.threshold) for k in result.failures],

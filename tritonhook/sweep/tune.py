@@ -325,7 +325,8 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
          top: int | None = None, kernel: str | None = None, budget: str | None = None,
          rounds: int = config.SWEEP_DEFAULT_ROUNDS, confirm_rounds: int = 2 * config.SWEEP_DEFAULT_ROUNDS,
          min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, gpus=None, ray=False,
-         worker: Sequence[str] | None = None, l2: str = config.SWEEP_L2_MODES[0]) -> TuneResult:
+         worker: Sequence[str] | None = None, l2: str = config.SWEEP_L2_MODES[0],
+         l2_dirt: str = config.SWEEP_L2_DIRT[0]) -> TuneResult:
     """Search `space` on the chosen kernels of `recording`, confirm each kernel's best in a fresh replay, save the
     result in the store and return it. The space's fixed candidates go first, then the acf-search pools (the
     budget bounds both together)."""
@@ -335,7 +336,8 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
                               "set or control file)")
     spent = _Budget(budget)
     pattern = chosen_kernels(recording, share=share, top=top, kernel=kernel)
-    run = _Replays(ReplayPlan(kernel=pattern, autotune_top=1, rounds=rounds, min_effect=min_effect, l2=l2),
+    run = _Replays(ReplayPlan(kernel=pattern, autotune_top=1, rounds=rounds, min_effect=min_effect, l2=l2,
+                              l2_dirt=l2_dirt),
                    Workers.at(gpus, ray, worker=worker or WORKER, progress=progress))
     plain = parse_variant(PLAIN)
     kernels: dict[int, KernelTune] = {}
