@@ -2,7 +2,7 @@
 four times the L2 each step (a streaming workload: its L2 holds clean lines, to be replayed clean) and the same add
 behind a write of it (a training step's dirt: to be replayed dirty), each recorded `RECORDINGS` times with the
 recorder's dirt probe, as `tests/test_sweep_gpu.py::test_the_dirt_probe_reads_a_streaming_workload_clean_and_a_
-writing_one_dirty` records them once. Per workload: each recording's `l2_dirt` and calibration, and for each
+writing_one_dirty` records them once (with `record_once`). Per workload: each recording's `l2_dirt` and calibration, and for each
 candidate threshold how many recordings it would replay on the wrong L2. Prints a table, writes JSON.
 
     python benchmarks/dirt_rule.py [RECORDINGS [OUT.json]]   # default 12, benchmarks/results/dirt_rule_h200.json

@@ -141,26 +141,15 @@ def test_the_dirt_probe_reads_a_streaming_workload_clean_and_a_writing_one_dirty
     clean) or written (a training step leaves it dirty). The dirt probe must read the first below
     `l2probe.DIRTY_AT` and the second at or above it, so that a `--l2 measured` replay cleans the L2 for the one
     and dirties it for the other."""
-    torch = pytest.importorskip("torch")
-    from tritonhook.samples import add_kernel
+    pytest.importorskip("torch")
+    from benchmark_scripts import load_benchmark
     from tritonhook.sweep import l2probe
 
-    n = 1 << 20
-    x, y, out = (torch.randn(n, device="cuda") for _ in range(3))
     dirt = {}
-    for step in ("read", "write"):
-        flood = torch.zeros(4 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
-        with sweep.record(tmp_path / step) as recorder:
-            for _ in range(10):
-                if step == "write":
-                    flood.fill_(1)
-                else:
-                    l2probe.read_into_l2(torch, flood)
-                add_kernel[(n // 1024,)](x, y, out, n, BLOCK=1024)
-        (signature,) = recorder.recording.signatures
-        calibration = recorder.recording.dirt_calibration
-        dirt[step] = signature.l2_dirt
-        print(step, calibration, signature.l2_dirt, signature.time_per_launch_ms)
+    for step in ("read", "write"):  # benchmarks/dirt_rule.py records each many times: its false-positive rate
+        found = load_benchmark("dirt_rule").record_once(tmp_path / step, writes=step == "write")
+        calibration, dirt[step] = found["calibration"], found["l2_dirt"]
+        print(step, found)
     assert calibration["dirty"] >= l2probe.DIRT_SEPARATION * calibration["clean"]
     assert dirt["read"] < l2probe.DIRTY_AT <= dirt["write"]
 

@@ -27,6 +27,8 @@ os.environ.setdefault("CCE_AUTOTUNE", "1")
 import torch  # noqa: E402
 from cut_cross_entropy import linear_cross_entropy  # noqa: E402  (after CCE_AUTOTUNE: read at import)
 
+from training import run  # noqa: E402
+
 # name: (tokens, hidden D, vocabulary V, logit softcap): the loss heads of Llama-3-8B, Qwen3-0.6B and Gemma-2-2B
 HEADS = {"llama3": (2048, 4096, 128256, None), "qwen3": (4096, 1024, 151936, None),
          "gemma2": (2048, 2304, 256000, 30.0)}
@@ -64,12 +66,9 @@ def reference_loss(embeddings, classifier, targets, softcap):
 
 
 def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     heads = tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else tuple(HEADS)
     inputs = build(heads)
-    for _ in range(steps):
-        losses = step(inputs)
-    torch.cuda.synchronize()
+    steps, losses = run(lambda: (inputs,), step)
     errors = ", ".join(
         f"{name} {abs(losses[name].item() / reference_loss(*tensors, HEADS[name][3]).item() - 1):.2e}"
         for name, tensors in inputs.items())

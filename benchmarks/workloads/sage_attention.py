@@ -17,6 +17,8 @@ from importlib.metadata import version
 import torch
 from sageattention import sageattn
 
+from training import run
+
 # name: (batch, heads, sequence, head dim, causal): a language model's prefill and a video diffusion model's frames
 SHAPES = {"prefill": (4, 32, 2048, 128, True), "video": (2, 24, 8192, 64, False),
           "short": (8, 16, 512, 128, False)}
@@ -41,12 +43,9 @@ def rel_error(output, q, k, v, causal):
 
 
 def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     shapes = tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else tuple(SHAPES)
     inputs = build(shapes)
-    for _ in range(steps):
-        outputs = step(inputs)
-    torch.cuda.synchronize()
+    steps, outputs = run(lambda: (inputs,), step)
     errors = ", ".join(f"{name} {rel_error(outputs[name], *inputs[name], SHAPES[name][4]):.4f}" for name in inputs)
     print(f"sageattention {version('sageattention')}: {steps} steps x {len(inputs)} shapes; rel err: {errors}")
 

@@ -1,7 +1,7 @@
-"""What the training-step workloads share (`diffusers_unet_compiled.py`, `hf_causal_lm_compiled.py`,
-`inductor_transformer.py`, `pyg_gnn_compiled.py`, `timm_compiled.py`, `torchaudio_conformer_compiled.py`,
-`torchvision_compiled.py`): one step without an optimizer, and the loop a workload's command line runs. Imported as
-a sibling (a script's folder is first on its path)."""
+"""What the workload scripts share: one training step without an optimizer (`diffusers_unet_compiled.py`,
+`hf_causal_lm_compiled.py`, `inductor_transformer.py`, `pyg_gnn_compiled.py`, `timm_compiled.py`,
+`torchaudio_conformer_compiled.py`, `torchvision_compiled.py`), and the loop a workload's command line runs (those and
+`cce_loss.py`, `sage_attention.py`). Imported as a sibling (a script's folder is first on its path)."""
 
 import sys
 
