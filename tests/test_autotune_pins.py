@@ -322,23 +322,23 @@ def test_confirmation_compares_the_kernel_at_its_tuning_key_between_the_arms_and
     """What `decisions confirm` reads from its recordings: the pinned kernel's time per launch at the pinned tuning
     key only (the 8192 signature is another key), whether the pinned runs launched the pinned config, and the
     configs the unpinned runs' autotuner picked (two of three cold runs picked BLOCK 512, one BLOCK 256)."""
-    from tritonhook.decisions.confirm import _measure_pin
+    from tritonhook.decisions.confirm import _PinnedKernel, _measure_pin
 
     pin = _block_256_pin(num_warps=2)
     runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-4, 8192: 0.05}, 512, picked=512) for i in range(2)]
             + [_run_of({4096: 0.0151, 8192: 0.05}, 256, picked=256)],
             "pinned": [_run_of({4096: 0.015 + i * 1e-4, 8192: 0.07}, 256, picked=None) for i in range(3)]}
-    found = _measure_pin(pin, ["n"], runs, 0.01, 0, "BLOCK=512, num_warps=4")
+    found = _measure_pin(_PinnedKernel(pin, ["n"]), runs, 0.01, 0, "BLOCK=512, num_warps=4")
     assert found.ms["unpinned"] == pytest.approx([0.020, 0.0201, 0.0151])
     assert found.ms["pinned"] == pytest.approx([0.015, 0.0151, 0.0152])
     assert found.pinned_ran and found.picks == ["BLOCK=512, num_warps=4"] * 2 + ["BLOCK=256, num_warps=4"]
     assert found.ratio < 1 and found.config == "BLOCK=256, num_warps=2" and found.picks_text() == \
         "2 config(s) in 3 runs (the sweep's 2, the pinned 0)"
-    cached = _measure_pin(pin, ["n"], {**runs, "unpinned": [_run_of({4096: 0.02, 8192: 0.05}, 512, picked=None)] * 2},
+    cached = _measure_pin(_PinnedKernel(pin, ["n"]), {**runs, "unpinned": [_run_of({4096: 0.02, 8192: 0.05}, 512, picked=None)] * 2},
                           0.01)
     assert cached.picks_text() == "not tuned in any of the 2 unpinned runs (a cache gave its pick)"
     runs["pinned"][0].signatures[0].constexprs["BLOCK"] = 512  # a pinned run that did not launch the pin
-    assert not _measure_pin(pin, ["n"], runs, 0.01).confirmed
+    assert not _measure_pin(_PinnedKernel(pin, ["n"]), runs, 0.01).confirmed
 
 
 SWEPT, PINNED, OTHER = "BLOCK=512, num_warps=4", "BLOCK=256, num_warps=4", "BLOCK=1024, num_warps=4"
@@ -357,14 +357,14 @@ def test_a_confirmation_refutes_a_regret_only_where_the_unpinned_runs_ran_the_sw
     Found on an H100 with GemLite: every unpinned run picked the pinned config itself, both arms ran one config, and
     "no difference" was reported as a replay bias. Only where every unpinned run ran the sweep's config does a
     pinned config that is not faster refute the replay; otherwise the regret is not judged, and says why."""
-    from tritonhook.decisions.confirm import _measure_pin
+    from tritonhook.decisions.confirm import _PinnedKernel, _measure_pin
     from tritonhook.decisions.confirmation import STANDINGS
 
     pin = _block_256_pin(num_warps=4)
     runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, picked or 512, picked=picked)
                          for i, picked in enumerate(unpinned_picks)],
             "pinned": [_run_of({4096: pinned_ms + i * 1e-5, 8192: 0.05}, 256, picked=None) for i in range(3)]}
-    found = _measure_pin(pin, ["n"], runs, 0.01, 0, SWEPT)
+    found = _measure_pin(_PinnedKernel(pin, ["n"]), runs, 0.01, 0, SWEPT)
     assert (found.standing, found.confirmed) == (standing, confirmed)
     assert (found.verdict == "faster") == (standing == "confirmed") and STANDINGS[standing]
 
@@ -375,13 +375,13 @@ def test_where_the_unpinned_runs_tuned_nothing_their_launches_say_which_config_t
     """Inductor's warm caches (or Triton's autotune cache) give the unpinned runs their config without tuning, so
     no pick is recorded; their launches' constexprs still tell the sweep's config (BLOCK 512) from the pinned one
     (BLOCK 256): a pinned config not faster than the sweep's, launched, is a replay bias."""
-    from tritonhook.decisions.confirm import _measure_pin
+    from tritonhook.decisions.confirm import _PinnedKernel, _measure_pin
 
     pin = _block_256_pin(num_warps=4)
     runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, unpinned_block, picked=None)
                          for i in range(3)],
             "pinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, 256, picked=None) for i in range(3)]}
-    found = _measure_pin(pin, ["n"], runs, 0.01, 0, SWEPT, swept_config={"BLOCK": 512, "num_warps": 4})
+    found = _measure_pin(_PinnedKernel(pin, ["n"]), runs, 0.01, 0, SWEPT, swept_config={"BLOCK": 512, "num_warps": 4})
     assert found.picks == [] and found.standing == standing
 
 
@@ -393,29 +393,56 @@ def test_against_the_sweeps_config_pinned_a_regret_is_judged_whatever_the_autotu
     """`--against sweep`: the unpinned arm runs the sweep's config pinned (no tuning, so no picks), so the replay's
     figure is measured as it is; refuted wherever the pinned config is not faster, provided every baseline run
     launched the sweep's config."""
-    from tritonhook.decisions.confirm import _measure_pin
+    from tritonhook.decisions.confirm import _PinnedKernel, _measure_pin
 
     pin = _block_256_pin(num_warps=4)
     runs = {"unpinned": [_run_of({4096: 0.020 + i * 1e-5, 8192: 0.05}, baseline_block, picked=None)
                          for i in range(3)],
             "pinned": [_run_of({4096: pinned_ms + i * 1e-5, 8192: 0.05}, 256, picked=None) for i in range(3)]}
-    found = _measure_pin(pin, ["n"], runs, 0.01, 0, SWEPT, swept_config={"BLOCK": 512, "num_warps": 4},
+    found = _measure_pin(_PinnedKernel(pin, ["n"]), runs, 0.01, 0, SWEPT, swept_config={"BLOCK": 512, "num_warps": 4},
                          against_sweep=True)
     assert found.against == "sweep" and found.standing == standing
     assert found.baseline_ran is (baseline_block == 512) and found.picks_text() == "not tuned: the sweep's config pinned"
+
+
+def test_a_pinned_kernel_is_found_in_a_run_by_its_source_beside_another_kernel_of_its_name():
+    """Found on the H200 (PyG's GraphSAGE and GAT under torch.compile): two graphs each had a
+    `triton_poi_fused_..._6`, of other code, and the confirmation read both as the pinned kernel: their times
+    averaged, and "pinned ran: False" from the other one's config. The sweep's recording knows the pinned kernel's
+    source (`Signature.source`); only launches of that source count."""
+    from tritonhook.decisions.confirm import _PinnedKernel, _measure_pin
+
+    def run(ms: float, block: int) -> rec.Recording:
+        recording = _run_of({4096: ms, 8192: 0.05}, block, picked=None)
+        for signature in recording.signatures:
+            signature.source = "pinned-source"
+        recording.signatures.append(dataclasses.replace(recording.signatures[0], id=2, triton_hash="other",
+                                                        constexprs={"BLOCK": 1024}, times_ms=[0.4] * 3,
+                                                        source="another-graphs-source"))
+        return recording
+
+    pin = _block_256_pin(num_warps=4)
+    runs = {"unpinned": [run(0.020 + i * 1e-5, 512) for i in range(3)],
+            "pinned": [run(0.015 + i * 1e-5, 256) for i in range(3)]}
+    swept = dict(swept_config={"BLOCK": 512, "num_warps": 4}, against_sweep=True)
+    found = _measure_pin(_PinnedKernel(pin, ["n"], frozenset({"pinned-source"})), runs, 0.01, 0, SWEPT, **swept)
+    assert found.ms["pinned"] == pytest.approx([0.015, 0.01501, 0.01502]) and found.pinned_ran and found.baseline_ran
+    assert found.standing == "confirmed"
+    by_name = _measure_pin(_PinnedKernel(pin, ["n"]), runs, 0.01, 0, SWEPT, **swept)
+    assert not by_name.pinned_ran and by_name.standing == "not pinned"
 
 
 def test_runs_whose_interval_holds_the_replays_ratio_and_no_difference_neither_confirm_nor_refute_it():
     """Found on the H200 (the transformer's `_to_copy_9`, `--against sweep --runs 2`): the replay's 0.952 inside
     the workload read 0.945 [0.824, 1.083], "no difference", and was reported a replay bias. An interval that holds
     the replay's ratio too decides nothing; one wholly above it refutes it."""
-    from tritonhook.decisions.confirm import _measure_pin
+    from tritonhook.decisions.confirm import _PinnedKernel, _measure_pin
 
     pin = _block_256_pin(num_warps=4)  # the replay's ratio: 0.75
     noisy = [0.020, 0.012, 0.024]
     runs = {"unpinned": [_run_of({4096: ms, 8192: 0.05}, 512, picked=None) for ms in noisy],
             "pinned": [_run_of({4096: ms * 0.8, 8192: 0.05}, 256, picked=None) for ms in reversed(noisy)]}
-    found = _measure_pin(pin, ["n"], runs, 0.01, 0, SWEPT, swept_config={"BLOCK": 512, "num_warps": 4},
+    found = _measure_pin(_PinnedKernel(pin, ["n"]), runs, 0.01, 0, SWEPT, swept_config={"BLOCK": 512, "num_warps": 4},
                          against_sweep=True)
     assert found.verdict == "no difference" and found.low < 0.75 < 1.0 < found.high
     assert (found.standing, found.confirmed) == ("undecided", None)

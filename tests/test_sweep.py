@@ -29,6 +29,8 @@ from tritonhook.sweep.result import SweepResult, SweepRow, VariantTiming, analyz
 from tritonhook.sweep.builds import build_variants, captured_ptxas
 
 torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tl = triton.language
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +101,43 @@ def test_a_variant_loads_as_a_triton_kernel_under_its_new_name(captured, tmp_pat
     assert loaded.name == loaded.metadata.name == "cutlass_add_kernel"
     assert loaded.asm["cubin"] == built.cubin
     assert loaded.src.signature == kernel.src.signature and loaded.src.constants == kernel.src.constants
+
+
+# ----- a kernel's source -------------------------------------------------------------------------------------------
+def fused_6(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) * 2, mask=offsets < n)
+
+
+SCALE_BY_TWO = fused_6
+
+
+def fused_6(x_ptr, n, BLOCK: tl.constexpr):  # noqa: F811 (a second kernel of the name, as in another graph)
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) * 3, mask=offsets < n)
+
+
+SCALE_BY_THREE = fused_6
+
+
+def _compiled(function, block: int):
+    """`function` compiled for sm_90a at BLOCK `block`."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    source = ASTSource(triton.jit(function), {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": block})
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32))
+
+
+def test_a_kernels_source_tells_two_kernels_of_one_name_apart_and_is_one_over_its_configs(tmp_path, monkeypatch):
+    """Two graphs compiled by Inductor can each have a `triton_poi_fused_..._6` of other code: on the H200, a pin's
+    confirmation read both as the pinned kernel (PyG's GAT and GraphSAGE). `LaunchSpec.source` is what tells them
+    apart; a recording keeps it per signature, and every config of one autotuned kernel has the same one."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    twice_64, twice_128 = (_triton.launch_spec(_compiled(SCALE_BY_TWO, block)) for block in (64, 128))
+    thrice = _triton.launch_spec(_compiled(SCALE_BY_THREE, 64))
+    assert twice_64.name == thrice.name == "fused_6" and twice_64.triton_hash != twice_128.triton_hash
+    assert twice_64.source and twice_64.source == twice_128.source != thrice.source
 
 
 # ----- the recording format -----------------------------------------------------------------------------------------

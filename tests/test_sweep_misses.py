@@ -127,6 +127,22 @@ def test_the_launch_lead_then_the_clock_then_nothing():
                            "lead +0.00 µs) or the clocks (SM at 1975 MHz") and "unexplained at 10.0 µs" in said
 
 
+def test_a_row_queued_late_inside_the_workload_is_said_to_count_the_hosts_launch_where_that_explains_it():
+    """Found on the H200 (PyG's GAT under torch.compile): a 256x128 copy read 69.8 µs inside the workload and 3.7 in
+    the replay, under every L2 rule: its one timed launch was queued after its stream hold ran out, so the GPU idled
+    for the host between the start event and the kernel. Named where the idle can account for the miss."""
+    late = _row(69.8, 3.7)
+    late.recorded_late_us = 66.5
+    said = miss_reason(late, "measured", {"cold": 0.053, "warm": 0.045}, None)
+    assert said.startswith("launch pacing: inside the workload the host queued it 66.5 µs after its stream hold")
+    assert "(1.121 net of it)" in said and "L2 rules measured 0.053" in said
+    late.recorded_late_us = 10.0  # the idle cannot account for 66 µs: not the reason
+    assert miss_reason(late, "measured", {"cold": 0.053}, None).startswith("not the L2 state")
+    slower = _row(10.0, 12.0)
+    slower.recorded_late_us = 5.0  # late inside the workload makes it read longer there, never shorter
+    assert miss_reason(slower, "measured", {"cold": 1.2}, None).startswith("not the L2 state")
+
+
 def test_only_rows_of_the_fidelity_set_outside_the_tolerance_are_missed():
     rows = [_row(10.0, 12.0, share=0.5), _row(10.0, 10.5, share=0.45), _row(10.0, 20.0, share=0.05)]
     assert missed_rows(rows) == [rows[0]]  # the third is outside the 90% the bar is held to

@@ -81,13 +81,17 @@ def allocator_var():
 @dataclasses.dataclass(frozen=True)
 class LaunchSpec:
     """What the launcher of one compiled kernel needs besides its binary: the source signature Triton specialized
-    (`{arg: type}`, "constexpr" for compile-time arguments) and the constexpr values, by argument name."""
+    (`{arg: type}`, "constexpr" for compile-time arguments) and the constexpr values, by argument name. `source`: its
+    Python function's `JITFunction.cache_key` (a hash of its source and what it calls, "" where unknown), which tells
+    apart two kernels of one name (Inductor names its kernels per graph: two graphs can both have a
+    `triton_poi_fused_..._6`) and is the same for every config of one autotuned kernel, in every run."""
 
     triton_hash: str
     name: str
     arg_names: list[str]
     signature: dict[str, str]
     constexprs: dict[str, object]
+    source: str = ""
 
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "constexprs": _plain_json(self.constexprs)}
@@ -102,7 +106,7 @@ def launch_spec(kernel) -> LaunchSpec:
         index = path[0] if isinstance(path, tuple) and len(path) == 1 else path
         constexprs[arg_names[index] if isinstance(index, int) and index < len(arg_names) else str(path)] = value
     return LaunchSpec(kernel.hash, kernel.name, arg_names, {str(k): str(v) for k, v in src.signature.items()},
-                      constexprs)
+                      constexprs, str(getattr(getattr(src, "fn", None), "cache_key", "") or ""))
 
 
 LaunchCallback = Callable[[LaunchSpec, tuple[int, int, int], tuple, int, object], object]

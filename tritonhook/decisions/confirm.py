@@ -88,12 +88,13 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
                 raise TritonhookError(f"{' '.join(command)}: the {arm} run {run + 1} exited {result.exit_code} "
                                       f"with no recording ({result.failure or 'see its stderr above'})")
             recordings[arm].append(result.recording)
-    key_names = {d["kernel"]: d.get("key_names") or [] for d in recording.autotune}
+    decisions = {d["group"]: d for d in recording.autotune}
     found = []
     for pin in pins:
         group, workload_config, chosen = swept.get((pin.key.kernel, pin.key.tuning_key), (None, "", None))
-        found.append(_measure_pin(pin, key_names.get(pin.key.kernel, []), recordings, min_effect, group,
-                                  workload_config, swept_config=chosen, against_sweep=pin.key in baseline))
+        at_pin = _PinnedKernel(pin, decisions.get(group, {}).get("key_names") or [], _sources(recording, group))
+        found.append(_measure_pin(at_pin, recordings, min_effect, group, workload_config, swept_config=chosen,
+                                  against_sweep=pin.key in baseline))
     step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
     confirmation = Confirmation(int(sweep.id), list(command), runs, found, step_ms,
                                 _compared(step_ms, min_effect))
@@ -122,19 +123,41 @@ def _swept_decisions(sweep: SweepResult, recording: Recording
             for row in sweep.rows if row.autotune and (d := decided.get(row.autotune.get("group"))) is not None}
 
 
-def _measure_pin(pin: Decision, key_names: list[str], recordings: dict[str, list[Recording]],
+@dataclasses.dataclass(frozen=True)
+class _PinnedKernel:
+    """Which launch signatures of a run are the pinned kernel at its tuning key: its name, its function's source
+    (`Signature.source`: two kernels can share a name, as Inductor's of two graphs do; empty where the sweep's
+    recording has none, then the name alone) and the scalar arguments its tuning key names."""
+
+    pin: Decision
+    key_names: list[str]
+    sources: frozenset[str] = frozenset()
+
+    def __call__(self, signature: Signature) -> bool:
+        return (signature.kernel == self.pin.key.kernel and signature.launches > 0 and bool(signature.times_ms)
+                and (not self.sources or signature.source in self.sources)
+                and _at_tuning_key(signature, self.key_names, self.pin.key.tuning_key))
+
+
+def _sources(recording: Recording, group: int | None) -> frozenset[str]:
+    """The sources of an autotune decision's candidates in the sweep's recording (one, as a rule), without ""."""
+    return frozenset(s.source for s in recording.signatures
+                     if s.source and s.autotune is not None and s.autotune["group"] == group)
+
+
+def _measure_pin(at_pin: _PinnedKernel, recordings: dict[str, list[Recording]],
                  min_effect: float, group: int | None = None, workload_config: str = "", *,
                  swept_config: dict | None = None, against_sweep: bool = False) -> PinConfirmation:
     """`swept_config`: the config the sweep's recorded run picked, which the unpinned arm ran pinned where
     `against_sweep`; otherwise its launches tell whether it ran that config, where the constexprs of the two configs
     differ (num_warps and the like are not in a launch's signature)."""
+    pin = at_pin.pin
     config = dict(pin.choice.config)
     ms = {arm: [] for arm in ARMS}
     ran = {arm: True for arm in ARMS}
     for arm, expected in (("unpinned", swept_config), ("pinned", config)):
         for recording in recordings[arm]:
-            at_key = [s for s in recording.signatures if s.kernel == pin.key.kernel and s.launches and s.times_ms
-                      and _at_tuning_key(s, key_names, pin.key.tuning_key)]
+            at_key = [s for s in recording.signatures if at_pin(s)]
             launches = sum(s.launches for s in at_key)
             ms[arm].append(sum(s.gpu_ms for s in at_key) / launches if launches else 0.0)
             ran[arm] &= bool(at_key) and expected is not None and all(_runs_config(s, expected) for s in at_key)

@@ -96,6 +96,9 @@ def miss_reason(row: SweepRow, l2: str, by_mode: dict[str, float | None], worklo
                 f"time depends on their values ({figures}): inside the workload it works on other data; record "
                 f"with --budget {size} or more (and room for them in --snapshot-budget) to replay them as recorded")
     by_mode = {mode: ratio for mode, ratio in by_mode.items() if mode != ZEROS_FILLED}
+    late = _late_launches(row, tolerance)
+    if late:
+        return f"{late}; L2 rules {figures}"
     ratios = {l2: row.fidelity, **by_mode}
     closing = [mode for mode, ratio in by_mode.items() if within(ratio)]
     flips = {f"{l2} {word}": state for state, word in DIRT_WORDS.items()}
@@ -126,6 +129,24 @@ def miss_reason(row: SweepRow, l2: str, by_mode: dict[str, float | None], worklo
     lead = f"launch lead {row.lead_ms * 1e3:+.2f} µs" if row.lead_ms is not None else "launch lead not measured"
     return (f"not the L2 state ({figures}), the launch pacing ({lead}) or the clocks ("
             f"{clock or 'not measured'}): unexplained at {row.recorded_ms * 1e3:.1f} µs inside the workload")
+
+
+def _late_launches(row: SweepRow, tolerance: float) -> str | None:
+    """The sentence for a row whose every timed launch inside the workload was queued after its stream hold ran
+    out (`Signature.late_us`), where that explains it: the GPU then idled between the start event and the kernel,
+    so the recorded time is the kernel's plus up to that idle, and the replay, its kernel held, reads lower. None
+    where it was held, where its replay is slower, or where it is still faster net of the whole idle: no part of
+    the idle then brings it within."""
+    if row.recorded_late_us is None or not row.fidelity or row.fidelity >= 1.0:
+        return None
+    kernel_ms = row.recorded_ms - row.recorded_late_us / 1e3
+    net = row.fidelity * row.recorded_ms / kernel_ms if kernel_ms > 0 else None
+    if net is not None and net < 1.0 - tolerance:
+        return None
+    net_text = f"{net:.3f} net of it" if net is not None else "it is more than that time"
+    return (f"launch pacing: inside the workload the host queued it {row.recorded_late_us:.1f} µs after its stream "
+            f"hold ran out (at every timed launch), so its {row.recorded_ms * 1e3:.1f} µs there count the GPU idling "
+            f"for the host's launch ({net_text})")
 
 
 def _clock_text(replay_mhz: float | None, workload_mhz: float | None) -> str | None:

@@ -39,13 +39,13 @@ STDERR_TAIL_LINES = 20
 class _Pending:
     """A signature while recording: its description, the tracer's state for it (`seen`: the launches it passed
     over), its launch count, the CUDA event pairs not yet read (`held`: the kernel was queued before the stream
-    hold ran out, so the events time the kernel alone) and the lag marks of its first timed launches (`marks`:
-    see `Recorder._mark`)."""
+    hold ran out, so the events time the kernel alone; `late`: after, with how many µs after) and the lag marks of
+    its first timed launches (`marks`: see `Recorder._mark`)."""
 
     signature: Signature
     seen: object                     # the tracer's SignatureSeen
     held: list = dataclasses.field(default_factory=list)
-    late: list = dataclasses.field(default_factory=list)
+    late: list = dataclasses.field(default_factory=list)    # (start, end, µs the host took past the hold)
     probes: list = dataclasses.field(default_factory=list)  # (tensor positions, the L2 probe's device tensor)
     dirt: list = dataclasses.field(default_factory=list)    # the dirt probe's cycle tensors (l2probe.probe_dirt)
     marks: list = dataclasses.field(default_factory=list)   # (idle anchor, mark): both (event, host seconds)
@@ -97,7 +97,7 @@ class Recorder:
                                                     descriptor_fields=_triton.tensor_descriptor_fields,
                                                     shared=shared),
                 arg_names=spec.arg_names, signature=spec.signature, constexprs=spec.to_json()["constexprs"],
-                launches=0, times_ms=[]), seen)
+                launches=0, times_ms=[], source=spec.source), seen)
             self.pending.append(pending)
             self._prepare_timing()
         signature = pending.signature
@@ -209,7 +209,10 @@ class Recorder:
         end = self.torch.cuda.Event(enable_timing=True)
         end.record()
         host_us = (time.perf_counter() - queued_from) * 1e6
-        (pending.held if host_us < hold_us else pending.late).append((start, end))
+        if host_us < hold_us:
+            pending.held.append((start, end))
+        else:
+            pending.late.append((start, end, host_us - hold_us))
         self.host_us = 0.8 * self.host_us + 0.2 * host_us
         if (empty := time_empty_kernel(self.torch)) is not None and len(pending.empties) < self.timed_first:
             pending.empties.append(empty)  # queued after every timed kernel, as the replay does; the first timed
@@ -226,7 +229,9 @@ class Recorder:
             self.torch.cuda.synchronize()
         for pending in self.pending:  # samples queued after their hold ran out only where none was in time
             events = pending.held or pending.late
-            pending.signature.times_ms += [start.elapsed_time(end) for start, end in events]
+            pending.signature.times_ms += [start.elapsed_time(end) for start, end, *_ in events]
+            if not pending.held:
+                pending.signature.late_us += [round(late, 3) for *_, late in pending.late]
             pending.held, pending.late = [], []
             pending.signature.behind_ms = _behind_ms(pending.marks)
             lead = [start.elapsed_time(end) for start, end in pending.empties]

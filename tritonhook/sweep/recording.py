@@ -32,6 +32,12 @@ L2 dirt (version 5): a signature's `l2_dirt` is where its dirt probes' read time
 launches, just before the L2 probe) from the recording's `dirt_calibration` clean (0) to dirty (1): how much of what
 the kernel evicted was owed to DRAM (`l2probe.DirtCalibration`). None where not probed.
 
+Sources and late samples (version 6): a signature's `source` is its function's source hash
+(`_triton.LaunchSpec.source`), which tells apart two kernels of one name and is the same in every run. Its `late_us`
+lists, per sample of `times_ms` that the host queued after the stream hold before it ran out, how many µs after
+(`Recorder.on_launched`): the GPU idled between the start event and the kernel for up to that long, so the sample
+counts the host's launch. Late samples are kept only where none was queued in time; empty where every one was.
+
 The functions here are pure or work on tensors of any device (torch CPU tensors suffice for the format's tests).
 """
 
@@ -48,12 +54,13 @@ from ..measure.stats import median
 from ..store import BlobHold, ResultKind, register_result_kind
 
 FORMAT = "tritonhook-recording"
-VERSION = 5
+VERSION = 6
 """Bump when a field changes meaning; `Recording.from_json` refuses any version not in `READS` with both numbers."""
-READS = (1, 2, 3, 4, 5)
+READS = (1, 2, 3, 4, 5, 6)
 """Versions this tritonhook loads: version 1 has no autotune fields (its benchmark launches count as the
 workload's, as they were recorded); versions 1 and 2 have no L2 residency; versions 1 to 3 no lag; versions 1 to 4
-no L2 dirt (replayed on a dirty L2)."""
+no L2 dirt (replayed on a dirty L2); versions 1 to 5 no kernel sources (a kernel is known by its name alone) and
+no late samples (each counted as held)."""
 RESULT_KIND = "recording"
 """The kind recordings are saved under in the store's results table (declared below `Recording`: found by label)."""
 
@@ -257,6 +264,8 @@ class Signature:
     behind_ms: float | None = None   # how far the GPU ran behind the host at its first timed launches (median)
     empty_ms: float | None = None  # an empty kernel timed right after them (median; measure.timing.time_empty_kernel)
     l2_dirt: float | None = None   # how dirty its dirt probes found the L2: 0 clean, 1 dirty (l2probe.DirtCalibration)
+    source: str = ""               # its function's source hash (_triton.LaunchSpec.source); "" where not recorded
+    late_us: list[float] = dataclasses.field(default_factory=list)  # per sample in times_ms queued after its hold
 
     @property
     def inputs(self) -> str:

@@ -18,7 +18,7 @@ from ..errors import TritonhookError
 from ..files import file_name
 from ..ptxas.binaries import CAUSES
 from ..measure.sequential import SEQUENCE_MIN_ROUNDS, StopRule
-from ..measure.stats import DEFAULT_MIN_EFFECT
+from ..measure.stats import DEFAULT_MIN_EFFECT, median
 from ..measure.variants import Variant, config_of_label
 from ..rename import compile_select
 from ..store import ResultKind, Store, register_result_kind
@@ -118,8 +118,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
         raise TritonhookError(f"recording {recording.id}: no signature matches" +
                               (f" --kernel {plan.kernel}" if plan.kernel else ""))
     rows = {s.id: SweepRow(s.id, s.kernel, s.label(), recording.share(s), s.launches, s.time_per_launch_ms,
-                           s.inputs, "ok", behind_ms=s.behind_ms, l2_dirt=s.l2_dirt,
-                           recorded_empty_ms=s.empty_ms) for s in chosen}
+                           s.inputs, "ok", **_recorded_context(s)) for s in chosen}
     variants = with_extra_ptxas(variants, ptxas)
     began = time.time()
     built = _build_all(store, chosen, variants, rows, prebuilt)
@@ -424,7 +423,7 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
         folded_row = SweepRow(winner.id, group.kernel, winner.label(),
                               sum(recording.share(s) or 0.0 for s in group.candidates),
                               sum(s.launches for s in group.candidates), winner.time_per_launch_ms, winner.inputs, "ok",
-                              behind_ms=winner.behind_ms, recorded_empty_ms=winner.empty_ms, l2_dirt=winner.l2_dirt)
+                              **_recorded_context(winner))
         if (timed := rows.get(winner.id)) is not None:  # what its replay measured besides the rounds' times
             folded_row.empty_ms, folded_row.clock_mhz = timed.empty_ms, timed.clock_mhz
             folded_row.rounds, folded_row.stopped = timed.rounds, timed.stopped
@@ -472,6 +471,12 @@ def _build_one(store: Store, capture_id: int, variants) -> dict[str, BuiltVarian
         return {b.label: b for b in build_variants(store, store.get(capture_id), variants)}
     except TritonhookError as exc:
         return f"build failed: {exc}"
+
+
+def _recorded_context(signature: Signature) -> dict:
+    """What the recording measured around a signature's timed launches, as a row carries it."""
+    return {"behind_ms": signature.behind_ms, "l2_dirt": signature.l2_dirt, "recorded_empty_ms": signature.empty_ms,
+            "recorded_late_us": median(signature.late_us) if signature.late_us else None}
 
 
 def _dirt_of_groups(recording: Recording) -> dict[int, float]:

@@ -61,6 +61,7 @@ class SweepRow:
     behind_ms: float | None = None     # how far the GPU ran behind the host at it inside the workload (recorded)
     l2_dirt: float | None = None       # how dirty the recording's dirt probe found the L2 for it (l2probe)
     recorded_empty_ms: float | None = None  # the empty kernel after it inside the workload (measure.timing)
+    recorded_late_us: float | None = None  # inside the workload, queued this long after its hold ran out (median)
     empty_ms: float | None = None      # the same after each replayed call
     clock_mhz: float | None = None     # the SM clock after its rounds (measure.timing.sm_clock_mhz)
     miss: dict | None = None           # why it missed the fidelity bar, measured (misses.py; replay._explain_misses)
