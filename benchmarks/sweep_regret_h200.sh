@@ -28,6 +28,8 @@
 #              torch.compile
 #   tf         our Inductor-compiled transformer (benchmarks/workloads/inductor_transformer.py), its 30 largest rows
 #   gpt2       Hugging Face transformers' GPT-2 (4 layers, random weights, dropout 0.1) training steps under torch.compile
+#   gemma      Hugging Face transformers' Gemma 3 text model (4 layers, random weights, sliding-window attention) training
+#              steps under torch.compile
 #   cce        Apple's Cut Cross-Entropy 25.1.1: the fused linear + cross-entropy loss of three LM heads, forward and
 #              backward, autotuned (CCE_AUTOTUNE=1), the backward's atomics under spin locks; cce_recorded sweeps it
 #              with snapshot budgets that hold every input (the backward's work depends on its data)
@@ -154,6 +156,9 @@ GPT2=($PY benchmarks/workloads/hf_causal_lm_compiled.py ${GPT2_STEPS:-5} gpt2)
 want gpt2 && ROWS=${GPT2_ROWS:-20} sweep gpt2 ${GPT2_S:-400} "${GPT2[@]}"
 want gpt2_aa && ROWS=${GPT2_ROWS:-20} aa gpt2 200
 want gpt2_confirm && confirm gpt2 ${RUNS:-3} ${CONFIRM_S:-420} "${GPT2[@]}"
+GEMMA=($PY benchmarks/workloads/hf_causal_lm_compiled.py ${GEMMA_STEPS:-5} gemma3)
+want gemma && ROWS=${GEMMA_ROWS:-20} sweep gemma ${GEMMA_S:-400} "${GEMMA[@]}"
+want gemma_confirm && confirm gemma ${RUNS:-3} ${CONFIRM_S:-420} "${GEMMA[@]}"
 CCE=($PY benchmarks/workloads/cce_loss.py ${CCE_STEPS:-3} ${CCE_HEADS:-llama3,qwen3,gemma2})
 want cce && sweep cce ${CCE_S:-400} "${CCE[@]}"
 # the same with every input snapshotted (3 GiB a signature, 48 GiB in all): its backward replayed on its own data

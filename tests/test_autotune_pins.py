@@ -334,8 +334,8 @@ def test_confirmation_compares_the_kernel_at_its_tuning_key_between_the_arms_and
     assert found.pinned_ran and found.picks == ["BLOCK=512, num_warps=4"] * 2 + ["BLOCK=256, num_warps=4"]
     assert found.ratio < 1 and found.config == "BLOCK=256, num_warps=2" and found.picks_text() == \
         "2 config(s) in 3 runs (the sweep's 2, the pinned 0)"
-    cached = _measure_pin(_PinnedKernel(pin, ["n"]), {**runs, "unpinned": [_run_of({4096: 0.02, 8192: 0.05}, 512, picked=None)] * 2},
-                          0.01)
+    untuned = [_run_of({4096: 0.02, 8192: 0.05}, 512, picked=None)] * 2
+    cached = _measure_pin(_PinnedKernel(pin, ["n"]), {**runs, "unpinned": untuned}, 0.01)
     assert cached.picks_text() == "not tuned in any of the 2 unpinned runs (a cache gave its pick)"
     runs["pinned"][0].signatures[0].constexprs["BLOCK"] = 512  # a pinned run that did not launch the pin
     assert not _measure_pin(_PinnedKernel(pin, ["n"]), runs, 0.01).confirmed

@@ -152,16 +152,36 @@ def test_a_variant_is_judged_against_the_baselines_own_run_to_run_spread():
 
     runs = [racy_sum() for _ in range(3)]
     assert not all(torch.equal(runs[0][0], r[0]) for r in runs[1:])  # the spread is real
-    check = check_outputs(torch, runs, {"plain#2": racy_sum(), "bad": {0: runs[0][0] + 1.0}})
+    check = check_outputs(torch, runs, {"plain#2": racy_sum(), "bad": {0: runs[0][0] + 1.0}}.items())
     assert not check.deterministic and check.verdicts == {"plain#2": WITHIN_SPREAD, "bad": DIFFER}
     assert check.verdict == DIFFER and check.variants["plain#2"].max_ulp > 0
 
     steady = [{0: parts.sum(0)} for _ in range(3)]
     rounded = {0: torch.nextafter(steady[0][0], steady[0][0] * 2)}
     same = {0: steady[0][0].clone()}
-    check = check_outputs(torch, steady, {"rounded": rounded, "same": same})
+    check = check_outputs(torch, steady, {"rounded": rounded, "same": same}.items())
     assert check.deterministic and check.verdicts == {"rounded": CLOSE, "same": BITWISE}
     assert check.variants["rounded"].max_ulp == 1 and "1 ulp" in check.text()
+
+
+def test_outputs_given_one_at_a_time_in_one_buffer_are_each_compared_before_the_next_overwrites_it():
+    """The sweep's worker keeps one baseline run and hands every later call's outputs in the buffers the kernel
+    writes (a copy per run ran an H100 out of memory on a 262k-token loss backward): each must be judged before
+    the next call overwrites them. A check that kept the runs and compared afterwards would see the last values in
+    every one: no spread, and the racy variant not within it."""
+    from tritonhook.measure.outputs import DIFFER, WITHIN_SPREAD, check_outputs
+
+    torch = pytest.importorskip("torch")
+    written = torch.zeros(64)
+    values = iter([1.0, 1.0 + 1e-6, 1.0 + 3e-6, 1.0 + 2e-6, 1.0 + 1e-6, 2.0])  # 4 baseline runs, variants a, b
+
+    def call(kept: bool = False) -> dict:
+        written.fill_(next(values))
+        return {0: written.clone() if kept else written}
+
+    check = check_outputs(torch, (call(kept=run == 0) for run in range(4)), ((label, call()) for label in ("a", "b")))
+    assert check.baseline_runs == 4 and not check.deterministic and check.spread.max_ulp > 0
+    assert check.verdicts == {"a": WITHIN_SPREAD, "b": DIFFER}
 
 
 def test_compare_outputs_of_ab_calls_a_kernel_that_makes_nan_equal_to_itself():

@@ -14,7 +14,7 @@ Pure functions over torch tensors (torch is imported by the caller: these run wh
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ..config import SWEEP_RTOL
 from ..errors import TritonhookError
@@ -184,17 +184,22 @@ class OutputCheck:
                 "nonfinite": self.nonfinite}
 
 
-def check_outputs(torch, baseline_runs: Sequence[Mapping[object, object]],
-                  variants: Mapping[str, Mapping[object, object]], margin: float = SPREAD_MARGIN) -> OutputCheck:
-    """Judge each variant's written buffers (`variants`: label -> {buffer: tensor}) against the baseline's runs
-    (each {buffer: tensor}, the same buffers; at least one): bitwise, within the baseline's own spread, or differ."""
-    first = baseline_runs[0]
+def check_outputs(torch, baseline_runs: Iterable[Mapping[object, object]],
+                  variants: Iterable[tuple[str, Mapping[object, object]]], margin: float = SPREAD_MARGIN
+                  ) -> OutputCheck:
+    """Judge each variant's written buffers (`variants`: (label, {buffer: tensor})) against the baseline's runs
+    (each {buffer: tensor}, the same buffers; at least one): bitwise, within the baseline's own spread, or differ.
+    Each run after the first is compared before the next is taken, so the runs may be given lazily, each reusing
+    the buffers of the one before (only the first is kept)."""
+    runs = iter(baseline_runs)
+    first, count = next(runs), 1
     spread = Difference()
-    for run in baseline_runs[1:]:
+    for run in runs:
         spread += compare_sets(torch, first, run)
-    differences = {label: compare_sets(torch, first, outputs) for label, outputs in variants.items()}
+        count += 1
+    differences = {label: compare_sets(torch, first, outputs) for label, outputs in variants}
     verdicts = {label: judge(d, spread, margin) for label, d in differences.items()}
-    return OutputCheck(len(first), len(baseline_runs), spread, differences, verdicts, nonfinite(torch, first))
+    return OutputCheck(len(first), count, spread, differences, verdicts, nonfinite(torch, first))
 
 
 def judge(variant: Difference, spread: Difference, margin: float = SPREAD_MARGIN) -> str:
