@@ -206,7 +206,7 @@ def replay_signature(torch, job: ReplayJob, signature: dict, store: Store, workd
 
     # one baseline run kept, every other call compared as it comes: a copy per run would hold the written bytes
     # BASELINE_RUNS + variants times over (a 262k-token vocabulary's loss backward ran the H100 out of memory)
-    check = check_outputs(torch, (outputs_of(baseline, kept=run == 0) for run in range(BASELINE_RUNS)),
+    check = check_outputs(torch, (outputs_of(baseline, kept=call == 0) for call in range(BASELINE_RUNS)),
                           ((label, outputs_of(label)) for label in others))
     timed = [v["label"] for v in signature["variants"] if v["timed"]]
     l2 = job.l2
