@@ -71,7 +71,7 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
         raise TritonhookError(f"--runs {runs}: at least 2 per arm, for an interval")
     pins, recording = pins_of(store, sweep)
     swept = _swept_decisions(sweep, recording)
-    baseline = {pin.key: swept[pin.key.kernel, pin.key.tuning_key][2] for pin in pins
+    baseline = {pin.key: swept[pin.key.kernel, pin.key.tuning_key][2]["chosen"] for pin in pins
                 if (pin.key.kernel, pin.key.tuning_key) in swept} if against == "sweep" else {}
     folder = store.run_folder("confirm")
     applied = {"pinned": _pins_file(folder / "pins.json", pins, "pinned configs"),
@@ -88,13 +88,12 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
                 raise TritonhookError(f"{' '.join(command)}: the {arm} run {run + 1} exited {result.exit_code} "
                                       f"with no recording ({result.failure or 'see its stderr above'})")
             recordings[arm].append(result.recording)
-    decisions = {d["group"]: d for d in recording.autotune}
     found = []
     for pin in pins:
-        group, workload_config, chosen = swept.get((pin.key.kernel, pin.key.tuning_key), (None, "", None))
-        at_pin = _PinnedKernel(pin, decisions.get(group, {}).get("key_names") or [], _sources(recording, group))
-        found.append(_measure_pin(at_pin, recordings, min_effect, group, workload_config, swept_config=chosen,
-                                  against_sweep=pin.key in baseline))
+        group, workload_config, decision = swept.get((pin.key.kernel, pin.key.tuning_key), (None, "", {}))
+        at_pin = _PinnedKernel(pin, decision.get("key_names") or [], _sources(recording, group))
+        found.append(_measure_pin(at_pin, recordings, min_effect, group, workload_config,
+                                  swept_config=decision.get("chosen"), against_sweep=pin.key in baseline))
     step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
     confirmation = Confirmation(int(sweep.id), list(command), runs, found, step_ms,
                                 _compared(step_ms, min_effect))
@@ -116,10 +115,11 @@ def _pins_file(path, pins: list[Decision], what: str) -> str:
 
 def _swept_decisions(sweep: SweepResult, recording: Recording
                      ) -> dict[tuple[str, tuple[str, ...]], tuple[int, str, dict]]:
-    """(kernel, tuning key) -> (the decision's group, the config the recorded run picked, as text and as values) of
-    each autotuned row: what a pin's regret was measured against."""
+    """(kernel, tuning key) -> (the decision's group, the config the recorded run picked as text, the recorded
+    decision: its `chosen` config and `key_names`) of each autotuned row: what a pin's regret was measured
+    against."""
     decided = {d["group"]: d for d in recording.autotune if d.get("key")}
-    return {(d["kernel"], tuple(d["key"])): (row.autotune["group"], row.autotune.get("workload", ""), d["chosen"])
+    return {(d["kernel"], tuple(d["key"])): (row.autotune["group"], row.autotune.get("workload", ""), d)
             for row in sweep.rows if row.autotune and (d := decided.get(row.autotune.get("group"))) is not None}
 
 
