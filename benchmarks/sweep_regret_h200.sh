@@ -38,6 +38,8 @@
 #              steps under torch.compile
 #   gnn        PyTorch Geometric 2.8's GraphSAGE and GAT training steps under torch.compile on a random graph
 #              (gathers and atomic scatters by edge index), GNN_MODELS picks some
+#   trifast    trifast 0.1.13's triangle attention, forward and backward (four kernels autotuned by its own subclass
+#              of Triton's Autotuner, the backward's zeroing its outputs per benchmark), TRIFAST_SHAPES picks some
 # DIRTS (e.g. "dirty clean", "half"): after the steps, each sweep of this call has its recording replayed plain,plain
 # on each of those --l2-dirt (NAME_DIRT; with dirty and clean, the summary gives what each dirt threshold makes of its
 # fidelity: benchmarks/dirt_threshold.py).
@@ -178,6 +180,10 @@ GNN=($PY benchmarks/workloads/pyg_gnn_compiled.py ${GNN_STEPS:-5} ${GNN_MODELS:-
 want gnn && ROWS=${GNN_ROWS:-20} sweep gnn ${GNN_S:-300} "${GNN[@]}"
 want gnn_aa && ROWS=${GNN_ROWS:-20} aa gnn 200
 want gnn_confirm && confirm gnn ${RUNS:-3} ${CONFIRM_S:-420} "${GNN[@]}"
+TRIFAST=($PY benchmarks/workloads/trifast_triangle.py ${TRIFAST_STEPS:-10} ${TRIFAST_SHAPES:-n128,n256,n384,n512})
+want trifast && sweep trifast ${TRIFAST_S:-400} "${TRIFAST[@]}"
+want trifast_aa && aa trifast 200
+want trifast_confirm && confirm trifast ${RUNS:-3} ${CONFIRM_S:-420} "${TRIFAST[@]}"
 for dirt in ${DIRTS:-}; do
   for swept in "$OUT"/*_sweep.json; do
     [ -e "$swept" ] || continue

@@ -77,6 +77,96 @@ def _autotune_call(autotuned, n: int) -> None:
         autotuned[(1,)](x, x, x, n)
 
 
+class OwnPicks(triton.runtime.Autotuner):
+    """An autotuner of a library's own making, as trifast 0.1.13's is: its own `run` keeps each pick under a key
+    text of its own (where trifast also loads the picks its file holds), benchmarks each config with the inherited
+    `_bench`, then launches the pick; defined before any tracer is installed."""
+
+    def run(self, *args, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))
+        key = "_".join(str(self.nargs[name]) for name in self.keys)
+        if len(self.configs) > 1 and key not in self.cache:
+            timings = {config: self._bench(*args, config=config, **kwargs) for config in self.prune_configs(kwargs)}
+            self.cache[key] = min(timings, key=timings.get)
+            self.configs_timings = timings
+        config = self.cache[key] if len(self.configs) > 1 else self.configs[0]
+        self.best_config, self.nargs = config, None
+        return self.fn.run(*args, **kwargs, **config.all_kwargs())
+
+
+def _own_picks(kind, do_bench, held=None):
+    """`add_kernel` under an autotuner of class `kind` (Triton's constructor, 3.6-3.9), its picks `held` (key text ->
+    config) as if read from its file."""
+    autotuner = kind(add_kernel, add_kernel.arg_names, CONFIGS, ["n"], None, None, do_bench=do_bench)
+    autotuner.cache.update(held or {})
+    return autotuner
+
+
+def _timed_by_block(seen, tracer):
+    def do_bench(kernel_call, quantiles):  # Triton's public hook for the timer: says which candidate is on
+        candidate = tracer.current()
+        seen.append(candidate)
+        return [BENCH_MS[[c.kwargs["BLOCK"] for c in CONFIGS].index(candidate.config["BLOCK"])]] * 3
+    return do_bench
+
+
+def test_an_autotuner_subclass_with_its_own_run_is_traced_whether_defined_before_or_after_the_tracer():
+    """trifast's autotuner (a subclass of Triton's whose `run` never calls `Autotuner.run`) bypassed the tracer: its
+    benchmark's launches counted as the workload's and no decision was recorded. Its `run` is wrapped now, and a
+    subclass whose `run` calls `Autotuner.run` makes one decision, not two; each class's own `run` is its own
+    again after uninstall."""
+    seen, decisions = [], []
+    tracer = _triton.AutotuneTracer(decisions.append)
+    own_run = OwnPicks.__dict__["run"]
+    tracer.install()
+    try:
+        class CallsTritons(triton.runtime.Autotuner):  # defined while the tracer is installed
+            def run(self, *args, **kwargs):
+                return super().run(*args, **kwargs)
+
+        calls_run = CallsTritons.__dict__["run"]  # wrapped when its first autotuner is made
+        for kind, n in ((OwnPicks, 4096), (CallsTritons, 8192)):
+            autotuner = _own_picks(kind, _timed_by_block(seen, tracer))
+            _autotune_call(autotuner, n)
+            _autotune_call(autotuner, n)  # its pick is held now: nothing benchmarked
+            assert tracer.current() is None
+    finally:
+        tracer.uninstall()
+    assert OwnPicks.__dict__["run"] is own_run and CallsTritons.__dict__["run"] is calls_run
+    assert [(c.group, c.config["BLOCK"]) for c in seen] == [(0, 256), (0, 512), (0, 1024), (1, 256), (1, 512), (1, 1024)]
+    assert [(d.group, d.kernel, tuple(d.key), d.chosen["BLOCK"]) for d in decisions] == \
+        [(0, "add_kernel", ("4096",) + ("torch.float32",) * 3, 512), (1, "add_kernel", ("8192",) + ("torch.float32",) * 3, 512)]
+
+
+def test_a_pick_an_autotuner_subclass_held_from_its_own_cache_is_named_and_a_pin_overrides_it():
+    """trifast keeps its picks in a file that its next run reads: that run benchmarks nothing, which the recording
+    names (`on_held_pick`, the autotuner's class) rather than passing it off as untuned; a pin for that tuning key
+    runs the pinned config without benchmarking, the held pick notwithstanding."""
+    held, benchmarked = [], []
+    tracer = _triton.AutotuneTracer(lambda decision: pytest.fail("nothing is benchmarked"),
+                                    lambda kernel, holder: held.append((kernel, holder)))
+    tracer.install()
+    try:
+        autotuner = _own_picks(OwnPicks, lambda call, quantiles: pytest.fail("held"), {"4096": CONFIGS[0]})
+        _autotune_call(autotuner, 4096)
+        _autotune_call(autotuner, 4096)
+    finally:
+        tracer.uninstall()
+    assert held == [("add_kernel", f"{__name__}.OwnPicks")]
+    pinner = _triton.AutotunePinner({("add_kernel", ("4096",) + ("torch.float32",) * 3): {"BLOCK": 1024}})
+    autotuner = _own_picks(OwnPicks, lambda call, quantiles: benchmarked.append(call) or [0.01] * 3,
+                           {"4096": CONFIGS[0]})
+    pinner.install()
+    try:
+        _autotune_call(autotuner, 4096)
+        assert benchmarked == [] and autotuner.best_config.kwargs == {"BLOCK": 1024}
+        _autotune_call(autotuner, 8192)  # no pin for this key: tuned as usual
+        assert len(benchmarked) == len(CONFIGS) and autotuner.configs == CONFIGS
+    finally:
+        pinner.uninstall()
+    assert pinner.applied == {("add_kernel", ("4096",) + ("torch.float32",) * 3): 1}
+
+
 def test_a_pinned_config_is_run_without_benchmarking_for_its_tuning_key_only():
     """Triton's real Autotuner: for the pinned tuning key the autotuner benchmarks nothing and runs the pinned
     config; another tuning key is tuned as usual. The pin's key is the one the recording's tracer writes down."""
@@ -208,7 +298,7 @@ def test_the_autotune_tracer_names_inductor_kernels_built_with_their_cached_pick
     heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
     init = heuristics.CachingAutotuner.__dict__["__init__"]
     cached = []
-    tracer = _triton.AutotuneTracer(lambda decision: None, cached.append)
+    tracer = _triton.AutotuneTracer(lambda decision: None, lambda kernel, holder: cached.append((kernel, holder)))
     tracer.install()
     try:
         inductor_tuner(heuristics, {"autotune_cache_state": "hit", "best_config": {"BLOCK": 512}})
@@ -217,7 +307,8 @@ def test_the_autotune_tracer_names_inductor_kernels_built_with_their_cached_pick
     finally:
         tracer.uninstall()
     inductor_tuner(heuristics, {"autotune_cache_state": "hit"})  # after uninstall: not seen
-    assert cached == ["triton_poi_fused_add_0"] and heuristics.CachingAutotuner.__dict__["__init__"] is init
+    assert cached == [("triton_poi_fused_add_0", _triton.INDUCTOR_CACHE)]
+    assert heuristics.CachingAutotuner.__dict__["__init__"] is init
 
 
 def test_the_autotune_tracer_waits_for_inductor_without_importing_it(tmp_path):

@@ -25,6 +25,8 @@ INDUCTOR_AUTOTUNER_MODULE = "torch._inductor.runtime.triton_heuristics"
 """Where Inductor's runtime autotuner (`CachingAutotuner`) lives, in torch 2.11 and 2.13."""
 INDUCTOR_CONFIG_MODULE = "torch._inductor.config"
 """Inductor's switches (`force_disable_caches`, torch 2.11 and 2.13)."""
+INDUCTOR_CACHE = "Inductor's autotune cache"
+"""Who held the pick of an Inductor kernel built untuned (`AutotuneTracer.on_held_pick`)."""
 INDUCTOR_KEY_PREFIX = "source:"
 """How an Inductor kernel's tuning key begins (`inductor_tuning_key`)."""
 
@@ -93,6 +95,17 @@ def _inductor_kernel_name(autotuner) -> str:
         getattr(getattr(autotuner, "fn", None), "__name__", "?")
 
 
+def _subclasses(cls: type) -> list[type]:
+    """Every subclass of `cls` defined so far, at any depth."""
+    found, todo = [], list(cls.__subclasses__())
+    while todo:
+        subclass = todo.pop()
+        if subclass not in found:
+            found.append(subclass)
+            todo.extend(subclass.__subclasses__())
+    return found
+
+
 class _Wrapped:
     """Functions of a class replaced by ours, and how to put them back: only where ours still sits, since another
     tool may have wrapped over them since (then ours stay, as pass-throughs once their owner is inactive)."""
@@ -114,7 +127,13 @@ class _AutotunerWrapping:
     """What the autotune tracer and the pinner share: functions of Triton's `Autotuner` wrapped from `install()`, and
     of Inductor's `CachingAutotuner` once torch imports it (`_imports.after_import`: neither imports torch itself);
     `uninstall()` puts both back (`_Wrapped`). A subclass names the functions (`TRITON`, `INDUCTOR`) and builds each
-    wrapper (`_triton_wrapper`, `_inductor_wrapper`: `(name, original) -> wrapper`)."""
+    wrapper (`_triton_wrapper`, `_inductor_wrapper`: `(name, original) -> wrapper`).
+
+    A library's own subclass of `Autotuner` that defines one of those functions (trifast's `run`, which keeps its
+    picks under a key text of its own and in a file) would bypass the wrapper on `Autotuner`: the subclass's own is
+    wrapped too, for the subclasses there are at `install()` and for any defined later, when its first autotuner is
+    made (`Autotuner.__init__`, which a subclass's runs). A subclass's `run` that calls `Autotuner.run` is then one
+    wrapped call within another: each wrapper passes the inner one through (`_outermost`)."""
 
     TRITON: tuple[str, ...] = ()
     INDUCTOR: tuple[str, ...] = ()
@@ -122,16 +141,21 @@ class _AutotunerWrapping:
     def __init__(self):
         self.active = False
         self._warn = _WarnOnce()
-        self._triton: _Wrapped | None = None
+        self._triton: list[_Wrapped] = []
+        self._wrapped_classes: set[type] = set()
         self._inductor: _Wrapped | None = None
         self._inductor_wait: AfterImport | None = None
+        self._running = threading.local()  # the autotuners inside one of our wrapped `run`s, in this thread
 
     def install(self) -> None:
         from triton.runtime.autotuner import Autotuner
 
         if self.active:
             return
-        self._triton = _Wrapped(Autotuner, self.TRITON, self._triton_wrapper)
+        self._triton = [_Wrapped(Autotuner, self.TRITON + ("__init__",), self._wrapper_on_autotuner)]
+        self._wrapped_classes = {Autotuner}
+        for subclass in _subclasses(Autotuner):
+            self._wrap_subclass(subclass)
         self.active = True
         self._inductor_wait = after_import(INDUCTOR_AUTOTUNER_MODULE, self._wrap_inductor)
 
@@ -139,13 +163,53 @@ class _AutotunerWrapping:
         if not self.active:
             return
         self.active = False
-        self._triton.restore()
+        for wrapped in self._triton:
+            wrapped.restore()
+        self._triton, self._wrapped_classes = [], set()
         if self._inductor_wait is not None:
             self._inductor_wait.remove()
             self._inductor_wait = None
         if self._inductor is not None:
             self._inductor.restore()
             self._inductor = None
+
+    def _wrapper_on_autotuner(self, name: str, original: Callable) -> Callable:
+        return self._wrap_init(original) if name == "__init__" else self._triton_wrapper(name, original)
+
+    def _wrap_init(self, original):
+        wrapping = self
+
+        @functools.wraps(original)
+        def __init__(autotuner, *args, **kwargs):
+            original(autotuner, *args, **kwargs)
+            if wrapping.active and type(autotuner) not in wrapping._wrapped_classes:
+                for owner in type(autotuner).__mro__:
+                    wrapping._wrap_subclass(owner)
+
+        return __init__
+
+    def _wrap_subclass(self, owner: type) -> None:
+        """Wrap the functions of `TRITON` that `owner` defines itself, where it is a subclass of `Autotuner`."""
+        if owner in self._wrapped_classes or not issubclass(owner, self._triton[0].owner):
+            return
+        self._wrapped_classes.add(owner)
+        own = tuple(name for name in self.TRITON if name in owner.__dict__)
+        if own:
+            self._triton.append(_Wrapped(owner, own, self._triton_wrapper))
+
+    @contextlib.contextmanager
+    def _outermost(self, autotuner) -> Iterator[bool]:
+        """Whether this is the outermost of our wrapped calls on `autotuner` in this thread (a subclass's `run`
+        calling `Autotuner.run` is two): only that one traces or pins."""
+        running = self._running.__dict__.setdefault("autotuners", set())
+        if id(autotuner) in running:
+            yield False
+            return
+        running.add(id(autotuner))
+        try:
+            yield True
+        finally:
+            running.discard(id(autotuner))
 
     def _wrap_inductor(self, module) -> None:
         """Wrap Inductor's `CachingAutotuner` (torch 2.11 and 2.13 alike), once its module is imported."""
@@ -199,8 +263,11 @@ class AutotuneTracer(_AutotunerWrapping):
     candidate being benchmarked in this thread (None outside a benchmark: the launch of the chosen config that
     follows is the workload's own). `on_decided(decision)` runs when a benchmarking call returns. An Inductor
     kernel built with the pick its autotune cache held has that config alone, so nothing is benchmarked:
-    `on_inductor_cached(kernel name)` runs for it (`CachingAutotuner.__init__`, `autotune_cache_info`), so the
-    recording can say which kernels it could not see tuned. Inductor's
+    `on_held_pick(kernel name, INDUCTOR_CACHE)` runs for it (`CachingAutotuner.__init__`, `autotune_cache_info`), so
+    the recording can say which kernels it could not see tuned; and for a `triton.autotune` autotuner of several
+    configs whose first call here benchmarks nothing because it held a pick already (a library's subclass that
+    keeps its picks in a file of its own, trifast's; or a pick made before recording), `on_held_pick(kernel name,
+    its class's qualified name)`. Inductor's
     coordinate-descent tuning (off by default) benchmarks outside `benchmark_all_configs` and is not seen.
     `benchmarking` counts the candidate benchmarks running in all threads: a `LaunchTracer` hands every launch in
     full while it is not 0. With `compile_threads` > 1, a `triton.autotune` benchmark's configs are compiled at once
@@ -211,10 +278,12 @@ class AutotuneTracer(_AutotunerWrapping):
     INDUCTOR = ("benchmark_all_configs", "bench", "__init__")
 
     def __init__(self, on_decided: Callable[[AutotuneDecision], None],
-                 on_inductor_cached: Callable[[str], None] = lambda name: None, *, compile_threads: int = 1):
+                 on_held_pick: Callable[[str, str], None] = lambda name, holder: None, *, compile_threads: int = 1):
         super().__init__()
         self.on_decided = on_decided
-        self.on_inductor_cached = on_inductor_cached
+        self.on_held_pick = on_held_pick
+        self._decided_by: weakref.WeakSet = weakref.WeakSet()  # `triton.autotune` autotuners seen deciding here
+        self._looked_for_held_picks: weakref.WeakSet = weakref.WeakSet()
         self.compiled_ahead = CompiledAhead(compile_threads)
         self._groups = 0
         self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
@@ -241,7 +310,7 @@ class AutotuneTracer(_AutotunerWrapping):
             if tracer.active:
                 try:
                     if (getattr(autotuner, "autotune_cache_info", None) or {}).get("autotune_cache_state") == "hit":
-                        tracer.on_inductor_cached(_inductor_kernel_name(autotuner))
+                        tracer.on_held_pick(_inductor_kernel_name(autotuner), INDUCTOR_CACHE)
                 except Exception as exc:  # noqa: BLE001 - recording must never break the workload
                     tracer._warn("Inductor autotune cache recording", exc)
 
@@ -254,15 +323,33 @@ class AutotuneTracer(_AutotunerWrapping):
         def run(autotuner, *args, **kwargs):
             if not tracer.active:
                 return original(autotuner, *args, **kwargs)
-            frame = {"group": None, "candidate": None, "known": set(getattr(autotuner, "cache", {}))}
-            try:
-                with tracer._deciding(frame):
+            with tracer._outermost(autotuner) as outermost:
+                if not outermost:
                     return original(autotuner, *args, **kwargs)
-            finally:  # a decision made stays made when the launch that follows it raises
-                if frame["group"] is not None:
-                    tracer._decided(autotuner, frame)
+                frame = {"group": None, "candidate": None, "known": set(getattr(autotuner, "cache", {})),
+                         "call": (args, kwargs)}
+                try:
+                    with tracer._deciding(frame):
+                        return original(autotuner, *args, **kwargs)
+                finally:  # a decision made stays made when the launch that follows it raises
+                    if frame["group"] is not None:
+                        tracer._decided(autotuner, frame)
+                    elif autotuner not in tracer._looked_for_held_picks:
+                        tracer._held_picks(autotuner, frame)
 
         return run
+
+    def _held_picks(self, autotuner, frame) -> None:
+        """At an autotuner's first call that benchmarked nothing: where it has several configs and picks it was
+        not seen deciding, it ran a pick it held (`on_held_pick`)."""
+        self._looked_for_held_picks.add(autotuner)
+        try:
+            if len(autotuner.configs) > 1 and frame["known"] and autotuner not in self._decided_by:
+                holder = type(autotuner)
+                self.on_held_pick(getattr(autotuner.base_fn, "__name__", "?"),
+                                  f"{holder.__module__}.{holder.__qualname__}")
+        except Exception as exc:  # noqa: BLE001 - recording must never break the workload
+            self._warn("autotune recording of a held pick", exc)
 
     def _wrap_bench(self, original):
         tracer = self
@@ -273,6 +360,8 @@ class AutotuneTracer(_AutotunerWrapping):
             if not tracer.active or not stack:
                 return original(autotuner, *args, config=config, **meta)
             frame = stack[-1]
+            if frame["candidate"] is not None:  # a subclass's `_bench` calling `Autotuner._bench`: one candidate
+                return original(autotuner, *args, config=config, **meta)
             if frame["group"] is None:  # the decision's first candidate: its benchmark begins
                 frame["group"], tracer._groups = tracer._groups, tracer._groups + 1
                 if tracer.compiled_ahead.threads > 1:
@@ -311,7 +400,7 @@ class AutotuneTracer(_AutotunerWrapping):
         def check_disk_cache(autotuner, tuning_key, configs, bench_fn):
             stack = getattr(tracer._frames, "stack", None)
             hit = original(autotuner, tuning_key, configs, bench_fn)
-            if not hit or not tracer.active or not stack:
+            if not hit or not tracer.active or not stack or "cached" in stack[-1]:  # the last: benchmarked within
                 return hit
             pick, held = autotuner.cache[tuning_key], autotuner.configs_timings
             try:
@@ -396,14 +485,17 @@ class AutotuneTracer(_AutotunerWrapping):
             self._warn("Inductor autotune recording", exc)
 
     def _decided(self, autotuner, frame) -> None:
+        """The decision a benchmarking call made, under the tuning key the call gives (`tuning_key`, what a pin
+        is looked up by), whatever key text the autotuner keeps its pick under (a subclass's own)."""
         try:
             keys = [key for key in autotuner.cache if key not in frame["known"]]
             if not keys:  # the benchmark itself failed: nothing was decided
                 return
+            self._decided_by.add(autotuner)
             timings = frame.get("timings") or getattr(autotuner, "configs_timings", None) or {}
             cached = frame.get("cached")
             self.on_decided(AutotuneDecision(
-                frame["group"], getattr(autotuner.base_fn, "__name__", "?"), [str(part) for part in keys[0]],
+                frame["group"], getattr(autotuner.base_fn, "__name__", "?"), list(tuning_key(autotuner, *frame["call"])),
                 autotune_config(autotuner.cache[keys[0]]), _timings_data(timings.items()),
                 getattr(autotuner, "bench_time", None), autotuner_hooks(autotuner),
                 [str(name) for name in autotuner.keys if name in autotuner.arg_names],
@@ -449,9 +541,10 @@ def inductor_tuning_key(autotuner) -> tuple[str, ...]:
 
 class AutotunePinner(_AutotunerWrapping):
     """Runs the config a decision pins for one autotune decision (`pins`: (kernel name, tuning key) -> config
-    values) instead of benchmarking. `triton.autotune`: `Autotuner.run` is wrapped on the class, and for a call whose
-    kernel and tuning key have a pin it runs with that config as the autotuner's only one, so Triton skips its
-    benchmark and launches it (its pre-hook included) for this call only. Inductor: once torch imports its runtime
+    values) instead of benchmarking. `triton.autotune`: `Autotuner.run` is wrapped on the class (and a subclass's own
+    `run`), and for a call whose kernel and tuning key have a pin it runs with that config as the autotuner's only
+    one, so it skips its benchmark, and any pick it holds, and launches it (its pre-hook included) for this call
+    only. Inductor: once torch imports its runtime
     autotuner, `CachingAutotuner.autotune_to_one_config` is wrapped, and for a kernel (name and source hash,
     `inductor_tuning_key`) with a pin it keeps the pinned config's launcher alone without benchmarking (nor saving
     the pick to Inductor's cache), Inductor's caches off for the run (`install`). Fail-open: a pin whose values
@@ -594,18 +687,21 @@ class AutotunePinner(_AutotunerWrapping):
         def run(autotuner, *args, **kwargs):
             if not pinner.active:
                 return original(autotuner, *args, **kwargs)
-            try:
-                pinned = pinner.pinned_config(autotuner, args, kwargs)
-            except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it tunes as usual
-                pinner._warn("pinned config", exc)
-                pinned = None
-            if pinned is None:
-                return original(autotuner, *args, **kwargs)
-            configs = autotuner.configs
-            autotuner.configs = [pinned]  # one config: Triton's run takes it without benchmarking
-            try:
-                return original(autotuner, *args, **kwargs)
-            finally:
-                autotuner.configs = configs
+            with pinner._outermost(autotuner) as outermost:
+                if not outermost:
+                    return original(autotuner, *args, **kwargs)
+                try:
+                    pinned = pinner.pinned_config(autotuner, args, kwargs)
+                except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it tunes as usual
+                    pinner._warn("pinned config", exc)
+                    pinned = None
+                if pinned is None:
+                    return original(autotuner, *args, **kwargs)
+                configs = autotuner.configs
+                autotuner.configs = [pinned]  # one config: the autotuner's run takes it without benchmarking
+                try:
+                    return original(autotuner, *args, **kwargs)
+                finally:
+                    autotuner.configs = configs
 
         return run

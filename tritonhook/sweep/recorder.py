@@ -69,7 +69,7 @@ class Recorder:
         self.loaded: dict[str, object] = {}
         self.host_us = HOLD_EXTRA_US     # the host's time from a stream hold to the kernel queued, smoothed
         self.decisions: list[dict] = []
-        self.inductor_cached: set[str] = set()  # Inductor kernels built with their cached pick alone: not tuned here
+        self.held_picks: dict[str, set[str]] = {}  # who held a pick -> the kernels that ran it untuned here
         self.tuning_snapshots: dict[int, dict] = {}  # autotune group -> its configs' shared snapshots (describe_tensor)
         self.tuning: Callable[[], _triton.AutotuneCandidate | None] = lambda: None  # set by `_tracers`
         self.compiled_ahead: _triton.CompiledAhead | None = None  # set by `_tracers`
@@ -201,8 +201,8 @@ class Recorder:
     def on_autotuned(self, decision: _triton.AutotuneDecision) -> None:
         self.decisions.append(dataclasses.asdict(decision))
 
-    def on_inductor_cached(self, kernel: str) -> None:
-        self.inductor_cached.add(kernel)
+    def on_held_pick(self, kernel: str, holder: str) -> None:
+        self.held_picks.setdefault(holder, set()).add(kernel)
 
     def on_launched(self, token) -> None:
         pending, start, queued_from, hold_us = token
@@ -242,7 +242,7 @@ class Recorder:
         signatures = [pending.signature for pending in self.pending]
         _link_captures(self.store, signatures, self.first_capture, self.loaded)
         self._release_warnings(signatures)
-        self._inductor_cache_warning(signatures)
+        self._held_pick_warnings(signatures)
         self._compiled_ahead_line()
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
         arch = next((s.arch for s in signatures if s.arch), None)
@@ -263,15 +263,21 @@ class Recorder:
         for text in lines:
             print(text, file=sys.stderr)
 
-    def _inductor_cache_warning(self, signatures: list[Signature]) -> None:
-        """Name the launched Inductor kernels that ran the pick Inductor's caches held: their configs were not
-        benchmarked here, so the sweep has no candidates for them (no regret, no re-ranking)."""
-        cached = sorted({s.kernel for s in signatures if s.launches} & self.inductor_cached)
-        if cached:
-            print(f"tritonhook sweep: {len(cached)} Inductor kernel(s) ran the config Inductor's autotune cache held "
-                  f"({', '.join(cached[:3])}{', ...' if len(cached) > 3 else ''}), so their configs were not "
-                  f"benchmarked here: no autotune regret or re-ranking for them; record with cold caches "
-                  f"(TORCHINDUCTOR_FORCE_DISABLE_CACHES=1) to see them tuned", file=sys.stderr)
+    def _held_pick_warnings(self, signatures: list[Signature]) -> None:
+        """Name the launched kernels that ran a pick their autotuner held (Inductor's caches, or an autotuner's cache
+        of its own): their configs were not benchmarked here, so the sweep has no candidates for them (no regret,
+        no re-ranking)."""
+        launched = {s.kernel for s in signatures if s.launches}
+        for holder, kernels in sorted(self.held_picks.items()):
+            held = sorted(launched & kernels)
+            if not held:
+                continue
+            cold = ("with cold caches (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)" if holder == _triton.INDUCTOR_CACHE
+                    else "with that autotuner's cache cold (where its library keeps its picks)")
+            print(f"tritonhook sweep: {len(held)} kernel(s) ran the config {holder} held before recording "
+                  f"({', '.join(held[:3])}{', ...' if len(held) > 3 else ''}), so their configs were not "
+                  f"benchmarked here: no autotune regret or re-ranking for them; record {cold} to see them tuned",
+                  file=sys.stderr)
 
     def _compiled_ahead_line(self) -> None:
         """Say what compiling autotune configs ahead took: on a cold cache the most of an autotune-heavy
@@ -410,7 +416,7 @@ def _tracers(recorder: Recorder, guard: Callable[[str, Callable], Callable] = la
     """Install the launch tracer and the autotune tracer feeding `recorder` (each callback through `guard`, see
     `_Failures.guarded`); returned for uninstalling."""
     autotune = _triton.AutotuneTracer(guard("an autotune decision", recorder.on_autotuned),
-                                      guard("an Inductor kernel's cached pick", recorder.on_inductor_cached),
+                                      guard("an autotuner's held pick", recorder.on_held_pick),
                                       compile_threads=compile_threads())
     recorder.tuning = autotune.current
     recorder.compiled_ahead = autotune.compiled_ahead
