@@ -167,6 +167,39 @@ def test_a_pick_an_autotuner_subclass_held_from_its_own_cache_is_named_and_a_pin
     assert pinner.applied == {("add_kernel", ("4096",) + ("torch.float32",) * 3): 1}
 
 
+def test_a_call_at_new_input_shapes_under_a_decided_tuning_key_is_benchmarked_there_and_runs_the_held_pick(
+        monkeypatch):
+    """trifast keys its autotuners by the length rounded up to a power of two: 384 and 512 tokens share a key, the
+    pick made at 384 runs at 512 untimed there, and the sweep had no candidates for the 512 rows (60% of that
+    workload's GPU time). A call at new shapes under a decided key is benchmarked at them now (its candidates
+    tagged with a decision of their own whose pick is the one the workload runs, `held` saying whence, `cached`
+    the timings it was made on), the autotuner's zeroing run after it as after its own benchmark, up to
+    `RECORD_SHAPES_PER_KEY` shapes per key; the same shapes again are not benchmarked twice."""
+    from tritonhook import config
+
+    monkeypatch.setattr(config, "RECORD_SHAPES_PER_KEY", 1)
+    seen, decisions, zeroed = [], [], []
+    tracer = _triton.AutotuneTracer(decisions.append)
+    autotuner = triton.autotune(CONFIGS, key=["n"], do_bench=_timed_by_block(seen, tracer),
+                                reset_to_zero=["out_ptr"])(add_kernel)
+    tracer.install()
+    try:
+        for rows in (4, 8, 8, 16):  # the key is n alone: every call at n=4096, the inputs' shape differs
+            x = torch.ones(rows, 4096 // rows)
+            with contextlib.suppress(Exception):  # no GPU: the launch after the autotuner's choice fails
+                autotuner[(1,)](x, x, x, 4096)
+            zeroed.append(bool((x == 0).all()))
+    finally:
+        tracer.uninstall()
+    assert [d.group for d in decisions] == [0, 1] and [c.group for c in seen] == [0] * 3 + [1] * 3
+    first, at_eight = decisions
+    assert at_eight.key == first.key and at_eight.chosen == first.chosen and first.held is None
+    assert at_eight.held == "its decision at another input shape under the same tuning key (decision 0)"
+    assert at_eight.cached == first.timings and [t[0] for _, t in at_eight.timings] == BENCH_MS
+    # zeroed after each benchmark (Triton's `reset_to_zero`, as its own benchmark leaves them), untouched where none ran
+    assert zeroed == [True, True, False, False]
+
+
 def test_a_pinned_config_is_run_without_benchmarking_for_its_tuning_key_only():
     """Triton's real Autotuner: for the pinned tuning key the autotuner benchmarks nothing and runs the pinned
     config; another tuning key is tuned as usual. The pin's key is the one the recording's tracer writes down."""
@@ -542,8 +575,8 @@ def test_a_pick_from_tritons_autotune_cache_is_named_as_the_reason_with_the_cach
     regret = autotune_regret(group, {0: _noisy(0.015, 1), 1: _noisy(0.020, 2), 2: _noisy(0.025, 3)}, 1,
                              {0: "BLOCK=256", 1: "BLOCK=512", 2: "BLOCK=1024"})
     assert regret["verdict"] == "faster" and regret["why"][:2] == [
-        "the workload ran the pick Triton's autotune cache held (an earlier run's benchmark, which timed that config "
-        "1.100x its pick)",
+        "the workload ran the pick of Triton's autotune cache (an earlier run's benchmark), which timed that config "
+        "1.100x its pick",
         "the recording's own benchmark timed it 1.500x the workload's config (ranked 3 of 3)"]
     (plain,) = autotune_groups(recording)
     assert plain.cached_ms is None and not any("cache" in line for line in autotune_regret(
@@ -569,7 +602,8 @@ def test_a_row_run_at_a_cached_pick_says_whether_the_recordings_own_benchmark_pi
     at_cached, benchmarked = rows
     assert at_cached.autotune["workload"] == "BLOCK=1024, num_warps=8, num_ctas=1, num_stages=3"
     assert at_cached.autotune["cached_pick"] == {
-        "benchmark_pick": "BLOCK=512, num_warps=4, num_ctas=1, num_stages=3", "agrees": False}
+        "benchmark_pick": "BLOCK=512, num_warps=4, num_ctas=1, num_stages=3", "agrees": False,
+        "held": _triton.TRITON_CACHE}
     assert benchmarked.autotune["cached_pick"] is None
     from rich.console import Console
 
@@ -577,10 +611,12 @@ def test_a_row_run_at_a_cached_pick_says_whether_the_recordings_own_benchmark_pi
     console.print(SweepResult([at_cached], ["plain", "cutlass_"], 9, 7, ["python", "train.py"], {"replay": 3.0},
                               candidates=[]).finish())
     text = console.export_text()
-    assert ("(in the workload: BLOCK=1024, num_warps=8, num_ctas=1, num_stages=3, the pick Triton's autotune cache "
-            "held; the recording's own benchmark picks BLOCK=512, num_warps=4, num_ctas=1, num_stages=3)") in text
-    assert ("autotune: 1 row(s) ran the pick Triton's autotune cache held (an earlier run's); the recording's own "
-            "benchmark picks another config for 1 of them") in text
+    assert ("(in the workload: BLOCK=1024, num_warps=8, num_ctas=1, num_stages=3, the pick of Triton's autotune cache "
+            "(an earlier run's benchmark); the recording's own benchmark picks BLOCK=512, num_warps=4, num_ctas=1, "
+            "num_stages=3)") in text
+    assert ("autotune: 1 row(s) ran a pick not made at their own call (Triton's autotune cache; the autotuner's "
+            "decision at another input shape); the recording's own benchmark there picks another config for 1 of "
+            "them") in text
 
 
 def test_the_autotune_tracer_records_the_hooks_its_benchmark_runs():

@@ -351,6 +351,32 @@ def test_a_pick_read_from_tritons_autotune_cache_is_recorded_with_every_candidat
     assert winner.launches == WORKLOAD_LAUNCHES and winner.autotune["config"] == decision["chosen"]
 
 
+def test_a_length_in_a_tuned_bucket_is_benchmarked_at_its_own_shape_and_still_sums_right(tmp_path, monkeypatch):
+    """An autotuner keyed by a bucket of lengths (tests/bucketed_autotune.py): 3,000 elements decide the bucket's
+    pick, 4,096 then run it untuned there. Recorded, the 4,096 call is benchmarked at its own shape (a second
+    decision, `held` naming the first, every config a candidate signature of that shape) and the workload's own
+    launches at both lengths still sum right: the atomics' output is zeroed after that benchmark as after the
+    autotuner's own."""
+    torch = pytest.importorskip("torch")
+    from bucketed_autotune import CONFIGS, bucketed_sum
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    inputs = [torch.rand(n, device="cuda") for n in (3000, 4096, 4096)]
+    sums = []
+    with sweep.record(tmp_path / "store") as recorder:
+        for x in inputs:
+            out = torch.zeros(1, device="cuda")
+            bucketed_sum(x, out)
+            sums.append(out.item())
+    assert sums == [pytest.approx(x.sum().item(), rel=1e-5) for x in inputs]
+    first, second = recorder.recording.autotune
+    assert first["key"] == second["key"] and second["chosen"] == first["chosen"]
+    assert first["held"] is None and "another input shape" in second["held"] and second["cached"] is not None
+    at_4096 = [s for s in recorder.recording.signatures if (s.autotune or {}).get("group") == second["group"]]
+    assert len(at_4096) == len(CONFIGS) and all(s.args[0]["shape"] == [4096] for s in at_4096)
+    assert sum(s.launches for s in at_4096) == 2  # the workload's two launches at 4,096, on the held pick
+
+
 def test_a_recording_compiles_an_autotuners_configs_ahead_in_threads_and_captures_each(tmp_path, monkeypatch):
     """On a cold Triton cache the recording compiles every config of a decision at once, in threads (Triton's
     `AsyncCompileMode`), before the benchmark: each config's compile is still captured (the store written from the

@@ -208,6 +208,11 @@ RECORD_TIMED_FIRST = 8
 timed launch costs the host a stream hold and two events, more than a launch itself; at one in 256 that is a small
 fraction of the loop's time)."""
 RECORD_TIME_EVERY = 256
+RECORD_SHAPES_PER_KEY = 4
+"""A recording benchmarks an autotuner's configs again at up to this many input shapes per tuning key beyond the one
+it tuned at (a key that buckets a length, as trifast's power of two does, runs one pick at every shape of the
+bucket; `AutotuneTracer`), so those signatures have candidates too; a serving loop's every length would otherwise
+cost a benchmark each."""
 RECORD_EXACT_FIRST = 64
 """Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
 RECORD_COMPILE_THREADS = EnvVar("TRITONHOOK_RECORD_COMPILE_THREADS", 0, int,

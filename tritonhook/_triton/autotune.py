@@ -9,6 +9,7 @@ it); a `LaunchTracer` reads the tracer's `benchmarking` count.
 from __future__ import annotations
 
 import atexit
+import collections.abc
 import contextlib
 import dataclasses
 import functools
@@ -17,6 +18,7 @@ import time
 import weakref
 from typing import Callable, Iterator
 
+from .. import config
 from .._imports import AfterImport, after_import
 from ..errors import TritonhookError, warn
 from .version import _plain_json, _WarnOnce
@@ -27,6 +29,8 @@ INDUCTOR_CONFIG_MODULE = "torch._inductor.config"
 """Inductor's switches (`force_disable_caches`, torch 2.11 and 2.13)."""
 INDUCTOR_CACHE = "Inductor's autotune cache"
 """Who held the pick of an Inductor kernel built untuned (`AutotuneTracer.on_held_pick`)."""
+TRITON_CACHE = "Triton's autotune cache (an earlier run's benchmark)"
+"""Where a `triton.autotune(cache_results=True)` pick read from disk came from (`AutotuneDecision.held`)."""
 INDUCTOR_KEY_PREFIX = "source:"
 """How an Inductor kernel's tuning key begins (`inductor_tuning_key`)."""
 
@@ -47,9 +51,11 @@ class AutotuneDecision:
     config that failed to compile or run, or that Inductor skipped). An Inductor decision (one per kernel) has its
     kernel's source hash for a `key` (`inductor_tuning_key`) and no `bench_s`. `hooks` (`triton.autotune` only): what
     its benchmark times together with each config (`autotuner_hooks`), one reason its pick can differ from the fastest
-    kernel. `cached`: where a `triton.autotune(cache_results=True)` pick came from Triton's autotune cache (an earlier
-    run's benchmark, which `chosen` is), the timings that cache held; `timings` are then the recording's own
-    benchmark of every config, made so that its candidates are recorded."""
+    kernel. `held` says where a pick the workload ran without benchmarking it at this call came from, and `cached`
+    holds the timings it was made on: Triton's autotune cache (`triton.autotune(cache_results=True)`, an earlier
+    run's benchmark), or the autotuner's own decision at another input shape under the same tuning key; `timings`
+    are then the recording's own benchmark of every config at this call, made so that its candidates are
+    recorded."""
 
     group: int
     kernel: str
@@ -59,7 +65,8 @@ class AutotuneDecision:
     bench_s: float | None
     hooks: dict = dataclasses.field(default_factory=dict)  # what the autotuner runs around each timed config
     key_names: list[str] = dataclasses.field(default_factory=list)  # the arguments whose values begin `key`
-    cached: list | None = None  # the pick came from Triton's autotune cache: the timings it held, as `timings`
+    cached: list | None = None  # the pick was not made on `timings`: the timings it was made on
+    held: str | None = None  # where that pick came from (`TRITON_CACHE`, or its decision at another input shape)
 
 
 def autotune_config(config) -> dict:
@@ -284,6 +291,7 @@ class AutotuneTracer(_AutotunerWrapping):
         self.on_held_pick = on_held_pick
         self._decided_by: weakref.WeakSet = weakref.WeakSet()  # `triton.autotune` autotuners seen deciding here
         self._looked_for_held_picks: weakref.WeakSet = weakref.WeakSet()
+        self._shapes_decided: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # autotuner -> key -> ...
         self.compiled_ahead = CompiledAhead(compile_threads)
         self._groups = 0
         self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
@@ -326,6 +334,7 @@ class AutotuneTracer(_AutotunerWrapping):
             with tracer._outermost(autotuner) as outermost:
                 if not outermost:
                     return original(autotuner, *args, **kwargs)
+                tracer._benchmark_at_new_shape(autotuner, args, kwargs)
                 frame = {"group": None, "candidate": None, "known": set(getattr(autotuner, "cache", {})),
                          "call": (args, kwargs)}
                 try:
@@ -338,6 +347,38 @@ class AutotuneTracer(_AutotunerWrapping):
                         tracer._held_picks(autotuner, frame)
 
         return run
+
+    def _benchmark_at_new_shape(self, autotuner, args: tuple, kwargs: dict) -> None:
+        """A call at a tuning key decided here, at input shapes its benchmark never saw (a key that buckets a
+        length: trifast rounds it to a power of two), runs the pick made at the other shapes untimed there: benchmark
+        every config at this call first, as Triton's own benchmark would (the candidates recorded, its outputs reset
+        after, `reset_to_zero`), and record it as a decision whose pick is the one the workload then runs
+        (`AutotuneDecision.held`), at most `config.RECORD_SHAPES_PER_KEY` shapes per key."""
+        decided = self._shapes_decided.get(autotuner)
+        if not decided or len(autotuner.configs) < 2:
+            return
+        try:
+            key, shape = tuning_key(autotuner, args, kwargs), call_shape(args)
+            made = decided.get(key)
+            if made is None or shape in made["shapes"] or len(made["shapes"]) > config.RECORD_SHAPES_PER_KEY:
+                return
+            made["shapes"].add(shape)
+            frame = {"group": None, "candidate": None}
+            held, autotuner.nargs = getattr(autotuner, "nargs", None), dict(zip(autotuner.arg_names, args))
+            try:
+                with self._deciding(frame):
+                    began = time.perf_counter()
+                    timings = {c: autotuner._bench(*args, config=c, **kwargs)
+                               for c in pruned_configs(autotuner, args, kwargs)}
+                    bench_s = time.perf_counter() - began
+                autotuner.pre_hook({**autotuner.nargs, **kwargs, **made["pick"].all_kwargs()}, reset_only=True)
+            finally:
+                autotuner.nargs = held
+            if frame["group"] is not None:
+                self._record(autotuner, frame["group"], key, made["pick"], timings, bench_s, made["timings"],
+                             f"its decision at another input shape under the same tuning key (decision {made['group']})")
+        except Exception as exc:  # noqa: BLE001 - recording must never break the workload: it runs its pick
+            self._warn("autotune recording at a new input shape", exc)
 
     def _held_picks(self, autotuner, frame) -> None:
         """At an autotuner's first call that benchmarked nothing: where it has several configs and picks it was
@@ -491,17 +532,25 @@ class AutotuneTracer(_AutotunerWrapping):
             keys = [key for key in autotuner.cache if key not in frame["known"]]
             if not keys:  # the benchmark itself failed: nothing was decided
                 return
-            self._decided_by.add(autotuner)
+            args, kwargs = frame["call"]
+            key, pick = tuning_key(autotuner, args, kwargs), autotuner.cache[keys[0]]
             timings = frame.get("timings") or getattr(autotuner, "configs_timings", None) or {}
+            self._shapes_decided.setdefault(autotuner, {})[key] = {
+                "group": frame["group"], "pick": pick, "timings": timings, "shapes": {call_shape(args)}}
             cached = frame.get("cached")
-            self.on_decided(AutotuneDecision(
-                frame["group"], getattr(autotuner.base_fn, "__name__", "?"), list(tuning_key(autotuner, *frame["call"])),
-                autotune_config(autotuner.cache[keys[0]]), _timings_data(timings.items()),
-                getattr(autotuner, "bench_time", None), autotuner_hooks(autotuner),
-                [str(name) for name in autotuner.keys if name in autotuner.arg_names],
-                None if cached is None else _timings_data(cached.items())))
+            self._record(autotuner, frame["group"], key, pick, timings, getattr(autotuner, "bench_time", None),
+                         cached, None if cached is None else TRITON_CACHE)
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("autotune recording", exc)
+
+    def _record(self, autotuner, group: int, key: tuple[str, ...], pick, timings: dict, bench_s: float | None,
+                held_timings: dict | None, held: str | None) -> None:
+        self._decided_by.add(autotuner)
+        self.on_decided(AutotuneDecision(
+            group, getattr(autotuner.base_fn, "__name__", "?"), list(key), autotune_config(pick),
+            _timings_data(timings.items()), bench_s, autotuner_hooks(autotuner),
+            [str(name) for name in autotuner.keys if name in autotuner.arg_names],
+            None if held_timings is None else _timings_data(held_timings.items()), held))
 
 
 def config_matches(wanted, config: dict) -> bool:
@@ -521,6 +570,18 @@ def pruned_configs(autotuner, args: tuple, kwargs: dict) -> list:
         return autotuner.prune_configs(kwargs)
     finally:
         autotuner.nargs = held
+
+
+def call_shape(args: tuple) -> tuple:
+    """What tells one call's inputs from another's under one tuning key (whose text holds the dtypes): each tensor's
+    shape and each scalar's value; an argument that cannot be hashed (a tensor descriptor) by its type."""
+    shape = tuple(getattr(arg, "shape", arg) for arg in args)
+    try:
+        hash(shape)
+        return shape
+    except TypeError:
+        return tuple(part if isinstance(part, collections.abc.Hashable) else type(arg).__name__
+                     for part, arg in zip(shape, args))
 
 
 def tuning_key(autotuner, args: tuple, kwargs: dict) -> tuple[str, ...]:

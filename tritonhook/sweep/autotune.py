@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .._triton import config_matches
+from .._triton import TRITON_CACHE, config_matches
 from ..measure.outputs import BITWISE, CLOSE, DIFFER, NO_OUTPUT, WITHIN_SPREAD
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from ..measure.variants import config_of_label
@@ -33,9 +33,10 @@ the verdict of results saved before the comparison against the baseline's spread
 @dataclasses.dataclass
 class AutotuneGroup:
     """One autotune decision: the signatures of every config the autotuner benchmarked, fastest first by the
-    autotuner's own benchmark (configs it could not time last), and the config it chose. `cached_ms`: where the
-    choice came from Triton's autotune cache, the median each config had there (the benchmark is then the
-    recording's own); None where the workload's autotuner benchmarked."""
+    autotuner's own benchmark (configs it could not time last), and the config it chose. `held`: where the workload
+    ran a pick not made at this call (Triton's autotune cache; the autotuner's decision at another input shape under
+    the same tuning key), and `cached_ms` the median each config had in the benchmark that pick was made on (the
+    benchmark is then the recording's own); both None where the workload's autotuner benchmarked here."""
 
     group: int
     kernel: str
@@ -44,7 +45,8 @@ class AutotuneGroup:
     bench_ms: dict[int, float | None]  # signature id -> the autotuner's median for its config
     bench_spread: dict[int, list] = dataclasses.field(default_factory=dict)  # ... its [median, p20, p80]
     hooks: dict = dataclasses.field(default_factory=dict)  # what its benchmark runs besides the kernel
-    cached_ms: dict[int, float | None] | None = None  # signature id -> its median in the autotune cache
+    cached_ms: dict[int, float | None] | None = None  # signature id -> its median where the pick was made
+    held: str | None = None
 
     @property
     def workload_winner(self) -> Signature | None:
@@ -85,12 +87,20 @@ def autotune_groups(recording: Recording) -> list[AutotuneGroup]:
         signatures.sort(key=lambda s: (bench[s.id] is None, bench[s.id] or 0.0, s.id))
         groups.append(AutotuneGroup(group, decision.get("kernel") or signatures[0].kernel, signatures,
                                     decision.get("chosen"), bench, spread, decision.get("hooks") or {},
-                                    _cached_ms(decision.get("cached"), signatures)))
+                                    _cached_ms(decision.get("cached"), signatures), _held(decision)))
     return groups
 
 
+def _held(decision: dict) -> str | None:
+    """Where a decision's pick came from when not made at its call (a recording before `held` was written down had
+    only Triton's autotune cache)."""
+    if decision.get("cached") is None:
+        return None
+    return decision.get("held") or TRITON_CACHE
+
+
 def _cached_ms(cached: list | None, signatures: list[Signature]) -> dict[int, float | None] | None:
-    """Each candidate's median in the autotune cache's timings (a decision's `cached`), None without them."""
+    """Each candidate's median in the timings its pick was made on (a decision's `cached`), None without them."""
     if cached is None:
         return None
     held = {json_key(config): times[0] if times else None for config, times in cached}
@@ -207,16 +217,16 @@ def autotune_regret(group: AutotuneGroup, rounds: dict[int, list[float]], worklo
 
 
 def _cached_pick(group: AutotuneGroup) -> dict | None:
-    """Where the workload ran the pick Triton's autotune cache held: the config the recording's own benchmark of
-    the same configs picks (`benchmark_pick`), and whether it is the cached one (`agrees`): how another run's
-    autotuner picks, without another run. None where the workload's autotuner benchmarked."""
+    """Where the workload ran a pick not made at this call (`held`): the config the recording's own benchmark of
+    the same configs here picks (`benchmark_pick`), and whether it is the held one (`agrees`): how an autotuner
+    tuning at this call would pick, without another run. None where the workload's autotuner benchmarked."""
     if group.cached_ms is None:
         return None
     fastest = group.candidates[0]  # fastest first by the benchmark, untimed configs last
     if group.bench_ms.get(fastest.id) is None:
-        return {"benchmark_pick": None, "agrees": None}
+        return {"benchmark_pick": None, "agrees": None, "held": group.held}
     return {"benchmark_pick": config_text(fastest.autotune["config"]),
-            "agrees": fastest.autotune["config"] == group.chosen}
+            "agrees": fastest.autotune["config"] == group.chosen, "held": group.held}
 
 
 def _why_missed(group: AutotuneGroup, rounds: dict[int, list[float]], workload: int, best: int) -> list[str]:
@@ -226,7 +236,7 @@ def _why_missed(group: AutotuneGroup, rounds: dict[int, list[float]], workload: 
         held_best, held_workload = group.cached_ms.get(best), group.cached_ms.get(workload)
         timed = (f", which timed that config {held_best / held_workload:.3f}x its pick"
                  if held_best and held_workload else "")
-        why.append(f"the workload ran the pick Triton's autotune cache held (an earlier run's benchmark{timed})")
+        why.append(f"the workload ran the pick of {group.held}{timed}")
         benchmark, pick = "the recording's own benchmark", "the workload's config"
     ranked = sorted((sid for sid, ms in group.bench_ms.items() if ms is not None), key=lambda sid: group.bench_ms[sid])
     theirs, ours = group.bench_ms.get(best), group.bench_ms.get(workload)

@@ -8,6 +8,7 @@ import dataclasses
 import shlex
 
 from .. import format
+from .._triton import TRITON_CACHE
 from ..cubin import CubinDeltas
 from ..measure.sequential import FIXED, ratio_sequence
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
@@ -22,8 +23,8 @@ RESULT_KIND = "sweep"
 
 
 def cached_pick_counts(tunes: list[dict | None]) -> tuple[int, int]:
-    """Of rows' `autotune` fields, (how many ran a cached pick, how many of those the recording's own benchmark
-    would have picked otherwise)."""
+    """Of rows' `autotune` fields, (how many ran a pick not made at their own call, how many of those the recording's
+    own benchmark would have picked otherwise)."""
     picks = [tune["cached_pick"] for tune in tunes if (tune or {}).get("cached_pick")]
     return len(picks), sum(1 for pick in picks if pick["agrees"] is False)
 
@@ -372,8 +373,9 @@ class SweepResult:
                 yield format.line(self._autotune_line(row))
         cached, other = cached_pick_counts([row.autotune for row in self.rows])
         if cached:
-            yield format.line(f"autotune: {cached} row(s) ran the pick Triton's autotune cache held (an earlier "
-                              f"run's); the recording's own benchmark picks another config for {other} of them")
+            yield format.line(f"autotune: {cached} row(s) ran a pick not made at their own call (Triton's autotune "
+                              f"cache; the autotuner's decision at another input shape); the recording's own "
+                              f"benchmark there picks another config for {other} of them")
         for est in self.estimates:
             yield format.line(self._estimate_line(est))
 
@@ -393,7 +395,7 @@ class SweepResult:
         if cached:
             own = ("agrees" if cached["agrees"] else f"picks {cached['benchmark_pick']}") \
                 if cached["benchmark_pick"] else "timed none of its configs"
-            text += f", the pick Triton's autotune cache held; the recording's own benchmark {own}"
+            text += f", the pick of {cached.get('held') or TRITON_CACHE}; the recording's own benchmark {own}"
         text += ")"
         flips = tune.get("flips") or {}
         if flips:
