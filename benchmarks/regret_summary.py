@@ -157,8 +157,9 @@ def main(out: Path) -> None:
             l2 = ", ".join(f"{k} {v:.3f}" for k, v in ((miss["miss"] or {}).get("l2") or {}).items() if v)
             print(f"   miss {miss['kernel'][:50]} {miss['fidelity']:.3f} (probe {miss['l2_dirt']}): {l2}")
         if s["cached_picks"]["rows"]:
-            print(f"   {s['cached_picks']['rows']} row(s) ran the pick Triton's autotune cache held; the recording's "
-                  f"own benchmark picks another config for {s['cached_picks']['other_pick']}")
+            print(f"   {s['cached_picks']['rows']} row(s) ran a pick not made at their own call (Triton's autotune "
+                  f"cache, or a decision at another input shape); the recording's own benchmark there picks another "
+                  f"config for {s['cached_picks']['other_pick']}")
         for regret in s["regrets"]:
             checked = regret.get("against_workload") or {}
             paired = (f"; on one input set {checked['ratio']:.3f} [{checked['low']:.3f}, {checked['high']:.3f}]"

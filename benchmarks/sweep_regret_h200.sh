@@ -38,6 +38,8 @@
 #              steps under torch.compile
 #   gnn        PyTorch Geometric 2.8's GraphSAGE and GAT training steps under torch.compile on a random graph
 #              (gathers and atomic scatters by edge index), GNN_MODELS picks some
+#   aqlm       AQLM 1.1.7's Triton GEMV over 4x8-bit additive-quantized linear layers at batch 1 and 4 (20 configs,
+#              autotuned per layer shape)
 #   trifast    trifast 0.1.13's triangle attention, forward and backward (four kernels autotuned by its own subclass
 #              of Triton's Autotuner, the backward's zeroing its outputs per benchmark), TRIFAST_SHAPES picks some
 # DIRTS (e.g. "dirty clean", "half"): after the steps, each sweep of this call has its recording replayed plain,plain
@@ -180,6 +182,10 @@ GNN=($PY benchmarks/workloads/pyg_gnn_compiled.py ${GNN_STEPS:-5} ${GNN_MODELS:-
 want gnn && ROWS=${GNN_ROWS:-20} sweep gnn ${GNN_S:-300} "${GNN[@]}"
 want gnn_aa && ROWS=${GNN_ROWS:-20} aa gnn 200
 want gnn_confirm && confirm gnn ${RUNS:-3} ${CONFIRM_S:-420} "${GNN[@]}"
+AQLM=($PY benchmarks/workloads/aqlm_gemv.py ${AQLM_STEPS:-10} ${AQLM_BATCHES:-1,4})
+want aqlm && sweep aqlm ${AQLM_S:-300} "${AQLM[@]}"
+want aqlm_aa && aa aqlm 200
+want aqlm_confirm && confirm aqlm ${RUNS:-3} ${CONFIRM_S:-420} "${AQLM[@]}"
 TRIFAST=($PY benchmarks/workloads/trifast_triangle.py ${TRIFAST_STEPS:-10} ${TRIFAST_SHAPES:-n128,n256,n384,n512})
 want trifast && sweep trifast ${TRIFAST_S:-400} "${TRIFAST[@]}"
 want trifast_aa && aa trifast 200
