@@ -1,7 +1,7 @@
 """What memwatch and sweep recording cost a launch-bound program (written for the H200, Triton 3.6, torch).
 
     python benchmarks/memwatch_overhead.py [--launches 2000] [--rounds 101] [--arms plain,record,...] [--pin]
-                                           [--out memwatch_overhead.json]
+                                           [--autotuned] [--out memwatch_overhead.json]
 
 A loop of small Triton kernels (the elementwise `add_kernel` on 4,096 floats: each launch costs the host far more
 than the GPU, so any time the sampler thread takes from the launching thread shows) runs in up to six arms,
@@ -16,7 +16,11 @@ interleaved round by round in a rotating order after a warm-up:
   record-sampled  the same with `sample_every=16` (`--sample 16`): after each kernel's first 64 launches about
            one in 16 is looked at, launch counts per signature become estimates;
   record-no-l2  `record` without the L2 probe (`l2_probe=False`, TRITONHOOK_RECORD_L2_PROBE=0): what it costs.
-Each round times the loop alone (wall clock, synchronised), not entering or leaving the watch. A shared host's
+`--autotuned`: the kernel is launched through `triton.autotune` (two configs, keyed by the length), a fresh
+autotuner each round that decides at the round's first launch, so every timed launch also runs the autotuner's
+`run` and, recorded, what the recording's autotune tracer does at each call of a kernel it saw decide (the
+`AutotuneTracer` wrappers: the tuning key and the inputs' shapes, looked up). Each round times the loop alone
+(wall clock, synchronised), not entering or leaving the watch. A shared host's
 launch rate drifts by tens of percent over seconds, so rounds are short and many (`--pin` also pins the process
 to one core: on the H200's host that made rounds spread 30% instead of 4%), and the figures are paired: the ratio
 of medians with the paired 95% interval of `measure.stats.ratio_interval`, the median of the per-round ratios to plain (each round's arms ran within ~100 ms of each
@@ -62,19 +66,29 @@ def region(arm: str):
     return tritonhook.memwatch.watch(device=0, interval_ms=2.0, triton_hooks=(arm == "memwatch"))
 
 
-def timed_loop(arm: str, launches: int, x, y, out) -> tuple[float, float]:
+def launcher(autotuned: bool):
+    """One launch of the add on (x, y, out): `add_kernel` at BLOCK, or a fresh autotuner of it over two configs."""
+    if not autotuned:
+        return lambda x, y, out: add_kernel[(N // BLOCK,)](x, y, out, N, BLOCK=BLOCK)
+    configs = [triton.Config({"BLOCK": BLOCK}), triton.Config({"BLOCK": 2 * BLOCK})]
+    tuned = triton.autotune(configs, key=["n"])(add_kernel)
+    return lambda x, y, out: tuned[lambda meta: (triton.cdiv(N, meta["BLOCK"]),)](x, y, out, N)
+
+
+def timed_loop(arm: str, launches: int, x, y, out, autotuned: bool = False) -> tuple[float, float]:
     """(wall ms, process CPU ms) of `launches` back-to-back launches inside the arm's region, after the launches
     that a recording spends once per signature, not timed here in any arm: the first (it snapshots the inputs,
-    which the issue's target leaves out) and the next `config.RECORD_TIMED_FIRST` (each timed with CUDA events).
-    Each round records afresh, so without this a 2,000-launch round would count them 2% of its time, where a
-    workload pays them once per signature."""
+    which the issue's target leaves out; autotuned, it decides) and the next `config.RECORD_TIMED_FIRST` (each
+    timed with CUDA events). Each round records afresh, so without this a 2,000-launch round would count them 2% of
+    its time, where a workload pays them once per signature."""
+    launch = launcher(autotuned)
     with region(arm):
         for _ in range(1 + config.RECORD_TIMED_FIRST):
-            add_kernel[(N // BLOCK,)](x, y, out, N, BLOCK=BLOCK)
+            launch(x, y, out)
         torch.cuda.synchronize()
         wall, cpu = time.perf_counter(), time.process_time()
         for _ in range(launches):
-            add_kernel[(N // BLOCK,)](x, y, out, N, BLOCK=BLOCK)
+            launch(x, y, out)
         torch.cuda.synchronize()
         return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
 
@@ -85,6 +99,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=101)
     parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, plain first (of {', '.join(ARMS)})")
     parser.add_argument("--pin", action="store_true", help="pin the process to one core")
+    parser.add_argument("--autotuned", action="store_true", help="launch through triton.autotune (two configs)")
     parser.add_argument("--out", type=Path, default=Path("memwatch_overhead.json"))
     args = parser.parse_args(argv)
     arms = tuple(args.arms.split(","))
@@ -95,13 +110,13 @@ def main(argv=None) -> int:
     x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     out = torch.empty_like(x)
     for arm in arms:  # warm-up: compile, NVML and driver initialisation
-        timed_loop(arm, args.launches // 4, x, y, out)
+        timed_loop(arm, args.launches // 4, x, y, out, args.autotuned)
     wall = {arm: [] for arm in arms}
     cpu = {arm: [] for arm in arms}
     for round_index in range(args.rounds):
         for offset in range(len(arms)):
             arm = arms[(round_index + offset) % len(arms)]
-            ms, cpu_ms = timed_loop(arm, args.launches, x, y, out)
+            ms, cpu_ms = timed_loop(arm, args.launches, x, y, out, args.autotuned)
             wall[arm].append(ms)
             cpu[arm].append(cpu_ms)
     rows, results = [], {}
@@ -122,13 +137,15 @@ def main(argv=None) -> int:
     try:
         args.out.write_text(json.dumps({"device": device, "triton": triton.__version__, "torch": torch.__version__,
                                         "launches": args.launches, "rounds": args.rounds, "pinned": args.pin,
+                                        "autotuned": args.autotuned,
                                         "arms": results, "sampler_cpu_share": sampler_cpu}, indent=2))
     except OSError as exc:
         print(f"memwatch_overhead: cannot write {args.out} ({exc.strerror or exc})", file=sys.stderr)
         return 2
     format.print_table(("arm", "loop ms (median)", "us/launch", "IQR", "time ratio vs plain", "95% interval",
                         "paired median", "fastest vs fastest", "process CPU / wall"), rows,
-                       title=f"memwatch / record overhead on {device}: {args.launches} launches x {args.rounds} "
+                       title=f"memwatch / record overhead on {device}: {args.launches} "
+                             f"{'autotuned ' if args.autotuned else ''}launches x {args.rounds} "
                              f"rounds; sampler CPU {sampler_cpu * 100:+.1f}% of a core; targets: sampler <= 1.02, "
                              f"record <= 1.05")
     return 0
