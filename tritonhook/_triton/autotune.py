@@ -140,7 +140,7 @@ class _AutotunerWrapping:
     picks under a key text of its own and in a file) would bypass the wrapper on `Autotuner`: the subclass's own is
     wrapped too, for the subclasses there are at `install()` and for any defined later, when its first autotuner is
     made (`Autotuner.__init__`, which a subclass's runs). A subclass's `run` that calls `Autotuner.run` is then one
-    wrapped call within another: each wrapper passes the inner one through (`_outermost`)."""
+    wrapped call within another: each wrapper passes the inner one through (`_enter`)."""
 
     TRITON: tuple[str, ...] = ()
     INDUCTOR: tuple[str, ...] = ()
@@ -204,19 +204,18 @@ class _AutotunerWrapping:
         if own:
             self._triton.append(_Wrapped(owner, own, self._triton_wrapper))
 
-    @contextlib.contextmanager
-    def _outermost(self, autotuner) -> Iterator[bool]:
+    def _enter(self, autotuner) -> bool:
         """Whether this is the outermost of our wrapped calls on `autotuner` in this thread (a subclass's `run`
-        calling `Autotuner.run` is two): only that one traces or pins."""
+        calling `Autotuner.run` is two): only that one traces or pins, and then calls `_leave` when it ends. Plain
+        code, not a context manager: it runs at every call of an autotuned kernel."""
         running = self._running.__dict__.setdefault("autotuners", set())
         if id(autotuner) in running:
-            yield False
-            return
+            return False
         running.add(id(autotuner))
-        try:
-            yield True
-        finally:
-            running.discard(id(autotuner))
+        return True
+
+    def _leave(self, autotuner) -> None:
+        self._running.autotuners.discard(id(autotuner))
 
     def _wrap_inductor(self, module) -> None:
         """Wrap Inductor's `CachingAutotuner` (torch 2.11 and 2.13 alike), once its module is imported."""
@@ -291,7 +290,8 @@ class AutotuneTracer(_AutotunerWrapping):
         self.on_held_pick = on_held_pick
         self._decided_by: weakref.WeakSet = weakref.WeakSet()  # `triton.autotune` autotuners seen deciding here
         self._looked_for_held_picks: weakref.WeakSet = weakref.WeakSet()
-        self._shapes_decided: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # autotuner -> key -> ...
+        # autotuner -> the call shapes seen since its first decision here, and per tuning key the decision's pick
+        self._shapes_decided: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.compiled_ahead = CompiledAhead(compile_threads)
         self._groups = 0
         self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
@@ -331,20 +331,25 @@ class AutotuneTracer(_AutotunerWrapping):
         def run(autotuner, *args, **kwargs):
             if not tracer.active:
                 return original(autotuner, *args, **kwargs)
-            with tracer._outermost(autotuner) as outermost:
-                if not outermost:
-                    return original(autotuner, *args, **kwargs)
+            if not tracer._enter(autotuner):
+                return original(autotuner, *args, **kwargs)
+            try:
                 tracer._benchmark_at_new_shape(autotuner, args, kwargs)
-                frame = {"group": None, "candidate": None, "known": set(getattr(autotuner, "cache", {})),
+                # the picks held before the call (new ones are added last: a dict keeps its order)
+                frame = {"group": None, "candidate": None, "known": len(getattr(autotuner, "cache", ())),
                          "call": (args, kwargs)}
+                stack = tracer._frames.__dict__.setdefault("stack", [])
+                stack.append(frame)
                 try:
-                    with tracer._deciding(frame):
-                        return original(autotuner, *args, **kwargs)
+                    return original(autotuner, *args, **kwargs)
                 finally:  # a decision made stays made when the launch that follows it raises
+                    stack.pop()
                     if frame["group"] is not None:
                         tracer._decided(autotuner, frame)
                     elif autotuner not in tracer._looked_for_held_picks:
                         tracer._held_picks(autotuner, frame)
+            finally:
+                tracer._leave(autotuner)
 
         return run
 
@@ -358,8 +363,12 @@ class AutotuneTracer(_AutotunerWrapping):
         if not decided or len(autotuner.configs) < 2:
             return
         try:
-            key, shape = tuning_key(autotuner, args, kwargs), call_shape(args)
-            made = decided.get(key)
+            shape = call_shape(args)
+            if shape in decided["seen"]:  # the common call: inputs shaped as an earlier call's
+                return
+            decided["seen"].add(shape)
+            key = tuning_key(autotuner, args, kwargs)
+            made = decided["keys"].get(key)
             if made is None or shape in made["shapes"] or len(made["shapes"]) > config.RECORD_SHAPES_PER_KEY:
                 return
             made["shapes"].add(shape)
@@ -529,14 +538,16 @@ class AutotuneTracer(_AutotunerWrapping):
         """The decision a benchmarking call made, under the tuning key the call gives (`tuning_key`, what a pin
         is looked up by), whatever key text the autotuner keeps its pick under (a subclass's own)."""
         try:
-            keys = [key for key in autotuner.cache if key not in frame["known"]]
+            keys = list(autotuner.cache)[frame["known"]:]
             if not keys:  # the benchmark itself failed: nothing was decided
                 return
             args, kwargs = frame["call"]
             key, pick = tuning_key(autotuner, args, kwargs), autotuner.cache[keys[0]]
             timings = frame.get("timings") or getattr(autotuner, "configs_timings", None) or {}
-            self._shapes_decided.setdefault(autotuner, {})[key] = {
-                "group": frame["group"], "pick": pick, "timings": timings, "shapes": {call_shape(args)}}
+            decided = self._shapes_decided.setdefault(autotuner, {"seen": set(), "keys": {}})
+            decided["seen"].add(call_shape(args))
+            decided["keys"][key] = {"group": frame["group"], "pick": pick, "timings": timings,
+                                    "shapes": {call_shape(args)}}
             cached = frame.get("cached")
             self._record(autotuner, frame["group"], key, pick, timings, getattr(autotuner, "bench_time", None),
                          cached, None if cached is None else TRITON_CACHE)
@@ -748,9 +759,9 @@ class AutotunePinner(_AutotunerWrapping):
         def run(autotuner, *args, **kwargs):
             if not pinner.active:
                 return original(autotuner, *args, **kwargs)
-            with pinner._outermost(autotuner) as outermost:
-                if not outermost:
-                    return original(autotuner, *args, **kwargs)
+            if not pinner._enter(autotuner):
+                return original(autotuner, *args, **kwargs)
+            try:
                 try:
                     pinned = pinner.pinned_config(autotuner, args, kwargs)
                 except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it tunes as usual
@@ -764,5 +775,7 @@ class AutotunePinner(_AutotunerWrapping):
                     return original(autotuner, *args, **kwargs)
                 finally:
                     autotuner.configs = configs
+            finally:
+                pinner._leave(autotuner)
 
         return run
