@@ -544,10 +544,9 @@ class AutotuneTracer(_AutotunerWrapping):
             args, kwargs = frame["call"]
             key, pick = tuning_key(autotuner, args, kwargs), autotuner.cache[keys[0]]
             timings = frame.get("timings") or getattr(autotuner, "configs_timings", None) or {}
-            decided = self._shapes_decided.setdefault(autotuner, {"seen": set(), "keys": {}})
-            decided["seen"].add(call_shape(args))
-            decided["keys"][key] = {"group": frame["group"], "pick": pick, "timings": timings,
-                                    "shapes": {call_shape(args)}}
+            decided, shape = self._shapes_decided.setdefault(autotuner, {"seen": set(), "keys": {}}), call_shape(args)
+            decided["seen"].add(shape)
+            decided["keys"][key] = {"group": frame["group"], "pick": pick, "timings": timings, "shapes": {shape}}
             cached = frame.get("cached")
             self._record(autotuner, frame["group"], key, pick, timings, getattr(autotuner, "bench_time", None),
                          cached, None if cached is None else TRITON_CACHE)
