@@ -344,6 +344,19 @@ def test_confirmation_compares_the_kernel_at_its_tuning_key_between_the_arms_and
 SWEPT, PINNED, OTHER = "BLOCK=512, num_warps=4", "BLOCK=256, num_warps=4", "BLOCK=1024, num_warps=4"
 
 
+def test_a_pick_benchmarked_again_at_another_shape_counts_once_among_the_autotuners_picks():
+    """A run whose recording benchmarked its pick again at new input shapes (a decision with `made_at`: the same
+    kernel, tuning key and pick) still picked once: the unpinned arm's picks count runs, not decisions."""
+    from tritonhook.decisions.confirm import _PinnedKernel, _measure_pin
+
+    unpinned = [_run_of({4096: 0.020, 8192: 0.05}, 512, picked=512) for _ in range(2)]
+    for run in unpinned:
+        run.autotune.append({**run.autotune[0], "group": 1, "made_at": 0, "cached": []})
+    runs = {"unpinned": unpinned, "pinned": [_run_of({4096: 0.015, 8192: 0.07}, 256, picked=None) for _ in range(2)]}
+    found = _measure_pin(_PinnedKernel(_block_256_pin(num_warps=2), ["n"]), runs, 0.01, 0, SWEPT)
+    assert found.picks == [SWEPT] * 2 and found.picks_text() == "1 config(s) in 2 runs (the sweep's 2, the pinned 0)"
+
+
 @pytest.mark.parametrize("unpinned_picks, pinned_ms, standing, confirmed", [
     ([512, 512, 512], 0.015, "confirmed", True),
     ([512, 512, 512], 0.020, "replay bias", False),

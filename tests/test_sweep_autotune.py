@@ -27,7 +27,7 @@ from tritonhook.samples import add_kernel
 from tritonhook.sweep import recording as rec
 from tritonhook.sweep.autotune import analyze_group, autotune_groups, config_text
 from tritonhook.sweep.replay import select_signatures
-from tritonhook.sweep.result import VariantTiming, SweepResult, SweepRow, analyze_row
+from tritonhook.sweep.result import TRITON_CACHE, VariantTiming, SweepResult, SweepRow, analyze_row
 from tritonhook.sweep.builds import build_variants
 
 torch = pytest.importorskip("torch")
@@ -172,8 +172,8 @@ def test_a_call_at_new_input_shapes_under_a_decided_tuning_key_is_benchmarked_th
     """trifast keys its autotuners by the length rounded up to a power of two: 384 and 512 tokens share a key, the
     pick made at 384 runs at 512 untimed there, and the sweep had no candidates for the 512 rows (60% of that
     workload's GPU time). A call at new shapes under a decided key is benchmarked at them now (its candidates
-    tagged with a decision of their own whose pick is the one the workload runs, `held` saying whence, `cached`
-    the timings it was made on), the autotuner's zeroing run after it as after its own benchmark, up to
+    tagged with a decision of their own whose pick is the one the workload runs, `made_at` naming the decision
+    that made it, `cached` the timings it was made on), the autotuner's zeroing run after it as after its own benchmark, up to
     `RECORD_SHAPES_PER_KEY` shapes per key; the same shapes again are not benchmarked twice."""
     from tritonhook import config
 
@@ -193,8 +193,8 @@ def test_a_call_at_new_input_shapes_under_a_decided_tuning_key_is_benchmarked_th
         tracer.uninstall()
     assert [d.group for d in decisions] == [0, 1] and [c.group for c in seen] == [0] * 3 + [1] * 3
     first, at_eight = decisions
-    assert at_eight.key == first.key and at_eight.chosen == first.chosen and first.held is None
-    assert at_eight.held == "its decision at another input shape under the same tuning key (decision 0)"
+    assert at_eight.key == first.key and at_eight.chosen == first.chosen
+    assert (first.made_at, first.cached, at_eight.made_at) == (None, None, 0)
     assert at_eight.cached == first.timings and [t[0] for _, t in at_eight.timings] == BENCH_MS
     # zeroed after each benchmark (Triton's `reset_to_zero`, as its own benchmark leaves them), untouched where none ran
     assert zeroed == [True, True, False, False]
@@ -418,6 +418,9 @@ def test_a_recording_with_groups_round_trips_and_merging_renumbers_its_groups(ca
     assert [d["group"] for d in merged.autotune] == [0, 1]
     assert [s.autotune["group"] for s in merged.signatures if s.autotune] == [0, 0, 0, 1, 1, 1]
     assert [len(g.candidates) for g in autotune_groups(merged)] == [3, 3]
+    # a decision made at another input shape names its decision's group: renumbered with it
+    at_new_shape = dataclasses.replace(again, autotune=[{**again.autotune[0], "made_at": 0, "cached": []}])
+    assert [d.get("made_at") for d in rec.Recording.merged([recording, at_new_shape]).autotune] == [None, 1]
 
 
 def test_an_older_recording_loads_without_autotune_and_a_newer_one_is_refused(candidates):
@@ -603,7 +606,7 @@ def test_a_row_run_at_a_cached_pick_says_whether_the_recordings_own_benchmark_pi
     assert at_cached.autotune["workload"] == "BLOCK=1024, num_warps=8, num_ctas=1, num_stages=3"
     assert at_cached.autotune["cached_pick"] == {
         "benchmark_pick": "BLOCK=512, num_warps=4, num_ctas=1, num_stages=3", "agrees": False,
-        "held": _triton.TRITON_CACHE}
+        "held": TRITON_CACHE}
     assert benchmarked.autotune["cached_pick"] is None
     from rich.console import Console
 

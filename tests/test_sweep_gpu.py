@@ -354,7 +354,7 @@ def test_a_pick_read_from_tritons_autotune_cache_is_recorded_with_every_candidat
 def test_a_length_in_a_tuned_bucket_is_benchmarked_at_its_own_shape_and_still_sums_right(tmp_path, monkeypatch):
     """An autotuner keyed by a bucket of lengths (tests/bucketed_autotune.py): 3,000 elements decide the bucket's
     pick, 4,096 then run it untuned there. Recorded, the 4,096 call is benchmarked at its own shape (a second
-    decision, `held` naming the first, every config a candidate signature of that shape) and the workload's own
+    decision, `made_at` naming the first, every config a candidate signature of that shape) and the workload's own
     launches at both lengths still sum right: the atomics' output is zeroed after that benchmark as after the
     autotuner's own."""
     torch = pytest.importorskip("torch")
@@ -371,7 +371,7 @@ def test_a_length_in_a_tuned_bucket_is_benchmarked_at_its_own_shape_and_still_su
     assert sums == [pytest.approx(x.sum().item(), rel=1e-5) for x in inputs]
     first, second = recorder.recording.autotune
     assert first["key"] == second["key"] and second["chosen"] == first["chosen"]
-    assert first["held"] is None and "another input shape" in second["held"] and second["cached"] is not None
+    assert (first["made_at"], second["made_at"]) == (None, first["group"]) and second["cached"] is not None
     at_4096 = [s for s in recorder.recording.signatures if (s.autotune or {}).get("group") == second["group"]]
     assert len(at_4096) == len(CONFIGS) and all(s.args[0]["shape"] == [4096] for s in at_4096)
     assert sum(s.launches for s in at_4096) == 2  # the workload's two launches at 4,096, on the held pick

@@ -23,7 +23,7 @@ never from a submodule.
 
 from __future__ import annotations
 
-from .autotune import (INDUCTOR_AUTOTUNER_MODULE, INDUCTOR_CACHE, TRITON_CACHE, AutotuneCandidate, AutotuneDecision,
+from .autotune import (INDUCTOR_AUTOTUNER_MODULE, INDUCTOR_CACHE, AutotuneCandidate, AutotuneDecision,
                        AutotunePinner, AutotuneTracer, CompiledAhead, autotune_config, config_matches,
                        inductor_tuning_key, tuning_key)
 from .compile import (ORIGINAL_NAME_KEY, CubinTransform, HookInstallation, PtxTransform, current_hooks, hook_slots, loaded_event,
@@ -43,7 +43,7 @@ __all__ = [
     "ORIGINAL_NAME_KEY", "CubinTransform", "HookInstallation", "PtxTransform", "current_hooks", "hook_slots", "loaded_event",
     "ptxas_args_of", "check_ptxas_arm", "ptxas_for", "ptxases_for", "triton_ptxas",
     # autotune
-    "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "TRITON_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "tuning_key",
+    "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "tuning_key",
     # launches
     "RUNTIME_HOOK_CHAINS", "LaunchSpec", "LaunchTracer", "add_runtime_hooks", "allocator_var",
     "inductor_launches_through_triton", "launch_spec",

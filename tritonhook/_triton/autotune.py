@@ -29,8 +29,6 @@ INDUCTOR_CONFIG_MODULE = "torch._inductor.config"
 """Inductor's switches (`force_disable_caches`, torch 2.11 and 2.13)."""
 INDUCTOR_CACHE = "Inductor's autotune cache"
 """Who held the pick of an Inductor kernel built untuned (`AutotuneTracer.on_held_pick`)."""
-TRITON_CACHE = "Triton's autotune cache (an earlier run's benchmark)"
-"""Where a `triton.autotune(cache_results=True)` pick read from disk came from (`AutotuneDecision.held`)."""
 INDUCTOR_KEY_PREFIX = "source:"
 """How an Inductor kernel's tuning key begins (`inductor_tuning_key`)."""
 
@@ -51,11 +49,11 @@ class AutotuneDecision:
     config that failed to compile or run, or that Inductor skipped). An Inductor decision (one per kernel) has its
     kernel's source hash for a `key` (`inductor_tuning_key`) and no `bench_s`. `hooks` (`triton.autotune` only): what
     its benchmark times together with each config (`autotuner_hooks`), one reason its pick can differ from the fastest
-    kernel. `held` says where a pick the workload ran without benchmarking it at this call came from, and `cached`
-    holds the timings it was made on: Triton's autotune cache (`triton.autotune(cache_results=True)`, an earlier
-    run's benchmark), or the autotuner's own decision at another input shape under the same tuning key; `timings`
-    are then the recording's own benchmark of every config at this call, made so that its candidates are
-    recorded."""
+    kernel. `cached`: where the workload ran a pick not benchmarked at this call, the timings it was made on: Triton's
+    autotune cache's (`triton.autotune(cache_results=True)`, an earlier run's benchmark), or, where `made_at` names
+    it, the autotuner's own decision at another input shape under the same tuning key; `timings` are then the
+    recording's own benchmark of every config at this call, made so that its candidates are recorded. A decision
+    with `made_at` is not a pick of its own: the run picked once, at `made_at`."""
 
     group: int
     kernel: str
@@ -66,7 +64,7 @@ class AutotuneDecision:
     hooks: dict = dataclasses.field(default_factory=dict)  # what the autotuner runs around each timed config
     key_names: list[str] = dataclasses.field(default_factory=list)  # the arguments whose values begin `key`
     cached: list | None = None  # the pick was not made on `timings`: the timings it was made on
-    held: str | None = None  # where that pick came from (`TRITON_CACHE`, or its decision at another input shape)
+    made_at: int | None = None  # the group of the decision that made the pick, at another input shape
 
 
 def autotune_config(config) -> dict:
@@ -358,7 +356,7 @@ class AutotuneTracer(_AutotunerWrapping):
         length: trifast rounds it to a power of two), runs the pick made at the other shapes untimed there: benchmark
         every config at this call first, as Triton's own benchmark would (the candidates recorded, its outputs reset
         after, `reset_to_zero`), and record it as a decision whose pick is the one the workload then runs
-        (`AutotuneDecision.held`), at most `config.RECORD_SHAPES_PER_KEY` shapes per key."""
+        (`AutotuneDecision.made_at`), at most `config.RECORD_SHAPES_PER_KEY` shapes per key."""
         decided = self._shapes_decided.get(autotuner)
         if not decided or len(autotuner.configs) < 2:
             return
@@ -385,7 +383,7 @@ class AutotuneTracer(_AutotunerWrapping):
                 autotuner.nargs = held
             if frame["group"] is not None:
                 self._record(autotuner, frame["group"], key, made["pick"], timings, bench_s, made["timings"],
-                             f"its decision at another input shape under the same tuning key (decision {made['group']})")
+                             made["group"])
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload: it runs its pick
             self._warn("autotune recording at a new input shape", exc)
 
@@ -547,20 +545,19 @@ class AutotuneTracer(_AutotunerWrapping):
             decided, shape = self._shapes_decided.setdefault(autotuner, {"seen": set(), "keys": {}}), call_shape(args)
             decided["seen"].add(shape)
             decided["keys"][key] = {"group": frame["group"], "pick": pick, "timings": timings, "shapes": {shape}}
-            cached = frame.get("cached")
             self._record(autotuner, frame["group"], key, pick, timings, getattr(autotuner, "bench_time", None),
-                         cached, None if cached is None else TRITON_CACHE)
+                         frame.get("cached"))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("autotune recording", exc)
 
     def _record(self, autotuner, group: int, key: tuple[str, ...], pick, timings: dict, bench_s: float | None,
-                held_timings: dict | None, held: str | None) -> None:
+                cached: dict | None, made_at: int | None = None) -> None:
         self._decided_by.add(autotuner)
         self.on_decided(AutotuneDecision(
             group, getattr(autotuner.base_fn, "__name__", "?"), list(key), autotune_config(pick),
             _timings_data(timings.items()), bench_s, autotuner_hooks(autotuner),
             [str(name) for name in autotuner.keys if name in autotuner.arg_names],
-            None if held_timings is None else _timings_data(held_timings.items()), held))
+            None if cached is None else _timings_data(cached.items()), made_at))
 
 
 def config_matches(wanted, config: dict) -> bool:

@@ -164,7 +164,8 @@ def _measure_pin(at_pin: _PinnedKernel, recordings: dict[str, list[Recording]],
             if arm == "unpinned" and not against_sweep:  # a launch that fits both configs tells neither
                 ran[arm] &= not all(_runs_config(s, config) for s in at_key)
     picks = [config_text(d["chosen"]) for recording in recordings["unpinned"] for d in recording.autotune
-             if d["kernel"] == pin.key.kernel and tuple(d.get("key") or ()) == pin.key.tuning_key]
+             if d["kernel"] == pin.key.kernel and tuple(d.get("key") or ()) == pin.key.tuning_key
+             and d.get("made_at") is None]  # a pick benchmarked again at another shape is the same run's pick
     ev = pin.evidence
     found = PinConfirmation(pin.key.kernel, list(pin.key.tuning_key), config_text(config),
                             {"ratio": ev.ratio, "low": ev.low, "high": ev.high}, ms, pinned_ran=ran["pinned"],

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from .._triton import TRITON_CACHE, config_matches
+from .._triton import config_matches
 from ..measure.outputs import BITWISE, CLOSE, DIFFER, NO_OUTPUT, WITHIN_SPREAD
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from ..measure.variants import config_of_label
 from .recording import Recording, Signature
-from .result import SweepRow, VariantTiming
+from .result import TRITON_CACHE, SweepRow, VariantTiming
 from .builds import IDENTICAL
 
 OUTPUTS_ORDER = (DIFFER, CLOSE, "allclose", WITHIN_SPREAD, BITWISE, NO_OUTPUT, "-")
@@ -92,11 +92,12 @@ def autotune_groups(recording: Recording) -> list[AutotuneGroup]:
 
 
 def _held(decision: dict) -> str | None:
-    """Where a decision's pick came from when not made at its call (a recording before `held` was written down had
-    only Triton's autotune cache)."""
+    """Where a decision's pick came from when not made at its call, in words."""
     if decision.get("cached") is None:
         return None
-    return decision.get("held") or TRITON_CACHE
+    if decision.get("made_at") is None:
+        return TRITON_CACHE
+    return f"its decision at another input shape under the same tuning key (decision {decision['made_at']})"
 
 
 def _cached_ms(cached: list | None, signatures: list[Signature]) -> dict[int, float | None] | None:

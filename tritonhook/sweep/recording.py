@@ -358,7 +358,9 @@ class Recording:
             for s in recording.signatures:
                 tag = s.autotune and {**s.autotune, "group": moved(s.autotune["group"])}
                 signatures.append(dataclasses.replace(s, id=len(signatures), autotune=tag))
-            decisions += [{**d, "group": moved(d["group"])} for d in recording.autotune]
+            decisions += [{**d, "group": moved(d["group"]),
+                           **({"made_at": moved(d["made_at"])} if d.get("made_at") is not None else {})}
+                          for d in recording.autotune]
             groups = [d["group"] for d in recording.autotune] + [s.autotune["group"] for s in recording.signatures
                                                                    if s.autotune]
             offset += max(groups, default=-1) + 1

@@ -8,7 +8,6 @@ import dataclasses
 import shlex
 
 from .. import format
-from .._triton import TRITON_CACHE
 from ..cubin import CubinDeltas
 from ..measure.sequential import FIXED, ratio_sequence
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
@@ -18,6 +17,8 @@ from ..store import ResultKind, register_result_kind
 from .builds import IDENTICAL, BuiltVariant
 
 
+TRITON_CACHE = "Triton's autotune cache (an earlier run's benchmark)"
+"""Where a pick read from Triton's autotune cache came from (`triton.autotune(cache_results=True)`), as rows say."""
 RESULT_KIND = "sweep"
 """The kind a `SweepResult` is saved under in the store's results table (declared below it: found by its recording)."""
 
