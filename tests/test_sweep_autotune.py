@@ -133,9 +133,10 @@ def test_an_autotuner_subclass_with_its_own_run_is_traced_whether_defined_before
     finally:
         tracer.uninstall()
     assert OwnPicks.__dict__["run"] is own_run and CallsTritons.__dict__["run"] is calls_run
-    assert [(c.group, c.config["BLOCK"]) for c in seen] == [(0, 256), (0, 512), (0, 1024), (1, 256), (1, 512), (1, 1024)]
+    assert [(c.group, c.config["BLOCK"]) for c in seen] == [(group, block) for group in (0, 1)
+                                                             for block in (256, 512, 1024)]
     assert [(d.group, d.kernel, tuple(d.key), d.chosen["BLOCK"]) for d in decisions] == \
-        [(0, "add_kernel", ("4096",) + ("torch.float32",) * 3, 512), (1, "add_kernel", ("8192",) + ("torch.float32",) * 3, 512)]
+        [(group, "add_kernel", (n,) + ("torch.float32",) * 3, 512) for group, n in ((0, "4096"), (1, "8192"))]
 
 
 def test_a_pick_an_autotuner_subclass_held_from_its_own_cache_is_named_and_a_pin_overrides_it():
@@ -173,8 +174,8 @@ def test_a_call_at_new_input_shapes_under_a_decided_tuning_key_is_benchmarked_th
     pick made at 384 runs at 512 untimed there, and the sweep had no candidates for the 512 rows (60% of that
     workload's GPU time). A call at new shapes under a decided key is benchmarked at them now (its candidates
     tagged with a decision of their own whose pick is the one the workload runs, `made_at` naming the decision
-    that made it, `cached` the timings it was made on), the autotuner's zeroing run after it as after its own benchmark, up to
-    `RECORD_SHAPES_PER_KEY` shapes per key; the same shapes again are not benchmarked twice."""
+    that made it, `cached` the timings it was made on), the autotuner's zeroing run after it as after its own
+    benchmark, up to `RECORD_SHAPES_PER_KEY` shapes per key; the same shapes again are not benchmarked twice."""
     from tritonhook import config
 
     monkeypatch.setattr(config, "RECORD_SHAPES_PER_KEY", 1)

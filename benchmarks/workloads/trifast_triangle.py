@@ -72,7 +72,8 @@ def main():
     steps, outputs = run(lambda: (inputs,), step)
     with torch.no_grad():
         errors = ", ".join(f"{name} {rel_error(outputs[name], *inputs[name]):.4f}" for name in inputs)
-    print(f"trifast {version('trifast')}: {steps} steps x {len(inputs)} shapes, forward and backward; rel err: {errors}")
+    print(f"trifast {version('trifast')}: {steps} steps x {len(inputs)} shapes, forward and backward; "
+          f"rel err: {errors}")
 
 
 if __name__ == "__main__":
