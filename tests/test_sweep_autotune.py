@@ -201,6 +201,20 @@ def test_a_call_at_new_input_shapes_under_a_decided_tuning_key_is_benchmarked_th
     assert zeroed == [True, True, False, False]
 
 
+def test_a_calls_shape_tells_tensors_of_other_shapes_apart_and_takes_arguments_that_cannot_be_hashed():
+    """`call_shape` keys the shapes a recording has benchmarked a decision at: tensors by shape, scalars by value,
+    and an argument that cannot be hashed (a host tensor descriptor's shape is a list) by its type, so the key is
+    always hashable."""
+    from tritonhook._triton.autotune import call_shape
+
+    small, large = torch.zeros(4, 8), torch.zeros(8, 8)
+    assert call_shape((small, 3)) == call_shape((torch.ones(4, 8), 3)) != call_shape((large, 3))
+    assert call_shape((small, 3)) != call_shape((small, 4))
+    descriptor = type("Descriptor", (), {"shape": [4, 8]})()
+    hash(call_shape((small, descriptor, None)))
+    assert call_shape((small, descriptor, None))[1:] == ("Descriptor", None)
+
+
 def test_a_pinned_config_is_run_without_benchmarking_for_its_tuning_key_only():
     """Triton's real Autotuner: for the pinned tuning key the autotuner benchmarks nothing and runs the pinned
     config; another tuning key is tuned as usual. The pin's key is the one the recording's tracer writes down."""
