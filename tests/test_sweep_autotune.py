@@ -251,6 +251,25 @@ def test_a_pinned_config_is_run_without_benchmarking_for_its_tuning_key_only():
     assert Autotuner.run is run and pinner.applied == {("add_kernel", ("4096",) + ("torch.float32",) * 3): 1}
 
 
+def test_a_kernel_no_pin_names_runs_as_usual_and_is_named_beside_a_pin_at_a_key_it_tuned():
+    """Under a pinner, a kernel that no pin names runs as usual, its tuning key worked out only at a call that tuned
+    (not at every call, a cost every autotuned launch would pay under `enable(apply=)`); a pin at a key it tuned,
+    for another kernel name (a renamed kernel, say), is reported with it when nothing applied that pin."""
+    autotuned = triton.autotune(CONFIGS, key=["n"], do_bench=lambda kernel_call, quantiles: [0.01] * 3)(add_kernel)
+    key = ("4096",) + ("torch.float32",) * 3
+    pinner = _triton.AutotunePinner({("renamed_add_kernel", key): {"BLOCK": 1024}})
+    pinner.install()
+    try:
+        _autotune_call(autotuned, 4096)
+        _autotune_call(autotuned, 4096)
+    finally:
+        with pytest.warns(RuntimeWarning) as caught:
+            pinner.uninstall()
+    (line,) = [str(w.message) for w in caught]
+    assert "renamed_add_kernel" in line and "not applied" in line and "tuned here: add_kernel at 4096" in line
+    assert pinner.applied == {} and len(autotuned.cache) == 1
+
+
 def test_a_pin_matching_no_config_warns_and_the_kernel_is_tuned_as_usual():
     autotuned = triton.autotune(CONFIGS, key=["n"], do_bench=lambda kernel_call, quantiles: [0.01] * 3)(add_kernel)
     pinner = _triton.AutotunePinner({("add_kernel", ("4096",) + ("torch.float32",) * 3): {"BLOCK": 64}})

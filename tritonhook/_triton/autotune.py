@@ -650,6 +650,21 @@ class AutotunePinner(_AutotunerWrapping):
             self._count_applied(name, key)
         return found[key]
 
+    def _run_unpinned(self, autotuner, original: Callable, args: tuple, kwargs: dict):
+        """Run a kernel no pin names as usual; only where the call tuned (its cache grew) work out its tuning key,
+        for the report of a pin it shares that key with (`not_applied`): the key costs microseconds, which every
+        call of every autotuned kernel would otherwise pay under `enable(apply=)`."""
+        held = len(getattr(autotuner, "cache", ()))
+        try:
+            return original(autotuner, *args, **kwargs)
+        finally:  # a call that tuned tuned, whether or not its launch then raised
+            if len(getattr(autotuner, "cache", ())) > held:
+                try:
+                    self._pinned(getattr(autotuner.base_fn, "__name__", "?"), tuning_key(autotuner, args, kwargs),
+                                 list, lambda config: config)
+                except Exception as exc:  # noqa: BLE001 - a pin must never break the workload
+                    self._warn("pinned config", exc)
+
     def pinned_launcher(self, autotuner):
         """The Inductor launcher of the pinned config of this kernel, None where no pin applies."""
         name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name") or "?"
@@ -758,6 +773,8 @@ class AutotunePinner(_AutotunerWrapping):
             if not pinner._enter(autotuner):
                 return original(autotuner, *args, **kwargs)
             try:
+                if getattr(autotuner.base_fn, "__name__", "?") not in pinner._pinned_names:
+                    return pinner._run_unpinned(autotuner, original, args, kwargs)
                 try:
                     pinned = pinner.pinned_config(autotuner, args, kwargs)
                 except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it tunes as usual
