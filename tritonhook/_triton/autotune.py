@@ -286,7 +286,6 @@ class AutotuneTracer(_AutotunerWrapping):
         super().__init__()
         self.on_decided = on_decided
         self.on_held_pick = on_held_pick
-        self._decided_by: weakref.WeakSet = weakref.WeakSet()  # `triton.autotune` autotuners seen deciding here
         self._looked_for_held_picks: weakref.WeakSet = weakref.WeakSet()
         # autotuner -> the call shapes seen since its first decision here, and per tuning key the decision's pick
         self._shapes_decided: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -392,7 +391,7 @@ class AutotuneTracer(_AutotunerWrapping):
         not seen deciding, it ran a pick it held (`on_held_pick`)."""
         self._looked_for_held_picks.add(autotuner)
         try:
-            if len(autotuner.configs) > 1 and frame["known"] and autotuner not in self._decided_by:
+            if len(autotuner.configs) > 1 and frame["known"] and autotuner not in self._shapes_decided:
                 holder = type(autotuner)
                 self.on_held_pick(getattr(autotuner.base_fn, "__name__", "?"),
                                   f"{holder.__module__}.{holder.__qualname__}")
@@ -552,7 +551,6 @@ class AutotuneTracer(_AutotunerWrapping):
 
     def _record(self, autotuner, group: int, key: tuple[str, ...], pick, timings: dict, bench_s: float | None,
                 cached: dict | None, made_at: int | None = None) -> None:
-        self._decided_by.add(autotuner)
         self.on_decided(AutotuneDecision(
             group, getattr(autotuner.base_fn, "__name__", "?"), list(key), autotune_config(pick),
             _timings_data(timings.items()), bench_s, autotuner_hooks(autotuner),
@@ -637,11 +635,10 @@ class AutotunePinner(_AutotunerWrapping):
         self._caches_before: tuple[object, bool] | None = None  # Inductor's config module, its switch before ours
         self._reported = False
 
-    def pinned_config(self, autotuner, args: tuple, kwargs: dict):
-        """The `triton.Config` pinned for this call, None where no pin applies: one of the configs the autotuner
-        would benchmark for it (`pruned_configs`: a pin is a pick, and a pruner may make the configs it picks from),
-        found once per tuning key, as Triton keeps its own pick per key."""
-        name = getattr(autotuner.base_fn, "__name__", "?")
+    def pinned_config(self, autotuner, name: str, args: tuple, kwargs: dict):
+        """The `triton.Config` pinned for this call of kernel `name`, None where no pin applies: one of the configs
+        the autotuner would benchmark for it (`pruned_configs`: a pin is a pick, and a pruner may make the configs
+        it picks from), found once per tuning key, as Triton keeps its own pick per key."""
         key = tuning_key(autotuner, args, kwargs)
         found = self._found.setdefault(autotuner, {})
         if key not in found:
@@ -650,7 +647,7 @@ class AutotunePinner(_AutotunerWrapping):
             self._count_applied(name, key)
         return found[key]
 
-    def _run_unpinned(self, autotuner, original: Callable, args: tuple, kwargs: dict):
+    def _run_unpinned(self, autotuner, name: str, original: Callable, args: tuple, kwargs: dict):
         """Run a kernel no pin names as usual; only where the call tuned (its cache grew) work out its tuning key,
         for the report of a pin it shares that key with (`not_applied`): the key costs microseconds, which every
         call of every autotuned kernel would otherwise pay under `enable(apply=)`."""
@@ -660,8 +657,7 @@ class AutotunePinner(_AutotunerWrapping):
         finally:  # a call that tuned tuned, whether or not its launch then raised
             if len(getattr(autotuner, "cache", ())) > held:
                 try:
-                    self._pinned(getattr(autotuner.base_fn, "__name__", "?"), tuning_key(autotuner, args, kwargs),
-                                 list, lambda config: config)
+                    self._note_tuned(name, tuning_key(autotuner, args, kwargs))
                 except Exception as exc:  # noqa: BLE001 - a pin must never break the workload
                     self._warn("pinned config", exc)
 
@@ -674,8 +670,7 @@ class AutotunePinner(_AutotunerWrapping):
     def _pinned(self, name: str, key: tuple[str, ...], options: Callable[[], list], config_of: Callable):
         """Of `options()` (configs or launchers, asked for only where (name, key) has a pin), the one whose config
         has the values pinned for (name, key)."""
-        if name in self._pinned_names or key in self._pinned_keys:
-            self._tuned_near.add((name, key))
+        self._note_tuned(name, key)
         wanted = self.pins.get((name, key))
         if wanted is None:
             return None
@@ -688,6 +683,11 @@ class AutotunePinner(_AutotunerWrapping):
             return None
         self._count_applied(name, key)
         return found
+
+    def _note_tuned(self, name: str, key: tuple[str, ...]) -> None:
+        """Keep (name, key) where a pin has that kernel name or tuning key, for the report of pins not applied."""
+        if name in self._pinned_names or key in self._pinned_keys:
+            self._tuned_near.add((name, key))
 
     def _count_applied(self, name: str, key: tuple[str, ...]) -> None:
         self.applied[(name, key)] = self.applied.get((name, key), 0) + 1
@@ -773,10 +773,11 @@ class AutotunePinner(_AutotunerWrapping):
             if not pinner._enter(autotuner):
                 return original(autotuner, *args, **kwargs)
             try:
-                if getattr(autotuner.base_fn, "__name__", "?") not in pinner._pinned_names:
-                    return pinner._run_unpinned(autotuner, original, args, kwargs)
+                name = getattr(autotuner.base_fn, "__name__", "?")
+                if name not in pinner._pinned_names:
+                    return pinner._run_unpinned(autotuner, name, original, args, kwargs)
                 try:
-                    pinned = pinner.pinned_config(autotuner, args, kwargs)
+                    pinned = pinner.pinned_config(autotuner, name, args, kwargs)
                 except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it tunes as usual
                     pinner._warn("pinned config", exc)
                     pinned = None
