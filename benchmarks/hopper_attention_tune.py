@@ -1,9 +1,12 @@
 """Tune the Hopper Gluon attention (ws kernel, bf16) against cuDNN SDPA on one sm_90 GPU: a small grid of knob
 sets per (head dim, causal) family, every S of the family timed against cuDNN and FLASH (SDPA backends pinned).
+`--fp8` tunes the fp8 (e4m3) builds instead (`GRID_FP8`), timed against our bf16 build as it ships (the goal is a
+ratio over it) and the fp8 build as it ships (`TUNED_WS_FP8`, arm "table", whose output the others must match).
 
     PYTHONPATH=$PWD python benchmarks/hopper_attention_tune.py --out tune.json           # full: <= 7 min on an H200
     PYTHONPATH=$PWD python benchmarks/hopper_attention_tune.py --quick --out tune.json   # D=128, 3 S, 5 configs
     PYTHONPATH=$PWD python benchmarks/hopper_attention_tune.py --emit-table tune.json    # TUNED_WS literal
+    PYTHONPATH=$PWD python benchmarks/hopper_attention_tune.py --fp8 --seqlens 1024,2048 --out tune8.json
 
 Shapes as FlashAttention-3's benchmark: 16k tokens (B = 16384 / S), hidden 2048 (H = 2048 / D); TFLOPS =
 4 B H S^2 D / t, halved for causal. Per shape, cuDNN, FLASH and every config are timed call by call in one
@@ -44,24 +47,38 @@ GRID: dict[tuple[int, bool], list[dict]] = {
                  dict(head_group=16, pingpong=False), dict(head_group=16, stages=4),
                  dict(block_n=64, stages=5, head_group=16)],
 }
+# fp8 knob sets over the fp8 defaults (`ws_defaults(D, fp8=True)`), the default first. Causal D=128 up to 2k is
+# where fp8 sat under 1.4x our bf16 (1.38-1.40, docs/hopper_attention.md): the table's entry there (row sums on the
+# tensor cores, head groups of 4, no ping-pong) and its neighbours in head groups, ping-pong, stages and O's store.
+GRID_FP8: dict[tuple[int, bool], list[dict]] = {
+    (128, True): [{}, dict(tc_rowsum=True, head_group=4, pingpong=False),
+                  dict(tc_rowsum=True, head_group=8, pingpong=False), dict(tc_rowsum=True, head_group=8),
+                  dict(tc_rowsum=True, head_group=4), dict(tc_rowsum=True, head_group=2, pingpong=False),
+                  dict(tc_rowsum=True, head_group=4, pingpong=False, stages=2),
+                  dict(tc_rowsum=True, head_group=4, pingpong=False, tma_store=False)],
+}
 QUICK = dict(families=[(128, False), (128, True)], seqlens=(1024, 2048, 8192), configs=5)
 
 SHORT = {"block_n": "bn", "stages": "st", "pingpong": "pp", "overlap": "ov", "head_group": "hg",
-         "consumer_regs": "cr", "producer_regs": "pr"}
+         "consumer_regs": "cr", "producer_regs": "pr", "tc_rowsum": "tc", "tma_store": "ts"}
+AS_SHIPPED = None
+"""The knob set of an arm that passes no knob: the build as the wrapper ships it at that S (its tuned table)."""
 
 
 def label(knobs: dict) -> str:
-    """A config's name in the table and the JSON: 'default' or e.g. 'bn64-st4-pp0'."""
+    """A config's name in the table and the JSON: 'default', 'table' (`AS_SHIPPED`) or e.g. 'bn64-st4-pp0'."""
+    if knobs is AS_SHIPPED:
+        return "table"
     return "-".join(f"{SHORT[k]}{int(v)}" for k, v in sorted(knobs.items())) or "default"
 
 
-def over_defaults(D: int, knobs: dict) -> dict:
+def over_defaults(D: int, knobs: dict, fp8: bool = False) -> dict:
     """A knob set with every other knob at the kernel's default: the wrapper applies the knobs it is given over the
     TUNED_WS entry of S, so a partial set would be timed over whatever the table holds (a "pingpong=False" at a
     causal S the table gives head groups of 8 was timed with them, and emitted without them)."""
     from gluon_kernels.tuning import ws_defaults
 
-    return {**ws_defaults(D), **knobs}
+    return {**ws_defaults(D, fp8), **knobs}
 
 
 def shape(S: int, D: int) -> tuple[int, int]:
@@ -69,43 +86,72 @@ def shape(S: int, D: int) -> tuple[int, int]:
     return max(1, TOKENS // S), HIDDEN // D
 
 
-def plan(quick: bool, families=None, seqlens=None) -> list[tuple[int, bool, tuple[int, ...], list[dict]]]:
+def plan(quick: bool, families=None, seqlens=None, fp8: bool = False
+         ) -> list[tuple[int, bool, tuple[int, ...], list[dict]]]:
     """[(D, causal, seqlens, knob sets)] for this run."""
-    fams = families or (QUICK["families"] if quick else list(GRID))
+    grids = GRID_FP8 if fp8 else GRID
+    fams = families or (QUICK["families"] if quick and not fp8 else list(grids))
+    unknown = [f"{D}:{int(causal)}" for D, causal in fams if (D, causal) not in grids]
+    if unknown:
+        raise SystemExit(f"no {'fp8 ' if fp8 else ''}grid for {', '.join(unknown)}; families: "
+                         f"{', '.join(f'{D}:{int(c)}' for D, c in grids)}")
     sls = tuple(seqlens or (QUICK["seqlens"] if quick else SEQLENS))
     n = QUICK["configs"] if quick else None
-    return [(D, causal, sls, GRID[(D, causal)][:n]) for D, causal in fams]
+    return [(D, causal, sls, grids[(D, causal)][:n]) for D, causal in fams]
+
+
+def inputs(B: int, H: int, S: int, D: int, seed: int) -> tuple:
+    """(q, k, v) in bf16 and (q8, k8, v8 transposed for fp8) in e4m3, from one seeded draw: every arm takes all six."""
+    import torch
+
+    from gluon_kernels import transpose_v_for_fp8
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g).to(torch.bfloat16)
+               for _ in range(3))
+    q8, k8, v8 = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
+    return q, k, v, q8, k8, transpose_v_for_fp8(v8)
+
+
+def our_call(D: int, causal: bool, knobs: dict | None, fp8: bool):
+    """Our kernel on the six `inputs`: fp8 or bf16, over the defaults with `knobs`, or as shipped (`AS_SHIPPED`)."""
+    from gluon_kernels import hopper_attention
+
+    kw = {} if knobs is AS_SHIPPED else over_defaults(D, knobs, fp8)
+    if fp8:
+        return lambda q, k, v, q8, k8, vt8: hopper_attention(q8, k8, None, v_t=vt8, causal=causal, **kw)
+    return lambda q, k, v, *_: hopper_attention(q, k, v, causal, **kw)
 
 
 # ---- compiles, in worker processes ----------------------------------------------------------------------------
 def _warm(job):
     """Worker: run the wrapper once for one config (compiles it into Triton's disk cache); (job, seconds, error)."""
-    D, causal, S, knobs = job
+    D, causal, S, knobs, fp8 = job
     began = time.perf_counter()
     try:
         import torch
 
-        from gluon_kernels import hopper_attention
-
         B, H = shape(S, D)
-        q = torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16)
-        hopper_attention(q, q, q, causal=causal, **over_defaults(D, knobs))
+        our_call(D, causal, knobs, fp8)(*inputs(B, H, S, D, seed=0))
         torch.cuda.synchronize()
         return job, time.perf_counter() - began, None
     except Exception as e:  # reported per config; the config is left out of the timing
         return job, time.perf_counter() - began, repr(e)[:300]
 
 
-def warm_all(runs, jobs: int) -> dict[tuple, str]:
-    """Compile every (family, config) in a spawn pool of `jobs` processes; {(D, causal, label): error} of failures."""
+def warm_all(runs, jobs: int, fp8: bool = False) -> dict[tuple, str]:
+    """Compile every (family, config) in a spawn pool of `jobs` processes; {(D, causal, label): error} of failures.
+    With `fp8` also the two builds as shipped at each S (their tables choose by S): bf16 and fp8."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    work = [(D, causal, sls[0], knobs) for D, causal, sls, grid in runs for knobs in grid]
+    work = [(D, causal, sls[0], knobs, fp8) for D, causal, sls, grid in runs for knobs in grid]
+    if fp8:
+        work += [(D, causal, S, AS_SHIPPED, kind) for D, causal, sls, _ in runs for S in sls for kind in (False, True)]
     failed = {}
     began = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
-        for (D, causal, _, knobs), seconds, err in pool.map(_warm, work):
+        for (D, causal, _, knobs, _), seconds, err in pool.map(_warm, work):
             print(f"compiled D={D} causal={int(causal)} {label(knobs):<24} {seconds:5.1f} s"
                   + (f"  FAILED {err}" if err else ""), flush=True)
             if err:
@@ -115,70 +161,80 @@ def warm_all(runs, jobs: int) -> dict[tuple, str]:
 
 
 # ---- timing ---------------------------------------------------------------------------------------------------
-def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float) -> dict:
-    """cuDNN, FLASH and every config of `grid`, interleaved; one JSON row."""
+def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float, fp8: bool = False) -> dict:
+    """Every config of `grid`, interleaved with the references, one JSON row. bf16: cuDNN and FLASH, outputs against
+    cuDNN's; fp8: our bf16 and fp8 builds as shipped ("bf16", "table"), outputs against the shipped fp8 build's."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from gluon_kernels import hopper_attention
     from tritonhook.ab import attention_flops, bench_interleaved
     from tritonhook.measure.stats import summarize
 
     B, H = shape(S, D)
     flops = attention_flops(B, H, S, D, causal)
-    g = torch.Generator(device="cuda").manual_seed(S + D + causal)
-    q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.float32, generator=g).to(torch.bfloat16)
-               for _ in range(3))
-    sdpa = lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    arms = {"cudnn": (lambda: sdpa_kernel([SDPBackend.CUDNN_ATTENTION]), sdpa),
-            "flash": (lambda: sdpa_kernel([SDPBackend.FLASH_ATTENTION]), sdpa)}
+    data = inputs(B, H, S, D, seed=S + D + causal)
+    if fp8:
+        arms = {"bf16": (contextlib.nullcontext, our_call(D, causal, AS_SHIPPED, False)),
+                "table": (contextlib.nullcontext, our_call(D, causal, AS_SHIPPED, True))}
+        reference = "table"
+    else:
+        data = data[:3]
+        sdpa = lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        arms = {"cudnn": (lambda: sdpa_kernel([SDPBackend.CUDNN_ATTENTION]), sdpa),
+                "flash": (lambda: sdpa_kernel([SDPBackend.FLASH_ATTENTION]), sdpa)}
+        reference = "cudnn"
     for knobs in grid:
-        arms[label(knobs)] = (contextlib.nullcontext,
-                              lambda q, k, v, knobs=over_defaults(D, knobs): hopper_attention(q, k, v, causal,
-                                                                                             **knobs))
-    results = dict(zip(arms, bench_interleaved(list(arms.values()), inputs=(q, k, v), rep_ms=rep_ms, min_reps=20)))
-    ref = results["cudnn"].output.float()
-    row = dict(D=D, causal=causal, S=S, B=B, H=H, flops=flops, arms={})
+        arms[label(knobs)] = (contextlib.nullcontext, our_call(D, causal, knobs, fp8))
+    results = dict(zip(arms, bench_interleaved(list(arms.values()), inputs=data, rep_ms=rep_ms, min_reps=20)))
+    ref = results[reference].output.float()
+    row = dict(D=D, causal=causal, S=S, B=B, H=H, flops=flops, dtype="fp8" if fp8 else "bf16",
+               references=list(arms)[:2], arms={})
     for name, res in results.items():
         s = summarize(res.samples_ms)
         row["arms"][name] = dict(median_ms=s.median_ms, tflops=flops / (s.median_ms * 1e-3) / 1e12,
                                  spread_pct=s.spread_pct, samples_ms=res.samples_ms,
-                                 relerr_vs_cudnn=((res.output.float() - ref).norm() / ref.norm()).item())
+                                 relerr=((res.output.float() - ref).norm() / ref.norm()).item())
     return _verdicts(row, grid)
 
 
 def _verdicts(row: dict, grid: list[dict]) -> dict:
-    """Best correct config and its speed relative to cuDNN and to the default (x's time / best's time), each with
-    the interval of `ratio_interval`."""
+    """Best correct config and its speed relative to the references and to the default (x's time / best's time),
+    each with the interval of `ratio_interval`; fp8 rows also the shipped fp8 build's over our bf16 (the goal)."""
     from tritonhook.measure.stats import ratio_interval
 
     arms = row["arms"]
-    ours = [label(k) for k in grid if arms[label(k)]["relerr_vs_cudnn"] < ERR_LIMIT]
+    speed = lambda name, other: ratio_interval(arms[name]["samples_ms"], arms[other]["samples_ms"])
+    ours = [label(k) for k in grid if arms[label(k)]["relerr"] < ERR_LIMIT]
     row["wrong"] = [label(k) for k in grid if label(k) not in ours]
+    if "bf16" in arms:
+        row["table_vs_bf16"] = speed("table", "bf16")
     if not ours:
         return row
     best = min(ours, key=lambda n: arms[n]["median_ms"])
     row["best"] = best
     row["best_knobs"] = next(k for k in grid if label(k) == best)
-    for other in ("cudnn", "default"):
+    for other in (*row["references"], "default"):
         if other in arms:  # speed of best over other = other's time / best's time: > 1 where best is faster
-            row[f"best_vs_{other}"] = ratio_interval(arms[best]["samples_ms"], arms[other]["samples_ms"])
+            row[f"best_vs_{other}"] = speed(best, other)
     return row
 
 
 # ---- report ---------------------------------------------------------------------------------------------------
 def print_table(meta: dict, rows: list[dict]) -> None:
-    print(f"\n{meta['device']} | torch {meta['torch']} | triton {meta['triton']} | bf16 TFLOPS (median; spread = "
-          f"IQR / median) | best/x: x's median time / best's [95% interval], > 1: best is faster")
-    print(f"{'D':>4} {'causal':>6} {'S':>6} {'cudnn':>12} {'flash':>6} {'default':>12} {'best config':>24} "
-          f"{'best':>12} {'best/cudnn':>20} {'best/default':>20} {'wrong':>5}")
+    first, second = rows[0]["references"] if rows else ("cudnn", "flash")
+    print(f"\n{meta['device']} | torch {meta['torch']} | triton {meta['triton']} | {meta['dtype']} TFLOPS (median; "
+          f"spread = IQR / median) | best/x: x's median time / best's [95% interval], > 1: best is faster"
+          + (" | table/bf16: the fp8 build as shipped over our bf16" if meta["dtype"] == "fp8" else ""))
+    print(f"{'D':>4} {'causal':>6} {'S':>6} {first:>12} {second:>12} {'default':>12} {'best config':>24} "
+          f"{'best':>12} {'best/' + first:>20} {'best/default':>20} {'table/bf16':>20} {'wrong':>5}")
     for r in rows:
         a = r["arms"]
         fmt = lambda n: f"{a[n]['tflops']:6.1f} ±{a[n]['spread_pct']:3.1f}%" if n in a else f"{'-':>12}"
         ratio = lambda key: (f"{r[key][0]:.3f} [{r[key][1]:.3f},{r[key][2]:.3f}]" if key in r else "-")
-        print(f"{r['D']:>4} {int(r['causal']):>6} {r['S']:>6} {fmt('cudnn')} {a['flash']['tflops']:6.1f} "
+        print(f"{r['D']:>4} {int(r['causal']):>6} {r['S']:>6} {fmt(first)} {fmt(second)} "
               f"{fmt('default')} {r.get('best', '-'):>24} {fmt(r['best']) if 'best' in r else '-':>12} "
-              f"{ratio('best_vs_cudnn'):>20} {ratio('best_vs_default'):>20} {len(r['wrong']):>5}")
+              f"{ratio('best_vs_' + first):>20} {ratio('best_vs_default'):>20} {ratio('table_vs_bf16'):>20} "
+              f"{len(r['wrong']):>5}")
 
 
 def tuned_table(rows: list[dict]) -> dict:
@@ -202,6 +258,12 @@ def tuned_table(rows: list[dict]) -> dict:
     return table
 
 
+def table_literal(rows: list[dict]) -> str:
+    """`tuned_table` as the literal of gluon_kernels/tuning.py it tunes (fp8 rows: TUNED_WS_FP8), over the S tuned."""
+    fp8 = any(r.get("dtype") == "fp8" for r in rows)
+    return f"TUNED_WS{'_FP8' if fp8 else ''} = {tuned_table(rows)!r}"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="D=128 only, S 1k/2k/8k, the first 5 configs (~2 min)")
@@ -212,13 +274,16 @@ def main(argv=None):
                     "cost CPU time in the bootstrap intervals: ~0.4 s each at 150 rounds)")
     ap.add_argument("--out", default=None, help="write every result as JSON here")
     ap.add_argument("--emit-table", metavar="JSON", default=None,
-                    help="print the TUNED_WS literal for gluon_kernels/tuning.py from a --out JSON, and exit")
+                    help="print the TUNED_WS (TUNED_WS_FP8) literal for gluon_kernels/tuning.py from a --out JSON, "
+                         "and exit")
+    ap.add_argument("--fp8", action="store_true", help="tune the fp8 builds (GRID_FP8) against our bf16 and fp8 "
+                    "builds as shipped")
     args = ap.parse_args(argv)
 
     if args.emit_table:
         with open(args.emit_table) as f:
             rows = json.load(f)["rows"]
-        print("TUNED_WS = " + repr(tuned_table(rows)))
+        print(table_literal(rows))
         return
 
     import torch
@@ -227,20 +292,22 @@ def main(argv=None):
     families = [(int(d), bool(int(c))) for d, c in (x.split(":") for x in args.families.split(","))] \
         if args.families else None
     seqlens = [int(x) for x in args.seqlens.split(",")] if args.seqlens else None
-    runs = plan(args.quick, families, seqlens)
+    runs = plan(args.quick, families, seqlens, args.fp8)
     began = time.perf_counter()
-    failed = warm_all(runs, args.jobs)
+    failed = warm_all(runs, args.jobs, args.fp8)
     rows = []
     for D, causal, sls, grid in runs:
         grid = [k for k in grid if (D, causal, label(k)) not in failed]
         for S in sls:
-            rows.append(time_shape(D, causal, S, grid, args.rep))
+            rows.append(time_shape(D, causal, S, grid, args.rep, args.fp8))
             r = rows[-1]
+            first = r["references"][0]
             print(f"timed D={D} causal={int(causal)} S={S}: best {r.get('best')} "
-                  f"{r['arms'].get(r.get('best'), {}).get('tflops', 0):.1f} vs cudnn {r['arms']['cudnn']['tflops']:.1f}"
-                  f" TFLOPS ({time.perf_counter() - began:.0f} s)", flush=True)
+                  f"{r['arms'].get(r.get('best'), {}).get('tflops', 0):.1f} vs {first} "
+                  f"{r['arms'][first]['tflops']:.1f} TFLOPS ({time.perf_counter() - began:.0f} s)", flush=True)
     meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
-                python=platform.python_version(), tokens=TOKENS, hidden=HIDDEN, dtype="bf16", rep_ms=args.rep,
+                python=platform.python_version(), tokens=TOKENS, hidden=HIDDEN, dtype="fp8" if args.fp8 else "bf16",
+                rep_ms=args.rep,
                 timing="tritonhook.ab.bench_interleaved, medians, CUDA events, stream held",
                 grid={f"{D}:{int(c)}": [label(k) for k in g] for D, c, _, g in runs},
                 compile_failures={f"{D}:{int(c)}:{n}": e for (D, c, n), e in failed.items()},
@@ -249,7 +316,7 @@ def main(argv=None):
         with open(args.out, "w") as f:
             json.dump(dict(meta=meta, rows=rows), f, indent=1)
     print_table(meta, rows)
-    print("\nTUNED_WS = " + repr(tuned_table(rows)))
+    print("\n" + table_literal(rows))
 
 
 if __name__ == "__main__":

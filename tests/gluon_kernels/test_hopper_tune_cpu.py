@@ -13,18 +13,20 @@ from benchmark_scripts import load_benchmark
 
 tune = load_benchmark("hopper_attention_tune")
 
-GRID_CONFIGS = [pytest.param(D, causal, knobs, id=f"d{D}-{'causal' if causal else 'full'}-{tune.label(knobs)}")
-                for (D, causal), grid in tune.GRID.items() for knobs in grid[1:]]
+GRID_CONFIGS = [pytest.param(dtype, D, causal, knobs,
+                             id=f"{dtype}-d{D}-{'causal' if causal else 'full'}-{tune.label(knobs)}")
+                for dtype, grids in (("bf16", tune.GRID), ("fp8e4nv", tune.GRID_FP8))
+                for (D, causal), grid in grids.items() for knobs in grid[1:]]
 
 
 def _spills(rep):
     return rep["spill_stores"] + rep["spill_loads"]
 
 
-@pytest.mark.parametrize("head_dim,causal,knobs", GRID_CONFIGS)
-def test_every_tuning_config_compiles_without_spills_where_the_default_has_none(head_dim, causal, knobs):
-    default = ptxas_report(compile_hopper_attention("bf16", head_dim, causal, "ws"))
-    k = compile_hopper_attention("bf16", head_dim, causal, "ws", **knobs)
+@pytest.mark.parametrize("dtype,head_dim,causal,knobs", GRID_CONFIGS)
+def test_every_tuning_config_compiles_without_spills_where_the_default_has_none(dtype, head_dim, causal, knobs):
+    default = ptxas_report(compile_hopper_attention(dtype, head_dim, causal, "ws"))
+    k = compile_hopper_attention(dtype, head_dim, causal, "ws", **knobs)
     rep = ptxas_report(k)
     assert ".target sm_90a" in k.asm["ptx"] and "setmaxnreg" in k.asm["ptx"]
     assert k.metadata.shared <= 232448, k.metadata.shared  # sm_90's opt-in shared memory per block
@@ -32,10 +34,20 @@ def test_every_tuning_config_compiles_without_spills_where_the_default_has_none(
         assert _spills(rep) == 0, rep["log"]
 
 
-def test_grid_stays_small_and_starts_with_the_default():
-    assert all(grid[0] == {} and len(grid) <= 8 for grid in tune.GRID.values())
-    assert len({tune.label(k) for grid in tune.GRID.values() for k in grid}) == len(
-        {tuple(sorted(k.items())) for grid in tune.GRID.values() for k in grid})
+@pytest.mark.parametrize("grids", [tune.GRID, tune.GRID_FP8], ids=["bf16", "fp8"])
+def test_grid_stays_small_and_starts_with_the_default(grids):
+    assert all(grid[0] == {} and len(grid) <= 8 for grid in grids.values())
+    assert len({tune.label(k) for grid in grids.values() for k in grid}) == len(
+        {tuple(sorted(k.items())) for grid in grids.values() for k in grid})
+
+
+def test_the_fp8_grid_holds_the_shipped_entry_it_tunes_around():
+    """An fp8 family is tuned around what TUNED_WS_FP8 ships at its shortest S, so the table's own choice is among
+    the arms timed (the tuner's "table" arm is that build; this one is it built from the defaults)."""
+    from gluon_kernels.tuning import TUNED_WS_FP8
+
+    for (D, causal), grid in tune.GRID_FP8.items():
+        assert TUNED_WS_FP8[(causal, D)][0][1] in grid
 
 
 def test_head_group_reorders_causal_tiles_only():
@@ -46,17 +58,20 @@ def test_head_group_reorders_causal_tiles_only():
     assert ptx(False, head_group=8) == ptx(False)  # non-causal keeps its head-major order
 
 
-@pytest.mark.parametrize("head_dim,causal", sorted(tune.GRID))
-def test_tuner_times_every_knob_set_over_the_defaults_not_the_table(head_dim, causal):
-    """The wrapper applies the knobs it is given over the TUNED_WS entry of S; the tuner must not: each of its knob
-    sets, at every S, builds exactly what that set asks of the untuned kernel (as `compile_hopper_attention` with
-    no S builds it)."""
+@pytest.mark.parametrize("dtype,head_dim,causal", [("bf16", *family) for family in sorted(tune.GRID)]
+                         + [("fp8e4nv", *family) for family in sorted(tune.GRID_FP8)])
+def test_tuner_times_every_knob_set_over_the_defaults_not_the_table(dtype, head_dim, causal):
+    """The wrapper applies the knobs it is given over the TUNED_WS (TUNED_WS_FP8) entry of S; the tuner must not:
+    each of its knob sets, at every S, builds exactly what that set asks of the untuned kernel (as
+    `compile_hopper_attention` with no S builds it)."""
     from gluon_kernels.hopper import _config
 
-    for knobs in tune.GRID[(head_dim, causal)]:
-        untuned = _config("bf16", head_dim, "ws", causal, None, **knobs)
+    fp8 = dtype == "fp8e4nv"
+    for knobs in (tune.GRID_FP8 if fp8 else tune.GRID)[(head_dim, causal)]:
+        untuned = _config(dtype, head_dim, "ws", causal, None, **knobs)
         for seq_len in tune.SEQLENS:
-            assert _config("bf16", head_dim, "ws", causal, seq_len, **tune.over_defaults(head_dim, knobs)) == untuned
+            assert _config(dtype, head_dim, "ws", causal, seq_len, **tune.over_defaults(head_dim, knobs, fp8)) \
+                == untuned
 
 
 def test_unknown_knob_is_refused():
