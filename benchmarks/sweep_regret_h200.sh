@@ -40,6 +40,8 @@
 #              (gathers and atomic scatters by edge index), GNN_MODELS picks some
 #   aqlm       AQLM 1.1.7's Triton GEMV over 4x8-bit additive-quantized linear layers at batch 1 and 4 (20 configs,
 #              autotuned per layer shape)
+#   fbgemm     FBGEMM GenAI 1.9.0's fp8 row-wise quantize + GEMM (100 autotune configs, a key that buckets M from 256;
+#              M = 1, 16, 512, 768)
 #   trifast    trifast 0.1.13's triangle attention, forward and backward (four kernels autotuned by its own subclass
 #              of Triton's Autotuner, the backward's zeroing its outputs per benchmark), TRIFAST_SHAPES picks some
 # DIRTS (e.g. "dirty clean", "half"): after the steps, each sweep of this call has its recording replayed plain,plain
@@ -190,6 +192,10 @@ TRIFAST=($PY benchmarks/workloads/trifast_triangle.py ${TRIFAST_STEPS:-10} ${TRI
 want trifast && sweep trifast ${TRIFAST_S:-400} "${TRIFAST[@]}"
 want trifast_aa && aa trifast 200
 want trifast_confirm && confirm trifast ${RUNS:-3} ${CONFIRM_S:-420} "${TRIFAST[@]}"
+FBGEMM=($PY benchmarks/workloads/fbgemm_fp8_rowwise.py ${FBGEMM_STEPS:-10})
+want fbgemm && sweep fbgemm ${FBGEMM_S:-420} "${FBGEMM[@]}"
+want fbgemm_aa && aa fbgemm 200
+want fbgemm_confirm && confirm fbgemm ${RUNS:-3} ${CONFIRM_S:-420} "${FBGEMM[@]}"
 for dirt in ${DIRTS:-}; do
   for swept in "$OUT"/*_sweep.json; do
     [ -e "$swept" ] || continue

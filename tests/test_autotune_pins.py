@@ -445,6 +445,117 @@ def test_a_pinned_kernel_is_found_in_a_run_by_its_source_beside_another_kernel_o
     assert not by_name.pinned_ran and by_name.standing == "not pinned"
 
 
+def _bucketed_run(ms_at: dict[int, float], block: int) -> rec.Recording:
+    """A run of FBGEMM's fp8 GEMM as it keys its autotuning (H200, `benchmarks/workloads/fbgemm_fp8_rowwise.py`):
+    batches M = 512 and 768 both at tuning key m_key 256, so one config runs at both; `ms_at`: per M, the kernel's
+    time per launch; `block`: the config both launches ran."""
+    signatures = []
+    for index, m in enumerate(sorted(ms_at)):
+        args = [{"kind": "tensor", "name": "a", "shape": [m, 4096], "dtype": "float8_e4m3fn"},
+                {"kind": "scalar", "name": "m_key", "value": 256},
+                {"kind": "constexpr", "name": "BLOCK", "value": block}]
+        signatures.append(rec.Signature(id=index, kernel="add_kernel", triton_hash=f"h{block}-{m}", capture_id=None,
+                                        arch="sm_90a", grid=[m, 1, 1], args=args, arg_names=["a", "m_key", "BLOCK"],
+                                        signature={"m_key": "i32"}, constexprs={"BLOCK": block}, launches=100,
+                                        times_ms=[ms_at[m]] * 3))
+    return rec.Recording(signatures, arch="sm_90a", device=GPU, triton_version="3.6.0", torch_version=None, pid=1)
+
+
+def test_a_pin_whose_tuning_key_runs_at_several_shapes_is_judged_at_its_rows_shape_and_shown_at_each():
+    """Found on the H200 (FBGEMM's fp8 GEMM): the replay's regret at M = 768 (0.836: the workload ran the pick
+    made at M = 512, which shares its tuning key) read 1.047 [1.020, 1.074] over the key's launches, "a replay
+    bias", because the pin also ran at M = 512, where it is slower. The regret is judged at its row's shape; the
+    other shapes and the key's launches together are shown beside it."""
+    from tritonhook.decisions.confirm import _PinnedKernel, _measure_pin
+    from tritonhook.decisions.confirmation import _in_workload
+
+    pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("256",), GPU),
+                             decisions.Choice(config=(("BLOCK", 256), ("num_warps", 4))),
+                             decisions.Evidence("add_kernel", 0.836, 0.835, 0.840, "bitwise", "2026-11-27", "0.1.0",
+                                                "sweep", 1))
+    runs = {"unpinned": [_bucketed_run({512: 0.0600 + i * 1e-5, 768: 0.090 + i * 1e-5}, 512) for i in range(3)],
+            "pinned": [_bucketed_run({512: 0.0800 + i * 1e-5, 768: 0.075 + i * 1e-5}, 256) for i in range(3)]}
+    found = _measure_pin(_PinnedKernel(pin, ["m_key"]), runs, 0.01, 0, SWEPT,
+                         swept_config={"BLOCK": 512, "num_warps": 4}, against_sweep=True,
+                         row_shapes=((768, 4096),))
+    assert found.verdict == "slower"  # over the key's launches: what the pin does to the workload at that key
+    assert [(s["shapes"], s["row"], s["verdict"]) for s in found.shapes] == [
+        ("512x4096", False, "slower"), ("768x4096", True, "faster")]
+    assert found.at_row["ratio"] == pytest.approx(0.075 / 0.090, rel=1e-3)
+    assert found.standing == "confirmed"
+    assert _in_workload(found).startswith("0.833 [") and "at 768x4096 (its row); " in _in_workload(found)
+    again = type(found)(**{k: v for k, v in dataclasses.asdict(found).items()})
+    assert again.standing == "confirmed" and again.shapes == found.shapes
+    one_shape = {arm: [_bucketed_run({768: r.signatures[1].times_ms[0]}, r.signatures[1].constexprs["BLOCK"])
+                       for r in recordings] for arm, recordings in runs.items()}
+    alone = _measure_pin(_PinnedKernel(pin, ["m_key"]), one_shape, 0.01, 0, SWEPT,
+                         swept_config={"BLOCK": 512, "num_warps": 4}, against_sweep=True, row_shapes=((768, 4096),))
+    assert alone.shapes == [] and alone.at_row["ratio"] == alone.ratio
+
+
+BUCKET_CONFIGS = {block: {"BLOCK": block, "num_warps": 4} for block in (256, 512)}
+
+
+def _bucket_sweep(at_512: dict):
+    """(recording, [row at M = 768, row at M = 512]): two autotuned rows of one tuning key (m_key 256), as FBGEMM's
+    fp8 GEMM made them on the H200. The workload ran BLOCK 512 at both (picked at 512); at 768 BLOCK 256 is the
+    replay's regret (0.836). `at_512`: what was timed of BLOCK 256 at 512, {"benchmark": [median, p20, p80]} (the
+    recording's autotuner) and/or {"replay": (ratio, verdict)} (a replayed candidate there)."""
+    members = [(0, 512), (0, 256), (1, 512), (1, 256)]
+    signatures = [rec.Signature(id=i, kernel="add_kernel", triton_hash=f"h{i}", capture_id=None, arch="sm_90a",
+                                grid=[1, 1, 1], args=[], arg_names=[], signature={}, constexprs={}, launches=0,
+                                times_ms=[], autotune={"group": group, "config": BUCKET_CONFIGS[block]})
+                  for i, (group, block) in enumerate(members)]
+    timed_512 = [[BUCKET_CONFIGS[512], [1.0, 0.99, 1.01]]] + (
+        [[BUCKET_CONFIGS[256], at_512["benchmark"]]] if "benchmark" in at_512 else [])
+    timed_768 = [[BUCKET_CONFIGS[512], [1.0, 0.99, 1.01]], [BUCKET_CONFIGS[256], [0.8, 0.79, 0.81]]]
+    recording = rec.Recording(signatures, arch="sm_90a", device=GPU, triton_version="3.6.0", torch_version=None,
+                              pid=1, autotune=[
+                                  {"group": group, "kernel": "add_kernel", "key": ["256"], "key_names": ["m_key"],
+                                   "chosen": BUCKET_CONFIGS[512], "timings": timings, "bench_s": 0.1, "hooks": {},
+                                   "made_at": made_at}
+                                  for group, timings, made_at in ((0, timed_512, None), (1, timed_768, 0))])
+    regret = {"config": "BLOCK=256, num_warps=4", "signature": 3, "workload_config": "BLOCK=512, num_warps=4",
+              "ratio": 0.836, "low": 0.835, "high": 0.840, "verdict": "faster", "why": [], "confirmed": None}
+
+    def row(signature, label, group, replayed, checked, regret):
+        return SweepRow(signature, "add_kernel", label, 0.5, 100, 0.09, "snapshot", "ok", autotune={
+            "group": group, "configs": replayed, "replayed": replayed, "against_workload": checked,
+            "regret": regret, "winner_signatures": {}, "workload": "BLOCK=512, num_warps=4"})
+
+    replay_512 = {"1": {"ratio": at_512["replay"][0], "verdict": at_512["replay"][1], "outputs": "bitwise"}} \
+        if "replay" in at_512 else {}
+    return recording, [row(3, "add_kernel [768x4096]", 1, [2, 3], {"3": {"outputs": "bitwise", "ratio": 0.836,
+                                                                          "verdict": "faster"}}, regret),
+                       row(1, "add_kernel [512x4096]", 0, [0, 1] if replay_512 else [0], replay_512,
+                           {**regret, "ratio": 1.0, "verdict": "none", "signature": 0})]
+
+
+@pytest.mark.parametrize("at_512,pinned,said", [
+    ({"benchmark": [1.4, 1.39, 1.41]}, False, "1.400x at add_kernel [512x4096] (the autotuner's benchmark there)"),
+    ({"replay": (1.3, "slower"), "benchmark": [0.9, 0.89, 0.91]}, False, "1.300x at add_kernel [512x4096] (the replay)"),
+    ({"benchmark": [1.0, 0.98, 1.02]}, True, None),
+    ({}, True, "also holds at add_kernel [512x4096] (its tuning key's other input shapes), where nothing timed it"),
+])
+def test_a_config_is_pinned_for_a_tuning_key_only_where_no_shape_of_the_key_timed_it_slower(
+        at_512, pinned, said, tmp_path):
+    """A pin holds for its tuning key, so at every input shape the key buckets. FBGEMM's fp8 GEMM on the H200:
+    BLOCK 256 at M = 768 was the replay's regret (0.836), but its autotuner had timed it 1.42x its pick at M = 512,
+    the same key; pinned, the key's launches ran 1.047x. Such a config is not pinned (the replay's figure at the
+    other shape first, else the autotuner's benchmark there); one nothing timed there is pinned, with a warning."""
+    from tritonhook.decisions.keep import _Maker
+    from tritonhook.store import Store
+
+    recording, rows = _bucket_sweep(at_512)
+    made = _Maker(Store(tmp_path / "store"), recording, "sweep", 1)
+    made.pin_all_configs(rows)
+    assert bool(made.decisions) is pinned
+    if pinned:
+        (key,) = made.decisions
+        assert dict(made.decisions[key].choice.config) == BUCKET_CONFIGS[256] and made.rows[key] is rows[0]
+    assert (said is None) == (not made.warnings) and (said is None or said in made.warnings[0])
+
+
 def test_runs_whose_interval_holds_the_replays_ratio_and_no_difference_neither_confirm_nor_refute_it():
     """Found on the H200 (the transformer's `_to_copy_9`, `--against sweep --runs 2`): the replay's 0.952 inside
     the workload read 0.945 [0.824, 1.083], "no difference", and was reported a replay bias. An interval that holds

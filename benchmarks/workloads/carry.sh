@@ -4,7 +4,7 @@
 #   bash benchmarks/workloads/carry.sh DIR [NAME ...]
 #
 # NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger, fla, gemlite, diffusers, cce,
-# sageattention, aqlm, trifast); none = all of them. Installs with
+# sageattention, aqlm, trifast, fbgemm); none = all of them. Installs with
 # `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
 # carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
 # root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
@@ -39,6 +39,9 @@
 #   sageattention  sageattention 1.0.6 (py3-none-any, 20 kB; its Triton release: torch and triton only)
 #   aqlm       aqlm 1.1.7 (py3-none-any, 40 kB; its Triton GEMV needs only torch and triton; its CUDA kernels, built at
 #              first use, and its transformers/accelerate integration are not imported for the layouts used here)
+#   fbgemm     fbgemm-gpu-genai 1.9.0 (cp312 manylinux_2_28, 34 MB): only its Triton GEMM modules are used; its
+#              package import loads the CUDA libraries its fbgemm_gpu/docs/target.*.json.py names (built for torch
+#              2.14), so those files are removed after the install and none loads
 #   trifast    trifast 0.1.13 (py3-none-any, 16 kB; Triton kernels in Python), jaxtyping 0.3.11 and wadler_lindig
 #              0.1.8 (its type annotations, imported at import), platformdirs 4.14.8 (where it keeps its picks); it
 #              needs einops, numpy and pyyaml too, which the GPU machine has
@@ -47,14 +50,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast ...]" >&2
+    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm ...]" >&2
     exit 2
 fi
 dir=$1
 shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast)
+    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm)
 fi
 python=${PYTHON:-python3}
 
@@ -78,5 +81,6 @@ else
         "$python" -m zipfile -e "$wheel" "$dir/site"
     done
 fi
+rm -f "$dir/site"/fbgemm_gpu/docs/target.*.json.py  # fbgemm: no CUDA library of its loads (above)
 echo "carry.sh: installed ${names[*]} into $dir/site ($(du -sh "$dir/site" | cut -f1))" >&2
 echo "export PYTHONPATH=$(cd "$dir/site" && pwd)${PYTHONPATH:+:$PYTHONPATH}"

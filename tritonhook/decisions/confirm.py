@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ..errors import TritonhookError
 from ..files import write_file
@@ -24,28 +24,26 @@ from ..measure.stats import DEFAULT_MIN_EFFECT, ratio_interval, verdict
 from ..store import Store, result_kind_text
 from ..sweep.autotune import config_text
 from ..sweep.recorder import record_command
-from ..sweep.recording import Recording, Signature
-from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
+from ..sweep.recording import Recording, Signature, shapes_text
+from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow
 from .._version import __version__
 from .confirmation import AGAINST, ARMS, RESULT_KIND, Confirmation, PinConfirmation
 from .keep import _Maker
 from .model import AutotuneKey, Decision, file_json
 
-def pins_of(store: Store, sweep: SweepResult) -> tuple[list[Decision], Recording]:
+def pins_of(store: Store, sweep: SweepResult) -> tuple[list[Decision], Recording, dict[AutotuneKey, SweepRow]]:
     """The config decisions a sweep result supports (its autotune regrets and faster `config:` variants), not saved:
-    what `confirm` runs the workload with."""
+    what `confirm` runs the workload with; its recording; the row each decision's evidence is from."""
     recording = store.result(sweep.recording_id) if sweep.recording_id is not None else None
     if not isinstance(recording, Recording):
         raise TritonhookError(f"sweep result {sweep.id}: its recording {sweep.recording_id} is not in {store.path}")
     made = _Maker(store, recording, "sweep", sweep.id)
-    for row in sweep.rows:
-        if row.status == "ok" and (row.autotune or {}).get("configs"):
-            made.pin_configs(row)
+    made.pin_all_configs(sweep.rows)
     pins = [d for d in made.decisions.values() if isinstance(d.key, AutotuneKey)]
     if not pins:
         raise TritonhookError(f"sweep result {sweep.id}: no autotune regret or faster config to confirm"
                               f"{'; ' + '; '.join(made.warnings) if made.warnings else ''}")
-    return pins, recording
+    return pins, recording, made.rows
 
 
 def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, runs: int = 3,
@@ -69,10 +67,10 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
         raise TritonhookError(f"result {sweep_id}: {result_kind_text(sweep)}; confirm takes a sweep or replay result")
     if runs < 2:
         raise TritonhookError(f"--runs {runs}: at least 2 per arm, for an interval")
-    pins, recording = pins_of(store, sweep)
-    swept = _swept_decisions(sweep, recording)
-    baseline = {pin.key: swept[pin.key.kernel, pin.key.tuning_key][2]["chosen"] for pin in pins
-                if (pin.key.kernel, pin.key.tuning_key) in swept} if against == "sweep" else {}
+    pins, recording, rows = pins_of(store, sweep)
+    swept = _swept_decisions(rows, recording)
+    baseline = {pin.key: swept[pin.key].decision["chosen"] for pin in pins if pin.key in swept} \
+        if against == "sweep" else {}
     folder = store.run_folder("confirm")
     applied = {"pinned": _pins_file(folder / "pins.json", pins, "pinned configs"),
                "unpinned": _pins_file(folder / "baseline.json", [
@@ -90,10 +88,11 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
             recordings[arm].append(result.recording)
     found = []
     for pin in pins:
-        group, workload_config, decision = swept.get((pin.key.kernel, pin.key.tuning_key), (None, "", {}))
-        at_pin = _PinnedKernel(pin, decision.get("key_names") or [], _sources(recording, group))
-        found.append(_measure_pin(at_pin, recordings, min_effect, group, workload_config,
-                                  swept_config=decision.get("chosen"), against_sweep=pin.key in baseline))
+        row = swept.get(pin.key, _Swept(None, "", {}, None))
+        at_pin = _PinnedKernel(pin, row.decision.get("key_names") or [], _sources(recording, row.group))
+        found.append(_measure_pin(at_pin, recordings, min_effect, row.group, row.workload_config,
+                                  swept_config=row.decision.get("chosen"), against_sweep=pin.key in baseline,
+                                  row_shapes=row.shapes))
     step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
     confirmation = Confirmation(int(sweep.id), list(command), runs, found, step_ms,
                                 _compared(step_ms, min_effect))
@@ -113,14 +112,24 @@ def _pins_file(path, pins: list[Decision], what: str) -> str:
     return str(write_file(path, json.dumps(file_json([(d, None) for d in pins], __version__)), what))
 
 
-def _swept_decisions(sweep: SweepResult, recording: Recording
-                     ) -> dict[tuple[str, tuple[str, ...]], tuple[int, str, dict]]:
-    """(kernel, tuning key) -> (the decision's group, the config the recorded run picked as text, the recorded
-    decision: its `chosen` config and `key_names`) of each autotuned row: what a pin's regret was measured
-    against."""
+class _Swept(NamedTuple):
+    """What a pin's regret was measured against, at the row its evidence is from: that row's autotune decision
+    (its group; the recorded decision, with the config the run picked, `chosen`, and `key_names`), that config as
+    text, and the row's input shapes (`Signature.shapes`; a tuning key can span several)."""
+
+    group: int | None
+    workload_config: str
+    decision: dict
+    shapes: tuple | None
+
+
+def _swept_decisions(rows: dict[AutotuneKey, SweepRow], recording: Recording) -> dict[AutotuneKey, _Swept]:
+    """Per pin (its key), `_Swept` of the autotuned row its evidence is from."""
     decided = {d["group"]: d for d in recording.autotune if d.get("key")}
-    return {(d["kernel"], tuple(d["key"])): (row.autotune["group"], row.autotune.get("workload", ""), d)
-            for row in sweep.rows if row.autotune and (d := decided.get(row.autotune.get("group"))) is not None}
+    signatures = {s.id: s for s in recording.signatures}
+    return {key: _Swept(row.autotune["group"], row.autotune.get("workload", ""), decision,
+                        signatures[row.signature].shapes if row.signature in signatures else None)
+            for key, row in rows.items() if (decision := decided.get(row.autotune.get("group"))) is not None}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,19 +156,25 @@ def _sources(recording: Recording, group: int | None) -> frozenset[str]:
 
 def _measure_pin(at_pin: _PinnedKernel, recordings: dict[str, list[Recording]],
                  min_effect: float, group: int | None = None, workload_config: str = "", *,
-                 swept_config: dict | None = None, against_sweep: bool = False) -> PinConfirmation:
+                 swept_config: dict | None = None, against_sweep: bool = False,
+                 row_shapes: tuple | None = None) -> PinConfirmation:
     """`swept_config`: the config the sweep's recorded run picked, which the unpinned arm ran pinned where
     `against_sweep`; otherwise its launches tell whether it ran that config, where the constexprs of the two configs
-    differ (num_warps and the like are not in a launch's signature)."""
+    differ (num_warps and the like are not in a launch's signature). Where the tuning key ran at several input
+    shapes, each is compared too (`PinConfirmation.shapes`), `row_shapes` (the regret's row's) marked: the pin
+    holds at all of them, the regret was measured at one."""
     pin = at_pin.pin
     config = dict(pin.choice.config)
     ms = {arm: [] for arm in ARMS}
+    by_shapes: dict[tuple, dict[str, list[float]]] = {}
     ran = {arm: True for arm in ARMS}
     for arm, expected in (("unpinned", swept_config), ("pinned", config)):
         for recording in recordings[arm]:
             at_key = [s for s in recording.signatures if at_pin(s)]
-            launches = sum(s.launches for s in at_key)
-            ms[arm].append(sum(s.gpu_ms for s in at_key) / launches if launches else 0.0)
+            ms[arm].append(_per_launch_ms(at_key))
+            for shapes in {s.shapes for s in at_key}:
+                by_shapes.setdefault(shapes, {a: [] for a in ARMS})[arm].append(
+                    _per_launch_ms([s for s in at_key if s.shapes == shapes]))
             ran[arm] &= bool(at_key) and expected is not None and all(_runs_config(s, expected) for s in at_key)
             if arm == "unpinned" and not against_sweep:  # a launch that fits both configs tells neither
                 ran[arm] &= not all(_runs_config(s, config) for s in at_key)
@@ -174,7 +189,16 @@ def _measure_pin(at_pin: _PinnedKernel, recordings: dict[str, list[Recording]],
                             baseline_ran=ran["unpinned"] if swept_config is not None else None)
     figures = _compared(ms, min_effect)
     found.ratio, found.low, found.high, found.verdict = (figures[k] for k in ("ratio", "low", "high", "verdict"))
+    if len(by_shapes) > 1:
+        found.shapes = [{"shapes": ", ".join(map(shapes_text, shapes)), "row": shapes == row_shapes, "ms": arm_ms,
+                         **_compared(arm_ms, min_effect)} for shapes, arm_ms in sorted(by_shapes.items())]
     return found
+
+
+def _per_launch_ms(signatures: list[Signature]) -> float:
+    """The GPU time per launch over `signatures` (0 where none launched)."""
+    launches = sum(s.launches for s in signatures)
+    return sum(s.gpu_ms for s in signatures) / launches if launches else 0.0
 
 
 def _at_tuning_key(signature: Signature, key_names: list[str], tuning_key: tuple[str, ...]) -> bool:

@@ -65,6 +65,15 @@ class PinConfirmation:
     group: int | None = None
     against: str = "autotuner"        # a key of AGAINST
     baseline_ran: bool | None = None  # every unpinned run launched the sweep's config, as its launches tell
+    shapes: list[dict] = dataclasses.field(default_factory=list)  # per input shape of a key that ran at several:
+    # {"shapes": text, "row": the regret's row's, "ms", "ratio", "low", "high", "verdict"}
+
+    @property
+    def at_row(self) -> dict:
+        """The figures the regret is judged on: at its row's input shapes where the key ran at several (the pin
+        holds at every one; the replay measured one), else over the key's launches."""
+        return next((s for s in self.shapes if s["row"]),
+                    {"ratio": self.ratio, "low": self.low, "high": self.high, "verdict": self.verdict})
 
     @property
     def standing(self) -> str:
@@ -75,9 +84,10 @@ class PinConfirmation:
         a kernel whose time varies between runs); otherwise not judged, and why."""
         if not self.pinned_ran or (self.against == "sweep" and not self.baseline_ran):
             return "not pinned"
-        if self.verdict == "faster":
+        judged = self.at_row
+        if judged["verdict"] == "faster":
             return CONFIRMED
-        refuted = REPLAY_BIAS if self.low is not None and self.low > self.replay["ratio"] else UNDECIDED
+        refuted = REPLAY_BIAS if judged["low"] is not None and judged["low"] > self.replay["ratio"] else UNDECIDED
         if self.against == "sweep":
             return refuted
         if not self.picks:  # nothing tuned: what the unpinned runs launched says which config they ran
@@ -140,8 +150,8 @@ class Confirmation:
         for pin in self.pins:
             replay = pin.replay
             rows.append((pin.kernel, ", ".join(pin.tuning_key), pin.config,
-                         f"{replay['ratio']:.3f} [{replay['low']:.3f}, {replay['high']:.3f}]",
-                         _interval(pin.ratio, pin.low, pin.high), pin.verdict if pin.pinned_ran else "not pinned",
+                         f"{replay['ratio']:.3f} [{replay['low']:.3f}, {replay['high']:.3f}]", _in_workload(pin),
+                         pin.at_row["verdict"] if pin.pinned_ran else "not pinned",
                          STANDINGS[pin.standing], pin.picks_text()))
         against = {pin.against for pin in self.pins}
         yield format.table(("kernel", "tuning key", "pinned config", "replay", "in the workload", "verdict",
@@ -155,6 +165,15 @@ class Confirmation:
 
 def _interval(ratio, low, high) -> str:
     return "-" if ratio is None else f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def _in_workload(pin: PinConfirmation) -> str:
+    """A pin's in-workload figure; where its key ran at several input shapes, at its row's and at each other."""
+    if not pin.shapes:
+        return _interval(pin.ratio, pin.low, pin.high)
+    parts = [f"{_interval(s['ratio'], s['low'], s['high'])} at {s['shapes']}{' (its row)' if s['row'] else ''}"
+             for s in sorted(pin.shapes, key=lambda s: not s["row"])]
+    return "; ".join(parts + [f"{_interval(pin.ratio, pin.low, pin.high)} over its key's launches"])
 
 
 def with_confirmations(store: Store, sweep):

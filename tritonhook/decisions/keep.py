@@ -23,6 +23,7 @@ from ..files import write_file
 from ..measure.outputs import DIFFER, VERDICTS
 from ..measure.variants import config_of_label
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
+from ..sweep.autotune import config_text
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
@@ -88,6 +89,7 @@ class _Maker:
         self.store, self.recording, self.kind, self.source_id = store, recording, kind, source_id
         self.signatures = {s.id: s for s in recording.signatures}
         self.decisions: dict[Key | AutotuneKey, Decision] = {}
+        self.rows: dict[AutotuneKey, SweepRow] = {}  # the autotuned row each config decision's evidence is from
         self.controls: dict[str, bytes] = {}
         self.warnings: list[str] = []
         self._keys: dict[int, Key | None] = {}
@@ -115,14 +117,18 @@ class _Maker:
             ptx = _ptx.rename_symbols(ptx, {capture.entry: capture.original_entry})
         return Key(_sha256(ptx), capture.arch, capture.ptxas_version, self.recording.device)
 
-    def offer(self, key: Key | AutotuneKey, choice: Choice, evidence: Evidence) -> None:
-        """Keep the fastest choice per key; one no reader would take is a warning, not a decision."""
+    def offer(self, key: Key | AutotuneKey, choice: Choice, evidence: Evidence, row: SweepRow | None = None) -> None:
+        """Keep the fastest choice per key (and, for a config, the `row` its evidence is from); one no reader would
+        take is a warning, not a decision."""
         held = self.decisions.get(key)
         if held is None or evidence.ratio < held.evidence.ratio:
             try:
                 self.decisions[key] = Decision(key, choice, evidence).checked(f"decision for {evidence.kernel}")
             except TritonhookError as exc:
                 self.warnings.append(str(exc))
+                return
+            if row is not None:
+                self.rows[key] = row
 
     def evidence(self, kernel: str, figures: dict, outputs: str) -> Evidence:
         return Evidence(kernel, figures["ratio"], figures.get("low"), figures.get("high"), outputs, self._date,
@@ -150,16 +156,35 @@ class _Maker:
         """The key of an autotuned row's decision: the kernel and tuning key the recording's autotuner decided
         for (Inductor's: its source hash), the recording's GPU. None (with a warning) where pinning cannot apply:
         a decision recorded with no key, or a recording with no GPU."""
-        decision = next((d for d in self.recording.autotune if d["group"] == row.autotune["group"]), None)
-        if decision is None or not decision.get("key") or not self.recording.device:
+        key = self._tuning_key_of(row)
+        if key is None:
             self.warnings.append(f"{row.kernel}: its autotuner's decision has no tuning key (recorded by an older "
                                  f"tritonhook) or the recording no GPU; no config is pinned for it")
+        return key
+
+    def _tuning_key_of(self, row: SweepRow) -> AutotuneKey | None:
+        decision = self._decision_of(row)
+        if decision is None or not decision.get("key") or not self.recording.device:
             return None
         return AutotuneKey(decision["kernel"], tuple(decision["key"]), self.recording.device)
 
-    def pin_configs(self, row: SweepRow) -> None:
+    def _decision_of(self, row: SweepRow) -> dict | None:
+        return next((d for d in self.recording.autotune if d["group"] == row.autotune["group"]), None)
+
+    def pin_all_configs(self, rows: list[SweepRow]) -> None:
+        """`pin_configs` for every autotuned row, each beside the rows that share its tuning key."""
+        tuned = [row for row in rows if row.status == "ok" and (row.autotune or {}).get("configs")]
+        keys = [self._tuning_key_of(row) for row in tuned]
+        for row, key in zip(tuned, keys):
+            self.pin_configs(row, [other for other, at in zip(tuned, keys)
+                                   if other is not row and key is not None and at == key])
+
+    def pin_configs(self, row: SweepRow, mates: list[SweepRow] = ()) -> None:
         """Offer a config decision for an autotuned row: a `config:` variant faster than the workload's config with
-        outputs kept, and the row's autotune regret where it is "faster"."""
+        outputs kept, and the row's autotune regret where it is "faster". A pin holds for its tuning key, so also at
+        `mates`, the rows of other input shapes under the same key (a key that buckets a length runs one config at
+        every shape of its bucket): a config timed slower at any of them is not pinned, and one none timed there is
+        pinned with a warning naming them."""
         offers = []
         for timing in row.variants[1:]:
             signature = row.autotune["winner_signatures"].get(timing.label)
@@ -175,9 +200,48 @@ class _Maker:
             return
         for signature, figures, outputs in offers:
             config = (self.signatures.get(signature) and self.signatures[signature].autotune or {}).get("config")
-            if config:
+            if config and self._holds_at_mates(row, config, figures, mates):
                 self.offer(key, Choice(PLAIN, config=tuple(config.items())),
-                           self.evidence(row.kernel, figures, outputs))
+                           self.evidence(row.kernel, figures, outputs), row)
+
+    def _holds_at_mates(self, row: SweepRow, config: dict, figures: dict, mates: list[SweepRow]) -> bool:
+        """Whether `config`, faster at `row`, may be pinned for the tuning key `mates` share with it: not where any
+        of them timed it slower (a warning says where); a warning names those where nothing timed it."""
+        found = [(mate, self._ran_at(mate, config)) for mate in mates]
+        slower = next(((mate, ran) for mate, ran in found if ran and ran[1] == "slower"), None)
+        if slower is not None:
+            mate, (ratio, _, whose) = slower
+            self.warnings.append(f"{row.label}: {config_text(config)} runs {figures['ratio']:.3f}x the workload's "
+                                 f"config here but {ratio:.3f}x at {mate.label} ({whose}), which shares its tuning "
+                                 f"key; a pin holds at every input shape of its key, so it is not pinned")
+            return False
+        untimed = [mate.label for mate, ran in found if ran is None]
+        if untimed:
+            self.warnings.append(f"{row.label}: a pin of {config_text(config)} also holds at {'; '.join(untimed)} "
+                                 f"(its tuning key's other input shapes), where nothing timed it; `decisions "
+                                 f"confirm` measures it there too")
+        return True
+
+    def _ran_at(self, row: SweepRow, config: dict) -> tuple[float, str, str] | None:
+        """How `config` ran at an autotuned `row` against the config the workload ran there: (ratio, verdict,
+        whose figure), the replay's where it timed that config at the row (on one input set), else the recording's
+        benchmark of every config at that call (`AutotuneDecision.timings`: slower or faster only where their
+        p20-p80 ranges part); None where neither has it."""
+        for candidate in row.autotune.get("replayed") or []:
+            signature = self.signatures.get(candidate)
+            checked = against_workload(row.autotune, candidate)
+            if signature is not None and (signature.autotune or {}).get("config") == config and \
+                    checked.get("ratio") is not None:
+                return checked["ratio"], checked.get("verdict", "-"), "the replay"
+        decision = self._decision_of(row) or {}
+        timed = {config_text(c): t for c, t in decision.get("timings") or [] if t and t[0]}
+        mine, workload = timed.get(config_text(config)), timed.get(config_text(decision.get("chosen")))
+        if not mine or not workload:
+            return None
+        judged = "-"
+        if len(mine) == 3 and len(workload) == 3 and None not in mine + workload:
+            judged = "slower" if mine[1] > workload[2] else "faster" if mine[2] < workload[1] else "no difference"
+        return mine[0] / workload[0], judged, "the autotuner's benchmark there"
 
     @staticmethod
     def _pinned_outputs(row: SweepRow, signature: int | None, label: str | None) -> str:
@@ -190,9 +254,7 @@ class _Maker:
         if not result.variants or result.variants[0] != PLAIN:
             raise TritonhookError(f"sweep result {result.id}: its baseline is {result.variants[:1]}, not plain; "
                                   f"a decision's evidence is a ratio to plain")
-        for row in result.rows:
-            if row.status == "ok" and (row.autotune or {}).get("configs"):
-                self.pin_configs(row)
+        self.pin_all_configs(result.rows)
         by_key: dict[Key, list[SweepRow]] = {}
         for row in result.rows:
             if row.status == "ok" and row.autotune is None and (key := self.key(row.signature)) is not None:

@@ -227,6 +227,11 @@ def _plain(value):
     return value if isinstance(value, (int, float, bool, str)) or value is None else repr(value)
 
 
+def shapes_text(shape: Sequence[int]) -> str:
+    """A tensor shape as a label writes it: 768x4096 ("scalar" for a 0-d tensor)."""
+    return "x".join(map(str, shape)) or "scalar"
+
+
 def tensors_of(args: Sequence[dict]) -> list[dict]:
     """The tensor descriptions of a signature's arguments (descriptor bases included)."""
     return [a if a["kind"] == "tensor" else a["base"] for a in args if a["kind"] in ("tensor", "tensordesc")]
@@ -287,8 +292,14 @@ class Signature:
         """Estimated GPU time of all its launches: the mean sampled time x launches."""
         return sum(self.times_ms) / len(self.times_ms) * self.launches if self.times_ms else 0.0
 
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """Its tensor arguments' shapes (descriptor bases included): what tells apart the launches one tuning key
+        makes at several input shapes."""
+        return tuple(tuple(t["shape"]) for t in tensors_of(self.args))
+
     def label(self) -> str:
-        shapes = [("x".join(map(str, t["shape"])) or "scalar") for t in tensors_of(self.args)][:3]
+        shapes = [shapes_text(shape) for shape in self.shapes][:3]
         return f"{self.kernel} [{', '.join(shapes)}]" if shapes else self.kernel
 
 
