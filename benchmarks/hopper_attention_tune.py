@@ -31,6 +31,10 @@ import time
 SEQLENS = (1024, 2048, 4096, 8192, 16384)
 TOKENS, HIDDEN = 16384, 2048
 ERR_LIMIT = 1e-2
+FP8_ERR_GROWTH = 1.25
+"""An fp8 config is wrong where its output is further from our bf16 build's than this many times the shipped fp8
+build's is: fp8 builds differ from each other by ~1e-2 (relative norm; H200, D=128, S=1k-2k) where their key blocks
+differ in width (P is rounded to e4m3 against each block's row maxima), and from bf16 by ~5e-2."""
 
 # Knob sets per (head_dim, causal), the default first ({}); every set is compiled once and reused across S.
 # Shared memory: Q 4 x 64 x D, K+V 2 x BLOCK_N x D per stage (2-byte elements), at most 227 KB per CTA.
@@ -47,10 +51,14 @@ GRID: dict[tuple[int, bool], list[dict]] = {
                  dict(head_group=16, pingpong=False), dict(head_group=16, stages=4),
                  dict(block_n=64, stages=5, head_group=16)],
 }
-# fp8 knob sets over the fp8 defaults (`ws_defaults(D, fp8=True)`), the default first. Causal D=128 up to 2k is
-# where fp8 sat under 1.4x our bf16 (1.38-1.40, docs/hopper_attention.md): the table's entry there (row sums on the
-# tensor cores, head groups of 4, no ping-pong) and its neighbours in head groups, ping-pong, stages and O's store.
+# fp8 knob sets over the fp8 defaults (`ws_defaults(D, fp8=True)`), the default first. D=128 up to 2k is where fp8
+# sat under 1.4x our bf16 (1.33-1.40, docs/hopper_attention.md): the table's entry there and its neighbours (causal:
+# head groups, ping-pong, stages, O's store; non-causal: 128- or 256-key tiles, stages, overlap, O's store).
+_BN256 = dict(block_n=256, overlap=False, pingpong=False, defer_wait=False, tc_rowsum=True)
 GRID_FP8: dict[tuple[int, bool], list[dict]] = {
+    (128, False): [{}, dict(_BN256, stages=2), dict(_BN256, stages=3), dict(_BN256, stages=2, tma_store=False),
+                   dict(tc_rowsum=True), dict(tc_rowsum=True, pingpong=False), dict(tc_rowsum=True, stages=2),
+                   dict(tc_rowsum=True, pingpong=False, tma_store=False)],
     (128, True): [{}, dict(tc_rowsum=True, head_group=4, pingpong=False),
                   dict(tc_rowsum=True, head_group=8, pingpong=False), dict(tc_rowsum=True, head_group=8),
                   dict(tc_rowsum=True, head_group=4), dict(tc_rowsum=True, head_group=2, pingpong=False),
@@ -60,7 +68,7 @@ GRID_FP8: dict[tuple[int, bool], list[dict]] = {
 QUICK = dict(families=[(128, False), (128, True)], seqlens=(1024, 2048, 8192), configs=5)
 
 SHORT = {"block_n": "bn", "stages": "st", "pingpong": "pp", "overlap": "ov", "head_group": "hg",
-         "consumer_regs": "cr", "producer_regs": "pr", "tc_rowsum": "tc", "tma_store": "ts"}
+         "consumer_regs": "cr", "producer_regs": "pr", "tc_rowsum": "tc", "tma_store": "ts", "defer_wait": "dw"}
 AS_SHIPPED = None
 """The knob set of an arm that passes no knob: the build as the wrapper ships it at that S (its tuned table)."""
 
@@ -163,7 +171,7 @@ def warm_all(runs, jobs: int, fp8: bool = False) -> dict[tuple, str]:
 # ---- timing ---------------------------------------------------------------------------------------------------
 def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float, fp8: bool = False) -> dict:
     """Every config of `grid`, interleaved with the references, one JSON row. bf16: cuDNN and FLASH, outputs against
-    cuDNN's; fp8: our bf16 and fp8 builds as shipped ("bf16", "table"), outputs against the shipped fp8 build's."""
+    cuDNN's; fp8: our bf16 and fp8 builds as shipped ("bf16", "table"), outputs against the bf16 build's."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -176,7 +184,7 @@ def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float, fp
     if fp8:
         arms = {"bf16": (contextlib.nullcontext, our_call(D, causal, AS_SHIPPED, False)),
                 "table": (contextlib.nullcontext, our_call(D, causal, AS_SHIPPED, True))}
-        reference = "table"
+        reference = "bf16"
     else:
         data = data[:3]
         sdpa = lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -198,13 +206,15 @@ def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float, fp
 
 
 def _verdicts(row: dict, grid: list[dict]) -> dict:
-    """Best correct config and its speed relative to the references and to the default (x's time / best's time),
-    each with the interval of `ratio_interval`; fp8 rows also the shipped fp8 build's over our bf16 (the goal)."""
+    """Best correct config (bf16: within `ERR_LIMIT` of cuDNN; fp8: within `FP8_ERR_GROWTH` of the shipped fp8
+    build's error against our bf16) and its speed relative to the references and to the default (x's time / best's
+    time), each with the interval of `ratio_interval`; fp8 rows also the shipped fp8 build's over our bf16."""
     from tritonhook.measure.stats import ratio_interval
 
     arms = row["arms"]
     speed = lambda name, other: ratio_interval(arms[name]["samples_ms"], arms[other]["samples_ms"])
-    ours = [label(k) for k in grid if arms[label(k)]["relerr"] < ERR_LIMIT]
+    limit = FP8_ERR_GROWTH * arms["table"]["relerr"] if row["dtype"] == "fp8" else ERR_LIMIT
+    ours = [label(k) for k in grid if arms[label(k)]["relerr"] < limit]
     row["wrong"] = [label(k) for k in grid if label(k) not in ours]
     if "bf16" in arms:
         row["table_vs_bf16"] = speed("table", "bf16")
