@@ -1,7 +1,7 @@
 """Tune the Hopper Gluon attention (ws kernel, bf16) against cuDNN SDPA on one sm_90 GPU: a small grid of knob
 sets per (head dim, causal) family, every S of the family timed against cuDNN and FLASH (SDPA backends pinned).
 `--fp8` tunes the fp8 (e4m3) builds instead (`GRID_FP8`), timed against our bf16 build as it ships (the goal is a
-ratio over it) and the fp8 build as it ships (`TUNED_WS_FP8`, arm "table", whose output the others must match).
+ratio over it; outputs are compared with its) and the fp8 build as it ships (`TUNED_WS_FP8`, arm "table").
 
     PYTHONPATH=$PWD python benchmarks/hopper_attention_tune.py --out tune.json           # full: <= 7 min on an H200
     PYTHONPATH=$PWD python benchmarks/hopper_attention_tune.py --quick --out tune.json   # D=128, 3 S, 5 configs
