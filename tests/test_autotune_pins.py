@@ -526,6 +526,7 @@ def _bucket_sweep(at_512: dict):
     replay_512 = {"1": {"ratio": at_512["replay"][0], "verdict": at_512["replay"][1], "outputs": "bitwise"}} \
         if "replay" in at_512 else {}
     return recording, [row(3, "add_kernel [768x4096]", 1, [2, 3], {"3": {"outputs": "bitwise", "ratio": 0.836,
+                                                                          "low": 0.833, "high": 0.840,
                                                                           "verdict": "faster"}}, regret),
                        row(1, "add_kernel [512x4096]", 0, [0, 1] if replay_512 else [0], replay_512,
                            {**regret, "ratio": 1.0, "verdict": "none", "signature": 0})]
@@ -554,6 +555,25 @@ def test_a_config_is_pinned_for_a_tuning_key_only_where_no_shape_of_the_key_time
         (key,) = made.decisions
         assert dict(made.decisions[key].choice.config) == BUCKET_CONFIGS[256] and made.rows[key] is rows[0]
     assert (said is None) == (not made.warnings) and (said is None or said in made.warnings[0])
+
+
+@pytest.mark.parametrize("at_512,said", [
+    ({"benchmark": [1.4, 1.39, 1.41]}, "add_kernel [512x4096]: 1.400x the workload's config there (the autotuner's "
+                                       "benchmark there)"),
+    ({}, "add_kernel [512x4096]: not timed there"),
+])
+def test_a_regrets_row_says_where_else_its_tuning_key_runs_and_how_its_config_ran_there(at_512, said):
+    """The sweep's own line for a regret at a key that buckets shapes (FBGEMM's batch 768 on the H200) names the
+    key's other rows and how the regret's config ran at each, since a pin of it holds there too."""
+    from tritonhook.sweep.autotune import regrets_at_shared_keys
+    from tritonhook.sweep.result import SweepResult
+
+    recording, rows = _bucket_sweep(at_512)
+    regrets_at_shared_keys(rows, recording)
+    assert [mate["row"] for mate in rows[0].autotune["regret"]["shared_key"]] == ["add_kernel [512x4096]"]
+    assert "shared_key" not in rows[1].autotune["regret"]  # its regret is none
+    text = SweepResult._regret_text(rows[0].autotune)
+    assert f"; its tuning key also runs at {said}, where a pin of it holds too" in text
 
 
 def test_runs_whose_interval_holds_the_replays_ratio_and_no_difference_neither_confirm_nor_refute_it():

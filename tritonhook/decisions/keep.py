@@ -23,7 +23,7 @@ from ..files import write_file
 from ..measure.outputs import DIFFER, VERDICTS
 from ..measure.variants import config_of_label
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
-from ..sweep.autotune import config_text
+from ..sweep.autotune import config_at_row, config_text, tuning_key_of
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
@@ -163,13 +163,8 @@ class _Maker:
         return key
 
     def _tuning_key_of(self, row: SweepRow) -> AutotuneKey | None:
-        decision = self._decision_of(row)
-        if decision is None or not decision.get("key") or not self.recording.device:
-            return None
-        return AutotuneKey(decision["kernel"], tuple(decision["key"]), self.recording.device)
-
-    def _decision_of(self, row: SweepRow) -> dict | None:
-        return next((d for d in self.recording.autotune if d["group"] == row.autotune["group"]), None)
+        found = tuning_key_of(row, self.recording)
+        return AutotuneKey(found[0], found[1], self.recording.device) if found and self.recording.device else None
 
     def pin_all_configs(self, rows: list[SweepRow]) -> None:
         """`pin_configs` for every autotuned row, each beside the rows that share its tuning key."""
@@ -207,7 +202,7 @@ class _Maker:
     def _holds_at_mates(self, row: SweepRow, config: dict, figures: dict, mates: list[SweepRow]) -> bool:
         """Whether `config`, faster at `row`, may be pinned for the tuning key `mates` share with it: not where any
         of them timed it slower (a warning says where); a warning names those where nothing timed it."""
-        found = [(mate, self._ran_at(mate, config)) for mate in mates]
+        found = [(mate, config_at_row(mate, config, self.recording)) for mate in mates]
         slower = next(((mate, ran) for mate, ran in found if ran and ran[1] == "slower"), None)
         if slower is not None:
             mate, (ratio, _, whose) = slower
@@ -221,27 +216,6 @@ class _Maker:
                                  f"(its tuning key's other input shapes), where nothing timed it; `decisions "
                                  f"confirm` measures it there too")
         return True
-
-    def _ran_at(self, row: SweepRow, config: dict) -> tuple[float, str, str] | None:
-        """How `config` ran at an autotuned `row` against the config the workload ran there: (ratio, verdict,
-        whose figure), the replay's where it timed that config at the row (on one input set), else the recording's
-        benchmark of every config at that call (`AutotuneDecision.timings`: slower or faster only where their
-        p20-p80 ranges part); None where neither has it."""
-        for candidate in row.autotune.get("replayed") or []:
-            signature = self.signatures.get(candidate)
-            checked = against_workload(row.autotune, candidate)
-            if signature is not None and (signature.autotune or {}).get("config") == config and \
-                    checked.get("ratio") is not None:
-                return checked["ratio"], checked.get("verdict", "-"), "the replay"
-        decision = self._decision_of(row) or {}
-        timed = {config_text(c): t for c, t in decision.get("timings") or [] if t and t[0]}
-        mine, workload = timed.get(config_text(config)), timed.get(config_text(decision.get("chosen")))
-        if not mine or not workload:
-            return None
-        judged = "-"
-        if len(mine) == 3 and len(workload) == 3 and None not in mine + workload:
-            judged = "slower" if mine[1] > workload[2] else "faster" if mine[2] < workload[1] else "no difference"
-        return mine[0] / workload[0], judged, "the autotuner's benchmark there"
 
     @staticmethod
     def _pinned_outputs(row: SweepRow, signature: int | None, label: str | None) -> str:

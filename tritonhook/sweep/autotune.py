@@ -22,7 +22,7 @@ from ..measure.outputs import BITWISE, CLOSE, DIFFER, NO_OUTPUT, WITHIN_SPREAD
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
 from ..measure.variants import config_of_label
 from .recording import Recording, Signature
-from .result import TRITON_CACHE, SweepRow, VariantTiming
+from .result import TRITON_CACHE, SweepRow, VariantTiming, against_workload
 from .builds import IDENTICAL
 
 OUTPUTS_ORDER = (DIFFER, CLOSE, "allclose", WITHIN_SPREAD, BITWISE, NO_OUTPUT, "-")
@@ -308,3 +308,56 @@ def _resolved(candidate: SweepRow, samples: dict[str, list[float]]) -> dict[str,
 
 def _config_of(row: SweepRow) -> str:
     return (row.autotune or {}).get("config", "-")
+
+
+def tuning_key_of(row: SweepRow, recording: Recording) -> tuple | None:
+    """An autotuned row's (kernel, tuning key): what its decision was made for, and what a pin is looked up by; None
+    where the decision was recorded without a key."""
+    decision = decision_of(row, recording)
+    return (decision["kernel"], tuple(decision["key"])) if decision and decision.get("key") else None
+
+
+def decision_of(row: SweepRow, recording: Recording) -> dict | None:
+    """The recorded autotune decision of an autotuned row."""
+    return next((d for d in recording.autotune if d["group"] == row.autotune["group"]), None)
+
+
+def config_at_row(row: SweepRow, config: dict, recording: Recording) -> tuple[float, str, str] | None:
+    """How `config` ran at an autotuned `row` against the config the workload ran there: (ratio, verdict, whose
+    figure), the replay's where it timed that config at the row (on one input set, `against_workload`), else the
+    recording's benchmark of every config at that call (`AutotuneDecision.timings`: slower or faster only where
+    their p20-p80 ranges part); None where neither has it."""
+    signatures = {s.id: s for s in recording.signatures}
+    for candidate in row.autotune.get("replayed") or []:
+        signature = signatures.get(candidate)
+        checked = against_workload(row.autotune, candidate)
+        if signature is not None and (signature.autotune or {}).get("config") == config and \
+                checked.get("ratio") is not None:
+            return checked["ratio"], checked.get("verdict", "-"), "the replay"
+    decision = decision_of(row, recording) or {}
+    timed = {config_text(c): t for c, t in decision.get("timings") or [] if t and t[0]}
+    mine, workload = timed.get(config_text(config)), timed.get(config_text(decision.get("chosen")))
+    if not mine or not workload:
+        return None
+    judged = "-"
+    if len(mine) == 3 and len(workload) == 3 and None not in mine + workload:
+        judged = "slower" if mine[1] > workload[2] else "faster" if mine[2] < workload[1] else "no difference"
+    return mine[0] / workload[0], judged, "the autotuner's benchmark there"
+
+
+def regrets_at_shared_keys(rows: list[SweepRow], recording: Recording) -> None:
+    """A pin holds for its tuning key, so at every row of that key (the other input shapes a key that buckets a
+    length runs one config at): each "faster" regret gets `shared_key`, per other row of its key, how its config ran
+    there (`config_at_row`: ratio, verdict and whose figure, or None where nothing timed it)."""
+    tuned = [(row, tuning_key_of(row, recording)) for row in rows if row.status == "ok" and row.autotune
+             and row.autotune.get("group") is not None]
+    for row, key in tuned:
+        regret = row.autotune.get("regret") or {}
+        if key is None or regret.get("verdict") != "faster":
+            continue
+        config = next((s.autotune["config"] for s in recording.signatures
+                       if s.id == regret.get("signature") and s.autotune), None)
+        mates = [other for other, at in tuned if other is not row and at == key]
+        if config is not None and mates:
+            regret["shared_key"] = [{"row": mate.label, "ran": config_at_row(mate, config, recording)}
+                                    for mate in mates]

@@ -22,7 +22,7 @@ from ..measure.stats import DEFAULT_MIN_EFFECT, median
 from ..measure.variants import Variant, config_of_label
 from ..rename import compile_select
 from ..store import ResultKind, Store, register_result_kind
-from .autotune import analyze_group, autotune_groups, config_text
+from .autotune import analyze_group, autotune_groups, config_text, regrets_at_shared_keys
 from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature, synthetic_tensors
 from .misses import ZEROS_FILLED, check_conditions, miss_reason, missed_rows
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
@@ -135,6 +135,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
     began = time.time()
     if _compare_configs(recording, store, shown, built, workers, l2, l2_dirt, min_effect):
         times["config check"] = time.time() - began
+    regrets_at_shared_keys(shown, recording)
     if config.SWEEP_EXPLAIN_MISSES.get():
         began = time.time()
         _explain_misses(recording, store, shown, built, workers, l2, dirt_of)

@@ -259,6 +259,16 @@ def against_workload(tune: dict, signature: int) -> dict:
     return (tune.get("against_workload") or {}).get(str(signature)) or {}
 
 
+def _shared_key_text(shared: list[dict]) -> str:
+    """Where a regret's tuning key runs at other input shapes (`autotune.regrets_at_shared_keys`): a pin of its
+    config holds there too, and how that config ran there."""
+    if not shared:
+        return ""
+    ran = [f"{mate['row']}: {mate['ran'][0]:.3f}x the workload's config there ({mate['ran'][2]})" if mate["ran"]
+           else f"{mate['row']}: not timed there" for mate in shared]
+    return f"; its tuning key also runs at {'; '.join(ran)}, where a pin of it holds too"
+
+
 DERIVED = ("fidelity", "lead_ms", "net_fidelity")
 """A row's properties that `to_json` writes beside its fields (`from_json` recomputes them)."""
 
@@ -425,7 +435,8 @@ class SweepResult:
         outputs = f", outputs {checked['outputs']}" if checked.get("outputs") else ""
         checked = paired + outputs
         return (f"; autotune regret: {regret['config']} runs {regret['ratio']:.3f} [{regret['low']:.3f}, "
-                f"{regret['high']:.3f}] of the workload's config, {standing}{checked}{why}")
+                f"{regret['high']:.3f}] of the workload's config, {standing}{checked}{why}"
+                f"{_shared_key_text(regret.get('shared_key') or [])}")
 
     def _cells(self, row: SweepRow, width: int) -> list[str]:
         if row.status != "ok" or not row.variants:  # what went wrong, in the last column
