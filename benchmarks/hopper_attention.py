@@ -27,7 +27,7 @@ SEQLENS = "1024,2048,4096,8192,16384"
 QUICK = dict(head_dims="128", seqlens="1024,4096,16384")
 THREE_OL = dict(variant="ws", consumers=3, overlap=True, masked_first=True)
 """ws-3wg-ol, the base of its -thread and -peel variants (the knobs of gluon_kernels.tuning.THREE_OVERLAPPED)."""
-VARIANT_KWARGS = {"ws": dict(variant="ws"), "simple": dict(variant="simple"),
+VARIANT_KWARGS = {"ws": dict(variant="ws"), "ws-aa": dict(variant="ws"), "simple": dict(variant="simple"),
                   "ws-nopp": dict(variant="ws", pingpong=False), "ws-noov": dict(variant="ws", overlap=False),
                   "ws-plain": dict(variant="ws", pingpong=False, overlap=False),
                   "ws-gst": dict(variant="ws", tma_store=False), "ws-wait": dict(variant="ws", defer_wait=False),
@@ -54,7 +54,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--head-dims", default=None, help="comma-separated D (default 64,128)")
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--variants", default="ws", help="our kernel variants, comma-separated: ws (persistent, "
-                    "warp-specialized, tuned knobs), ws-nopp (no ping-pong), ws-noov (no intra-warpgroup overlap), "
+                    "warp-specialized, tuned knobs), ws-aa (the same build again: an A/A pair with ws, how much "
+                    "an arm's place in the interleaving moves it), ws-nopp (no ping-pong), ws-noov (no intra-warpgroup overlap), "
                     "ws-plain (neither), ws-gst (O written by direct global stores, not through shared memory and "
                     "TMA), ws-wait (each TMA store of O waited for at once, not after the next tile's first "
                     "block), ws-tc (P's row sums on the tensor cores), ws-early (each tile's first Q K^T issued "

@@ -112,3 +112,15 @@ def test_the_bound_table_reads_every_arm_and_metric_from_a_real_ncu_run():
     assert bound.arms_of(profiled[0], ["ws", "ws-3wg"]) == ["ours", "ours:ws-3wg", "fa4", "cudnn"]
     assert bound.arms_of(profiled[2], ["ws", "ws-3wg"]) == ["ours", "fa4", "cudnn"]  # D=128: no three consumers
     assert ours_d64["kernel"].startswith("_attn_fwd_ws") and ours_d64["warps_per_scheduler"] == 3.0
+
+
+def test_an_aa_arm_runs_the_tuned_build_again_and_is_compared_with_it():
+    """`--variants ws,ws-aa`: the same build as two arms of one run, so the table's `ws-aa/ws` says how much an
+    arm's place in the interleaving moves a kernel (up to 5% at S <= 2k on the H200: two arms of one fp8 build read
+    899 and 856 TFLOPS, docs/hopper_attention.md#the-d128-goals-on-two-more-starts)."""
+    args = bench.parse_args(["--variants", "ws,ws-aa"])
+    assert bench.VARIANT_KWARGS["ws-aa"] == bench.VARIANT_KWARGS["ws"] and args.variants == "ws,ws-aa"
+    row = _row()
+    for run in row["runs"]:
+        run["ws-aa:bf16"] = [2.1] * 9
+    assert bench.summarize_row(row)["ratios"]["ws-aa/ws"] == pytest.approx((2.0 / 2.1,) * 3)
