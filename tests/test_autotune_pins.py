@@ -496,11 +496,12 @@ def test_a_pin_whose_tuning_key_runs_at_several_shapes_is_judged_at_its_rows_sha
 BUCKET_CONFIGS = {block: {"BLOCK": block, "num_warps": 4} for block in (256, 512)}
 
 
-def _bucket_sweep(at_512: dict):
+def _bucket_sweep(at_512: dict, shares: tuple[float, float] = (0.5, 0.5)):
     """(recording, [row at M = 768, row at M = 512]): two autotuned rows of one tuning key (m_key 256), as FBGEMM's
     fp8 GEMM made them on the H200. The workload ran BLOCK 512 at both (picked at 512); at 768 BLOCK 256 is the
     replay's regret (0.836). `at_512`: what was timed of BLOCK 256 at 512, {"benchmark": [median, p20, p80]} (the
-    recording's autotuner) and/or {"replay": (ratio, verdict)} (a replayed candidate there)."""
+    recording's autotuner) and/or {"replay": (ratio, verdict)} (a replayed candidate there). `shares`: the two rows'
+    shares of the workload's GPU time (768, 512)."""
     members = [(0, 512), (0, 256), (1, 512), (1, 256)]
     signatures = [rec.Signature(id=i, kernel="add_kernel", triton_hash=f"h{i}", capture_id=None, arch="sm_90a",
                                 grid=[1, 1, 1], args=[], arg_names=[], signature={}, constexprs={}, launches=0,
@@ -518,8 +519,8 @@ def _bucket_sweep(at_512: dict):
     regret = {"config": "BLOCK=256, num_warps=4", "signature": 3, "workload_config": "BLOCK=512, num_warps=4",
               "ratio": 0.836, "low": 0.835, "high": 0.840, "verdict": "faster", "why": [], "confirmed": None}
 
-    def row(signature, label, group, replayed, checked, regret):
-        return SweepRow(signature, "add_kernel", label, 0.5, 100, 0.09, "snapshot", "ok", autotune={
+    def row(signature, label, group, replayed, checked, regret, share):
+        return SweepRow(signature, "add_kernel", label, share, 100, 0.09, "snapshot", "ok", autotune={
             "group": group, "configs": replayed, "replayed": replayed, "against_workload": checked,
             "regret": regret, "winner_signatures": {}, "workload": "BLOCK=512, num_warps=4"})
 
@@ -527,27 +528,34 @@ def _bucket_sweep(at_512: dict):
         if "replay" in at_512 else {}
     return recording, [row(3, "add_kernel [768x4096]", 1, [2, 3], {"3": {"outputs": "bitwise", "ratio": 0.836,
                                                                           "low": 0.833, "high": 0.840,
-                                                                          "verdict": "faster"}}, regret),
+                                                                          "verdict": "faster"}}, regret,
+                           shares[0]),
                        row(1, "add_kernel [512x4096]", 0, [0, 1] if replay_512 else [0], replay_512,
-                           {**regret, "ratio": 1.0, "verdict": "none", "signature": 0})]
+                           {**regret, "ratio": 1.0, "verdict": "none", "signature": 0}, shares[1])]
 
 
-@pytest.mark.parametrize("at_512,pinned,said", [
-    ({"benchmark": [1.4, 1.39, 1.41]}, False, "1.400x at add_kernel [512x4096] (the autotuner's benchmark there)"),
-    ({"replay": (1.3, "slower"), "benchmark": [0.9, 0.89, 0.91]}, False, "1.300x at add_kernel [512x4096] (the replay)"),
-    ({"benchmark": [1.0, 0.98, 1.02]}, True, None),
-    ({}, True, "also holds at add_kernel [512x4096] (its tuning key's other input shapes), where nothing timed it"),
+@pytest.mark.parametrize("at_512,shares,pinned,said", [
+    ({"benchmark": [1.4, 1.39, 1.41]}, (0.5, 0.5), False,
+     "1.400x at add_kernel [512x4096] (the autotuner's benchmark there), which shares its tuning key (a pin holds "
+     "at every input shape of its key); over the key's timed rows by their GPU time 1.118x, so it is not pinned"),
+    ({"replay": (1.3, "slower"), "benchmark": [0.9, 0.89, 0.91]}, (0.5, 0.5), False,
+     "1.300x at add_kernel [512x4096] (the replay)"),
+    ({"benchmark": [1.4, 1.39, 1.41]}, (0.8, 0.2), True, "by their GPU time 0.949x, so it is pinned"),
+    ({"benchmark": [1.0, 0.98, 1.02]}, (0.5, 0.5), True, None),
+    ({}, (0.5, 0.5), True, "also holds at add_kernel [512x4096] (its tuning key's other input shapes), where nothing "
+                           "timed it"),
 ])
-def test_a_config_is_pinned_for_a_tuning_key_only_where_no_shape_of_the_key_timed_it_slower(
-        at_512, pinned, said, tmp_path):
+def test_a_config_is_pinned_for_a_tuning_key_only_where_it_pays_over_the_keys_shapes(
+        at_512, shares, pinned, said, tmp_path):
     """A pin holds for its tuning key, so at every input shape the key buckets. FBGEMM's fp8 GEMM on the H200:
     BLOCK 256 at M = 768 was the replay's regret (0.836), but its autotuner had timed it 1.42x its pick at M = 512,
-    the same key; pinned, the key's launches ran 1.047x. Such a config is not pinned (the replay's figure at the
-    other shape first, else the autotuner's benchmark there); one nothing timed there is pinned, with a warning."""
+    the same key; pinned, the key's launches ran 1.047x. Where another shape timed it slower (the replay's figure
+    there first, else the autotuner's benchmark), it is pinned only where the key's timed rows, weighed by their
+    share of the GPU time, still run it faster; one nothing timed there is pinned, with a warning."""
     from tritonhook.decisions.keep import _Maker
     from tritonhook.store import Store
 
-    recording, rows = _bucket_sweep(at_512)
+    recording, rows = _bucket_sweep(at_512, shares)
     made = _Maker(Store(tmp_path / "store"), recording, "sweep", 1)
     made.pin_all_configs(rows)
     assert bool(made.decisions) is pinned

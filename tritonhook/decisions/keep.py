@@ -178,8 +178,7 @@ class _Maker:
         """Offer a config decision for an autotuned row: a `config:` variant faster than the workload's config with
         outputs kept, and the row's autotune regret where it is "faster". A pin holds for its tuning key, so also at
         `mates`, the rows of other input shapes under the same key (a key that buckets a length runs one config at
-        every shape of its bucket): a config timed slower at any of them is not pinned, and one none timed there is
-        pinned with a warning naming them."""
+        every shape of its bucket): `_holds_at_mates` says whether it pays over them."""
         offers = []
         for timing in row.variants[1:]:
             signature = row.autotune["winner_signatures"].get(timing.label)
@@ -200,16 +199,26 @@ class _Maker:
                            self.evidence(row.kernel, figures, outputs), row)
 
     def _holds_at_mates(self, row: SweepRow, config: dict, figures: dict, mates: list[SweepRow]) -> bool:
-        """Whether `config`, faster at `row`, may be pinned for the tuning key `mates` share with it: not where any
-        of them timed it slower (a warning says where); a warning names those where nothing timed it."""
+        """Whether `config`, faster at `row`, may be pinned for the tuning key `mates` share with it. Where a mate
+        timed it slower, only where the key's timed rows, weighed by their share of the workload's GPU time, still
+        run it faster than the workload's configs (a warning says which, and the net either way); a warning names
+        the mates where nothing timed it."""
         found = [(mate, config_at_row(mate, config, self.recording)) for mate in mates]
-        slower = next(((mate, ran) for mate, ran in found if ran and ran[1] == "slower"), None)
-        if slower is not None:
-            mate, (ratio, _, whose) = slower
-            self.warnings.append(f"{row.label}: {config_text(config)} runs {figures['ratio']:.3f}x the workload's "
-                                 f"config here but {ratio:.3f}x at {mate.label} ({whose}), which shares its tuning "
-                                 f"key; a pin holds at every input shape of its key, so it is not pinned")
-            return False
+        slower = [(mate, ran) for mate, ran in found if ran and ran[1] == "slower"]
+        if slower:
+            timed = [(row, figures["ratio"])] + [(mate, ran[0]) for mate, ran in found if ran]
+            weight = sum(r.share or 0.0 for r, _ in timed)
+            net = sum((r.share or 0.0) * ratio for r, ratio in timed) / weight if weight else None
+            pays = net is not None and net < 1.0
+            where = "; ".join(f"{ran[0]:.3f}x at {mate.label} ({ran[2]})" for mate, ran in slower)
+            self.warnings.append(
+                f"{row.label}: {config_text(config)} runs {figures['ratio']:.3f}x the workload's config here but "
+                f"{where}, which shares its tuning key (a pin holds at every input shape of its key); over the "
+                f"key's timed rows by their GPU time "
+                + (f"{net:.3f}x, so it is {'pinned' if pays else 'not pinned'}" if net is not None
+                   else "it cannot be weighed (no shares), so it is not pinned"))
+            if not pays:
+                return False
         untimed = [mate.label for mate, ran in found if ran is None]
         if untimed:
             self.warnings.append(f"{row.label}: a pin of {config_text(config)} also holds at {'; '.join(untimed)} "
