@@ -203,7 +203,7 @@ class _Maker:
         timed it slower, only where the key's timed rows, weighed by their share of the workload's GPU time, still
         run it faster than the workload's configs (a warning says which, and the net either way); a warning names
         the mates where nothing timed it."""
-        found = [(mate, config_at_row(mate, config, self.recording)) for mate in mates]
+        found = [(mate, config_at_row(mate, config, self.recording, self.signatures)) for mate in mates]
         slower = [(mate, ran) for mate, ran in found if ran and ran[1] == "slower"]
         if slower:
             timed = [(row, figures["ratio"])] + [(mate, ran[0]) for mate, ran in found if ran]

@@ -322,12 +322,12 @@ def decision_of(row: SweepRow, recording: Recording) -> dict | None:
     return next((d for d in recording.autotune if d["group"] == row.autotune["group"]), None)
 
 
-def config_at_row(row: SweepRow, config: dict, recording: Recording) -> tuple[float, str, str] | None:
+def config_at_row(row: SweepRow, config: dict, recording: Recording, signatures: dict[int, Signature]
+                  ) -> tuple[float, str, str] | None:
     """How `config` ran at an autotuned `row` against the config the workload ran there: (ratio, verdict, whose
     figure), the replay's where it timed that config at the row (on one input set, `against_workload`), else the
     recording's benchmark of every config at that call (`AutotuneDecision.timings`: slower or faster only where
-    their p20-p80 ranges part); None where neither has it."""
-    signatures = {s.id: s for s in recording.signatures}
+    their p20-p80 ranges part); None where neither has it. `signatures`: the recording's by id (its caller's)."""
     for candidate in row.autotune.get("replayed") or []:
         signature = signatures.get(candidate)
         checked = against_workload(row.autotune, candidate)
@@ -351,13 +351,13 @@ def regrets_at_shared_keys(rows: list[SweepRow], recording: Recording) -> None:
     there (`config_at_row`: ratio, verdict and whose figure, or None where nothing timed it)."""
     tuned = [(row, tuning_key_of(row, recording)) for row in rows if row.status == "ok" and row.autotune
              and row.autotune.get("group") is not None]
+    signatures = {s.id: s for s in recording.signatures}
     for row, key in tuned:
         regret = row.autotune.get("regret") or {}
         if key is None or regret.get("verdict") != "faster":
             continue
-        config = next((s.autotune["config"] for s in recording.signatures
-                       if s.id == regret.get("signature") and s.autotune), None)
+        config = (getattr(signatures.get(regret.get("signature")), "autotune", None) or {}).get("config")
         mates = [other for other, at in tuned if other is not row and at == key]
         if config is not None and mates:
-            regret["shared_key"] = [{"row": mate.label, "ran": config_at_row(mate, config, recording)}
+            regret["shared_key"] = [{"row": mate.label, "ran": config_at_row(mate, config, recording, signatures)}
                                     for mate in mates]
