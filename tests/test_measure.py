@@ -73,6 +73,23 @@ def test_rotation_sets():
     assert timing.rotation_sets(0, l2) == 1
 
 
+@pytest.mark.parametrize("arms", range(1, 10))
+def test_every_arm_takes_every_place_of_a_round_alike_over_whole_cycles(arms):
+    """An arm's place in its round moves its time (the first behind the stream hold, a middle one behind another
+    kernel), so over whole cycles every arm sits at every place equally often and comes first, or right after
+    each of its neighbours, as often as any other arm. The order A B C, C B A kept a middle arm off the ends."""
+    from collections import Counter
+
+    rounds = timing.whole_cycles(1, arms)
+    orders = [timing.round_order(r, arms) for r in range(rounds)]
+    assert all(sorted(order) == list(range(arms)) for order in orders)       # each arm once a round
+    places = Counter((arm, place) for order in orders for place, arm in enumerate(order))
+    assert set(places.values()) == {2} and len(places) == arms * arms
+    firsts = Counter(order[0] for order in orders)
+    assert set(firsts.values()) == {2} and len(firsts) == arms
+    assert timing.whole_cycles(20, 7) == 28 and timing.whole_cycles(28, 7) == 28 and timing.whole_cycles(1, 1) == 2
+
+
 def test_parse_variants():
     parsed = parse_variants("plain,cutlass_,strip,plain")
     assert [(v.label, v.describe()) for v in parsed] == [

@@ -6,7 +6,7 @@ Two ways in:
   each variant's rename in turn (Triton's in-memory cache keeps one build per variant) and times `run` with
   `bench`.
 * `tritonhook ab [--variants plain,cutlass_] [--rounds N] -- python bench.py`: `run_interleaved` starts the
-  script once per variant per round, in fresh processes, interleaved A B A B ...; the script reports its
+  script once per variant per round, in fresh processes, interleaved A B, B A, ...; the script reports its
   timings with `bench(fn, name=...)` or `record(name, ms)`.
 
 The modules: `protocol` (what a child reports and how it is read back), `result` (`ABReport`, which renders

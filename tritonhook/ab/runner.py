@@ -19,7 +19,7 @@ from ..errors import TritonhookError
 from ..launcher import AbRound, Capture, ChildSettings, Ptxas, run as run_child
 from ..measure.outputs import compare_outputs
 from ..measure.stats import DEFAULT_MIN_EFFECT
-from ..measure.timing import bench_interleaved
+from ..measure.timing import bench_interleaved, round_order
 from ..measure.variants import PLAIN, Variant, parse_variants, refuse_configs
 from ..rename import DEFAULT_PREFIX, Selector
 from .protocol import collect, output_file, read_records
@@ -104,7 +104,8 @@ def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, DEFAULT_PREFI
 def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: int, store, select: str | None,
                     check: str | None = "allclose", min_effect: float = DEFAULT_MIN_EFFECT,
                     progress: bool = True) -> ABReport:
-    """Run `command` once per variant per round (A B A B ...), each in a fresh process, and analyse the timings
+    """Run `command` once per variant per round (A B, B A, ...: `measure.timing.round_order`), each in a fresh
+    process, and analyse the timings
     it reports. Each child captures into `store` with its variant's rename, and compiles with its variant's ptxas,
     options and control file (`_arm_builds`); every Triton build an arm captured is checked to have been made so."""
     if rounds < MIN_ROUNDS:
@@ -115,7 +116,7 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
             format.progress(progress, rounds * len(variants), "A/B") as step:
         builds = _arm_builds(variants, Path(scratch))
         for round_index in range(rounds):
-            for variant in variants:
+            for variant in (variants[arm] for arm in round_order(round_index, len(variants))):
                 out = Path(scratch) / f"round{round_index}-{len(records)}.jsonl"
                 capture = Capture.of(store.path, rename=variant.rename,
                                      select=select if variant.rename is not None else None)

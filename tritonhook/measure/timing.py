@@ -134,8 +134,8 @@ def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: 
                       rep_ms: float = 100.0, min_reps: int = 10, rotate: bool = True,
                       before_call: Callable[[tuple], object] | None = None, trailing_empty: bool = False
                       ) -> list[BenchResult]:
-    """Time several arms call by call, A B A B ..., so that clock and power swings (a GPU at its power limit
-    moves by several percent within a second) fall on every arm alike. Each call runs inside its arm's
+    """Time several arms call by call, A B, B A, ... (`round_order`), so that clock and power swings (a GPU at its
+    power limit moves by several percent within a second) fall on every arm alike. Each call runs inside its arm's
     context (for A/B: the variant's capture session); the events bracket the call alone. `rotate=False` keeps
     one input set: every call then finds in L2 what the previous call read and wrote. `before_call(input_set)`
     runs before each call's start event, on the set the call gets (a sweep replay reads the inputs into L2 there,
@@ -151,10 +151,31 @@ def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: 
     estimate_ms = _estimate_ms(torch, arms, sets, before_call)
     _timed_calls(torch, arms, sets, max(1, int(warmup_ms / estimate_ms)), before_call)
     empties: list[list] | None = [[] for _ in arms] if trailing_empty else None
-    samples = _timed_calls(torch, arms, sets, max(min_reps, int(rep_ms / estimate_ms)), before_call, empties)
+    rounds = whole_cycles(max(min_reps, int(rep_ms / estimate_ms)), len(arms))
+    samples = _timed_calls(torch, arms, sets, rounds, before_call, empties)
     return [BenchResult(median(arm_samples), arm_samples, len(sets), output,
                         empties[arm] if empties is not None and empties[arm] else None)
             for arm, (arm_samples, output) in enumerate(zip(samples, outputs))]
+
+
+def round_order(round_index: int, arms: int) -> list[int]:
+    """The arms' order in round `round_index`: shifted by one place every two rounds and reversed every other round,
+    so that over 2 x `arms` rounds every arm takes every place in a round twice, and follows the round's start and
+    each of its two neighbours alike. Why: a call's place in its round moves its time (the first call behind the
+    stream hold, a middle one behind another kernel), by up to 5% for a 40 µs attention kernel on the H200, steadily;
+    an order that only alternated A B C, C B A kept the middle arms off the ends for good
+    (docs/timing.md#an-arms-place-in-its-round). The timer's rounds, the replay's module loads and the A/B's fresh
+    processes all take their order from here."""
+    start = (round_index // 2) % arms
+    order = [(start + place) % arms for place in range(arms)]
+    return order[::-1] if round_index % 2 else order
+
+
+def whole_cycles(rounds: int, arms: int) -> int:
+    """`rounds` rounded up to whole cycles of `round_order` (2 x `arms` rounds), in which every arm takes every
+    place alike."""
+    cycle = 2 * arms
+    return -(-rounds // cycle) * cycle
 
 
 def _estimate_ms(torch, arms, sets, before_call=None, calls: int = 5) -> float:
@@ -178,7 +199,8 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
     its own half of the sets round after round; the allocator gives the copies the same addresses every round, so
     a small kernel's few-percent difference between two allocations would become a steady difference between
     identical arms that no number of rounds widens the interval for (docs/timing.md#input-sets-and-module-loads).
-    The arms' order flips every round (A B, B A, ...), and each round is queued behind a stream hold sized from
+    The arms' order comes from `round_order` (every arm at every place alike), and each round is queued behind a
+    stream hold sized from
     the previous round's host time (see `hold_stream`), once the previous round has finished on the GPU: an
     event-timed call reads longer while more than about eight calls are queued behind it, and without the wait
     the GPU, held longer than the host takes, falls further behind every round until the queue is deep. A kernel
@@ -196,8 +218,7 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
             torch.cuda.current_stream().synchronize()
         hold_stream(torch, HOLD_MARGIN * host_us + HOLD_EXTRA_US)
         queued_from = time.perf_counter()
-        order = range(len(arms)) if i % 2 == 0 else reversed(range(len(arms)))
-        for arm in order:
+        for arm in round_order(i, len(arms)):
             (enter, fn), (begin, finish) = arms[arm], pairs[arm]
             inputs = sets[(i + arm * stride) % len(sets)]
             if before_call is not None:

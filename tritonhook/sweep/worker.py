@@ -49,7 +49,7 @@ from ..files import file_name
 from ..measure.outputs import as_bits, check_outputs
 from ..measure.sequential import FIXED, StopRule, rounds_stop
 from ..measure.stats import interquartile_mean, median
-from ..measure.timing import bench_interleaved, l2_bytes, sm_clock_mhz
+from ..measure.timing import bench_interleaved, l2_bytes, round_order, sm_clock_mhz
 from ..store import Store
 from . import l2probe
 from .job import ReplayJob
@@ -233,10 +233,11 @@ def replay_signature(torch, job: ReplayJob, signature: dict, store: Store, workd
     rule = StopRule(**signature["stop"]) if signature.get("stop") else None
     stopped = FIXED
     for round_index in range(rule.cap if rule else job.rounds):
-        # each round loads the variants afresh, in alternating order: two loads of one cubin can differ by a few
-        # percent for a small kernel for the module's whole life, so where the code lands must vary between rounds
-        # for the interval to cover it (docs/timing.md#input-sets-and-module-loads)
-        kernels = load(timed[::-1] if round_index % 2 else timed)
+        # each round loads the variants afresh, each at every place of the loading order alike (`round_order`):
+        # two loads of one cubin can differ by a few percent for a small kernel for the module's whole life, so
+        # where the code lands must vary between rounds for the interval to cover it
+        # (docs/timing.md#input-sets-and-module-loads)
+        kernels = load([timed[arm] for arm in round_order(round_index, len(timed))])
         restore()
         arms_args.clear()
         results = bench_interleaved([(contextlib.nullcontext, arm(label)) for label in timed],
