@@ -37,10 +37,10 @@ def kernels(torch, names: list[str]) -> dict:
             q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
             if dtype == "fp8":
                 q, k, v = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
-                call = lambda q, k, vt: hopper_attention(q, k, None, v_t=vt, causal=causal)
+                call = lambda q, k, vt, causal=causal: hopper_attention(q, k, None, v_t=vt, causal=causal)
                 made[name] = (call, (q, k, transpose_v_for_fp8(v)), attention_flops(B, H, S, D, causal))
             else:
-                made[name] = (lambda q, k, v: hopper_attention(q, k, v, causal=causal), (q, k, v),
+                made[name] = (lambda q, k, v, causal=causal: hopper_attention(q, k, v, causal=causal), (q, k, v),
                               attention_flops(B, H, S, D, causal))
     return made
 
