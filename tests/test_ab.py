@@ -16,6 +16,7 @@ from tritonhook import ab
 from tritonhook.cubin import SUMMARY_FIELDS
 from tritonhook.samples import compile_sample
 from tritonhook.errors import TritonhookError
+from tritonhook.measure.timing import round_order
 from tritonhook.store import SCHEMA_VERSION, Store
 
 SCHEMA_1_COMMIT = "15899f8"  # the first commit: its store.py writes schema 1 (before the A/B tables)
@@ -88,8 +89,10 @@ def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_capt
     done = tritonhook_ab(store_path, "--rounds", "5", "--json", "--", sys.executable, script)
     assert done.returncode == 0, done.stderr
     lines = order.read_text().split("\n")[:-1]
-    assert lines == [f"{r} {v} {n}" for r in range(5)
-                     for v, n in (("plain", "add_kernel"), ("cutlass_", "cutlass_add_kernel"))]
+    arms = (("plain", "add_kernel"), ("cutlass_", "cutlass_add_kernel"))
+    assert lines == [f"{r} {arms[a][0]} {arms[a][1]}" for r in range(5) for a in round_order(r, 2)]
+    assert lines[:4] == ["0 plain add_kernel", "0 cutlass_ cutlass_add_kernel",  # each variant first in turn
+                         "1 cutlass_ cutlass_add_kernel", "1 plain add_kernel"]
     result = json.loads(done.stdout)
     [bench] = result["benchmarks"]
     assert bench["name"] == "compile_add" and bench["correctness"] == "not checked"
