@@ -18,18 +18,17 @@ import platform
 
 
 def kernels(torch, names: list[str]) -> dict:
-    """{name: (callable, inputs, FLOPs or None)} for the kernels asked for."""
+    """{name: (callable, inputs)} for the kernels asked for."""
     from gluon_kernels import hopper_attention, transpose_v_for_fp8
-    from tritonhook.ab import attention_flops
 
     made = {}
     for name in names:
         if name == "add":
             x = torch.randn(2048, device="cuda")
-            made[name] = (lambda x: x + 1.0, (x,), None)
+            made[name] = (lambda x: x + 1.0, (x,))
         elif name == "gemm":
             a, b = (torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-            made[name] = (torch.matmul, (a, b), 2 * 4096 ** 3)
+            made[name] = (torch.matmul, (a, b))
         else:  # attention: attn-<dtype>-<causal|full>-<S>
             _, dtype, mask, seq = name.split("-")
             S, D, causal = int(seq), 128, mask == "causal"
@@ -38,10 +37,9 @@ def kernels(torch, names: list[str]) -> dict:
             if dtype == "fp8":
                 q, k, v = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
                 call = lambda q, k, vt, causal=causal: hopper_attention(q, k, None, v_t=vt, causal=causal)
-                made[name] = (call, (q, k, transpose_v_for_fp8(v)), attention_flops(B, H, S, D, causal))
+                made[name] = (call, (q, k, transpose_v_for_fp8(v)))
             else:
-                made[name] = (lambda q, k, v, causal=causal: hopper_attention(q, k, v, causal=causal), (q, k, v),
-                              attention_flops(B, H, S, D, causal))
+                made[name] = (lambda q, k, v, causal=causal: hopper_attention(q, k, v, causal=causal), (q, k, v))
     return made
 
 
@@ -78,7 +76,7 @@ def main(argv=None):
     from tritonhook.measure.timing import bench_interleaved
 
     rows = []
-    for name, (fn, inputs, _) in kernels(torch, args.kernels.split(",")).items():
+    for name, (fn, inputs) in kernels(torch, args.kernels.split(",")).items():
         for n in (int(x) for x in args.arms.split(",")):
             results = bench_interleaved([(contextlib.nullcontext, fn)] * n, inputs=inputs, rep_ms=args.rep,
                                         min_reps=8 * n)

@@ -10,6 +10,7 @@ import statistics
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from benchmark_scripts import load_benchmark
 from tritonhook.errors import TritonhookError
 from tritonhook.measure import stats, timing
 from tritonhook.measure.variants import parse_variants
@@ -208,3 +209,18 @@ def test_compare_outputs_of_ab_calls_a_kernel_that_makes_nan_equal_to_itself():
     produced = torch.randn(1000).sqrt()
     assert compare_outputs({"plain": produced, "cutlass_": produced.clone()}, "bitwise") == "bitwise"
     assert compare_outputs({"plain": produced, "cutlass_": produced.nan_to_num()}, "allclose") == "MISMATCH"
+
+
+def test_the_place_study_reads_a_slow_first_place_on_the_ends_of_the_old_order_and_on_no_arm_of_round_order():
+    """benchmarks/timer_places.py's summary of an A/A: with the first place of every round 5% slow, round_order's
+    arms read alike, while pooling the calls as A B C, C B A placed them puts the slowness on the two end arms."""
+    arms, rounds = 7, timing.whole_cycles(1, 7)
+    samples = [[0.0] * rounds for _ in range(arms)]
+    for r in range(rounds):
+        for place, arm in enumerate(timing.round_order(r, arms)):
+            samples[arm][r] = 1.05 if place == 0 else 1.0 + 0.001 * place
+    row = load_benchmark("timer_places").places_row(samples)
+    assert row["by_place"][0] == max(row["by_place"]) > 1.04
+    assert max(row["by_arm"]) == min(row["by_arm"])
+    ends, middle = row["alternating_order_by_arm"][0], row["alternating_order_by_arm"][3]
+    assert row["alternating_order_by_arm"][-1] == ends > middle + 0.02

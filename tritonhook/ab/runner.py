@@ -105,9 +105,9 @@ def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: 
                     check: str | None = "allclose", min_effect: float = DEFAULT_MIN_EFFECT,
                     progress: bool = True) -> ABReport:
     """Run `command` once per variant per round (A B, B A, ...: `measure.timing.round_order`), each in a fresh
-    process, and analyse the timings
-    it reports. Each child captures into `store` with its variant's rename, and compiles with its variant's ptxas,
-    options and control file (`_arm_builds`); every Triton build an arm captured is checked to have been made so."""
+    process, and analyse the timings it reports. Each child captures into `store` with its variant's rename, and
+    compiles with its variant's ptxas, options and control file (`_arm_builds`); every Triton build an arm captured
+    is checked to have been made so."""
     if rounds < MIN_ROUNDS:
         raise TritonhookError(f"--rounds {rounds}: use at least {MIN_ROUNDS} so the interval means something")
     records, pids = [], {v.label: set() for v in variants}

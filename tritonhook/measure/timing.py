@@ -162,7 +162,7 @@ def round_order(round_index: int, arms: int) -> list[int]:
     """The arms' order in round `round_index`: shifted by one place every two rounds and reversed every other round,
     so that over 2 x `arms` rounds every arm takes every place in a round twice, and follows the round's start and
     each of its two neighbours alike. Why: a call's place in its round moves its time (the first call behind the
-    stream hold, a middle one behind another kernel), by up to 5% for a 40 µs attention kernel on the H200, steadily;
+    stream hold, a middle one behind another kernel), by up to 6% for a 0.1-0.2 ms kernel on the H200, steadily;
     an order that only alternated A B C, C B A kept the middle arms off the ends for good
     (docs/timing.md#an-arms-place-in-its-round). The timer's rounds, the replay's module loads and the A/B's fresh
     processes all take their order from here."""
