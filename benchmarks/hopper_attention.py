@@ -41,7 +41,8 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "ws-aa": dict(variant="ws"), "simple
                   "ws-3wg-ol-thread": dict(THREE_OL, thread_rowsum=True),
                   "ws-3wg-ol-peel": dict(THREE_OL, peel_diagonal=True),
                   "ws-3wg-ol-peel-thread": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True),
-                  "ws-tree": dict(variant="ws", tree_reduce=True), "ws-thread": dict(variant="ws", thread_rowsum=True)}
+                  "ws-tree": dict(variant="ws", tree_reduce=True), "ws-thread": dict(variant="ws", thread_rowsum=True),
+                  "ws-late": dict(variant="ws", late_pv_wait=True)}
 ONLY_AT_D = {name: 64 for name, kwargs in VARIANT_KWARGS.items() if kwargs.get("consumers") == 3}
 """Our variants built for one head dimension alone (three consumers: D=64)."""
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
@@ -67,7 +68,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "row sums), ws-3wg-ol-peel (causal: both diagonal blocks first, the second peeled off the loop, "
                     "which then carries no mask), ws-3wg-ol-peel-thread (both), ws-tree (the softmax's row maxima "
                     "and sums reduced as a tree), ws-thread (the row sums kept as each thread's share, the quad's "
-                    "shares added once a tile: FlashAttention-4's), simple (one program per tile, no "
+                    "shares added once a tile: FlashAttention-4's), ws-late (the overlapped loop's wait for the "
+                    "previous P V GEMM held after the softmax: late_pv_wait), simple (one program per tile, no "
                     "specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")

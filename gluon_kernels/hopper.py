@@ -59,7 +59,7 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
             raise ValueError("early_qk needs overlap=True and pingpong=False (it issues the next tile's first "
                              "Q K^T from the overlapped loop, outside the ping-pong turns)")
         flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "early_qk", "diagonal_halves",
-                 "masked_first", "tree_reduce", "thread_rowsum", "peel_diagonal")
+                 "masked_first", "tree_reduce", "thread_rowsum", "peel_diagonal", "late_pv_wait")
         consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items()}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
                                     O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=64 * consumers)

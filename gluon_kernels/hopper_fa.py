@@ -39,7 +39,7 @@ from .pipeline import RingPosition, SmemChannel, ring_start
 from .schedule import _kv_block, _kv_bounds, hopper_tiles
 from .softmax import (_block_probs, _block_row_sums, _ones, _rescale, _row_sums, _row_sums_after, _rowsum_mma,
                       _softmax, _zero_row_sums)
-from .wgmma import _p_operand, _p_operand_layout, _pv, _qk, _qk_async, _wgmma_layout
+from .wgmma import _p_operand, _p_operand_layout, _pv, _qk, _qk_async, _scheduling_fence, _wgmma_layout
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -70,6 +70,7 @@ class HopperConfig:
     TREE_REDUCE: gl.constexpr  # the softmax's row maxima and sums reduced as a tree (softmax._row_reduce)
     THREAD_ROWSUM: gl.constexpr  # the row sums kept as each thread's share until the tile ends (softmax._row_partials)
     PEEL_DIAGONAL: gl.constexpr  # causal, falling, the diagonal over two K/V blocks: the second peeled off the loop
+    LATE_PV_WAIT: gl.constexpr  # overlapped loop, row sums on the FMA pipe: the P V wait pinned after the softmax
     LATE_RELEASE: gl.constexpr  # 16-bit with a deferred store wait: O sits in the tile's Q buffer into the next tile
     s_layout: gl.constexpr  # scores S (wgmma accumulator)
     o_layout: gl.constexpr  # output O
@@ -80,7 +81,7 @@ class HopperConfig:
     def __init__(self, dtype, num_warps, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
                  PINGPONG=False, OVERLAP=False, HEAD_GROUP=1, TMA_STORE=False, O_SEPARATE=False, DEFER_WAIT=False,
                  TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False, CONSUMERS=2,
-                 TREE_REDUCE=False, THREAD_ROWSUM=False, PEEL_DIAGONAL=False):
+                 TREE_REDUCE=False, THREAD_ROWSUM=False, PEEL_DIAGONAL=False, LATE_PV_WAIT=False):
         bits = dtype.primitive_bitwidth
         self.HEAD_DIM = gl.constexpr(HEAD_DIM)
         self.BLOCK_M = gl.constexpr(BLOCK_M)
@@ -100,6 +101,7 @@ class HopperConfig:
         self.CONSUMERS = gl.constexpr(CONSUMERS)
         self.TREE_REDUCE = gl.constexpr(TREE_REDUCE)
         self.THREAD_ROWSUM = gl.constexpr(THREAD_ROWSUM and not TC_ROWSUM)
+        self.LATE_PV_WAIT = gl.constexpr(LATE_PV_WAIT and OVERLAP and not TC_ROWSUM)
         self.HALVES = gl.constexpr(DIAGONAL_HALVES and CAUSAL and CONSUMERS == 2 and BLOCK_N == 2 * BLOCK_M)
         # Causal builds keep the rising order unless each tile's diagonal lies in one K/V block (the block width a
         # multiple of the tile's rows), or, with PEEL_DIAGONAL in the overlapped loop, in two: then both come first
@@ -488,6 +490,8 @@ def _overlapped_step(j, MASK: gl.constexpr, kv, turn, tile, mem, pingpong, m_i, 
     alpha = gl.exp2(m_i - m_new)
     if not cfg.TC_ROWSUM:
         l_i = _row_sums_after(l_i, p, alpha, cfg)
+    if cfg.LATE_PV_WAIT:  # the row sums follow every exponential of the block, so the wait below follows them too
+        l_i = _scheduling_fence(l_i)
     if cfg.V_TRANSPOSED:
         p_next = p
     else:
@@ -632,7 +636,8 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
                  TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
                  MASKED_FIRST: gl.constexpr, CONSUMERS: gl.constexpr, TREE_REDUCE: gl.constexpr,
-                 THREAD_ROWSUM: gl.constexpr, PEEL_DIAGONAL: gl.constexpr, num_warps: gl.constexpr):
+                 THREAD_ROWSUM: gl.constexpr, PEEL_DIAGONAL: gl.constexpr, LATE_PV_WAIT: gl.constexpr,
+                 num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
@@ -640,7 +645,8 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                        PINGPONG=PINGPONG, OVERLAP=OVERLAP, HEAD_GROUP=HEAD_GROUP, TMA_STORE=TMA_STORE,
                        O_SEPARATE=O_SEPARATE, DEFER_WAIT=DEFER_WAIT, TC_ROWSUM=TC_ROWSUM, EARLY_QK=EARLY_QK,
                        DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST, CONSUMERS=CONSUMERS,
-                       TREE_REDUCE=TREE_REDUCE, THREAD_ROWSUM=THREAD_ROWSUM, PEEL_DIAGONAL=PEEL_DIAGONAL)
+                       TREE_REDUCE=TREE_REDUCE, THREAD_ROWSUM=THREAD_ROWSUM, PEEL_DIAGONAL=PEEL_DIAGONAL,
+                       LATE_PV_WAIT=LATE_PV_WAIT)
     # Q: [2 buffers x CONSUMERS warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by the consumers
     q_bufs = gl.allocate_shared_memory(dtype, [2 * CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)

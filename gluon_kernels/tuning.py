@@ -12,7 +12,7 @@ WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "o
             "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
             "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST",
             "consumers": "CONSUMERS", "tree_reduce": "TREE_REDUCE", "thread_rowsum": "THREAD_ROWSUM",
-            "peel_diagonal": "PEEL_DIAGONAL"}
+            "peel_diagonal": "PEEL_DIAGONAL", "late_pv_wait": "LATE_PV_WAIT"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
 
@@ -95,9 +95,10 @@ def ws_defaults(head_dim: int, fp8: bool = False, consumers: int = 2) -> dict:
     ``consumer_regs`` / ``producer_regs``: what ``setmaxnreg`` raises each consumer to and lowers the producer to,
     within the SM's 64K registers: 240 for two consumers, 160 for three (3 x 128 threads x 160 + 128 x 24 <=
     65,536). ``tree_reduce`` (the softmax's row maxima and sums folded in registers first) is off: 4-5% slower at
-    D=64 on the H200 (docs/hopper_attention.md#what-bounds-it)."""
+    D=64 on the H200 (docs/hopper_attention.md#what-bounds-it). ``late_pv_wait`` (the overlapped loop's wait for the
+    previous P V GEMM held after the softmax, ``wgmma._scheduling_fence``) is off until timed."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=consumers == 2,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True,
                 consumer_regs=240 if consumers == 2 else 160, producer_regs=24, tc_rowsum=False, early_qk=False,
                 diagonal_halves=True, masked_first=head_dim == 128, consumers=consumers, tree_reduce=False,
-                thread_rowsum=False, peel_diagonal=False)
+                thread_rowsum=False, peel_diagonal=False, late_pv_wait=False)

@@ -66,6 +66,18 @@ def _p_operand(p, dtype: gl.constexpr, p_layout: gl.constexpr, PERMUTE_KEYS: gl.
 
 
 @gluon.jit
+def _scheduling_fence(x):
+    """`x` unchanged, behind a `bar.warp.sync` (one per element a thread holds): ptxas hoists a `wgmma.wait_group`
+    above any arithmetic before it, as far up as the last barrier, so a wait for the previous P V GEMM written after
+    the softmax issues before its first exponential, and the softmax overlaps only the next Q K^T. It does not hoist
+    the wait above this; passing a value the softmax ends with (the row sums) through it keeps every exponential of
+    the block ahead of the wait (docs/hopper_attention.md#what-bounds-it). The empty asm alone (a volatile `mov`)
+    does not hold the wait."""
+    return gl.inline_asm_elementwise("bar.warp.sync -1; mov.b32 $0, $1;", "=r,r", [x], dtype=x.dtype, is_pure=False,
+                                     pack=1)
+
+
+@gluon.jit
 def _pv(p, v_smem, acc, p_layout: gl.constexpr, V_TRANSPOSED: gl.constexpr):
     """acc += P V with P from registers (A operand) and V from shared memory (B operand, [BLOCK_N, D])."""
     p_op = _p_operand(p, v_smem.dtype, p_layout, V_TRANSPOSED)

@@ -13,7 +13,7 @@ from gluon_kernels._compat import TRITON_VERSION
 from gluon_kernels.hopper import SM90_SHARED_BYTES
 from gluon_kernels.tuning import TUNED_WS_FP8
 
-from _gluon_reports import ptxas_report  # noqa: E402
+from _gluon_reports import cubin_report, ptxas_report  # noqa: E402
 
 CONFIGS = [
     pytest.param(variant, dtype, d, causal, id=f"{variant}-{dtype}-d{d}-{'causal' if causal else 'full'}")
@@ -153,6 +153,28 @@ def test_thread_row_sums_leave_the_kv_step_the_maxima_shuffles_alone(head_dim, k
         assert thread["SHFL"] == block["SHFL"] - 4 == 4, (block["SHFL"], thread["SHFL"])
         assert thread["FADD"] == block["FADD"] - 4 and sum(thread.values()) < sum(block.values())
         assert thread["STL"] <= max(block["STL"], spills) and thread["LDL"] <= max(block["LDL"], spills)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_late_pv_wait_keeps_every_exponential_of_the_kv_step_ahead_of_the_wait(causal):
+    """ptxas hoists the overlapped loop's wait for the previous P V GEMM (`WARPGROUP.DEPBAR.LE gsb0,0x0`) above the
+    whole softmax of the step, although the PTX waits after it: the D=128 tuned builds issue no exponential before
+    it (Triton 3.9's ptxas 13.4: 2-3 of 66). `late_pv_wait` passes the row sums through a `bar.warp.sync`, which
+    ptxas does not hoist the wait above: all 66 exponentials of the step then issue first (ptxas 13.4: 58-61), for
+    two more instructions and no spills."""
+    from benchmark_scripts import load_benchmark
+
+    step_row = load_benchmark("hopper_kv_step_sass").step_row
+
+    def step(late: bool) -> dict:
+        build = compile_hopper_attention("bf16", 128, causal, "ws", seq_len=8192, late_pv_wait=late)
+        return dict(step_row("late" if late else "as tuned", build.asm["cubin"]), **cubin_report(build))
+
+    tuned, late = step(False), step(True)
+    assert late["counted"]["MUFU"] == 66 and tuned["exps_before_pv_wait"] <= 3 < 55 <= late["exps_before_pv_wait"], \
+        (tuned["exps_before_pv_wait"], late["exps_before_pv_wait"])
+    assert late["instructions"] <= tuned["instructions"] + 4, (tuned["instructions"], late["instructions"])
+    assert late["spill_stores"] == tuned["spill_stores"] == 0, (tuned, late)
 
 
 def _longest_chain(ptx: str, op: str) -> tuple[int, int]:

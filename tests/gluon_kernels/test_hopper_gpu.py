@@ -176,9 +176,11 @@ def assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=True):
                                    dict(tc_rowsum=True), dict(tree_reduce=True),
                                    dict(tree_reduce=True, overlap=False, pingpong=True), dict(thread_rowsum=True),
                                    dict(thread_rowsum=True, overlap=False, pingpong=True),
-                                   dict(thread_rowsum=True, tree_reduce=True)],
+                                   dict(thread_rowsum=True, tree_reduce=True), dict(late_pv_wait=True),
+                                   dict(late_pv_wait=True, thread_rowsum=False)],
                          ids=["defer", "wait", "defer-no-overlap", "snake", "tc-rowsum", "tree", "tree-plain-loop",
-                              "thread-rowsum", "thread-rowsum-plain-loop", "thread-rowsum-tree"])
+                              "thread-rowsum", "thread-rowsum-plain-loop", "thread-rowsum-tree", "late-pv-wait",
+                              "late-pv-wait-block-sums"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
