@@ -71,8 +71,9 @@ def _scheduling_fence(x):
     above any arithmetic before it, as far up as the last barrier, so a wait for the previous P V GEMM written after
     the softmax issues before its first exponential, and the softmax overlaps only the next Q K^T. It does not hoist
     the wait above this; passing a value the softmax ends with (the row sums) through it keeps every exponential of
-    the block ahead of the wait (docs/hopper_attention.md#what-bounds-it). The empty asm alone (a volatile `mov`)
-    does not hold the wait."""
+    the block ahead of the wait at D=128. The `bar.warp.sync` has no operand (ptxas makes it a `NOP`), so ptxas may
+    move it up itself, as it does at D=64 (docs/hopper_attention.md#what-bounds-it). The empty asm alone (a volatile
+    `mov`) does not hold the wait."""
     return gl.inline_asm_elementwise("bar.warp.sync -1; mov.b32 $0, $1;", "=r,r", [x], dtype=x.dtype, is_pure=False,
                                      pack=1)
 
