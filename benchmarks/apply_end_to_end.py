@@ -13,8 +13,8 @@ kernel compiled after Inductor's import is assembled by torch's ptxas, from anot
 Three long-lived processes build it, each under `tritonhook run` into a store of its own, with its own Triton and
 Inductor caches: `plain`, `plain2` (an A/A arm: what two processes of the same build differ by) and `applied`
 (`run --apply FILE`). After warm-up (every compile and autotune done) each pins all its threads to the same CPU
-cores, and the parent asks them in turn, over many rounds in a rotating order, to run `--steps` steps, timed two
-ways: with CUDA events around the steps (the step as the user waits for it), and under torch.profiler (the GPU time
+cores, and the parent asks them in turn, over many rounds in the timer's order (`measure.timing.round_order`),
+to run `--steps` steps, timed two ways: with CUDA events around the steps (the step as the user waits for it), and under torch.profiler (the GPU time
 of every kernel, and of the Triton kernels its own store captured). Only one process runs at a time. Ratios are per
 round, with the intervals `tritonhook ab` uses.
 
@@ -180,6 +180,7 @@ def main() -> None:
 def compare(args) -> None:
     from tritonhook import format
     from tritonhook.measure.stats import ratio_interval
+    from tritonhook.measure.timing import round_order
 
     work = scratch_dir("apply-e2e-")
     started = time.time()
@@ -190,7 +191,7 @@ def compare(args) -> None:
     step_ms = {name: [] for name in ARMS}
     kernels = {name: [] for name in ARMS}
     for round_ in range(args.rounds):
-        order = ARMS[round_ % 3:] + ARMS[:round_ % 3]
+        order = [ARMS[a] for a in round_order(round_, len(ARMS))]
         for name in order:
             step_ms[name].append(float(arms[name].ask("go")) / args.steps)
         for name in order:

@@ -5,7 +5,7 @@
 
 A loop of small Triton kernels (the elementwise `add_kernel` on 4,096 floats: each launch costs the host far more
 than the GPU, so any time the sampler thread takes from the launching thread shows) runs in up to six arms,
-interleaved round by round in a rotating order after a warm-up:
+interleaved round by round in the timer's order (`measure.timing.round_order`) after a warm-up:
   plain    no memwatch;
   sampler  `memwatch(interval_ms=2, triton_hooks=False)`: the NVML sampler thread alone (target: ratio <= 1.02);
   memwatch `memwatch(interval_ms=2)`: the sampler plus the launch hooks' snapshot per launch (for information);
@@ -44,6 +44,7 @@ import triton
 import tritonhook
 from tritonhook import config, format, sweep
 from tritonhook.measure import stats
+from tritonhook.measure.timing import round_order
 from tritonhook.samples import add_kernel
 from scratch import scratch_dir
 
@@ -114,8 +115,7 @@ def main(argv=None) -> int:
     wall = {arm: [] for arm in arms}
     cpu = {arm: [] for arm in arms}
     for round_index in range(args.rounds):
-        for offset in range(len(arms)):
-            arm = arms[(round_index + offset) % len(arms)]
+        for arm in (arms[a] for a in round_order(round_index, len(arms))):
             ms, cpu_ms = timed_loop(arm, args.launches, x, y, out, args.autotuned)
             wall[arm].append(ms)
             cpu[arm].append(cpu_ms)
