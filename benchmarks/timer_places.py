@@ -18,28 +18,22 @@ import platform
 
 
 def kernels(torch, names: list[str]) -> dict:
-    """{name: (callable, inputs)} for the kernels asked for."""
-    from gluon_kernels import hopper_attention, transpose_v_for_fp8
+    """{name: (callable, inputs)} for the kernels asked for; the attention's as the Hopper tuner builds them
+    (`hopper_attention_tune.inputs` and `our_call`, the build as shipped)."""
+    import hopper_attention_tune as tune
 
     made = {}
     for name in names:
         if name == "add":
-            x = torch.randn(2048, device="cuda")
-            made[name] = (lambda x: x + 1.0, (x,))
+            made[name] = (lambda x: x + 1.0, (torch.randn(2048, device="cuda"),))
         elif name == "gemm":
-            a, b = (torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-            made[name] = (torch.matmul, (a, b))
+            made[name] = (torch.matmul, tuple(torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+                                              for _ in range(2)))
         else:  # attention: attn-<dtype>-<causal|full>-<S>
             _, dtype, mask, seq = name.split("-")
-            S, D, causal = int(seq), 128, mask == "causal"
-            B, H = max(1, 16384 // S), 2048 // D
-            q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-            if dtype == "fp8":
-                q, k, v = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
-                call = lambda q, k, vt, causal=causal: hopper_attention(q, k, None, v_t=vt, causal=causal)
-                made[name] = (call, (q, k, transpose_v_for_fp8(v)))
-            else:
-                made[name] = (lambda q, k, v, causal=causal: hopper_attention(q, k, v, causal=causal), (q, k, v))
+            S, D, causal, fp8 = int(seq), 128, mask == "causal", dtype == "fp8"
+            made[name] = (tune.our_call(D, causal, tune.AS_SHIPPED, fp8),
+                          tune.inputs(*tune.shape(S, D), S, D, seed=S + D, fp8=fp8))
     return made
 
 
