@@ -4,6 +4,7 @@ spread)."""
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 
@@ -66,19 +67,46 @@ def test_interquartile_mean_resolves_below_the_quantum_and_ignores_stragglers():
     assert stats.interquartile_mean([2.0]) == 2.0
 
 
-def test_rotation_sets():
-    l2 = 50 * 2**20
-    assert timing.rotation_sets(3 * 2**20, l2) == 64            # 67 sets would span four L2s: capped
-    assert timing.rotation_sets(20 * 2**20, l2) == 10          # four L2s' worth of 20 MiB sets
-    assert timing.rotation_sets(l2 + 1, l2) == 1                 # does not fit: no copies
-    assert timing.rotation_sets(0, l2) == 1
+def test_rotation_sets_span_four_l2s_and_at_least_three_sets_within_half_the_free_memory():
+    l2, free = 50 * 2**20, 100 * 2**30
+    assert timing.rotation_sets(3 * 2**20, l2, free) == 64            # 67 sets would span four L2s: capped
+    assert timing.rotation_sets(20 * 2**20, l2, free) == 10           # four L2s' worth of 20 MiB sets
+    assert timing.rotation_sets(512 * 2**20, l2, free) == 3           # larger than the L2: still three sets
+    assert timing.rotation_sets(512 * 2**20, l2, 2 * 2**30) == 3      # two copies in half of 2 GiB
+    assert timing.rotation_sets(512 * 2**20, l2, 2**30) == 2          # room for one copy
+    assert timing.rotation_sets(512 * 2**20, l2, 2**30 - 1) == 1      # for none
+    assert timing.rotation_sets(0, l2, free) == 1
+
+
+@pytest.mark.parametrize("arms", range(2, 10))
+def test_input_sets_never_repeat_back_to_back_and_reach_every_arm_alike(arms):
+    """Two calls in a row never read one set (the second would find the first's reads in L2), and with the count
+    `rotation_sets` gives, each arm reads every set equally often over `sets` cycles. A count that shares a
+    factor with the calls of a cycle (8 sets, 2 arms) keeps each arm on half of the sets for good."""
+    from collections import Counter
+
+    def calls(sets, cycles):
+        rounds = timing.whole_cycles(1, arms) * cycles
+        return [(arm, timing.input_set(r, place, arms, sets))
+                for r in range(rounds) for place, arm in enumerate(timing.round_order(r, arms))]
+
+    for wanted in (2, 3, 8, 10, 64):
+        sets = timing.rotation_sets(2**20, wanted * 2**18, 2**40, arms)  # four L2s over 1 MiB sets: `wanted`
+        assert sets >= max(wanted, 3) and math.gcd(sets, 2 * arms) == 1
+        sequence = calls(sets, sets)
+        assert all(a[1] != b[1] for a, b in zip(sequence, sequence[1:]))
+        for arm in range(arms):
+            assert set(Counter(s for a, s in sequence if a == arm).values()) == {2 * arms}
+    if arms == 2:
+        assert len(Counter(s for a, s in calls(8, 8) if a == 0)) == 4
 
 
 @pytest.mark.parametrize("arms", range(1, 10))
-def test_every_arm_takes_every_place_of_a_round_alike_over_whole_cycles(arms):
-    """An arm's place in its round moves its time (the first behind the stream hold, a middle one behind another
-    kernel), so over whole cycles every arm sits at every place equally often and comes first, or right after
-    each of its neighbours, as often as any other arm. The order A B C, C B A kept a middle arm off the ends."""
+def test_every_arm_takes_every_place_and_follows_every_other_arm_alike_over_whole_cycles(arms):
+    """A call's time depends on what ran just before it: the stream hold (the first place of a round), or a kernel
+    that read the same inputs, or some other kernel. So over whole cycles every arm sits at every place equally
+    often, comes first as often as any other, and follows every other arm equally often. A B C, C B A kept a
+    middle arm off the ends; shifting that order kept each arm behind its two list neighbours alone."""
     from collections import Counter
 
     rounds = timing.whole_cycles(1, arms)
@@ -88,6 +116,8 @@ def test_every_arm_takes_every_place_of_a_round_alike_over_whole_cycles(arms):
     assert set(places.values()) == {2} and len(places) == arms * arms
     firsts = Counter(order[0] for order in orders)
     assert set(firsts.values()) == {2} and len(firsts) == arms
+    followers = Counter(pair for order in orders for pair in zip(order, order[1:]))
+    assert len(followers) == arms * (arms - 1) and set(followers.values()) <= {2}
     assert timing.whole_cycles(20, 7) == 28 and timing.whole_cycles(28, 7) == 28 and timing.whole_cycles(1, 1) == 2
 
 

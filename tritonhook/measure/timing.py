@@ -1,8 +1,8 @@
 """GPU timing: the one timer of the project (`bench_interleaved`; `ab.bench` times one arm with it), the L2 rotation
 of inputs and the stream hold. `ab/` and `sweep/` both time with it.
 
-CUDA events around every call, warm-up by time, inputs rotated through copies when they fit in L2 (so every
-call reads from DRAM as in a real model), the stream held while the host queues each round (`hold_stream`), and
+CUDA events around every call, warm-up by time, inputs rotated through copies (so that no call finds in L2 what
+the calls just before it read), the arms' order balanced by place and by neighbour (`round_order`), the stream held while the host queues each round (`hold_stream`), and
 the median of the calls. torch is imported only when something is timed.
 """
 
@@ -26,12 +26,20 @@ class BenchResult:
     empty_samples_ms: list[float] | None = None  # with `trailing_empty`: the empty kernel after each call
 
 
-def rotation_sets(working_set_bytes: int, l2_bytes: int, *, factor: int = 4, most: int = 64) -> int:
-    """How many copies of the inputs to rotate through so that a call never finds its inputs in L2: enough to
-    span `factor` times the L2 when one set fits in it, else 1."""
-    if working_set_bytes <= 0 or working_set_bytes > l2_bytes:
+def rotation_sets(working_set_bytes: int, l2_bytes: int, free_bytes: int, arms: int = 1, *, factor: int = 4,
+                  least: int = 3, most: int = 64) -> int:
+    """How many copies of the inputs the calls rotate through (`input_set`), so that a call never finds in L2 what
+    the calls just before it read: enough to span `factor` times the L2, and at least `least` also where one set
+    is larger than the L2 (the tail of a set read two calls back was still found there, 6% faster, on the H200:
+    docs/timing.md#an-arms-neighbours-in-its-round), as many as fit in half of `free_bytes`; 1 for no inputs.
+    With two or more `arms` the count is prime to 2 x `arms`, the calls of one cycle of `round_order`: else the
+    sets would recur at the same places every cycle, and each arm keep to some of them."""
+    if working_set_bytes <= 0:
         return 1
-    return max(2, min(most, math.ceil(factor * l2_bytes / working_set_bytes)))
+    wanted = min(most, max(least, math.ceil(factor * l2_bytes / working_set_bytes)))
+    fits = 1 + free_bytes // 2 // working_set_bytes
+    choices = [count for count in range(2, min(fits, 2 * most) + 1) if arms < 2 or math.gcd(count, 2 * arms) == 1]
+    return next((count for count in choices if count >= wanted), choices[-1] if choices else 1)
 
 
 def cuda_torch(needed_by: str = "timing"):
@@ -54,10 +62,10 @@ def l2_bytes(torch) -> int:
     return torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
 
 
-def _input_sets(torch, inputs: tuple) -> list[tuple]:
+def _input_sets(torch, inputs: tuple, arms: int) -> list[tuple]:
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     size = sum(t.numel() * t.element_size() for t in tensors)
-    count = rotation_sets(size, l2_bytes(torch))
+    count = rotation_sets(size, l2_bytes(torch), torch.cuda.mem_get_info()[0], arms)
     copies = [tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs) for _ in range(count - 1)]
     return [inputs, *copies]
 
@@ -142,7 +150,7 @@ def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: 
     as the producer of a kernel's inputs leaves them inside a workload). `trailing_empty`: queue (and time) an
     empty kernel after each timed call (`time_empty_kernel`; `BenchResult.empty_samples_ms`)."""
     torch = cuda_torch()
-    sets = _input_sets(torch, tuple(inputs)) if rotate else [tuple(inputs)]
+    sets = _input_sets(torch, tuple(inputs), len(arms)) if rotate else [tuple(inputs)]
     outputs = []
     for enter, fn in arms:  # first call of each arm: compiles; its result is the output compared across arms
         with enter():
@@ -159,16 +167,35 @@ def bench_interleaved(arms: Sequence[Arm], *, inputs: Sequence = (), warmup_ms: 
 
 
 def round_order(round_index: int, arms: int) -> list[int]:
-    """The arms' order in round `round_index`: shifted by one place every two rounds and reversed every other round,
-    so that over 2 x `arms` rounds every arm takes every place in a round twice, and follows the round's start and
-    each of its two neighbours alike. Why: a call's place in its round moves its time (the first call behind the
-    stream hold, a middle one behind another kernel), by up to 6% for a 0.1-0.2 ms kernel on the H200, steadily;
-    an order that only alternated A B C, C B A kept the middle arms off the ends for good
-    (docs/timing.md#an-arms-place-in-its-round). The timer's rounds, the replay's module loads and the A/B's fresh
-    processes all take their order from here."""
-    start = (round_index // 2) % arms
-    order = [(start + place) % arms for place in range(arms)]
+    """The arms' order in round `round_index`: over 2 x `arms` rounds (a cycle, `whole_cycles`) every arm takes
+    every place of a round twice and follows the round's start and every other arm twice. Why: a call's time
+    depends on what ran just before it. The first call behind the stream hold reads up to 6% slower for a 0.1-0.2
+    ms kernel on the H200 (docs/timing.md#an-arms-place-in-its-round), and a call right behind a kernel that read
+    the same inputs, or behind a particular other kernel, by up to 6% either way
+    (docs/timing.md#an-arms-neighbours-in-its-round). An order that only alternated A B C, C B A kept the middle
+    arms off the ends for good; one that only shifted it kept each arm behind its two neighbours in the list.
+    The rows are a Williams design (a Latin square whose every ordered pair of neighbours occurs once: 0, 1, n-1,
+    2, n-2, ... shifted by one each row), each row taken twice, forwards and reversed. The timer's rounds, the
+    replay's module loads and the A/B's fresh processes all take their order from here."""
+    row = (round_index // 2) % arms
+    order = [(row + williams_place) % arms for williams_place in _williams_row(arms)]
     return order[::-1] if round_index % 2 else order
+
+
+def _williams_row(arms: int) -> list[int]:
+    """0, 1, n-1, 2, n-2, ...: the first row of a Williams design for `arms` treatments."""
+    return [(place + 1) // 2 if place % 2 else (arms - place // 2) % arms for place in range(arms)]
+
+
+def input_set(round_index: int, place: int, arms: int, sets: int) -> int:
+    """The input set of the call at `place` of round `round_index`: the calls take the sets in turn, so a set
+    comes back only after every other set was read; with a count prime to the calls of a cycle (`rotation_sets`),
+    every arm takes every set alike over `sets` cycles. Sets handed out by the arm rather than the call left two calls that follow each other
+    on one set once the order stopped being a rotation of the arms; handed out by the place within a round alone,
+    they kept each A/B arm on its own half of the copies, whose addresses the allocator keeps from round to round:
+    a 5 µs kernel's few-percent difference between two allocations became a steady A/A "slower"
+    (docs/timing.md#input-sets-and-module-loads)."""
+    return (round_index * arms + place) % sets
 
 
 def whole_cycles(rounds: int, arms: int) -> int:
@@ -193,15 +220,12 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
                  ) -> list[list[float]]:
     """`count` rounds of one call per arm, each bracketed by CUDA events; ms per call, per arm.
 
-    Arm a takes input set (round + a x stride) in round `round`: no call finds the previous call's inputs in L2
-    (when two arms read one set back to back, the second runs warm, and a memory-bound kernel reads 'faster' than
-    itself), and every arm goes through every set alike. Sets handed out by call position would keep each arm on
-    its own half of the sets round after round; the allocator gives the copies the same addresses every round, so
-    a small kernel's few-percent difference between two allocations would become a steady difference between
-    identical arms that no number of rounds widens the interval for (docs/timing.md#input-sets-and-module-loads).
-    The arms' order comes from `round_order` (every arm at every place alike), and each round is queued behind a
-    stream hold sized from
-    the previous round's host time (see `hold_stream`), once the previous round has finished on the GPU: an
+    The calls take the input sets in turn, one after another across rounds (`input_set`): no call finds in L2
+    what the calls just before it read (when two calls read one set back to back, the second runs warm, and a
+    memory-bound kernel reads 'faster' than itself), and every arm goes through every set. The arms' order comes
+    from `round_order` (every arm at every place, and behind every other arm, alike), and each round is queued
+    behind a stream hold sized from the previous round's host time (see `hold_stream`), once the previous round
+    has finished on the GPU: an
     event-timed call reads longer while more than about eight calls are queued behind it, and without the wait
     the GPU, held longer than the host takes, falls further behind every round until the queue is deep. A kernel
     inside a workload is timed with the workload's next launches not yet queued, so the replay of a sweep matches
@@ -211,16 +235,15 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]
               for _ in range(count)]
     host_us = HOLD_EXTRA_US
-    stride = max(1, len(sets) // len(arms))
     after = []
     for i, pairs in enumerate(events):
         if i:
             torch.cuda.current_stream().synchronize()
         hold_stream(torch, HOLD_MARGIN * host_us + HOLD_EXTRA_US)
         queued_from = time.perf_counter()
-        for arm in round_order(i, len(arms)):
+        for place, arm in enumerate(round_order(i, len(arms))):
             (enter, fn), (begin, finish) = arms[arm], pairs[arm]
-            inputs = sets[(i + arm * stride) % len(sets)]
+            inputs = sets[input_set(i, place, len(arms), len(sets))]
             if before_call is not None:
                 before_call(inputs)
             with enter():
