@@ -96,7 +96,8 @@ def ws_defaults(head_dim: int, fp8: bool = False, consumers: int = 2) -> dict:
     within the SM's 64K registers: 240 for two consumers, 160 for three (3 x 128 threads x 160 + 128 x 24 <=
     65,536). ``tree_reduce`` (the softmax's row maxima and sums folded in registers first) is off: 4-5% slower at
     D=64 on the H200 (docs/hopper_attention.md#what-bounds-it). ``late_pv_wait`` (the overlapped loop's wait for the
-    previous P V GEMM held after the softmax, ``wgmma._scheduling_fence``) is off until timed."""
+    previous P V GEMM held after the softmax, ``wgmma._scheduling_fence``) is off: 0.97-1.01 of the
+    tuned build at D=128 on the H200 (docs/hopper_attention.md#what-bounds-it)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=consumers == 2,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True,
                 consumer_regs=240 if consumers == 2 else 160, producer_regs=24, tc_rowsum=False, early_qk=False,

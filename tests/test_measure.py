@@ -254,3 +254,24 @@ def test_the_place_study_reads_a_slow_first_place_on_the_ends_of_the_old_order_a
     assert max(row["by_arm"]) == min(row["by_arm"])
     ends, middle = row["alternating_order_by_arm"][0], row["alternating_order_by_arm"][3]
     assert row["alternating_order_by_arm"][-1] == ends > middle + 0.02
+
+
+def test_the_neighbour_study_finds_the_arm_behind_which_calls_read_slow():
+    """benchmarks/timer_neighbours.py's reading of a run: with every call right behind arm 0 5% slow, each arm's
+    median behind arm 0 reads 1.05 of its others. Under round_order every arm follows arm 0; under the shifted
+    order the timer had, arm 2 of 4 never does (it only ever follows arms 1 and 3)."""
+    neighbours = load_benchmark("timer_neighbours")
+    names = ["a", "b", "c", "d"]
+    for order, behind_a in ((timing.round_order, {"b", "c", "d"}), (neighbours.shifted_order, {"b", "d"})):
+        rounds = timing.whole_cycles(1, len(names)) * 3
+        run = {name: [0.0] * rounds for name in names}
+        for r in range(rounds):
+            arms = order(r, len(names))
+            for place, arm in enumerate(arms):
+                run[names[arm]][r] = 1.05 if place and arms[place - 1] == 0 else 1.0
+        row = neighbours.neighbours_row(dict(D=128, causal=False, S=1024, runs=[run]), order, [("b", "c")])
+        assert {name for name, behind in row["by_predecessor"].items() if "a" in behind} == behind_a
+        for name in behind_a:
+            behind = row["by_predecessor"][name]
+            assert behind["a"] == max(behind.values()) == 1.05 * min(behind.values())
+        assert set(row["pair_ratios"]) == {"c/b"}
