@@ -21,6 +21,7 @@ from typing import Callable, NamedTuple
 from ..errors import TritonhookError
 from ..files import write_file
 from ..measure.stats import DEFAULT_MIN_EFFECT, ratio_interval, verdict
+from ..measure.timing import round_order
 from ..store import Store, result_kind_text
 from ..sweep.autotune import config_text
 from ..sweep.recorder import record_command
@@ -78,7 +79,7 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
                    for pin in pins if (config := baseline.get(pin.key))], "the sweep's configs") if baseline else None}
     recordings: dict[str, list[Recording]] = {arm: [] for arm in ARMS}
     for run in range(runs):
-        for arm in (ARMS if run % 2 == 0 else ARMS[::-1]):
+        for arm in (ARMS[a] for a in round_order(run, len(ARMS))):
             progress(f"run {run + 1}/{runs}, {arm}")
             result = record_command(command, store, apply=applied[arm], stdout=subprocess.DEVNULL, budget=0,
                                     snapshot_budget=0)
