@@ -2,7 +2,7 @@
 transformers 5.17; `pip install transformers`), built from a config with random weights (nothing downloaded), under
 torch.compile (default mode), bf16 autocast, a training step: forward, the causal-LM loss over the model's
 vocabulary, backward (no optimizer, the gradients dropped). Batch 8 x 1024 tokens. The matmuls are cuBLAS, attention
-is SDPA; Inductor writes the rest as Triton kernels. Four architectures at a small size (4 layers, hidden 1024):
+is SDPA; Inductor writes the rest as Triton kernels. Five architectures at a small size (4 layers, hidden 1024):
 
 - `qwen3`: Qwen3's (16 query and 8 key-value heads of 128, MLP 3072, 151,936-token vocabulary): RMSNorm (also on
   every head's queries and keys, Qwen3's QK-norm), rotary embeddings, SiLU-and-multiply, residual adds, the loss's
@@ -16,7 +16,11 @@ is SDPA; Inductor writes the rest as Triton kernels. Four architectures at a sma
   attention (512 tokens: an explicit mask for SDPA);
 - `olmo2`: OLMo 2's (16 heads of 64, MLP 4096, 100,352-token vocabulary): RMSNorm after attention and after the MLP
   rather than before (each block's output normed before the residual add) and on the whole query and key
-  projections (not per head), rotary embeddings, SiLU-and-multiply.
+  projections (not per head), rotary embeddings, SiLU-and-multiply;
+- `gpt_neox`: GPT-NeoX's, as the Pythia models run it (16 heads of 64, MLP 4096, 50,432-token vocabulary): the
+  parallel residual (attention and MLP both read the block's input, each through its own LayerNorm, and are added
+  to it together), rotary embeddings on the first quarter of each head only (the rest passed through: slices and
+  a concatenation), fused QKV projection with biases, and the exact (erf) GELU.
 
     python benchmarks/workloads/hf_causal_lm_compiled.py [STEPS [MODEL]]   # default 10 steps, qwen3
 """
@@ -60,10 +64,19 @@ def olmo2_config(**sizes):
     return transformers.Olmo2Config(**{**shape, **sizes}, attn_implementation="sdpa", use_cache=False)
 
 
+def gpt_neox_config(**sizes):
+    """GPT-NeoX's config at this workload's size (rotary on 25% of each head, parallel residual: its defaults);
+    `sizes` overrides."""
+    shape = dict(vocab_size=50432, hidden_size=1024, intermediate_size=4096, num_hidden_layers=4,
+                 num_attention_heads=16, max_position_embeddings=4096)
+    return transformers.GPTNeoXConfig(**{**shape, **sizes}, attn_implementation="sdpa", use_cache=False)
+
+
 MODELS = {"qwen3": (qwen3_config, transformers.Qwen3ForCausalLM),
           "gpt2": (gpt2_config, transformers.GPT2LMHeadModel),
           "gemma3": (gemma3_config, transformers.Gemma3ForCausalLM),
-          "olmo2": (olmo2_config, transformers.Olmo2ForCausalLM)}
+          "olmo2": (olmo2_config, transformers.Olmo2ForCausalLM),
+          "gpt_neox": (gpt_neox_config, transformers.GPTNeoXForCausalLM)}
 
 
 def build(model="qwen3", device="cuda", compile=True, batch=BATCH, tokens=TOKENS, **sizes):
