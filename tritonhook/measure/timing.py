@@ -2,8 +2,9 @@
 of inputs and the stream hold. `ab/` and `sweep/` both time with it.
 
 CUDA events around every call, warm-up by time, inputs rotated through copies (so that no call finds in L2 what
-the calls just before it read), the arms' order balanced by place and by neighbour (`round_order`), the stream held while the host queues each round (`hold_stream`), and
-the median of the calls. torch is imported only when something is timed.
+the calls just before it read), the arms' order balanced by place and by neighbour (`round_order`), the stream
+held while the host queues each round (`hold_stream`), and the median of the calls. torch is imported only when
+something is timed.
 """
 
 from __future__ import annotations
@@ -190,11 +191,11 @@ def _williams_row(arms: int) -> list[int]:
 def input_set(round_index: int, place: int, arms: int, sets: int) -> int:
     """The input set of the call at `place` of round `round_index`: the calls take the sets in turn, so a set
     comes back only after every other set was read; with a count prime to the calls of a cycle (`rotation_sets`),
-    every arm takes every set alike over `sets` cycles. Sets handed out by the arm rather than the call left two calls that follow each other
-    on one set once the order stopped being a rotation of the arms; handed out by the place within a round alone,
-    they kept each A/B arm on its own half of the copies, whose addresses the allocator keeps from round to round:
-    a 5 µs kernel's few-percent difference between two allocations became a steady A/A "slower"
-    (docs/timing.md#input-sets-and-module-loads)."""
+    every arm takes every set alike over `sets` cycles. Sets handed out by the arm rather than the call let two
+    calls in a row read one set once the order stopped being a rotation of the arms; handed out by the place
+    within a round alone, they kept each A/B arm on its own half of the copies, whose addresses the allocator keeps
+    from round to round: a 5 µs kernel's few-percent difference between two allocations became a steady A/A
+    "slower" (docs/timing.md#input-sets-and-module-loads)."""
     return (round_index * arms + place) % sets
 
 
@@ -225,11 +226,10 @@ def _timed_calls(torch, arms, sets, count: int, before_call=None, empties: list[
     memory-bound kernel reads 'faster' than itself), and every arm goes through every set. The arms' order comes
     from `round_order` (every arm at every place, and behind every other arm, alike), and each round is queued
     behind a stream hold sized from the previous round's host time (see `hold_stream`), once the previous round
-    has finished on the GPU: an
-    event-timed call reads longer while more than about eight calls are queued behind it, and without the wait
-    the GPU, held longer than the host takes, falls further behind every round until the queue is deep. A kernel
-    inside a workload is timed with the workload's next launches not yet queued, so the replay of a sweep matches
-    it only this way (docs/timing.md#the-queue-behind-a-timed-call).
+    has finished on the GPU: an event-timed call reads longer while more than about eight calls are queued behind
+    it, and without the wait the GPU, held longer than the host takes, falls further behind every round until the
+    queue is deep. A kernel inside a workload is timed with the workload's next launches not yet queued, so the
+    replay of a sweep matches it only this way (docs/timing.md#the-queue-behind-a-timed-call).
     `empties` (one list per arm): an empty kernel is queued after each call's end event (`time_empty_kernel`) and
     its ms appended to the call's arm's list."""
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in arms]
