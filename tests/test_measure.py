@@ -78,6 +78,16 @@ def test_rotation_sets_span_four_l2s_and_at_least_three_sets_within_half_the_fre
     assert timing.rotation_sets(0, l2, free) == 1
 
 
+def test_a_copy_of_the_inputs_keeps_a_tensor_passed_twice_one_tensor():
+    torch = pytest.importorskip("torch")
+    x, y = torch.arange(4.0), torch.ones(3)
+    copied = timing.copy_inputs(torch, (x, x, 7, y))
+    assert copied[0] is copied[1] and copied[0] is not x and copied[3] is not y and copied[2] == 7
+    assert torch.equal(copied[0], x) and torch.equal(copied[3], y)
+    copied[0].add_(1)
+    assert torch.equal(x, torch.arange(4.0))  # a copy, not a view
+
+
 @pytest.mark.parametrize("arms", range(2, 10))
 def test_input_sets_never_repeat_back_to_back_and_reach_every_arm_alike(arms):
     """Two calls in a row never read one set (the second would find the first's reads in L2), and with the count

@@ -64,11 +64,17 @@ def l2_bytes(torch) -> int:
 
 
 def _input_sets(torch, inputs: tuple, arms: int) -> list[tuple]:
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    size = sum(t.numel() * t.element_size() for t in tensors)
+    tensors = {id(x): x for x in inputs if isinstance(x, torch.Tensor)}
+    size = sum(t.numel() * t.element_size() for t in tensors.values())
     count = rotation_sets(size, l2_bytes(torch), torch.cuda.mem_get_info()[0], arms)
-    copies = [tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs) for _ in range(count - 1)]
-    return [inputs, *copies]
+    return [inputs, *(copy_inputs(torch, inputs) for _ in range(count - 1))]
+
+
+def copy_inputs(torch, inputs: tuple) -> tuple:
+    """`inputs` with every tensor cloned, a tensor passed twice cloned once: a kernel given x, x (an add of x to
+    itself, an in-place update) gets the same aliasing from every set, as the caller meant it."""
+    clones = {id(x): x.clone() for x in inputs if isinstance(x, torch.Tensor)}
+    return tuple(clones[id(x)] if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
 Arm = tuple  # (context-manager factory entered around each call, callable)
