@@ -14,9 +14,9 @@ Three long-lived processes build it, each under `tritonhook run` into a store of
 Inductor caches: `plain`, `plain2` (an A/A arm: what two processes of the same build differ by) and `applied`
 (`run --apply FILE`). After warm-up (every compile and autotune done) each pins all its threads to the same CPU
 cores, and the parent asks them in turn, over many rounds in the timer's order (`measure.timing.round_order`),
-to run `--steps` steps, timed two ways: with CUDA events around the steps (the step as the user waits for it), and under torch.profiler (the GPU time
-of every kernel, and of the Triton kernels its own store captured). Only one process runs at a time. Ratios are per
-round, with the intervals `tritonhook ab` uses.
+to run `--steps` steps, timed two ways: with CUDA events around the steps (the step as the user waits for it), and
+under torch.profiler (the GPU time of every kernel, and of the Triton kernels its own store captured). Only one
+process runs at a time. Ratios are per round, with the intervals `tritonhook ab` uses.
 
 The prediction: the sweep's workload estimate is a ratio of the recorded *Triton* GPU time, which the profiled
 Triton time checks directly; the step also runs cuBLAS and PyTorch's own kernels and may wait on the CPU, so its

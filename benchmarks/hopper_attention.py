@@ -177,7 +177,7 @@ def time_shape(D: int, causal: bool, S: int, args) -> dict:
                for _ in range(3))
     q8, k8, v8 = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
     vt8 = transpose_v_for_fp8(v8)
-    inputs = (q, k, v, q8, k8, v8, vt8)  # every arm takes them all: bench_interleaved rotates copies where they fit L2
+    inputs = (q, k, v, q8, k8, v8, vt8)  # every arm takes them all: bench_interleaved rotates copies of them
     if args.fa4:
         from fa4_arms import bshd, fa4_calls
 

@@ -71,7 +71,6 @@ def main(argv=None):
     ap.add_argument("--pairs", default="", help="comma-separated a=b: arms whose medians should read alike")
     ap.add_argument("--out", default=None, help="write the rows as JSON here")
     args = ap.parse_args(argv)
-    from tritonhook.errors import TritonhookError
     from tritonhook.measure.timing import round_order
 
     try:
@@ -81,8 +80,8 @@ def main(argv=None):
         order = round_order if args.order == "williams" else shifted_order
         rows = [neighbours_row(row, order, pairs) for row in bench["rows"]]
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise SystemExit(str(TritonhookError(f"{args.bench}: not a hopper_attention.py --out file with samples "
-                                             f"({type(error).__name__}: {error})")))
+        raise SystemExit(f"{args.bench}: not a hopper_attention.py --out file with samples "
+                         f"({type(error).__name__}: {error})")
     print(format_rows(rows))
     if args.out:
         with open(args.out, "w") as f:

@@ -64,7 +64,7 @@ def l2_bytes(torch) -> int:
 
 
 def _input_sets(torch, inputs: tuple, arms: int) -> list[tuple]:
-    tensors = {id(x): x for x in inputs if isinstance(x, torch.Tensor)}
+    tensors = {id(x): x for x in inputs if isinstance(x, torch.Tensor)}  # a tensor passed twice is one copy
     size = sum(t.numel() * t.element_size() for t in tensors.values())
     count = rotation_sets(size, l2_bytes(torch), torch.cuda.mem_get_info()[0], arms)
     return [inputs, *(copy_inputs(torch, inputs) for _ in range(count - 1))]
