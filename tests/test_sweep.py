@@ -755,7 +755,9 @@ def test_a_kernel_compiled_before_recording_is_captured_late_from_its_cache_file
 def test_a_kernel_whose_cache_files_are_gone_is_captured_late_from_what_it_holds(tmp_path, monkeypatch):
     """A kernel compiled before recording into a cache directory removed since (a test's temporary one, on the
     H200: the late capture had no PTX, so its row could not be built): the late capture takes the stage outputs the
-    kernel read when it was loaded."""
+    kernel read when it was loaded, and its metadata JSON (on the H200 a replay of it failed for want of one: "no
+    'json' artifact") is Triton's again."""
+    import json
     import shutil
 
     from tritonhook import _triton
@@ -773,6 +775,7 @@ def test_a_kernel_whose_cache_files_are_gone_is_captured_late_from_what_it_holds
     assert (late.entry, late.arch, late.triton_hash) == (compiled.entry, compiled.arch, compiled.triton_hash)
     for stage in ("ttir", "ttgir", "llir", "ptx", "cubin"):
         assert store.read(late, stage) == Store(tmp_path / "compiled").read(compiled, stage)
+    assert json.loads(store.read(late, "json")) == json.loads(Store(tmp_path / "compiled").read(compiled, "json"))
 
 
 @pytest.mark.gpu  # without one the workload is not started

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import threading
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -192,9 +193,12 @@ def _times(times) -> dict[str, float]:
 
 def make_event(src, metadata, metadata_group, times, cache_hit, in_memory: dict | None = None) -> NewCapture:
     """One `triton.compile` call (fresh or cache hit), translated out of Triton's objects into a store record;
-    `in_memory` (stage -> text or bytes) fills the stages whose cache files cannot be read."""
+    `in_memory` (stage -> text or bytes) fills the stages whose cache files cannot be read; the metadata JSON,
+    which a replay loads the cubin with and a kernel's `asm` lacks, is written from `metadata` where its file is
+    gone (Triton's file is the same dict, `json.dumps`ed)."""
     metadata = _plain_json(dict(metadata))
-    artifacts = {**{stage: text.encode() if isinstance(text, str) else bytes(text)
+    artifacts = {"json": json.dumps(metadata).encode(),
+                 **{stage: text.encode() if isinstance(text, str) else bytes(text)
                     for stage, text in (in_memory or {}).items()}, **_read_artifacts(metadata_group)}
     frontend, kernel, src_file, src_line = _source_location(src)
     capability = _capability(metadata)
