@@ -42,7 +42,22 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "ws-aa": dict(variant="ws"), "simple
                   "ws-3wg-ol-peel": dict(THREE_OL, peel_diagonal=True),
                   "ws-3wg-ol-peel-thread": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True),
                   "ws-tree": dict(variant="ws", tree_reduce=True), "ws-thread": dict(variant="ws", thread_rowsum=True),
-                  "ws-late": dict(variant="ws", late_pv_wait=True)}
+                  "ws-late": dict(variant="ws", late_pv_wait=True),
+                  "ws-hg2": dict(variant="ws", head_group=2), "ws-hg4": dict(variant="ws", head_group=4),
+                  "ws-np": dict(variant="ws", persistent=False),
+                  "ws-persistent": dict(variant="ws", persistent=True, head_group=0),
+                  "ws-persistent-hg2": dict(variant="ws", persistent=True, head_group=2),
+                  "ws-np-hg2": dict(variant="ws", persistent=False, head_group=2),
+                  "ws-np-hg4": dict(variant="ws", persistent=False, head_group=4),
+                  "ws-3wg-np-hg2": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True, persistent=False,
+                                        head_group=2),
+                  "ws-3wg-np-hg4": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True, persistent=False,
+                                        head_group=4),
+                  "ws-pp": dict(variant="ws", pingpong=True),
+                  "ws-pp-named": dict(variant="ws", pingpong=True, named_turns=True),
+                  "ws-3wg-ol-thread-named": dict(THREE_OL, thread_rowsum=True, named_turns=True),
+                  "ws-3wg-ol-peel-thread-named": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True,
+                                                      named_turns=True)}
 ONLY_AT_D = {name: 64 for name, kwargs in VARIANT_KWARGS.items() if kwargs.get("consumers") == 3}
 """Our variants built for one head dimension alone (three consumers: D=64)."""
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
@@ -69,8 +84,15 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "which then carries no mask), ws-3wg-ol-peel-thread (both), ws-tree (the softmax's row maxima "
                     "and sums reduced as a tree), ws-thread (the row sums kept as each thread's share, the quad's "
                     "shares added once a tile: FlashAttention-4's), ws-late (the overlapped loop's wait for the "
-                    "previous P V GEMM held after the softmax: late_pv_wait), simple (one program per tile, no "
-                    "specialization)")
+                    "previous P V GEMM held after the softmax: late_pv_wait), ws-pp (the tuned build with the "
+                    "ping-pong token on), ws-hg2 and ws-hg4 (causal tiles in sections of 2 or 4 heads), ws-np "
+                    "(one program a tile, not one an SM: persistent=False), ws-np-hg2 and ws-np-hg4 (both), "
+                    "ws-persistent and ws-persistent-hg2 (one program an SM, all heads at once or in sections of "
+                    "2: the causal D=128 builds from 8k and at 4k before one program a tile), "
+                    "ws-3wg-np-hg2 and ws-3wg-np-hg4 (the same with the tuned causal D=64 build), "
+                    "ws-pp-named (ws-pp with the token in hardware named barriers: named_turns), "
+                    "ws-3wg-ol-thread-named and ws-3wg-ol-peel-thread-named (the tuned D=64 builds "
+                    "with named_turns), simple (one program per tile, no specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")

@@ -47,7 +47,15 @@ COLUMNS = {
     "threads_per_block": ("launch__block_size", 1),
     "grid": ("launch__grid_size", 1),
 }
-"""Our column -> (ncu metric, scale to our unit). A metric ncu did not collect leaves the column None."""
+"""Our column -> (ncu metric, scale to our unit), for the sections above. A metric ncu did not collect leaves the
+column None."""
+MEMORY_COLUMNS = {
+    "dram_read_gb": ("dram__bytes_read.sum", 1e-9),
+    "sm_mhz": ("gpc__cycles_elapsed.avg.per_second", 1e-6),
+}
+"""What a kernel read from DRAM and the SM clock it ran at (JSON only), collected with `--metrics
+dram__bytes_read.sum,gpc__cycles_elapsed.avg.per_second,gpu__time_duration.sum` (docs/hopper_attention.md#under-
+sustained-load) or `--section MemoryWorkloadAnalysis` beside the sections above."""
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio")
 
 
@@ -190,7 +198,7 @@ def kernel_rows(raw: list[dict], profiled: list[Shape], ours: list[str] = ("ws",
         seen[kind] += 1
         shape, arm = expected[kind][index] if index < len(expected[kind]) else (None, kind)
         row = {"shape": shape.label if shape else f"#{index}", "arm": arm, "kernel": name[:80]}
-        for column, (metric, scale) in COLUMNS.items():
+        for column, (metric, scale) in {**COLUMNS, **MEMORY_COLUMNS}.items():
             value = _number(record.get(metric))
             row[column] = None if value is None else value * scale
         seconds = row["duration_us"] and row["duration_us"] * 1e-6
@@ -228,7 +236,8 @@ def main(argv=None) -> int:
     print(format_table(rows))
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"rows": rows, "metrics": {c: m for c, (m, _) in COLUMNS.items()}}, f, indent=1)
+            json.dump({"rows": rows, "metrics": {c: m for c, (m, _) in {**COLUMNS, **MEMORY_COLUMNS}.items()}}, f,
+                      indent=1)
     return 0
 
 

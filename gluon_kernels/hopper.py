@@ -59,10 +59,11 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
             raise ValueError("early_qk needs overlap=True and pingpong=False (it issues the next tile's first "
                              "Q K^T from the overlapped loop, outside the ping-pong turns)")
         flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "early_qk", "diagonal_halves",
-                 "masked_first", "tree_reduce", "thread_rowsum", "peel_diagonal", "late_pv_wait")
-        consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items()}
+                 "masked_first", "tree_reduce", "thread_rowsum", "peel_diagonal", "late_pv_wait", "named_turns")
+        consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items() if WS_KNOBS[k]}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
-                                    O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=64 * consumers)
+                                    O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=64 * consumers,
+                    persistent=bool(chosen["persistent"]))
     bn = knobs.get("block_n") or (128 if head_dim == 64 or fp8 else 64)
     st = knobs.get("stages") or 2
     return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=128, BLOCK_N=bn, STAGES=st, CAUSAL=bool(causal),
@@ -212,7 +213,8 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
     consts = _launch_constexprs(cfg, return_lse)
     n_m = triton.cdiv(S, cfg["block_m_cta"])
     if variant == "ws":
-        grid = persistent_grid(q.device, n_m * BH)
+        # persistent: one program an SM walking its tiles; otherwise one a tile, handed out as SMs come free
+        grid = persistent_grid(q.device, n_m * BH) if cfg["persistent"] else (n_m * BH, )
         o_desc = descriptor(rows(o), out_dtype(dtype), q_block)
         _attn_fwd_ws[grid](q_desc, k_desc, v_desc, o, o_desc, lse, qk_scale, S, BH, **consts,
                            num_warps=cfg["num_warps"])

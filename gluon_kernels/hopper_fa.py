@@ -35,7 +35,7 @@ from ._compat import (
     warpgroup_mma_wait,
 )
 from .epilogue import _epilogue, _epilogue_tma, _release_stored, _store_lse
-from .pipeline import RingPosition, SmemChannel, ring_start
+from .pipeline import TURN_BARRIER_BASE, RingPosition, SmemChannel, named_barrier, ring_start
 from .schedule import _kv_block, _kv_bounds, hopper_tiles
 from .softmax import (_block_probs, _block_row_sums, _ones, _rescale, _row_sums, _row_sums_after, _rowsum_mma,
                       _softmax, _zero_row_sums)
@@ -71,6 +71,7 @@ class HopperConfig:
     THREAD_ROWSUM: gl.constexpr  # the row sums kept as each thread's share until the tile ends (softmax._row_partials)
     PEEL_DIAGONAL: gl.constexpr  # causal, falling, the diagonal over two K/V blocks: the second peeled off the loop
     LATE_PV_WAIT: gl.constexpr  # overlapped loop, row sums on the FMA pipe: the P V wait pinned after the softmax
+    NAMED_TURNS: gl.constexpr  # PINGPONG's token in hardware named barriers (PingPong), not mbarriers
     LATE_RELEASE: gl.constexpr  # 16-bit with a deferred store wait: O sits in the tile's Q buffer into the next tile
     s_layout: gl.constexpr  # scores S (wgmma accumulator)
     o_layout: gl.constexpr  # output O
@@ -81,7 +82,8 @@ class HopperConfig:
     def __init__(self, dtype, num_warps, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
                  PINGPONG=False, OVERLAP=False, HEAD_GROUP=1, TMA_STORE=False, O_SEPARATE=False, DEFER_WAIT=False,
                  TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False, CONSUMERS=2,
-                 TREE_REDUCE=False, THREAD_ROWSUM=False, PEEL_DIAGONAL=False, LATE_PV_WAIT=False):
+                 TREE_REDUCE=False, THREAD_ROWSUM=False, PEEL_DIAGONAL=False, LATE_PV_WAIT=False,
+                 NAMED_TURNS=False):
         bits = dtype.primitive_bitwidth
         self.HEAD_DIM = gl.constexpr(HEAD_DIM)
         self.BLOCK_M = gl.constexpr(BLOCK_M)
@@ -102,6 +104,7 @@ class HopperConfig:
         self.TREE_REDUCE = gl.constexpr(TREE_REDUCE)
         self.THREAD_ROWSUM = gl.constexpr(THREAD_ROWSUM and not TC_ROWSUM)
         self.LATE_PV_WAIT = gl.constexpr(LATE_PV_WAIT and OVERLAP and not TC_ROWSUM)
+        self.NAMED_TURNS = gl.constexpr(NAMED_TURNS and PINGPONG)
         self.HALVES = gl.constexpr(DIAGONAL_HALVES and CAUSAL and CONSUMERS == 2 and BLOCK_N == 2 * BLOCK_M)
         # Causal builds keep the rising order unless each tile's diagonal lies in one K/V block (the block width a
         # multiple of the tile's rows), or, with PEEL_DIAGONAL in the overlapped loop, in two: then both come first
@@ -148,27 +151,49 @@ class WsShared:
 
 @aggregate
 class PingPong:
-    """FA3's ping-pong token (§3.1) as one consumer warpgroup sees it: it takes its turn (barrier `mine`, the
-    parity of its turns so far) before issuing a GEMM and passes it on (`other`) right after issuing, so that the
-    other warpgroup's softmax overlaps this one's GEMM. With ON false both are no-ops."""
+    """FA3's ping-pong token (§3.1) as consumer warpgroup WG sees it: it takes its turn before issuing a GEMM and
+    passes it on to the next warpgroup right after issuing, so that the other warpgroups' softmax overlaps this
+    one's GEMM. The token lives in mbarriers (`mine`, `other`: a take waits for the parity of its turns so far) or,
+    NAMED, in hardware named barriers as FA3 and FA4 keep it (``named_barrier``: a take is a `bar.sync` that
+    completes once the previous warpgroup's `bar.arrive` is in, so it needs no parity). With ON false all are
+    no-ops."""
     mine: gl.shared_memory_descriptor
     other: gl.shared_memory_descriptor
     ON: gl.constexpr
+    NAMED: gl.constexpr
+    FIRST: gl.constexpr
+    MINE_ID: gl.constexpr
+    OTHER_ID: gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, mine, other, ON):
+    def __init__(self, mine, other, ON, NAMED, WG, CONSUMERS):
         self.mine = mine
         self.other = other
         self.ON = gl.constexpr(ON)
+        self.NAMED = gl.constexpr(ON and NAMED)
+        self.FIRST = gl.constexpr(WG == 0)
+        self.MINE_ID = gl.constexpr(TURN_BARRIER_BASE + WG)
+        self.OTHER_ID = gl.constexpr(TURN_BARRIER_BASE + (WG + 1) % CONSUMERS)
+
+    @gluon.jit
+    def start(self):
+        """Warpgroup 0 goes first: with NAMED it counts itself in on its own barrier once, standing in for the
+        last warpgroup's pass (the mbarrier token is primed by the kernel before the partitions start)."""
+        if self.NAMED and self.FIRST:
+            named_barrier("arrive", self.MINE_ID, 256)
 
     @gluon.jit
     def take(self, parity):
-        if self.ON:
+        if self.NAMED:
+            named_barrier("sync", self.MINE_ID, 256)
+        elif self.ON:
             mbarrier_wait(self.mine, parity)
 
     @gluon.jit
     def pass_on(self):
-        if self.ON:
+        if self.NAMED:
+            named_barrier("arrive", self.OTHER_ID, 256)
+        elif self.ON:
             mbarrier_arrive(self.other)
 
 
@@ -552,7 +577,9 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
     CONSUMERS: gl.constexpr = cfg.CONSUMERS
     BLOCK_M_CTA: gl.constexpr = CONSUMERS * BLOCK_M
     s_layout: gl.constexpr = cfg.s_layout
-    pingpong = PingPong(mem.turns.index(WG), mem.turns.index((WG + 1) % CONSUMERS), cfg.PINGPONG)
+    pingpong = PingPong(mem.turns.index(WG), mem.turns.index((WG + 1) % CONSUMERS), cfg.PINGPONG, cfg.NAMED_TURNS,
+                        WG, CONSUMERS)
+    pingpong.start()
 
     schedule = hopper_tiles(seq_len, num_bh, BLOCK_M_CTA, BLOCK_N, cfg.CAUSAL, cfg.HEAD_GROUP)
     kv = ring_start(cfg.STAGES)
@@ -637,7 +664,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
                  MASKED_FIRST: gl.constexpr, CONSUMERS: gl.constexpr, TREE_REDUCE: gl.constexpr,
                  THREAD_ROWSUM: gl.constexpr, PEEL_DIAGONAL: gl.constexpr, LATE_PV_WAIT: gl.constexpr,
-                 num_warps: gl.constexpr):
+                 NAMED_TURNS: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
@@ -646,7 +673,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                        O_SEPARATE=O_SEPARATE, DEFER_WAIT=DEFER_WAIT, TC_ROWSUM=TC_ROWSUM, EARLY_QK=EARLY_QK,
                        DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST, CONSUMERS=CONSUMERS,
                        TREE_REDUCE=TREE_REDUCE, THREAD_ROWSUM=THREAD_ROWSUM, PEEL_DIAGONAL=PEEL_DIAGONAL,
-                       LATE_PV_WAIT=LATE_PV_WAIT)
+                       LATE_PV_WAIT=LATE_PV_WAIT, NAMED_TURNS=NAMED_TURNS)
     # Q: [2 buffers x CONSUMERS warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by the consumers
     q_bufs = gl.allocate_shared_memory(dtype, [2 * CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
@@ -679,7 +706,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
         mbarrier_init(k_empty.index(i), count=CONSUMERS)
         mbarrier_init(v_ready.index(i), count=1)
         mbarrier_init(v_empty.index(i), count=CONSUMERS)
-    if PINGPONG:
+    if PINGPONG and not NAMED_TURNS:
         # warpgroup 0 goes first: complete phase 0 of its turn barrier up front; the token goes round in order
         mbarrier_arrive(turns.index(0))
     mem = WsShared(SmemChannel(q_bufs, q_ready, q_empty), SmemChannel(k_bufs, k_ready, k_empty),

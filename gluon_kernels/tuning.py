@@ -12,9 +12,11 @@ WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "o
             "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
             "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST",
             "consumers": "CONSUMERS", "tree_reduce": "TREE_REDUCE", "thread_rowsum": "THREAD_ROWSUM",
-            "peel_diagonal": "PEEL_DIAGONAL", "late_pv_wait": "LATE_PV_WAIT"}
+            "peel_diagonal": "PEEL_DIAGONAL", "late_pv_wait": "LATE_PV_WAIT", "named_turns": "NAMED_TURNS",
+            "persistent": None}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
-the constexpr each sets. The simple kernel takes ``block_n`` and ``stages``."""
+the constexpr each sets; None for a knob of the launch alone (``persistent``: one program an SM, or one a tile).
+The simple kernel takes ``block_n`` and ``stages``."""
 
 _ANY_S = 2**31 - 1
 
@@ -26,9 +28,13 @@ TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # short S: 16-head sections keep K/V in L2 (few tiles a wave)
     (True, 64): ((4096, {"head_group": 16, "pingpong": False}), (_ANY_S, {"pingpong": False})),
     # head sections shrink as S grows; ping-pong only helps the shortest tiles
-    # (each thread's row sums from 8k: 0.5-1.3% on two H200 machine starts; below they cost up to 3.7%)
-    (True, 128): ((1024, {"head_group": 8}), (4096, {"head_group": 2, "pingpong": False}),
-                  (_ANY_S, {"pingpong": False, "thread_rowsum": True})),
+    # (each thread's row sums from 8k: 0.5-1.3% on two H200 machine starts; below they cost up to 3.7%).
+    # From 4k one program a tile in sections of 4 (4k) or 2 heads: the SMs take the tiles as they come free, so the
+    # tiles in flight stay within a section and its K/V in L2 (all heads at once, persistent, read 1.3 GB of DRAM
+    # at 16k to FA4's 0.24; docs/hopper_attention.md#under-sustained-load)
+    (True, 128): ((1024, {"head_group": 8}), (2048, {"head_group": 2, "pingpong": False}),
+                  (4096, {"head_group": 4, "pingpong": False, "persistent": False}),
+                  (_ANY_S, {"head_group": 2, "pingpong": False, "thread_rowsum": True, "persistent": False})),
 }
 """Measured ws knobs for 16-bit inputs (two consumer warpgroups)."""
 
@@ -97,9 +103,12 @@ def ws_defaults(head_dim: int, fp8: bool = False, consumers: int = 2) -> dict:
     65,536). ``tree_reduce`` (the softmax's row maxima and sums folded in registers first) is off: 4-5% slower at
     D=64 on the H200 (docs/hopper_attention.md#what-bounds-it). ``late_pv_wait`` (the overlapped loop's wait for the
     previous P V GEMM held after the softmax, ``wgmma._scheduling_fence``) is off: 0.97-1.01 of the
-    tuned build at D=128 on the H200 (docs/hopper_attention.md#what-bounds-it)."""
+    tuned build at D=128 on the H200 (docs/hopper_attention.md#what-bounds-it). ``named_turns`` (the ping-pong
+    token in hardware named barriers) is off: 0.996-1.011 of the mbarrier token, ping-pong itself no gain at D=128.
+    ``persistent``: one program an SM; one a tile pays only where head sections must stay in L2 (causal D=128 from
+    4k: docs/hopper_attention.md#under-sustained-load)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=consumers == 2,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True,
                 consumer_regs=240 if consumers == 2 else 160, producer_regs=24, tc_rowsum=False, early_qk=False,
                 diagonal_halves=True, masked_first=head_dim == 128, consumers=consumers, tree_reduce=False,
-                thread_rowsum=False, peel_diagonal=False, late_pv_wait=False)
+                thread_rowsum=False, peel_diagonal=False, late_pv_wait=False, named_turns=False, persistent=True)

@@ -4,7 +4,7 @@
 #   bash benchmarks/workloads/carry.sh DIR [NAME ...]
 #
 # NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger, fla, gemlite, diffusers, cce,
-# sageattention, aqlm, trifast, fbgemm); none = all of them. Installs with
+# sageattention, aqlm, trifast, fbgemm, conch); none = all of them. Installs with
 # `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
 # carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
 # root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
@@ -45,19 +45,21 @@
 #   trifast    trifast 0.1.13 (py3-none-any, 16 kB; Triton kernels in Python), jaxtyping 0.3.11 and wadler_lindig
 #              0.1.8 (its type annotations, imported at import), platformdirs 4.14.8 (where it keeps its picks); it
 #              needs einops, numpy and pyyaml too, which the GPU machine has
+#   conch      conch-triton-kernels 1.3 (py3-none-any, 0.1 MB; Stack AV's Triton stand-ins for vLLM's kernels: torch
+#              and triton only)
 # Then, e.g.:  PYTHONPATH=/tmp/wl/site python3 benchmarks/workloads/torchao_quant_gemm.py 10
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm ...]" >&2
+    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm|conch ...]" >&2
     exit 2
 fi
 dir=$1
 shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm)
+    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm conch)
 fi
 python=${PYTHON:-python3}
 

@@ -114,6 +114,26 @@ def test_the_bound_table_reads_every_arm_and_metric_from_a_real_ncu_run():
     assert ours_d64["kernel"].startswith("_attn_fwd_ws") and ours_d64["warps_per_scheduler"] == 3.0
 
 
+NCU_DRAM_H200 = Path(__file__).resolve().parents[1] / "data" / "ncu_hopper_dram_h200.csv.xz"
+"""ncu's raw CSV of `hopper_attention_bound.py run --shapes 128:1:16384,128:1:8192 --ours ws,ws-np-hg2,ws-np-hg4`
+under `--metrics dram__bytes_read.sum,gpu__time_duration.sum,gpc__cycles_elapsed.avg.per_second` on the H200,
+behind docs/hopper_attention.md#under-sustained-load (the causal D=128 builds before one program a tile)."""
+
+
+@pytest.mark.release_independent
+def test_the_bound_table_reads_dram_bytes_and_the_clock_from_a_real_ncu_run():
+    """The memory columns name metrics ncu collects: every kernel of the run gets its DRAM bytes and SM clock."""
+    import lzma
+
+    with lzma.open(NCU_DRAM_H200, "rt") as f:
+        raw = bound.read_ncu_csv(f.read().splitlines())
+    profiled = bound.shapes(bound.parse_args(["table", "x", "--shapes", "128:1:16384,128:1:8192"]))
+    ours = ["ws", "ws-np-hg2", "ws-np-hg4"]
+    rows = bound.kernel_rows(raw, profiled, ours)
+    assert [r["arm"] for r in rows] == [arm for s in profiled for arm in bound.arms_of(s, ours)]
+    assert all(r[column] > 0 for r in rows for column in bound.MEMORY_COLUMNS), rows
+
+
 def test_an_aa_arm_runs_the_tuned_build_again_and_is_compared_with_it():
     """`--variants ws,ws-aa`: the same build as two arms of one run, so the table's `ws-aa/ws` says how much an
     arm's place in the interleaving moves a kernel (up to 5% at S <= 2k on the H200: two arms of one fp8 build read

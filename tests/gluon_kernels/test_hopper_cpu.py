@@ -177,6 +177,49 @@ def test_a_late_pv_wait_keeps_every_exponential_of_the_kv_step_ahead_of_the_wait
     assert late["spill_stores"] == tuned["spill_stores"] == 0, (tuned, late)
 
 
+@pytest.mark.parametrize("head_dim,knobs", [(128, {}), (64, dict(consumers=3, overlap=True, masked_first=True))],
+                         ids=["d128-two-consumers", "d64-three-consumers"])
+def test_named_turns_pass_the_ping_pong_token_through_hardware_barriers(head_dim, knobs):
+    """`named_turns` keeps FA3's and FA4's ping-pong token in named barriers: a warpgroup takes its turn with a
+    `bar.sync` on its own barrier (8 + its index, 256 threads: its own and the previous warpgroup's) and passes it
+    with a `bar.arrive` on the next one's, warpgroup 0 counting itself in once to go first. So the token costs no
+    mbarrier wait or arrive (the build waits and arrives on mbarriers as often as one without ping-pong does), and
+    no warpgroup `bar.sync` in front of an arrive; it spills no more than the mbarrier token (nothing under Triton
+    3.6)."""
+    def build(**extra):
+        return compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384, **knobs, **extra)
+
+    consumers = knobs.get("consumers", 2)
+    none, tokens, named = build(pingpong=False), build(pingpong=True), build(pingpong=True, named_turns=True)
+    mbarrier_ops = lambda k: len(re.findall(r"mbarrier\.(?:try_wait|arrive)\.", k.asm["ptx"]))
+    assert mbarrier_ops(named) == mbarrier_ops(none) < mbarrier_ops(tokens), [mbarrier_ops(k) for k in (none, tokens,
+                                                                                                         named)]
+    ptx = named.asm["ptx"]
+    for wg in range(consumers):  # each take is followed by a pass to the next; warpgroup 0's barrier has its start
+        following = (wg + 1) % consumers
+        takes = len(re.findall(rf"bar\.sync {8 + wg}, 256;", ptx))
+        arrivals = len(re.findall(rf"bar\.arrive {8 + following}, 256;", ptx))
+        assert takes >= 2 and arrivals == takes + (following == 0), (wg, takes, arrivals)
+    (token_rep, named_rep), spilled = (ptxas_report(k) for k in (tokens, named)), TRITON_VERSION >= (3, 7) and knobs
+    for kind in ("spill_stores", "spill_loads"):  # ptxas 13.4 (Triton 3.7+) spills the three-consumer build anyway
+        assert named_rep[kind] <= token_rep[kind] and (spilled or named_rep[kind] == 0), named_rep["log"]
+
+
+def test_persistent_is_a_launch_choice_and_the_causal_d128_table_hands_out_tiles_from_4k():
+    """`persistent` sets the grid, not the kernel: one program an SM walking its tiles, or one a tile, which the
+    hardware hands out as SMs come free so that the tiles in flight stay within a head section. The causal 16-bit
+    D=128 table takes one a tile from 4k on (sections of 4 heads at 4k, 2 above), persistent below."""
+    from gluon_kernels.hopper import _config
+
+    for S, persistent, sections in ((1024, True, 8), (2048, True, 2), (4096, False, 4), (8192, False, 2),
+                                    (16384, False, 2)):
+        cfg = _config("bf16", 128, "ws", True, S)
+        assert (cfg["persistent"], cfg["constexprs"]["HEAD_GROUP"]) == (persistent, sections), S
+    one_an_sm, one_a_tile = (_config("bf16", 128, "ws", True, 16384, persistent=p) for p in (True, False))
+    assert one_an_sm["constexprs"] == one_a_tile["constexprs"] and "PERSISTENT" not in one_a_tile["constexprs"]
+    assert _config("bf16", 128, "ws", False, 16384)["persistent"]
+
+
 def _longest_chain(ptx: str, op: str) -> tuple[int, int]:
     """(the longest chain of `op` instructions each reading the one before, how many there are) in PTX, whose
     virtual registers are each written once."""

@@ -177,10 +177,14 @@ def assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=True):
                                    dict(tree_reduce=True, overlap=False, pingpong=True), dict(thread_rowsum=True),
                                    dict(thread_rowsum=True, overlap=False, pingpong=True),
                                    dict(thread_rowsum=True, tree_reduce=True), dict(late_pv_wait=True),
-                                   dict(late_pv_wait=True, thread_rowsum=False)],
+                                   dict(late_pv_wait=True, thread_rowsum=False),
+                                   dict(pingpong=True, named_turns=True),
+                                   dict(pingpong=True, named_turns=True, overlap=False), dict(persistent=False),
+                                   dict(persistent=False, head_group=2)],
                          ids=["defer", "wait", "defer-no-overlap", "snake", "tc-rowsum", "tree", "tree-plain-loop",
                               "thread-rowsum", "thread-rowsum-plain-loop", "thread-rowsum-tree", "late-pv-wait",
-                              "late-pv-wait-block-sums"])
+                              "late-pv-wait-block-sums", "named-turns", "named-turns-plain-loop", "one-program-a-tile",
+                              "one-program-a-tile-head-sections"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
@@ -195,9 +199,13 @@ def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
                                    dict(consumers=3, block_n=64, stages=4), dict(consumers=3, head_group=4),
                                    dict(consumers=3, tc_rowsum=True), dict(consumers=3, overlap=True),
                                    dict(consumers=3, overlap=True, masked_first=True),
-                                   dict(consumers=3, overlap=True, masked_first=True, thread_rowsum=True)],
+                                   dict(consumers=3, overlap=True, masked_first=True, thread_rowsum=True),
+                                   dict(consumers=3, overlap=True, masked_first=True, named_turns=True),
+                                   dict(consumers=3, overlap=True, masked_first=True, peel_diagonal=True,
+                                        thread_rowsum=True, persistent=False, head_group=2)],
                          ids=["pingpong", "no-pingpong", "bn64", "head-group", "tc-rowsum", "overlap",
-                              "overlap-masked-first", "overlap-thread-rowsum"])
+                              "overlap-masked-first", "overlap-thread-rowsum", "overlap-named-turns",
+                              "one-program-a-tile"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("B,H,S,D", [(1, 4, 2049, 64), (2, 3, 191, 64), (2, 3, 193, 64), (4, 16, 1024, 64)])
@@ -234,6 +242,18 @@ def test_tuned_d64_builds_match_fp32_reference(S, causal, dtype):
     consumers = _config("bf16", 64, "ws", causal, S)["constexprs"]["CONSUMERS"]
     assert consumers == (3 if S >= THREE_OVERLAPPED_FROM[(causal, 64)] else 2)
     assert_ws_matches_reference(1, 3, S, 64, causal, dtype, {})
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("S", [4096, 8193])
+def test_tuned_d128_causal_builds_match_fp32_reference(S, dtype):
+    """With no knob set, causal 16-bit D=128 runs one program a tile from 4k on, in head sections (of 4 heads at
+    4k, 2 above): three heads leave the last section short of a full one; 8193 adds a one-row last tile."""
+    from gluon_kernels.hopper import _config
+
+    cfg = _config("bf16", 128, "ws", True, S)
+    assert not cfg["persistent"] and cfg["constexprs"]["HEAD_GROUP"] == (4 if S <= 4096 else 2)
+    assert_ws_matches_reference(1, 3, S, 128, True, dtype, {})
 
 
 def test_default_scale_and_no_lse():
