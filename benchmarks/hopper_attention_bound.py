@@ -54,8 +54,8 @@ MEMORY_COLUMNS = {
     "sm_mhz": ("gpc__cycles_elapsed.avg.per_second", 1e-6),
 }
 """What a kernel read from DRAM and the SM clock it ran at (JSON only), collected with `--metrics
-dram__bytes_read.sum,gpc__cycles_elapsed.avg.per_second,gpu__time_duration.sum` (docs/hopper_attention.md#under-
-sustained-load) or `--section MemoryWorkloadAnalysis` beside the sections above."""
+dram__bytes_read.sum,gpc__cycles_elapsed.avg.per_second,gpu__time_duration.sum` or `--section
+MemoryWorkloadAnalysis` beside the sections above (docs/hopper_attention.md#under-sustained-load)."""
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio")
 
 
