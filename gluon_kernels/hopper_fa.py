@@ -10,10 +10,11 @@ Two kernels share the per-block math:
 
 * ``_attn_fwd_simple``: one program per (query tile, batch*head), all warps do everything; K/V are prefetched
   ``STAGES - 1`` blocks ahead with TMA onto per-stage mbarriers. The baseline.
-* ``_attn_fwd_ws``: persistent over (batch*head, query tile); warp-specialized into a 1-warp TMA producer and two
-  (or, D=64, three) 4-warp consumer warpgroups, each owning 64 rows of a 128-row (192-row) query tile and sharing
-  the K/V stages. Optional ping-pong: an mbarrier token passed round the consumers orders their GEMMs so that one
-  warpgroup's softmax runs while the others' GEMMs occupy the tensor cores (FA3 §3.1).
+* ``_attn_fwd_ws``: persistent over (batch*head, query tile) (a grid of one program a tile makes each walk one);
+  warp-specialized into a 1-warp TMA producer and two (or, D=64, three) 4-warp consumer warpgroups, each owning 64
+  rows of a 128-row (192-row) query tile and sharing the K/V stages. Optional ping-pong: a token passed round the
+  consumers (mbarriers, or hardware named barriers) orders their GEMMs so that one warpgroup's softmax runs while
+  the others' GEMMs occupy the tensor cores (FA3 §3.1).
 
 Layouts: Q, K, V, O are (B, H, S, D) contiguous, viewed as 2-D (B*H*S, D) for TMA; a tile that runs past S reads
 the next head's rows (or zeros past the end), which the key mask (col < S) and the masked output store make harmless.

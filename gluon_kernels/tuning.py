@@ -30,8 +30,8 @@ TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # head sections shrink as S grows; ping-pong only helps the shortest tiles
     # (each thread's row sums from 8k: 0.5-1.3% on two H200 machine starts; below they cost up to 3.7%).
     # From 4k one program a tile in sections of 4 (4k) or 2 heads: the SMs take the tiles as they come free, so the
-    # tiles in flight stay within a section and its K/V in L2 (all heads at once, persistent, read 1.3 GB of DRAM
-    # at 16k to FA4's 0.24; docs/hopper_attention.md#under-sustained-load)
+    # tiles in flight stay within a section and its K/V in L2 (all heads at once, persistent, read 1.3-1.45 GB of
+    # DRAM at 16k, FA4 0.24; docs/hopper_attention.md#under-sustained-load)
     (True, 128): ((1024, {"head_group": 8}), (2048, {"head_group": 2, "pingpong": False}),
                   (4096, {"head_group": 4, "pingpong": False, "persistent": False}),
                   (_ANY_S, {"head_group": 2, "pingpong": False, "thread_rowsum": True, "persistent": False})),
