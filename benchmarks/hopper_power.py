@@ -12,6 +12,8 @@ H*D = 2048 as in hopper_attention.py) every arm runs `--rounds` phases (the arms
 `--phase` seconds timed by CUDA events over back-to-back calls (ten queued per host wait). A thread reads NVML every
 10 ms: SM clock, power (NVML's averaged board power) and the clock-event reasons (0x4: the software power cap).
 Per arm: median TFLOPS over its phases, the median clock and power of the samples inside them, and TFLOPS per GHz.
+Not `measure.timing.bench_interleaved`, the project's timer: it interleaves the arms call by call, which is the
+condition this script is there to leave.
 """
 from __future__ import annotations
 

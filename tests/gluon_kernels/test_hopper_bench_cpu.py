@@ -144,3 +144,31 @@ def test_an_aa_arm_runs_the_tuned_build_again_and_is_compared_with_it():
     for run in row["runs"]:
         run["ws-aa:bf16"] = [2.1] * 9
     assert bench.summarize_row(row)["ratios"]["ws-aa/ws"] == pytest.approx((2.0 / 2.1,) * 3)
+
+
+power = load_benchmark("hopper_power")
+POWER_H200 = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "hopper_power_h200.json"
+"""`hopper_power.py`'s run on the H200 (docs/hopper_attention.md#under-sustained-load)."""
+
+
+def test_power_names_nvmls_clock_event_reasons():
+    assert power.reason_names(0x4) == ["power cap"] and power.reason_names(0x5) == ["idle", "power cap"]
+    assert power.reason_names(0) == [] and power.reason_names(0x200) == ["0x200"]
+
+
+def test_power_summarizes_each_arms_phases_and_prints_them_against_fa4():
+    """The phases of a real run, summarized again: per arm the median of its phases' TFLOPS, clocks and power, the
+    reasons they saw; the table puts every arm over FA4 in speed and per clock."""
+    import json
+
+    for row in json.loads(POWER_H200.read_text())["sustained"]["rows"]:
+        arms = power.summarize(row["phases"])
+        assert list(arms) == list(row["arms"]) and "fa4" in arms
+        for arm, summary in arms.items():
+            mine = sorted(p["tflops"] for p in row["phases"] if p["arm"] == arm)
+            assert summary["tflops_min"] == mine[0] and summary["tflops_max"] == mine[-1]
+            assert mine[0] <= summary["tflops"] <= mine[-1] and summary["reasons"] == ["power cap"]
+            assert summary["tflops_per_ghz"] == pytest.approx(summary["tflops"] / summary["mhz"] * 1e3)
+    table = power.format_table([dict(row, arms=power.summarize(row["phases"]))
+                                for row in json.loads(POWER_H200.read_text())["sustained"]["rows"]])
+    assert all(" 1.000 " in line for line in table.splitlines() if " fa4 " in line)
