@@ -27,7 +27,10 @@ BUILDS = (("three overlapped consumers, D=64", 64, False, THREE_OVERLAPPED),
           ("three overlapped consumers, peel_diagonal, thread_rowsum, D=64, causal", 64, True,
            dict(THREE_OVERLAPPED, peel_diagonal=True, thread_rowsum=True)),
           ("thread_rowsum, D=128", 128, False, dict(thread_rowsum=True)),
-          ("thread_rowsum, D=128, causal", 128, True, dict(thread_rowsum=True)))
+          ("thread_rowsum, D=128, causal", 128, True, dict(thread_rowsum=True)),
+          ("head sections of 2, D=128, causal (the tuned build from 8k)", 128, True, {}),
+          ("head sections of 4, D=128, causal (the tuned build at 4k)", 128, True,
+           dict(head_group=4, pingpong=False, thread_rowsum=False)))
 """(label, head dim, causal, knobs) of each build compared."""
 
 
