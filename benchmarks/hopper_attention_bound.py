@@ -56,6 +56,8 @@ MEMORY_COLUMNS = {
 """What a kernel read from DRAM and the SM clock it ran at (JSON only), collected with `--metrics
 dram__bytes_read.sum,gpc__cycles_elapsed.avg.per_second,gpu__time_duration.sum` or `--section
 MemoryWorkloadAnalysis` beside the sections above (docs/hopper_attention.md#under-sustained-load)."""
+ALL_COLUMNS = {**COLUMNS, **MEMORY_COLUMNS}
+"""Every column a row carries (`kernel_rows`) and the JSON names the metric of."""
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio")
 
 
@@ -198,7 +200,7 @@ def kernel_rows(raw: list[dict], profiled: list[Shape], ours: list[str] = ("ws",
         seen[kind] += 1
         shape, arm = expected[kind][index] if index < len(expected[kind]) else (None, kind)
         row = {"shape": shape.label if shape else f"#{index}", "arm": arm, "kernel": name[:80]}
-        for column, (metric, scale) in {**COLUMNS, **MEMORY_COLUMNS}.items():
+        for column, (metric, scale) in ALL_COLUMNS.items():
             value = _number(record.get(metric))
             row[column] = None if value is None else value * scale
         seconds = row["duration_us"] and row["duration_us"] * 1e-6
@@ -236,8 +238,7 @@ def main(argv=None) -> int:
     print(format_table(rows))
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"rows": rows, "metrics": {c: m for c, (m, _) in {**COLUMNS, **MEMORY_COLUMNS}.items()}}, f,
-                      indent=1)
+            json.dump({"rows": rows, "metrics": {c: m for c, (m, _) in ALL_COLUMNS.items()}}, f, indent=1)
     return 0
 
 

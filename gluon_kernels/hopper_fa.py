@@ -171,7 +171,7 @@ class PingPong:
         self.mine = mine
         self.other = other
         self.ON = gl.constexpr(ON)
-        self.NAMED = gl.constexpr(ON and NAMED)
+        self.NAMED = gl.constexpr(NAMED)  # HopperConfig.NAMED_TURNS: set only with PINGPONG
         self.FIRST = gl.constexpr(WG == 0)
         self.MINE_ID = gl.constexpr(TURN_BARRIER_BASE + WG)
         self.OTHER_ID = gl.constexpr(TURN_BARRIER_BASE + (WG + 1) % CONSUMERS)
