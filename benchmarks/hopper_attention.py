@@ -42,7 +42,7 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "ws-aa": dict(variant="ws"), "simple
                   "ws-3wg-ol-peel": dict(THREE_OL, peel_diagonal=True),
                   "ws-3wg-ol-peel-thread": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True),
                   "ws-tree": dict(variant="ws", tree_reduce=True), "ws-thread": dict(variant="ws", thread_rowsum=True),
-                  "ws-late": dict(variant="ws", late_pv_wait=True),
+                  "ws-late": dict(variant="ws", late_pv_wait=True), "ws-early-pv-wait": dict(variant="ws", late_pv_wait=False),
                   "ws-hg2": dict(variant="ws", head_group=2), "ws-hg4": dict(variant="ws", head_group=4),
                   "ws-np": dict(variant="ws", persistent=False),
                   "ws-persistent": dict(variant="ws", persistent=True, head_group=0),

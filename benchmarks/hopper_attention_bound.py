@@ -10,7 +10,8 @@ for ours, FA4 and cuDNN on the same inputs, one launch each per shape.
 
 `run` launches, per shape (`--shapes D:causal:S,...`, B·S = 16k tokens and H·D = 2048 as in
 benchmarks/hopper_attention.py), our bf16 kernel (each of `--ours`' variants of benchmarks/hopper_attention.py that
-builds at the shape's D: arm `ours` for `ws`, `ours:VARIANT` for the others), FA4's Hopper forward and cuDNN's, each
+builds at the shape's D: arm `ours` for `ws`, `ours:VARIANT` for the others; `fp8` for our tuned fp8 build on the same
+inputs cast to e4m3, arm `ours:fp8`), FA4's Hopper forward and cuDNN's, each
 warmed up first, then once more inside `cudaProfilerStart/Stop`, in that order (give `table` the same `--ours`).
 `table` reads ncu's raw CSV back: per kernel its duration and TFLOPS under the profiler, the issue-slot use
 (`smsp__issue_active`: the share of active cycles in which a scheduler issued), instructions issued per SM cycle (at
@@ -58,6 +59,9 @@ dram__bytes_read.sum,gpc__cycles_elapsed.avg.per_second,gpu__time_duration.sum` 
 MemoryWorkloadAnalysis` beside the sections above (docs/hopper_attention.md#under-sustained-load)."""
 ALL_COLUMNS = {**COLUMNS, **MEMORY_COLUMNS}
 """Every column a row carries (`kernel_rows`) and the JSON names the metric of."""
+FP8 = "fp8"
+"""The `--ours` name of our tuned fp8 (e4m3) build, profiled beside the bf16 arms it is a ratio to (issue 55's fp8
+goal); FA4 and cuDNN have no fp8 Hopper forward here."""
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio")
 
 
@@ -69,8 +73,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     shape_args.add_argument("--tokens", type=int, default=16384, help="B*S")
     shape_args.add_argument("--hidden", type=int, default=2048, help="H*D")
     shape_args.add_argument("--ours", default="ws",
-                            help="our variants, comma-separated (benchmarks/hopper_attention.py's --variants; "
-                                 "default ws)")
+                            help=f"our variants, comma-separated (benchmarks/hopper_attention.py's --variants, "
+                                 f"or {FP8} for the tuned fp8 build; default ws)")
     run = sub.add_parser("run", parents=[shape_args], help="launch every arm once per shape inside the profiled region")
     run.add_argument("--warmup", type=int, default=3)
     table = sub.add_parser("table", parents=[shape_args],
@@ -126,16 +130,18 @@ def run(args) -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from fa4_arms import bshd, fa4_calls
-    from gluon_kernels import hopper_attention
+    from gluon_kernels import hopper_attention, transpose_v_for_fp8
 
     ours = args.ours.split(",")
-    unknown = sorted(set(ours) - set(VARIANT_KWARGS))
+    unknown = sorted(set(ours) - set(VARIANT_KWARGS) - {FP8})
     if unknown:
         raise SystemExit(f"--ours: unknown variant(s) {unknown}; known: {sorted(VARIANT_KWARGS)}")
     for shape in shapes(args):
         D, causal, S, B, H = shape.D, shape.causal, shape.S, shape.B, shape.H
         g = torch.Generator(device="cuda").manual_seed(S + D)
         q, k, v = (torch.randn((B, H, S, D), device="cuda", generator=g).to(torch.bfloat16) for _ in range(3))
+        q8, k8 = q.to(torch.float8_e4m3fn), k.to(torch.float8_e4m3fn)
+        v_t8 = transpose_v_for_fp8(v.to(torch.float8_e4m3fn))
         fa4_context, fa4_call = fa4_calls(causal)["fa4"]
         fa4_inputs = bshd(q, k, v)
 
@@ -150,7 +156,8 @@ def run(args) -> None:
         calls = {"fa4": fa4, "cudnn": cudnn}
         calls.update({ours_arm(variant): lambda kw=VARIANT_KWARGS[variant]: hopper_attention(q, k, v, causal=causal,
                                                                                              **kw)
-                      for variant in ours})
+                      for variant in ours if variant != FP8})
+        calls[ours_arm(FP8)] = lambda: hopper_attention(q8, k8, None, v_t=v_t8, causal=causal)
         arms = {arm: calls[arm] for arm in arms_of(shape, ours)}
         for call in arms.values():
             for _ in range(args.warmup):

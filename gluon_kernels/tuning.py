@@ -23,8 +23,11 @@ _ANY_S = 2**31 - 1
 TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # 16-bit, from `benchmarks/hopper_attention_tune.py --emit-table`, every knob set timed over the defaults
     (False, 64): ((_ANY_S, {"pingpong": False}),),  # one warpgroup's softmax is short: ping-pong only waits
-    # likewise; from 2k each thread's share of the row sums (1.3-2.5% on two H200 machine starts)
-    (False, 128): ((1024, {"pingpong": False}), (_ANY_S, {"pingpong": False, "thread_rowsum": True})),
+    # likewise; from 2k each thread's share of the row sums (1.3-2.5% on two H200 machine starts); from 8k the
+    # previous P V GEMM's wait held after the softmax (0.4-1.4% on three starts;
+    # docs/hopper_attention.md#the-goals-at-the-close)
+    (False, 128): ((1024, {"pingpong": False}), (4096, {"pingpong": False, "thread_rowsum": True}),
+                   (_ANY_S, {"pingpong": False, "thread_rowsum": True, "late_pv_wait": True})),
     # short S: 16-head sections keep K/V in L2 (few tiles a wave)
     (True, 64): ((4096, {"head_group": 16, "pingpong": False}), (_ANY_S, {"pingpong": False})),
     # head sections shrink as S grows; ping-pong only helps the shortest tiles
@@ -56,9 +59,9 @@ _FP8_BN256_ST2 = {**_FP8_BN256, "stages": 2}
 TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # 256 keys in 2 stages with the row sums on the tensor cores: 1.44-1.54x our bf16 at every S
     (False, 128): ((_ANY_S, {**_FP8_BN256_ST2, "tc_rowsum": True}),),
-    # S <= 4k: 128-key tiles (head groups of 4 up to 2k); above, 256 keys in 3 stages
+    # S <= 4k: 128-key tiles (head groups of 4 up to 2k); above, 256 keys in 2 stages (1.9-3.6% over 3 at 8k-16k)
     (True, 128): ((2048, {"tc_rowsum": True, "head_group": 4, "pingpong": False}),
-                  (4096, {"tc_rowsum": True, "pingpong": False}), (_ANY_S, {**_FP8_BN256, "tc_rowsum": True})),
+                  (4096, {"tc_rowsum": True, "pingpong": False}), (_ANY_S, {**_FP8_BN256_ST2, "tc_rowsum": True})),
     # 256 keys, falling K/V order; above 1k without the TMA-store epilogue
     (False, 64): ((1024, {**_FP8_BN256, "tc_rowsum": True, "masked_first": True}),
                   (_ANY_S, {**_FP8_BN256, "tc_rowsum": True, "tma_store": False, "masked_first": True})),
@@ -103,7 +106,8 @@ def ws_defaults(head_dim: int, fp8: bool = False, consumers: int = 2) -> dict:
     65,536). ``tree_reduce`` (the softmax's row maxima and sums folded in registers first) is off: 4-5% slower at
     D=64 on the H200 (docs/hopper_attention.md#what-bounds-it). ``late_pv_wait`` (the overlapped loop's wait for the
     previous P V GEMM held after the softmax, ``wgmma._scheduling_fence``) is off: 0.97-1.01 of the
-    tuned build at D=128 on the H200 (docs/hopper_attention.md#what-bounds-it). ``named_turns`` (the ping-pong
+    tuned build at D=128 on the H200, a gain only non-causal from 8k, where the table has it
+    (docs/hopper_attention.md#what-bounds-it). ``named_turns`` (the ping-pong
     token in hardware named barriers) is off: 0.996-1.011 of the mbarrier token, ping-pong itself no gain at D=128.
     ``persistent``: one program an SM; one a tile pays only where head sections must stay in L2 (causal D=128 from
     4k: docs/hopper_attention.md#under-sustained-load)."""

@@ -134,6 +134,31 @@ def test_the_bound_table_reads_dram_bytes_and_the_clock_from_a_real_ncu_run():
     assert all(r[column] > 0 for r in rows for column in bound.MEMORY_COLUMNS), rows
 
 
+NCU_CLOSE_H200 = Path(__file__).resolve().parents[1] / "data" / "ncu_hopper_close_h200.csv.xz"
+"""ncu's raw CSV behind docs/hopper_attention.md#the-goals-at-the-close: `hopper_attention_bound.py run --ours ws,fp8`
+over ten shapes on the H200 (the command: benchmarks/results/hopper_goals_close_h200.json)."""
+
+
+@pytest.mark.release_independent
+def test_the_fp8_arm_is_told_from_the_bf16_build_of_the_same_kernel_name():
+    """Our fp8 and bf16 builds share the kernel's name, so launch order alone labels them: labelled right, the fp8
+    launch is the shorter one at every D=128 shape (1.3-1.5x our bf16's speed on the H200), and both read the
+    same inputs' bytes from DRAM at the non-causal shapes in the ratio of their element sizes or less."""
+    import lzma
+
+    with lzma.open(NCU_CLOSE_H200, "rt") as f:
+        raw = bound.read_ncu_csv(f.read().splitlines())
+    shapes = "64:0:16384,64:1:16384,128:0:16384,128:1:16384,64:0:4096,64:1:4096,128:0:4096,128:1:4096,128:0:1024,128:1:1024"
+    profiled = bound.shapes(bound.parse_args(["table", "x", "--shapes", shapes]))
+    ours = ["ws", bound.FP8]
+    rows = bound.kernel_rows(raw, profiled, ours)
+    assert [(r["shape"], r["arm"]) for r in rows] == [(s.label, a) for s in profiled for a in bound.arms_of(s, ours)]
+    by = {(r["shape"], r["arm"]): r for r in rows}
+    for shape in (s for s in profiled if s.D == 128):
+        bf16, fp8 = by[(shape.label, "ours")], by[(shape.label, "ours:fp8")]
+        assert 1.25 < bf16["duration_us"] / fp8["duration_us"] < 1.6, shape.label
+
+
 def test_an_aa_arm_runs_the_tuned_build_again_and_is_compared_with_it():
     """`--variants ws,ws-aa`: the same build as two arms of one run, so the table's `ws-aa/ws` says how much an
     arm's place in the interleaving moves a kernel (up to 5% at S <= 2k on the H200: two arms of one fp8 build read
