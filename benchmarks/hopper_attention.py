@@ -42,17 +42,24 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "ws-aa": dict(variant="ws"), "simple
                   "ws-3wg-ol-peel": dict(THREE_OL, peel_diagonal=True),
                   "ws-3wg-ol-peel-thread": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True),
                   "ws-tree": dict(variant="ws", tree_reduce=True), "ws-thread": dict(variant="ws", thread_rowsum=True),
-                  "ws-late": dict(variant="ws", late_pv_wait=True), "ws-early-pv-wait": dict(variant="ws", late_pv_wait=False),
+                  "ws-late": dict(variant="ws", late_pv_wait=True),
+                  "ws-early-pv-wait": dict(variant="ws", late_pv_wait=False),
                   "ws-hg2": dict(variant="ws", head_group=2), "ws-hg4": dict(variant="ws", head_group=4),
                   "ws-np": dict(variant="ws", persistent=False),
-                  "ws-persistent": dict(variant="ws", persistent=True, head_group=0),
-                  "ws-persistent-hg2": dict(variant="ws", persistent=True, head_group=2),
+                  "ws-persistent": dict(variant="ws", persistent=True, dynamic_tiles=False, head_group=0),
+                  "ws-persistent-hg2": dict(variant="ws", persistent=True, dynamic_tiles=False, head_group=2),
                   "ws-np-hg2": dict(variant="ws", persistent=False, head_group=2),
                   "ws-np-hg4": dict(variant="ws", persistent=False, head_group=4),
                   "ws-3wg-np-hg2": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True, persistent=False,
                                         head_group=2),
                   "ws-3wg-np-hg4": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True, persistent=False,
                                         head_group=4),
+                  **{f"ws-dyn-hg{g}": dict(variant="ws", persistent=True, dynamic_tiles=True, head_group=g)
+                     for g in (0, 2, 4, 8, 16)},
+                  **{f"ws-3wg-dyn-hg{g}": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True, persistent=True,
+                                               dynamic_tiles=True, head_group=g) for g in (0, 2, 4, 8)},
+                  "ws-static": dict(variant="ws", dynamic_tiles=False),
+                  "ws-static-hg2": dict(variant="ws", dynamic_tiles=False, head_group=2),
                   "ws-pp": dict(variant="ws", pingpong=True),
                   "ws-pp-named": dict(variant="ws", pingpong=True, named_turns=True),
                   "ws-3wg-ol-thread-named": dict(THREE_OL, thread_rowsum=True, named_turns=True),
@@ -87,8 +94,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "previous P V GEMM held after the softmax: late_pv_wait), ws-pp (the tuned build with the "
                     "ping-pong token on), ws-hg2 and ws-hg4 (causal tiles in sections of 2 or 4 heads), ws-np "
                     "(one program a tile, not one an SM: persistent=False), ws-np-hg2 and ws-np-hg4 (both), "
-                    "ws-persistent and ws-persistent-hg2 (one program an SM, all heads at once or in sections of "
-                    "2: the causal D=128 builds from 8k and at 4k before one program a tile), "
+                    "ws-persistent and ws-persistent-hg2 (one program an SM walking tiles p, p + P, ..., all heads "
+                    "at once or in sections of 2), ws-early-pv-wait (the tuned build without late_pv_wait), "
+                    "ws-dyn-hgN and ws-3wg-dyn-hgN (tiles claimed from a counter, dynamic_tiles, in sections of N "
+                    "heads, 0 all; 3wg: the tuned causal D=64 build), ws-static and ws-static-hg2 (the tuned build "
+                    "without dynamic_tiles; in sections of 2), "
                     "ws-3wg-np-hg2 and ws-3wg-np-hg4 (the same with the tuned causal D=64 build), "
                     "ws-pp-named (ws-pp with the token in hardware named barriers: named_turns), "
                     "ws-3wg-ol-thread-named and ws-3wg-ol-peel-thread-named (the tuned D=64 builds "

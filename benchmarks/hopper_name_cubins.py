@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from gluon_kernels.tuning import THREE_OVERLAPPED
+from gluon_kernels.tuning import THREE_OVERLAPPED, THREE_OVERLAPPED_TUNED
 
 KERNEL = "_attn_fwd_ws"
 BUILDS = (("three overlapped consumers, D=64", 64, False, THREE_OVERLAPPED),
@@ -28,9 +28,12 @@ BUILDS = (("three overlapped consumers, D=64", 64, False, THREE_OVERLAPPED),
            dict(THREE_OVERLAPPED, peel_diagonal=True, thread_rowsum=True)),
           ("thread_rowsum, D=128", 128, False, dict(thread_rowsum=True)),
           ("thread_rowsum, D=128, causal", 128, True, dict(thread_rowsum=True)),
-          ("head sections of 2, D=128, causal (the tuned build from 8k)", 128, True, {}),
-          ("head sections of 4, D=128, causal (the tuned build at 4k)", 128, True,
-           dict(head_group=4, pingpong=False, thread_rowsum=False)))
+          ("head sections of 2, one program a tile, D=128, causal", 128, True, dict(head_group=2, persistent=False)),
+          ("head sections of 4, one program a tile, D=128, causal", 128, True,
+           dict(head_group=4, pingpong=False, thread_rowsum=False, persistent=False)),
+          ("tiles claimed from a counter in sections of 8, D=128, causal (the tuned build from 8k)", 128, True, {}),
+          ("tiles claimed from a counter in sections of 4, three overlapped consumers, D=64, causal (the tuned "
+           "build from 8k)", 64, True, dict(THREE_OVERLAPPED, **THREE_OVERLAPPED_TUNED[(True, 64)])))
 """(label, head dim, causal, knobs) of each build compared."""
 
 

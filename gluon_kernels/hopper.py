@@ -58,8 +58,14 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
         if chosen["early_qk"] and (chosen["pingpong"] or not chosen["overlap"]):
             raise ValueError("early_qk needs overlap=True and pingpong=False (it issues the next tile's first "
                              "Q K^T from the overlapped loop, outside the ping-pong turns)")
+        if chosen["dynamic_tiles"] and (not chosen["persistent"] or chosen["early_qk"]):
+            if knobs.get("dynamic_tiles"):
+                raise ValueError("dynamic_tiles hands tiles to resident programs: it needs persistent=True and "
+                                 "early_qk=False (which issues the next tile's S_0 before that tile is claimed)")
+            chosen["dynamic_tiles"] = False  # the table's choice yields to the caller's persistent or early_qk
         flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "early_qk", "diagonal_halves",
-                 "masked_first", "tree_reduce", "thread_rowsum", "peel_diagonal", "late_pv_wait", "named_turns")
+                 "masked_first", "tree_reduce", "thread_rowsum", "peel_diagonal", "late_pv_wait", "named_turns",
+                 "dynamic_tiles")
         consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items() if WS_KNOBS[k]}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
                                     O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=64 * consumers,
@@ -128,9 +134,13 @@ def compile_hopper_attention(dtype: str = "bf16", head_dim: int = 128, causal: b
     if variant == "ws":
         sig["o_desc"] = descriptor_signature(out_dtype(dtype), q_block)
     sig.update(lse_ptr="*fp32", qk_scale="fp32", seq_len="i32")
+    constexprs = dict(_launch_constexprs(cfg, write_lse), num_warps=cfg["num_warps"])
     if variant == "ws":
         sig["num_bh"] = "i32"
-    constexprs = dict(_launch_constexprs(cfg, write_lse), num_warps=cfg["num_warps"])
+        if constexprs["DYNAMIC_TILES"]:
+            sig["tile_counter"] = "*i32"
+        else:
+            constexprs["tile_counter"] = None
     for name in constexprs:
         sig[name] = "constexpr"
     return compile_for(_kernel(variant), sig, constexprs, cfg["num_warps"], capability, kwargs)
@@ -216,7 +226,8 @@ def hopper_attention(q, k, v, causal: bool = False, sm_scale: float | None = Non
         # persistent: one program an SM walking its tiles; otherwise one a tile, handed out as SMs come free
         grid = persistent_grid(q.device, n_m * BH) if cfg["persistent"] else (n_m * BH, )
         o_desc = descriptor(rows(o), out_dtype(dtype), q_block)
-        _attn_fwd_ws[grid](q_desc, k_desc, v_desc, o, o_desc, lse, qk_scale, S, BH, **consts,
+        tile_counter = torch.zeros(1, dtype=torch.int32, device=q.device) if consts["DYNAMIC_TILES"] else None
+        _attn_fwd_ws[grid](q_desc, k_desc, v_desc, o, o_desc, lse, qk_scale, S, BH, tile_counter, **consts,
                            num_warps=cfg["num_warps"])
     else:
         grid = (n_m, BH)

@@ -10,7 +10,9 @@ Two kernels share the per-block math:
 
 * ``_attn_fwd_simple``: one program per (query tile, batch*head), all warps do everything; K/V are prefetched
   ``STAGES - 1`` blocks ahead with TMA onto per-stage mbarriers. The baseline.
-* ``_attn_fwd_ws``: persistent over (batch*head, query tile) (a grid of one program a tile makes each walk one);
+* ``_attn_fwd_ws``: persistent over (batch*head, query tile), each program taking tiles p, p + P, ... or, with
+  ``DYNAMIC_TILES``, claiming each from a global counter (``schedule.TileQueue``; a grid of one program a tile makes
+  each walk one);
   warp-specialized into a 1-warp TMA producer and two (or, D=64, three) 4-warp consumer warpgroups, each owning 64
   rows of a 128-row (192-row) query tile and sharing the K/V stages. Optional ping-pong: a token passed round the
   consumers (mbarriers, or hardware named barriers) orders their GEMMs so that one warpgroup's softmax runs while
@@ -37,7 +39,7 @@ from ._compat import (
 )
 from .epilogue import _epilogue, _epilogue_tma, _release_stored, _store_lse
 from .pipeline import TURN_BARRIER_BASE, RingPosition, SmemChannel, named_barrier, ring_start
-from .schedule import _kv_block, _kv_bounds, hopper_tiles
+from .schedule import TileQueue, _kv_block, _kv_bounds, hopper_tiles
 from .softmax import (_block_probs, _block_row_sums, _ones, _rescale, _row_sums, _row_sums_after, _rowsum_mma,
                       _softmax, _zero_row_sums)
 from .wgmma import _p_operand, _p_operand_layout, _pv, _qk, _qk_async, _scheduling_fence, _wgmma_layout
@@ -73,6 +75,7 @@ class HopperConfig:
     PEEL_DIAGONAL: gl.constexpr  # causal, falling, the diagonal over two K/V blocks: the second peeled off the loop
     LATE_PV_WAIT: gl.constexpr  # overlapped loop, row sums on the FMA pipe: the P V wait pinned after the softmax
     NAMED_TURNS: gl.constexpr  # PINGPONG's token in hardware named barriers (PingPong), not mbarriers
+    DYNAMIC_TILES: gl.constexpr  # ws: tiles claimed from a global counter as programs come free (TileQueue)
     LATE_RELEASE: gl.constexpr  # 16-bit with a deferred store wait: O sits in the tile's Q buffer into the next tile
     s_layout: gl.constexpr  # scores S (wgmma accumulator)
     o_layout: gl.constexpr  # output O
@@ -84,7 +87,7 @@ class HopperConfig:
                  PINGPONG=False, OVERLAP=False, HEAD_GROUP=1, TMA_STORE=False, O_SEPARATE=False, DEFER_WAIT=False,
                  TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False, CONSUMERS=2,
                  TREE_REDUCE=False, THREAD_ROWSUM=False, PEEL_DIAGONAL=False, LATE_PV_WAIT=False,
-                 NAMED_TURNS=False):
+                 NAMED_TURNS=False, DYNAMIC_TILES=False):
         bits = dtype.primitive_bitwidth
         self.HEAD_DIM = gl.constexpr(HEAD_DIM)
         self.BLOCK_M = gl.constexpr(BLOCK_M)
@@ -106,6 +109,7 @@ class HopperConfig:
         self.THREAD_ROWSUM = gl.constexpr(THREAD_ROWSUM and not TC_ROWSUM)
         self.LATE_PV_WAIT = gl.constexpr(LATE_PV_WAIT and OVERLAP and not TC_ROWSUM)
         self.NAMED_TURNS = gl.constexpr(NAMED_TURNS and PINGPONG)
+        self.DYNAMIC_TILES = gl.constexpr(DYNAMIC_TILES)
         self.HALVES = gl.constexpr(DIAGONAL_HALVES and CAUSAL and CONSUMERS == 2 and BLOCK_N == 2 * BLOCK_M)
         # Causal builds keep the rising order unless each tile's diagonal lies in one K/V block (the block width a
         # multiple of the tile's rows), or, with PEEL_DIAGONAL in the overlapped loop, in two: then both come first
@@ -318,37 +322,55 @@ def _attn_fwd_simple(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, seq_len, 
 # kernel 2: persistent, warp-specialized (1 producer warp + 2 or 3 consumer warpgroups), optional ping-pong
 # ----------------------------------------------------------------------------------------------------------------
 @gluon.jit
-def _ws_producer(q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg):
+def _ws_producer(q_desc, k_desc, v_desc, mem, seq_len, num_bh, queue, cfg):
     schedule = hopper_tiles(seq_len, num_bh, cfg.CONSUMERS * cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL, cfg.HEAD_GROUP)
     kv = ring_start(cfg.STAGES)
     q = ring_start(2)
-    for tile in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
-        bh, off_m, n_full, n_blocks = schedule.plan(tile)
-        kv_row0 = bh * seq_len
-        qb = mem.q.acquire_free(q)
-        qbar = mem.q.ready.index(qb)
-        mbarrier_expect(qbar, cfg.CONSUMERS * q_desc.block_type.nbytes)
-        for wg in gl.static_range(cfg.CONSUMERS):  # each consumer's BLOCK_M rows of the tile
-            row = kv_row0 + off_m + wg * cfg.BLOCK_M
-            tma_load(q_desc, [row, 0], qbar, mem.q.bufs.index(cfg.CONSUMERS * qb + wg))
-        for j in range(0, n_blocks):
-            pos = kv.advanced(j)
-            st = pos.index()
-            ph = pos.free_phase()
-            kv_off = _kv_block(j, n_blocks, cfg.KV_FALLING) * cfg.BLOCK_N
-            mbarrier_wait(mem.k.empty.index(st), ph)
-            kbar = mem.k.ready.index(st)
-            mbarrier_expect(kbar, k_desc.block_type.nbytes)
-            tma_load(k_desc, [kv_row0 + kv_off, 0], kbar, mem.k.bufs.index(st))
-            mbarrier_wait(mem.v.empty.index(st), ph)
-            vbar = mem.v.ready.index(st)
-            mbarrier_expect(vbar, v_desc.block_type.nbytes)
-            if cfg.V_TRANSPOSED:
-                tma_load(v_desc, [bh * cfg.HEAD_DIM, kv_off], vbar, mem.v.bufs.index(st))
-            else:
-                tma_load(v_desc, [kv_row0 + kv_off, 0], vbar, mem.v.bufs.index(st))
-        kv = kv.advanced(n_blocks)
-        q = q.advanced(1)
+    if cfg.DYNAMIC_TILES:
+        tile = queue.claim()
+        while tile < schedule.num_tiles:
+            kv, q = _ws_load_tile(tile, kv, q, q_desc, k_desc, v_desc, mem, schedule, queue, seq_len, cfg)
+            tile = queue.claim()
+        qb = mem.q.acquire_free(q)  # the end: an id past the last tile, on a plain arrive (no Q load)
+        queue.publish(qb, schedule.num_tiles)
+        mbarrier_arrive(mem.q.ready.index(qb))
+    else:
+        for tile in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
+            kv, q = _ws_load_tile(tile, kv, q, q_desc, k_desc, v_desc, mem, schedule, queue, seq_len, cfg)
+
+
+@gluon.jit
+def _ws_load_tile(tile, kv, q, q_desc, k_desc, v_desc, mem, schedule, queue, seq_len, cfg):
+    """The producer's loads of one tile into the next Q slot, once free (with DYNAMIC_TILES, the tile's id written
+    into the slot's word first): its Q rows, then its K/V blocks through the ring; returns the ring positions after
+    it."""
+    bh, off_m, n_full, n_blocks = schedule.plan(tile)
+    kv_row0 = bh * seq_len
+    qb = mem.q.acquire_free(q)
+    if cfg.DYNAMIC_TILES:
+        queue.publish(qb, tile)
+    qbar = mem.q.ready.index(qb)
+    mbarrier_expect(qbar, cfg.CONSUMERS * q_desc.block_type.nbytes)
+    for wg in gl.static_range(cfg.CONSUMERS):  # each consumer's BLOCK_M rows of the tile
+        row = kv_row0 + off_m + wg * cfg.BLOCK_M
+        tma_load(q_desc, [row, 0], qbar, mem.q.bufs.index(cfg.CONSUMERS * qb + wg))
+    for j in range(0, n_blocks):
+        pos = kv.advanced(j)
+        st = pos.index()
+        ph = pos.free_phase()
+        kv_off = _kv_block(j, n_blocks, cfg.KV_FALLING) * cfg.BLOCK_N
+        mbarrier_wait(mem.k.empty.index(st), ph)
+        kbar = mem.k.ready.index(st)
+        mbarrier_expect(kbar, k_desc.block_type.nbytes)
+        tma_load(k_desc, [kv_row0 + kv_off, 0], kbar, mem.k.bufs.index(st))
+        mbarrier_wait(mem.v.empty.index(st), ph)
+        vbar = mem.v.ready.index(st)
+        mbarrier_expect(vbar, v_desc.block_type.nbytes)
+        if cfg.V_TRANSPOSED:
+            tma_load(v_desc, [bh * cfg.HEAD_DIM, kv_off], vbar, mem.v.bufs.index(st))
+        else:
+            tma_load(v_desc, [kv_row0 + kv_off, 0], vbar, mem.v.bufs.index(st))
+    return kv.advanced(n_blocks), q.advanced(1)
 
 
 @gluon.jit
@@ -572,7 +594,7 @@ def _wait_pv(acc, l_blk, num_outstanding: gl.constexpr, TC_ROWSUM: gl.constexpr)
 
 
 @gluon.jit
-def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg):
+def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, queue, cfg):
     BLOCK_M: gl.constexpr = cfg.BLOCK_M
     BLOCK_N: gl.constexpr = cfg.BLOCK_N
     CONSUMERS: gl.constexpr = cfg.CONSUMERS
@@ -591,73 +613,100 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
         mbarrier_wait(mem.q.ready.index(0), 0)
         mbarrier_wait(mem.k.ready.index(0), 0)
         s_next = _qk_async(mem.q.bufs.index(WG), mem.k.bufs.index(0), s_layout, BLOCK_M, BLOCK_N)
-    for tile_id in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
-        bh, off_m, n_full, n_blocks = schedule.plan(tile_id)
-        rows = off_m + WG * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
-        m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
-        l_i = _zero_row_sums(cfg)
-        acc = gl.zeros([BLOCK_M, cfg.HEAD_DIM], gl.float32, cfg.o_layout)
-        qb = q.index()
-        if not cfg.EARLY_QK:  # with it, waited for before this tile's S_0 was issued
-            mbarrier_wait(mem.q.ready.index(qb), q.phase())
-        q_smem = mem.q.bufs.index(CONSUMERS * qb + WG)
-        tile = QueryTile(bh, rows, seq_len, qk_scale, n_full, n_blocks, q_smem)
-        state = OnlineSoftmax(m_i, l_i, acc)
-        # One loop over all K/V blocks with a uniform run-time branch for the masked ones. (Two loops, unmasked
-        # [0, n_full) then masked [n_full, n_blocks), as in the simple kernel, miscomputed inside a warp-specialized
-        # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
-        if cfg.OVERLAP:
-            handover = TileHandover(stored, mem.q.empty.index(1 - qb), s_next,
-                                    tile_id + gl.num_programs(0) < schedule.num_tiles,
-                                    mem.q.bufs.index(CONSUMERS * (1 - qb) + WG), mem.q.ready.index(1 - qb),
-                                    q.advanced(1).phase())
-            turn = RingPosition(kv.count + q.count, 1)
-            state, s_next = _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG, cfg)
-        else:
-            j0 = 0
-            if cfg.KV_FALLING:  # the last block in front of a loop that then needs no mask branch
-                # non-causal: masked only if it is a partial S tail (fp8's 256-key builds, H200: +1-2% over always)
-                state = _ws_block(kv, tile, mem, pingpong, state, (n_blocks - 1) * BLOCK_N,
-                                  True if cfg.CAUSAL else n_full < n_blocks, cfg)
-                if cfg.LATE_RELEASE:
-                    _release_stored(stored, mem.q.empty.index(1 - qb))
-                j0 = 1
-            for j in range(j0, n_blocks):
-                b = _kv_block(j, n_blocks, cfg.KV_FALLING)
-                state = _ws_block(kv.advanced(j), tile, mem, pingpong, state, b * BLOCK_N,
-                                  False if cfg.KV_FALLING else b >= n_full, cfg)
-                if cfg.LATE_RELEASE and not cfg.KV_FALLING:
-                    if j == 0:
-                        _release_stored(stored, mem.q.empty.index(1 - qb))
-        kv = kv.advanced(n_blocks)
-        q = q.advanced(1)
-        m_i = state.m
-        acc = state.acc
-        l_i = _row_sums(state.l, m_i, cfg)
-        row0 = off_m + WG * BLOCK_M
-        if cfg.TMA_STORE and row0 + BLOCK_M <= seq_len:
-            if cfg.O_SEPARATE:  # its own O buffer: Q's is free now
-                mem.q.release(qb)
-                _epilogue_tma(acc, l_i, mem.o_bufs.index(WG), o_desc, bh * seq_len + row0, cfg.DEFER_WAIT)
-            else:  # Q's buffer holds O until the store has read it: now, or during the next tile (LATE_RELEASE)
-                _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0, cfg.DEFER_WAIT)
-                if not cfg.LATE_RELEASE:
-                    mem.q.release(qb)
-            stored = 1
-            if cfg.WRITE_LSE:
-                _store_lse(m_i, l_i, lse_ptr, tile)
-        else:
-            mem.q.release(qb)
-            stored = 0
-            _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, tile, cfg.HEAD_DIM, cfg.WRITE_LSE)
+    if cfg.DYNAMIC_TILES:
+        mbarrier_wait(mem.q.ready.index(0), 0)
+        tile_id = queue.take(0)
+        while tile_id < schedule.num_tiles:
+            kv, q, stored, s_next = _ws_consume_tile(tile_id, kv, q, stored, s_next, WG, mem, pingpong, schedule,
+                                                     o_ptr, o_desc, lse_ptr, qk_scale, seq_len, cfg)
+            mbarrier_wait(mem.q.ready.index(q.index()), q.phase())
+            tile_id = queue.take(q.index())
+    else:
+        for tile_id in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
+            kv, q, stored, s_next = _ws_consume_tile(tile_id, kv, q, stored, s_next, WG, mem, pingpong, schedule,
+                                                     o_ptr, o_desc, lse_ptr, qk_scale, seq_len, cfg)
     if cfg.EARLY_QK:  # the S_0 the last tile issued for no tile
         warpgroup_mma_wait(num_outstanding=0, deps=(s_next, ))
     if cfg.TMA_STORE and cfg.DEFER_WAIT:  # shared memory must outlive the last store
         tma_store_wait(0)
 
 
+@gluon.jit
+def _ws_consume_tile(tile_id, kv, q, stored, s_next, WG: gl.constexpr, mem, pingpong, schedule, o_ptr, o_desc,
+                     lse_ptr, qk_scale, seq_len, cfg):
+    """Consumer warpgroup WG's share of one tile: its rows' K/V loop and epilogue. Returns the ring positions after
+    it, whether its O went out by TMA store, and the next tile's S_0 (EARLY_QK, static tiles only: a claimed tile's
+    successor is not known until it is claimed)."""
+    BLOCK_M: gl.constexpr = cfg.BLOCK_M
+    BLOCK_N: gl.constexpr = cfg.BLOCK_N
+    CONSUMERS: gl.constexpr = cfg.CONSUMERS
+    s_layout: gl.constexpr = cfg.s_layout
+    bh, off_m, n_full, n_blocks = schedule.plan(tile_id)
+    rows = off_m + WG * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+    m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = _zero_row_sums(cfg)
+    acc = gl.zeros([BLOCK_M, cfg.HEAD_DIM], gl.float32, cfg.o_layout)
+    qb = q.index()
+    if not cfg.EARLY_QK:  # with it, waited for before this tile's S_0 was issued
+        mbarrier_wait(mem.q.ready.index(qb), q.phase())
+    q_smem = mem.q.bufs.index(CONSUMERS * qb + WG)
+    tile = QueryTile(bh, rows, seq_len, qk_scale, n_full, n_blocks, q_smem)
+    state = OnlineSoftmax(m_i, l_i, acc)
+    # One loop over all K/V blocks with a uniform run-time branch for the masked ones. (Two loops, unmasked
+    # [0, n_full) then masked [n_full, n_blocks), as in the simple kernel, miscomputed inside a warp-specialized
+    # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
+    if cfg.OVERLAP:
+        if cfg.DYNAMIC_TILES:
+            has_next = tile_id < 0  # unread: no EARLY_QK
+        else:
+            has_next = tile_id + gl.num_programs(0) < schedule.num_tiles
+        handover = TileHandover(stored, mem.q.empty.index(1 - qb), s_next,
+                                has_next, mem.q.bufs.index(CONSUMERS * (1 - qb) + WG), mem.q.ready.index(1 - qb),
+                                q.advanced(1).phase())
+        turn = RingPosition(kv.count + q.count, 1)
+        state, s_next = _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG, cfg)
+    else:
+        j0 = 0
+        if cfg.KV_FALLING:  # the last block in front of a loop that then needs no mask branch
+            # non-causal: masked only if it is a partial S tail (fp8's 256-key builds, H200: +1-2% over always)
+            state = _ws_block(kv, tile, mem, pingpong, state, (n_blocks - 1) * BLOCK_N,
+                              True if cfg.CAUSAL else n_full < n_blocks, cfg)
+            if cfg.LATE_RELEASE:
+                _release_stored(stored, mem.q.empty.index(1 - qb))
+            j0 = 1
+        for j in range(j0, n_blocks):
+            b = _kv_block(j, n_blocks, cfg.KV_FALLING)
+            state = _ws_block(kv.advanced(j), tile, mem, pingpong, state, b * BLOCK_N,
+                              False if cfg.KV_FALLING else b >= n_full, cfg)
+            if cfg.LATE_RELEASE and not cfg.KV_FALLING:
+                if j == 0:
+                    _release_stored(stored, mem.q.empty.index(1 - qb))
+    kv = kv.advanced(n_blocks)
+    q = q.advanced(1)
+    m_i = state.m
+    acc = state.acc
+    l_i = _row_sums(state.l, m_i, cfg)
+    row0 = off_m + WG * BLOCK_M
+    if cfg.TMA_STORE and row0 + BLOCK_M <= seq_len:
+        if cfg.O_SEPARATE:  # its own O buffer: Q's is free now
+            mem.q.release(qb)
+            _epilogue_tma(acc, l_i, mem.o_bufs.index(WG), o_desc, bh * seq_len + row0, cfg.DEFER_WAIT)
+        else:  # Q's buffer holds O until the store has read it: now, or during the next tile (LATE_RELEASE)
+            _epilogue_tma(acc, l_i, q_smem, o_desc, bh * seq_len + row0, cfg.DEFER_WAIT)
+            if not cfg.LATE_RELEASE:
+                mem.q.release(qb)
+        stored = 1
+        if cfg.WRITE_LSE:
+            _store_lse(m_i, l_i, lse_ptr, tile)
+    else:
+        mem.q.release(qb)
+        stored = 0
+        _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, tile, cfg.HEAD_DIM, cfg.WRITE_LSE)
+    return kv, q, stored, s_next
+
+
 @gluon.jit(do_not_specialize=["seq_len", "num_bh"])  # S or B*H == 1 as a constant: the aggregates take none
-def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh,
+def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, tile_counter,
                  HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                  CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr,
                  OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
@@ -665,7 +714,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
                  MASKED_FIRST: gl.constexpr, CONSUMERS: gl.constexpr, TREE_REDUCE: gl.constexpr,
                  THREAD_ROWSUM: gl.constexpr, PEEL_DIAGONAL: gl.constexpr, LATE_PV_WAIT: gl.constexpr,
-                 NAMED_TURNS: gl.constexpr, num_warps: gl.constexpr):
+                 NAMED_TURNS: gl.constexpr, DYNAMIC_TILES: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
@@ -674,7 +723,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                        O_SEPARATE=O_SEPARATE, DEFER_WAIT=DEFER_WAIT, TC_ROWSUM=TC_ROWSUM, EARLY_QK=EARLY_QK,
                        DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST, CONSUMERS=CONSUMERS,
                        TREE_REDUCE=TREE_REDUCE, THREAD_ROWSUM=THREAD_ROWSUM, PEEL_DIAGONAL=PEEL_DIAGONAL,
-                       LATE_PV_WAIT=LATE_PV_WAIT, NAMED_TURNS=NAMED_TURNS)
+                       LATE_PV_WAIT=LATE_PV_WAIT, NAMED_TURNS=NAMED_TURNS, DYNAMIC_TILES=DYNAMIC_TILES)
     # Q: [2 buffers x CONSUMERS warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by the consumers
     q_bufs = gl.allocate_shared_memory(dtype, [2 * CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
@@ -712,17 +761,22 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
         mbarrier_arrive(turns.index(0))
     mem = WsShared(SmemChannel(q_bufs, q_ready, q_empty), SmemChannel(k_bufs, k_ready, k_empty),
                    SmemChannel(v_bufs, v_ready, v_empty), turns, o_bufs, ones)
+    if DYNAMIC_TILES:  # tiles claimed from `tile_counter` (*i32, zeroed), each id published in its Q slot's word
+        slots = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        queue = TileQueue(tile_counter, slots)
+    else:  # tiles p, p + P, ...: a queue never used (`tile_counter` is None; partitions take values, not None)
+        queue = TileQueue(lse_ptr, turns)
 
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_ws_consumer, (0, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
-            (_ws_consumer, (1, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
-            (_ws_producer, (q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg)),
+            (_ws_consumer, (0, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, queue, cfg)),
+            (_ws_consumer, (1, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, queue, cfg)),
+            (_ws_producer, (q_desc, k_desc, v_desc, mem, seq_len, num_bh, queue, cfg)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
     else:  # FA3's three consumer warpgroups (§3.1): a 192-row tile, the ping-pong token passed round all three
         gl.warp_specialize([
-            (_ws_consumer, (0, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
-            (_ws_consumer, (1, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
-            (_ws_consumer, (2, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, cfg)),
-            (_ws_producer, (q_desc, k_desc, v_desc, mem, seq_len, num_bh, cfg)),
+            (_ws_consumer, (0, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, queue, cfg)),
+            (_ws_consumer, (1, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, queue, cfg)),
+            (_ws_consumer, (2, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_len, num_bh, queue, cfg)),
+            (_ws_producer, (q_desc, k_desc, v_desc, mem, seq_len, num_bh, queue, cfg)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

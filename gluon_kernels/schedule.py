@@ -158,3 +158,35 @@ def blackwell_tiles(seq_len, num_bh, cfg):
     """The schedule of a Blackwell launch: query tiles of cfg.BLOCK_M rows."""
     num_m = gl.cdiv(seq_len, cfg.BLOCK_M)
     return TileSchedule(num_m, num_m * num_bh, num_bh, seq_len, cfg.BLOCK_M, cfg.BLOCK_N, cfg.CAUSAL, 0, "blackwell")
+
+
+@aggregate
+class TileQueue:
+    """The tiles of a dynamic persistent launch (Hopper ws, ``DYNAMIC_TILES``), as FlashAttention-3's dynamic
+    scheduler hands them out: the producer claims the next tile id from a global counter (zeroed by the host before
+    each launch) once it has loaded the last one's K/V, and publishes it in the Q slot's word of `slots` before
+    arming that slot's barrier, so a consumer reads it after the Q wait it makes anyway. Every program stays
+    resident (the prologue of one tile under the epilogue of the last), yet the tiles in flight are the next P
+    claimed, a window of consecutive ones: with head sections, few heads' K/V in L2. An id of `num_tiles` or more
+    ends the programs (the producer publishes one, on a plain arrive, when the counter runs out)."""
+    counter: gl.tensor  # *i32 in global memory
+    slots: gl.shared_memory_descriptor  # [2, 1] i32, one word a Q slot
+
+    @gluon.constexpr_function
+    def __init__(self, counter, slots):
+        self.counter = counter
+        self.slots = slots
+
+    @gluon.jit
+    def claim(self):
+        return gl.atomic_add(self.counter, 1)
+
+    @gluon.jit
+    def publish(self, slot, tile):
+        """From the producer warp: the tile id for Q slot `slot`, before the slot's barrier is armed."""
+        self.slots.index(slot).store(gl.full([1], tile, gl.int32, gl.BlockedLayout([1], [32], [1], [0])))
+
+    @gluon.jit
+    def take(self, slot):
+        """From a consumer warpgroup, after the slot's Q wait: the tile id published there."""
+        return gl.max(self.slots.index(slot).load(gl.BlockedLayout([1], [32], [4], [0])), axis=0)

@@ -13,9 +13,10 @@ WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "o
             "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST",
             "consumers": "CONSUMERS", "tree_reduce": "TREE_REDUCE", "thread_rowsum": "THREAD_ROWSUM",
             "peel_diagonal": "PEEL_DIAGONAL", "late_pv_wait": "LATE_PV_WAIT", "named_turns": "NAMED_TURNS",
-            "persistent": None}
+            "persistent": None, "dynamic_tiles": "DYNAMIC_TILES"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets; None for a knob of the launch alone (``persistent``: one program an SM, or one a tile).
+``dynamic_tiles`` is the kernel's: resident programs claim their tiles from a counter (``schedule.TileQueue``).
 The simple kernel takes ``block_n`` and ``stages``."""
 
 _ANY_S = 2**31 - 1
@@ -28,16 +29,16 @@ TUNED_WS: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # docs/hopper_attention.md#the-goals-at-the-close)
     (False, 128): ((1024, {"pingpong": False}), (4096, {"pingpong": False, "thread_rowsum": True}),
                    (_ANY_S, {"pingpong": False, "thread_rowsum": True, "late_pv_wait": True})),
-    # short S: 16-head sections keep K/V in L2 (few tiles a wave)
-    (True, 64): ((4096, {"head_group": 16, "pingpong": False}), (_ANY_S, {"pingpong": False})),
-    # head sections shrink as S grows; ping-pong only helps the shortest tiles
-    # (each thread's row sums from 8k: 0.5-1.3% on two H200 machine starts; below they cost up to 3.7%).
-    # From 4k one program a tile in sections of 4 (4k) or 2 heads: the SMs take the tiles as they come free, so the
-    # tiles in flight stay within a section and its K/V in L2 (all heads at once, persistent, read 1.3-1.45 GB of
-    # DRAM at 16k, FA4 0.24; docs/hopper_attention.md#under-sustained-load)
-    (True, 128): ((1024, {"head_group": 8}), (2048, {"head_group": 2, "pingpong": False}),
-                  (4096, {"head_group": 4, "pingpong": False, "persistent": False}),
-                  (_ANY_S, {"head_group": 2, "pingpong": False, "thread_rowsum": True, "persistent": False})),
+    # short S: 16-head sections keep K/V in L2 (few tiles a wave); from 2k claimed from a counter (1-2%)
+    (True, 64): ((1024, {"head_group": 16, "pingpong": False}),
+                 (4096, {"head_group": 16, "pingpong": False, "dynamic_tiles": True}), (_ANY_S, {"pingpong": False})),
+    # sections of 8 heads; ping-pong only helps the shortest tiles (each thread's row sums from 8k: 0.5-1.3% on two
+    # H200 machine starts; below they cost up to 3.7%). From 2k the tiles are claimed from a counter
+    # (`dynamic_tiles`): programs stay resident, and the tiles in flight are consecutive ones, so few heads' K/V
+    # (persistent over all heads read 1.3-1.45 GB of DRAM at 16k, FA4 0.24; one program a tile, as FA4 launches,
+    # fixed that but paid each tile's prologue; docs/hopper_attention.md#tiles-claimed-from-a-counter)
+    (True, 128): ((1024, {"head_group": 8}), (4096, {"head_group": 8, "pingpong": False, "dynamic_tiles": True}),
+                  (_ANY_S, {"head_group": 8, "pingpong": False, "thread_rowsum": True, "dynamic_tiles": True})),
 }
 """Measured ws knobs for 16-bit inputs (two consumer warpgroups)."""
 
@@ -55,13 +56,18 @@ _FP8_BN256 = {"block_n": 256, "stages": 3, "overlap": False, "pingpong": False, 
 """FlashAttention-3's fp8 tile width: a step's fixed work over twice the keys; overlap spills with it."""
 _FP8_BN256_ST2 = {**_FP8_BN256, "stages": 2}
 """2 stages: room for fp8's own O buffer, so the TMA-store epilogue."""
+_FP8_DYNAMIC = {"dynamic_tiles": True, "head_group": 4}
+"""Causal fp8 from 4k: tiles claimed from a counter in sections of 4 heads (persistent over all heads it read 4.7x
+its inputs from DRAM; one program a tile cost it 10-29%)."""
 
 TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
     # 256 keys in 2 stages with the row sums on the tensor cores: 1.44-1.54x our bf16 at every S
     (False, 128): ((_ANY_S, {**_FP8_BN256_ST2, "tc_rowsum": True}),),
-    # S <= 4k: 128-key tiles (head groups of 4 up to 2k); above, 256 keys in 2 stages (1.9-3.6% over 3 at 8k-16k)
+    # S <= 4k: 128-key tiles (head groups of 4 up to 2k); above, 256 keys in 2 stages (1.9-3.6% over 3 at 8k-16k);
+    # from 4k tiles claimed from a counter in sections of 4 heads
     (True, 128): ((2048, {"tc_rowsum": True, "head_group": 4, "pingpong": False}),
-                  (4096, {"tc_rowsum": True, "pingpong": False}), (_ANY_S, {**_FP8_BN256_ST2, "tc_rowsum": True})),
+                  (4096, {"tc_rowsum": True, "pingpong": False, **_FP8_DYNAMIC}),
+                  (_ANY_S, {**_FP8_BN256_ST2, "tc_rowsum": True, **_FP8_DYNAMIC})),
     # 256 keys, falling K/V order; above 1k without the TMA-store epilogue
     (False, 64): ((1024, {**_FP8_BN256, "tc_rowsum": True, "masked_first": True}),
                   (_ANY_S, {**_FP8_BN256, "tc_rowsum": True, "tma_store": False, "masked_first": True})),
@@ -75,7 +81,9 @@ TUNED_WS_FP8: dict[tuple[bool, int], tuple[tuple[int, dict], ...]] = {
 
 THREE_OVERLAPPED_TUNED: dict[tuple[bool, int], dict] = {
     (False, 64): {"thread_rowsum": True},  # 1.1-1.8% from 2k
-    (True, 64): {"thread_rowsum": True, "peel_diagonal": True},  # 1.5-3.5% at 8k and 16k
+    # 1.5-3.5% at 8k and 16k; tiles claimed from a counter in sections of 4 heads (persistent over all heads it read
+    # 1.47 GB of DRAM at 16k, FA4 0.27)
+    (True, 64): {"thread_rowsum": True, "peel_diagonal": True, "dynamic_tiles": True, "head_group": 4},
 }
 """What ``THREE_OVERLAPPED`` runs with per (causal, head dim), each knob faster over it on two H200 machine starts
 (bf16, `hopper_attention.py --variants ws,ws-3wg-ol-thread,ws-3wg-ol-peel-thread`, docs/hopper_attention.md)."""
@@ -109,10 +117,13 @@ def ws_defaults(head_dim: int, fp8: bool = False, consumers: int = 2) -> dict:
     tuned build at D=128 on the H200, a gain only non-causal from 8k, where the table has it
     (docs/hopper_attention.md#what-bounds-it). ``named_turns`` (the ping-pong
     token in hardware named barriers) is off: 0.996-1.011 of the mbarrier token, ping-pong itself no gain at D=128.
-    ``persistent``: one program an SM; one a tile pays only where head sections must stay in L2 (causal D=128 from
-    4k: docs/hopper_attention.md#under-sustained-load)."""
+    ``persistent``: one program an SM; one a tile keeps head sections in L2 but pays each tile's prologue
+    (docs/hopper_attention.md#under-sustained-load). ``dynamic_tiles`` (resident programs claiming tiles from a
+    counter, ``schedule.TileQueue``) is off by default: at short S and non-causal the counter's fill and claims cost
+    up to 4%; the causal tables take it from 2k (docs/hopper_attention.md#tiles-claimed-from-a-counter)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=consumers == 2,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True,
                 consumer_regs=240 if consumers == 2 else 160, producer_regs=24, tc_rowsum=False, early_qk=False,
                 diagonal_halves=True, masked_first=head_dim == 128, consumers=consumers, tree_reduce=False,
-                thread_rowsum=False, peel_diagonal=False, late_pv_wait=False, named_turns=False, persistent=True)
+                thread_rowsum=False, peel_diagonal=False, late_pv_wait=False, named_turns=False, persistent=True,
+                dynamic_tiles=False)

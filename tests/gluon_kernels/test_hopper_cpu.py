@@ -205,19 +205,34 @@ def test_named_turns_pass_the_ping_pong_token_through_hardware_barriers(head_dim
         assert named_rep[kind] <= token_rep[kind] and (spilled or named_rep[kind] == 0), named_rep["log"]
 
 
-def test_persistent_is_a_launch_choice_and_the_causal_d128_table_hands_out_tiles_from_4k():
+def test_persistent_is_a_launch_choice_and_the_causal_d128_table_claims_tiles_from_2k():
     """`persistent` sets the grid, not the kernel: one program an SM walking its tiles, or one a tile, which the
-    hardware hands out as SMs come free so that the tiles in flight stay within a head section. The causal 16-bit
-    D=128 table takes one a tile from 4k on (sections of 4 heads at 4k, 2 above), persistent below."""
+    hardware hands out as SMs come free. `dynamic_tiles` is the kernel's (resident programs claim tiles from a
+    counter): a table's yields to a caller's persistent=False, a caller's own with it is an error. The causal 16-bit
+    D=128 table claims its tiles from 2k on, in sections of 8 heads."""
     from gluon_kernels.hopper import _config
 
-    for S, persistent, sections in ((1024, True, 8), (2048, True, 2), (4096, False, 4), (8192, False, 2),
-                                    (16384, False, 2)):
-        cfg = _config("bf16", 128, "ws", True, S)
-        assert (cfg["persistent"], cfg["constexprs"]["HEAD_GROUP"]) == (persistent, sections), S
-    one_an_sm, one_a_tile = (_config("bf16", 128, "ws", True, 16384, persistent=p) for p in (True, False))
+    for S, dynamic in ((1024, False), (2048, True), (4096, True), (8192, True), (16384, True)):
+        consts = _config("bf16", 128, "ws", True, S)["constexprs"]
+        assert (consts["HEAD_GROUP"], consts["DYNAMIC_TILES"]) == (8, dynamic), S
+    one_an_sm, one_a_tile = (_config("bf16", 128, "ws", True, 16384, persistent=p, dynamic_tiles=False)
+                             for p in (True, False))
     assert one_an_sm["constexprs"] == one_a_tile["constexprs"] and "PERSISTENT" not in one_a_tile["constexprs"]
-    assert _config("bf16", 128, "ws", False, 16384)["persistent"]
+    assert (one_an_sm["persistent"], one_a_tile["persistent"]) == (True, False)
+    assert not _config("bf16", 128, "ws", True, 16384, persistent=False)["constexprs"]["DYNAMIC_TILES"]
+    with pytest.raises(ValueError, match="dynamic_tiles hands tiles to resident programs"):
+        _config("bf16", 128, "ws", True, 16384, persistent=False, dynamic_tiles=True)
+
+
+def test_claimed_tiles_take_one_counter_add_a_claim_and_the_static_build_none():
+    """The producer claims a tile with one atomic add on the global counter (one before its loop, one a tile), and
+    publishes it in its Q slot's word; the static schedule has no atomic and no counter argument."""
+    dynamic = compile_hopper_attention("bf16", 128, True, "ws", seq_len=8192)
+    static = compile_hopper_attention("bf16", 128, True, "ws", seq_len=8192, dynamic_tiles=False)
+    assert len(re.findall(r"atom\.global\.gpu\.acq_rel\.add\.u32", dynamic.asm["ptx"])) == 2
+    assert "atom." not in static.asm["ptx"]
+    params = [len(re.findall(r"\.param \.", k.asm["ptx"].split(")")[0])) for k in (dynamic, static)]
+    assert params[0] == params[1] + 1, params
 
 
 def _longest_chain(ptx: str, op: str) -> tuple[int, int]:

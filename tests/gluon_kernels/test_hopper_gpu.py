@@ -247,12 +247,12 @@ def test_tuned_d64_builds_match_fp32_reference(S, causal, dtype):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("S", [4096, 8193])
 def test_tuned_d128_causal_builds_match_fp32_reference(S, dtype):
-    """With no knob set, causal 16-bit D=128 runs one program a tile from 4k on, in head sections (of 4 heads at
-    4k, 2 above): three heads leave the last section short of a full one; 8193 adds a one-row last tile."""
+    """With no knob set, causal 16-bit D=128 claims its tiles from a counter from 2k on, in sections of 8 heads:
+    three heads leave the only section short of a full one; 8193 adds a one-row last tile."""
     from gluon_kernels.hopper import _config
 
     cfg = _config("bf16", 128, "ws", True, S)
-    assert not cfg["persistent"] and cfg["constexprs"]["HEAD_GROUP"] == (4 if S <= 4096 else 2)
+    assert cfg["persistent"] and cfg["constexprs"]["DYNAMIC_TILES"] and cfg["constexprs"]["HEAD_GROUP"] == 8
     assert_ws_matches_reference(1, 3, S, 128, True, dtype, {})
 
 
@@ -271,6 +271,23 @@ def test_tuned_d128_builds_past_4k_match_fp32_reference(causal, dtype):
         assert constexprs["LATE_PV_WAIT"]
     for lse in (True, False) if dtype == torch.float8_e4m3fn else (True,):  # fp8 without it: tc_rowsum as shipped
         assert_ws_matches_reference(1, 3, 8193, 128, causal, dtype, {}, lse=lse)
+
+
+@pytest.mark.parametrize("knobs", [dict(head_group=2), dict(head_group=0), dict(consumers=3, overlap=True,
+                                   masked_first=True, peel_diagonal=True, thread_rowsum=True, head_group=4)],
+                         ids=["sections", "all-heads", "three-consumers"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("B,H,S,D", [(1, 3, 8193, 128), (2, 5, 1000, 64), (4, 16, 1024, 128), (1, 1, 100, 64)])
+def test_tiles_claimed_from_a_counter_match_fp32_reference(B, H, S, D, causal, dtype, knobs):
+    """`dynamic_tiles`: resident programs claim tiles from a global counter, each id passed to the consumers in its
+    Q slot. Every tile is computed once (NaN-poisoned output), including launches with fewer tiles than SMs (S=100:
+    most programs claim only the end), and a second call on the same stream starts from a fresh counter."""
+    if knobs.get("consumers") == 3 and (D != 64 or dtype == torch.float8_e4m3fn):
+        pytest.skip("three consumers: 16-bit D=64 builds")
+    knobs = dict(knobs, dynamic_tiles=True, persistent=True)
+    assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs)
+    assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=False)
 
 
 def test_default_scale_and_no_lse():
