@@ -494,6 +494,28 @@ def test_a_gluon_kernel_taking_host_descriptors_is_recorded_and_replayed(tmp_pat
     assert row.outputs in ("bitwise", "within spread", "close"), (row.outputs, row.output_check)
 
 
+def test_a_kernel_that_claims_tiles_from_a_counter_replays_with_its_whole_work(tmp_path):
+    """The Hopper attention with `dynamic_tiles` claims its tiles from a counter its wrapper zeroes before every
+    launch. A timed call that found the counter spent would do none of the work (the recording's time, a replay of
+    an empty kernel); the replay resets such state before every call, so it reads the recording's time."""
+    torch = pytest.importorskip("torch")
+    from gluon_kernels import hopper_attention
+    from tritonhook.store import Store
+
+    q, k, v = (torch.randn(1, 16, 8192, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    with sweep.record(tmp_path) as recorder:
+        for _ in range(10):
+            hopper_attention(q, k, v, causal=True, dynamic_tiles=True)
+    (signature,) = recorder.recording.signatures
+    result = sweep.replay(recorder.recording, Store(recorder.store.path), parse_variants("plain,cutlass_"),
+                          sweep.ReplayPlan(rounds=7))
+    (row,) = result.rows
+    assert row.status == "ok", (row.status, row.detail[-3000:])
+    print(f"{row.label}: fidelity {row.fidelity}, outputs {row.outputs}")
+    assert row.outputs in ("bitwise", "within spread", "close"), (row.outputs, row.output_check)
+    assert 0.8 < row.fidelity < 1.25, row.fidelity
+
+
 def _conclusions(result) -> dict:
     """What must not depend on where a signature ran: status, outputs, and the verdicts that are no measurement."""
     return {r.signature: (r.status, r.outputs, [v.verdict for v in r.variants if v.verdict == "SASS identical"])

@@ -63,7 +63,9 @@ timed launches) found in L2 inside the workload brought into L2 before each call
 the recording's dirt probe found it (`l2probe.DirtCalibration`), or with `--l2 cold` rotation
 alone, `--l2 warm` one input set, `--l2 inputs` rotation and the buffers the kernel only reads brought into L2;
 call-by-call interleaving), one figure (the interquartile mean of its calls) per variant per round, loading the
-variants afresh and restoring written buffers from the snapshot at every round. The parent computes
+variants afresh and restoring written buffers from the snapshot at every round, and the small integer buffers a
+kernel writes (state it may consume: a tile counter, locks) before every call (docs/sweep.md#state-a-kernel-consumes).
+The parent computes
 `ratio_interval` and the verdict per signature; the fidelity (`SweepRow.fidelity`: replayed plain time over the
 time inside the workload, both taken with an empty kernel queued after the kernel's end event, `measure.timing.
 time_empty_kernel`; `result.Fidelity`: how many of the signatures making 90% of the GPU time replay within ±10%,

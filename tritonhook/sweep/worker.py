@@ -16,7 +16,8 @@ the baseline five times and every other variant once from the restored inputs an
 against the baseline's own run-to-run spread (`measure.outputs`: bitwise, within spread, differ, with ULPs), then
 time the variants interleaved call by call with the A/B timer (`measure.timing.bench_interleaved`: CUDA events,
 warm-up, L2 rotation), one median per variant per round, restoring the written buffers from the snapshot before
-every round, with an empty kernel queued and timed after every call (`measure.timing.time_empty_kernel`, as the
+every round and the state the kernel may consume (`_state`: small integer buffers it writes, a tile counter) before
+every call, with an empty kernel queued and timed after every call (`measure.timing.time_empty_kernel`, as the
 recording does after each kernel it times). `l2` in the job: "cold" rotates the input sets through copies spanning
 4x the L2; "warm" keeps one set (each call finds in L2 what the previous one read and wrote); "inputs" rotates, and
 reads the buffers the kernel does not write just before each call, as a kernel inside a workload finds what its
@@ -197,6 +198,7 @@ def replay_signature(torch, job: ReplayJob, signature: dict, store: Store, workd
 
     baseline, *others = kernels
     written = _written(torch, functools.partial(run, baseline), buffers, pristine)
+    state = _state(buffers, written)
 
     def outputs_of(label: str, *, kept: bool = False) -> dict:
         """A variant's written buffers after one call from the snapshot: the buffers themselves, which
@@ -217,7 +219,8 @@ def replay_signature(torch, job: ReplayJob, signature: dict, store: Store, workd
     setup = _L2Setup(torch, torch.empty(l2_bytes(torch), dtype=torch.uint8, device=device) if dirt != "none" else None,
                      dirt, l2probe.DirtPool(torch) if l2 == "measured" and signature.get("l2_dirt") is not None
                      else None, ranges, frozenset(at for at, index in enumerate(sorted(buffers)) if index in written))
-    before_call = setup if setup.needed else None
+    reset = _ResetState([(at, pristine[index]) for at, index in enumerate(sorted(buffers)) if index in state])
+    before_call = _each_before_call([reset] * bool(state) + [setup] * setup.needed)
     arms_args = {}
 
     def arm(label: str):
@@ -252,7 +255,7 @@ def replay_signature(torch, job: ReplayJob, signature: dict, store: Store, workd
         if rule is not None and (stopped := rounds_stop(samples, timed, rule)) is not None:
             break
     return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": check.verdict,
-            "output_check": check.to_json(), "written": len(written),
+            "output_check": check.to_json(), "written": len(written), "reset_each_call": len(state),
             "empty_ms": median(empty_rounds) if empty_rounds else None, "clock_mhz": sm_clock_mhz(torch),
             "rounds": len(samples[timed[0]]), "stopped": stopped}
 
@@ -295,6 +298,47 @@ def _written(torch, run, buffers: dict, pristine: dict) -> set:
         written |= {index for index in unchanged
                     if not _same_bytes(torch, buffers[index], _poisoned(torch, pristine[index]))}
     return written
+
+
+STATE_BYTES = 64 * 1024
+"""The largest integer buffer a kernel writes that the replay takes for state it may consume (`_state`)."""
+
+
+def _state(buffers: dict, written: set) -> set:
+    """State the kernel may consume: the integer buffers it writes of at most `STATE_BYTES` (a tile counter it counts
+    up, tickets or locks it may leave taken, flags). The workload's host resets such state before every launch (our
+    Hopper attention's `dynamic_tiles` counter, zeroed by its wrapper); a timed call that found it spent would time
+    a kernel doing none of its work, or wait on a lock forever. So every timed call starts from the snapshot's bytes
+    of these (`_ResetState`); a small integer output is rewritten by the call anyway. Float outputs that a kernel
+    accumulates into (split-K by atomics) do the same work whatever they hold, and larger integer buffers are
+    outputs (indices): both are left alone, as a copy before every call would move the L2's state."""
+    return {index for index in written if not buffers[index].dtype.is_floating_point
+            and buffers[index].numel() * buffers[index].element_size() <= STATE_BYTES}
+
+
+@dataclasses.dataclass
+class _ResetState:
+    """Before each timed call: the state the kernel may consume (`_state`, per buffer position) back to the
+    snapshot's bytes, in whichever input set the call is given."""
+
+    pristine: list[tuple[int, object]]
+
+    def __call__(self, buffers: tuple) -> None:
+        for at, source in self.pristine:
+            buffers[at].copy_(source)
+
+
+def _each_before_call(steps: list):
+    """`bench_interleaved`'s `before_call` running `steps` in order (the state reset first, then the L2 setup,
+    whose reads and dirt then come last before the call); None for none."""
+    if not steps:
+        return None
+
+    def before_call(buffers: tuple) -> None:
+        for step in steps:
+            step(buffers)
+
+    return before_call
 
 
 def _poisoned(torch, buffer):
