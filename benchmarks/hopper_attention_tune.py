@@ -40,16 +40,18 @@ differ in width (P is rounded to e4m3 against each block's row maxima), and from
 # Shared memory: Q 4 x 64 x D, K+V 2 x BLOCK_N x D per stage (2-byte elements), at most 227 KB per CTA.
 # head_group (causal only): FA3's LPT sections hold as many heads as fit K/V in L2 (50 MB): D=128 bf16 that is
 # 64 heads at S=1k, 32 at 2k, 16 at 4k, 4 at 8k, 2 at 16k; 0 is all heads in one section, in snake order. Sections
-# hold at long S only with one program a tile (persistent=False): persistent programs drift across sections.
+# hold at long S only where the tiles in flight are consecutive ones (dynamic_tiles, as the causal tables ship from
+# 2k, or one program a tile): persistent programs walking fixed strides drift across sections.
 GRID: dict[tuple[int, bool], list[dict]] = {
     (128, False): [{}, dict(pingpong=False), dict(block_n=64, stages=4), dict(block_n=64, stages=4, pingpong=False),
                    dict(block_n=64, stages=3)],
     (128, True): [{}, dict(pingpong=False), dict(head_group=8), dict(head_group=32),
                   dict(head_group=8, pingpong=False), dict(head_group=2, pingpong=False),
-                  dict(head_group=2, pingpong=False, persistent=False),
-                  dict(head_group=4, pingpong=False, persistent=False)],
+                  dict(head_group=8, pingpong=False, dynamic_tiles=True),
+                  dict(head_group=4, pingpong=False, dynamic_tiles=True)],
     (64, False): [{}, dict(pingpong=False), dict(stages=4), dict(block_n=64, stages=5), dict(stages=4, pingpong=False)],
-    (64, True): [{}, dict(pingpong=False), dict(head_group=4), dict(head_group=16), dict(head_group=64),
+    (64, True): [{}, dict(pingpong=False), dict(head_group=4), dict(head_group=16),
+                 dict(head_group=16, pingpong=False, dynamic_tiles=True),
                  dict(head_group=16, pingpong=False), dict(head_group=16, stages=4),
                  dict(block_n=64, stages=5, head_group=16)],
 }
@@ -73,7 +75,7 @@ QUICK = dict(families=[(128, False), (128, True)], seqlens=(1024, 2048, 8192), c
 
 SHORT = {"block_n": "bn", "stages": "st", "pingpong": "pp", "overlap": "ov", "head_group": "hg",
          "consumer_regs": "cr", "producer_regs": "pr", "tc_rowsum": "tc", "tma_store": "ts", "defer_wait": "dw",
-         "early_qk": "eq", "persistent": "ps"}
+         "early_qk": "eq", "persistent": "ps", "dynamic_tiles": "dt"}
 AS_SHIPPED = None
 """The knob set of an arm that passes no knob: the build as the wrapper ships it at that S (its tuned table)."""
 
