@@ -120,7 +120,7 @@ def ws_defaults(head_dim: int, fp8: bool = False, consumers: int = 2) -> dict:
     ``persistent``: one program an SM; one a tile keeps head sections in L2 but pays each tile's prologue
     (docs/hopper_attention.md#under-sustained-load). ``dynamic_tiles`` (resident programs claiming tiles from a
     counter, ``schedule.TileQueue``) is off by default: at short S and non-causal the counter's fill and claims cost
-    up to 4%; the causal tables take it from 2k (docs/hopper_attention.md#tiles-claimed-from-a-counter)."""
+    up to 6%; the causal tables take it from 2k (docs/hopper_attention.md#tiles-claimed-from-a-counter)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=consumers == 2,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True,
                 consumer_regs=240 if consumers == 2 else 160, producer_regs=24, tc_rowsum=False, early_qk=False,
