@@ -15,14 +15,13 @@ import concurrent.futures
 import dataclasses
 import difflib
 import os
-from pathlib import Path
 from typing import Callable, Sequence
 
 from . import format, ptx as _ptx
 from ._triton import triton_ptxas
-from .cubin import (Cubin, cubin_histogram, disassemble, fatbin_cubins, is_fatbin, normalized_sass, opcode_changes,
-                    read_input)
+from .cubin import Cubin, cubin_histogram, disassemble, fatbin_cubins, is_fatbin, normalized_sass, opcode_changes
 from .errors import TritonhookError
+from .files import read_input
 from .format import count, delta, share, size_ratio
 from .measure.variants import Variant
 from .rename import DEFAULT_PREFIX, STRIP, rename_ptx, strip_ptx
@@ -44,6 +43,9 @@ KERNEL_METRICS: tuple[tuple[str, Callable], ...] = (
 
 
 # ----- inputs ----------------------------------------------------------------------------------------------------
+DIFF_INPUT = "cubin, fatbin or PTX"
+"""What `diff` reads from a file, as its errors name it."""
+
 @dataclasses.dataclass(frozen=True)
 class Input:
     label: str
@@ -57,23 +59,22 @@ def load_input(spec: str, *, ptxas: str | None = None, ptxas_args: Sequence[str]
     """A cubin, fatbin or PTX file, or else a capture id of the store. PTX is assembled with `ptxas` (default:
     Triton's for the target) and `ptxas_args`: pass the frontend's flags to diff the build it makes. `variant`
     (`diff --variants`, docs/variants.md) renames the PTX and picks its ptxas, extra options and control file."""
-    path = Path(spec)
+    if not os.path.lexists(spec) and not spec.isdigit():
+        raise TritonhookError(f"{spec}: no such file, and not a capture id (see `tritonhook ls`)")
+    data = read_input(spec, DIFF_INPUT) if os.path.lexists(spec) else None
     if variant is not None and (variant.rename is not None or variant.assembles) and not (
-            path.is_file() and _ptx.looks_like_ptx(read_input(path))):
+            data is not None and _ptx.looks_like_ptx(data)):
         raise TritonhookError(f"{spec}: --variants {variant.label} applies to PTX inputs (assembled here); "
                               f"this is a cubin or a capture")
-    if path.is_file():
-        return _from_file_bytes(spec, read_input(path), ptxas=ptxas, ptxas_args=ptxas_args, gpu_name=gpu_name,
-                                variant=variant)
-    if spec.isdigit():
-        from .store import Store
+    if data is not None:
+        return _from_file_bytes(spec, data, ptxas=ptxas, ptxas_args=ptxas_args, gpu_name=gpu_name, variant=variant)
+    from .store import Store
 
-        capture_store = Store.of(store, readonly=True)
-        capture = capture_store.get(spec)
-        label = f"capture {capture.id} ({capture.entry})"
-        data = capture_store.read(capture, "cubin")
-        return Input(label, data, Cubin.from_bytes(data, label=label), f"capture {capture.id}")
-    raise TritonhookError(f"{spec}: no such file, and not a capture id (see `tritonhook ls`)")
+    capture_store = Store.of(store, readonly=True)
+    capture = capture_store.get(spec)
+    label = f"capture {capture.id} ({capture.entry})"
+    data = capture_store.read(capture, "cubin")
+    return Input(label, data, Cubin.from_bytes(data, label=label), f"capture {capture.id}")
 
 
 def _from_file_bytes(label: str, data: bytes, *, ptxas: str | None, ptxas_args: Sequence[str],

@@ -1,11 +1,14 @@
-"""The files tritonhook writes where a user or a kernel name says: one helper per job, so every command fails alike.
+"""The files tritonhook reads and writes where a user or a kernel name says: one helper per job, so every command
+fails alike.
 
 Why: every command that writes a user-given path (`-o`, `--out`, `--junit`, `decisions export FILE`) must turn a
 directory, a missing folder or a read-only place into one line, not a traceback, and alike in all of them.
 `write_file` writes and turns any OSError into a `TritonhookError` naming the path and the system's reason (a full
 disk said as such); `check_writable` asks the same before a long run, so minutes of measurement are not lost to a
 typo in an output path. `file_name` makes a file name of a kernel name: Triton compiles a kernel of a 245-character
-name (it caps its own cache names at 150), and the file system refuses names over 255 bytes.
+name (it caps its own cache names at 150), and the file system refuses names over 255 bytes. `read_input` is the one
+way a file the user names is read (PTX, cubins, control files, decisions, recordings, baselines, memwatch JSON):
+only a regular file, and never more than its cap, since `/dev/zero` or a FIFO has a size of 0 and no end.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 from .errors import TritonhookError
@@ -22,6 +26,42 @@ NAME_LIMIT = 150
 files, which leaves room for a suffix and a temporary file's tail under the usual 255-byte limit."""
 FULL_BELOW_BYTES = 1 << 20
 """Free space under which a failed write is reported as a full disk."""
+INPUT_LIMIT_BYTES = 1 << 30
+"""The most `read_input` reads of a file by default: far beyond any cubin, fatbin, PTX or recording seen, and well
+inside a machine's memory."""
+
+
+def read_input(path: str | os.PathLike, what: str, *, limit: int = INPUT_LIMIT_BYTES, label: str | None = None
+               ) -> bytes:
+    """The bytes of the regular file at `path`; anything else is a `TritonhookError` naming `label` (default: the
+    path) and the WHAT: missing, unreadable, a folder, a device, a FIFO or a socket (refused without reading: it may
+    never end), or over `limit` bytes (at most `limit` + 1 are read to tell)."""
+    label = str(path) if label is None else label
+    try:  # O_NONBLOCK: opening a FIFO with no writer would wait for one; it does nothing to a regular file
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        raise TritonhookError(f"{label}: cannot read the {what} ({exc.strerror or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise TritonhookError(f"{label}: {_kind_of(mode)}, where the {what} must be a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise TritonhookError(f"{label}: cannot read the {what} ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise TritonhookError(f"{label}: over {limit} bytes, the most a {what} may be")
+    return data
+
+
+def _kind_of(mode: int) -> str:
+    """What a file that is not regular is, in words."""
+    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a special file"
 
 
 def write_file(path: str | os.PathLike, data: str | bytes, what: str) -> Path:

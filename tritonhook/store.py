@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Iterator
 from . import config, format, processes
 from .config import HOLD_MAX_AGE_S, REPAIR_MIN_AGE_S
 from .errors import TritonhookError
-from .files import disk_full_reason
+from .files import disk_full_reason, read_input
 
 # What each version changed is the numbered step of `_UPGRADES` that leads to it. An older store is upgraded in place,
 # step by step, when opened by a writer (or by a reader allowed to write it).
@@ -596,12 +596,9 @@ class Store:
     def read_blob(self, digest: str, *, what: str = "") -> bytes:
         path = self.blob_path(digest)
         label = f"{path}{' (' + what + ')' if what else ''}"
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise TritonhookError(f"{label}: blob missing from the store") from None
-        except OSError as exc:
-            raise TritonhookError(f"{label}: cannot read the blob ({exc.strerror or exc})") from None
+        if not os.path.lexists(path):
+            raise TritonhookError(f"{label}: blob missing from the store")
+        data = read_input(path, "blob", label=label)
         if sha256_hex(data) != digest:
             raise TritonhookError(f"{label}: blob is corrupt (its sha256 does not match its name)")
         return data
@@ -1227,8 +1224,8 @@ def _never_initialised(conn: sqlite3.Connection, store: Path) -> str:
 
 def _blob_matches(path: Path, digest: str, size: int) -> bool:
     try:
-        return path.stat().st_size == size and sha256_hex(path.read_bytes()) == digest
-    except OSError:
+        return sha256_hex(read_input(path, "blob", limit=size)) == digest
+    except TritonhookError:
         return False
 
 

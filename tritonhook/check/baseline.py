@@ -14,10 +14,11 @@ import base64
 import binascii
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 from ..errors import TritonhookError
-from ..files import write_file
+from ..files import read_input, write_file
 from ..store import Capture, Store, specialization_label
 from ..sweep.recording import Recording, Signature
 
@@ -135,8 +136,8 @@ class Baseline:
         """A baseline file; anything else is one line naming the file and what is wrong with it."""
         path = Path(path)
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            data = json.loads(read_input(path, BASELINE_WHAT))
+        except (ValueError, UnicodeDecodeError) as exc:
             raise TritonhookError(f"{path}: cannot read it as a baseline file ({_one_line(exc)})") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise TritonhookError(f"{path}: not a tritonhook baseline file (no \"format\": \"{FORMAT}\"; make one "
@@ -153,7 +154,7 @@ class Baseline:
 
 def load_baseline(which: str, store: Store) -> Baseline:
     """`which`: a baseline file, or the id of a recording in `store`."""
-    if Path(which).is_file():
+    if os.path.lexists(which):
         return Baseline.load(which)
     found = store.result(which) if str(which).isdigit() else None
     if not isinstance(found, Recording):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import config
 from ..errors import TritonhookError
-from ..files import write_file
+from ..files import read_input, write_file
 from ..format import print_json, show
 from ..format import print_table
 from ..rename import DEFAULT_PREFIX
@@ -28,9 +28,9 @@ def _rename(args) -> int:
     from ..rename import STRIP, ptx_entries, rename_ptx, strip_ptx
 
     try:
-        text = args.ptx.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TritonhookError(f"{args.ptx}: cannot read the PTX ({getattr(exc, 'strerror', None) or exc})") from None
+        text = read_input(args.ptx, "PTX").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TritonhookError(f"{args.ptx}: cannot read the PTX ({exc})") from None
     entries = ptx_entries(text)
     if not entries:
         raise TritonhookError(f"{args.ptx}: no .entry in this file (is it PTX?)")
@@ -110,13 +110,12 @@ def add_ptxas_matrix(sub) -> None:
 
 
 def _ptxas_matrix(args) -> int:
-    from ..cubin import read_input
     from ..ptxas.matrix import ptxas_matrix
     from ..measure.variants import build_options
     from ..ptxas.binaries import find_ptxas, one_per_version
 
     options, controls = build_options(args.options, "--options") if args.options else ((), None)
-    ptx = read_input(args.ptx).decode("utf-8", errors="replace")
+    ptx = read_input(args.ptx, "PTX").decode("utf-8", errors="replace")
     paths = args.ptxas or [binary.path for binary in one_per_version(find_ptxas())]
     matrix = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx),
                           extra_args=[*ptxas_args(args), *options], controls=controls)

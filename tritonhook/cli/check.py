@@ -4,6 +4,7 @@ a kernel regressed or its outputs changed (or the workload failed), 0 when none 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .. import config
@@ -56,10 +57,13 @@ def _check(args) -> int:
     check_writable(args.save_baseline, BASELINE_WHAT)  # before the run: an output path it cannot write is one
     check_writable(args.junit, JUNIT_WHAT)  # line, not a lost run
     command = command_after_dashes(args.command, "check") if args.command else None
+    # a baseline file is read before anything runs: bad input is one line, not a lost run
+    baseline = Baseline.load(args.baseline) if args.baseline and os.path.lexists(args.baseline) else None
     if command is not None:
         sweep.check_can_record(command)  # before the store is made: a refused recording leaves nothing behind
     store = open_store(args, create=command is not None, write=True)
-    baseline = load_baseline(args.baseline, store) if args.baseline else None  # bad input fails before the run
+    if args.baseline and baseline is None:  # a recording id in the store
+        baseline = load_baseline(args.baseline, store)
     workload_failed = False
     if command is None:
         current = sweep.load(store, args.current)

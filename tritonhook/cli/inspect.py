@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from inspect import getblock
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 from ..captures import CaptureListing, CaptureSummary
 from ..config import LS_DEFAULT_LIMIT
 from ..errors import TritonhookError
+from ..files import read_input
 from ..format import show
 from ..store import Capture, Store
 from .common import non_empty, open_store, positive_count, store_arg
@@ -116,14 +118,13 @@ def _python_source(capture: Capture) -> str:
     if capture.src_file is None or capture.src_line is None:
         raise TritonhookError(f"capture {capture.id}: no Python source recorded for this {capture.frontend} "
                               f"capture (see --ptx)")
-    try:
-        lines = Path(capture.src_file).read_text(encoding="utf-8").splitlines(keepends=True)
-    except FileNotFoundError:
+    if not os.path.lexists(capture.src_file):
         raise TritonhookError(f"{capture.src_file}: the kernel's source file is gone (capture {capture.id} "
-                              f"was compiled from line {capture.src_line}); --ttir shows Triton's IR") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TritonhookError(f"{capture.src_file}: cannot read the kernel's source "
-                              f"({getattr(exc, 'strerror', None) or exc})") from None
+                              f"was compiled from line {capture.src_line}); --ttir shows Triton's IR")
+    try:
+        lines = read_input(capture.src_file, "kernel's source").decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError as exc:
+        raise TritonhookError(f"{capture.src_file}: cannot read the kernel's source ({exc})") from None
     if not 1 <= capture.src_line <= len(lines):
         raise TritonhookError(f"{capture.src_file}: has {len(lines)} lines, the kernel was at line "
                               f"{capture.src_line}; the file changed since capture {capture.id}")

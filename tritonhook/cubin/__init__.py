@@ -7,7 +7,7 @@ delta (model and sass: what changed between two cubins, for a timed row).
 
 from .elf import EM_CUDA
 from .fatbin import FATBIN_MAGIC, FatbinEntry, describe_fatbin, fatbin_cubins, fatbin_entries, is_fatbin
-from .model import SUMMARY_FIELDS, Cubin, parse, read_input
+from .model import SUMMARY_FIELDS, Cubin, parse
 from .parts import EIATTR_NAMES, Eiattr, Kernel, Note, Param, Section, Tool
 from ..ptxas.binaries import find_nvdisasm
 from .sass import (Instruction, cubin_histogram, disassemble, inner_loops, normalized_sass, opcode_changes,
@@ -18,4 +18,4 @@ __all__ = ["EIATTR_NAMES", "EM_CUDA", "FATBIN_MAGIC", "MIX_TOP", "SUMMARY_FIELDS
            "Eiattr", "FatbinEntry", "Instruction", "Kernel", "Note", "Param", "Section", "Tool", "cubin_histogram",
            "describe_fatbin", "disassemble", "fatbin_cubins", "fatbin_entries", "find_nvdisasm", "inner_loops",
            "is_fatbin", "normalized_sass", "opcode_changes", "opcode_histogram", "parse", "parse_sass_json",
-           "read_input", "run_nvdisasm", "sass_text"]
+           "run_nvdisasm", "sass_text"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from pathlib import Path
 
 from ..errors import TritonhookError
+from ..files import read_input
 from . import elf
 from .parts import Eiattr, Kernel, Note, Section, Tool
 
@@ -43,7 +43,7 @@ class Cubin:
 
     @classmethod
     def from_path(cls, path: str | os.PathLike) -> "Cubin":
-        return parse(read_input(path), label=str(path))
+        return parse(read_input(path, "cubin"), label=str(path))
 
     @property
     def syscalls(self) -> list[str]:
@@ -97,9 +97,3 @@ def parse(data: bytes, *, label: str) -> Cubin:
     """Parse a cubin (`Cubin.from_bytes`). Bad input of any shape becomes a `TritonhookError` naming `label`."""
     return Cubin.from_bytes(data, label=label)
 
-
-def read_input(path: str | os.PathLike) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise TritonhookError(f"{path}: cannot read it ({exc.strerror or exc})") from None

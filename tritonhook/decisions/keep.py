@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-from pathlib import Path
 
 from .. import format, ptx as _ptx
 from .._version import __version__
@@ -22,6 +21,7 @@ from ..errors import TritonhookError
 from ..files import write_file
 from ..measure.outputs import DIFFER, VERDICTS
 from ..measure.variants import config_of_label
+from ..ptxas import binaries
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.autotune import config_at_row, config_text, tuning_key_of
 from ..sweep.recording import Recording
@@ -142,8 +142,8 @@ class _Maker:
             sha = controls["sha256"]
             if sha not in self.controls:
                 try:
-                    data = Path(controls_path or "").read_bytes()
-                except OSError:
+                    data = binaries.read_control_file(controls_path or "").data
+                except TritonhookError:
                     data = b""
                 if _sha256(data) != sha:
                     self.warnings.append(f"{label}: its control file {controls_path} is gone or changed since it "

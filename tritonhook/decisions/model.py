@@ -18,20 +18,19 @@ import hashlib
 import json
 import os
 import re
-from pathlib import Path
 
 from .. import format
 
 from ..ptxas import binaries
 from ..measure.variants import config_text
 from ..errors import TritonhookError
+from ..files import read_input
 
 RESULT_KIND = "decision"
 FORMAT, VERSION = "tritonhook-decisions", 1
 PLAIN, STRIP = "plain", "strip"
 MAX_FILE_BYTES = 64 << 20
-"""A decisions file larger than this is refused before it is read (a control file is at most `MAX_CONTROLS`)."""
-MAX_CONTROLS = 4 << 20
+"""A decisions file larger than this is refused (a control file is at most `binaries.CONTROL_FILE_LIMIT`)."""
 MAX_OPTIONS = 16
 MAX_TEXT = 256
 """The longest free text an entry holds (a GPU name, a kernel name in the evidence)."""
@@ -279,9 +278,9 @@ def _parse(data, controls_inline: bool) -> tuple[Decision, bytes | None]:
         sha = _text(controls["sha256"], "choice.controls.sha256", pattern=_SHA256, limit=64)
         if controls_inline:
             text = controls["base64"]
-            if len(text) > (MAX_CONTROLS + 2) // 3 * 4:
+            if len(text) > (binaries.CONTROL_FILE_LIMIT + 2) // 3 * 4:
                 raise _Refused(f"choice.controls.base64: {len(text)} characters, a control file is at most "
-                               f"{MAX_CONTROLS} bytes")
+                               f"{binaries.CONTROL_FILE_LIMIT} bytes")
             try:
                 data_bytes = base64.b64decode(text, validate=True)
             except (binascii.Error, ValueError):
@@ -336,12 +335,7 @@ def read_file(path: str | os.PathLike) -> FileContents:
     wrong is refused alone."""
     where = str(path)
     try:
-        size = os.stat(path).st_size
-        if size > MAX_FILE_BYTES:
-            raise TritonhookError(f"{where}: {size} bytes, a decisions file is at most {MAX_FILE_BYTES}")
-        data = json.loads(Path(path).read_bytes())
-    except OSError as exc:
-        raise TritonhookError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+        data = json.loads(read_input(path, "decisions", limit=MAX_FILE_BYTES))
     except (ValueError, RecursionError) as exc:
         raise TritonhookError(f"{where}: not a decisions file (not JSON: {str(exc)[:80]})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

@@ -14,7 +14,7 @@ Pure functions over torch tensors (torch is imported by the caller: these run wh
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping
 
 from ..config import SWEEP_RTOL
 from ..errors import TritonhookError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import format
 from ..errors import TritonhookError
-from ..files import write_file
+from ..files import read_input, write_file
 from ..format import bytes_exact, count
 from ..store import ResultKind, Store, register_result_kind
 from .attribution import Part, Snapshot, StackStart, attribute, stack_growths, stack_start, value_of
@@ -231,8 +231,8 @@ def write_json(result: MemwatchResult | MemwatchComparison, path: str | os.PathL
 
 def load_result(path: Path) -> MemwatchResult:
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_input(path, JSON_WHAT))
+    except ValueError as exc:
         raise TritonhookError(f"{path}: cannot read a memwatch result ({exc})") from None
     return MemwatchResult.from_json(data, source=str(path))
 

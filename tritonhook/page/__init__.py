@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import TritonhookError
-from ..files import write_file
+from ..files import read_input, write_file
 from ..store import Capture, Store
 from .model import SASS_DIFF_KERNELS, SASS_DIFF_LINES, ReportData, collect
 
@@ -131,12 +131,15 @@ def _matrix_ratio(matrix: dict, row: dict) -> dict | None:
 def write_report(store: Store, out: str | os.PathLike, *, memwatch_files: Sequence[str | os.PathLike] = (),
                  sass: bool = True) -> tuple[Path, ReportData]:
     """Collect, render and write the page for `store`; returns its path and the data it shows. A memwatch file that
-    does not exist (a mistyped path) is an error, before anything is read; one that is not a memwatch result
-    becomes a problem the page lists."""
-    missing = next((path for path in memwatch_files if not Path(path).is_file()), None)
-    if missing is not None:
-        raise TritonhookError(f"{missing}: no such memwatch file (give the JSON that `tritonhook memwatch --json` "
-                              f"wrote)")
+    does not exist (a mistyped path) or cannot be read as a file is an error, before anything else is read; one that
+    is not a memwatch result becomes a problem the page lists."""
+    for path in memwatch_files:
+        if not os.path.lexists(path):
+            raise TritonhookError(f"{path}: no such memwatch file (give the JSON that `tritonhook memwatch --json` "
+                                  f"wrote)")
+        from ..mem.result import JSON_WHAT
+
+        read_input(path, JSON_WHAT)
     data = collect(store, memwatch_files, sass=sass)
     html = render_html(data)
     return write_file(out, html, "report"), data

@@ -33,6 +33,7 @@ from typing import Iterable, Mapping, Sequence
 
 from .. import config
 from ..errors import TritonhookError
+from ..files import read_input
 
 TRITON_PTXAS_FLAGS = ("-lineinfo",)
 """What Triton passes to ptxas besides `-v`, `--gpu-name` and the output (every supported release); Triton 3.9
@@ -200,13 +201,13 @@ def supports_controls(path: str) -> bool:
         return False
 
 
+CONTROL_FILE_LIMIT = 4 << 20
+"""The largest control file read (CompileIQ's ACFs are a few KiB)."""
+
+
 def read_control_file(path: str | os.PathLike, *, spec: str | None = None) -> ControlFile:
     """The control file at `path`, read now; `spec` names it in the error (default `acf:PATH`)."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise TritonhookError(f"{spec or f'acf:{path}'}: cannot read the control file "
-                              f"({exc.strerror or exc})") from None
+    data = read_input(path, "control file", limit=CONTROL_FILE_LIMIT, label=spec or f"acf:{path}")
     if not data:
         raise TritonhookError(f"{spec or f'acf:{path}'}: the control file is empty")
     return ControlFile(str(path), hashlib.sha256(data).hexdigest(), data)

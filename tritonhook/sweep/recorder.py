@@ -16,7 +16,6 @@ import secrets
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Callable, Iterator
 
 from .. import _triton, config, preflight
@@ -26,6 +25,7 @@ from ..measure.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycle
 from ..launcher import Capture, ChildSettings, Record, popen
 from ..ptx_capture import active_session, session as capture_session
 from ..errors import TritonhookError
+from ..files import read_input
 from ..store import Store
 from . import l2probe
 from .recording import (RESULT_KIND, Recording, Signature, SnapshotBudget, describe_args, signature_key,
@@ -600,12 +600,12 @@ def recording_settings(store_path: os.PathLike, label: str, apply: str | None = 
 
 def load(store: Store, which: str | None = None) -> Recording:
     """A saved recording: `which` is a JSON file, a result id in the store, or None for the newest one."""
-    if which is not None and Path(which).is_file():
+    if which is not None and os.path.lexists(which):
         import json
 
         try:
-            data = json.loads(Path(which).read_text())
-        except (OSError, ValueError) as exc:
+            data = json.loads(read_input(which, "recording"))
+        except ValueError as exc:
             raise TritonhookError(f"{which}: cannot read it as a recording ({exc})") from None
         return Recording.from_json(data, source=which)
     if which is None:
