@@ -42,12 +42,15 @@ def recorded(tmp_path_factory):
     return store, recording
 
 
-def _sweep(store, recording, *, outputs=("bitwise", "bitwise")) -> SweepResult:
+def _sweep(store, recording, *, outputs=("bitwise", "bitwise"), in_workload_ms=0.1) -> SweepResult:
+    """`add` faster renamed, `matmul` slower; `in_workload_ms`: `add`'s time inside the workload (its plain build
+    replays in 0.1 ms)."""
     facts = {"plain": {"ptxas_version": "12.8.93"}, "cutlass_": {"ptxas_version": "12.8.93", "ptxas_options": []}}
     add, matmul = recording.signatures
-    rows = [analyze_row(SweepRow(add.id, add.kernel, add.kernel, 0.4, 10, 0.01, "snapshot", "ok", outputs[0]),
+    rows = [analyze_row(SweepRow(add.id, add.kernel, add.kernel, 0.4, 10, in_workload_ms, "snapshot", "ok",
+                                 outputs[0]),
                         {"plain": _noisy(0.1, 1), "cutlass_": _noisy(0.09, 2)}, facts, {}),  # faster
-            analyze_row(SweepRow(matmul.id, matmul.kernel, matmul.kernel, 0.6, 20, 0.02, "snapshot", "ok",
+            analyze_row(SweepRow(matmul.id, matmul.kernel, matmul.kernel, 0.6, 20, 0.05, "snapshot", "ok",
                                  outputs[1]),
                         {"plain": _noisy(0.05, 3), "cutlass_": _noisy(0.06, 4)}, facts, {})]  # slower
     result = SweepResult(rows, ["plain", "cutlass_"], 9, recording.id, None, {}).finish()
@@ -77,6 +80,17 @@ def test_a_sweep_gives_a_decision_for_the_kernel_that_got_faster_only(recorded):
     assert [d.id for d in decisions.listing(store).decisions if d.key == decision.key] == [again.id]
     decisions.remove(store, again.id)
     assert not decisions.listing(store).decisions
+
+
+def test_a_kernel_faster_only_where_the_replay_missed_the_fidelity_bar_gives_no_decision(recorded):
+    """A replay 12% faster than the kernel ran inside the workload (outside the ±10% bar): its ratio is the replay's,
+    so no decision, and a warning that says why and how to confirm it."""
+    store, recording = recorded
+    add = recording.signatures[0]
+    made = decisions.from_result(store, _sweep(store, recording, in_workload_ms=0.1136).id)
+    assert not made.decisions
+    assert any(w.startswith(f"{add.kernel} cutlass_: no decision: faster only in a replay that missed the fidelity "
+                            f"bar (replay/workload: {add.kernel} 0.88") for w in made.warnings), made.warnings
 
 
 def test_changed_outputs_and_a_baseline_other_than_plain_give_no_decision(recorded):

@@ -538,6 +538,34 @@ def test_verdicts_estimate_and_select_come_from_the_measured_rows():
     assert estimate(result.rows, "cutlass_", None).command.endswith("-- CMD")
 
 
+def test_a_row_outside_the_fidelity_bar_is_left_out_of_the_estimate_and_listed_with_its_confirmation():
+    """Two kernels read ~10% faster renamed; one replays as it ran inside the workload, the other 13% faster than
+    there (a linear-attention backward did, and the workload itself then showed no difference): only the first is
+    in the estimate and the `run` line; the second is listed apart with its replay/workload ratio and the `ab` line
+    that measures it in the workload."""
+    facts = {"plain": {}, "cutlass_": {}}
+    rows = [analyze_row(SweepRow(0, "k_held", "k_held [4096]", 0.2, 10, 0.100, "snapshot", "ok", "bitwise"),
+                        {"plain": _noisy(0.1, 1), "cutlass_": _noisy(0.09, 2)}, facts, {}),
+            analyze_row(SweepRow(1, "k_missed", "k_missed [64]", 0.8, 10, 0.115, "snapshot", "ok", "bitwise"),
+                        {"plain": _noisy(0.1, 3), "cutlass_": _noisy(0.09, 4)}, facts, {})]
+    assert [row.variants[1].verdict for row in rows] == ["faster", "faster"]
+    held_only = estimate(rows, "cutlass_", ["python", "train.py"])
+    assert held_only.kernels == ["k_held"] and held_only.select == "^(?:k_held)$"
+    assert held_only.ratio == pytest.approx(estimate(rows[:1], "cutlass_", None).ratio)  # k_missed adds nothing
+    assert held_only.ratio > 1 - 0.2 * 0.11  # bounded by k_held's share alone: the missed row's 0.8 is not in it
+    (missed,) = held_only.unconfirmed
+    assert missed["kernel"] == "k_missed" and missed["rows"][0]["replay_workload"] == pytest.approx(0.87, abs=0.01)
+    assert missed["confirm"] == "tritonhook ab --variants plain,cutlass_ --select '^(?:k_missed)$' -- python train.py"
+    result = SweepResult(rows, ["plain", "cutlass_"], 9, 7, ["python", "train.py"], {}).finish()
+    from rich.console import Console
+
+    console = Console(width=400, record=True)
+    console.print(result)
+    text = console.export_text()
+    assert "k_missed not recommended: faster only in a replay that missed the fidelity bar" in text
+    assert SweepResult.from_json(result.to_json()).estimates[0].unconfirmed == result.estimates[0].unconfirmed
+
+
 def test_a_variant_with_the_sass_of_another_variant_takes_that_ones_ratio_not_the_baselines():
     """`plain@13.4` 10% faster than plain and `cutlass_@13.4` the same SASS as it (not timed): the latter is 10%
     faster too, not "1.0" as a twin of the baseline would be (an upgrade's upgraded cell twin of its new-PTX cell

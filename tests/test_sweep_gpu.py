@@ -760,3 +760,31 @@ def test_a_kernel_whose_work_depends_on_inputs_beyond_the_budget_is_said_to_miss
     print(row.fidelity, row.miss)
     assert row.fidelity > 2.0 and row.miss["why"].startswith("inputs: 2 of its tensors (32.0 MiB) were beyond")
     assert row.miss["inputs"]["zeros-filled"] < 0.5 * row.fidelity
+
+
+def test_inductors_compile_time_benchmarks_are_not_the_workload(tmp_path):
+    """Under max-autotune Inductor benchmarks every GEMM template config while it compiles (`triton_mm_N`, tens of
+    launches each); the workload then runs the emitted template (`triton_tem_fused_*`) 20 times. The recording
+    counts the benchmarks as tuning only, keeps the compile-time choice as a decision with its candidates' own
+    timings, and its workload rows are the template's 20 launches."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tritonhook.store import Store
+
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+           "TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "record", "--store", str(tmp_path / "store"), "--json",
+                           "--", sys.executable, str(Path(__file__).with_name("max_autotune_workload.py"))],
+                          capture_output=True, text=True, timeout=400, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    recording = Store(tmp_path / "store").result(json.loads(done.stdout)["recording"])
+    benchmarks = [s for s in recording.signatures if s.kernel.startswith("triton_mm")]
+    assert benchmarks and all(s.launches == 0 and s.tuning_launches > 0 for s in benchmarks), benchmarks
+    (chosen,) = [d for d in recording.autotune if d.get("tuner") == "select_algorithm"]
+    assert len(chosen["timings"]) >= 2 and chosen["chosen"] in [config for config, _ in chosen["timings"]]
+    template = [s for s in recording.signatures if s.kernel.startswith("triton_tem_fused")]
+    assert template and sum(s.launches for s in template) == 20, [(s.kernel, s.launches) for s in template]
+    assert all(s.launches == 0 for s in recording.signatures if s.tuning_launches and s.autotune is None)

@@ -13,6 +13,8 @@ import collections.abc
 import contextlib
 import dataclasses
 import functools
+import os
+import sys
 import threading
 import time
 import weakref
@@ -31,6 +33,18 @@ INDUCTOR_CACHE = "Inductor's autotune cache"
 """Who held the pick of an Inductor kernel built untuned (`AutotuneTracer.on_held_pick`)."""
 INDUCTOR_KEY_PREFIX = "source:"
 """How an Inductor kernel's tuning key begins (`inductor_tuning_key`)."""
+INDUCTOR_SELECTOR_MODULE = "torch._inductor.select_algorithm"
+"""Where Inductor's compile-time choice among GEMM templates and extern kernels lives (`AlgorithmSelectorCache`:
+`benchmark_in_current_process`, `benchmark_in_sub_process`, `benchmark_choice`; torch 2.11 and 2.13)."""
+INDUCTOR_COMPILE_MODULE = "torch._inductor.compile_fx"
+"""Where Inductor compiles a graph (`_compile_fx_inner`, looked up by name at each compile in torch 2.11 and 2.13):
+whatever a compile launches (its template benchmarks, its fusion benchmarks) is not the workload."""
+INDUCTOR_BENCHMARK_MAIN = "__autotune_main__.py"
+"""The script of Inductor's benchmark subprocesses (`autotune_in_subproc`): every launch there is a benchmark."""
+TRITON_AUTOTUNE, SELECT_ALGORITHM, COORDINATE_DESCENT, INDUCTOR_RUNTIME, COMPILE = (
+    "triton.autotune", "select_algorithm", "coordinate descent", "Inductor's runtime autotuner", "Inductor compile")
+"""Who made a decision (`AutotuneDecision.tuner`): what a pin can reach differs (only the first and the Inductor
+runtime autotuner's can be pinned here), and what the workload runs after it."""
 
 @dataclasses.dataclass(frozen=True)
 class AutotuneCandidate:
@@ -65,6 +79,7 @@ class AutotuneDecision:
     key_names: list[str] = dataclasses.field(default_factory=list)  # the arguments whose values begin `key`
     cached: list | None = None  # the pick was not made on `timings`: the timings it was made on
     made_at: int | None = None  # the group of the decision that made the pick, at another input shape
+    tuner: str = TRITON_AUTOTUNE  # who decided: TRITON_AUTOTUNE, INDUCTOR_RUNTIME, COORDINATE_DESCENT, SELECT_...
 
 
 def autotune_config(config) -> dict:
@@ -271,15 +286,20 @@ class AutotuneTracer(_AutotunerWrapping):
     the recording can say which kernels it could not see tuned; and for a `triton.autotune` autotuner of several
     configs whose first call here benchmarks nothing because it held a pick already (a library's subclass that
     keeps its picks in a file of its own, trifast's; or a pick made before recording), `on_held_pick(kernel name,
-    its class's qualified name)`. Inductor's
-    coordinate-descent tuning (off by default) benchmarks outside `benchmark_all_configs` and is not seen.
-    `benchmarking` counts the candidate benchmarks running in all threads: a `LaunchTracer` hands every launch in
+    its class's qualified name)`. Inductor's coordinate-descent tuning (`CachingAutotuner.coordinate_descent_tuning`,
+    its `bench` calls the candidates) is a decision too. So is Inductor's compile-time choice among its GEMM templates
+    and extern kernels (`max-autotune`: `AlgorithmSelectorCache.benchmark_in_current_process` / `_in_sub_process`
+    one decision, `benchmark_choice` one candidate, each a choice's benchmark kernel such as `triton_mm_3`; the
+    workload then runs the template the choice emitted, `triton_tem_fused_*`, a kernel of its own). And every launch
+    while Inductor compiles a graph (`_compile_fx_inner`: its fusion benchmarks too) is a benchmark, never the
+    workload's. `benchmarking` counts the candidate benchmarks running in all threads: a `LaunchTracer` hands every launch in
     full while it is not 0. With `compile_threads` > 1, a `triton.autotune` benchmark's configs are compiled at once
     in that many threads when it starts (`_compile_ahead`; `compiled_ahead` sums what that took).
     """
 
     TRITON = ("run", "_bench", "check_disk_cache")
-    INDUCTOR = ("benchmark_all_configs", "bench", "__init__")
+    INDUCTOR = ("benchmark_all_configs", "bench", "__init__", "coordinate_descent_tuning")
+    SELECTOR = ("benchmark_in_current_process", "benchmark_in_sub_process", "benchmark_choice")
 
     def __init__(self, on_decided: Callable[[AutotuneDecision], None],
                  on_held_pick: Callable[[str, str], None] = lambda name, holder: None, *, compile_threads: int = 1):
@@ -293,10 +313,116 @@ class AutotuneTracer(_AutotunerWrapping):
         self._groups = 0
         self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
         self._frames = threading.local()
+        self._compile_waits: list[AfterImport] = []
+        self._compile_wrapped: list[_Wrapped] = []
 
     def current(self) -> AutotuneCandidate | None:
+        """The candidate being benchmarked in this thread: the innermost frame's, else an enclosing one's (a
+        template's benchmark inside a compile), None outside every benchmark."""
         frames = getattr(self._frames, "stack", None)
-        return frames[-1]["candidate"] if frames else None
+        if not frames:
+            return None
+        return next((frame["candidate"] for frame in reversed(frames) if frame["candidate"] is not None), None)
+
+    def install(self) -> None:
+        super().install()
+        self._compile_waits = [after_import(INDUCTOR_SELECTOR_MODULE, self._wrap_selector),
+                               after_import(INDUCTOR_COMPILE_MODULE, self._wrap_compile)]
+
+    def uninstall(self) -> None:
+        super().uninstall()
+        for wait in self._compile_waits:
+            wait.remove()
+        for wrapped in self._compile_wrapped:
+            wrapped.restore()
+        self._compile_waits, self._compile_wrapped = [], []
+
+    def _wrap_selector(self, module) -> None:
+        """Wrap Inductor's `AlgorithmSelectorCache` (its classmethods stay classmethods) once it is imported."""
+        selector = getattr(module, "AlgorithmSelectorCache", None)
+        missing = [name for name in self.SELECTOR if name not in getattr(selector, "__dict__", {})]
+        if not self.active or missing:
+            if missing:
+                self._warn("the autotune tracer on Inductor's select_algorithm",
+                           TritonhookError(f"AlgorithmSelectorCache has no {', '.join(missing)}"))
+            return
+        wrap = {"benchmark_in_current_process": self._wrap_selector_decision,
+                "benchmark_in_sub_process": self._wrap_selector_decision,
+                "benchmark_choice": self._wrap_selector_candidate}
+        self._compile_wrapped.append(_Wrapped(selector, self.SELECTOR,
+                                              lambda name, original: classmethod(wrap[name](original.__func__))))
+
+    def _wrap_compile(self, module) -> None:
+        """Wrap `_compile_fx_inner` (a module function, looked up at each compile) once Inductor's compile module
+        is imported: a compile is one frame whose launches are all benchmarks (`COMPILE`), no decision of its own."""
+        if not self.active or "_compile_fx_inner" not in module.__dict__:
+            return
+        self._compile_wrapped.append(_Wrapped(module, ("_compile_fx_inner",),
+                                              lambda name, original: self._wrap_compile_scope(original)))
+
+    def _wrap_compile_scope(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def _compile_fx_inner(*args, **kwargs):
+            if not tracer.active:
+                return original(*args, **kwargs)
+            frame = {"group": None, "candidate": None}
+            with tracer._deciding(frame), tracer._candidate(frame, {COMPILE: True}):
+                return original(*args, **kwargs)
+
+        return _compile_fx_inner
+
+    def _wrap_selector_decision(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def benchmark(cls, choices, *args, **kwargs):
+            if not tracer.active:
+                return original(cls, choices, *args, **kwargs)
+            frame = {"group": tracer._groups, "candidate": None}
+            tracer._groups += 1
+            began = time.perf_counter()
+            with tracer._deciding(frame):
+                timings = original(cls, choices, *args, **kwargs)
+            tracer._selector_decided(frame, choices, timings, args[0] if args else kwargs.get("input_nodes"),
+                                     time.perf_counter() - began)
+            return timings
+
+        return benchmark
+
+    def _wrap_selector_candidate(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def benchmark_choice(cls, choice, *args, **kwargs):
+            stack = getattr(tracer._frames, "stack", None)
+            if not tracer.active or not stack:
+                return original(cls, choice, *args, **kwargs)
+            try:
+                config = choice_config(choice)
+            except Exception as exc:  # noqa: BLE001 - recording must never break the workload's tuning
+                tracer._warn("select_algorithm recording", exc)
+                return original(cls, choice, *args, **kwargs)
+            with tracer._candidate(stack[-1], config):
+                return original(cls, choice, *args, **kwargs)
+
+        return benchmark_choice
+
+    def _selector_decided(self, frame: dict, choices, timings, input_nodes, bench_s: float) -> None:
+        """Inductor keeps the fastest of `timings` (choice -> ms; inf for a choice that failed)."""
+        try:
+            if not timings:
+                return
+            ms = {choice: _finite_ms(timing)[0] for choice, timing in timings.items()}
+            timed = [choice for choice, value in ms.items() if value is not None]
+            chosen = min(timed, key=ms.get) if timed else next(iter(timings))
+            self.on_decided(AutotuneDecision(
+                frame["group"], selector_kernel(choices), selector_key(input_nodes), choice_config(chosen),
+                [[choice_config(choice), _finite_ms(timing)] for choice, timing in timings.items()], bench_s,
+                tuner=SELECT_ALGORITHM))
+        except Exception as exc:  # noqa: BLE001 - recording must never break the workload
+            self._warn("select_algorithm recording", exc)
 
     def _triton_wrapper(self, name: str, original: Callable) -> Callable:
         return {"run": self._wrap_run, "_bench": self._wrap_bench,
@@ -304,7 +430,32 @@ class AutotuneTracer(_AutotunerWrapping):
 
     def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
         return {"benchmark_all_configs": self._wrap_inductor_decision, "bench": self._wrap_inductor_candidate,
-                "__init__": self._wrap_inductor_init}[name](original)
+                "__init__": self._wrap_inductor_init,
+                "coordinate_descent_tuning": self._wrap_coordinate_descent}[name](original)
+
+    def _wrap_coordinate_descent(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def coordinate_descent_tuning(autotuner, launcher, *args, **kwargs):
+            if not tracer.active:
+                return original(autotuner, launcher, *args, **kwargs)
+            frame = {"group": tracer._groups, "candidate": None, "timings": []}
+            tracer._groups += 1
+            began = time.perf_counter()
+            with tracer._deciding(frame):
+                winner = original(autotuner, launcher, *args, **kwargs)
+            try:
+                if frame["timings"]:  # none: a coordinate-descent cache hit, or tuning off for this kernel
+                    tracer.on_decided(AutotuneDecision(
+                        frame["group"], _inductor_kernel_name(autotuner), list(inductor_tuning_key(autotuner)),
+                        autotune_config(winner.config), frame["timings"], time.perf_counter() - began,
+                        tuner=COORDINATE_DESCENT))
+            except Exception as exc:  # noqa: BLE001 - recording must never break the workload
+                tracer._warn("coordinate-descent recording", exc)
+            return winner
+
+        return coordinate_descent_tuning
 
     def _wrap_inductor_init(self, original):
         tracer = self
@@ -475,12 +626,12 @@ class AutotuneTracer(_AutotunerWrapping):
     @contextlib.contextmanager
     def _candidate(self, frame: dict, config: dict) -> Iterator[None]:
         """While one candidate config of `frame`'s decision is benchmarked: `current()` says which."""
-        frame["candidate"] = AutotuneCandidate(frame["group"], config)
+        held, frame["candidate"] = frame["candidate"], AutotuneCandidate(frame["group"], config)
         self.benchmarking += 1
         try:
             yield
         finally:
-            frame["candidate"] = None
+            frame["candidate"] = held
             self.benchmarking -= 1
 
     def _wrap_inductor_decision(self, original):
@@ -513,7 +664,10 @@ class AutotuneTracer(_AutotunerWrapping):
                 tracer._warn("Inductor autotune recording", exc)
                 return original(autotuner, launcher, *args, **kwargs)
             with tracer._candidate(stack[-1], config):
-                return original(autotuner, launcher, *args, **kwargs)
+                timing = original(autotuner, launcher, *args, **kwargs)
+            if "timings" in stack[-1]:  # coordinate descent: its tuner keeps no table of what it timed
+                stack[-1]["timings"].append([config, _finite_ms(timing)])
+            return timing
 
         return bench
 
@@ -527,7 +681,8 @@ class AutotuneTracer(_AutotunerWrapping):
             self.on_decided(AutotuneDecision(
                 frame["group"], _inductor_kernel_name(autotuner), list(inductor_tuning_key(autotuner)),
                 autotune_config(chosen.config),
-                _timings_data((launcher.config, timing) for launcher, timing in timings.items()), None))
+                _timings_data((launcher.config, timing) for launcher, timing in timings.items()), None,
+                tuner=INDUCTOR_RUNTIME))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("Inductor autotune recording", exc)
 
@@ -556,6 +711,41 @@ class AutotuneTracer(_AutotunerWrapping):
             _timings_data(timings.items()), bench_s, autotuner_hooks(autotuner),
             [str(name) for name in autotuner.keys if name in autotuner.arg_names],
             None if cached is None else _timings_data(cached.items()), made_at))
+
+
+def choice_config(choice) -> dict:
+    """One of Inductor's compile-time choices as plain data: its name (`triton_mm_3`, or the extern kernel's such as
+    `mm`) and what its `info_dict()` says of it (tile shape, warps, stages, backend), scalars only."""
+    info = {}
+    with contextlib.suppress(Exception):  # a caller type without it, or one whose info needs what is gone
+        info = {key: value for key, value in dict(choice.info_dict()).items()
+                if isinstance(value, (str, int, float, bool)) or value is None}
+    return {"choice": str(getattr(choice, "name", "?")), **info}
+
+
+def selector_kernel(choices) -> str:
+    """A compile-time decision's name: its first Triton choice's name without the number (`triton_mm`), which names
+    every benchmark kernel of that template."""
+    names = [str(getattr(choice, "name", "")) for choice in choices]
+    return next((name.rstrip("0123456789").rstrip("_") for name in names if name.startswith("triton_")),
+                names[0] if names else "?")
+
+
+def selector_key(input_nodes) -> list[str]:
+    """A compile-time decision's key: each input's dtype and sizes, what Inductor's own choice depends on."""
+    key = []
+    for node in input_nodes or ():
+        try:
+            key.append(f"{node.get_dtype()} {list(node.get_size())}".replace("torch.", ""))
+        except Exception:  # noqa: BLE001 - an input kind without them
+            key.append("?")
+    return key
+
+
+def inductor_benchmark_process() -> bool:
+    """Whether this process is one of Inductor's benchmark subprocesses (`autotune_in_subproc`): all it launches is
+    the parent's compile-time benchmarks, and its decisions reach the parent as timings."""
+    return bool(sys.argv) and os.path.basename(sys.argv[0] or "") == INDUCTOR_BENCHMARK_MAIN
 
 
 def config_matches(wanted, config: dict) -> bool:

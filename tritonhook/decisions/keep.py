@@ -15,7 +15,7 @@ import json
 import os
 import re
 
-from .. import format, ptx as _ptx
+from .. import _triton, format, ptx as _ptx
 from .._version import __version__
 from ..errors import TritonhookError
 from ..files import write_file
@@ -23,9 +23,9 @@ from ..measure.outputs import DIFFER, VERDICTS
 from ..measure.variants import config_of_label
 from ..ptxas import binaries
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
-from ..sweep.autotune import config_at_row, config_text, tuning_key_of
+from ..sweep.autotune import config_at_row, config_text, decision_of, tuning_key_of
 from ..sweep.recording import Recording
-from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload
+from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload, within_fidelity_bar
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
 from .confirmation import with_confirmations
 from .model import (PLAIN, RESULT_KIND, VERSION, AutotuneKey, Choice, Decision, Evidence, FileContents, Key,
@@ -58,6 +58,14 @@ class DecisionList:
 
 
 # ----- made from results ------------------------------------------------------------------------------------------
+UNPINNABLE = {
+    _triton.COORDINATE_DESCENT: "tunes again from any config given it (Inductor keeps its pick in its own autotune "
+                                "cache, marked found_by_coordesc)",
+    _triton.SELECT_ALGORITHM: "chose while compiling; the workload runs the template it emitted, which Inductor's "
+                              "autotune cache keeps",
+}
+"""Who decided, for the decisions tritonhook cannot pin, and why (`autotune_key`)."""
+
 def from_result(store: Store, result_id: int | str) -> DecisionList:
     """The decisions a sweep, replay or tune result supports, saved in the store (a decision for a key already
     there replaces it). Sweep/replay: per kernel build (key), the variant that is "faster" than plain on some of
@@ -155,7 +163,11 @@ class _Maker:
     def autotune_key(self, row: SweepRow) -> AutotuneKey | None:
         """The key of an autotuned row's decision: the kernel and tuning key the recording's autotuner decided
         for (Inductor's: its source hash), the recording's GPU. None (with a warning) where pinning cannot apply:
-        a decision recorded with no key, or a recording with no GPU."""
+        a decision recorded with no key, or a recording with no GPU, or one a pin cannot reach (`UNPINNABLE`)."""
+        tuner = (decision_of(row, self.recording) or {}).get("tuner")
+        if tuner in UNPINNABLE:
+            self.warnings.append(f"{row.kernel}: decided by {tuner}, which {UNPINNABLE[tuner]}; no config is pinned")
+            return None
         key = self._tuning_key_of(row)
         if key is None:
             self.warnings.append(f"{row.kernel}: its autotuner's decision has no tuning key (recorded by an older "
@@ -253,6 +265,9 @@ class _Maker:
                 faster = [(row, t) for row, t in pairs if t.verdict == "faster"]
                 if not faster:
                     continue
+                if missed := [row for row, _ in faster if not within_fidelity_bar(row)]:
+                    self.warnings.append(_missed_bar_warning(label, missed))
+                    continue
                 row, timing = max(faster, key=lambda pair: pair[0].share or 0.0)
                 head = label.split("+")[0]
                 choice = self.choice(label, timing.facts.get("ptxas_version") if "@" in head else None,
@@ -298,6 +313,15 @@ def _name_of(label: str) -> str:
 def _acf_path(label: str) -> str | None:
     _, found, path = label.partition("+acf:")
     return path if found else None
+
+
+def _missed_bar_warning(label: str, missed: list[SweepRow]) -> str:
+    """Why a variant faster in the replay is not kept: where its replay did not reproduce the workload's time, the
+    ratio is the replay's, not the workload's (`sweep.result.within_fidelity_bar`)."""
+    ratios = ", ".join(f"{row.label} {row.fidelity:.3f}" if row.fidelity is not None else f"{row.label} not timed"
+                       for row in missed)
+    return (f"{missed[0].kernel} {label}: no decision: faster only in a replay that missed the fidelity bar "
+            f"(replay/workload: {ratios}); confirm it in the workload first (tritonhook ab)")
 
 
 def _outputs(row: SweepRow, label: str) -> str:

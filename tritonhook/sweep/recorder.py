@@ -104,7 +104,8 @@ class Recorder:
         if candidate is not None:  # the autotuner benchmarking a config: tuning, not the workload; not timed
             signature.tuning_launches += 1
             signature.launches += weight - 1
-            signature.autotune = signature.autotune or {"group": candidate.group, "config": candidate.config}
+            if candidate.group is not None:  # None: a launch while Inductor compiled, of no decision
+                signature.autotune = signature.autotune or {"group": candidate.group, "config": candidate.config}
             return None
         self.last_of_kernel[spec.triton_hash] = pending
         before = signature.launches
@@ -499,7 +500,7 @@ def start_from_env() -> None:
     Never raises (`_Failures`)."""
     active = active_session()
     settings = ChildSettings.current().record
-    if settings is None or active is None:
+    if settings is None or active is None or _triton.inductor_benchmark_process():
         return
     failures = _Failures()
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import config, format
+from .._triton import COORDINATE_DESCENT, SELECT_ALGORITHM
 from ..errors import TritonhookError
 from ..files import file_name
 from ..ptxas.binaries import CAUSES
@@ -43,10 +44,13 @@ def select_signatures(recording: Recording, *, kernel: str | None = None, top: i
                       autotune_top: int | None = None) -> list[Signature]:
     """The signatures to replay: those whose kernel name matches `kernel` (a regex), the `top` by GPU time. An
     autotune decision counts as one, with its group's GPU time, and brings its `autotune_top` candidates fastest
-    by the autotuner's own benchmark (default all) and its workload winner."""
+    by the autotuner's own benchmark (default all) and its workload winner. What the workload itself never launched
+    is left out: a kernel launched only while Inductor compiled, a compile-time decision whose benchmark kernels the
+    workload does not run (it runs the template the choice emitted: `compile_time_warning` says so)."""
     pattern = compile_select(kernel) if kernel is not None else None
-    units = [([s], s.gpu_ms) for s in recording.signatures if s.autotune is None]
-    units += [(g.to_replay(autotune_top), g.gpu_ms) for g in autotune_groups(recording)]
+    units = [([s], s.gpu_ms) for s in recording.signatures if s.autotune is None and s.launches]
+    units += [(g.to_replay(autotune_top), g.gpu_ms) for g in autotune_groups(recording)
+              if any(s.launches for s in g.candidates)]
     units = [(members, gpu_ms) for members, gpu_ms in units if pattern is None or pattern.search(members[0].kernel)]
     units.sort(key=lambda unit: unit[1], reverse=True)
     return [s for members, _ in (units[:top] if top else units) for s in members]
@@ -152,6 +156,8 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
     if warning := synthetic_warning(recording, chosen):
         result.warnings.append(warning)
     if warning := failed_builds_warning(built):
+        result.warnings.append(warning)
+    if warning := compile_time_warning(recording):
         result.warnings.append(warning)
     result.warnings += [f"{row.label}: {row.status}" for row in replayed if row.status != "ok"]
     result.warnings += [f"{row.label}: replayed again on {row.replayed_on} after its worker died ({row.retried_after})"
@@ -370,6 +376,21 @@ def synthetic_warning(recording: Recording, chosen: list[Signature]) -> str | No
     why = "; ".join(causes) if causes else "the recording does not say why (recorded before budgets were counted)"
     return (f"{synthetic} signature(s) replayed on synthetic inputs and {partly} partly, marked in the inputs "
             f"column: {why}; raise the budgets with --budget (per signature) and --snapshot-budget (per process)")
+
+
+def compile_time_warning(recording: Recording) -> str | None:
+    """What the recording saw launched only on the way to the workload, left out of its rows and shares: the
+    decisions of Inductor's compile-time choice and coordinate descent, and the kernels launched only while
+    Inductor compiled or an autotuner benchmarked (their launch count)."""
+    tuners = collections.Counter(d.get("tuner") for d in recording.autotune
+                                 if d.get("tuner") in (SELECT_ALGORITHM, COORDINATE_DESCENT))
+    benchmarked = [s for s in recording.signatures if not s.launches and s.tuning_launches]
+    if not tuners and not benchmarked:
+        return None
+    decided = ", ".join(f"{count} by {tuner}" for tuner, count in sorted(tuners.items()))
+    return (f"not the workload: {len(benchmarked)} signature(s) launched only while compiling or autotuning "
+            f"({sum(s.tuning_launches for s in benchmarked)} launches)" + (f"; decisions {decided}" if decided else "")
+            + "; left out of the rows, shares and estimate")
 
 
 def unprobed_warning(recording: Recording, chosen: list[Signature]) -> str | None:

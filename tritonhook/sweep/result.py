@@ -11,6 +11,7 @@ from .. import format
 from ..cubin import CubinDeltas
 from ..measure.sequential import FIXED, ratio_sequence
 from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from ..measure.variants import config_of_label
 from ..errors import TritonhookError
 from ..rename import exact_names_pattern
 from ..store import ResultKind, register_result_kind
@@ -217,32 +218,61 @@ class Fidelity:
                 f"({self.within_share:.0%} of the GPU time){bias}{lead}")
 
 
+def within_fidelity_bar(row: SweepRow, tolerance: float = FIDELITY_TOLERANCE) -> bool:
+    """Whether the row's replay ran within ±`tolerance` of its time inside the workload: only then does a ratio the
+    replay measured stand for the workload. A row never timed inside the workload is not within it."""
+    return row.fidelity is not None and abs(row.fidelity - 1.0) <= tolerance
+
+
 @dataclasses.dataclass
 class WorkloadEstimate:
-    """What renaming (or re-assembling) only the kernels that got faster does to the recorded Triton GPU time."""
+    """What renaming (or re-assembling) only the kernels that got faster does to the recorded Triton GPU time.
+    `unconfirmed`: the kernels that read faster only on rows whose replay missed the fidelity bar: left out of the
+    ratio and the command, each with its rows' replay/workload ratios and the command that measures it inside the
+    workload (`tritonhook ab` of the workload, that kernel alone renamed, fresh processes)."""
 
     variant: str
     kernels: list[str]
     ratio: float                      # new / old Triton GPU time
     select: str | None                # regex of exactly those kernel names
     command: str | None               # the `tritonhook run` line that does it
+    unconfirmed: list[dict] = dataclasses.field(default_factory=list)  # {"kernel", "rows", "confirm"}
 
 
 def estimate(rows: list[SweepRow], variant: str, command: list[str] | None) -> WorkloadEstimate:
     """Kernels (by name, as `--select` matches) where `variant` is faster for some signature, slower for none and
-    the outputs agree; the ratio is 1 - sum(share x (1 - ratio)) over all their signatures."""
+    the outputs agree, and every faster signature replayed within the fidelity bar; the ratio is
+    1 - sum(share x (1 - ratio)) over all their signatures. A kernel faster only where the replay missed the bar is
+    listed in `unconfirmed` instead: a replay that does not reproduce the workload's time cannot say what the
+    workload gains."""
     by_kernel: dict[str, list[tuple[SweepRow, VariantTiming]]] = {}
     for row in rows:
         timing = next((v for v in row.variants if v.label == variant), None)
         if timing is not None:
             by_kernel.setdefault(row.kernel, []).append((row, timing))
-    chosen = [kernel for kernel, pairs in by_kernel.items()
+    faster = {kernel: [(r, t) for r, t in pairs if t.verdict == "faster"] for kernel, pairs in by_kernel.items()
               if any(t.verdict == "faster" for _, t in pairs)
-              and not any(t.verdict == "slower" or r.outputs == "differ" for r, t in pairs)]
+              and not any(t.verdict == "slower" or r.outputs == "differ" for r, t in pairs)}
+    chosen = [kernel for kernel, pairs in faster.items() if all(within_fidelity_bar(r) for r, _ in pairs)]
     saved = sum((row.share or 0.0) * (1.0 - (timing.ratio or 1.0))
                 for kernel in chosen for row, timing in by_kernel[kernel])
     select = exact_names_pattern(chosen) if chosen else None
-    return WorkloadEstimate(variant, sorted(chosen), 1.0 - saved, select, _run_line(variant, select, command))
+    unconfirmed = [{"kernel": kernel, "confirm": _confirm_line(variant, kernel, command),
+                    "rows": [{"label": r.label, "ratio": t.ratio, "replay_workload": r.fidelity,
+                              "why": (r.miss or {}).get("why")} for r, t in pairs if not within_fidelity_bar(r)]}
+                   for kernel, pairs in sorted(faster.items()) if kernel not in chosen]
+    return WorkloadEstimate(variant, sorted(chosen), 1.0 - saved, select, _run_line(variant, select, command),
+                            unconfirmed)
+
+
+def _confirm_line(variant: str, kernel: str, command: list[str] | None) -> str | None:
+    """The `tritonhook ab` line that times the workload with `kernel` alone built as `variant` against plain,
+    interleaved in fresh processes; None for a variant `ab` does not take (an autotune config)."""
+    if config_of_label(variant):
+        return None
+    tail = f" -- {shlex.join(command)}" if command else " -- CMD"
+    return (f"tritonhook ab --variants {shlex.quote(f'plain,{variant}')} "
+            f"--select {shlex.quote(exact_names_pattern([kernel]))}{tail}")
 
 
 def _run_line(variant: str, select: str | None, command: list[str] | None) -> str | None:
@@ -389,6 +419,8 @@ class SweepResult:
                               f"benchmark there picks another config for {other} of them")
         for est in self.estimates:
             yield format.line(self._estimate_line(est))
+            for unconfirmed in est.unconfirmed:
+                yield format.line(self._unconfirmed_line(est, unconfirmed))
 
     @staticmethod
     def _label(row: SweepRow) -> str:
@@ -450,15 +482,27 @@ class SweepResult:
         joined = lambda key: "/".join(format.count(f.get(key)) for f in facts)  # noqa: E731
         spills = "/".join(f"{f.get('spill_stores', 0)}+{f.get('spill_loads', 0)}" for f in facts)
         return [self._label(row), format.share(row.share), format.count(row.launches), row.inputs, *times, *ratios,
-                *verdicts, (row.output_check or {}).get("text", row.outputs), joined("registers"), spills, joined("frame_size"), joined("capmerc_size"),
+                *verdicts, (row.output_check or {}).get("text", row.outputs), joined("registers"), spills,
+                joined("frame_size"), joined("capmerc_size"),
                 *[(v.why or {}).get("text", "-") for v in row.variants[1:]], format.times(row.fidelity)]
 
     def _estimate_line(self, est: WorkloadEstimate) -> str:
         if not est.kernels:
-            return f"{est.variant}: no kernel got faster; renaming none leaves the workload as it is"
+            where = " where the replay reproduces the workload" if est.unconfirmed else ""
+            return f"{est.variant}: no kernel got faster{where}; renaming none leaves the workload as it is"
         text = (f"{est.variant}: renaming only the {len(est.kernels)} kernel(s) that got faster changes the "
                 f"recorded Triton GPU time by {est.ratio - 1:+.1%} (x{est.ratio:.3f})")
         return text + (f": {est.command}" if est.command else f"; kernels: {est.select}")
+
+    @staticmethod
+    def _unconfirmed_line(est: WorkloadEstimate, unconfirmed: dict) -> str:
+        """A kernel read faster only where the replay missed the fidelity bar: not recommended, and how to know."""
+        rows = "; ".join(f"{r['label']} {r['ratio']:.3f}, replay/workload "
+                         + (f"{r['replay_workload']:.3f}" if r["replay_workload"] is not None else "not timed")
+                         + (f" ({r['why']})" if r.get("why") else "") for r in unconfirmed["rows"])
+        how = f"; confirm it in the workload: {unconfirmed['confirm']}" if unconfirmed["confirm"] else ""
+        return (f"{est.variant}: {unconfirmed['kernel']} not recommended: faster only in a replay that missed the "
+                f"fidelity bar ({rows}){how}")
 
 
 register_result_kind(ResultKind(RESULT_KIND, SweepResult.from_json, source="recording_id"))

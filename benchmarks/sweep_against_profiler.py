@@ -1,0 +1,146 @@
+"""What the sweep says a workload runs, against what `torch.profiler` says its steady-state steps run.
+
+    python benchmarks/sweep_against_profiler.py --out results.json --steps 6 -- python WORKLOAD.py
+
+The workload takes STEPS as its first argument and `--profile OUT.json` (its own `torch.profiler` table of the steps
+after its warm-up: `benchmarks/workloads/bert_max_autotune.py`). Each stage runs in a fresh process with cold
+Triton and Inductor caches of its own: the plain run (timed), the profiled run, `tritonhook sweep` (record and
+replay, timed) and an A/A replay of its recording (`plain,plain`, timed). Then, per kernel making the profiler's
+Triton GPU time (kernels named `triton_*`, or recorded as Triton kernels), its share there against its share of the
+recording's workload launches: matched or not, and the difference in percentage points, for the kernels making 90%
+of the profiler's time. Prints a table last and writes the JSON.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scratch import scratch_dir  # noqa: E402
+
+from tritonhook.store import Store  # noqa: E402
+from tritonhook.sweep.recording import RESULT_KIND as RECORDING  # noqa: E402
+
+COVERAGE, SHARE_POINTS = 0.9, 0.02
+"""The kernels held to the check (those making 90% of the profiler's Triton time) and how far apart their shares may
+be (2 percentage points)."""
+
+
+def timed(command: list[str], env: dict, what: str) -> tuple[float, subprocess.CompletedProcess]:
+    began = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - began
+    print(f"{what}: exit {done.returncode} in {seconds:.1f} s", flush=True)
+    if done.returncode != 0:
+        print(done.stdout[-3000:], done.stderr[-6000:], sep="\n", flush=True)
+    return seconds, done
+
+
+def cold_env(scratch: Path, name: str) -> dict:
+    """This process's environment with Triton's and Inductor's caches in a new folder of their own."""
+    caches = scratch / name
+    return dict(os.environ, TRITON_CACHE_DIR=str(caches / "triton"), TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"),
+                PYTHONUNBUFFERED="1")
+
+
+def shares(table: dict[str, float]) -> dict[str, float]:
+    total = sum(table.values())
+    return {name: value / total for name, value in table.items()} if total else {}
+
+
+def compare(profiled: dict, recording) -> dict:
+    """The profiler's Triton kernels against the recording's workload launches, per kernel name."""
+    recorded_names = {s.kernel for s in recording.signatures}
+    truth = shares({name: us for name, (us, _) in profiled["kernels"].items()
+                    if name.startswith("triton_") or name in recorded_names})
+    workload: dict[str, float] = {}
+    for signature in recording.signatures:
+        if signature.launches:
+            workload[signature.kernel] = workload.get(signature.kernel, 0.0) + signature.gpu_ms
+    recorded = shares(workload)
+    rows, covered = [], 0.0
+    for name, share in sorted(truth.items(), key=lambda item: item[1], reverse=True):
+        held = covered < COVERAGE - 1e-9
+        covered += share
+        rows.append({"kernel": name, "profiler_share": share, "recorded_share": recorded.get(name),
+                     "held": held, "matched": name in recorded,
+                     "within": name in recorded and abs(recorded[name] - share) <= SHARE_POINTS})
+    held = [row for row in rows if row["held"]]
+    benchmarked = [s for s in recording.signatures if not s.launches and s.tuning_launches]
+    tuners: dict[str, int] = {}
+    for decision in recording.autotune:
+        tuners[decision.get("tuner") or "?"] = tuners.get(decision.get("tuner") or "?", 0) + 1
+    return {"kernels": rows, "held": len(held), "held_matched": sum(r["matched"] for r in held),
+            "held_within": sum(r["within"] for r in held),
+            "max_share_points": max((abs(r["recorded_share"] - r["profiler_share"]) for r in held if r["matched"]),
+                                    default=None),
+            "recorded_only": sorted(set(recorded) - set(truth)),
+            "benchmark_only_signatures": len(benchmarked),
+            "benchmark_only_launches": sum(s.tuning_launches for s in benchmarked),
+            "workload_signatures": sum(1 for s in recording.signatures if s.launches),
+            "decisions_by_tuner": tuners}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    workload = [*command, str(args.steps)]
+    scratch = scratch_dir("sweep-vs-profiler-")
+    store = scratch / "store"
+    results: dict = {"command": workload, "device": None}
+
+    def save():
+        Path(args.out).write_text(json.dumps(results, indent=1))
+
+    results["plain_s"], _ = timed(workload, cold_env(scratch, "plain"), "plain run")
+    save()
+    profile = scratch / "profile.json"
+    _, done = timed([*workload, "--profile", str(profile)], cold_env(scratch, "profile"), "profiled run")
+    profiled = json.loads(profile.read_text())
+    results["profiled_steps"] = profiled["steps"]
+    save()
+    tritonhook = [sys.executable, "-m", "tritonhook"]
+    results["sweep_s"], done = timed([*tritonhook, "sweep", "--store", str(store), "--json", "--", *workload],
+                                     cold_env(scratch, "sweep"), "tritonhook sweep")
+    swept = json.loads(done.stdout)
+    results["sweep"] = {"rows": len(swept["rows"]), "candidates": len(swept["candidates"]),
+                        "fidelity": swept["fidelity"], "times_s": swept["times_s"], "warnings": swept["warnings"],
+                        "estimates": swept["estimates"]}
+    recording = Store(store, create=False).results(RECORDING, limit=1)[0]
+    results["device"] = recording.device
+    results["against_profiler"] = compare(profiled, recording)
+    save()
+    results["aa_s"], done = timed([*tritonhook, "replay", "--store", str(store), "--variants", "plain,plain",
+                                   "--json"], cold_env(scratch, "sweep"), "A/A replay")
+    if done.returncode == 0:
+        aa = json.loads(done.stdout)
+        verdicts = [row["variants"][1]["verdict"] for row in aa["rows"] if len(row["variants"]) > 1]
+        results["aa"] = {"rows": len(aa["rows"]), "no_difference": sum(v in ("no difference", "SASS identical")
+                                                                        for v in verdicts),
+                         "verdicts": verdicts, "fidelity": aa["fidelity"]}
+    save()
+    against = results["against_profiler"]
+    print(f"\n{'kernel':48} {'profiler':>9} {'recorded':>9}")
+    for row in against["kernels"][:20]:
+        recorded = f"{row['recorded_share']:.4f}" if row["recorded_share"] is not None else "-"
+        print(f"{row['kernel'][:48]:48} {row['profiler_share']:9.4f} {recorded:>9}{'' if row['held'] else '  (tail)'}")
+    print(f"device {results['device']}; held kernels {against['held']}: matched {against['held_matched']}, within "
+          f"{SHARE_POINTS:.0%} {against['held_within']} (max {against['max_share_points']}); benchmark-only "
+          f"signatures {against['benchmark_only_signatures']} ({against['benchmark_only_launches']} launches); "
+          f"decisions {against['decisions_by_tuner']}")
+    print(f"plain {results['plain_s']:.1f} s, sweep {results['sweep_s']:.1f} s "
+          f"({results['sweep_s'] / results['plain_s']:.2f}x), A/A {results.get('aa_s', 0):.1f} s; "
+          f"sweep rows {results['sweep']['rows']}, fidelity {results['sweep']['fidelity']}; A/A {results.get('aa')}")
+
+
+if __name__ == "__main__":
+    main()

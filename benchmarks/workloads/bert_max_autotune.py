@@ -1,0 +1,80 @@
+"""A masked-language-model training step of Hugging Face transformers' BERT (random weights from a config: nothing
+downloaded; the GPU machine has transformers 5.17) compiled as most PyTorch users tune their GEMMs:
+`torch.compile(mode="max-autotune-no-cudagraphs")`, GEMMs from Inductor's Triton templates only
+(`max_autotune_gemm_backends="TRITON"`: its compile-time choice benchmarks each template config), and
+coordinate-descent tuning of the pointwise and reduction kernels on (`coordinate_descent_tuning`). 4 layers, hidden
+512, 8 heads, MLP 2048, 30,522-token vocabulary; batch 16 x 256 tokens; AdamW. bf16 autocast.
+
+    python benchmarks/workloads/bert_max_autotune.py [STEPS] [--profile OUT.json]
+
+`--profile OUT.json`: `torch.profiler`'s CUDA kernel table of the steps after the first two (the steady state: the
+first compiles and tunes), per kernel name its total time (µs) and launch count: the ground truth a user trusts for
+what the workload runs.
+"""
+
+import argparse
+import json
+
+import torch
+import torch._inductor.config as inductor_config
+import transformers
+
+BATCH, TOKENS = 16, 256
+WARM_STEPS = 2
+"""Steps before the profiled steady state: the first compiles (template benchmarks) and tunes (coordinate
+descent); the second runs what they chose."""
+
+
+def build():
+    config = transformers.BertConfig(vocab_size=30522, hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+                                     intermediate_size=2048, max_position_embeddings=TOKENS)
+    torch.manual_seed(0)
+    model = transformers.BertForMaskedLM(config).cuda()
+    ids = torch.randint(0, config.vocab_size, (BATCH, TOKENS), device="cuda")
+    labels = torch.where(torch.rand(BATCH, TOKENS, device="cuda") < 0.15, ids, torch.full_like(ids, -100))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    return model, torch.compile(model, mode="max-autotune-no-cudagraphs"), ids, labels, optimizer
+
+
+def step(model, compiled, ids, labels, optimizer):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = compiled(input_ids=ids, labels=labels).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def kernel_table(profiler) -> dict:
+    """{kernel name: [total µs, launches]} of the CUDA kernels the profiler saw."""
+    table = {}
+    for event in profiler.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            total = table.setdefault(event.name, [0.0, 0])
+            total[0] += event.device_time
+            total[1] += 1
+    return table
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("steps", type=int, nargs="?", default=6)
+    parser.add_argument("--profile", default=None)
+    args = parser.parse_args()
+    with inductor_config.patch({"max_autotune_gemm_backends": "TRITON", "coordinate_descent_tuning": True}):
+        workload = build()
+        for _ in range(min(WARM_STEPS, args.steps) if args.profile else args.steps):
+            step(*workload)
+        if args.profile:
+            torch.cuda.synchronize()
+            activities = [torch.profiler.ProfilerActivity.CUDA]
+            with torch.profiler.profile(activities=activities) as profiler:
+                for _ in range(args.steps - WARM_STEPS):
+                    step(*workload)
+                torch.cuda.synchronize()
+            with open(args.profile, "w") as out:
+                json.dump({"steps": args.steps - WARM_STEPS, "kernels": kernel_table(profiler)}, out)
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main()
