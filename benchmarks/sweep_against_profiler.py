@@ -1,6 +1,7 @@
 """What the sweep says a workload runs, against what `torch.profiler` says its steady-state steps run.
 
     python benchmarks/sweep_against_profiler.py --out results.json --steps 6 -- python WORKLOAD.py
+    ... --stages plain,profile --profile-out P.json; then --stages sweep,aa --profile-in P.json (two calls)
 
 The workload takes STEPS as its first argument and `--profile OUT.json` (its own `torch.profiler` table of the steps
 after its warm-up: `benchmarks/workloads/bert_max_autotune.py`). Each stage runs in a fresh process with cold
@@ -90,24 +91,33 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--stages", default="plain,profile,sweep,aa", help="which stages to run now")
+    parser.add_argument("--profile-out", default=None, help="keep the profiler's table here")
+    parser.add_argument("--profile-in", default=None, help="the profiler's table of an earlier --stages profile")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     workload = [*command, str(args.steps)]
     scratch = scratch_dir("sweep-vs-profiler-")
     store = scratch / "store"
-    results: dict = {"command": workload, "device": None}
+    stages = args.stages.split(",")
+    out = Path(args.out)
+    results: dict = json.loads(out.read_text()) if out.is_file() else {"command": workload}
 
     def save():
-        Path(args.out).write_text(json.dumps(results, indent=1))
+        out.write_text(json.dumps(results, indent=1))
 
-    results["plain_s"], _ = timed(workload, cold_env(scratch, "plain"), "plain run")
-    save()
-    profile = scratch / "profile.json"
-    _, done = timed([*workload, "--profile", str(profile)], cold_env(scratch, "profile"), "profiled run")
+    if "plain" in stages:
+        results["plain_s"], _ = timed(workload, cold_env(scratch, "plain"), "plain run")
+        save()
+    profile = Path(args.profile_in or args.profile_out or scratch / "profile.json")
+    if "profile" in stages:
+        _, done = timed([*workload, "--profile", str(profile)], cold_env(scratch, "profile"), "profiled run")
+        results["profiled_steps"] = json.loads(profile.read_text())["steps"]
+        save()
+    if "sweep" not in stages:
+        return
     profiled = json.loads(profile.read_text())
-    results["profiled_steps"] = profiled["steps"]
-    save()
     tritonhook = [sys.executable, "-m", "tritonhook"]
     results["sweep_s"], done = timed([*tritonhook, "sweep", "--store", str(store), "--json", "--", *workload],
                                      cold_env(scratch, "sweep"), "tritonhook sweep")
@@ -119,6 +129,8 @@ def main():
     results["device"] = recording.device
     results["against_profiler"] = compare(profiled, recording)
     save()
+    if "aa" not in stages:
+        return
     results["aa_s"], done = timed([*tritonhook, "replay", "--store", str(store), "--variants", "plain,plain",
                                    "--json"], cold_env(scratch, "sweep"), "A/A replay")
     if done.returncode == 0:

@@ -2,8 +2,9 @@
 downloaded; the GPU machine has transformers 5.17) compiled as most PyTorch users tune their GEMMs:
 `torch.compile(mode="max-autotune-no-cudagraphs")`, GEMMs from Inductor's Triton templates only
 (`max_autotune_gemm_backends="TRITON"`: its compile-time choice benchmarks each template config), and
-coordinate-descent tuning of the pointwise and reduction kernels on (`coordinate_descent_tuning`). 4 layers, hidden
-512, 8 heads, MLP 2048, 30,522-token vocabulary; batch 16 x 256 tokens; AdamW. bf16 autocast.
+coordinate-descent tuning of the pointwise and reduction kernels on (`coordinate_descent_tuning`). 2 layers, hidden
+256, 4 heads, MLP 1024, 8,192-token vocabulary; batch 16 x 128 tokens; AdamW. bf16 autocast. Small, because a cold
+compile under these settings is minutes (4 layers at hidden 512 took 323 s on an H100).
 
     python benchmarks/workloads/bert_max_autotune.py [STEPS] [--profile OUT.json]
 
@@ -19,15 +20,15 @@ import torch
 import torch._inductor.config as inductor_config
 import transformers
 
-BATCH, TOKENS = 16, 256
+BATCH, TOKENS = 16, 128
 WARM_STEPS = 2
 """Steps before the profiled steady state: the first compiles (template benchmarks) and tunes (coordinate
 descent); the second runs what they chose."""
 
 
 def build():
-    config = transformers.BertConfig(vocab_size=30522, hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
-                                     intermediate_size=2048, max_position_embeddings=TOKENS)
+    config = transformers.BertConfig(vocab_size=8192, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=1024, max_position_embeddings=TOKENS)
     torch.manual_seed(0)
     model = transformers.BertForMaskedLM(config).cuda()
     ids = torch.randint(0, config.vocab_size, (BATCH, TOKENS), device="cuda")
