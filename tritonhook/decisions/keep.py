@@ -115,8 +115,23 @@ def from_result(store: Store, result_id: int | str) -> DecisionList:
         made.from_sweep(with_confirmations(store, result))  # a regret the workload refuted is pinned by none
     else:
         made.from_tune(result)
-    saved = save(store, [(d, made.controls.get(d.choice.controls_sha256)) for d in made.decisions.values()])
+    saved = save(store, [(d, made.controls.get(d.choice.controls_sha256)) for d in _unrefuted(store, made)])
     return DecisionList(saved, made.warnings, title=f"decisions from {kind} result {result.id}")
+
+
+def _unrefuted(store: Store, made: "_Maker") -> list[Decision]:
+    """The decisions made, less those the newest confirmation found not faster in the workload (one warning each):
+    a replay's or tune's figure the workload refuted is no decision."""
+    confirmed = newest_confirmations(store)
+    kept = []
+    for decision in made.decisions.values():
+        found = confirmed.get(decision_text(decision.to_json()))
+        if found is not None and found["confirmed"] is False:
+            made.warnings.append(f"{decision.evidence.kernel} {decision.choice.label}: no decision, the workload did "
+                                 f"not confirm it ({confirmation_text(found)})")
+        else:
+            kept.append(decision)
+    return kept
 
 
 class _Maker:
