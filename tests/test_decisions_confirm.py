@@ -266,26 +266,28 @@ def fma_loop(x_ptr, out_ptr, n, STEPS: tl.constexpr, BLOCK: tl.constexpr):
 x = torch.randn(1 << 22, device="cuda")
 out = torch.empty_like(x)
 for _ in range(200):
-    fma_loop[(x.numel() // 1024,)](x, out, x.numel(), STEPS=256, BLOCK=1024)
+    for steps in (256, 64):  # two builds of one kernel: two keys
+        fma_loop[(x.numel() // 1024,)](x, out, x.numel(), STEPS=steps, BLOCK=1024)
 torch.cuda.synchronize()
 """
 
 
 @pytest.mark.gpu
 def test_confirm_times_build_decisions_inside_the_workload_on_a_gpu(tmp_path):
-    """On a GPU, end to end: a recorded run of a compute-bound kernel gives its key; two kept decisions for it,
-    `-O0` (far slower) and `cutlass_`, are confirmed in the workload, 3 runs per arm, ABBA in fresh processes: both
-    arms built as asked (the captures say so), `-O0` measured slower, so NOT confirmed against its 0.97 estimate,
-    and `decisions ls --json` carries each decision's confirmation."""
+    """On a GPU, end to end: a recorded run of a compute-bound kernel at two constexprs gives its two keys; two kept
+    decisions, `-O0` (far slower) for one build and `cutlass_` for the other, are confirmed in the workload, 3 runs
+    per arm, ABBA in fresh processes: both arms built as asked (the captures say so), `-O0` measured slower, so NOT
+    confirmed against its 0.97 estimate, and `decisions ls --json` carries each decision's confirmation."""
     store_path = tmp_path / "store"
     workload = tmp_path / "w.py"
     workload.write_text(GPU_WORKLOAD)
     _tritonhook("record", "--store", str(store_path), "--", sys.executable, str(workload), gpu=None)
     store = Store.of(store_path)
     recording = store.results(rec.RESULT_KIND, limit=1)[0]
-    (signature,) = [s for s in recording.signatures if s.kernel == "fma_loop"]
-    key = capture_key(store, store.get(signature.capture_id), recording.device)
-    kept = decisions.save(store, [(_decision(key, options=("-O0",)), None), (_decision(key, name="cutlass_"), None)])
+    keys = {s.constexprs["STEPS"]: capture_key(store, store.get(s.capture_id), recording.device)
+            for s in recording.signatures if s.kernel == "fma_loop"}
+    kept = decisions.save(store, [(_decision(keys[256], options=("-O0",)), None),
+                                  (_decision(keys[64], name="cutlass_"), None)])
     done = _tritonhook("decisions", "confirm", "--store", str(store_path), "--runs", "3", "--json",
                        *[arg for d in kept for arg in ("--decision", str(d.id))], "--", sys.executable, str(workload),
                        gpu=None)
