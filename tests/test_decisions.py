@@ -261,3 +261,23 @@ def test_confirm_takes_a_sweeps_build_decisions_and_one_the_workload_refuted_is_
     confirmed("faster", 0.92)
     (kept,) = decisions.from_result(store, sweep.id).decisions
     decisions.remove(store, kept.id)
+
+
+def test_sweep_and_tune_end_with_a_confirmation_or_the_line_saying_there_is_nothing_to_confirm(recorded):
+    """`sweep/tune --confirm N`: a result that supports no decision is shown with the line saying so (nothing
+    run); a result whose recording names no command is one line; N below 2 is refused before the workload runs."""
+    from tritonhook.decisions.confirm import ending
+
+    store, recording = recorded
+    nothing = _sweep(store, recording, outputs=("differ", "bitwise"))
+    answer = ending(store, nothing, ["python", "w.py"], 3)
+    assert answer.confirmation is None and answer.warnings == [
+        f"sweep result {nothing.id}: no autotune regret, faster config or faster build to confirm"]
+    assert answer.to_json()["result"]["rows"] and answer.to_json()["confirmation"] is None
+    with pytest.raises(TritonhookError, match=f"result {nothing.id}: its recording names no command"):
+        ending(store, nothing, None, 3)
+    refused = subprocess.run([sys.executable, "-m", "tritonhook", "sweep", "--store", str(store.path), "--confirm",
+                              "1", "--", sys.executable, "-c", "raise SystemExit('the workload ran')"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and refused.stderr.strip().endswith("--confirm 1: at least 2 runs per arm, for "
+                                                                       "an interval"), refused.stderr

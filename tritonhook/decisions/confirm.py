@@ -43,6 +43,56 @@ from .model import PLAIN, AutotuneKey, Choice, Decision, Key, file_json
 APPLIED, AS_IS = ARMS[1], ARMS[0]
 
 
+class NothingToConfirm(TritonhookError):
+    """A result that supports no decision: `sweep/tune --confirm` show the result and this line."""
+
+
+@dataclasses.dataclass
+class Confirmed:
+    """A sweep's or tune's result and what the workload said of its decisions (`sweep/tune --confirm N`): one
+    answer, what to apply measured where it runs; `nothing`: why there was nothing to confirm."""
+
+    result: SweepResult | TuneResult
+    confirmation: Confirmation | None
+    nothing: str = ""
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.result.warnings + ([self.nothing] if self.nothing else [])
+
+    @property
+    def warning_prefix(self) -> str:
+        return self.result.warning_prefix
+
+    def to_json(self) -> dict:
+        return {"result": self.result.to_json(),
+                "confirmation": self.confirmation.to_json() if self.confirmation else None, "nothing": self.nothing}
+
+    def __rich_console__(self, console, options):
+        yield self.result
+        if self.confirmation is not None:
+            yield self.confirmation
+
+
+def check_runs(runs: int, flag: str = "--runs") -> int:
+    """`runs` per arm, once it gives an interval (`--confirm N`'s N is checked before a sweep runs)."""
+    if runs < 2:
+        raise TritonhookError(f"{flag} {runs}: at least 2 runs per arm, for an interval")
+    return runs
+
+
+def ending(store: Store, result: SweepResult | TuneResult, command: list[str] | None, runs: int,
+           progress: Callable[[str], None] = lambda line: None) -> Confirmed:
+    """`result` with its decisions confirmed in the workload `command` (for a tune, its recording's command):
+    `runs` per arm (`confirm`)."""
+    if not command:
+        raise TritonhookError(f"result {result.id}: its recording names no command to confirm its decisions in")
+    try:
+        return Confirmed(result, confirm(store, result.id, command, runs=runs, progress=progress))
+    except NothingToConfirm as exc:
+        return Confirmed(result, None, str(exc))
+
+
 class Made(NamedTuple):
     """The decisions a result supports, not saved (what `decisions from-result` would make of it): its control
     files' bytes by sha256, its recording, the autotuned row each pin's evidence is from."""
@@ -69,7 +119,7 @@ def decisions_of(store: Store, result: SweepResult | TuneResult) -> Made:
             made.builds_of(result.rows)
     if not made.decisions:
         what = "no confirmed winner" if tuned else "no autotune regret, faster config or faster build"
-        raise TritonhookError(f"{TUNE_KIND if tuned else 'sweep'} result {result.id}: {what} to confirm"
+        raise NothingToConfirm(f"{TUNE_KIND if tuned else 'sweep'} result {result.id}: {what} to confirm"
                               f"{'; ' + '; '.join(made.warnings) if made.warnings else ''}")
     return Made(list(made.decisions.values()), made.controls, recording, made.rows)
 
@@ -111,8 +161,7 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     if decision_ids and sweep_id is not None:
         raise TritonhookError("--sweep and --decision: confirm a result's decisions or kept ones, not both")
     result = None if decision_ids else _result(store, sweep_id)
-    if runs < 2:
-        raise TritonhookError(f"--runs {runs}: at least 2 per arm, for an interval")
+    check_runs(runs)
     made = kept(store, decision_ids) if decision_ids else decisions_of(store, result)
     pins = [d for d in made.decisions if isinstance(d.key, AutotuneKey)]
     swept = _swept_decisions(made.rows, made.recording) if made.recording else {}
