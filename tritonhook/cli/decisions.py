@@ -98,6 +98,11 @@ def _confirm(args) -> int:
 
     command = command_after_dashes(args.command, "decisions confirm")
     result = confirm(open_store(args, write=True), args.sweep, command, runs=args.runs, against=args.against,
-                     decision_ids=args.decisions, progress=lambda line: print(f"tritonhook decisions confirm: {line}", file=sys.stderr))
+                     decision_ids=args.decisions, progress=confirm_progress)
     show(result, as_json=args.json)
     return 0
+
+
+def confirm_progress(line: str) -> None:
+    """A confirmation's progress, on stderr (stdout holds the result)."""
+    print(f"tritonhook decisions confirm: {line}", file=sys.stderr)

@@ -78,10 +78,9 @@ def _confirmed(args, store, result, command: list[str] | None) -> int:
         show(result, as_json=args.json)
         return 0
     from ..decisions.confirm import ending
+    from .decisions import confirm_progress
 
-    show(ending(store, result, command, args.confirm,
-                progress=lambda line: print(f"tritonhook decisions confirm: {line}", file=sys.stderr)),
-         as_json=args.json)
+    show(ending(store, result, command, args.confirm, progress=confirm_progress), as_json=args.json)
     return 0
 
 
