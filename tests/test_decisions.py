@@ -247,3 +247,51 @@ def test_the_cli_is_thin_over_the_library(recorded, tmp_path):
     missing = cli("show", str(kept["id"]))
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
     assert (json.loads(cli("ls", "--json").stdout)["decisions"]) == []
+
+
+def test_confirm_takes_a_sweeps_build_decisions_and_one_the_workload_refuted_is_not_made(recorded):
+    """`decisions confirm` runs the workload with the decisions `from-result` would make of a sweep, builds
+    included (not saved); once a confirmation finds one not faster in the workload, `from-result` leaves it out
+    with one warning, until a newer confirmation confirms it."""
+    from tritonhook.decisions.confirm import decisions_of, identity
+    from tritonhook.decisions.confirmation import RESULT_KIND, BuildConfirmation, Confirmation
+
+    store, recording = recorded
+    sweep = _sweep(store, recording)
+    (made,) = decisions_of(store, sweep).decisions
+    assert made.choice == decisions.Choice("cutlass_") and made.id is None and not decisions.listing(store).decisions
+
+    def confirmed(verdict: str, ratio: float) -> int:
+        build = BuildConfirmation("add_kernel", "cutlass_", identity(made), {"ratio": 0.9, "low": 0.89, "high": 0.91},
+                                  {"unpinned": [1.0, 1.0], "pinned": [ratio] * 2}, ratio, ratio - 0.01, ratio + 0.01,
+                                  verdict, applied_ran=True, plain_ran=True)
+        return store.add_result(RESULT_KIND, Confirmation(sweep.id, ["w"], 2, [], {}, {}, builds=[build]).to_json())
+
+    refuted = confirmed("no difference", 1.0)
+    left_out = decisions.from_result(store, sweep.id)
+    assert not left_out.decisions
+    assert left_out.warnings == [f"add_kernel cutlass_: no decision, the workload did not confirm it (not confirmed "
+                                 f"x1.000 [0.990, 1.010] (confirmation {refuted}))"]
+    confirmed("faster", 0.92)
+    (kept,) = decisions.from_result(store, sweep.id).decisions
+    decisions.remove(store, kept.id)
+
+
+def test_sweep_and_tune_end_with_a_confirmation_or_the_line_saying_there_is_nothing_to_confirm(recorded):
+    """`sweep/tune --confirm N`: a result that supports no decision is shown with the line saying so (nothing
+    run); a result whose recording names no command is one line; N below 2 is refused before the workload runs."""
+    from tritonhook.decisions.confirm import ending
+
+    store, recording = recorded
+    nothing = _sweep(store, recording, outputs=("differ", "bitwise"))
+    answer = ending(store, nothing, ["python", "w.py"], 3)
+    assert answer.confirmation is None and answer.warnings == [
+        f"sweep result {nothing.id}: no autotune regret, faster config or faster build to confirm"]
+    assert answer.to_json()["result"]["rows"] and answer.to_json()["confirmation"] is None
+    with pytest.raises(TritonhookError, match=f"result {nothing.id}: its recording names no command"):
+        ending(store, nothing, None, 3)
+    refused = subprocess.run([sys.executable, "-m", "tritonhook", "sweep", "--store", str(store.path), "--confirm",
+                              "1", "--", sys.executable, "-c", "raise SystemExit('the workload ran')"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and refused.stderr.strip().endswith("--confirm 1: at least 2 runs per arm, for "
+                                                                       "an interval"), refused.stderr

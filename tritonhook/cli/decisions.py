@@ -30,11 +30,15 @@ def add_decisions(sub) -> None:
             action.add_argument("target", metavar=arg)
         action.add_argument("--json", action="store_true", help="print the result as JSON")
         action.set_defaults(handler=handler)
-    confirm = actions.add_parser("confirm", help="run the workload as it is and with a sweep's autotune regrets "
-                                                 "pinned, alternately, and compare the kernels' in-workload times")
+    confirm = actions.add_parser("confirm", help="run the workload as it is and with a sweep's or tune's decisions "
+                                                 "applied (configs pinned, kernels built as chosen), alternately, "
+                                                 "and compare the kernels' in-workload times")
     store_arg(confirm)
-    confirm.add_argument("--sweep", metavar="ID", help="the sweep or replay result whose regrets to confirm "
-                                                       "(default: the newest in the store)")
+    confirm.add_argument("--sweep", "--result", dest="sweep", metavar="ID",
+                         help="the sweep, replay or tune result whose decisions to confirm (default: the newest "
+                              "sweep in the store)")
+    confirm.add_argument("--decision", action="append", metavar="ID", dest="decisions",
+                         help="confirm this decision kept in the store instead of a result's (repeatable)")
     confirm.add_argument("--runs", type=int, default=3, help="runs per arm (default 3)")
     confirm.add_argument("--against", choices=sorted(AGAINST), default="autotuner",
                          help="what the pinned config is compared with: the workload's autotuner tuning again each "
@@ -48,14 +52,14 @@ def add_decisions(sub) -> None:
 def _ls(args) -> int:
     from ..decisions import listing
 
-    show(listing(open_store(args)), as_json=args.json)
+    show(listing(open_store(args), confirmations=True), as_json=args.json)
     return 0
 
 
 def _show(args) -> int:
-    from ..decisions import get
+    from ..decisions import shown
 
-    show(get(open_store(args), args.target), as_json=args.json)
+    show(shown(open_store(args), args.target), as_json=args.json)
     return 0
 
 
@@ -94,6 +98,11 @@ def _confirm(args) -> int:
 
     command = command_after_dashes(args.command, "decisions confirm")
     result = confirm(open_store(args, write=True), args.sweep, command, runs=args.runs, against=args.against,
-                     progress=lambda line: print(f"tritonhook decisions confirm: {line}", file=sys.stderr))
+                     decision_ids=args.decisions, progress=confirm_progress)
     show(result, as_json=args.json)
     return 0
+
+
+def confirm_progress(line: str) -> None:
+    """A confirmation's progress, on stderr (stdout holds the result)."""
+    print(f"tritonhook decisions confirm: {line}", file=sys.stderr)

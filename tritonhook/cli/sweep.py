@@ -66,11 +66,37 @@ def _record_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS...")
 
 
+def _confirm_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--confirm", type=int, default=None, metavar="N",
+                        help="end by confirming the result's decisions in the workload: N runs with them applied "
+                             "and N without, ABBA in fresh processes (`tritonhook decisions confirm`)")
+
+
+def _confirmed(args, store, result, command: list[str] | None) -> int:
+    """Show `result`, and with --confirm N what the workload said of its decisions."""
+    if args.confirm is None:
+        show(result, as_json=args.json)
+        return 0
+    from ..decisions.confirm import ending
+    from .decisions import confirm_progress
+
+    show(ending(store, result, command, args.confirm, progress=confirm_progress), as_json=args.json)
+    return 0
+
+
+def _check_confirm(args) -> None:
+    if args.confirm is not None:
+        from ..decisions.confirm import check_runs
+
+        check_runs(args.confirm, "--confirm")
+
+
 def add_sweep(sub) -> None:
     parser = sub.add_parser("sweep", help="record a workload, then time every Triton kernel it launched per "
                                           "variant (plain, cutlass_, other ptxas), kernel by kernel")
     store_arg(parser)
     _replay_args(parser)
+    _confirm_arg(parser)
     _record_args(parser)
     parser.set_defaults(handler=_sweep)
 
@@ -144,13 +170,13 @@ def _record(args) -> int:
 def _sweep(args) -> int:
     variants, ptxas = _checked(args)
     plan, workers = _plan(args)  # before the workload runs: bad input is one line, not a lost recording
+    _check_confirm(args)
     result, store, record_s = _record_run(args)
     if result.recording is None:
         raise TritonhookError("the workload launched no Triton kernel that could be recorded" +
                               (f" (it exited with status {result.exit_code})" if result.exit_code else ""))
     swept = sweep.replay(result.recording, store, variants, plan, workers=workers, ptxas=ptxas, record_s=record_s)
-    show(swept, as_json=args.json)
-    return 0
+    return _confirmed(args, store, swept, result.recording.command)
 
 
 def _replay(args) -> int:
@@ -215,6 +241,7 @@ def add_tune(sub) -> None:
     where.add_argument("--gpus", default=None, metavar="all|0,1", help="one replay worker per GPU of this machine")
     where.add_argument("--ray", nargs="?", const=True, default=False, metavar="ADDRESS",
                        help="replay as Ray tasks of one GPU each")
+    _confirm_arg(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=_tune)
 
@@ -228,6 +255,7 @@ def _tune(args) -> int:
     if args.kernel is not None:
         compile_select(args.kernel)
     parse_budget(args.budget)
+    _check_confirm(args)
     space = sweep.TuneSpace.parse(args.space, ptxas=[p for p in args.ptxas.split(",") if p],
                                   controls=[f for f in args.acf.split(",") if f], acf_space=args.acf_space,
                                   acf_pool=args.acf_pool, acf_generations=args.acf_generations)
@@ -240,5 +268,4 @@ def _tune(args) -> int:
                        budget=args.budget, rounds=args.rounds, confirm_rounds=args.confirm_rounds,
                        min_effect=args.min_effect, progress=not args.json, gpus=args.gpus, ray=args.ray, l2=args.l2,
                        l2_dirt=args.l2_dirt)
-    show(tuned, as_json=args.json)
-    return 0
+    return _confirmed(args, store, tuned, recording.command)

@@ -8,8 +8,8 @@ makes them from results, keeps them in the store and moves them through a portab
 data, never run (docs/decisions.md).
 """
 
-from .keep import DecisionList, export, from_result, get, import_file, listing, ptx_sha256, remove, save
+from .keep import DecisionList, export, from_result, get, import_file, listing, ptx_sha256, remove, save, shown
 from .model import RESULT_KIND, AutotuneKey, Choice, Decision, Evidence, Key, read_file
 
 __all__ = ["RESULT_KIND", "AutotuneKey", "Choice", "Decision", "DecisionList", "Evidence", "Key", "export", "from_result", "get",
-           "import_file", "listing", "ptx_sha256", "read_file", "remove", "save"]
+           "import_file", "listing", "ptx_sha256", "read_file", "remove", "save", "shown"]

@@ -1,14 +1,19 @@
-"""Confirming a sweep's autotune regret inside the workload (`tritonhook decisions confirm`).
+"""Confirming decisions inside the workload (`tritonhook decisions confirm`): a sweep's autotune regrets (configs
+pinned) and its, or a tune's, build decisions (a name, a ptxas, options, a control file).
 
-A replay can find a config faster than the one the workload's autotuner picked; that is the autotuner's regret only
-if the workload itself runs faster with that config. So the workload is run (recorded, as `tritonhook record` runs
-it) alternately as it is and with the configs pinned (the sweep's pins, `keep._Maker.pin_configs`, applied through
-`run --apply`'s decisions: the autotuner skipped for that kernel and tuning key), and for each pinned kernel its GPU
-time per launch inside the workload (the recording's sampled times, at that tuning key) is compared between the two
-arms, with an interval over the runs; the step's recorded Triton GPU time too. Each unpinned run also re-tunes from
-cold (a new process), so the configs its autotuner picked, run after run, say how reproducible its pick is: where
-it varies, a pinned config is also a reproducibility fix. What the runs say of the regret (confirmed, a replay bias,
-or not judged because of what the unpinned runs picked): `confirmation.PinConfirmation.standing`.
+A replay can find a config faster than the one the workload's autotuner picked, or a build of a kernel faster than
+plain; that holds only if the workload itself runs faster with it. So the workload is run (recorded, as `tritonhook
+record` runs it) alternately as it is and with the decisions applied (`run --apply`'s decisions: the autotuner
+skipped for a pinned kernel and tuning key, a matching kernel built with its choice), ABBA in fresh processes, and
+for each decision its kernel's GPU time per launch inside the workload (the recording's sampled times) is compared
+between the two arms, with an interval over the runs; the step's recorded Triton GPU time too. A build decision's
+kernel is found in each run by its key (`keep.capture_key`), and its captures say what each arm built: a comparison
+is judged only where the arm with the decision built it so and the arm as it is did not (`BuildConfirmation`).
+
+For pins: each unpinned run also re-tunes from cold (a new process), so the configs its autotuner picked, run after
+run, say how reproducible its pick is: where it varies, a pinned config is also a reproducibility fix. What the
+runs say of the regret (confirmed, a replay bias, or not judged because of what the unpinned runs picked):
+`confirmation.PinConfirmation.standing`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
+from pathlib import Path
 from typing import Callable, NamedTuple
 
 from ..errors import TritonhookError
@@ -27,56 +33,162 @@ from ..sweep.autotune import config_text
 from ..sweep.recorder import record_command
 from ..sweep.recording import Recording, Signature, shapes_text
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow
+from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
 from .._version import __version__
-from .confirmation import AGAINST, ARMS, RESULT_KIND, Confirmation, PinConfirmation
-from .keep import _Maker
-from .model import AutotuneKey, Decision, file_json
+from .apply import APPLIED_KEY
+from .confirmation import AGAINST, ARMS, RESULT_KIND, BuildConfirmation, Confirmation, PinConfirmation
+from .keep import _Maker, capture_key, controls_of, get
+from .model import PLAIN, AutotuneKey, Choice, Decision, Key, file_json
 
-def pins_of(store: Store, sweep: SweepResult) -> tuple[list[Decision], Recording, dict[AutotuneKey, SweepRow]]:
-    """The config decisions a sweep result supports (its autotune regrets and faster `config:` variants), not saved:
-    what `confirm` runs the workload with; its recording; the row each decision's evidence is from."""
-    recording = store.result(sweep.recording_id) if sweep.recording_id is not None else None
+APPLIED, AS_IS = ARMS[1], ARMS[0]
+
+
+class NothingToConfirm(TritonhookError):
+    """A result that supports no decision: `sweep/tune --confirm` show the result and this line."""
+
+
+@dataclasses.dataclass
+class Confirmed:
+    """A sweep's or tune's result and what the workload said of its decisions (`sweep/tune --confirm N`): one
+    answer, what to apply measured where it runs; `nothing`: why there was nothing to confirm."""
+
+    result: SweepResult | TuneResult
+    confirmation: Confirmation | None
+    nothing: str = ""
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.result.warnings + ([self.nothing] if self.nothing else [])
+
+    @property
+    def warning_prefix(self) -> str:
+        return self.result.warning_prefix
+
+    def to_json(self) -> dict:
+        return {"result": self.result.to_json(),
+                "confirmation": self.confirmation.to_json() if self.confirmation else None, "nothing": self.nothing}
+
+    def __rich_console__(self, console, options):
+        yield self.result
+        if self.confirmation is not None:
+            yield self.confirmation
+
+
+def check_runs(runs: int, flag: str = "--runs") -> int:
+    """`runs` per arm, once it gives an interval (`--confirm N`'s N is checked before a sweep runs)."""
+    if runs < 2:
+        raise TritonhookError(f"{flag} {runs}: at least 2 runs per arm, for an interval")
+    return runs
+
+
+def ending(store: Store, result: SweepResult | TuneResult, command: list[str] | None, runs: int,
+           progress: Callable[[str], None] = lambda line: None) -> Confirmed:
+    """`result` with its decisions confirmed in the workload `command` (for a tune, its recording's command):
+    `runs` per arm (`confirm`)."""
+    if not command:
+        raise TritonhookError(f"result {result.id}: its recording names no command to confirm its decisions in")
+    try:
+        return Confirmed(result, confirm(store, result.id, command, runs=runs, progress=progress))
+    except NothingToConfirm as exc:
+        return Confirmed(result, None, str(exc))
+
+
+class Made(NamedTuple):
+    """The decisions a result supports, not saved (what `decisions from-result` would make of it): its control
+    files' bytes by sha256, its recording, the autotuned row each pin's evidence is from."""
+
+    decisions: list[Decision]
+    controls: dict[str, bytes]
+    recording: Recording | None
+    rows: dict[AutotuneKey, SweepRow]
+
+
+def decisions_of(store: Store, result: SweepResult | TuneResult) -> Made:
+    """A sweep's (or replay's) pins (its autotune regrets and faster `config:` variants) and, where its baseline is
+    plain, its builds; a tune's confirmed winners."""
+    recording = store.result(result.recording_id) if result.recording_id is not None else None
     if not isinstance(recording, Recording):
-        raise TritonhookError(f"sweep result {sweep.id}: its recording {sweep.recording_id} is not in {store.path}")
-    made = _Maker(store, recording, "sweep", sweep.id)
-    made.pin_all_configs(sweep.rows)
-    pins = [d for d in made.decisions.values() if isinstance(d.key, AutotuneKey)]
-    if not pins:
-        raise TritonhookError(f"sweep result {sweep.id}: no autotune regret or faster config to confirm"
+        raise TritonhookError(f"result {result.id}: its recording {result.recording_id} is not in {store.path}")
+    tuned = isinstance(result, TuneResult)
+    made = _Maker(store, recording, TUNE_KIND if tuned else SWEEP_KIND, result.id)
+    if tuned:
+        made.from_tune(result)
+    else:
+        made.pin_all_configs(result.rows)
+        if result.variants[:1] == [PLAIN]:
+            made.builds_of(result.rows)
+    if not made.decisions:
+        what = "no confirmed winner" if tuned else "no autotune regret, faster config or faster build"
+        raise NothingToConfirm(f"{TUNE_KIND if tuned else 'sweep'} result {result.id}: {what} to confirm"
                               f"{'; ' + '; '.join(made.warnings) if made.warnings else ''}")
-    return pins, recording, made.rows
+    return Made(list(made.decisions.values()), made.controls, recording, made.rows)
+
+
+def _result(store: Store, result_id: int | str | None) -> SweepResult | TuneResult:
+    """The result whose decisions to confirm: `result_id`'s, or the newest sweep's."""
+    if result_id is None:
+        newest = store.results(SWEEP_KIND, limit=1)
+        if not newest:
+            raise TritonhookError(f"{store.path}: no sweep result to confirm; run tritonhook sweep -- CMD first")
+        result_id = newest[0].id
+    result = store.result(result_id)
+    if not isinstance(result, (SweepResult, TuneResult)):
+        raise TritonhookError(f"result {result_id}: {result_kind_text(result)}; confirm takes a sweep, replay or "
+                              f"tune result")
+    return result
+
+
+def kept(store: Store, decision_ids: list[int | str]) -> Made:
+    """Decisions kept in the store, by id, with their control files (no result, so no row for a pin's regret)."""
+    decisions = [get(store, decision_id) for decision_id in decision_ids]
+    return Made(decisions, {d.choice.controls_sha256: controls_of(store, d) for d in decisions
+                            if d.choice.controls_sha256}, None, {})
 
 
 def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, runs: int = 3,
             against: str = "autotuner", min_effect: float = DEFAULT_MIN_EFFECT,
+            decision_ids: list[int | str] | None = None,
             progress: Callable[[str], None] = lambda line: None) -> Confirmation:
-    """Run `command` `runs` times as it is and `runs` times with the sweep's configs pinned, alternating (ABBA, so a
-    drift of the machine falls on both arms alike), each run recorded without input snapshots (nothing here is
-    replayed, and a snapshot costs a run its copy and hash); compare each pinned kernel's in-workload time
-    and the step's GPU time between the arms. Saved in the store. `sweep_id` None: the newest sweep result.
-    `against` "sweep": the unpinned arm runs, pinned, the configs the sweep's recorded run picked, so the replay's
-    figure (that config against the regret's) is measured as it is even where the autotuner's pick is a draw."""
-    if against not in AGAINST:
-        raise TritonhookError(f"--against {against}: one of {', '.join(AGAINST)}")
-    if sweep_id is None:
-        newest = store.results(SWEEP_KIND, limit=1)
-        if not newest:
-            raise TritonhookError(f"{store.path}: no sweep result to confirm; run tritonhook sweep -- CMD first")
-        sweep_id = newest[0].id
-    sweep = store.result(sweep_id)
-    if not isinstance(sweep, SweepResult):
-        raise TritonhookError(f"result {sweep_id}: {result_kind_text(sweep)}; confirm takes a sweep or replay result")
-    if runs < 2:
-        raise TritonhookError(f"--runs {runs}: at least 2 per arm, for an interval")
-    pins, recording, rows = pins_of(store, sweep)
-    swept = _swept_decisions(rows, recording)
+    """Run `command` `runs` times as it is and `runs` times with the decisions of a sweep, replay or tune result
+    applied (`decisions_of`; or the kept decisions `decision_ids`), alternating (ABBA, so a drift of the machine
+    falls on both arms alike), each run recorded without input snapshots (nothing here is replayed, and a snapshot
+    costs a run its copy and hash); compare each decision's kernel's in-workload time and the step's GPU time
+    between the arms. Saved in the store. `sweep_id` None: the newest sweep result. `against` "sweep": the unpinned
+    arm runs, pinned, the configs the sweep's recorded run picked, so a replay's regret (that config against the
+    pinned one) is measured as it is even where the autotuner's pick is a draw."""
+    if against not in AGAINST or (decision_ids and against == "sweep"):
+        raise TritonhookError(f"--against {against}: one of {', '.join(AGAINST)} (sweep only with a sweep result)")
+    if decision_ids and sweep_id is not None:
+        raise TritonhookError("--sweep and --decision: confirm a result's decisions or kept ones, not both")
+    result = None if decision_ids else _result(store, sweep_id)
+    check_runs(runs)
+    made = kept(store, decision_ids) if decision_ids else decisions_of(store, result)
+    pins = [d for d in made.decisions if isinstance(d.key, AutotuneKey)]
+    swept = _swept_decisions(made.rows, made.recording) if made.recording else {}
     baseline = {pin.key: swept[pin.key].decision["chosen"] for pin in pins if pin.key in swept} \
         if against == "sweep" else {}
-    folder = store.run_folder("confirm")
-    applied = {"pinned": _pins_file(folder / "pins.json", pins, "pinned configs"),
-               "unpinned": _pins_file(folder / "baseline.json", [
-                   dataclasses.replace(pin, choice=dataclasses.replace(pin.choice, config=tuple(config.items())))
-                   for pin in pins if (config := baseline.get(pin.key))], "the sweep's configs") if baseline else None}
+    applied = arm_files(store.run_folder("confirm"), made.decisions, made.controls, baseline)
+    recordings = _run_arms(command, store, applied, runs, progress)
+    found = []
+    for pin in pins:
+        row = swept.get(pin.key, _Swept(None, "", {}, None))
+        at_pin = _PinnedKernel(pin, row.decision.get("key_names") or [],
+                               _sources(made.recording, row.group) if made.recording else frozenset())
+        found.append(_measure_pin(at_pin, recordings, min_effect, row.group, row.workload_config,
+                                  swept_config=row.decision.get("chosen"), against_sweep=pin.key in baseline,
+                                  row_shapes=row.shapes))
+    builds = [_measure_build(BuiltKernel(store, d), recordings, min_effect) for d in made.decisions
+              if isinstance(d.key, Key)]
+    step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
+    confirmation = Confirmation(result and int(result.id), list(command), runs, found, step_ms,
+                                _compared(step_ms, min_effect), builds=builds)
+    confirmation.id = store.add_result(RESULT_KIND, confirmation.to_json())
+    return confirmation
+
+
+def _run_arms(command: list[str], store: Store, applied: dict[str, str | None], runs: int,
+              progress: Callable[[str], None]) -> dict[str, list[Recording]]:
+    """`runs` recorded runs of `command` per arm, each arm's with its decisions file applied, in ABBA order."""
     recordings: dict[str, list[Recording]] = {arm: [] for arm in ARMS}
     for run in range(runs):
         for arm in (ARMS[a] for a in round_order(run, len(ARMS))):
@@ -87,18 +199,19 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
                 raise TritonhookError(f"{' '.join(command)}: the {arm} run {run + 1} exited {result.exit_code} "
                                       f"with no recording ({result.failure or 'see its stderr above'})")
             recordings[arm].append(result.recording)
-    found = []
-    for pin in pins:
-        row = swept.get(pin.key, _Swept(None, "", {}, None))
-        at_pin = _PinnedKernel(pin, row.decision.get("key_names") or [], _sources(recording, row.group))
-        found.append(_measure_pin(at_pin, recordings, min_effect, row.group, row.workload_config,
-                                  swept_config=row.decision.get("chosen"), against_sweep=pin.key in baseline,
-                                  row_shapes=row.shapes))
-    step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
-    confirmation = Confirmation(int(sweep.id), list(command), runs, found, step_ms,
-                                _compared(step_ms, min_effect))
-    confirmation.id = store.add_result(RESULT_KIND, confirmation.to_json())
-    return confirmation
+    return recordings
+
+
+def arm_files(folder: Path, decisions: list[Decision], controls: dict[str, bytes],
+              baseline: dict[AutotuneKey, dict] | None = None) -> dict[str, str | None]:
+    """Each arm's decisions file for its runs' `--apply`: the applied arm's holds every decision (configs pinned,
+    kernels built as chosen, control files inline); the arm as it is has none, or, where `baseline` gives a pin's
+    key the config the sweep's run picked, those configs pinned (`--against sweep`)."""
+    pinned_baseline = [dataclasses.replace(d, choice=Choice(PLAIN, config=tuple(baseline[d.key].items())))
+                       for d in decisions if d.key in (baseline or {})]
+    return {APPLIED: _decisions_file(folder / "applied.json", decisions, controls, "the decisions confirmed"),
+            AS_IS: _decisions_file(folder / "baseline.json", pinned_baseline, {}, "the sweep's configs")
+            if pinned_baseline else None}
 
 
 def _compared(ms: dict[str, list[float]], min_effect: float) -> dict:
@@ -108,9 +221,10 @@ def _compared(ms: dict[str, list[float]], min_effect: float) -> dict:
     return {"ratio": ratio, "low": low, "high": high, "verdict": verdict(ratio, low, high, min_effect)}
 
 
-def _pins_file(path, pins: list[Decision], what: str) -> str:
-    """A decisions file of `pins`, for one arm's `record --apply`."""
-    return str(write_file(path, json.dumps(file_json([(d, None) for d in pins], __version__)), what))
+def _decisions_file(path: Path, decisions: list[Decision], controls: dict[str, bytes], what: str) -> str:
+    """A decisions file of `decisions` (their control files inline), for one arm's `record --apply`."""
+    entries = [(d, controls.get(d.choice.controls_sha256)) for d in decisions]
+    return str(write_file(path, json.dumps(file_json(entries, __version__)), what))
 
 
 class _Swept(NamedTuple):
@@ -187,12 +301,86 @@ def _measure_pin(at_pin: _PinnedKernel, recordings: dict[str, list[Recording]],
                             {"ratio": ev.ratio, "low": ev.low, "high": ev.high}, ms, pinned_ran=ran["pinned"],
                             picks=picks, workload_config=workload_config, group=group,
                             against="sweep" if against_sweep else "autotuner",
-                            baseline_ran=ran["unpinned"] if swept_config is not None else None)
+                            baseline_ran=ran["unpinned"] if swept_config is not None else None,
+                            decision=identity(pin))
     figures = _compared(ms, min_effect)
     found.ratio, found.low, found.high, found.verdict = (figures[k] for k in ("ratio", "low", "high", "verdict"))
     if len(by_shapes) > 1:
         found.shapes = [{"shapes": ", ".join(map(shapes_text, shapes)), "row": shapes == row_shapes, "ms": arm_ms,
                          **_compared(arm_ms, min_effect)} for shapes, arm_ms in sorted(by_shapes.items())]
+    return found
+
+
+def identity(decision: Decision) -> dict:
+    """What a confirmation keeps of a decision so that `decisions ls/show` find it: its key and choice as JSON."""
+    data = decision.to_json()
+    return {"key": data["key"], "choice": data["choice"]}
+
+
+class BuiltKernel:
+    """A build decision's kernel in the captures of a run: which captures are builds of its key (`of_kernel`:
+    the PTX as Triton generated it, arch, Triton's ptxas, the run's GPU), and whether one was built as each arm asks
+    (`as_arm`)."""
+
+    def __init__(self, store: Store, decision: Decision):
+        self.store, self.decision = store, decision
+        self._keys: dict[tuple[int, str | None], Key | None] = {}
+
+    def of_kernel(self, capture, gpu: str | None) -> bool:
+        if (capture.id, gpu) not in self._keys:
+            self._keys[capture.id, gpu] = capture_key(self.store, capture, gpu)
+        return self._keys[capture.id, gpu] == self.decision.key
+
+    def as_arm(self, capture, arm: str) -> bool:
+        """With the decision (`APPLIED`): its metadata records this choice applied, its entry renamed where the
+        choice names one, its cubin assembled by the chosen ptxas where the choice assembles (not Triton's, as
+        after a build ptxas refused). As it is: nothing applied, the entry Triton's."""
+        applied = capture.metadata.get(APPLIED_KEY)
+        if arm != APPLIED:
+            return applied is None and not capture.renamed
+        choice = self.decision.choice
+        cubin = (applied or {}).get("cubin", "")
+        return (applied is not None and applied.get("choice") == choice.label
+                and capture.renamed == (choice.name != PLAIN)
+                and (not choice.assembles or cubin.startswith("ptxas "))
+                and (not choice.ptxas_version or cubin == f"ptxas {choice.ptxas_version}"))
+
+    def launched(self, recording: Recording) -> list[tuple[Signature, object]]:
+        """The run's timed launch signatures of the kernel, with their captures."""
+        found = []
+        for signature in recording.signatures:
+            if signature.capture_id is not None and signature.launches > 0 and signature.times_ms:
+                capture = self.store.get(signature.capture_id)
+                if self.of_kernel(capture, recording.device):
+                    found.append((signature, capture))
+        return found
+
+
+def built_text(capture) -> str:
+    """What a capture says was built: its entry and who assembled its cubin."""
+    return f"{capture.entry} by {(capture.metadata.get(APPLIED_KEY) or {}).get('cubin', 'triton')}"
+
+
+def _measure_build(built: BuiltKernel, recordings: dict[str, list[Recording]], min_effect: float
+                   ) -> BuildConfirmation:
+    """A build decision's kernel's GPU time per launch in each run of each arm, and whether every run built it as
+    its arm asks (a run that did not launch it did not)."""
+    decision = built.decision
+    ms: dict[str, list[float]] = {arm: [] for arm in ARMS}
+    ran = {arm: True for arm in ARMS}
+    seen: dict[str, set[str]] = {arm: set() for arm in ARMS}
+    for arm in ARMS:
+        for recording in recordings[arm]:
+            launched = built.launched(recording)
+            ms[arm].append(_per_launch_ms([signature for signature, _ in launched]))
+            ran[arm] &= bool(launched) and all(built.as_arm(capture, arm) for _, capture in launched)
+            seen[arm] |= {built_text(capture) for _, capture in launched}
+    ev = decision.evidence
+    found = BuildConfirmation(ev.kernel, decision.choice.label, identity(decision),
+                              {"ratio": ev.ratio, "low": ev.low, "high": ev.high}, ms, applied_ran=ran[APPLIED],
+                              plain_ran=ran[AS_IS], built={arm: sorted(texts) for arm, texts in seen.items()})
+    figures = _compared(ms, min_effect)
+    found.ratio, found.low, found.high, found.verdict = (figures[k] for k in ("ratio", "low", "high", "verdict"))
     return found
 
 

@@ -1,7 +1,13 @@
-"""What `tritonhook decisions confirm` found (`Confirmation`, one `PinConfirmation` per pinned config), and what it
-says of the sweep's autotune regrets (`with_confirmations`: the sweep's rows read with the newest confirmation of
-each regret, so that every reader of a saved sweep, `decisions from` and the report among them, says whether the
-workload confirmed it).
+"""What `tritonhook decisions confirm` found (`Confirmation`: one `PinConfirmation` per pinned config, one
+`BuildConfirmation` per build decision: a name, a ptxas, options, a control file), what it says of the sweep's
+autotune regrets (`with_confirmations`: the sweep's rows read with the newest confirmation of each regret, so that
+every reader of a saved sweep, `decisions from` and the report among them, says whether the workload confirmed it),
+and of each decision (`newest_confirmations`: what `decisions ls/show` print beside it).
+
+A build decision is measured as the workload runs it: the arm with the decisions applied against the arm as it is,
+its kernel's GPU time per launch in each; its captures say whether each arm built the kernel as the arm asks
+(`BuildConfirmation.standing`: a comparison whose applied arm did not build the decision, or whose plain arm did,
+judges nothing).
 
 A regret is the replay's figure: the pinned config against the config the sweep's recorded run picked. Inside the
 workload the pinned arm is compared with the unpinned arm, whose autotuner tunes again each run, so what the
@@ -14,6 +20,7 @@ the pinned config itself, both arms ran one config and nothing was judged (the s
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 
 from .. import format
@@ -22,6 +29,8 @@ from ..store import ResultKind, Store, register_result_kind
 
 RESULT_KIND = "confirmation"
 ARMS = ("unpinned", "pinned")
+"""The workload's two arms: as it is (no decision applied; the sweep's configs pinned under `--against sweep`), and
+with the decisions applied (the configs pinned, the builds made as chosen)."""
 AGAINST = {"autotuner": "the unpinned arm: the workload's autotuner tunes again each run",
            "sweep": "the unpinned arm runs the config the sweep's recorded run picked, pinned too"}
 """What a pinned config is compared with inside the workload (`decisions confirm --against`)."""
@@ -40,6 +49,17 @@ STANDINGS = {
     "not pinned": "not judged: a run did not launch the config its arm pins",
 }
 """What a confirmation says of a regret (`PinConfirmation.standing`), in words."""
+
+NOT_CONFIRMED, NOT_APPLIED = "not confirmed", "not applied"
+BUILD_STANDINGS = {
+    CONFIRMED: "confirmed inside the workload with the decision applied",
+    NOT_CONFIRMED: "NOT confirmed inside the workload: the runs' interval lies above the decision's estimate",
+    UNDECIDED: "not judged: the runs' interval holds the estimate as well as no difference (too few --runs for this "
+               "kernel's spread)",
+    NOT_APPLIED: "not judged: a run with the decision did not build the kernel with it, or a run without did (or a "
+                 "run did not launch it), as their captures say",
+}
+"""What a confirmation says of a build decision (`BuildConfirmation.standing`), in words."""
 
 
 @dataclasses.dataclass
@@ -67,6 +87,7 @@ class PinConfirmation:
     baseline_ran: bool | None = None  # every unpinned run launched the sweep's config, as its launches tell
     shapes: list[dict] = dataclasses.field(default_factory=list)  # per input shape of a key that ran at several:
     # {"shapes": text, "row": the regret's row's, "ms", "ratio", "low", "high", "verdict"}
+    decision: dict | None = None      # the pin's key and choice as its JSON holds them (`decision_text`)
 
     @property
     def at_row(self) -> dict:
@@ -116,36 +137,98 @@ class PinConfirmation:
 
 
 @dataclasses.dataclass
-class Confirmation:
-    """What `confirm` measured: per pinned config a `PinConfirmation`, and the step's recorded Triton GPU time per
-    arm and run (`step_ms`) with its ratio."""
+class BuildConfirmation:
+    """One build decision (a name, a ptxas, options, a control file) measured inside the workload: its kernel's GPU
+    time per launch in each run of each arm, their ratio (applied / as is) with its interval and verdict, the
+    decision's estimate it confirms or not, and what each arm's captures say it built (`built`: arm -> the distinct
+    "ENTRY by CUBIN" of its runs) and whether every run of the arm built it as the arm asks (`applied_ran`: with the
+    decision; `plain_ran`: without)."""
 
-    sweep_id: int
+    kernel: str
+    choice: str                       # the decision's choice (`Choice.label`)
+    decision: dict                    # its key and choice as its JSON holds them (`decision_text`)
+    estimate: dict                    # the decision's evidence: ratio, low, high (chosen / plain)
+    ms: dict[str, list[float]]        # arm -> per run: the kernel's GPU time per launch
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    verdict: str = "-"
+    applied_ran: bool = False
+    plain_ran: bool = False
+    built: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def standing(self) -> str:
+        """A key of `BUILD_STANDINGS`: judged only where every applied run built the kernel with the decision and
+        every plain run without it; confirmed where it ran faster; not confirmed where the runs' interval lies above
+        the estimate; otherwise undecided."""
+        if not (self.applied_ran and self.plain_ran):
+            return NOT_APPLIED
+        if self.verdict == "faster":
+            return CONFIRMED
+        return NOT_CONFIRMED if self.low is not None and self.low > self.estimate["ratio"] else UNDECIDED
+
+    @property
+    def confirmed(self) -> bool | None:
+        """True confirmed, False not confirmed, None not judged."""
+        return {CONFIRMED: True, NOT_CONFIRMED: False}.get(self.standing)
+
+
+@dataclasses.dataclass
+class Confirmation:
+    """What `confirm` measured: per pinned config a `PinConfirmation`, per build decision a `BuildConfirmation`, and
+    the step's recorded Triton GPU time per arm and run (`step_ms`) with its ratio. `sweep_id`: the sweep, replay or
+    tune result whose decisions were confirmed."""
+
+    sweep_id: int | None              # None: decisions kept in the store, confirmed by id
     command: list[str]
     runs: int
     pins: list[PinConfirmation]
     step_ms: dict[str, list[float]]
     step: dict
     id: int | None = None
+    builds: list[BuildConfirmation] = dataclasses.field(default_factory=list)
     warning_prefix = "tritonhook decisions confirm"
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
-        for pin, row in zip(self.pins, data["pins"]):
-            row["confirmed"], row["standing"] = pin.confirmed, pin.standing
+        for found, row in zip([*self.pins, *self.builds], [*data["pins"], *data["builds"]]):
+            row["confirmed"], row["standing"] = found.confirmed, found.standing
         return data
 
     @classmethod
     def from_json(cls, data: dict, *, source: str = "confirmation") -> "Confirmation":
         try:
-            pins = [PinConfirmation(**{k: v for k, v in p.items() if k not in ("confirmed", "standing")})
-                    for p in data["pins"]]
+            pins = [PinConfirmation(**_stored(p)) for p in data["pins"]]
+            builds = [BuildConfirmation(**_stored(b)) for b in data.get("builds", [])]  # none before builds were
             return cls(data["sweep_id"], data["command"], data["runs"], pins, data["step_ms"], data["step"],
-                       data.get("id"))
+                       data.get("id"), builds)
         except (KeyError, TypeError) as exc:
             raise TritonhookError(f"{source}: malformed confirmation ({type(exc).__name__}: {exc})") from None
 
     def __rich_console__(self, console, options):
+        what = "pins and builds" if self.pins and self.builds else "pins" if self.pins else "builds"
+        if self.pins:
+            yield self._pins_table()
+        if self.builds:
+            yield format.table(("kernel", "choice", "estimate", "in the workload", "verdict", "standing",
+                                "built (with / without)"),
+                               [(b.kernel, b.choice, _interval(b.estimate["ratio"], b.estimate.get("low"),
+                                                               b.estimate.get("high")),
+                                 _interval(b.ratio, b.low, b.high), b.verdict, BUILD_STANDINGS[b.standing],
+                                 " / ".join("; ".join(b.built.get(arm) or ["not launched"]) for arm in ARMS[::-1]))
+                                for b in self.builds],
+                               title=f"tritonhook decisions confirm: {self.source}, {self.runs} runs per arm; "
+                                     f"build decisions applied against the workload as it is")
+        yield format.line(f"step (recorded Triton GPU time) with the {what} / as is: "
+                          f"{_interval(self.step.get('ratio'), self.step.get('low'), self.step.get('high'))} "
+                          f"{self.step.get('verdict', '-')}")
+
+    @property
+    def source(self) -> str:
+        return "kept decisions" if self.sweep_id is None else f"result {self.sweep_id}"
+
+    def _pins_table(self):
         rows = []
         for pin in self.pins:
             replay = pin.replay
@@ -154,17 +237,21 @@ class Confirmation:
                          pin.at_row["verdict"] if pin.pinned_ran else "not pinned",
                          STANDINGS[pin.standing], pin.picks_text()))
         against = {pin.against for pin in self.pins}
-        yield format.table(("kernel", "tuning key", "pinned config", "replay", "in the workload", "verdict",
-                            "regret", "autotuner's picks"), rows,
-                           title=f"tritonhook decisions confirm: sweep {self.sweep_id}, {self.runs} runs per arm; "
-                                 f"against {'; '.join(AGAINST[a] for a in sorted(against))}")
-        yield format.line(f"step (recorded Triton GPU time) pinned / unpinned: "
-                          f"{_interval(self.step.get('ratio'), self.step.get('low'), self.step.get('high'))} "
-                          f"{self.step.get('verdict', '-')}")
+        return format.table(("kernel", "tuning key", "pinned config", "replay", "in the workload", "verdict",
+                             "regret", "autotuner's picks"), rows,
+                            title=f"tritonhook decisions confirm: {self.source}, {self.runs} runs per arm; "
+                                  f"against {'; '.join(AGAINST[a] for a in sorted(against))}")
+
+
+def _stored(row: dict) -> dict:
+    """A stored pin's or build's fields, without what `to_json` derives."""
+    return {k: v for k, v in row.items() if k not in ("confirmed", "standing")}
 
 
 def _interval(ratio, low, high) -> str:
-    return "-" if ratio is None else f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
+    if ratio is None:
+        return "-"
+    return f"{ratio:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
 
 
 def _in_workload(pin: PinConfirmation) -> str:
@@ -192,6 +279,27 @@ def with_confirmations(store: Store, sweep):
             regret["confirmed"] = pin.confirmed
             regret["confirmation"] = {"id": result_id, "standing": STANDINGS[pin.standing]}
     return sweep
+
+
+def decision_text(decision_json: dict) -> str:
+    """What tells a decision apart, as text: its key and choice (a decision made again from another result, or kept
+    under another id, is the same decision)."""
+    return json.dumps({"key": decision_json["key"], "choice": decision_json["choice"]}, sort_keys=True)
+
+
+def newest_confirmations(store: Store) -> dict[str, dict]:
+    """Per decision (`decision_text`), what the newest confirmation measuring it says: {"id": that result's,
+    "standing", "confirmed", "ratio", "low", "high"}. A pin confirmed before confirmations named their decisions
+    is in none."""
+    found: dict[str, dict] = {}
+    for confirmation in store.results(RESULT_KIND):  # in id order: a newer one replaces an older one
+        for item in [*confirmation.pins, *confirmation.builds]:
+            if item.decision is not None:
+                standings = STANDINGS if isinstance(item, PinConfirmation) else BUILD_STANDINGS
+                found[decision_text(item.decision)] = {
+                    "id": confirmation.id, "standing": item.standing, "confirmed": item.confirmed,
+                    "in words": standings[item.standing], "ratio": item.ratio, "low": item.low, "high": item.high}
+    return found
 
 
 register_result_kind(ResultKind(RESULT_KIND, Confirmation.from_json, source="sweep_id"))

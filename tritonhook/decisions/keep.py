@@ -27,7 +27,7 @@ from ..sweep.autotune import config_at_row, config_text, decision_of, tuning_key
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload, within_fidelity_bar
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
-from .confirmation import with_confirmations
+from .confirmation import decision_text, newest_confirmations, with_confirmations
 from .model import (PLAIN, RESULT_KIND, VERSION, AutotuneKey, Choice, Decision, Evidence, FileContents, Key,
                     file_json, read_file)
 
@@ -42,19 +42,54 @@ class DecisionList:
     decisions: list[Decision]
     warnings: list[str] = dataclasses.field(default_factory=list)
     title: str = "tritonhook decisions"
+    confirmations: dict[str, dict] | None = None  # `newest_confirmations`, where looked up (`decisions ls`)
     warning_prefix = "tritonhook decisions"
 
     def to_json(self) -> dict:
-        return {"decisions": [d.to_json() for d in self.decisions], "warnings": self.warnings}
+        if self.confirmations is None:
+            return {"decisions": [d.to_json() for d in self.decisions], "warnings": self.warnings}
+        return {"decisions": [{**d.to_json(), "confirmation": self.confirmation(d)} for d in self.decisions],
+                "warnings": self.warnings}
+
+    def confirmation(self, decision: Decision) -> dict | None:
+        """What the newest confirmation of `decision` says (None: none measured it)."""
+        return (self.confirmations or {}).get(decision_text(decision.to_json()))
 
     def __rich_console__(self, console, options):
         rows = [(str(d.id) if d.id is not None else "-", d.evidence.kernel, d.key.short, d.choice.label,
                  f"x{d.evidence.ratio:.3f}", d.evidence.outputs,
-                 f"{d.evidence.source_kind} {d.evidence.source_id}" if d.evidence.source_id is not None else "-")
+                 f"{d.evidence.source_kind} {d.evidence.source_id}" if d.evidence.source_id is not None else "-",
+                 *([confirmation_text(self.confirmation(d))] if self.confirmations is not None else []))
                 for d in self.decisions]
         yield format.table(("id", "kernel", "key (PTX sha256, arch, ptxas, GPU; or kernel, tuning key, GPU)", "choice",
-                            "ratio", "outputs",
-                            "from"), rows, title=f"{self.title}: {len(self.decisions)}", right_align=("id", "ratio"))
+                            "ratio", "outputs", "from", *(["in the workload"] if self.confirmations is not None
+                                                          else [])),
+                           rows, title=f"{self.title}: {len(self.decisions)}", right_align=("id", "ratio"))
+
+
+@dataclasses.dataclass
+class ShownDecision:
+    """One decision with what the newest confirmation of it says (`decisions show`)."""
+
+    decision: Decision
+    confirmation: dict | None
+    warning_prefix = "tritonhook decisions"
+
+    def to_json(self) -> dict:
+        return {**self.decision.to_json(), "confirmation": self.confirmation}
+
+    def __rich_console__(self, console, options):
+        yield self.decision
+        yield format.line(f"in the workload: {confirmation_text(self.confirmation)}")
+
+
+def confirmation_text(found: dict | None) -> str:
+    """A decision's newest confirmation in a few words: its standing, the in-workload ratio, the result's id."""
+    if found is None:
+        return "not confirmed yet (tritonhook decisions confirm)"
+    ratio = f" x{found['ratio']:.3f}" if found.get("ratio") is not None else ""
+    interval = f" [{found['low']:.3f}, {found['high']:.3f}]" if found.get("low") is not None else ""
+    return f"{found['standing']}{ratio}{interval} (confirmation {found['id']})"
 
 
 # ----- made from results ------------------------------------------------------------------------------------------
@@ -88,8 +123,23 @@ def from_result(store: Store, result_id: int | str) -> DecisionList:
         made.from_sweep(with_confirmations(store, result))  # a regret the workload refuted is pinned by none
     else:
         made.from_tune(result)
-    saved = save(store, [(d, made.controls.get(d.choice.controls_sha256)) for d in made.decisions.values()])
+    saved = save(store, [(d, made.controls.get(d.choice.controls_sha256)) for d in _unrefuted(store, made)])
     return DecisionList(saved, made.warnings, title=f"decisions from {kind} result {result.id}")
+
+
+def _unrefuted(store: Store, made: "_Maker") -> list[Decision]:
+    """The decisions made, less those the newest confirmation found not faster in the workload (one warning each):
+    a replay's or tune's figure the workload refuted is no decision."""
+    confirmed = newest_confirmations(store)
+    kept = []
+    for decision in made.decisions.values():
+        found = confirmed.get(decision_text(decision.to_json()))
+        if found is not None and found["confirmed"] is False:
+            made.warnings.append(f"{decision.evidence.kernel} {decision.choice.label}: no decision, the workload did "
+                                 f"not confirm it ({confirmation_text(found)})")
+        else:
+            kept.append(decision)
+    return kept
 
 
 class _Maker:
@@ -116,14 +166,11 @@ class _Maker:
             self.warnings.append(f"signature {signature_id}: no capture recorded, no decision")
             return None
         capture = self.store.get(signature.capture_id)
-        if not (capture.ptxas_version and self.recording.device):
+        key = capture_key(self.store, capture, self.recording.device)
+        if key is None:
             self.warnings.append(f"{capture.entry}: capture {capture.id} names no ptxas version or the recording "
                                  f"no GPU, no decision")
-            return None
-        ptx = _ptx.as_text(self.store.read(capture, "ptx"))
-        if capture.renamed:
-            ptx = _ptx.rename_symbols(ptx, {capture.entry: capture.original_entry})
-        return Key(_sha256(ptx), capture.arch, capture.ptxas_version, self.recording.device)
+        return key
 
     def offer(self, key: Key | AutotuneKey, choice: Choice, evidence: Evidence, row: SweepRow | None = None) -> None:
         """Keep the fastest choice per key (and, for a config, the `row` its evidence is from); one no reader would
@@ -250,14 +297,19 @@ class _Maker:
             raise TritonhookError(f"sweep result {result.id}: its baseline is {result.variants[:1]}, not plain; "
                                   f"a decision's evidence is a ratio to plain")
         self.pin_all_configs(result.rows)
+        self.builds_of(result.rows)
+
+    def builds_of(self, rows: list[SweepRow]) -> None:
+        """Offer per build (key) the variant "faster" on some of its rows, "slower" or with outputs that differ on
+        none (rows of a sweep whose baseline is plain)."""
         by_key: dict[Key, list[SweepRow]] = {}
-        for row in result.rows:
+        for row in rows:
             if row.status == "ok" and row.autotune is None and (key := self.key(row.signature)) is not None:
                 by_key.setdefault(key, []).append(row)
-        for key, rows in by_key.items():
-            labels = {t.label for row in rows for t in row.variants[1:]}
+        for key, built in by_key.items():
+            labels = {t.label for row in built for t in row.variants[1:]}
             for label in sorted(labels):
-                pairs = [(row, t) for row in rows for t in row.variants if t.label == label]
+                pairs = [(row, t) for row in built for t in row.variants if t.label == label]
                 outputs = [_outputs(row, label) for row, _ in pairs]
                 if DIFFER in outputs or any(t.verdict == "slower" for _, t in pairs) or \
                         label.split("#")[0] == PLAIN:
@@ -295,6 +347,18 @@ class _Maker:
                                  (variant.get("controls") or {}).get("path"))
             if choice is not None:
                 self.offer(key, choice, self.evidence(tuned.kernel, tuned.vs_plain, outputs))
+
+
+def capture_key(store: Store, capture, gpu: str | None) -> Key | None:
+    """The key of a capture's build on `gpu`: its PTX with any rename undone (the key is the PTX as Triton generated
+    it), its arch and the ptxas version Triton runs for it; None where the capture names no ptxas or no GPU is
+    known."""
+    if not (capture.ptxas_version and gpu):
+        return None
+    ptx = _ptx.as_text(store.read(capture, "ptx"))
+    if capture.renamed:
+        ptx = _ptx.rename_symbols(ptx, {capture.entry: capture.original_entry})
+    return Key(_sha256(ptx), capture.arch, capture.ptxas_version, gpu)
 
 
 def _sha256(text: str | bytes) -> str:
@@ -347,11 +411,13 @@ def save(store: Store, decisions: list[tuple[Decision, bytes | None]]) -> list[D
     return saved
 
 
-def listing(store: Store) -> DecisionList:
-    """Every decision in the store; a row that no longer validates is left out with a line saying why."""
+def listing(store: Store, *, confirmations: bool = False) -> DecisionList:
+    """Every decision in the store; a row that no longer validates is left out with a line saying why.
+    `confirmations`: with what the newest confirmation of each says (read only where shown: an applying process
+    lists the decisions too)."""
     warnings: list[str] = []
     found = store.results(RESULT_KIND, on_error=lambda _, exc: warnings.append(str(exc)))
-    return DecisionList(found, warnings)
+    return DecisionList(found, warnings, confirmations=newest_confirmations(store) if confirmations else None)
 
 
 def get(store: Store, decision_id: int | str) -> Decision:
@@ -359,6 +425,12 @@ def get(store: Store, decision_id: int | str) -> Decision:
     if not isinstance(found, Decision):
         raise TritonhookError(f"{store.path}: no decision with id {decision_id} (`tritonhook decisions ls`)")
     return found
+
+
+def shown(store: Store, decision_id: int | str) -> ShownDecision:
+    """A decision with what the newest confirmation of it says."""
+    decision = get(store, decision_id)
+    return ShownDecision(decision, newest_confirmations(store).get(decision_text(decision.to_json())))
 
 
 def remove(store: Store, decision_id: int | str) -> Decision:

@@ -1,0 +1,303 @@
+"""`tritonhook decisions confirm` for every kind of decision: its two arms are the workload run with the decisions
+applied and as it is, each in fresh processes. On a CPU, with real Triton compiles for sm_90a in real processes
+(`tritonhook run --apply` with the arm's decisions file, as `confirm` hands it to each recorded run): the arm with a
+build decision (a name, a ptxas, options, a control file) builds the kernel with it and the arm as it is does not,
+as their captures say (`confirm.BuiltKernel`); a pinned config runs without the autotuner in the applied arm only.
+What `confirm` reads from the arms' recordings is then measured on those real captures with set times (a
+comparison whose applied arm did not build the decision judges nothing). The timing itself is the GPU test at the
+end (`-m gpu`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tritonhook import _triton, decisions
+from tritonhook.decisions.confirm import APPLIED, AS_IS, BuiltKernel, _measure_build, arm_files, built_text
+from tritonhook.decisions.confirmation import (ARMS, BUILD_STANDINGS, RESULT_KIND, BuildConfirmation, Confirmation,
+                                               decision_text, newest_confirmations)
+from tritonhook.decisions.keep import capture_key
+from tritonhook.ptxas import binaries as tools
+from tritonhook.store import Store
+from tritonhook.sweep import recording as rec
+
+GPU = "NVIDIA H200"
+COMPILE_ADD = "from tritonhook.samples import compile_sample; print(compile_sample('add', 90).metadata.name)"
+OTHER_PTXAS = [b for b in tools.one_per_version(tools.find_ptxas()) if b.release >= (13,)]
+READS_CONTROLS = [b for b in OTHER_PTXAS if tools.supports_controls(b.path)]
+
+
+def _tritonhook(*args: str, gpu: str | None = GPU) -> subprocess.CompletedProcess:
+    """`python -m tritonhook ARGS`, its decisions' keys matched against `gpu` (None: the visible one)."""
+    env = {**os.environ, **({"TRITONHOOK_DECISIONS_GPU": gpu} if gpu else {})}
+    done = subprocess.run([sys.executable, "-m", "tritonhook", *args], capture_output=True, text=True, timeout=600,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def _run_arm(store_path, applied: str | None, script: str = COMPILE_ADD) -> tuple[list, str]:
+    """One arm's run in a fresh process, as `confirm` runs it (`run --apply` its file): the captures it made and
+    what it printed."""
+    before = Store.of(store_path).last_id()
+    done = _tritonhook("run", "--store", str(store_path), *(["--apply", applied] if applied else []), "--",
+                       sys.executable, "-c", script)
+    return Store.of(store_path).captures(after=before), done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def add_key(tmp_path_factory):
+    """The key of the `add` sample's sm_90a build on `GPU`, from a plain capture made in a process of its own."""
+    path = tmp_path_factory.mktemp("plain")
+    (capture,), _ = _run_arm(path, None)
+    return capture_key(Store.of(path), capture, GPU)
+
+
+def _decision(key, **choice) -> decisions.Decision:
+    return decisions.Decision(key, decisions.Choice(**choice), decisions.Evidence(
+        "add_kernel", 0.97, 0.96, 0.98, "bitwise", "2026-11-27", "0.1.0", "sweep", 1))
+
+
+def _valid_control_file() -> tuple[str, bytes] | None:
+    """(the ptxas version, a control file it reads) where CompileIQ's ptxas 13.3 search space and a ptxas 13.3 are
+    here (as tests/test_tune_space.py finds them), else None."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_tune_space import _ptxas_13_3, _ptxas_13_3_space
+
+    from tritonhook.ptxas.tune_space import ControlFileSearch
+
+    ptxas, space = _ptxas_13_3(), _ptxas_13_3_space()
+    if ptxas is None or space is None:
+        return None
+    with ControlFileSearch(space, pool_size=6, generations=1) as search:
+        return ptxas.version, search.ask()[0]
+
+
+def _kind(kind: str, key) -> tuple[decisions.Decision, dict[str, bytes]]:
+    """A decision of `kind` for the add kernel's key, with its control file's bytes by sha256."""
+    import hashlib
+
+    if kind == "name":
+        return _decision(key, name="cutlass_"), {}
+    if kind == "options":
+        return _decision(key, options=("-O0",)), {}
+    if kind == "ptxas":
+        if not OTHER_PTXAS:
+            pytest.skip("needs a ptxas 13.x besides Triton's (tritonhook ptxas list)")
+        return _decision(key, ptxas_version=OTHER_PTXAS[0].version), {}
+    found = _valid_control_file()
+    if found is None:
+        pytest.skip("needs a control file a ptxas here reads: CompileIQ's ptxas 13.3 search space "
+                    "($CIQ_SEARCH_SPACES_DIR) and a ptxas 13.3 (`tritonhook ptxas list` shows none); the ptxas 13.4 "
+                    "here reads control files but none of 13.3's, see the refusal test below")
+    version, acf = found
+    sha = hashlib.sha256(acf).hexdigest()
+    return _decision(key, ptxas_version=version, controls_sha256=sha), {sha: acf}
+
+
+@pytest.mark.parametrize("kind", ["name", "ptxas", "options", "control file"])
+def test_the_applied_arm_builds_the_kernel_with_its_decision_and_the_arm_as_it_is_does_not(kind, add_key, tmp_path):
+    decision, controls = _kind(kind, add_key)
+    files = arm_files(tmp_path / "arms", [decision], controls)
+    assert files[AS_IS] is None and decisions.read_file(files[APPLIED]).decisions[0][0].choice == decision.choice
+    built, cubins = {}, {}
+    for arm in ARMS:
+        captures, printed = _run_arm(tmp_path / "store", files[arm])
+        store = Store.of(tmp_path / "store")
+        kernel = BuiltKernel(store, decision)
+        (capture,) = [c for c in captures if kernel.of_kernel(c, GPU)]  # found by its key in either arm
+        cubins[arm] = store.read(capture, "cubin")
+        assert kernel.as_arm(capture, arm) and not kernel.as_arm(capture, ARMS[1 - ARMS.index(arm)])
+        built[arm] = (built_text(capture), printed)
+    assert built[AS_IS] == ("add_kernel by triton", "add_kernel")
+    if kind == "name":
+        assert built[APPLIED] == ("cutlass_add_kernel by triton", "cutlass_add_kernel")
+    else:
+        version = decision.choice.ptxas_version or add_key.ptxas_version
+        assert built[APPLIED][0].startswith(f"add_kernel by ptxas {version}") and cubins[APPLIED] != cubins[AS_IS]
+
+
+def _recording(capture_ids: list[int], ms: float) -> rec.Recording:
+    """A recorded run whose launches of the add kernel (10 a signature, `ms` each) were built as `capture_ids`."""
+    signatures = [rec.Signature(id=i, kernel="add_kernel", triton_hash="h", capture_id=capture_id, arch="sm_90a",
+                                grid=[4, 1, 1], args=[], arg_names=[], signature={}, constexprs={}, launches=10,
+                                times_ms=[ms] * 3) for i, capture_id in enumerate(capture_ids)]
+    return rec.Recording(signatures, arch="sm_90a", device=GPU, triton_version="3.6.0", torch_version=None, pid=1)
+
+
+STEADY = [0.020, 0.02001, 0.02002]
+
+
+def _arms_measured(store_path, decision, capture_ids: dict[str, int], applied_ms: list[float],
+                   plain_ms: list[float] = STEADY) -> BuildConfirmation:
+    """`confirm`'s reading of a run per time given, per arm, whose kernel launches are the arms' real captures."""
+    runs = {AS_IS: [_recording([capture_ids[AS_IS]], ms) for ms in plain_ms],
+            APPLIED: [_recording([capture_ids[APPLIED]], ms) for ms in applied_ms]}
+    return _measure_build(BuiltKernel(Store.of(store_path), decision), runs, 0.01)
+
+
+@pytest.fixture(scope="module")
+def renamed_arms(add_key, tmp_path_factory):
+    """A `cutlass_` decision and the capture of each of its arms' real runs, in one store."""
+    path = tmp_path_factory.mktemp("renamed")
+    decision = _decision(add_key, name="cutlass_")
+    files = arm_files(path / "arms", [decision], {})
+    return path, decision, {arm: _run_arm(path / "store", files[arm])[0][0].id for arm in ARMS}
+
+
+@pytest.mark.parametrize("applied_ms, plain_ms, standing", [
+    ([0.018, 0.01801, 0.01802], STEADY, "confirmed"),
+    ([0.022, 0.02201, 0.02202], STEADY, "not confirmed"),  # above the 0.97 estimate
+    ([0.0195, 0.0190, 0.0200], [0.020, 0.021, 0.019], "undecided"),  # holds 0.97 and 1
+    ([0.0199, 0.01991, 0.01992], STEADY, "not confirmed")],  # no difference, by an interval that excludes 0.97
+    ids=["faster", "slower", "too noisy", "no difference"])
+def test_a_build_decision_is_judged_on_its_kernels_time_per_launch_in_each_arm(renamed_arms, applied_ms, plain_ms,
+                                                                               standing):
+    path, decision, captures = renamed_arms
+    found = _arms_measured(path / "store", decision, captures, applied_ms, plain_ms)
+    assert (found.applied_ran, found.plain_ran) == (True, True)
+    assert found.ms == {APPLIED: pytest.approx(applied_ms), AS_IS: pytest.approx(plain_ms)}
+    assert found.low <= found.ratio <= found.high and found.standing == standing and BUILD_STANDINGS[standing]
+    assert found.confirmed == {"confirmed": True, "not confirmed": False}.get(standing)
+    assert found.built == {APPLIED: ["cutlass_add_kernel by triton"], AS_IS: ["add_kernel by triton"]}
+
+
+def test_a_comparison_whose_arms_did_not_build_as_asked_judges_nothing(renamed_arms):
+    """The arms swapped (the run with the decision launched the plain build): however fast, not applied; and a run
+    that did not launch the kernel at all is no comparison either."""
+    path, decision, captures = renamed_arms
+    swapped = _arms_measured(path / "store", decision, {APPLIED: captures[AS_IS], AS_IS: captures[APPLIED]},
+                             [0.010, 0.01001, 0.01002])
+    assert swapped.verdict == "faster" and not swapped.applied_ran and not swapped.plain_ran
+    assert (swapped.standing, swapped.confirmed) == ("not applied", None)
+    missing = _measure_build(BuiltKernel(Store.of(path / "store"), decision),
+                             {AS_IS: [_recording([captures[AS_IS]], 0.02)] * 2, APPLIED: [_recording([], 0.01)] * 2},
+                             0.01)
+    assert missing.standing == "not applied" and missing.ratio is None and missing.built[APPLIED] == []
+
+
+@pytest.mark.skipif(not READS_CONTROLS, reason="needs a ptxas that reads control files (CUDA >= 13.3)")
+def test_a_control_file_its_ptxas_refuses_builds_plain_and_the_comparison_is_not_applied(add_key, tmp_path):
+    """The applied arm asked for a control file ptxas refuses (CompileIQ's files are made for one ptxas release):
+    its build falls back to Triton's own, so the arms ran one build and no timing may confirm the decision."""
+    import hashlib
+
+    acf = b"not a control file"
+    sha = hashlib.sha256(acf).hexdigest()
+    decision = _decision(add_key, ptxas_version=READS_CONTROLS[0].version, controls_sha256=sha)
+    files = arm_files(tmp_path / "arms", [decision], {sha: acf})
+    ids = {arm: _run_arm(tmp_path / "store", files[arm])[0][0].id for arm in ARMS}
+    found = _arms_measured(tmp_path / "store", decision, ids, [0.010, 0.01001, 0.01002])
+    assert found.plain_ran and not found.applied_ran and found.standing == "not applied"
+    assert found.built[APPLIED][0].startswith("add_kernel by triton (the decision's build failed")
+
+
+AUTOTUNED = """
+import contextlib, torch, triton
+from tritonhook.samples import add_kernel
+configs = [triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((256, 2), (512, 4), (1024, 4))]
+benchmarked = []
+def do_bench(kernel_call, quantiles):
+    benchmarked.append(1)
+    return [0.01, 0.009, 0.011]
+autotuned = triton.autotune(configs, key=["n"], do_bench=do_bench)(add_kernel)
+x = torch.zeros(4096)
+with contextlib.suppress(Exception):  # no GPU: the launch after the autotuner's choice fails
+    autotuned[(1,)](x, x, x, 4096)
+print(len(benchmarked), autotuned.best_config.kwargs["BLOCK"])
+"""
+
+
+def test_a_pinned_config_runs_in_the_applied_arm_only(tmp_path):
+    """The config kind: the applied arm's autotuner runs the pinned config and benchmarks nothing; the arm as it is
+    benchmarks its configs. Real processes, Triton's real Autotuner (its launch fails with no GPU, after the pick)."""
+    pytest.importorskip("torch")
+    pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096",) + ("torch.float32",) * 3, GPU),
+                             decisions.Choice(config=tuple(_triton.autotune_config(
+                                 __import__("triton").Config({"BLOCK": 1024}, num_warps=4)).items())),
+                             decisions.Evidence("add_kernel", 0.9, 0.89, 0.91, "bitwise", "2026-11-27", "0.1.0",
+                                                "sweep", 1))
+    files = arm_files(tmp_path / "arms", [pin], {})
+    printed = {arm: _run_arm(tmp_path / "store", files[arm], AUTOTUNED)[1] for arm in ARMS}
+    assert printed[APPLIED] == "0 1024"
+    assert printed[AS_IS].startswith("3 ")  # tuned: every config benchmarked
+
+
+def test_a_decision_carries_its_newest_confirmation_in_ls_and_show(add_key, tmp_path):
+    """`decisions ls/show` (and their --json) print beside a kept decision what the newest confirmation of it
+    says, found by its key and choice whatever result it was made from."""
+    decision = _decision(add_key, name="cutlass_")
+    store = Store.of(tmp_path / "store")
+    (kept,) = decisions.save(store, [(decision, None)])
+    measured = BuildConfirmation("add_kernel", "cutlass_", {"key": kept.to_json()["key"],
+                                                             "choice": kept.to_json()["choice"]},
+                                 {"ratio": 0.97, "low": 0.96, "high": 0.98}, {AS_IS: [0.02] * 2, APPLIED: [0.021] * 2},
+                                 1.05, 1.04, 1.06, "slower", applied_ran=True, plain_ran=True)
+    for ran in (False, True):  # the older one not applied, the newer one judged
+        measured.applied_ran = ran
+        newest = store.add_result(RESULT_KIND, Confirmation(None, ["python", "w.py"], 2, [], {}, {},
+                                                            builds=[measured]).to_json())
+    assert store.result(newest).builds[0].standing == "not confirmed"  # read back through its result kind
+    assert newest_confirmations(store)[decision_text(kept.to_json())]["id"] == newest
+    listed = json.loads(_tritonhook("decisions", "ls", "--store", str(tmp_path / "store"), "--json").stdout)
+    (entry,) = listed["decisions"]
+    assert entry["confirmation"]["id"] == newest and entry["confirmation"]["standing"] == "not confirmed"
+    shown = _tritonhook("decisions", "show", str(kept.id), "--store", str(tmp_path / "store")).stdout
+    assert f"in the workload: not confirmed x1.050 [1.040, 1.060] (confirmation {newest})" in shown
+
+
+GPU_WORKLOAD = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def fma_loop(x_ptr, out_ptr, n, STEPS: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    acc = x
+    for _ in range(STEPS):
+        acc = acc * 1.0001 + x
+    tl.store(out_ptr + offsets, acc, mask=mask)
+
+x = torch.randn(1 << 22, device="cuda")
+out = torch.empty_like(x)
+for _ in range(200):
+    for steps in (256, 64):  # two builds of one kernel: two keys
+        fma_loop[(x.numel() // 1024,)](x, out, x.numel(), STEPS=steps, BLOCK=1024)
+torch.cuda.synchronize()
+"""
+
+
+@pytest.mark.gpu
+def test_confirm_times_build_decisions_inside_the_workload_on_a_gpu(tmp_path):
+    """On a GPU, end to end: a recorded run of a compute-bound kernel at two constexprs gives its two keys; two kept
+    decisions, `-O0` (far slower) for one build and `cutlass_` for the other, are confirmed in the workload, 3 runs
+    per arm, ABBA in fresh processes: both arms built as asked (the captures say so), `-O0` measured slower, so NOT
+    confirmed against its 0.97 estimate, and `decisions ls --json` carries each decision's confirmation."""
+    store_path = tmp_path / "store"
+    workload = tmp_path / "w.py"
+    workload.write_text(GPU_WORKLOAD)
+    _tritonhook("record", "--store", str(store_path), "--", sys.executable, str(workload), gpu=None)
+    store = Store.of(store_path)
+    recording = store.results(rec.RESULT_KIND, limit=1)[0]
+    keys = {s.constexprs["STEPS"]: capture_key(store, store.get(s.capture_id), recording.device)
+            for s in recording.signatures if s.kernel == "fma_loop"}
+    kept = decisions.save(store, [(_decision(keys[256], options=("-O0",)), None),
+                                  (_decision(keys[64], name="cutlass_"), None)])
+    done = _tritonhook("decisions", "confirm", "--store", str(store_path), "--runs", "3", "--json",
+                       *[arg for d in kept for arg in ("--decision", str(d.id))], "--", sys.executable, str(workload),
+                       gpu=None)
+    found = {b["choice"]: b for b in json.loads(done.stdout)["builds"]}
+    slow, renamed = found["plain+opt:-O0"], found["cutlass_"]
+    for build in (slow, renamed):
+        assert build["applied_ran"] and build["plain_ran"] and all(len(v) == 3 for v in build["ms"].values()), build
+    assert slow["verdict"] == "slower" and slow["ratio"] > 1.1 and slow["standing"] == "not confirmed", slow
+    assert renamed["standing"] in ("confirmed", "not confirmed", "undecided") and renamed["low"] <= renamed["high"]
+    assert renamed["built"][APPLIED] == ["cutlass_fma_loop by triton"], renamed
+    listed = json.loads(_tritonhook("decisions", "ls", "--store", str(store_path), "--json", gpu=None).stdout)
+    assert {d["choice"]["name"]: d["confirmation"]["standing"] for d in listed["decisions"]}["plain"] == \
+        "not confirmed"
