@@ -279,6 +279,11 @@ def test_a_bad_baseline_is_one_line(runs, tmp_path, capsys):
         with pytest.raises(TritonhookError, match=expected) as raised:
             Baseline.load(broken)
         assert "\n" not in str(raised.value) and str(broken) in str(raised.value)
+    no_code = json.loads(baseline_file.read_text())
+    no_code["builds"][0]["code"] = 5
+    broken.write_text(json.dumps(no_code))
+    with pytest.raises(TritonhookError, match="malformed baseline file"):
+        Baseline.load(broken)
     assert main(["check", "--store", str(store.path), "--baseline", str(broken), "--current", str(grown.id)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "malformed baseline file" in err

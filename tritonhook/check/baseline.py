@@ -134,7 +134,7 @@ class BaselineBuild:
     def from_json(cls, data: dict) -> "BaselineBuild":
         return cls(data["key"], data["entry"], data["triton_hash"], base64.b64decode(data["cubin"], validate=True),
                    json.dumps(data["metadata"]).encode(), list(data.get("signatures", [])),
-                   {str(k): str(v) for k, v in data.get("code", {}).items()})
+                   {str(k): str(v) for k, v in dict(data.get("code", {})).items()})
 
 
 @dataclasses.dataclass
