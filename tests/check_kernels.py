@@ -1,10 +1,14 @@
 """Three versions of one kernel, `scale_kernel` (same name, arguments and specialization), for tests of the
 regression gate (tests/test_check.py): "v1" the baseline; "grown", the same computation with a loop unrolled in
 front of it, so its code is larger (the fake worker's --time-with-text makes it slower by exactly its .text size
-ratio); "changed", another constant (same size, different machine code and results). Compiled for sm_90a with no
-GPU."""
+ratio); "changed", another constant (same size, different machine code and results). And templates of one name
+whose code differs, as Inductor generates (`compile_template`). Compiled for sm_90a with no GPU."""
 
 from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
 
 import triton
 import triton.language as tl
@@ -45,3 +49,34 @@ def _kernel(version: str):
 def compile_scale(version: str):
     """Triton's CompiledKernel of `scale_kernel` `version` for sm_90a (captured by an active session)."""
     return triton.compile(ASTSource(_kernel(version), SIGNATURE, CONSTEXPRS), target=GPUTarget("cuda", 90, 32))
+
+
+TEMPLATE = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def triton_tem_fused_0(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    x = {modifier}
+    tl.store(out_ptr + offsets, x, mask=mask)
+'''
+MODIFIERS = {"causal": "tl.where(offsets % 2 == 0, x, 0.0)",
+             "softcap": "30.0 * tl.sigmoid(tl.sqrt(tl.abs(x)) / 30.0) + tl.exp(x * 0.5)",
+             "softcap2": "20.0 * tl.sigmoid(tl.sqrt(tl.abs(x)) / 20.0) + tl.exp(x * 0.25)"}
+"""The modifiers an attention template inlines (a mask, a score_mod); "softcap2" is "softcap" edited."""
+
+
+def compile_template(folder: Path, modifier: str):
+    """`triton_tem_fused_0` with `modifier` (`MODIFIERS`) inlined, as Inductor generates a template: its own module
+    file (in `folder`, named by its text), the same kernel name, arguments and specialization whatever the
+    modifier. Triton's CompiledKernel for sm_90a (captured by an active session)."""
+    text = TEMPLATE.format(modifier=MODIFIERS[modifier])
+    path = folder / f"c{hashlib.sha256(text.encode()).hexdigest()[:16]}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return triton.compile(ASTSource(module.triton_tem_fused_0, SIGNATURE, CONSTEXPRS), target=GPUTarget("cuda", 90, 32))

@@ -44,7 +44,8 @@ def sample_recording(store_dir, signatures: int, snapshot_bytes: int = 2**23) ->
 def save_recording(store: Store, launches, capture_ids, snapshot_bytes: int = 2**23) -> rec.Recording:
     """A recording of `launches` ((compiled kernel, arguments), each a signature), each input snapshotted within
     `snapshot_bytes` per signature (the default: all of them), the kernels' captures among `capture_ids`; saved in
-    `store`. Signature i has grid (i+1, 1, 1) and 10(i+1) launches of 0.01(i+1) ms."""
+    `store`. Signature i has grid (i+1, 1, 1) and 10(i+1) launches of 0.01(i+1) ms; its source hash is the
+    kernel's, as the recorder keeps it."""
     by_hash = {c.triton_hash: c for c in store.captures(ids=capture_ids)}
     budget = rec.SnapshotBudget(per_signature=snapshot_bytes, total=2**30)
     described_signatures, snapshots = [], store.hold()
@@ -56,7 +57,7 @@ def save_recording(store: Store, launches, capture_ids, snapshot_bytes: int = 2*
             id=index, kernel=spec.name, triton_hash=spec.triton_hash, capture_id=by_hash[kernel.hash].id,
             arch="sm_90a", grid=[index + 1, 1, 1], args=described, arg_names=spec.arg_names,
             signature=spec.signature, constexprs=spec.to_json()["constexprs"], launches=10 * (index + 1),
-            times_ms=[0.01 * (index + 1)]))
+            times_ms=[0.01 * (index + 1)], source=spec.source))
     recording = rec.Recording(described_signatures, arch="sm_90a", device=None, triton_version="3.6.0",
                               torch_version=torch.__version__, pid=1, command=["python", "train.py"])
     recording.id = store.add_result(rec.RESULT_KIND, recording.to_json(), hold=snapshots)

@@ -69,11 +69,15 @@ def test_a_check_shows_its_verdict_the_regressed_kernel_first_and_marked_and_wha
     assert regressed.status == "regressed" and rows[0][1][3] == \
         f"{regressed.ratio:.3f} [{regressed.low:.3f}, {regressed.high:.3f}]"
     assert f'<div class="problem">FAILED {regressed.why(result.threshold)}</div>' in shown
-    assert table_rows(shown, "check-unmatched") == [("filterable", [u.label, u.why]) for u in result.unmatched]
+    assert table_rows(shown, "check-unmatched") == [("filterable", [u.label, "" if u.share is None else
+                                                                   f"{u.share:.1%}", u.why]) for u in result.unmatched]
+    assert result.too_unchecked and f'<div class="problem">FAILED {result.too_unchecked}</div>' in shown
+    assert f"Not compared ({result.unchecked_share:.1%} of the GPU time unchecked in all; the gate fails above " \
+        f"10.0%)" in shown
     assert all(f'<div class="warn">{rel(warning)}</div>' in shown for warning in result.warnings)
     assert (f"tritonhook check --store {rel(store.path)} --baseline {rel(baseline_file)} --current {grown.id} "
-            f"--threshold {result.threshold:g} --rounds {result.rounds} --l2 {result.l2} --l2-dirt {result.l2_dirt}"
-            f"</pre>") in shown
+            f"--threshold {result.threshold:g} --rounds {result.rounds} --l2 {result.l2} --l2-dirt {result.l2_dirt} "
+            f"--max-unchecked 0.1</pre>") in shown
     aa = block(text, passed.id)  # against a recording of this store: repeated with its id
     assert rel(passed.title()) in aa and "FAILED" not in aa and "filterable failed" not in aa
     assert [cells for _, cells in table_rows(aa, "check")] == [expected_row(k) for k in passed.kernels]

@@ -297,6 +297,12 @@ CHECK_THRESHOLD = 0.03
 slower than the baseline's build and the interval excludes no change (`check.gate`, docs/check.md#the-rule): 3% is
 six times the A/A noise floor (`DEFAULT_MIN_EFFECT`)."""
 
+CHECK_MAX_UNCHECKED = 0.10
+"""`tritonhook check` (and the pytest plugin) fail when the signatures they could not check (no baseline build
+matched, or the replay could not time them) make more than this share of the current run's GPU time
+(`CheckResult.exit_code`, docs/check.md#what-is-not-checked): a gate that matched one kernel in ten would
+otherwise pass on what it never compared. `--max-unchecked 1` lets any share pass."""
+
 EVENT_TICK_MS = 32e-6
 """The CUDA event timer's quantum: event times come in 32 ns steps on Hopper (docs/timing.md#events-time-the-stream;
 the gate's GPU run measures it on its own GPU: docs/check.md#the-tick-floor)."""

@@ -13,7 +13,9 @@ cannot be taken back (the terminal has counted it, `--junitxml` has written its 
 test through pytest's own protocol without logging (`runtestprotocol(log=False)`), holds its reports, and after
 the replay logs them in order, the `call` report of a test with a failing kernel turned into a failure that names
 the kernel, its ratio and interval. Every reporter (terminal, exit status, junitxml, others) sees one ordinary
-failed test. The price, documented: progress shows after the replay, and `-x` stops nothing before it.
+failed test. The price, documented: progress shows after the replay, and `-x` stops nothing before it. A gate
+that left more of the GPU time unchecked than `--tritonhook-max-unchecked` belongs to no test: it fails the
+session (exit status 1) with the summary's line saying so.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ def pytest_addoption(parser) -> None:
     group.addoption("--tritonhook-threshold", type=float, default=settings.CHECK_THRESHOLD, metavar="FRACTION",
                     help=f"a kernel regressed when at least this much slower and its interval excludes 1 (default "
                          f"{settings.CHECK_THRESHOLD})")
+    group.addoption("--tritonhook-max-unchecked", type=float, default=settings.CHECK_MAX_UNCHECKED,
+                    metavar="FRACTION",
+                    help=f"fail the session when the kernel signatures not checked (unmatched, not replayed) make "
+                         f"more than this share of the GPU time (default {settings.CHECK_MAX_UNCHECKED}; 1: never)")
     group.addoption("--tritonhook-rounds", type=int, default=settings.SWEEP_DEFAULT_ROUNDS, metavar="N",
                     help=f"the most interleaved rounds per signature; each stops once its always-valid interval "
                          f"has decided (default {settings.SWEEP_DEFAULT_ROUNDS})")
@@ -50,7 +56,7 @@ def pytest_addoption(parser) -> None:
                     help="also write the gate's per-kernel JUnit XML (as tritonhook check --junit)")
 
 
-MIRRORED_FLAG = re.compile(r"(?<![\w-])--(threshold|rounds|fixed-rounds|junit)\b(?!-)")
+MIRRORED_FLAG = re.compile(r"(?<![\w-])--(threshold|max-unchecked|rounds|fixed-rounds|junit)\b(?!-)")
 """The `tritonhook check` flags the plugin takes as `--tritonhook-NAME`: the library's errors name the CLI's."""
 
 
@@ -79,7 +85,7 @@ class Gate:
 
     def __init__(self, config):
         from .check import JUNIT_WHAT, load_baseline
-        from .check.gate import gate_plan
+        from .check.gate import checked_max_unchecked, gate_plan
         from .files import check_writable
         from .store import Store
 
@@ -88,6 +94,7 @@ class Gate:
             self.plan = gate_plan(threshold=config.getoption("tritonhook_threshold"),
                                   rounds=config.getoption("tritonhook_rounds"),
                                   fixed_rounds=config.getoption("tritonhook_fixed_rounds"))
+            self.max_unchecked = checked_max_unchecked(config.getoption("tritonhook_max_unchecked"))
             check_writable(config.getoption("tritonhook_junit"), JUNIT_WHAT)
             self.store = Store.of(config.getoption("tritonhook_store"), create=True)
             self.baseline = load_baseline(config.getoption("tritonhook_baseline"), self.store)
@@ -148,7 +155,8 @@ class Gate:
             return {}
         merged = Recording.merged(recordings)
         merged.id = self.store.add_result(RESULT_KIND, {**merged.to_json(), "label": f"{self.label}-merged"})
-        self.result = check(self.baseline, merged, self.store, self.plan, worker=self.worker or WORKER)
+        self.result = check(self.baseline, merged, self.store, self.plan, max_unchecked=self.max_unchecked,
+                            worker=self.worker or WORKER)
         failures: dict[str, list] = {}
         for kernel in self.result.failures:
             failures.setdefault(owners[kernel.signature], []).append(kernel)
@@ -180,7 +188,7 @@ class Gate:
 
             text = io.StringIO()
             Console(file=text, width=160, no_color=True).print(self.result, crop=False)
-            terminalreporter.write(text.getvalue())
+            terminalreporter.write(in_plugin_terms(text.getvalue()))  # its FAILED line on the unchecked share
             for warning in self.result.warnings:
                 terminalreporter.write_line(f"tritonhook check: {warning}", yellow=True)
 
@@ -192,5 +200,6 @@ class Gate:
                 self.result.write_junit(junit)
             except TritonhookError as exc:  # a traceback from pytest's hook otherwise; the summary says it
                 self.error = str(exc)
-        if self.error is not None:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that could not run never passes
+        if self.error is not None or (self.result is not None and self.result.too_unchecked):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that could not run, or checked too little,
+            # never passes

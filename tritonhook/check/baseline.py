@@ -1,11 +1,16 @@
 """The baseline of a check: per kernel build of a recorded run, what matches it across a code change (its kernel
-name and specialization, `match_key`) and what a replay loads it from (its cubin and Triton's metadata JSON).
+name and specialization, `match_key`), what its code is (`code_of`: what tells apart two builds that share a key)
+and what a replay loads it from (its cubin and Triton's metadata JSON).
 
-Why not Triton's cache key or the PTX hash, as `upgrade` and `decisions` match: the gate compares two versions of
-the code under test, so the source (and with it the cache key, the PTX) is exactly what differs; what stays is the
-kernel's name and what Triton specialized it on. A baseline comes from a recording in a store or from a baseline
-file (`Baseline.save`), which carries the builds themselves (cubins base64 in JSON): a CI job saves one on the main
-branch and checks every change against it on another machine, no store copied.
+Why the key is not Triton's cache key or the PTX hash, as `upgrade` and `decisions` match: the gate compares two
+versions of the code under test, so the source (and with it the cache key, the PTX) is exactly what differs; what
+stays is the kernel's name and what Triton specialized it on. But a name is not a kernel: Inductor names two
+templates of different code alike (a FlexAttention backward under two masks or score_mods, each a
+`triton_tem_fused_0` of its own generated module). So where builds share a key, their code pairs them
+(`matched`): a current build meets the one baseline build whose code is its code. A baseline comes from a
+recording in a store or from a baseline file (`Baseline.save`), which carries the builds themselves (cubins base64
+in JSON): a CI job saves one on the main branch and checks every change against it on another machine, no store
+copied.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 import os
 from pathlib import Path
 
+from .._triton import PYTHON_STAGE
 from ..errors import TritonhookError
 from ..files import read_input, write_file
 from ..store import Capture, Store, specialization_label
@@ -28,6 +34,11 @@ BASELINE_WHAT = "baseline file"
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 """The compile options a kernel's key holds besides its argument types and constexprs: two configs of one
 autotuned kernel differ only in these, and each is its own build."""
+CODE_FIELDS = ("source", PYTHON_STAGE, "ptx")
+"""What a build's code is (`code_of`), most telling first: its function's source hash (`Signature.source`, Triton's
+`JITFunction.cache_key`: the function's text and what it calls, wherever its file lies), the sha256 of the module
+text that defines it (an Inductor kernel's generated module: the template as rendered, its mask and score_mod
+inlined), and of its PTX (which also names the file's path)."""
 
 
 def match_key(signature: Signature, capture: Capture | None) -> dict:
@@ -39,6 +50,15 @@ def match_key(signature: Signature, capture: Capture | None) -> dict:
             "types": {name: kind for name, kind in signature.signature.items() if kind != "constexpr"},
             "constexprs": dict(signature.constexprs),
             "options": {name: options.get(name) for name in LAUNCH_OPTIONS if name in options}}
+
+
+def code_of(signature: Signature, capture: Capture | None) -> dict[str, str]:
+    """The build's `CODE_FIELDS` that are known: the recorded source hash ("" before recordings kept it), the
+    capture's module text and PTX hashes."""
+    artifacts = capture.artifacts if capture is not None else {}
+    found = {"source": signature.source, **{stage: artifacts[stage].sha256 for stage in CODE_FIELDS[1:]
+                                             if stage in artifacts}}
+    return {field: value for field, value in found.items() if value}
 
 
 def key_text(key: dict) -> str:
@@ -55,10 +75,43 @@ def key_label(key: dict) -> str:
     return " ".join(part for part in (key["kernel"], f"[{spec}]" if spec else "", launch) if part)
 
 
+def matched(baseline: list["BaselineBuild"], current: dict[str, dict[str, str]]) -> dict[str, "BaselineBuild"]:
+    """Which baseline build each current build of one key is (`current`: each current build's code by its Triton
+    hash); a current build left out matches none. First by code: a current build and a baseline build whose code
+    is each other's and no other's (`_the_one`, both ways). Then, where one baseline build and one current build
+    are left, those two: the same kernel, its code changed (what a gate checks), as a key held by one build of
+    each run always matches. Where more are left, which is which is not known, and none is guessed."""
+    codes = list(current.values())
+    pairs = {}
+    for index, (name, code) in enumerate(current.items()):
+        found = _the_one([build.code for build in baseline], code)
+        if found is not None and _the_one(codes, baseline[found].code) == index:
+            pairs[name] = baseline[found]
+    left = [build for build in baseline if all(build is not paired for paired in pairs.values())]
+    unpaired = [name for name in current if name not in pairs]
+    if len(left) == 1 and len(unpaired) == 1:
+        pairs[unpaired[0]] = left[0]
+    return pairs
+
+
+def _the_one(codes: list[dict[str, str]], code: dict[str, str]) -> int | None:
+    """The index of the one code among `codes` that `code` is, narrowing by each of `CODE_FIELDS` in turn (a field
+    that none of those left shares narrows nothing: a PTX may still tell apart two builds of one source); None when
+    none or several are left."""
+    left = list(range(len(codes)))
+    for field in CODE_FIELDS:
+        same = [index for index in left if code.get(field) and codes[index].get(field) == code[field]]
+        if len(same) == 1:
+            return same[0]
+        left = same or left
+    return None
+
+
 @dataclasses.dataclass
 class BaselineBuild:
-    """One kernel build of the baseline run: its key, entry name, Triton cache key, cubin and metadata JSON, and
-    the labels of the recorded signatures that launched it."""
+    """One kernel build of the baseline run: its key, entry name, Triton cache key, cubin and metadata JSON, the
+    labels of the recorded signatures that launched it, and its code (`code_of`; {} in a file written before it
+    was kept: such a build is matched by its key alone)."""
 
     key: dict
     entry: str
@@ -66,6 +119,7 @@ class BaselineBuild:
     cubin: bytes = dataclasses.field(repr=False)
     metadata_json: bytes = dataclasses.field(repr=False)
     signatures: list[str] = dataclasses.field(default_factory=list)
+    code: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -74,12 +128,13 @@ class BaselineBuild:
     def to_json(self) -> dict:
         return {"key": self.key, "entry": self.entry, "triton_hash": self.triton_hash,
                 "cubin": base64.b64encode(self.cubin).decode(), "metadata": json.loads(self.metadata_json),
-                "signatures": self.signatures}
+                "signatures": self.signatures, "code": self.code}
 
     @classmethod
     def from_json(cls, data: dict) -> "BaselineBuild":
         return cls(data["key"], data["entry"], data["triton_hash"], base64.b64decode(data["cubin"], validate=True),
-                   json.dumps(data["metadata"]).encode(), list(data.get("signatures", [])))
+                   json.dumps(data["metadata"]).encode(), list(data.get("signatures", [])),
+                   {str(k): str(v) for k, v in dict(data.get("code", {})).items()})
 
 
 @dataclasses.dataclass
@@ -110,13 +165,13 @@ class Baseline:
             capture = store.get(signature.capture_id)
             builds[signature.triton_hash] = BaselineBuild(
                 match_key(signature, capture), capture.entry, signature.triton_hash, store.read(capture, "cubin"),
-                store.read(capture, "json"), [signature.label()])
+                store.read(capture, "json"), [signature.label()], code_of(signature, capture))
         return cls(list(builds.values()), recording.arch, recording.triton_version,
                    f"recording {recording.id} in {store.path}", recording.id, recording.command, unbuilt)
 
     def by_key(self) -> dict[str, list[BaselineBuild]]:
-        """Builds by `key_text`; more than one under a key is ambiguous (two kernels of one name and
-        specialization from different sources): `gate.check` lists its signatures as unmatched."""
+        """Builds by `key_text`; more than one under a key (two kernels of one name and specialization from
+        different sources) are told apart by their code (`matched`)."""
         found: dict[str, list[BaselineBuild]] = {}
         for build in self.builds:
             found.setdefault(key_text(build.key), []).append(build)

@@ -1,6 +1,7 @@
 """The gate: every signature of the current run replayed with two builds side by side, the baseline's build of
-the same kernel and specialization and the current one, by the sweep's replay engine (one process, one GPU,
-interleaved rounds, the current run's own inputs), and a verdict per signature.
+the same kernel and specialization (told apart by their code where several builds share them:
+`baseline.matched`) and the current one, by the sweep's replay engine (one process, one GPU, interleaved rounds,
+the current run's own inputs), and a verdict per signature.
 
 The rule (docs/check.md#the-rule). A signature *regressed* when the current build's time over the baseline build's
 (the median of the rounds' paired ratios) is at least 1 + threshold (default 3%, `config.CHECK_THRESHOLD`) AND its
@@ -20,8 +21,11 @@ a code change that reorders a sum produces it by design.
 
 A current build whose kernel `.text` and launch metadata equal the baseline's is not timed ("SASS identical":
 the same machine code cannot regress), unless `time_identical` (an A/A of the gate itself, as the false-positive
-measurement needs). A signature that cannot be replayed (a fault, a build missing from the store) is listed as
-not checked and fails nothing: the gate fails on evidence, not on its absence.
+measurement needs). A signature that cannot be replayed (a fault, a build missing from the store) or matched is
+listed as not checked with its share of the current run's GPU time, and fails no kernel: a kernel fails on
+evidence, not on its absence. But the gate does not pass on absence either: when the signatures left unchecked
+make more than `max_unchecked` of the GPU time (default `config.CHECK_MAX_UNCHECKED`), it fails with its own exit
+status (`CheckResult.exit_code`).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from ..sweep.recording import Recording, capability_of
 from ..sweep.replay import ReplayPlan, Workers, replay
 from ..sweep.schedule import WORKER
 from ..sweep.builds import BuiltVariant
-from .baseline import Baseline, key_label, key_text, match_key
+from .baseline import Baseline, code_of, key_label, key_text, match_key, matched
 from .result import OUTPUTS_CHANGED, PASSED, REGRESSED, RESULT_KIND, CheckResult, KernelCheck, Unmatched
 
 BASELINE_LABEL, CURRENT_LABEL = "baseline", "current"
@@ -59,37 +63,23 @@ def gate_plan(*, threshold: float = config.CHECK_THRESHOLD, rounds: int = config
 
 
 def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPlan | None = None, *,
-          time_identical: bool = False, progress: bool = False, worker: Sequence[str] = WORKER) -> CheckResult:
+          max_unchecked: float = config.CHECK_MAX_UNCHECKED, time_identical: bool = False, progress: bool = False,
+          worker: Sequence[str] = WORKER) -> CheckResult:
     """Replay `recording` (the current run, in `store`) with each signature's baseline build and current build
     under `plan` (`gate_plan`; its default without one), judge every signature (see the module docstring), save
-    and return the result. `worker`: as `replay`'s."""
+    and return the result, which fails when more than `max_unchecked` of the current run's GPU time was not
+    checked (`CheckResult.exit_code`). `worker`: as `replay`'s."""
     plan = plan or gate_plan()
+    max_unchecked = checked_max_unchecked(max_unchecked)
     if baseline.arch and recording.arch and capability_of(baseline.arch) != capability_of(recording.arch):
         raise TritonhookError(f"{baseline.source}: built for {baseline.arch}, the current run is {recording.arch}; "
                               f"check against a baseline recorded on the same GPU architecture")
-    builds = baseline.by_key()
     captures = {s.id: store.get(s.capture_id) for s in recording.signatures if s.capture_id is not None}
-    prebuilt, unmatched, keys = {}, [], {}
-    for signature in recording.signatures:
-        capture = captures.get(signature.id)
-        key = match_key(signature, capture)
-        keys[signature.id] = key
-        found = builds.get(key_text(key), [])
-        if capture is None:
-            unmatched.append(Unmatched(signature.label(), "no build of it in the store (compiled before recording?)",
-                                       signature.id))
-        elif len(found) != 1:
-            why = "no baseline build of this kernel and specialization" if not found else \
-                f"{len(found)} baseline builds share this kernel name and specialization"
-            unmatched.append(Unmatched(signature.label(), why, signature.id))
-        else:
-            prebuilt[signature.id] = _pair(found[0], store, capture, time_identical)
-    launched = {key_text(keys[s.id]): keys[s.id] for s in recording.signatures if s.id in captures}
-    unmatched += [Unmatched(build.label, _not_launched_why(build.key, launched.values()))
-                  for build in baseline.builds if key_text(build.key) not in launched]
-    unmatched += [Unmatched(label, "in the baseline recording with no build in its store") for label in baseline.unbuilt]
+    keys = {s.id: match_key(s, captures.get(s.id)) for s in recording.signatures}
+    found, unmatched = _matching(baseline, recording, captures, keys)
+    prebuilt = {sid: _pair(build, store, captures[sid], time_identical) for sid, build in found.items()}
     result = CheckResult(baseline.source, recording.id, plan.min_effect, [], unmatched, plan.rounds, plan.l2,
-                         fixed_rounds=plan.fixed_rounds, l2_dirt=plan.l2_dirt)
+                         fixed_rounds=plan.fixed_rounds, l2_dirt=plan.l2_dirt, max_unchecked=max_unchecked)
     if prebuilt:
         def replayed(ids) -> list:
             swept = replay(recording, store, [], plan, workers=Workers.at(worker=worker, progress=progress),
@@ -102,6 +92,46 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
         result.kernels = _retested(replayed(set(prebuilt)), replayed)
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
+
+
+def _matching(baseline: Baseline, recording: Recording, captures: dict, keys: dict) -> tuple[dict, list[Unmatched]]:
+    """The baseline build of each current signature that has one (by signature id), and the unmatched of both runs
+    with why: the builds of each key paired by `baseline.matched`."""
+    builds = baseline.by_key()
+    current: dict[str, dict[str, dict]] = {}  # per key, the current builds' code by Triton hash
+    for signature in recording.signatures:
+        if signature.id in captures:
+            current.setdefault(key_text(keys[signature.id]), {})[signature.triton_hash] = \
+                code_of(signature, captures[signature.id])
+    pairs = {text: matched(builds.get(text, []), code) for text, code in current.items()}
+    found, unmatched = {}, []
+    for signature in recording.signatures:
+        text = key_text(keys[signature.id])
+        if (build := pairs.get(text, {}).get(signature.triton_hash)) is not None:
+            found[signature.id] = build
+            continue
+        why = "no build of it in the store (compiled before recording?)" if signature.id not in captures else \
+            "no baseline build of this kernel and specialization" if text not in builds else \
+            _ambiguous(len(builds[text]), len(current[text]), "baseline")
+        unmatched.append(Unmatched(signature.label(), why, signature.id, recording.share(signature)))
+    launched = [keys[s.id] for s in recording.signatures if s.id in captures]
+    for build in baseline.builds:
+        text = key_text(build.key)
+        if text not in current:
+            unmatched.append(Unmatched(build.label, _not_launched_why(build.key, launched)))
+        elif all(build is not paired for paired in pairs[text].values()):
+            why = _ambiguous(len(builds[text]), len(current[text]), "current")
+            unmatched.append(Unmatched(build.label, f"in the baseline, {why}"))
+    unmatched += [Unmatched(label, "in the baseline recording with no build in its store")
+                  for label in baseline.unbuilt]
+    return found, unmatched
+
+
+def _ambiguous(baseline: int, current: int, other: str) -> str:
+    """Why a build matched none where several builds share its key (`baseline.matched`)."""
+    count = lambda n, run: f"{n} {run} build{'' if n == 1 else 's'}"  # noqa: E731
+    return (f"ambiguous: {count(baseline, 'baseline')} and {count(current, 'current')} of this kernel name and "
+            f"specialization, and its code (source hash, module text, PTX) is no single {other} build's")
 
 
 def _retested(kernels: list[KernelCheck], replayed) -> list[KernelCheck]:
@@ -134,6 +164,13 @@ def _not_launched_why(key: dict, launched: Iterable[dict]) -> str:
     if others:
         why += f", which launched {', '.join(sorted(others))} (another config of it: an autotune candidate or pick)"
     return why
+
+
+def checked_max_unchecked(fraction: float) -> float:
+    """`fraction` when it is in [0, 1] (1: the gate never fails on what it left unchecked)."""
+    if not 0 <= fraction <= 1:
+        raise TritonhookError(f"--max-unchecked {fraction}: a fraction in [0, 1], e.g. 0.1 (1: never fail on it)")
+    return fraction
 
 
 def checked_threshold(threshold: float) -> float:

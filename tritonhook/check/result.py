@@ -1,6 +1,7 @@
 """`CheckResult`: per kernel signature of the current run, its build against the baseline's build of the same
-kernel and specialization (time ratio with its interval, output check, verdict), the signatures left unmatched,
-and the gate's exit status. Renders itself (rich), to JSON and to JUnit XML; saved as result kind `check`."""
+kernel and specialization (time ratio with its interval, output check, verdict), the signatures left unmatched
+with their share of the GPU time, and the gate's exit status. Renders itself (rich), to JSON and to JUnit XML;
+saved as result kind `check`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ from ..store import ResultKind, register_result_kind
 
 RESULT_KIND = "check"
 REGRESSED, OUTPUTS_CHANGED, PASSED = "regressed", "outputs changed", "passed"
-"""A checked signature's status; anything else is why it was not checked (a replay error), which fails nothing."""
+"""A checked signature's status; anything else is why it was not checked (a replay error), which fails no kernel
+and counts in the unchecked share."""
+PASSED_EXIT, FAILED_EXIT, UNCHECKED_EXIT = 0, 1, 3
+"""`CheckResult.exit_code`: passed; a kernel regressed or its outputs changed; no kernel failed but more of the GPU
+time than `max_unchecked` was not checked. (2 is the CLI's: bad input.)"""
 JUNIT_WHAT = "JUnit XML"
 """What the --junit file is called in the line that says it cannot be written (`files.write_file`)."""
 
@@ -47,6 +52,10 @@ class KernelCheck:
     def failed(self) -> bool:
         return self.status in (REGRESSED, OUTPUTS_CHANGED)
 
+    @property
+    def checked(self) -> bool:
+        return self.status in (PASSED, REGRESSED, OUTPUTS_CHANGED)
+
     def why(self, threshold: float) -> str:
         """The failure in one line (the JUnit failure message, the pytest plugin's report)."""
         if self.status == REGRESSED:
@@ -72,12 +81,14 @@ class KernelCheck:
 
 @dataclasses.dataclass
 class Unmatched:
-    """A signature of the current run with no baseline build to compare with, or a baseline build the current
-    run did not launch (`signature` None); listed, never failed."""
+    """A signature of the current run with no baseline build to compare with, with its `share` of the run's GPU
+    time, or a baseline build the current run did not launch or matched none (`signature` and `share` None); fails
+    no kernel, and its share counts in the unchecked share."""
 
     label: str
     why: str
     signature: int | None = None
+    share: float | None = None
 
 
 @dataclasses.dataclass
@@ -92,6 +103,7 @@ class CheckResult:
     fixed_rounds: bool = False          # every signature timed `rounds` rounds, else `rounds` is the adaptive cap
     l2_dirt: str | None = None          # the L2's dirt before each replayed call (`config.SWEEP_L2_DIRT`)
     sweep_id: int | None = None         # the replay behind it, saved as a sweep result
+    max_unchecked: float | None = None  # the most of the GPU time left unchecked that passes (None: no limit)
     warnings: list[str] = dataclasses.field(default_factory=list)
     id: int | None = None
     warning_prefix = "tritonhook check"
@@ -101,12 +113,29 @@ class CheckResult:
         return [k for k in self.kernels if k.failed]
 
     @property
+    def unchecked_share(self) -> float:
+        """The share of the current run's GPU time in signatures not checked: unmatched, or not replayed."""
+        return sum(u.share or 0.0 for u in self.unmatched) + sum(k.share or 0.0 for k in self.kernels
+                                                                 if not k.checked)
+
+    @property
+    def too_unchecked(self) -> str | None:
+        """The line that fails the gate on what it did not check; None within `max_unchecked`."""
+        if self.max_unchecked is None or self.unchecked_share <= self.max_unchecked + 1e-12:
+            return None
+        count = sum(u.signature is not None for u in self.unmatched) + sum(not k.checked for k in self.kernels)
+        return (f"{self.unchecked_share:.1%} of the current run's GPU time was not checked ({count} signature(s) "
+                f"unmatched or not replayed), beyond --max-unchecked {self.max_unchecked:g}")
+
+    @property
     def exit_code(self) -> int:
-        """1 when a kernel regressed or its outputs changed, else 0."""
-        return 1 if self.failures else 0
+        """`FAILED_EXIT` when a kernel regressed or its outputs changed, else `UNCHECKED_EXIT` when more of the GPU
+        time than `max_unchecked` was not checked, else `PASSED_EXIT`."""
+        return FAILED_EXIT if self.failures else UNCHECKED_EXIT if self.too_unchecked else PASSED_EXIT
 
     def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "exit_code": self.exit_code}
+        return {**dataclasses.asdict(self), "unchecked_share": self.unchecked_share,
+                "unchecked_failure": self.too_unchecked, "exit_code": self.exit_code}
 
     @classmethod
     def from_json(cls, data: dict, *, source: str = "check result") -> "CheckResult":
@@ -120,10 +149,12 @@ class CheckResult:
             raise TritonhookError(f"{source}: malformed check result ({exc})") from None
 
     def title(self) -> str:
-        verdict = f"{len(self.failures)} FAILED" if self.failures else "passed"
+        verdict = f"{len(self.failures)} FAILED" if self.failures else "FAILED: too much unchecked" \
+            if self.too_unchecked else "passed"
         rounds = f", {self.rounds_text()}" if self.rounds else ""
-        return (f"tritonhook check against {self.baseline}: {verdict} ({len(self.kernels)} signature(s) checked, "
-                f"threshold {self.threshold:.1%}{rounds})")
+        return (f"tritonhook check against {self.baseline}: {verdict} ({sum(k.checked for k in self.kernels)} "
+                f"signature(s) checked, {self.unchecked_share:.1%} of the GPU time not, threshold "
+                f"{self.threshold:.1%}{rounds})")
 
     def rounds_text(self) -> str:
         """"at most 21 rounds, adaptive" or "21 rounds" (fixed); "- rounds" when not known."""
@@ -133,12 +164,14 @@ class CheckResult:
 
     def junit_xml(self) -> str:
         """JUnit XML: one testcase per checked signature (classname the kernel), a `failure` element for a
-        regression or changed outputs, `skipped` for one not checked; the unmatched as skipped testcases."""
+        regression or changed outputs, `skipped` for one not checked; the unmatched as skipped testcases; and,
+        when too much was not checked, a testcase "unchecked share" with that failure."""
+        unchecked = self.too_unchecked
         suite = ElementTree.Element("testsuite", name="tritonhook check", tests=str(len(self.kernels)
-                                                                                    + len(self.unmatched)),
-                                    failures=str(len(self.failures)),
-                                    skipped=str(sum(k.status not in (PASSED, REGRESSED, OUTPUTS_CHANGED)
-                                                    for k in self.kernels) + len(self.unmatched)))
+                                                                                    + len(self.unmatched)
+                                                                                    + bool(unchecked)),
+                                    failures=str(len(self.failures) + bool(unchecked)),
+                                    skipped=str(sum(not k.checked for k in self.kernels) + len(self.unmatched)))
         for kernel in self.kernels:
             case = ElementTree.SubElement(suite, "testcase", classname=kernel.kernel, name=kernel.label)
             if kernel.failed:
@@ -148,6 +181,9 @@ class CheckResult:
         for missing in self.unmatched:
             case = ElementTree.SubElement(suite, "testcase", classname="unmatched", name=missing.label)
             ElementTree.SubElement(case, "skipped", message=missing.why)
+        if unchecked:
+            case = ElementTree.SubElement(suite, "testcase", classname="tritonhook check", name="unchecked share")
+            ElementTree.SubElement(case, "failure", message=unchecked, type="unchecked")
         ElementTree.indent(suite)
         return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -162,10 +198,17 @@ class CheckResult:
         yield format.table(("signature", "share", "current / baseline [95%]", "time", "rounds", "outputs", "gate"),
                            rows, title=self.title())
         if self.unmatched:
-            yield format.table(("unmatched", "why"), [[escape(u.label), escape(u.why)] for u in self.unmatched],
-                               title="not compared (listed, not failed)")
+            yield format.table(("unmatched", "share", "why"),
+                               [[escape(u.label), format.share(u.share), escape(u.why)] for u in self.unmatched],
+                               title=f"not compared: {self.unchecked_share:.1%} of the GPU time unchecked in all"
+                                     f"{self._limit_text()}")
         for failed in self.failures:
             yield format.line(f"FAILED {failed.why(self.threshold)}")
+        if self.too_unchecked:
+            yield format.line(f"FAILED {self.too_unchecked}")
+
+    def _limit_text(self) -> str:
+        return "" if self.max_unchecked is None else f" (the gate fails above {self.max_unchecked:.1%})"
 
 
 register_result_kind(ResultKind(RESULT_KIND, CheckResult.from_json, label="baseline", source="recording_id"))

@@ -1,5 +1,6 @@
 """`tritonhook check`: the regression gate for CI (library: `tritonhook.check`; docs/check.md). Exit status 1 when
-a kernel regressed or its outputs changed (or the workload failed), 0 when none did, 2 on bad input."""
+a kernel regressed or its outputs changed (or the workload failed), 3 when none did but more of the GPU time than
+--max-unchecked was not checked, 0 otherwise, 2 on bad input."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from .common import apply_arg, command_after_dashes, l2_args, open_store, store_
 def add_check(sub) -> None:
     parser = sub.add_parser("check", help="the regression gate: replay every kernel signature of a run with the "
                                           "baseline's build of the same kernel and specialization beside the "
-                                          "current one; exit 1 on a regression or changed outputs")
+                                          "current one; exit 1 on a regression or changed outputs, 3 when "
+                                          "more than --max-unchecked of the GPU time was not checked")
     store_arg(parser)
     goal = parser.add_mutually_exclusive_group(required=True)
     goal.add_argument("--baseline", default=None, metavar="RECORDING|FILE",
@@ -29,6 +31,10 @@ def add_check(sub) -> None:
     parser.add_argument("--threshold", type=float, default=config.CHECK_THRESHOLD, metavar="FRACTION",
                         help=f"a kernel regressed when at least this much slower and its interval excludes 1 "
                              f"(default {config.CHECK_THRESHOLD}; docs/check.md#the-rule)")
+    parser.add_argument("--max-unchecked", type=float, default=config.CHECK_MAX_UNCHECKED, metavar="FRACTION",
+                        help=f"fail (exit 3) when the signatures not checked (unmatched, not replayed) make more "
+                             f"than this share of the run's GPU time (default {config.CHECK_MAX_UNCHECKED}; 1: "
+                             f"never; docs/check.md#what-is-not-checked)")
     parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
                         help=f"the most interleaved rounds per signature; each stops once its always-valid "
                              f"interval has decided (default {config.SWEEP_DEFAULT_ROUNDS})")
@@ -47,13 +53,14 @@ def add_check(sub) -> None:
 def _check(args) -> int:
     from .. import sweep
     from ..check import BASELINE_WHAT, JUNIT_WHAT, Baseline, check, load_baseline
-    from ..check.gate import gate_plan
+    from ..check.gate import checked_max_unchecked, gate_plan
 
     if (args.current is None) == (not args.command):
         raise TritonhookError("tritonhook check: give the current run as --current RECORDING or as a command "
                               "after '--', one of the two")
     plan = gate_plan(threshold=args.threshold, rounds=args.rounds, fixed_rounds=args.fixed_rounds, l2=args.l2,
                      l2_dirt=args.l2_dirt)
+    checked_max_unchecked(args.max_unchecked)
     check_writable(args.save_baseline, BASELINE_WHAT)  # before the run: an output path it cannot write is one
     check_writable(args.junit, JUNIT_WHAT)  # line, not a lost run
     command = command_after_dashes(args.command, "check") if args.command else None
@@ -81,7 +88,8 @@ def _check(args) -> int:
         console(stderr=True).print(line(f"tritonhook check: baseline {path}: {len(saved.builds)} build(s) of "
                                         f"recording {current.id}"))
         return 1 if workload_failed else 0
-    result = check(baseline, current, store, plan, time_identical=args.time_identical, progress=not args.json)
+    result = check(baseline, current, store, plan, max_unchecked=args.max_unchecked,
+                   time_identical=args.time_identical, progress=not args.json)
     if args.junit:
         result.write_junit(args.junit)
     show(result, as_json=args.json)

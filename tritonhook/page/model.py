@@ -241,7 +241,8 @@ class CheckRow:
 @dataclasses.dataclass(frozen=True)
 class CheckView:
     """A saved `tritonhook check` (`CheckResult`): its verdict line (`title`), its signatures failures first,
-    each failure's one line (the JUnit message), what it could not compare and why, and the arguments of the
+    each failure's one line (the JUnit message; the unchecked share's beyond its limit), what it could not compare
+    (label, share of the GPU time, why) with the share unchecked in all and its limit, and the arguments of the
     `tritonhook check` that repeats it."""
 
     id: int
@@ -254,7 +255,8 @@ class CheckView:
     sweep_id: int | None
     kernels: list[CheckRow]
     failures: list[str]
-    unmatched: list[tuple[str, str]]
+    unmatched: list[tuple[str, str, str]]
+    unchecked: str
     warnings: list[str]
     args: str | None  # None: no command repeats it (a baseline recording of another store)
 
@@ -474,11 +476,17 @@ def check_view(result: CheckResult, store: Path) -> CheckView:
     args = None if baseline is None else \
         f"--baseline {baseline} --current {result.recording_id} --threshold {result.threshold:g}" + \
         (f" --rounds {result.rounds}" if result.rounds else "") + (" --fixed-rounds" if result.fixed_rounds else "") \
-        + (f" --l2 {result.l2}" if result.l2 else "") + (f" --l2-dirt {result.l2_dirt}" if result.l2_dirt else "")
+        + (f" --l2 {result.l2}" if result.l2 else "") + (f" --l2-dirt {result.l2_dirt}" if result.l2_dirt else "") \
+        + (f" --max-unchecked {result.max_unchecked:g}" if result.max_unchecked is not None else "")
+    failures = [k.why(result.threshold) for k in result.failures]
+    if result.too_unchecked:
+        failures.append(result.too_unchecked)
+    limit = "" if result.max_unchecked is None else f"; the gate fails above {result.max_unchecked:.1%}"
     return CheckView(result.id, result.title(), result.baseline, result.recording_id, f"{result.threshold:.1%}",
-                     result.rounds_text(), result.l2, result.sweep_id, rows,
-                     [k.why(result.threshold) for k in result.failures],
-                     [(u.label, u.why) for u in result.unmatched], list(result.warnings), args)
+                     result.rounds_text(), result.l2, result.sweep_id, rows, failures,
+                     [(u.label, share_text(u.share), u.why) for u in result.unmatched],
+                     f"{result.unchecked_share:.1%} of the GPU time unchecked in all{limit}", list(result.warnings),
+                     args)
 
 
 def _baseline_arg(baseline: str, store: Path) -> str | None:
