@@ -71,12 +71,16 @@ time inside the workload, both taken with an empty kernel queued after the kerne
 time_empty_kernel`; `result.Fidelity`: how many of the signatures making 90% of the GPU time replay within ±10%,
 how much of the GPU time those make, and how many net of the launch-lead difference, `SweepRow.net_fidelity`);
 and per variant the estimate for the workload: rename only kernels faster for some signature and slower for none
-(outputs equal), with the `--select` regex and the `tritonhook run` line that does exactly that.
+(outputs equal) and faster only where the replay is within the fidelity bar, with the `--select` regex and the
+`tritonhook run` line that does exactly that; a kernel faster only beyond the bar is listed with the `ab` line that
+would confirm it in the workload.
 
 Autotuned kernels (`autotune.py`; docs/sweep.md). `_triton.AutotuneTracer` wraps `Autotuner.run` and `_bench`
-while recording, and Inductor's `CachingAutotuner.benchmark_all_configs` and `bench` once torch imports it: a
-launch inside a benchmark is tagged with its decision (one Autotuner and tuning key, or one Inductor kernel) and
-config and counted in `tuning_launches`, never in the workload's launches, times or share; the decision (chosen
+while recording, and Inductor's `CachingAutotuner.benchmark_all_configs`, `bench` and
+`coordinate_descent_tuning` once torch imports it, and its compile-time choice (`select_algorithm`) and compile: a
+launch inside a benchmark is tagged with its decision (one Autotuner and tuning key, one Inductor kernel, one GEMM
+choice) and config and counted in `tuning_launches`, never in the workload's launches, times or share (a launch
+while Inductor compiles, of no decision, only counted); the decision (chosen
 config, the autotuner's own timing per config) is saved in the recording. The replay replays every candidate (the
 `--autotune-top K` fastest by that timing, plus the workload's winner) per variant, and shows one row per group:
 each variant at the workload's config unless another config is faster for it beyond noise (then its best against
