@@ -348,7 +348,8 @@ class AutotuneTracer(_AutotunerWrapping):
             return
         wrap = {"benchmark_in_current_process": self._wrap_selector_decision,
                 "benchmark_in_sub_process": self._wrap_selector_decision,
-                "benchmark_choice": self._wrap_selector_candidate}
+                "benchmark_choice": lambda original: self._wrap_candidate(original, choice_config,
+                                                                          "select_algorithm recording")}
         self._compile_wrapped.append(_Wrapped(selector, self.SELECTOR,
                                               lambda name, original: classmethod(wrap[name](original.__func__))))
 
@@ -391,24 +392,6 @@ class AutotuneTracer(_AutotunerWrapping):
 
         return benchmark
 
-    def _wrap_selector_candidate(self, original):
-        tracer = self
-
-        @functools.wraps(original)
-        def benchmark_choice(cls, choice, *args, **kwargs):
-            stack = getattr(tracer._frames, "stack", None)
-            if not tracer.active or not stack:
-                return original(cls, choice, *args, **kwargs)
-            try:
-                config = choice_config(choice)
-            except Exception as exc:  # noqa: BLE001 - recording must never break the workload's tuning
-                tracer._warn("select_algorithm recording", exc)
-                return original(cls, choice, *args, **kwargs)
-            with tracer._candidate(stack[-1], config):
-                return original(cls, choice, *args, **kwargs)
-
-        return benchmark_choice
-
     def _selector_decided(self, frame: dict, choices, timings, input_nodes, bench_s: float) -> None:
         """Inductor keeps the fastest of `timings` (choice -> ms; inf for a choice that failed)."""
         try:
@@ -429,7 +412,9 @@ class AutotuneTracer(_AutotunerWrapping):
                 "check_disk_cache": self._wrap_disk_cache}[name](original)
 
     def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
-        return {"benchmark_all_configs": self._wrap_inductor_decision, "bench": self._wrap_inductor_candidate,
+        bench = functools.partial(self._wrap_candidate, config_of=lambda launcher: autotune_config(launcher.config),
+                                  what="Inductor autotune recording")
+        return {"benchmark_all_configs": self._wrap_inductor_decision, "bench": bench,
                 "__init__": self._wrap_inductor_init,
                 "coordinate_descent_tuning": self._wrap_coordinate_descent}[name](original)
 
@@ -650,26 +635,29 @@ class AutotuneTracer(_AutotunerWrapping):
 
         return benchmark_all_configs
 
-    def _wrap_inductor_candidate(self, original):
+    def _wrap_candidate(self, original, config_of: Callable, what: str):
+        """A function benchmarking one candidate (`config_of(its argument after self)`: Inductor's `bench` of a
+        launcher, select_algorithm's `benchmark_choice` of a choice) of the decision on top of this thread's stack.
+        A coordinate-descent frame also keeps each candidate's timing: its tuner keeps no table of them."""
         tracer = self
 
         @functools.wraps(original)
-        def bench(autotuner, launcher, *args, **kwargs):
+        def candidate(owner, item, *args, **kwargs):
             stack = getattr(tracer._frames, "stack", None)
             if not tracer.active or not stack:
-                return original(autotuner, launcher, *args, **kwargs)
+                return original(owner, item, *args, **kwargs)
             try:
-                config = autotune_config(launcher.config)
+                config = config_of(item)
             except Exception as exc:  # noqa: BLE001 - recording must never break the workload's tuning
-                tracer._warn("Inductor autotune recording", exc)
-                return original(autotuner, launcher, *args, **kwargs)
+                tracer._warn(what, exc)
+                return original(owner, item, *args, **kwargs)
             with tracer._candidate(stack[-1], config):
-                timing = original(autotuner, launcher, *args, **kwargs)
-            if "timings" in stack[-1]:  # coordinate descent: its tuner keeps no table of what it timed
+                timing = original(owner, item, *args, **kwargs)
+            if "timings" in stack[-1]:
                 stack[-1]["timings"].append([config, _finite_ms(timing)])
             return timing
 
-        return bench
+        return candidate
 
     def _inductor_decided(self, autotuner, frame, timings) -> None:
         """Inductor keeps the fastest of `timings` (launcher -> ms), as `CachingAutotuner.autotune_to_one_config`
