@@ -2,6 +2,8 @@
 
     python benchmarks/sweep_against_profiler.py --out results.json --steps 6 -- python WORKLOAD.py
     ... --stages plain,profile --profile-out P.json; then --stages sweep,aa --profile-in P.json (two calls)
+    ... --stages sweep[,aa]: the swept workload profiles its own steady state (one cold compile; the profiler's
+        CUPTI timings beside the recording's hooks)
 
 The workload takes STEPS as its first argument and `--profile OUT.json` (its own `torch.profiler` table of the steps
 after its warm-up: `benchmarks/workloads/bert_max_autotune.py`). Each stage runs in a fresh process with cold
@@ -117,10 +119,14 @@ def main():
         save()
     if "sweep" not in stages:
         return
-    profiled = json.loads(profile.read_text())
+    # no profiled run of its own: the swept workload profiles its own steady state (one cold compile, not two)
+    inside = "profile" not in stages and args.profile_in is None
+    results["profiled_inside_sweep"] = inside
     tritonhook = [sys.executable, "-m", "tritonhook"]
-    results["sweep_s"], done = timed([*tritonhook, "sweep", "--store", str(store), "--json", "--", *workload],
+    swept_command = [*workload, "--profile", str(profile)] if inside else workload
+    results["sweep_s"], done = timed([*tritonhook, "sweep", "--store", str(store), "--json", "--", *swept_command],
                                      cold_env(scratch, "sweep"), "tritonhook sweep")
+    profiled = json.loads(profile.read_text())
     swept = json.loads(done.stdout)
     results["sweep"] = {"rows": len(swept["rows"]), "candidates": len(swept["candidates"]),
                         "fidelity": swept["fidelity"], "times_s": swept["times_s"], "warnings": swept["warnings"],
@@ -129,17 +135,26 @@ def main():
     results["device"] = recording.device
     results["against_profiler"] = compare(profiled, recording)
     save()
-    if "aa" not in stages:
-        return
+    if "aa" in stages:
+        run_aa(results, tritonhook, store, cold_env(scratch, "sweep"))
+    save()
+    show(results)
+
+
+def run_aa(results: dict, tritonhook: list[str], store: Path, env: dict) -> None:
+    """An A/A replay of the sweep's recording (`plain,plain`), timed, with its verdicts."""
     results["aa_s"], done = timed([*tritonhook, "replay", "--store", str(store), "--variants", "plain,plain",
-                                   "--json"], cold_env(scratch, "sweep"), "A/A replay")
+                                   "--json"], env, "A/A replay")
     if done.returncode == 0:
         aa = json.loads(done.stdout)
         verdicts = [row["variants"][1]["verdict"] for row in aa["rows"] if len(row["variants"]) > 1]
         results["aa"] = {"rows": len(aa["rows"]), "no_difference": sum(v in ("no difference", "SASS identical")
                                                                         for v in verdicts),
                          "verdicts": verdicts, "fidelity": aa["fidelity"]}
-    save()
+
+
+def show(results: dict) -> None:
+    """The table and the summary lines, last."""
     against = results["against_profiler"]
     print(f"\n{'kernel':48} {'profiler':>9} {'recorded':>9}")
     for row in against["kernels"][:20]:
@@ -149,8 +164,9 @@ def main():
           f"{SHARE_POINTS:.0%} {against['held_within']} (max {against['max_share_points']}); benchmark-only "
           f"signatures {against['benchmark_only_signatures']} ({against['benchmark_only_launches']} launches); "
           f"decisions {against['decisions_by_tuner']}")
-    print(f"plain {results['plain_s']:.1f} s, sweep {results['sweep_s']:.1f} s "
-          f"({results['sweep_s'] / results['plain_s']:.2f}x), A/A {results.get('aa_s', 0):.1f} s; "
+    plain = results.get("plain_s")
+    print(f"plain {plain or 0:.1f} s, sweep {results['sweep_s']:.1f} s "
+          f"({results['sweep_s'] / plain if plain else 0:.2f}x), A/A {results.get('aa_s', 0):.1f} s; "
           f"sweep rows {results['sweep']['rows']}, fidelity {results['sweep']['fidelity']}; A/A {results.get('aa')}")
 
 
