@@ -52,8 +52,9 @@ class AutotuneCandidate:
     `triton.autotune` Autotuner and tuning key, or one Inductor kernel) and the config as plain data
     (`Config.all_kwargs()`: its constexprs and num_warps, num_stages, num_ctas, maxnreg where set)."""
 
-    group: int
+    group: int | None
     config: dict
+    compiling: bool = False  # inside a compile of Inductor's: the workload will never run this launch's kernel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -368,7 +369,7 @@ class AutotuneTracer(_AutotunerWrapping):
         def _compile_fx_inner(*args, **kwargs):
             if not tracer.active:
                 return original(*args, **kwargs)
-            frame = {"group": None, "candidate": None}
+            frame = {"group": None, "candidate": None, "compile": True}
             with tracer._deciding(frame), tracer._candidate(frame, {COMPILE: True}):
                 return original(*args, **kwargs)
 
@@ -611,7 +612,8 @@ class AutotuneTracer(_AutotunerWrapping):
     @contextlib.contextmanager
     def _candidate(self, frame: dict, config: dict) -> Iterator[None]:
         """While one candidate config of `frame`'s decision is benchmarked: `current()` says which."""
-        held, frame["candidate"] = frame["candidate"], AutotuneCandidate(frame["group"], config)
+        compiling = any(f.get("compile") for f in self._frames.__dict__.get("stack", ()))
+        held, frame["candidate"] = frame["candidate"], AutotuneCandidate(frame["group"], config, compiling)
         self.benchmarking += 1
         try:
             yield

@@ -50,6 +50,7 @@ class _Pending:
     dirt: list = dataclasses.field(default_factory=list)    # the dirt probe's cycle tensors (l2probe.probe_dirt)
     marks: list = dataclasses.field(default_factory=list)   # (idle anchor, mark): both (event, host seconds)
     empties: list = dataclasses.field(default_factory=list)  # the trailing empty kernel's events (first timed)
+    unsnapshot: bool = False  # described at a launch while Inductor compiled: its inputs not yet snapshotted
 
 
 class Recorder:
@@ -88,18 +89,17 @@ class Recorder:
         showed). Sets how many of the signature's next launches the tracer may pass over: up to the next it times."""
         pending = seen.data
         candidate = self.tuning()
+        compiling = candidate is not None and candidate.compiling
         if pending is None:  # first launch: describe and snapshot the inputs before the kernel can write them
-            shared = None if candidate is None else self.tuning_snapshots.setdefault(candidate.group, {})
             pending = seen.data = _Pending(Signature(
                 id=len(self.pending), kernel=spec.name, triton_hash=spec.triton_hash, capture_id=None, arch=None,
-                grid=list(grid), args=describe_args(args, spec.arg_names, spec.signature, spec.constexprs,
-                                                    blobs=self.snapshots, budget=self.budget,
-                                                    descriptor_fields=_triton.tensor_descriptor_fields,
-                                                    shared=shared),
+                grid=list(grid), args=self._described(spec, args, candidate),
                 arg_names=spec.arg_names, signature=spec.signature, constexprs=spec.to_json()["constexprs"],
-                launches=0, times_ms=[], source=spec.source), seen)
+                launches=0, times_ms=[], source=spec.source), seen, unsnapshot=compiling)
             self.pending.append(pending)
             self._prepare_timing()
+        elif pending.unsnapshot and candidate is None:  # first launched by a compile, now by the workload
+            pending.signature.args, pending.unsnapshot = self._described(spec, args, None), False
         signature = pending.signature
         if candidate is not None:  # the autotuner benchmarking a config: tuning, not the workload; not timed
             signature.tuning_launches += 1
@@ -117,6 +117,16 @@ class Recorder:
         if calls // self.time_every > before // self.time_every:
             return self._start_timing(pending, None)
         return None
+
+    def _described(self, spec: _triton.LaunchSpec, args: tuple, candidate) -> list[dict]:
+        """The launch's arguments as data, snapshotted unless Inductor is compiling (its benchmarks of template
+        configs and fusions: kernels the workload never runs, hundreds under max-autotune, each snapshot a copy
+        to the host)."""
+        compiling = candidate is not None and candidate.compiling
+        shared = None if candidate is None else self.tuning_snapshots.setdefault(candidate.group, {})
+        return describe_args(args, spec.arg_names, spec.signature, spec.constexprs,
+                             blobs=None if compiling else self.snapshots, budget=self.budget,
+                             descriptor_fields=_triton.tensor_descriptor_fields, shared=shared)
 
     def _prepare_timing(self) -> None:
         """At a signature's first launch: calibrate the stream hold here, not inside a timed launch (it would
