@@ -714,11 +714,11 @@ def choice_config(choice) -> dict:
 
 
 def selector_kernel(choices) -> str:
-    """A compile-time decision's name: its first Triton choice's name without the number (`triton_mm`), which names
-    every benchmark kernel of that template."""
+    """A compile-time decision's name: its first template choice's name without the number (`triton_mm`, which
+    names every benchmark kernel of that template; `cpp_CppMicroGemmFP32Vec` on a CPU), else its first choice's."""
     names = [str(getattr(choice, "name", "")) for choice in choices]
-    return next((name.rstrip("0123456789").rstrip("_") for name in names if name.startswith("triton_")),
-                names[0] if names else "?")
+    template = next((name for name in names if name[-1:].isdigit()), names[0] if names else "?")
+    return template.rstrip("0123456789").rstrip("_") or template
 
 
 def selector_key(input_nodes) -> list[str]:
