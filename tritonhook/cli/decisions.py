@@ -7,7 +7,8 @@ import argparse
 import sys
 
 from ..decisions.confirmation import AGAINST
-from ..format import show
+from ..errors import TritonhookError
+from ..format import print_json, show
 from .common import command_after_dashes, open_store, store_arg
 
 
@@ -30,6 +31,17 @@ def add_decisions(sub) -> None:
             action.add_argument("target", metavar=arg)
         action.add_argument("--json", action="store_true", help="print the result as JSON")
         action.set_defaults(handler=handler)
+    spread = actions.add_parser("divergence", help="the autotune picks of every process of several recordings "
+                                                   "(ranks, runs) per tuning key, and where they differ; --pin: one "
+                                                   "pick for every process")
+    store_arg(spread)
+    spread.add_argument("--recording", action="append", metavar="ID", dest="recordings",
+                        help="a recording to read (repeatable; default: every recording in the store)")
+    spread.add_argument("--pin", action="store_true",
+                        help="pin each divergent key's fastest pick by the autotuners' own timings (a near-tie "
+                             "broken by a fixed rule) for every rank and run; apply with run --apply STORE")
+    spread.add_argument("--json", action="store_true", help="print the result as JSON")
+    spread.set_defaults(handler=_divergence)
     confirm = actions.add_parser("confirm", help="run the workload as it is and with a sweep's or tune's decisions "
                                                  "applied (configs pinned, kernels built as chosen), alternately, "
                                                  "and compare the kernels' in-workload times")
@@ -47,6 +59,37 @@ def add_decisions(sub) -> None:
     confirm.add_argument("--json", action="store_true", help="print the result as JSON")
     confirm.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS...")
     confirm.set_defaults(handler=_confirm)
+
+
+def _divergence(args) -> int:
+    from ..decisions.keep import from_divergence
+    from ..sweep.divergence import divergence
+    from ..sweep.recording import RESULT_KIND, Recording
+
+    store = open_store(args, write=args.pin)
+    if args.recordings:
+        found = [store.result(which) for which in args.recordings]
+        if bad := [which for which, r in zip(args.recordings, found) if not isinstance(r, Recording)]:
+            raise TritonhookError(f"result {bad[0]}: not a recording in {store.path}")
+    else:
+        found = store.results(RESULT_KIND)
+    merged = [r for r in found if not r.label or r.label.endswith("-merged") or not any(
+        other.label == f"{r.label}-merged" for other in found)]  # a run's processes once: its merged recording
+    report = divergence(merged)
+    pins = None
+    if args.pin:
+        gpus = {r.device for r in merged if r.device}
+        if len(gpus) > 1:
+            raise TritonhookError(f"recordings of {len(gpus)} GPU kinds ({', '.join(sorted(gpus))}); pin one at a "
+                                  f"time with --recording")
+        pins = from_divergence(store, report, next(iter(gpus), None))
+    if args.json:
+        print_json({**report.to_json(), "pins": None if pins is None else pins.to_json()})
+        return 0
+    show(report)
+    if pins is not None:
+        show(pins)
+    return 0
 
 
 def _ls(args) -> int:

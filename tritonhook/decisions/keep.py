@@ -24,6 +24,7 @@ from ..measure.variants import config_of_label
 from ..ptxas import binaries
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.autotune import config_at_row, config_text, decision_of, tuning_key_of
+from ..sweep.divergence import Divergence
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload, within_fidelity_bar
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
@@ -458,3 +459,33 @@ def import_file(store: Store, path: str | os.PathLike) -> DecisionList:
     contents: FileContents = read_file(path)
     saved = save(store, contents.decisions)
     return DecisionList(saved, contents.refused, title=f"imported from {path} (format version {VERSION})")
+
+
+# ----- one pick for every process ---------------------------------------------------------------------------------
+def from_divergence(store: Store, found: Divergence, gpu: str | None) -> DecisionList:
+    """One pick for every rank and run: each divergent tuning key's config pinned for `gpu` (the recordings'), the
+    fastest of its rival picks by the autotuners' own timings, a near-tie broken by a fixed rule
+    (`KeyPicks.fastest`), never a vote among draws. Its evidence is that estimate (the pick's median over the
+    slowest rival's, the rivals' range as the interval); `tritonhook decisions confirm` confirms it in the workload.
+    Saved in the store; `run --apply` then runs it in every process of the job."""
+    if gpu is None:
+        raise TritonhookError("the recordings name no GPU; a pin holds for the GPU it was measured on")
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    made, warnings = [], []
+    for key in found.divergent:
+        config = key.fastest()
+        if config is None:
+            warnings.append(f"{key.kernel} [{' '.join(key.key)}]: a rival pick was never timed by its autotuner; "
+                            f"no pin")
+            continue
+        own = key.timings[config_text(config)]
+        slowest = max(key.timings[text][0] for text in key.configs)
+        evidence = Evidence(key.kernel, own[0] / slowest, own[1] / slowest, own[2] / slowest, "-", date, __version__,
+                            DIVERGENCE_KIND, None)
+        made.append((Decision(AutotuneKey(key.kernel, tuple(key.key), gpu), Choice(PLAIN, config=tuple(config.items())),
+                              evidence), None))
+    return DecisionList(save(store, made), warnings, title="one pick for every process")
+
+
+DIVERGENCE_KIND = "divergence"
+"""A pin's source: the autotune picks of several processes (`sweep.divergence`), not a replay."""

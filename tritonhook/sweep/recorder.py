@@ -258,7 +258,8 @@ class Recorder:
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
         arch = next((s.arch for s in signatures if s.arch), None)
         return Recording(signatures, arch=arch, device=device, triton_version=_triton.triton_version(),
-                         torch_version=self.torch.__version__, pid=os.getpid(), label=self.label,
+                         torch_version=self.torch.__version__, pid=os.getpid(), rank=distributed_rank(),
+                         label=self.label,
                          wall_s=time.time() - self.started, store=str(self.store.path),
                          budget=self.budget.to_json(), autotune=list(self.decisions),
                          sample_every=self.sample_every,
@@ -441,6 +442,13 @@ def _tracers(recorder: Recorder, guard: Callable[[str, Callable], Callable] = la
     for tracer in tracers:
         tracer.install()
     return tracers
+
+
+def distributed_rank() -> int | None:
+    """This process's rank in a distributed job (`RANK`, which torchrun and torch.distributed's launchers set);
+    None outside one, or where it is no whole number."""
+    text = os.environ.get("RANK", "")
+    return int(text) if text.isdigit() else None
 
 
 def compile_threads() -> int:

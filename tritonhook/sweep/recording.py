@@ -324,6 +324,7 @@ class Recording:
     l2_calibration: dict | None = None  # the L2 probe's {"hot", "cold"} median cycles (l2probe.Calibration)
     dirt_calibration: dict | None = None  # the dirt probe's {"clean", "dirty"} median cycles (l2probe.DirtCalibration)
     sm_clock_mhz: float | None = None  # the SM clock right after the workload (measure.timing.sm_clock_mhz)
+    rank: int | None = None          # the process's rank in a distributed job (RANK, as torchrun sets it)
     id: int | None = None            # its id in the store's results table
 
     @property
@@ -360,7 +361,7 @@ class Recording:
     @classmethod
     def merged(cls, recordings: Sequence["Recording"]) -> "Recording":
         """The recordings of several processes of one run as one (signature ids and autotune groups renumbered:
-        each process numbers its own from 0)."""
+        each process numbers its own from 0; each decision keeps its process's rank and pid)."""
         if not recordings:
             raise TritonhookError("no recording to merge: the command launched no Triton kernel")
         signatures, decisions, offset = [], [], 0
@@ -369,7 +370,7 @@ class Recording:
             for s in recording.signatures:
                 tag = s.autotune and {**s.autotune, "group": moved(s.autotune["group"])}
                 signatures.append(dataclasses.replace(s, id=len(signatures), autotune=tag))
-            decisions += [{**d, "group": moved(d["group"]),
+            decisions += [{"rank": recording.rank, "pid": recording.pid, **d, "group": moved(d["group"]),
                            **({"made_at": moved(d["made_at"])} if d.get("made_at") is not None else {})}
                           for d in recording.autotune]
             groups = [d["group"] for d in recording.autotune] + [s.autotune["group"] for s in recording.signatures

@@ -1,0 +1,72 @@
+"""One rank of a job whose autotuner picks per process: Triton's real Autotuner over the add kernel's three configs,
+its benchmark (`do_bench`, Triton's own argument for it) giving this rank's timings, where BLOCK 256 and BLOCK 512
+are a near-tie that each rank breaks its own way. No GPU: the launch after the pick fails, where this stops.
+
+    python divergent_ranks.py record STORE RUN   # the AutotuneTracer's decisions saved as this process's recording
+    python divergent_ranks.py apply STORE        # under the store's decisions: prints what ran and what was timed
+
+The rank is what torchrun sets (`RANK`), read as a recording reads it."""
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+
+import torch
+import triton
+
+import tritonhook
+from tritonhook import _triton
+from tritonhook.samples import add_kernel
+from tritonhook.store import Store
+from tritonhook.sweep import recording as rec
+from tritonhook.sweep.recorder import distributed_rank
+
+CONFIGS = [triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 512}, num_warps=4),
+           triton.Config({"BLOCK": 1024}, num_warps=8)]
+RANK_MS = {0: [0.0100, 0.0101, 0.0130], 1: [0.0101, 0.0100, 0.0130]}
+"""Each rank's benchmark of the configs, in order: 256 and 512 within 1%, so the ranks pick differently."""
+GPU = "NVIDIA H200"
+
+
+def autotuned(timed: list):
+    ms = RANK_MS[distributed_rank() or 0]
+
+    def do_bench(kernel_call, quantiles):
+        value = ms[len(timed) % len(ms)]
+        timed.append(value)
+        return [value, value * 0.99, value * 1.01]
+
+    return triton.autotune(CONFIGS, key=["n"], do_bench=do_bench)(add_kernel)
+
+
+def call(kernel) -> None:
+    x = torch.zeros(4096)
+    with contextlib.suppress(Exception):  # no GPU: the launch after the pick fails
+        kernel[(1,)](x, x, x, 4096)
+
+
+def record(store: str, run: str) -> None:
+    decided = []
+    tracer = _triton.AutotuneTracer(decided.append)
+    tracer.install()
+    try:
+        call(autotuned([]))
+    finally:
+        tracer.uninstall()
+    recording = rec.Recording([], "sm_90a", GPU, triton.__version__, torch.__version__, os.getpid(), label=run,
+                              autotune=[dataclasses.asdict(d) for d in decided], rank=distributed_rank())
+    Store(store).add_result(rec.RESULT_KIND, recording.to_json())
+
+
+def apply(store: str) -> None:
+    timed = []
+    kernel = autotuned(timed)
+    with tritonhook.session(store, apply=store, subprocesses=False):
+        call(kernel)
+    print(json.dumps({"rank": distributed_rank(), "timed": len(timed), "ran": kernel.best_config.kwargs}))
+
+
+if __name__ == "__main__":
+    record(*sys.argv[2:]) if sys.argv[1] == "record" else apply(sys.argv[2])

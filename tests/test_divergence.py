@@ -1,0 +1,77 @@
+"""Autotune picks across ranks and runs: each process's decisions recorded with its rank, the picks per tuning key
+compared (`sweep.divergence`), one pick pinned for every process (`decisions divergence --pin`), and the pin run by
+every rank with nothing benchmarked. Real processes (RANK as torchrun sets it), Triton's real Autotuner, the real
+CLI; no GPU (`tests/divergent_ranks.py`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tritonhook.store import Store
+from tritonhook.sweep import recording as rec
+from tritonhook.sweep.divergence import divergence
+
+SCRIPT = Path(__file__).with_name("divergent_ranks.py")
+GPU = "NVIDIA H200"
+
+
+def _ranks(*args, ranks=(0, 1)) -> list[subprocess.CompletedProcess]:
+    """The script run as each rank at once, as a job's processes run."""
+    started = [subprocess.Popen([sys.executable, str(SCRIPT), *map(str, args)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, "RANK": str(rank),
+                                                                        "WORLD_SIZE": str(len(ranks)),
+                                                                        "TRITONHOOK_DECISIONS_GPU": GPU})
+               for rank in ranks]
+    done = []
+    for process in started:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err[-2000:]
+        done.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    return done
+
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "tritonhook", *map(str, args)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """A store with two runs of a two-rank job, each process's autotune decision recorded."""
+    store = tmp_path_factory.mktemp("divergence") / "store"
+    for run in ("run-a", "run-b"):
+        _ranks("record", store, run)
+    return store
+
+
+def test_each_processs_pick_is_recorded_with_its_rank_and_the_divergent_key_found(two_runs):
+    recordings = Store(two_runs).results(rec.RESULT_KIND)
+    assert sorted((r.label, r.rank) for r in recordings) == [("run-a", 0), ("run-a", 1), ("run-b", 0), ("run-b", 1)]
+    found = divergence(recordings)
+    (key,) = found.keys
+    assert key.divergent and key.kernel == "add_kernel" and len(key.picks) == 4
+    picked = {(p.run, p.rank): p.config["BLOCK"] for p in key.picks}
+    assert picked == {("run-a", 0): 256, ("run-a", 1): 512, ("run-b", 0): 256, ("run-b", 1): 512}
+    assert key.flip_rate == pytest.approx(0.5)  # two picks of four are not the commoner config (a tie: either)
+    assert key.spread == pytest.approx(1.0)  # by the autotuners' own medians the rivals are a tie
+    assert {text.split(",")[0] for text in key.timings} == {"BLOCK=256", "BLOCK=512", "BLOCK=1024"}
+
+
+def test_one_pick_pinned_for_every_rank_runs_in_each_with_nothing_benchmarked(two_runs, tmp_path):
+    shown = json.loads(_cli("decisions", "divergence", "--store", two_runs, "--pin", "--json").stdout)
+    assert shown["divergent"] == 1
+    (pin,) = shown["pins"]["decisions"]
+    assert pin["key"]["gpu"] == GPU and dict(pin["choice"]["config"])["BLOCK"] == 256  # the tie's fixed rule
+    ran = [json.loads(done.stdout) for done in _ranks("apply", two_runs)]
+    assert [(r["rank"], r["timed"], r["ran"]) for r in ran] == [(0, 0, {"BLOCK": 256}), (1, 0, {"BLOCK": 256})]
+    again = tmp_path / "pinned"
+    _ranks("record", again, "run-pinned")  # without the pin each rank picks its own again
+    assert divergence(Store(again).results(rec.RESULT_KIND)).divergent
