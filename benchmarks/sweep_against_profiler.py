@@ -34,13 +34,20 @@ COVERAGE, SHARE_POINTS = 0.9, 0.02
 be (2 percentage points)."""
 
 
+LOGS = Path(".")
+"""Where each stage's standard error goes as it runs (beside --out): a stage cut off by a time limit still says how
+far it got."""
+
+
 def timed(command: list[str], env: dict, what: str) -> tuple[float, subprocess.CompletedProcess]:
     began = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    log = LOGS / f"{what.replace(' ', '_').replace('/', '')}.stderr"
+    with open(log, "w") as stderr:
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
     seconds = time.perf_counter() - began
     print(f"{what}: exit {done.returncode} in {seconds:.1f} s", flush=True)
     if done.returncode != 0:
-        print(done.stdout[-3000:], done.stderr[-6000:], sep="\n", flush=True)
+        print(done.stdout[-3000:], log.read_text()[-6000:], sep="\n", flush=True)
     return seconds, done
 
 
@@ -104,6 +111,8 @@ def main():
     store = scratch / "store"
     stages = args.stages.split(",")
     out = Path(args.out)
+    global LOGS
+    LOGS = out.parent
     results: dict = json.loads(out.read_text()) if out.is_file() else {"command": workload}
 
     def save():
