@@ -24,7 +24,7 @@ from . import config, format
 from ._imports import noted
 from ._triton import REQUIREMENT
 from .errors import TritonhookError
-from .launcher import Capture, ChildSettings, run as run_child
+from .launcher import Capture, ChildSettings, run_workload
 from .preflight import named_gpu
 from .rename import Rename, Selector
 from .store import Store
@@ -69,7 +69,7 @@ def run_command(command: list[str], store: Store | str | os.PathLike | None = No
     before = store.last_id()
     with tempfile.TemporaryDirectory(prefix="tritonhook-run-") as notes:
         capture = Capture.of(store.path, rename=rename, select=select, fix_tma_scope=fix_tma_scope, apply=apply)
-        completed = run_child(command, ChildSettings(capture=capture, notes=notes))
+        completed = run_workload(command, ChildSettings(capture=capture, notes=notes))
         return _result(store, before, completed.returncode, noted(notes))
 
 
@@ -94,7 +94,7 @@ def capture_command(command: list[str], store: Store | str | os.PathLike | None 
         settings = ChildSettings(capture=Capture.of(store.path), ptxas=side_wrappers(work, store.path),
                                  cute_keep=keep_settings(dump), token=token, notes=str(notes))
         began = time.time()
-        completed = run_child(command, settings, stdout=stdout)
+        completed = run_workload(command, settings, stdout=stdout)
         collect_dump_dir(dump, store, since=began)
         return _result(store, before, completed.returncode, noted(str(notes)), cutile_hint=not wheel_ptxas)
 
