@@ -33,6 +33,41 @@ def tritonhook(*args, check=True, **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 400 KiB file system (tmpfs): room for a store's index and a blob or two, not for six captures."""
+    where = tmp_path / "small"
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(where)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
+    yield where
+    subprocess.run(["umount", str(where)], check=True)
+
+
+@pytest.mark.parametrize("command, allow_lost, per_compile", [("run", False, 1), ("run", True, 1),
+                                                              ("capture", False, 2)])
+def test_a_run_whose_captures_could_not_all_be_written_fails(small_disk, tmp_path, command, allow_lost,
+                                                             per_compile):
+    """The workload compiles six kernels (it prints one line each; a cold Triton cache, so each runs ptxas) into a
+    store on a full file system: the run counts every capture as written or lost (capture also records each ptxas
+    call, from a process of its own), and with any lost it fails, although the workload exited 0, unless
+    --allow-lost."""
+    result = tritonhook(command, "--store", small_disk / "store", *(["--allow-lost"] if allow_lost else []), "--",
+                        sys.executable, DEMO, "add", "matmul_fp16", check=False,
+                        env=dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton-cache")))
+    compiled = [line for line in result.stdout.splitlines() if re.match(r"sm_\d+: \w+ \(\d+ B cubin\)", line)]
+    lost = re.search(r"^tritonhook: (\d+) of (\d+) capture\(s\) could not be written to \S+ \(see the warnings "
+                     r"above\); (.*)$", result.stderr, re.M)
+    written = re.search(r"^tritonhook: (\d+) capture\(s\) written to", result.stderr, re.M)
+    assert len(compiled) == 6 and lost and written, result.stderr
+    assert int(lost[1]) >= 1 and int(lost[2]) == per_compile * len(compiled) == int(lost[1]) + int(written[1])
+    assert result.returncode == (0 if allow_lost else 1)
+    assert lost[3] == ("accepted (--allow-lost)" if allow_lost else
+                       "the run fails; pass --allow-lost to accept the loss")
+
+
 def test_run_captures_a_script_with_no_source_edit_and_passes_its_exit_code(store_path):
     result = tritonhook("run", "--store", store_path, "--", sys.executable, DEMO, "add", "matmul_fp16",
                         "--exit-code", "3", check=False)
