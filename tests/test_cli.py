@@ -497,3 +497,53 @@ def test_every_commands_help_renders():
     helped = {name: " ".join(parser.format_help().split()) for name, parser in _parsers(build_parser())}
     assert len(helped) > 20 and all(text.startswith("usage: ") for text in helped.values())
     assert "rows 2% wide" in helped["tritonhook sweep"] and "rows 2% wide" in helped["tritonhook replay"]
+
+
+# ----- folders and files made where the user says, by one process alone --------------------------------------------
+def test_two_demos_started_together_into_one_folder_make_one_store(tmp_path):
+    """Both start at once: one runs, the other is refused in one line, and the store holds one demo's captures
+    (each compile of each variant once), not two."""
+    from tritonhook.page.demo import VARIANTS, compile_jobs
+
+    out = tmp_path / "demo"
+    demos = [subprocess.Popen([sys.executable, "-m", "tritonhook", "demo", "--out", str(out), "--samples", "add",
+                               "--no-attention"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    done = sorted(((demo.wait(timeout=600), *demo.communicate()) for demo in demos), key=lambda d: d[0])
+    (ran, ran_out, _), (refused, _, refused_err) = done
+    assert (ran, refused) == (0, 2), done
+    assert refused_err.splitlines() == [f"tritonhook: error: {out / 'store'}: already holds a store from an earlier "
+                                        f"demo (or one running now); pass another --out or remove it (the demo "
+                                        f"starts from a fresh store)"]
+    one_demo = len(compile_jobs(["add"], attention=False)) * len(VARIANTS)
+    assert Store(out / "store", readonly=True).count() == one_demo
+    assert f"captures: {one_demo} in {out / 'store'}" in ran_out
+
+
+@pytest.mark.parametrize("command", [["run", "--store"], ["demo", "--samples", "add", "--no-attention", "--out"]])
+def test_a_folder_holding_other_files_is_not_made_a_store(tmp_path, command):
+    """`run --store DIR` / `demo --out DIR` on a folder of the user's own files (or `/`) is refused in one line,
+    and nothing is left in it; an empty folder is taken."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    for folder in (mine, Path("/")):
+        before = sorted(os.listdir(folder))
+        result = tritonhook(*command, folder, *(["--", "true"] if command[0] == "run" else []), check=False)
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+        assert result.stderr.startswith(f"tritonhook: error: {folder}: a folder holding other files (")
+        assert sorted(os.listdir(folder)) == before
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    if command[0] == "run":
+        tritonhook(*command, empty, "--", "true")
+        assert Store(empty, readonly=True).count() == 0
+
+
+def test_export_onto_a_file_says_it_is_not_a_folder(recorded_store, tmp_path):
+    store, _ = recorded_store
+    (tmp_path / "a-file").write_text("")
+    result = tritonhook("export", "--store", store, "1", tmp_path / "a-file", check=False)
+    assert result.returncode == 2 and "File exists" not in result.stderr
+    assert re.fullmatch(rf"tritonhook: error: {tmp_path}/a-file/\S+: cannot write the capture 1 \w+ \({tmp_path}/"
+                        rf"a-file is not a folder\)\n", result.stderr), result.stderr
