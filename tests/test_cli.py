@@ -33,6 +33,41 @@ def tritonhook(*args, check=True, **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 400 KiB file system (tmpfs): room for a store's index and a blob or two, not for six captures."""
+    where = tmp_path / "small"
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(where)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
+    yield where
+    subprocess.run(["umount", str(where)], check=True)
+
+
+@pytest.mark.parametrize("command, allow_lost, per_compile", [("run", False, 1), ("run", True, 1),
+                                                              ("capture", False, 2)])
+def test_a_run_whose_captures_could_not_all_be_written_fails(small_disk, tmp_path, command, allow_lost,
+                                                             per_compile):
+    """The workload compiles six kernels (it prints one line each; a cold Triton cache, so each runs ptxas) into a
+    store on a full file system: the run counts every capture as written or lost (capture also records each ptxas
+    call, from a process of its own), and with any lost it fails, although the workload exited 0, unless
+    --allow-lost."""
+    result = tritonhook(command, "--store", small_disk / "store", *(["--allow-lost"] if allow_lost else []), "--",
+                        sys.executable, DEMO, "add", "matmul_fp16", check=False,
+                        env=dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton-cache")))
+    compiled = [line for line in result.stdout.splitlines() if re.match(r"sm_\d+: \w+ \(\d+ B cubin\)", line)]
+    lost = re.search(r"^tritonhook: (\d+) of (\d+) capture\(s\) could not be written to \S+ \(see the warnings "
+                     r"above\); (.*)$", result.stderr, re.M)
+    written = re.search(r"^tritonhook: (\d+) capture\(s\) written to", result.stderr, re.M)
+    assert len(compiled) == 6 and lost and written, result.stderr
+    assert int(lost[1]) >= 1 and int(lost[2]) == per_compile * len(compiled) == int(lost[1]) + int(written[1])
+    assert result.returncode == (0 if allow_lost else 1)
+    assert lost[3] == ("accepted (--allow-lost)" if allow_lost else
+                       "the run fails; pass --allow-lost to accept the loss")
+
+
 def test_run_captures_a_script_with_no_source_edit_and_passes_its_exit_code(store_path):
     result = tritonhook("run", "--store", store_path, "--", sys.executable, DEMO, "add", "matmul_fp16",
                         "--exit-code", "3", check=False)
@@ -462,3 +497,53 @@ def test_every_commands_help_renders():
     helped = {name: " ".join(parser.format_help().split()) for name, parser in _parsers(build_parser())}
     assert len(helped) > 20 and all(text.startswith("usage: ") for text in helped.values())
     assert "rows 2% wide" in helped["tritonhook sweep"] and "rows 2% wide" in helped["tritonhook replay"]
+
+
+# ----- folders and files made where the user says, by one process alone --------------------------------------------
+def test_two_demos_started_together_into_one_folder_make_one_store(tmp_path):
+    """Both start at once: one runs, the other is refused in one line, and the store holds one demo's captures
+    (each compile of each variant once), not two."""
+    from tritonhook.page.demo import VARIANTS, compile_jobs
+
+    out = tmp_path / "demo"
+    demos = [subprocess.Popen([sys.executable, "-m", "tritonhook", "demo", "--out", str(out), "--samples", "add",
+                               "--no-attention"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    done = sorted(((demo.wait(timeout=600), *demo.communicate()) for demo in demos), key=lambda d: d[0])
+    (ran, ran_out, _), (refused, _, refused_err) = done
+    assert (ran, refused) == (0, 2), done
+    assert refused_err.splitlines() == [f"tritonhook: error: {out / 'store'}: already holds a store from an earlier "
+                                        f"demo (or one running now); pass another --out or remove it (the demo "
+                                        f"starts from a fresh store)"]
+    one_demo = len(compile_jobs(["add"], attention=False)) * len(VARIANTS)
+    assert Store(out / "store", readonly=True).count() == one_demo
+    assert f"captures: {one_demo} in {out / 'store'}" in ran_out
+
+
+@pytest.mark.parametrize("command", [["run", "--store"], ["demo", "--samples", "add", "--no-attention", "--out"]])
+def test_a_folder_holding_other_files_is_not_made_a_store(tmp_path, command):
+    """`run --store DIR` / `demo --out DIR` on a folder of the user's own files (or `/`) is refused in one line,
+    and nothing is left in it; an empty folder is taken."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    for folder in (mine, Path("/")):
+        before = sorted(os.listdir(folder))
+        result = tritonhook(*command, folder, *(["--", "true"] if command[0] == "run" else []), check=False)
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+        assert result.stderr.startswith(f"tritonhook: error: {folder}: a folder holding other files (")
+        assert sorted(os.listdir(folder)) == before
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    if command[0] == "run":
+        tritonhook(*command, empty, "--", "true")
+        assert Store(empty, readonly=True).count() == 0
+
+
+def test_export_onto_a_file_says_it_is_not_a_folder(recorded_store, tmp_path):
+    store, _ = recorded_store
+    (tmp_path / "a-file").write_text("")
+    result = tritonhook("export", "--store", store, "1", tmp_path / "a-file", check=False)
+    assert result.returncode == 2 and "File exists" not in result.stderr
+    assert re.fullmatch(rf"tritonhook: error: {tmp_path}/a-file/\S+: cannot write the capture 1 \w+ \({tmp_path}/"
+                        rf"a-file is not a folder\)\n", result.stderr), result.stderr

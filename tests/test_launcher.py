@@ -9,7 +9,10 @@ from __future__ import annotations
 import ast
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ import pytest
 import tritonhook
 from tritonhook import config
 from tritonhook.errors import TritonhookError
-from tritonhook.launcher import OFF, AbRound, Capture, ChildSettings, CuteKeep, Ptxas, Record, popen, run
+from tritonhook.launcher import OFF, AbRound, Capture, ChildSettings, CuteKeep, Ptxas, Record, popen, run, run_workload
 
 PACKAGE = Path(tritonhook.__file__).parent
 
@@ -129,10 +132,91 @@ def test_enable_and_run_command_give_a_child_the_same_tma_scope_fix(tmp_path):
     assert exported == seen.read_text() == "sm_12"
 
 
-@pytest.mark.parametrize("start", [run, popen])
+@pytest.mark.parametrize("start", [run, popen, run_workload])
 def test_a_program_that_cannot_start_is_one_line(tmp_path, start):
+    handlers = [signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)]
     with pytest.raises(TritonhookError, match=r"^/nonexistent/prog: cannot start it \("):
         start(["/nonexistent/prog"], ChildSettings())
+    assert [signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)] == handlers
+
+
+# ----- a workload and the signals that end it ------------------------------------------------------------------------
+def _tritonhook(*args: object, **kwargs) -> subprocess.Popen:
+    """A real `tritonhook` process, outside any terminal (as under a script, CI or `kill`)."""
+    return subprocess.Popen([sys.executable, "-m", "tritonhook", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, **kwargs)
+
+
+@pytest.mark.parametrize("command", ["run", "capture"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL, signal.SIGINT, signal.SIGHUP])
+def test_a_command_killed_by_a_signal_exits_as_a_shell_says(tmp_path, command, signum):
+    """`sh -c 'kill -N $$'` ends with status 128 + N under a shell; under tritonhook run and capture too (Python's
+    returncode is -N, which sys.exit turned into 256 - N)."""
+    done = _tritonhook(command, "--store", tmp_path / "store", "--", "sh", "-c", f"kill -{signum.name[3:]} $$")
+    _, stderr = done.communicate(timeout=120)
+    assert done.returncode == 128 + signum, stderr
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or a zombie nobody reaped yet (its parent gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+_SLEEPER = """
+import os, subprocess, sys, time
+grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+open(sys.argv[1] + ".tmp", "w").write(f"{os.getpid()} {grandchild.pid}")
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+try:
+    while True:
+        time.sleep(0.05)
+except KeyboardInterrupt:
+    grandchild.kill()
+    sys.exit(int(sys.argv[2]))
+"""
+
+
+def _started_workload(tmp_path: Path, handled_status: int = 0) -> tuple[subprocess.Popen, list[int]]:
+    """`tritonhook run -- python` of a loop that started a grandchild and wrote both pids; (tritonhook, the pids)."""
+    pids = tmp_path / "pids"
+    process = _tritonhook("run", "--store", tmp_path / "store", "--", sys.executable, "-c", _SLEEPER, pids,
+                          handled_status)
+    deadline = time.monotonic() + 120
+    while not pids.exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    return process, [int(pid) for pid in pids.read_text().split()]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_tritonhook_run_ends_the_workload_and_every_process_it_started(tmp_path, signum):
+    """`kill` of tritonhook run reaches the workload's process group, and tritonhook waits for it: afterwards
+    neither the workload nor the process it started is running, and the status is the workload's as a shell says
+    it (killed by the signal)."""
+    process, pids = _started_workload(tmp_path)
+    assert not any(_gone(pid) for pid in pids)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + signum, stderr
+    assert _gone(pids[0])  # tritonhook reaped it before exiting
+    deadline = time.monotonic() + 10  # the grandchild, orphaned, is reaped by init
+    while not _gone(pids[1]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pids[1])
+    assert f"{signum.name} passed to" in stderr
+
+
+def test_a_workload_that_handles_ctrl_c_gives_tritonhook_its_own_status(tmp_path):
+    """SIGINT reaches the workload once; it handles it (exits 7 from KeyboardInterrupt), and tritonhook exits 7,
+    not 130 nor a traceback of its own."""
+    process, pids = _started_workload(tmp_path, handled_status=7)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 7, stderr
+    assert "Traceback" not in stderr and _gone(pids[0])
 
 
 def _passes_env(call: ast.Call) -> bool:

@@ -108,15 +108,25 @@ def waiting_for(name: str) -> bool:
     return _waiting(name) is not None
 
 
-def note(folder: str, name: str) -> None:
-    """Leave the file `folder`/`name`.PID holding this interpreter's path: how the Python processes of a command
-    under `tritonhook run` / `capture` tell it what they imported (`noted`). Never raises: a note that cannot be
-    left must not break the command."""
+def note(folder: str, name: str, text: str | None = None) -> None:
+    """Leave the file `folder`/`name`.PID holding `text` (default: this interpreter's path): how the processes of a
+    command under `tritonhook run` / `capture` tell it what they imported (`noted`) or lost (`noted_count`). Never
+    raises: a note that cannot be left must not break the command."""
     try:
         with open(os.path.join(folder, f"{name}.{os.getpid()}"), "w", encoding="utf-8") as handle:
-            handle.write(sys.executable)
+            handle.write(sys.executable if text is None else text)
     except OSError:
         pass
+
+
+def note_lost_captures(count: int) -> None:
+    """Tell the `tritonhook run` / `capture` this process runs under, if any, that `count` of its captures could not
+    be written: the run then fails, where a warning on stderr alone would leave its exit status 0. Noted at each
+    loss, so a process killed later still told."""
+    from .config import NOTE_IMPORTS, NOTED_CAPTURES_LOST
+
+    if folder := NOTE_IMPORTS.get():
+        note(folder, NOTED_CAPTURES_LOST, str(count))
 
 
 def noted(folder: str) -> dict[str, list[str]]:
@@ -126,3 +136,15 @@ def noted(folder: str) -> dict[str, list[str]]:
         with open(entry.path, encoding="utf-8") as handle:
             found.setdefault(entry.name.rpartition(".")[0], set()).add(handle.read())
     return {name: sorted(pythons) for name, pythons in found.items()}
+
+
+def noted_count(folder: str, name: str) -> int:
+    """The sum of the counts the processes noted as `name` in `folder`; a note whose count could not be written
+    (the disk full there too) counts one."""
+    total = 0
+    for entry in os.scandir(folder):
+        if entry.name.rpartition(".")[0] == name:
+            with open(entry.path, encoding="utf-8") as handle:
+                text = handle.read().strip()
+            total += int(text) if text.isdigit() else 1
+    return total

@@ -88,11 +88,12 @@ STORE = EnvVar("TRITONHOOK_STORE", None, str,
 ENABLE = EnvVar("TRITONHOOK_ENABLE", False, _flag,
                 "'1': a Python process started with tritonhook's sitecustomize enables capture when it imports Triton.")
 NOTE_IMPORTS = EnvVar("TRITONHOOK_NOTE_IMPORTS", None, str,
-                      "Set by `tritonhook run` / `capture` for its command: a folder where each of its Python "
-                      "processes notes that it imported cuda.tile, or looked for triton and found none "
-                      "(`_imports.note`), so the command's summary can say what it could not capture.")
-NOTED_TRITON_MISSING, NOTED_CUTILE = "triton-missing", "cuda.tile"
-"""The notes a process leaves in `NOTE_IMPORTS`: its Python has no Triton to import; it imported cuTile."""
+                      "Set by `tritonhook run` / `capture` for its command: a folder where each of its processes "
+                      "notes that it imported cuda.tile, looked for triton and found none, or could not write "
+                      "captures (`_imports.note`), so the command's summary can say what it could not capture.")
+NOTED_TRITON_MISSING, NOTED_CUTILE, NOTED_CAPTURES_LOST = "triton-missing", "cuda.tile", "captures-lost"
+"""The notes a process leaves in `NOTE_IMPORTS`: its Python has no Triton to import; it imported cuTile; how many of
+its captures could not be written."""
 FIX_TMA_SCOPE = EnvVar("TRITONHOOK_FIX_TMA_SCOPE", False, _tma_scope,
                        "A child process rewrites TMA loads to CTA scope (tma_scope): '1' those of sm_12x targets, "
                        "'all' every target's, other text those of targets starting with it ('sm_120').",

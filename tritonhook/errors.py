@@ -23,6 +23,17 @@ class TritonhookError(Exception):
     """A user-facing error: the message says which file/object is wrong and why."""
 
 
+class Stopped(Exception):
+    """A signal tritonhook passed on to a user's command (`launcher.Workload`) ended it: the tritonhook command
+    stops there too, and exits with `status`, the command's own (what the command chose when it handled the
+    signal, 128 + N when signal N killed it). Not a `TritonhookError`: nothing was wrong, and a caller that
+    turns errors into a failed item must not go on to the next one."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
 def warn(message: str) -> None:
     """A RuntimeWarning located at the first caller outside tritonhook and Triton (`_user_stacklevel`)."""
     warnings.warn(message, RuntimeWarning, stacklevel=_user_stacklevel())

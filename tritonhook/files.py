@@ -9,6 +9,8 @@ typo in an output path. `file_name` makes a file name of a kernel name: Triton c
 name (it caps its own cache names at 150), and the file system refuses names over 255 bytes. `read_input` is the one
 way a file the user names is read (PTX, cubins, control files, decisions, recordings, baselines, memwatch JSON):
 only a regular file, and never more than its cap, since `/dev/zero` or a FIFO has a size of 0 and no end.
+`create_new` is the one way a file or folder that must be this process's alone is made (a store's index, the
+demo's store, the file `check_writable` tries): "is it there? then make it" lets two processes both make it.
 """
 
 from __future__ import annotations
@@ -64,16 +66,52 @@ def _kind_of(mode: int) -> str:
     return "a special file"
 
 
+def create_new(path: str | os.PathLike, *, folder: bool = False) -> bool:
+    """Make the empty file (with `folder`: the folder) `path`, and its parent folders, unless something is there:
+    True when this call made it. One system call decides (O_EXCL, mkdir), so of processes racing to make it one
+    alone gets True. Other failures are the OSError (each caller says what it was making)."""
+    path = Path(path)
+    _make_parents(path)
+    try:
+        if folder:
+            os.mkdir(path)
+        else:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        return False
+    return True
+
+
+def holding_others(folder: str | os.PathLike, own: frozenset[str]) -> str | None:
+    """"a folder holding other files (a, b, c, ...)" when `folder` holds names outside `own`, else None: a folder
+    given for a store or a demo must be new, empty or theirs, so that a mistyped path (a home folder, `/`) is not
+    filled up beside the user's own files."""
+    others = sorted(set(os.listdir(folder)) - own)
+    if not others:
+        return None
+    return f"a folder holding other files ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''})"
+
+
 def write_file(path: str | os.PathLike, data: str | bytes, what: str) -> Path:
     """Write `data` (text as UTF-8) to `path`, making its folders; any OSError is a `TritonhookError`:
     "PATH: cannot write the WHAT (REASON)"."""
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_parents(path)
         path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
     except OSError as exc:
         raise cannot_write(path, what, exc) from None
     return path
+
+
+def _make_parents(path: Path) -> None:
+    """Make the missing folders above `path`; one that is a file is an OSError whose reason names it ("A is not a
+    folder": mkdir's own "File exists" names neither it nor what is wrong)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        blocking = next(p for p in path.parents if p.exists() and not p.is_dir())
+        raise NotADirectoryError(errno.ENOTDIR, f"{blocking} is not a folder") from None
 
 
 def check_writable(path: str | os.PathLike | None, what: str) -> None:
@@ -82,13 +120,13 @@ def check_writable(path: str | os.PathLike | None, what: str) -> None:
     if path is None:
         return
     path = Path(path)
-    made = not path.exists()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "ab"):
-            pass
-        if made:
-            path.resolve().unlink()  # the file made, also where `path` is a link that pointed at nothing
+        real = path.resolve()  # where `path` is a link that points at nothing, the file it would make
+        if create_new(real):
+            real.unlink()
+        else:
+            with open(path, "ab"):
+                pass
     except OSError as exc:
         raise cannot_write(path, what, exc) from None
 

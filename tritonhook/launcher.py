@@ -7,6 +7,13 @@ launcher switch, the visible GPU and the source tree the child imports tritonhoo
 `ChildSettings.environment` is the only code that turns them into the environment a subprocess sees, `run` and
 `popen` start a process under them, and `ChildSettings.current` is how a child reads its own back.
 
+A user's command (the workload of run, capture, record, sweep, ab, memwatch, check, decisions confirm) starts as a
+`Workload`: tritonhook stands between the shell and it, so it must not change what the shell sees. Its exit status
+is the shell's (128 + N for a command killed by signal N, `exit_status`), and SIGTERM, SIGINT and SIGHUP sent to
+tritonhook reach the command's process group, which tritonhook then waits for, as `timeout` does: a `kill` of
+tritonhook never leaves the workload running without it. tritonhook's own workers (replay, rebuild) are not
+workloads: a signal stops tritonhook, and them with it, as before.
+
 A part left None is inherited as the parent has it (a `tritonhook capture` run's token reaches the processes its
 command starts in turn). Capture and recording can also be switched `OFF`: every variable of the part is then set
 to "" (which `EnvVar.get` reads as unset), so a replay worker neither captures nor records even when its parent
@@ -18,13 +25,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import signal
 import subprocess
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Mapping, Sequence
 
 from . import config
 from .config import EnvVar
-from .errors import TritonhookError
+from .errors import Stopped, TritonhookError
 
 if TYPE_CHECKING:  # rename imports the Triton adapter: loaded where a rename is encoded or decoded, not before
     from . import rename as _rename
@@ -263,3 +272,110 @@ def popen(command: Sequence[str], settings: ChildSettings, **kwargs) -> subproce
 
 def _cannot_start(command: Sequence[str], exc: OSError) -> TritonhookError:
     return TritonhookError(f"{command[0]}: cannot start it ({exc.strerror or exc})")
+
+
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""What tritonhook passes on to a running workload, as `timeout` does: the signals that ask a process to stop."""
+
+
+def exit_status(returncode: int) -> int:
+    """A child's status as a shell says it: 128 + N for one killed by signal N (Python's returncode is -N, which
+    `sys.exit` would turn into 256 - N)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run_workload(command: Sequence[str], settings: ChildSettings, *, input=None, **kwargs
+                 ) -> subprocess.CompletedProcess:
+    """`run` for a user's command, as a `Workload`: its returncode is `exit_status`'s."""
+    with Workload(command, settings, **kwargs) as workload:
+        stdout, stderr = workload.process.communicate(input)
+        status = workload.wait()
+    return subprocess.CompletedProcess(workload.process.args, status, stdout, stderr)
+
+
+class Workload:
+    """A user's command under `settings` (`popen`'s keyword arguments), for the length of a `with` block.
+
+    Outside a terminal's foreground it runs in a process group of its own, and SIGTERM, SIGINT and SIGHUP that
+    reach tritonhook meanwhile are sent to that group (one that comes while the command starts, once it has): the
+    command and every process it started get them, and tritonhook goes on waiting. In the foreground of a terminal
+    the command stays in tritonhook's group, so the terminal's Ctrl-C, Ctrl-Z and reads reach it as without
+    tritonhook (a group of its own would be stopped on its first read); there the terminal delivers SIGINT to both,
+    and SIGTERM and SIGHUP go to the command's process. Leaving the block waits for the command (after killing its
+    group when the block raised); when a signal was passed on, it then raises `Stopped` with the command's status:
+    the tritonhook command stops there, as the user asked, with the status the command chose."""
+
+    def __init__(self, command: Sequence[str], settings: ChildSettings, **kwargs):
+        self._command, self._settings, self._kwargs = list(command), settings, kwargs
+        self.process: subprocess.Popen | None = None
+        self.signalled: list[int] = []
+        self._unsent: list[int] = []
+        self._saved: dict[int, object] = {}
+        self._own_group = not _in_terminal_foreground()
+
+    def __enter__(self) -> "Workload":
+        if threading.current_thread() is threading.main_thread():  # signal handlers are the main thread's alone
+            self._saved = {signum: signal.signal(signum, self._forward) for signum in FORWARDED_SIGNALS}
+        try:
+            self.process = popen(self._command, self._settings, process_group=0 if self._own_group else None,
+                                 **self._kwargs)
+        except BaseException:
+            self._restore()
+            raise
+        for signum in self._unsent:  # those that came while it started
+            self._send(signum)
+        return self
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the command; its status as a shell says it (`exit_status`)."""
+        return exit_status(self.process.wait(timeout))
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is not None and self.process.poll() is None:
+                self._send(signal.SIGKILL)
+            with self.process:  # closes its pipes, then waits
+                pass
+        finally:
+            self._restore()
+        if exc_type is None and self.signalled:
+            names = ", ".join(dict.fromkeys(signal.Signals(s).name for s in self.signalled))
+            raise Stopped(f"{names} passed to {self._command[0]}, which exited with status {self.wait()}",
+                          self.wait())
+
+    def _forward(self, signum: int, frame) -> None:
+        self.signalled.append(signum)
+        if self.process is None:
+            self._unsent.append(signum)
+        else:
+            self._send(signum)
+
+    def _send(self, signum: int) -> None:
+        """`signum` to the command's group; outside a group of its own, to its process, except a SIGINT, which the
+        terminal delivered to it already."""
+        try:
+            if self._own_group:
+                os.killpg(self.process.pid, signum)
+            elif signum != signal.SIGINT:
+                self.process.send_signal(signum)
+        except ProcessLookupError:
+            pass  # it and its group are gone already
+
+    def _restore(self) -> None:
+        for signum, handler in self._saved.items():
+            signal.signal(signum, handler)
+        self._saved = {}
+
+
+def _in_terminal_foreground() -> bool:
+    """Whether tritonhook's process group is the foreground group of its controlling terminal."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False  # no controlling terminal
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -9,7 +9,8 @@ so that Python processes the script starts (Inductor's compile workers, torchrun
 store. `disable()` restores the environment it changed.
 
 Lost captures: a capture that cannot be written (disk full, store removed) must not break the compile, so the hook
-warns once and goes on; the session counts the losses and says how many at `disable()` or at exit.
+warns once and goes on; the session counts the losses and says how many at `disable()` or at exit, and under
+`tritonhook run` / `capture` notes them at once for the run, which then fails (`_imports.note_lost_captures`).
 
 Listeners: this is the capture core, and it imports no feature. What a session tells about each capture (preflight's
 stack-reservation warning) is registered from above in `LISTENER_FACTORIES`; the package wires preflight there, so
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from . import config
+from ._imports import note_lost_captures
 from .errors import TritonhookError
 from .store import NewCapture, Store
 
@@ -65,6 +67,7 @@ class Session:
         except Exception as exc:
             self.lost += 1
             self.first_loss = self.first_loss or f"{type(exc).__name__}: {exc}"
+            note_lost_captures(self.lost)
             raise  # the hook warns (once) and lets the compile go on
         self.capture_ids.append(capture_id)
         for listener in self.listeners:

@@ -5,7 +5,9 @@ on PYTHONPATH), with an optional rename and the TMA-scope fix; `capture_command`
 without installing anything: Triton's ptxas calls through wrappers named in Triton's variables, CuTe DSL's kept
 files, and the pip-wheel ptxas that cuTile runs (wrapped for the command's duration). Both return a `RunResult`,
 whose hints say what the command compiled that could not be captured (its Python has no Triton; it used cuTile
-without --wheel-ptxas), from the notes its processes leave (`config.NOTE_IMPORTS`).
+without --wheel-ptxas), from the notes its processes leave (`config.NOTE_IMPORTS`). Those notes also count the
+captures its processes could not write (a full disk): a run that lost any has failed (`RunResult.status`), since
+its store is not what the command compiled, unless the caller accepts the loss.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from pathlib import Path
 from typing import IO
 
 from . import config, format
-from ._imports import noted
+from ._imports import noted, noted_count
 from ._triton import REQUIREMENT
 from .errors import TritonhookError
-from .launcher import Capture, ChildSettings, run as run_child
+from .launcher import Capture, ChildSettings, run_workload
 from .preflight import named_gpu
 from .rename import Rename, Selector
 from .store import Store
@@ -40,6 +42,8 @@ class RunResult:
     by_frontend: dict[str, int]
     hints: list[str] = dataclasses.field(default_factory=list)
     """What the command compiled that was not captured, and how to capture it: lines for stderr."""
+    lost: int = 0
+    """Captures the command's processes made and could not write (each process warned why on stderr)."""
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -49,8 +53,25 @@ class RunResult:
         return (f"tritonhook: {len(self.captures)} capture(s) written to {self.store}"
                 f"{f' ({split})' if frontends and split else ''}")
 
+    def lost_line(self, *, allowed: bool = False) -> str | None:
+        """The line saying what was lost, None when nothing was."""
+        if not self.lost:
+            return None
+        verdict = "accepted (--allow-lost)" if allowed else "the run fails; pass --allow-lost to accept the loss"
+        return (f"tritonhook: {self.lost} of {self.lost + len(self.captures)} capture(s) could not be written to "
+                f"{self.store} (see the warnings above); {verdict}")
+
+    def status(self, *, allow_lost: bool = False) -> int:
+        """The command's exit status, or `LOST_STATUS` where it succeeded and captures were lost (unless
+        `allow_lost`)."""
+        return self.exit_code or (LOST_STATUS if self.lost and not allow_lost else 0)
+
     def __rich_console__(self, console, options):
         yield format.line(self.summary())
+
+
+LOST_STATUS = 1
+"""The exit status of a run whose command succeeded but whose captures were not all written."""
 
 
 def run_command(command: list[str], store: Store | str | os.PathLike | None = None, *,
@@ -69,8 +90,8 @@ def run_command(command: list[str], store: Store | str | os.PathLike | None = No
     before = store.last_id()
     with tempfile.TemporaryDirectory(prefix="tritonhook-run-") as notes:
         capture = Capture.of(store.path, rename=rename, select=select, fix_tma_scope=fix_tma_scope, apply=apply)
-        completed = run_child(command, ChildSettings(capture=capture, notes=notes))
-        return _result(store, before, completed.returncode, noted(notes))
+        completed = run_workload(command, ChildSettings(capture=capture, notes=notes))
+        return _result(store, before, completed.returncode, notes)
 
 
 def capture_command(command: list[str], store: Store | str | os.PathLike | None = None, *, stdout: IO | None = None,
@@ -94,9 +115,9 @@ def capture_command(command: list[str], store: Store | str | os.PathLike | None 
         settings = ChildSettings(capture=Capture.of(store.path), ptxas=side_wrappers(work, store.path),
                                  cute_keep=keep_settings(dump), token=token, notes=str(notes))
         began = time.time()
-        completed = run_child(command, settings, stdout=stdout)
+        completed = run_workload(command, settings, stdout=stdout)
         collect_dump_dir(dump, store, since=began)
-        return _result(store, before, completed.returncode, noted(str(notes)), cutile_hint=not wheel_ptxas)
+        return _result(store, before, completed.returncode, str(notes), cutile_hint=not wheel_ptxas)
 
 
 def _writable_store(store: Store | str | os.PathLike | None) -> Store:
@@ -106,12 +127,12 @@ def _writable_store(store: Store | str | os.PathLike | None) -> Store:
     return Store.of(store, create=True)
 
 
-def _result(store: Store, before: int, exit_code: int, notes: dict[str, list[str]], *,
-            cutile_hint: bool = False) -> RunResult:
-    """The captures the command wrote and the hints its processes' `notes` call for; an error if the store was
-    removed or replaced meanwhile, since the rows read through this process's handle would then be of a file that
-    no longer exists (they are lost)."""
+def _result(store: Store, before: int, exit_code: int, notes_folder: str, *, cutile_hint: bool = False) -> RunResult:
+    """The captures the command wrote, those it lost, and the hints its processes' notes (in `notes_folder`) call
+    for; an error if the store was removed or replaced meanwhile, since the rows read through this process's
+    handle would then be of a file that no longer exists (they are lost)."""
     store.check_in_place()
+    notes = noted(notes_folder)
     new = store.captures(after=before)
     by_frontend = dict(collections.Counter(c.frontend for c in new))
     hints = [] if new else [f"tritonhook: {python} cannot import triton, so nothing it ran was captured; install "
@@ -119,7 +140,8 @@ def _result(store: Store, before: int, exit_code: int, notes: dict[str, list[str
                             for python in notes.get(config.NOTED_TRITON_MISSING, [])]
     if cutile_hint and (hint := _wheel_ptxas_hint(notes, by_frontend)):
         hints.append(hint)
-    return RunResult(str(store.path), exit_code, [c.id for c in new], by_frontend, hints)
+    return RunResult(str(store.path), exit_code, [c.id for c in new], by_frontend, hints,
+                     noted_count(notes_folder, config.NOTED_CAPTURES_LOST))
 
 
 def _wheel_ptxas_hint(notes: dict[str, list[str]], by_frontend: dict[str, int]) -> str | None:

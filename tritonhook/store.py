@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Iterator
 from . import config, format, processes
 from .config import HOLD_MAX_AGE_S, REPAIR_MIN_AGE_S
 from .errors import TritonhookError
-from .files import disk_full_reason, read_input
+from .files import create_new, disk_full_reason, holding_others, read_input
 
 # What each version changed is the numbered step of `_UPGRADES` that leads to it. An older store is upgraded in place,
 # step by step, when opened by a writer (or by a reader allowed to write it).
@@ -371,16 +371,25 @@ class Store:
     def _create_index_file(self) -> bool:
         """Create an empty index file (an empty file is an empty SQLite database) with the mode the umask allows,
         as blobs get: SQLite would create it 0644 whatever the umask, and gives its -wal/-shm files the index's
-        mode, so a team store under umask 002 would be writable by its creator alone. True if this call made it."""
+        mode, so a team store under umask 002 would be writable by its creator alone. True if this call made it;
+        then the folder must hold nothing but a store's own files (`_check_own_folder`)."""
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(self.index_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            return True
-        except FileExistsError:
-            return False
+            made = create_new(self.index_path)
         except OSError as exc:
             raise TritonhookError(f"{self.path}: store is not writable "
                                   f"({disk_full_reason(self.path) or exc.strerror or exc})") from None
+        if made:
+            self._check_own_folder()
+        return made
+
+    def _check_own_folder(self) -> None:
+        """Refuse (taking back the index just made) a folder that holds files of its own: a store is made in a new
+        or empty folder only, so that a mistyped --store (a home folder, `/`) does not turn into one. Checked once
+        the index is made, not before: of processes making one store together, only that one checks, and what
+        the others add meanwhile is a store's own."""
+        if others := holding_others(self.path, _STORE_FILES):
+            self.index_path.unlink(missing_ok=True)
+            raise TritonhookError(f"{self.path}: {others}, not a tritonhook store; give a new or empty folder")
 
     def check_in_place(self) -> None:
         """Raise if the index this store opened was removed or replaced since (the store folder deleted, or moved
@@ -1246,5 +1255,7 @@ def _blob_files(blobs_dir: Path) -> dict[str, set[Path]]:
     return found
 
 
+_STORE_FILES = frozenset({"index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite-journal", "blobs"})
+"""What a store's folder holds before its index is set up: what a first opener that stopped (a full disk) leaves."""
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _FANOUT = re.compile(r"[0-9a-f]{2}")

@@ -16,7 +16,7 @@ from ..ptxas import binaries
 from ..config import MIN_ROUNDS
 from ..cubin import Cubin, CubinDeltas
 from ..errors import TritonhookError
-from ..launcher import AbRound, Capture, ChildSettings, Ptxas, run as run_child
+from ..launcher import AbRound, Capture, ChildSettings, Ptxas, run_workload
 from ..measure.outputs import compare_outputs
 from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.timing import bench_interleaved, round_order
@@ -196,7 +196,7 @@ def _check_builds(variants: Sequence[Variant], written, captures: dict[str, list
 
 
 def _run_child(command: list[str], settings: ChildSettings, out: Path, where: str) -> list[dict]:
-    done = run_child(command, settings, capture_output=True, text=True)
+    done = run_workload(command, settings, capture_output=True, text=True)
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
         # a failed build says why in ptxas's own line, above the command Triton's error ends with

@@ -3,7 +3,8 @@
 `capture` (run, capture), `inspect` (ls, show, export, store), `binaries` (diff, ptxas-matrix, ptxas, rename),
 `exports` (export-trace, export-tritonparse), `ab`, `mem` (memwatch, preflight), `sweep` (sweep, record, replay, tune), `upgrade`, `decisions`, `check`, `doctor`; `common` holds the
 options several share. Each group's `add_<command>` registers a parser and its handler; handlers raise
-`TritonhookError` for bad input, and `main` prints it as one line and exits with status 2.
+`TritonhookError` for bad input, and `main` prints it as one line and exits with status 2; a signal passed on to a
+command tritonhook runs ends tritonhook with that command's status (`errors.Stopped`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import sys
 
 from .. import config
-from ..errors import TritonhookError
+from ..errors import Stopped, TritonhookError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     except TritonhookError as exc:
         print(f"tritonhook: error: {exc}", file=sys.stderr)
         return 2
+    except Stopped as exc:
+        print(f"tritonhook: {exc}", file=sys.stderr)
+        return exc.status
     except KeyboardInterrupt:
         print("tritonhook: interrupted", file=sys.stderr)
         return 130

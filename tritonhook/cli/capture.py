@@ -7,7 +7,7 @@ import sys
 
 from .. import run
 from ..format import print_json
-from .common import apply_arg, command_after_dashes, rename_args, rename_selection, store_arg
+from .common import allow_lost_arg, apply_arg, command_after_dashes, rename_args, rename_selection, store_arg
 
 
 def add_run(sub) -> None:
@@ -18,6 +18,7 @@ def add_run(sub) -> None:
     parser.add_argument("--fix-tma-scope", action="store_true",
                         help="rewrite sm_12x TMA loads to CTA scope (no driver call, no stack reservation)")
     apply_arg(parser, "in every process the command starts")
+    allow_lost_arg(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     parser.set_defaults(handler=_run)
 
@@ -27,8 +28,7 @@ def _run(args) -> int:
     rename, select = rename_selection(args)
     result = run.run_command(command, args.store, rename=rename, select=select, fix_tma_scope=args.fix_tma_scope,
                              apply=args.apply)
-    _summary(result, result.summary(frontends=False))
-    return result.exit_code
+    return _summary(result, result.summary(frontends=False), args.allow_lost)
 
 
 def add_capture(sub) -> None:
@@ -40,6 +40,7 @@ def add_capture(sub) -> None:
     parser.add_argument("--wheel-ptxas", action="store_true",
                         help="also wrap the pip-wheel ptxas binaries in place while the command runs (what cuTile's "
                              "tileiras runs; only this command's processes are recorded)")
+    allow_lost_arg(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     parser.set_defaults(handler=_capture)
 
@@ -51,12 +52,13 @@ def _capture(args) -> int:
                                  wheel_ptxas=args.wheel_ptxas)
     if args.json:
         print_json(result.to_json())
-    _summary(result, None if args.json else result.summary())
-    return result.exit_code
+    return _summary(result, None if args.json else result.summary(), args.allow_lost)
 
 
-def _summary(result: run.RunResult, text: str | None) -> None:
-    """The summary line (None: none) and the result's hints, on stderr, each one line whatever its length (a rich
-    console wraps at its width)."""
-    for shown in ([text] if text else []) + result.hints:
+def _summary(result: run.RunResult, text: str | None, allow_lost: bool) -> int:
+    """The summary line (None: none), the result's hints and what was lost, on stderr, each one line whatever its
+    length (a rich console wraps at its width); returns the run's exit status."""
+    lost = result.lost_line(allowed=allow_lost)
+    for shown in ([text] if text else []) + result.hints + ([lost] if lost else []):
         print(shown, file=sys.stderr)
+    return result.status(allow_lost=allow_lost)

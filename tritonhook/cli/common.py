@@ -118,6 +118,13 @@ def l2_args(parser: argparse.ArgumentParser) -> None:
                              "previous call left them)")
 
 
+def allow_lost_arg(parser: argparse.ArgumentParser) -> None:
+    """--allow-lost: a run whose command succeeded but lost captures (a full disk) exits 0 rather than failing."""
+    parser.add_argument("--allow-lost", action="store_true",
+                        help="exit with the command's status even when some captures could not be written (by "
+                             "default a run that lost captures fails)")
+
+
 def apply_arg(parser: argparse.ArgumentParser, what: str) -> None:
     """--apply FILE|STORE: decisions applied at compile time in the command's processes (docs/decisions.md), read
     as decisions while the arguments are parsed, so that a typo is one line before any command starts."""

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..errors import TritonhookError
-from ..launcher import ChildSettings, run as run_child
+from ..launcher import ChildSettings, run_workload
 from .result import MemwatchResult, load_result
 from .watch import MemWatch
 
@@ -105,8 +105,8 @@ def run_command(command: list[str], interval_ms: float) -> tuple[int, MemwatchRe
         out = Path(tmp) / "result.json"
         # Inductor's static launcher off from the command's first line (the in-process memwatch switches it off
         # too, but only from its start; this also covers what the command runs before and the processes it starts)
-        completed = run_child(wrap_python_command(command, out, interval_ms),
-                              ChildSettings(inductor_through_triton=True))
+        completed = run_workload(wrap_python_command(command, out, interval_ms),
+                                 ChildSettings(inductor_through_triton=True))
         if not out.exists():
             raise TritonhookError(f"{' '.join(command)}: exited with status {completed.returncode} before "
                                   f"memwatch wrote its result (see its output above)")

@@ -22,6 +22,7 @@ from typing import Callable, Iterator, Sequence
 
 from .. import config
 from ..errors import TritonhookError
+from ..files import create_new, holding_others
 from ..rename import DEFAULT_PREFIX
 from ..ptx_capture import session as capture_session
 from ..store import Store
@@ -30,6 +31,8 @@ TARGETS = (90, 100, 120)
 VARIANTS = (("plain", None), (DEFAULT_PREFIX, DEFAULT_PREFIX))  # (label, rename)
 STACK_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "stack_reservation.py"
 """The memwatch subject of the GPU path; present in a source checkout, absent from an installed wheel."""
+DEMO_FILES = frozenset({"store", "triton-cache", "report.html", "memwatch-stack.json"})
+"""What a demo writes in its --out folder: a folder holding anything else is not a demo's, and is refused."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,12 +72,8 @@ def run_demo(out: str | os.PathLike, *, samples: Sequence[str] | None = None, at
     started = time.perf_counter()
     _triton.check_supported()
     out = Path(out)
-    store_path = out / "store"
-    if (store_path / "index.sqlite").exists():
-        raise TritonhookError(f"{store_path}: already holds a store from an earlier demo; pass another --out or "
-                              f"remove it (the demo starts from a fresh store)")
     jobs = compile_jobs(samples, attention)
-    store = Store(store_path)
+    store = Store(_claimed_store(out))
     gpu = _gpu_present()
     skipped = [] if gpu else ["A/B sweep and memwatch: no CUDA GPU here (run `tritonhook demo` on a GPU machine)"]
     steps = len(jobs) * len(VARIANTS) + 2 + (2 if gpu else 0)
@@ -99,6 +98,23 @@ def run_demo(out: str | os.PathLike, *, samples: Sequence[str] | None = None, at
     lines = summary_lines(path, data)
     lines[0] += f" (demo took {seconds:.0f} s)"
     return DemoResult(path, lines, skipped, seconds)
+
+
+def _claimed_store(out: Path) -> Path:
+    """`out`/store, made by this demo alone (one mkdir decides: of two demos started together into one folder,
+    one runs and the other is refused), in a folder that holds nothing but a demo's files."""
+    store_path = out / "store"
+    try:
+        made = create_new(store_path, folder=True)
+    except OSError as exc:
+        raise TritonhookError(f"{store_path}: cannot make the demo's store ({exc.strerror or exc})") from None
+    if not made:
+        raise TritonhookError(f"{store_path}: already holds a store from an earlier demo (or one running now); pass "
+                              f"another --out or remove it (the demo starts from a fresh store)")
+    if others := holding_others(out, DEMO_FILES):
+        store_path.rmdir()
+        raise TritonhookError(f"{out}: {others}, not a demo's; pass a new or empty --out")
+    return store_path
 
 
 @contextlib.contextmanager

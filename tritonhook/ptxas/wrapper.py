@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from .. import config, processes, ptx as _ptx
+from .._imports import note_lost_captures
 from ..errors import TritonhookError
 from ..store import NewCapture, Store
 from .binaries import find_ptxas, ptxas_version
@@ -306,9 +307,10 @@ def wrapper_script(settings: dict) -> str:
     It is a file both /bin/sh and Python read: sh runs first and execs this Python on the same file with the
     same arguments ("$@": a list, never re-split), or, when that interpreter is gone (its virtualenv removed),
     execs the real ptxas, so ptxas keeps working and only the recording stops. Python sees the sh part as a
-    string. If tritonhook cannot be imported any more, the Python part still execs ptxas.
+    string. If tritonhook cannot be imported any more, the Python part still execs ptxas. The tritonhook it imports
+    is the one that wrote it, first on the path: another one installed in that Python records otherwise.
     """
-    package_parent = str(Path(__file__).resolve().parents[1])
+    package_parent = str(Path(__file__).resolve().parents[2])  # the folder holding the tritonhook package
     settings = {**settings, "python": sys.executable}
     shell = "\n".join([
         f"python={shlex.quote(sys.executable)}",
@@ -328,7 +330,7 @@ def wrapper_script(settings: dict) -> str:
         f"SETTINGS = {settings!r}",
         "import os, sys",
         "try:",
-        f"    sys.path.append({package_parent!r})",
+        f"    sys.path.insert(0, {package_parent!r})",  # the tritonhook that wrote it, not another installed
         "    from tritonhook.ptxas.wrapper import wrapper_main",
         "except Exception:",
         "    os.execv(SETTINGS['real'], [sys.argv[0], *sys.argv[1:]])",
@@ -379,6 +381,7 @@ def wrapper_main(settings: dict, argv: list[str]) -> int:
         record_call(settings, args, call, completed.returncode, completed.stderr, seconds, start)
     except Exception as exc:  # noqa: BLE001 - recording must never change what ptxas did
         sys.stderr.write(f"tritonhook ptxas wrapper: call not recorded ({type(exc).__name__}: {exc})\n")
+        note_lost_captures(1)
     return _exit_status(completed.returncode)
 
 

@@ -22,7 +22,7 @@ from .. import _triton, config, preflight
 from ..measure.stats import median
 from ..measure.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycles_per_us, hold_stream,
                               sm_clock_mhz, time_empty_kernel)
-from ..launcher import Capture, ChildSettings, Record, popen
+from ..launcher import Capture, ChildSettings, Record, Workload
 from ..ptx_capture import active_session, session as capture_session
 from ..errors import TritonhookError
 from ..files import read_input
@@ -594,11 +594,11 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
                                   **{field: value for field, value in given.items() if value is not None})
     began = time.time()
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-    process = popen(command, settings, stdout=stdout, stderr=subprocess.PIPE, text=True, errors="replace")
-    for line in process.stderr:
-        sys.stderr.write(line)
-        tail.append(line.rstrip("\n"))
-    exit_code = process.wait()
+    with Workload(command, settings, stdout=stdout, stderr=subprocess.PIPE, text=True, errors="replace") as workload:
+        for line in workload.process.stderr:
+            sys.stderr.write(line)
+            tail.append(line.rstrip("\n"))
+        exit_code = workload.wait()
     parts = store.results(RESULT_KIND, label=label)
     recording = None
     if parts:
