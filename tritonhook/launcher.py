@@ -284,9 +284,12 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def run_workload(command: Sequence[str], settings: ChildSettings, *, input=None, **kwargs
-                 ) -> subprocess.CompletedProcess:
-    """`run` for a user's command, as a `Workload`: its returncode is `exit_status`'s."""
+def run_workload(command: Sequence[str], settings: ChildSettings, *, input=None, capture_output: bool = False,
+                 **kwargs) -> subprocess.CompletedProcess:
+    """`run` for a user's command, as a `Workload`: its returncode is `exit_status`'s; `capture_output` as
+    `subprocess.run` takes it."""
+    if capture_output:
+        kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with Workload(command, settings, **kwargs) as workload:
         stdout, stderr = workload.process.communicate(input)
         status = workload.wait()
