@@ -64,11 +64,12 @@ processes and threads ("M")."""
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """The store, a recording of 3 signatures whose each has several sampled launch times and a fourth that has
-    none (as an autotune candidate, timed only while tuning), and a replay of it (plain and `cutlass_`)."""
+    none (launched once: a recording never times a signature's first launch), and a replay of it (plain and
+    `cutlass_`)."""
     store, sampled = sample_recording(tmp_path_factory.mktemp("exports") / "store", 3)
     signatures = [dataclasses.replace(s, times_ms=[0.01 * (s.id + 1) + 0.001 * k for k in range(s.id + 2)])
                   for s in sampled.signatures]
-    signatures.append(dataclasses.replace(sampled.signatures[0], id=3, times_ms=[], launches=0, tuning_launches=4))
+    signatures.append(dataclasses.replace(sampled.signatures[0], id=3, times_ms=[], launches=1))
     recording = dataclasses.replace(sampled, signatures=signatures)
     recording.id = store.add_result(RECORDING_KIND, recording.to_json())
     swept = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=ROUNDS, l2="cold"),

@@ -167,7 +167,11 @@ def _gone(pid: int) -> bool:
 
 _SLEEPER = """
 import os, subprocess, sys, time
-grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+# the grandchild dies of SIGINT silently, as a program that sets no handler of its own does once started; the pids
+# are written once it is started (a signal during its start-up makes Python print a fatal error, under load too)
+grandchild = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, "
+                               "signal.SIG_DFL); print('ready', flush=True); time.sleep(600)"], stdout=subprocess.PIPE)
+grandchild.stdout.readline()
 open(sys.argv[1] + ".tmp", "w").write(f"{os.getpid()} {grandchild.pid}")
 os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 try:
