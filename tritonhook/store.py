@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Iterator
 from . import config, format, processes
 from .config import HOLD_MAX_AGE_S, REPAIR_MIN_AGE_S
 from .errors import TritonhookError
-from .files import disk_full_reason, read_input
+from .files import FULL_BELOW_BYTES, disk_full_reason, free_bytes, read_input
 
 # What each version changed is the numbered step of `_UPGRADES` that leads to it. An older store is upgraded in place,
 # step by step, when opened by a writer (or by a reader allowed to write it).
@@ -332,7 +332,7 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._conn_pid: int | None = None
         if (readonly or not create) and not self.index_path.exists():
-            raise TritonhookError(f"{self.path}: no tritonhook store here (missing index.sqlite)")
+            raise TritonhookError(f"{self.path}: {_unfinished(self.path)}")
         self._open()
 
     @classmethod
@@ -360,11 +360,13 @@ class Store:
         created = False if self.readonly else self._create_index_file()
         try:
             conn = self._connect_readonly() if self.readonly else self._connect_writable()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, TritonhookError) as exc:
             if created and self.index_path.stat().st_size == 0:
                 self.index_path.unlink(missing_ok=True)  # leave no schema-less index behind (a full disk, say)
+            if isinstance(exc, TritonhookError):
+                raise
             raise TritonhookError(f"{self.index_path}: not a usable tritonhook index "
-                                  f"({disk_full_reason(self.path) or exc})") from None
+                                  f"({_sqlite_reason(exc, self.path)})") from None
         self._conn, self._conn_pid = conn, os.getpid()
         self._index_identity = _file_identity(self.index_path)
 
@@ -380,7 +382,7 @@ class Store:
             return False
         except OSError as exc:
             raise TritonhookError(f"{self.path}: store is not writable "
-                                  f"({disk_full_reason(self.path) or exc.strerror or exc})") from None
+                                  f"({disk_full_reason(self.path, exc) or exc.strerror or exc})") from None
 
     def check_in_place(self) -> None:
         """Raise if the index this store opened was removed or replaced since (the store folder deleted, or moved
@@ -392,17 +394,11 @@ class Store:
     @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction under this process's lock: committed only while the index is still the one this
-        store opened (else rolled back and a `TritonhookError`), rolled back on any error."""
+        store opened (else rolled back and a `TritonhookError`), rolled back on any error (`_transaction`)."""
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn, self.index_path, before_commit=self.check_in_place):
                 yield conn
-                self.check_in_place()
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
 
     def _connect_writable(self) -> sqlite3.Connection:
         """Open for writing and bring the schema up to date, trying again for up to the busy timeout where SQLite
@@ -448,7 +444,7 @@ class Store:
             if wal.exists() and wal.stat().st_size > 0:
                 raise TritonhookError(f"{self.index_path}: cannot open read-only while its -wal file holds "
                                       f"changes and its -shm file cannot be made "
-                                      f"({disk_full_reason(self.path) or exc})") from None
+                                      f"({_sqlite_reason(exc, self.path)})") from None
             conn = self._connect_uri("immutable=1")
             version = self._schema_version(conn)
         if version is None:
@@ -522,13 +518,8 @@ class Store:
         one known version that the next opener carries on from; and openers racing on one store never apply a step
         twice, as each reads the version inside its own write transaction."""
         while True:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn, self.index_path):
                 version = self._migrate_step(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
             if version == SCHEMA_VERSION:
                 return
 
@@ -573,8 +564,8 @@ class Store:
             return digest
         try:
             self._write_blob(final, data)
-        except OSError:
-            reason = disk_full_reason(self.path)
+        except OSError as exc:
+            reason = disk_full_reason(self.path, exc)
             if reason is None:
                 raise
             raise TritonhookError(f"{final}: cannot write the blob ({reason})") from None
@@ -1073,6 +1064,63 @@ def _capture_from_row(row: tuple, artifacts: dict[str, Artifact]) -> Capture:
     return Capture(**values, artifacts=artifacts)
 
 
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection, index_path: Path, *,
+                 before_commit: Callable[[], None] | None = None) -> Iterator[None]:
+    """BEGIN IMMEDIATE, the block, `before_commit`, COMMIT; on any error, ROLLBACK unless SQLite has already rolled
+    back (a COMMIT that fails on a full disk does, and a second ROLLBACK would raise "no transaction is active" in
+    place of why), and an SQLite failure to write (`_write_failure`) as one line naming the index."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        if before_commit is not None:
+            before_commit()
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the error that got here says why; a failed ROLLBACK does not
+                conn.execute("ROLLBACK")
+        failure = _write_failure(exc, index_path)
+        if failure is None:
+            raise
+        raise failure from None
+
+
+_WRITE_FAILURES = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN,
+                   sqlite3.SQLITE_PERM, sqlite3.SQLITE_BUSY}
+"""The primary SQLite error codes that say the index could not be written where it is (its disk, its file, its
+permissions, another process's lock past the busy timeout): the user's to fix, so one line. Any other code
+(a misuse, a constraint) is this code's bug and keeps its traceback."""
+
+
+def _write_failure(exc: BaseException, index_path: Path) -> TritonhookError | None:
+    """The one line for an SQLite error that failed a write of the index, naming the disk where it is full; None
+    for any other error."""
+    code = getattr(exc, "sqlite_errorcode", None) if isinstance(exc, sqlite3.Error) else None
+    if code is None or code & 0xFF not in _WRITE_FAILURES:
+        return None
+    return TritonhookError(f"{index_path}: cannot write the index ({_sqlite_reason(exc, index_path.parent)})")
+
+
+def _sqlite_reason(exc: sqlite3.Error, folder: Path) -> str:
+    """Why SQLite failed in `folder`, in words: a full disk named where the error says so. SQLite's "disk I/O
+    error" keeps the system's errno to itself, so there a write of one -shm file's size beside the index asks the
+    file system the same question and names the disk only where that write fails for want of space."""
+    reason = disk_full_reason(folder, exc)
+    if reason is None and (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_IOERR:
+        try:
+            with tempfile.TemporaryFile(dir=folder) as probe:
+                probe.write(bytes(_SHM_BYTES))
+                probe.flush()
+        except OSError as probe_error:
+            reason = disk_full_reason(folder, probe_error)
+    return f"{exc}: {reason}" if reason else str(exc)
+
+
+_SHM_BYTES = 32768
+"""The size of an index's -shm file, what SQLite's first write of a WAL store makes beside it."""
+
+
 # ----- the upgrade steps: each takes an index of schema N to N + 1, inside the transaction that records N + 1 --------
 def _execute_script(conn: sqlite3.Connection, script: str) -> None:
     """Run `script`'s statements one by one: `executescript()` would commit the caller's transaction on its own."""
@@ -1217,9 +1265,28 @@ def _never_initialised(conn: sqlite3.Connection, store: Path) -> str:
     """What to add to "no schema version" when the index has no table at all: its creator stopped first."""
     if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
         return ""
-    full = disk_full_reason(store)
-    return (f"; the index is empty: its first writer stopped before setting it up{' (' + full + ')' if full else ''}"
+    cause = _likely_cause(store)
+    return (f"; the index is empty: its first writer stopped before setting it up{'; ' + cause if cause else ''}"
             f"; any capture into this store sets it up")
+
+
+def _unfinished(store: Path) -> str:
+    """Why `store` has no index.sqlite, for the error saying so: a folder that holds blobs/ is a store whose
+    creation stopped before its index was made (a full disk, a permission: no error is left to say which)."""
+    if not (store / "blobs").is_dir():
+        return "no tritonhook store here (missing index.sqlite)"
+    cause = _likely_cause(store) or "a full disk or a permission error may have stopped it"
+    return (f"a store never finished: blobs/ is here but index.sqlite is not, its creation stopped before making "
+            f"the index ({cause}); any capture into this store finishes it")
+
+
+def _likely_cause(store: Path) -> str | None:
+    """"a full disk may have stopped it: N bytes free ..." where under `FULL_BELOW_BYTES` are free now, else None:
+    the guess at why a store's creation stopped, where no error is left to tell."""
+    free = free_bytes(store)
+    if free is None or free >= FULL_BELOW_BYTES:
+        return None
+    return f"a full disk may have stopped it: {free} bytes free on its file system now"
 
 
 def _blob_matches(path: Path, digest: str, size: int) -> bool:
