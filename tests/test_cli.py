@@ -197,6 +197,61 @@ def test_a_full_disk_is_said_in_the_line(tmp_path):
     assert str(raised.value) == "/dev/full: cannot write the report (No space left on device)"
 
 
+@pytest.fixture(scope="module")
+def one_capture(tmp_path_factory) -> Path:
+    """A store holding one real capture (`add` for sm_90)."""
+    import tritonhook as th
+    from tritonhook.samples import compile_sample
+
+    store = tmp_path_factory.mktemp("stdout") / "store"
+    with th.session(store):
+        compile_sample("add", 90)
+    return store
+
+
+STDOUT_WRITERS = {"ls": ["ls"], "ls --json": ["ls", "--json"], "show": ["show", "1"],
+                  "show --ptx": ["show", "1", "--ptx"], "show --meta": ["show", "1", "--meta"],
+                  "store verify": ["store", "verify"]}
+"""Commands whose output is standard output, each as it prints a table, JSON or an artifact's text."""
+
+
+@pytest.mark.parametrize("command", STDOUT_WRITERS)
+def test_standard_output_on_a_full_device_is_one_line_naming_it(one_capture, command):
+    with open("/dev/full", "w") as full:
+        run = subprocess.run([sys.executable, "-m", "tritonhook", *STDOUT_WRITERS[command], "--store", one_capture],
+                             stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.splitlines() == ["tritonhook: error: standard output (/dev/full): cannot write (No space left "
+                                       "on device)"]
+
+
+def test_standard_output_into_a_full_file_system_names_the_file_and_the_disk(one_capture, tmp_path):
+    disk = tmp_path / "small"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", disk], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root and mount permission)")
+    try:
+        (disk / "filler").write_bytes(b"\0" * 60 * 1024)
+        out = disk / "captures.json"
+        with open(out, "w") as listing:
+            run = subprocess.run([sys.executable, "-m", "tritonhook", "ls", "--json", "--store", one_capture],
+                                 stdout=listing, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        subprocess.run(["umount", "-l", disk], check=False)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    (line,) = run.stderr.splitlines()
+    assert line.startswith(f"tritonhook: error: standard output ({out}): cannot write (disk full: "), line
+    assert line.endswith(f"bytes free on the file system of {out})"), line
+
+
+def test_a_closed_pipe_still_ends_quietly(one_capture):
+    """`tritonhook ls | head -0`: the reader went away; nothing to say about it."""
+    listing = subprocess.Popen([sys.executable, "-m", "tritonhook", "show", "1", "--ptx", "--store", one_capture],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    listing.stdout.close()
+    assert listing.wait(timeout=120) == 0 and listing.stderr.read() == b""
+
+
 KERNEL_SCRIPT = """
 import triton
 import triton.language as tl
