@@ -498,6 +498,42 @@ def test_another_user_reads_a_store_it_may_not_write(shared_dir, as_other_user):
                                       f"(Permission denied)")
 
 
+UNREADABLE_STORE_READERS = {"ls": ["ls"], "show": ["show", "1"], "store verify": ["store", "verify"],
+                            "report": ["report", "--no-sass", "-o", "report.html"], "decisions ls": ["decisions", "ls"]}
+"""The commands that read a store (and nothing else the test could make unreadable)."""
+
+
+@pytest.fixture
+def private_store(shared_dir, as_other_user) -> Path:
+    """A store of one real capture, in a folder `nobody` may write its outputs to."""
+    store = shared_dir / "store"
+    with tritonhook.session(store):
+        compile_sample("add", 90)
+    shared_dir.chmod(0o777)
+    return store
+
+
+@pytest.mark.parametrize("command", UNREADABLE_STORE_READERS)
+def test_a_store_folder_another_user_may_not_enter_is_one_line_naming_it(private_store, as_other_user, command):
+    private_store.chmod(0o000)
+    run = as_other_user(sys.executable, "-m", "tritonhook", *UNREADABLE_STORE_READERS[command], "--store",
+                        private_store)
+    line = _one_error_line(run)
+    assert line == (f"tritonhook: error: {private_store}: cannot read the store (Permission denied); its owner may "
+                    f"give you access (chmod) or you may use another --store"), line
+
+
+@pytest.mark.parametrize("command, names", [(["store", "verify"], "{blobs}: cannot list the store's blobs"),
+                                            (["show", "1", "--ptx"], "{blobs}/")])
+def test_a_blob_folder_another_user_may_not_enter_is_one_line_naming_it(private_store, as_other_user, command,
+                                                                         names):
+    (private_store / "blobs").chmod(0o000)
+    run = as_other_user(sys.executable, "-m", "tritonhook", *command, "--store", private_store)
+    line = _one_error_line(run)
+    assert line.startswith(f"tritonhook: error: {names.format(blobs=private_store / 'blobs')}"), line
+    assert "Permission denied" in line, line
+
+
 def test_blobs_follow_the_umask_of_a_team_store(store_path):
     previous = os.umask(0o002)
     try:

@@ -331,9 +331,21 @@ class Store:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._conn_pid: int | None = None
-        if (readonly or not create) and not self.index_path.exists():
+        if (readonly or not create) and not self._index_exists():
             raise TritonhookError(f"{self.path}: {_unfinished(self.path)}")
         self._open()
+
+    def _index_exists(self) -> bool:
+        """Whether the index file is there; a store folder this user may not enter is a `TritonhookError` saying so
+        (its owner's umask or a chmod made it private), where `exists()` would raise PermissionError."""
+        try:
+            os.stat(self.index_path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise TritonhookError(f"{self.path}: cannot read the store ({exc.strerror or exc}); its owner may "
+                                  f"give you access (chmod) or you may use another --store") from None
+        return True
 
     @classmethod
     def of(cls, store: "Store | str | os.PathLike | None", *, create: bool = True, readonly: bool = False) -> "Store":
@@ -587,8 +599,12 @@ class Store:
     def read_blob(self, digest: str, *, what: str = "") -> bytes:
         path = self.blob_path(digest)
         label = f"{path}{' (' + what + ')' if what else ''}"
-        if not os.path.lexists(path):
-            raise TritonhookError(f"{label}: blob missing from the store")
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            raise TritonhookError(f"{label}: blob missing from the store") from None
+        except OSError:  # a folder of the blob tree this user may not enter: `read_input` says so below
+            pass
         data = read_input(path, "blob", label=label)
         if sha256_hex(data) != digest:
             raise TritonhookError(f"{label}: blob is corrupt (its sha256 does not match its name)")
@@ -1301,8 +1317,8 @@ def _blob_files(blobs_dir: Path) -> dict[str, set[Path]]:
     found: dict[str, set[Path]] = {"blobs": set(), "temporary": set()}
     if not blobs_dir.is_dir():
         return found
-    for entry in os.scandir(blobs_dir):
-        children = os.scandir(entry.path) if _FANOUT.fullmatch(entry.name) and entry.is_dir() else [entry]
+    for entry in _listing(blobs_dir):
+        children = _listing(Path(entry.path)) if _FANOUT.fullmatch(entry.name) and entry.is_dir() else [entry]
         for child in children:
             if not child.is_file(follow_symlinks=False):
                 continue  # a directory (an NFS .snapshot, say) is never a blob nor a temporary file
@@ -1311,6 +1327,16 @@ def _blob_files(blobs_dir: Path) -> dict[str, set[Path]]:
             elif _DIGEST.fullmatch(child.name):
                 found["blobs"].add(Path(child.path))
     return found
+
+
+def _listing(folder: Path) -> list[os.DirEntry]:
+    """The entries of a folder of the blob tree; one this user may not read is a `TritonhookError` naming it:
+    a check of every blob cannot be made without it."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError as exc:
+        raise TritonhookError(f"{folder}: cannot list the store's blobs ({exc.strerror or exc})") from None
 
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
