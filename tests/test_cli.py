@@ -252,6 +252,29 @@ def test_a_closed_pipe_still_ends_quietly(one_capture):
     assert listing.wait(timeout=120) == 0 and listing.stderr.read() == b""
 
 
+ID_TAKERS = {"decisions show": ["decisions", "show", "{ID}"],
+             "decisions from-result": ["decisions", "from-result", "{ID}"], "decisions rm": ["decisions", "rm", "{ID}"],
+             "decisions confirm --sweep": ["decisions", "confirm", "--sweep", "{ID}"],
+             "replay --recording": ["replay", "--recording", "{ID}"],
+             "tune --recording": ["tune", "--recording", "{ID}"],
+             "export-trace --replay": ["export-trace", "--replay", "{ID}", "-o", "trace.json"],
+             "upgrade --time": ["upgrade", "--time", "{ID}"], "show": ["show", "{ID}"],
+             "ls --after": ["ls", "--after", "{ID}"], "ls --before": ["ls", "--before", "{ID}"]}
+"""Every command that takes a capture or result id."""
+
+
+@pytest.mark.parametrize("command", ID_TAKERS)
+def test_an_id_beyond_what_sqlite_holds_is_one_line_naming_it(tmp_path, command):
+    Store(tmp_path / "store").close()
+    for wanted in (2**63, 2**64 + 5):
+        arguments = [str(wanted) if arg == "{ID}" else arg for arg in ID_TAKERS[command]]
+        workload = ["--", "true"] if command == "decisions confirm --sweep" else []
+        run = tritonhook(*arguments, "--store", tmp_path / "store", *workload, check=False, cwd=tmp_path, timeout=120)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+        (line,) = run.stderr.splitlines()
+        assert f"{wanted}" in line and "id is a whole number from 0 to 9223372036854775807" in line, line
+
+
 KERNEL_SCRIPT = """
 import triton
 import triton.language as tl

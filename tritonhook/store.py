@@ -277,6 +277,22 @@ class UnknownResult:
         yield format.line(self.note)
 
 
+ROW_ID_MAX = 2**63 - 1
+"""The largest id SQLite can hold (a signed 64-bit integer): a larger one raises OverflowError in any query."""
+
+
+def row_id(value: int | str, what: str, *, hint: str = "") -> int:
+    """`value` (an id as typed or as read from a file) as an id of a `what` row, range-checked once for every query
+    that takes one: "9223372036854775808: a capture id is a whole number from 0 to 9223372036854775807"."""
+    try:
+        wanted = int(value)
+    except (TypeError, ValueError):
+        wanted = -1
+    if not 0 <= wanted <= ROW_ID_MAX:
+        raise TritonhookError(f"{value!r}: a {what} id is a whole number from 0 to {ROW_ID_MAX}{hint}")
+    return wanted
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -717,9 +733,10 @@ class Store:
         """Delete the saved result `result_id` if it is of `kind` (`tritonhook decisions rm`); False when there is
         none. Kind-checked so that removing one kind's row never removes another command's result."""
         with self._write_transaction() as conn:
-            if not conn.execute("DELETE FROM results WHERE id = ? AND kind = ?", (int(result_id), kind)).rowcount:
+            wanted = row_id(result_id, "result")
+            if not conn.execute("DELETE FROM results WHERE id = ? AND kind = ?", (wanted, kind)).rowcount:
                 return False
-            conn.execute("DELETE FROM result_blobs WHERE result_id = ?", (int(result_id),))
+            conn.execute("DELETE FROM result_blobs WHERE result_id = ?", (wanted,))
             return True
 
     def results(self, kind: str, *, label: str | None = None, source: int | None = None, limit: int | None = None,
@@ -749,10 +766,7 @@ class Store:
 
     def result(self, result_id: int | str):
         """The saved result with this id, of any kind, typed as `results` types it; None when there is none."""
-        try:
-            wanted = int(result_id)
-        except (TypeError, ValueError):
-            raise TritonhookError(f"{result_id!r}: a result id is a whole number") from None
+        wanted = row_id(result_id, "result")
         with self._lock:
             row = self._connection().execute("SELECT id, kind, created, data FROM results WHERE id = ?",
                                              (wanted,)).fetchone()
@@ -840,10 +854,7 @@ class Store:
             return self._connection().execute("SELECT COALESCE(MAX(id), 0) FROM captures").fetchone()[0]
 
     def get(self, capture_id: int | str) -> Capture:
-        try:
-            wanted = int(capture_id)
-        except (TypeError, ValueError):
-            raise TritonhookError(f"{capture_id!r}: a capture id is a whole number (see `tritonhook ls`)") from None
+        wanted = row_id(capture_id, "capture", hint=" (see `tritonhook ls`)")
         found = self.captures(ids=[wanted])
         if not found:
             raise TritonhookError(f"{self.path}: no capture with id {wanted}")
@@ -893,7 +904,7 @@ class Store:
         for bound, sign in ((after, ">"), (before, "<")):
             if bound is not None:
                 clauses.append(f"{key} {sign} ?")
-                params.append(bound)
+                params.append(row_id(bound, "capture"))
         if kernel is not None:
             pattern = _compile_regex(kernel)
             kernels, entries = self._distinct(conn, "kernel"), self._distinct(conn, "entry")
