@@ -155,13 +155,33 @@ def test_a_corrupt_blob_is_healed_by_the_next_write_of_its_content(capture_sessi
     assert store.verify().ok
 
 
-def test_a_schema_version_that_is_not_a_number_names_the_index(store_path):
+@pytest.mark.parametrize("value", ["two", "0", "-3", "1.5", str(2**63)])
+def test_a_schema_version_out_of_range_names_the_index_in_every_command(store_path, value):
+    """Every number the meta table keeps is range-checked where it is read: a schema version of 0 or below used to
+    be a KeyError from the upgrade steps, in every command."""
     Store(store_path).close()
     with sqlite3.connect(store_path / "index.sqlite") as conn:
-        conn.execute("UPDATE meta SET value='two' WHERE key='schema_version'")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (value,))
+    expected = f"{store_path / 'index.sqlite'}: schema version {value!r} is not a whole number of 1 or more"
     for readonly in (False, True):
-        with pytest.raises(tritonhook.TritonhookError, match=r"index\.sqlite: schema version 'two' is not a whole"):
+        with pytest.raises(tritonhook.TritonhookError) as raised:
             Store(store_path, readonly=readonly)
+        assert str(raised.value) == f"{expected} (damaged index?)"
+    for command in (["ls"], ["decisions", "ls"], ["store", "verify"], ["run", "--", "true"]):
+        at = command.index("--") if "--" in command else len(command)
+        run = subprocess.run([sys.executable, "-m", "tritonhook", *command[:at], "--store", str(store_path),
+                              *command[at:]], capture_output=True, text=True, timeout=120)
+        assert _one_error_line(run) == f"tritonhook: error: {expected} (damaged index?)", command
+
+
+def test_a_repair_count_that_is_no_number_names_the_index_when_a_writer_reads_it(store_path):
+    Store(store_path).close()
+    with sqlite3.connect(store_path / "index.sqlite") as conn:
+        conn.execute("INSERT INTO meta VALUES ('repairs', 'many')")
+    with pytest.raises(tritonhook.TritonhookError) as raised:
+        Store(store_path).add(_SAMPLE_CAPTURE)
+    assert str(raised.value) == (f"{store_path / 'index.sqlite'}: repairs 'many' is not a whole number of 0 or more "
+                                 f"(damaged index?)")
 
 
 def test_a_missing_column_names_the_index_and_the_column(store_path):

@@ -254,6 +254,11 @@ def result_kind_text(result) -> str:
     return "none" if result is None else f"a {getattr(result, 'kind', type(result).__name__)} result"
 
 
+class NewerStoreError(TritonhookError):
+    """The store's schema is newer than this tritonhook reads: not damage (a newer tritonhook reads it whole), so
+    `doctor` advises upgrading rather than moving it aside."""
+
+
 @dataclasses.dataclass(frozen=True)
 class UnknownResult:
     """A saved result of a kind no module of this process declared (a newer tritonhook wrote it, or its producer's
@@ -522,20 +527,13 @@ class Store:
         so an index without it holds no tritonhook table to upgrade. A malformed version, or one newer than this
         code's, is a `TritonhookError`."""
         try:
-            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            version = _meta_number(conn, "schema_version", self.index_path, least=1)
         except sqlite3.OperationalError as exc:
             if "no such table" not in str(exc):
                 raise
             return None
-        if row is None:
-            return None
-        try:
-            version = int(row[0])
-        except (TypeError, ValueError):
-            raise TritonhookError(f"{self.index_path}: schema version {row[0]!r} is not a whole number "
-                                  f"(damaged index?)") from None
-        if version > SCHEMA_VERSION:
-            raise TritonhookError(
+        if version is not None and version > SCHEMA_VERSION:
+            raise NewerStoreError(
                 f"{self.path}: store written by a newer tritonhook (schema {version}, this one reads up to "
                 f"{SCHEMA_VERSION}); upgrade tritonhook or use another --store")
         return version
@@ -670,8 +668,7 @@ class Store:
         if conn is None:
             with self._lock:
                 return self._repairs(self._connection())
-        row = conn.execute("SELECT value FROM meta WHERE key = 'repairs'").fetchone()
-        return int(row[0]) if row else 0
+        return _meta_number(conn, "repairs", self.index_path) or 0
 
     def _restore_removed_blobs(self, digests: dict[str, tuple[str, int]], artifacts: dict[str, bytes]) -> None:
         """Write again any blob of this capture that is gone. Called inside the write transaction: a repair
@@ -1153,6 +1150,23 @@ def _execute_script(conn: sqlite3.Connection, script: str) -> None:
     """Run `script`'s statements one by one: `executescript()` would commit the caller's transaction on its own."""
     for statement in filter(str.strip, script.split(";")):
         conn.execute(statement)
+
+
+def _meta_number(conn: sqlite3.Connection, key: str, index_path: Path, *, least: int = 0) -> int | None:
+    """The whole number the index's meta table keeps under `key` (None: none kept), range-checked where it is read,
+    for every number kept there: text, a fraction or a number below `least` is a damaged index, one line, never a
+    KeyError from the upgrade steps or an OverflowError from a query later."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    try:
+        value = int(row[0])
+    except (TypeError, ValueError):
+        value = None
+    if value is None or not least <= value <= ROW_ID_MAX:
+        raise TritonhookError(f"{index_path}: {key.replace('_', ' ')} {row[0]!r} is not a whole number of "
+                              f"{least} or more (damaged index?)")
+    return value
 
 
 def _record_version(conn: sqlite3.Connection, version: int) -> None:
