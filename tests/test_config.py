@@ -97,7 +97,7 @@ def test_a_ptxas_timeout_that_is_no_time_to_wait_is_refused_before_any_build(val
                           cwd=tmp_path, timeout=120, env={**os.environ, "TRITONHOOK_PTXAS_TIMEOUT": value})
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.splitlines() == [f"tritonhook: error: $TRITONHOOK_PTXAS_TIMEOUT={value!r}: not a finite "
-                                        f"number of seconds above 0"]
+                                        f"number of seconds, above 0"]
 
 
 def test_a_ptxas_timeout_above_0_is_still_taken(tmp_path):

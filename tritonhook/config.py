@@ -40,9 +40,15 @@ class EnvVar(Generic[T]):
     """How a set value is written, where `parse` reads more than `str` does (None: the generic encoding)."""
 
     def get(self, environ: Mapping[str, str] | None = None) -> T:
-        """The decoded value in `environ` (default os.environ); the default when unset or empty."""
+        """The decoded value in `environ` (default os.environ); the default when unset or empty. Text it cannot
+        read is a ValueError naming the variable: "$NAME='nan': not a finite number of seconds, above 0"."""
         raw = (os.environ if environ is None else environ).get(self.name)
-        return self.parse(raw) if raw else self.default
+        if not raw:
+            return self.default
+        try:
+            return self.parse(raw)
+        except ValueError as exc:
+            raise ValueError(f"${self.name}={raw!r}: {exc}") from None
 
     def raw(self, environ: Mapping[str, str] | None = None) -> str | None:
         """The text as set, "" included (an empty CUDA_VISIBLE_DEVICES hides every GPU); None when unset."""
@@ -87,8 +93,8 @@ class Number:
     def wanted(self) -> str:
         what = "a whole number" if self.kind is int else "a finite number"
         unit = f" of {self.unit}" if self.unit else ""
-        bound = f"above {self.least:g}" if self.above else f"of {self.least:g} or more"
-        return f"not {what}{unit} {bound}"
+        bound = f"above {self.least:g}" if self.above else f"{self.least:g} or more"
+        return f"not {what}{unit}, {bound}"
 
 
 def _flag(text: str) -> bool:
@@ -245,7 +251,7 @@ bucket; `AutotuneTracer`), so those signatures have candidates too; a serving lo
 cost a benchmark each."""
 RECORD_EXACT_FIRST = 64
 """Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
-RECORD_COMPILE_THREADS = EnvVar("TRITONHOOK_RECORD_COMPILE_THREADS", 0, Number(int),
+RECORD_COMPILE_THREADS = EnvVar("TRITONHOOK_RECORD_COMPILE_THREADS", 0, Number(int, unit="threads"),
                                 "Threads a recording compiles an autotune decision's configs in, all at once before "
                                 "Triton's benchmark would compile them one at a time; 0 (the default): one per CPU "
                                 "core, at most 16; 1: one at a time, as Triton does. "
@@ -411,7 +417,7 @@ def declared() -> Iterator[EnvVar]:
 
 
 def unreadable(environ: Mapping[str, str] | None = None) -> list[str]:
-    """One line per declared variable set to text it cannot read ("$NAME='nan': not a finite number of seconds
+    """One line per declared variable set to text it cannot read ("$NAME='nan': not a finite number of seconds,
     above 0": the `Number` ones are the variables whose reading can fail), so that a command refuses it before it
     starts, rather than each child process that reads it failing on its own."""
     lines = []
@@ -419,5 +425,5 @@ def unreadable(environ: Mapping[str, str] | None = None) -> list[str]:
         try:
             var.get(environ)
         except ValueError as exc:
-            lines.append(f"${var.name}={var.raw(environ)!r}: {exc}")
+            lines.append(str(exc))
     return lines
