@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -127,6 +129,25 @@ def free_bytes(path: Path) -> int | None:
             continue
         return stats.f_bavail * stats.f_frsize
     return None
+
+
+def json_text(value, **options) -> str:
+    """`value` as strict JSON (`json.dumps` with `options`), the one way a file meant for other programs is written
+    (decisions, baselines, traces, memwatch results, `--json` output): a NaN or an infinity, which Python writes as
+    the bare words NaN and Infinity that strict parsers (browsers, jq, Go, Rust) refuse, is written null, as
+    JavaScript's JSON.stringify writes it."""
+    return json.dumps(_finite(value), allow_nan=False, **options)
+
+
+def _finite(value):
+    """`value` with every float that is not finite replaced by None, in dicts, lists and tuples at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def file_name(name: str, suffix: str = "") -> str:
