@@ -275,6 +275,22 @@ def test_an_id_beyond_what_sqlite_holds_is_one_line_naming_it(tmp_path, command)
         assert f"{wanted}" in line and "id is a whole number from 0 to 9223372036854775807" in line, line
 
 
+@pytest.mark.parametrize("kind, said", [("upgrade", "an upgrade result"), ("memwatch", "a memwatch result")])
+@pytest.mark.parametrize("command", [["decisions", "from-result", "1"], ["export-trace", "--replay", "1"],
+                                     ["decisions", "confirm", "--sweep", "1"]], ids=" ".join)
+def test_a_result_of_the_wrong_kind_is_named_with_its_article(tmp_path, kind, said, command):
+    import sqlite3
+
+    Store(tmp_path / "store").close()
+    with sqlite3.connect(tmp_path / "store" / "index.sqlite") as conn:
+        conn.execute("INSERT INTO results (created, kind, data) VALUES (0, ?, '{}')", (kind,))
+    workload = ["--", "true"] if "confirm" in command else []
+    run = tritonhook(*command, "--store", tmp_path / "store", *workload, check=False, cwd=tmp_path, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    (line,) = run.stderr.splitlines()
+    assert f"result 1: {said};" in line or f"result 1 is {said}," in line, line
+
+
 KERNEL_SCRIPT = """
 import triton
 import triton.language as tl

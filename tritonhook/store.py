@@ -251,7 +251,10 @@ def register_result_kind(kind: ResultKind) -> ResultKind:
 
 def result_kind_text(result) -> str:
     """What `Store.result` gave, for an error saying it is not the kind wanted: "none" or "a sweep result"."""
-    return "none" if result is None else f"a {getattr(result, 'kind', type(result).__name__)} result"
+    if result is None:
+        return "none"
+    kind = getattr(result, "kind", type(result).__name__)
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} result"
 
 
 class NewerStoreError(TritonhookError):
