@@ -276,8 +276,8 @@ def test_an_id_beyond_what_sqlite_holds_is_one_line_naming_it(tmp_path, command)
 
 
 @pytest.mark.parametrize("kind, said", [("upgrade", "an upgrade result"), ("memwatch", "a memwatch result")])
-@pytest.mark.parametrize("command", [["decisions", "from-result", "1"], ["export-trace", "--replay", "1", "-o", "t.json"],
-                                     ["decisions", "confirm", "--sweep", "1"]], ids=" ".join)
+@pytest.mark.parametrize("command", [["decisions", "from-result", "1"], ["decisions", "confirm", "--sweep", "1"],
+                                     ["export-trace", "--replay", "1", "-o", "t.json"]], ids=" ".join)
 def test_a_result_of_the_wrong_kind_is_named_with_its_article(tmp_path, kind, said, command):
     import sqlite3
 
