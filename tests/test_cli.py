@@ -291,6 +291,46 @@ def test_a_result_of_the_wrong_kind_is_named_with_its_article(tmp_path, kind, sa
     assert f"result 1: {said};" in line or f"result 1 is {said}," in line, line
 
 
+LONG_PREFIX = "k" * 100_000
+
+
+@pytest.mark.parametrize("command", [["run", "--prefix", LONG_PREFIX, "--", "true"],
+                                     ["run", "--rename", LONG_PREFIX, "--", "true"],
+                                     ["diff", DATA / "ffma_loop.ptx", DATA / "ffma_loop.ptx", "--variants",
+                                      f"plain,{LONG_PREFIX}"]], ids=["run --prefix", "run --rename", "diff --variants"])
+def test_a_prefix_over_the_one_cap_is_one_line_wherever_it_is_given(tmp_path, command):
+    """Decisions cap prefixes at 64 characters; `run` and the variants took 100,000: one cap, declared once."""
+    at = command.index("--") if "--" in command else len(command)
+    run = tritonhook(*command[:at], "--store", tmp_path / "store", *command[at:], check=False, cwd=tmp_path,
+                     timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-300:]
+    errors = [line for line in run.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "100000 characters, at most 64" in errors[0], errors
+    assert not (tmp_path / "store").exists()
+
+
+def test_the_prefix_cap_takes_a_prefix_of_64_characters_and_refuses_65():
+    from tritonhook.errors import TritonhookError
+    from tritonhook.rename import prefixer
+
+    assert prefixer("k" * 64)("add_kernel") == "k" * 64 + "add_kernel"
+    with pytest.raises(TritonhookError, match="65 characters, at most 64"):
+        prefixer("k" * 65)
+
+
+@pytest.mark.parametrize("command, message", [
+    (["diff", DATA / "ffma_loop.ptx", DATA / "ffma_loop.ptx", "--variants", ""], "variants '': give at least two"),
+    (["ptxas-matrix", DATA / "ffma_loop.ptx", "--options", ""], "--options '': give only opt: and acf: parts"),
+    (["preflight", DATA / "ffma_loop.ptx", "--gpu", ""], "--gpu '': not in the GPU table"),
+], ids=["diff --variants", "ptxas-matrix --options", "preflight --gpu"])
+def test_an_empty_option_is_refused_not_taken_as_absent(tmp_path, command, message):
+    """`--variants ''` (an unset shell variable) used to build the default variants as if none were given."""
+    run = tritonhook(*command, check=False, cwd=tmp_path, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    (line,) = run.stderr.splitlines()
+    assert line.startswith("tritonhook: error: ") and message in line, line
+
+
 KERNEL_SCRIPT = """
 import triton
 import triton.language as tl

@@ -151,6 +151,10 @@ WARN_BYTES = 256 * 2**20
 """Capture warns when a kernel's predicted stack reservation (low end) exceeds this on a GPU it can run on."""
 
 # ----- rename (`rename`) --------------------------------------------------------------------------------------------
+PREFIX_MAX_CHARS = 64
+"""The longest kernel-name prefix a rename takes, wherever one is given (`run --prefix`/`--rename`, a variant's
+prefix, a decision's choice): a name is a PTX symbol and a cache file's name, which tools cap near 255 bytes, and a
+prefix longer than this is a mistake (a pasted path, a runaway variable), not a name."""
 RENAME = EnvVar("TRITONHOOK_RENAME", None, str,
                 "The rename a child process applies in the PTX stage: a prefix, or ':strip' (`rename.encode`).")
 SELECT = EnvVar("TRITONHOOK_SELECT", None, str,
