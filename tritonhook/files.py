@@ -103,8 +103,11 @@ def cannot_write(path: Path, what: str, exc: OSError) -> TritonhookError:
 
 def disk_full_reason(path: Path, exc: BaseException) -> str | None:
     """"disk full: N bytes free on the file system of PATH" where `exc` says the disk is full (ENOSPC, EDQUOT, or
-    SQLite's SQLITE_FULL), else None: a write that failed for another reason (a permission, /proc) on a nearly
-    full disk failed for that reason, and saying "disk full" would send the user looking in the wrong place."""
+    SQLite's SQLITE_FULL) of a file system, else None: a write that failed for another reason (a permission,
+    /proc) on a nearly full disk failed for that reason, and a device's "no space" (/dev/full) is no disk's; saying
+    "disk full" would send the user looking in the wrong place."""
+    if _is_device(path):
+        return None
     if isinstance(exc, OSError) and exc.errno == errno.EDQUOT:
         return f"disk quota exceeded on the file system of {path}"
     if not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC
@@ -112,6 +115,14 @@ def disk_full_reason(path: Path, exc: BaseException) -> str | None:
         return None
     free = free_bytes(path)
     return f"disk full: {'some' if free is None else free} bytes free on the file system of {path}"
+
+
+def _is_device(path: Path) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # a file not made yet: its folder's file system is what refused it
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
 
 
 _SQLITE_FULL = 13

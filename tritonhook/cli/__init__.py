@@ -124,13 +124,13 @@ class _Stdout:
 
 
 def _stdout_failure(stream, exc: OSError) -> TritonhookError:
-    """The one line for a failed write of standard output, naming the file it goes to; the disk under it where it
-    is a file whose disk is full (/dev/full is a device: its "no space" is no disk's)."""
+    """The one line for a failed write of standard output, naming the file it goes to, and the disk under it where
+    that is full."""
     try:
         where = Path(os.readlink(f"/proc/self/fd/{stream.fileno()}"))
     except (OSError, ValueError, AttributeError):
         where = None
-    reason = disk_full_reason(where, exc) if where is not None and where.is_file() else None
+    reason = disk_full_reason(where, exc) if where is not None else None
     return TritonhookError(f"standard output{f' ({where})' if where else ''}: cannot write "
                            f"({reason or exc.strerror or exc})")
 
