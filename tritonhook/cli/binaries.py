@@ -101,7 +101,7 @@ def add_ptxas_matrix(sub) -> None:
                         help=f"prefix for the renamed build (default {DEFAULT_PREFIX})")
     parser.add_argument("--gpu-name", help="target (default: the PTX .target)")
     ptxas_arg(parser)
-    parser.add_argument("--options", metavar="SPEC", default="",
+    parser.add_argument("--options", metavar="SPEC", default=None,
                         help="opt: and acf: parts of the variant grammar for every build, e.g. "
                              "opt:--maxrregcount=128+acf:FILE.acf (docs/variants.md); a ptxas that cannot read the "
                              "control file is skipped, with the reason")
