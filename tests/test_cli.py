@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import inspect
 import json
@@ -230,6 +231,142 @@ def test_a_full_disk_is_said_in_the_line(tmp_path):
     with pytest.raises(TritonhookError) as raised:
         write_file("/dev/full", "x" * 4096, "report")
     assert str(raised.value) == "/dev/full: cannot write the report (No space left on device)"
+
+
+@pytest.fixture(scope="module")
+def one_capture(tmp_path_factory) -> Path:
+    """A store holding one real capture (`add` for sm_90)."""
+    import tritonhook as th
+    from tritonhook.samples import compile_sample
+
+    store = tmp_path_factory.mktemp("stdout") / "store"
+    with th.session(store):
+        compile_sample("add", 90)
+    return store
+
+
+STDOUT_WRITERS = {"ls": ["ls"], "ls --json": ["ls", "--json"], "show": ["show", "1"],
+                  "show --ptx": ["show", "1", "--ptx"], "show --meta": ["show", "1", "--meta"],
+                  "store verify": ["store", "verify"]}
+"""Commands whose output is standard output, each as it prints a table, JSON or an artifact's text."""
+
+
+@pytest.mark.parametrize("command", STDOUT_WRITERS)
+def test_standard_output_on_a_full_device_is_one_line_naming_it(one_capture, command):
+    with open("/dev/full", "w") as full:
+        run = subprocess.run([sys.executable, "-m", "tritonhook", *STDOUT_WRITERS[command], "--store", one_capture],
+                             stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.splitlines() == ["tritonhook: error: standard output (/dev/full): cannot write (No space left "
+                                       "on device)"]
+
+
+def test_standard_output_into_a_full_file_system_names_the_file_and_the_disk(one_capture, tmp_path):
+    disk = tmp_path / "small"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", disk], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root and mount permission)")
+    try:
+        with open(disk / "filler", "wb", buffering=0) as filler, contextlib.suppress(OSError):
+            while filler.write(b"\0" * 512):  # to the last byte
+                pass
+        out = disk / "captures.json"
+        with open(out, "w") as listing:
+            run = subprocess.run([sys.executable, "-m", "tritonhook", "ls", "--json", "--store", one_capture],
+                                 stdout=listing, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        subprocess.run(["umount", "-l", disk], check=False)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    (line,) = run.stderr.splitlines()
+    assert line.startswith(f"tritonhook: error: standard output ({out}): cannot write (disk full: "), line
+    assert line.endswith(f"bytes free on the file system of {out})"), line
+
+
+def test_a_closed_pipe_still_ends_quietly(one_capture):
+    """`tritonhook ls | head -0`: the reader went away; nothing to say about it."""
+    listing = subprocess.Popen([sys.executable, "-m", "tritonhook", "show", "1", "--ptx", "--store", one_capture],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    listing.stdout.close()
+    assert listing.wait(timeout=120) == 0 and listing.stderr.read() == b""
+
+
+ID_TAKERS = {"decisions show": ["decisions", "show", "{ID}"],
+             "decisions from-result": ["decisions", "from-result", "{ID}"], "decisions rm": ["decisions", "rm", "{ID}"],
+             "decisions confirm --sweep": ["decisions", "confirm", "--sweep", "{ID}"],
+             "replay --recording": ["replay", "--recording", "{ID}"],
+             "tune --recording": ["tune", "--recording", "{ID}"],
+             "export-trace --replay": ["export-trace", "--replay", "{ID}", "-o", "trace.json"],
+             "upgrade --time": ["upgrade", "--time", "{ID}"], "show": ["show", "{ID}"],
+             "ls --after": ["ls", "--after", "{ID}"], "ls --before": ["ls", "--before", "{ID}"]}
+"""Every command that takes a capture or result id."""
+
+
+@pytest.mark.parametrize("command", ID_TAKERS)
+def test_an_id_beyond_what_sqlite_holds_is_one_line_naming_it(tmp_path, command):
+    Store(tmp_path / "store").close()
+    for wanted in (2**63, 2**64 + 5):
+        arguments = [str(wanted) if arg == "{ID}" else arg for arg in ID_TAKERS[command]]
+        workload = ["--", "true"] if command == "decisions confirm --sweep" else []
+        run = tritonhook(*arguments, "--store", tmp_path / "store", *workload, check=False, cwd=tmp_path, timeout=120)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+        (line,) = run.stderr.splitlines()
+        assert f"{wanted}" in line and "id is a whole number from 0 to 9223372036854775807" in line, line
+
+
+@pytest.mark.parametrize("kind, said", [("upgrade", "an upgrade result"), ("memwatch", "a memwatch result")])
+@pytest.mark.parametrize("command", [["decisions", "from-result", "1"], ["decisions", "confirm", "--sweep", "1"],
+                                     ["export-trace", "--replay", "1", "-o", "t.json"]], ids=" ".join)
+def test_a_result_of_the_wrong_kind_is_named_with_its_article(tmp_path, kind, said, command):
+    import sqlite3
+
+    Store(tmp_path / "store").close()
+    with sqlite3.connect(tmp_path / "store" / "index.sqlite") as conn:
+        conn.execute("INSERT INTO results (created, kind, data) VALUES (0, ?, '{}')", (kind,))
+    workload = ["--", "true"] if "confirm" in command else []
+    run = tritonhook(*command, "--store", tmp_path / "store", *workload, check=False, cwd=tmp_path, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    (line,) = run.stderr.splitlines()
+    assert f"result 1: {said};" in line or f"result 1 is {said}," in line, line
+
+
+LONG_PREFIX = "k" * 100_000
+
+
+@pytest.mark.parametrize("command", [["run", "--prefix", LONG_PREFIX, "--", "true"],
+                                     ["run", "--rename", LONG_PREFIX, "--", "true"],
+                                     ["diff", DATA / "ffma_loop.ptx", DATA / "ffma_loop.ptx", "--variants",
+                                      f"plain,{LONG_PREFIX}"]], ids=["run --prefix", "run --rename", "diff --variants"])
+def test_a_prefix_over_the_one_cap_is_one_line_wherever_it_is_given(tmp_path, command):
+    """Decisions cap prefixes at 64 characters; `run` and the variants took 100,000: one cap, declared once."""
+    at = command.index("--") if "--" in command else len(command)
+    run = tritonhook(*command[:at], "--store", tmp_path / "store", *command[at:], check=False, cwd=tmp_path,
+                     timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-300:]
+    errors = [line for line in run.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "100000 characters, at most 64" in errors[0], errors
+    assert not (tmp_path / "store").exists()
+
+
+def test_the_prefix_cap_takes_a_prefix_of_64_characters_and_refuses_65():
+    from tritonhook.errors import TritonhookError
+    from tritonhook.rename import prefixer
+
+    assert prefixer("k" * 64)("add_kernel") == "k" * 64 + "add_kernel"
+    with pytest.raises(TritonhookError, match="65 characters, at most 64"):
+        prefixer("k" * 65)
+
+
+@pytest.mark.parametrize("command, message", [
+    (["diff", DATA / "ffma_loop.ptx", DATA / "ffma_loop.ptx", "--variants", ""], "variants '': give at least two"),
+    (["ptxas-matrix", DATA / "ffma_loop.ptx", "--options", ""], "--options '': give only opt: and acf: parts"),
+    (["preflight", DATA / "ffma_loop.ptx", "--gpu", ""], "--gpu '': not in the GPU table"),
+], ids=["diff --variants", "ptxas-matrix --options", "preflight --gpu"])
+def test_an_empty_option_is_refused_not_taken_as_absent(tmp_path, command, message):
+    """`--variants ''` (an unset shell variable) used to build the default variants as if none were given."""
+    run = tritonhook(*command, check=False, cwd=tmp_path, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    (line,) = run.stderr.splitlines()
+    assert line.startswith("tritonhook: error: ") and message in line, line
 
 
 KERNEL_SCRIPT = """

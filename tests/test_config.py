@@ -57,14 +57,15 @@ def test_raw_tells_an_empty_variable_from_an_unset_one():
     assert config.CUDA_VISIBLE_DEVICES.get({"CUDA_VISIBLE_DEVICES": ""}) == "0"
 
 
-NUMBERS = [var for var in config.declared() if var.parse in (int, float)]
+NUMBERS = [var for var in config.declared() if isinstance(var.parse, config.Number)]
 
 
 def test_every_setting_that_is_a_number_is_found_when_it_is_not():
     assert {var.name for var in NUMBERS} >= {"TRITONHOOK_SNAPSHOT_BUDGET", "TRITONHOOK_RECORD_COMPILE_THREADS",
                                              "TRITONHOOK_PTXAS_TIMEOUT"}
     environ = {var.name: "lots" for var in NUMBERS} | {"TRITONHOOK_STORE": "lots"}
-    assert config.unreadable(environ) == [f"${var.name}='lots': not a number" for var in NUMBERS]
+    assert [line.split(": not a ")[0] for line in config.unreadable(environ)] == [f"${var.name}='lots'"
+                                                                                 for var in NUMBERS]
     assert config.unreadable({var.name: "12" for var in NUMBERS}) == []
 
 
@@ -77,4 +78,28 @@ def test_a_command_refuses_a_setting_that_is_no_number_in_one_line_before_it_sta
 
     done = subprocess.run([sys.executable, "-m", "tritonhook", "ls", "--store", str(tmp_path)], capture_output=True,
                           text=True, env={**os.environ, var.name: "1e3x"})
-    assert (done.returncode, done.stderr) == (2, f"tritonhook: error: ${var.name}='1e3x': not a number\n")
+    (line,) = done.stderr.splitlines()
+    assert done.returncode == 2 and line.startswith(f"tritonhook: error: ${var.name}='1e3x': not a "), line
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "1e400"])
+@pytest.mark.parametrize("command", [["diff", "{PTX}", "{PTX}", "--variants", "plain,cutlass_"],
+                                     ["ptxas-matrix", "{PTX}"]], ids=["diff --variants", "ptxas-matrix"])
+def test_a_ptxas_timeout_that_is_no_time_to_wait_is_refused_before_any_build(value, command, tmp_path):
+    """A real environment setting, the real commands that build with ptxas under it: NaN and infinity (float()
+    reads both) and a limit of 0 or below (every build would "run past -1 s") are one line naming the setting."""
+    import subprocess
+    import sys
+
+    ptx = str(Path(__file__).parent / "data" / "ffma_loop.ptx")
+    arguments = [ptx if arg == "{PTX}" else arg for arg in command]
+    done = subprocess.run([sys.executable, "-m", "tritonhook", *arguments], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120, env={**os.environ, "TRITONHOOK_PTXAS_TIMEOUT": value})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines() == [f"tritonhook: error: $TRITONHOOK_PTXAS_TIMEOUT={value!r}: not a finite "
+                                        f"number of seconds, above 0"]
+
+
+def test_a_ptxas_timeout_above_0_is_still_taken(tmp_path):
+    assert config.PTXAS_TIMEOUT_S.get({"TRITONHOOK_PTXAS_TIMEOUT": "0.5"}) == 0.5
+    assert config.RECORD_SAMPLE.get({"TRITONHOOK_RECORD_SAMPLE": "3"}) == 3

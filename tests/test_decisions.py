@@ -181,6 +181,10 @@ HOSTILE = [
      "do not hash"),
     ("an unknown field", {"choice__run": "sh -c x"}, "unknown field 'run'"),
     ("a short hash", {"key__ptx_sha256": "abc"}, "not a sha256"),
+    ("a NaN ratio", {"evidence__ratio": float("nan")}, "evidence.ratio: nan, where a ratio of two times"),
+    ("an infinite ratio", {"evidence__ratio": float("inf")}, "evidence.ratio: inf, where a ratio of two times"),
+    ("a negative ratio", {"evidence__ratio": -3}, "evidence.ratio: -3, where a ratio of two times"),
+    ("an infinite bound", {"evidence__high": float("-inf")}, "evidence.high: -inf, where a ratio of two times"),
 ]
 
 
@@ -212,7 +216,10 @@ def test_a_hostile_file_is_refused_entry_by_entry_one_line_each_and_runs_nothing
 @pytest.mark.parametrize("text, expected", [
     ('{"format": "tritonhook-decisions", "version": 1, "decisions": [{"key": ', "not JSON"),
     ('[1, 2]', "not a decisions file"),
-    ('{"format": "tritonhook-decisions", "version": 99, "decisions": []}', "version 99"),
+    ('{"format": "tritonhook-decisions", "version": 99, "decisions": []}',
+     "version 99, this tritonhook reads version 1"),
+    ('{"format": "tritonhook-decisions", "version": 1, "decisions": "all"}',
+     "\"decisions\" is a string ('all'), where a list of decisions is expected"),
     ('{"format": "tritonhook-decisions", "version": 1, "decisions": [], "exec": "x"}', "unknown field 'exec'"),
 ])
 def test_a_truncated_or_foreign_file_is_one_line_naming_it(recorded, tmp_path, text, expected):
@@ -222,6 +229,41 @@ def test_a_truncated_or_foreign_file_is_one_line_naming_it(recorded, tmp_path, t
         decisions.import_file(recorded[0], path)
     assert str(caught.value).startswith(str(path)) and expected in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_a_stored_nan_ratio_is_left_out_of_the_export_which_is_strict_json(recorded, tmp_path):
+    """A decision saved with a NaN ratio (by a tritonhook that let one in) is left out of the export with a line
+    naming it, and the file holds no bare NaN, which strict JSON parsers refuse."""
+    import sqlite3
+
+    store, _ = recorded
+    [saved] = decisions.import_file(store, _write(tmp_path / "in.json", [_entry(key__ptx_sha256="d" * 64)])).decisions
+    with sqlite3.connect(store.path / "index.sqlite") as conn:
+        (data,) = conn.execute("SELECT data FROM results WHERE id = ?", (saved.id,)).fetchone()
+        data = json.loads(data)
+        data["evidence"]["ratio"] = float("nan")
+        conn.execute("UPDATE results SET data = ? WHERE id = ?", (json.dumps(data), saved.id))
+    try:
+        exported = decisions.export(store, tmp_path / "out.json")
+    finally:
+        store.remove_result(decisions.RESULT_KIND, saved.id)
+
+    def refuse(word):
+        raise ValueError(f"{word} is not JSON")
+
+    written = json.loads((tmp_path / "out.json").read_text(), parse_constant=refuse)
+    assert "d" * 64 not in [e["key"].get("ptx_sha256") for e in written["decisions"]]
+    assert [w for w in exported.warnings if "evidence.ratio: nan" in w] == [
+        f"{store.path} result {saved.id} (decision): evidence.ratio: nan, where a ratio of two times (a finite "
+        f"number above 0) expected"]
+
+
+def test_json_for_other_programs_has_no_bare_nan_or_infinity():
+    from tritonhook.files import json_text
+
+    text = json_text({"ratio": float("nan"), "times": [1.5, float("inf"), (float("-inf"),)]})
+    assert json.loads(text, parse_constant=lambda word: pytest.fail(f"{word} in {text}")) == {
+        "ratio": None, "times": [1.5, None, [None]]}
 
 
 def test_the_cli_is_thin_over_the_library(recorded, tmp_path):

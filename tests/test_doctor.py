@@ -81,3 +81,17 @@ def test_cli_json_parses_and_a_corrupt_blob_is_a_fail_line_naming_it_with_status
 def test_a_directory_that_is_no_store_is_a_fail_line(tmp_path):
     [line] = by_topic(diagnose(tmp_path))["store"]
     assert (line.verdict, line.found) == (FAIL, f"{tmp_path}: no tritonhook store here (missing index.sqlite)")
+
+
+def test_a_store_from_a_newer_tritonhook_is_called_newer_not_damaged(tmp_path):
+    """Moving aside a store that a newer tritonhook reads whole would lose it for nothing."""
+    import sqlite3
+
+    store = tmp_path / "store"
+    Store(store).close()
+    with sqlite3.connect(store / "index.sqlite") as conn:
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    [line] = by_topic(diagnose(store))["store"]
+    assert line.verdict == FAIL and "store written by a newer tritonhook (schema 99" in line.found
+    assert "move it aside" not in line.advice and "pip install -U tritonhook" in line.advice, line.advice
+    assert "only newer than tritonhook " in line.advice

@@ -155,13 +155,33 @@ def test_a_corrupt_blob_is_healed_by_the_next_write_of_its_content(capture_sessi
     assert store.verify().ok
 
 
-def test_a_schema_version_that_is_not_a_number_names_the_index(store_path):
+@pytest.mark.parametrize("value", ["two", "0", "-3", "1.5", str(2**63)])
+def test_a_schema_version_out_of_range_names_the_index_in_every_command(store_path, value):
+    """Every number the meta table keeps is range-checked where it is read: a schema version of 0 or below used to
+    be a KeyError from the upgrade steps, in every command."""
     Store(store_path).close()
     with sqlite3.connect(store_path / "index.sqlite") as conn:
-        conn.execute("UPDATE meta SET value='two' WHERE key='schema_version'")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (value,))
+    expected = f"{store_path / 'index.sqlite'}: schema version {value!r} is not a whole number of 1 or more"
     for readonly in (False, True):
-        with pytest.raises(tritonhook.TritonhookError, match=r"index\.sqlite: schema version 'two' is not a whole"):
+        with pytest.raises(tritonhook.TritonhookError) as raised:
             Store(store_path, readonly=readonly)
+        assert str(raised.value) == f"{expected} (damaged index?)"
+    for command in (["ls"], ["decisions", "ls"], ["store", "verify"], ["run", "--", "true"]):
+        at = command.index("--") if "--" in command else len(command)
+        run = subprocess.run([sys.executable, "-m", "tritonhook", *command[:at], "--store", str(store_path),
+                              *command[at:]], capture_output=True, text=True, timeout=120)
+        assert _one_error_line(run) == f"tritonhook: error: {expected} (damaged index?)", command
+
+
+def test_a_repair_count_that_is_no_number_names_the_index_when_a_writer_reads_it(store_path):
+    Store(store_path).close()
+    with sqlite3.connect(store_path / "index.sqlite") as conn:
+        conn.execute("INSERT INTO meta VALUES ('repairs', 'many')")
+    with pytest.raises(tritonhook.TritonhookError) as raised:
+        Store(store_path).add(_SAMPLE_CAPTURE)
+    assert str(raised.value) == (f"{store_path / 'index.sqlite'}: repairs 'many' is not a whole number of 0 or more "
+                                 f"(damaged index?)")
 
 
 def test_a_missing_column_names_the_index_and_the_column(store_path):
@@ -498,6 +518,42 @@ def test_another_user_reads_a_store_it_may_not_write(shared_dir, as_other_user):
                                       f"(Permission denied)")
 
 
+UNREADABLE_STORE_READERS = {"ls": ["ls"], "show": ["show", "1"], "store verify": ["store", "verify"],
+                            "report": ["report", "--no-sass", "-o", "report.html"], "decisions ls": ["decisions", "ls"]}
+"""The commands that read a store (and nothing else the test could make unreadable)."""
+
+
+@pytest.fixture
+def private_store(shared_dir, as_other_user) -> Path:
+    """A store of one real capture, in a folder `nobody` may write its outputs to."""
+    store = shared_dir / "store"
+    with tritonhook.session(store):
+        compile_sample("add", 90)
+    shared_dir.chmod(0o777)
+    return store
+
+
+@pytest.mark.parametrize("command", UNREADABLE_STORE_READERS)
+def test_a_store_folder_another_user_may_not_enter_is_one_line_naming_it(private_store, as_other_user, command):
+    private_store.chmod(0o000)
+    run = as_other_user(sys.executable, "-m", "tritonhook", *UNREADABLE_STORE_READERS[command], "--store",
+                        private_store)
+    line = _one_error_line(run)
+    assert line == (f"tritonhook: error: {private_store}: cannot read the store (Permission denied); its owner may "
+                    f"give you access (chmod) or you may use another --store"), line
+
+
+@pytest.mark.parametrize("command, names", [(["store", "verify"], "{blobs}: cannot list the store's blobs"),
+                                            (["show", "1", "--ptx"], "{blobs}/")])
+def test_a_blob_folder_another_user_may_not_enter_is_one_line_naming_it(private_store, as_other_user, command,
+                                                                         names):
+    (private_store / "blobs").chmod(0o000)
+    run = as_other_user(sys.executable, "-m", "tritonhook", *command, "--store", private_store)
+    line = _one_error_line(run)
+    assert line.startswith(f"tritonhook: error: {names.format(blobs=private_store / 'blobs')}"), line
+    assert "Permission denied" in line, line
+
+
 def test_blobs_follow_the_umask_of_a_team_store(store_path):
     previous = os.umask(0o002)
     try:
@@ -685,18 +741,32 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def fill(disk: Path) -> Path:
-    """Fill `disk` to the last byte with one file, returned (remove it to free the space)."""
+def fill(disk: Path, leave: int = 0) -> Path:
+    """Fill `disk` with one file, returned (remove it to free the space), to the last byte or until `leave` bytes
+    are free."""
     filler = disk / "filler"
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
     try:
-        while os.write(fd, b"\0" * 512):
+        while _free(disk) > leave and os.write(fd, b"\0" * 512):
             pass
     except OSError:  # ENOSPC: full
         pass
     finally:
         os.close(fd)
     return filler
+
+
+def _free(disk: Path) -> int:
+    stats = os.statvfs(disk)
+    return stats.f_bavail * stats.f_frsize
+
+
+def _one_error_line(run: subprocess.CompletedProcess) -> str:
+    """The one line a failed command printed, checked to be all it printed on stderr."""
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith("tritonhook: error: "), line
+    return line
 
 
 @pytest.fixture
@@ -715,7 +785,7 @@ def test_a_store_on_a_full_disk_says_disk_full_and_leaves_nothing_behind(full_di
     assert not (store_path / "index.sqlite").exists()  # no schema-less index for readers to stumble on
     listed = subprocess.run([sys.executable, "-m", "tritonhook", "ls", "--store", str(store_path)],
                             capture_output=True, text=True, timeout=120)
-    assert listed.returncode == 2 and "missing index.sqlite" in listed.stderr, listed.stderr
+    assert "a store never finished" in _one_error_line(listed)
 
 
 def test_a_write_failed_on_a_full_disk_leaves_readers_reading_and_the_next_open_heals(small_disk):
@@ -745,6 +815,58 @@ def test_a_write_failed_on_a_full_disk_leaves_readers_reading_and_the_next_open_
     assert [c["artifacts"]["ptx"]["size"] for c in json.loads(listed.stdout)] == [4]
     filler.unlink()
     assert ls().returncode == 0 and shm.stat().st_size >= 32768  # rebuilt by the reader's writable open
+
+
+@pytest.mark.parametrize("free_kib", [8, 16, 28])
+def test_a_commit_that_fails_on_a_full_disk_names_the_disk_in_one_line(small_disk, tmp_path, free_kib):
+    """A real `decisions import` whose COMMIT runs out of space (SQLite rolls the transaction back itself): one
+    line naming the index and the full disk, never a second ROLLBACK's "no transaction is active". Another
+    process has the store open meanwhile (its -shm file is made): the import's open needs no space, its commit
+    does."""
+    store_path = small_disk / "store"
+    neighbour = Store(store_path)
+    neighbour.last_id()
+    key = {"arch": "sm_90a", "ptxas_version": "12.8.93", "gpu": "NVIDIA H200"}
+    evidence = {"ratio": 0.97, "low": 0.96, "high": 0.98, "outputs": "bitwise", "date": "2026-11-24",
+                "tritonhook_version": "0.1.0", "source_kind": "sweep", "source_id": 3}
+    entries = [{"key": {**key, "ptx_sha256": f"{i:064x}"}, "evidence": {**evidence, "kernel": f"k{i}_" + "k" * 100},
+                "choice": {"name": "cutlass_", "ptxas_version": None, "options": ["-O2"], "controls": None}}
+               for i in range(300)]
+    decisions_file = tmp_path / "decisions.json"
+    decisions_file.write_text(json.dumps({"format": "tritonhook-decisions", "version": 1, "decisions": entries}))
+    fill(small_disk, leave=free_kib * 1024)
+    run = subprocess.run([sys.executable, "-m", "tritonhook", "decisions", "import", str(decisions_file), "--store",
+                          str(store_path)], capture_output=True, text=True, timeout=120)
+    neighbour.close()
+    line = _one_error_line(run)
+    assert f"{store_path / 'index.sqlite'}: cannot write the index (" in line, line
+    assert f"disk full: 0 bytes free on the file system of {store_path})" in line, line
+
+
+def test_a_store_that_cannot_be_made_for_another_reason_is_not_called_a_full_disk():
+    """/proc has 0 bytes free and refuses the folder for another reason (ENOENT): that reason, not "disk full"."""
+    run = subprocess.run([sys.executable, "-m", "tritonhook", "run", "--store", "/proc/x", "--", "true"],
+                         capture_output=True, text=True, timeout=120)
+    line = _one_error_line(run)
+    assert line.startswith("tritonhook: error: /proc/x: store is not writable (") and "disk full" not in line, line
+
+
+def test_a_store_whose_index_could_not_be_made_says_it_was_never_finished(small_disk):
+    """Creating a store with a few KiB free makes its folder and blobs/, then the index fails: a later reader is
+    told the store was never finished and that the disk is nearly full, not only "missing index.sqlite"."""
+    store_path = small_disk / "store"
+    fill(small_disk, leave=4096)
+    made = subprocess.run([sys.executable, "-m", "tritonhook", "run", "--store", str(store_path), "--", "true"],
+                          capture_output=True, text=True, timeout=120)
+    assert "disk full" in _one_error_line(made)
+    if not (store_path / "blobs").is_dir():
+        pytest.skip("this file system refused blobs/ too: nothing was left behind to read")
+    listed = subprocess.run([sys.executable, "-m", "tritonhook", "ls", "--store", str(store_path)],
+                            capture_output=True, text=True, timeout=120)
+    line = _one_error_line(listed)
+    assert line.startswith(f"tritonhook: error: {store_path}: a store never finished: blobs/ is here but "
+                           f"index.sqlite is not"), line
+    assert "a full disk may have stopped it: " in line and "bytes free on its file system now" in line, line
 
 
 def test_a_reader_of_an_index_never_set_up_is_told_why(store_path):

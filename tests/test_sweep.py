@@ -680,10 +680,8 @@ def test_without_a_gpu_record_and_sweep_say_so_in_one_line_and_never_start_the_w
 
 
 @pytest.mark.parametrize("command", ["record", "sweep", "check"])
-@pytest.mark.parametrize("threads, why", [("four", "not a number"),
-                                          ("-2", "a number of threads, 1 or more (0: one per CPU core, at most 16)")])
-def test_a_compile_thread_count_that_is_no_number_is_one_line_before_the_workload_starts(tmp_path, command, threads,
-                                                                                         why):
+@pytest.mark.parametrize("threads", ["four", "-2", "1.5", "nan"])
+def test_a_compile_thread_count_that_is_no_number_is_one_line_before_the_workload_starts(tmp_path, command, threads):
     """$TRITONHOOK_RECORD_COMPILE_THREADS is read by every recording process: a value none could use is said once,
     naming it, before the workload starts (GPU or not), not as a recording failure in each process."""
     ran = tmp_path / "workload-ran"
@@ -691,7 +689,8 @@ def test_a_compile_thread_count_that_is_no_number_is_one_line_before_the_workloa
     done = _cli(command, "--store", str(tmp_path / "s"), *saves, "--", sys.executable, "-c",
                 f"open({str(ran)!r}, 'w')", env={"TRITONHOOK_RECORD_COMPILE_THREADS": threads})
     assert done.returncode == 2 and not ran.exists() and not (tmp_path / "s").exists()
-    assert done.stderr.splitlines() == [f"tritonhook: error: $TRITONHOOK_RECORD_COMPILE_THREADS={threads!r}: {why}"]
+    assert done.stderr.splitlines() == [f"tritonhook: error: $TRITONHOOK_RECORD_COMPILE_THREADS={threads!r}: not a "
+                                        f"whole number of threads, 0 or more"]
 
 
 @pytest.mark.nogpu
@@ -838,3 +837,68 @@ def test_signatures_link_to_this_runs_capture_else_an_older_one_else_a_late_one(
     late = store.get(signatures[1].capture_id)
     assert signatures[0].capture_id == this_run.id
     assert (late.event, late.entry, late.triton_hash) == ("loaded", "matmul_kernel", matmul.hash)
+
+
+@pytest.fixture(scope="module")
+def damaged_recording(tmp_path_factory):
+    """A real recording (tests/sample_recording.py) as a file and as a store row, each with the `alias` field of
+    its first signature's first tensor argument removed."""
+    from sample_recording import sample_recording
+
+    folder = tmp_path_factory.mktemp("damaged")
+    store, recording = sample_recording(folder / "store", 2)
+    data = recording.to_json()
+    tensor = data["signatures"][0]["args"][0]
+    assert tensor["kind"] == "tensor" and tensor["alias"] is None  # what the test removes is there to remove
+    del tensor["alias"]
+    path = folder / "recording.json"
+    path.write_text(json.dumps(data))
+    import sqlite3
+
+    with sqlite3.connect(store.path / "index.sqlite") as conn:
+        conn.execute("UPDATE results SET data = ? WHERE id = ?", (json.dumps(data), recording.id))
+    return store.path, path, recording.id, tensor["name"]
+
+
+RECORDING_READERS = {"replay": ["replay"], "tune": ["tune"], "upgrade": ["upgrade", "--to", "3.9.0"],
+                     "export-trace": ["export-trace", "-o", "trace.json"]}
+
+
+@pytest.mark.parametrize("as_row", [False, True], ids=["file", "store row"])
+@pytest.mark.parametrize("command", RECORDING_READERS)
+def test_a_recording_missing_a_field_is_one_line_naming_it_and_the_field(damaged_recording, tmp_path, command,
+                                                                         as_row):
+    store, path, recording_id, name = damaged_recording
+    which = str(recording_id) if as_row else str(path)
+    done = _cli(*RECORDING_READERS[command], "--store", str(store), "--recording", which, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    (line,) = done.stderr.splitlines()
+    where = f"{store} result {recording_id} (recording)" if as_row else str(path)
+    assert line == f"tritonhook: error: {where}: signature 0 argument 0 ({name!r}): no field 'alias'", line
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t.update(alias=7), "alias 7 names no buffer of an earlier argument"),
+    (lambda t: t.update(shape="64"), "field 'shape' is str, not list"),
+    (lambda t: t.update(strides=[1, 1]), "shape and strides must be lists of whole numbers of one length"),
+    (lambda t: t.update(kind="pointer"), "not an argument of a kind the replay knows"),
+    (lambda t: t.pop("buffer"), "no field 'buffer'"),
+])
+def test_a_recording_argument_of_the_wrong_shape_is_refused_whole_when_read(change, message):
+    from sample_recording import sample_recording  # noqa: F401 (torch and Triton present: the fixture's needs)
+
+    tensor = {"kind": "tensor", "name": "x", "dtype": "float32", "shape": [64], "strides": [1], "storage_offset": 0,
+              "span": 64, "element_size": 4, "alias": None, "blob": None, "synthetic": True, "buffer": 0}
+    rec.Recording.from_json(_one_signature(dict(tensor)), source="r.json")  # the whole argument reads
+    change(tensor)
+    with pytest.raises(TritonhookError) as raised:
+        rec.Recording.from_json(_one_signature(tensor), source="r.json")
+    assert str(raised.value).startswith("r.json: signature 0 argument 0") and message in str(raised.value)
+
+
+def _one_signature(tensor: dict) -> dict:
+    signature = rec.Signature(id=0, kernel="k", triton_hash="h", capture_id=None, arch="sm_90a", grid=[1, 1, 1],
+                              args=[tensor], arg_names=["x"], signature={"x": "*fp32"}, constexprs={}, launches=1,
+                              times_ms=[0.01])
+    return rec.Recording([signature], arch="sm_90a", device=None, triton_version="3.6.0", torch_version=None,
+                         pid=1).to_json()

@@ -125,9 +125,37 @@ def test_bad_input_is_one_line_and_exit_2(args, message, upgrade_subjects, tmp_p
     monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip answers from no index at once: no download, no network wait
     assert cli.main(["upgrade", "--store", str(upgrade_subjects.path), *args]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and re.search(message, err), err
+    *notice, err = capsys.readouterr().err.strip().splitlines()  # a virtualenv it starts to make is said first
+    assert re.search(message, err) and len(notice) == (args[:2] == ["--to", "0.0.1"]), (notice, err)
     assert not list((tmp_path / "releases").glob("*"))  # no half-made virtualenv left behind
+
+
+def test_the_virtualenv_of_a_release_is_said_before_it_is_made(upgrade_subjects, tmp_path, monkeypatch, capsys):
+    """About 1 GB under a folder the user never named: one line first, naming it and the setting that moves it."""
+    monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    assert cli.main(["upgrade", "--store", str(upgrade_subjects.path), "--to", "0.0.1"]) == 2
+    notice, err = capsys.readouterr().err.strip().splitlines()
+    assert notice == (f"tritonhook: installing Triton 0.0.1 into a virtualenv of its own, "
+                      f"{tmp_path / 'releases' / 'triton-0.0.1'} (about 1 GB, once; $TRITONHOOK_RELEASES_DIR moves it)")
+    assert err.startswith("tritonhook: error: Triton 0.0.1: pip cannot install it"), err
+
+
+@pytest.mark.parametrize("where, why", [("/proc/tritonhook-releases", "No such file or directory"),
+                                        ("a-file", "a file, not a folder")])
+def test_a_releases_dir_that_cannot_be_a_folder_is_one_line_naming_the_setting(upgrade_subjects, tmp_path, where, why):
+    import os
+    import subprocess
+
+    releases = tmp_path / where
+    if where == "a-file":
+        releases.write_text("not a folder")
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "upgrade", "--store", str(upgrade_subjects.path), "--to",
+                           "3.7.1"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, config.RELEASES_DIR.name: str(releases)})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines() == [f"tritonhook: error: {releases}: cannot make Triton 3.7.1's virtualenv here "
+                                        f"({why}; $TRITONHOOK_RELEASES_DIR names this folder)"]
 
 
 def test_a_mistyped_cells_store_is_one_line_naming_it_and_no_store_is_made(upgrade_subjects, tmp_path, capsys):

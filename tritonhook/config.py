@@ -19,6 +19,7 @@ This module is the bottom layer: it imports nothing from tritonhook.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from pathlib import Path
 from typing import Callable, Generic, Iterator, Mapping, MutableMapping, TypeVar
@@ -39,9 +40,15 @@ class EnvVar(Generic[T]):
     """How a set value is written, where `parse` reads more than `str` does (None: the generic encoding)."""
 
     def get(self, environ: Mapping[str, str] | None = None) -> T:
-        """The decoded value in `environ` (default os.environ); the default when unset or empty."""
+        """The decoded value in `environ` (default os.environ); the default when unset or empty. Text it cannot
+        read is a ValueError naming the variable: "$NAME='nan': not a finite number of seconds, above 0"."""
         raw = (os.environ if environ is None else environ).get(self.name)
-        return self.parse(raw) if raw else self.default
+        if not raw:
+            return self.default
+        try:
+            return self.parse(raw)
+        except ValueError as exc:
+            raise ValueError(f"${self.name}={raw!r}: {exc}") from None
 
     def raw(self, environ: Mapping[str, str] | None = None) -> str | None:
         """The text as set, "" included (an empty CUDA_VISIBLE_DEVICES hides every GPU); None when unset."""
@@ -59,6 +66,35 @@ class EnvVar(Generic[T]):
         if value is True:
             return "1"
         return os.pathsep.join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Number:
+    """How a number setting reads: an int or a float, finite, of at least `least` (above it where `above`). Why a
+    range and not only a type: float() reads "nan" and "inf", int() reads "-1", and a timeout of NaN, a sample of
+    every -1st launch or a budget of -5 bytes then fails, or silently does nothing, far from where it was set.
+    Text that is no such number is a ValueError saying what is wanted (`unreadable` prints it)."""
+
+    kind: type
+    least: float = 0
+    above: bool = False
+    unit: str = ""
+
+    def __call__(self, text: str) -> int | float:
+        try:
+            value = self.kind(text)
+        except ValueError:
+            raise ValueError(self.wanted) from None
+        if not math.isfinite(value) or value < self.least or (self.above and value == self.least):
+            raise ValueError(self.wanted)
+        return value
+
+    @property
+    def wanted(self) -> str:
+        what = "a whole number" if self.kind is int else "a finite number"
+        unit = f" of {self.unit}" if self.unit else ""
+        bound = f"above {self.least:g}" if self.above else f"{self.least:g} or more"
+        return f"not {what}{unit}, {bound}"
 
 
 def _flag(text: str) -> bool:
@@ -116,6 +152,10 @@ WARN_BYTES = 256 * 2**20
 """Capture warns when a kernel's predicted stack reservation (low end) exceeds this on a GPU it can run on."""
 
 # ----- rename (`rename`) --------------------------------------------------------------------------------------------
+PREFIX_MAX_CHARS = 64
+"""The longest kernel-name prefix a rename takes, wherever one is given (`run --prefix`/`--rename`, a variant's
+prefix, a decision's choice): a name is a PTX symbol and a cache file's name, which tools cap near 255 bytes, and a
+prefix longer than this is a mistake (a pasted path, a runaway variable), not a name."""
 RENAME = EnvVar("TRITONHOOK_RENAME", None, str,
                 "The rename a child process applies in the PTX stage: a prefix, or ':strip' (`rename.encode`).")
 SELECT = EnvVar("TRITONHOOK_SELECT", None, str,
@@ -145,7 +185,7 @@ TRITON_PTXAS_BLACKWELL_PATH = EnvVar("TRITON_PTXAS_BLACKWELL_PATH", None, str,
 PTXAS_OPTIONS = EnvVar("PTXAS_OPTIONS", None, str,
                        "Triton's extra ptxas options, space-separated: the default of its compile option ptx_options, "
                        "read when Triton's NVIDIA backend is imported; `ab` appends a variant's opt: and acf: parts.")
-PTXAS_TIMEOUT_S = EnvVar("TRITONHOOK_PTXAS_TIMEOUT", 600.0, float,
+PTXAS_TIMEOUT_S = EnvVar("TRITONHOOK_PTXAS_TIMEOUT", 600.0, Number(float, 0, above=True, unit="seconds"),
                          "Seconds one ptxas run that tritonhook starts (a variant build, ptxas-matrix, diff) may "
                          "take before it is killed and reported hung (docs/variants.md#failed-builds); the largest "
                          "attention kernels take ptxas about a minute.")
@@ -177,7 +217,7 @@ TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER = EnvVar(
 # ----- A/B (`ab/`, `measure/`): the child protocol the parent sets for each child, and the verdict's limits ---------
 AB_OUT = EnvVar("TRITONHOOK_AB_OUT", None, str, "JSON-lines file an A/B child appends its timing records to.")
 AB_VARIANT = EnvVar("TRITONHOOK_AB_VARIANT", None, str, "The A/B child's variant label ('plain', 'cutlass_', ...).")
-AB_ROUND = EnvVar("TRITONHOOK_AB_ROUND", 0, int, "The A/B child's round; outputs are saved in round 0 only.")
+AB_ROUND = EnvVar("TRITONHOOK_AB_ROUND", 0, Number(int), "The A/B child's round; outputs are saved in round 0 only.")
 AB_OUTPUTS = EnvVar("TRITONHOOK_AB_OUTPUTS", None, str,
                     "Directory for the round-0 outputs of A/B children (the allclose check across processes).")
 MIN_ROUNDS = 5
@@ -193,14 +233,14 @@ RECORD = EnvVar("TRITONHOOK_RECORD", False, _flag,
 RECORD_LABEL = EnvVar("TRITONHOOK_RECORD_LABEL", "", str,
                       "The label a recording process files its recording under (the parent `tritonhook record` "
                       "finds its children's recordings by it).")
-RECORD_SAMPLE = EnvVar("TRITONHOOK_RECORD_SAMPLE", 1, int,
+RECORD_SAMPLE = EnvVar("TRITONHOOK_RECORD_SAMPLE", 1, Number(int, 1),
                        "A recording looks at about one launch in this many after each kernel's first "
                        "RECORD_EXACT_FIRST (1, the default: every launch); the others cost a lookup, and the launch "
                        "counts per signature become estimates (`tritonhook record|sweep --sample K`).")
-SNAPSHOT_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_BUDGET", 256 * 2**20, int,
+SNAPSHOT_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_BUDGET", 256 * 2**20, Number(int, unit="bytes"),
                          "Bytes of input tensors snapshotted per launch signature (default 256 MiB); inputs beyond "
                          "it are replayed with synthetic data of the same dtype and shape, and marked so.")
-SNAPSHOT_TOTAL_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_TOTAL_BUDGET", 8 * 2**30, int,
+SNAPSHOT_TOTAL_BUDGET = EnvVar("TRITONHOOK_SNAPSHOT_TOTAL_BUDGET", 8 * 2**30, Number(int, unit="bytes"),
                                "Bytes of input snapshots per recording process, all signatures together "
                                "(default 8 GiB), so a long workload cannot fill the disk.")
 RECORD_TIMED_FIRST = 8
@@ -216,7 +256,7 @@ bucket; `AutotuneTracer`), so those signatures have candidates too; a serving lo
 cost a benchmark each."""
 RECORD_EXACT_FIRST = 64
 """Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
-RECORD_COMPILE_THREADS = EnvVar("TRITONHOOK_RECORD_COMPILE_THREADS", 0, int,
+RECORD_COMPILE_THREADS = EnvVar("TRITONHOOK_RECORD_COMPILE_THREADS", 0, Number(int, unit="threads"),
                                 "Threads a recording compiles an autotune decision's configs in, all at once before "
                                 "Triton's benchmark would compile them one at a time; 0 (the default): one per CPU "
                                 "core, at most 16; 1: one at a time, as Triton does. "
@@ -382,13 +422,13 @@ def declared() -> Iterator[EnvVar]:
 
 
 def unreadable(environ: Mapping[str, str] | None = None) -> list[str]:
-    """One line per declared variable set to text its type cannot read ("$NAME='x': not a number": the int and
-    float ones are the variables whose reading can fail), so that a command refuses it before it starts, rather
-    than each child process that reads it failing on its own."""
+    """One line per declared variable set to text it cannot read ("$NAME='nan': not a finite number of seconds,
+    above 0": the `Number` ones are the variables whose reading can fail), so that a command refuses it before it
+    starts, rather than each child process that reads it failing on its own."""
     lines = []
     for var in declared():
         try:
             var.get(environ)
-        except ValueError:
-            lines.append(f"${var.name}={var.raw(environ)!r}: not a number")
+        except ValueError as exc:
+            lines.append(str(exc))
     return lines

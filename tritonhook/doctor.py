@@ -24,7 +24,7 @@ from .ptxas import wrapper
 from ._version import __version__
 from .cute.capture import dsl_version
 from .errors import TritonhookError
-from .store import Store
+from .store import SCHEMA_VERSION, NewerStoreError, Store
 from .ptxas.binaries import find_ptxas, ptxas_version
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
@@ -265,6 +265,10 @@ def _store_checks(store: str | os.PathLike | None) -> list[Check]:
                                      f"{config.DEFAULT_STORE}); nothing to check")]
     try:
         report = Store(path, readonly=True).verify()
+    except NewerStoreError as exc:
+        return [Check(FAIL, "store", str(exc), advice=f"the store is whole, only newer than tritonhook {__version__} "
+                                                      f"reads (schema {SCHEMA_VERSION}): read it with the newer "
+                                                      f"tritonhook that wrote it (pip install -U tritonhook)")]
     except TritonhookError as exc:
         return [Check(FAIL, "store", str(exc), advice="give --store the directory of a tritonhook store (a damaged "
                                                       "index cannot be repaired: move it aside, capture again)")]

@@ -21,14 +21,13 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import inspect
-import json
 from pathlib import Path
 from typing import Sequence
 
 from . import format
 from ._version import __version__
 from .errors import TritonhookError
-from .files import file_name, write_file
+from .files import file_name, json_text, write_file
 from .store import Capture, Store
 from .sweep.recording import Recording, Signature
 from .sweep.result import SweepResult
@@ -269,7 +268,7 @@ class Export:
 
 def write_chrome_trace(path: str | Path, recording: Recording, replay: SweepResult | None = None) -> Export:
     trace = chrome_trace(recording, replay)
-    write_file(path, json.dumps(trace), "Chrome trace")
+    write_file(path, json_text(trace), "Chrome trace")
     launches = sum(1 for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == WORKLOAD_PID)
     rounds = sum(1 for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == REPLAY_PID)
     counts = {"tracks": trace["otherData"]["tracks"], "timed launches": launches}
@@ -286,7 +285,7 @@ def write_tritonparse(path: str | Path, store: Store, captures: Sequence[Capture
     if path.is_dir():
         path = path / TRITONPARSE_FILE
     events, left_out = tritonparse_events(store, captures, recording)
-    write_file(path, "".join(json.dumps(event) + "\n" for event in events), "TritonParse NDJSON")
+    write_file(path, "".join(json_text(event) + "\n" for event in events), "TritonParse NDJSON")
     counts = {kind: sum(1 for e in events if e["event_type"] == kind) for kind in ("compilation", "launch")}
     warnings = left_out + ([] if path.name.startswith(TRITONPARSE_PREFIX) else [
         f"{path.name}: `tritonparseoss parse` reads only files named {TRITONPARSE_PREFIX}*; rename it before "
@@ -308,7 +307,7 @@ def export_capture(store: Store, capture: Capture, directory: str | Path) -> int
             contents[stage] = store.read(capture, stage)
         except TritonhookError as exc:
             unreadable.append(str(exc))
-    contents["capture.json"] = json.dumps(capture.to_json(), indent=2, default=str).encode()
+    contents["capture.json"] = json_text(capture.to_json(), indent=2, default=str).encode()
     for what, data in contents.items():
         write_file(Path(directory) / file_name(capture.entry, f".{what}"), data, f"capture {capture.id} {what}")
     written = len(contents) - 1

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -27,7 +29,8 @@ NAME_LIMIT = 150
 """The longest file name `file_name` makes from a name, before the caller's suffix: Triton's own cap for its cache
 files, which leaves room for a suffix and a temporary file's tail under the usual 255-byte limit."""
 FULL_BELOW_BYTES = 1 << 20
-"""Free space under which a failed write is reported as a full disk."""
+"""Free space under which a store left unfinished (no error is there any more to say why) is said to be on a
+nearly full disk, as a likely cause: a failed write itself names a full disk only when its error says so."""
 INPUT_LIMIT_BYTES = 1 << 30
 """The most `read_input` reads of a file by default: far beyond any cubin, fatbin, PTX or recording seen, and well
 inside a machine's memory."""
@@ -133,20 +136,67 @@ def check_writable(path: str | os.PathLike | None, what: str) -> None:
 
 def cannot_write(path: Path, what: str, exc: OSError) -> TritonhookError:
     """The one line for a failed write of `path`; a full disk says how much space is left."""
-    reason = disk_full_reason(path) if exc.errno in (errno.ENOSPC, errno.EDQUOT) else None
-    return TritonhookError(f"{path}: cannot write the {what} ({reason or exc.strerror or exc})")
+    return TritonhookError(f"{path}: cannot write the {what} ({disk_full_reason(path, exc) or exc.strerror or exc})")
 
 
-def disk_full_reason(path: Path) -> str | None:
-    """"disk full (...)" when the file system holding `path` has (almost) no space a writer may use, else None."""
+def disk_full_reason(path: Path, exc: BaseException) -> str | None:
+    """"disk full: N bytes free on the file system of PATH" where `exc` says the disk is full (ENOSPC, EDQUOT, or
+    SQLite's SQLITE_FULL) of a file system, else None: a write that failed for another reason (a permission,
+    /proc) on a nearly full disk failed for that reason, and a device's "no space" (/dev/full) is no disk's; saying
+    "disk full" would send the user looking in the wrong place."""
+    if _is_device(path):
+        return None
+    if isinstance(exc, OSError) and exc.errno == errno.EDQUOT:
+        return f"disk quota exceeded on the file system of {path}"
+    if not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+            or (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF == _SQLITE_FULL):
+        return None
+    free = free_bytes(path)
+    return f"disk full: {'some' if free is None else free} bytes free on the file system of {path}"
+
+
+def _is_device(path: Path) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # a file not made yet: its folder's file system is what refused it
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+
+
+_SQLITE_FULL = 13
+"""`sqlite3.SQLITE_FULL` (the primary code of an SQLite error's `sqlite_errorcode`), without importing sqlite3 into
+every command that writes a file."""
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes a writer may use on the file system holding `path` (or its nearest existing parent); None where none
+    can be asked."""
     for where in (path, *path.parents):
         try:
             stats = os.statvfs(where)
         except OSError:
             continue
-        free = stats.f_bavail * stats.f_frsize
-        return None if free >= FULL_BELOW_BYTES else f"disk full: {free} bytes free on the file system of {path}"
+        return stats.f_bavail * stats.f_frsize
     return None
+
+
+def json_text(value, **options) -> str:
+    """`value` as strict JSON (`json.dumps` with `options`), the one way a file meant for other programs is written
+    (decisions, baselines, traces, memwatch results, `--json` output): a NaN or an infinity, which Python writes as
+    the bare words NaN and Infinity that strict parsers (browsers, jq, Go, Rust) refuse, is written null, as
+    JavaScript's JSON.stringify writes it."""
+    return json.dumps(_finite(value), allow_nan=False, **options)
+
+
+def _finite(value):
+    """`value` with every float that is not finite replaced by None, in dicts, lists and tuples at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def file_name(name: str, suffix: str = "") -> str:

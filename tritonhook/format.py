@@ -9,10 +9,11 @@ rich to import or to lay the table out (most of `tritonhook ls | ...`'s time bef
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any, Iterable, Sequence
+
+from .files import json_text
 
 
 def human_bytes(count: int | None) -> str:
@@ -151,8 +152,7 @@ def plain_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, right_
 
 
 def print_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, sort_keys=True, default=str)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_text(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None,

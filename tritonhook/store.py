@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Iterator
 from . import config, format, processes
 from .config import HOLD_MAX_AGE_S, REPAIR_MIN_AGE_S
 from .errors import TritonhookError
-from .files import create_new, disk_full_reason, holding_others, read_input
+from .files import FULL_BELOW_BYTES, create_new, disk_full_reason, free_bytes, holding_others, read_input
 
 # What each version changed is the numbered step of `_UPGRADES` that leads to it. An older store is upgraded in place,
 # step by step, when opened by a writer (or by a reader allowed to write it).
@@ -251,7 +251,15 @@ def register_result_kind(kind: ResultKind) -> ResultKind:
 
 def result_kind_text(result) -> str:
     """What `Store.result` gave, for an error saying it is not the kind wanted: "none" or "a sweep result"."""
-    return "none" if result is None else f"a {getattr(result, 'kind', type(result).__name__)} result"
+    if result is None:
+        return "none"
+    kind = getattr(result, "kind", type(result).__name__)
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} result"
+
+
+class NewerStoreError(TritonhookError):
+    """The store's schema is newer than this tritonhook reads: not damage (a newer tritonhook reads it whole), so
+    `doctor` advises upgrading rather than moving it aside."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,6 +283,22 @@ class UnknownResult:
 
     def __rich_console__(self, console, options):
         yield format.line(self.note)
+
+
+ROW_ID_MAX = 2**63 - 1
+"""The largest id SQLite can hold (a signed 64-bit integer): a larger one raises OverflowError in any query."""
+
+
+def row_id(value: int | str, what: str, *, hint: str = "") -> int:
+    """`value` (an id as typed or as read from a file) as an id of a `what` row, range-checked once for every query
+    that takes one: "9223372036854775808: a capture id is a whole number from 0 to 9223372036854775807"."""
+    try:
+        wanted = int(value)
+    except (TypeError, ValueError):
+        wanted = -1
+    if not 0 <= wanted <= ROW_ID_MAX:
+        raise TritonhookError(f"{value!r}: a {what} id is a whole number from 0 to {ROW_ID_MAX}{hint}")
+    return wanted
 
 
 def sha256_hex(data: bytes) -> str:
@@ -331,9 +355,21 @@ class Store:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._conn_pid: int | None = None
-        if (readonly or not create) and not self.index_path.exists():
-            raise TritonhookError(f"{self.path}: no tritonhook store here (missing index.sqlite)")
+        if (readonly or not create) and not self._index_exists():
+            raise TritonhookError(f"{self.path}: {_unfinished(self.path)}")
         self._open()
+
+    def _index_exists(self) -> bool:
+        """Whether the index file is there; a store folder this user may not enter is a `TritonhookError` saying so
+        (its owner's umask or a chmod made it private), where `exists()` would raise PermissionError."""
+        try:
+            os.stat(self.index_path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise TritonhookError(f"{self.path}: cannot read the store ({exc.strerror or exc}); its owner may "
+                                  f"give you access (chmod) or you may use another --store") from None
+        return True
 
     @classmethod
     def of(cls, store: "Store | str | os.PathLike | None", *, create: bool = True, readonly: bool = False) -> "Store":
@@ -360,11 +396,13 @@ class Store:
         created = False if self.readonly else self._create_index_file()
         try:
             conn = self._connect_readonly() if self.readonly else self._connect_writable()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, TritonhookError) as exc:
             if created and self.index_path.stat().st_size == 0:
                 self.index_path.unlink(missing_ok=True)  # leave no schema-less index behind (a full disk, say)
+            if isinstance(exc, TritonhookError):
+                raise
             raise TritonhookError(f"{self.index_path}: not a usable tritonhook index "
-                                  f"({disk_full_reason(self.path) or exc})") from None
+                                  f"({_sqlite_reason(exc, self.path)})") from None
         self._conn, self._conn_pid = conn, os.getpid()
         self._index_identity = _file_identity(self.index_path)
 
@@ -377,7 +415,7 @@ class Store:
             made = create_new(self.index_path)
         except OSError as exc:
             raise TritonhookError(f"{self.path}: store is not writable "
-                                  f"({disk_full_reason(self.path) or exc.strerror or exc})") from None
+                                  f"({disk_full_reason(self.path, exc) or exc.strerror or exc})") from None
         if made:
             self._check_own_folder()
         return made
@@ -401,17 +439,11 @@ class Store:
     @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction under this process's lock: committed only while the index is still the one this
-        store opened (else rolled back and a `TritonhookError`), rolled back on any error."""
+        store opened (else rolled back and a `TritonhookError`), rolled back on any error (`_transaction`)."""
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn, self.index_path, before_commit=self.check_in_place):
                 yield conn
-                self.check_in_place()
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
 
     def _connect_writable(self) -> sqlite3.Connection:
         """Open for writing and bring the schema up to date, trying again for up to the busy timeout where SQLite
@@ -457,7 +489,7 @@ class Store:
             if wal.exists() and wal.stat().st_size > 0:
                 raise TritonhookError(f"{self.index_path}: cannot open read-only while its -wal file holds "
                                       f"changes and its -shm file cannot be made "
-                                      f"({disk_full_reason(self.path) or exc})") from None
+                                      f"({_sqlite_reason(exc, self.path)})") from None
             conn = self._connect_uri("immutable=1")
             version = self._schema_version(conn)
         if version is None:
@@ -507,20 +539,13 @@ class Store:
         so an index without it holds no tritonhook table to upgrade. A malformed version, or one newer than this
         code's, is a `TritonhookError`."""
         try:
-            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            version = _meta_number(conn, "schema_version", self.index_path, least=1)
         except sqlite3.OperationalError as exc:
             if "no such table" not in str(exc):
                 raise
             return None
-        if row is None:
-            return None
-        try:
-            version = int(row[0])
-        except (TypeError, ValueError):
-            raise TritonhookError(f"{self.index_path}: schema version {row[0]!r} is not a whole number "
-                                  f"(damaged index?)") from None
-        if version > SCHEMA_VERSION:
-            raise TritonhookError(
+        if version is not None and version > SCHEMA_VERSION:
+            raise NewerStoreError(
                 f"{self.path}: store written by a newer tritonhook (schema {version}, this one reads up to "
                 f"{SCHEMA_VERSION}); upgrade tritonhook or use another --store")
         return version
@@ -531,13 +556,8 @@ class Store:
         one known version that the next opener carries on from; and openers racing on one store never apply a step
         twice, as each reads the version inside its own write transaction."""
         while True:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn, self.index_path):
                 version = self._migrate_step(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
             if version == SCHEMA_VERSION:
                 return
 
@@ -582,8 +602,8 @@ class Store:
             return digest
         try:
             self._write_blob(final, data)
-        except OSError:
-            reason = disk_full_reason(self.path)
+        except OSError as exc:
+            reason = disk_full_reason(self.path, exc)
             if reason is None:
                 raise
             raise TritonhookError(f"{final}: cannot write the blob ({reason})") from None
@@ -605,8 +625,12 @@ class Store:
     def read_blob(self, digest: str, *, what: str = "") -> bytes:
         path = self.blob_path(digest)
         label = f"{path}{' (' + what + ')' if what else ''}"
-        if not os.path.lexists(path):
-            raise TritonhookError(f"{label}: blob missing from the store")
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            raise TritonhookError(f"{label}: blob missing from the store") from None
+        except OSError:  # a folder of the blob tree this user may not enter: `read_input` says so below
+            pass
         data = read_input(path, "blob", label=label)
         if sha256_hex(data) != digest:
             raise TritonhookError(f"{label}: blob is corrupt (its sha256 does not match its name)")
@@ -656,8 +680,7 @@ class Store:
         if conn is None:
             with self._lock:
                 return self._repairs(self._connection())
-        row = conn.execute("SELECT value FROM meta WHERE key = 'repairs'").fetchone()
-        return int(row[0]) if row else 0
+        return _meta_number(conn, "repairs", self.index_path) or 0
 
     def _restore_removed_blobs(self, digests: dict[str, tuple[str, int]], artifacts: dict[str, bytes]) -> None:
         """Write again any blob of this capture that is gone. Called inside the write transaction: a repair
@@ -719,9 +742,10 @@ class Store:
         """Delete the saved result `result_id` if it is of `kind` (`tritonhook decisions rm`); False when there is
         none. Kind-checked so that removing one kind's row never removes another command's result."""
         with self._write_transaction() as conn:
-            if not conn.execute("DELETE FROM results WHERE id = ? AND kind = ?", (int(result_id), kind)).rowcount:
+            wanted = row_id(result_id, "result")
+            if not conn.execute("DELETE FROM results WHERE id = ? AND kind = ?", (wanted, kind)).rowcount:
                 return False
-            conn.execute("DELETE FROM result_blobs WHERE result_id = ?", (int(result_id),))
+            conn.execute("DELETE FROM result_blobs WHERE result_id = ?", (wanted,))
             return True
 
     def results(self, kind: str, *, label: str | None = None, source: int | None = None, limit: int | None = None,
@@ -751,10 +775,7 @@ class Store:
 
     def result(self, result_id: int | str):
         """The saved result with this id, of any kind, typed as `results` types it; None when there is none."""
-        try:
-            wanted = int(result_id)
-        except (TypeError, ValueError):
-            raise TritonhookError(f"{result_id!r}: a result id is a whole number") from None
+        wanted = row_id(result_id, "result")
         with self._lock:
             row = self._connection().execute("SELECT id, kind, created, data FROM results WHERE id = ?",
                                              (wanted,)).fetchone()
@@ -842,10 +863,7 @@ class Store:
             return self._connection().execute("SELECT COALESCE(MAX(id), 0) FROM captures").fetchone()[0]
 
     def get(self, capture_id: int | str) -> Capture:
-        try:
-            wanted = int(capture_id)
-        except (TypeError, ValueError):
-            raise TritonhookError(f"{capture_id!r}: a capture id is a whole number (see `tritonhook ls`)") from None
+        wanted = row_id(capture_id, "capture", hint=" (see `tritonhook ls`)")
         found = self.captures(ids=[wanted])
         if not found:
             raise TritonhookError(f"{self.path}: no capture with id {wanted}")
@@ -895,7 +913,7 @@ class Store:
         for bound, sign in ((after, ">"), (before, "<")):
             if bound is not None:
                 clauses.append(f"{key} {sign} ?")
-                params.append(bound)
+                params.append(row_id(bound, "capture"))
         if kernel is not None:
             pattern = _compile_regex(kernel)
             kernels, entries = self._distinct(conn, "kernel"), self._distinct(conn, "entry")
@@ -1082,11 +1100,85 @@ def _capture_from_row(row: tuple, artifacts: dict[str, Artifact]) -> Capture:
     return Capture(**values, artifacts=artifacts)
 
 
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection, index_path: Path, *,
+                 before_commit: Callable[[], None] | None = None) -> Iterator[None]:
+    """BEGIN IMMEDIATE, the block, `before_commit`, COMMIT; on any error, ROLLBACK unless SQLite has already rolled
+    back (a COMMIT that fails on a full disk does, and a second ROLLBACK would raise "no transaction is active" in
+    place of why), and an SQLite failure to write (`_write_failure`) as one line naming the index."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        if before_commit is not None:
+            before_commit()
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the error that got here says why; a failed ROLLBACK does not
+                conn.execute("ROLLBACK")
+        failure = _write_failure(exc, index_path)
+        if failure is None:
+            raise
+        raise failure from None
+
+
+_WRITE_FAILURES = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN,
+                   sqlite3.SQLITE_PERM, sqlite3.SQLITE_BUSY}
+"""The primary SQLite error codes that say the index could not be written where it is (its disk, its file, its
+permissions, another process's lock past the busy timeout): the user's to fix, so one line. Any other code
+(a misuse, a constraint) is this code's bug and keeps its traceback."""
+
+
+def _write_failure(exc: BaseException, index_path: Path) -> TritonhookError | None:
+    """The one line for an SQLite error that failed a write of the index, naming the disk where it is full; None
+    for any other error."""
+    code = getattr(exc, "sqlite_errorcode", None) if isinstance(exc, sqlite3.Error) else None
+    if code is None or code & 0xFF not in _WRITE_FAILURES:
+        return None
+    return TritonhookError(f"{index_path}: cannot write the index ({_sqlite_reason(exc, index_path.parent)})")
+
+
+def _sqlite_reason(exc: sqlite3.Error, folder: Path) -> str:
+    """Why SQLite failed in `folder`, in words: a full disk named where the error says so. SQLite's "disk I/O
+    error" keeps the system's errno to itself, so there a write of one -shm file's size beside the index asks the
+    file system the same question and names the disk only where that write fails for want of space."""
+    reason = disk_full_reason(folder, exc)
+    if reason is None and (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_IOERR:
+        try:
+            with tempfile.TemporaryFile(dir=folder) as probe:
+                probe.write(bytes(_SHM_BYTES))
+                probe.flush()
+        except OSError as probe_error:
+            reason = disk_full_reason(folder, probe_error)
+    return f"{exc}: {reason}" if reason else str(exc)
+
+
+_SHM_BYTES = 32768
+"""The size of an index's -shm file, what SQLite's first write of a WAL store makes beside it."""
+
+
 # ----- the upgrade steps: each takes an index of schema N to N + 1, inside the transaction that records N + 1 --------
 def _execute_script(conn: sqlite3.Connection, script: str) -> None:
     """Run `script`'s statements one by one: `executescript()` would commit the caller's transaction on its own."""
     for statement in filter(str.strip, script.split(";")):
         conn.execute(statement)
+
+
+def _meta_number(conn: sqlite3.Connection, key: str, index_path: Path, *, least: int = 0) -> int | None:
+    """The whole number the index's meta table keeps under `key` (None: none kept), range-checked where it is read,
+    for every number kept there: text, a fraction or a number below `least` is a damaged index, one line, never a
+    KeyError from the upgrade steps or an OverflowError from a query later."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    try:
+        value = int(row[0])
+    except (TypeError, ValueError):
+        value = None
+    if value is None or not least <= value <= ROW_ID_MAX:
+        raise TritonhookError(f"{index_path}: {key.replace('_', ' ')} {row[0]!r} is not a whole number of "
+                              f"{least} or more (damaged index?)")
+    return value
 
 
 def _record_version(conn: sqlite3.Connection, version: int) -> None:
@@ -1226,9 +1318,28 @@ def _never_initialised(conn: sqlite3.Connection, store: Path) -> str:
     """What to add to "no schema version" when the index has no table at all: its creator stopped first."""
     if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
         return ""
-    full = disk_full_reason(store)
-    return (f"; the index is empty: its first writer stopped before setting it up{' (' + full + ')' if full else ''}"
+    cause = _likely_cause(store)
+    return (f"; the index is empty: its first writer stopped before setting it up{'; ' + cause if cause else ''}"
             f"; any capture into this store sets it up")
+
+
+def _unfinished(store: Path) -> str:
+    """Why `store` has no index.sqlite, for the error saying so: a folder that holds blobs/ is a store whose
+    creation stopped before its index was made (a full disk, a permission: no error is left to say which)."""
+    if not (store / "blobs").is_dir():
+        return "no tritonhook store here (missing index.sqlite)"
+    cause = _likely_cause(store) or "a full disk or a permission error may have stopped it"
+    return (f"a store never finished: blobs/ is here but index.sqlite is not, its creation stopped before making "
+            f"the index ({cause}); any capture into this store finishes it")
+
+
+def _likely_cause(store: Path) -> str | None:
+    """"a full disk may have stopped it: N bytes free ..." where under `FULL_BELOW_BYTES` are free now, else None:
+    the guess at why a store's creation stopped, where no error is left to tell."""
+    free = free_bytes(store)
+    if free is None or free >= FULL_BELOW_BYTES:
+        return None
+    return f"a full disk may have stopped it: {free} bytes free on its file system now"
 
 
 def _blob_matches(path: Path, digest: str, size: int) -> bool:
@@ -1243,8 +1354,8 @@ def _blob_files(blobs_dir: Path) -> dict[str, set[Path]]:
     found: dict[str, set[Path]] = {"blobs": set(), "temporary": set()}
     if not blobs_dir.is_dir():
         return found
-    for entry in os.scandir(blobs_dir):
-        children = os.scandir(entry.path) if _FANOUT.fullmatch(entry.name) and entry.is_dir() else [entry]
+    for entry in _listing(blobs_dir):
+        children = _listing(Path(entry.path)) if _FANOUT.fullmatch(entry.name) and entry.is_dir() else [entry]
         for child in children:
             if not child.is_file(follow_symlinks=False):
                 continue  # a directory (an NFS .snapshot, say) is never a blob nor a temporary file
@@ -1257,5 +1368,17 @@ def _blob_files(blobs_dir: Path) -> dict[str, set[Path]]:
 
 _STORE_FILES = frozenset({"index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite-journal", "blobs"})
 """What a store's folder holds before its index is set up: what a first opener that stopped (a full disk) leaves."""
+
+
+def _listing(folder: Path) -> list[os.DirEntry]:
+    """The entries of a folder of the blob tree; one this user may not read is a `TritonhookError` naming it:
+    a check of every blob cannot be made without it."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError as exc:
+        raise TritonhookError(f"{folder}: cannot list the store's blobs ({exc.strerror or exc})") from None
+
+
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _FANOUT = re.compile(r"[0-9a-f]{2}")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .._triton import PYTHON_STAGE
 from ..errors import TritonhookError
-from ..files import read_input, write_file
+from ..files import json_text, read_input, write_file
 from ..store import Capture, Store, specialization_label
 from ..sweep.recording import Recording, Signature
 
@@ -184,7 +184,7 @@ class Baseline:
 
     def save(self, path: str | Path) -> Path:
         """Write the portable baseline file (JSON, the cubins base64)."""
-        return write_file(path, json.dumps(self.to_json()), BASELINE_WHAT)
+        return write_file(path, json_text(self.to_json()), BASELINE_WHAT)
 
     @classmethod
     def load(cls, path: str | Path) -> "Baseline":

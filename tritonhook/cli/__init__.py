@@ -13,8 +13,11 @@ import importlib
 import os
 import sys
 
+from pathlib import Path
+
 from .. import config
 from ..errors import Stopped, TritonhookError
+from ..files import disk_full_reason
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,10 +75,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tritonhook {__version__}")
         return 0
     args = build_parser(_commands_needed(argv)).parse_args(argv)
+    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
     try:
         if unreadable := config.unreadable():  # before the command: its child processes would each fail on it
             raise TritonhookError("; ".join(unreadable))
-        return args.handler(args) or 0
+        status = args.handler(args) or 0
+        sys.stdout.flush()  # here, not at exit: a full disk under the last buffered lines is the command's error
+        return status
     except TritonhookError as exc:
         print(f"tritonhook: error: {exc}", file=sys.stderr)
         return 2
@@ -86,6 +92,58 @@ def main(argv: list[str] | None = None) -> int:
         print("tritonhook: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard(stdout)
         return 0
+    finally:
+        sys.stdout = stdout
+
+
+class _Stdout:
+    """sys.stdout while a command runs: a write or flush that fails (a full disk, /dev/full, a quota) is one
+    `TritonhookError` naming standard output and where it goes, from every writer at once (print, json.dump, rich,
+    a PTX listing); a closed pipe stays a `BrokenPipeError`, which ends the command quietly as `head` expects.
+    The lines it could not write are dropped, so the interpreter's flush at exit does not fail again."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guarded(self._stream.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self._stream.flush)
+
+    def _guarded(self, call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            failure = _stdout_failure(self._stream, exc)
+            _discard(self._stream)
+            raise failure from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _stdout_failure(stream, exc: OSError) -> TritonhookError:
+    """The one line for a failed write of standard output, naming the file it goes to, and the disk under it where
+    that is full."""
+    try:
+        where = Path(os.readlink(f"/proc/self/fd/{stream.fileno()}"))
+    except (OSError, ValueError, AttributeError):
+        where = None
+    reason = disk_full_reason(where, exc) if where is not None else None
+    return TritonhookError(f"standard output{f' ({where})' if where else ''}: cannot write "
+                           f"({reason or exc.strerror or exc})")
+
+
+def _discard(stream) -> None:
+    """Point `stream`'s descriptor at /dev/null, so what is still buffered in it goes nowhere instead of failing
+    again when the interpreter flushes it at exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 

@@ -75,7 +75,7 @@ def _diff(args) -> int:
     from .. import diff
     from ..measure.variants import parse_variants, refuse_configs
 
-    variants = parse_variants(args.variants) if args.variants else [None, None]
+    variants = parse_variants(args.variants) if args.variants is not None else [None, None]
     refuse_configs(variants, "tritonhook diff")
     if len(variants) != 2:
         raise TritonhookError(f"--variants {args.variants}: give two, one for A and one for B")
@@ -101,7 +101,7 @@ def add_ptxas_matrix(sub) -> None:
                         help=f"prefix for the renamed build (default {DEFAULT_PREFIX})")
     parser.add_argument("--gpu-name", help="target (default: the PTX .target)")
     ptxas_arg(parser)
-    parser.add_argument("--options", metavar="SPEC", default="",
+    parser.add_argument("--options", metavar="SPEC", default=None,
                         help="opt: and acf: parts of the variant grammar for every build, e.g. "
                              "opt:--maxrregcount=128+acf:FILE.acf (docs/variants.md); a ptxas that cannot read the "
                              "control file is skipped, with the reason")
@@ -114,7 +114,7 @@ def _ptxas_matrix(args) -> int:
     from ..measure.variants import build_options
     from ..ptxas.binaries import find_ptxas, one_per_version
 
-    options, controls = build_options(args.options, "--options") if args.options else ((), None)
+    options, controls = build_options(args.options, "--options") if args.options is not None else ((), None)
     ptx = read_input(args.ptx, "PTX").decode("utf-8", errors="replace")
     paths = args.ptxas or [binary.path for binary in one_per_version(find_ptxas())]
     matrix = ptxas_matrix(ptx, paths, gpu_name=args.gpu_name, prefix=args.rename, label=str(args.ptx),

@@ -86,7 +86,7 @@ def add_preflight(sub) -> None:
 
 def _preflight(args) -> int:
     """Exit status 1 when a capture's cubin could not be read or parsed (the others are still predicted)."""
-    gpus = [preflight.find_gpu(args.gpu)] if args.gpu else None
+    gpus = [preflight.find_gpu(args.gpu)] if args.gpu is not None else None
     if args.target and not args.target.isdigit():
         report = preflight.PreflightReport([preflight.SourcedPrediction(None, None, p)
                                             for p in preflight.predict_cubin(Cubin.from_path(args.target), gpus)])

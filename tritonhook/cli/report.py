@@ -56,7 +56,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
 
-    samples = [name.strip() for name in args.samples.split(",")] if args.samples else None
+    samples = [name.strip() for name in args.samples.split(",")] if args.samples is not None else None
     result = run_demo(args.out, samples=samples, attention=args.attention, progress=not args.json)
     if args.json:
         print_json({"report": str(result.report.resolve()), "summary": result.summary, "skipped": result.skipped})

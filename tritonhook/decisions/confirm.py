@@ -19,13 +19,12 @@ runs say of the regret (confirmed, a replay bias, or not judged because of what 
 from __future__ import annotations
 
 import dataclasses
-import json
 import subprocess
 from pathlib import Path
 from typing import Callable, NamedTuple
 
 from ..errors import TritonhookError
-from ..files import write_file
+from ..files import json_text, write_file
 from ..measure.stats import DEFAULT_MIN_EFFECT, ratio_interval, verdict
 from ..measure.timing import round_order
 from ..store import Store, result_kind_text
@@ -224,7 +223,7 @@ def _compared(ms: dict[str, list[float]], min_effect: float) -> dict:
 def _decisions_file(path: Path, decisions: list[Decision], controls: dict[str, bytes], what: str) -> str:
     """A decisions file of `decisions` (their control files inline), for one arm's `record --apply`."""
     entries = [(d, controls.get(d.choice.controls_sha256)) for d in decisions]
-    return str(write_file(path, json.dumps(file_json(entries, __version__)), what))
+    return str(write_file(path, json_text(file_json(entries, __version__)), what))
 
 
 class _Swept(NamedTuple):

@@ -11,14 +11,13 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
-import json
 import os
 import re
 
 from .. import _triton, format, ptx as _ptx
 from .._version import __version__
 from ..errors import TritonhookError
-from ..files import write_file
+from ..files import json_text, write_file
 from ..measure.outputs import DIFFER, VERDICTS
 from ..measure.variants import config_of_label
 from ..ptxas import binaries
@@ -449,7 +448,7 @@ def export(store: Store, path: str | os.PathLike) -> DecisionList:
     """Write every decision of the store to the portable file `path` (control files inline)."""
     kept = listing(store)
     data = file_json([(d, controls_of(store, d)) for d in kept.decisions], __version__)
-    write_file(path, json.dumps(data, indent=1, sort_keys=True) + "\n", "decisions file")
+    write_file(path, json_text(data, indent=1, sort_keys=True) + "\n", "decisions file")
     return DecisionList(kept.decisions, kept.warnings, title=f"exported to {path}")
 
 

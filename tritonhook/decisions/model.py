@@ -16,10 +16,12 @@ import binascii
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import re
 
 from .. import format
+from ..config import PREFIX_MAX_CHARS
 
 from ..ptxas import binaries
 from ..measure.variants import config_text
@@ -34,7 +36,7 @@ MAX_FILE_BYTES = 64 << 20
 MAX_OPTIONS = 16
 MAX_TEXT = 256
 """The longest free text an entry holds (a GPU name, a kernel name in the evidence)."""
-_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_PREFIX = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{PREFIX_MAX_CHARS - 1}}}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _ARCH = re.compile(r"sm_\d{2,3}[af]?")
 _VERSION = re.compile(r"\d{1,3}(\.\d{1,4}){1,3}")
@@ -255,7 +257,7 @@ def _parse(data, controls_inline: bool) -> tuple[Decision, bytes | None]:
     if pins and (choice["name"] != PLAIN or choice["ptxas_version"] or choice["options"] or choice["controls"]):
         raise _Refused("a decision pinning an autotune config chooses nothing else (name plain, no ptxas, options "
                        "or control file)")
-    name = _text(choice["name"], "choice.name", pattern=_PREFIX, limit=64)
+    name = _text(choice["name"], "choice.name", pattern=_PREFIX, limit=PREFIX_MAX_CHARS)
     version = choice["ptxas_version"]
     if version is not None:
         _text(version, "choice.ptxas_version (a ptxas version such as 13.0.88, never a path)", pattern=_VERSION,
@@ -293,9 +295,19 @@ def _parse(data, controls_inline: bool) -> tuple[Decision, bytes | None]:
         "source_id": (int, type(None))}, "evidence")
     for field in ("kernel", "outputs", "date", "tritonhook_version", "source_kind"):
         _text(evidence[field], f"evidence.{field}")
+    for field in ("ratio", "low", "high"):
+        _ratio(evidence[field], f"evidence.{field}")
     parsed = Decision(parsed_key, Choice(name, version, tuple(options), controls and controls["sha256"], config),
                       Evidence(**evidence))
     return parsed, data_bytes
+
+
+def _ratio(value, what: str) -> None:
+    """A time ratio (new / plain) is a finite number above 0, or null where a bound is not known: JSON's parser in
+    Python reads NaN, Infinity and -3 as numbers, and a decision on such evidence would be exported as
+    `"ratio": NaN`, which no strict JSON parser reads."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise _Refused(f"{what}: {_short(value)}, where a ratio of two times (a finite number above 0) expected")
 
 
 _PATTERN_WORDS = {_PREFIX: "a name prefix (letters, digits and '_', not starting with a digit) nor plain/strip",
@@ -340,9 +352,12 @@ def read_file(path: str | os.PathLike) -> FileContents:
         raise TritonhookError(f"{where}: not a decisions file (not JSON: {str(exc)[:80]})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise TritonhookError(f"{where}: not a decisions file (no \"format\": \"{FORMAT}\")")
-    if data.get("version") != VERSION or not isinstance(data.get("decisions"), list):
+    if data.get("version") != VERSION:
         raise TritonhookError(f"{where}: decisions file version {_short(data.get('version'))}, this tritonhook "
-                              f"reads version {VERSION} with a \"decisions\" list")
+                              f"reads version {VERSION}")
+    if not isinstance(data.get("decisions"), list):
+        raise TritonhookError(f"{where}: \"decisions\" is {_kind(data.get('decisions'))} "
+                              f"({_short(data.get('decisions'))}), where a list of decisions is expected")
     if unknown := sorted(set(data) - {"format", "version", "decisions", "tritonhook_version"}):
         raise TritonhookError(f"{where}: unknown field {_short(unknown[0])}")
     kept, refused = [], []

@@ -237,7 +237,7 @@ def build_options(spec: str, command: str) -> tuple[tuple[str, ...], ControlFile
     """(options, control file) of a spec of `opt:` and `acf:` parts alone, for a command that picks the names
     and ptxas itself (`ptxas-matrix --options`)."""
     variant = parse_variant(spec)
-    if variant.rename is not None or variant.ptxas is not None or variant.config:
+    if not spec.strip() or variant.rename is not None or variant.ptxas is not None or variant.config:
         raise TritonhookError(f"{command} {spec!r}: give only opt: and acf: parts (e.g. opt:-O2+acf:FILE.acf); "
                               f"this command picks the kernel names and ptxas itself")
     return variant.options, variant.controls

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import format
 from ..errors import TritonhookError
-from ..files import read_input, write_file
+from ..files import json_text, read_input, write_file
 from ..format import bytes_exact, count
 from ..store import ResultKind, Store, register_result_kind
 from .attribution import Part, Snapshot, StackStart, attribute, stack_growths, stack_start, value_of
@@ -226,7 +226,7 @@ PLOT_WHAT, JSON_WHAT = "plot", "memwatch result"
 
 def write_json(result: MemwatchResult | MemwatchComparison, path: str | os.PathLike) -> Path:
     """The result's JSON at `path`: what `tritonhook report --memwatch` reads (`load_result`)."""
-    return write_file(path, json.dumps(result.to_json(), default=str), JSON_WHAT)
+    return write_file(path, json_text(result.to_json(), default=str), JSON_WHAT)
 
 
 def load_result(path: Path) -> MemwatchResult:

@@ -452,16 +452,12 @@ def distributed_rank() -> int | None:
 
 
 def compile_threads() -> int:
-    """The threads a recording compiles an autotune decision's configs in (`config.RECORD_COMPILE_THREADS`); a
-    setting that is no whole number of threads is one line naming it."""
-    setting = config.RECORD_COMPILE_THREADS
+    """The threads a recording compiles an autotune decision's configs in (`config.RECORD_COMPILE_THREADS`, 0: one
+    per CPU core, at most 16); a setting that is no such number is one line naming it (range-checked in `config`)."""
     try:
-        threads = setting.get()
-    except ValueError:
-        threads = -1
-    if threads < 0:
-        raise TritonhookError(f"${setting.name}={setting.raw()!r}: a number of threads, 1 or more (0: one per CPU "
-                              f"core, at most 16)")
+        threads = config.RECORD_COMPILE_THREADS.get()
+    except ValueError as exc:
+        raise TritonhookError(str(exc)) from None
     return threads or min(16, os.cpu_count() or 1)
 
 

@@ -354,9 +354,12 @@ class Recording:
         try:
             values = {k: v for k, v in data.items() if k in fields}
             values["signatures"] = [Signature(**s) for s in data["signatures"]]
-            return cls(**values)
+            recording = cls(**values)
         except (KeyError, TypeError) as exc:
             raise TritonhookError(f"{source}: malformed recording ({type(exc).__name__}: {exc})") from None
+        for signature in recording.signatures:
+            _check_args(signature.args, f"{source}: signature {signature.id}")
+        return recording
 
     @classmethod
     def merged(cls, recordings: Sequence["Recording"]) -> "Recording":
@@ -382,6 +385,59 @@ class Recording:
 
 register_result_kind(ResultKind(RESULT_KIND, Recording.from_json, label="label", blobs=lambda data: [
     t["blob"] for s in data.get("signatures", []) for t in tensors_of(s["args"]) if t.get("blob")]))
+
+
+_INT, _OPTIONAL_INT, _OPTIONAL_TEXT = (int,), (int, type(None)), (str, type(None))
+_ARG_FIELDS = {
+    "tensor": {"dtype": (str,), "shape": (list,), "strides": (list,), "storage_offset": _INT, "span": _INT,
+               "element_size": _INT, "alias": _OPTIONAL_INT, "blob": _OPTIONAL_TEXT, "synthetic": (bool, int)},
+    "tensordesc": {"base": (dict,)}, "scalar": {"value": (int, float, bool, type(None))},
+    "constexpr": {"value": (int, float, bool, str, type(None))}, "other": {"value": (str,)},
+}
+"""The fields each kind of argument has in every recording version (`describe_args`), with their JSON types: what
+the replay, tune and upgrade read of them."""
+
+
+def _check_args(args, where: str) -> None:
+    """Refuse a signature's arguments that lack a field the replay reads, or whose field has another type, in one
+    line naming the signature, the argument and the field, as a decisions file's entries are refused: a recording
+    file is user input, and a KeyError deep in a replay worker names neither."""
+    if not isinstance(args, list):
+        raise TritonhookError(f"{where}: its args are not a list")
+    buffers = 0
+    for index, arg in enumerate(args):
+        at = f"{where} argument {index}"
+        if not isinstance(arg, dict) or arg.get("kind") not in _ARG_FIELDS:
+            raise TritonhookError(f"{at}: not an argument of a kind the replay knows ({', '.join(_ARG_FIELDS)})")
+        at = f"{at} ({arg.get('name')!r})"
+        _check_fields(arg, {"name": (str,), **_ARG_FIELDS[arg["kind"]]}, at)
+        tensor = arg["base"] if arg["kind"] == "tensordesc" else arg if arg["kind"] == "tensor" else None
+        if tensor is not None:
+            buffers = _check_tensor(tensor, at if tensor is arg else f"{at} base", buffers)
+
+
+def _check_tensor(tensor: dict, at: str, buffers: int) -> int:
+    """Check one tensor's fields, its shape against its strides, and that an alias names a buffer of an earlier
+    argument; returns the buffers counted so far (an argument that is no alias has the next one)."""
+    _check_fields(tensor, _ARG_FIELDS["tensor"], at)
+    shape, strides = tensor["shape"], tensor["strides"]
+    if len(shape) != len(strides) or not all(isinstance(n, int) and not isinstance(n, bool) for n in shape + strides):
+        raise TritonhookError(f"{at}: shape and strides must be lists of whole numbers of one length")
+    if tensor["alias"] is None:
+        _check_fields(tensor, {"buffer": _INT}, at)
+        return buffers + 1
+    if not 0 <= tensor["alias"] < buffers:
+        raise TritonhookError(f"{at}: alias {tensor['alias']} names no buffer of an earlier argument")
+    return buffers
+
+
+def _check_fields(value: dict, wanted: dict[str, tuple], at: str) -> None:
+    for field, types in wanted.items():
+        if field not in value:
+            raise TritonhookError(f"{at}: no field {field!r}")
+        if not isinstance(value[field], types) or (isinstance(value[field], bool) and bool not in types):
+            raise TritonhookError(f"{at}: field {field!r} is {type(value[field]).__name__}, not "
+                                  f"{' or '.join(t.__name__ for t in types)}")
 
 
 def capability_of(arch: str | None) -> int | None:

@@ -52,8 +52,17 @@ def installed_triton(venv: Path) -> str | None:
 
 
 def _make(venv: Path, version: str) -> None:
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{venv.name}-", dir=venv.parent))
+    """Make the virtualenv of `version` at `venv`, saying so first on stderr: it takes minutes and about 1 GB
+    (Triton's wheel unpacked), in a folder the user never named."""
+    try:
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=f".{venv.name}-", dir=venv.parent))
+    except OSError as exc:
+        why = "a file, not a folder" if isinstance(exc, FileExistsError) else exc.strerror or exc
+        raise TritonhookError(f"{venv.parent}: cannot make Triton {version}'s virtualenv here ({why}; "
+                              f"${config.RELEASES_DIR.name} names this folder)") from None
+    print(f"tritonhook: installing Triton {version} into a virtualenv of its own, {venv} (about 1 GB, once; "
+          f"${config.RELEASES_DIR.name} moves it)", file=sys.stderr)
     try:
         subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(building)], check=True,
                        capture_output=True, text=True)
