@@ -382,8 +382,7 @@ class AutotuneTracer(_AutotunerWrapping):
         def benchmark(cls, choices, *args, **kwargs):
             if not tracer.active:
                 return original(cls, choices, *args, **kwargs)
-            frame = {"group": tracer._groups, "candidate": None}
-            tracer._groups += 1
+            frame = tracer._decision_frame()
             began = time.perf_counter()
             with tracer._deciding(frame):
                 timings = original(cls, choices, *args, **kwargs)
@@ -426,8 +425,7 @@ class AutotuneTracer(_AutotunerWrapping):
         def coordinate_descent_tuning(autotuner, launcher, *args, **kwargs):
             if not tracer.active:
                 return original(autotuner, launcher, *args, **kwargs)
-            frame = {"group": tracer._groups, "candidate": None, "timings": []}
-            tracer._groups += 1
+            frame = tracer._decision_frame(timings=[])
             began = time.perf_counter()
             with tracer._deciding(frame):
                 winner = original(autotuner, launcher, *args, **kwargs)
@@ -599,6 +597,12 @@ class AutotuneTracer(_AutotunerWrapping):
 
         return check_disk_cache
 
+    def _decision_frame(self, **held) -> dict:
+        """A new decision's frame, numbered in this process (`group`), with what it collects as it runs (`held`)."""
+        frame = {"group": self._groups, "candidate": None, **held}
+        self._groups += 1
+        return frame
+
     @contextlib.contextmanager
     def _deciding(self, frame: dict) -> Iterator[None]:
         """While one decision (`frame`) benchmarks, in this thread: its candidates are tagged with its group."""
@@ -628,8 +632,7 @@ class AutotuneTracer(_AutotunerWrapping):
         def benchmark_all_configs(autotuner, *args, **kwargs):
             if not tracer.active:
                 return original(autotuner, *args, **kwargs)
-            frame = {"group": tracer._groups, "candidate": None}
-            tracer._groups += 1
+            frame = tracer._decision_frame()
             with tracer._deciding(frame):
                 timings = original(autotuner, *args, **kwargs)
             tracer._inductor_decided(autotuner, frame, timings)
