@@ -293,8 +293,8 @@ class AutotuneTracer(_AutotunerWrapping):
     one decision, `benchmark_choice` one candidate, each a choice's benchmark kernel such as `triton_mm_3`; the
     workload then runs the template the choice emitted, `triton_tem_fused_*`, a kernel of its own). And every launch
     while Inductor compiles a graph (`_compile_fx_inner`: its fusion benchmarks too) is a benchmark, never the
-    workload's. `benchmarking` counts the candidate benchmarks running in all threads: a `LaunchTracer` hands every launch in
-    full while it is not 0. With `compile_threads` > 1, a `triton.autotune` benchmark's configs are compiled at once
+    workload's. `benchmarking` counts the candidate benchmarks running in all threads: a `LaunchTracer` hands every
+    launch in full while it is not 0. With `compile_threads` > 1, a `triton.autotune` benchmark's configs are compiled at once
     in that many threads when it starts (`_compile_ahead`; `compiled_ahead` sums what that took).
     """
 
@@ -347,8 +347,8 @@ class AutotuneTracer(_AutotunerWrapping):
                 self._warn("the autotune tracer on Inductor's select_algorithm",
                            TritonhookError(f"AlgorithmSelectorCache has no {', '.join(missing)}"))
             return
-        wrap = {"benchmark_in_current_process": self._wrap_selector_decision,
-                "benchmark_in_sub_process": self._wrap_selector_decision,
+        decision = functools.partial(self._wrap_decision, decided=self._selector_decided)
+        wrap = {"benchmark_in_current_process": decision, "benchmark_in_sub_process": decision,
                 "benchmark_choice": lambda original: self._wrap_candidate(original, choice_config,
                                                                           "select_algorithm recording")}
         self._compile_wrapped.append(_Wrapped(selector, self.SELECTOR,
@@ -375,25 +375,29 @@ class AutotuneTracer(_AutotunerWrapping):
 
         return _compile_fx_inner
 
-    def _wrap_selector_decision(self, original):
+    def _wrap_decision(self, original, decided: Callable, *, keeps_timings: bool = False):
+        """A function whose call is one decision (Inductor's `benchmark_all_configs`, `coordinate_descent_tuning`,
+        select_algorithm's benchmark of its choices): its benchmarks run in a new frame (`keeps_timings`: one that
+        collects each candidate's timing), then `decided(frame, result, seconds, owner, args, kwargs)` records it."""
         tracer = self
 
         @functools.wraps(original)
-        def benchmark(cls, choices, *args, **kwargs):
+        def decision(owner, *args, **kwargs):
             if not tracer.active:
-                return original(cls, choices, *args, **kwargs)
-            frame = tracer._decision_frame()
+                return original(owner, *args, **kwargs)
+            frame = tracer._decision_frame(**({"timings": []} if keeps_timings else {}))
             began = time.perf_counter()
             with tracer._deciding(frame):
-                timings = original(cls, choices, *args, **kwargs)
-            tracer._selector_decided(frame, choices, timings, args[0] if args else kwargs.get("input_nodes"),
-                                     time.perf_counter() - began)
-            return timings
+                result = original(owner, *args, **kwargs)
+            decided(frame, result, time.perf_counter() - began, owner, args, kwargs)
+            return result
 
-        return benchmark
+        return decision
 
-    def _selector_decided(self, frame: dict, choices, timings, input_nodes, bench_s: float) -> None:
-        """Inductor keeps the fastest of `timings` (choice -> ms; inf for a choice that failed)."""
+    def _selector_decided(self, frame: dict, timings, bench_s: float, _selector, args: tuple, kwargs: dict) -> None:
+        """Inductor keeps the fastest of `timings` (choice -> ms; inf for a choice that failed); `args`: the
+        choices, then the input nodes."""
+        choices, input_nodes = args[0], args[1] if len(args) > 1 else kwargs.get("input_nodes")
         try:
             if not timings:
                 return
@@ -414,32 +418,21 @@ class AutotuneTracer(_AutotunerWrapping):
     def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
         bench = functools.partial(self._wrap_candidate, config_of=lambda launcher: autotune_config(launcher.config),
                                   what="Inductor autotune recording")
-        return {"benchmark_all_configs": self._wrap_inductor_decision, "bench": bench,
-                "__init__": self._wrap_inductor_init,
-                "coordinate_descent_tuning": self._wrap_coordinate_descent}[name](original)
+        if name == "coordinate_descent_tuning":
+            return self._wrap_decision(original, self._coordinate_descent_decided, keeps_timings=True)
+        if name == "benchmark_all_configs":
+            return self._wrap_decision(original, self._inductor_decided)
+        return {"bench": bench, "__init__": self._wrap_inductor_init}[name](original)
 
-    def _wrap_coordinate_descent(self, original):
-        tracer = self
-
-        @functools.wraps(original)
-        def coordinate_descent_tuning(autotuner, launcher, *args, **kwargs):
-            if not tracer.active:
-                return original(autotuner, launcher, *args, **kwargs)
-            frame = tracer._decision_frame(timings=[])
-            began = time.perf_counter()
-            with tracer._deciding(frame):
-                winner = original(autotuner, launcher, *args, **kwargs)
-            try:
-                if frame["timings"]:  # none: a coordinate-descent cache hit, or tuning off for this kernel
-                    tracer.on_decided(AutotuneDecision(
-                        frame["group"], _inductor_kernel_name(autotuner), list(inductor_tuning_key(autotuner)),
-                        autotune_config(winner.config), frame["timings"], time.perf_counter() - began,
-                        tuner=COORDINATE_DESCENT))
-            except Exception as exc:  # noqa: BLE001 - recording must never break the workload
-                tracer._warn("coordinate-descent recording", exc)
-            return winner
-
-        return coordinate_descent_tuning
+    def _coordinate_descent_decided(self, frame: dict, winner, bench_s: float, autotuner, _args, _kwargs) -> None:
+        """The config coordinate descent settled on, with the timing of each config it tried."""
+        try:
+            if frame["timings"]:  # none: a coordinate-descent cache hit, or tuning off for this kernel
+                self.on_decided(AutotuneDecision(
+                    frame["group"], _inductor_kernel_name(autotuner), list(inductor_tuning_key(autotuner)),
+                    autotune_config(winner.config), frame["timings"], bench_s, tuner=COORDINATE_DESCENT))
+        except Exception as exc:  # noqa: BLE001 - recording must never break the workload
+            self._warn("coordinate-descent recording", exc)
 
     def _wrap_inductor_init(self, original):
         tracer = self
@@ -625,21 +618,6 @@ class AutotuneTracer(_AutotunerWrapping):
             frame["candidate"] = held
             self.benchmarking -= 1
 
-    def _wrap_inductor_decision(self, original):
-        tracer = self
-
-        @functools.wraps(original)
-        def benchmark_all_configs(autotuner, *args, **kwargs):
-            if not tracer.active:
-                return original(autotuner, *args, **kwargs)
-            frame = tracer._decision_frame()
-            with tracer._deciding(frame):
-                timings = original(autotuner, *args, **kwargs)
-            tracer._inductor_decided(autotuner, frame, timings)
-            return timings
-
-        return benchmark_all_configs
-
     def _wrap_candidate(self, original, config_of: Callable, what: str):
         """A function benchmarking one candidate (`config_of(its argument after self)`: Inductor's `bench` of a
         launcher, select_algorithm's `benchmark_choice` of a choice) of the decision on top of this thread's stack.
@@ -664,7 +642,7 @@ class AutotuneTracer(_AutotunerWrapping):
 
         return candidate
 
-    def _inductor_decided(self, autotuner, frame, timings) -> None:
+    def _inductor_decided(self, frame: dict, timings, _bench_s: float, autotuner, _args, _kwargs) -> None:
         """Inductor keeps the fastest of `timings` (launcher -> ms), as `CachingAutotuner.autotune_to_one_config`
         does."""
         try:
