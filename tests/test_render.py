@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 from rich.console import Console
@@ -59,3 +60,26 @@ def test_bytes_exact_and_counts():
     assert format.bytes_exact(-4_152_360_960) == "-3.9 GiB (-4,152,360,960 B)"
     assert format.bytes_exact(512) == "512 B" and format.count(None) == "-" and format.delta(3, 1) == "-2"
     assert format.size_ratio(0, 5) == "" and format.times(1.149) == "1.15x"
+
+
+def test_progress_in_a_log_is_a_line_now_and_then_and_nothing_for_short_work():
+    """A sweep running for minutes into a log file (no terminal: no bar) says how far it got, a line at most every
+    `LOG_EVERY_S` and one at the end; work shorter than that writes nothing."""
+    program = """
+import sys, time
+from tritonhook import format
+format.progress.LOG_EVERY_S = float(sys.argv[1])
+with format.progress(True, 4, "replay") as step:
+    for index in range(4):
+        time.sleep(0.4)
+        step(f"kernel {index}")
+"""
+    def logged(every: float) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", program, str(every)], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stderr.splitlines()
+
+    lines = logged(0.7)
+    assert [line.split(" (")[0] for line in lines] == ["replay 2/4 kernel 1", "replay 4/4 kernel 3", "replay 4/4 done"]
+    assert logged(60.0) == []

@@ -26,7 +26,7 @@ from tritonhook.measure.variants import parse_variants
 from tritonhook.samples import add_kernel
 from tritonhook.sweep import recording as rec
 from tritonhook.sweep.autotune import analyze_group, autotune_groups, config_text
-from tritonhook.sweep.replay import select_signatures
+from tritonhook.sweep.replay import ReplayPlan, select_signatures
 from tritonhook.sweep.result import TRITON_CACHE, VariantTiming, SweepResult, SweepRow, analyze_row
 from tritonhook.sweep.builds import build_variants
 
@@ -783,3 +783,26 @@ def test_the_autotune_tracer_records_inductors_compile_time_choice_as_inductor_t
     assert all(abs(timed[name] - printed[name]) < 5e-5 for name in printed), (timed, printed)
     assert decision["chosen"]["choice"] == min(printed, key=printed.get)
     assert result["wrapped"] == [True, True] and result["after_uninstall"] == [False, False]
+
+
+def test_a_sweep_replays_a_decisions_four_fastest_candidates_unless_told_all(tmp_path):
+    """Coordinate descent and `select_algorithm` try tens of configs a decision: by default the replay takes the
+    autotuner's 4 fastest (`config.SWEEP_AUTOTUNE_TOP`) and the config the workload ran; `--autotune-top all` every
+    one. Six real configs, captured."""
+    configs = [triton.Config({"BLOCK": block}, num_warps=warps) for block, warps in
+               ((128, 1), (256, 2), (512, 4), (1024, 4), (2048, 8), (4096, 8))]
+    autotuned = triton.autotune(configs, key=["n"])(add_kernel)
+    store, compiled = compile_configs(tmp_path, autotuned, ADD_TYPES)
+    bench_ms = [0.031, 0.024, 0.020, 0.022, 0.027, 0.035]
+    signatures, decision = autotune_signatures(store, autotuned, compiled, bench_ms, ["4096", "torch.float32"])
+    recording = rec.Recording(signatures, arch="sm_90a", device=None, triton_version=triton.__version__,
+                              torch_version=torch.__version__, pid=1, autotune=[decision])
+    default = ReplayPlan().autotune_top
+    assert [s.autotune["config"]["BLOCK"] for s in select_signatures(recording, autotune_top=default)] == [
+        512, 1024, 256, 2048]
+    assert len(select_signatures(recording, autotune_top=None)) == 6
+    for given, refused in (("0", True), ("-1", True), ("four", True), ("all", False), ("2", False)):
+        done = subprocess.run([sys.executable, "-m", "tritonhook", "replay", "--store", str(tmp_path / "none"),
+                               "--autotune-top", given], capture_output=True, text=True, timeout=120)
+        assert ("--autotune-top" in done.stderr and "at least 1, or all" in done.stderr) == refused, done.stderr
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr

@@ -272,6 +272,11 @@ SWEEP_ROW_PRECISION, SWEEP_CANDIDATE_PRECISION, SWEEP_CANDIDATE_CAP = 0.02, 0.05
 """Adaptive rounds (`measure.sequential.StopRule`): a row's rounds stop once each variant's always-valid interval
 against the baseline has decided or is at most 2% wide (relative), an autotune candidate's (only ranked) at 5% or
 11 rounds; `--rounds` is the cap of both, `--fixed-rounds` times every signature the cap."""
+SWEEP_AUTOTUNE_TOP = 4
+"""How many of an autotune decision's candidates a sweep replays by default: the 4 fastest in the autotuner's own
+benchmark, and always the config the workload ran (`--autotune-top all`: every one). Coordinate descent and
+`select_algorithm` try tens of configs a decision, most of them far off the pick; the replay's time goes to the
+contenders. 4 is what the regret measurements were taken with (docs/timing.md)."""
 SWEEP_CHECK_ROUNDS = 7
 """Rounds of a sweep's check replays: a row that missed the fidelity bar under the other L2 rules (`sweep.misses`),
 an autotune regret's config against the workload's on one input set (`sweep.replay`): figures set against a ±10%

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any, Iterable, Sequence
 
 from .files import json_text
@@ -95,11 +96,16 @@ def line(text: str):
 
 
 class progress:
-    """A rich progress bar on a terminal's stderr: `with progress(on, total, "A/B") as step: step("round 1")`.
-    A log file gets no bar (rich would leave blank lines there)."""
+    """Progress of long work on stderr: `with progress(on, total, "A/B") as step: step("round 1")`. A terminal gets
+    a rich bar; a log file (rich would leave blank lines there) a plain line at most every `LOG_EVERY_S`, and one
+    at the end when it had any: a sweep running for minutes into a log says how far it got, a short one says
+    nothing."""
+
+    LOG_EVERY_S = 30.0
 
     def __init__(self, enabled: bool, total: int, label: str):
         self.enabled, self.total, self.label, self.bar = enabled, total, label, None
+        self.done, self.began, self.logged_at = 0, time.monotonic(), None
 
     def __enter__(self):
         screen = console(stderr=True)
@@ -113,12 +119,22 @@ class progress:
         return self._step
 
     def _step(self, description: str) -> None:
+        self.done += 1
         if self.bar is not None:
             self.bar.update(self.task, advance=1, description=description)
+        elif self.enabled and time.monotonic() - (self.logged_at or self.began) >= self.LOG_EVERY_S:
+            self._log(description)
+
+    def _log(self, description: str) -> None:
+        self.logged_at = time.monotonic()
+        print(f"{self.label} {self.done}/{self.total} {description} ({self.logged_at - self.began:.0f} s)",
+              file=sys.stderr, flush=True)
 
     def __exit__(self, *exc):
         if self.bar is not None:
             self.bar.stop()
+        elif self.logged_at is not None:
+            self._log("done")
         return False
 
 

@@ -48,7 +48,7 @@ def _ab(args) -> int:
     result = ab.run_interleaved(command, variants, rounds=args.rounds, store=store, select=args.select,
                                 check=None if args.check == "none" else args.check,
                                 min_effect=DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect,
-                                progress=not args.json)
+                                progress=True)
     show(result, as_json=args.json)
     mismatched = [b.name for b in result.benchmarks if b.correctness == "MISMATCH"]
     if mismatched:

@@ -87,7 +87,7 @@ def _bisect_time(args, releases: list[str]) -> int:
                          rounds=config.SWEEP_DEFAULT_ROUNDS if args.rounds is None else args.rounds,
                          threshold=config.CHECK_THRESHOLD if args.threshold is None else args.threshold,
                          moved_by=args.moved_by or config.BISECT_MOVED_BY[0], autotune_top=args.autotune_top,
-                         progress=not args.json)
+                         progress=True)
     show(result, as_json=args.json)
     return 0
 

@@ -89,7 +89,7 @@ def _check(args) -> int:
                                         f"recording {current.id}"))
         return 1 if workload_failed else 0
     result = check(baseline, current, store, plan, max_unchecked=args.max_unchecked,
-                   time_identical=args.time_identical, progress=not args.json)
+                   time_identical=args.time_identical, progress=True)
     if args.junit:
         result.write_junit(args.junit)
     show(result, as_json=args.json)

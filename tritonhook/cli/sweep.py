@@ -36,9 +36,9 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fixed-rounds", action="store_true",
                         help=f"time every signature --rounds rounds (at least {config.MIN_ROUNDS}), the fixed-n "
                              f"interval: for comparisons with the adaptive rule")
-    parser.add_argument("--autotune-top", type=int, default=None, metavar="K",
-                        help="per autotuned kernel, replay the K configs fastest in the autotuner's own benchmark "
-                             "(default all)")
+    parser.add_argument("--autotune-top", type=_autotune_top, default=config.SWEEP_AUTOTUNE_TOP, metavar="K|all",
+                        help=f"per autotuned kernel, replay the K configs fastest in the autotuner's own benchmark "
+                             f"and the one the workload ran (default {config.SWEEP_AUTOTUNE_TOP}; all: every one)")
     l2_args(parser)
     parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
@@ -120,14 +120,21 @@ def add_replay(sub) -> None:
     parser.set_defaults(handler=_replay)
 
 
+def _autotune_top(text: str) -> int | None:
+    """`--autotune-top`: a whole number of candidates, at least 1, or "all" (None)."""
+    if text == "all":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of at least 1, or all")
+    return int(text)
+
+
 def _checked(args):
     variants = parse_variants(args.variants)
     if args.kernel is not None:
         compile_select(args.kernel)
     if args.rounds < config.MIN_ROUNDS:
         raise TritonhookError(f"--rounds {args.rounds}: at least {config.MIN_ROUNDS}")
-    if args.autotune_top is not None and args.autotune_top < 1:
-        raise TritonhookError(f"--autotune-top {args.autotune_top}: at least 1")
     sweep.resolve_gpus(args.gpus)  # before a workload runs: a bad --gpus is one line, not a wasted recording
     if args.ray is not False:
         sweep.require_ray()
@@ -175,7 +182,11 @@ def _sweep(args) -> int:
     if result.recording is None:
         raise TritonhookError("the workload launched no Triton kernel that could be recorded" +
                               (f" (it exited with status {result.exit_code})" if result.exit_code else ""))
-    swept = sweep.replay(result.recording, store, variants, plan, workers=workers, ptxas=ptxas, record_s=record_s)
+    recording = result.recording
+    print(f"tritonhook sweep: recorded in {record_s:.1f} s: {len(recording.signatures)} signature(s), "
+          f"{sum(1 for s in recording.signatures if s.launches)} launched by the workload; building and replaying",
+          file=sys.stderr, flush=True)
+    swept = sweep.replay(recording, store, variants, plan, workers=workers, ptxas=ptxas, record_s=record_s)
     return _confirmed(args, store, swept, result.recording.command)
 
 
@@ -194,7 +205,7 @@ def _plan(args) -> tuple[sweep.ReplayPlan, sweep.Workers]:
     plan = sweep.ReplayPlan(kernel=args.kernel, top=args.top, autotune_top=args.autotune_top, rounds=args.rounds,
                             fixed_rounds=args.fixed_rounds, min_effect=args.min_effect, l2=args.l2,
                             l2_dirt=args.l2_dirt)
-    return plan, sweep.Workers.at(args.gpus, args.ray, progress=not args.json)
+    return plan, sweep.Workers.at(args.gpus, args.ray, progress=True)
 
 
 def add_tune(sub) -> None:
@@ -266,6 +277,6 @@ def _tune(args) -> int:
     recording = sweep.load(store, args.recording)
     tuned = sweep.tune(recording, store, space, share=args.share, top=args.top, kernel=args.kernel,
                        budget=args.budget, rounds=args.rounds, confirm_rounds=args.confirm_rounds,
-                       min_effect=args.min_effect, progress=not args.json, gpus=args.gpus, ray=args.ray, l2=args.l2,
+                       min_effect=args.min_effect, progress=True, gpus=args.gpus, ray=args.ray, l2=args.l2,
                        l2_dirt=args.l2_dirt)
     return _confirmed(args, store, tuned, recording.command)

@@ -58,6 +58,6 @@ def _time(args) -> int:
     if not isinstance(upgraded, UpgradeResult):
         raise TritonhookError(f"{cells_store.path}: result {args.time} is no upgrade result")
     timing = time_cells(load_recording(store, args.recording), store, upgraded, cells_store, rounds=args.rounds,
-                        progress=not args.json)
+                        progress=True)
     show(timing, as_json=args.json)
     return 0

@@ -277,19 +277,26 @@ class Recorder:
 
     def _held_pick_warnings(self, signatures: list[Signature]) -> None:
         """Name the launched kernels that ran a pick their autotuner held (Inductor's caches, or an autotuner's cache
-        of its own): their configs were not benchmarked here, so the sweep has no candidates for them (no regret,
-        no re-ranking)."""
+        of its own): their configs were not benchmarked at the workload's call, so the sweep has no candidates for
+        them (no regret, no re-ranking). A pick held in Inductor's cache for a kernel this recording saw decided was
+        made here, while Inductor compiled (coordinate descent over its fusion benchmarks), not before recording."""
         launched = {s.kernel for s in signatures if s.launches}
+        decided = {d["kernel"] for d in self.decisions}
         for holder, kernels in sorted(self.held_picks.items()):
             held = sorted(launched & kernels)
-            if not held:
-                continue
-            cold = ("with cold caches (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)" if holder == _triton.INDUCTOR_CACHE
-                    else "with that autotuner's cache cold (where its library keeps its picks)")
-            print(f"tritonhook sweep: {len(held)} kernel(s) ran the config {holder} held before recording "
-                  f"({', '.join(held[:3])}{', ...' if len(held) > 3 else ''}), so their configs were not "
-                  f"benchmarked here: no autotune regret or re-ranking for them; record {cold} to see them tuned",
-                  file=sys.stderr)
+            here = [kernel for kernel in held if holder == _triton.INDUCTOR_CACHE and kernel in decided]
+            before = [kernel for kernel in held if kernel not in here]
+            if here:
+                print(f"tritonhook sweep: {len(here)} kernel(s) ran the config coordinate descent picked for them "
+                      f"while Inductor compiled, on its benchmark inputs ({_some(here)}): their decisions are "
+                      f"recorded, but their candidates never ran as the workload, so no regret is replayed for them",
+                      file=sys.stderr)
+            if before:
+                cold = ("with cold caches (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)" if holder == _triton.INDUCTOR_CACHE
+                        else "with that autotuner's cache cold (where its library keeps its picks)")
+                print(f"tritonhook sweep: {len(before)} kernel(s) ran the config {holder} held before recording "
+                      f"({_some(before)}), so their configs were not benchmarked here: no autotune regret or "
+                      f"re-ranking for them; record {cold} to see them tuned", file=sys.stderr)
 
     def _compiled_ahead_line(self) -> None:
         """Say what compiling autotune configs ahead took: on a cold cache the most of an autotune-heavy
@@ -339,6 +346,11 @@ class Recorder:
             if self.dirt_calibration is not None and self.dirt_calibration.usable:
                 pending.signature.l2_dirt = self.dirt_calibration.dirt([l2probe.read_cycles(c) for c in pending.dirt])
             pending.dirt = []
+
+
+def _some(names: list[str]) -> str:
+    """The first three names, and an ellipsis for the rest."""
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
 def _behind_ms(marks: list[tuple]) -> float | None:

@@ -80,7 +80,7 @@ class ReplayPlan:
 
     kernel: str | None = None
     top: int | None = None
-    autotune_top: int | None = None
+    autotune_top: int | None = config.SWEEP_AUTOTUNE_TOP
     rounds: int = config.SWEEP_DEFAULT_ROUNDS
     fixed_rounds: bool = False
     min_effect: float = DEFAULT_MIN_EFFECT
@@ -125,7 +125,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
                            s.inputs, "ok", **_recorded_context(s)) for s in chosen}
     variants = with_extra_ptxas(variants, ptxas)
     began = time.time()
-    built = _build_all(store, chosen, variants, rows, prebuilt)
+    built = _build_all(store, chosen, variants, rows, prebuilt, progress=workers.progress)
     build_s = time.time() - began
     labels = next((list(b) for b in built.values()), [v.label for v in variants])
     began = time.time()
@@ -456,7 +456,7 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
     return shown, candidates
 
 
-def _build_all(store: Store, chosen: list[Signature], variants, rows, prebuilt=None
+def _build_all(store: Store, chosen: list[Signature], variants, rows, prebuilt=None, *, progress: bool = False
                ) -> dict[int, dict[str, BuiltVariant]]:
     """label -> built variant, per signature id; a signature whose capture is missing or whose baseline fails to
     build gets its row's status set instead (another variant that fails is kept, marked: `build_variants`).
@@ -473,9 +473,13 @@ def _build_all(store: Store, chosen: list[Signature], variants, rows, prebuilt=N
     if prebuilt is None:
         captures = sorted({signature.capture_id for signature in wanted})
         workers = max(1, min(len(captures), os.cpu_count() or 1))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            by_capture = dict(zip(captures, pool.map(lambda capture_id: _build_one(store, capture_id, variants),
-                                                     captures)))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool, \
+                format.progress(progress, len(captures), "build") as step:
+            builds = {pool.submit(_build_one, store, capture_id, variants): capture_id for capture_id in captures}
+            by_capture = {}
+            for future in concurrent.futures.as_completed(builds):
+                by_capture[builds[future]] = future.result()
+                step(f"capture {builds[future]}")
         outcomes = {signature.id: by_capture[signature.capture_id] for signature in wanted}
     else:
         outcomes = {signature.id: prebuilt(signature) for signature in wanted}
