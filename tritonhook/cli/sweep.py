@@ -36,7 +36,7 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fixed-rounds", action="store_true",
                         help=f"time every signature --rounds rounds (at least {config.MIN_ROUNDS}), the fixed-n "
                              f"interval: for comparisons with the adaptive rule")
-    parser.add_argument("--autotune-top", type=_autotune_top, default=config.SWEEP_AUTOTUNE_TOP, metavar="K|all",
+    parser.add_argument("--autotune-top", default=str(config.SWEEP_AUTOTUNE_TOP), metavar="K|all",
                         help=f"per autotuned kernel, replay the K configs fastest in the autotuner's own benchmark "
                              f"and the one the workload ran (default {config.SWEEP_AUTOTUNE_TOP}; all: every one)")
     l2_args(parser)
@@ -125,11 +125,12 @@ def _autotune_top(text: str) -> int | None:
     if text == "all":
         return None
     if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of at least 1, or all")
+        raise TritonhookError(f"--autotune-top {text}: at least 1, or all")
     return int(text)
 
 
 def _checked(args):
+    _autotune_top(args.autotune_top)
     variants = parse_variants(args.variants)
     if args.kernel is not None:
         compile_select(args.kernel)
@@ -202,9 +203,9 @@ def _replay(args) -> int:
 
 def _plan(args) -> tuple[sweep.ReplayPlan, sweep.Workers]:
     """What the replay of `sweep` / `replay` times and where, from their common options."""
-    plan = sweep.ReplayPlan(kernel=args.kernel, top=args.top, autotune_top=args.autotune_top, rounds=args.rounds,
-                            fixed_rounds=args.fixed_rounds, min_effect=args.min_effect, l2=args.l2,
-                            l2_dirt=args.l2_dirt)
+    plan = sweep.ReplayPlan(kernel=args.kernel, top=args.top, autotune_top=_autotune_top(args.autotune_top),
+                            rounds=args.rounds, fixed_rounds=args.fixed_rounds, min_effect=args.min_effect,
+                            l2=args.l2, l2_dirt=args.l2_dirt)
     return plan, sweep.Workers.at(args.gpus, args.ray, progress=True)
 
 
