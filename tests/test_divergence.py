@@ -5,6 +5,7 @@ CLI; no GPU (`tests/divergent_ranks.py`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -75,3 +76,37 @@ def test_one_pick_pinned_for_every_rank_runs_in_each_with_nothing_benchmarked(tw
     again = tmp_path / "pinned"
     _ranks("record", again, "run-pinned")  # without the pin each rank picks its own again
     assert divergence(Store(again).results(rec.RESULT_KIND)).divergent
+
+
+def _ran(recording: rec.Recording, ms_per_launch: float, launches: int = 100) -> rec.Recording:
+    """`recording` with the workload's launches of its decision's pick, sampled at `ms_per_launch` (what a GPU
+    recording adds: this script's launch fails without one)."""
+    (decision,) = recording.autotune
+    ran = rec.Signature(id=0, kernel=decision["kernel"], triton_hash="0" * 64, capture_id=None, arch="sm_90a",
+                        grid=[16, 1, 1], args=[], arg_names=[], signature={}, constexprs={}, launches=launches,
+                        times_ms=[ms_per_launch] * 3, autotune={"group": decision["group"],
+                                                              "config": decision["chosen"]})
+    return dataclasses.replace(recording, signatures=[ran])
+
+
+def test_what_a_divergent_pick_cost_is_the_slowest_ranks_time_against_the_fastest_pick(two_runs):
+    """Per run, the slowest process at the key (its own sampled time per launch) against the fastest pick's median
+    per launch, over the slowest's launches; the run where that is most. Ranks 0 picked BLOCK 256 (the fixed rule's
+    pick of the tie), ranks 1 BLOCK 512."""
+    recordings = {(r.label, r.rank): r for r in Store(two_runs).results(rec.RESULT_KIND)}
+    sampled = {("run-a", 0): 0.010, ("run-a", 1): 0.012, ("run-b", 0): 0.011, ("run-b", 1): 0.016}
+    (key,) = divergence([_ran(recordings[at], ms) for at, ms in sampled.items()]).keys
+    cost = key.cost()
+    assert (cost["run"], cost["rank"], cost["config"].split(",")[0]) == ("run-b", 1, "BLOCK=512")
+    assert cost["best_ms_per_launch"] == pytest.approx(0.0105)  # BLOCK 256's two processes: 0.010 and 0.011
+    assert cost["excess_ms"] == pytest.approx((0.016 - 0.0105) * 100)
+    assert divergence(list(recordings.values())).keys[0].cost() is None  # nothing ran: nothing to cost
+
+
+def test_replaying_rivals_without_their_kernels_recorded_is_one_line(two_runs):
+    """These recordings hold the decisions only (no GPU: no launch was recorded): nothing to replay, said in one
+    line before any worker starts."""
+    done = subprocess.run([sys.executable, "-m", "tritonhook", "decisions", "divergence", "--store", str(two_runs),
+                           "--replay"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "no divergent tuning key with its picks' kernels recorded to replay" in done.stderr

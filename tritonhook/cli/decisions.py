@@ -40,6 +40,9 @@ def add_decisions(sub) -> None:
     spread.add_argument("--pin", action="store_true",
                         help="pin each divergent key's fastest pick by the autotuners' own timings (a near-tie "
                              "broken by a fixed rule) for every rank and run; apply with run --apply STORE")
+    spread.add_argument("--replay", action="store_true",
+                        help="replay each divergent key's rival picks on this GPU against the fastest, interleaved: "
+                             "how far apart they really are (an interval), where the autotuners' timings are draws")
     spread.add_argument("--json", action="store_true", help="print the result as JSON")
     spread.set_defaults(handler=_divergence)
     confirm = actions.add_parser("confirm", help="run the workload as it is and with a sweep's or tune's decisions "
@@ -76,6 +79,11 @@ def _divergence(args) -> int:
     merged = [r for r in found if not r.label or r.label.endswith("-merged") or not any(
         other.label == f"{r.label}-merged" for other in found)]  # a run's processes once: its merged recording
     report = divergence(merged)
+    if args.replay:
+        from ..sweep.replay import Workers
+        from ..sweep.rivals import replay_rivals
+
+        replay_rivals(merged, store, report, Workers.at(progress=True))
     pins = None
     if args.pin:
         gpus = {r.device for r in merged if r.device}

@@ -8,10 +8,12 @@ returns, per tuning key, every pick, how many differ, the share of picks that ar
 rate), and the autotuners' own timing of each rival pick (the median over the decisions that timed it, with its
 range). Pure: no GPU, no store. A key is divergent when its picks are not all one config.
 
-What it does not say: how far apart the rival picks really are on one GPU (a replay's interval: `tritonhook sweep`
-replays a recording's autotune candidates) and what a divergent pick costs the step (the slowest rank at that
-kernel). The autotuners' own timings are what each process decided on; a pick made from them is an estimate until
-the workload confirms it (`tritonhook decisions confirm`).
+What a divergent pick costs (`KeyPicks.cost`): each process's own time at the kernel inside the workload (the
+recording's sampled launches of the config it picked), the slowest process of a run against the fastest pick's time
+per launch, over that process's launches: ranks that wait for each other wait for the slowest. How far apart the
+rival picks are on one GPU, as an interval, is a replay's (`sweep.replay.replay_rivals`, `decisions divergence
+--replay`). The autotuners' own timings are what each process decided on; a pick made from them is an estimate
+until the workload confirms it (`tritonhook decisions confirm`).
 """
 
 from __future__ import annotations
@@ -30,23 +32,45 @@ INDUCTOR_COMPILE_TIME = ("select_algorithm",)
 
 @dataclasses.dataclass
 class Pick:
-    """One process's decision at a tuning key: which run (the recording's label), rank and pid, and its config."""
+    """One process's decision at a tuning key: which run (the recording's label), rank and pid, its config, and
+    what the workload then ran of it in that process (its launches and their sampled GPU time; 0 where the
+    recording timed none)."""
 
     run: str
     rank: int | None
     pid: int | None
     config: dict
+    launches: int = 0
+    gpu_ms: float = 0.0
+
+    @property
+    def ms_per_launch(self) -> float | None:
+        return self.gpu_ms / self.launches if self.launches and self.gpu_ms else None
+
+
+@dataclasses.dataclass
+class RivalTiming:
+    """One rival pick against the fastest, replayed on one GPU (`sweep.rivals`): the ratio of its time to the fastest pick's, its interval and
+    verdict, or why it was not timed."""
+
+    config: str
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    verdict: str = "not replayed"
 
 
 @dataclasses.dataclass
 class KeyPicks:
     """Every pick at one kernel and tuning key, and the autotuners' own timings of each config picked anywhere
-    (`timings`: config text -> [median, lowest, highest] of the medians the decisions measured for it)."""
+    (`timings`: config text -> [median, lowest, highest] of the medians the decisions measured for it), and where
+    replayed, each rival pick against the fastest (`replayed`)."""
 
     kernel: str
     key: list[str]
     picks: list[Pick]
     timings: dict[str, list[float]]
+    replayed: list[RivalTiming] = dataclasses.field(default_factory=list)  # set by `sweep.rivals.replay_rivals`
 
     @property
     def configs(self) -> list[str]:
@@ -85,6 +109,29 @@ class KeyPicks:
         return next(p.config for p in self.picks if config_text(p.config) == near[0])
 
 
+    def cost(self) -> dict | None:
+        """What the divergence cost inside the workload: per run, its slowest process at this key (by its own time
+        per launch) against the fastest pick (`fastest`; its processes' median time per launch), over the slowest
+        process's launches; the run where that excess is largest. None where the key is not divergent, or a pick's
+        time inside the workload was not sampled."""
+        best = self.fastest()
+        if not self.divergent or best is None:
+            return None
+        best_ms = [p.ms_per_launch for p in self.picks if config_text(p.config) == config_text(best)]
+        if None in best_ms or any(p.ms_per_launch is None for p in self.picks):
+            return None
+        best_per_launch = median(best_ms)
+        worst = None
+        for run in sorted({p.run for p in self.picks}):
+            slowest = max((p for p in self.picks if p.run == run), key=lambda p: p.ms_per_launch)
+            excess = (slowest.ms_per_launch - best_per_launch) * slowest.launches
+            if worst is None or excess > worst["excess_ms"]:
+                worst = {"run": run, "rank": slowest.rank, "config": config_text(slowest.config),
+                         "ms_per_launch": slowest.ms_per_launch, "best_ms_per_launch": best_per_launch,
+                         "launches": slowest.launches, "excess_ms": excess}
+        return worst
+
+
 TIE = 0.02
 """Rival picks whose own medians are within 2% of the fastest are a tie, broken by a fixed rule (`fastest`)."""
 
@@ -103,18 +150,34 @@ class Divergence:
     def to_json(self) -> dict:
         return {"recordings": self.recordings, "divergent": len(self.divergent),
                 "keys": [{**dataclasses.asdict(key), "configs": key.configs, "divergent": key.divergent,
-                          "flip_rate": key.flip_rate, "spread": key.spread} for key in self.keys]}
+                          "flip_rate": key.flip_rate, "spread": key.spread, "cost": key.cost()}
+                         for key in self.keys]}
 
     def __rich_console__(self, console, options):
         rows = [[key.kernel, " ".join(key.key), str(len(key.picks)), str(len(key.configs)),
-                 format.share(key.flip_rate), "-" if key.spread is None else f"{key.spread:.3f}",
-                 "; ".join(f"{text} ({_runs_ranks(key, text)})" for text in key.configs)]
+                 format.share(key.flip_rate), "-" if key.spread is None else f"{key.spread:.3f}", _cost_text(key),
+                 "; ".join(f"{text} ({_runs_ranks(key, text)})" for text in key.configs), _replayed_text(key)]
                 for key in self.keys]
         yield format.table(("kernel", "tuning key", "picks", "configs", "flip rate", "slowest/fastest (own)",
-                            "config (run:rank, ...)"), rows,
+                            "cost in the workload", "config (run:rank, ...)", "replayed / fastest pick"), rows,
                            title=f"autotune picks across processes: {len(self.divergent)} of {len(self.keys)} "
                                  f"tuning key(s) divergent, {len(self.recordings)} run(s)",
                            right_align=("picks", "configs", "flip rate", "slowest/fastest (own)"))
+
+
+def _replayed_text(key: KeyPicks) -> str:
+    """Each rival's replayed ratio to the fastest pick, with its interval and verdict; "-" where not replayed."""
+    return "; ".join(f"{r.config}: {r.verdict}" if r.ratio is None else
+                     f"{r.config}: {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}] {r.verdict}" for r in key.replayed) or "-"
+
+
+def _cost_text(key: KeyPicks) -> str:
+    """The divergence's cost as a cell: the slowest process's excess over the fastest pick, and where."""
+    cost = key.cost()
+    if cost is None:
+        return "-"
+    return (f"{cost['excess_ms']:.3f} ms ({cost['run']}:{'-' if cost['rank'] is None else cost['rank']}, "
+            f"{cost['ms_per_launch'] * 1e3:.1f} vs {cost['best_ms_per_launch'] * 1e3:.1f} µs x {cost['launches']})")
 
 
 def _runs_ranks(key: KeyPicks, text: str) -> str:
@@ -128,12 +191,15 @@ def divergence(recordings: list[Recording]) -> Divergence:
     timed: dict[tuple, dict[str, list[float]]] = {}
     for recording in recordings:
         run = recording.label or str(recording.id)
+        ran = _workload_of_groups(recording)
         for decision in recording.autotune:
             if decision.get("made_at") is not None or decision.get("tuner") in INDUCTOR_COMPILE_TIME:
                 continue
             at = (decision["kernel"], tuple(decision.get("key") or ()))
+            launches, gpu_ms = ran.get(decision["group"], (0, 0.0))
             picks.setdefault(at, []).append(Pick(run, decision.get("rank", recording.rank),
-                                                 decision.get("pid", recording.pid), decision["chosen"]))
+                                                 decision.get("pid", recording.pid), decision["chosen"], launches,
+                                                 gpu_ms))
             for config, ms in decision.get("timings") or []:
                 if ms and ms[0] is not None:
                     timed.setdefault(at, {}).setdefault(config_text(config), []).append(ms[0])
@@ -144,3 +210,13 @@ def divergence(recordings: list[Recording]) -> Divergence:
     keys.sort(key=lambda k: (not k.divergent, -k.flip_rate, k.kernel, k.key))
     return Divergence(keys, [r.id for r in recordings])
 
+
+def _workload_of_groups(recording: Recording) -> dict[int, tuple[int, float]]:
+    """Per autotune group, what the workload ran of it: launches and sampled GPU ms (the tuning launches are not
+    in either)."""
+    ran: dict[int, tuple[int, float]] = {}
+    for signature in recording.signatures:
+        if signature.autotune is not None and signature.launches:
+            launches, gpu_ms = ran.get(signature.autotune["group"], (0, 0.0))
+            ran[signature.autotune["group"]] = (launches + signature.launches, gpu_ms + signature.gpu_ms)
+    return ran

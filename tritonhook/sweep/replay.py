@@ -125,7 +125,7 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
                            s.inputs, "ok", **_recorded_context(s)) for s in chosen}
     variants = with_extra_ptxas(variants, ptxas)
     began = time.time()
-    built = _build_all(store, chosen, variants, rows, prebuilt, progress=workers.progress)
+    built = build_all(store, chosen, variants, rows, prebuilt, progress=workers.progress)
     build_s = time.time() - began
     labels = next((list(b) for b in built.values()), [v.label for v in variants])
     began = time.time()
@@ -456,7 +456,7 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
     return shown, candidates
 
 
-def _build_all(store: Store, chosen: list[Signature], variants, rows, prebuilt=None, *, progress: bool = False
+def build_all(store: Store, chosen: list[Signature], variants, rows, prebuilt=None, *, progress: bool = False
                ) -> dict[int, dict[str, BuiltVariant]]:
     """label -> built variant, per signature id; a signature whose capture is missing or whose baseline fails to
     build gets its row's status set instead (another variant that fails is kept, marked: `build_variants`).
