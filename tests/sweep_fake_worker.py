@@ -19,7 +19,8 @@ results); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 
 fills synthetic inputs with zeros (a kernel whose time moves with what it finds in L2, with the dirt it evicts and
 with its data: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker process (MARKER
 does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times slower, the processes
-after it do not (a short kernel's steady offset within one process, drawn afresh in the next: the gate's retest).
+after it do not (a short kernel's steady offset within one process, drawn afresh in the next: the gate's retest);
+--started FILE: append its pid to FILE (how many workers a replay started).
 """
 
 from __future__ import annotations
@@ -80,8 +81,12 @@ def main() -> int:
     parser.add_argument("--differ", default=None, metavar="ENTRY")
     parser.add_argument("--time-by-l2", default=None, metavar="MODE=MS,...")
     parser.add_argument("--slow-once", nargs=3, default=None, metavar=("MARKER", "ENTRY", "FACTOR"))
+    parser.add_argument("--started", default=None, metavar="FILE", help="append this process's pid to FILE")
     parser.add_argument("job")
     args = parser.parse_args()
+    if args.started:
+        with open(args.started, "a") as started:
+            started.write(f"{os.getpid()}\n")
     args.slow_process = bool(args.slow_once) and not Path(args.slow_once[0]).exists()
     if args.slow_process:
         Path(args.slow_once[0]).touch()
@@ -94,7 +99,8 @@ def main() -> int:
             os.kill(os.getppid(), signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    def replay_one(signature: dict) -> dict:
+    def replay_one(current: ReplayJob, job_path: Path, signature: dict) -> dict:
+        job = current.to_json()
         if signature["id"] == args.die:
             die()
         if args.die_once and int(args.die_once[1]) == signature["id"] and not Path(args.die_once[0]).exists():
@@ -130,7 +136,7 @@ def main() -> int:
             emit({"status": "refused", "message": args.refuse})
             return REFUSED_EXIT
         emit(hello(device="fake", capability=job["arch"]))
-        return serve(ReplayJob.from_json(job), emit, replay_one)
+        return serve(job_path, emit, replay_one)
 
 
 if __name__ == "__main__":

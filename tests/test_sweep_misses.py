@@ -153,11 +153,13 @@ def test_a_sweep_replays_its_missed_rows_under_the_other_l2_rules_and_says_why(t
     """sample_recording's signature i took 10 (i + 1) µs inside the workload; the fake worker takes 72 µs measured
     (73 on a clean L2), 61 warm and 75 cold for every one: the 60 µs one misses and warm brings it within, the
     others of the 90% set are slower than in the workload under every rule, and the rows outside the set are not
-    checked."""
+    checked. One worker process serves the replay and every condition of the check, each its own job."""
     store, recording = sample_recording(tmp_path / "store", 6)
     times = "measured=0.072,measured clean=0.073,warm=0.061,cold=0.075"
+    started = tmp_path / "started"
     result = replay(recording, store, parse_variants("plain,cutlass_"), ReplayPlan(rounds=7),
-                    workers=Workers.at(worker=[FAKE_WORKER, "--time-by-l2", times]))
+                    workers=Workers.at(worker=[FAKE_WORKER, "--time-by-l2", times, "--started", str(started)]))
+    assert len(started.read_text().split()) == 1
     first = next(row for row in result.rows if abs(row.recorded_ms - 0.06) < 1e-9)
     assert first.miss["l2"] == pytest.approx({"measured": 1.2, "measured dirtied": 1.2, "measured clean": 73 / 60,
                                               "cold": 1.25, "warm": 61 / 60})

@@ -8,6 +8,7 @@ GPU: tests/test_sweep_gpu.py and benchmarks/sweep_scaling.py."""
 from __future__ import annotations
 
 import html
+import json
 import os
 import signal
 import subprocess
@@ -221,7 +222,7 @@ def test_a_kernel_that_kills_every_worker_is_a_fault_after_one_retry_and_the_oth
     assert "/gpu0:" in fault["message"] and "/gpu1:" in fault["message"]  # tried on both GPUs
 
 
-def test_a_worker_reports_an_error_on_one_line_and_stops_when_the_cuda_context_is_lost(monkeypatch):
+def test_a_worker_reports_an_error_on_one_line_and_stops_when_the_cuda_context_is_lost(monkeypatch, tmp_path):
     """torch follows a CUDA error with lines of advice: the row gets the first, the traceback keeps the rest. After
     a fault that took the context, the worker replays nothing more (a fresh one goes on: tests/test_sweep_gpu.py's
     real fault)."""
@@ -229,13 +230,14 @@ def test_a_worker_reports_an_error_on_one_line_and_stops_when_the_cuda_context_i
 
     from tritonhook.sweep.worker import FAULT_EXIT, serve
 
-    def replay_one(signature):
+    def replay_one(job, job_path, signature):
         raise RuntimeError("CUDA error: an illegal memory access was encountered\nSearch for `cudaErrorIllegal`")
 
     records, lost = [], iter([False, True])
     monkeypatch.setattr(sys, "stdin", io.StringIO("0\n1\n2\n"))
     job = ReplayJob("unused", "sm_90a", "r", tuple({"id": i} for i in range(3)), 5, "cold", False, 5.0, 20.0, 10)
-    assert serve(job, records.append, replay_one, context_lost=lambda: next(lost)) == FAULT_EXIT
+    (tmp_path / "job.json").write_text(json.dumps(job.to_json()))
+    assert serve(tmp_path / "job.json", records.append, replay_one, context_lost=lambda: next(lost)) == FAULT_EXIT
     errors = [r for r in records if r["status"] == "error"]
     assert [r["id"] for r in errors] == [0, 1]  # signature 2 never started
     assert errors[0]["message"] == "RuntimeError: CUDA error: an illegal memory access was encountered"

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import dataclasses
 import functools
 import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from .. import config, format
 from .._triton import COORDINATE_DESCENT, SELECT_ALGORITHM
@@ -27,7 +28,7 @@ from .autotune import analyze_group, autotune_groups, config_text, regrets_at_sh
 from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature, synthetic_tensors
 from .misses import ZEROS_FILLED, check_conditions, miss_reason, missed_rows
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
-from .schedule import WORKER, resolve_gpus, run_on_ray, run_workers
+from .schedule import WORKER, WorkerPool, resolve_gpus, run_on_ray, run_workers
 from .builds import BuiltVariant, build_variants, with_extra_ptxas
 from .job import ReplayJob
 from .l2probe import replayed_dirt
@@ -112,8 +113,16 @@ def replay(recording: Recording, store: Store, variants: Sequence[Variant], plan
 
     `workers`: where (default one worker on this process's GPU: `Workers.at`). `prebuilt(signature)`: its variants
     by label (the first the baseline), built elsewhere (`upgrade`'s cells), or why there are none; `variants` and
-    `ptxas` are then not built. `record_s`: how long the recording took, for the result's time split."""
-    workers = workers or Workers.at()
+    `ptxas` are then not built. `record_s`: how long the recording took, for the result's time split. Its stages
+    (the replay, the config check, the miss check) share their workers (`Workers.kept`)."""
+    with (workers or Workers.at()).kept() as kept:
+        return _replay(recording, store, variants, plan, kept, ptxas, record_s, prebuilt)
+
+
+def _replay(recording: Recording, store: Store, variants: Sequence[Variant], plan: ReplayPlan, workers: Workers,
+            ptxas: Sequence[str], record_s: float | None,
+            prebuilt: Callable[[Signature], dict[str, BuiltVariant] | str] | None) -> SweepResult:
+    """`replay`, on workers kept for its stages."""
     l2, rounds, min_effect = plan.l2, plan.rounds, plan.min_effect
     dirt_of = functools.partial(_dirt, rule=plan.l2_dirt)
     l2_dirt = dirt_of(l2)
@@ -177,6 +186,7 @@ class Workers:
     ray_task: dict | None = None
     program: tuple = WORKER
     progress: bool = False
+    pool: WorkerPool | None = None  # set by `kept`
 
     @classmethod
     def at(cls, gpus: str | Sequence[int] | None = None, ray: str | bool = False, ray_task: dict | None = None, *,
@@ -189,11 +199,22 @@ class Workers:
             raise TritonhookError("--gpus and --ray: give one (Ray decides which GPU runs what)")
         return cls(resolve_gpus(gpus), ray, ray_task, tuple(worker), progress)
 
+    @contextlib.contextmanager
+    def kept(self) -> Iterator["Workers"]:
+        """These workers, kept from one job to the next inside the block (`schedule.WorkerPool`): the stages of
+        one replay start their workers once. A Ray replay's tasks start their own."""
+        pool = WorkerPool()
+        try:
+            yield dataclasses.replace(self, pool=pool)
+        finally:
+            pool.close()
+
     def run(self, work: Path, job: ReplayJob, store: Store, arrived: Callable[[dict], None]) -> dict[int, dict]:
         if self.ray is not False:
             return run_on_ray(work, job, store, address=None if self.ray is True else self.ray,
                               progress=self.progress, worker=self.program, task=self.ray_task, arrived=arrived)
-        return run_workers(work, job, self.devices, progress=self.progress, worker=self.program, arrived=arrived)
+        return run_workers(work, job, self.devices, progress=self.progress, worker=self.program, arrived=arrived,
+                           pool=self.pool)
 
 
 def time_signatures(recording: Recording, store: Store, signatures: list[Signature],

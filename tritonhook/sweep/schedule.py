@@ -40,7 +40,7 @@ from ..launcher import OFF, ChildSettings, popen
 from ..store import Store
 from .job import ReplayJob
 from .recording import tensors_of
-from .worker import REFUSED_EXIT
+from .worker import NEXT_JOB, REFUSED_EXIT
 
 WORKER = ("-m", "tritonhook.sweep.worker")
 """The worker program, as arguments of the Python that runs the workers (on a Ray node: that node's); the job
@@ -113,6 +113,7 @@ class _Worker:
 
     def __init__(self, command: Sequence[str], job_path: Path, device: str | None):
         # a worker replays the kernels its job names: it neither captures nor records
+        self.command, self.job_path, self.device = tuple(command), job_path, device
         settings = ChildSettings(capture=OFF, record=OFF, visible_devices=device)
         self.stderr = tempfile.TemporaryFile("w+")
         self.process = popen([sys.executable, *command, str(job_path)], settings, stdin=subprocess.PIPE,
@@ -151,6 +152,16 @@ class _Worker:
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def take_job(self, job_path: Path) -> None:
+        """Go on with another job of the same replay (`worker.serve`'s `job PATH` line)."""
+        if job_path != self.job_path:
+            self.job_path = job_path
+            try:
+                self.process.stdin.write(f"{NEXT_JOB}{job_path}\n")
+                self.process.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass  # it died meanwhile: its next signature says so
 
     def replay(self, signature_id: int, timeout_s: float) -> dict:
         """Its result record for the signature; a "fault" record when the worker died or hung on it."""
@@ -250,10 +261,45 @@ class _Queue:
             self.cond.notify_all()
 
 
-def _serve_slot(slot: int, device: str | None, work: _Queue, command, job_path: Path, timeout_s: float) -> None:
+class WorkerPool:
+    """Workers kept from one job of a replay to the next (its stages: the replay, the config check, each miss
+    check's condition), one per slot: each stage would otherwise start its own, torch and a CUDA context, seconds
+    each. Only for stages that do not need a fresh process (the gate's retest does). `close()` ends them."""
+
+    def __init__(self):
+        self.kept: dict[int, _Worker] = {}
+        self.lock = threading.Lock()
+
+    def take(self, slot: int, command, job_path: Path, device: str | None) -> _Worker | None:
+        """The slot's kept worker moved to `job_path`, or None (none kept, another program or GPU, or dead)."""
+        with self.lock:
+            worker = self.kept.pop(slot, None)
+        if worker is None:
+            return None
+        if worker.command != tuple(command) or worker.device != device or not worker.alive:
+            worker.close()
+            return None
+        worker.take_job(job_path)
+        return worker
+
+    def keep(self, slot: int, worker: _Worker) -> None:
+        with self.lock:
+            self.kept[slot] = worker
+
+    def close(self) -> None:
+        with self.lock:
+            kept, self.kept = list(self.kept.values()), {}
+        for worker in kept:
+            worker.close()
+
+
+def _serve_slot(slot: int, device: str | None, work: _Queue, command, job_path: Path, timeout_s: float,
+                pool: WorkerPool | None = None) -> None:
     worker = None
     try:
         while (signature_id := work.take(slot)) is not None:
+            if worker is None and pool is not None:
+                worker = pool.take(slot, command, job_path, device)
             if worker is None or not worker.alive:  # the first, or one killed while idle: not this one's fault
                 if worker is not None:
                     worker.close()
@@ -266,17 +312,23 @@ def _serve_slot(slot: int, device: str | None, work: _Queue, command, job_path: 
             work.done(record)
     except BaseException as exc:  # noqa: BLE001 - stops every slot; raised by run_workers
         work.fail(exc)
+        pool = None  # a failed replay keeps nothing
     finally:
         if worker is not None:
-            worker.close()
+            if pool is not None and worker.alive:
+                pool.keep(slot, worker)
+            else:
+                worker.close()
 
 
 def run_workers(work: Path, job: ReplayJob, devices: Sequence[str | None] = (None,), *, progress: bool = False,
                 timeout_s: float = KERNEL_TIMEOUT_S, worker: Sequence[str] = WORKER, retries: int = RETRIES,
-                arrived: Callable[[dict], None] = lambda record: None) -> dict[int, dict]:
+                arrived: Callable[[dict], None] = lambda record: None,
+                pool: WorkerPool | None = None) -> dict[int, dict]:
     """Replay every signature of `job` (written to `work`/job.json) on one worker per entry of `devices` (a
     CUDA_VISIBLE_DEVICES value, None: inherit); signature id -> result record, each also handed to `arrived` the
-    moment it is final. See the module docstring."""
+    moment it is final. `pool`: take the workers an earlier job of the replay left there, and leave them there
+    after. See the module docstring."""
     job_path = work / "job.json"
     job_path.write_text(json.dumps(job.to_json()))
     with format.progress(progress, len(job.signatures), "replay") as step:
@@ -287,8 +339,9 @@ def run_workers(work: Path, job: ReplayJob, devices: Sequence[str | None] = (Non
                 step(text)
 
         shared = _Queue([s["id"] for s in job.signatures], len(devices), retries, locked_step, arrived)
-        threads = [threading.Thread(target=_serve_slot, args=(slot, device, shared, worker, job_path, timeout_s),
-                                    daemon=True) for slot, device in enumerate(devices)]
+        threads = [threading.Thread(target=_serve_slot, daemon=True,
+                                    args=(slot, device, shared, worker, job_path, timeout_s, pool))
+                   for slot, device in enumerate(devices)]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -5,7 +5,7 @@ to load (metadata JSON + cubin files the parent built, paths relative to JOB's f
 another autotune config's build, launched as that config launched (its grid, its launch spec) on this signature's
 inputs (`replay._compare_configs`). The protocol (`serve`):
 the worker says hello (a JSON line with its host and `CUDA_VISIBLE_DEVICES`), then reads signature ids from stdin,
-one a line, and for each writes one JSON line when it starts and one with its result, on the stdout it was given
+one a line (or `job PATH`: the next job of the same replay, its next stage), and for each writes one JSON line when it starts and one with its result, on the stdout it was given
 (anything else written to stdout goes to stderr). So when a kernel faults and takes the CUDA context (and this
 process) down, the parent (`schedule.py`) knows which one it was, and a fresh worker goes on with the rest.
 stdin closed: the worker exits.
@@ -368,19 +368,28 @@ def hello(**facts) -> dict:
             **facts}
 
 
-def serve(job: ReplayJob, emit: Callable[[dict], None], replay_one: Callable[[dict], dict], *,
+def serve(job_path: Path, emit: Callable[[dict], None],
+          replay_one: Callable[[ReplayJob, Path, dict], dict], *,
           context_lost: Callable[[], bool] = lambda: False) -> int:
-    """Replay the signatures whose ids arrive on stdin until it closes (the protocol in the module docstring).
-    An exception is that signature's error; when it left the CUDA context unusable (`context_lost`), the error
-    says so and the worker stops (FAULT_EXIT) so that the parent starts a fresh one."""
+    """Replay the signatures whose ids arrive on stdin until it closes (the protocol in the module docstring):
+    `replay_one(job, job_path, signature)`. A line `job PATH` switches to another job of the same replay (its next
+    stage: a worker kept between them spares a start, torch and a CUDA context, seconds each). An exception is that
+    signature's error; when it left the CUDA context unusable (`context_lost`), the error says so and the worker
+    stops (FAULT_EXIT) so that the parent starts a fresh one."""
+    job = ReplayJob.from_json(json.loads(job_path.read_text()))
     by_id = {signature["id"]: signature for signature in job.signatures}
     for line in sys.stdin:
         if not line.strip():
             continue
+        if line.startswith(NEXT_JOB):
+            job_path = Path(line[len(NEXT_JOB):].strip())
+            job = ReplayJob.from_json(json.loads(job_path.read_text()))
+            by_id = {signature["id"]: signature for signature in job.signatures}
+            continue
         signature = by_id[int(line)]
         emit({"id": signature["id"], "status": "started"})
         try:
-            emit(replay_one(signature))
+            emit(replay_one(job, job_path, signature))
         except Exception as exc:  # noqa: BLE001 - reported per kernel; the parent goes on with the others
             lost = context_lost()
             emit({"id": signature["id"], "status": "error", "message": _one_line(exc, lost),
@@ -388,6 +397,10 @@ def serve(job: ReplayJob, emit: Callable[[dict], None], replay_one: Callable[[di
             if lost:
                 return FAULT_EXIT
     return 0
+
+
+NEXT_JOB = "job "
+"""The line that hands a kept worker its next job's path (`serve`)."""
 
 
 def _one_line(exc: Exception, context_lost: bool) -> str:
@@ -411,9 +424,13 @@ def main(argv: list[str]) -> int:
             emit({"status": "refused", "message": str(exc)})
             return REFUSED_EXIT
         emit(hello(device=torch.cuda.get_device_name(), capability=capability))
-        store = Store(job.store, readonly=True)
-        return serve(job, emit, lambda signature: replay_signature(torch, job, signature, store, job_path.parent),
-                     context_lost=lambda: _context_lost(torch))
+        stores = {}
+
+        def replay_one(job: ReplayJob, job_path: Path, signature: dict) -> dict:
+            store = stores.get(job.store) or stores.setdefault(job.store, Store(job.store, readonly=True))
+            return replay_signature(torch, job, signature, store, job_path.parent)
+
+        return serve(job_path, emit, replay_one, context_lost=lambda: _context_lost(torch))
 
 
 def _context_lost(torch) -> bool:
