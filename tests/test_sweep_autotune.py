@@ -26,6 +26,7 @@ from tritonhook.measure.variants import parse_variants
 from tritonhook.samples import add_kernel
 from tritonhook.sweep import recording as rec
 from tritonhook.sweep.autotune import analyze_group, autotune_groups, config_text
+from tritonhook.sweep.recorder import link_compile_time_picks as rec_link
 from tritonhook.sweep.replay import ReplayPlan, select_signatures
 from tritonhook.sweep.result import TRITON_CACHE, VariantTiming, SweepResult, SweepRow, analyze_row
 from tritonhook.sweep.builds import build_variants
@@ -806,3 +807,30 @@ def test_a_sweep_replays_a_decisions_four_fastest_candidates_unless_told_all(tmp
                                "--autotune-top", given], capture_output=True, text=True, timeout=120)
         assert (f"--autotune-top {given}: at least 1, or all" in done.stderr) == refused, done.stderr
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr  # refused, or no such store
+
+
+def test_a_pick_inductor_made_while_compiling_makes_the_workloads_kernel_that_decisions_row(candidates):
+    """Inductor's coordinate descent tunes a kernel while it compiles (its fusion benchmarks: launches of no
+    workload) and caches the pick; the workload's kernel, compiled later from the same source, runs it untuned. The
+    recording makes that workload signature the decision's winner, so the group has a workload member, is replayed,
+    and its other configs are the candidates; the compile's benchmark of the pick itself is not replayed (other
+    inputs). Real captures of the add kernel's three configs."""
+    _, recording = candidates
+    compiled_only = [dataclasses.replace(s, launches=0, times_ms=[]) for s in recording.signatures if s.autotune]
+    workload = dataclasses.replace(compiled_only[0], id=3, autotune=None, launches=30, times_ms=[0.02],
+                                   tuning_launches=0)
+    decision = {**recording.autotune[0], "tuner": _triton.COORDINATE_DESCENT}
+    chosen = decision["chosen"]
+    signatures = [*compiled_only, workload]
+    other_kernel = dataclasses.replace(workload, id=4, kernel="other")
+    assert rec_link(signatures + [other_kernel], [decision], held={"add_kernel", "other"}) == ["add_kernel"]
+    assert workload.autotune == {"group": 0, "config": chosen} and other_kernel.autotune is None
+    assert rec_link([dataclasses.replace(workload, autotune=None)], [{**decision, "tuner": "select_algorithm"}],
+                    held={"add_kernel"}) == []  # its candidates are other kernels
+    linked = dataclasses.replace(recording, signatures=signatures, autotune=[decision])
+    (group,) = autotune_groups(linked)
+    assert group.workload_winner is workload
+    replayed = group.to_replay(4)
+    assert workload in replayed and len(replayed) == 3
+    assert [s.autotune["config"] == chosen for s in replayed].count(True) == 1  # the compile's pick: left out
+    assert {s.id for s in select_signatures(linked)} == {s.id for s in replayed}

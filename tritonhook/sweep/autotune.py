@@ -50,8 +50,10 @@ class AutotuneGroup:
 
     @property
     def workload_winner(self) -> Signature | None:
-        """The candidate that ran as the workload: the chosen config, else the one with workload launches."""
-        return (next((s for s in self.candidates if s.autotune["config"] == self.chosen), None)
+        """The candidate that ran as the workload: the chosen config's, one the workload launched first (a pick
+        made while Inductor compiled also has the compile's benchmark of it), else the one with workload launches."""
+        chosen = [s for s in self.candidates if s.autotune["config"] == self.chosen]
+        return (next((s for s in chosen if s.launches), None) or next(iter(chosen), None)
                 or next((s for s in self.candidates if s.launches), None))
 
     @property
@@ -60,9 +62,12 @@ class AutotuneGroup:
         return sum(s.gpu_ms for s in self.candidates)
 
     def to_replay(self, top: int | None) -> list[Signature]:
-        """The `top` candidates by the autotuner's benchmark, and always the workload's winner."""
-        chosen = self.candidates[:top] if top else list(self.candidates)
+        """The `top` candidates by the autotuner's benchmark, and always the workload's winner; not another
+        signature of the winner's config (a pick made while Inductor compiled: its benchmark, on other inputs)."""
         winner = self.workload_winner
+        others = [s for s in self.candidates if winner is None or s is winner
+                  or s.autotune["config"] != winner.autotune["config"]]
+        chosen = others[:top] if top else others
         return chosen + [winner] if winner is not None and winner not in chosen else chosen
 
 

@@ -276,27 +276,27 @@ class Recorder:
             print(text, file=sys.stderr)
 
     def _held_pick_warnings(self, signatures: list[Signature]) -> None:
-        """Name the launched kernels that ran a pick their autotuner held (Inductor's caches, or an autotuner's cache
-        of its own): their configs were not benchmarked at the workload's call, so the sweep has no candidates for
-        them (no regret, no re-ranking). A pick held in Inductor's cache for a kernel this recording saw decided was
-        made here, while Inductor compiled (coordinate descent over its fusion benchmarks), not before recording."""
+        """Link the kernels that ran a pick Inductor's cache held from a decision this recording saw (made while
+        Inductor compiled: `link_compile_time_picks`), and name the other launched kernels that ran a pick their
+        autotuner held (Inductor's caches, or an autotuner's cache of its own): their configs were not benchmarked
+        here, so the sweep has no candidates for them (no regret, no re-ranking)."""
         launched = {s.kernel for s in signatures if s.launches}
-        decided = {d["kernel"] for d in self.decisions}
+        linked = link_compile_time_picks(signatures, self.decisions,
+                                         self.held_picks.get(_triton.INDUCTOR_CACHE, set()))
+        if linked:
+            print(f"tritonhook sweep: {len(linked)} kernel(s) ran the config Inductor's tuning picked for them while "
+                  f"it compiled, on its benchmark inputs ({_some(linked)}): each is that decision's row, its "
+                  f"candidates replayed on synthetic inputs of their shapes (the compile's were not kept)",
+                  file=sys.stderr)
         for holder, kernels in sorted(self.held_picks.items()):
-            held = sorted(launched & kernels)
-            here = [kernel for kernel in held if holder == _triton.INDUCTOR_CACHE and kernel in decided]
-            before = [kernel for kernel in held if kernel not in here]
-            if here:
-                print(f"tritonhook sweep: {len(here)} kernel(s) ran the config coordinate descent picked for them "
-                      f"while Inductor compiled, on its benchmark inputs ({_some(here)}): their decisions are "
-                      f"recorded, but their candidates never ran as the workload, so no regret is replayed for them",
-                      file=sys.stderr)
-            if before:
-                cold = ("with cold caches (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)" if holder == _triton.INDUCTOR_CACHE
-                        else "with that autotuner's cache cold (where its library keeps its picks)")
-                print(f"tritonhook sweep: {len(before)} kernel(s) ran the config {holder} held before recording "
-                      f"({_some(before)}), so their configs were not benchmarked here: no autotune regret or "
-                      f"re-ranking for them; record {cold} to see them tuned", file=sys.stderr)
+            held = sorted((launched & kernels) - set(linked))
+            if not held:
+                continue
+            cold = ("with cold caches (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)" if holder == _triton.INDUCTOR_CACHE
+                    else "with that autotuner's cache cold (where its library keeps its picks)")
+            print(f"tritonhook sweep: {len(held)} kernel(s) ran the config {holder} held before recording "
+                  f"({_some(held)}), so their configs were not benchmarked here: no autotune regret or re-ranking "
+                  f"for them; record {cold} to see them tuned", file=sys.stderr)
 
     def _compiled_ahead_line(self) -> None:
         """Say what compiling autotune configs ahead took: on a cold cache the most of an autotune-heavy
@@ -346,6 +346,23 @@ class Recorder:
             if self.dirt_calibration is not None and self.dirt_calibration.usable:
                 pending.signature.l2_dirt = self.dirt_calibration.dirt([l2probe.read_cycles(c) for c in pending.dirt])
             pending.dirt = []
+
+
+def link_compile_time_picks(signatures: list[Signature], decisions: list[dict], held: set[str]) -> list[str]:
+    """Make each workload signature of a kernel in `held` (it ran a pick Inductor's autotune cache held) a member
+    of the last decision this recording saw for that kernel (other than `select_algorithm`'s, whose candidates are
+    other kernels), at that decision's pick: Inductor tuned it while it compiled (coordinate descent over its
+    fusion benchmarks) and the workload's kernel, compiled later from the same source, found the pick in the cache.
+    So the decision's candidates have a workload member, and the sweep replays them and measures the regret.
+    Returns the kernels linked, sorted."""
+    last = {d["kernel"]: d for d in decisions if d.get("tuner") != _triton.SELECT_ALGORITHM}
+    linked = set()
+    for signature in signatures:
+        decision = last.get(signature.kernel)
+        if signature.launches and signature.autotune is None and signature.kernel in held and decision is not None:
+            signature.autotune = {"group": decision["group"], "config": decision["chosen"]}
+            linked.add(signature.kernel)
+    return sorted(linked)
 
 
 def _some(names: list[str]) -> str:
