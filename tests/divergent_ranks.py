@@ -4,6 +4,7 @@ are a near-tie that each rank breaks its own way. No GPU: the launch after the p
 
     python divergent_ranks.py record STORE RUN   # the AutotuneTracer's decisions saved as this process's recording
     python divergent_ranks.py apply STORE        # under the store's decisions: prints what ran and what was timed
+    python divergent_ranks.py workload           # on a GPU, under `tritonhook record`: the pick launched 50 times
 
 The rank is what torchrun sets (`RANK`), read as a recording reads it."""
 
@@ -68,5 +69,16 @@ def apply(store: str) -> None:
     print(json.dumps({"rank": distributed_rank(), "timed": len(timed), "ran": kernel.best_config.kwargs}))
 
 
+def workload() -> None:
+    """The rank's pick launched as a workload launches it: 50 adds of 2^20 floats on the GPU."""
+    n = 1 << 20
+    x = torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    kernel = autotuned([])
+    for _ in range(50):
+        kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, x, out, n)
+    torch.cuda.synchronize()
+
+
 if __name__ == "__main__":
-    record(*sys.argv[2:]) if sys.argv[1] == "record" else apply(sys.argv[2])
+    {"record": lambda: record(*sys.argv[2:]), "apply": lambda: apply(sys.argv[2]), "workload": workload}[sys.argv[1]]()

@@ -110,3 +110,21 @@ def test_replaying_rivals_without_their_kernels_recorded_is_one_line(two_runs):
                            "--replay"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "no divergent tuning key with its picks' kernels recorded to replay" in done.stderr
+
+
+@pytest.mark.gpu
+def test_the_rival_picks_are_replayed_on_the_gpu_with_an_interval_and_their_cost_counted(tmp_path):
+    """Two ranks recorded on the GPU (`tritonhook record`, RANK as torchrun sets it), each running its own pick 50
+    times: the divergent key's rival pick replayed against the fastest on one GPU, with its interval, and the cost
+    counted from each rank's own sampled times."""
+    store = tmp_path / "store"
+    for rank in (0, 1):
+        done = subprocess.run([sys.executable, "-m", "tritonhook", "record", "--store", str(store), "--",
+                               sys.executable, str(SCRIPT), "workload"], capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "RANK": str(rank), "WORLD_SIZE": "2"})
+        assert done.returncode == 0, done.stderr[-3000:]
+    shown = json.loads(_cli("decisions", "divergence", "--store", store, "--replay", "--json").stdout)
+    (key,) = [key for key in shown["keys"] if key["divergent"]]
+    (rival,) = key["replayed"]
+    assert rival["config"].startswith("BLOCK=512") and rival["low"] <= rival["ratio"] <= rival["high"], rival
+    assert key["cost"]["launches"] == 50 and key["cost"]["best_ms_per_launch"] > 0, key["cost"]
