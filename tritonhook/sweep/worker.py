@@ -5,8 +5,8 @@ to load (metadata JSON + cubin files the parent built, paths relative to JOB's f
 another autotune config's build, launched as that config launched (its grid, its launch spec) on this signature's
 inputs (`replay._compare_configs`). The protocol (`serve`):
 the worker says hello (a JSON line with its host and `CUDA_VISIBLE_DEVICES`), then reads signature ids from stdin,
-one a line (or `job PATH`: the next job of the same replay, its next stage), and for each writes one JSON line when it starts and one with its result, on the stdout it was given
-(anything else written to stdout goes to stderr). So when a kernel faults and takes the CUDA context (and this
+one a line (or `job PATH`: the next job of the same replay, its next stage), and for each writes one JSON line when
+it starts and one with its result, on the stdout it was given (anything else written to stdout goes to stderr). So when a kernel faults and takes the CUDA context (and this
 process) down, the parent (`schedule.py`) knows which one it was, and a fresh worker goes on with the rest.
 stdin closed: the worker exits.
 
