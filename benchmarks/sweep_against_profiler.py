@@ -4,14 +4,17 @@
     ... --stages plain,profile --profile-out P.json; then --stages sweep,aa --profile-in P.json (two calls)
     ... --stages sweep[,aa]: the swept workload profiles its own steady state (one cold compile; the profiler's
         CUPTI timings beside the recording's hooks)
+    ... --stages check --store-in S: the gate of a second cold run against the sweep's recording in store S (its
+        checked share: another compile may pick other templates), when the sweep's store is still there
 
 The workload takes STEPS as its first argument and `--profile OUT.json` (its own `torch.profiler` table of the steps
 after its warm-up: `benchmarks/workloads/bert_max_autotune.py`). Each stage runs in a fresh process with cold
 Triton and Inductor caches of its own: the plain run (timed), the profiled run, `tritonhook sweep` (record and
-replay, timed) and an A/A replay of its recording (`plain,plain`, timed). Then, per kernel making the profiler's
-Triton GPU time (kernels named `triton_*`, or recorded as Triton kernels), its share there against its share of the
-recording's workload launches: matched or not, and the difference in percentage points, for the kernels making 90%
-of the profiler's time. Prints a table last and writes the JSON.
+replay, timed), an A/A replay of its recording (`plain,plain`, timed) and the gate (`tritonhook check` of a second
+cold run against the sweep's recording: what it checked and the share it left unchecked). Then, per kernel making
+the profiler's Triton GPU time (kernels named `triton_*`, or recorded as Triton kernels), its share there against its
+share of the recording's workload launches: matched or not, and the difference in percentage points, for the kernels
+making 90% of the profiler's time. Prints a table last and writes the JSON.
 """
 
 import argparse
@@ -26,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scratch import scratch_dir  # noqa: E402
 
+from tritonhook.check.result import OUTPUTS_CHANGED, PASSED, REGRESSED  # noqa: E402
 from tritonhook.store import Store  # noqa: E402
 from tritonhook.sweep.recording import RESULT_KIND as RECORDING  # noqa: E402
 
@@ -103,12 +107,13 @@ def main():
     parser.add_argument("--stages", default="plain,profile,sweep,aa", help="which stages to run now")
     parser.add_argument("--profile-out", default=None, help="keep the profiler's table here")
     parser.add_argument("--profile-in", default=None, help="the profiler's table of an earlier --stages profile")
+    parser.add_argument("--store-in", default=None, help="the store of an earlier --stages sweep (for check alone)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     workload = [*command, str(args.steps)]
     scratch = scratch_dir("sweep-vs-profiler-")
-    store = scratch / "store"
+    store = Path(args.store_in) if args.store_in else scratch / "store"
     stages = args.stages.split(",")
     out = Path(args.out)
     global LOGS
@@ -126,12 +131,15 @@ def main():
         _, done = timed([*workload, "--profile", str(profile)], cold_env(scratch, "profile"), "profiled run")
         results["profiled_steps"] = json.loads(profile.read_text())["steps"]
         save()
+    tritonhook = [sys.executable, "-m", "tritonhook"]
     if "sweep" not in stages:
+        if "check" in stages:
+            run_check(results, tritonhook, store, workload, cold_env(scratch, "check"))
+            save()
         return
     # no profiled run of its own: the swept workload profiles its own steady state (one cold compile, not two)
     inside = "profile" not in stages and args.profile_in is None
     results["profiled_inside_sweep"] = inside
-    tritonhook = [sys.executable, "-m", "tritonhook"]
     swept_command = [*workload, "--profile", str(profile)] if inside else workload
     results["sweep_s"], done = timed([*tritonhook, "sweep", "--store", str(store), "--json", "--", *swept_command],
                                      cold_env(scratch, "sweep"), "tritonhook sweep")
@@ -147,6 +155,9 @@ def main():
     if "aa" in stages:
         run_aa(results, tritonhook, store, cold_env(scratch, "sweep"))
     save()
+    if "check" in stages:
+        run_check(results, tritonhook, store, workload, cold_env(scratch, "check"))
+        save()
     show(results)
 
 
@@ -162,6 +173,24 @@ def run_aa(results: dict, tritonhook: list[str], store: Path, env: dict) -> None
                          "verdicts": verdicts, "fidelity": aa["fidelity"]}
 
 
+CHECKED = (PASSED, REGRESSED, OUTPUTS_CHANGED)
+"""The statuses of a signature the gate replayed against its baseline build (`check.result.KernelCheck.checked`)."""
+
+
+def run_check(results: dict, tritonhook: list[str], store: Path, workload: list[str], env: dict) -> None:
+    """The gate: a second cold run of the workload against the sweep's recording (the newest in `store`), timed,
+    with how many signatures it checked, the share of the GPU time it left unchecked, and its exit status."""
+    baseline = Store(store, create=False).results(RECORDING, limit=1)[0]
+    results["check_s"], done = timed([*tritonhook, "check", "--store", str(store), "--baseline", str(baseline.id),
+                                      "--json", "--", *workload], env, "tritonhook check")
+    if done.stdout.strip():
+        gate = json.loads(done.stdout)
+        results["check"] = {"exit_code": done.returncode, "signatures": len(gate["kernels"]),
+                            "checked": sum(k["status"] in CHECKED for k in gate["kernels"]),
+                            "failures": sum(k["status"] in (REGRESSED, OUTPUTS_CHANGED) for k in gate["kernels"]),
+                            "unchecked_share": gate["unchecked_share"], "unmatched": len(gate["unmatched"])}
+
+
 def show(results: dict) -> None:
     """The table and the summary lines, last."""
     against = results["against_profiler"]
@@ -174,6 +203,8 @@ def show(results: dict) -> None:
           f"signatures {against['benchmark_only_signatures']} ({against['benchmark_only_launches']} launches); "
           f"decisions {against['decisions_by_tuner']}")
     plain = results.get("plain_s")
+    if "check" in results:
+        print(f"gate: {results['check']}")
     print(f"plain {plain or 0:.1f} s, sweep {results['sweep_s']:.1f} s "
           f"({results['sweep_s'] / plain if plain else 0:.2f}x), A/A {results.get('aa_s', 0):.1f} s; "
           f"sweep rows {results['sweep']['rows']}, fidelity {results['sweep']['fidelity']}; A/A {results.get('aa')}")
