@@ -253,7 +253,7 @@ class Recorder:
         signatures = [pending.signature for pending in self.pending]
         _link_captures(self.store, signatures, self.first_capture, self.loaded)
         self._release_warnings(signatures)
-        self._held_pick_warnings(signatures)
+        self._resolve_held_picks(signatures)
         self._compiled_ahead_line()
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
         arch = next((s.arch for s in signatures if s.arch), None)
@@ -275,7 +275,7 @@ class Recorder:
         for text in lines:
             print(text, file=sys.stderr)
 
-    def _held_pick_warnings(self, signatures: list[Signature]) -> None:
+    def _resolve_held_picks(self, signatures: list[Signature]) -> None:
         """Link the kernels that ran a pick Inductor's cache held from a decision this recording saw (made while
         Inductor compiled: `link_compile_time_picks`), and name the other launched kernels that ran a pick their
         autotuner held (Inductor's caches, or an autotuner's cache of its own): their configs were not benchmarked
