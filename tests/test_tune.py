@@ -17,7 +17,7 @@ from tritonhook.ptxas import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import PLAIN, parse_variant
-from tritonhook.sweep.tune import OPTION_SETS, TuneResult, TuneSpace, parse_budget, tune
+from tritonhook.sweep.tune import CHUNK, OPTION_SETS, TuneResult, TuneSpace, parse_budget, tune
 from tritonhook.sweep.builds import build_variants, captured_ptxas
 
 torch = pytest.importorskip("torch")
@@ -107,6 +107,19 @@ def test_a_budget_of_candidates_stops_the_search_and_says_how_many_were_left(rec
     assert [len(k.trials) for k in result.kernels] == [3]
     assert result.skipped == len(space.candidates()) - 3
     assert any(f"left {result.skipped} of {len(space.candidates())} candidates untried" in w for w in result.warnings)
+
+
+def test_the_searchs_replays_share_their_workers_and_the_confirmation_starts_its_own(recorded, tmp_path):
+    """Every chunk of the search is a replay of its own, and each used to start its workers (torch and a CUDA
+    context: seconds each); they share one now. The confirmation starts its own: a process's steady offset that
+    helped a winner in the search must not help it again there."""
+    store, recording = recorded
+    space = TuneSpace.parse("names,options")
+    started = tmp_path / "started"
+    result = tune(recording, store, space, top=1, rounds=7, confirm_rounds=7,
+                  worker=[*FAKE_WORKER, "--started", str(started)])
+    assert len(space.candidates()) > CHUNK and result.kernels[0].trials  # the search took more than one replay
+    assert len(started.read_text().split()) == 1 + any(k.winner for k in result.kernels)
 
 
 def test_every_replay_of_a_tune_takes_its_l2_dirt(recorded):

@@ -202,7 +202,11 @@ class Workers:
     @contextlib.contextmanager
     def kept(self) -> Iterator["Workers"]:
         """These workers, kept from one job to the next inside the block (`schedule.WorkerPool`): the stages of
-        one replay start their workers once. A Ray replay's tasks start their own."""
+        one replay start their workers once (inside a block already keeping them: its workers). A Ray replay's
+        tasks start their own."""
+        if self.pool is not None:
+            yield self
+            return
         pool = WorkerPool()
         try:
             yield dataclasses.replace(self, pool=pool)

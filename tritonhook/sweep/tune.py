@@ -341,21 +341,24 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
                    Workers.at(gpus, ray, worker=worker or WORKER, progress=progress))
     plain = parse_variant(PLAIN)
     kernels: dict[int, KernelTune] = {}
-    for start in range(0, len(candidates), CHUNK):
-        chunk = candidates[start:start + CHUNK][:spent.left(CHUNK)]
-        if not chunk:
-            break
-        _add_trials(kernels, run.of(recording, store, [plain, *chunk]))
-        spent.spend(len(chunk))
-    tried, searched = spent.tried, {v.label: v for v in candidates}
+    searched = {v.label: v for v in candidates}
     explored = {"candidates": [v.to_json() for v in candidates]}
     warnings = []
-    if space.acf_search is not None and not spent.left(1):
-        warnings.append(f"the budget ({budget}) was spent before {ACF_SEARCH} began")
-    elif space.acf_search is not None:
-        names = [s.kernel for s in select_signatures(recording, kernel=pattern, autotune_top=1)]
-        explored[ACF_SEARCH] = _search_controls(recording, store, space.acf_search, list(dict.fromkeys(names)),
-                                                kernels, run, spent, searched, warnings)
+    with run.workers.kept() as kept:  # the search's replays share workers; the confirmation starts its own
+        search = dataclasses.replace(run, workers=kept)
+        for start in range(0, len(candidates), CHUNK):
+            chunk = candidates[start:start + CHUNK][:spent.left(CHUNK)]
+            if not chunk:
+                break
+            _add_trials(kernels, search.of(recording, store, [plain, *chunk]))
+            spent.spend(len(chunk))
+        if space.acf_search is not None and not spent.left(1):
+            warnings.append(f"the budget ({budget}) was spent before {ACF_SEARCH} began")
+        elif space.acf_search is not None:
+            names = [s.kernel for s in select_signatures(recording, kernel=pattern, autotune_top=1)]
+            explored[ACF_SEARCH] = _search_controls(recording, store, space.acf_search, list(dict.fromkeys(names)),
+                                                    kernels, search, spent, searched, warnings)
+    tried = spent.tried
     result = TuneResult(sorted(kernels.values(), key=lambda k: -(k.share or 0)), recording.id, explored, rounds,
                         confirm_rounds, {"search": time.time() - spent.began}, gpus=_gpu_count(gpus),
                         skipped=len(candidates) - tried, warnings=warnings)
