@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scratch import scratch_dir  # noqa: E402
 
-from tritonhook.check.result import OUTPUTS_CHANGED, PASSED, REGRESSED  # noqa: E402
+from tritonhook.check.result import CheckResult  # noqa: E402
 from tritonhook.store import Store  # noqa: E402
 from tritonhook.sweep.recording import RESULT_KIND as RECORDING  # noqa: E402
 
@@ -173,10 +173,6 @@ def run_aa(results: dict, tritonhook: list[str], store: Path, env: dict) -> None
                          "verdicts": verdicts, "fidelity": aa["fidelity"]}
 
 
-CHECKED = (PASSED, REGRESSED, OUTPUTS_CHANGED)
-"""The statuses of a signature the gate replayed against its baseline build (`check.result.KernelCheck.checked`)."""
-
-
 def run_check(results: dict, tritonhook: list[str], store: Path, workload: list[str], env: dict) -> None:
     """The gate: a second cold run of the workload against the sweep's recording (the newest in `store`), timed,
     with how many signatures it checked, the share of the GPU time it left unchecked, and its exit status."""
@@ -184,11 +180,11 @@ def run_check(results: dict, tritonhook: list[str], store: Path, workload: list[
     results["check_s"], done = timed([*tritonhook, "check", "--store", str(store), "--baseline", str(baseline.id),
                                       "--json", "--", *workload], env, "tritonhook check")
     if done.stdout.strip():
-        gate = json.loads(done.stdout)
-        results["check"] = {"exit_code": done.returncode, "signatures": len(gate["kernels"]),
-                            "checked": sum(k["status"] in CHECKED for k in gate["kernels"]),
-                            "failures": sum(k["status"] in (REGRESSED, OUTPUTS_CHANGED) for k in gate["kernels"]),
-                            "unchecked_share": gate["unchecked_share"], "unmatched": len(gate["unmatched"])}
+        gate = CheckResult.from_json(json.loads(done.stdout))
+        results["check"] = {"exit_code": done.returncode, "signatures": len(gate.kernels),
+                            "checked": sum(k.checked for k in gate.kernels),
+                            "failures": len(gate.failures), "unchecked_share": gate.unchecked_share,
+                            "unmatched": len(gate.unmatched)}
 
 
 def show(results: dict) -> None:

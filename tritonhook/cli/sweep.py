@@ -130,7 +130,6 @@ def _autotune_top(text: str) -> int | None:
 
 
 def _checked(args):
-    _autotune_top(args.autotune_top)
     variants = parse_variants(args.variants)
     if args.kernel is not None:
         compile_select(args.kernel)
