@@ -6,6 +6,8 @@
         CUPTI timings beside the recording's hooks)
     ... --stages check --store-in S: the gate of a second cold run against the sweep's recording in store S (its
         checked share: another compile may pick other templates), when the sweep's store is still there
+    ... --confirm N: the sweep ends by confirming its decisions in the workload (`sweep --confirm N`: N runs an
+        arm, ABBA in fresh processes), and the confirmation is kept
 
 The workload takes STEPS as its first argument and `--profile OUT.json` (its own `torch.profiler` table of the steps
 after its warm-up: `benchmarks/workloads/bert_max_autotune.py`). Each stage runs in a fresh process with cold
@@ -108,6 +110,7 @@ def main():
     parser.add_argument("--profile-out", default=None, help="keep the profiler's table here")
     parser.add_argument("--profile-in", default=None, help="the profiler's table of an earlier --stages profile")
     parser.add_argument("--store-in", default=None, help="the store of an earlier --stages sweep (for check alone)")
+    parser.add_argument("--confirm", type=int, default=None, help="the sweep's --confirm N")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -141,10 +144,14 @@ def main():
     inside = "profile" not in stages and args.profile_in is None
     results["profiled_inside_sweep"] = inside
     swept_command = [*workload, "--profile", str(profile)] if inside else workload
-    results["sweep_s"], done = timed([*tritonhook, "sweep", "--store", str(store), "--json", "--", *swept_command],
-                                     cold_env(scratch, "sweep"), "tritonhook sweep")
+    confirm = ["--confirm", str(args.confirm)] if args.confirm else []
+    results["sweep_s"], done = timed([*tritonhook, "sweep", "--store", str(store), "--json", *confirm, "--",
+                                      *swept_command], cold_env(scratch, "sweep"), "tritonhook sweep")
     profiled = json.loads(profile.read_text())
     swept = json.loads(done.stdout)
+    if args.confirm:  # the sweep's result, then what the workload said of its decisions
+        results["confirmation"] = {"runs": args.confirm, "of": swept["confirmation"], "nothing": swept["nothing"]}
+        swept = swept["result"]
     results["sweep"] = {"rows": len(swept["rows"]), "candidates": len(swept["candidates"]),
                         "fidelity": swept["fidelity"], "times_s": swept["times_s"], "warnings": swept["warnings"],
                         "estimates": swept["estimates"]}

@@ -14,11 +14,12 @@ what the workload runs.
 """
 
 import argparse
-import json
 
 import torch
 import torch._inductor.config as inductor_config
 import transformers
+
+import steady_profile
 
 BATCH, TOKENS = 16, 128
 WARM_STEPS = 2
@@ -45,17 +46,6 @@ def step(model, compiled, ids, labels, optimizer):
     optimizer.zero_grad(set_to_none=True)
 
 
-def kernel_table(profiler) -> dict:
-    """{kernel name: [total µs, launches]} of the CUDA kernels the profiler saw."""
-    table = {}
-    for event in profiler.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA:
-            total = table.setdefault(event.name, [0.0, 0])
-            total[0] += event.device_time
-            total[1] += 1
-    return table
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("steps", type=int, nargs="?", default=6)
@@ -63,18 +53,7 @@ def main():
     args = parser.parse_args()
     with inductor_config.patch({"max_autotune_gemm_backends": "TRITON", "coordinate_descent_tuning": True}):
         workload = build()
-        for _ in range(min(WARM_STEPS, args.steps) if args.profile else args.steps):
-            step(*workload)
-        if args.profile:
-            torch.cuda.synchronize()
-            activities = [torch.profiler.ProfilerActivity.CUDA]
-            with torch.profiler.profile(activities=activities) as profiler:
-                for _ in range(args.steps - WARM_STEPS):
-                    step(*workload)
-                torch.cuda.synchronize()
-            with open(args.profile, "w") as out:
-                json.dump({"steps": args.steps - WARM_STEPS, "kernels": kernel_table(profiler)}, out)
-    torch.cuda.synchronize()
+        steady_profile.steps(lambda: step(*workload), args.steps, args.profile, warm=WARM_STEPS)
 
 
 if __name__ == "__main__":

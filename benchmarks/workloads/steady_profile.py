@@ -1,0 +1,38 @@
+"""`torch.profiler`'s CUDA kernel table of a workload's steady-state steps: the ground truth a user trusts for what a
+workload runs, shared by the workloads that `benchmarks/sweep_against_profiler.py` holds the sweep against.
+
+    steps(step, total, profile_path, warm=2)   # runs `total` steps; with a path, the steps after `warm` profiled
+
+The profiled steps are those after the warm-up (the first compiles and tunes, the second runs what they chose);
+the table is {kernel name: [total µs, launches]}, saved as JSON with the profiled step count."""
+
+import json
+
+import torch
+
+
+def kernel_table(profiler) -> dict:
+    """{kernel name: [total µs, launches]} of the CUDA kernels the profiler saw."""
+    table = {}
+    for event in profiler.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            total = table.setdefault(event.name, [0.0, 0])
+            total[0] += event.device_time
+            total[1] += 1
+    return table
+
+
+def steps(step, total: int, profile_path: str | None, warm: int = 2) -> None:
+    """Run `step()` `total` times; with `profile_path`, the steps after the first `warm` under the profiler, and
+    its kernel table written there."""
+    for _ in range(min(warm, total) if profile_path else total):
+        step()
+    if profile_path:
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profiler:
+            for _ in range(total - warm):
+                step()
+            torch.cuda.synchronize()
+        with open(profile_path, "w") as out:
+            json.dump({"steps": total - warm, "kernels": kernel_table(profiler)}, out)
+    torch.cuda.synchronize()
