@@ -717,6 +717,55 @@ def test_an_inductor_pin_applies_under_a_warm_autotune_cache(tmp_path):
         {"pinned": pinned, "first": tuned, "second": tuned_again, "stderr": stderr.splitlines()[-15:]})
 
 
+def test_an_inductor_pin_holds_through_coordinate_descent(tmp_path):
+    """With coordinate descent on (as max-autotune sets it), Inductor searches on from the config its benchmark
+    picked; a pin of another of the benchmarked configs is what the pinned run launches, not where a search from it
+    ends (a FlexAttention step's pinned XBLOCK 32 ran as 8 on an H200 before the pinner answered the search too);
+    and a pin of the config the search itself found holds on cold caches too."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tritonhook import __version__, _triton, decisions
+    from tritonhook.decisions.model import file_json
+    from tritonhook.measure.variants import PLAIN
+    from tritonhook.store import Store
+
+    workload = [sys.executable, str(Path(__file__).with_name("inductor_pin_workload.py")), "--coordesc"]
+    store = tmp_path / "store"
+
+    def recorded(name: str, *apply):
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / name / "inductor"),
+               "TRITON_CACHE_DIR": str(tmp_path / name / "triton")}  # cold caches, every run
+        done = subprocess.run([sys.executable, "-m", "tritonhook", "record", "--store", str(store), *apply, "--json",
+                               "--", *workload], capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return Store(store).result(json.loads(done.stdout)["recording"]), done.stderr
+
+    def pinned_run(name: str, kernel: str, key: list, config: dict, device: str):
+        pin = decisions.Decision(decisions.AutotuneKey(kernel, tuple(key), device),
+                                 decisions.Choice(PLAIN, config=tuple(config.items())),
+                                 decisions.Evidence(kernel, 1.0, None, None, "bitwise", "2026-11-28", __version__,
+                                                    "test", None))
+        pins = tmp_path / f"{name}.json"
+        pins.write_text(json.dumps(file_json([(pin, None)], __version__)))
+        run, stderr = recorded(name, "--apply", str(pins))
+        assert "not applied" not in stderr and "none of its configs" not in stderr, stderr[-2000:]
+        launched = [s for s in run.signatures if s.kernel == kernel and s.launches]
+        assert launched and all(s.constexprs.get("XBLOCK") == config["XBLOCK"] for s in launched), \
+            ([s.constexprs for s in launched], config)
+        assert not [d for d in run.autotune if d["kernel"] == kernel and d.get("tuner") == _triton.COORDINATE_DESCENT]
+
+    first, _ = recorded("first")
+    by_tuner = {d.get("tuner"): d for d in first.autotune if d["kernel"].startswith("triton_")}
+    benchmark, search = by_tuner[_triton.INDUCTOR_RUNTIME], by_tuner[_triton.COORDINATE_DESCENT]
+    other = next(config for config, _ in benchmark["timings"] if config["XBLOCK"] != search["chosen"]["XBLOCK"])
+    pinned_run("benchmarked", benchmark["kernel"], benchmark["key"], other, first.device)
+    found = search["chosen"]
+    pinned_run("searched", search["kernel"], search["key"], found, first.device)
+
+
 @pytest.fixture(scope="module")
 def filtered_kernel():
     """A kernel whose work depends on its data, as Cut Cross-Entropy's backward skips the logit blocks whose

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import collections.abc
 import contextlib
+import copy
 import dataclasses
 import functools
 import os
@@ -43,8 +44,8 @@ INDUCTOR_BENCHMARK_MAIN = "__autotune_main__.py"
 """The script of Inductor's benchmark subprocesses (`autotune_in_subproc`): every launch there is a benchmark."""
 TRITON_AUTOTUNE, SELECT_ALGORITHM, COORDINATE_DESCENT, INDUCTOR_RUNTIME, COMPILE = (
     "triton.autotune", "select_algorithm", "coordinate descent", "Inductor's runtime autotuner", "Inductor compile")
-"""Who made a decision (`AutotuneDecision.tuner`): what a pin can reach differs (only the first and the Inductor
-runtime autotuner's can be pinned here), and what the workload runs after it."""
+"""Who made a decision (`AutotuneDecision.tuner`): what a pin can reach differs (all but `select_algorithm`'s can be
+pinned here: `AutotunePinner`), and what the workload runs after it."""
 
 @dataclasses.dataclass(frozen=True)
 class AutotuneCandidate:
@@ -114,6 +115,16 @@ def _inductor_kernel_name(autotuner) -> str:
     """The name Inductor gave a kernel (its `inductor_meta`), else its function's."""
     return (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name") or \
         getattr(getattr(autotuner, "fn", None), "__name__", "?")
+
+
+def _inductor_launcher(autotuner, config):
+    """A launcher of `config` for Inductor kernel `autotuner`, built as its coordinate descent builds each config it
+    tries (`_precompile_config`, under the autotuner's lock, its kernel loaded first where torch has that step)."""
+    ensure_loaded = getattr(autotuner, "_ensure_kernel_loaded", None)
+    if ensure_loaded is not None:
+        ensure_loaded()
+    with getattr(autotuner, "lock", None) or contextlib.nullcontext():
+        return autotuner._precompile_config(config).make_launcher()
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -774,14 +785,18 @@ class AutotunePinner(_AutotunerWrapping):
     only. Inductor: once torch imports its runtime
     autotuner, `CachingAutotuner.autotune_to_one_config` is wrapped, and for a kernel (name and source hash,
     `inductor_tuning_key`) with a pin it keeps the pinned config's launcher alone without benchmarking (nor saving
-    the pick to Inductor's cache), Inductor's caches off for the run (`install`). Fail-open: a pin whose values
+    the pick to Inductor's cache), Inductor's caches off for the run (`install`). Its coordinate descent
+    (`CachingAutotuner.coordinate_descent_tuning`, which Inductor runs after that benchmark, or from a kernel's one
+    config, when `coordinate_descent_tuning` is on, as max-autotune sets it) is wrapped too: for a pinned kernel it
+    runs the pinned config instead of searching from it (a search would walk away from the pin: on an H200 a
+    FlexAttention step's pinned XBLOCK 32 became 8 again). Fail-open: a pin whose values
     match none of the configs, or any error reading the call, leaves the autotuner to tune as usual, with one
     warning per kernel. `applied` counts the calls run pinned, per (kernel, tuning key). `uninstall()` puts the
     very same functions back (and Inductor's switch as it was), or turns ours into pass-throughs when another tool
     wrapped over them."""
 
     TRITON = ("run",)
-    INDUCTOR = ("autotune_to_one_config",)
+    INDUCTOR = ("autotune_to_one_config", "coordinate_descent_tuning")
 
     def __init__(self, pins: dict[tuple[str, tuple[str, ...]], dict]):
         super().__init__()
@@ -824,9 +839,30 @@ class AutotunePinner(_AutotunerWrapping):
 
     def pinned_launcher(self, autotuner):
         """The Inductor launcher of the pinned config of this kernel, None where no pin applies."""
-        name = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name") or "?"
-        return self._pinned(name, inductor_tuning_key(autotuner), lambda: autotuner.launchers,
-                            lambda launcher: launcher.config)
+        return self._pinned(_inductor_kernel_name(autotuner), inductor_tuning_key(autotuner),
+                            lambda: autotuner.launchers, lambda launcher: launcher.config)
+
+    def launcher_instead_of_search(self, autotuner, start):
+        """What an Inductor kernel runs in place of its coordinate descent from launcher `start`: where it has a
+        pin, `start` when that is the pinned config (the benchmark above was pinned, or the pin is the kernel's one
+        config), else the pinned config built as Inductor builds the configs its search tries (a pin of a config
+        the search found); None where no pin applies or the build fails (the search then runs as usual, and
+        `not_applied` names the pin)."""
+        name, key = _inductor_kernel_name(autotuner), inductor_tuning_key(autotuner)
+        wanted = self.pins.get((name, key))
+        if wanted is None:
+            return None
+        if config_matches(wanted, autotune_config(start.config)):
+            if (name, key) not in self.applied:
+                self._count_applied(name, key)
+            return start
+        config = copy.deepcopy(start.config)
+        for field, value in wanted.items():
+            if field in config.kwargs:
+                config.kwargs[field] = value
+            elif hasattr(config, field):
+                setattr(config, field, value)
+        return self._pinned(name, key, lambda: [_inductor_launcher(autotuner, config)], lambda launcher: launcher.config)
 
     def _pinned(self, name: str, key: tuple[str, ...], options: Callable[[], list], config_of: Callable):
         """Of `options()` (configs or launchers, asked for only where (name, key) has a pin), the one whose config
@@ -907,6 +943,8 @@ class AutotunePinner(_AutotunerWrapping):
             module.force_disable_caches = True
 
     def _inductor_wrapper(self, name: str, original: Callable) -> Callable:
+        if name == "coordinate_descent_tuning":
+            return self._coordinate_descent_wrapper(original)
         pinner = self
 
         @functools.wraps(original)
@@ -923,6 +961,25 @@ class AutotunePinner(_AutotunerWrapping):
             return original(autotuner, *args, **kwargs)
 
         return autotune_to_one_config
+
+    def _coordinate_descent_wrapper(self, original: Callable) -> Callable:
+        pinner = self
+
+        @functools.wraps(original)
+        def coordinate_descent_tuning(autotuner, launcher, *args, **kwargs):
+            if pinner.active:
+                try:
+                    pinned = pinner.launcher_instead_of_search(autotuner, launcher)
+                except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it tunes as usual
+                    pinner._warn("pinned config", exc)
+                    pinned = None
+                if pinned is not None:
+                    # Inductor's own mark of a searched config: its `run` searches again from any config without it
+                    pinned.config.found_by_coordesc = True
+                    return pinned
+            return original(autotuner, launcher, *args, **kwargs)
+
+        return coordinate_descent_tuning
 
     def _triton_wrapper(self, name: str, original: Callable) -> Callable:
         pinner = self

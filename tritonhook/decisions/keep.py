@@ -94,8 +94,6 @@ def confirmation_text(found: dict | None) -> str:
 
 # ----- made from results ------------------------------------------------------------------------------------------
 UNPINNABLE = {
-    _triton.COORDINATE_DESCENT: "tunes again from any config given it (Inductor keeps its pick in its own autotune "
-                                "cache, marked found_by_coordesc)",
     _triton.SELECT_ALGORITHM: "chose while compiling; the workload runs the template it emitted, which Inductor's "
                               "autotune cache keeps",
 }
