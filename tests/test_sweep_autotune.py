@@ -27,6 +27,7 @@ from tritonhook.samples import add_kernel
 from tritonhook.sweep import recording as rec
 from tritonhook.sweep.autotune import analyze_group, autotune_groups, config_text
 from tritonhook.sweep.recorder import link_compile_time_picks as rec_link
+from tritonhook.sweep.recorder import untuned_held_picks
 from tritonhook.sweep.replay import ReplayPlan, select_signatures
 from tritonhook.sweep.result import TRITON_CACHE, VariantTiming, SweepResult, SweepRow, analyze_row
 from tritonhook.sweep.builds import build_variants
@@ -834,3 +835,17 @@ def test_a_pick_inductor_made_while_compiling_makes_the_workloads_kernel_that_de
     assert workload in replayed and len(replayed) == 3
     assert [s.autotune["config"] == chosen for s in replayed].count(True) == 1  # the compile's pick: left out
     assert {s.id for s in select_signatures(linked)} == {s.id for s in replayed}
+
+
+def test_a_cache_hit_on_a_pick_made_in_this_run_is_not_named_held_before_recording(candidates):
+    """A recompiled graph's kernel finds in Inductor's autotune cache the pick this run's own benchmark of the same
+    kernel made (a FlexAttention step on an H200 warned of 14 such kernels with cold caches): its launches belong to
+    that decision, so it is no pick held before recording. A kernel that ran a held pick with no decision here is
+    still named, per holder."""
+    _, recording = candidates
+    tuned = next(s for s in recording.signatures if s.autotune)
+    tuned = dataclasses.replace(tuned, launches=12)
+    untuned = dataclasses.replace(tuned, id=9, kernel="other", autotune=None, launches=3)
+    never_ran = dataclasses.replace(untuned, id=10, kernel="idle", launches=0)
+    held = {_triton.INDUCTOR_CACHE: {tuned.kernel, "other", "idle"}, "trifast": {tuned.kernel}}
+    assert untuned_held_picks([tuned, untuned, never_ran], held) == {_triton.INDUCTOR_CACHE: ["other"]}

@@ -280,7 +280,6 @@ class Recorder:
         Inductor compiled: `link_compile_time_picks`), and name the other launched kernels that ran a pick their
         autotuner held (Inductor's caches, or an autotuner's cache of its own): their configs were not benchmarked
         here, so the sweep has no candidates for them (no regret, no re-ranking)."""
-        launched = {s.kernel for s in signatures if s.launches}
         linked = link_compile_time_picks(signatures, self.decisions,
                                          self.held_picks.get(_triton.INDUCTOR_CACHE, set()))
         if linked:
@@ -288,10 +287,7 @@ class Recorder:
                   f"it compiled, on its benchmark inputs ({_some(linked)}): each is that decision's row, its "
                   f"candidates replayed on synthetic inputs of their shapes (the compile's were not kept)",
                   file=sys.stderr)
-        for holder, kernels in sorted(self.held_picks.items()):
-            held = sorted((launched & kernels) - set(linked))
-            if not held:
-                continue
+        for holder, held in untuned_held_picks(signatures, self.held_picks).items():
             cold = ("with cold caches (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)" if holder == _triton.INDUCTOR_CACHE
                     else "with that autotuner's cache cold (where its library keeps its picks)")
             print(f"tritonhook sweep: {len(held)} kernel(s) ran the config {holder} held before recording "
@@ -346,6 +342,16 @@ class Recorder:
             if self.dirt_calibration is not None and self.dirt_calibration.usable:
                 pending.signature.l2_dirt = self.dirt_calibration.dirt([l2probe.read_cycles(c) for c in pending.dirt])
             pending.dirt = []
+
+
+def untuned_held_picks(signatures: list[Signature], held_picks: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Per holder of picks (Inductor's cache, a library's own), the kernels it handed a pick that ran in the
+    workload with no decision of this recording behind them, sorted. A kernel whose launches all belong to a
+    decision was tuned in this run: a later instance of it finding that pick in the cache (a recompiled graph
+    holds the same kernel) ran this run's own pick, as the FlexAttention step's recompiled backward did."""
+    untuned = {s.kernel for s in signatures if s.launches and s.autotune is None}
+    found = {holder: sorted(untuned & kernels) for holder, kernels in sorted(held_picks.items())}
+    return {holder: kernels for holder, kernels in found.items() if kernels}
 
 
 def link_compile_time_picks(signatures: list[Signature], decisions: list[dict], held: set[str]) -> list[str]:
