@@ -40,7 +40,7 @@ def lookup(path: Path, key: str):
         text = path.read_text(encoding="utf-8", errors="replace")
         if fragment not in text:
             raise KeyError(f"{fragment!r} is not in {path.name}")
-        return fragment
+        return Fragment(fragment)
     return walk(json.loads(path.read_text(encoding="utf-8")), key.split("/"))
 
 
@@ -59,10 +59,16 @@ def walk(value, parts: list[str]):
     return value
 
 
+class Fragment(str):
+    """A piece of a text file: a value matches it when the piece holds it."""
+
+
 def mismatch(value: str, found) -> str | None:
     """Why a written value does not match the one in its file, or None when it does."""
-    if isinstance(found, str):
+    if isinstance(found, Fragment):
         return None if value in found else f"{value!r} is not in {found!r}"
+    if isinstance(found, str):
+        return None if value == found else f"{value!r} against {found!r}"
     if isinstance(found, bool) or not isinstance(found, (int, float)):
         return None if value == str(found) else f"{value!r} against {found!r}"
     if not NUMBER.match(value):
@@ -99,6 +105,8 @@ def test_a_wrong_figure_fails(tmp_path):
     assert mismatch("1.050", lookup(data, "runs/0/ratio")) is not None
     assert mismatch("10", lookup(data, "runs/0/within")) is not None
     assert mismatch("7", lookup(data, "runs/0/within")) is None
+    assert mismatch("10", lookup(data, "note")) is not None
+    assert mismatch("10 of 10", lookup(data, "note")) is None
     text = tmp_path / "r.txt"
     text.write_text("ratio 1.0000 [0.9966, 1.0003] no difference\n")
     assert mismatch("0.9966", lookup(text, "text: 1.0000 [0.9966, 1.0003]")) is None
