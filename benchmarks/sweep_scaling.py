@@ -9,7 +9,7 @@ the per-kernel work large beside it.
 
     python benchmarks/sweep_scaling.py [--store DIR] [--rounds 21] [--ray ADDRESS | --ray-local] [--out FILE]
 
---ray-local starts the two-node cluster on this host (docs/gpu_machine.md#the-lent-h200): a head owning GPU 0 and a second node
+--ray-local starts the two-node cluster on this host (docs/gpu_machine.md#ray-on-one-host): a head owning GPU 0 and a second node
 owning GPU 1 (`ray start`, each pinned with CUDA_VISIBLE_DEVICES), and stops it at the end. Every Ray step runs
 under a timeout.
 """

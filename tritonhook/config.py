@@ -316,10 +316,10 @@ CUDA_VISIBLE_DEVICES = EnvVar("CUDA_VISIBLE_DEVICES", "0", str,
                               "Which GPU is device 0 for CUDA; NVML ignores it, so tritonhook maps it itself.")
 RAY_USAGE_STATS_ENABLED = EnvVar("RAY_USAGE_STATS_ENABLED", None, str,
                                  "Ray's usage reporting; `--ray` sets it to '0' while connecting unless it is set "
-                                 "(a cluster it starts then reports nothing; docs/gpu_machine.md#the-lent-h200).")
+                                 "(a cluster it starts then reports nothing; docs/gpu_machine.md#ray-on-one-host).")
 RAY_AUTH_MODE = EnvVar("RAY_AUTH_MODE", None, str,
                        "Ray's token authentication; benchmarks/sweep_scaling.py's two-node cluster on one host runs "
-                       "with 'disabled', as docs/gpu_machine.md#the-lent-h200 does.")
+                       "with 'disabled', as docs/gpu_machine.md#ray-on-one-host does.")
 
 # ----- upgrade (`upgrade/`) -------------------------------------------------------------------------------------------
 RELEASES_DIR = EnvVar("TRITONHOOK_RELEASES_DIR", "~/.cache/tritonhook/releases", str,
