@@ -7,6 +7,7 @@ recorded timings (benchmarks/results)."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
 import random
@@ -184,6 +185,11 @@ def test_the_cli_exits_3_when_too_much_is_unchecked_and_takes_max_unchecked(temp
     assert "--max-unchecked 2.0: a fraction in [0, 1]" in capsys.readouterr().err
 
 
+def _cubin(store: Store, signature) -> bytes:
+    """The cubin of the build a recorded signature launched."""
+    return store.read(store.get(signature.capture_id), "cubin")
+
+
 def _text_size(store: Store, capture_id: int) -> int:
     capture = store.get(capture_id)
     return Cubin.from_bytes(store.read(capture, "cubin")).summary(capture.entry)["text_size"]
@@ -259,13 +265,25 @@ def test_a_regression_is_replayed_again_in_new_processes_before_it_fails_the_gat
         grew.why(regressed.threshold)
 
 
-def test_a_change_of_outputs_fails_the_gate_though_the_time_did_not_move(runs):
-    _, _, store, _, changed, baseline_file = runs
-    result = check(Baseline.load(baseline_file), changed, store, PLAN,
-                   worker=[*BY_TEXT, "--differ", "scale_kernel"])
+def test_a_change_of_outputs_fails_the_gate_though_the_time_did_not_move(runs, tmp_path):
+    """The baseline build of scale_kernel doubles its input, the changed build triples it, in code of one size. A
+    cubin cannot run here, so the fake worker runs each build's kernel in Triton's interpreter from the recorded
+    inputs (`--interpret`, the kernel known by its cubin) and the real output check judges the bytes: they differ,
+    and the kernel fails the gate though its time did not move. The changed build against itself is bitwise."""
+    base_store, base, store, _, changed, baseline_file = runs
+    scale_cubins = {version: _cubin(run_store, next(s for s in run.signatures if s.kernel == "scale_kernel"))
+                    for version, run_store, run in (("v1", base_store, base), ("changed", store, changed))}
+    kernels = tmp_path / "kernels.json"
+    kernels.write_text(json.dumps({hashlib.sha256(cubin).hexdigest(): version
+                                   for version, cubin in scale_cubins.items()}))
+    interpreted = [*BY_TEXT, "--interpret", str(kernels)]
+    result = check(Baseline.load(baseline_file), changed, store, PLAN, worker=interpreted)
     (scale,) = result.kernels
     assert scale.ratio == pytest.approx(1.0) and scale.verdict == "no difference"  # same .text size
     assert scale.outputs == "differ" and scale.status == "outputs changed" and result.exit_code == 1
+    itself = check(Baseline.from_recording(changed, store), changed, store, PLAN, worker=interpreted,
+                   time_identical=True)
+    assert [(k.outputs, k.status) for k in itself.kernels] == [("bitwise", "passed")] and itself.exit_code == 0
 
 
 def test_a_bad_baseline_is_one_line(runs, tmp_path, capsys):
