@@ -17,13 +17,13 @@ cubins alone); --time-with-text: proportional to it (a kernel whose code grew go
 results); --interpret KERNELS: outputs judged as the real worker judges them (`measure.outputs.check_outputs`), on
 real bytes: each variant's kernel, known by its cubin's sha256 in the JSON file KERNELS (-> a version of
 tests/check_kernels.py's `scale_kernel`), run by Triton's interpreter on the CPU from the signature's recorded
-inputs (a cubin needs a GPU); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE, or under "MODE clean" or
-"MODE dirtied" where given and the job cleans or dirties the L2, or under "zeros-filled" where given and the job
-fills synthetic inputs with zeros (a kernel whose time moves with what it finds in L2, with the dirt it evicts and
-with its data: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker process (MARKER
-does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times slower, the processes
-after it do not (a short kernel's steady offset within one process, drawn afresh in the next: the gate's retest);
---started FILE: append its pid to FILE (how many workers a replay started).
+inputs (a cubin needs a GPU); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE, or
+under "MODE clean" or "MODE dirtied" where given and the job cleans or dirties the L2, or under "zeros-filled" where
+given and the job fills synthetic inputs with zeros (a kernel whose time moves with what it finds in L2, with the
+dirt it evicts and with its data: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker
+process (MARKER does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times
+slower, the processes after it do not (a short kernel's steady offset within one process, drawn afresh in the next:
+the gate's retest); --started FILE: append its pid to FILE (how many workers a replay started).
 """
 
 from __future__ import annotations
