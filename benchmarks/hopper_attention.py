@@ -32,7 +32,6 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "ws-aa": dict(variant="ws"), "simple
                   "ws-plain": dict(variant="ws", pingpong=False, overlap=False),
                   "ws-gst": dict(variant="ws", tma_store=False), "ws-wait": dict(variant="ws", defer_wait=False),
                   "ws-tc": dict(variant="ws", tc_rowsum=True),
-                  "ws-early": dict(variant="ws", early_qk=True, pingpong=False, overlap=True, block_n=128),
                   "ws-whole-diag": dict(variant="ws", diagonal_halves=False),
                   "ws-rising": dict(variant="ws", masked_first=False),
                   "ws-2wg": dict(variant="ws", consumers=2),
@@ -41,7 +40,7 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "ws-aa": dict(variant="ws"), "simple
                   "ws-3wg-ol-thread": dict(THREE_OL, thread_rowsum=True),
                   "ws-3wg-ol-peel": dict(THREE_OL, peel_diagonal=True),
                   "ws-3wg-ol-peel-thread": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True),
-                  "ws-tree": dict(variant="ws", tree_reduce=True), "ws-thread": dict(variant="ws", thread_rowsum=True),
+                  "ws-thread": dict(variant="ws", thread_rowsum=True),
                   "ws-late": dict(variant="ws", late_pv_wait=True),
                   "ws-early-pv-wait": dict(variant="ws", late_pv_wait=False),
                   "ws-hg2": dict(variant="ws", head_group=2), "ws-hg4": dict(variant="ws", head_group=4),
@@ -60,11 +59,7 @@ VARIANT_KWARGS = {"ws": dict(variant="ws"), "ws-aa": dict(variant="ws"), "simple
                                                dynamic_tiles=True, head_group=g) for g in (0, 2, 4, 8)},
                   "ws-static": dict(variant="ws", dynamic_tiles=False),
                   "ws-static-hg2": dict(variant="ws", dynamic_tiles=False, head_group=2),
-                  "ws-pp": dict(variant="ws", pingpong=True),
-                  "ws-pp-named": dict(variant="ws", pingpong=True, named_turns=True),
-                  "ws-3wg-ol-thread-named": dict(THREE_OL, thread_rowsum=True, named_turns=True),
-                  "ws-3wg-ol-peel-thread-named": dict(THREE_OL, peel_diagonal=True, thread_rowsum=True,
-                                                      named_turns=True)}
+                  "ws-pp": dict(variant="ws", pingpong=True)}
 ONLY_AT_D = {name: 64 for name, kwargs in VARIANT_KWARGS.items() if kwargs.get("consumers") == 3}
 """Our variants built for one head dimension alone (three consumers: D=64)."""
 SDPA_BACKENDS = ("cudnn", "flash", "efficient")
@@ -81,15 +76,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "an arm's place in the interleaving moves it), ws-nopp (no ping-pong), ws-noov (no intra-warpgroup overlap), "
                     "ws-plain (neither), ws-gst (O written by direct global stores, not through shared memory and "
                     "TMA), ws-wait (each TMA store of O waited for at once, not after the next tile's first "
-                    "block), ws-tc (P's row sums on the tensor cores), ws-early (each tile's first Q K^T issued "
-                    "behind the previous tile's last P V), ws-whole-diag (the causal diagonal block handled whole, "
+                    "block), ws-tc (P's row sums on the tensor cores), ws-whole-diag (the causal diagonal block handled whole, "
                     "not in halves), ws-rising (K/V blocks in rising order, the masked one last), ws-2wg (the tuned "
                     "build with two consumer warpgroups), ws-3wg (three consumer warpgroups, 192-row tiles; D=64 "
                     "only), ws-3wg-ol (ws-3wg with the intra-warpgroup overlap and, non-causal, the masked block "
                     "first: FlashAttention-4's D=64 configuration), ws-3wg-ol-thread (ws-3wg-ol with ws-thread's "
                     "row sums), ws-3wg-ol-peel (causal: both diagonal blocks first, the second peeled off the loop, "
-                    "which then carries no mask), ws-3wg-ol-peel-thread (both), ws-tree (the softmax's row maxima "
-                    "and sums reduced as a tree), ws-thread (the row sums kept as each thread's share, the quad's "
+                    "which then carries no mask), ws-3wg-ol-peel-thread (both), ws-thread (the row sums kept as each thread's share, the quad's "
                     "shares added once a tile: FlashAttention-4's), ws-late (the overlapped loop's wait for the "
                     "previous P V GEMM held after the softmax: late_pv_wait), ws-pp (the tuned build with the "
                     "ping-pong token on), ws-hg2 and ws-hg4 (causal tiles in sections of 2 or 4 heads), ws-np "
@@ -99,10 +92,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                     "ws-dyn-hgN and ws-3wg-dyn-hgN (tiles claimed from a counter, dynamic_tiles, in sections of N "
                     "heads, 0 all; 3wg: the tuned causal D=64 build), ws-static and ws-static-hg2 (the tuned build "
                     "without dynamic_tiles; in sections of 2), "
-                    "ws-3wg-np-hg2 and ws-3wg-np-hg4 (the same with the tuned causal D=64 build), "
-                    "ws-pp-named (ws-pp with the token in hardware named barriers: named_turns), "
-                    "ws-3wg-ol-thread-named and ws-3wg-ol-peel-thread-named (the tuned D=64 builds "
-                    "with named_turns), simple (one program per tile, no specialization)")
+                    "ws-3wg-np-hg2 and ws-3wg-np-hg4 (the same with the tuned causal D=64 build), simple (one program per tile, no specialization)")
     ap.add_argument("--runs", type=int, default=3, help="measurements of each shape (default 3)")
     ap.add_argument("--quick", action="store_true", help=f"D={QUICK['head_dims']}, S {QUICK['seqlens']}")
     ap.add_argument("--no-fp8", action="store_true")

@@ -55,17 +55,12 @@ def _config(dtype: str, head_dim: int, variant: str = "ws", causal: bool = False
             raise ValueError(f"tma_store: fp8 needs its own O buffer, and with block_n={chosen['block_n']}, "
                              f"stages={chosen['stages']} the kernel would need {smem} B of shared memory "
                              f"(sm_90: {SM90_SHARED_BYTES})")
-        if chosen["early_qk"] and (chosen["pingpong"] or not chosen["overlap"]):
-            raise ValueError("early_qk needs overlap=True and pingpong=False (it issues the next tile's first "
-                             "Q K^T from the overlapped loop, outside the ping-pong turns)")
-        if chosen["dynamic_tiles"] and (not chosen["persistent"] or chosen["early_qk"]):
+        if chosen["dynamic_tiles"] and not chosen["persistent"]:
             if knobs.get("dynamic_tiles"):
-                raise ValueError("dynamic_tiles hands tiles to resident programs: it needs persistent=True and "
-                                 "early_qk=False (which issues the next tile's S_0 before that tile is claimed)")
-            chosen["dynamic_tiles"] = False  # the table's choice yields to the caller's persistent or early_qk
-        flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "early_qk", "diagonal_halves",
-                 "masked_first", "tree_reduce", "thread_rowsum", "peel_diagonal", "late_pv_wait", "named_turns",
-                 "dynamic_tiles")
+                raise ValueError("dynamic_tiles hands tiles to resident programs: it needs persistent=True")
+            chosen["dynamic_tiles"] = False  # the table's choice yields to the caller's persistent
+        flags = ("pingpong", "overlap", "tma_store", "defer_wait", "tc_rowsum", "diagonal_halves", "masked_first",
+                 "thread_rowsum", "peel_diagonal", "late_pv_wait", "dynamic_tiles")
         consts = {WS_KNOBS[k]: (bool(v) if k in flags else int(v)) for k, v in chosen.items() if WS_KNOBS[k]}
         return dict(constexprs=dict(HEAD_DIM=head_dim, BLOCK_M=64, CAUSAL=bool(causal), V_TRANSPOSED=fp8,
                                     O_SEPARATE=fp8, **consts), num_warps=4, block_m_cta=64 * consumers,

@@ -15,8 +15,8 @@ Two kernels share the per-block math:
   each walk one);
   warp-specialized into a 1-warp TMA producer and two (or, D=64, three) 4-warp consumer warpgroups, each owning 64
   rows of a 128-row (192-row) query tile and sharing the K/V stages. Optional ping-pong: a token passed round the
-  consumers (mbarriers, or hardware named barriers) orders their GEMMs so that one warpgroup's softmax runs while
-  the others' GEMMs occupy the tensor cores (FA3 §3.1).
+  consumers (in mbarriers) orders their GEMMs so that one warpgroup's softmax runs while the others' GEMMs occupy
+  the tensor cores (FA3 §3.1).
 
 Layouts: Q, K, V, O are (B, H, S, D) contiguous, viewed as 2-D (B*H*S, D) for TMA; a tile that runs past S reads
 the next head's rows (or zeros past the end), which the key mask (col < S) and the masked output store make harmless.
@@ -38,7 +38,7 @@ from ._compat import (
     warpgroup_mma_wait,
 )
 from .epilogue import _epilogue, _epilogue_tma, _release_stored, _store_lse
-from .pipeline import TURN_BARRIER_BASE, RingPosition, SmemChannel, named_barrier, ring_start
+from .pipeline import RingPosition, SmemChannel, ring_start
 from .schedule import TileQueue, _kv_block, _kv_bounds, hopper_tiles
 from .softmax import (_block_probs, _block_row_sums, _ones, _rescale, _row_sums, _row_sums_after, _rowsum_mma,
                       _softmax, _zero_row_sums)
@@ -66,15 +66,12 @@ class HopperConfig:
     O_SEPARATE: gl.constexpr
     DEFER_WAIT: gl.constexpr
     TC_ROWSUM: gl.constexpr
-    EARLY_QK: gl.constexpr
     HALVES: gl.constexpr  # DIAGONAL_HALVES where it holds: causal with K/V blocks as wide as the two-warpgroup tile
     KV_FALLING: gl.constexpr  # MASKED_FIRST where it holds (see __init__)
     CONSUMERS: gl.constexpr  # ws: consumer warpgroups sharing a tile of CONSUMERS * BLOCK_M rows (2 or 3)
-    TREE_REDUCE: gl.constexpr  # the softmax's row maxima and sums reduced as a tree (softmax._row_reduce)
     THREAD_ROWSUM: gl.constexpr  # the row sums kept as each thread's share until the tile ends (softmax._row_partials)
     PEEL_DIAGONAL: gl.constexpr  # causal, falling, the diagonal over two K/V blocks: the second peeled off the loop
     LATE_PV_WAIT: gl.constexpr  # overlapped loop, row sums on the FMA pipe: the P V wait pinned after the softmax
-    NAMED_TURNS: gl.constexpr  # PINGPONG's token in hardware named barriers (PingPong), not mbarriers
     DYNAMIC_TILES: gl.constexpr  # ws: tiles claimed from a global counter as programs come free (TileQueue)
     LATE_RELEASE: gl.constexpr  # 16-bit with a deferred store wait: O sits in the tile's Q buffer into the next tile
     s_layout: gl.constexpr  # scores S (wgmma accumulator)
@@ -85,9 +82,8 @@ class HopperConfig:
     @gluon.constexpr_function
     def __init__(self, dtype, num_warps, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
                  PINGPONG=False, OVERLAP=False, HEAD_GROUP=1, TMA_STORE=False, O_SEPARATE=False, DEFER_WAIT=False,
-                 TC_ROWSUM=False, EARLY_QK=False, DIAGONAL_HALVES=False, MASKED_FIRST=False, CONSUMERS=2,
-                 TREE_REDUCE=False, THREAD_ROWSUM=False, PEEL_DIAGONAL=False, LATE_PV_WAIT=False,
-                 NAMED_TURNS=False, DYNAMIC_TILES=False):
+                 TC_ROWSUM=False, DIAGONAL_HALVES=False, MASKED_FIRST=False, CONSUMERS=2, THREAD_ROWSUM=False,
+                 PEEL_DIAGONAL=False, LATE_PV_WAIT=False, DYNAMIC_TILES=False):
         bits = dtype.primitive_bitwidth
         self.HEAD_DIM = gl.constexpr(HEAD_DIM)
         self.BLOCK_M = gl.constexpr(BLOCK_M)
@@ -103,12 +99,9 @@ class HopperConfig:
         self.O_SEPARATE = gl.constexpr(O_SEPARATE)
         self.DEFER_WAIT = gl.constexpr(DEFER_WAIT)
         self.TC_ROWSUM = gl.constexpr(TC_ROWSUM)
-        self.EARLY_QK = gl.constexpr(EARLY_QK)
         self.CONSUMERS = gl.constexpr(CONSUMERS)
-        self.TREE_REDUCE = gl.constexpr(TREE_REDUCE)
         self.THREAD_ROWSUM = gl.constexpr(THREAD_ROWSUM and not TC_ROWSUM)
         self.LATE_PV_WAIT = gl.constexpr(LATE_PV_WAIT and OVERLAP and not TC_ROWSUM)
-        self.NAMED_TURNS = gl.constexpr(NAMED_TURNS and PINGPONG)
         self.DYNAMIC_TILES = gl.constexpr(DYNAMIC_TILES)
         self.HALVES = gl.constexpr(DIAGONAL_HALVES and CAUSAL and CONSUMERS == 2 and BLOCK_N == 2 * BLOCK_M)
         # Causal builds keep the rising order unless each tile's diagonal lies in one K/V block (the block width a
@@ -158,62 +151,35 @@ class WsShared:
 class PingPong:
     """FA3's ping-pong token (§3.1) as consumer warpgroup WG sees it: it takes its turn before issuing a GEMM and
     passes it on to the next warpgroup right after issuing, so that the other warpgroups' softmax overlaps this
-    one's GEMM. The token lives in mbarriers (`mine`, `other`: a take waits for the parity of its turns so far) or,
-    NAMED, in hardware named barriers as FA3 and FA4 keep it (``named_barrier``: a take is a `bar.sync` that
-    completes once the previous warpgroup's `bar.arrive` is in, so it needs no parity). With ON false all are
-    no-ops."""
+    one's GEMM. The token lives in mbarriers (`mine`, `other`): a take waits for the parity of its turns so far.
+    With ON false both are no-ops."""
     mine: gl.shared_memory_descriptor
     other: gl.shared_memory_descriptor
     ON: gl.constexpr
-    NAMED: gl.constexpr
-    FIRST: gl.constexpr
-    MINE_ID: gl.constexpr
-    OTHER_ID: gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, mine, other, ON, NAMED, WG, CONSUMERS):
+    def __init__(self, mine, other, ON):
         self.mine = mine
         self.other = other
         self.ON = gl.constexpr(ON)
-        self.NAMED = gl.constexpr(NAMED)  # HopperConfig.NAMED_TURNS: set only with PINGPONG
-        self.FIRST = gl.constexpr(WG == 0)
-        self.MINE_ID = gl.constexpr(TURN_BARRIER_BASE + WG)
-        self.OTHER_ID = gl.constexpr(TURN_BARRIER_BASE + (WG + 1) % CONSUMERS)
-
-    @gluon.jit
-    def start(self):
-        """Warpgroup 0 goes first: with NAMED it counts itself in on its own barrier once, standing in for the
-        last warpgroup's pass (the mbarrier token is primed by the kernel before the partitions start)."""
-        if self.NAMED and self.FIRST:
-            named_barrier("arrive", self.MINE_ID, 256)
 
     @gluon.jit
     def take(self, parity):
-        if self.NAMED:
-            named_barrier("sync", self.MINE_ID, 256)
-        elif self.ON:
+        if self.ON:
             mbarrier_wait(self.mine, parity)
 
     @gluon.jit
     def pass_on(self):
-        if self.NAMED:
-            named_barrier("arrive", self.OTHER_ID, 256)
-        elif self.ON:
+        if self.ON:
             mbarrier_arrive(self.other)
 
 
 @data_aggregate
 class TileHandover:
     """What passes between a consumer warpgroup's consecutive tiles in the overlapped loop: the previous tile's Q
-    slot, released once its deferred O store has read it (`stored`: it went out by TMA store; LATE_RELEASE), and
-    with EARLY_QK this tile's S_0 in flight (`s0`) and where the next tile's Q lies (`has_next`: there is one)."""
+    slot, released once its deferred O store has read it (`stored`: it went out by TMA store; LATE_RELEASE)."""
     stored: gl.base_value
     q_empty_prev: gl.shared_memory_descriptor
-    s0: gl.base_value  # EARLY_QK: a wgmma accumulator in flight; otherwise an unused tensor
-    has_next: gl.tensor
-    q_next: gl.shared_memory_descriptor
-    q_ready_next: gl.shared_memory_descriptor
-    q_phase_next: gl.tensor
 
 
 @data_aggregate
@@ -430,12 +396,7 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
     earlier tiles) and the k-th take waits for parity k & 1. `handover` (``TileHandover``): the previous tile's Q
     buffer, released after the prologue where LATE_RELEASE (``_release_stored``). TC_ROWSUM: the row sums `l` are
     [BLOCK_M, 8] (zero on entry) and follow O: each P V step's companion GEMM adds the block's sums, and they are
-    rescaled with O.
-
-    EARLY_QK (no ping-pong): S_0 arrives in flight as `handover.s0`, issued behind the previous tile's last P V;
-    this tile's last P V is followed likewise by the next tile's S_0 where `handover.has_next`
-    (``_last_pv_then_next_qk``). Returns (the new ``OnlineSoftmax``, the next S_0 in flight); without EARLY_QK the
-    last value is a placeholder.
+    rescaled with O. Returns the new ``OnlineSoftmax``.
 
     KV_FALLING: K/V blocks in falling order (``_kv_block``), so the masked block comes first. Set where a tile has
     at most one (non-causal: the S tail; causal with K/V blocks as wide as the tile: the diagonal): it is the
@@ -450,14 +411,11 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
     n_blocks = tile.n_blocks
     # prologue: S_0, softmax_0 (acc is zero: no rescale needed)
     st = kv.index()
-    if cfg.EARLY_QK:
-        s = warpgroup_mma_wait(num_outstanding=0, deps=(handover.s0, ))
-    else:
-        mem.k.acquire_filled(kv)
-        pingpong.take(turn.phase())
-        s = _qk_async(tile.q_smem, mem.k.bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
-        pingpong.pass_on()
-        s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+    mem.k.acquire_filled(kv)
+    pingpong.take(turn.phase())
+    s = _qk_async(tile.q_smem, mem.k.bufs.index(st), cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
+    pingpong.pass_on()
+    s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
     mem.k.release(st)
     b0 = _kv_block(0, n_blocks, cfg.KV_FALLING)
     # falling: the first block is the causal diagonal or the last (S tail) block, masked whether full or not
@@ -491,15 +449,10 @@ def _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG: gl.c
         p_op = p_keep
     last = kv.advanced(n_blocks).previous()
     st = mem.v.acquire_filled(last)
-    if cfg.EARLY_QK:
-        acc, l_i, s_next = _last_pv_then_next_qk(p_op, last, acc, l_i, mem, handover, cfg)
-    else:
-        turn_parity = turn.advanced(n_blocks).phase()
-        acc, l_i = _gemm_in_turn(p_op, _v_operand(mem.v.bufs, st, cfg.V_TRANSPOSED), acc, True,
-                                 mem.v.empty.index(st), pingpong, turn_parity, mem.ones if cfg.TC_ROWSUM else None,
-                                 l_i)
-        s_next = s
-    return OnlineSoftmax(m_i, l_i, acc), s_next
+    turn_parity = turn.advanced(n_blocks).phase()
+    acc, l_i = _gemm_in_turn(p_op, _v_operand(mem.v.bufs, st, cfg.V_TRANSPOSED), acc, True, mem.v.empty.index(st),
+                             pingpong, turn_parity, mem.ones if cfg.TC_ROWSUM else None, l_i)
+    return OnlineSoftmax(m_i, l_i, acc)
 
 
 @gluon.jit
@@ -553,37 +506,6 @@ def _overlapped_step(j, MASK: gl.constexpr, kv, turn, tile, mem, pingpong, m_i, 
 
 
 @gluon.jit
-def _last_pv_then_next_qk(p_op, last, acc, l_i, mem, handover, cfg):
-    """EARLY_QK: a tile's last O += P V (its V at ring position `last`), then, where this program has another tile
-    (`handover.has_next`), that tile's
-    S_0 = Q K_0^T issued right behind it, so that it runs on the tensor cores during this tile's epilogue instead of
-    after it (FA3 overlaps a tile's epilogue with the next tile's first GEMM likewise). The two consumer
-    warpgroups share a tile and reach its epilogue together, so without it the tensor cores idle there. Waits for
-    the P V only. Returns (acc, l_i, the next S_0 in flight)."""
-    first_next = last.advanced(1)
-    st = last.index()
-    v = _v_operand(mem.v.bufs, st, cfg.V_TRANSPOSED)
-    v_freed = mem.v.empty.index(st)
-    k_next = mem.k.bufs.index(first_next.index())
-    k_ready_next = mem.k.ready.index(first_next.index())
-    k_phase = first_next.phase()
-    pv = warpgroup_mma(p_op, v, acc, is_async=True)  # in flight: a token, waited for below
-    l_pv = l_i
-    if cfg.TC_ROWSUM:
-        l_pv = _rowsum_mma(p_op, mem.ones, l_i)
-    # No branch (an in-flight accumulator leaving an scf.if gets a full wait): on a program's last tile the barrier
-    # waits are predicated off and the GEMM reads stale buffers that nothing writes any more; never waited for.
-    mbarrier_wait(handover.q_ready_next, handover.q_phase_next, pred=handover.has_next)
-    mbarrier_wait(k_ready_next, k_phase, pred=handover.has_next)
-    s_next = _qk_async(handover.q_next, k_next, cfg.s_layout, cfg.BLOCK_M, cfg.BLOCK_N)
-    acc, l_blk = _wait_pv(pv, l_pv, 1, cfg.TC_ROWSUM)
-    mbarrier_arrive(v_freed)
-    if cfg.TC_ROWSUM:
-        l_i += l_blk
-    return acc, l_i, s_next
-
-
-@gluon.jit
 def _wait_pv(acc, l_blk, num_outstanding: gl.constexpr, TC_ROWSUM: gl.constexpr):
     """Wait for a P V GEMM (and, TC_ROWSUM, its row-sum companion `l_blk`; otherwise `l_blk` passes through),
     leaving `num_outstanding` later groups in flight."""
@@ -599,44 +521,33 @@ def _ws_consumer(WG: gl.constexpr, mem, o_ptr, o_desc, lse_ptr, qk_scale, seq_le
     BLOCK_N: gl.constexpr = cfg.BLOCK_N
     CONSUMERS: gl.constexpr = cfg.CONSUMERS
     BLOCK_M_CTA: gl.constexpr = CONSUMERS * BLOCK_M
-    s_layout: gl.constexpr = cfg.s_layout
-    pingpong = PingPong(mem.turns.index(WG), mem.turns.index((WG + 1) % CONSUMERS), cfg.PINGPONG, cfg.NAMED_TURNS,
-                        WG, CONSUMERS)
-    pingpong.start()
+    pingpong = PingPong(mem.turns.index(WG), mem.turns.index((WG + 1) % CONSUMERS), cfg.PINGPONG)
 
     schedule = hopper_tiles(seq_len, num_bh, BLOCK_M_CTA, BLOCK_N, cfg.CAUSAL, cfg.HEAD_GROUP)
     kv = ring_start(cfg.STAGES)
     q = ring_start(2)
     stored = 0  # the previous tile went out by TMA store (with LATE_RELEASE its Q buffer is still held)
-    s_next = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
-    if cfg.EARLY_QK:  # the first tile's S_0 (Q buffer 0, K/V stage 0); later ones are issued by the tile before
-        mbarrier_wait(mem.q.ready.index(0), 0)
-        mbarrier_wait(mem.k.ready.index(0), 0)
-        s_next = _qk_async(mem.q.bufs.index(WG), mem.k.bufs.index(0), s_layout, BLOCK_M, BLOCK_N)
     if cfg.DYNAMIC_TILES:
         mbarrier_wait(mem.q.ready.index(0), 0)
         tile_id = queue.take(0)
         while tile_id < schedule.num_tiles:
-            kv, q, stored, s_next = _ws_consume_tile(tile_id, kv, q, stored, s_next, WG, mem, pingpong, schedule,
-                                                     o_ptr, o_desc, lse_ptr, qk_scale, seq_len, cfg)
+            kv, q, stored = _ws_consume_tile(tile_id, kv, q, stored, WG, mem, pingpong, schedule, o_ptr, o_desc,
+                                             lse_ptr, qk_scale, seq_len, cfg)
             mbarrier_wait(mem.q.ready.index(q.index()), q.phase())
             tile_id = queue.take(q.index())
     else:
         for tile_id in range(gl.program_id(0), schedule.num_tiles, gl.num_programs(0)):
-            kv, q, stored, s_next = _ws_consume_tile(tile_id, kv, q, stored, s_next, WG, mem, pingpong, schedule,
-                                                     o_ptr, o_desc, lse_ptr, qk_scale, seq_len, cfg)
-    if cfg.EARLY_QK:  # the S_0 the last tile issued for no tile
-        warpgroup_mma_wait(num_outstanding=0, deps=(s_next, ))
+            kv, q, stored = _ws_consume_tile(tile_id, kv, q, stored, WG, mem, pingpong, schedule, o_ptr, o_desc,
+                                             lse_ptr, qk_scale, seq_len, cfg)
     if cfg.TMA_STORE and cfg.DEFER_WAIT:  # shared memory must outlive the last store
         tma_store_wait(0)
 
 
 @gluon.jit
-def _ws_consume_tile(tile_id, kv, q, stored, s_next, WG: gl.constexpr, mem, pingpong, schedule, o_ptr, o_desc,
-                     lse_ptr, qk_scale, seq_len, cfg):
+def _ws_consume_tile(tile_id, kv, q, stored, WG: gl.constexpr, mem, pingpong, schedule, o_ptr, o_desc, lse_ptr,
+                     qk_scale, seq_len, cfg):
     """Consumer warpgroup WG's share of one tile: its rows' K/V loop and epilogue. Returns the ring positions after
-    it, whether its O went out by TMA store, and the next tile's S_0 (EARLY_QK, static tiles only: a claimed tile's
-    successor is not known until it is claimed)."""
+    it and whether its O went out by TMA store."""
     BLOCK_M: gl.constexpr = cfg.BLOCK_M
     BLOCK_N: gl.constexpr = cfg.BLOCK_N
     CONSUMERS: gl.constexpr = cfg.CONSUMERS
@@ -647,8 +558,7 @@ def _ws_consume_tile(tile_id, kv, q, stored, s_next, WG: gl.constexpr, mem, ping
     l_i = _zero_row_sums(cfg)
     acc = gl.zeros([BLOCK_M, cfg.HEAD_DIM], gl.float32, cfg.o_layout)
     qb = q.index()
-    if not cfg.EARLY_QK:  # with it, waited for before this tile's S_0 was issued
-        mbarrier_wait(mem.q.ready.index(qb), q.phase())
+    mbarrier_wait(mem.q.ready.index(qb), q.phase())
     q_smem = mem.q.bufs.index(CONSUMERS * qb + WG)
     tile = QueryTile(bh, rows, seq_len, qk_scale, n_full, n_blocks, q_smem)
     state = OnlineSoftmax(m_i, l_i, acc)
@@ -656,15 +566,9 @@ def _ws_consume_tile(tile_id, kv, q, stored, s_next, WG: gl.constexpr, mem, ping
     # [0, n_full) then masked [n_full, n_blocks), as in the simple kernel, miscomputed inside a warp-specialized
     # partition with Triton 3.6 whenever the first loop had zero trips: wrong output, illegal addresses.)
     if cfg.OVERLAP:
-        if cfg.DYNAMIC_TILES:
-            has_next = tile_id < 0  # unread: no EARLY_QK
-        else:
-            has_next = tile_id + gl.num_programs(0) < schedule.num_tiles
-        handover = TileHandover(stored, mem.q.empty.index(1 - qb), s_next,
-                                has_next, mem.q.bufs.index(CONSUMERS * (1 - qb) + WG), mem.q.ready.index(1 - qb),
-                                q.advanced(1).phase())
+        handover = TileHandover(stored, mem.q.empty.index(1 - qb))
         turn = RingPosition(kv.count + q.count, 1)
-        state, s_next = _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG, cfg)
+        state = _ws_tile_overlapped(kv, turn, tile, mem, pingpong, handover, state, WG, cfg)
     else:
         j0 = 0
         if cfg.KV_FALLING:  # the last block in front of a loop that then needs no mask branch
@@ -702,7 +606,7 @@ def _ws_consume_tile(tile_id, kv, q, stored, s_next, WG: gl.constexpr, mem, ping
         mem.q.release(qb)
         stored = 0
         _epilogue(acc, m_i, l_i, o_ptr, lse_ptr, tile, cfg.HEAD_DIM, cfg.WRITE_LSE)
-    return kv, q, stored, s_next
+    return kv, q, stored
 
 
 @gluon.jit(do_not_specialize=["seq_len", "num_bh"])  # S or B*H == 1 as a constant: the aggregates take none
@@ -711,19 +615,18 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
                  CAUSAL: gl.constexpr, V_TRANSPOSED: gl.constexpr, WRITE_LSE: gl.constexpr, PINGPONG: gl.constexpr,
                  OVERLAP: gl.constexpr, HEAD_GROUP: gl.constexpr, TMA_STORE: gl.constexpr, O_SEPARATE: gl.constexpr,
                  DEFER_WAIT: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                 TC_ROWSUM: gl.constexpr, EARLY_QK: gl.constexpr, DIAGONAL_HALVES: gl.constexpr,
-                 MASKED_FIRST: gl.constexpr, CONSUMERS: gl.constexpr, TREE_REDUCE: gl.constexpr,
-                 THREAD_ROWSUM: gl.constexpr, PEEL_DIAGONAL: gl.constexpr, LATE_PV_WAIT: gl.constexpr,
-                 NAMED_TURNS: gl.constexpr, DYNAMIC_TILES: gl.constexpr, num_warps: gl.constexpr):
+                 TC_ROWSUM: gl.constexpr, DIAGONAL_HALVES: gl.constexpr, MASKED_FIRST: gl.constexpr,
+                 CONSUMERS: gl.constexpr, THREAD_ROWSUM: gl.constexpr, PEEL_DIAGONAL: gl.constexpr,
+                 LATE_PV_WAIT: gl.constexpr, DYNAMIC_TILES: gl.constexpr, num_warps: gl.constexpr):
     gl.static_assert(num_warps == 4, "the default partition is consumer warpgroup 0: launch with num_warps=4")
     gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
     cfg = HopperConfig(dtype, 4, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CAUSAL, V_TRANSPOSED, WRITE_LSE,
                        PINGPONG=PINGPONG, OVERLAP=OVERLAP, HEAD_GROUP=HEAD_GROUP, TMA_STORE=TMA_STORE,
-                       O_SEPARATE=O_SEPARATE, DEFER_WAIT=DEFER_WAIT, TC_ROWSUM=TC_ROWSUM, EARLY_QK=EARLY_QK,
+                       O_SEPARATE=O_SEPARATE, DEFER_WAIT=DEFER_WAIT, TC_ROWSUM=TC_ROWSUM,
                        DIAGONAL_HALVES=DIAGONAL_HALVES, MASKED_FIRST=MASKED_FIRST, CONSUMERS=CONSUMERS,
-                       TREE_REDUCE=TREE_REDUCE, THREAD_ROWSUM=THREAD_ROWSUM, PEEL_DIAGONAL=PEEL_DIAGONAL,
-                       LATE_PV_WAIT=LATE_PV_WAIT, NAMED_TURNS=NAMED_TURNS, DYNAMIC_TILES=DYNAMIC_TILES)
+                       THREAD_ROWSUM=THREAD_ROWSUM, PEEL_DIAGONAL=PEEL_DIAGONAL, LATE_PV_WAIT=LATE_PV_WAIT,
+                       DYNAMIC_TILES=DYNAMIC_TILES)
     # Q: [2 buffers x CONSUMERS warpgroups] tiles of [BLOCK_M, D]; K/V: STAGES stages shared by the consumers
     q_bufs = gl.allocate_shared_memory(dtype, [2 * CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
@@ -756,7 +659,7 @@ def _attn_fwd_ws(q_desc, k_desc, v_desc, o_ptr, o_desc, lse_ptr, qk_scale, seq_l
         mbarrier_init(k_empty.index(i), count=CONSUMERS)
         mbarrier_init(v_ready.index(i), count=1)
         mbarrier_init(v_empty.index(i), count=CONSUMERS)
-    if PINGPONG and not NAMED_TURNS:
+    if PINGPONG:
         # warpgroup 0 goes first: complete phase 0 of its turn barrier up front; the token goes round in order
         mbarrier_arrive(turns.index(0))
     mem = WsShared(SmemChannel(q_bufs, q_ready, q_empty), SmemChannel(k_bufs, k_ready, k_empty),

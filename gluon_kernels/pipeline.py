@@ -115,26 +115,3 @@ class SmemChannel:
         value = self.bufs.index(i).load(layout)
         self.release(i)
         return value
-
-
-TURN_BARRIER_BASE = 8
-"""The hardware named barrier of consumer warpgroup 0's ping-pong turn (``named_barrier``); warpgroup i's is
-BASE + i. Triton's lowering takes the low ids for its own warpgroup and CTA barriers (0-2 in the Hopper kernel's
-PTX, Triton 3.6); sm_90 has 16."""
-
-
-@gluon.constexpr_function
-def _bar_asm(op, barrier, threads):
-    return f"bar.{op} {barrier}, {threads}; mov.b32 $0, $1;"
-
-
-@gluon.jit
-def named_barrier(OP: gl.constexpr, BARRIER: gl.constexpr, THREADS: gl.constexpr):
-    """One warpgroup's `bar.sync` (OP "sync": arrive, then wait until THREADS threads have arrived) or `bar.arrive`
-    (OP "arrive": count in and go on) on hardware named barrier BARRIER, as FA3 and FA4 pass their ping-pong token:
-    no shared memory, no polling, and no warpgroup `bar.sync` in front (Triton's `mbarrier.arrive` lowering puts one
-    before its thread-0 arrive). Issued as a volatile asm on a one-register-a-thread tensor, so once by each thread
-    of the warpgroup's four warps, in program order with the GEMMs around it."""
-    one_a_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    gl.inline_asm_elementwise(_bar_asm(OP, BARRIER, THREADS), "=r,r", [gl.full([128], 0, gl.int32, one_a_thread)],
-                              dtype=gl.int32, is_pure=False, pack=1)

@@ -14,73 +14,34 @@ from .masking import _diagonal_mask, _mask
 from .wgmma import _p_operand_layout
 
 
-TREE_WIDTH = 8
-"""Columns a row keeps when halved as a tree (``_row_reduce``): a wgmma accumulator holds each row's
-columns 8k + 2t and 8k + 2t + 1 in thread t of a quad, so halves at least 16 wide lie in the same thread."""
-
-
-@gluon.constexpr_function
-def _tree_levels(columns):
-    """How many halvings take `columns` down to ``TREE_WIDTH``."""
-    columns, levels = getattr(columns, "value", columns), 0
-    while columns > TREE_WIDTH:
-        columns, levels = columns // 2, levels + 1
-    return levels
-
-
 @gluon.jit
-def _fold_halves(x, MAX: gl.constexpr):
-    """x [M, N] -> [M, N / 2]: each column's max (MAX) or sum with the column N / 2 further on, in registers."""
-    M: gl.constexpr = x.shape[0]
-    N: gl.constexpr = x.shape[1]
-    a, b = x.reshape([M, 2, N // 2]).permute(0, 2, 1).split()
+def _row_reduce(x, MAX: gl.constexpr):
+    """Each row's max (MAX) or sum, in the row slice of x's layout."""
     if MAX:
-        return gl.maximum(a, b)
+        r = gl.max(x, axis=1)
     else:
-        return a + b
-
-
-@gluon.jit
-def _folded(x, MAX: gl.constexpr):
-    """x [M, N] halved in registers (``_fold_halves``) down to ``TREE_WIDTH`` columns."""
-    y = x
-    for _ in gl.static_range(_tree_levels(x.shape[1])):
-        y = _fold_halves(y, MAX)
-    return y
-
-
-@gluon.jit
-def _row_reduce(x, MAX: gl.constexpr, TREE: gl.constexpr):
-    """Each row's max (MAX) or sum, in the row slice of x's layout. TREE: the row is halved in registers down to
-    ``TREE_WIDTH`` columns before the reduction, so a thread's chain of dependent FMNMX / FADD is a few deep instead
-    of one per column it holds (32 at 128 columns: a serial chain ptxas does not reassociate)."""
-    y = _folded(x, MAX) if TREE else x
-    if MAX:
-        r = gl.max(y, axis=1)
-    else:
-        r = gl.sum(y, axis=1)
+        r = gl.sum(x, axis=1)
     return gl.convert_layout(r, gl.SliceLayout(1, x.type.layout), assert_trivial=True)
 
 
 @gluon.jit
-def _row_partials(p, TREE: gl.constexpr):
+def _row_partials(p):
     """Each thread's share of each row's sum, [M, 4]: a wgmma accumulator spreads a row over the 4 threads of a
-    quad (columns 8k + 2t and 8k + 2t + 1 in thread t), and only the columns a thread holds are added here (TREE:
-    halved first, ``_fold_halves``), so no shuffle. The quad's shares are added once a tile (``_row_sums``) instead
-    of once a block: FlashAttention-4's row sums (its K/V step has half our SHFL, benchmarks/hopper_kv_step_sass.py)."""
-    y = _folded(p, False) if TREE else p
-    M: gl.constexpr = y.shape[0]
-    N: gl.constexpr = y.shape[1]
+    quad (columns 8k + 2t and 8k + 2t + 1 in thread t), and only the columns a thread holds are added here, so no
+    shuffle. The quad's shares are added once a tile (``_row_sums``) instead of once a block: FlashAttention-4's
+    row sums (its K/V step has half our SHFL, benchmarks/hopper_kv_step_sass.py)."""
+    M: gl.constexpr = p.shape[0]
+    N: gl.constexpr = p.shape[1]
     # column c = 8k + 2t + r: k and r are register bits, t the quad's lane bits; only k and r are summed
-    return gl.sum(gl.sum(y.reshape([M, N // 8, 4, 2]), axis=3), axis=1)
+    return gl.sum(gl.sum(p.reshape([M, N // 8, 4, 2]), axis=3), axis=1)
 
 
 @gluon.jit
-def _probs(s, m_prev, qk_scale, TREE: gl.constexpr = False, EMPTY_ROWS: gl.constexpr = False):
+def _probs(s, m_prev, qk_scale, EMPTY_ROWS: gl.constexpr = False):
     """(m_new, P) for one block of scores: the running row maxima and exp2(s * qk_scale - m_new). `m_prev` None:
-    a tile's first block. TREE: the row maxima reduced as a tree (``_row_reduce``). EMPTY_ROWS: a row may see no
-    key in this block (its maximum -inf): P is taken against 0 there, so the row's P is 0, not 0/0."""
-    m_new = _row_reduce(s, True, TREE) * qk_scale
+    a tile's first block. EMPTY_ROWS: a row may see no key in this block (its maximum -inf): P is taken against 0
+    there, so the row's P is 0, not 0/0."""
+    m_new = _row_reduce(s, True) * qk_scale
     if m_prev is not None:
         m_new = gl.maximum(m_prev, m_new)
     m_base = m_new
@@ -103,7 +64,7 @@ def _block_probs(s, m_prev, n_off, masked, tile, cfg, WG: gl.constexpr, DIAGONAL
             s = _diagonal_mask(s, n_off, rows, seq_len, cfg.s_layout, WG)
         else:
             s = _mask(s, n_off, rows, seq_len, cfg.s_layout, cfg.BLOCK_N, cfg.CAUSAL)
-    return _probs(s, m_prev, tile.qk_scale, cfg.TREE_REDUCE, EMPTY_ROWS)
+    return _probs(s, m_prev, tile.qk_scale, EMPTY_ROWS)
 
 
 @gluon.jit
@@ -133,7 +94,7 @@ def _zero_row_sums(cfg):
     if cfg.TC_ROWSUM:
         return gl.zeros([cfg.BLOCK_M, 8], gl.float32, cfg.l_layout)
     elif cfg.THREAD_ROWSUM:
-        return _row_partials(gl.zeros([cfg.BLOCK_M, cfg.BLOCK_N], gl.float32, cfg.s_layout), cfg.TREE_REDUCE)
+        return _row_partials(gl.zeros([cfg.BLOCK_M, cfg.BLOCK_N], gl.float32, cfg.s_layout))
     else:
         return gl.full([cfg.BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, cfg.s_layout))
 
@@ -143,9 +104,9 @@ def _block_row_sums(p, cfg):
     """One block's row sums of P on the FMA pipe, in the form ``cfg`` keeps them (not TC_ROWSUM's: those come from
     the GEMM)."""
     if cfg.THREAD_ROWSUM:
-        return _row_partials(p, cfg.TREE_REDUCE)
+        return _row_partials(p)
     else:
-        return _row_reduce(p, False, cfg.TREE_REDUCE)
+        return _row_reduce(p, False)
 
 
 @gluon.jit

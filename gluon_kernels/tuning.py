@@ -10,9 +10,8 @@ from __future__ import annotations
 WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
             "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
             "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
-            "early_qk": "EARLY_QK", "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST",
-            "consumers": "CONSUMERS", "tree_reduce": "TREE_REDUCE", "thread_rowsum": "THREAD_ROWSUM",
-            "peel_diagonal": "PEEL_DIAGONAL", "late_pv_wait": "LATE_PV_WAIT", "named_turns": "NAMED_TURNS",
+            "diagonal_halves": "DIAGONAL_HALVES", "masked_first": "MASKED_FIRST", "consumers": "CONSUMERS",
+            "thread_rowsum": "THREAD_ROWSUM", "peel_diagonal": "PEEL_DIAGONAL", "late_pv_wait": "LATE_PV_WAIT",
             "persistent": None, "dynamic_tiles": "DYNAMIC_TILES"}
 """Tuning knobs of the ws kernel (keyword arguments of ``hopper_attention`` / ``compile_hopper_attention``) ->
 the constexpr each sets; None for a knob of the launch alone (``persistent``: one program an SM, or one a tile).
@@ -105,25 +104,14 @@ def ws_defaults(head_dim: int, fp8: bool = False, consumers: int = 2) -> dict:
     """Every ``WS_KNOBS`` value of the ws kernel before any ``TUNED_WS`` entry. A caller that passes all of them
     (the tuner: ``{**ws_defaults(D), **knob_set}``) measures its knob set over these defaults, not over whatever
     the table holds for that S. ``tma_store`` None (fp8): on where its own O buffer fits (``hopper._config``).
-    ``masked_first`` on at D=128 only: at D=64 the falling order slowed the two-consumer 16-bit build by 0-5%
-    (H200). ``consumers``: the consumer warpgroups sharing a tile (2, or 3 as FlashAttention-4 runs D=64: a 192-row
-    tile, the ping-pong token passed round all three); three default to the plain loop, since the overlapped one
-    spills in the causal builds' K/V step (``THREE_OVERLAPPED_FROM`` runs it where it was measured faster).
-    ``consumer_regs`` / ``producer_regs``: what ``setmaxnreg`` raises each consumer to and lowers the producer to,
-    within the SM's 64K registers: 240 for two consumers, 160 for three (3 x 128 threads x 160 + 128 x 24 <=
-    65,536). ``tree_reduce`` (the softmax's row maxima and sums folded in registers first) is off: 4-5% slower at
-    D=64 on the H200 (docs/hopper_attention.md#what-bounds-it). ``late_pv_wait`` (the overlapped loop's wait for the
-    previous P V GEMM held after the softmax, ``wgmma._scheduling_fence``) is off: 0.97-1.01 of the
-    tuned build at D=128 on the H200, a gain only non-causal from 8k, where the table has it
-    (docs/hopper_attention.md#what-bounds-it). ``named_turns`` (the ping-pong
-    token in hardware named barriers) is off: 0.996-1.011 of the mbarrier token, ping-pong itself no gain at D=128.
-    ``persistent``: one program an SM; one a tile keeps head sections in L2 but pays each tile's prologue
-    (docs/hopper_attention.md#under-sustained-load). ``dynamic_tiles`` (resident programs claiming tiles from a
-    counter, ``schedule.TileQueue``) is off by default: at short S and non-causal the counter's fill and claims cost
-    up to 6%; the causal tables take it from 2k (docs/hopper_attention.md#tiles-claimed-from-a-counter)."""
+    ``consumer_regs`` / ``producer_regs``: what ``setmaxnreg`` gives each consumer and leaves the producer within
+    the SM's 64K registers (3 x 128 threads x 160 + 128 x 24 <= 65,536 for three consumers). Three consumers take
+    the plain loop, since the overlapped one spills in the causal builds' K/V step (``THREE_OVERLAPPED_FROM`` runs
+    it where it was faster). ``masked_first`` is on at D=128 only, and the knobs off here slowed the builds they
+    were timed on; the tables turn them on where they won (figures: docs/hopper_attention.md#what-bounds-it and
+    #tiles-claimed-from-a-counter)."""
     return dict(block_n=128, stages=2 if (head_dim == 128 and not fp8) else 3, pingpong=True, overlap=consumers == 2,
                 head_group=0, tma_store=None if fp8 else True, defer_wait=True,
-                consumer_regs=240 if consumers == 2 else 160, producer_regs=24, tc_rowsum=False, early_qk=False,
-                diagonal_halves=True, masked_first=head_dim == 128, consumers=consumers, tree_reduce=False,
-                thread_rowsum=False, peel_diagonal=False, late_pv_wait=False, named_turns=False, persistent=True,
-                dynamic_tiles=False)
+                consumer_regs=240 if consumers == 2 else 160, producer_regs=24, tc_rowsum=False,
+                diagonal_halves=True, masked_first=head_dim == 128, consumers=consumers, thread_rowsum=False,
+                peel_diagonal=False, late_pv_wait=False, persistent=True, dynamic_tiles=False)

@@ -1,7 +1,8 @@
 """Three versions of one kernel, `scale_kernel` (same name, arguments and specialization), for tests of the
 regression gate (tests/test_check.py): "v1" the baseline; "grown", the same computation with a loop unrolled in
 front of it, so its code is larger (the fake worker's --time-with-text makes it slower by exactly its .text size
-ratio); "changed", another constant (same size, different machine code and results). And templates of one name
+ratio); "changed", another constant (same size, different machine code and results: the fake worker's --interpret
+runs both in Triton's interpreter). And templates of one name
 whose code differs, as Inductor generates (`compile_template`). Compiled for sm_90a with no GPU."""
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ SIGNATURE = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 CONSTEXPRS = {"BLOCK": 1024}
 
 
-def _kernel(version: str):
+def scale_kernel(version: str):
+    """`scale_kernel` `version`, as `triton.jit` makes it (under TRITON_INTERPRET=1: for Triton's interpreter, which
+    runs it on CPU tensors)."""
     if version == "v1":
         @triton.jit
         def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -48,7 +51,7 @@ def _kernel(version: str):
 
 def compile_scale(version: str):
     """Triton's CompiledKernel of `scale_kernel` `version` for sm_90a (captured by an active session)."""
-    return triton.compile(ASTSource(_kernel(version), SIGNATURE, CONSTEXPRS), target=GPUTarget("cuda", 90, 32))
+    return triton.compile(ASTSource(scale_kernel(version), SIGNATURE, CONSTEXPRS), target=GPUTarget("cuda", 90, 32))
 
 
 TEMPLATE = '''import triton

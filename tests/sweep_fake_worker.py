@@ -14,18 +14,22 @@ signature fails unless the job's KEY holds that value; --time-by-text: each vari
 proportional to its kernel's .text size (the larger build is the faster one: a ranking a test computes from the
 cubins alone); --time-with-text: proportional to it (a kernel whose code grew got slower: the gate's tests);
 --differ ENTRY: the outputs of the signatures whose variants run ENTRY "differ" (a change that altered a kernel's
-results); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE, or under "MODE clean" or
-"MODE dirtied" where given and the job cleans or dirties the L2, or under "zeros-filled" where given and the job
-fills synthetic inputs with zeros (a kernel whose time moves with what it finds in L2, with the dirt it evicts and
-with its data: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker process (MARKER
-does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times slower, the processes
-after it do not (a short kernel's steady offset within one process, drawn afresh in the next: the gate's retest);
---started FILE: append its pid to FILE (how many workers a replay started).
+results); --interpret KERNELS: outputs judged as the real worker judges them (`measure.outputs.check_outputs`), on
+real bytes: each variant's kernel, known by its cubin's sha256 in the JSON file KERNELS (-> a version of
+tests/check_kernels.py's `scale_kernel`), run by Triton's interpreter on the CPU from the signature's recorded
+inputs (a cubin needs a GPU); --time-by-l2 MODE=MS,...: every variant "takes" MS under the job's L2 rule MODE, or
+under "MODE clean" or "MODE dirtied" where given and the job cleans or dirties the L2, or under "zeros-filled" where
+given and the job fills synthetic inputs with zeros (a kernel whose time moves with what it finds in L2, with the
+dirt it evicts and with its data: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker
+process (MARKER does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times
+slower, the processes after it do not (a short kernel's steady offset within one process, drawn afresh in the next:
+the gate's retest); --started FILE: append its pid to FILE (how many workers a replay started).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import signal
@@ -33,12 +37,13 @@ import time
 from pathlib import Path
 
 from tritonhook.cubin import Cubin
+from tritonhook.measure.outputs import check_outputs
 from tritonhook.measure.sequential import FIXED, StopRule, rounds_stop
 from tritonhook.store import Store
 from tritonhook.sweep.job import ReplayJob
 from tritonhook.sweep.misses import DIRT_WORDS
 from tritonhook.sweep.recording import tensors_of
-from tritonhook.sweep.worker import REFUSED_EXIT, hello, protocol, serve
+from tritonhook.sweep.worker import BASELINE_RUNS, REFUSED_EXIT, _arguments, _buffers, hello, protocol, serve
 
 SECONDS_PER_SIGNATURE = 0.3
 
@@ -68,6 +73,28 @@ def _round_ms(args, job: dict, job_path: Path, variant: dict, index: int, round_
     return 0.010 + 0.0001 * (index + round_)
 
 
+def _interpreted_check(kernels: Path, job: dict, job_path: Path, signature: dict, store: Store):
+    """`--interpret`: the `OutputCheck` of the signature's variants, each run by Triton's interpreter from the
+    recorded inputs (every variant from the same copy of them), the first (the baseline) `BASELINE_RUNS` times."""
+    import torch
+    from check_kernels import scale_kernel  # tests/check_kernels.py, beside this file
+
+    versions = json.loads(kernels.read_text())
+    pristine = _buffers(torch, signature["args"], store, torch.device("cpu"), job["synthetic_fill"])
+
+    def outputs(variant: dict) -> dict:
+        kernel = scale_kernel(versions[hashlib.sha256((job_path.parent / variant["cubin"]).read_bytes()).hexdigest()])
+        buffers = {index: buffer.clone() for index, buffer in pristine.items()}
+        values = _arguments(torch, signature["args"], buffers)  # the launcher's: None for a compile-time argument
+        kernel[tuple(signature["grid"])](*(arg["value"] if arg["kind"] == "constexpr" else value
+                                          for arg, value in zip(signature["args"], values)))
+        return buffers
+
+    baseline, *others = signature["variants"]
+    return check_outputs(torch, (outputs(baseline) for _ in range(BASELINE_RUNS)),
+                         ((variant["label"], outputs(variant)) for variant in others))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--die", type=int, default=None)
@@ -79,6 +106,7 @@ def main() -> int:
     parser.add_argument("--time-by-text", action="store_true")
     parser.add_argument("--time-with-text", action="store_true")
     parser.add_argument("--differ", default=None, metavar="ENTRY")
+    parser.add_argument("--interpret", default=None, metavar="KERNELS")
     parser.add_argument("--time-by-l2", default=None, metavar="MODE=MS,...")
     parser.add_argument("--slow-once", nargs=3, default=None, metavar=("MARKER", "ENTRY", "FACTOR"))
     parser.add_argument("--started", default=None, metavar="FILE", help="append this process's pid to FILE")
@@ -87,6 +115,8 @@ def main() -> int:
     if args.started:
         with open(args.started, "a") as started:
             started.write(f"{os.getpid()}\n")
+    if args.interpret:
+        os.environ["TRITON_INTERPRET"] = "1"  # read when `triton.jit` makes the kernel: an interpreted one
     args.slow_process = bool(args.slow_once) and not Path(args.slow_once[0]).exists()
     if args.slow_process:
         Path(args.slow_once[0]).touch()
@@ -127,9 +157,14 @@ def main() -> int:
                 samples[v["label"]].append(_one_round(args, job, job_path, v, index, round_))
             if rule is not None and timed and (stopped := rounds_stop(samples, [v["label"] for v in timed], rule)):
                 break
+        rounds = len(next(iter(samples.values()), []))
+        if args.interpret:
+            check = _interpreted_check(Path(args.interpret), job, job_path, signature, store)
+            return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": check.verdict,
+                    "output_check": check.to_json(), "written": check.written, "rounds": rounds, "stopped": stopped}
         differ = any(v["entry"] == args.differ for v in signature["variants"])
         return {"id": signature["id"], "status": "ok", "samples": samples, "outputs": "differ" if differ else "bitwise",
-                "written": 1, "rounds": len(next(iter(samples.values()), [])), "stopped": stopped}
+                "written": 1, "rounds": rounds, "stopped": stopped}
 
     with protocol() as emit:
         if args.refuse:

@@ -7,6 +7,7 @@ recorded timings (benchmarks/results)."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
 import random
@@ -184,6 +185,11 @@ def test_the_cli_exits_3_when_too_much_is_unchecked_and_takes_max_unchecked(temp
     assert "--max-unchecked 2.0: a fraction in [0, 1]" in capsys.readouterr().err
 
 
+def _cubin(store: Store, signature) -> bytes:
+    """The cubin of the build a recorded signature launched."""
+    return store.read(store.get(signature.capture_id), "cubin")
+
+
 def _text_size(store: Store, capture_id: int) -> int:
     capture = store.get(capture_id)
     return Cubin.from_bytes(store.read(capture, "cubin")).summary(capture.entry)["text_size"]
@@ -201,17 +207,26 @@ def test_an_a_a_check_passes_untimed_and_timed(runs):
 
 
 def test_a_kernel_whose_code_grew_is_caught_and_named_in_the_junit_xml(runs, tmp_path):
-    base_store, base, store, grown, _, baseline_file = runs
-    result = check(Baseline.load(baseline_file), grown, store, PLAN, worker=BY_TEXT)
+    """The grown scale_kernel unrolls a loop in front of v1's computation (another source, the same name and
+    specialization). Its machine code, read here from the two cubins the gate compares (the baseline file's build
+    and the current run's capture: their `.text.scale_kernel` sections), is larger by more than the gate's
+    threshold; the fake worker stands in for the GPU by timing a build in proportion to that section. So the gate
+    must pair exactly these two builds, time the current one over the baseline one (a pairing with another build,
+    or the ratio upside down, reads another figure) and fail this kernel alone."""
+    _, base, store, grown, _, baseline_file = runs
+    baseline = Baseline.load(baseline_file)
+    result = check(baseline, grown, store, PLAN, worker=BY_TEXT)
     by_kernel = {k.kernel: k for k in result.kernels}
     assert set(by_kernel) == {"add_kernel", "scale_kernel"}
     scale = by_kernel["scale_kernel"]
-    base_scale = next(s for s in base.signatures if s.kernel == "scale_kernel")
+    (base_build,) = [build for build in baseline.builds if build.entry == "scale_kernel"]
     now_scale = next(s for s in grown.signatures if s.kernel == "scale_kernel")
-    assert base_scale.source and base_scale.source != now_scale.source  # its code changed, and one build of each run
-    expected = _text_size(store, now_scale.capture_id) / _text_size(base_store, base_scale.capture_id)
-    assert expected > 1.03  # the grown kernel's code: what makes it slower under --time-with-text
-    assert scale.ratio == pytest.approx(expected, rel=1e-6) and scale.status == "regressed"
+    assert next(s for s in base.signatures if s.kernel == "scale_kernel").source != now_scale.source
+    grew = (Cubin.from_bytes(_cubin(store, now_scale)).section_size(".text.scale_kernel")
+            / Cubin.from_bytes(base_build.cubin).section_size(".text.scale_kernel"))
+    assert grew > 1 + result.threshold
+    assert scale.ratio == pytest.approx(grew, rel=1e-6) and scale.low > 1 + result.threshold
+    assert scale.status == "regressed"
     assert by_kernel["add_kernel"].verdict == "SASS identical" and by_kernel["add_kernel"].status == "passed"
     assert result.exit_code == 1 and [k.kernel for k in result.failures] == ["scale_kernel"]
     # the unmatched fail no kernel: the add build at 8 warps is new, the matmul gone; but the new build is 0.9 of the
@@ -259,13 +274,25 @@ def test_a_regression_is_replayed_again_in_new_processes_before_it_fails_the_gat
         grew.why(regressed.threshold)
 
 
-def test_a_change_of_outputs_fails_the_gate_though_the_time_did_not_move(runs):
-    _, _, store, _, changed, baseline_file = runs
-    result = check(Baseline.load(baseline_file), changed, store, PLAN,
-                   worker=[*BY_TEXT, "--differ", "scale_kernel"])
+def test_a_change_of_outputs_fails_the_gate_though_the_time_did_not_move(runs, tmp_path):
+    """The baseline build of scale_kernel doubles its input, the changed build triples it, in code of one size. A
+    cubin cannot run here, so the fake worker runs each build's kernel in Triton's interpreter from the recorded
+    inputs (`--interpret`, the kernel known by its cubin) and the real output check judges the bytes: they differ,
+    and the kernel fails the gate though its time did not move. The changed build against itself is bitwise."""
+    base_store, base, store, _, changed, baseline_file = runs
+    scale_cubins = {version: _cubin(run_store, next(s for s in run.signatures if s.kernel == "scale_kernel"))
+                    for version, run_store, run in (("v1", base_store, base), ("changed", store, changed))}
+    kernels = tmp_path / "kernels.json"
+    kernels.write_text(json.dumps({hashlib.sha256(cubin).hexdigest(): version
+                                   for version, cubin in scale_cubins.items()}))
+    interpreted = [*BY_TEXT, "--interpret", str(kernels)]
+    result = check(Baseline.load(baseline_file), changed, store, PLAN, worker=interpreted)
     (scale,) = result.kernels
     assert scale.ratio == pytest.approx(1.0) and scale.verdict == "no difference"  # same .text size
     assert scale.outputs == "differ" and scale.status == "outputs changed" and result.exit_code == 1
+    itself = check(Baseline.from_recording(changed, store), changed, store, PLAN, worker=interpreted,
+                   time_identical=True)
+    assert [(k.outputs, k.status) for k in itself.kernels] == [("bitwise", "passed")] and itself.exit_code == 0
 
 
 def test_a_bad_baseline_is_one_line(runs, tmp_path, capsys):

@@ -16,6 +16,8 @@ import pytest
 from tritonhook.format import human_bytes
 from tritonhook.store import NewCapture, Store
 
+from rich_tables import rich_cells
+
 ARCHS = ("sm_90a", "sm_100a", "sm_120a")
 COLUMNS = ["id", "time", "event", "frontend", "kernel (PTX entry)", "specialization", "arch", "ptxas", "ptx", "cubin",
            "compile s"]
@@ -64,12 +66,6 @@ def expected_row(capture: dict) -> list[str]:
 def plain_cells(text: str) -> list[list[str]]:
     """The plain listing's lines split into cells (no cell of this data is empty or holds two spaces)."""
     return [re.split(r"\s{2,}", line.strip()) for line in text.splitlines()]
-
-
-def rich_cells(text: str) -> list[list[str]]:
-    """A rich table's rows (header first) split at its column rules."""
-    return [[cell.strip() for cell in line.strip("┃│").split(line[0])] for line in text.splitlines()
-            if line[:1] in ("┃", "│")]
 
 
 def test_ls_piped_is_plain_text_with_the_rows_and_columns_of_the_table(store):

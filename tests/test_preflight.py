@@ -19,6 +19,7 @@ from tritonhook.errors import TritonhookError
 from tritonhook.samples import compile_sample
 
 from compile_warning import compile_warning
+from rich_tables import rich_cells
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "stack_reservation.py"
 TMA_SYSCALL_PREFIX = "__cuda_syscall_cp_async_bulk_tensor_"
@@ -209,22 +210,17 @@ def test_cli_preflight_basis_lines_name_their_rows(cubins, capture_session, stor
     path.write_bytes(cubins["local16k"])
     assert cli.main(["preflight", str(path), "--gpu", "H200"]) == 0
     out = capsys.readouterr().out
-    assert [(row[0], row[1], row[-1]) for row in _table_rows(out)] == [("-", "local_array_kernel", "1")]
+    assert [(row[0], row[1], row[-1]) for row in rich_cells(out)[1:]] == [("-", "local_array_kernel", "1")]
     assert "basis 1 (local_array_kernel on H200): need = 16384 B ptxas stack;" in out
 
     compile_sample("add", 90)
     compile_sample("add", 100)
     assert cli.main(["preflight", "--store", str(store_path)]) == 0
     out = capsys.readouterr().out
-    assert [(row[0], row[4], row[-1]) for row in _table_rows(out)] == [
+    assert [(row[0], row[4], row[-1]) for row in rich_cells(out)[1:]] == [
         ("1", "H100 SXM5", "1"), ("1", "H100 PCIe", "2"), ("1", "H200", "1"), ("2", "B200", "3")]
     assert [line.split(":")[0] for line in out.splitlines() if line.startswith("basis")] == [
         "basis 1 (capture 1 on H100 SXM5, H200)", "basis 2 (capture 1 on H100 PCIe)", "basis 3 (capture 2 on B200)"]
-
-
-def _table_rows(out: str) -> list[list[str]]:
-    """The cells of each body row of a rich table (header rows are drawn with ┃)."""
-    return [[cell.strip() for cell in line.strip("│").split("│")] for line in out.splitlines() if line.startswith("│")]
 
 
 def test_cli_preflight_errors_are_one_line(tmp_path, capsys):

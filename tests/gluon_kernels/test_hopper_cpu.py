@@ -180,34 +180,6 @@ def test_a_late_pv_wait_keeps_every_exponential_of_the_kv_step_ahead_of_the_wait
     assert late["spill_stores"] == tuned["spill_stores"] == 0, (tuned, late)
 
 
-@pytest.mark.parametrize("head_dim,knobs", [(128, {}), (64, dict(consumers=3, overlap=True, masked_first=True))],
-                         ids=["d128-two-consumers", "d64-three-consumers"])
-def test_named_turns_pass_the_ping_pong_token_through_hardware_barriers(head_dim, knobs):
-    """`named_turns` keeps FA3's and FA4's ping-pong token in named barriers: a warpgroup takes its turn with a
-    `bar.sync` on its own barrier (8 + its index, 256 threads: its own and the previous warpgroup's) and passes it
-    with a `bar.arrive` on the next one's, warpgroup 0 counting itself in once to go first. So the token costs no
-    mbarrier wait or arrive (the build waits and arrives on mbarriers as often as one without ping-pong does), and
-    no warpgroup `bar.sync` in front of an arrive; it spills no more than the mbarrier token (nothing under Triton
-    3.6)."""
-    def build(**extra):
-        return compile_hopper_attention("bf16", head_dim, False, "ws", seq_len=16384, **knobs, **extra)
-
-    consumers = knobs.get("consumers", 2)
-    none, tokens, named = build(pingpong=False), build(pingpong=True), build(pingpong=True, named_turns=True)
-    mbarrier_ops = lambda k: len(re.findall(r"mbarrier\.(?:try_wait|arrive)\.", k.asm["ptx"]))
-    assert mbarrier_ops(named) == mbarrier_ops(none) < mbarrier_ops(tokens), [mbarrier_ops(k) for k in (none, tokens,
-                                                                                                         named)]
-    ptx = named.asm["ptx"]
-    for wg in range(consumers):  # each take is followed by a pass to the next; warpgroup 0's barrier has its start
-        following = (wg + 1) % consumers
-        takes = len(re.findall(rf"bar\.sync {8 + wg}, 256;", ptx))
-        arrivals = len(re.findall(rf"bar\.arrive {8 + following}, 256;", ptx))
-        assert takes >= 2 and arrivals == takes + (following == 0), (wg, takes, arrivals)
-    (token_rep, named_rep), spilled = (ptxas_report(k) for k in (tokens, named)), TRITON_VERSION >= (3, 7) and knobs
-    for kind in ("spill_stores", "spill_loads"):  # ptxas 13.4 (Triton 3.7+) spills the three-consumer build anyway
-        assert named_rep[kind] <= token_rep[kind] and (spilled or named_rep[kind] == 0), named_rep["log"]
-
-
 def test_persistent_is_a_launch_choice_and_the_causal_d128_table_claims_tiles_from_2k():
     """`persistent` sets the grid, not the kernel: one program an SM walking its tiles, or one a tile, which the
     hardware hands out as SMs come free. `dynamic_tiles` is the kernel's (resident programs claim tiles from a
@@ -236,34 +208,6 @@ def test_claimed_tiles_take_one_counter_add_a_claim_and_the_static_build_none():
     assert "atom." not in static.asm["ptx"]
     params = [len(re.findall(r"\.param \.", k.asm["ptx"].split(")")[0])) for k in (dynamic, static)]
     assert params[0] == params[1] + 1, params
-
-
-def _longest_chain(ptx: str, op: str) -> tuple[int, int]:
-    """(the longest chain of `op` instructions each reading the one before, how many there are) in PTX, whose
-    virtual registers are each written once."""
-    depth = {}
-    for dest, a, b in re.findall(r"^\s*" + re.escape(op) + r"\s+(%\w+),\s*(%\w+),\s*(%\w+);", ptx, re.M):
-        depth[dest] = 1 + max(depth.get(a, 0), depth.get(b, 0))
-    return max(depth.values(), default=0), len(depth)
-
-
-@pytest.mark.parametrize("head_dim", [64, 128])
-def test_tree_reduce_folds_the_row_maxima_and_sums_without_more_work(head_dim):
-    """A thread holds 32 of a row's 128 scores; Triton 3.6 reduces them in order, a chain of 32 dependent max (and
-    add) instructions that ptxas does not reassociate (Triton 3.9 already folds them as a tree). `tree_reduce`
-    halves the row in registers first: the same number of instructions, chains a few deep under either, no
-    shuffles through shared memory, no spills."""
-    knobs = dict(seq_len=16384, consumers=2, thread_rowsum=False)  # the row sums as whole-row sums (the table's aside)
-    plain = compile_hopper_attention("bf16", head_dim, False, "ws", **knobs)
-    tree = compile_hopper_attention("bf16", head_dim, False, "ws", tree_reduce=True, **knobs)
-    for op in ("max.f32", "add.f32"):
-        (plain_depth, plain_count), (tree_depth, tree_count) = (_longest_chain(k.asm["ptx"], op)
-                                                                for k in (plain, tree))
-        in_order = plain_depth >= 32 if TRITON_VERSION < (3, 9) else plain_depth <= 8
-        assert in_order and tree_depth <= 8 and tree_count == plain_count, (op, plain_depth, tree_depth)
-    assert tree.asm["ptx"].count("st.shared") == plain.asm["ptx"].count("st.shared")
-    rep = ptxas_report(tree)
-    assert rep["spill_stores"] == 0 and rep["spill_loads"] == 0, rep["log"]
 
 
 @pytest.mark.parametrize("knobs, message", [
@@ -331,21 +275,6 @@ def test_masked_first_puts_the_diagonal_in_the_prologue(dtype):
     assert falling.count("selp.f32") * 2 == rising.count("selp.f32"), "one masked softmax, not two"
     assert falling.count("ex2.approx") < rising.count("ex2.approx")
     assert ptx(block_n=64, stages=3, masked_first=True) == ptx(block_n=64, stages=3, masked_first=False)
-
-
-def test_early_qk_issues_the_next_tiles_first_gemm_before_the_epilogue():
-    """`early_qk`: after the last P V of a tile, the next tile's S_0 (one more run of Q K^T wgmmas) goes out before
-    the P V is waited for, with one group left in flight (`wgmma.wait_group 1`); the default build waits for it
-    with nothing behind. It needs the overlapped loop without ping-pong: otherwise a clear error."""
-    def last_pv_wait(ptx):  # the wait that follows the tile's last P V, just before the epilogue's fence
-        return re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);(?:(?!wgmma)[\s\S])*?fence\.proxy\.async", ptx)
-
-    knobs = dict(pingpong=False, overlap=True)
-    early = compile_hopper_attention("bf16", 128, False, "ws", seq_len=4096, early_qk=True, **knobs).asm["ptx"]
-    plain = compile_hopper_attention("bf16", 128, False, "ws", seq_len=4096, **knobs).asm["ptx"]
-    assert set(last_pv_wait(early)) == {"1"} and set(last_pv_wait(plain)) == {"0"}
-    with pytest.raises(ValueError, match="early_qk needs overlap=True and pingpong=False"):
-        compile_hopper_attention("bf16", 128, False, "ws", early_qk=True, pingpong=True)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp8e4nv"])

@@ -94,21 +94,8 @@ def test_row_sums_on_the_tensor_cores_match_fp32_reference(B, H, S, D, causal, d
     assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=False)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("B,H,S,D", [(2, 3, 1000, 128), (1, 4, 2049, 64), (4, 16, 1024, 128), (1, 2, 8192, 128)])
-def test_early_qk_matches_fp32_reference(B, H, S, D, causal, dtype):
-    """`early_qk`: each tile's S_0 is issued behind the previous tile's last P V and waited for in the next tile,
-    so it crosses the tile loop; 4 x 16 heads at S=1k give every program several tiles in a row, and the last
-    tile of each program issues none. Over the dtype's tuned knobs, with the overlapped 128-key loop (fp8's tuned
-    builds are 256-key non-overlapped at some S)."""
-    knobs = dict(early_qk=True, pingpong=False, overlap=True, block_n=128)
-    assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs)
-    assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=False)
-
-
-@pytest.mark.parametrize("knobs", [{}, dict(tc_rowsum=True), dict(early_qk=True, pingpong=False),
-                                   dict(pingpong=False, head_group=4)], ids=["tuned", "tc", "early", "nopp"])
+@pytest.mark.parametrize("knobs", [{}, dict(tc_rowsum=True), dict(pingpong=False, head_group=4)],
+                         ids=["tuned", "tc", "nopp"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("B,H,S,D", [(2, 3, 1000, 128), (2, 3, 900, 128), (1, 4, 2049, 64), (4, 16, 1024, 128)])
 def test_diagonal_halves_match_fp32_reference(B, H, S, D, dtype, knobs):
@@ -121,12 +108,12 @@ def test_diagonal_halves_match_fp32_reference(B, H, S, D, dtype, knobs):
     assert_ws_matches_reference(B, H, S, D, True, dtype, knobs, lse=False)
 
 
-@pytest.mark.parametrize("knobs", [{}, dict(tc_rowsum=True), dict(early_qk=True, pingpong=False),
-                                   dict(pingpong=False, head_group=4), dict(block_n=64, stages=3),
+@pytest.mark.parametrize("knobs", [{}, dict(tc_rowsum=True), dict(pingpong=False, head_group=4),
+                                   dict(block_n=64, stages=3),
                                    dict(overlap=False, pingpong=False),
                                    dict(block_n=256, stages=2, overlap=False, pingpong=False, tc_rowsum=True),
                                    dict(block_n=64, stages=3, peel_diagonal=True)],
-                         ids=["tuned", "tc", "early", "nopp", "bn64", "plain", "bn256", "bn64-peeled"])
+                         ids=["tuned", "tc", "nopp", "bn64", "plain", "bn256", "bn64-peeled"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("B,H,S,D", [(2, 3, 1000, 128), (2, 3, 900, 128), (1, 4, 2049, 64), (4, 16, 1024, 128)])
@@ -173,18 +160,13 @@ def assert_ws_matches_reference(B, H, S, D, causal, dtype, knobs, lse=True):
 
 
 @pytest.mark.parametrize("knobs", [{}, dict(defer_wait=False), dict(overlap=False), dict(head_group=0),
-                                   dict(tc_rowsum=True), dict(tree_reduce=True),
-                                   dict(tree_reduce=True, overlap=False, pingpong=True), dict(thread_rowsum=True),
-                                   dict(thread_rowsum=True, overlap=False, pingpong=True),
-                                   dict(thread_rowsum=True, tree_reduce=True), dict(late_pv_wait=True),
-                                   dict(late_pv_wait=True, thread_rowsum=False),
-                                   dict(pingpong=True, named_turns=True),
-                                   dict(pingpong=True, named_turns=True, overlap=False), dict(persistent=False),
+                                   dict(tc_rowsum=True), dict(thread_rowsum=True),
+                                   dict(thread_rowsum=True, overlap=False, pingpong=True), dict(late_pv_wait=True),
+                                   dict(late_pv_wait=True, thread_rowsum=False), dict(persistent=False),
                                    dict(persistent=False, head_group=2)],
-                         ids=["defer", "wait", "defer-no-overlap", "snake", "tc-rowsum", "tree", "tree-plain-loop",
-                              "thread-rowsum", "thread-rowsum-plain-loop", "thread-rowsum-tree", "late-pv-wait",
-                              "late-pv-wait-block-sums", "named-turns", "named-turns-plain-loop", "one-program-a-tile",
-                              "one-program-a-tile-head-sections"])
+                         ids=["defer", "wait", "defer-no-overlap", "snake", "tc-rowsum", "thread-rowsum",
+                              "thread-rowsum-plain-loop", "late-pv-wait", "late-pv-wait-block-sums",
+                              "one-program-a-tile", "one-program-a-tile-head-sections"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
@@ -200,12 +182,10 @@ def test_many_tiles_per_program_match_fp32_reference(causal, dtype, knobs):
                                    dict(consumers=3, tc_rowsum=True), dict(consumers=3, overlap=True),
                                    dict(consumers=3, overlap=True, masked_first=True),
                                    dict(consumers=3, overlap=True, masked_first=True, thread_rowsum=True),
-                                   dict(consumers=3, overlap=True, masked_first=True, named_turns=True),
                                    dict(consumers=3, overlap=True, masked_first=True, peel_diagonal=True,
                                         thread_rowsum=True, persistent=False, head_group=2)],
                          ids=["pingpong", "no-pingpong", "bn64", "head-group", "tc-rowsum", "overlap",
-                              "overlap-masked-first", "overlap-thread-rowsum", "overlap-named-turns",
-                              "one-program-a-tile"])
+                              "overlap-masked-first", "overlap-thread-rowsum", "one-program-a-tile"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("B,H,S,D", [(1, 4, 2049, 64), (2, 3, 191, 64), (2, 3, 193, 64), (4, 16, 1024, 64)])
