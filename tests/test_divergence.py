@@ -16,6 +16,7 @@ import pytest
 
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
+from tritonhook.sweep.autotune import config_text
 from tritonhook.sweep.divergence import divergence
 
 SCRIPT = Path(__file__).with_name("divergent_ranks.py")
@@ -110,6 +111,29 @@ def test_replaying_rivals_without_their_kernels_recorded_is_one_line(two_runs):
                            "--replay"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "no divergent tuning key with its picks' kernels recorded to replay" in done.stderr
+
+
+def test_a_choice_inductor_made_while_compiling_is_compared_across_ranks_and_named_unpinnable(tmp_path):
+    """Inductor's compile-time choice among GEMM kernels (`select_algorithm`, recorded by the real tracer on a CPU:
+    its CPP template against MKL's extern kernel) counts as a pick like any autotuner's: a rank that chose the other
+    kernel makes its key divergent, reported with who decided; `--pin` pins none of it and says why (the choice is
+    over before the workload runs)."""
+    from tritonhook.decisions.keep import from_divergence
+
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    done = subprocess.run([sys.executable, str(SCRIPT.with_name("select_algorithm_cpu.py"))], capture_output=True,
+                          text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (decision,) = json.loads(done.stdout)["decisions"]
+    other = next(config for config, _ in decision["timings"] if config != decision["chosen"])
+    picked = {0: decision, 1: {**decision, "chosen": other}}  # rank 1 chose the other kernel
+    recordings = [rec.Recording([], "x86", GPU, "3.6.0", "2.13.0", 100 + rank, label="run-a", rank=rank,
+                                autotune=[picked[rank]]) for rank in (0, 1)]
+    (key,) = divergence(recordings).keys
+    assert key.tuner == "select_algorithm" and key.divergent and key.flip_rate == 0.5
+    assert sorted(key.configs) == sorted(config_text(c) for c in (decision["chosen"], other))
+    pins = from_divergence(Store(tmp_path / "store"), divergence(recordings), GPU)
+    assert pins.decisions == [] and "decided by select_algorithm" in pins.warnings[0], pins.warnings
 
 
 @pytest.mark.gpu

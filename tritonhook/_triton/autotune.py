@@ -862,7 +862,8 @@ class AutotunePinner(_AutotunerWrapping):
                 config.kwargs[field] = value
             elif hasattr(config, field):
                 setattr(config, field, value)
-        return self._pinned(name, key, lambda: [_inductor_launcher(autotuner, config)], lambda launcher: launcher.config)
+        return self._pinned(name, key, lambda: [_inductor_launcher(autotuner, config)],
+                            lambda launcher: launcher.config)
 
     def _pinned(self, name: str, key: tuple[str, ...], options: Callable[[], list], config_of: Callable):
         """Of `options()` (configs or launchers, asked for only where (name, key) has a pin), the one whose config

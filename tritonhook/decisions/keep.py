@@ -470,6 +470,10 @@ def from_divergence(store: Store, found: Divergence, gpu: str | None) -> Decisio
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     made, warnings = [], []
     for key in found.divergent:
+        if key.tuner in UNPINNABLE:
+            warnings.append(f"{key.kernel} [{' '.join(key.key)}]: decided by {key.tuner}, which "
+                            f"{UNPINNABLE[key.tuner]}; no pin")
+            continue
         config = key.fastest()
         if config is None:
             warnings.append(f"{key.kernel} [{' '.join(key.key)}]: a rival pick was never timed by its autotuner; "

@@ -6,7 +6,9 @@ at a kernel they wait for each other on. `divergence(recordings)` reads the auto
 processes made (`Recording.merged` tags each with its process's rank and pid; the recording's label is its run) and
 returns, per tuning key, every pick, how many differ, the share of picks that are not the most common one (the flip
 rate), and the autotuners' own timing of each rival pick (the median over the decisions that timed it, with its
-range). Pure: no GPU, no store. A key is divergent when its picks are not all one config.
+range). Every autotuner a recording labels counts, Inductor's compile-time choice among templates
+(`select_algorithm`, keyed by its input shapes) included: ranks that chose other templates run other kernels. Pure:
+no GPU, no store. A key is divergent when its picks are not all one config.
 
 What a divergent pick costs (`KeyPicks.cost`): each process's own time at the kernel inside the workload (the
 recording's sampled launches of the config it picked), the slowest process of a run against the fastest pick's time
@@ -22,13 +24,10 @@ import collections
 import dataclasses
 
 from .. import format
+from .._triton import TRITON_AUTOTUNE
 from ..measure.stats import median
 from .autotune import config_text
 from .recording import Recording
-
-INDUCTOR_COMPILE_TIME = ("select_algorithm",)
-"""Decisions left out: a compile-time choice is keyed by input shapes, not by a kernel a pin can reach."""
-
 
 @dataclasses.dataclass
 class Pick:
@@ -71,6 +70,7 @@ class KeyPicks:
     picks: list[Pick]
     timings: dict[str, list[float]]
     replayed: list[RivalTiming] = dataclasses.field(default_factory=list)  # set by `sweep.rivals.replay_rivals`
+    tuner: str | None = None  # who decided (`_triton.AutotuneDecision.tuner`): not every tuner's pick can be pinned
 
     @property
     def configs(self) -> list[str]:
@@ -154,7 +154,8 @@ class Divergence:
                          for key in self.keys]}
 
     def __rich_console__(self, console, options):
-        rows = [[key.kernel, " ".join(key.key), str(len(key.picks)), str(len(key.configs)),
+        rows = [[key.kernel if key.tuner in (None, TRITON_AUTOTUNE) else f"{key.kernel} ({key.tuner})",
+                 " ".join(key.key), str(len(key.picks)), str(len(key.configs)),
                  format.share(key.flip_rate), "-" if key.spread is None else f"{key.spread:.3f}", _cost_text(key),
                  "; ".join(f"{text} ({_runs_ranks(key, text)})" for text in key.configs), _replayed_text(key)]
                 for key in self.keys]
@@ -189,13 +190,15 @@ def divergence(recordings: list[Recording]) -> Divergence:
     decision that did not pick at its own call (`made_at`: the pick made at another input shape) is not a pick."""
     picks: dict[tuple, list[Pick]] = {}
     timed: dict[tuple, dict[str, list[float]]] = {}
+    tuners: dict[tuple, str | None] = {}
     for recording in recordings:
         run = recording.label or str(recording.id)
         ran = _workload_of_groups(recording)
         for decision in recording.autotune:
-            if decision.get("made_at") is not None or decision.get("tuner") in INDUCTOR_COMPILE_TIME:
+            if decision.get("made_at") is not None:
                 continue
             at = (decision["kernel"], tuple(decision.get("key") or ()))
+            tuners.setdefault(at, decision.get("tuner"))
             launches, gpu_ms = ran.get(decision["group"], (0, 0.0))
             picks.setdefault(at, []).append(Pick(run, decision.get("rank", recording.rank),
                                                  decision.get("pid", recording.pid), decision["chosen"], launches,
@@ -205,7 +208,8 @@ def divergence(recordings: list[Recording]) -> Divergence:
                     timed.setdefault(at, {}).setdefault(config_text(config), []).append(ms[0])
     keys = [KeyPicks(kernel, list(key), found,
                      {text: [median(values), min(values), max(values)] for text, values in timed.get((kernel, key),
-                                                                                                   {}).items()})
+                                                                                                   {}).items()},
+                     tuner=tuners[(kernel, key)])
             for (kernel, key), found in picks.items()]
     keys.sort(key=lambda k: (not k.divergent, -k.flip_rate, k.kernel, k.key))
     return Divergence(keys, [r.id for r in recordings])
