@@ -766,6 +766,41 @@ def test_an_inductor_pin_holds_through_coordinate_descent(tmp_path):
     pinned_run("searched", search["kernel"], search["key"], found, first.device)
 
 
+def test_a_recording_stopped_by_sigterm_keeps_what_it_recorded(tmp_path):
+    """A job stopped by `timeout` (SIGTERM to tritonhook, passed to the workload's processes) keeps its recording up
+    to then: the workload's process saves it as it dies of the signal, and `record` exits 143 saying what is kept."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tritonhook.store import Store
+    from tritonhook.sweep import recording as rec
+
+    script = tmp_path / "then_sleep.py"
+    script.write_text("import sys, time, torch\n"
+                      f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+                      "from tritonhook.samples import add_kernel\n"
+                      "x = torch.randn(4096, device='cuda')\n"
+                      "for _ in range(20):\n"
+                      "    add_kernel[(4,)](x, x, x, 4096, BLOCK=1024)\n"
+                      "torch.cuda.synchronize()\n"
+                      "print('launched', flush=True)\n"
+                      "time.sleep(600)\n")
+    store = tmp_path / "store"
+    running = subprocess.Popen([sys.executable, "-m", "tritonhook", "record", "--store", str(store), "--",
+                                sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    assert running.stdout.readline().strip() == "launched"
+    time.sleep(1)
+    running.send_signal(signal.SIGTERM)
+    _, stderr = running.communicate(timeout=300)
+    assert running.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    (saved,) = [r for r in Store(store).results(rec.RESULT_KIND) if r.label.endswith("-merged")]
+    (signature,) = [s for s in saved.signatures if s.kernel == "add_kernel"]
+    assert signature.launches == 20, signature
+
+
 @pytest.fixture(scope="module")
 def filtered_kernel():
     """A kernel whose work depends on its data, as Cut Cross-Entropy's backward skips the logit blocks whose
