@@ -1,10 +1,11 @@
 """A data-parallel training job as torchrun runs one: Hugging Face transformers' Mistral (random weights from a
-config, nothing downloaded; 2 layers, hidden 1,024, 16 query and 8 key-value heads, MLP 3,584, 32,000-token vocabulary,
+config, nothing downloaded; 2 layers, hidden 512, 8 query and 4 key-value heads, MLP 1,536, 16,000-token vocabulary,
 sliding window 4,096) in PyTorch's DistributedDataParallel over NCCL, one GPU a rank, compiled with `torch.compile`
 (default mode) and Inductor's coordinate-descent tuning on: every process tunes its own pointwise and reduction
 kernels at their first launch (Inductor's runtime autotuner and coordinate descent), from its own cold caches, so
-two ranks can pick differently at one kernel. bf16 autocast, batch 8 x 1,024 tokens a rank (each rank its own
-tokens), AdamW.
+two ranks can pick differently at one kernel. bf16 autocast, batch 8 x 512 tokens a rank (each rank its own
+tokens), AdamW. Small, because every run compiles and tunes from cold caches: at hidden 1,024 and 1,024 tokens a
+cold run under `tritonhook record` took more than 150 s on an H200.
 
     torchrun --standalone --nproc-per-node 2 benchmarks/workloads/ddp_mistral_compiled.py [STEPS]
 
@@ -22,13 +23,13 @@ import torch.distributed as dist
 import transformers
 from torch.nn.parallel import DistributedDataParallel
 
-BATCH, TOKENS = 8, 1024
+BATCH, TOKENS = 8, 512
 WARM_STEPS = 2
 
 
 def build(rank: int):
-    config = transformers.MistralConfig(vocab_size=32000, hidden_size=1024, intermediate_size=3584,
-                                        num_hidden_layers=2, num_attention_heads=16, num_key_value_heads=8,
+    config = transformers.MistralConfig(vocab_size=16000, hidden_size=512, intermediate_size=1536,
+                                        num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=4,
                                         max_position_embeddings=TOKENS, sliding_window=4096)
     torch.manual_seed(0)  # one model on every rank
     model = transformers.MistralForCausalLM(config).cuda()
