@@ -52,3 +52,12 @@ def test_the_scripts_a_command_names_are_kept():
     for name, (_, _, command, _) in _rows().items():
         for script in re.findall(r"benchmarks/[\w/]+\.(?:py|sh)", command):
             assert (ROOT / script).is_file(), f"{name}: its command names {script}, not in the tree"
+
+
+def test_the_scripts_a_results_file_names_are_kept():
+    """A results file's own command (the workload it ran, the script that wrote it) names this tree's files as they
+    are now: a script renamed since leaves its figures without the command that remakes them."""
+    for path in sorted((ROOT / "benchmarks" / "results").iterdir()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for script in sorted(set(re.findall(r"benchmarks/[\w/]+\.(?:py|sh)", text))):
+            assert (ROOT / script).is_file(), f"{path.name}: names {script}, not in the tree"
