@@ -4,7 +4,7 @@
 #   bash benchmarks/workloads/carry.sh DIR [NAME ...]
 #
 # NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger, fla, gemlite, diffusers, cce,
-# sageattention, aqlm, trifast, fbgemm, conch, mlstm); none = all of them. Installs with
+# sageattention, aqlm, trifast, fbgemm, conch, mlstm, fat); none = all of them. Installs with
 # `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
 # carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
 # root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
@@ -48,20 +48,23 @@
 #   conch      conch-triton-kernels 1.3 (py3-none-any, 0.1 MB; Stack AV's Triton stand-ins for vLLM's kernels: torch
 #              and triton only)
 #   mlstm      mlstm_kernels 2.0.6 (py3-none-any, 0.4 MB; NX-AI's xLSTM kernels in Triton; needs einops, numpy, PyYAML
-#              and matplotlib, which the GPU machine has)
+#              and matplotlib, which the GPU machine has); Triton 3.6.0 crashed compiling its chunkwise kernels
+#              for an H200 (an LLVM assertion in the SLP vectorizer), with and without tritonhook
+#   fat        flash-attn-triton 0.1.1 (py3-none-any, 30 kB; FlashAttention-2's interface on Triton kernels: torch,
+#              triton, einops and pytest, which the GPU machine has)
 # Then, e.g.:  PYTHONPATH=/tmp/wl/site python3 benchmarks/workloads/torchao_quant_gemm.py 10
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm|conch|mlstm ...]" >&2
+    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm|conch|mlstm|fat ...]" >&2
     exit 2
 fi
 dir=$1
 shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm conch mlstm)
+    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm conch mlstm fat)
 fi
 python=${PYTHON:-python3}
 
