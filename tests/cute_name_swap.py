@@ -33,7 +33,7 @@ from pathlib import Path
 from tritonhook import config
 from tritonhook.errors import TritonhookError
 from tritonhook.rename import ptx_entries, strip_ptx
-from tritonhook.ptxas.binaries import assemble, find_ptxas, ptxas_version
+from tritonhook.binaries import assemble, find_ptxas, ptxas_version
 
 DSL_PTXAS_FLAGS = ("-O3",)
 """What the DSL gives its linked-in ptxas by default: opt level 3 (`--opt-level` default), no line info, no extra

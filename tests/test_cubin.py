@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook._triton import triton_ptxas
 from tritonhook.cubin import Cubin, disassemble, opcode_histogram, run_nvdisasm
 from tritonhook.errors import TritonhookError

@@ -17,7 +17,7 @@ import pytest
 
 import tritonhook
 from tritonhook import _triton, cli, config
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.upgrade import CELLS, UpgradeResult, upgrade
 from tritonhook.upgrade.worker import rebuild_captures

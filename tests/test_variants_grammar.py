@@ -22,7 +22,7 @@ import pytest
 
 import tritonhook
 from tritonhook import cli, config
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook._triton import config_matches

@@ -170,7 +170,7 @@ DECISIONS_GPU = EnvVar("TRITONHOOK_DECISIONS_GPU", None, str,
                        "build without a visible GPU (compiling ahead of time on a CPU host); overrides the visible "
                        "GPU's name.")
 
-# ----- ptxas (`ptxas.binaries`, `ptxas.wrapper`, `tritonhook capture`) ---------------------------------------------
+# ----- ptxas (`binaries`, `ptxas.wrapper`, `tritonhook capture`) ----------------------------------------------------
 PTXAS = EnvVar("TRITONHOOK_PTXAS", [], _path_list,
                "Extra ptxas binaries or directories holding one (os.pathsep-separated) for `ptxas` and `diff`.")
 CAPTURE_TOKEN = EnvVar("TRITONHOOK_CAPTURE_TOKEN", None, str,

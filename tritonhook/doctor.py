@@ -25,7 +25,7 @@ from ._version import __version__
 from .cute.capture import dsl_version
 from .errors import TritonhookError
 from .store import SCHEMA_VERSION, NewerStoreError, Store
-from .ptxas.binaries import find_ptxas, ptxas_version
+from .binaries import find_ptxas, ptxas_version
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
 _STYLES = {OK: "green", WARN: "yellow", FAIL: "bold red", INFO: "cyan"}

@@ -50,7 +50,7 @@ PtxTransform = Callable[[str, dict], str]
 CubinTransform = Callable[[str, dict, dict, Callable[[], bytes]], bytes]
 """`f(ptx, metadata, ptxas_options, build_plain) -> cubin`: builds the "cubin" stage instead of Triton (a decision's
 ptxas, options or control file, `tritonhook.decisions`); `ptxas_options` are the compile's options ptxas sees
-(`enable_fp_fusion`, `ptx_options`: what `ptxas.binaries.triton_ptxas_args` reads), `build_plain()` Triton's own
+(`enable_fp_fusion`, `ptx_options`: what `binaries.triton_ptxas_args` reads), `build_plain()` Triton's own
 build."""
 
 

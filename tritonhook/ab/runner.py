@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Sequence
 
 from .. import _triton, format, preflight
 
-from ..ptxas import binaries
+from .. import binaries
 from ..config import MIN_ROUNDS
 from ..cubin import Cubin, CubinDeltas
 from ..errors import TritonhookError

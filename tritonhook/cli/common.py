@@ -152,8 +152,8 @@ def ptxas_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def ptxas_args(args) -> list[str]:
-    """--ptxas-arg values, each checked against the one codegen allow-list (`ptxas.binaries.CODEGEN_OPTIONS`)."""
-    from ..ptxas.binaries import ptxas_option
+    """--ptxas-arg values, each checked against the one codegen allow-list (`binaries.CODEGEN_OPTIONS`)."""
+    from ..binaries import ptxas_option
 
     return [ptxas_option(arg, where="--ptxas-arg ") for arg in args.ptxas_arg]
 

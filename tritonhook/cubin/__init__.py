@@ -1,6 +1,6 @@
 """Cubins as plain data: the model (`Cubin`, its parts), the ELF/EIATTR parser, fatbins, and SASS via nvdisasm.
 
-Import order inside the package, one way only: parts -> fatbin -> elf -> model; sass (nvdisasm, through `ptxas.binaries`);
+Import order inside the package, one way only: parts -> fatbin -> elf -> model; sass (nvdisasm, through `binaries`);
 delta (model and sass: what changed between two cubins, for a timed row).
 `tritonhook.cubin.X` keeps working for everything the single module `cubin.py` exported.
 """
@@ -9,7 +9,7 @@ from .elf import EM_CUDA
 from .fatbin import FATBIN_MAGIC, FatbinEntry, describe_fatbin, fatbin_cubins, fatbin_entries, is_fatbin
 from .model import SUMMARY_FIELDS, Cubin, parse
 from .parts import EIATTR_NAMES, Eiattr, Kernel, Note, Param, Section, Tool
-from ..ptxas.binaries import find_nvdisasm
+from ..binaries import find_nvdisasm
 from .sass import (Instruction, cubin_histogram, disassemble, inner_loops, normalized_sass, opcode_changes,
                    opcode_histogram, parse_sass_json, run_nvdisasm, sass_text)
 from .delta import MIX_TOP, CubinDelta, CubinDeltas

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .. import _triton, config, ptx as _ptx
 
-from ..ptxas import binaries
+from .. import binaries
 from ..errors import TritonhookError, warn
 from ..preflight import visible_gpu_name
 from ..rename import prefixer, rename_in_stage, strip_name

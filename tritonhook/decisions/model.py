@@ -23,7 +23,7 @@ import re
 from .. import format
 from ..config import PREFIX_MAX_CHARS
 
-from ..ptxas import binaries
+from .. import binaries
 from ..measure.variants import config_text
 from ..errors import TritonhookError
 from ..files import read_input

@@ -144,8 +144,8 @@ def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
 def _ptxas_matrix(store: Store) -> list[str]:
     """The ptxas matrix of the largest plain sm_100a build (the Blackwell attention when compiled), saved in the
     store; returns what was skipped."""
-    from ..ptxas.matrix import ptxas_matrix
-    from ..ptxas.binaries import find_ptxas, one_per_version
+    from ..ptxas_matrix import ptxas_matrix
+    from ..binaries import find_ptxas, one_per_version
     from .model import PTXAS_MATRIX_KIND
 
     plain = [c for c in store.captures(arch="sm_100") if not c.renamed and "ptx" in c.artifacts]

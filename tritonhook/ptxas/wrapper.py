@@ -1,6 +1,6 @@
 """The ptxas wrapper: `tritonhook ptxas install | uninstall | status`, and the program the wrapper runs.
 
-This module replaces a ptxas binary with a recorder; `ptxas.binaries.py` finds and runs ptxas binaries. The wrapper program
+This module replaces a ptxas binary with a recorder; `tritonhook.binaries` finds and runs ptxas binaries. The wrapper program
 imports only the store, `binaries` and `ptx` (standard library below them), so a recorded ptxas call stays cheap.
 
 On disk, for a ptxas binary at P::
@@ -38,7 +38,7 @@ from .. import config, processes, ptx as _ptx
 from .._imports import note_lost_captures
 from ..errors import TritonhookError
 from ..store import NewCapture, Store
-from .binaries import find_ptxas, ptxas_version
+from ..binaries import find_ptxas, ptxas_version
 
 if TYPE_CHECKING:
     from ..launcher import Ptxas

@@ -44,7 +44,7 @@ at most (docs/sweep.md#recording-overhead).
 
 Variants (`variants.py`, CPU-testable). plain = the captured cubin; a prefix (`cutlass_`) or `strip` = the
 captured PTX renamed (`rename.rename_ptx` / `strip_ptx`) and assembled with the ptxas that built the capture and
-Triton's flags (`ptxas.binaries.triton_ptxas_args`; plain assembled that way reproduces the captured cubin byte for
+Triton's flags (`binaries.triton_ptxas_args`; plain assembled that way reproduces the captured cubin byte for
 byte); `--ptxas P` adds every name assembled by P (`plain@13.0.88`, ...). The metadata JSON's `name` follows the
 rename. A variant whose kernel `.text` is byte-identical to an earlier one is reported "SASS identical" and not
 timed.

@@ -18,7 +18,7 @@ from .. import config, format
 from .._triton import COORDINATE_DESCENT, SELECT_ALGORITHM
 from ..errors import TritonhookError
 from ..files import file_name
-from ..ptxas.binaries import CAUSES
+from ..binaries import CAUSES
 from ..measure.sequential import SEQUENCE_MIN_ROUNDS, StopRule
 from ..measure.stats import DEFAULT_MIN_EFFECT, median
 from ..measure.variants import Variant, config_of_label
@@ -378,7 +378,7 @@ def stop_rule(signature: Signature, cap: int, min_effect: float) -> StopRule:
 
 def failed_builds_warning(built: dict[int, dict[str, BuiltVariant]]) -> str | None:
     """What the replay says of the variants ptxas could not build (their rows go on without them): how many by
-    cause (`ptxas.binaries.CAUSES`), and the first message."""
+    cause (`binaries.CAUSES`), and the first message."""
     failed = [b for variants in built.values() for b in variants.values() if b.failed]
     if not failed:
         return None

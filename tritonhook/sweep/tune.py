@@ -28,7 +28,7 @@ from typing import Sequence
 
 from .. import config, format
 
-from ..ptxas import binaries
+from .. import binaries
 
 from ..ptxas import tune_space
 from ..errors import TritonhookError

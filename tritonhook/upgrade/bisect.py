@@ -29,7 +29,7 @@ from typing import Iterator, Sequence
 
 from .. import config, format
 
-from ..ptxas import binaries
+from .. import binaries
 from ..cubin import CubinDelta, CubinDeltas
 from ..errors import TritonhookError
 from ..measure.variants import resolve_ptxas

@@ -26,7 +26,7 @@ from ..sweep.replay import ReplayPlan, Workers, replay
 from ..sweep.result import SweepResult
 from ..sweep.schedule import WORKER
 from ..sweep.builds import BuiltVariant
-from ..ptxas.binaries import CAUSES
+from ..binaries import CAUSES
 from .result import BASELINE, BOTH, CELLS, PTX_ONLY, PTXAS_ONLY, KernelUpgrade, UpgradeResult
 
 RESULT_KIND = "upgrade-timing"

@@ -6,7 +6,7 @@ $TRITONHOOK_PTXAS, $CUDA_HOME / $CUDA_PATH, /usr/local/cuda*, PATH, pip wheels. 
 target is a Triton-internal question: `_triton.triton_ptxas`.
 
 The ptxas "cutlass" path changes from one ptxas release to the next, so a PTX file is often assembled by several
-of them (`matrix.ptxas_matrix`); `assemble` runs one with `-v` and times it, with the codegen options of
+of them (`ptxas_matrix.ptxas_matrix`); `assemble` runs one with `-v` and times it, with the codegen options of
 `CODEGEN_OPTIONS` and a control file (`--apply-controls`, CUDA 13.3+), and says why a build failed
 (`AssembleError.cause`: error, crashed, hung, unsupported; docs/variants.md#failed-builds).
 """
@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from .. import config
-from ..errors import TritonhookError
-from ..files import read_input
+from . import config
+from .errors import TritonhookError
+from .files import read_input
 
 TRITON_PTXAS_FLAGS = ("-lineinfo",)
 """What Triton passes to ptxas besides `-v`, `--gpu-name` and the output (every supported release); Triton 3.9
