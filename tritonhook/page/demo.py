@@ -216,7 +216,7 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
 def _memwatch(store: Store, out: Path) -> list[str]:
     """memwatch over the stack-reservation example (a kernel with a 16 KiB stack frame), saved in the store (the
     report reads it there) and written as JSON beside it; returns what was skipped."""
-    from ..mem import run_command, write_json
+    from ..memwatch import run_command, write_json
 
     if not STACK_EXAMPLE.exists():
         return [f"memwatch: {STACK_EXAMPLE} is not here (a source checkout has it)"]

@@ -398,7 +398,7 @@ def _saved_ab_results(store: Store, problems: list[Problem]) -> list[SavedABResu
 
 def _memwatch_runs(store: Store, paths: Sequence[str | os.PathLike], problems: list[Problem]) -> list[MemwatchRun]:
     """The store's memwatch results, then the files given. Imported here: memwatch's modules load on first use."""
-    from ..mem import load_result
+    from ..memwatch import load_result
     from ..mem.result import RESULT_KIND as MEMWATCH_KIND
 
     def unreadable(result_id: int, exc: TritonhookError) -> None:
