@@ -11,7 +11,8 @@ The order (this table is its only declaration; docs/layout.md describes it); a p
                   _imports (running code right after a module's import), processes (who is alive: pid and start)
   1 text & tools  ptx (PTX text), binaries (finding and running ptxas / nvdisasm), _native (building and
                   loading tritonhook's C helpers)
-  2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
+  2 data          cubin/ (model, ELF, fatbin, SASS), store/ (records, result kinds, blob holds, connection and
+                  migrations, queries and paging, verify and repair), samples
   3 adapters      _triton (the only module touching Triton internals), _ray (the only one touching Ray), rename,
                   tma_scope, ptxas/ (the recording wrapper; tune_space, the only module touching CompileIQ),
                   launcher (the one way into a child process: the settings it inherits, the only code that builds its
