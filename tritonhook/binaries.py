@@ -89,7 +89,7 @@ class ControlFile:
 
 class AssembleError(TritonhookError):
     """ptxas did not build a cubin. `cause`: "error" (ptxas refused: its exit status and first error line),
-    "crashed" (killed by a signal), "hung" (ran past `config.PTXAS_TIMEOUT_S`, killed), "unsupported" (a control
+    "crashed" (killed by a signal), "hung" (ran past `config.ptxas.PTXAS_TIMEOUT_S`, killed), "unsupported" (a control
     file for a ptxas without --apply-controls; not run)."""
 
     def __init__(self, cause: str, message: str):
@@ -138,12 +138,12 @@ def _candidates() -> Iterable[tuple[str, str]]:
     for tool in ("ptxas", "ptxas-blackwell"):
         if path := triton_bundled(tool):
             yield path, f"triton {tool}"
-    for _, var in config.TRITON_OVERRIDES:
+    for _, var in config.ptxas.TRITON_OVERRIDES:
         if var.is_set():
             yield var.get(), f"${var.name}"
-    for entry in config.PTXAS.get():
-        yield (os.path.join(entry, "ptxas") if os.path.isdir(entry) else entry), f"${config.PTXAS.name}"
-    for var in (config.CUDA_HOME, config.CUDA_PATH):
+    for entry in config.ptxas.PTXAS.get():
+        yield (os.path.join(entry, "ptxas") if os.path.isdir(entry) else entry), f"${config.ptxas.PTXAS.name}"
+    for var in (config.ptxas.CUDA_HOME, config.ptxas.CUDA_PATH):
         if var.is_set():
             yield os.path.join(var.get(), "bin", "ptxas"), f"${var.name}"
     for path in sorted(glob.glob("/usr/local/cuda*/bin/ptxas")):
@@ -302,12 +302,12 @@ def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[s
              label: str = "PTX", controls: ControlFile | None = None, timeout: float | None = None
              ) -> AssembleResult:
     """Assemble with `ptxas -v` (and `--apply-controls` with `controls`' bytes), killed after `timeout` seconds
-    (default `config.PTXAS_TIMEOUT_S`). Raises `AssembleError` with its cause and ptxas's own message."""
+    (default `config.ptxas.PTXAS_TIMEOUT_S`). Raises `AssembleError` with its cause and ptxas's own message."""
     version = ptxas_version(ptxas) or ptxas
     if controls is not None and (refusal := controls_refusal(controls, ptxas)):
         raise AssembleError("unsupported", f"{label}: {refusal}")
     text = ptx.decode("utf-8", errors="replace") if isinstance(ptx, bytes) else ptx
-    timeout = config.PTXAS_TIMEOUT_S.get() if timeout is None else timeout
+    timeout = config.ptxas.PTXAS_TIMEOUT_S.get() if timeout is None else timeout
     with tempfile.TemporaryDirectory(prefix="tritonhook-ptxas-") as tmp:
         source, output = os.path.join(tmp, "input.ptx"), os.path.join(tmp, "output.cubin")
         with open(source, "w") as handle:
@@ -322,7 +322,7 @@ def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[s
         seconds = time.perf_counter() - start
         if returncode is None:
             raise AssembleError("hung", f"{label}: ptxas {version} ran past {timeout:g} s for {gpu_name} and was "
-                                        f"killed (${config.PTXAS_TIMEOUT_S.name} sets the limit)")
+                                        f"killed (${config.ptxas.PTXAS_TIMEOUT_S.name} sets the limit)")
         if returncode < 0:
             raise AssembleError("crashed", f"{label}: ptxas {version} crashed ({_signal_name(-returncode)}) for "
                                            f"{gpu_name}" + (f": {stderr.splitlines()[-1]}" if stderr.strip() else ""))
@@ -391,8 +391,8 @@ def find_nvdisasm(explicit: str | None = None) -> str:
             raise TritonhookError(f"--nvdisasm {explicit}: not found or not executable")
         return found
     candidates = [triton_bundled("nvdisasm")]
-    candidates += [os.path.join(var.get(), "bin", "nvdisasm") for var in (config.CUDA_HOME, config.CUDA_PATH)
-                   if var.is_set()]
+    candidates += [os.path.join(var.get(), "bin", "nvdisasm")
+                   for var in (config.ptxas.CUDA_HOME, config.ptxas.CUDA_PATH) if var.is_set()]
     candidates.append(shutil.which("nvdisasm"))
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):

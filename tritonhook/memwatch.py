@@ -22,12 +22,12 @@ from .mem.result import (JSON_VERSION, JSON_WHAT, PLOT_WHAT, KernelStats, Memwat
                          compare_rows, load_result, write_json)
 from .mem.runner import NOT_STARTED, parse_compare, run_command, wrap_python_command
 from .mem.sampler import Sample
-from .mem.watch import MAX_SNAPSHOTS, MemWatch
+from .mem.watch import MemWatch
 
-__all__ = ["JSON_VERSION", "JSON_WHAT", "MAX_SNAPSHOTS", "NOT_STARTED", "PLOT_WHAT", "DeviceInfo", "KernelStats",
-           "MemWatch", "MemwatchComparison", "MemwatchResult", "Part", "Sample", "Snapshot", "StackGrowth",
-           "attribute", "compare_rows", "load_result", "parse_compare", "reset_stack_limit", "run_command",
-           "stack_growths", "watch", "write_json", "wrap_python_command"]
+__all__ = ["JSON_VERSION", "JSON_WHAT", "NOT_STARTED", "PLOT_WHAT", "DeviceInfo", "KernelStats", "MemWatch",
+           "MemwatchComparison", "MemwatchResult", "Part", "Sample", "Snapshot", "StackGrowth", "attribute",
+           "compare_rows", "load_result", "parse_compare", "reset_stack_limit", "run_command", "stack_growths", "watch",
+           "write_json", "wrap_python_command"]
 
 
 def watch(device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True, store=None,

@@ -141,7 +141,7 @@ def _ptxas_list(args) -> int:
         print_json([dataclasses.asdict(binary) for binary in found])
     elif not found:
         print(f"no ptxas found; install one (pip install nvidia-cuda-nvcc-cu12==12.8.93) or list paths in "
-              f"${config.PTXAS.name}")
+              f"${config.ptxas.PTXAS.name}")
     else:
         print_table(("version", "origin", "path"), [(b.version, b.origin, b.path) for b in found])
     return 0

@@ -79,7 +79,7 @@ def run_demo(out: str | os.PathLike, *, samples: Sequence[str] | None = None, at
     steps = len(jobs) * len(VARIANTS) + 2 + (2 if gpu else 0)
     with _progress(progress, steps) as step:
         for label, rename in VARIANTS:
-            with config.scope({config.TRITON_CACHE_DIR.name: str(out / "triton-cache" / label)}), \
+            with config.scope({config.report.TRITON_CACHE_DIR.name: str(out / "triton-cache" / label)}), \
                     warnings.catch_warnings(), capture_session(store, subprocesses=False, rename=rename):
                 warnings.simplefilter("ignore", RuntimeWarning)  # preflight's capture warnings: the report has them
                 for name, compile_kernel in jobs:
@@ -201,7 +201,7 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
         q, k, v = (torch.randn(2, 16, 4096, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         benchmarks.append(("hopper attention bf16 S=4096", lambda: hopper_attention(q, k, v),
                            ab.attention_flops(2, 16, 4096, 128)))
-    with config.scope({config.TRITON_CACHE_DIR.name: str(out / "triton-cache" / "ab")}):
+    with config.scope({config.report.TRITON_CACHE_DIR.name: str(out / "triton-cache" / "ab")}):
         for name, run, flops in benchmarks:
             ab.compare(run, flops=flops, rounds=5, store=store, name=name, progress=False)
         with sweep.record(store) as recorder:

@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from .. import format, processes
-from ..config import HOLD_MAX_AGE_S, REPAIR_MIN_AGE_S
+from .. import config, format, processes
 from ..errors import TritonhookError
 from .connection import _meta_number
 
@@ -31,7 +30,7 @@ class StoreRepair:
                 return self._repairs(self._connection())
         return _meta_number(conn, "repairs", self.index_path) or 0
 
-    def verify(self, *, repair: bool = False, min_age: float = REPAIR_MIN_AGE_S) -> VerifyReport:
+    def verify(self, *, repair: bool = False, min_age: float = config.capture.REPAIR_MIN_AGE_S) -> VerifyReport:
         """Check every blob a row refers to (a capture's artifacts, a saved result's blobs as its kind declares
         them) against its name, and find the files no row needs: orphan blobs (a writer killed between its blobs
         and its rows) and temporary files (killed mid-blob). Blobs held by a live writer whose row is not saved yet
@@ -67,7 +66,8 @@ class StoreRepair:
             report.removed = self.remove_unreferenced(report.orphans + report.temporary, min_age=min_age)
         return report
 
-    def remove_unreferenced(self, paths: Iterable[str], *, min_age: float = REPAIR_MIN_AGE_S) -> list[str]:
+    def remove_unreferenced(self, paths: Iterable[str], *,
+                            min_age: float = config.capture.REPAIR_MIN_AGE_S) -> list[str]:
         """Remove those of `paths` (orphan blobs and temporary files that `verify` found) that are older than
         `min_age` seconds, that no row refers to and no live writer holds now; returns the removed ones. The check
         and the removal happen inside one write transaction, and writers re-check their blobs inside theirs (a
@@ -105,7 +105,7 @@ class StoreRepair:
     @staticmethod
     def _live_holds(conn: sqlite3.Connection, *, drop_dead: bool = False) -> set[str]:
         """The digests held by writers still alive (`BlobHold`). A holder on this host is alive while its pid has
-        its recorded start time; one on another host (or where /proc could not say) for HOLD_MAX_AGE_S.
+        its recorded start time; one on another host (or where /proc could not say) for `config.capture.HOLD_MAX_AGE_S`.
         `drop_dead` (inside a write transaction) deletes the dead holders' rows."""
         here, now = processes.host(), time.time()
         live, dead = set(), set()
@@ -114,7 +114,7 @@ class StoreRepair:
             if host == here and start is not None:
                 alive = not processes.is_dead({"pid": pid, "start": start})
             else:
-                alive = now - created < HOLD_MAX_AGE_S
+                alive = now - created < config.capture.HOLD_MAX_AGE_S
             (live.add(digest) if alive else dead.add(holder))
         if drop_dead and dead:
             conn.execute("DELETE FROM held_blobs WHERE holder IN (SELECT value FROM json_each(?))",

@@ -126,7 +126,7 @@ class UpgradeTiming:
 
 
 def time_cells(recording: Recording, store: Store, upgraded: UpgradeResult, cells_store: Store, *,
-               rounds: int = config.SWEEP_DEFAULT_ROUNDS, l2: str = config.SWEEP_L2_MODES[0],
+               rounds: int = config.sweep.DEFAULT_ROUNDS, l2: str = config.sweep.L2_MODES[0],
                kernel: str | None = None, top: int | None = None, progress: bool = False,
                worker: Sequence[str] = WORKER) -> UpgradeTiming:
     """Replay `recording` (in `store`, on this machine's GPU) with each signature's cells from `upgraded` (saved in
