@@ -67,7 +67,7 @@ def no_miss_check(request, monkeypatch):
     tests/sweep_fake_worker.py miss it by construction and would pay two more passes each. Tests of the check
     (`miss_check`) and GPU tests keep it."""
     if "miss_check" not in request.keywords and "gpu" not in request.keywords:
-        monkeypatch.setenv(config.SWEEP_EXPLAIN_MISSES.name, "0")
+        monkeypatch.setenv(config.sweep.SWEEP_EXPLAIN_MISSES.name, "0")
 
 
 @pytest.fixture(scope="session")
@@ -139,11 +139,15 @@ def tritonparse(monkeypatch):
 @pytest.fixture
 def old_store_module(tmp_path, monkeypatch):
     """`load(commit)`: the `tritonhook/store.py` of an older commit, imported as a module, to write a store of
-    that commit's schema with that commit's own code (for the upgrade tests). Skips where git cannot show it."""
+    that commit's schema with that commit's own code (for the upgrade tests). Skips where git cannot show it. The
+    store.py of schemas 5 to 7 imports `config.REPAIR_MIN_AGE_S`, the flat name of its time (now
+    `config.capture.REPAIR_MIN_AGE_S`): it is given that name for the test's duration."""
     import importlib.util
     import subprocess
     import sys
     from pathlib import Path
+
+    monkeypatch.setattr(config, "REPAIR_MIN_AGE_S", config.capture.REPAIR_MIN_AGE_S, raising=False)
 
     def load(commit: str):
         source = subprocess.run(["git", "-C", str(Path(__file__).parent), "show", f"{commit}:tritonhook/store.py"],

@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 
 TRITON_PTXAS_FLAGS = tools.TRITON_PTXAS_FLAGS + tools.TRITON_39_PTXAS_FLAGS
 
@@ -49,7 +49,7 @@ class Row:
 
 
 def default_ptxas() -> list[str]:
-    from tritonhook.ptxas.binaries import find_ptxas, one_per_version
+    from tritonhook.binaries import find_ptxas, one_per_version
 
     return [b.path for b in one_per_version(find_ptxas())]
 
@@ -60,7 +60,7 @@ def measure(dtype: str, head_dim: int, causal: bool, ptxas_paths, *, ptx_version
     from tritonhook.cubin import Cubin
     from tritonhook.diff import diff_cubins
     from tritonhook.errors import TritonhookError
-    from tritonhook.ptxas.binaries import assemble, ptxas_version
+    from tritonhook.binaries import assemble, ptxas_version
     from tritonhook.rename import rename_ptx
 
     from gluon_kernels.blackwell import compile_blackwell_attention

@@ -16,8 +16,8 @@ from tritonhook.measure.timing import median_wall_seconds
 from tritonhook.cubin import Cubin
 from tritonhook.diff import Input, diff_cubins, disassemble_both
 from tritonhook._triton import triton_ptxas
-from tritonhook.ptxas.binaries import assemble
-from tritonhook.ptxas.binaries import TRITON_PTXAS_FLAGS
+from tritonhook.binaries import assemble
+from tritonhook.binaries import TRITON_PTXAS_FLAGS
 from tritonhook.rename import rename_ptx
 from tritonhook.samples import compile_sample
 from scratch import scratch_dir

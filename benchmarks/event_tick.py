@@ -1,4 +1,4 @@
-"""The CUDA event timer's quantum on this GPU, measured: the gate's tick floor (`config.EVENT_TICK_MS`,
+"""The CUDA event timer's quantum on this GPU, measured: the gate's tick floor (`config.check.EVENT_TICK_MS`,
 docs/check.md#the-tick-floor) assumes 32 ns steps.
 
 Times a short kernel (a 4096-element add, torch's) with the project's timer (`measure.timing.bench_interleaved`,

@@ -71,7 +71,7 @@ def main() -> None:
                "false_positive_rate": false / verdicts if verdicts else None,
                "false_regressions_without_the_floor": false + floored,
                "false_regressions_without_the_second_replay": false + retested, "seeded_caught": caught,
-               "tick_floor_ns": config.CHECK_TICK_FLOOR * config.EVENT_TICK_MS * 1e6, "per_run": runs}
+               "tick_floor_ns": config.check.TICK_FLOOR * config.check.EVENT_TICK_MS * 1e6, "per_run": runs}
     Path(args.out).write_text(json.dumps(summary, indent=1))
     print(f"{'run':>3} {'A/A':>4} {'false':>5} {'floor':>5} {'seeded ratio [95%]':>26} {'status':>9} "
           f"{'rounds (median, max)':>20}")

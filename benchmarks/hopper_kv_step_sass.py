@@ -100,7 +100,7 @@ def versions(fa4: bool) -> dict:
     import triton
 
     from tritonhook._triton import triton_ptxas
-    from tritonhook.ptxas.binaries import ptxas_version
+    from tritonhook.binaries import ptxas_version
 
     found = {"triton": triton.__version__, "ptxas (ours)": ptxas_version(triton_ptxas("sm_90a"))}
     if fa4:

@@ -39,7 +39,7 @@ def name_delta(head_dim: int, causal: bool, knobs: dict):
     from gluon_kernels.hopper import compile_hopper_attention
     from tritonhook._triton import triton_ptxas
     from tritonhook.cubin.delta import CubinDelta
-    from tritonhook.ptxas.binaries import assemble
+    from tritonhook.binaries import assemble
     from tritonhook.rename import rename_ptx
 
     ptx = compile_hopper_attention("bf16", head_dim, causal, seq_len=16384, **knobs).asm["ptx"]

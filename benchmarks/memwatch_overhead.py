@@ -79,12 +79,12 @@ def launcher(autotuned: bool):
 def timed_loop(arm: str, launches: int, x, y, out, autotuned: bool = False) -> tuple[float, float]:
     """(wall ms, process CPU ms) of `launches` back-to-back launches inside the arm's region, after the launches
     that a recording spends once per signature, not timed here in any arm: the first (it snapshots the inputs,
-    which the issue's target leaves out; autotuned, it decides) and the next `config.RECORD_TIMED_FIRST` (each
+    which the issue's target leaves out; autotuned, it decides) and the next `config.sweep.RECORD_TIMED_FIRST` (each
     timed with CUDA events). Each round records afresh, so without this a 2,000-launch round would count them 2% of
     its time, where a workload pays them once per signature."""
     launch = launcher(autotuned)
     with region(arm):
-        for _ in range(1 + config.RECORD_TIMED_FIRST):
+        for _ in range(1 + config.sweep.RECORD_TIMED_FIRST):
             launch(x, y, out)
         torch.cuda.synchronize()
         wall, cpu = time.perf_counter(), time.process_time()

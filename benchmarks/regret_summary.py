@@ -130,7 +130,7 @@ def main(out: Path) -> None:
             continue
         summary[name] = summarize(sweep, _load(out / f"{name}_aa.json"), _load(out / f"{name}_confirm.json"),
                                   _load(out / f"{name}_fixed.json"),
-                                  {dirt: replayed for dirt in config.SWEEP_L2_DIRT
+                                  {dirt: replayed for dirt in config.sweep.L2_DIRT
                                    if (replayed := _load(out / f"{name}_{dirt}.json")) is not None})
     (out / "regret_summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{'workload':<22} {'rows':>5} {'tuned':>5} {'fid. within':>12} {'regrets':>8} {'A/A rows':>9} "

@@ -88,7 +88,7 @@ def prepare(kernel: str, causal: bool, arm: str, q, k, v, out, *, dump_dir: str,
 
 
 def arm_from_env(default: str = "plain") -> str:
-    label = config.AB_VARIANT.get() or default
+    label = config.ab.AB_VARIANT.get() or default
     return label.split("#", 1)[0]
 
 
@@ -254,8 +254,8 @@ def summarize_ab(report: dict) -> list[dict]:
                 row["vs"][f"{label}/{base}"] = (v["ratio"], v["ci_low"], v["ci_high"], v["verdict"])
         if "strip" in arms and "ext" in arms:
             ratio, low, high = ab.bootstrap_ratio(arms["ext"]["samples_ms"], arms["strip"]["samples_ms"])
-            row["vs"]["strip/ext"] = (ratio, low, high, ab.verdict(ratio, low, high, report.get("min_effect",
-                                                                                           config.DEFAULT_MIN_EFFECT)))
+            min_effect = report.get("min_effect", config.ab.DEFAULT_MIN_EFFECT)
+            row["vs"]["strip/ext"] = (ratio, low, high, ab.verdict(ratio, low, high, min_effect))
         rows.append(row)
     return rows
 

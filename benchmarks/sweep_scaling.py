@@ -83,7 +83,7 @@ def kill_one_worker_after(seconds: float, killed: list) -> threading.Thread:
 
 
 def ray_command(*args: str, gpu: str) -> None:
-    env = {**os.environ, config.CUDA_VISIBLE_DEVICES.name: gpu}
+    env = {**os.environ, config.sweep.CUDA_VISIBLE_DEVICES.name: gpu}
     subprocess.run(["timeout", str(RAY_STEP_TIMEOUT_S), sys.executable, "-m", "ray.scripts.scripts", *args],
                    env=env, check=True, stdout=subprocess.DEVNULL)
 
@@ -111,8 +111,8 @@ def main() -> int:
     where.add_argument("--ray-local", action="store_true", help="start a two-node Ray cluster on this host")
     parser.add_argument("--out", default="sweep_scaling.json")
     args = parser.parse_args()
-    os.environ.setdefault(config.RAY_USAGE_STATS_ENABLED.name, "0")
-    os.environ.setdefault(config.RAY_AUTH_MODE.name, "disabled")
+    os.environ.setdefault(config.sweep.RAY_USAGE_STATS_ENABLED.name, "0")
+    os.environ.setdefault(config.sweep.RAY_AUTH_MODE.name, "disabled")
 
     store = Store(args.store)
     began = time.time()

@@ -16,7 +16,7 @@
 # Every release's virtualenv is made before the first suite runs, and TRITONHOOK_RELEASES_DIR points at links to
 # them (.venv-releases/triton-X.Y.Z), so that `tritonhook upgrade` and `bisect` in tests/test_upgrade.py and
 # tests/test_bisect.py find the other releases there instead of downloading them (the releases here are
-# config.SUPPORTED_RELEASES).
+# config.upgrade.SUPPORTED_RELEASES).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Python writes the bytecode of what it imports (into __pycache__, git-ignored), so that each later process (every
@@ -69,7 +69,7 @@ finish_venv() {  # finish_venv VERSION: tritonhook itself (editable); everything
         > "$(purelib "$venv/bin/python")/zz-tritonhook-test-deps.pth"
 }
 
-link_releases() {  # the release virtualenvs as `tritonhook upgrade` looks for them (config.RELEASES_DIR)
+link_releases() {  # the release virtualenvs as `tritonhook upgrade` looks for them (config.upgrade.RELEASES_DIR)
     mkdir -p .venv-releases
     for version in "$@"; do
         ln -sfn "../$(release_venv "$version")" ".venv-releases/triton-$version"

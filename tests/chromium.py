@@ -38,8 +38,8 @@ _LISTENING = re.compile(r"DevTools listening on (ws://\S+)")
 
 
 def find_chromium() -> str | None:
-    """`$TRITONHOOK_CHROMIUM` (`config.CHROMIUM`), else the first Chromium on PATH."""
-    return config.CHROMIUM.get() or next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    """`$TRITONHOOK_CHROMIUM` (`config.report.CHROMIUM`), else the first Chromium on PATH."""
+    return config.report.CHROMIUM.get() or next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +58,7 @@ class Chromium:
     def __init__(self, binary: str | None = None, *, timeout: float = 60.0):
         self.binary = binary or find_chromium()
         if self.binary is None:
-            raise TritonhookError(f"no Chromium found: apt-get install chromium, or set ${config.CHROMIUM.name}")
+            raise TritonhookError(f"no Chromium found: apt-get install chromium, or set ${config.report.CHROMIUM.name}")
         self.timeout = timeout
         self._ids = itertools.count(1)
         self._events: list[dict] = []

@@ -67,7 +67,7 @@ def releases() -> dict[str, Path]:
     from tritonhook import config
     from tritonhook.upgrade.releases import releases_dir
 
-    found = {release: _release_python(release) for release in config.SUPPORTED_RELEASES}
+    found = {release: _release_python(release) for release in config.upgrade.SUPPORTED_RELEASES}
     missing = [release for release, python in found.items() if python is None]
     if missing:
         pytest.skip(f"no Triton {', '.join(missing)} virtualenv under {releases_dir()} ($TRITONHOOK_RELEASES_DIR; "
@@ -82,7 +82,7 @@ def bisect_subjects(tmp_path_factory):
     import tritonhook
     from tritonhook import _triton, config
 
-    first = config.SUPPORTED_RELEASES[0]
+    first = config.upgrade.SUPPORTED_RELEASES[0]
     if _triton.triton_version() != first:
         pytest.skip(f"the known answers are for kernels captured under the oldest supported release, {first} "
                     f"(this is Triton {_triton.triton_version()})")
@@ -97,8 +97,8 @@ def bisected(bisect_subjects, releases):
     from tritonhook import config
     from tritonhook.upgrade.bisect import bisect
 
-    return bisect(bisect_subjects[0], kernel="_kernel$", from_release=config.SUPPORTED_RELEASES[0],
-                  to_release=config.SUPPORTED_RELEASES[-1])
+    return bisect(bisect_subjects[0], kernel="_kernel$", from_release=config.upgrade.SUPPORTED_RELEASES[0],
+                  to_release=config.upgrade.SUPPORTED_RELEASES[-1])
 
 
 @pytest.fixture(scope="session")
@@ -199,6 +199,6 @@ def timed_bisected(bisect_recording, releases, time_by_text_worker):
     from tritonhook.upgrade.bisect_timing import bisect_time
 
     store, recording = bisect_recording
-    return bisect_time(recording, store, kernel="_kernel$", from_release=config.SUPPORTED_RELEASES[0],
-                       to_release=config.SUPPORTED_RELEASES[-1], rounds=SEQUENCE_MIN_ROUNDS,
+    return bisect_time(recording, store, kernel="_kernel$", from_release=config.upgrade.SUPPORTED_RELEASES[0],
+                       to_release=config.upgrade.SUPPORTED_RELEASES[-1], rounds=SEQUENCE_MIN_ROUNDS,
                        worker=time_by_text_worker)

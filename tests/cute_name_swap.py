@@ -33,7 +33,7 @@ from pathlib import Path
 from tritonhook import config
 from tritonhook.errors import TritonhookError
 from tritonhook.rename import ptx_entries, strip_ptx
-from tritonhook.ptxas.binaries import assemble, find_ptxas, ptxas_version
+from tritonhook.binaries import assemble, find_ptxas, ptxas_version
 
 DSL_PTXAS_FLAGS = ("-O3",)
 """What the DSL gives its linked-in ptxas by default: opt level 3 (`--opt-level` default), no line info, no extra
@@ -151,11 +151,11 @@ _VERSION_LINE = re.compile(r"^(\s*\.version\s+)(\d+\.\d+)", re.MULTILINE)
 
 def default_ptxas() -> str:
     """$SM120_NAME_PTXAS, else the newest ptxas tritonhook finds (the CUDA toolkit's among them)."""
-    if config.SM120_NAME_PTXAS.is_set():
-        return config.SM120_NAME_PTXAS.get()
+    if config.cute.SM120_NAME_PTXAS.is_set():
+        return config.cute.SM120_NAME_PTXAS.get()
     found = sorted(find_ptxas(), key=lambda b: tuple(int(x) for x in b.version.split(".")))
     if not found:
-        raise TritonhookError(f"no ptxas found; set ${config.SM120_NAME_PTXAS.name}")
+        raise TritonhookError(f"no ptxas found; set ${config.cute.SM120_NAME_PTXAS.name}")
     return found[-1].path
 
 
@@ -168,7 +168,7 @@ def assemble_cached(ptx: str, arch: str, *, ptxas: str | None = None, flags=DSL_
     version = ptxas_version(ptxas)
     flags = tuple(flags)
     key = hashlib.sha256("\0".join([os.path.realpath(ptxas), version, *flags, arch, ptx]).encode()).hexdigest()[:32]
-    cache = Path(cache_dir or config.SM120_NAME_CACHE.get() or Path(tempfile.gettempdir()) / "sm120_name_cache")
+    cache = Path(cache_dir or config.cute.SM120_NAME_CACHE.get() or Path(tempfile.gettempdir()) / "sm120_name_cache")
     hit = cache / f"{key}.cubin"
     if hit.exists():
         meta = (cache / f"{key}.log").read_text()

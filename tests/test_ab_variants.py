@@ -16,7 +16,7 @@ import pytest
 
 from tritonhook import _triton, ab, preflight
 
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import parse_variants
 from tritonhook.store import Store

@@ -19,12 +19,12 @@ from release_subjects import BISECT_COMPILES
 
 from tritonhook import cli, config
 
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.upgrade.bisect import FAILED, NO_CHANGE, BisectResult
 from tritonhook.upgrade.result import BASELINE, BOTH, PTX_ONLY, PTXAS_ONLY
 
 pytestmark = pytest.mark.release_independent  # the other releases run in their own virtualenvs; one run suffices
-FIRST, LAST = config.SUPPORTED_RELEASES[0], config.SUPPORTED_RELEASES[-1]
+FIRST, LAST = config.upgrade.SUPPORTED_RELEASES[0], config.upgrade.SUPPORTED_RELEASES[-1]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def direct(direct_builds) -> dict[str, dict[str, str | None]]:
 
 def _first_differing(direct: dict, name: str) -> str | None:
     """The first release whose own compile of `name` is not the oldest release's, in release order."""
-    return next((r for r in config.SUPPORTED_RELEASES[1:] if direct[r][name] != direct[FIRST][name]), None)
+    return next((r for r in config.upgrade.SUPPORTED_RELEASES[1:] if direct[r][name] != direct[FIRST][name]), None)
 
 
 def _kernel(result: BisectResult, name: str):
@@ -63,7 +63,7 @@ def test_the_first_differing_release_is_the_one_each_release_builds_itself(bisec
 
 
 def test_the_search_takes_at_most_log2_n_plus_one_rebuilds(bisected):
-    after = len(config.SUPPORTED_RELEASES) - 1
+    after = len(config.upgrade.SUPPORTED_RELEASES) - 1
     for found in bisected.kernels:
         assert found.rebuilds == len(found.path) <= found.bound == math.ceil(math.log2(after)) + 1
         assert found.path[0].release == LAST  # --to first: unchanged there, one rebuild says so
@@ -125,9 +125,9 @@ def test_the_result_is_saved_and_renders(bisected, bisect_subjects):
 def test_the_command_prints_json(bisect_subjects, releases, capsys):
     store = str(bisect_subjects[0].path)
     assert cli.main(["bisect", "--store", store, "--kernel", "steady", "--from", FIRST, "--to", LAST,
-                     "--releases", ",".join(reversed(config.SUPPORTED_RELEASES)), "--json"]) == 0
+                     "--releases", ",".join(reversed(config.upgrade.SUPPORTED_RELEASES)), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["releases"] == list(config.SUPPORTED_RELEASES)
+    assert out["releases"] == list(config.upgrade.SUPPORTED_RELEASES)
     (steady,) = out["kernels"]
     assert steady["kernel"] == "steady_kernel" and steady["first_differing"] is None and steady["rebuilds"] == 1
 
@@ -141,7 +141,7 @@ def test_the_command_prints_json(bisect_subjects, releases, capsys):
     (["--kernel", "(", "--from", FIRST, "--to", LAST], r"not a regular expression"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, bisect_subjects, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))  # nothing installed, nothing there
+    monkeypatch.setenv(config.upgrade.RELEASES_DIR.name, str(tmp_path / "releases"))  # nothing installed, nothing there
     assert cli.main(["bisect", "--store", str(bisect_subjects[0].path), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and re.search(message, err), err

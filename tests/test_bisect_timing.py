@@ -35,8 +35,8 @@ from tritonhook.upgrade.bisect_timing import MOVED, NOT_MOVED, bisect_time
 from tritonhook.upgrade.result import BASELINE, BOTH, PTX_ONLY, PTXAS_ONLY
 
 pytestmark = pytest.mark.release_independent  # the other releases run in their own virtualenvs; one run suffices
-FIRST, LAST = config.SUPPORTED_RELEASES[0], config.SUPPORTED_RELEASES[-1]
-AFTER = config.SUPPORTED_RELEASES[1:]
+FIRST, LAST = config.upgrade.SUPPORTED_RELEASES[0], config.upgrade.SUPPORTED_RELEASES[-1]
+AFTER = config.upgrade.SUPPORTED_RELEASES[1:]
 ANOTHER_ARCH = "a recording from another arch"
 
 
@@ -79,7 +79,7 @@ def test_the_first_release_that_moved_is_the_one_the_releases_own_cubins_say(tim
     says 3.9.0). The softmax's .text shrinks at 3.8 (2304 → 2048 B: x1.125 slower by the fake worker) and stays so;
     3.9 refuses tl.advance. Every step's verdict and ratio is what that release's own compile says."""
     threshold = timed_bisected.threshold
-    assert timed_bisected.timed and threshold == config.CHECK_THRESHOLD
+    assert timed_bisected.timed and threshold == config.check.THRESHOLD
     store, recording = bisect_recording
     known = {k.kernel: next((r for r in AFTER if _known(direct_builds, k.kernel, r, threshold)[0] in (MOVED, FAILED)),
                             None) for k in timed_bisected.kernels}
@@ -195,7 +195,7 @@ def test_cells_in_another_store_are_used_and_nothing_is_rebuilt(timed_bisected, 
     for result in gpu.results("upgrade"):
         gpu.remove_result("upgrade", result.id)
     shutil.rmtree(gpu.path / "upgrades")
-    monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))  # a rebuild would fail here
+    monkeypatch.setenv(config.upgrade.RELEASES_DIR.name, str(tmp_path / "releases"))  # a rebuild would fail here
     again = bisect_time(recording, gpu, kernel="_kernel$", from_release=FIRST, to_release=LAST, cells_store=store,
                         rounds=SEQUENCE_MIN_ROUNDS, worker=time_by_text_worker)
     assert [(k.first_differing, k.split, [(s.release, s.verdict) for s in k.path]) for k in again.kernels] == \
@@ -233,7 +233,7 @@ def test_the_result_is_saved_renders_timed_and_an_old_result_still_loads(timed_b
 def test_the_command_prints_json(timed_bisected, bisect_recording, tmp_path, monkeypatch, capsys):
     """The tl.advance kernel: 3.9.0 refuses it, 3.8.0 has the captured SASS: no replay, so no GPU needed; each
     release's cells are in the store already (nothing installed)."""
-    monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))
+    monkeypatch.setenv(config.upgrade.RELEASES_DIR.name, str(tmp_path / "releases"))
     assert cli.main(["bisect", "--time", "--store", str(bisect_recording[0].path), "--kernel", "advance",
                      "--from", FIRST, "--to", LAST, "--rounds", "7", "--threshold", "0.05", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -264,7 +264,7 @@ def other_arch(tmp_path_factory):
 
 def test_a_recording_from_another_arch_is_refused_before_anything_is_built(other_arch, tmp_path, monkeypatch):
     store, recording = other_arch
-    monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))
+    monkeypatch.setenv(config.upgrade.RELEASES_DIR.name, str(tmp_path / "releases"))
     before = _saved(store)
     with pytest.raises(tritonhook.TritonhookError, match=rf"signature 0 \(add_kernel\) was recorded on sm_90a, "
                                                          rf"their captured builds are for sm_100a: {ANOTHER_ARCH}"):
@@ -308,7 +308,7 @@ def test_upgrade_time_refuses_cells_of_another_arch(other_arch, release_39, reco
      r"--autotune-top 0: at least 1"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, other_arch, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))  # nothing installed, nothing there
+    monkeypatch.setenv(config.upgrade.RELEASES_DIR.name, str(tmp_path / "releases"))  # nothing installed, nothing there
     args = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
     before = _saved(other_arch[0])
     assert cli.main(["bisect", "--store", str(other_arch[0].path), *args]) == 2

@@ -181,7 +181,7 @@ def test_a_capture_names_the_ptxas_triton_uses_at_that_compile(capture_session, 
     """Importing torch's Inductor points TRITON_PTXAS_PATH at torch's own ptxas in the middle of a process; a
     capture must name the ptxas of its own compile (a stale answer made a rename build fail: the PTX's ISA was too
     new for the ptxas it named)."""
-    from tritonhook.ptxas.binaries import find_ptxas
+    from tritonhook.binaries import find_ptxas
 
     compile_sample("add", 90)
     other = next((p for p in find_ptxas() if p.path != capture_session.captures()[0].ptxas_path), None)

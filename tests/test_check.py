@@ -20,7 +20,7 @@ import pytest
 from rich.console import Console
 
 import tritonhook
-from tritonhook import check as gate
+from tritonhook import check as gate, config
 from tritonhook.check import Baseline, check, gate_plan, load_baseline
 from tritonhook.check.gate import within_tick_floor
 from tritonhook.cli import main
@@ -356,7 +356,7 @@ def _gate_calls_regressed(base_round, current_round) -> bool:
     adaptive rule at the threshold, the row precision, the default cap); the verdict is on the always-valid
     interval, then the tick floor."""
     plan = gate_plan()
-    rule = StopRule(plan.min_effect, tritonhook.config.SWEEP_ROW_PRECISION, plan.rounds)
+    rule = StopRule(plan.min_effect, config.sweep.ROW_PRECISION, plan.rounds)
     samples: dict[str, list[float]] = {"baseline": [], "current": []}
     while rounds_stop(samples, list(samples), rule) is None:
         samples["baseline"].append(base_round())
@@ -399,7 +399,7 @@ def test_the_rule_catches_a_seeded_3_8pct_slowdown_in_95pct_of_runs_of_recorded_
     assert rate >= 0.95, rate
 
 
-TICK = tritonhook.config.EVENT_TICK_MS
+TICK = config.check.EVENT_TICK_MS
 
 
 def _short_kernel_runs(ticks: float, offset_ticks: list[int], runs: int) -> list[bool]:
@@ -420,7 +420,7 @@ def test_a_short_kernel_a_tick_apart_is_no_regression_and_one_three_ticks_slower
     interval in every such run: the floor passes it. Three ticks (96 ns, 11%) is beyond the floor: caught."""
     one_tick = _short_kernel_runs(28, [-1, 0, 1], runs=60)
     assert not any(one_tick)
-    assert verdict(*_ratio_of(28, 1), tritonhook.config.CHECK_THRESHOLD) == "slower"  # the interval alone would
+    assert verdict(*_ratio_of(28, 1), config.check.THRESHOLD) == "slower"  # the interval alone would
     assert all(_short_kernel_runs(28, [3], runs=20))
 
 

@@ -20,18 +20,18 @@ def test_scope_sets_and_restores_exactly(monkeypatch):
     monkeypatch.setenv("TRITONHOOK_STORE", "before")
     monkeypatch.delenv("TRITONHOOK_GPU", raising=False)
     with config.scope({"TRITONHOOK_STORE": "inside", "TRITONHOOK_GPU": "h200"}):
-        assert config.STORE.get() == "inside" and config.GPU.get() == "h200"
+        assert config.capture.STORE.get() == "inside" and config.capture.GPU.get() == "h200"
     assert os.environ["TRITONHOOK_STORE"] == "before" and "TRITONHOOK_GPU" not in os.environ
 
 
 def test_scope_none_removes_for_the_block(monkeypatch):
     monkeypatch.setenv("TRITONHOOK_PTXAS", f"/a{os.pathsep}/b")
-    assert config.PTXAS.get() == ["/a", "/b"]
+    assert config.ptxas.PTXAS.get() == ["/a", "/b"]
     opened = config.scope({"TRITONHOOK_PTXAS": None})
-    assert config.PTXAS.get() == []
+    assert config.ptxas.PTXAS.get() == []
     opened.close()
     opened.close()
-    assert config.PTXAS.get() == ["/a", "/b"]
+    assert config.ptxas.PTXAS.get() == ["/a", "/b"]
 
 
 def _string_literals(path: Path) -> set[str]:
@@ -49,12 +49,20 @@ def test_no_module_spells_a_variable_name(path):
     assert not names & _string_literals(path), f"{path.name} spells {sorted(names & _string_literals(path))}"
 
 
+def test_every_variable_is_declared_in_one_group():
+    """Settings are grouped by concern (`config.GROUPS`, as Triton's knobs are): none is left at the module's top
+    level, where `declared()` would not list it, and none is declared in two groups."""
+    flat = [name for name, value in vars(config).items() if isinstance(value, config.EnvVar)]
+    found = list(config.declared())
+    assert not flat and len(found) == len(set(found)) == len({var.name for var in found})
+
+
 def test_raw_tells_an_empty_variable_from_an_unset_one():
     """An empty CUDA_VISIBLE_DEVICES hides every GPU, an unset one hides none: `get` folds both into the default,
     `raw` keeps them apart (the sweep counts the GPUs it may pin workers to by it)."""
-    assert config.CUDA_VISIBLE_DEVICES.raw({}) is None
-    assert config.CUDA_VISIBLE_DEVICES.raw({"CUDA_VISIBLE_DEVICES": ""}) == ""
-    assert config.CUDA_VISIBLE_DEVICES.get({"CUDA_VISIBLE_DEVICES": ""}) == "0"
+    assert config.sweep.CUDA_VISIBLE_DEVICES.raw({}) is None
+    assert config.sweep.CUDA_VISIBLE_DEVICES.raw({"CUDA_VISIBLE_DEVICES": ""}) == ""
+    assert config.sweep.CUDA_VISIBLE_DEVICES.get({"CUDA_VISIBLE_DEVICES": ""}) == "0"
 
 
 NUMBERS = [var for var in config.declared() if isinstance(var.parse, config.Number)]
@@ -101,5 +109,5 @@ def test_a_ptxas_timeout_that_is_no_time_to_wait_is_refused_before_any_build(val
 
 
 def test_a_ptxas_timeout_above_0_is_still_taken(tmp_path):
-    assert config.PTXAS_TIMEOUT_S.get({"TRITONHOOK_PTXAS_TIMEOUT": "0.5"}) == 0.5
-    assert config.RECORD_SAMPLE.get({"TRITONHOOK_RECORD_SAMPLE": "3"}) == 3
+    assert config.ptxas.PTXAS_TIMEOUT_S.get({"TRITONHOOK_PTXAS_TIMEOUT": "0.5"}) == 0.5
+    assert config.sweep.RECORD_SAMPLE.get({"TRITONHOOK_RECORD_SAMPLE": "3"}) == 3

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook._triton import triton_ptxas
-from tritonhook.cubin import Cubin, disassemble, opcode_histogram, run_nvdisasm
+from tritonhook.cubin import Cubin, disassemble, opcode_histogram
 from tritonhook.errors import TritonhookError
 
 DATA = Path(__file__).parent / "data"
@@ -134,7 +134,7 @@ def test_section_sizes_agree_with_readelf(source, gpu, which, tmp_path):
 
 def nvdisasm_text_counts(data: bytes) -> dict[str, collections.Counter]:
     """Opcode counts read from nvdisasm's plain listing (not the JSON that `disassemble` reads)."""
-    out = run_nvdisasm(data, ["-c"])
+    out = tools.run_nvdisasm(data, ["-c"])
     counts: dict[str, collections.Counter] = {}
     current = None
     for line in out.splitlines():
@@ -159,7 +159,7 @@ def test_opcode_counts_agree_with_nvdisasm_listing(source, gpu):
 
 
 def nvdisasm_eiattr_names(data: bytes) -> list[str]:
-    return re.findall(r"nvinfo : (\S+)", run_nvdisasm(data, []))
+    return re.findall(r"nvinfo : (\S+)", tools.run_nvdisasm(data, []))
 
 
 @pytest.mark.parametrize("source,gpu", [("ffma_spill", "sm_100a"), ("tma_copy", "sm_120a"),

@@ -13,7 +13,7 @@ import pytest
 
 from tritonhook import _triton
 
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.cubin import SUMMARY_FIELDS, Cubin, CubinDelta, CubinDeltas, disassemble, opcode_histogram
 from tritonhook.rename import rename_ptx
 from tritonhook.samples import compile_sample

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook._triton import triton_ptxas
-from tritonhook.ptxas.binaries import assemble
+from tritonhook.binaries import assemble
 
 pytestmark = pytest.mark.release_independent  # the parser on mutated bytes: the same under every Triton
 

@@ -90,7 +90,7 @@ def dsl_kernel():
 
 @pytest.fixture(scope="module")
 def external_ptxas():
-    from tritonhook.ptxas.binaries import find_ptxas
+    from tritonhook.binaries import find_ptxas
 
     found = [b for b in find_ptxas() if tuple(int(x) for x in b.version.split(".")[:2]) >= (12, 8)]
     if not found:

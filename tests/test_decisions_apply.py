@@ -21,7 +21,7 @@ from triton.compiler import ASTSource
 import triton
 import tritonhook
 from tritonhook import ptx as _ptx
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.decisions.apply import APPLIED_KEY
 from tritonhook.decisions.keep import ptx_sha256
 from tritonhook.samples import SAMPLES, compile_sample

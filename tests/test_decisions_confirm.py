@@ -21,7 +21,7 @@ from tritonhook.decisions.confirm import APPLIED, AS_IS, BuiltKernel, _measure_b
 from tritonhook.decisions.confirmation import (ARMS, BUILD_STANDINGS, RESULT_KIND, BuildConfirmation, Confirmation,
                                                decision_text, newest_confirmations)
 from tritonhook.decisions.keep import capture_key
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
 

@@ -16,7 +16,7 @@ import triton.language as tl
 from tritonhook import cli
 from tritonhook.cubin import Cubin
 from tritonhook._triton import triton_ptxas
-from tritonhook.ptxas.binaries import assemble, find_ptxas, one_per_version, parse_ptxas_verbose
+from tritonhook.binaries import assemble, find_ptxas, one_per_version, parse_ptxas_verbose
 from tritonhook.rename import rename_ptx, rename_symbols
 
 DATA = Path(__file__).parent / "data"

@@ -17,7 +17,7 @@ from tritonhook.ptxas import wrapper as ptxas_wrapper
 from tritonhook.doctor import FAIL, TARGETS, diagnose
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
-from tritonhook.ptxas.binaries import find_ptxas
+from tritonhook.binaries import find_ptxas
 
 
 def by_topic(report) -> dict[str, list]:

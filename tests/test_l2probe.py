@@ -15,7 +15,7 @@ from tritonhook.samples import compile_sample
 from tritonhook.sweep import l2probe
 from tritonhook.sweep import recording as rec
 from tritonhook.sweep.worker import _measured_ranges
-from tritonhook.ptxas.binaries import assemble
+from tritonhook.binaries import assemble
 
 torch = pytest.importorskip("torch")
 

@@ -62,16 +62,16 @@ def test_every_part_reaches_a_child_as_given(tmp_path):
                           "outputs": str(tmp_path)}
     assert (seen["token"], seen["notes"]) == ("t0k", str(tmp_path / "notes"))
     env = seen["vars"]
-    assert (env[config.TRITON_PTXAS_PATH.name], env[config.TRITON_PTXAS_BLACKWELL_PATH.name]) == \
+    assert (env[config.ptxas.TRITON_PTXAS_PATH.name], env[config.ptxas.TRITON_PTXAS_BLACKWELL_PATH.name]) == \
         ("/opt/ptxas", "/opt/ptxas-bw")
-    assert env[config.PTXAS_OPTIONS.name].split()[-2:] == ["-O2", "--fmad=false"]
-    assert env[config.PATH.name].split(os.pathsep)[0] == str(tmp_path / "p")
-    assert env[config.TRITON_CACHE_DIR.name] == str(tmp_path / "cache")
-    assert env[config.CUTE_DSL_DUMP_DIR.name] == str(tmp_path / "dump")
-    assert set(env[config.CUTE_DSL_KEEP.name].split(",")) >= {"ptx", "cubin"}
-    assert env[config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER.name] == "0"
-    assert env[config.CUDA_VISIBLE_DEVICES.name] == "1"
-    assert env[config.PYTHONPATH.name].split(os.pathsep)[0] == str(config.BOOTSTRAP_DIR)
+    assert env[config.ptxas.PTXAS_OPTIONS.name].split()[-2:] == ["-O2", "--fmad=false"]
+    assert env[config.paths.PATH.name].split(os.pathsep)[0] == str(tmp_path / "p")
+    assert env[config.report.TRITON_CACHE_DIR.name] == str(tmp_path / "cache")
+    assert env[config.cute.CUTE_DSL_DUMP_DIR.name] == str(tmp_path / "dump")
+    assert set(env[config.cute.CUTE_DSL_KEEP.name].split(",")) >= {"ptx", "cubin"}
+    assert env[config.memwatch.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER.name] == "0"
+    assert env[config.sweep.CUDA_VISIBLE_DEVICES.name] == "1"
+    assert env[config.paths.PYTHONPATH.name].split(os.pathsep)[0] == str(config.capture.BOOTSTRAP_DIR)
 
 
 def test_off_turns_a_capturing_parents_capture_and_recording_off_and_none_inherits(tmp_path):
@@ -79,24 +79,24 @@ def test_off_turns_a_capturing_parents_capture_and_recording_off_and_none_inheri
     inherited = parent.environment()
     off = ChildSettings(capture=OFF, record=OFF).environment(inherited)
     assert ChildSettings.current(off).capture is None and ChildSettings.current(off).record is None
-    assert str(config.BOOTSTRAP_DIR) not in config.PYTHONPATH.get(off)
+    assert str(config.capture.BOOTSTRAP_DIR) not in config.paths.PYTHONPATH.get(off)
     kept = ChildSettings(visible_devices="0").environment(inherited)
     assert ChildSettings.current(kept) == ChildSettings.current(inherited)
     assert ChildSettings.current(kept).capture.rename == "cutlass_" and ChildSettings.current(kept).token == "t"
 
 
 def test_ptxas_options_go_after_the_users_own(monkeypatch):
-    monkeypatch.setenv(config.PTXAS_OPTIONS.name, "-lineinfo")
-    assert ChildSettings(ptxas=Ptxas(options=("-O1",))).variables()[config.PTXAS_OPTIONS.name] == "-lineinfo -O1"
+    monkeypatch.setenv(config.ptxas.PTXAS_OPTIONS.name, "-lineinfo")
+    assert ChildSettings(ptxas=Ptxas(options=("-O1",))).variables()[config.ptxas.PTXAS_OPTIONS.name] == "-lineinfo -O1"
 
 
 def test_import_from_comes_first_after_the_start_up_hook(tmp_path):
     tree = str(tmp_path / "src")
     env = ChildSettings(capture=Capture.of(tmp_path / "s"), import_from=tree).environment(
-        {config.PYTHONPATH.name: os.pathsep.join([str(config.BOOTSTRAP_DIR), "/user"])})
-    assert config.PYTHONPATH.get(env) == [str(config.BOOTSTRAP_DIR), tree, "/user"]
+        {config.paths.PYTHONPATH.name: os.pathsep.join([str(config.capture.BOOTSTRAP_DIR), "/user"])})
+    assert config.paths.PYTHONPATH.get(env) == [str(config.capture.BOOTSTRAP_DIR), tree, "/user"]
     env = ChildSettings(capture=OFF, import_from=tree).environment(env)
-    assert config.PYTHONPATH.get(env) == [tree, "/user"]
+    assert config.paths.PYTHONPATH.get(env) == [tree, "/user"]
 
 
 def test_a_callable_selector_renames_nothing_in_a_child(tmp_path):
@@ -105,7 +105,7 @@ def test_a_callable_selector_renames_nothing_in_a_child(tmp_path):
 
 
 def test_enable_exports_what_a_child_gets_and_disable_restores(tmp_path, monkeypatch):
-    monkeypatch.setenv(config.RENAME.name, "users_own")
+    monkeypatch.setenv(config.rename.RENAME.name, "users_own")
     before = dict(os.environ)
     tritonhook.enable(tmp_path / "store", rename="cutlass_", select="^add", fix_tma_scope="sm_12")
     try:
@@ -123,11 +123,11 @@ def test_enable_and_run_command_give_a_child_the_same_tma_scope_fix(tmp_path):
 
     tritonhook.enable(tmp_path / "store", fix_tma_scope="sm_12")
     try:
-        exported = config.FIX_TMA_SCOPE.raw()
+        exported = config.capture.FIX_TMA_SCOPE.raw()
     finally:
         tritonhook.disable()
     seen = tmp_path / "seen"
-    script = f"from tritonhook import config; open({str(seen)!r}, 'w').write(config.FIX_TMA_SCOPE.raw() or '')"
+    script = f"from tritonhook import config; open({str(seen)!r}, 'w').write(config.capture.FIX_TMA_SCOPE.raw() or '')"
     assert run_command([sys.executable, "-c", script], tmp_path / "store", fix_tma_scope="sm_12").exit_code == 0
     assert exported == seen.read_text() == "sm_12"
 

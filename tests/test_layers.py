@@ -4,18 +4,19 @@ Why: imports inside functions used to hide cycles (`_triton` -> `rename` -> `_tr
 `rename`); a lower layer that reaches up makes every module above it harder to test and to move. A module may
 import modules of its own layer or of lower layers, never of a higher one, and the import graph has no cycle.
 
-The order (this table is its only declaration; docs/layout.md describes it). ptxas/ groups modules of three layers,
-each listed by its dotted name:
+The order (this table is its only declaration; docs/layout.md describes it); a package keeps one layer, whole:
   0 foundations   errors (and warnings at the user's line), config, format (number formatters, rich building blocks),
                   files (output files: one line when one cannot be written; file names of kernel names), flops,
                   _nvml_sampler (a script),
                   _imports (running code right after a module's import), processes (who is alive: pid and start)
-  1 text & tools  ptx (PTX text), ptxas.binaries (finding and running ptxas / nvdisasm), _native (building and
+  1 text & tools  ptx (PTX text), binaries (finding and running ptxas / nvdisasm), _native (building and
                   loading tritonhook's C helpers)
-  2 data          cubin/ (model, ELF, fatbin, SASS), store, samples
+  2 data          cubin/ (model, ELF, fatbin, SASS), store/ (records, result kinds, blob holds, connection and
+                  migrations, queries and paging, verify and repair), samples
   3 adapters      _triton (the only module touching Triton internals), _ray (the only one touching Ray), rename,
-                  tma_scope, ptxas.wrapper, ptxas.tune_space (the only one touching CompileIQ), launcher (the one way
-                  into a child process: the settings it inherits, the only code that builds its environment)
+                  tma_scope, ptxas/ (the recording wrapper; tune_space, the only module touching CompileIQ),
+                  launcher (the one way into a child process: the settings it inherits, the only code that builds its
+                  environment)
   4 capture       ptx_capture (the capture core: sessions, enable, disable, a child's capture at start-up; it
                   imports no feature: a session's listeners, such as preflight's checker, are registered from above
                   in `ptx_capture.LISTENER_FACTORIES`, by the package), cute adapters (they write into the active
@@ -23,7 +24,7 @@ each listed by its dotted name:
   5 prediction    preflight (its `capture_checker` warns during capture; the package wires it into every session)
   6 measurement   measure/ (the GPU timer, statistics, output check and variants that ab/ and sweep/ share: no
                   feature is another's library)
-  7 features      ab/, memwatch (its public API) over mem/, diff, ptxas.matrix (ptxas-matrix), captures (listing and
+  7 features      ab/, memwatch (its public API) over mem/, diff, ptxas_matrix (ptxas-matrix), captures (listing and
                   summary of captures),
                   sweep/ (record, replay, schedule, tune), doctor (asks the layers below what they see, changes nothing),
                   upgrade/ (a kernel rebuilt under another Triton release: the four cells of PTX x ptxas),
@@ -45,13 +46,13 @@ import tritonhook
 PACKAGE = Path(tritonhook.__file__).parent
 LAYERS: list[set[str]] = [
     {"errors", "config", "format", "files", "flops", "_nvml_sampler", "_version", "_imports", "processes"},
-    {"ptx", "ptxas", "ptxas.binaries", "_native"},
+    {"ptx", "binaries", "_native"},
     {"cubin", "store", "samples"},
-    {"_triton", "_ray", "rename", "tma_scope", "ptxas.wrapper", "ptxas.tune_space", "launcher"},
+    {"_triton", "_ray", "rename", "tma_scope", "ptxas", "launcher"},
     {"ptx_capture", "cute"},
     {"preflight"},
     {"measure"},
-    {"ab", "mem", "memwatch", "diff", "ptxas.matrix", "captures", "sweep", "doctor", "upgrade",
+    {"ab", "mem", "memwatch", "diff", "ptxas_matrix", "captures", "sweep", "doctor", "upgrade",
      "decisions", "exports", "check"},
     {"run", "page"},
     {"cli", "_autoload", "__main__", "_bootstrap", "tritonhook", "pytest_plugin"},
@@ -98,12 +99,9 @@ def _owner(module: str, modules: dict[str, Path]) -> str | None:
 
 
 def _top(module: str) -> str:
-    """The layer-table name of a module: tritonhook.cubin.elf -> cubin; the package itself -> tritonhook; a module of
-    a package whose modules keep layers of their own (ptxas/) by both names: tritonhook.ptxas.wrapper ->
-    ptxas.wrapper."""
+    """The layer-table name of a module: tritonhook.cubin.elf -> cubin; the package itself -> tritonhook."""
     parts = module.split(".")
-    grouped = ".".join(parts[1:3])
-    return grouped if grouped in LAYER_OF else parts[1] if len(parts) > 1 else parts[0]
+    return parts[1] if len(parts) > 1 else parts[0]
 
 
 def _graph() -> dict[str, set[str]]:

@@ -11,8 +11,8 @@ import pytest
 from tritonhook import cli
 from tritonhook.cubin import Cubin
 from tritonhook._triton import triton_ptxas
-from tritonhook.ptxas.matrix import ptxas_matrix
-from tritonhook.ptxas.binaries import assemble, find_ptxas, one_per_version, ptxas_version
+from tritonhook.ptxas_matrix import ptxas_matrix
+from tritonhook.binaries import assemble, find_ptxas, one_per_version, ptxas_version
 from tritonhook.rename import rename_ptx
 from tritonhook.errors import TritonhookError
 

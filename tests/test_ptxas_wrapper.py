@@ -21,7 +21,7 @@ import pytest
 
 from tritonhook.ptxas import wrapper
 from tritonhook.errors import TritonhookError
-from tritonhook.ptxas.binaries import find_ptxas
+from tritonhook.binaries import find_ptxas
 from tritonhook.store import Store
 
 DATA = Path(__file__).parent / "data"

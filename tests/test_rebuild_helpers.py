@@ -107,7 +107,7 @@ def test_the_capture_records_the_modules_of_the_helpers_its_kernel_reaches(captu
 
 
 def test_helper_modules_past_the_size_cap_are_named_not_recorded(tmp_path, monkeypatch):
-    monkeypatch.setattr(config, "REBUILD_HELPERS_MAX_BYTES", len(MODULES["c"]))  # room for c alone
+    monkeypatch.setattr(config.upgrade, "REBUILD_HELPERS_MAX_BYTES", len(MODULES["c"]))  # room for c alone
     store = _capture(tmp_path, monkeypatch)
     helpers = _helpers(store)
     assert [m["module"] for m in helpers["modules"]] == [f"{PACKAGE}.c"] and helpers["left_out"] == [f"{PACKAGE}.a"]
@@ -126,7 +126,7 @@ def test_the_rebuild_compiles_the_recorded_helpers_not_the_edited_files(captured
     folder = tmp_path / "pkgs" / PACKAGE
     (folder / "c.py").write_text(MODULES["c"].replace("3.25", "7.5"))
     (folder / "b.py").unlink()
-    monkeypatch.setenv(config.PYTHONPATH.name, config.PYTHONPATH.encode([str(tmp_path / "pkgs")]))
+    monkeypatch.setenv(config.paths.PYTHONPATH.name, config.paths.PYTHONPATH.encode([str(tmp_path / "pkgs")]))
     (capture,) = captured.captures()
     same = rebuild_captures(Path(sys.executable), captured, [capture], tmp_path / "same")[capture.id]
     assert same.error is None, same.error
@@ -144,7 +144,7 @@ def test_a_package_that_imports_its_kernel_modules_rebuilds(tmp_path, monkeypatc
     'LigerRMSNormFunction'")."""
     store = _capture(tmp_path, monkeypatch, MODULES | {"__init__": f"from {PACKAGE}.b import scale_kernel\n"})
     (tmp_path / "pkgs" / PACKAGE / "c.py").write_text(MODULES["c"].replace("3.25", "7.5"))
-    monkeypatch.setenv(config.PYTHONPATH.name, config.PYTHONPATH.encode([str(tmp_path / "pkgs")]))
+    monkeypatch.setenv(config.paths.PYTHONPATH.name, config.paths.PYTHONPATH.encode([str(tmp_path / "pkgs")]))
     (capture,) = store.captures()
     rebuilt = rebuild_captures(Path(sys.executable), store, [capture], tmp_path / "rebuilt")[capture.id]
     assert rebuilt.error is None, rebuilt.error

@@ -60,7 +60,7 @@ def add_ptx(tmp_path_factory) -> str:
 
 def ptxas(ptx: str, arch="sm_90a") -> bytes:
     from tritonhook._triton import triton_ptxas
-    from tritonhook.ptxas.binaries import assemble
+    from tritonhook.binaries import assemble
 
     return assemble(ptx, triton_ptxas(arch), arch).cubin
 

@@ -26,7 +26,7 @@ from tritonhook.errors import TritonhookError
 from tritonhook.page import SECTIONS, write_report
 from tritonhook.page.demo import run_demo
 from tritonhook.page.model import PTXAS_MATRIX_KIND, chart_labels, forest_rows
-from tritonhook.ptxas.binaries import find_ptxas, one_per_version
+from tritonhook.binaries import find_ptxas, one_per_version
 from tritonhook.store import SCHEMA_VERSION, Store
 
 # the page from a store: the same under every Triton (the captures it reads are checked per release elsewhere)

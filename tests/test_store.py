@@ -243,7 +243,7 @@ def _schema_shape(store: Path) -> dict:
 def test_an_upgrade_stopped_between_steps_is_finished_by_the_next_opener(tmp_path, old_store_module, monkeypatch):
     """Each upgrade step commits the version it reached: a step that fails (here the one from 5) leaves a store of
     schema 5, not a half-upgraded one, and the next opener carries on from there to the current schema."""
-    import tritonhook.store
+    from tritonhook.store import connection
 
     old = old_store_module(SCHEMA_2_COMMIT)
     old.Store(tmp_path / "v2").close()
@@ -251,7 +251,7 @@ def test_an_upgrade_stopped_between_steps_is_finished_by_the_next_opener(tmp_pat
     def stopped(conn):
         raise RuntimeError("stopped")
 
-    monkeypatch.setitem(tritonhook.store._UPGRADES, 5, stopped)
+    monkeypatch.setitem(connection._UPGRADES, 5, stopped)
     with pytest.raises(RuntimeError, match="stopped"):
         Store(tmp_path / "v2")
     assert _recorded_version(tmp_path / "v2") == 5
@@ -322,7 +322,8 @@ def test_the_upgrade_fills_the_columns_as_the_producers_declare_them():
     import tritonhook.page.model  # noqa: F401 - the producers declare their kinds at import
     import tritonhook.mem.result  # noqa: F401
     import tritonhook.sweep.replay  # noqa: F401
-    from tritonhook.store import _AB_BEFORE_7, _COLUMNS_BEFORE_6, _RESULT_KINDS
+    from tritonhook.store.connection import _AB_BEFORE_7, _COLUMNS_BEFORE_6
+    from tritonhook.store.results import _RESULT_KINDS
 
     import tritonhook.decisions  # noqa: F401
     import tritonhook.decisions.confirm  # noqa: F401
@@ -998,7 +999,7 @@ def test_a_schema_7_store_upgrades_with_the_blobs_of_its_results_indexed_as_thei
     declared `ResultKind.blobs` give; a repair by the CLI then keeps them all, however old."""
     import torch
 
-    from tritonhook import store as store_module
+    from tritonhook.store import results as store_results
     from tritonhook.decisions import keep  # noqa: F401 - declares the decision kind
     from tritonhook.sweep import recording as rec
 
@@ -1021,7 +1022,7 @@ def test_a_schema_7_store_upgrades_with_the_blobs_of_its_results_indexed_as_thei
     with sqlite3.connect(store.index_path) as conn:
         indexed = set(conn.execute("SELECT result_id, sha256 FROM result_blobs"))
     declared = {(ids[kind], digest) for kind, data in datas.items()
-                for digest in store_module._RESULT_KINDS[kind].blobs(data)}
+                for digest in store_results._RESULT_KINDS[kind].blobs(data)}
     assert indexed == declared and len(declared) == 3
     for _, digest in declared:
         os.utime(store.blob_path(digest), (time.time() - 3600, time.time() - 3600))

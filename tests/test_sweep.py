@@ -17,7 +17,7 @@ import pytest
 
 import tritonhook
 from tritonhook import _triton
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import parse_variants

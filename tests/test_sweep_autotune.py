@@ -180,7 +180,7 @@ def test_a_call_at_new_input_shapes_under_a_decided_tuning_key_is_benchmarked_th
     benchmark, up to `RECORD_SHAPES_PER_KEY` shapes per key; the same shapes again are not benchmarked twice."""
     from tritonhook import config
 
-    monkeypatch.setattr(config, "RECORD_SHAPES_PER_KEY", 1)
+    monkeypatch.setattr(config.sweep, "RECORD_SHAPES_PER_KEY", 1)
     seen, decisions, zeroed = [], [], []
     tracer = _triton.AutotuneTracer(decisions.append)
     autotuner = triton.autotune(CONFIGS, key=["n"], do_bench=_timed_by_block(seen, tracer),
@@ -789,7 +789,7 @@ def test_the_autotune_tracer_records_inductors_compile_time_choice_as_inductor_t
 
 def test_a_sweep_replays_a_decisions_four_fastest_candidates_unless_told_all(tmp_path):
     """Coordinate descent and `select_algorithm` try tens of configs a decision: by default the replay takes the
-    autotuner's 4 fastest (`config.SWEEP_AUTOTUNE_TOP`) and the config the workload ran; `--autotune-top all` every
+    autotuner's 4 fastest (`config.sweep.AUTOTUNE_TOP`) and the config the workload ran; `--autotune-top all` every
     one. Six real configs, captured."""
     configs = [triton.Config({"BLOCK": block}, num_warps=warps) for block, warps in
                ((128, 1), (256, 2), (512, 4), (1024, 4), (2048, 8), (4096, 8))]

@@ -163,7 +163,7 @@ def test_a_sweep_replays_its_missed_rows_under_the_other_l2_rules_and_says_why(t
     first = next(row for row in result.rows if abs(row.recorded_ms - 0.06) < 1e-9)
     assert first.miss["l2"] == pytest.approx({"measured": 1.2, "measured dirtied": 1.2, "measured clean": 73 / 60,
                                               "cold": 1.25, "warm": 61 / 60})
-    assert first.miss["rounds"] == config.SWEEP_CHECK_ROUNDS and first.miss["why"].startswith("L2 state: replayed warm")
+    assert first.miss["rounds"] == config.sweep.CHECK_ROUNDS and first.miss["why"].startswith("L2 state: replayed warm")
     held = Fidelity.members(result.rows)
     assert first in held and len(held) < len(result.rows)
     assert all(row.miss["why"].startswith("not the L2 state") for row in held if row is not first)

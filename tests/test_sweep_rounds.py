@@ -87,8 +87,8 @@ def test_autotune_candidates_are_only_ranked_the_config_a_workload_ran_is_a_row(
     tag = {"group": 0, "config": {"BLOCK": 64}}
     ran = stop_rule(dataclasses.replace(signature, autotune=tag, launches=50), 21, 0.005)
     benchmarked = stop_rule(dataclasses.replace(signature, autotune=tag, launches=0), 21, 0.005)
-    assert (ran.precision, ran.cap) == (config.SWEEP_ROW_PRECISION, 21)
-    assert (benchmarked.precision, benchmarked.cap) == (config.SWEEP_CANDIDATE_PRECISION, config.SWEEP_CANDIDATE_CAP)
+    assert (ran.precision, ran.cap) == (config.sweep.ROW_PRECISION, 21)
+    assert (benchmarked.precision, benchmarked.cap) == (config.sweep.CANDIDATE_PRECISION, config.sweep.CANDIDATE_CAP)
     assert stop_rule(dataclasses.replace(signature, autotune=tag, launches=0), 9, 0.005).cap == 9
     assert stop_rule(signature, 21, 0.005) == ran
 

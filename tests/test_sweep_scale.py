@@ -273,7 +273,7 @@ def ray_cluster():
     ray = pytest.importorskip("ray")
     import os
 
-    os.environ.setdefault(config.RAY_USAGE_STATS_ENABLED.name, "0")
+    os.environ.setdefault(config.sweep.RAY_USAGE_STATS_ENABLED.name, "0")
     ray.init(num_cpus=2, num_gpus=0, resources={"test_gpu": 2}, include_dashboard=False, logging_level="WARNING")
     yield ray
     ray.shutdown()

@@ -15,7 +15,7 @@ import triton
 
 import tritonhook
 from tritonhook import _triton, preflight
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.samples import compile_sample
 from tritonhook.tma_scope import FIXED_KEY, make_tma_scope_transform, rewrite_tma_scope

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import PLAIN, parse_variant

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.sweep.tune import ACF_SEARCH, TuneResult, TuneSpace, tune
 from tritonhook.ptxas.tune_space import FAILED_POOLS_LIMIT
 

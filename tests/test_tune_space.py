@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.ptxas.tune_space import POOL_MIN, ControlFileSearch

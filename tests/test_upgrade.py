@@ -17,7 +17,7 @@ import pytest
 
 import tritonhook
 from tritonhook import _triton, cli, config
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.upgrade import CELLS, UpgradeResult, upgrade
 from tritonhook.upgrade.worker import rebuild_captures
@@ -122,7 +122,7 @@ def test_ptxas_alone_is_a_cuda_upgrade_under_the_same_triton(upgrade_subjects, r
     ([], r"give the release to upgrade to"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, upgrade_subjects, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))
+    monkeypatch.setenv(config.upgrade.RELEASES_DIR.name, str(tmp_path / "releases"))
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip answers from no index at once: no download, no network wait
     assert cli.main(["upgrade", "--store", str(upgrade_subjects.path), *args]) == 2
     *notice, err = capsys.readouterr().err.strip().splitlines()  # a virtualenv it starts to make is said first
@@ -132,7 +132,7 @@ def test_bad_input_is_one_line_and_exit_2(args, message, upgrade_subjects, tmp_p
 
 def test_the_virtualenv_of_a_release_is_said_before_it_is_made(upgrade_subjects, tmp_path, monkeypatch, capsys):
     """About 1 GB under a folder the user never named: one line first, naming it and the setting that moves it."""
-    monkeypatch.setenv(config.RELEASES_DIR.name, str(tmp_path / "releases"))
+    monkeypatch.setenv(config.upgrade.RELEASES_DIR.name, str(tmp_path / "releases"))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     assert cli.main(["upgrade", "--store", str(upgrade_subjects.path), "--to", "0.0.1"]) == 2
     notice, err = capsys.readouterr().err.strip().splitlines()
@@ -152,7 +152,7 @@ def test_a_releases_dir_that_cannot_be_a_folder_is_one_line_naming_the_setting(u
         releases.write_text("not a folder")
     done = subprocess.run([sys.executable, "-m", "tritonhook", "upgrade", "--store", str(upgrade_subjects.path), "--to",
                            "3.7.1"], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, config.RELEASES_DIR.name: str(releases)})
+                          env={**os.environ, config.upgrade.RELEASES_DIR.name: str(releases)})
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.splitlines() == [f"tritonhook: error: {releases}: cannot make Triton 3.7.1's virtualenv here "
                                         f"({why}; $TRITONHOOK_RELEASES_DIR names this folder)"]

@@ -22,7 +22,7 @@ import pytest
 
 import tritonhook
 from tritonhook import cli, config
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook._triton import config_matches
@@ -204,7 +204,7 @@ def test_a_hung_ptxas_is_killed_and_reported_hung(captured, tmp_path, monkeypatc
     store, capture = captured
     real = captured_ptxas(capture)
     slow = _wrapper(tmp_path, "slow-ptxas", real, f'sleep 60\nexec "{real}" "$@"')
-    monkeypatch.setenv(config.PTXAS_TIMEOUT_S.name, "1.5")  # the one setting
+    monkeypatch.setenv(config.ptxas.PTXAS_TIMEOUT_S.name, "1.5")  # the one setting
     began = time.monotonic()
     with pytest.raises(tools.AssembleError) as info:
         tools.assemble(store.read(capture, "ptx"), slow, capture.arch, label="matmul")

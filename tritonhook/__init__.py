@@ -44,11 +44,9 @@ _LAZY = {"ab": (".ab", None), "STRIP": (".rename", "STRIP"), "memwatch": (".memw
          "enable": (".ptx_capture", "enable"), "disable": (".ptx_capture", "disable"),
          "session": (".ptx_capture", "session"), "Session": (".ptx_capture", "Session"),
          "active_session": (".ptx_capture", "active_session"), "Capture": (".store", "Capture"),
-         "Store": (".store", "Store"), "ptx_capture": (".ptx_capture", None), "store": (".store", None),
-         "config": (".config", None), "format": (".format", None)}
-"""Public names imported on first use: `import tritonhook` (and so every `tritonhook` command) stays cheap. The
-modules `import tritonhook` loaded before it went lazy (the capture core, the store, config, format) stay reachable
-as attributes."""
+         "Store": (".store", "Store")}
+"""The public names (`__all__`), imported on first use: `import tritonhook` (and so every `tritonhook` command)
+stays cheap. Any other module is imported by its own name (`from tritonhook import config`)."""
 
 __all__ = ["STRIP", "Capture", "Session", "Store", "TritonhookError", "ab", "active_session", "disable", "enable",
            "memwatch", "session", "__version__"]

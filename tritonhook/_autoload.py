@@ -3,7 +3,7 @@
 After Triton's own `__init__` has run (so `triton.knobs` exists), `tritonhook.enable` runs with the settings from
 the environment (`_imports.after_import`). If Triton is already imported, capture is enabled at once.
 
-Under `tritonhook run` / `capture` (`config.NOTE_IMPORTS` set) the process also notes what its summary needs and
+Under `tritonhook run` / `capture` (`config.capture.NOTE_IMPORTS` set) the process also notes what its summary needs and
 cannot see otherwise: that this Python has no Triton to import, and that it imported cuTile, whose compiles only
 `capture --wheel-ptxas` records.
 """
@@ -35,10 +35,10 @@ def _note_imports() -> None:
     """Leave the notes the module docstring names, when the command's runner asked for them."""
     import importlib.util
 
-    from .config import NOTE_IMPORTS, NOTED_CUTILE, NOTED_TRITON_MISSING
+    from . import config
 
-    if not (folder := NOTE_IMPORTS.get()):
+    if not (folder := config.capture.NOTE_IMPORTS.get()):
         return
     if importlib.util.find_spec("triton") is None:
-        note(folder, NOTED_TRITON_MISSING)
-    after_import("cuda.tile", lambda _module: note(folder, NOTED_CUTILE))
+        note(folder, config.capture.NOTED_TRITON_MISSING)
+    after_import("cuda.tile", lambda _module: note(folder, config.capture.NOTED_CUTILE))

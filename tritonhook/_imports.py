@@ -123,10 +123,10 @@ def note_lost_captures(count: int) -> None:
     """Tell the `tritonhook run` / `capture` this process runs under, if any, that `count` of its captures could not
     be written: the run then fails, where a warning on stderr alone would leave its exit status 0. Noted at each
     loss, so a process killed later still told."""
-    from .config import NOTE_IMPORTS, NOTED_CAPTURES_LOST
+    from . import config
 
-    if folder := NOTE_IMPORTS.get():
-        note(folder, NOTED_CAPTURES_LOST, str(count))
+    if folder := config.capture.NOTE_IMPORTS.get():
+        note(folder, config.capture.NOTED_CAPTURES_LOST, str(count))
 
 
 def noted(folder: str) -> dict[str, list[str]]:

@@ -29,7 +29,8 @@ SOURCES = Path(__file__).parent
 
 def compiler() -> str:
     """The C compiler: `$CC`, else the first of cc, gcc, clang on PATH."""
-    chosen = config.CC.get() or next((found for name in ("cc", "gcc", "clang") if (found := shutil.which(name))), None)
+    chosen = config.paths.CC.get() or next((found for name in ("cc", "gcc", "clang") if (found := shutil.which(name))),
+                                           None)
     if not chosen:
         raise TritonhookError("no C compiler: set CC or install one (gcc), as Triton needs for its launchers")
     return chosen
@@ -42,7 +43,7 @@ def load(name: str) -> ModuleType:
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     cc = compiler()
     digest = hashlib.sha256(source.read_bytes() + suffix.encode() + cc.encode()).hexdigest()[:16]
-    built = Path(os.path.expanduser(config.NATIVE_CACHE.get())) / f"{name}-{digest}{suffix}"
+    built = Path(os.path.expanduser(config.paths.NATIVE_CACHE.get())) / f"{name}-{digest}{suffix}"
     if not built.exists():
         _build(source, built, cc)
     spec = importlib.util.spec_from_file_location(f"tritonhook.{name}", built)

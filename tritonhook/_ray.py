@@ -41,7 +41,7 @@ def cluster(address: str | None = None) -> Iterator[None]:
     if ray.is_initialized():
         yield
         return
-    with config.scope({config.RAY_USAGE_STATS_ENABLED.name: config.RAY_USAGE_STATS_ENABLED.get() or "0"}):
+    with config.scope({config.sweep.RAY_USAGE_STATS_ENABLED.name: config.sweep.RAY_USAGE_STATS_ENABLED.get() or "0"}):
         try:
             ray.init(address=address or None, include_dashboard=False, logging_level="WARNING")
         except (ConnectionError, RuntimeError, ValueError) as exc:

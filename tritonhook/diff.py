@@ -25,7 +25,7 @@ from .files import read_input
 from .format import count, delta, share, size_ratio
 from .measure.variants import Variant
 from .rename import DEFAULT_PREFIX, STRIP, rename_ptx, strip_ptx
-from .ptxas.binaries import assemble, ptxas_version
+from .binaries import assemble, ptxas_version
 
 KERNEL_METRICS: tuple[tuple[str, Callable], ...] = (
     ("registers", lambda k: k.registers),

@@ -25,7 +25,7 @@ from ._version import __version__
 from .cute.capture import dsl_version
 from .errors import TritonhookError
 from .store import SCHEMA_VERSION, NewerStoreError, Store
-from .ptxas.binaries import find_ptxas, ptxas_version
+from .binaries import find_ptxas, ptxas_version
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
 _STYLES = {OK: "green", WARN: "yellow", FAIL: "bold red", INFO: "cyan"}
@@ -118,7 +118,7 @@ def _ptxas_checks(triton_ok: bool) -> list[Check]:
         path, _ = _triton.ptxas_for(capability)
         topic = f"ptxas sm_{capability}"
         if path is None:
-            variable = config.TRITON_OVERRIDES[1 if capability >= 100 else 0][1].name
+            variable = config.ptxas.TRITON_OVERRIDES[1 if capability >= 100 else 0][1].name
             checks.append(Check(FAIL, topic, f"Triton finds no ptxas for sm_{capability}",
                                 advice=f"reinstall the triton wheel (it bundles ptxas) or set ${variable}"))
             continue
@@ -129,7 +129,7 @@ def _ptxas_checks(triton_ok: bool) -> list[Check]:
     if not triton_paths and not others:
         checks.append(Check(WARN, "ptxas", "no ptxas found (Triton, $CUDA_HOME, /usr/local/cuda*, PATH, pip wheels)",
                             advice="pip install nvidia-cuda-nvcc-cu12==12.8.93, or list paths in "
-                                   f"${config.PTXAS.name}"))
+                                   f"${config.ptxas.PTXAS.name}"))
     return checks
 
 
@@ -261,8 +261,8 @@ def _store_checks(store: str | os.PathLike | None) -> list[Check]:
     """`Store.verify` without repair, on the store given, else on the default one when it exists."""
     path = config.store_path(store)
     if store is None and not path.exists():
-        return [Check(INFO, "store", f"no store at {path} (the default: ${config.STORE.name} or ./"
-                                     f"{config.DEFAULT_STORE}); nothing to check")]
+        return [Check(INFO, "store", f"no store at {path} (the default: ${config.capture.STORE.name} or ./"
+                                     f"{config.capture.DEFAULT_STORE}); nothing to check")]
     try:
         report = Store(path, readonly=True).verify()
     except NewerStoreError as exc:

@@ -78,17 +78,17 @@ class Record:
     """Record the child's kernel launches (`sweep.record`), saved under `label`: one launch in `sample_every`
     timed, input snapshots up to `snapshot_budget` bytes a signature and `snapshot_total_budget` a process."""
 
-    label: str = config.RECORD_LABEL.default
-    sample_every: int = config.RECORD_SAMPLE.default
-    snapshot_budget: int = config.SNAPSHOT_BUDGET.default
-    snapshot_total_budget: int = config.SNAPSHOT_TOTAL_BUDGET.default
+    label: str = config.sweep.RECORD_LABEL.default
+    sample_every: int = config.sweep.RECORD_SAMPLE.default
+    snapshot_budget: int = config.sweep.SNAPSHOT_BUDGET.default
+    snapshot_total_budget: int = config.sweep.SNAPSHOT_TOTAL_BUDGET.default
 
     @classmethod
     def configured(cls, environ: Mapping[str, str] | None = None) -> "Record":
         """The sampling and budgets this process's environment sets (a user's settings travel on to the
         workload's processes), whether or not it records."""
-        return cls(config.RECORD_LABEL.get(environ), config.RECORD_SAMPLE.get(environ),
-                   config.SNAPSHOT_BUDGET.get(environ), config.SNAPSHOT_TOTAL_BUDGET.get(environ))
+        return cls(config.sweep.RECORD_LABEL.get(environ), config.sweep.RECORD_SAMPLE.get(environ),
+                   config.sweep.SNAPSHOT_BUDGET.get(environ), config.sweep.SNAPSHOT_TOTAL_BUDGET.get(environ))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,10 +105,10 @@ class AbRound:
     def current(cls, environ: Mapping[str, str] | None = None) -> "AbRound | None":
         """This process's round under `tritonhook ab`, None outside it: read on each timing a child reports, so it
         reads the A/B variables alone (not the capture part, whose rename loads the Triton adapter)."""
-        if not config.AB_OUT.get(environ):
+        if not config.ab.AB_OUT.get(environ):
             return None
-        return cls(config.AB_OUT.get(environ), config.AB_VARIANT.get(environ), config.AB_ROUND.get(environ),
-                   config.AB_OUTPUTS.get(environ))
+        return cls(config.ab.AB_OUT.get(environ), config.ab.AB_VARIANT.get(environ), config.ab.AB_ROUND.get(environ),
+                   config.ab.AB_OUTPUTS.get(environ))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,16 +166,16 @@ class ChildSettings:
         part's."""
         base = os.environ if base is None else base
         values: dict[EnvVar, object] = {**self._capture_values(), **self._record_values(), **self._ab_values()}
-        for var, value in ((config.CAPTURE_TOKEN, self.token), (config.NOTE_IMPORTS, self.notes),
-                           (config.CUDA_VISIBLE_DEVICES, self.visible_devices)):
+        for var, value in ((config.ptxas.CAPTURE_TOKEN, self.token), (config.capture.NOTE_IMPORTS, self.notes),
+                           (config.sweep.CUDA_VISIBLE_DEVICES, self.visible_devices)):
             if value is not None:
                 values[var] = value
         values.update(self._ptxas_values(base))
         values.update(self._cute_values(base))
         if self.inductor_through_triton:
-            values[config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER] = "0"
+            values[config.memwatch.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER] = "0"
         if self.capture is not None or self.import_from:
-            values[config.PYTHONPATH] = self._import_path(base)
+            values[config.paths.PYTHONPATH] = self._import_path(base)
         return {var.name: var.encode(value) for var, value in values.items()}
 
     @classmethod
@@ -184,14 +184,14 @@ class ChildSettings:
         from . import rename as _rename
 
         capture = record = None
-        if config.ENABLE.get(environ):
-            capture = Capture(config.STORE.get(environ), _rename.decode(config.RENAME.get(environ)),
-                              config.SELECT.get(environ), config.FIX_TMA_SCOPE.get(environ),
-                              config.APPLY.get(environ))
-        if config.RECORD.get(environ):
+        if config.capture.ENABLE.get(environ):
+            capture = Capture(config.capture.STORE.get(environ), _rename.decode(config.rename.RENAME.get(environ)),
+                              config.rename.SELECT.get(environ), config.capture.FIX_TMA_SCOPE.get(environ),
+                              config.decisions.APPLY.get(environ))
+        if config.sweep.RECORD.get(environ):
             record = Record.configured(environ)
-        return cls(capture, record, AbRound.current(environ), token=config.CAPTURE_TOKEN.get(environ),
-                   notes=config.NOTE_IMPORTS.get(environ))
+        return cls(capture, record, AbRound.current(environ), token=config.ptxas.CAPTURE_TOKEN.get(environ),
+                   notes=config.capture.NOTE_IMPORTS.get(environ))
 
     def _capture_values(self) -> dict[EnvVar, object]:
         from . import rename as _rename
@@ -199,55 +199,56 @@ class ChildSettings:
         if self.capture is None:
             return {}
         on = Capture(None) if self.capture == OFF else self.capture
-        return {config.ENABLE: self.capture != OFF, config.STORE: on.store, config.RENAME: _rename.encode(on.rename),
-                config.SELECT: on.select, config.FIX_TMA_SCOPE: on.fix_tma_scope, config.APPLY: on.apply}
+        return {config.capture.ENABLE: self.capture != OFF, config.capture.STORE: on.store,
+                config.rename.RENAME: _rename.encode(on.rename), config.rename.SELECT: on.select,
+                config.capture.FIX_TMA_SCOPE: on.fix_tma_scope, config.decisions.APPLY: on.apply}
 
     def _record_values(self) -> dict[EnvVar, object]:
         if self.record is None:
             return {}
         on = Record() if self.record == OFF else self.record
-        return {config.RECORD: self.record != OFF, config.RECORD_LABEL: on.label,
-                config.RECORD_SAMPLE: on.sample_every, config.SNAPSHOT_BUDGET: on.snapshot_budget,
-                config.SNAPSHOT_TOTAL_BUDGET: on.snapshot_total_budget}
+        return {config.sweep.RECORD: self.record != OFF, config.sweep.RECORD_LABEL: on.label,
+                config.sweep.RECORD_SAMPLE: on.sample_every, config.sweep.SNAPSHOT_BUDGET: on.snapshot_budget,
+                config.sweep.SNAPSHOT_TOTAL_BUDGET: on.snapshot_total_budget}
 
     def _ab_values(self) -> dict[EnvVar, object]:
         if self.ab is None:
             return {}
-        return {config.AB_OUT: self.ab.out, config.AB_VARIANT: self.ab.variant, config.AB_ROUND: self.ab.round_index,
-                config.AB_OUTPUTS: self.ab.outputs}
+        return {config.ab.AB_OUT: self.ab.out, config.ab.AB_VARIANT: self.ab.variant,
+                config.ab.AB_ROUND: self.ab.round_index, config.ab.AB_OUTPUTS: self.ab.outputs}
 
     def _ptxas_values(self, env: Mapping[str, str]) -> dict[EnvVar, object]:
         if self.ptxas is None:
             return {}
         values: dict[EnvVar, object] = {}
-        for var, binary in ((config.TRITON_PTXAS_PATH, self.ptxas.triton),
-                            (config.TRITON_PTXAS_BLACKWELL_PATH, self.ptxas.blackwell)):
+        for var, binary in ((config.ptxas.TRITON_PTXAS_PATH, self.ptxas.triton),
+                            (config.ptxas.TRITON_PTXAS_BLACKWELL_PATH, self.ptxas.blackwell)):
             if binary is not None:
                 values[var] = binary
         if self.ptxas.options:
-            values[config.PTXAS_OPTIONS] = " ".join([*(config.PTXAS_OPTIONS.get(env) or "").split(),
+            values[config.ptxas.PTXAS_OPTIONS] = " ".join([*(config.ptxas.PTXAS_OPTIONS.get(env) or "").split(),
                                                      *self.ptxas.options])
         if self.ptxas.path_first is not None:
-            values[config.PATH] = [self.ptxas.path_first, *config.PATH.get(env)]
+            values[config.paths.PATH] = [self.ptxas.path_first, *config.paths.PATH.get(env)]
         if self.ptxas.cache_dir is not None:
-            values[config.TRITON_CACHE_DIR] = self.ptxas.cache_dir
+            values[config.report.TRITON_CACHE_DIR] = self.ptxas.cache_dir
         return values
 
     def _cute_values(self, env: Mapping[str, str]) -> dict[EnvVar, object]:
         if self.cute_keep is None:
             return {}
         if self.cute_keep.legacy:
-            return {config.CUTE_DSL_DUMP_DIR: self.cute_keep.dump_dir, config.CUTE_DSL_KEEP_PTX: True,
-                    config.CUTE_DSL_KEEP_CUBIN: True}
-        tokens = [t for t in config.CUTE_DSL_KEEP.get(env).split(",") if t.strip()]
-        return {config.CUTE_DSL_DUMP_DIR: self.cute_keep.dump_dir,
-                config.CUTE_DSL_KEEP: ",".join(dict.fromkeys([*tokens, "ptx", "cubin"]))}
+            return {config.cute.CUTE_DSL_DUMP_DIR: self.cute_keep.dump_dir, config.cute.CUTE_DSL_KEEP_PTX: True,
+                    config.cute.CUTE_DSL_KEEP_CUBIN: True}
+        tokens = [t for t in config.cute.CUTE_DSL_KEEP.get(env).split(",") if t.strip()]
+        return {config.cute.CUTE_DSL_DUMP_DIR: self.cute_keep.dump_dir,
+                config.cute.CUTE_DSL_KEEP: ",".join(dict.fromkeys([*tokens, "ptx", "cubin"]))}
 
     def _import_path(self, env: Mapping[str, str]) -> list[str]:
         """PYTHONPATH: tritonhook's sitecustomize first when the child captures (it enables capture at start-up;
         kept as the parent has it when capture is inherited), then `import_from`, then the parent's other entries."""
-        bootstrap = str(config.BOOTSTRAP_DIR)
-        inherited = config.PYTHONPATH.get(env)
+        bootstrap = str(config.capture.BOOTSTRAP_DIR)
+        inherited = config.paths.PYTHONPATH.get(env)
         own = [p for p in inherited if p not in (bootstrap, self.import_from)]
         captures = isinstance(self.capture, Capture) or (self.capture is None and bootstrap in inherited)
         return [*([bootstrap] if captures else []), *([self.import_from] if self.import_from else []), *own]

@@ -21,7 +21,6 @@ import sys
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from . import config, format
-from .config import WARN_BYTES
 from .cubin import Cubin
 from .errors import TritonhookError, warn
 from .format import human_bytes
@@ -90,8 +89,8 @@ def find_gpu(name: str, *, given_as: str = "--gpu") -> GpuSpec:
 
 def named_gpu() -> GpuSpec | None:
     """The GPU named by $TRITONHOOK_GPU (an error listing the valid names when it is not one), else None."""
-    name = config.GPU.get()
-    return find_gpu(name, given_as=f"${config.GPU.name}") if name else None
+    name = config.capture.GPU.get()
+    return find_gpu(name, given_as=f"${config.capture.GPU.name}") if name else None
 
 
 def visible_gpu() -> GpuSpec | None:
@@ -120,7 +119,7 @@ def visible_gpu_name() -> str | None:
     except Exception:  # noqa: BLE001 - no bindings, no driver, no GPU: nothing is visible
         return None
     try:
-        first = config.CUDA_VISIBLE_DEVICES.get().split(",")[0].strip()
+        first = config.sweep.CUDA_VISIBLE_DEVICES.get().split(",")[0].strip()
         handle = (pynvml.nvmlDeviceGetHandleByUUID(first) if first.startswith(("GPU-", "MIG-")) else
                   pynvml.nvmlDeviceGetHandleByIndex(int(first)))
         name = pynvml.nvmlDeviceGetName(handle)
@@ -349,9 +348,9 @@ def _read_cubin(store: Store, capture: Capture) -> Cubin:
 # ----- capture-time check ---------------------------------------------------------------------------------------
 def capture_checker() -> Callable[[int, object], None]:
     """A `Session.listeners` callback for one capture session: warns once per (entry, arch) when a captured
-    kernel would reserve more than WARN_BYTES on the GPU it is meant for (`warning_gpus`). A bad $TRITONHOOK_GPU
-    fails here, when capture starts. Each distinct cubin is parsed once: cache hits of a kernel already checked
-    cost a hash, not a parse, in the compile hook."""
+    kernel would reserve more than `config.capture.WARN_BYTES` on the GPU it is meant for (`warning_gpus`). A bad
+    $TRITONHOOK_GPU fails here, when capture starts. Each distinct cubin is parsed once: cache hits of a kernel
+    already checked cost a hash, not a parse, in the compile hook."""
     named = named_gpu()
     visible: list[GpuSpec | None] = []  # looked up at the first cubin, not at enable()
     warned: set[tuple[str, str]] = set()
@@ -368,7 +367,7 @@ def capture_checker() -> Callable[[int, object], None]:
         if named is None and not visible:
             visible.append(visible_gpu())
         predictions = warning_predictions(cubin_bytes, f"capture {capture_id}", named or visible[0])
-        if not any(p.reserve_low > WARN_BYTES for p in predictions):
+        if not any(p.reserve_low > config.capture.WARN_BYTES for p in predictions):
             return
         if _held is not None:  # every config of an autotuned kernel: which one the workload runs is not known yet
             _held.predictions[capture_id] = (getattr(event, "triton_hash", None), predictions)
@@ -445,7 +444,7 @@ def warning_text(predictions: list[Prediction], capture_id: int | None = None) -
     gib = 2**30
     low, high = min(p.reserve_low for p in predictions), max(p.reserve_high for p in predictions)
     gpus = first.gpu.name if len(predictions) == 1 else \
-        f"{' or '.join(p.gpu.name for p in predictions)} (whichever runs it; ${config.GPU.name} names yours)"
+        f"{' or '.join(p.gpu.name for p in predictions)} (whichever runs it; ${config.capture.GPU.name} names yours)"
     calls = f"; it calls {', '.join(first.syscalls)}" if first.syscalls else ""
     return (f"tritonhook preflight: kernel {first.kernel}{where} for {first.arch} would make the driver "
             f"reserve {low / gib:.2f}-{high / gib:.2f} GiB of stack on {gpus} for the life of the context "

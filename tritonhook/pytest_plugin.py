@@ -40,16 +40,16 @@ def pytest_addoption(parser) -> None:
     group.addoption("--tritonhook-store", default=None, metavar="DIR",
                     help="the store the tests' kernels are recorded into (default: $TRITONHOOK_STORE or "
                          "./tritonhook-store)")
-    group.addoption("--tritonhook-threshold", type=float, default=settings.CHECK_THRESHOLD, metavar="FRACTION",
+    group.addoption("--tritonhook-threshold", type=float, default=settings.check.THRESHOLD, metavar="FRACTION",
                     help=f"a kernel regressed when at least this much slower and its interval excludes 1 (default "
-                         f"{settings.CHECK_THRESHOLD})")
-    group.addoption("--tritonhook-max-unchecked", type=float, default=settings.CHECK_MAX_UNCHECKED,
+                         f"{settings.check.THRESHOLD})")
+    group.addoption("--tritonhook-max-unchecked", type=float, default=settings.check.MAX_UNCHECKED,
                     metavar="FRACTION",
                     help=f"fail the session when the kernel signatures not checked (unmatched, not replayed) make "
-                         f"more than this share of the GPU time (default {settings.CHECK_MAX_UNCHECKED}; 1: never)")
-    group.addoption("--tritonhook-rounds", type=int, default=settings.SWEEP_DEFAULT_ROUNDS, metavar="N",
+                         f"more than this share of the GPU time (default {settings.check.MAX_UNCHECKED}; 1: never)")
+    group.addoption("--tritonhook-rounds", type=int, default=settings.sweep.DEFAULT_ROUNDS, metavar="N",
                     help=f"the most interleaved rounds per signature; each stops once its always-valid interval "
-                         f"has decided (default {settings.SWEEP_DEFAULT_ROUNDS})")
+                         f"has decided (default {settings.sweep.DEFAULT_ROUNDS})")
     group.addoption("--tritonhook-fixed-rounds", action="store_true",
                     help="time every signature --tritonhook-rounds rounds (as tritonhook check --fixed-rounds)")
     group.addoption("--tritonhook-junit", default=None, metavar="FILE",

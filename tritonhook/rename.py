@@ -80,9 +80,9 @@ def _apply(ptx: str, new_name: Callable[[str], str], entry: str | None) -> str:
 def prefixer(prefix: str) -> Callable[[str], str]:
     """name -> prefix + name, except for names that already start with the prefix (never prefix twice)."""
     _check_name(prefix, what="rename prefix")
-    if len(prefix) > config.PREFIX_MAX_CHARS:
+    if len(prefix) > config.rename.PREFIX_MAX_CHARS:
         raise TritonhookError(f"rename prefix {prefix[:20]!r}...: {len(prefix)} characters, at most "
-                              f"{config.PREFIX_MAX_CHARS}")
+                              f"{config.rename.PREFIX_MAX_CHARS}")
     return lambda name: name if name.startswith(prefix) else prefix + name
 
 

@@ -5,7 +5,7 @@ on PYTHONPATH), with an optional rename and the TMA-scope fix; `capture_command`
 without installing anything: Triton's ptxas calls through wrappers named in Triton's variables, CuTe DSL's kept
 files, and the pip-wheel ptxas that cuTile runs (wrapped for the command's duration). Both return a `RunResult`,
 whose hints say what the command compiled that could not be captured (its Python has no Triton; it used cuTile
-without --wheel-ptxas), from the notes its processes leave (`config.NOTE_IMPORTS`). Those notes also count the
+without --wheel-ptxas), from the notes its processes leave (`config.capture.NOTE_IMPORTS`). Those notes also count the
 captures its processes could not write (a full disk): a run that lost any has failed (`RunResult.status`), since
 its store is not what the command compiled, unless the caller accepts the loss.
 """
@@ -109,7 +109,7 @@ def capture_command(command: list[str], store: Store | str | os.PathLike | None 
     restore_orphans()  # a killed capture's wrapped wheel ptxas would record nothing, for it or for this run
     wheels = wheel_ptxas_wrapped(store.path, token) if wheel_ptxas else contextlib.nullcontext()
     with tempfile.TemporaryDirectory(prefix="tritonhook-capture-") as work, wheels:
-        dump = config.CUTE_DSL_DUMP_DIR.get() or str(Path(work) / "cute-dump")
+        dump = config.cute.CUTE_DSL_DUMP_DIR.get() or str(Path(work) / "cute-dump")
         notes = Path(work) / "notes"
         notes.mkdir()
         settings = ChildSettings(capture=Capture.of(store.path), ptxas=side_wrappers(work, store.path),
@@ -137,11 +137,11 @@ def _result(store: Store, before: int, exit_code: int, notes_folder: str, *, cut
     by_frontend = dict(collections.Counter(c.frontend for c in new))
     hints = [] if new else [f"tritonhook: {python} cannot import triton, so nothing it ran was captured; install "
                             f"Triton there: {python} -m pip install '{REQUIREMENT}'"
-                            for python in notes.get(config.NOTED_TRITON_MISSING, [])]
+                            for python in notes.get(config.capture.NOTED_TRITON_MISSING, [])]
     if cutile_hint and (hint := _wheel_ptxas_hint(notes, by_frontend)):
         hints.append(hint)
     return RunResult(str(store.path), exit_code, [c.id for c in new], by_frontend, hints,
-                     noted_count(notes_folder, config.NOTED_CAPTURES_LOST))
+                     noted_count(notes_folder, config.capture.NOTED_CAPTURES_LOST))
 
 
 def _wheel_ptxas_hint(notes: dict[str, list[str]], by_frontend: dict[str, int]) -> str | None:
@@ -152,7 +152,7 @@ def _wheel_ptxas_hint(notes: dict[str, list[str]], by_frontend: dict[str, int]) 
 
     if by_frontend.get("cutile"):
         return None
-    if config.NOTED_CUTILE in notes:
+    if config.capture.NOTED_CUTILE in notes:
         what = "the command imported cuda.tile and no cuTile kernel was captured"
     elif not by_frontend:
         what = "nothing captured"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gluon_kernels._compat import TRITON_VERSION
-from tritonhook.ptxas import binaries as tools
+from tritonhook import binaries as tools
 from tritonhook._triton import triton_ptxas
 from tritonhook.cubin import Cubin
 

@@ -75,7 +75,7 @@ def test_rename_gives_the_cutlass_variant_of_the_same_source(tmp_path, monkeypat
 
 def test_rename_ptx_then_assemble(tmp_path):
     from tritonhook._triton import triton_ptxas
-    from tritonhook.ptxas.binaries import assemble
+    from tritonhook.binaries import assemble
     from tritonhook.rename import rename_ptx
     from tritonhook.cubin import Cubin
 

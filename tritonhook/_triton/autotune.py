@@ -494,7 +494,7 @@ class AutotuneTracer(_AutotunerWrapping):
         length: trifast rounds it to a power of two), runs the pick made at the other shapes untimed there: benchmark
         every config at this call first, as Triton's own benchmark would (the candidates recorded, its outputs reset
         after, `reset_to_zero`), and record it as a decision whose pick is the one the workload then runs
-        (`AutotuneDecision.made_at`), at most `config.RECORD_SHAPES_PER_KEY` shapes per key."""
+        (`AutotuneDecision.made_at`), at most `config.sweep.RECORD_SHAPES_PER_KEY` shapes per key."""
         decided = self._shapes_decided.get(autotuner)
         if not decided or len(autotuner.configs) < 2:
             return
@@ -505,7 +505,7 @@ class AutotuneTracer(_AutotunerWrapping):
             decided["seen"].add(shape)
             key = tuning_key(autotuner, args, kwargs)
             made = decided["keys"].get(key)
-            if made is None or shape in made["shapes"] or len(made["shapes"]) > config.RECORD_SHAPES_PER_KEY:
+            if made is None or shape in made["shapes"] or len(made["shapes"]) > config.sweep.RECORD_SHAPES_PER_KEY:
                 return
             made["shapes"].add(shape)
             frame = {"group": None, "candidate": None}

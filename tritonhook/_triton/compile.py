@@ -50,7 +50,7 @@ PtxTransform = Callable[[str, dict], str]
 CubinTransform = Callable[[str, dict, dict, Callable[[], bytes]], bytes]
 """`f(ptx, metadata, ptxas_options, build_plain) -> cubin`: builds the "cubin" stage instead of Triton (a decision's
 ptxas, options or control file, `tritonhook.decisions`); `ptxas_options` are the compile's options ptxas sees
-(`enable_fp_fusion`, `ptx_options`: what `ptxas.binaries.triton_ptxas_args` reads), `build_plain()` Triton's own
+(`enable_fp_fusion`, `ptx_options`: what `binaries.triton_ptxas_args` reads), `build_plain()` Triton's own
 build."""
 
 
@@ -137,7 +137,8 @@ def triton_ptxas(gpu_name: str) -> str:
 
 
 # ----- whether a child process's compiles can run a variant's ptxas and options (ab's variants) -----------------
-_PTXAS_KNOBS = (("ptxas", config.TRITON_PTXAS_PATH), ("ptxas_blackwell", config.TRITON_PTXAS_BLACKWELL_PATH))
+_PTXAS_KNOBS = (("ptxas", config.ptxas.TRITON_PTXAS_PATH),
+                ("ptxas_blackwell", config.ptxas.TRITON_PTXAS_BLACKWELL_PATH))
 
 
 def check_ptxas_arm(what: str, ptxas: str | None, args: Sequence[str]) -> None:
@@ -153,13 +154,14 @@ def check_ptxas_arm(what: str, ptxas: str | None, args: Sequence[str]) -> None:
     knobs, an argument Triton would split."""
     from triton import knobs
 
-    wanted = [knob for knob in _PTXAS_KNOBS if ptxas] + ([("ptxas_options", config.PTXAS_OPTIONS)] if args else [])
+    wanted = [knob for knob in _PTXAS_KNOBS if ptxas] + ([("ptxas_options", config.ptxas.PTXAS_OPTIONS)] if args
+                                                          else [])
     for name, var in wanted:
         knob = next((vars(cls)[name] for cls in type(knobs.nvidia).__mro__ if name in vars(cls)), None)
         if getattr(knob, "key", None) != var.name:
             raise TritonhookError(f"{what}: Triton {triton_version()} does not read {var.name} "
                                   f"(knobs.nvidia.{name}), so its compile cannot be given this variant's ptxas "
-                                  f"{'binary' if var is not config.PTXAS_OPTIONS else 'options'}")
+                                  f"{'binary' if var is not config.ptxas.PTXAS_OPTIONS else 'options'}")
     if args and "ptx_options" not in option_names():
         raise TritonhookError(f"{what}: Triton {triton_version()} has no compile option ptx_options, so its "
                               f"compile cannot be given this variant's ptxas options")

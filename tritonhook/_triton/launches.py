@@ -309,7 +309,7 @@ def inductor_launches_through_triton() -> Iterator[None]:
     reads the config when it builds a kernel's launcher, so kernels built before the block keep theirs."""
     inductor_config = sys.modules.get("torch._inductor.config")
     saved = getattr(inductor_config, "use_static_cuda_launcher", None)
-    with config.scope({config.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER.name: "0"}):
+    with config.scope({config.memwatch.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER.name: "0"}):
         if inductor_config is not None:
             inductor_config.use_static_cuda_launcher = False
         try:

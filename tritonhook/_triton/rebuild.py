@@ -75,7 +75,7 @@ def _helpers(roots: list, own_module: str) -> bytes | None:
     the text of every module that defines a JIT function `roots` reach, in the order they must be executed (a
     module after those it calls into); None when they reach none outside `own_module`. Triton's own modules are
     never recorded (the rebuild's release brings its own), nor `__main__` (no module imports from it); modules past
-    `config.REBUILD_HELPERS_MAX_BYTES` in all are named in `left_out` and imported from what is installed."""
+    `config.upgrade.REBUILD_HELPERS_MAX_BYTES` in all are named in `left_out` and imported from what is installed."""
     try:
         modules = _helper_order(roots)
     except Exception:  # noqa: BLE001 - a walk this release's Triton refuses: the rebuild imports what is installed
@@ -91,7 +91,7 @@ def _helpers(roots: list, own_module: str) -> bytes | None:
             left_out.append(name)
             continue
         size += len(text)
-        if size > config.REBUILD_HELPERS_MAX_BYTES:
+        if size > config.upgrade.REBUILD_HELPERS_MAX_BYTES:
             left_out.append(name)
             continue
         recorded.append({"module": name, "file": path, "text": text.decode("utf-8", "replace")})

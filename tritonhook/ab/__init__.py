@@ -22,9 +22,9 @@ from ..measure.variants import parse_variants
 from .protocol import bench, collect, read_records, record
 from .result import (ABReport, ABWorkloadEstimate, BenchmarkResult, SavedABResult, SavedABResults, VariantResult,
                      analyze, saved_results)
-from .runner import MIN_ROUNDS, compare, kernel_deltas, kernel_summaries, run_interleaved
+from .runner import compare, kernel_deltas, kernel_summaries, run_interleaved
 
-__all__ = ["MIN_ROUNDS", "ABReport", "ABWorkloadEstimate", "BenchmarkResult",
+__all__ = ["ABReport", "ABWorkloadEstimate", "BenchmarkResult",
            "SavedABResult", "SavedABResults", "VariantResult", "analyze", "attention_flops", "bench",
            "bench_interleaved", "bootstrap_ratio", "collect", "compare", "kernel_deltas",
            "kernel_summaries",

@@ -9,9 +9,9 @@ import os
 import time
 from typing import Iterable, Sequence
 
-from .. import format
+from .. import config, format
 from ..errors import TritonhookError
-from ..measure.stats import DEFAULT_MIN_EFFECT, Summary, ratio_interval, summarize, verdict
+from ..measure.stats import Summary, ratio_interval, summarize, verdict
 from ..measure.variants import Variant
 from ..rename import exact_names_pattern
 from ..store import ResultKind, Store, register_result_kind
@@ -48,7 +48,7 @@ class BenchmarkResult:
 
 
 def analyze(name: str, samples: dict[str, list[float]], variants: Sequence[Variant], *, flops: float | None,
-            correctness: str, min_effect: float = DEFAULT_MIN_EFFECT) -> BenchmarkResult:
+            correctness: str, min_effect: float = config.ab.DEFAULT_MIN_EFFECT) -> BenchmarkResult:
     """One benchmark's per-variant statistics; the first variant is the baseline."""
     missing = [v.label for v in variants if not samples.get(v.label)]
     if missing:
@@ -93,7 +93,7 @@ class ABReport:
     select: str | None
     command: list[str] | None
     kernels: dict[str, list[dict]]   # variant label -> cubin summaries of the kernels it built
-    min_effect: float = DEFAULT_MIN_EFFECT
+    min_effect: float = config.ab.DEFAULT_MIN_EFFECT
     ab_id: int | None = None          # id in the store
     why: dict[str, list[dict]] = dataclasses.field(default_factory=dict)  # variant label -> its kernels'
     # cubin.CubinDelta.to_json() against the baseline's builds (`runner.kernel_deltas`): why its rows moved
@@ -169,7 +169,7 @@ class ABReport:
                                           [_variant_result(v) for v in b["variants"]]) for b in data["benchmarks"]]
             variants = [Variant.from_json(v) for v in data["variants"]]
             return cls(benchmarks, variants, data["rounds"], data["select"], data["command"], data["kernels"],
-                       data.get("min_effect", DEFAULT_MIN_EFFECT), data.get("id", data.get("ab_id")),
+                       data.get("min_effect", config.ab.DEFAULT_MIN_EFFECT), data.get("id", data.get("ab_id")),
                        why=data.get("why") or {})
         except (KeyError, TypeError, IndexError) as exc:
             raise TritonhookError(f"{source}: malformed A/B result ({type(exc).__name__}: {exc})") from None

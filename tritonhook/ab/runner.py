@@ -10,15 +10,13 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .. import _triton, format, preflight
+from .. import _triton, config, format, preflight
 
-from ..ptxas import binaries
-from ..config import MIN_ROUNDS
+from .. import binaries
 from ..cubin import Cubin, CubinDeltas
 from ..errors import TritonhookError
 from ..launcher import AbRound, Capture, ChildSettings, Ptxas, run_workload
 from ..measure.outputs import compare_outputs
-from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.timing import bench_interleaved, round_order
 from ..measure.variants import PLAIN, Variant, parse_variants, refuse_configs
 from ..rename import DEFAULT_PREFIX, Selector
@@ -50,7 +48,7 @@ def _late_captures(store, active, *, enabled: bool):
 def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, DEFAULT_PREFIX), *, flops: float | None = None,
             check="allclose", inputs: Sequence = (), rounds: int = 10, select: Selector = None, store=None,
             name: str | None = None, warmup_ms: float = 25.0, rep_ms: float = 100.0,
-            min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = True) -> ABReport:
+            min_effect: float = config.ab.DEFAULT_MIN_EFFECT, progress: bool = True) -> ABReport:
     """Time `run(*inputs)` under each variant, `rounds` times interleaved, in this process.
 
     `run` launches the workload and returns its output (compared with `check`). Every build is captured into
@@ -102,14 +100,14 @@ def compare(run: Callable, variants: str | Sequence[str] = (PLAIN, DEFAULT_PREFI
 
 # ----- in fresh processes (the CLI) -----------------------------------------------------------------------------
 def run_interleaved(command: list[str], variants: Sequence[Variant], *, rounds: int, store, select: str | None,
-                    check: str | None = "allclose", min_effect: float = DEFAULT_MIN_EFFECT,
+                    check: str | None = "allclose", min_effect: float = config.ab.DEFAULT_MIN_EFFECT,
                     progress: bool = True) -> ABReport:
     """Run `command` once per variant per round (A B, B A, ...: `measure.timing.round_order`), each in a fresh
     process, and analyse the timings it reports. Each child captures into `store` with its variant's rename, and
     compiles with its variant's ptxas, options and control file (`_arm_builds`); every Triton build an arm captured
     is checked to have been made so."""
-    if rounds < MIN_ROUNDS:
-        raise TritonhookError(f"--rounds {rounds}: use at least {MIN_ROUNDS} so the interval means something")
+    if rounds < config.ab.MIN_ROUNDS:
+        raise TritonhookError(f"--rounds {rounds}: use at least {config.ab.MIN_ROUNDS} so the interval means something")
     records, pids = [], {v.label: set() for v in variants}
     last_before = store.last_id()  # the children's captures are the ones after it
     with tempfile.TemporaryDirectory(prefix="tritonhook-ab-") as scratch, \

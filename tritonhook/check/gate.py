@@ -4,9 +4,9 @@ the same kernel and specialization (told apart by their code where several build
 the current run's own inputs), and a verdict per signature.
 
 The rule (docs/check.md#the-rule). A signature *regressed* when the current build's time over the baseline build's
-(the median of the rounds' paired ratios) is at least 1 + threshold (default 3%, `config.CHECK_THRESHOLD`) AND its
+(the median of the rounds' paired ratios) is at least 1 + threshold (default 3%, `config.check.THRESHOLD`) AND its
 95% interval lies wholly above 1 (`measure.stats.verdict`'s "slower" with `min_effect` set to the threshold, the
-very rule the sweep uses, at the gate's threshold) AND the two medians differ by more than `config.CHECK_TICK_FLOOR`
+very rule the sweep uses, at the gate's threshold) AND the two medians differ by more than `config.check.TICK_FLOOR`
 ticks of the event timer. Why each: the interval alone calls real but harmless shifts of a fraction of a percent a
 regression; the threshold alone calls the noise of a short or jittery kernel one; and a kernel of a few µs whose two
 identical builds land one 32 ns tick apart, run after run, reads 3.5% slower with an interval that can exclude 1
@@ -16,7 +16,7 @@ processes and regressed only if it is so judged there too (`_retested`). The rep
 precise enough; `rounds` is the cap), so the interval is valid however early it stopped; a fixed-rounds plan times
 every signature `rounds` rounds with `ratio_interval`. Its *outputs changed* when the replay's output check calls
 the current build's outputs "differ" from the baseline build's: beyond the tolerance, or NaN/Inf where the baseline
-has none (`measure.outputs`); "close" (another rounding order, within `config.SWEEP_RTOL`) is shown, not failed, as
+has none (`measure.outputs`); "close" (another rounding order, within `config.sweep.RTOL`) is shown, not failed, as
 a code change that reorders a sum produces it by design.
 
 A current build whose kernel `.text` and launch metadata equal the baseline's is not timed ("SASS identical":
@@ -24,7 +24,7 @@ the same machine code cannot regress), unless `time_identical` (an A/A of the ga
 measurement needs). A signature that cannot be replayed (a fault, a build missing from the store) or matched is
 listed as not checked with its share of the current run's GPU time, and fails no kernel: a kernel fails on
 evidence, not on its absence. But the gate does not pass on absence either: when the signatures left unchecked
-make more than `max_unchecked` of the GPU time (default `config.CHECK_MAX_UNCHECKED`), it fails with its own exit
+make more than `max_unchecked` of the GPU time (default `config.check.MAX_UNCHECKED`), it fails with its own exit
 status (`CheckResult.exit_code`).
 """
 
@@ -52,9 +52,9 @@ UNCOMPARED_METADATA = ("hash", "name", "extern_libs", "triton_version")
 after a rename, where libdevice was installed, the release) and so do not stop the two being "SASS identical"."""
 
 
-def gate_plan(*, threshold: float = config.CHECK_THRESHOLD, rounds: int = config.SWEEP_DEFAULT_ROUNDS,
-              fixed_rounds: bool = False, l2: str = config.SWEEP_L2_MODES[0],
-              l2_dirt: str = config.SWEEP_L2_DIRT[0]) -> ReplayPlan:
+def gate_plan(*, threshold: float = config.check.THRESHOLD, rounds: int = config.sweep.DEFAULT_ROUNDS,
+              fixed_rounds: bool = False, l2: str = config.sweep.L2_MODES[0],
+              l2_dirt: str = config.sweep.L2_DIRT[0]) -> ReplayPlan:
     """The replay the gate runs: every signature, `rounds` the cap of its adaptive rounds (or, `fixed_rounds`, the
     count of every signature's), the threshold as the verdicts' min-effect. Checked when made: the CLI and the
     pytest plugin make it before the workload runs, so bad input is one line and no lost run."""
@@ -63,7 +63,7 @@ def gate_plan(*, threshold: float = config.CHECK_THRESHOLD, rounds: int = config
 
 
 def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPlan | None = None, *,
-          max_unchecked: float = config.CHECK_MAX_UNCHECKED, time_identical: bool = False, progress: bool = False,
+          max_unchecked: float = config.check.MAX_UNCHECKED, time_identical: bool = False, progress: bool = False,
           worker: Sequence[str] = WORKER) -> CheckResult:
     """Replay `recording` (the current run, in `store`) with each signature's baseline build and current build
     under `plan` (`gate_plan`; its default without one), judge every signature (see the module docstring), save
@@ -201,11 +201,11 @@ def _launch(built: BuiltVariant) -> dict:
 
 def within_tick_floor(baseline_ms: float | None, current_ms: float | None) -> bool:
     """Whether the current build's median time exceeds the baseline build's by no more than
-    `config.CHECK_TICK_FLOOR` ticks of the event timer (`config.EVENT_TICK_MS`): a difference the timer cannot
+    `config.check.TICK_FLOOR` ticks of the event timer (`config.check.EVENT_TICK_MS`): a difference the timer cannot
     tell from its own quantization, however the ratio and its interval read."""
     if baseline_ms is None or current_ms is None:
         return False
-    return (current_ms - baseline_ms) / config.EVENT_TICK_MS <= config.CHECK_TICK_FLOOR + 1e-6  # ms round off
+    return (current_ms - baseline_ms) / config.check.EVENT_TICK_MS <= config.check.TICK_FLOOR + 1e-6  # ms round off
 
 
 def _judged(row, key: str) -> KernelCheck:
@@ -219,7 +219,7 @@ def _judged(row, key: str) -> KernelCheck:
     verdict = current.verdict
     if verdict == "slower" and within_tick_floor(base.median_ms, current.median_ms):
         verdict = (f"slower by {(current.median_ms - base.median_ms) * 1e6:.0f} ns: within "
-                   f"{config.CHECK_TICK_FLOOR} timer ticks")
+                   f"{config.check.TICK_FLOOR} timer ticks")
     status = OUTPUTS_CHANGED if row.outputs == DIFFER else REGRESSED if verdict == "slower" else PASSED
     return KernelCheck(row.signature, row.kernel, row.label, key, row.share, current.ratio, current.low,
                        current.high, verdict, row.outputs, status, base.median_ms, current.median_ms, row.rounds,

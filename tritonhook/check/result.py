@@ -101,7 +101,7 @@ class CheckResult:
     rounds: int | None = None
     l2: str | None = None
     fixed_rounds: bool = False          # every signature timed `rounds` rounds, else `rounds` is the adaptive cap
-    l2_dirt: str | None = None          # the L2's dirt before each replayed call (`config.SWEEP_L2_DIRT`)
+    l2_dirt: str | None = None          # the L2's dirt before each replayed call (`config.sweep.L2_DIRT`)
     sweep_id: int | None = None         # the replay behind it, saved as a sweep result
     max_unchecked: float | None = None  # the most of the GPU time left unchecked that passes (None: no limit)
     warnings: list[str] = dataclasses.field(default_factory=list)

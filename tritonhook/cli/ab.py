@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import ab
-from ..config import DEFAULT_MIN_EFFECT
+from .. import ab, config
 from ..format import show
 from ..measure.variants import refuse_configs
 from ..preflight import named_gpu
@@ -47,7 +46,7 @@ def _ab(args) -> int:
     store = open_store(args, create=True)
     result = ab.run_interleaved(command, variants, rounds=args.rounds, store=store, select=args.select,
                                 check=None if args.check == "none" else args.check,
-                                min_effect=DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect,
+                                min_effect=config.ab.DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect,
                                 progress=True)
     show(result, as_json=args.json)
     mismatched = [b.name for b in result.benchmarks if b.correctness == "MISMATCH"]

@@ -110,9 +110,9 @@ def add_ptxas_matrix(sub) -> None:
 
 
 def _ptxas_matrix(args) -> int:
-    from ..ptxas.matrix import ptxas_matrix
+    from ..ptxas_matrix import ptxas_matrix
     from ..measure.variants import build_options
-    from ..ptxas.binaries import find_ptxas, one_per_version
+    from ..binaries import find_ptxas, one_per_version
 
     options, controls = build_options(args.options, "--options") if args.options is not None else ((), None)
     ptx = read_input(args.ptx, "PTX").decode("utf-8", errors="replace")
@@ -134,14 +134,14 @@ def add_ptxas(sub) -> None:
 
 
 def _ptxas_list(args) -> int:
-    from ..ptxas.binaries import find_ptxas
+    from ..binaries import find_ptxas
 
     found = find_ptxas()
     if args.json:
         print_json([dataclasses.asdict(binary) for binary in found])
     elif not found:
         print(f"no ptxas found; install one (pip install nvidia-cuda-nvcc-cu12==12.8.93) or list paths in "
-              f"${config.PTXAS.name}")
+              f"${config.ptxas.PTXAS.name}")
     else:
         print_table(("version", "origin", "path"), [(b.version, b.origin, b.path) for b in found])
     return 0

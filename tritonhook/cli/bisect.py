@@ -22,9 +22,9 @@ def add_bisect(sub) -> None:
     parser.add_argument("--to", dest="to_release", default=None, metavar="VERSION",
                         help="the last release tried (required but with --ptxas)")
     parser.add_argument("--releases", default=None, metavar="A,B,...",
-                        help=f"the releases searched, comma-separated (default: {','.join(config.SUPPORTED_RELEASES)}, "
-                             f"the ones tritonhook supports), each installed on first use under "
-                             f"$TRITONHOOK_RELEASES_DIR")
+                        help=f"the releases searched, comma-separated (default: "
+                             f"{','.join(config.upgrade.SUPPORTED_RELEASES)}, the ones tritonhook supports), each "
+                             f"installed on first use under $TRITONHOOK_RELEASES_DIR")
     parser.add_argument("--ptxas", default=None, metavar="V1,V2,...",
                         help="instead of Triton releases: the first of these ptxas (versions or paths, in this order, "
                              "after the captured build's) whose assembly of the captured PTX differs from the captured "
@@ -39,11 +39,11 @@ def add_bisect(sub) -> None:
                         help="with --time: a store whose upgrade results hold releases' cells of these kernels (e.g. "
                              "built on another machine and copied here); the releases it lacks are rebuilt here")
     parser.add_argument("--rounds", type=int, default=None,
-                        help=f"with --time: interleaved rounds per replay (default {config.SWEEP_DEFAULT_ROUNDS})")
+                        help=f"with --time: interleaved rounds per replay (default {config.sweep.DEFAULT_ROUNDS})")
     parser.add_argument("--threshold", type=float, default=None,
                         help=f"with --time: the smallest change of time that moves a kernel, a fraction (default "
-                             f"{config.CHECK_THRESHOLD}, the check gate's)")
-    parser.add_argument("--moved-by", choices=config.BISECT_MOVED_BY, default=None,
+                             f"{config.check.THRESHOLD}, the check gate's)")
+    parser.add_argument("--moved-by", choices=config.upgrade.BISECT_MOVED_BY, default=None,
                         help="with --time: what moves a kernel: its time or its outputs (either, the default), or "
                              "one alone (a rounding change at one release can hide a slowdown at a later one)")
     parser.add_argument("--autotune-top", type=int, default=None, metavar="K",
@@ -62,7 +62,7 @@ def _bisect(args) -> int:
     missing = [option for option, value in (("--from", args.from_release), ("--to", args.to_release)) if value is None]
     if missing:
         raise TritonhookError(f"{' and '.join(missing)}: required (or --ptxas V1,V2,... to bisect ptxas versions)")
-    releases = [r for r in (args.releases or ",".join(config.SUPPORTED_RELEASES)).split(",") if r.strip()]
+    releases = [r for r in (args.releases or ",".join(config.upgrade.SUPPORTED_RELEASES)).split(",") if r.strip()]
     if args.time:
         return _bisect_time(args, releases)
     if timing:
@@ -84,9 +84,9 @@ def _bisect_time(args, releases: list[str]) -> int:
     result = bisect_time(load_recording(store, args.recording), store, kernel=args.kernel,
                          from_release=args.from_release, to_release=args.to_release, releases=releases,
                          cells_store=Store(args.cells_store, create=False) if args.cells_store else None,
-                         rounds=config.SWEEP_DEFAULT_ROUNDS if args.rounds is None else args.rounds,
-                         threshold=config.CHECK_THRESHOLD if args.threshold is None else args.threshold,
-                         moved_by=args.moved_by or config.BISECT_MOVED_BY[0], autotune_top=args.autotune_top,
+                         rounds=config.sweep.DEFAULT_ROUNDS if args.rounds is None else args.rounds,
+                         threshold=config.check.THRESHOLD if args.threshold is None else args.threshold,
+                         moved_by=args.moved_by or config.upgrade.BISECT_MOVED_BY[0], autotune_top=args.autotune_top,
                          progress=True)
     show(result, as_json=args.json)
     return 0

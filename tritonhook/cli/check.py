@@ -28,16 +28,16 @@ def add_check(sub) -> None:
                       help="instead of checking, write the run's builds as a portable baseline file")
     parser.add_argument("--current", default=None, metavar="RECORDING",
                         help="the current run: a recording id in --store (or JSON file) instead of a command")
-    parser.add_argument("--threshold", type=float, default=config.CHECK_THRESHOLD, metavar="FRACTION",
+    parser.add_argument("--threshold", type=float, default=config.check.THRESHOLD, metavar="FRACTION",
                         help=f"a kernel regressed when at least this much slower and its interval excludes 1 "
-                             f"(default {config.CHECK_THRESHOLD}; docs/check.md#the-rule)")
-    parser.add_argument("--max-unchecked", type=float, default=config.CHECK_MAX_UNCHECKED, metavar="FRACTION",
+                             f"(default {config.check.THRESHOLD}; docs/check.md#the-rule)")
+    parser.add_argument("--max-unchecked", type=float, default=config.check.MAX_UNCHECKED, metavar="FRACTION",
                         help=f"fail (exit 3) when the signatures not checked (unmatched, not replayed) make more "
-                             f"than this share of the run's GPU time (default {config.CHECK_MAX_UNCHECKED}; 1: "
+                             f"than this share of the run's GPU time (default {config.check.MAX_UNCHECKED}; 1: "
                              f"never; docs/check.md#what-is-not-checked)")
-    parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
+    parser.add_argument("--rounds", type=int, default=config.sweep.DEFAULT_ROUNDS,
                         help=f"the most interleaved rounds per signature; each stops once its always-valid "
-                             f"interval has decided (default {config.SWEEP_DEFAULT_ROUNDS})")
+                             f"interval has decided (default {config.sweep.DEFAULT_ROUNDS})")
     parser.add_argument("--fixed-rounds", action="store_true",
                         help="time every signature --rounds rounds (no early stop; for comparisons)")
     l2_args(parser)

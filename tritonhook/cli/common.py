@@ -103,14 +103,14 @@ def rename_selection(args) -> tuple:
 
 def l2_args(parser: argparse.ArgumentParser) -> None:
     """The replay's L2 rule and the L2's dirt before each call: every command that replays takes both."""
-    parser.add_argument("--l2", choices=config.SWEEP_L2_MODES, default=config.SWEEP_L2_MODES[0],
+    parser.add_argument("--l2", choices=config.sweep.L2_MODES, default=config.sweep.L2_MODES[0],
                         help="measured (default): inputs rotated, and what the recording's L2 probe found in L2 "
                              "inside the workload brought into L2 before each call; cold: rotated so every call "
                              "reads DRAM; warm: one input set, every call finds in L2 what the previous one read "
                              "and wrote; inputs: rotated, and what the kernel only reads brought into L2 before "
                              "each call, as right after its producer; except under warm, the L2's dirt is set "
                              "before each call first (--l2-dirt)")
-    parser.add_argument("--l2-dirt", choices=config.SWEEP_L2_DIRT, default=config.SWEEP_L2_DIRT[0],
+    parser.add_argument("--l2-dirt", choices=config.sweep.L2_DIRT, default=config.sweep.L2_DIRT[0],
                         help="how the L2's lines are left before each call: measured (default): dirty (an L2-sized "
                              "write, as a training step leaves them) except where the recording's dirt probe found "
                              "the L2 clean (an L2-sized read; measured is dirty under --l2 cold and inputs); dirty; "
@@ -152,8 +152,8 @@ def ptxas_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def ptxas_args(args) -> list[str]:
-    """--ptxas-arg values, each checked against the one codegen allow-list (`ptxas.binaries.CODEGEN_OPTIONS`)."""
-    from ..ptxas.binaries import ptxas_option
+    """--ptxas-arg values, each checked against the one codegen allow-list (`binaries.CODEGEN_OPTIONS`)."""
+    from ..binaries import ptxas_option
 
     return [ptxas_option(arg, where="--ptxas-arg ") for arg in args.ptxas_arg]
 

@@ -8,7 +8,7 @@ from inspect import getblock
 from pathlib import Path
 
 from ..captures import CaptureListing, CaptureSummary
-from ..config import LS_DEFAULT_LIMIT
+from .. import config
 from ..errors import TritonhookError
 from ..files import read_input
 from ..format import show
@@ -25,9 +25,9 @@ def add_ls(sub) -> None:
     parser.add_argument("--arch", help="only this target; sm_90 also matches sm_90a")
     parser.add_argument("--event", choices=("compile", "cache_hit", "loaded"), help="only fresh compiles, cache hits, or kernels captured late at a launch (sweep record)")
     count = parser.add_mutually_exclusive_group()
-    count.add_argument("-n", "--limit", type=int, default=LS_DEFAULT_LIMIT, metavar="N",
+    count.add_argument("-n", "--limit", type=int, default=config.capture.LS_DEFAULT_LIMIT, metavar="N",
                        help=f"show N captures: the newest, or those next to --after/--before (default "
-                            f"{LS_DEFAULT_LIMIT})")
+                            f"{config.capture.LS_DEFAULT_LIMIT})")
     count.add_argument("--all", dest="limit", action="store_const", const=None, help="show every capture")
     page = parser.add_mutually_exclusive_group()
     page.add_argument("--after", type=int, metavar="ID",

@@ -7,7 +7,6 @@ import sys
 import time
 
 from .. import config, sweep
-from ..config import DEFAULT_MIN_EFFECT
 from ..errors import TritonhookError
 from ..format import console, line, show
 from ..measure.variants import parse_variants
@@ -28,19 +27,19 @@ def _replay_args(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--top", type=int, default=None, metavar="N", help="replay the N signatures with most GPU time")
     which.add_argument("--select", "--kernel", dest="kernel", default=None, metavar="REGEX",
                        help="replay the kernels whose name matches REGEX")
-    parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
-                        help=f"the most interleaved rounds per signature (default {config.SWEEP_DEFAULT_ROUNDS}); "
+    parser.add_argument("--rounds", type=int, default=config.sweep.DEFAULT_ROUNDS,
+                        help=f"the most interleaved rounds per signature (default {config.sweep.DEFAULT_ROUNDS}); "
                              f"a signature stops sooner once its always-valid interval has decided or is precise "
-                             f"enough (rows {config.SWEEP_ROW_PRECISION * 100:.0f}%% wide, autotune candidates "
-                             f"{config.SWEEP_CANDIDATE_PRECISION * 100:.0f}%% or {config.SWEEP_CANDIDATE_CAP} rounds)")
+                             f"enough (rows {config.sweep.ROW_PRECISION * 100:.0f}%% wide, autotune candidates "
+                             f"{config.sweep.CANDIDATE_PRECISION * 100:.0f}%% or {config.sweep.CANDIDATE_CAP} rounds)")
     parser.add_argument("--fixed-rounds", action="store_true",
-                        help=f"time every signature --rounds rounds (at least {config.MIN_ROUNDS}), the fixed-n "
+                        help=f"time every signature --rounds rounds (at least {config.ab.MIN_ROUNDS}), the fixed-n "
                              f"interval: for comparisons with the adaptive rule")
-    parser.add_argument("--autotune-top", default=str(config.SWEEP_AUTOTUNE_TOP), metavar="K|all",
+    parser.add_argument("--autotune-top", default=str(config.sweep.AUTOTUNE_TOP), metavar="K|all",
                         help=f"per autotuned kernel, replay the K configs fastest in the autotuner's own benchmark "
-                             f"and the one the workload ran (default {config.SWEEP_AUTOTUNE_TOP}; all: every one)")
+                             f"and the one the workload ran (default {config.sweep.AUTOTUNE_TOP}; all: every one)")
     l2_args(parser)
-    parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
+    parser.add_argument("--min-effect", type=float, default=config.ab.DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--gpus", default=None, metavar="all|0,1",
@@ -61,7 +60,7 @@ def _record_args(parser: argparse.ArgumentParser) -> None:
                              "beyond: synthetic data, and the replay says how much)")
     parser.add_argument("--sample", type=int, default=None, metavar="K",
                         help="look at about one launch in K after each kernel's first "
-                             f"{config.RECORD_EXACT_FIRST} (default 1: every launch); cheaper for launch-bound "
+                             f"{config.sweep.RECORD_EXACT_FIRST} (default 1: every launch); cheaper for launch-bound "
                              "programs, launch counts per signature become estimates")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS...")
 
@@ -133,8 +132,8 @@ def _checked(args):
     variants = parse_variants(args.variants)
     if args.kernel is not None:
         compile_select(args.kernel)
-    if args.rounds < config.MIN_ROUNDS:
-        raise TritonhookError(f"--rounds {args.rounds}: at least {config.MIN_ROUNDS}")
+    if args.rounds < config.ab.MIN_ROUNDS:
+        raise TritonhookError(f"--rounds {args.rounds}: at least {config.ab.MIN_ROUNDS}")
     sweep.resolve_gpus(args.gpus)  # before a workload runs: a bad --gpus is one line, not a wasted recording
     if args.ray is not False:
         sweep.require_ray()
@@ -234,18 +233,18 @@ def add_tune(sub) -> None:
     parser.add_argument("--acf-space", default=None, metavar="SPACE.bin",
                         help="the CompileIQ search-space file acf-search samples (e.g. ptxas13.3_search_space.bin; "
                              "needs pip install 'tritonhook[tune]')")
-    parser.add_argument("--acf-pool", type=int, default=config.TUNE_ACF_POOL, metavar="N",
-                        help=f"control files per acf-search pool, at least 6 (default {config.TUNE_ACF_POOL})")
-    parser.add_argument("--acf-generations", type=int, default=config.TUNE_ACF_GENERATIONS, metavar="G",
+    parser.add_argument("--acf-pool", type=int, default=config.sweep.TUNE_ACF_POOL, metavar="N",
+                        help=f"control files per acf-search pool, at least 6 (default {config.sweep.TUNE_ACF_POOL})")
+    parser.add_argument("--acf-generations", type=int, default=config.sweep.TUNE_ACF_GENERATIONS, metavar="G",
                         help=f"acf-search generations per kernel, each pool proposed from the scores of the ones "
-                             f"before (default {config.TUNE_ACF_GENERATIONS})")
+                             f"before (default {config.sweep.TUNE_ACF_GENERATIONS})")
     parser.add_argument("--budget", default=None, metavar="N|Nm",
                         help="stop after N candidates, or after N minutes of search (20m); default all")
-    parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
-                        help=f"interleaved rounds a candidate (default {config.SWEEP_DEFAULT_ROUNDS})")
-    parser.add_argument("--confirm-rounds", type=int, default=2 * config.SWEEP_DEFAULT_ROUNDS,
-                        help=f"rounds of the confirming replay (default {2 * config.SWEEP_DEFAULT_ROUNDS})")
-    parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, metavar="FRACTION",
+    parser.add_argument("--rounds", type=int, default=config.sweep.DEFAULT_ROUNDS,
+                        help=f"interleaved rounds a candidate (default {config.sweep.DEFAULT_ROUNDS})")
+    parser.add_argument("--confirm-rounds", type=int, default=2 * config.sweep.DEFAULT_ROUNDS,
+                        help=f"rounds of the confirming replay (default {2 * config.sweep.DEFAULT_ROUNDS})")
+    parser.add_argument("--min-effect", type=float, default=config.ab.DEFAULT_MIN_EFFECT, metavar="FRACTION",
                         help="smallest time change called faster/slower (default 0.005)")
     l2_args(parser)
     where = parser.add_mutually_exclusive_group()
@@ -259,8 +258,8 @@ def add_tune(sub) -> None:
 
 def _tune(args) -> int:
     for name, rounds in (("--rounds", args.rounds), ("--confirm-rounds", args.confirm_rounds)):
-        if rounds < config.MIN_ROUNDS:
-            raise TritonhookError(f"{name} {rounds}: at least {config.MIN_ROUNDS}")
+        if rounds < config.ab.MIN_ROUNDS:
+            raise TritonhookError(f"{name} {rounds}: at least {config.ab.MIN_ROUNDS}")
     if args.share is not None and not 0 < args.share <= 1:
         raise TritonhookError(f"--share {args.share}: a fraction in (0, 1]")
     if args.kernel is not None:

@@ -29,8 +29,8 @@ def add_upgrade(sub) -> None:
     parser.add_argument("--cells-store", default=None, metavar="DIR",
                         help="with --time: the store holding the upgrade result and its cells (default: --store), "
                              "e.g. built on another machine and copied here")
-    parser.add_argument("--rounds", type=int, default=config.SWEEP_DEFAULT_ROUNDS,
-                        help=f"with --time: interleaved rounds per kernel (default {config.SWEEP_DEFAULT_ROUNDS})")
+    parser.add_argument("--rounds", type=int, default=config.sweep.DEFAULT_ROUNDS,
+                        help=f"with --time: interleaved rounds per kernel (default {config.sweep.DEFAULT_ROUNDS})")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=_upgrade)
 

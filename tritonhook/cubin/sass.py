@@ -1,4 +1,4 @@
-"""SASS of a cubin, through nvdisasm (`ptxas.binaries.run_nvdisasm`; Triton's bundled one unless told otherwise).
+"""SASS of a cubin, through nvdisasm (`binaries.run_nvdisasm`; Triton's bundled one unless told otherwise).
 
 `disassemble` gives the instruction list per kernel; `opcode_histogram` and `normalized_sass` turn it into
 something to count and to diff (addresses and constants masked, so that a moved kernel still compares equal);
@@ -14,7 +14,7 @@ import re
 from typing import Iterable
 
 from ..errors import TritonhookError
-from ..ptxas.binaries import run_nvdisasm
+from ..binaries import run_nvdisasm
 
 
 @dataclasses.dataclass(frozen=True)

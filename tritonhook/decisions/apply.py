@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .. import _triton, config, ptx as _ptx
 
-from ..ptxas import binaries
+from .. import binaries
 from ..errors import TritonhookError, warn
 from ..preflight import visible_gpu_name
 from ..rename import prefixer, rename_in_stage, strip_name
@@ -211,8 +211,8 @@ def applier(source: str, store: Store):
     except TritonhookError as exc:  # fail-open: the compile goes on plain, the capture goes on
         _warn(f"no decision applied: {exc}")
         loaded = []
-    made = Applier(resolve(loaded, source), config.DECISIONS_GPU.get() or visible_gpu_name())
+    made = Applier(resolve(loaded, source), config.decisions.DECISIONS_GPU.get() or visible_gpu_name())
     if made.gpu is None and loaded:
-        _warn(f"{source}: no GPU visible and ${config.DECISIONS_GPU.name} unset, so no decision's key can match; "
-              f"nothing is applied")
+        _warn(f"{source}: no GPU visible and ${config.decisions.DECISIONS_GPU.name} unset, so no decision's key can "
+              f"match; nothing is applied")
     return made.ptx_stage, made.cubin_stage, made.cache_key, autotune_pins(loaded, made.gpu)

@@ -23,9 +23,10 @@ import subprocess
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from .. import config
 from ..errors import TritonhookError
 from ..files import json_text, write_file
-from ..measure.stats import DEFAULT_MIN_EFFECT, ratio_interval, verdict
+from ..measure.stats import ratio_interval, verdict
 from ..measure.timing import round_order
 from ..store import Store, result_kind_text
 from ..sweep.autotune import config_text
@@ -145,7 +146,7 @@ def kept(store: Store, decision_ids: list[int | str]) -> Made:
 
 
 def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, runs: int = 3,
-            against: str = "autotuner", min_effect: float = DEFAULT_MIN_EFFECT,
+            against: str = "autotuner", min_effect: float = config.ab.DEFAULT_MIN_EFFECT,
             decision_ids: list[int | str] | None = None,
             progress: Callable[[str], None] = lambda line: None) -> Confirmation:
     """Run `command` `runs` times as it is and `runs` times with the decisions of a sweep, replay or tune result

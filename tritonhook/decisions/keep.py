@@ -20,7 +20,7 @@ from ..errors import TritonhookError
 from ..files import json_text, write_file
 from ..measure.outputs import DIFFER, VERDICTS
 from ..measure.variants import config_of_label
-from ..ptxas import binaries
+from .. import binaries
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.autotune import config_at_row, config_text, decision_of, tuning_key_of
 from ..sweep.divergence import Divergence

@@ -20,10 +20,9 @@ import math
 import os
 import re
 
-from .. import format
-from ..config import PREFIX_MAX_CHARS
+from .. import config as settings, format  # `config`, in this module, is an autotune config
 
-from ..ptxas import binaries
+from .. import binaries
 from ..measure.variants import config_text
 from ..errors import TritonhookError
 from ..files import read_input
@@ -36,7 +35,7 @@ MAX_FILE_BYTES = 64 << 20
 MAX_OPTIONS = 16
 MAX_TEXT = 256
 """The longest free text an entry holds (a GPU name, a kernel name in the evidence)."""
-_PREFIX = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{PREFIX_MAX_CHARS - 1}}}")
+_PREFIX = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{settings.rename.PREFIX_MAX_CHARS - 1}}}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _ARCH = re.compile(r"sm_\d{2,3}[af]?")
 _VERSION = re.compile(r"\d{1,3}(\.\d{1,4}){1,3}")
@@ -257,7 +256,7 @@ def _parse(data, controls_inline: bool) -> tuple[Decision, bytes | None]:
     if pins and (choice["name"] != PLAIN or choice["ptxas_version"] or choice["options"] or choice["controls"]):
         raise _Refused("a decision pinning an autotune config chooses nothing else (name plain, no ptxas, options "
                        "or control file)")
-    name = _text(choice["name"], "choice.name", pattern=_PREFIX, limit=PREFIX_MAX_CHARS)
+    name = _text(choice["name"], "choice.name", pattern=_PREFIX, limit=settings.rename.PREFIX_MAX_CHARS)
     version = choice["ptxas_version"]
     if version is not None:
         _text(version, "choice.ptxas_version (a ptxas version such as 13.0.88, never a path)", pattern=_VERSION,

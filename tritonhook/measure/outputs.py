@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Mapping
 
-from ..config import SWEEP_RTOL
+from .. import config
 from ..errors import TritonhookError
 
 BITWISE, WITHIN_SPREAD, CLOSE, DIFFER, NO_OUTPUT = "bitwise", "within spread", "close", "differ", "no output"
@@ -41,7 +41,7 @@ class Difference:
     distance in units in the last place over the elements finite in both (integer buffers: the largest absolute
     difference); `max_rel`: the largest |a - b| / max(|a|, |b|) over those; `nonfinite_mismatch`: positions where
     one side is NaN or ±Inf and the other is not the same; `beyond_tolerance`: elements outside
-    |a - b| <= tol + tol * |a| (`config.SWEEP_RTOL`), NaN/Inf mismatches included; `norm_rel`: max |a - b| over
+    |a - b| <= tol + tol * |a| (`config.sweep.RTOL`), NaN/Inf mismatches included; `norm_rel`: max |a - b| over
     max |a| (finite elements), the distance of the buffer as a whole."""
 
     elements: int = 0
@@ -81,7 +81,7 @@ class Difference:
         return ", ".join(parts)
 
 
-def difference(torch, reference, other, tolerance: float = SWEEP_RTOL) -> Difference:
+def difference(torch, reference, other, tolerance: float = config.sweep.RTOL) -> Difference:
     """The `Difference` of one buffer from its reference (same dtype and shape)."""
     a, b = reference.reshape(-1), other.reshape(-1)
     if a.numel() == 0:

@@ -12,7 +12,7 @@ import math
 import random
 from typing import Sequence
 
-from ..config import DEFAULT_MIN_EFFECT
+from .. import config
 from ..errors import TritonhookError
 
 
@@ -113,7 +113,7 @@ def ratio_interval(base: Sequence[float], other: Sequence[float]) -> tuple[float
     return ratio, low, high
 
 
-def verdict(ratio: float, low: float, high: float, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
+def verdict(ratio: float, low: float, high: float, min_effect: float = config.ab.DEFAULT_MIN_EFFECT) -> str:
     """"faster" / "slower" when the interval excludes 1 and the change is at least `min_effect`."""
     if high < 1.0 and ratio <= 1.0 - min_effect:
         return "faster"

@@ -17,10 +17,10 @@ import dataclasses
 import re
 from typing import Sequence
 
-from ..ptxas import binaries
+from .. import binaries
 from ..errors import TritonhookError
 from ..rename import STRIP, Rename, prefixer, rename_description
-from ..ptxas.binaries import ControlFile
+from ..binaries import ControlFile
 
 PLAIN = "plain"
 STRIP_LABEL = "strip"

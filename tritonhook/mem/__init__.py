@@ -1,7 +1,7 @@
 """memwatch's implementation: where did the device memory go, and which kernel took it.
 
-Its public module is `tritonhook.memwatch` (`memwatch.watch(device=0, interval_ms=2)` and every name of `__all__`
-here); `python -m tritonhook.mem` is the child side of `tritonhook memwatch`.
+Its public module is `tritonhook.memwatch` (`memwatch.watch(device=0, interval_ms=2)` and the names of its
+`__all__`); this package exports nothing itself. `python -m tritonhook.mem` is the child side of `tritonhook memwatch`.
 
 Why this exists: a CUDA context's memory grows in ways PyTorch cannot see. The largest is the driver's
 local-memory (stack) reservation: when a kernel needs more stack than `CU_LIMIT_STACK_SIZE`, the driver raises the
@@ -20,16 +20,3 @@ formula. `result` holds what a region recorded and renders it; `runner` runs a P
 fresh process. Nothing here creates a CUDA context or raises into the user's program: a failing reading is a
 warning.
 """
-
-from .attribution import Part, Snapshot, StackGrowth, attribute, stack_growths
-from .device import DeviceInfo, reset_stack_limit
-from .result import (JSON_VERSION, JSON_WHAT, PLOT_WHAT, KernelStats, MemwatchComparison, MemwatchResult,
-                     compare_rows, load_result, write_json)
-from .runner import NOT_STARTED, parse_compare, run_command, wrap_python_command
-from .sampler import Sample
-from .watch import MAX_SNAPSHOTS, MemWatch
-
-__all__ = ["JSON_VERSION", "JSON_WHAT", "MAX_SNAPSHOTS", "NOT_STARTED", "PLOT_WHAT", "DeviceInfo", "KernelStats",
-           "MemWatch", "MemwatchComparison", "MemwatchResult", "Part", "Sample", "Snapshot", "StackGrowth",
-           "attribute", "compare_rows", "load_result", "parse_compare", "reset_stack_limit", "run_command",
-           "stack_growths", "write_json", "wrap_python_command"]

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..config import MAX_SNAPSHOTS
+from .. import config
 from ..errors import TritonhookError
 from .attribution import Snapshot
 from .device import Gpu, torch_memory
@@ -186,7 +186,7 @@ class MemWatch(contextlib.ContextDecorator):
             self._keep(end)
 
     def _keep(self, snapshot: Snapshot) -> None:
-        if len(self._snapshots) < MAX_SNAPSHOTS:
+        if len(self._snapshots) < config.memwatch.MAX_SNAPSHOTS:
             self._snapshots.append(snapshot)
         else:
             self._dropped += 1
@@ -220,7 +220,7 @@ class MemWatch(contextlib.ContextDecorator):
         if self._sampler.error:
             warnings.append(self._sampler.error)
         if self._dropped:
-            warnings.append(f"{self._dropped} launch/load snapshots not stored (limit {MAX_SNAPSHOTS})")
+            warnings.append(f"{self._dropped} launch/load snapshots not stored (limit {config.memwatch.MAX_SNAPSHOTS})")
         samples = list(self._sampler.samples)
         had_context = any(s.context for s in self._snapshots)
         if had_context and self._sampler.processes_ok and not any(s.process_used is not None for s in samples):

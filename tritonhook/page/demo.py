@@ -79,7 +79,7 @@ def run_demo(out: str | os.PathLike, *, samples: Sequence[str] | None = None, at
     steps = len(jobs) * len(VARIANTS) + 2 + (2 if gpu else 0)
     with _progress(progress, steps) as step:
         for label, rename in VARIANTS:
-            with config.scope({config.TRITON_CACHE_DIR.name: str(out / "triton-cache" / label)}), \
+            with config.scope({config.report.TRITON_CACHE_DIR.name: str(out / "triton-cache" / label)}), \
                     warnings.catch_warnings(), capture_session(store, subprocesses=False, rename=rename):
                 warnings.simplefilter("ignore", RuntimeWarning)  # preflight's capture warnings: the report has them
                 for name, compile_kernel in jobs:
@@ -144,8 +144,8 @@ def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
 def _ptxas_matrix(store: Store) -> list[str]:
     """The ptxas matrix of the largest plain sm_100a build (the Blackwell attention when compiled), saved in the
     store; returns what was skipped."""
-    from ..ptxas.matrix import ptxas_matrix
-    from ..ptxas.binaries import find_ptxas, one_per_version
+    from ..ptxas_matrix import ptxas_matrix
+    from ..binaries import find_ptxas, one_per_version
     from .model import PTXAS_MATRIX_KIND
 
     plain = [c for c in store.captures(arch="sm_100") if not c.renamed and "ptx" in c.artifacts]
@@ -201,7 +201,7 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
         q, k, v = (torch.randn(2, 16, 4096, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         benchmarks.append(("hopper attention bf16 S=4096", lambda: hopper_attention(q, k, v),
                            ab.attention_flops(2, 16, 4096, 128)))
-    with config.scope({config.TRITON_CACHE_DIR.name: str(out / "triton-cache" / "ab")}):
+    with config.scope({config.report.TRITON_CACHE_DIR.name: str(out / "triton-cache" / "ab")}):
         for name, run, flops in benchmarks:
             ab.compare(run, flops=flops, rounds=5, store=store, name=name, progress=False)
         with sweep.record(store) as recorder:
@@ -216,7 +216,7 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
 def _memwatch(store: Store, out: Path) -> list[str]:
     """memwatch over the stack-reservation example (a kernel with a 16 KiB stack frame), saved in the store (the
     report reads it there) and written as JSON beside it; returns what was skipped."""
-    from ..mem import run_command, write_json
+    from ..memwatch import run_command, write_json
 
     if not STACK_EXAMPLE.exists():
         return [f"memwatch: {STACK_EXAMPLE} is not here (a source checkout has it)"]

@@ -30,7 +30,7 @@ from ..decisions.confirmation import with_confirmations
 from ..diff import CubinDiff, diff_cubins
 from ..errors import TritonhookError
 from ..format import share as share_text
-from ..preflight import WARN_BYTES, Prediction, predict_cubin
+from ..preflight import Prediction, predict_cubin
 from ..store import Capture, ResultKind, Store, register_result_kind
 from ..upgrade import CELLS, BisectResult, UpgradeResult
 from ..upgrade.bisect import RESULT_KIND as BISECT_KIND
@@ -284,7 +284,7 @@ class ReportData:
     @property
     def warnings(self) -> list[tuple[Capture, Prediction]]:
         """Predictions above the capture-time warning threshold on a GPU that can load the cubin."""
-        return [(c, p) for c, p in self.predictions if p.runs_on_gpu and p.reserve_low > WARN_BYTES]
+        return [(c, p) for c, p in self.predictions if p.runs_on_gpu and p.reserve_low > config.capture.WARN_BYTES]
 
 
 # ----- reading the store -----------------------------------------------------------------------------------------
@@ -398,7 +398,7 @@ def _saved_ab_results(store: Store, problems: list[Problem]) -> list[SavedABResu
 
 def _memwatch_runs(store: Store, paths: Sequence[str | os.PathLike], problems: list[Problem]) -> list[MemwatchRun]:
     """The store's memwatch results, then the files given. Imported here: memwatch's modules load on first use."""
-    from ..mem import load_result
+    from ..memwatch import load_result
     from ..mem.result import RESULT_KIND as MEMWATCH_KIND
 
     def unreadable(result_id: int, exc: TritonhookError) -> None:
@@ -576,7 +576,7 @@ def bisect_view(result: BisectResult) -> BisectView:
                                     k.rebuilds, k.bound))
     recording = f" --recording {result.recording_id}" if result.recording_id is not None else ""
     timed = f" --time --rounds {result.rounds} --threshold {result.threshold}" if result.timed else ""
-    if result.timed and result.moved_by not in (None, config.BISECT_MOVED_BY[0]):
+    if result.timed and result.moved_by not in (None, config.upgrade.BISECT_MOVED_BY[0]):
         timed += f" --moved-by {result.moved_by}"
     if result.autotune_top is not None:
         timed += f" --autotune-top {result.autotune_top}"

@@ -61,8 +61,8 @@ class ControlFileSearch:
     What `check_space` refuses is refused here, a file the engine cannot read too. Close it (or use `with`) to
     remove the engine's cache folder."""
 
-    def __init__(self, space: str | os.PathLike, *, pool_size: int = config.TUNE_ACF_POOL,
-                 generations: int = config.TUNE_ACF_GENERATIONS, maximize: bool = False):
+    def __init__(self, space: str | os.PathLike, *, pool_size: int = config.sweep.TUNE_ACF_POOL,
+                 generations: int = config.sweep.TUNE_ACF_GENERATIONS, maximize: bool = False):
         path = check_space(space, pool_size, generations)
         from compileiq.ciq import Search
         from compileiq.search_spaces.compilers import LocalSearchSpaceBin

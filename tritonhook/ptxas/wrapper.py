@@ -1,6 +1,6 @@
 """The ptxas wrapper: `tritonhook ptxas install | uninstall | status`, and the program the wrapper runs.
 
-This module replaces a ptxas binary with a recorder; `ptxas.binaries.py` finds and runs ptxas binaries. The wrapper program
+This module replaces a ptxas binary with a recorder; `tritonhook.binaries` finds and runs ptxas binaries. The wrapper program
 imports only the store, `binaries` and `ptx` (standard library below them), so a recorded ptxas call stays cheap.
 
 On disk, for a ptxas binary at P::
@@ -38,7 +38,7 @@ from .. import config, processes, ptx as _ptx
 from .._imports import note_lost_captures
 from ..errors import TritonhookError
 from ..store import NewCapture, Store
-from .binaries import find_ptxas, ptxas_version
+from ..binaries import find_ptxas, ptxas_version
 
 if TYPE_CHECKING:
     from ..launcher import Ptxas
@@ -369,7 +369,7 @@ def wrapper_main(settings: dict, argv: list[str]) -> int:
     """Run the real ptxas with `argv[1:]`, pass its stderr and exit status through, record the call."""
     args = argv[1:]
     call = parse_invocation(args)
-    foreign = settings.get("token") not in (None, config.CAPTURE_TOKEN.get())  # another process than the capture's
+    foreign = settings.get("token") not in (None, config.ptxas.CAPTURE_TOKEN.get())  # not the capture's process
     if not call.inputs or foreign:  # --version, --help, ...: nothing to record
         os.execv(settings["real"], [argv[0], *args])
     start, started = time.time(), time.perf_counter()
@@ -404,7 +404,7 @@ def record_call(settings: dict, args: list[str], call: Invocation, returncode: i
         artifacts["cubin"] = Path(call.output).read_bytes()
     entry = entries[0] if entries else Path(call.inputs[0]).stem
     frontend, frontend_version = caller_frontend(os.getppid())
-    store = Store(config.STORE.get() or settings["store"])
+    store = Store(config.capture.STORE.get() or settings["store"])
     try:
         return store.add(NewCapture(
             event="compile" if returncode == 0 else "error", frontend=frontend, kernel=entry, entry=entry,
@@ -503,18 +503,18 @@ def side_wrappers(workdir: str | os.PathLike, store: str | os.PathLike, environ:
     that already is an installed wrapper is left alone (it records already)."""
     from ..launcher import Ptxas
 
-    bundled = {b.origin: b.path for b in find_ptxas() if b.origin in dict(config.TRITON_OVERRIDES)}
+    bundled = {b.origin: b.path for b in find_ptxas() if b.origin in dict(config.ptxas.TRITON_OVERRIDES)}
     wrapped = {}
-    for origin, var in config.TRITON_OVERRIDES:
+    for origin, var in config.ptxas.TRITON_OVERRIDES:
         real = var.get(environ) or bundled.get(origin)
         if real and read_settings(real) is None:
             wrapped[var] = _side_wrapper(Path(workdir, "triton", origin.split()[1]), real, store)
-    on_path = shutil.which("ptxas", path=config.PATH.encode(config.PATH.get(environ)) or None)
+    on_path = shutil.which("ptxas", path=config.paths.PATH.encode(config.paths.PATH.get(environ)) or None)
     path_first = None
     if on_path and read_settings(on_path) is None:
         _side_wrapper(Path(workdir, "path", "ptxas"), on_path, store)
         path_first = str(Path(workdir, "path"))
-    return Ptxas(wrapped.get(config.TRITON_PTXAS_PATH), wrapped.get(config.TRITON_PTXAS_BLACKWELL_PATH),
+    return Ptxas(wrapped.get(config.ptxas.TRITON_PTXAS_PATH), wrapped.get(config.ptxas.TRITON_PTXAS_BLACKWELL_PATH),
                  path_first=path_first)
 
 

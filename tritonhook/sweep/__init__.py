@@ -36,7 +36,7 @@ queued after the hold ran out is used only where a signature has no other, and f
 (`measure.timing.time_empty_kernel`), as every replayed call is. At launches 2 to 9 the recording also
 notes how far the GPU ran behind the host (`behind_ms`: an event measured from the last one queued on an idle
 stream, no synchronize), the context those times were taken in. Sampling (`--sample K`): after each
-kernel's first `config.RECORD_EXACT_FIRST` launches the tracer looks at about one launch in K (random gaps), each
+kernel's first `config.sweep.RECORD_EXACT_FIRST` launches the tracer looks at about one launch in K (random gaps), each
 seen launch standing for the ones passed over before it: per-kernel counts exact, per-signature counts estimated.
 Cost: the launches of a signature the recording does not time are passed over in C (`_triton.LaunchTracer`,
 `tritonhook/_launchpath.c`): a key and a lookup, no Python, so that a launch-bound loop slows by a few percent
@@ -44,7 +44,7 @@ at most (docs/sweep.md#recording-overhead).
 
 Variants (`variants.py`, CPU-testable). plain = the captured cubin; a prefix (`cutlass_`) or `strip` = the
 captured PTX renamed (`rename.rename_ptx` / `strip_ptx`) and assembled with the ptxas that built the capture and
-Triton's flags (`ptxas.binaries.triton_ptxas_args`; plain assembled that way reproduces the captured cubin byte for
+Triton's flags (`binaries.triton_ptxas_args`; plain assembled that way reproduces the captured cubin byte for
 byte); `--ptxas P` adds every name assembled by P (`plain@13.0.88`, ...). The metadata JSON's `name` follows the
 rename. A variant whose kernel `.text` is byte-identical to an earlier one is reported "SASS identical" and not
 timed.

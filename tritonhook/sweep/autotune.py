@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from .. import config
 from .._triton import config_matches
 from ..measure.outputs import BITWISE, CLOSE, DIFFER, NO_OUTPUT, WITHIN_SPREAD
-from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from ..measure.stats import median, ratio_interval, verdict
 from ..measure.variants import config_of_label
 from .recording import Recording, Signature
 from .result import TRITON_CACHE, SweepRow, VariantTiming, against_workload
@@ -119,7 +120,7 @@ def json_key(config: dict) -> tuple:
 
 def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow],
                   samples: dict[int, dict[str, list[float]]], labels: list[str],
-                  min_effect: float = DEFAULT_MIN_EFFECT) -> SweepRow:
+                  min_effect: float = config.ab.DEFAULT_MIN_EFFECT) -> SweepRow:
     """Fill the group's `row` from its replayed candidates.
 
     The baseline runs at the config the workload ran (`workload_winner`), never at a replay's pick: the row's
@@ -203,7 +204,7 @@ more than the kernel (its pre-hooks, clones, the launch): below it the two time 
 
 
 def autotune_regret(group: AutotuneGroup, rounds: dict[int, list[float]], workload: int, configs: dict[int, str],
-                    min_effect: float = DEFAULT_MIN_EFFECT) -> dict:
+                    min_effect: float = config.ab.DEFAULT_MIN_EFFECT) -> dict:
     """What the workload's autotuner left on the table, as the replay measures it: the baseline's fastest candidate
     (`rounds`: per-round times of each timed candidate) against the workload's config, ratio and interval (`verdict`
     "faster": a config truly faster than the one the workload runs), and why the autotuner missed it where the

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from .. import _triton, ptx as _ptx
 
-from ..ptxas import binaries
+from .. import binaries
 from ..cubin import Cubin
 from ..measure.variants import PLAIN, Variant
 from ..rename import STRIP, prefixer, rename_ptx, strip_name, strip_ptx

@@ -14,8 +14,8 @@ from .. import config
 class ReplayJob:
     """Per replay: the store the snapshots are read from, the recording's GPU architecture and name (a worker on another
     GPU refuses it, naming it), the rounds (a cap where a signature has a stop rule), the L2 rule and the L2 dirt
-    set before each call (`config.SWEEP_L2_DIRT`), the timer's warm-up and repetitions, what float tensors beyond the
-    snapshot budget are filled with (`config.SWEEP_SYNTHETIC_FILLS`), and one entry per signature: its arguments,
+    set before each call (`config.sweep.L2_DIRT`), the timer's warm-up and repetitions, what float tensors beyond the
+    snapshot budget are filled with (`config.sweep.SYNTHETIC_FILLS`), and one entry per signature: its arguments,
     launch, variant files and stop rule (`replay.replay_job`)."""
 
     store: str
@@ -28,7 +28,7 @@ class ReplayJob:
     warmup_ms: float
     rep_ms: float
     min_reps: int
-    synthetic_fill: str = config.SWEEP_SYNTHETIC_FILLS[0]
+    synthetic_fill: str = config.sweep.SYNTHETIC_FILLS[0]
 
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "signatures": list(self.signatures)}

@@ -344,7 +344,7 @@ def calibrate_dirt(torch, pool: DirtPool, rounds: int = 8) -> DirtCalibration:
 
 
 def replayed_dirt(rule: str, dirt: float | None) -> str:
-    """The L2 dirt a signature is replayed with under a replay's dirt rule (`config.SWEEP_L2_DIRT`): "measured"
+    """The L2 dirt a signature is replayed with under a replay's dirt rule (`config.sweep.L2_DIRT`): "measured"
     gives "clean" where its dirt probes read below `DIRTY_AT` (`DirtCalibration.dirt`), else "dirty" (not probed
     included: as a training step leaves the L2); every other rule gives itself."""
     if rule != "measured":

@@ -39,23 +39,23 @@ ZEROS_FILLED = "zeros-filled"
 
 @dataclasses.dataclass(frozen=True)
 class CheckCondition:
-    """One check replay of a missed row: an L2 rule (`config.SWEEP_L2_MODES`), the L2 dirt set before each call
-    (`config.SWEEP_L2_DIRT`), its name in the row's figures, and what the float tensors beyond the snapshot budget
-    hold (`config.SWEEP_SYNTHETIC_FILLS`): a condition with another fill than the sweep's checks only the rows
+    """One check replay of a missed row: an L2 rule (`config.sweep.L2_MODES`), the L2 dirt set before each call
+    (`config.sweep.L2_DIRT`), its name in the row's figures, and what the float tensors beyond the snapshot budget
+    hold (`config.sweep.SYNTHETIC_FILLS`): a condition with another fill than the sweep's checks only the rows
     replayed on synthetic inputs (`for_synthetic_only`)."""
 
     l2: str
     dirt: str
     name: str
-    fill: str = config.SWEEP_SYNTHETIC_FILLS[0]
+    fill: str = config.sweep.SYNTHETIC_FILLS[0]
 
     @property
     def for_synthetic_only(self) -> bool:
-        return self.fill != config.SWEEP_SYNTHETIC_FILLS[0]
+        return self.fill != config.sweep.SYNTHETIC_FILLS[0]
 
 
 DIRT_WORDS = {"dirty": "dirtied", "clean": "clean"}
-"""The L2 dirts a missed row is replayed with besides its own (`config.SWEEP_L2_DIRT`), and the word naming each in
+"""The L2 dirts a missed row is replayed with besides its own (`config.sweep.L2_DIRT`), and the word naming each in
 the row's figures ("measured dirtied"). Not the half dirt: on the H200 a kernel evicting a half-dirty L2 paid about
 what it paid on a dirty one (docs/sweep_fidelity.md#a-half-dirty-l2)."""
 DIRT_LEVELS = {"dirty": 1.0, "half": 0.5, "clean": 0.0}

@@ -58,7 +58,7 @@ class Recorder:
     """The launch callbacks of one recording process (see `_triton.LaunchTracer`)."""
 
     def __init__(self, store: Store, budget: SnapshotBudget, *, label: str = "",
-                 timed_first: int = config.RECORD_TIMED_FIRST, time_every: int = config.RECORD_TIME_EVERY,
+                 timed_first: int = config.sweep.RECORD_TIMED_FIRST, time_every: int = config.sweep.RECORD_TIME_EVERY,
                  sample_every: int = 1, l2_probe: bool | None = None):
         import torch
 
@@ -77,7 +77,7 @@ class Recorder:
         self.compiled_ahead: _triton.CompiledAhead | None = None  # set by `_tracers`
         self.started = time.time()
         self.first_capture = store.last_id()
-        self.l2_probe = config.RECORD_L2_PROBE.get() if l2_probe is None else l2_probe
+        self.l2_probe = config.sweep.RECORD_L2_PROBE.get() if l2_probe is None else l2_probe
         self.l2_calibration: l2probe.Calibration | None = None
         self.dirt_pool: l2probe.DirtPool | None = l2probe.DirtPool(torch)
         self.dirt_calibration: l2probe.DirtCalibration | None = None
@@ -302,7 +302,7 @@ class Recorder:
         if ahead is not None and ahead.decisions:
             print(f"tritonhook sweep: compiled the {ahead.configs} configs of {ahead.decisions} autotune "
                   f"decision(s) ahead of their benchmarks, {ahead.threads} at a time: {ahead.seconds:.1f} s "
-                  f"(${config.RECORD_COMPILE_THREADS.name}=1: one at a time, as Triton does)", file=sys.stderr)
+                  f"(${config.sweep.RECORD_COMPILE_THREADS.name}=1: one at a time, as Triton does)", file=sys.stderr)
 
     def _resolve_l2(self) -> None:
         """After the workload: calibrate the probes on this GPU, then turn each signature's probe cycles into the
@@ -439,7 +439,7 @@ def record(store: str | os.PathLike | Store | None = None, *, label: str = "",
     """Record every Triton launch inside the block; at its end the recording is saved in the store (its id in
     `recorder.recording.id`). Compiles are captured into the same store (the replay builds its variants from the
     captured PTX); a capture session already active is used as it is. `sample_every` K > 1: after each kernel's
-    first `config.RECORD_EXACT_FIRST` launches, about one launch in K is looked at (the others cost a lookup), and
+    first `config.sweep.RECORD_EXACT_FIRST` launches, about one launch in K is looked at (the others cost a lookup), and
     the launch counts per signature become estimates (per kernel they stay exact); default
     `$TRITONHOOK_RECORD_SAMPLE`, else 1 (every launch). `l2_probe`: probe what a signature's first timed launches
     find in L2 (`l2probe`, for `--l2 measured` replays); default `$TRITONHOOK_RECORD_L2_PROBE`, else on."""
@@ -472,7 +472,7 @@ def _tracers(recorder: Recorder, guard: Callable[[str, Callable], Callable] = la
                                                   guard("a launch's timing", recorder.on_launched),
                                                   guard("a new kernel", recorder.on_new_kernel),
                                                   sample_every=recorder.sample_every,
-                                                  exact_first=config.RECORD_EXACT_FIRST,
+                                                  exact_first=config.sweep.RECORD_EXACT_FIRST,
                                                   signature_key=signature_key, autotune=autotune)
     tracers = [recorder.launch_tracer, autotune]
     for tracer in tracers:
@@ -488,10 +488,10 @@ def distributed_rank() -> int | None:
 
 
 def compile_threads() -> int:
-    """The threads a recording compiles an autotune decision's configs in (`config.RECORD_COMPILE_THREADS`, 0: one
+    """The threads a recording compiles an autotune decision's configs in (`config.sweep.RECORD_COMPILE_THREADS`, 0: one
     per CPU core, at most 16); a setting that is no such number is one line naming it (range-checked in `config`)."""
     try:
-        threads = config.RECORD_COMPILE_THREADS.get()
+        threads = config.sweep.RECORD_COMPILE_THREADS.get()
     except ValueError as exc:
         raise TritonhookError(str(exc)) from None
     return threads or min(16, os.cpu_count() or 1)

@@ -16,7 +16,7 @@ Autotuned kernels (version 2): a signature launched while `triton.autotune` benc
 the decisions (`_triton.AutotuneDecision` as data: the chosen config, the autotuner's own timing of each config).
 
 L2 residency (version 3): a signature's `l2_resident` holds, per tensor of `tensors_of(args)` (None where not
-probed), the fraction of its first timed launches (`config.RECORD_TIMED_FIRST`) at which each of `l2probe.LINES`
+probed), the fraction of its first timed launches (`config.sweep.RECORD_TIMED_FIRST`) at which each of `l2probe.LINES`
 sampled lines was in L2 just before the kernel ran (`l2probe`); the recording's `l2_calibration` is the probe's hot
 and cold medians on this GPU. Versions 1 and 2 load with neither (a `--l2 measured` replay runs them cold).
 
@@ -446,12 +446,12 @@ def capability_of(arch: str | None) -> int | None:
     return int(digits) if digits else None
 
 
-def synthetic_fill(dtype_text: str, fill: str = config.SWEEP_SYNTHETIC_FILLS[0]) -> str:
-    """How a replay fills a tensor it has no snapshot of: floats as `fill` says (`config.SWEEP_SYNTHETIC_FILLS`;
+def synthetic_fill(dtype_text: str, fill: str = config.sweep.SYNTHETIC_FILLS[0]) -> str:
+    """How a replay fills a tensor it has no snapshot of: floats as `fill` says (`config.sweep.SYNTHETIC_FILLS`;
     random normal by default), everything else zeros (zeros are valid indices and masks, random integers would read
     out of bounds)."""
     floats = any(word in dtype_text for word in ("float", "bfloat", "half"))
-    return "randn" if floats and fill == config.SWEEP_SYNTHETIC_FILLS[0] else "zeros"
+    return "randn" if floats and fill == config.sweep.SYNTHETIC_FILLS[0] else "zeros"
 
 
 def synthetic_tensors(args: Sequence[dict]) -> list[dict]:

@@ -18,9 +18,9 @@ from .. import config, format
 from .._triton import COORDINATE_DESCENT, SELECT_ALGORITHM
 from ..errors import TritonhookError
 from ..files import file_name
-from ..ptxas.binaries import CAUSES
+from ..binaries import CAUSES
 from ..measure.sequential import SEQUENCE_MIN_ROUNDS, StopRule
-from ..measure.stats import DEFAULT_MIN_EFFECT, median
+from ..measure.stats import median
 from ..measure.variants import Variant, config_of_label
 from ..rename import compile_select
 from ..store import ResultKind, Store, register_result_kind
@@ -69,32 +69,32 @@ class ReplayPlan:
     and autotune candidates each their own precision); `fixed_rounds`: every signature times `rounds` rounds.
     `min_effect`: the smallest change a verdict reports.
 
-    `l2` (`config.SWEEP_L2_MODES`): "measured", the default (inputs rotated, and the parts of each buffer the
+    `l2` (`config.sweep.L2_MODES`): "measured", the default (inputs rotated, and the parts of each buffer the
     recording's L2 probe found in L2 inside the workload read into L2 just before each call; `l2probe`; signatures
     without a probe replay cold, with a warning saying why), "cold" (the A/B timer's rule: inputs rotated through
     copies spanning 4x the L2, every call reads DRAM), "warm" (one input set: each call finds in L2 what the
     previous call read and wrote) or "inputs" (rotated, and the buffers the kernel only reads are read into L2 just
     before each call, as a kernel finds what the kernel before it wrote;
-    docs/sweep_fidelity.md#the-l2-state-of-a-replay). `l2_dirt` (`config.SWEEP_L2_DIRT`): how the L2's lines are
+    docs/sweep_fidelity.md#the-l2-state-of-a-replay). `l2_dirt` (`config.sweep.L2_DIRT`): how the L2's lines are
     left before each call, first, except under "warm": a kernel inside a workload evicts lines that earlier kernels
     wrote, and pays for each dirty one (docs/sweep_fidelity.md#a-dirty-l2)."""
 
     kernel: str | None = None
     top: int | None = None
-    autotune_top: int | None = config.SWEEP_AUTOTUNE_TOP
-    rounds: int = config.SWEEP_DEFAULT_ROUNDS
+    autotune_top: int | None = config.sweep.AUTOTUNE_TOP
+    rounds: int = config.sweep.DEFAULT_ROUNDS
     fixed_rounds: bool = False
-    min_effect: float = DEFAULT_MIN_EFFECT
-    l2: str = config.SWEEP_L2_MODES[0]
-    l2_dirt: str = config.SWEEP_L2_DIRT[0]
+    min_effect: float = config.ab.DEFAULT_MIN_EFFECT
+    l2: str = config.sweep.L2_MODES[0]
+    l2_dirt: str = config.sweep.L2_DIRT[0]
 
     def __post_init__(self) -> None:
-        if self.l2 not in config.SWEEP_L2_MODES:
-            raise TritonhookError(f"--l2 {self.l2}: one of {', '.join(config.SWEEP_L2_MODES)}")
-        if self.l2_dirt not in config.SWEEP_L2_DIRT:
-            raise TritonhookError(f"--l2-dirt {self.l2_dirt}: one of {', '.join(config.SWEEP_L2_DIRT)}")
-        if self.rounds < config.MIN_ROUNDS:
-            raise TritonhookError(f"--rounds {self.rounds}: at least {config.MIN_ROUNDS} (fewer give no usable "
+        if self.l2 not in config.sweep.L2_MODES:
+            raise TritonhookError(f"--l2 {self.l2}: one of {', '.join(config.sweep.L2_MODES)}")
+        if self.l2_dirt not in config.sweep.L2_DIRT:
+            raise TritonhookError(f"--l2-dirt {self.l2_dirt}: one of {', '.join(config.sweep.L2_DIRT)}")
+        if self.rounds < config.ab.MIN_ROUNDS:
+            raise TritonhookError(f"--rounds {self.rounds}: at least {config.ab.MIN_ROUNDS} (fewer give no usable "
                                   f"interval)")
         if not self.fixed_rounds and self.rounds < SEQUENCE_MIN_ROUNDS:
             raise TritonhookError(f"--rounds {self.rounds}: adaptive rounds decide nothing before "
@@ -149,7 +149,7 @@ def _replay(recording: Recording, store: Store, variants: Sequence[Variant], pla
     if _compare_configs(recording, store, shown, built, workers, l2, l2_dirt, min_effect):
         times["config check"] = time.time() - began
     regrets_at_shared_keys(shown, recording)
-    if config.SWEEP_EXPLAIN_MISSES.get():
+    if config.sweep.SWEEP_EXPLAIN_MISSES.get():
         began = time.time()
         _explain_misses(recording, store, shown, built, workers, l2, dirt_of)
         times["miss check"] = time.time() - began
@@ -223,16 +223,16 @@ class Workers:
 
 def time_signatures(recording: Recording, store: Store, signatures: list[Signature],
                     built: dict[int, dict[str, BuiltVariant]], rows: dict[int, SweepRow], workers: Workers, *,
-                    rounds: int, l2: str, l2_dirt: str, min_effect: float = DEFAULT_MIN_EFFECT,
+                    rounds: int, l2: str, l2_dirt: str, min_effect: float = config.ab.DEFAULT_MIN_EFFECT,
                     arrived: Callable[[dict], None] = lambda record: None,
                     launches: dict[int, dict[str, Signature]] | None = None, adaptive: bool = False,
-                    synthetic_fill: str = config.SWEEP_SYNTHETIC_FILLS[0]) -> dict[int, dict[str, list[float]]]:
+                    synthetic_fill: str = config.sweep.SYNTHETIC_FILLS[0]) -> dict[int, dict[str, list[float]]]:
     """Time `built`'s variants of each signature (`rows`: theirs, by id, filled here: status, outputs, the
     variants' times, ratios and verdicts, the launch lead and the SM clock); the per-round samples by signature
     and label of those that replayed. `launches[signature id][label]`: a variant that is another autotune
     config's build, launched as that config's signature launched it (its grid) on this signature's inputs.
     `adaptive`: `rounds` is a cap (`stop_rule`); else every signature times `rounds` rounds. `synthetic_fill`:
-    what float tensors beyond the snapshot budget hold (`config.SWEEP_SYNTHETIC_FILLS`)."""
+    what float tensors beyond the snapshot budget hold (`config.sweep.SYNTHETIC_FILLS`)."""
     rules = {s.id: stop_rule(s, rounds, min_effect) for s in signatures} if adaptive else {}
     with tempfile.TemporaryDirectory(prefix="tritonhook-sweep-") as work:
         job = replay_job(Path(work), recording, store, signatures, built, launches or {}, rules, rounds=rounds, l2=l2,
@@ -295,7 +295,7 @@ def _compare_configs(recording: Recording, store: Store, rows: list[SweepRow],
     signatures = [dataclasses.replace(by_id[sid], autotune=None) for sid in wanted]
     checked = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
                for s in signatures}
-    time_signatures(recording, store, signatures, arms, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS, l2=l2,
+    time_signatures(recording, store, signatures, arms, checked, workers, rounds=config.sweep.CHECK_ROUNDS, l2=l2,
                     l2_dirt=l2_dirt, min_effect=min_effect,
                     launches={sid: {f"config {other}": by_id[other] for other in others}
                               for sid, (_, others) in wanted.items()})
@@ -316,7 +316,7 @@ def _compare_configs(recording: Recording, store: Store, rows: list[SweepRow],
 
 def _dirt(l2: str, rule: str) -> str:
     """How a replay under `l2` leaves the L2's lines before each call under the dirt rule `rule`
-    (`config.SWEEP_L2_DIRT`): untouched under warm (its one input set is what each call finds in L2); the measured
+    (`config.sweep.L2_DIRT`): untouched under warm (its one input set is what each call finds in L2); the measured
     dirt only where the dirt probe's figure is replayed (`--l2 measured`), written under the other rotating rules;
     else the rule itself."""
     if l2 == "warm":
@@ -348,7 +348,7 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
             continue
         checked = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
                    for s in checking}
-        time_signatures(recording, store, checking, baseline, checked, workers, rounds=config.SWEEP_CHECK_ROUNDS,
+        time_signatures(recording, store, checking, baseline, checked, workers, rounds=config.sweep.CHECK_ROUNDS,
                         l2=condition.l2, l2_dirt=condition.dirt, synthetic_fill=condition.fill)
         for signature_id, row in checked.items():
             by_mode[signature_id][condition.name] = row.fidelity if row.status == "ok" else None
@@ -359,7 +359,7 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
             row.miss = {"l2": {l2: row.fidelity, **{m: r for m, r in ratios.items() if m != ZEROS_FILLED}},
                         "lead_ms": row.lead_ms,
                         "clock_mhz": {"replay": row.clock_mhz, "workload": recording.sm_clock_mhz},
-                        "rounds": config.SWEEP_CHECK_ROUNDS,
+                        "rounds": config.sweep.CHECK_ROUNDS,
                         "why": miss_reason(row, l2, ratios, recording.sm_clock_mhz,
                                            replayed_dirt=replayed_dirt(dirt_of(l2), by_id[row.signature].l2_dirt),
                                            synthetic=(len(made_up), size))}
@@ -372,13 +372,13 @@ def stop_rule(signature: Signature, cap: int, min_effect: float) -> StopRule:
     """When `signature`'s rounds stop: an autotune candidate the workload never ran is only ranked (coarse
     precision, a lower cap); every other signature is a row (or the config a row answers for)."""
     if signature.autotune is not None and not signature.launches:
-        return StopRule(min_effect, config.SWEEP_CANDIDATE_PRECISION, min(cap, config.SWEEP_CANDIDATE_CAP))
-    return StopRule(min_effect, config.SWEEP_ROW_PRECISION, cap)
+        return StopRule(min_effect, config.sweep.CANDIDATE_PRECISION, min(cap, config.sweep.CANDIDATE_CAP))
+    return StopRule(min_effect, config.sweep.ROW_PRECISION, cap)
 
 
 def failed_builds_warning(built: dict[int, dict[str, BuiltVariant]]) -> str | None:
     """What the replay says of the variants ptxas could not build (their rows go on without them): how many by
-    cause (`ptxas.binaries.CAUSES`), and the first message."""
+    cause (`binaries.CAUSES`), and the first message."""
     failed = [b for variants in built.values() for b in variants.values() if b.failed]
     if not failed:
         return None
@@ -551,7 +551,7 @@ def _probed_dirt(signature: Signature, dirt_of_group: dict[int, float]) -> float
 def replay_job(work: Path, recording: Recording, store: Store, signatures: list[Signature],
                built: dict[int, dict[str, BuiltVariant]], launches: dict[int, dict[str, Signature]],
                rules: dict[int, StopRule], *, rounds: int, l2: str, l2_dirt: str,
-               synthetic_fill: str = config.SWEEP_SYNTHETIC_FILLS[0]) -> ReplayJob:
+               synthetic_fill: str = config.sweep.SYNTHETIC_FILLS[0]) -> ReplayJob:
     """The job replaying `signatures`' `built` variants, their cubins and metadata written under `work` (once per
     capture and label)."""
     entries, dirt_of_group = [], _dirt_of_groups(recording)

@@ -7,10 +7,10 @@ import collections
 import dataclasses
 import shlex
 
-from .. import format
+from .. import config, format
 from ..cubin import CubinDeltas
 from ..measure.sequential import FIXED, ratio_sequence
-from ..measure.stats import DEFAULT_MIN_EFFECT, median, ratio_interval, verdict
+from ..measure.stats import median, ratio_interval, verdict
 from ..measure.variants import config_of_label
 from ..errors import TritonhookError
 from ..rename import exact_names_pattern
@@ -101,7 +101,7 @@ class SweepRow:
 
 
 def analyze_row(row: SweepRow, samples: dict[str, list[float]], facts: dict[str, dict],
-                identical: dict[str, str], min_effect: float = DEFAULT_MIN_EFFECT, sequential: bool = False
+                identical: dict[str, str], min_effect: float = config.ab.DEFAULT_MIN_EFFECT, sequential: bool = False
                 ) -> SweepRow:
     """Fill `row.variants` from the per-round medians of each timed variant (the first label is the baseline);
     a variant in `identical` (label -> the label whose .text it equals) is not timed and says so. `sequential`:
@@ -311,12 +311,12 @@ class SweepResult:
     recording_id: int | None
     command: list[str] | None
     times_s: dict[str, float]          # record, build, replay
-    min_effect: float = DEFAULT_MIN_EFFECT
+    min_effect: float = config.ab.DEFAULT_MIN_EFFECT
     estimates: list[WorkloadEstimate] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
     candidates: list[SweepRow] = dataclasses.field(default_factory=list)  # autotune candidates (rows: per group)
     l2: str = "cold"                   # the replay's L2 rule (see `replay.replay`)
-    l2_dirt: str = "none"              # the L2 dirt set before each call (`config.SWEEP_L2_DIRT`)
+    l2_dirt: str = "none"              # the L2 dirt set before each call (`config.sweep.L2_DIRT`)
     id: int | None = None              # in the store's results table
     warning_prefix = "tritonhook sweep"
 

@@ -12,7 +12,6 @@ import dataclasses
 
 from .. import config
 from ..errors import TritonhookError
-from ..measure.stats import DEFAULT_MIN_EFFECT
 from ..measure.variants import parse_variants
 from ..store import Store
 from .autotune import config_text
@@ -42,7 +41,7 @@ def rival_signatures(merged: Recording, key: KeyPicks) -> dict[str, Signature]:
 
 
 def replay_rivals(recordings: list[Recording], store: Store, report: Divergence, workers: Workers, *,
-                  rounds: int = config.SWEEP_DEFAULT_ROUNDS, min_effect: float = DEFAULT_MIN_EFFECT) -> None:
+                  rounds: int = config.sweep.DEFAULT_ROUNDS, min_effect: float = config.ab.DEFAULT_MIN_EFFECT) -> None:
     """Set `replayed` on every divergent key of `report` whose fastest pick is known (`KeyPicks.fastest`): each
     rival pick against the fastest (see the module docstring)."""
     merged = Recording.merged(recordings)
@@ -68,8 +67,8 @@ def replay_rivals(recordings: list[Recording], store: Store, report: Divergence,
     checked = {baseline.id: SweepRow(baseline.id, baseline.kernel, baseline.label(), None, baseline.launches,
                                      baseline.time_per_launch_ms, baseline.inputs, "ok") for _, baseline, _ in timed}
     time_signatures(merged, store, [dataclasses.replace(baseline, autotune=None) for _, baseline, _ in timed],
-                    arms, checked, workers, rounds=rounds, l2=config.SWEEP_L2_MODES[0],
-                    l2_dirt=config.SWEEP_L2_DIRT[0], min_effect=min_effect, adaptive=True,
+                    arms, checked, workers, rounds=rounds, l2=config.sweep.L2_MODES[0],
+                    l2_dirt=config.sweep.L2_DIRT[0], min_effect=min_effect, adaptive=True,
                     launches={baseline.id: {f"config {s.id}": s for s in others.values()}
                               for _, baseline, others in timed})
     for key, baseline, others in plans:

@@ -62,7 +62,7 @@ CUDA context: seconds), and several per GPU still balance uneven kernels."""
 def visible_gpus() -> list[str] | None:
     """The GPUs CUDA would show this process, as CUDA_VISIBLE_DEVICES entries (index or UUID) to pin a worker to
     each; None when they cannot be counted without creating a CUDA context (no NVML bindings or driver)."""
-    if (visible := config.CUDA_VISIBLE_DEVICES.raw()) is not None:
+    if (visible := config.sweep.CUDA_VISIBLE_DEVICES.raw()) is not None:
         return [entry.strip() for entry in visible.split(",") if entry.strip()]
     try:
         import pynvml

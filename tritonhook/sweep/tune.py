@@ -4,7 +4,7 @@ confirmed in a fresh replay.
 
 Every candidate is judged by the replay engine the sweep uses (`replay.replay`): built from the captured PTX,
 timed interleaved with plain in isolated workers, its outputs checked against plain's own run-to-run spread. So a
-candidate that breaks ptxas (an error, a crash, a hang past `config.PTXAS_TIMEOUT_S`), faults on the GPU or
+candidate that breaks ptxas (an error, a crash, a hang past `config.ptxas.PTXAS_TIMEOUT_S`), faults on the GPU or
 changes the outputs loses only itself, and is counted by cause. Candidates whose kernel `.text` equals plain's or
 an earlier candidate's are not timed again (a build is seconds, a timing a round of the GPU).
 
@@ -28,13 +28,13 @@ from typing import Sequence
 
 from .. import config, format
 
-from ..ptxas import binaries
+from .. import binaries
 
 from ..ptxas import tune_space
 from ..errors import TritonhookError
 from ..files import file_name
 from ..measure.outputs import BITWISE, NO_OUTPUT, WITHIN_SPREAD
-from ..measure.stats import DEFAULT_MIN_EFFECT, ratio_interval, verdict
+from ..measure.stats import ratio_interval, verdict
 from ..measure.variants import PLAIN, Variant, parse_variant, resolve_ptxas
 from ..rename import DEFAULT_PREFIX, exact_names_pattern
 from ..store import ResultKind, Store, register_result_kind
@@ -69,8 +69,8 @@ class AcfSearch:
 
     space: str
     ptxas: str
-    pool: int = config.TUNE_ACF_POOL
-    generations: int = config.TUNE_ACF_GENERATIONS
+    pool: int = config.sweep.TUNE_ACF_POOL
+    generations: int = config.sweep.TUNE_ACF_GENERATIONS
 
     @classmethod
     def checked(cls, space: str, ptxas: Sequence[str], pool: int, generations: int) -> "AcfSearch":
@@ -100,8 +100,8 @@ class TuneSpace:
 
     @classmethod
     def parse(cls, axes: str, *, ptxas: Sequence[str] = (), controls: Sequence[str] = (),
-              acf_space: str | None = None, acf_pool: int = config.TUNE_ACF_POOL,
-              acf_generations: int = config.TUNE_ACF_GENERATIONS) -> "TuneSpace":
+              acf_space: str | None = None, acf_pool: int = config.sweep.TUNE_ACF_POOL,
+              acf_generations: int = config.sweep.TUNE_ACF_GENERATIONS) -> "TuneSpace":
         """`--space names,ptxas,options,acf,acf-search`: the axes to search (the others stay at plain's value).
         The ptxas axis is `ptxas` (versions or paths, as after `@`) or, when empty, the newest ptxas found besides
         the capture's; the acf axis is the control files `controls`; the acf-search axis searches the CompileIQ
@@ -323,10 +323,10 @@ class _Replays:
 
 def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float | None = None,
          top: int | None = None, kernel: str | None = None, budget: str | None = None,
-         rounds: int = config.SWEEP_DEFAULT_ROUNDS, confirm_rounds: int = 2 * config.SWEEP_DEFAULT_ROUNDS,
-         min_effect: float = DEFAULT_MIN_EFFECT, progress: bool = False, gpus=None, ray=False,
-         worker: Sequence[str] | None = None, l2: str = config.SWEEP_L2_MODES[0],
-         l2_dirt: str = config.SWEEP_L2_DIRT[0]) -> TuneResult:
+         rounds: int = config.sweep.DEFAULT_ROUNDS, confirm_rounds: int = 2 * config.sweep.DEFAULT_ROUNDS,
+         min_effect: float = config.ab.DEFAULT_MIN_EFFECT, progress: bool = False, gpus=None, ray=False,
+         worker: Sequence[str] | None = None, l2: str = config.sweep.L2_MODES[0],
+         l2_dirt: str = config.sweep.L2_DIRT[0]) -> TuneResult:
     """Search `space` on the chosen kernels of `recording`, confirm each kernel's best in a fresh replay, save the
     result in the store and return it. The space's fixed candidates go first, then the acf-search pools (the
     budget bounds both together)."""

@@ -23,7 +23,7 @@ recording does after each kernel it times). `l2` in the job: "cold" rotates the 
 reads the buffers the kernel does not write just before each call, as a kernel inside a workload finds what its
 producer has just written (its outputs not); "measured" rotates, and reads just before each call the parts of each
 buffer that the recording's L2 probe found in L2 inside the workload (`l2probe`). `l2_dirt` in the job
-(`config.SWEEP_L2_DIRT`): a buffer the size of the L2 is written (dirty), half copied onto its other half (half) or
+(`config.sweep.L2_DIRT`): a buffer the size of the L2 is written (dirty), half copied onto its other half (half) or
 read (clean) before each call, before those reads, under "measured" as the recording's dirt probe found the L2 for
 the signature (`_L2Setup`). After the rounds the SM clock is read (`measure.timing.sm_clock_mhz`), as the recorder
 reads it after the workload. `stop` in
@@ -364,7 +364,7 @@ def protocol() -> Iterator[Callable[[dict], None]]:
 
 def hello(**facts) -> dict:
     """The first line a worker writes: where it runs (host, the GPU it was pinned to) and what it found."""
-    return {"status": "worker", "host": socket.gethostname(), "gpu": config.CUDA_VISIBLE_DEVICES.raw() or "",
+    return {"status": "worker", "host": socket.gethostname(), "gpu": config.sweep.CUDA_VISIBLE_DEVICES.raw() or "",
             **facts}
 
 

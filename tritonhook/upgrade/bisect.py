@@ -2,8 +2,8 @@
 that release's PTX or its ptxas moved it (docs/upgrade.md#tritonhook-bisect-the-first-release-that-changed-a-kernel).
 
 Per captured kernel matching `kernel`, built by release A (`--from`): a binary search over the releases after A up
-to B, in the order of an explicit list (`config.SUPPORTED_RELEASES` unless given). B is rebuilt first (the same as
-A: "no change", one rebuild); then the range known to hold the change is halved until one release is left, so M
+to B, in the order of an explicit list (`config.upgrade.SUPPORTED_RELEASES` unless given). B is rebuilt first (the same
+as A: "no change", one rebuild); then the range known to hold the change is halved until one release is left, so M
 releases after A take at most ⌈log2 M⌉ + 1 rebuilds, each through the rebuild worker under that release's
 virtualenv (`rebuild`, `releases`). A build differs when its kernel's `.text` is not the captured one's (not SASS
 identical; the registers and spills are recorded with it); a release that fails to compile the kernel differs
@@ -29,7 +29,7 @@ from typing import Iterator, Sequence
 
 from .. import config, format
 
-from ..ptxas import binaries
+from .. import binaries
 from ..cubin import CubinDelta, CubinDeltas
 from ..errors import TritonhookError
 from ..measure.variants import resolve_ptxas
@@ -235,10 +235,10 @@ register_result_kind(ResultKind(RESULT_KIND, BisectResult.from_json, label="kern
 def bisect(store: Store, *, kernel: str, from_release: str, to_release: str, releases: Sequence[str] | None = None,
            recording: str | None = None) -> BisectResult:
     """The first release after `from_release` up to `to_release` (in `releases`, default
-    `config.SUPPORTED_RELEASES`) whose build differs from the captured one, for every kernel captured under
+    `config.upgrade.SUPPORTED_RELEASES`) whose build differs from the captured one, for every kernel captured under
     `from_release` whose name matches the regex `kernel` (in `store`, or launched in `recording`). Saved in the
     store and returned."""
-    ordered = releases_between(releases or config.SUPPORTED_RELEASES, from_release, to_release)
+    ordered = releases_between(releases or config.upgrade.SUPPORTED_RELEASES, from_release, to_release)
     after = ordered[1:]
     pattern = kernel_pattern(kernel)
     captures, recording_id, warnings = _captures(store, recording)

@@ -66,23 +66,23 @@ AXES = (("codegen", PTX_ONLY, "PTX"), ("ptxas", PTXAS_ONLY, "ptxas"))
 
 def bisect_time(recording: Recording, store: Store, *, kernel: str, from_release: str, to_release: str,
                 releases: Sequence[str] | None = None, cells_store: Store | None = None,
-                rounds: int = config.SWEEP_DEFAULT_ROUNDS, threshold: float = config.CHECK_THRESHOLD,
-                moved_by: str = config.BISECT_MOVED_BY[0], autotune_top: int | None = None,
+                rounds: int = config.sweep.DEFAULT_ROUNDS, threshold: float = config.check.THRESHOLD,
+                moved_by: str = config.upgrade.BISECT_MOVED_BY[0], autotune_top: int | None = None,
                 worker: Sequence[str] = WORKER, progress: bool = False) -> BisectResult:
     """The first release after `from_release` up to `to_release` (in `releases`, default
-    `config.SUPPORTED_RELEASES`) whose build moved the time or outputs of each signature of `recording` (in
+    `config.upgrade.SUPPORTED_RELEASES`) whose build moved the time or outputs of each signature of `recording` (in
     `store`, replayed on this machine's GPU) whose kernel matches the regex `kernel`. `cells_store`: where to look
-    for each release's cells first (default `store`); `moved_by`: one of `config.BISECT_MOVED_BY` (time, outputs
+    for each release's cells first (default `store`); `moved_by`: one of `config.upgrade.BISECT_MOVED_BY` (time, outputs
     or either moves a kernel); `autotune_top`: per autotuned kernel, the candidates replayed, fastest by the
     autotuner's own benchmark (default all; the workload's config always); `worker`: as `replay`'s. Saved in
     `store` and returned."""
-    ordered = releases_between(releases or config.SUPPORTED_RELEASES, from_release, to_release)
-    if rounds < config.MIN_ROUNDS:
-        raise TritonhookError(f"--rounds {rounds}: at least {config.MIN_ROUNDS} (fewer give no usable interval)")
+    ordered = releases_between(releases or config.upgrade.SUPPORTED_RELEASES, from_release, to_release)
+    if rounds < config.ab.MIN_ROUNDS:
+        raise TritonhookError(f"--rounds {rounds}: at least {config.ab.MIN_ROUNDS} (fewer give no usable interval)")
     if not 0 < threshold < 1:
         raise TritonhookError(f"--threshold {threshold}: a fraction above 0 and below 1 (0.03: 3%)")
-    if moved_by not in config.BISECT_MOVED_BY:
-        raise TritonhookError(f"--moved-by {moved_by}: one of {', '.join(config.BISECT_MOVED_BY)}")
+    if moved_by not in config.upgrade.BISECT_MOVED_BY:
+        raise TritonhookError(f"--moved-by {moved_by}: one of {', '.join(config.upgrade.BISECT_MOVED_BY)}")
     if autotune_top is not None and autotune_top < 1:
         raise TritonhookError(f"--autotune-top {autotune_top}: at least 1")
     if recording.triton_version != from_release:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import _triton
 
-from ..ptxas import binaries
+from .. import binaries
 from .. import ptx as _ptx
 from ..cubin import CubinDeltas
 from ..errors import TritonhookError

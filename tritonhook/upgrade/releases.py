@@ -1,4 +1,4 @@
-"""A virtualenv per Triton release, made on first use under `config.RELEASES_DIR` and reused after.
+"""A virtualenv per Triton release, made on first use under `config.upgrade.RELEASES_DIR` and reused after.
 
 Each holds that release's Triton alone and reaches everything else (torch, the kernels' libraries) through a `.pth`
 file that appends this environment's site-packages after its own, so its own Triton is the one imported: the
@@ -26,7 +26,7 @@ _DIST_INFO = re.compile(r"triton-(.+)\.dist-info")
 
 
 def releases_dir() -> Path:
-    return Path(os.path.expanduser(config.RELEASES_DIR.get()))
+    return Path(os.path.expanduser(config.upgrade.RELEASES_DIR.get()))
 
 
 def release_python(version: str) -> Path:
@@ -60,9 +60,9 @@ def _make(venv: Path, version: str) -> None:
     except OSError as exc:
         why = "a file, not a folder" if isinstance(exc, FileExistsError) else exc.strerror or exc
         raise TritonhookError(f"{venv.parent}: cannot make Triton {version}'s virtualenv here ({why}; "
-                              f"${config.RELEASES_DIR.name} names this folder)") from None
+                              f"${config.upgrade.RELEASES_DIR.name} names this folder)") from None
     print(f"tritonhook: installing Triton {version} into a virtualenv of its own, {venv} (about 1 GB, once; "
-          f"${config.RELEASES_DIR.name} moves it)", file=sys.stderr)
+          f"${config.upgrade.RELEASES_DIR.name} moves it)", file=sys.stderr)
     try:
         subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(building)], check=True,
                        capture_output=True, text=True)

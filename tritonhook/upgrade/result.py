@@ -15,13 +15,13 @@ BASELINE, PTXAS_ONLY = "old PTX, old ptxas", "old PTX, new ptxas"
 PTX_ONLY, BOTH = "new PTX, old ptxas", "new PTX, new ptxas"
 CELLS = (BASELINE, PTXAS_ONLY, PTX_ONLY, BOTH)
 """The four builds of a kernel: today (the captured cubin), the ptxas change alone, the PTX change alone, both
-(after the upgrade). Each ptxas runs with the flags of the release that runs it (`ptxas.binaries.triton_ptxas_args`)."""
+(after the upgrade). Each ptxas runs with the flags of the release that runs it (`binaries.triton_ptxas_args`)."""
 
 
 @dataclasses.dataclass
 class Cell:
     """One build: `status` "ok", "unsupported" (a PTX ISA this ptxas cannot read, needed), or why ptxas gave no
-    cubin (`ptxas.binaries.CAUSES`); `delta` against today's cubin; `variant` the folder holding its cubin, PTX and
+    cubin (`binaries.CAUSES`); `delta` against today's cubin; `variant` the folder holding its cubin, PTX and
     metadata; `note` what was changed to build it (a PTX ISA lowered to what this ptxas reads)."""
 
     status: str

@@ -26,7 +26,7 @@ from ..sweep.replay import ReplayPlan, Workers, replay
 from ..sweep.result import SweepResult
 from ..sweep.schedule import WORKER
 from ..sweep.builds import BuiltVariant
-from ..ptxas.binaries import CAUSES
+from ..binaries import CAUSES
 from .result import BASELINE, BOTH, CELLS, PTX_ONLY, PTXAS_ONLY, KernelUpgrade, UpgradeResult
 
 RESULT_KIND = "upgrade-timing"
@@ -126,7 +126,7 @@ class UpgradeTiming:
 
 
 def time_cells(recording: Recording, store: Store, upgraded: UpgradeResult, cells_store: Store, *,
-               rounds: int = config.SWEEP_DEFAULT_ROUNDS, l2: str = config.SWEEP_L2_MODES[0],
+               rounds: int = config.sweep.DEFAULT_ROUNDS, l2: str = config.sweep.L2_MODES[0],
                kernel: str | None = None, top: int | None = None, progress: bool = False,
                worker: Sequence[str] = WORKER) -> UpgradeTiming:
     """Replay `recording` (in `store`, on this machine's GPU) with each signature's cells from `upgraded` (saved in

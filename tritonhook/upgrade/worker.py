@@ -194,9 +194,9 @@ def _run_worker(python: Path, job: dict, work: Path) -> str | None:
     settings = ChildSettings(capture=OFF, record=OFF, import_from=str(Path(__file__).resolve().parents[2]))
     try:
         done = run_child([str(python), "-m", __name__, str(work / "job.json")], settings, capture_output=True,
-                         text=True, timeout=config.UPGRADE_REBUILD_TIMEOUT_S)
+                         text=True, timeout=config.upgrade.REBUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return f"the rebuild worker ran past {config.UPGRADE_REBUILD_TIMEOUT_S} s and was killed"
+        return f"the rebuild worker ran past {config.upgrade.REBUILD_TIMEOUT_S} s and was killed"
     if done.returncode == 0:
         return None
     last = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no message"]

@@ -11,10 +11,10 @@ import dataclasses
 import re
 from typing import Sequence
 
-from .. import format, ptx as _ptx
-from ..cubin import Cubin
-from ..errors import TritonhookError
-from ..rename import DEFAULT_PREFIX, prefixer, rename_ptx
+from . import format, ptx as _ptx
+from .cubin import Cubin
+from .errors import TritonhookError
+from .rename import DEFAULT_PREFIX, prefixer, rename_ptx
 from .binaries import ControlFile, assemble, controls_refusal, ptxas_version
 
 

@@ -6,7 +6,7 @@ $TRITONHOOK_PTXAS, $CUDA_HOME / $CUDA_PATH, /usr/local/cuda*, PATH, pip wheels. 
 target is a Triton-internal question: `_triton.triton_ptxas`.
 
 The ptxas "cutlass" path changes from one ptxas release to the next, so a PTX file is often assembled by several
-of them (`matrix.ptxas_matrix`); `assemble` runs one with `-v` and times it, with the codegen options of
+of them (`ptxas_matrix.ptxas_matrix`); `assemble` runs one with `-v` and times it, with the codegen options of
 `CODEGEN_OPTIONS` and a control file (`--apply-controls`, CUDA 13.3+), and says why a build failed
 (`AssembleError.cause`: error, crashed, hung, unsupported; docs/variants.md#failed-builds).
 """
@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from .. import config
-from ..errors import TritonhookError
-from ..files import read_input
+from . import config
+from .errors import TritonhookError
+from .files import read_input
 
 TRITON_PTXAS_FLAGS = ("-lineinfo",)
 """What Triton passes to ptxas besides `-v`, `--gpu-name` and the output (every supported release); Triton 3.9
@@ -89,7 +89,7 @@ class ControlFile:
 
 class AssembleError(TritonhookError):
     """ptxas did not build a cubin. `cause`: "error" (ptxas refused: its exit status and first error line),
-    "crashed" (killed by a signal), "hung" (ran past `config.PTXAS_TIMEOUT_S`, killed), "unsupported" (a control
+    "crashed" (killed by a signal), "hung" (ran past `config.ptxas.PTXAS_TIMEOUT_S`, killed), "unsupported" (a control
     file for a ptxas without --apply-controls; not run)."""
 
     def __init__(self, cause: str, message: str):
@@ -138,12 +138,12 @@ def _candidates() -> Iterable[tuple[str, str]]:
     for tool in ("ptxas", "ptxas-blackwell"):
         if path := triton_bundled(tool):
             yield path, f"triton {tool}"
-    for _, var in config.TRITON_OVERRIDES:
+    for _, var in config.ptxas.TRITON_OVERRIDES:
         if var.is_set():
             yield var.get(), f"${var.name}"
-    for entry in config.PTXAS.get():
-        yield (os.path.join(entry, "ptxas") if os.path.isdir(entry) else entry), f"${config.PTXAS.name}"
-    for var in (config.CUDA_HOME, config.CUDA_PATH):
+    for entry in config.ptxas.PTXAS.get():
+        yield (os.path.join(entry, "ptxas") if os.path.isdir(entry) else entry), f"${config.ptxas.PTXAS.name}"
+    for var in (config.ptxas.CUDA_HOME, config.ptxas.CUDA_PATH):
         if var.is_set():
             yield os.path.join(var.get(), "bin", "ptxas"), f"${var.name}"
     for path in sorted(glob.glob("/usr/local/cuda*/bin/ptxas")):
@@ -302,12 +302,12 @@ def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[s
              label: str = "PTX", controls: ControlFile | None = None, timeout: float | None = None
              ) -> AssembleResult:
     """Assemble with `ptxas -v` (and `--apply-controls` with `controls`' bytes), killed after `timeout` seconds
-    (default `config.PTXAS_TIMEOUT_S`). Raises `AssembleError` with its cause and ptxas's own message."""
+    (default `config.ptxas.PTXAS_TIMEOUT_S`). Raises `AssembleError` with its cause and ptxas's own message."""
     version = ptxas_version(ptxas) or ptxas
     if controls is not None and (refusal := controls_refusal(controls, ptxas)):
         raise AssembleError("unsupported", f"{label}: {refusal}")
     text = ptx.decode("utf-8", errors="replace") if isinstance(ptx, bytes) else ptx
-    timeout = config.PTXAS_TIMEOUT_S.get() if timeout is None else timeout
+    timeout = config.ptxas.PTXAS_TIMEOUT_S.get() if timeout is None else timeout
     with tempfile.TemporaryDirectory(prefix="tritonhook-ptxas-") as tmp:
         source, output = os.path.join(tmp, "input.ptx"), os.path.join(tmp, "output.cubin")
         with open(source, "w") as handle:
@@ -322,7 +322,7 @@ def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[s
         seconds = time.perf_counter() - start
         if returncode is None:
             raise AssembleError("hung", f"{label}: ptxas {version} ran past {timeout:g} s for {gpu_name} and was "
-                                        f"killed (${config.PTXAS_TIMEOUT_S.name} sets the limit)")
+                                        f"killed (${config.ptxas.PTXAS_TIMEOUT_S.name} sets the limit)")
         if returncode < 0:
             raise AssembleError("crashed", f"{label}: ptxas {version} crashed ({_signal_name(-returncode)}) for "
                                            f"{gpu_name}" + (f": {stderr.splitlines()[-1]}" if stderr.strip() else ""))
@@ -391,8 +391,8 @@ def find_nvdisasm(explicit: str | None = None) -> str:
             raise TritonhookError(f"--nvdisasm {explicit}: not found or not executable")
         return found
     candidates = [triton_bundled("nvdisasm")]
-    candidates += [os.path.join(var.get(), "bin", "nvdisasm") for var in (config.CUDA_HOME, config.CUDA_PATH)
-                   if var.is_set()]
+    candidates += [os.path.join(var.get(), "bin", "nvdisasm")
+                   for var in (config.ptxas.CUDA_HOME, config.ptxas.CUDA_PATH) if var.is_set()]
     candidates.append(shutil.which("nvdisasm"))
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
