@@ -30,9 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from scratch import scratch_dir  # noqa: E402
+from scratch import scratch_dir
 
 TRITONHOOK = [sys.executable, "-m", "tritonhook"]
 

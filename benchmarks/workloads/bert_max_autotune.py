@@ -13,7 +13,7 @@ first compiles and tunes), per kernel name its total time (µs) and launch count
 what the workload runs.
 """
 
-import argparse
+import functools
 
 import torch
 import torch._inductor.config as inductor_config
@@ -47,13 +47,8 @@ def step(model, compiled, ids, labels, optimizer):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("steps", type=int, nargs="?", default=6)
-    parser.add_argument("--profile", default=None)
-    args = parser.parse_args()
     with inductor_config.patch({"max_autotune_gemm_backends": "TRITON", "coordinate_descent_tuning": True}):
-        workload = build()
-        steady_profile.steps(lambda: step(*workload), args.steps, args.profile, warm=WARM_STEPS)
+        steady_profile.main(lambda: functools.partial(step, *build()), warm=WARM_STEPS)
 
 
 if __name__ == "__main__":

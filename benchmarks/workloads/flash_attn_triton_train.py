@@ -9,7 +9,7 @@ of which hold more accumulator than a thread's registers at head dim 128; its ba
 `--profile OUT.json`: `torch.profiler`'s kernel table of the steps after the first two (`steady_profile`).
 """
 
-import argparse
+import functools
 
 import torch
 from flash_attn_triton import flash_attn_func
@@ -34,12 +34,7 @@ def step(inputs, grad):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("steps", type=int, nargs="?", default=6)
-    parser.add_argument("--profile", default=None)
-    args = parser.parse_args()
-    inputs, grad = build()
-    steady_profile.steps(lambda: step(inputs, grad), args.steps, args.profile)
+    steady_profile.main(lambda: functools.partial(step, *build()))
 
 
 if __name__ == "__main__":

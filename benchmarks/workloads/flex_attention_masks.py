@@ -14,7 +14,7 @@ templates'), the attention, an RMSNorm and a SiLU-gated MLP; bf16, batch 4 x 8 h
 `--profile OUT.json`: `torch.profiler`'s kernel table of the steps after the first two (`steady_profile`).
 """
 
-import argparse
+import functools
 
 import torch
 import torch._inductor.config as inductor_config
@@ -87,13 +87,8 @@ def step(compiled, x, optimizer):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("steps", type=int, nargs="?", default=6)
-    parser.add_argument("--profile", default=None)
-    args = parser.parse_args()
     with inductor_config.patch({"max_autotune_gemm_backends": "ATEN"}):
-        workload = build()
-        steady_profile.steps(lambda: step(*workload), args.steps, args.profile)
+        steady_profile.main(lambda: functools.partial(step, *build()))
 
 
 if __name__ == "__main__":

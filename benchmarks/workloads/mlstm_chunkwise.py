@@ -10,7 +10,7 @@ backward's kernels spill registers on an H100.
 `--profile OUT.json`: `torch.profiler`'s kernel table of the steps after the first two (`steady_profile`).
 """
 
-import argparse
+import functools
 
 import torch
 from mlstm_kernels.torch.chunkwise.triton_xl_chunk import mlstm_chunkwise__xl_chunk
@@ -41,12 +41,7 @@ def step(inputs, grad):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("steps", type=int, nargs="?", default=6)
-    parser.add_argument("--profile", default=None)
-    args = parser.parse_args()
-    inputs, grad = build()
-    steady_profile.steps(lambda: step(inputs, grad), args.steps, args.profile)
+    steady_profile.main(lambda: functools.partial(step, *build()))
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
 workload runs, shared by the workloads that `benchmarks/sweep_against_profiler.py` holds the sweep against.
 
     steps(step, total, profile_path, warm=2)   # runs `total` steps; with a path, the steps after `warm` profiled
+    main(make_step)                            # a workload's command line: [STEPS] [--profile OUT.json]
 
 The profiled steps are those after the warm-up (the first compiles and tunes, the second runs what they chose);
 the table is {kernel name: [total µs, launches]}, saved as JSON with the profiled step count."""
 
+import argparse
 import json
+from typing import Callable
 
 import torch
 
@@ -36,3 +39,13 @@ def steps(step, total: int, profile_path: str | None, warm: int = 2) -> None:
         with open(profile_path, "w") as out:
             json.dump({"steps": total - warm, "kernels": kernel_table(profiler)}, out)
     torch.cuda.synchronize()
+
+
+def main(make_step: Callable[[], Callable[[], None]], warm: int = 2) -> None:
+    """A workload's command line, `[STEPS] [--profile OUT.json]` (6 steps by default): `make_step()` builds the
+    workload and returns one step of it, then `steps` runs them."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("steps", type=int, nargs="?", default=6)
+    parser.add_argument("--profile", default=None, help="torch.profiler's kernel table of the steady-state steps")
+    args = parser.parse_args()
+    steps(make_step(), args.steps, args.profile, warm)
