@@ -53,7 +53,8 @@ def run_child(args) -> list[dict]:
     import torch
 
     from gluon_kernels.blackwell import blackwell_attention
-    from tritonhook.ab import attention_flops, bench
+    from tritonhook.ab import bench
+    from tritonhook.flops import attention_flops
 
     if args.variant == "cutlass_":
         import tritonhook
@@ -78,7 +79,8 @@ def run_cudnn(args) -> list[dict]:
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from tritonhook.ab import attention_flops, bench
+    from tritonhook.ab import bench
+    from tritonhook.flops import attention_flops
 
     rows = []
     for dtype in args.dtype:

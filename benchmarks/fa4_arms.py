@@ -53,7 +53,7 @@ def _named_arms(classes: list, cache_functions: tuple[str, ...], call) -> dict[s
 
 
 def fa4_calls(causal: bool) -> dict[str, tuple]:
-    """{arm: (context, call)} for `tritonhook.ab.bench_interleaved`. A call takes the benchmark's inputs and uses
+    """{arm: (context, call)} for `tritonhook.measure.timing.bench_interleaved`. A call takes the benchmark's inputs and uses
     the last three, FA4's (batch, seqlen, heads, head_dim) copies of q, k and v (`bshd`)."""
     from flash_attn.cute import interface
     from flash_attn.cute.flash_fwd_sm90 import FlashAttentionForwardSm90

@@ -6,13 +6,13 @@
 Shapes follow FlashAttention-3's forward benchmark: 16k tokens per batch (B = 16384 / S) and a hidden size of 2048
 (H = 2048 / D). FLOPs = 4 * B * H * S^2 * D, halved for causal. Each shape is measured ``--runs`` times; a run
 times cuDNN, FLASH (and EFFICIENT with ``--efficient``), our kernel variants in bf16 (SDPA too; fp16 with
-``--dtype fp16``) and, unless ``--no-fp8``, in fp8, call by call in one ``tritonhook.ab.bench_interleaved`` (CUDA
+``--dtype fp16``) and, unless ``--no-fp8``, in fp8, call by call in one ``tritonhook.measure.timing.bench_interleaved`` (CUDA
 events, stream held), so that clock and power swings fall on every arm alike. fp8 has no SDPA counterpart: "fp8" is our kernel with V given pre-transposed (the
 K-major layout fp8 wgmma needs; see transpose_v_for_fp8), "fp8+T" includes the wrapper's V transpose on every call.
 
 The table gives, per arm, the median over runs of each run's median TFLOPS and the spread over runs as min-max;
 "ours/cuDNN" is the first variant's bf16 speed over cuDNN's (cuDNN's time / ours) with the 95% interval of
-``tritonhook.ab.ratio_interval`` over the call-by-call pairs of all runs; "fp8/bf16" likewise for our fp8 over our
+``tritonhook.measure.stats.ratio_interval`` over the call-by-call pairs of all runs; "fp8/bf16" likewise for our fp8 over our
 bf16. Every sample goes to --out (JSON). Results the docs quote: benchmarks/results/hopper_attention_*_h200.json (benchmarks/README.md).
 """
 from __future__ import annotations
@@ -190,7 +190,8 @@ def time_shape(D: int, causal: bool, S: int, args) -> dict:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from gluon_kernels import hopper_attention, transpose_v_for_fp8
-    from tritonhook.ab import attention_flops, bench_interleaved
+    from tritonhook.flops import attention_flops
+    from tritonhook.measure.timing import bench_interleaved
 
     B, H = max(1, args.tokens // S), args.hidden // D
     g = torch.Generator(device="cuda").manual_seed(S + D)
@@ -255,7 +256,7 @@ def main(argv=None):
     meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
                 dtype=args.dtype, python=platform.python_version(), tokens=args.tokens, hidden=args.hidden, runs=args.runs,
                 rep_ms=args.rep, seconds=time.perf_counter() - began,
-                timing="tritonhook.ab.bench_interleaved per run (CUDA events, stream held); TFLOPS from each run's "
+                timing="tritonhook.measure.timing.bench_interleaved per run (CUDA events, stream held); TFLOPS from each run's "
                        "median; spread = min-max over runs; ratios: ratio_interval over all runs' paired calls")
     names = None
     if args.fa4_dump:

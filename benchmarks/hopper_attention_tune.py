@@ -10,7 +10,7 @@ ratio over it; outputs are compared with its) and the fp8 build as it ships (`TU
 
 Shapes as FlashAttention-3's benchmark: 16k tokens (B = 16384 / S), hidden 2048 (H = 2048 / D); TFLOPS =
 4 B H S^2 D / t, halved for causal. Per shape, cuDNN, FLASH and every config are timed call by call in one
-interleaved run (`tritonhook.ab.bench_interleaved`: CUDA events, stream held while the host queues), so clock
+interleaved run (`tritonhook.measure.timing.bench_interleaved`: CUDA events, stream held while the host queues), so clock
 swings fall on all alike. A config whose output differs from cuDNN's by more than 1e-2 (relative norm) is
 reported and never chosen. Compiles come first, all at once, in a process pool (`--jobs`, default the CPU count):
 each worker runs the real wrapper once per config on a small tensor, which leaves the build in Triton's disk cache
@@ -183,7 +183,8 @@ def time_shape(D: int, causal: bool, S: int, grid: list[dict], rep_ms: float, fp
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from tritonhook.ab import attention_flops, bench_interleaved
+    from tritonhook.flops import attention_flops
+    from tritonhook.measure.timing import bench_interleaved
     from tritonhook.measure.stats import summarize
 
     B, H = shape(S, D)
@@ -325,7 +326,7 @@ def main(argv=None):
     meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
                 python=platform.python_version(), tokens=TOKENS, hidden=HIDDEN, dtype="fp8" if args.fp8 else "bf16",
                 rep_ms=args.rep,
-                timing="tritonhook.ab.bench_interleaved, medians, CUDA events, stream held",
+                timing="tritonhook.measure.timing.bench_interleaved, medians, CUDA events, stream held",
                 grid={f"{D}:{int(c)}": [label(k) for k in g] for D, c, _, g in runs},
                 compile_failures={f"{D}:{int(c)}:{n}": e for (D, c, n), e in failed.items()},
                 seconds=time.perf_counter() - began)

@@ -5,7 +5,7 @@
 The fp8 path first ran the ws defaults (block_n 128, 3 stages, ping-pong, overlap); this sweep chose its TUNED_WS_FP8
 table (gluon_kernels/tuning.py). Per shape (FA3's: 16k tokens, hidden 2048; D=128 unless --head-dim 64), bf16 with
 its tuned defaults, fp8 with its defaults and fp8 under each knob set of KNOBS are timed call by call in one
-`tritonhook.ab.bench_interleaved` run; prints TFLOPS and fp8/bf16 per knob set, writes JSON. Outputs are checked
+`tritonhook.measure.timing.bench_interleaved` run; prints TFLOPS and fp8/bf16 per knob set, writes JSON. Outputs are checked
 against bf16's before timing (relative norm < 0.1: e4m3 inputs alone give ~0.055).
 """
 from __future__ import annotations
@@ -59,7 +59,9 @@ def main() -> None:
 
     from gluon_kernels import hopper_attention, transpose_v_for_fp8
     from gluon_kernels.tuning import ws_defaults
-    from tritonhook.ab import attention_flops, bench_interleaved, median
+    from tritonhook.flops import attention_flops
+    from tritonhook.measure.timing import bench_interleaved
+    from tritonhook.measure.stats import median
 
     results = []
     shapes = SHAPES if args.shapes is None else [(int(S), bool(int(c))) for S, c in

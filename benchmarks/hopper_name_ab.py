@@ -22,6 +22,7 @@ import torch
 
 from gluon_kernels import hopper_attention, transpose_v_for_fp8
 from tritonhook import ab, format
+from tritonhook.flops import attention_flops
 
 CONFIGS = [  # (dtype, causal): B=2, H=16, S=8192 (D=128: the shape where the kernel is closest to cuDNN)
     (torch.bfloat16, False),
@@ -65,7 +66,7 @@ def main() -> None:
         q, k, v = (torch.randn(batch, heads, args.seq, dim, device="cuda").to(dtype) for _ in range(3))
         v_t = transpose_v_for_fp8(v) if dtype == torch.float8_e4m3fn else None
         name = f"{str(dtype).removeprefix('torch.')} {'causal' if causal else 'non-causal'} D={dim} S={args.seq}"
-        flops = ab.attention_flops(batch, heads, args.seq, dim, causal)
+        flops = attention_flops(batch, heads, args.seq, dim, causal)
 
         def run(q, k, v):
             return hopper_attention(q, k, v, causal=causal, v_t=v_t)

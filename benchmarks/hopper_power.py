@@ -94,7 +94,7 @@ def shape_arms(D: int, causal: bool, S: int, args) -> tuple[dict, float]:
     import torch
 
     from gluon_kernels import hopper_attention
-    from tritonhook.ab import attention_flops
+    from tritonhook.flops import attention_flops
 
     B, H = max(1, args.tokens // S), args.hidden // D
     g = torch.Generator(device="cuda").manual_seed(S + D)

@@ -60,7 +60,8 @@ def main(argv=None) -> int:
 
     import sm120_attn
     from sm120_attn.constants import LOG2E
-    from tritonhook.ab import attention_flops, bench
+    from tritonhook.ab import bench
+    from tritonhook.flops import attention_flops
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default="sm120_attn_bench.json")

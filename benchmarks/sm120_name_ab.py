@@ -10,7 +10,7 @@ As a `tritonhook ab` child (the arm comes from $TRITONHOOK_AB_VARIANT, `#N` suff
 
 times CpAsync and TMA, BF16, B=2 H=16 S=4096 D=128, causal and not, with `tritonhook.ab.bench` (the first call's
 output is what tritonhook ab compares across arms). Every process seeds the same inputs. The variant labels are
-the ones `tritonhook.ab.parse_variants` accepts: `plain` and `strip` are its own; `ext` parses as a rename prefix,
+the ones `tritonhook.measure.variants.parse_variants` accepts: `plain` and `strip` are its own; `ext` parses as a rename prefix,
 which only Triton compiles would see (nothing here compiles Triton), so for this script it is only a label.
 
     python benchmarks/sm120_name_ab.py --experiment --out DIR [--json FILE]
@@ -37,6 +37,7 @@ from pathlib import Path
 
 from sm120_attn.constants import LOG2E
 from tritonhook import config
+from tritonhook.measure.stats import bootstrap_ratio, verdict
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))  # cute_name_swap: the name swap is lab support, kept with its tests
@@ -51,7 +52,7 @@ def bench_name(kernel: str, causal: bool) -> str:
 
 
 def flops(causal: bool) -> float:
-    from tritonhook.ab import attention_flops
+    from tritonhook.flops import attention_flops
 
     return attention_flops(B, H, S, D, causal)
 
@@ -239,8 +240,6 @@ def print_summary(data: dict) -> None:
 def summarize_ab(report: dict) -> list[dict]:
     """Rows of a `tritonhook ab --json` report of this script: each arm against plain (the report's own ratios and
     intervals) and strip against ext (the name alone), computed with the same paired bootstrap and verdict."""
-    from tritonhook import ab
-
     rows = []
     for bench in report["benchmarks"]:
         arms = {v["label"]: v for v in bench["variants"]}
@@ -253,9 +252,9 @@ def summarize_ab(report: dict) -> list[dict]:
             if label != base:
                 row["vs"][f"{label}/{base}"] = (v["ratio"], v["ci_low"], v["ci_high"], v["verdict"])
         if "strip" in arms and "ext" in arms:
-            ratio, low, high = ab.bootstrap_ratio(arms["ext"]["samples_ms"], arms["strip"]["samples_ms"])
+            ratio, low, high = bootstrap_ratio(arms["ext"]["samples_ms"], arms["strip"]["samples_ms"])
             min_effect = report.get("min_effect", config.ab.DEFAULT_MIN_EFFECT)
-            row["vs"]["strip/ext"] = (ratio, low, high, ab.verdict(ratio, low, high, min_effect))
+            row["vs"]["strip/ext"] = (ratio, low, high, verdict(ratio, low, high, min_effect))
         rows.append(row)
     return rows
 

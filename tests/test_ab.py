@@ -17,6 +17,7 @@ from tritonhook.cubin import SUMMARY_FIELDS
 from tritonhook.samples import compile_sample
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.timing import round_order
+from tritonhook.measure.variants import parse_variants
 from tritonhook.store import SCHEMA_VERSION, Store
 
 SCHEMA_1_COMMIT = "15899f8"  # the first commit: its store.py writes schema 1 (before the A/B tables)
@@ -32,7 +33,7 @@ def test_collect_takes_one_median_per_round_and_keeps_flops_and_digests():
 
 
 def test_analyze_reports_tflops_ratio_and_missing_variants():
-    variants = ab.parse_variants("plain,cutlass_")
+    variants = parse_variants("plain,cutlass_")
     result = ab.analyze("mm", {"plain": [2.0] * 5, "cutlass_": [1.0] * 5}, variants, flops=2e12,
                         correctness="bitwise")
     base, other = result.variants
@@ -52,7 +53,7 @@ def test_a_schema_1_store_is_upgraded_and_keeps_its_captures(store_path, old_sto
     store = Store(store_path)
     assert [c.kernel for c in store.captures()] == ["k"]
     assert store.captures()[0].frontend_label == "triton 3.6.0"
-    variants = ab.parse_variants("plain,cutlass_")
+    variants = parse_variants("plain,cutlass_")
     report = ab.ABReport([ab.analyze("mm", {"plain": [1.0] * 5, "cutlass_": [1.0] * 5}, variants, flops=None,
                                      correctness="bitwise")], variants, 5, None, None, {})
     ab_id = report.save(store, {"plain": [1]})
@@ -155,7 +156,7 @@ def test_sass_identical_compares_real_builds(store_path, sample, identical):
     assert why["resources"] == {field: {"base": plain[field], "variant": renamed[field]} for field in SUMMARY_FIELDS}
     assert why["sass_identical"] is identical and bool(why["mix"]) is not identical
     assert why["text"].endswith("SASS identical") is identical
-    variants = ab.parse_variants("plain,cutlass_")
+    variants = parse_variants("plain,cutlass_")
     bench = ab.analyze("mm", {"plain": [1.0] * 5, "cutlass_": [1.0] * 5}, variants, flops=None, correctness="bitwise")
     report = ab.ABReport([bench], variants, 5, None, None, kernels, why={"cutlass_": [why]})
     assert ab.ABReport.from_json(json.loads(json.dumps(report.to_json()))).why == report.why

@@ -23,6 +23,7 @@ import pytest
 from tritonhook import ab
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
+from tritonhook.measure.variants import parse_variants
 from tritonhook.page import SECTIONS, write_report
 from tritonhook.page.demo import run_demo
 from tritonhook.page.model import PTXAS_MATRIX_KIND, chart_labels, forest_rows
@@ -224,7 +225,7 @@ def test_the_page_spells_out_no_absolute_path_of_the_machine_that_made_it(tmp_pa
 
 def ab_result(store: Store) -> ab.SavedABResult:
     """A saved A/B run: `matmul` 10% faster renamed in every round, `attention` unchanged."""
-    variants = ab.parse_variants("plain,cutlass_")
+    variants = parse_variants("plain,cutlass_")
     rounds = {"matmul": ([1.00, 1.01, 0.99, 1.00, 1.02], [0.90, 0.91, 0.89, 0.90, 0.92]),
               "attention": ([3.00, 3.03, 2.97, 3.01, 2.99], [3.01, 2.98, 3.00, 3.02, 2.99])}
     benchmarks = [ab.analyze(name, {"plain": a, "cutlass_": b}, variants, flops=None, correctness="allclose")

@@ -18,7 +18,8 @@ from tritonhook import _triton, preflight
 from tritonhook import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.samples import compile_sample
-from tritonhook.tma_scope import FIXED_KEY, make_tma_scope_transform, rewrite_tma_scope
+from tritonhook.ptx import rewrite_tma_scope
+from tritonhook.tma_scope import FIXED_KEY, make_tma_scope_transform
 
 TMA_SAMPLES = ("tma_copy", "tma_copy_host_desc")  # device-side and host-side descriptors
 TMA_SYSCALL = "__cuda_syscall_cp_async_bulk_tensor_"

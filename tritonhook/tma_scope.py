@@ -11,7 +11,7 @@ address in both state spaces, so rewriting the destination space is exact for th
 address other CTAs of the cluster and are left alone. `shared::cta` as the destination needs PTX ISA 8.6, which
 Triton 3.6 already emits (8.7 for sm_90a, 8.8 for sm_120a).
 
-`ptx.rewrite_tma_scope` is the pure text transform (re-exported here); `make_tma_scope_transform` is the compile-stage
+`ptx.rewrite_tma_scope` is the pure text transform; `make_tma_scope_transform` is the compile-stage
 callback that `tritonhook.enable(fix_tma_scope=True)` installs (sm_12x targets only, since elsewhere there is nothing
 to gain).
 """

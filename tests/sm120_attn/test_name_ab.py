@@ -6,10 +6,11 @@ from benchmark_scripts import load_benchmark
 def test_summarize_ab_adds_strip_over_ext():
     """The A/B table: each arm against plain from the report, and strip against ext with the same bootstrap."""
     from tritonhook import ab
+    from tritonhook.measure.variants import parse_variants
 
     summarize_ab = load_benchmark("sm120_name_ab").summarize_ab
 
-    variants = ab.parse_variants("plain,strip,ext")
+    variants = parse_variants("plain,strip,ext")
     samples = {"plain": [1.00, 1.01, 0.99, 1.00, 1.02, 1.00], "strip": [0.90, 0.91, 0.90, 0.89, 0.92, 0.90],
                "ext": [1.00, 1.00, 1.01, 0.99, 1.00, 1.01]}
     bench = ab.analyze("tma-full", samples, variants, flops=1e12, correctness="bitwise")

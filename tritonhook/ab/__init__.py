@@ -11,22 +11,15 @@ Two ways in:
 
 The modules: `protocol` (what a child reports and how it is read back), `result` (`ABReport`, which renders
 itself), `runner` (`compare`, `run_interleaved`). The timer, the statistics, the output check and the variants
-are `tritonhook.measure`'s, shared with `sweep/`; the names of it that the README and docs call as `ab.X`
-(`bench_interleaved`, `ratio_interval`, `bootstrap_ratio`, `verdict`, `parse_variants`) are re-exported here.
+are `tritonhook.measure`'s, shared with `sweep/` (`measure.timing.bench_interleaved`, `measure.stats`,
+`measure.variants.parse_variants`); attention FLOPs are `tritonhook.flops`'.
 """
 
-from ..flops import attention_flops
-from ..measure.stats import bootstrap_ratio, ratio_interval, verdict
-from ..measure.timing import bench_interleaved
-from ..measure.variants import parse_variants
 from .protocol import bench, collect, read_records, record
 from .result import (ABReport, ABWorkloadEstimate, BenchmarkResult, SavedABResult, SavedABResults, VariantResult,
                      analyze, saved_results)
 from .runner import compare, kernel_deltas, kernel_summaries, run_interleaved
 
-__all__ = ["ABReport", "ABWorkloadEstimate", "BenchmarkResult",
-           "SavedABResult", "SavedABResults", "VariantResult", "analyze", "attention_flops", "bench",
-           "bench_interleaved", "bootstrap_ratio", "collect", "compare", "kernel_deltas",
-           "kernel_summaries",
-           "parse_variants", "ratio_interval", "read_records", "record", "run_interleaved",
-           "saved_results", "verdict"]
+__all__ = ["ABReport", "ABWorkloadEstimate", "BenchmarkResult", "SavedABResult", "SavedABResults", "VariantResult",
+           "analyze", "bench", "collect", "compare", "kernel_deltas", "kernel_summaries", "read_records", "record",
+           "run_interleaved", "saved_results"]

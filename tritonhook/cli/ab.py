@@ -8,7 +8,7 @@ import sys
 
 from .. import ab, config
 from ..format import show
-from ..measure.variants import refuse_configs
+from ..measure.variants import parse_variants, refuse_configs
 from ..preflight import named_gpu
 from ..rename import compile_select
 from .common import command_after_dashes, open_store, store_arg
@@ -39,7 +39,7 @@ def _ab(args) -> int:
         return 0
     command = command_after_dashes(args.command, "ab")
     named_gpu()
-    variants = ab.parse_variants(args.variants)
+    variants = parse_variants(args.variants)
     refuse_configs(variants, "tritonhook ab")
     if args.select is not None:
         compile_select(args.select)

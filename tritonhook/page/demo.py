@@ -181,6 +181,7 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
     import torch
 
     from .. import ab, sweep
+    from ..flops import attention_flops
     from ..measure.variants import parse_variants
     from ..samples import matmul_kernel
 
@@ -200,7 +201,7 @@ def _gpu_sweep(store: Store, out: Path) -> list[str]:
 
         q, k, v = (torch.randn(2, 16, 4096, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         benchmarks.append(("hopper attention bf16 S=4096", lambda: hopper_attention(q, k, v),
-                           ab.attention_flops(2, 16, 4096, 128)))
+                           attention_flops(2, 16, 4096, 128)))
     with config.scope({config.report.TRITON_CACHE_DIR.name: str(out / "triton-cache" / "ab")}):
         for name, run, flops in benchmarks:
             ab.compare(run, flops=flops, rounds=5, store=store, name=name, progress=False)
