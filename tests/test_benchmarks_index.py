@@ -7,6 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.release_independent  # the repository's text
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DATES = r"\d{4}-\d{2}-\d{2}(?:, \d{4}-\d{2}-\d{2})*"

@@ -128,6 +128,7 @@ def test_ls_show_export_on_real_captures(store_path, tmp_path):
     assert (tmp_path / "out" / "add_kernel.ptx").read_text() == ptx
 
 
+@pytest.mark.release_independent  # argument checks: the same under every Triton
 @pytest.mark.parametrize("args,message", [
     (["show", "999"], "no capture with id 999"),
     (["show", "abc"], "whole number"),
@@ -146,6 +147,7 @@ def test_bad_input_is_one_line_and_status_2(store_path, args, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.release_independent  # argument checks: the same under every Triton
 @pytest.mark.parametrize("command", [["show", "1"], ["ls"], ["store", "verify"], ["preflight"]])
 def test_an_unknown_option_is_the_subcommands_own_usage_error(store_path, command):
     Store(store_path).close()
@@ -156,6 +158,7 @@ def test_an_unknown_option_is_the_subcommands_own_usage_error(store_path, comman
     assert result.stderr.endswith(f"tritonhook {name}: error: unrecognized arguments: --bogus\n")
 
 
+@pytest.mark.release_independent  # the launcher refuses it before anything runs: the same under every Triton
 @pytest.mark.parametrize("command", ["run", "capture", "ab"])
 @pytest.mark.parametrize("target,why", [("script", "not executable"), ("directory", "is a directory")])
 def test_a_command_that_cannot_run_is_one_line_naming_it(store_path, tmp_path, command, target, why):
@@ -200,6 +203,7 @@ WRITERS = {
 what its file is called in the error line (None: the path is a folder it writes into)."""
 
 
+@pytest.mark.release_independent  # output paths; the captures are inputs: the same under every Triton
 @pytest.mark.parametrize("where", ["a directory", "under a missing folder", "where writing is refused"])
 @pytest.mark.parametrize("command", WRITERS)
 def test_every_command_that_writes_a_file_says_in_one_line_which_path_it_cannot_write(recorded_store, tmp_path,
@@ -224,6 +228,7 @@ def test_every_command_that_writes_a_file_says_in_one_line_which_path_it_cannot_
     assert what is None or f": cannot write the {what} (" in line, line
 
 
+@pytest.mark.release_independent  # output files: the same under every Triton
 def test_a_full_disk_is_said_in_the_line(tmp_path):
     from tritonhook.errors import TritonhookError
     from tritonhook.files import write_file
@@ -251,6 +256,7 @@ STDOUT_WRITERS = {"ls": ["ls"], "ls --json": ["ls", "--json"], "show": ["show", 
 """Commands whose output is standard output, each as it prints a table, JSON or an artifact's text."""
 
 
+@pytest.mark.release_independent  # output errors; the capture is an input: the same under every Triton
 @pytest.mark.parametrize("command", STDOUT_WRITERS)
 def test_standard_output_on_a_full_device_is_one_line_naming_it(one_capture, command):
     with open("/dev/full", "w") as full:
@@ -261,6 +267,7 @@ def test_standard_output_on_a_full_device_is_one_line_naming_it(one_capture, com
                                        "on device)"]
 
 
+@pytest.mark.release_independent  # output errors; the capture is an input: the same under every Triton
 def test_standard_output_into_a_full_file_system_names_the_file_and_the_disk(one_capture, tmp_path):
     disk = tmp_path / "small"
     disk.mkdir()
@@ -282,6 +289,7 @@ def test_standard_output_into_a_full_file_system_names_the_file_and_the_disk(one
     assert line.endswith(f"bytes free on the file system of {out})"), line
 
 
+@pytest.mark.release_independent  # output errors; the capture is an input: the same under every Triton
 def test_a_closed_pipe_still_ends_quietly(one_capture):
     """`tritonhook ls | head -0`: the reader went away; nothing to say about it."""
     listing = subprocess.Popen([sys.executable, "-m", "tritonhook", "show", "1", "--ptx", "--store", one_capture],
@@ -301,6 +309,7 @@ ID_TAKERS = {"decisions show": ["decisions", "show", "{ID}"],
 """Every command that takes a capture or result id."""
 
 
+@pytest.mark.release_independent  # argument checks: the same under every Triton
 @pytest.mark.parametrize("command", ID_TAKERS)
 def test_an_id_beyond_what_sqlite_holds_is_one_line_naming_it(tmp_path, command):
     Store(tmp_path / "store").close()
@@ -313,6 +322,7 @@ def test_an_id_beyond_what_sqlite_holds_is_one_line_naming_it(tmp_path, command)
         assert f"{wanted}" in line and "id is a whole number from 0 to 9223372036854775807" in line, line
 
 
+@pytest.mark.release_independent  # the store's results: the same under every Triton
 @pytest.mark.parametrize("kind, said", [("upgrade", "an upgrade result"), ("memwatch", "a memwatch result")])
 @pytest.mark.parametrize("command", [["decisions", "from-result", "1"], ["decisions", "confirm", "--sweep", "1"],
                                      ["export-trace", "--replay", "1", "-o", "t.json"]], ids=" ".join)
@@ -332,6 +342,7 @@ def test_a_result_of_the_wrong_kind_is_named_with_its_article(tmp_path, kind, sa
 LONG_PREFIX = "k" * 100_000
 
 
+@pytest.mark.release_independent  # argument checks: the same under every Triton
 @pytest.mark.parametrize("command", [["run", "--prefix", LONG_PREFIX, "--", "true"],
                                      ["run", "--rename", LONG_PREFIX, "--", "true"],
                                      ["diff", DATA / "ffma_loop.ptx", DATA / "ffma_loop.ptx", "--variants",
@@ -347,6 +358,7 @@ def test_a_prefix_over_the_one_cap_is_one_line_wherever_it_is_given(tmp_path, co
     assert not (tmp_path / "store").exists()
 
 
+@pytest.mark.release_independent  # argument checks: the same under every Triton
 def test_the_prefix_cap_takes_a_prefix_of_64_characters_and_refuses_65():
     from tritonhook.errors import TritonhookError
     from tritonhook.rename import prefixer
@@ -356,6 +368,7 @@ def test_the_prefix_cap_takes_a_prefix_of_64_characters_and_refuses_65():
         prefixer("k" * 65)
 
 
+@pytest.mark.release_independent  # argument checks: the same under every Triton
 @pytest.mark.parametrize("command, message", [
     (["diff", DATA / "ffma_loop.ptx", DATA / "ffma_loop.ptx", "--variants", ""], "variants '': give at least two"),
     (["ptxas-matrix", DATA / "ffma_loop.ptx", "--options", ""], "--options '': give only opt: and acf: parts"),
@@ -626,6 +639,7 @@ def _parsers(parser, name="tritonhook"):
                 yield from _parsers(sub, f"{name} {sub_name}")
 
 
+@pytest.mark.release_independent  # argparse's help texts: the same under every Triton
 def test_every_commands_help_renders():
     """argparse reads each help text as a %-format: one '%' unescaped (a percentage in a figure) makes that
     command's --help a traceback."""
@@ -637,6 +651,7 @@ def test_every_commands_help_renders():
 
 
 # ----- folders and files made where the user says, by one process alone --------------------------------------------
+@pytest.mark.release_independent  # files.create_new between two processes: the same under every Triton
 def test_two_demos_started_together_into_one_folder_make_one_store(tmp_path):
     """Both start at once: one runs, the other is refused in one line, and the store holds one demo's captures
     (each compile of each variant once), not two."""
@@ -657,6 +672,7 @@ def test_two_demos_started_together_into_one_folder_make_one_store(tmp_path):
     assert f"captures: {one_demo} in {out / 'store'}" in ran_out
 
 
+@pytest.mark.release_independent  # the store's folder checks: the same under every Triton
 @pytest.mark.parametrize("command", [["run", "--store"], ["demo", "--samples", "add", "--no-attention", "--out"]])
 def test_a_folder_holding_other_files_is_not_made_a_store(tmp_path, command):
     """`run --store DIR` / `demo --out DIR` on a folder of the user's own files (or `/`) is refused in one line,
@@ -677,6 +693,7 @@ def test_a_folder_holding_other_files_is_not_made_a_store(tmp_path, command):
         assert Store(empty, readonly=True).count() == 0
 
 
+@pytest.mark.release_independent  # output paths; the captures are inputs: the same under every Triton
 def test_export_onto_a_file_says_it_is_not_a_folder(recorded_store, tmp_path):
     store, _ = recorded_store
     (tmp_path / "a-file").write_text("")

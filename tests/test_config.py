@@ -11,6 +11,8 @@ import pytest
 import tritonhook
 from tritonhook import config
 
+pytestmark = pytest.mark.release_independent  # tritonhook's settings and sources
+
 PACKAGE = Path(tritonhook.__file__).parent
 # The start-up hook runs before tritonhook may be imported (a process that never imports Triton pays nothing).
 _SPELLS_ITS_OWN = {PACKAGE / "_bootstrap" / "sitecustomize.py"}

@@ -3,7 +3,11 @@ read off per row (the replays' JSON as `tritonhook replay --json` writes it)."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmark_scripts import load_benchmark
+
+pytestmark = pytest.mark.release_independent  # a benchmark script's arithmetic on given JSON
 
 dirt_threshold = load_benchmark("dirt_threshold")
 

@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import tritonhook
+
+pytestmark = pytest.mark.release_independent  # an import of the standard library's fractions
 
 
 def test_every_wait_on_a_module_runs_in_order_and_a_removed_one_does_not():

@@ -18,6 +18,8 @@ from tritonhook.store import NewCapture, Store
 
 from rich_tables import rich_cells
 
+pytestmark = pytest.mark.release_independent  # synthetic stores, no compile; what tritonhook's commands import
+
 ARCHS = ("sm_90a", "sm_100a", "sm_120a")
 COLUMNS = ["id", "time", "event", "frontend", "kernel (PTX entry)", "specialization", "arch", "ptxas", "ptx", "cubin",
            "compile s"]
