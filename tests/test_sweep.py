@@ -691,6 +691,7 @@ def test_record_reports_a_failing_workload_with_its_status_and_last_stderr_lines
     assert "| ValueError: bad shape" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.release_independent  # the GPU check before the workload starts
 @pytest.mark.nogpu
 @pytest.mark.parametrize("command", ["record", "sweep"])
 def test_without_a_gpu_record_and_sweep_say_so_in_one_line_and_never_start_the_workload(tmp_path, command):
@@ -704,6 +705,7 @@ def test_without_a_gpu_record_and_sweep_say_so_in_one_line_and_never_start_the_w
         f"so {sys.executable} -c open({str(ran)!r}, 'w') was not run"]
 
 
+@pytest.mark.release_independent  # a setting checked before the workload starts
 @pytest.mark.parametrize("command", ["record", "sweep", "check"])
 @pytest.mark.parametrize("threads", ["four", "-2", "1.5", "nan"])
 def test_a_compile_thread_count_that_is_no_number_is_one_line_before_the_workload_starts(tmp_path, command, threads):
@@ -746,6 +748,7 @@ def test_a_recording_failing_at_launches_inside_a_workload_never_breaks_it(tmp_p
                         r"AssertionError: .*\); the workload itself was not affected", lines[0]), lines[0]
 
 
+@pytest.mark.release_independent  # argument checks
 @pytest.mark.parametrize("args, message", [
     (["replay"], "no recording in this store; run tritonhook record -- CMD first"),
     (["replay", "--recording", "42"], "no recording with id 42"),
@@ -762,6 +765,7 @@ def test_bad_input_is_one_line(tmp_path, args, message):
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
+@pytest.mark.release_independent  # the recording format
 def test_a_recording_file_of_another_version_is_refused(tmp_path):
     Store(tmp_path / "s")
     path = tmp_path / "old.json"
@@ -889,6 +893,7 @@ RECORDING_READERS = {"replay": ["replay"], "tune": ["tune"], "upgrade": ["upgrad
                      "export-trace": ["export-trace", "-o", "trace.json"]}
 
 
+@pytest.mark.release_independent  # the recording format; the recording is an input
 @pytest.mark.parametrize("as_row", [False, True], ids=["file", "store row"])
 @pytest.mark.parametrize("command", RECORDING_READERS)
 def test_a_recording_missing_a_field_is_one_line_naming_it_and_the_field(damaged_recording, tmp_path, command,
@@ -902,6 +907,7 @@ def test_a_recording_missing_a_field_is_one_line_naming_it_and_the_field(damaged
     assert line == f"tritonhook: error: {where}: signature 0 argument 0 ({name!r}): no field 'alias'", line
 
 
+@pytest.mark.release_independent  # the recording format
 @pytest.mark.parametrize("change, message", [
     (lambda t: t.update(alias=7), "alias 7 names no buffer of an earlier argument"),
     (lambda t: t.update(shape="64"), "field 'shape' is str, not list"),
