@@ -77,6 +77,7 @@ def tritonhook_cli(*args, env=None) -> subprocess.CompletedProcess:
 
 
 # ----- install / uninstall / status ----------------------------------------------------------------------------
+@pytest.mark.release_independent  # the wrapper's file steps on a copy of a ptxas: the same under every Triton
 def test_install_uninstall_round_trip_restores_the_exact_binary_and_mode(ptxas, store_path):
     assert wrapper.status(ptxas).state == wrapper.NOT_INSTALLED
     installed = wrapper.install(ptxas, store=store_path)
@@ -161,6 +162,7 @@ def stop_at(wanted: str):
     return on_step
 
 
+@pytest.mark.release_independent  # the wrapper's file steps on a copy of a ptxas: the same under every Triton
 @pytest.mark.parametrize("step, state", [("cleaned", wrapper.NOT_INSTALLED),
                                          ("wrapper-written", wrapper.INTERRUPTED_INSTALL),
                                          ("real-linked", wrapper.INTERRUPTED_INSTALL),
@@ -178,6 +180,7 @@ def test_install_stopped_after_each_step_is_recognised_and_recovered(ptxas, step
     assert_pristine(ptxas)
 
 
+@pytest.mark.release_independent  # the wrapper's file steps on a copy of a ptxas: the same under every Triton
 def test_states_nobody_left_on_purpose(ptxas, tmp_path):
     wrapper.install(ptxas)
     ptxas.unlink()  # the wrapper is gone, the real binary sits under its bookkeeping name
@@ -260,6 +263,7 @@ def _killed_during(operation, path: Path, rng: random.Random) -> None:
     os.close(read)
 
 
+@pytest.mark.release_independent  # the wrapper's file steps on a copy of a ptxas: the same under every Triton
 def test_sigkill_at_random_points_never_loses_the_real_binary(ptxas):
     rng = random.Random(5)
     wrapper.status(ptxas)  # warms ptxas_version's cache, so children spend their time in the steps
@@ -284,6 +288,7 @@ def _owned_install(path, on_step):
     wrapper.install(path, token="t", owner=os.getpid(), on_step=on_step)
 
 
+@pytest.mark.release_independent  # the wrapper's file steps on a copy of a ptxas: the same under every Triton
 def test_a_capture_run_killed_during_its_install_is_recovered_by_the_next_one(ptxas, capsys):
     """SIGKILL at random points of an owned install: whatever it left (a half install, a wrapper of a dead run),
     the next capture run's `restore_orphans` puts the real binary back and says so, and a wrap then works."""
@@ -311,6 +316,7 @@ def _held_child(ptxas: Path, body: str) -> subprocess.Popen:
                              str(ptxas)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
+@pytest.mark.release_independent  # the wrapper's file steps on a copy of a ptxas: the same under every Triton
 def test_a_live_install_is_told_from_an_interrupted_one_and_left_alone(ptxas):
     """A capture run stopped inside its install but alive: `status` names it, restoring and installing leave it."""
     child = _held_child(ptxas, "def step(name):\n"
