@@ -147,6 +147,7 @@ def _tritonhook(*args: object, **kwargs) -> subprocess.Popen:
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, **kwargs)
 
 
+@pytest.mark.release_independent  # the launcher's signals and exit statuses: the same under every Triton
 @pytest.mark.parametrize("command", ["run", "capture"])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL, signal.SIGINT, signal.SIGHUP])
 def test_a_command_killed_by_a_signal_exits_as_a_shell_says(tmp_path, command, signum):
@@ -195,6 +196,7 @@ def _started_workload(tmp_path: Path, handled_status: int = 0) -> tuple[subproce
     return process, [int(pid) for pid in pids.read_text().split()]
 
 
+@pytest.mark.release_independent  # the launcher's signals and exit statuses: the same under every Triton
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_to_tritonhook_run_ends_the_workload_and_every_process_it_started(tmp_path, signum):
     """`kill` of tritonhook run reaches the workload's process group, and tritonhook waits for it: afterwards
@@ -213,6 +215,7 @@ def test_a_signal_to_tritonhook_run_ends_the_workload_and_every_process_it_start
     assert f"{signum.name} passed to" in stderr
 
 
+@pytest.mark.release_independent  # the launcher's signals and exit statuses: the same under every Triton
 def test_a_workload_that_handles_ctrl_c_gives_tritonhook_its_own_status(tmp_path):
     """SIGINT reaches the workload once; it handles it (exits 7 from KeyboardInterrupt), and tritonhook exits 7,
     not 130 nor a traceback of its own."""
