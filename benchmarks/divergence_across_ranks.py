@@ -24,13 +24,12 @@ given; else a temporary folder removed at exit). Prints a table last.
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from scratch import scratch_dir
+from scratch import cold_env, scratch_dir
 
 TRITONHOOK = [sys.executable, "-m", "tritonhook"]
 
@@ -51,12 +50,6 @@ def run_stage(command: list[str], env: dict, log: Path, timeout_s: float) -> tup
     seconds = time.perf_counter() - began
     print(f"{log.stem}: exit {status} in {seconds:.1f} s", flush=True)
     return seconds, status, out
-
-
-def cold(scratch: Path, name: str) -> dict:
-    caches = scratch / name
-    return dict(os.environ, TRITON_CACHE_DIR=str(caches / "triton"),
-                TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"), PYTHONUNBUFFERED="1")
 
 
 def divergence(store: Path, env: dict, log: Path, timeout_s: float, *flags: str) -> dict | None:
@@ -102,11 +95,11 @@ def main() -> None:
         out.write_text(json.dumps(results, indent=1))
 
     store, pinned_store = scratch / "store", scratch / "pinned"
-    env = cold(scratch, "reports")
+    env = cold_env(scratch, "reports")
     if "runs" in stages:
         for run in range(args.runs):
             seconds, status, _ = run_stage([*TRITONHOOK, "record", "--store", str(store), "--", *job],
-                                           cold(scratch, f"run{run}"), logs / f"record_{run}.stderr",
+                                           cold_env(scratch, f"run{run}"), logs / f"record_{run}.stderr",
                                            args.stage_timeout)
             results["runs"].append({"seconds": seconds, "exit": status})
             save()
@@ -121,7 +114,7 @@ def main() -> None:
     if "pinned" in stages and pins:
         for run in range(args.pinned_runs):
             seconds, status, _ = run_stage([*TRITONHOOK, "record", "--store", str(pinned_store), "--apply",
-                                            str(store), "--", *job], cold(scratch, f"pinned{run}"),
+                                            str(store), "--", *job], cold_env(scratch, f"pinned{run}"),
                                            logs / f"pinned_{run}.stderr", args.stage_timeout)
             results["pinned_runs"].append({"seconds": seconds, "exit": status})
             save()
@@ -132,7 +125,7 @@ def main() -> None:
         decisions = [flag for pin in pins for flag in ("--decision", str(pin))]
         _, status, confirmed = run_stage([*TRITONHOOK, "decisions", "confirm", "--store", str(store), *decisions,
                                           "--runs", str(args.confirm_runs), "--json", "--", *job],
-                                         cold(scratch, "confirm"), logs / "confirm.stderr", args.stage_timeout)
+                                         cold_env(scratch, "confirm"), logs / "confirm.stderr", args.stage_timeout)
         results["confirmation"] = json.loads(confirmed) if status == 0 and confirmed.strip() else {"exit": status}
         save()
     if "tune" in stages and args.tune_top:

@@ -21,7 +21,6 @@ making 90% of the profiler's time. Prints a table last and writes the JSON.
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scratch import scratch_dir  # noqa: E402
+from scratch import cold_env, scratch_dir  # noqa: E402
 
 from tritonhook.check.result import CheckResult  # noqa: E402
 from tritonhook.store import Store  # noqa: E402
@@ -55,13 +54,6 @@ def timed(command: list[str], env: dict, what: str) -> tuple[float, subprocess.C
     if done.returncode != 0:
         print(done.stdout[-3000:], log.read_text()[-6000:], sep="\n", flush=True)
     return seconds, done
-
-
-def cold_env(scratch: Path, name: str) -> dict:
-    """This process's environment with Triton's and Inductor's caches in a new folder of their own."""
-    caches = scratch / name
-    return dict(os.environ, TRITON_CACHE_DIR=str(caches / "triton"), TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"),
-                PYTHONUNBUFFERED="1")
 
 
 def shares(table: dict[str, float]) -> dict[str, float]:
