@@ -226,6 +226,34 @@ def test_a_workload_that_handles_ctrl_c_gives_tritonhook_its_own_status(tmp_path
     assert "Traceback" not in stderr and _gone(pids[0])
 
 
+SAVING_PROCESS = """
+import pathlib, sys, time
+from tritonhook import processes
+saved = pathlib.Path(sys.argv[1])
+restore = processes.save_before_terminated(lambda: saved.write_text("saved"))
+if sys.argv[2] == "restored":
+    restore()
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.release_independent  # signals: the same under every Triton
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("state", ["installed", "restored"])
+def test_a_process_saves_before_a_terminating_signal_ends_it_and_dies_of_it(tmp_path, signum, state):
+    """What a process keeps only at exit (a recording, a memory timeline) is saved when SIGTERM or SIGHUP ends it,
+    and it still dies of the signal; once its region has put the default back, the signal ends it unsaved."""
+    saved = tmp_path / "saved"
+    process = subprocess.Popen([sys.executable, "-c", SAVING_PROCESS, str(saved), state], stdout=subprocess.PIPE,
+                               text=True)
+    assert process.stdout.readline().strip() == "ready"
+    process.send_signal(signum)
+    process.wait(timeout=60)
+    assert process.returncode == -signum
+    assert saved.exists() == (state == "installed")
+
+
 def _passes_env(call: ast.Call) -> bool:
     return any(keyword.arg == "env" for keyword in call.keywords)
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .. import config
+from .. import config, processes
 from ..errors import TritonhookError
 from .attribution import Snapshot
 from .device import Gpu, torch_memory
@@ -57,6 +57,7 @@ class MemWatch(contextlib.ContextDecorator):
         self._install_triton_hooks()
         self._sampler = SamplerProcess(self._gpu, self.interval_ms / 1000, self._t0)
         atexit.register(self._stop_at_exit)
+        self._restore_signals = processes.save_before_terminated(self._stop_at_exit)  # `timeout` keeps the timeline
         self._running = True
         return self
 
@@ -83,6 +84,7 @@ class MemWatch(contextlib.ContextDecorator):
             return
         self._running = False
         atexit.unregister(self._stop_at_exit)
+        self._restore_signals()
         try:
             try:
                 self._uninstall_triton_hooks()

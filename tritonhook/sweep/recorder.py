@@ -13,13 +13,12 @@ import contextlib
 import dataclasses
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
 from typing import Callable, Iterator
 
-from .. import _triton, config, preflight
+from .. import _triton, config, preflight, processes
 from ..measure.stats import median
 from ..measure.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycles_per_us, hold_stream,
                               sm_clock_mhz, time_empty_kernel)
@@ -573,38 +572,18 @@ def start_from_env() -> None:
     finished = []
 
     def finish_and_report() -> None:
-        if not finished:  # at exit, or at a terminating signal first (`_save_when_terminated`)
+        if not finished:  # at exit, or at a terminating signal first (`processes.save_before_terminated`)
             finished.append(True)
             failures.guarded("the end of recording (saving it)", finish)()
             failures.report()
 
     atexit.register(finish_and_report)
-    _save_when_terminated(finish_and_report, lambda: bool(recorder.pending or recorder.decisions))
 
+    def save_if_recorded() -> None:  # a process that recorded nothing (a compile worker stopped) dies at once
+        if recorder.pending or recorder.decisions:
+            finish_and_report()
 
-TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-"""Signals whose default action ends a process without Python's exit handlers (SIGINT raises KeyboardInterrupt,
-which runs them)."""
-
-
-def _save_when_terminated(finish: Callable[[], None], recorded: Callable[[], bool]) -> None:
-    """Save the recording when a terminating signal ends this process, where the workload left that signal to its
-    default action: a job stopped by `timeout` or by a scheduler (SIGTERM to every process of it: torchrun's workers
-    too) keeps what it recorded up to then, the autotune picks its first steps made included, instead of losing
-    it all. The process then dies of the signal as it would have (its status 128 + N). A handler the workload sets
-    later replaces this one; one it set earlier is left alone. Only in the main thread (where Python allows it), and
-    only a process that `recorded()` anything saves (a helper process the workload stops, such as a compile worker,
-    dies at once, as before)."""
-    def save_and_die(signum, _frame) -> None:
-        if recorded():
-            finish()
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-    with contextlib.suppress(ValueError):  # not the main thread: no handler can be set
-        for signum in TERMINATING_SIGNALS:
-            if signal.getsignal(signum) is signal.SIG_DFL:
-                signal.signal(signum, save_and_die)
+    processes.save_before_terminated(save_if_recorded)
 
 
 # ----- a command under recording -------------------------------------------------------------------------------
