@@ -430,6 +430,43 @@ def test_an_exact_recording_counts_every_launch_per_signature_and_sees_in_full_o
     assert len(full) == 3 + len(recorder.timed)  # the tracer shows a signature's first launch and its timed ones
 
 
+def test_a_scalar_new_at_every_launch_stops_splitting_the_kernel_into_untimed_signatures(captured, capsys):
+    """flash-attn-triton passes a fresh dropout seed at every step: keyed by it, every launch of its forward and
+    backward was a signature of its own, launched once, never timed, and the recording gave those kernels (all of
+    the GPU time in `torch.profiler`) no share. Real launch-metadata calls of the sm_90a add kernel on the C path:
+    n cycling through four sizes (a model's layers) on grid (2,) stays four signatures; then n new at each of 40
+    launches on grid (1,) becomes one signature after `RECORD_FRESH_SCALARS` launches, timed from its second launch,
+    counting all 40 (the ones before folded in, the recording says so)."""
+    from tritonhook import config
+
+    store, kernels = captured
+    kernel, _ = kernels["add"]
+    x = torch.randn(128)
+    fresh = config.sweep.RECORD_FRESH_SCALARS
+    launches = [((2,), (x, x, x, (64, 128, 256, 512)[i % 4], 1024)) for i in range(40)]
+    launches += [((1,), (x, x, x, 1000 + i, 1024)) for i in range(40)]
+    recorder, tracer, full = _recording_tracer(store, dict(timed_first=3, time_every=64), {})
+    tracer.install()
+    try:
+        _launch_without_gpu(kernel, launches)
+    finally:
+        tracer.uninstall()
+    for pending in recorder.pending:
+        pending.signature.launches += pending.seen.passed
+    merged_id = next(p.signature.id for p in recorder.pending if p.signature.args[3]["value"] == 1000 + fresh - 1)
+    recorder._fold_fresh_scalars()
+    by_grid = {}
+    for pending in recorder.pending:
+        by_grid.setdefault(pending.signature.grid[0], []).append(pending.signature)
+    (seeded,) = by_grid[1]
+    assert (seeded.launches, seeded.args[3]["value"]) == (40, 1000 + fresh - 1)
+    assert [calls for signature_id, calls in recorder.timed if signature_id == merged_id] == [2, 3, 4]
+    assert sorted((s.args[3]["value"], s.launches) for s in by_grid[2]) == [(64, 10), (128, 10), (256, 10),
+                                                                             (512, 10)]
+    assert [p.signature.id for p in recorder.pending] == list(range(5))  # numbered again after the fold
+    assert f"add_kernel: n took a new value at each of {fresh} launches in a row" in capsys.readouterr().err
+
+
 def test_a_sampling_recording_still_counts_each_kernels_launches_exactly(captured):
     """Sampling (kernel gaps) and signatures passed over (up to the next timed launch) together, in the C path:
     3,000 launches of two signatures; the kernel's total stays exact and each signature's estimate near 1,500."""

@@ -203,18 +203,18 @@ def test_a_call_at_new_input_shapes_under_a_decided_tuning_key_is_benchmarked_th
     assert zeroed == [True, True, False, False]
 
 
-def test_a_calls_shape_tells_tensors_of_other_shapes_apart_and_takes_arguments_that_cannot_be_hashed():
-    """`call_shape` keys the shapes a recording has benchmarked a decision at: tensors by shape, scalars by value,
-    and an argument that cannot be hashed (a host tensor descriptor's shape is a list) by its type, so the key is
-    always hashable."""
+def test_a_calls_shape_tells_tensors_of_other_shapes_apart_and_not_scalars_of_other_values():
+    """`call_shape` keys the shapes a recording has benchmarked a decision at: tensors and host tensor descriptors
+    by shape, any other argument by its type, so that a scalar that changes at every call (a seed) does not make
+    every call a new shape, and the key is always hashable (a descriptor's shape is a list)."""
     from tritonhook._triton.autotune import call_shape
 
     small, large = torch.zeros(4, 8), torch.zeros(8, 8)
     assert call_shape((small, 3)) == call_shape((torch.ones(4, 8), 3)) != call_shape((large, 3))
-    assert call_shape((small, 3)) != call_shape((small, 4))
+    assert call_shape((small, 3, 0.5)) == call_shape((small, 1234567, 0.25)) != call_shape((small, None, 0.5))
     descriptor = type("Descriptor", (), {"shape": [4, 8]})()
     hash(call_shape((small, descriptor, None)))
-    assert call_shape((small, descriptor, None))[1:] == ("Descriptor", None)
+    assert call_shape((small, descriptor, None))[1:] == ((4, 8), "NoneType")
 
 
 def test_a_pinned_config_is_run_without_benchmarking_for_its_tuning_key_only():

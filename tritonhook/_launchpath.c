@@ -221,7 +221,9 @@ static PyObject *last_signature_if_same(KernelSeen *seen, PyObject *grid, PyObje
     if (seen->last_key == NULL || !PyTuple_CheckExact(seen->key_function))
         return NULL;
     PyObject *last_grid = PyTuple_GET_ITEM(seen->last_key, 0), *last_scalars = PyTuple_GET_ITEM(seen->last_key, 1);
-    if (PyTuple_GET_SIZE(grid) != PyTuple_GET_SIZE(last_grid))
+    /* a key of other positions (the tracer drops a scalar that varies at every launch) makes the last key stale */
+    if (PyTuple_GET_SIZE(grid) != PyTuple_GET_SIZE(last_grid) || !PyTuple_CheckExact(last_scalars) ||
+        PyTuple_GET_SIZE(last_scalars) != PyTuple_GET_SIZE(seen->key_function))
         return NULL;
     int same = same_items(&PyTuple_GET_ITEM(grid, 0), last_grid);
     for (Py_ssize_t i = 0; same == 1 && i < PyTuple_GET_SIZE(seen->key_function); i++) {

@@ -286,6 +286,12 @@ class sweep:
     it tuned at (a key that buckets a length, as trifast's power of two does, runs one pick at every shape of the
     bucket; `AutotuneTracer`), so those signatures have candidates too; a serving loop's every length would otherwise
     cost a benchmark each."""
+    RECORD_FRESH_SCALARS = 16
+    """A kernel whose launches made this many new signatures in a row, at one grid, each differing from the last at
+    the same scalar arguments (a seed, a random-number offset, a step count: a new value at every launch), is keyed
+    without those arguments from then on (`_triton.launches.FreshScalars`): its launches are one signature, timed
+    and replayed at one of the values, instead of a signature per launch that is never timed. Above the number of
+    sizes a model runs one kernel at in one step, which a repeat of any of them ends."""
     RECORD_EXACT_FIRST = 64
     """Launches of each kernel a sampling recording looks at in full before it samples (its signatures are found)."""
     RECORD_COMPILE_THREADS = EnvVar("TRITONHOOK_RECORD_COMPILE_THREADS", 0, Number(int, unit="threads"),

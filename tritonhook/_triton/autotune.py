@@ -119,10 +119,15 @@ def _inductor_kernel_name(autotuner) -> str:
 
 def _inductor_launcher(autotuner, config):
     """A launcher of `config` for Inductor kernel `autotuner`, built as its coordinate descent builds each config it
-    tries (`_precompile_config`, under the autotuner's lock, its kernel loaded first where torch has that step)."""
+    tries (`_precompile_config`, under the autotuner's lock, its kernel loaded first). A kernel compiled in one of
+    Inductor's compile workers reaches this process without its Python function (`prepare_for_pickle` drops it), and
+    nothing can be compiled from it until it is loaded again: torch 2.13 has a step for that
+    (`_ensure_kernel_loaded`), torch 2.11 loads it inline from the `_reload_kernel` its precompile kept."""
     ensure_loaded = getattr(autotuner, "_ensure_kernel_loaded", None)
     if ensure_loaded is not None:
         ensure_loaded()
+    elif getattr(autotuner.fn, "fn", None) is None and callable(getattr(autotuner, "_reload_kernel", None)):
+        autotuner.fn = autotuner._reload_kernel().fn
     with getattr(autotuner, "lock", None) or contextlib.nullcontext():
         return autotuner._precompile_config(config).make_launcher()
 
@@ -751,14 +756,11 @@ def pruned_configs(autotuner, args: tuple, kwargs: dict) -> list:
 
 def call_shape(args: tuple) -> tuple:
     """What tells one call's inputs from another's under one tuning key (whose text holds the dtypes): each tensor's
-    shape and each scalar's value; an argument that cannot be hashed (a tensor descriptor) by its type."""
-    shape = tuple(getattr(arg, "shape", arg) for arg in args)
-    try:
-        hash(shape)
-        return shape
-    except TypeError:
-        return tuple(part if isinstance(part, collections.abc.Hashable) else type(arg).__name__
-                     for part, arg in zip(shape, args))
+    shape (a host tensor descriptor's, as a tuple), and of any other argument its type alone. A scalar's value is
+    not a shape: a dropout seed, a random-number offset or a step count differs at every call, and a call at each
+    would otherwise be benchmarked again as if at new inputs (flash-attn-triton's forward passes a fresh seed each
+    step); a length that matters reaches a kernel's tensors' shapes too."""
+    return tuple(tuple(arg.shape) if hasattr(arg, "shape") else type(arg).__name__ for arg in args)
 
 
 def tuning_key(autotuner, args: tuple, kwargs: dict) -> tuple[str, ...]:

@@ -121,6 +121,43 @@ def signature_key_of(key: SignatureKey, args: tuple) -> Hashable:
     return tuple(args[at] for at in key) if isinstance(key, tuple) else key(args)
 
 
+class FreshScalars:
+    """Launches of one kernel (and argument count) that each made a new signature, at one grid, differing from the
+    previous one at the same scalar positions: a dropout seed, a random-number offset or a step count takes a new
+    value at every launch, and keyed by it every launch would be a signature of its own, launched once, never timed
+    (the first launch of a signature is not) and snapshotted anew. After `config.sweep.RECORD_FRESH_SCALARS` such
+    launches in a row, `made` names those positions (indices into the key), and the kernel is keyed without them;
+    a launch of a signature seen before (`repeated`) ends a run, as a kernel cycling through a few sizes does.
+    `dropped`: the argument positions dropped, `streak`: the SignatureSeen of the launches of the run, each
+    launched once, for the recording to count as the merged signature's. The key is the kernel's, so the scalars
+    are dropped at every grid: a seed at one grid is a seed at all."""
+
+    def __init__(self):
+        self.last_key: tuple | None = None
+        self.differing: frozenset | None = None
+        self.streak: list = []
+        self.dropped: tuple[int, ...] = ()
+
+    def repeated(self) -> None:
+        if not self.dropped:  # once dropped, `streak` is what the recording folds
+            self.last_key, self.differing, self.streak = None, None, []
+
+    def made(self, key: tuple, signature) -> frozenset | None:
+        """A launch made signature `signature` under `key` (grid, scalar values): the key positions that vary,
+        once enough launches in a row did so, else None."""
+        last, self.last_key = self.last_key, key
+        if last is None or last[0] != key[0] or len(last[1]) != len(key[1]):
+            self.differing, self.streak = None, [signature]
+            return None
+        differing = frozenset(i for i, (a, b) in enumerate(zip(last[1], key[1])) if a != b)
+        if differing != self.differing:
+            self.differing, self.streak = differing, self.streak[-1:]
+        self.streak.append(signature)
+        if len(self.streak) < config.sweep.RECORD_FRESH_SCALARS:
+            return None
+        return differing
+
+
 def _launchpath():
     """The tracer's per-launch path in C (`tritonhook/_launchpath.c`): its `LaunchMetadata` wrapper, and the state it
     reads, `KernelSeen` (a kernel: its spec, launches seen in full, sampling's `skip` and `weight`, and per argument
@@ -193,6 +230,7 @@ class LaunchTracer:
         self._wrapper = None
         self._native = None               # the `_launchpath` module, from install on
         self._added: RuntimeHooksAdded | None = None
+        self.fresh_scalars: dict[tuple[str, int], FreshScalars] = {}  # (Triton hash, argument count) -> its run
 
     def install(self) -> None:
         from triton.compiler.compiler import CompiledKernel
@@ -257,7 +295,8 @@ class LaunchTracer:
 
     def _signature(self, seen, grid, args: tuple):
         """The launch's signature, made at its first launch. A kernel's key is made at its first launch with this
-        many arguments; the first such pair is the one the C path uses."""
+        many arguments; the first such pair is the one the C path uses. Where scalars of the key take a new value at
+        every launch (`FreshScalars`), the kernel is keyed without them from this launch on."""
         arity = len(args)
         if arity not in seen.by_arity:
             seen.by_arity[arity] = (self.signature_key(args), {})
@@ -267,8 +306,20 @@ class LaunchTracer:
         key_function, signatures = seen.by_arity[arity]
         key = (tuple(grid), signature_key_of(key_function, args))
         signature = signatures.get(key)
-        if signature is None:
-            signature = signatures[key] = self._native.SignatureSeen()
+        fresh = self.fresh_scalars.get((seen.spec.triton_hash, arity))
+        if fresh is None:
+            fresh = self.fresh_scalars[(seen.spec.triton_hash, arity)] = FreshScalars()
+        if signature is not None:
+            fresh.repeated()
+            return signature
+        signature = signatures[key] = self._native.SignatureSeen()
+        varying = fresh.made(key, signature) if isinstance(key_function, tuple) and not fresh.dropped else None
+        if varying:
+            kept = tuple(at for index, at in enumerate(key_function) if index not in varying)
+            seen.by_arity[arity] = (kept, {(key[0], tuple(args[at] for at in kept)): signature})
+            if seen.arity == arity:
+                seen.key_function, seen.signatures = seen.by_arity[arity]
+            fresh.dropped = tuple(key_function[index] for index in sorted(varying))
         return signature
 
     def _entered(self, launch_metadata) -> None:

@@ -236,6 +236,7 @@ class Recorder:
                 self.last_of_kernel[digest].signature.launches += count
         for pending in self.pending:
             pending.signature.launches += pending.seen.passed
+        self._fold_fresh_scalars()
         if self.pending:
             self.torch.cuda.synchronize()
         for pending in self.pending:  # samples queued after their hold ran out only where none was in time
@@ -266,6 +267,30 @@ class Recorder:
                          l2_calibration=self.l2_calibration and dataclasses.asdict(self.l2_calibration),
                          dirt_calibration=self.dirt_calibration and dataclasses.asdict(self.dirt_calibration),
                          sm_clock_mhz=clock)
+
+    def _fold_fresh_scalars(self) -> None:
+        """Count the launches a kernel made under scalars that took a new value at each (`_triton.FreshScalars`:
+        each a signature launched once, before the tracer dropped those scalars from its key) as the one signature
+        it launched under from then on, and say so: the signature is replayed at one of the values."""
+        folded = set()
+        for fresh in (self.launch_tracer.fresh_scalars.values() if self.launch_tracer else ()):
+            merged = fresh.streak[-1].data if fresh.dropped and fresh.streak else None
+            if merged is None:
+                continue
+            for seen in fresh.streak[:-1]:
+                if seen.data is not None and seen.data is not merged:
+                    merged.signature.launches += seen.data.signature.launches
+                    merged.signature.tuning_launches += seen.data.signature.tuning_launches
+                    folded.add(id(seen.data))
+            names = [merged.signature.arg_names[at] if at < len(merged.signature.arg_names) else f"#{at}"
+                     for at in fresh.dropped]
+            print(f"tritonhook record: {merged.signature.kernel}: {', '.join(names)} took a new value at each of "
+                  f"{len(fresh.streak)} launches in a row (a seed or a counter): its launches are one signature from "
+                  f"there, timed and replayed at one value", file=sys.stderr)
+        if folded:
+            self.pending = [pending for pending in self.pending if id(pending) not in folded]
+            for index, pending in enumerate(self.pending):
+                pending.signature.id = index
 
     def _release_warnings(self, signatures: list[Signature]) -> None:
         """Print the preflight warnings held since the start, for the kernels the workload launched, beside what

@@ -12,7 +12,7 @@ import dataclasses
 
 from .. import config
 from ..errors import TritonhookError
-from ..measure.variants import parse_variants
+from ..measure.variants import PLAIN, parse_variant
 from ..store import Store
 from .autotune import config_text
 from .divergence import Divergence, KeyPicks, RivalTiming
@@ -58,7 +58,7 @@ def replay_rivals(recordings: list[Recording], store: Store, report: Divergence,
     wanted = [s for _, baseline, others in plans for s in (baseline, *others.values())]
     rows = {s.id: SweepRow(s.id, s.kernel, s.label(), None, s.launches, s.time_per_launch_ms, s.inputs, "ok")
             for s in wanted}
-    built = build_all(store, wanted, parse_variants("plain"), rows, progress=workers.progress)
+    built = build_all(store, wanted, [parse_variant(PLAIN)], rows, progress=workers.progress)
     timed = [(key, baseline, {text: s for text, s in others.items() if s.id in built})
              for key, baseline, others in plans if baseline.id in built]
     arms = {baseline.id: {FASTEST_PICK: built[baseline.id]["plain"],
