@@ -9,7 +9,8 @@ Stages, each with cold Triton and Inductor caches of its own (a folder per run, 
 machine's ranks share theirs):
 1. `--runs` cold runs of `torchrun --standalone --nproc-per-node N WORKLOAD` under `tritonhook record` (one store);
 2. `tritonhook decisions divergence` over them: the tuning keys, the divergent ones, their flip rates and the cost
-   inside the workload; `--replay`: the rival picks timed on one GPU, with intervals; `--pin`: one pick a key;
+   inside the workload; `--replay --top K` (`--replay-top`, default 5): the rival picks of the K costliest
+   divergent keys timed on one GPU, with intervals; `--pin`: one pick a key;
 3. `--pinned-runs` cold runs under `tritonhook record --apply` (a second store), and the divergence among them
    (a pinned key should agree everywhere);
 4. `tritonhook decisions confirm --decision ID ... --runs --confirm-runs` of the pins in the job (ABBA, fresh
@@ -79,6 +80,7 @@ def main() -> None:
     parser.add_argument("--confirm-runs", type=int, default=2)
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--tune-top", type=int, default=0)
+    parser.add_argument("--replay-top", type=int, default=5, help="replay the rival picks of this many costliest keys")
     parser.add_argument("--stage-timeout", type=float, default=400.0)
     parser.add_argument("--stages", default="runs,reports,pinned,confirm,tune")
     parser.add_argument("--scratch", default=None, help="stores and caches here, kept (default: a temporary folder)")
@@ -106,7 +108,7 @@ def main() -> None:
     if "reports" in stages:
         results["divergence"] = summary(divergence(store, env, logs / "divergence.stderr", args.stage_timeout))
         results["replayed"] = summary(divergence(store, env, logs / "replayed.stderr", args.stage_timeout,
-                                                 "--replay"))
+                                                 "--replay", "--top", str(args.replay_top)))
         pinned = divergence(store, env, logs / "pin.stderr", args.stage_timeout, "--pin")
         results["pins"] = [d["id"] for d in ((pinned or {}).get("pins") or {}).get("decisions", [])]
         save()

@@ -115,8 +115,10 @@ def capture_command(command: list[str], store: Store | str | os.PathLike | None 
         settings = ChildSettings(capture=Capture.of(store.path), ptxas=side_wrappers(work, store.path),
                                  cute_keep=keep_settings(dump), token=token, notes=str(notes))
         began = time.time()
-        completed = run_workload(command, settings, stdout=stdout)
-        collect_dump_dir(dump, store, since=began)
+        try:
+            completed = run_workload(command, settings, stdout=stdout)
+        finally:  # what CuTe DSL dumped before a signal stopped the command is kept too: the folder goes with `work`
+            collect_dump_dir(dump, store, since=began)
         return _result(store, before, completed.returncode, str(notes), cutile_hint=not wheel_ptxas)
 
 

@@ -9,7 +9,7 @@ import sys
 from ..decisions.confirmation import AGAINST
 from ..errors import TritonhookError
 from ..format import print_json, show
-from .common import command_after_dashes, open_store, store_arg
+from .common import command_after_dashes, open_store, positive_count, store_arg
 
 
 def add_decisions(sub) -> None:
@@ -43,6 +43,9 @@ def add_decisions(sub) -> None:
     spread.add_argument("--replay", action="store_true",
                         help="replay each divergent key's rival picks on this GPU against the fastest, interleaved: "
                              "how far apart they really are (an interval), where the autotuners' timings are draws")
+    spread.add_argument("--top", type=int, default=None, metavar="N",
+                        help="with --replay: the N divergent keys whose divergence cost the workload most (default: "
+                             "every one)")
     spread.add_argument("--json", action="store_true", help="print the result as JSON")
     spread.set_defaults(handler=_divergence)
     confirm = actions.add_parser("confirm", help="run the workload as it is and with a sweep's or tune's decisions "
@@ -83,7 +86,8 @@ def _divergence(args) -> int:
         from ..sweep.replay import Workers
         from ..sweep.rivals import replay_rivals
 
-        replay_rivals(merged, store, report, Workers.at(progress=True))
+        replay_rivals(merged, store, report, Workers.at(progress=True),
+                      top=positive_count(args.top, "--top"))
     pins = None
     if args.pin:
         gpus = {r.device for r in merged if r.device}

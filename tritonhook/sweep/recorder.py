@@ -24,7 +24,7 @@ from ..measure.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycle
                               sm_clock_mhz, time_empty_kernel)
 from ..launcher import Capture, ChildSettings, Record, Workload
 from ..ptx_capture import active_session, session as capture_session
-from ..errors import TritonhookError
+from ..errors import Stopped, TritonhookError
 from ..files import read_input
 from ..store import Store
 from . import l2probe
@@ -660,18 +660,28 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
                                   **{field: value for field, value in given.items() if value is not None})
     began = time.time()
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-    with Workload(command, settings, stdout=stdout, stderr=subprocess.PIPE, text=True, errors="replace") as workload:
-        for line in workload.process.stderr:
-            sys.stderr.write(line)
-            tail.append(line.rstrip("\n"))
-        exit_code = workload.wait()
+    try:
+        with Workload(command, settings, stdout=stdout, stderr=subprocess.PIPE, text=True,
+                      errors="replace") as workload:
+            for line in workload.process.stderr:
+                sys.stderr.write(line)
+                tail.append(line.rstrip("\n"))
+            exit_code = workload.wait()
+    except Stopped as stopped:  # the processes saved what they recorded as the signal ended them: merged all the same
+        _merge_parts(store, label, command, stopped.status, began)
+        raise
+    return RecordResult(_merge_parts(store, label, command, exit_code, began), exit_code, list(tail))
+
+
+def _merge_parts(store: Store, label: str, command: list[str], exit_code: int, began: float) -> Recording | None:
+    """The recordings the command's processes saved under `label`, merged into one and saved (None if none)."""
     parts = store.results(RESULT_KIND, label=label)
-    recording = None
-    if parts:
-        recording = Recording.merged(parts)
-        recording.command, recording.exit_code, recording.wall_s = command, exit_code, time.time() - began
-        recording.id = store.add_result(RESULT_KIND, {**recording.to_json(), "label": f"{label}-merged"})
-    return RecordResult(recording, exit_code, list(tail))
+    if not parts:
+        return None
+    recording = Recording.merged(parts)
+    recording.command, recording.exit_code, recording.wall_s = command, exit_code, time.time() - began
+    recording.id = store.add_result(RESULT_KIND, {**recording.to_json(), "label": f"{label}-merged"})
+    return recording
 
 
 def recording_settings(store_path: os.PathLike, label: str, apply: str | None = None, **given) -> ChildSettings:

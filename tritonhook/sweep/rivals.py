@@ -40,13 +40,21 @@ def rival_signatures(merged: Recording, key: KeyPicks) -> dict[str, Signature]:
     return found
 
 
+def costliest(keys: list[KeyPicks], top: int | None) -> list[KeyPicks]:
+    """The `top` keys whose divergence cost the workload most (`KeyPicks.cost`'s excess; a key not costed last),
+    all of them where `top` is None."""
+    ranked = sorted(keys, key=lambda key: -((key.cost() or {}).get("excess_ms") or 0.0))
+    return ranked if top is None else ranked[:top]
+
+
 def replay_rivals(recordings: list[Recording], store: Store, report: Divergence, workers: Workers, *,
-                  rounds: int = config.sweep.DEFAULT_ROUNDS, min_effect: float = config.ab.DEFAULT_MIN_EFFECT) -> None:
-    """Set `replayed` on every divergent key of `report` whose fastest pick is known (`KeyPicks.fastest`): each
-    rival pick against the fastest (see the module docstring)."""
+                  rounds: int = config.sweep.DEFAULT_ROUNDS, min_effect: float = config.ab.DEFAULT_MIN_EFFECT,
+                  top: int | None = None) -> None:
+    """Set `replayed` on every divergent key of `report` (the `top` costliest: `costliest`) whose fastest pick is
+    known (`KeyPicks.fastest`): each rival pick against the fastest (see the module docstring)."""
     merged = Recording.merged(recordings)
     plans = []
-    for key in report.divergent:
+    for key in costliest(report.divergent, top):
         best = key.fastest()
         found = rival_signatures(merged, key)
         if best is None or config_text(best) not in found:
