@@ -136,6 +136,31 @@ def test_a_choice_inductor_made_while_compiling_is_compared_across_ranks_and_nam
     assert pins.decisions == [] and "decided by select_algorithm" in pins.warnings[0], pins.warnings
 
 
+def test_a_process_picks_what_its_last_decision_at_a_key_chose_not_the_benchmark_a_search_moved_on_from():
+    """Inductor with coordinate descent on decides twice at one kernel and key in each process: its benchmark of
+    the kernel's configs, then the search from the winner, whose result is what runs. A 2-rank DDP job on an H200
+    read 39 of 42 keys divergent and, after pinning, 9 of 18 where each rank's benchmark pick differed but the
+    search's (the pinned config) agreed: a process's pick is its last decision's. Real decisions' shape: the
+    benchmark's, then coordinate descent's, per rank; rank 1's benchmark picked otherwise."""
+    def decision(group, tuner, chosen, rank):
+        return {"group": group, "kernel": "triton_poi_fused_add_0", "key": ["source:abc"], "tuner": tuner,
+                "chosen": {"XBLOCK": chosen, "num_warps": 4}, "rank": rank, "pid": 100 + rank,
+                "timings": [[{"XBLOCK": block, "num_warps": 4}, [ms]] for block, ms in ((512, 0.011), (1024, 0.010))]}
+
+    def run(searched: dict[int, int]) -> list[rec.Recording]:
+        return [rec.Recording([], "sm_90a", GPU, "3.6.0", "2.11.0", 100 + rank, label="run-a", rank=rank,
+                              autotune=[decision(0, "Inductor's runtime autotuner", (1024, 512)[rank], rank),
+                                        decision(1, "coordinate descent", searched[rank], rank)])
+                for rank in (0, 1)]
+
+    (agreed,) = divergence(run({0: 2048, 1: 2048})).keys
+    assert not agreed.divergent and agreed.tuner == "coordinate descent"
+    assert sorted(agreed.timings) == sorted(config_text({"XBLOCK": b, "num_warps": 4}) for b in (512, 1024))
+    (split,) = divergence(run({0: 2048, 1: 4096})).keys
+    assert split.divergent and sorted(split.configs) == sorted(config_text({"XBLOCK": b, "num_warps": 4})
+                                                               for b in (2048, 4096))
+
+
 @pytest.mark.gpu
 def test_the_rival_picks_are_replayed_on_the_gpu_with_an_interval_and_their_cost_counted(tmp_path):
     """Two ranks recorded on the GPU (`tritonhook record`, RANK as torchrun sets it), each running its own pick 50

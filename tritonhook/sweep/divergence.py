@@ -186,11 +186,13 @@ def _runs_ranks(key: KeyPicks, text: str) -> str:
 
 
 def divergence(recordings: list[Recording]) -> Divergence:
-    """Per kernel and tuning key, the picks of every process of every recording (see the module docstring). A
-    decision that did not pick at its own call (`made_at`: the pick made at another input shape) is not a pick."""
-    picks: dict[tuple, list[Pick]] = {}
+    """Per kernel and tuning key, the pick of every process of every recording (see the module docstring): the
+    config its last decision at that key chose, the one it ran. Inductor benchmarks a kernel's configs and then,
+    with coordinate descent on, searches on from the winner: two decisions at one key in one process, the first
+    of which it never ran. A decision that did not pick at its own call (`made_at`: the pick made at another input
+    shape) is not a pick. Each decision's timings count, the first's too: the autotuners' own times of the configs."""
+    final: dict[tuple, tuple[dict, tuple[int, float]]] = {}  # (run, rank, pid, kernel, key) -> its last decision
     timed: dict[tuple, dict[str, list[float]]] = {}
-    tuners: dict[tuple, str | None] = {}
     for recording in recordings:
         run = recording.label or str(recording.id)
         ran = _workload_of_groups(recording)
@@ -198,14 +200,17 @@ def divergence(recordings: list[Recording]) -> Divergence:
             if decision.get("made_at") is not None:
                 continue
             at = (decision["kernel"], tuple(decision.get("key") or ()))
-            tuners.setdefault(at, decision.get("tuner"))
-            launches, gpu_ms = ran.get(decision["group"], (0, 0.0))
-            picks.setdefault(at, []).append(Pick(run, decision.get("rank", recording.rank),
-                                                 decision.get("pid", recording.pid), decision["chosen"], launches,
-                                                 gpu_ms))
+            process = (run, decision.get("rank", recording.rank), decision.get("pid", recording.pid))
+            final[(*process, *at)] = (decision, ran.get(decision["group"], (0, 0.0)))
             for config, ms in decision.get("timings") or []:
                 if ms and ms[0] is not None:
                     timed.setdefault(at, {}).setdefault(config_text(config), []).append(ms[0])
+    picks: dict[tuple, list[Pick]] = {}
+    tuners: dict[tuple, str | None] = {}
+    for (run, rank, pid, kernel, key), (decision, (launches, gpu_ms)) in final.items():
+        at = (kernel, key)
+        tuners.setdefault(at, decision.get("tuner"))
+        picks.setdefault(at, []).append(Pick(run, rank, pid, decision["chosen"], launches, gpu_ms))
     keys = [KeyPicks(kernel, list(key), found,
                      {text: [median(values), min(values), max(values)] for text, values in timed.get((kernel, key),
                                                                                                    {}).items()},
