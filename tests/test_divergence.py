@@ -79,6 +79,28 @@ def test_one_pick_pinned_for_every_rank_runs_in_each_with_nothing_benchmarked(tw
     assert divergence(Store(again).results(rec.RESULT_KIND)).divergent
 
 
+def test_a_rival_the_replay_measured_faster_is_pinned_instead_of_the_autotuners_fastest(two_runs, tmp_path):
+    """The autotuners' own timings are draws: on an H200 a 2-rank job's replay ran a rival pick at 0.966 [0.958,
+    0.980] of the pick its autotuners timed fastest. The pin takes the replay's measurement where one beat that pick
+    beyond doubt (its interval below 1), with that interval as its evidence; a rival within noise changes nothing."""
+    from tritonhook.decisions.keep import DIVERGENCE_KIND, DIVERGENCE_REPLAY_KIND, from_divergence
+    from tritonhook.sweep.divergence import RivalTiming
+
+    def pinned(rival: RivalTiming):
+        found = divergence(Store(two_runs).results(rec.RESULT_KIND))
+        (key,) = found.divergent
+        key.replayed = [rival]
+        (decision,) = from_divergence(Store(tmp_path / f"store-{rival.high}"), found, GPU).decisions
+        return dict(decision.choice.config)["BLOCK"], decision.evidence
+
+    block512 = next(text for text in divergence(Store(two_runs).results(rec.RESULT_KIND)).keys[0].configs
+                    if text.startswith("BLOCK=512"))
+    block, evidence = pinned(RivalTiming(block512, 0.966, 0.958, 0.980, "faster"))
+    assert (block, evidence.source_kind, evidence.ratio, evidence.high) == (512, DIVERGENCE_REPLAY_KIND, 0.966, 0.980)
+    block, evidence = pinned(RivalTiming(block512, 0.99, 0.97, 1.01, "no difference"))
+    assert (block, evidence.source_kind) == (256, DIVERGENCE_KIND)
+
+
 def _ran(recording: rec.Recording, ms_per_launch: float, launches: int = 100) -> rec.Recording:
     """`recording` with the workload's launches of its decision's pick, sampled at `ms_per_launch` (what a GPU
     recording adds: this script's launch fails without one)."""

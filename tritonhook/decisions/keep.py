@@ -462,9 +462,10 @@ def import_file(store: Store, path: str | os.PathLike) -> DecisionList:
 def from_divergence(store: Store, found: Divergence, gpu: str | None) -> DecisionList:
     """One pick for every rank and run: each divergent tuning key's config pinned for `gpu` (the recordings'), the
     fastest of its rival picks by the autotuners' own timings, a near-tie broken by a fixed rule
-    (`KeyPicks.fastest`), never a vote among draws. Its evidence is that estimate (the pick's median over the
-    slowest rival's, the rivals' range as the interval); `tritonhook decisions confirm` confirms it in the workload.
-    Saved in the store; `run --apply` then runs it in every process of the job."""
+    (`KeyPicks.fastest`), never a vote among draws; where the key's rivals were replayed (`--replay`) and one ran
+    faster than that pick beyond doubt, that one (`_replayed_faster`). Its evidence is that estimate (the pick's
+    median over the slowest rival's, the rivals' range as the interval) or that replay; `tritonhook decisions
+    confirm` confirms it in the workload. Saved in the store; `run --apply` then runs it in every process of the job."""
     if gpu is None:
         raise TritonhookError("the recordings name no GPU; a pin holds for the GPU it was measured on")
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -479,10 +480,16 @@ def from_divergence(store: Store, found: Divergence, gpu: str | None) -> Decisio
             warnings.append(f"{key.kernel} [{' '.join(key.key)}]: a rival pick was never timed by its autotuner; "
                             f"no pin")
             continue
-        own = key.timings[config_text(config)]
-        slowest = max(key.timings[text][0] for text in key.configs)
-        evidence = Evidence(key.kernel, own[0] / slowest, own[1] / slowest, own[2] / slowest, "-", date, __version__,
-                            DIVERGENCE_KIND, None)
+        faster = _replayed_faster(key)
+        if faster is not None:  # the replay found a rival faster than the autotuners' fastest: measured beats drawn
+            config, rival = faster
+            evidence = Evidence(key.kernel, rival.ratio, rival.low, rival.high, "-", date, __version__,
+                                DIVERGENCE_REPLAY_KIND, None)
+        else:
+            own = key.timings[config_text(config)]
+            slowest = max(key.timings[text][0] for text in key.configs)
+            evidence = Evidence(key.kernel, own[0] / slowest, own[1] / slowest, own[2] / slowest, "-", date,
+                                __version__, DIVERGENCE_KIND, None)
         made.append((Decision(AutotuneKey(key.kernel, tuple(key.key), gpu), Choice(PLAIN, config=tuple(config.items())),
                               evidence), None))
     return DecisionList(save(store, made), warnings, title="one pick for every process")
@@ -490,3 +497,18 @@ def from_divergence(store: Store, found: Divergence, gpu: str | None) -> Decisio
 
 DIVERGENCE_KIND = "divergence"
 """A pin's source: the autotune picks of several processes (`sweep.divergence`), not a replay."""
+DIVERGENCE_REPLAY_KIND = "divergence replay"
+"""A pin's source: a rival pick the replay of a divergent key (`decisions divergence --replay`) measured faster
+than the autotuners' fastest pick, its interval wholly below 1; its ratio is against that pick."""
+
+
+def _replayed_faster(key) -> tuple[dict, object] | None:
+    """The rival pick of divergent `key` that its replay measured fastest, where one was faster than the
+    autotuners' fastest pick beyond doubt (its interval below 1), with its replayed timing; else None. On an H200 a
+    2-rank job's rival pick ran 0.966 [0.958, 0.980] of the pick its autotuners timed fastest."""
+    faster = [rival for rival in key.replayed if rival.high is not None and rival.high < 1.0]
+    if not faster:
+        return None
+    rival = min(faster, key=lambda r: r.ratio)
+    config = next((p.config for p in key.picks if config_text(p.config) == rival.config), None)
+    return None if config is None else (config, rival)
