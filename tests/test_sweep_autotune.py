@@ -253,6 +253,30 @@ def test_a_pinned_config_is_run_without_benchmarking_for_its_tuning_key_only():
     assert Autotuner.run is run and pinner.applied == {("add_kernel", ("4096",) + ("torch.float32",) * 3): 1}
 
 
+def test_a_pin_that_ran_is_the_recordings_decision_at_its_key():
+    """A pinned run benchmarks nothing at a pinned key, so a recording of it had no decision there and a pinned
+    job's divergence could not show its processes agreeing. Under a recording (an installed tracer) a pin that runs
+    is a decision of its own (`PINNED`: the pinned config, no timings), once per key; a key tuned as usual is the
+    autotuner's decision as before."""
+    decisions = []
+    autotuned = triton.autotune(CONFIGS, key=["n"], do_bench=lambda kernel_call, quantiles: [0.01] * 3)(add_kernel)
+    key = ("4096",) + ("torch.float32",) * 3
+    tracer = _triton.AutotuneTracer(decisions.append)
+    pinner = _triton.AutotunePinner({("add_kernel", key): {"BLOCK": 1024, "num_warps": 8}})
+    tracer.install()
+    pinner.install()
+    try:
+        _autotune_call(autotuned, 4096)
+        _autotune_call(autotuned, 4096)
+        _autotune_call(autotuned, 8192)
+    finally:
+        pinner.uninstall()
+        tracer.uninstall()
+    assert [(d.tuner, d.key[0], d.chosen.get("BLOCK"), d.timings == []) for d in decisions] == [
+        (_triton.PINNED, "4096", 1024, True), (_triton.TRITON_AUTOTUNE, "8192", CONFIGS[0].kwargs["BLOCK"], False)]
+    assert decisions[0].chosen == {"BLOCK": 1024, "num_warps": 8}
+
+
 def test_a_kernel_no_pin_names_runs_as_usual_and_is_named_beside_a_pin_at_a_key_it_tuned():
     """Under a pinner, a kernel that no pin names runs as usual, its tuning key worked out only at a call that tuned
     (not at every call, a cost every autotuned launch would pay under `enable(apply=)`); a pin at a key it tuned,

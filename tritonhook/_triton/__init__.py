@@ -24,7 +24,7 @@ never from a submodule.
 from __future__ import annotations
 
 from .autotune import (COMPILE, COORDINATE_DESCENT, INDUCTOR_AUTOTUNER_MODULE, INDUCTOR_CACHE, INDUCTOR_RUNTIME,
-                       SELECT_ALGORITHM, TRITON_AUTOTUNE, AutotuneCandidate, AutotuneDecision, AutotunePinner,
+                       PINNED, SELECT_ALGORITHM, TRITON_AUTOTUNE, AutotuneCandidate, AutotuneDecision, AutotunePinner,
                        AutotuneTracer, CompiledAhead, autotune_config, config_matches, inductor_benchmark_process,
                        inductor_tuning_key, tuning_key)
 from .compile import (ORIGINAL_NAME_KEY, CubinTransform, HookInstallation, PtxTransform, current_hooks, hook_slots, loaded_event,
@@ -44,7 +44,7 @@ __all__ = [
     "ORIGINAL_NAME_KEY", "CubinTransform", "HookInstallation", "PtxTransform", "current_hooks", "hook_slots", "loaded_event",
     "ptxas_args_of", "check_ptxas_arm", "ptxas_for", "ptxases_for", "triton_ptxas",
     # autotune
-    "COMPILE", "COORDINATE_DESCENT", "INDUCTOR_RUNTIME", "SELECT_ALGORITHM", "TRITON_AUTOTUNE",
+    "COMPILE", "COORDINATE_DESCENT", "INDUCTOR_RUNTIME", "PINNED", "SELECT_ALGORITHM", "TRITON_AUTOTUNE",
     "inductor_benchmark_process",
     "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "tuning_key",
     # launches

@@ -42,10 +42,12 @@ INDUCTOR_COMPILE_MODULE = "torch._inductor.compile_fx"
 whatever a compile launches (its template benchmarks, its fusion benchmarks) is not the workload."""
 INDUCTOR_BENCHMARK_MAIN = "__autotune_main__.py"
 """The script of Inductor's benchmark subprocesses (`autotune_in_subproc`): every launch there is a benchmark."""
-TRITON_AUTOTUNE, SELECT_ALGORITHM, COORDINATE_DESCENT, INDUCTOR_RUNTIME, COMPILE = (
-    "triton.autotune", "select_algorithm", "coordinate descent", "Inductor's runtime autotuner", "Inductor compile")
+TRITON_AUTOTUNE, SELECT_ALGORITHM, COORDINATE_DESCENT, INDUCTOR_RUNTIME, COMPILE, PINNED = (
+    "triton.autotune", "select_algorithm", "coordinate descent", "Inductor's runtime autotuner", "Inductor compile",
+    "pinned")
 """Who made a decision (`AutotuneDecision.tuner`): what a pin can reach differs (all but `select_algorithm`'s can be
-pinned here: `AutotunePinner`), and what the workload runs after it."""
+pinned here: `AutotunePinner`), and what the workload runs after it. `PINNED`: a pin ran in place of the
+autotuner (`AutotuneTracer.note_pinned`): the process's pick at that key, with no timings."""
 
 @dataclasses.dataclass(frozen=True)
 class AutotuneCandidate:
@@ -130,6 +132,10 @@ def _inductor_launcher(autotuner, config):
         autotuner.fn = autotuner._reload_kernel().fn
     with getattr(autotuner, "lock", None) or contextlib.nullcontext():
         return autotuner._precompile_config(config).make_launcher()
+
+
+_TRACERS: list[AutotuneTracer] = []
+"""The autotune tracers installed in this process (a recording's), which a pin applied here reports to."""
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -343,16 +349,26 @@ class AutotuneTracer(_AutotunerWrapping):
 
     def install(self) -> None:
         super().install()
+        _TRACERS.append(self)
         self._compile_waits = [after_import(INDUCTOR_SELECTOR_MODULE, self._wrap_selector),
                                after_import(INDUCTOR_COMPILE_MODULE, self._wrap_compile)]
 
     def uninstall(self) -> None:
         super().uninstall()
+        if self in _TRACERS:
+            _TRACERS.remove(self)
         for wait in self._compile_waits:
             wait.remove()
         for wrapped in self._compile_wrapped:
             wrapped.restore()
         self._compile_waits, self._compile_wrapped = [], []
+
+    def note_pinned(self, kernel: str, key: tuple[str, ...], config: dict) -> None:
+        """A pin ran `config` at `kernel` and `key` in place of the autotuner (`AutotunePinner`): a decision of
+        this process like an autotuner's, so that a pinned run's picks can be compared across processes (the
+        autotuner benchmarked nothing, or a search it would have run from its pick never ran)."""
+        frame = self._decision_frame()
+        self.on_decided(AutotuneDecision(frame["group"], kernel, list(key), dict(config), [], None, tuner=PINNED))
 
     def _wrap_selector(self, module) -> None:
         """Wrap Inductor's `AlgorithmSelectorCache` (its classmethods stay classmethods) once it is imported."""
@@ -890,6 +906,9 @@ class AutotunePinner(_AutotunerWrapping):
             self._tuned_near.add((name, key))
 
     def _count_applied(self, name: str, key: tuple[str, ...]) -> None:
+        if (name, key) not in self.applied:  # its first run here: a recording in this process notes the pick
+            for tracer in list(_TRACERS):
+                tracer.note_pinned(name, key, self.pins[(name, key)])
         self.applied[(name, key)] = self.applied.get((name, key), 0) + 1
 
     def install(self) -> None:
