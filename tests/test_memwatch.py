@@ -531,6 +531,29 @@ def test_gpu_cli_compare_runs_each_command_in_a_fresh_process(tmp_path):
     assert [g.kernel for g in stack_growths(results["local"].snapshots)] == ["local_array_kernel"]
 
 
+@pytest.mark.gpu
+def test_gpu_cli_memwatch_stopped_by_sigterm_still_reports_what_it_saw(tmp_path):
+    """`timeout` stops a job with SIGTERM: the command's process keeps its timeline as the signal ends it, and
+    `tritonhook memwatch` shows that report (JSON here) before it exits with the command's status, 143."""
+    import signal
+
+    pytest.importorskip("torch")
+    script = tmp_path / "then_sleep.py"
+    script.write_text("import time, torch\n"
+                      "x = torch.empty(64 << 20, dtype=torch.uint8, device='cuda')\n"
+                      "torch.cuda.synchronize()\n"
+                      "print('allocated', flush=True)\n"
+                      "time.sleep(600)\n")
+    running = subprocess.Popen([sys.executable, "-m", "tritonhook", "memwatch", "--json", "--", sys.executable,
+                                str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert running.stdout.readline().strip() == "allocated"
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=120)
+    assert running.returncode == 128 + signal.SIGTERM, err[-2000:]
+    result = MemwatchResult.from_json(json.loads(out))
+    assert result.after.used - result.before.used >= 64 << 20, result.attribution()
+
+
 INDUCTOR_PROGRAM = """
 import torch
 

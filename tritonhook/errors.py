@@ -32,6 +32,7 @@ class Stopped(Exception):
     def __init__(self, message: str, status: int):
         super().__init__(message)
         self.status = status
+        self.partial = None  # what the command made before the signal, where a caller can still show it
 
 
 def warn(message: str) -> None:

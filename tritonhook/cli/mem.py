@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import memwatch, preflight
 from ..cubin import Cubin
-from ..errors import TritonhookError
+from ..errors import Stopped, TritonhookError
 from ..files import check_writable
 from ..format import show
 from .common import command_after_dashes, open_store, store_arg
@@ -46,7 +46,13 @@ def _memwatch(args) -> int:
         _export(memwatch.MemwatchComparison(results), args)
         return 0
     command = command_after_dashes(args.command, "memwatch")
-    code, result = _watched(command, args, store, shlex.join(command))
+    try:
+        code, result = _watched(command, args, store, shlex.join(command))
+    except Stopped as stopped:  # a signal ended the command: what memwatch saw until then is still the report
+        if stopped.partial is not None:
+            _keep(stopped.partial, store, shlex.join(command))
+            _export(stopped.partial, args)
+        raise
     _export(result, args)
     if args.plot:
         print(f"plot written to {result.plot(args.plot)}", file=sys.stderr)
@@ -56,10 +62,15 @@ def _memwatch(args) -> int:
 def _watched(command: list[str], args, store, label: str) -> tuple[int, "memwatch.MemwatchResult"]:
     """One command run under memwatch: (its exit status, the result labelled `label`, saved when a store is given)."""
     code, result = memwatch.run_command(command, args.interval_ms)
+    return code, _keep(result, store, label)
+
+
+def _keep(result: "memwatch.MemwatchResult", store, label: str) -> "memwatch.MemwatchResult":
+    """The result labelled `label`, saved when a store is given."""
     result.label = label
     if store is not None:
         result.save(store)
-    return code, result
+    return result
 
 
 def _export(result, args) -> None:

@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..errors import TritonhookError
+from ..errors import Stopped, TritonhookError
 from ..launcher import ChildSettings, run_workload
 from .result import MemwatchResult, load_result
 from .watch import MemWatch
@@ -74,7 +74,8 @@ def child_main(argv: list[str] | None = None) -> int:
               "-- python script.py", file=sys.stderr)
         return 2
     out, interval_ms, target = Path(argv[1]), float(argv[3]), argv[width:]
-    watch = MemWatch(interval_ms=interval_ms)
+    # written as the watch stops, a signal's stop too: the process then dies of the signal before any `finally`
+    watch = MemWatch(interval_ms=interval_ms, keep=lambda result: out.write_text(json.dumps(result.to_json())))
     try:
         watch.__enter__()
     except TritonhookError as exc:  # the command never ran: the parent says why memwatch could not start
@@ -91,9 +92,6 @@ def child_main(argv: list[str] | None = None) -> int:
     except TritonhookError as exc:
         print(f"tritonhook memwatch: error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        if watch.result is not None:
-            out.write_text(json.dumps(watch.result.to_json()))
     return code
 
 
@@ -105,8 +103,13 @@ def run_command(command: list[str], interval_ms: float) -> tuple[int, MemwatchRe
         out = Path(tmp) / "result.json"
         # Inductor's static launcher off from the command's first line (the in-process memwatch switches it off
         # too, but only from its start; this also covers what the command runs before and the processes it starts)
-        completed = run_workload(wrap_python_command(command, out, interval_ms),
-                                 ChildSettings(inductor_through_triton=True))
+        try:
+            completed = run_workload(wrap_python_command(command, out, interval_ms),
+                                     ChildSettings(inductor_through_triton=True))
+        except Stopped as stopped:  # the command's process wrote its timeline as the signal ended it
+            if out.exists() and NOT_STARTED not in json.loads(out.read_text()):
+                stopped.partial = load_result(out)
+            raise
         if not out.exists():
             raise TritonhookError(f"{' '.join(command)}: exited with status {completed.returncode} before "
                                   f"memwatch wrote its result (see its output above)")

@@ -35,11 +35,12 @@ class MemWatch(contextlib.ContextDecorator):
     """
 
     def __init__(self, device: int = 0, interval_ms: float = 2.0, *, triton_hooks: bool = True, store=None,
-                 label: str = ""):
+                 label: str = "", keep: Callable[[MemwatchResult], None] | None = None):
         if interval_ms <= 0:
             raise TritonhookError(f"memwatch interval_ms={interval_ms}: must be positive")
         self.device, self.interval_ms, self.triton_hooks = device, interval_ms, triton_hooks
         self.store, self.label = store, label
+        self.keep = keep  # called with the result as the watch stops: at the region's end, at exit or at a signal
         self.result: MemwatchResult | None = None
         self._running = False
 
@@ -97,6 +98,8 @@ class MemWatch(contextlib.ContextDecorator):
             self._gpu.close()
         if self.store is not None:
             self.result.save(self.store)
+        if self.keep is not None:
+            self.keep(self.result)
 
     def _stop_at_exit(self) -> None:
         """The program exits inside the region (sys.exit in a decorated main): still stop and keep the result."""
