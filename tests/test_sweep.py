@@ -403,6 +403,17 @@ def _recording_tracer(store, recorder_options: dict, tracer_options: dict):
     return recorder, tracer, full
 
 
+def _recorded(store, kernel, launches, recorder_options: dict, tracer_options: dict | None = None):
+    """`launches` of `kernel` through a `_recording_tracer` installed for them (no GPU: `_launch_without_gpu`)."""
+    recorder, tracer, full = _recording_tracer(store, recorder_options, tracer_options or {})
+    tracer.install()
+    try:
+        _launch_without_gpu(kernel, launches)
+    finally:
+        tracer.uninstall()
+    return recorder, tracer, full
+
+
 def test_an_exact_recording_counts_every_launch_per_signature_and_sees_in_full_only_those_it_times(captured, tmp_path):
     """2,000 real launch-metadata calls of the sm_90a add kernel: n alternating 64/128 on grid (1,), tensors of two
     lengths with the same n (one signature: the kernel sees pointers and n), and 100 on another grid. The tracer
@@ -412,12 +423,7 @@ def test_an_exact_recording_counts_every_launch_per_signature_and_sees_in_full_o
     short, long = torch.randn(128), torch.randn(4096)
     launches = [((1,), (x, x, x, 64 if i % 2 else 128, 1024)) for i in range(1900) for x in [short if i % 3 else long]]
     launches += [((2,), (short, short, short, 128, 1024))] * 100
-    recorder, tracer, full = _recording_tracer(store, dict(timed_first=3, time_every=64), {})
-    tracer.install()
-    try:
-        _launch_without_gpu(kernel, launches)
-    finally:
-        tracer.uninstall()
+    recorder, tracer, full = _recorded(store, kernel, launches, dict(timed_first=3, time_every=64))
     counts = {(tuple(p.signature.grid), p.signature.args[3]["value"]): p.signature.launches + p.seen.passed
               for p in recorder.pending}
     assert counts == {((1, 1, 1), 128): 950, ((1, 1, 1), 64): 950, ((2, 1, 1), 128): 100}
@@ -445,12 +451,7 @@ def test_a_scalar_new_at_every_launch_stops_splitting_the_kernel_into_untimed_si
     fresh = config.sweep.RECORD_FRESH_SCALARS
     launches = [((2,), (x, x, x, (64, 128, 256, 512)[i % 4], 1024)) for i in range(40)]
     launches += [((1,), (x, x, x, 1000 + i, 1024)) for i in range(40)]
-    recorder, tracer, full = _recording_tracer(store, dict(timed_first=3, time_every=64), {})
-    tracer.install()
-    try:
-        _launch_without_gpu(kernel, launches)
-    finally:
-        tracer.uninstall()
+    recorder, tracer, full = _recorded(store, kernel, launches, dict(timed_first=3, time_every=64))
     for pending in recorder.pending:
         pending.signature.launches += pending.seen.passed
     merged_id = next(p.signature.id for p in recorder.pending if p.signature.args[3]["value"] == 1000 + fresh - 1)
@@ -473,13 +474,9 @@ def test_a_sampling_recording_still_counts_each_kernels_launches_exactly(capture
     store, kernels = captured
     kernel, _ = kernels["add"]
     x = torch.randn(128)
-    recorder, tracer, full = _recording_tracer(store, dict(timed_first=3, time_every=64, sample_every=8),
-                                               dict(sample_every=8, exact_first=16))
-    tracer.install()
-    try:
-        _launch_without_gpu(kernel, [((1,), (x, x, x, 64 if i % 2 else 128, 1024)) for i in range(3000)])
-    finally:
-        tracer.uninstall()
+    launches = [((1,), (x, x, x, 64 if i % 2 else 128, 1024)) for i in range(3000)]
+    recorder, tracer, full = _recorded(store, kernel, launches, dict(timed_first=3, time_every=64, sample_every=8),
+                                       dict(sample_every=8, exact_first=16))
     counts = {p.signature.args[3]["value"]: p.signature.launches + p.seen.passed for p in recorder.pending}
     assert sum(counts.values()) + sum(tracer.passed_over().values()) == 3000
     assert all(abs(count - 1500) < 250 for count in counts.values()), counts
