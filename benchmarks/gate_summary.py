@@ -1,7 +1,8 @@
 """The gate's A/A false positives and power from `tritonhook check --time-identical --json` results (one per run,
 benchmarks/gate_h200.sh): per run the A/A verdicts (every identical build), the false regressions, the seeded
-kernel's ratio and status, the rounds spent, and what the rule would have said without the tick floor (from the
-two median times each result holds) and without the second replay of a regression (the kernels it passed).
+kernel's ratio and status, the rounds spent, and what the rule would have said without the µs floor
+(`config.ab.MIN_EFFECT_US`: the verdict of each result's ratio and interval at the threshold alone) and without
+the second replay of a regression (the kernels it passed).
 Prints a table; writes every figure to --out.
 
     python benchmarks/gate_summary.py DIR [--out gate_summary.json]
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from tritonhook import config
 from tritonhook.check import CheckResult
-from tritonhook.check.gate import within_tick_floor
+from tritonhook.measure.stats import verdict
 
 def is_seeded(kernel) -> bool:
     """The seeded kernel (benchmarks/gate_seed.py): the fp32 FFMA build of own_kernels.py's matmul, by its key
@@ -25,7 +26,8 @@ def run_summary(result: CheckResult) -> dict:
     timed = [k for k in result.kernels if k.ratio is not None]
     aa = [k for k in timed if not is_seeded(k)]
     seeded = [k for k in timed if is_seeded(k)]
-    floored = [k for k in aa if k.status == "passed" and k.verdict.startswith("slower by")]
+    floored = [k for k in aa if k.status == "passed" and k.ratio is not None and
+               verdict(k.ratio, k.low, k.high, config.check.THRESHOLD) == "slower"]
     retested = [k for k in aa if k.status == "passed" and k.retest]
     return {
         "check_result": result.id,
@@ -44,7 +46,12 @@ def run_summary(result: CheckResult) -> dict:
 def _kernel(k) -> dict:
     return {"label": k.label, "ratio": k.ratio, "low": k.low, "high": k.high, "baseline_us": _us(k.baseline_ms),
             "current_us": _us(k.current_ms), "rounds": k.rounds, "stopped": k.stopped, "status": k.status,
-            "verdict": k.verdict, "within_floor": within_tick_floor(k.baseline_ms, k.current_ms), "retest": k.retest}
+            "verdict": k.verdict, "below_floor": _below_floor(k), "retest": k.retest}
+
+
+def _below_floor(k) -> bool:
+    """Whether the current build's median exceeds the baseline's by less than the µs floor."""
+    return None not in (k.baseline_ms, k.current_ms) and (k.current_ms - k.baseline_ms) * 1e3 < config.ab.MIN_EFFECT_US
 
 
 def _us(ms):
@@ -71,7 +78,7 @@ def main() -> None:
                "false_positive_rate": false / verdicts if verdicts else None,
                "false_regressions_without_the_floor": false + floored,
                "false_regressions_without_the_second_replay": false + retested, "seeded_caught": caught,
-               "tick_floor_ns": config.check.TICK_FLOOR * config.check.EVENT_TICK_MS * 1e6, "per_run": runs}
+               "floor_us": config.ab.MIN_EFFECT_US, "per_run": runs}
     Path(args.out).write_text(json.dumps(summary, indent=1))
     print(f"{'run':>3} {'A/A':>4} {'false':>5} {'floor':>5} {'seeded ratio [95%]':>26} {'status':>9} "
           f"{'rounds (median, max)':>20}")
@@ -83,7 +90,7 @@ def main() -> None:
               f"{ratio:>26} {seeded['status'] if seeded else '-':>9} "
               f"{f'{rounds[len(rounds) // 2]}, {rounds[-1]}' if rounds else '-':>20}")
     print(f"A/A: {false} false regressions in {verdicts} verdicts over {len(runs)} runs "
-          f"({false + floored} without the {summary['tick_floor_ns']:.0f} ns tick floor, {false + retested} without "
+          f"({false + floored} without the {summary['floor_us']} µs floor, {false + retested} without "
           f"the second replay); seeded slowdown caught in "
           f"{caught} of {len(runs)}")
 

@@ -53,24 +53,25 @@ def _text_size(cubin: Path, entry: str) -> int:
 
 
 def _one_round(args, job: dict, job_path: Path, variant: dict, index: int, round_: int) -> float:
-    """What variant number `index` "takes" in round `round_`, by the flags' rule (default: 10 µs + 0.1 µs per
-    index and per round), times this process's offset (`--slow-once`)."""
+    """What variant number `index` "takes" in round `round_`, by the flags' rule (default: 100 µs + 1 µs per
+    index and per round: differences above the verdicts' µs floor, `config.ab.MIN_EFFECT_US`), times this
+    process's offset (`--slow-once`)."""
     slowed = args.slow_process and index == 1 and variant["entry"] == args.slow_once[1]
     return _round_ms(args, job, job_path, variant, index, round_) * (float(args.slow_once[2]) if slowed else 1.0)
 
 
 def _round_ms(args, job: dict, job_path: Path, variant: dict, index: int, round_: int) -> float:
     if args.time_by_text:
-        return 1e3 / _text_size(job_path.parent / variant["cubin"], variant["entry"]) * (1 + 1e-4 * round_)
+        return 1e4 / _text_size(job_path.parent / variant["cubin"], variant["entry"]) * (1 + 1e-4 * round_)
     if args.time_with_text:
-        return 1e-5 * _text_size(job_path.parent / variant["cubin"], variant["entry"]) * (1 + 1e-4 * round_)
+        return 1e-4 * _text_size(job_path.parent / variant["cubin"], variant["entry"]) * (1 + 1e-4 * round_)
     if args.time_by_l2:
         by_condition = dict(part.split("=") for part in args.time_by_l2.split(","))
         named = f"{job['l2']} {DIRT_WORDS.get(job['l2_dirt'], '')}".strip()
         if job["synthetic_fill"] == "zeros" and "zeros-filled" in by_condition:
             named = "zeros-filled"
         return float(by_condition.get(named, by_condition[job["l2"]]))
-    return 0.010 + 0.0001 * (index + round_)
+    return 0.100 + 0.001 * (index + round_)
 
 
 def _interpreted_check(kernels: Path, job: dict, job_path: Path, signature: dict, store: Store):

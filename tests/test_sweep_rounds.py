@@ -1,7 +1,7 @@
 """Adaptive rounds in a replay (`measure.sequential.StopRule` in the worker, `replay.stop_rule` per signature): each
 signature's rounds stop where its rule says, the row carries how many and why, and `--fixed-rounds` times the cap.
 Over a recording of real captures, with the worker program replaced by tests/sweep_fake_worker.py, which applies
-the job's rule to its made-up rounds (variant i takes 10 µs + 0.1 µs per index and per round: every variant 1%
+the job's rule to its made-up rounds (variant i takes 100 µs + 1 µs per index and per round: every variant 1%
 slower than the baseline in every round). The rule's statistics: tests/test_sequential.py; on a GPU:
 docs/timing.md#adaptive-rounds."""
 

@@ -253,6 +253,13 @@ class ab:
     DEFAULT_MIN_EFFECT = 0.005
     """A/B differences below 0.5% are called "no difference" even when the interval excludes 1: that is the A/A noise
     floor `benchmarks/ab_noise.py` targets, and below it a difference says more about the machine than the kernel."""
+    MIN_EFFECT_US = 0.25
+    """Nor is a difference below 0.25 µs a launch (`measure.stats.min_effect_at`: the floor of a µs-scale kernel,
+    6% of 4 µs; `tritonhook check`'s too): A/A replays of one build against itself read up to 0.24 µs apart with
+    intervals excluding 1 at µs scale: 7 of the 8 false rows of a BERT step's (H100), the one false candidate of a
+    Transformer + Liger step's (H200, 0.22 µs of 22 µs) and both false regressions of the gate's A/A over 570
+    verdicts (H200, 0.23 and 0.19 µs at 5-6 µs, docs/check.md#the-us-floor); no "faster" or "slower" in the kept
+    results that was not an A/A's lies below it."""
 
 
 class sweep:
@@ -397,16 +404,6 @@ class check:
     matched, or the replay could not time them) make more than this share of the current run's GPU time
     (`CheckResult.exit_code`, docs/check.md#what-is-not-checked): a gate that matched one kernel in ten would
     otherwise pass on what it never compared. `--max-unchecked 1` lets any share pass."""
-
-    EVENT_TICK_MS = 32e-6
-    """The CUDA event timer's quantum: event times come in 32 ns steps on Hopper (docs/timing.md#events-time-the-stream;
-    the gate's GPU run measures it on its own GPU: docs/check.md#the-tick-floor)."""
-
-    TICK_FLOOR = 2
-    """`tritonhook check` calls no kernel regressed whose median time grew by this many event ticks or fewer
-    (`EVENT_TICK_MS`): two identical builds of a kernel of a few µs can land a tick apart run after run, which reads
-    3.5% slower with an interval above 1 (docs/check.md#the-tick-floor). Below ~2 µs (two ticks over the threshold)
-    the floor, not the threshold, sets the smallest regression the gate reports."""
 
 
 class report:

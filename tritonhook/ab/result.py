@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 
 from .. import config, format
 from ..errors import TritonhookError
-from ..measure.stats import Summary, ratio_interval, summarize, verdict
+from ..measure.stats import Summary, median, ratio_interval, summarize, verdict
 from ..measure.variants import Variant
 from ..rename import exact_names_pattern
 from ..store import ResultKind, Store, register_result_kind
@@ -63,7 +63,7 @@ def analyze(name: str, samples: dict[str, list[float]], variants: Sequence[Varia
         if index:
             ratio, low, high = ratio_interval(base, own)
             result = dataclasses.replace(result, ratio=ratio, ci_low=low, ci_high=high,
-                                         verdict=verdict(ratio, low, high, min_effect))
+                                         verdict=verdict(ratio, low, high, min_effect, baseline_ms=median(base)))
         results.append(result)
     return BenchmarkResult(name, flops, correctness, results)
 

@@ -4,13 +4,13 @@ the same kernel and specialization (told apart by their code where several build
 the current run's own inputs), and a verdict per signature.
 
 The rule (docs/check.md#the-rule). A signature *regressed* when the current build's time over the baseline build's
-(the median of the rounds' paired ratios) is at least 1 + threshold (default 3%, `config.check.THRESHOLD`) AND its
-95% interval lies wholly above 1 (`measure.stats.verdict`'s "slower" with `min_effect` set to the threshold, the
-very rule the sweep uses, at the gate's threshold) AND the two medians differ by more than `config.check.TICK_FLOOR`
-ticks of the event timer. Why each: the interval alone calls real but harmless shifts of a fraction of a percent a
-regression; the threshold alone calls the noise of a short or jittery kernel one; and a kernel of a few µs whose two
-identical builds land one 32 ns tick apart, run after run, reads 3.5% slower with an interval that can exclude 1
-(the gate's H200 A/A: docs/check.md#the-tick-floor). A signature so judged is replayed once more in new worker
+(the median of the rounds' paired ratios) is at least 1 + threshold (default 3%, `config.check.THRESHOLD`), and at
+least `config.ab.MIN_EFFECT_US` a launch more, AND its 95% interval lies wholly above 1 (`measure.stats.verdict`'s
+"slower" with `min_effect` set to the threshold, the very rule the sweep uses, at the gate's threshold). Why each:
+the interval alone calls real but harmless shifts of a fraction of a percent a regression; the threshold alone
+calls the noise of a short or jittery kernel one; and a kernel of a few µs whose two identical builds land a few
+event ticks apart, run after run, reads 3.5-4% slower with an interval that excludes 1 (the gate's H200 A/A:
+docs/check.md#the-us-floor). A signature so judged is replayed once more in new worker
 processes and regressed only if it is so judged there too (`_retested`). The replay's rounds are adaptive
 (`measure.sequential`: each signature stops once its always-valid interval has decided against the threshold or is
 precise enough; `rounds` is the cap), so the interval is valid however early it stopped; a fixed-rounds plan times
@@ -199,15 +199,6 @@ def _launch(built: BuiltVariant) -> dict:
     return {k: v for k, v in json.loads(built.metadata_json).items() if k not in UNCOMPARED_METADATA}
 
 
-def within_tick_floor(baseline_ms: float | None, current_ms: float | None) -> bool:
-    """Whether the current build's median time exceeds the baseline build's by no more than
-    `config.check.TICK_FLOOR` ticks of the event timer (`config.check.EVENT_TICK_MS`): a difference the timer cannot
-    tell from its own quantization, however the ratio and its interval read."""
-    if baseline_ms is None or current_ms is None:
-        return False
-    return (current_ms - baseline_ms) / config.check.EVENT_TICK_MS <= config.check.TICK_FLOOR + 1e-6  # ms round off
-
-
 def _judged(row, key: str) -> KernelCheck:
     """A replayed row as the gate's verdict (see the module docstring)."""
     base = row.variants[0] if row.variants else None
@@ -217,9 +208,6 @@ def _judged(row, key: str) -> KernelCheck:
         return KernelCheck(row.signature, row.kernel, row.label, key, row.share, None, None, None, "-", row.outputs,
                            status, rounds=row.rounds, stopped=row.stopped)
     verdict = current.verdict
-    if verdict == "slower" and within_tick_floor(base.median_ms, current.median_ms):
-        verdict = (f"slower by {(current.median_ms - base.median_ms) * 1e6:.0f} ns: within "
-                   f"{config.check.TICK_FLOOR} timer ticks")
     status = OUTPUTS_CHANGED if row.outputs == DIFFER else REGRESSED if verdict == "slower" else PASSED
     return KernelCheck(row.signature, row.kernel, row.label, key, row.share, current.ratio, current.low,
                        current.high, verdict, row.outputs, status, base.median_ms, current.median_ms, row.rounds,

@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple
 from .. import config
 from ..errors import TritonhookError
 from ..files import json_text, write_file
-from ..measure.stats import ratio_interval, verdict
+from ..measure.stats import median, ratio_interval, verdict
 from ..measure.timing import round_order
 from ..store import Store, result_kind_text
 from ..sweep.autotune import config_text
@@ -218,7 +218,8 @@ def _compared(ms: dict[str, list[float]], min_effect: float) -> dict:
     if not (ms["unpinned"] and ms["pinned"]) or 0.0 in ms["unpinned"] + ms["pinned"]:
         return {"ratio": None, "low": None, "high": None, "verdict": "-"}
     ratio, low, high = ratio_interval(ms["unpinned"], ms["pinned"])
-    return {"ratio": ratio, "low": low, "high": high, "verdict": verdict(ratio, low, high, min_effect)}
+    return {"ratio": ratio, "low": low, "high": high,
+            "verdict": verdict(ratio, low, high, min_effect, baseline_ms=median(ms["unpinned"]))}
 
 
 def _decisions_file(path: Path, decisions: list[Decision], controls: dict[str, bytes], what: str) -> str:

@@ -113,11 +113,23 @@ def ratio_interval(base: Sequence[float], other: Sequence[float]) -> tuple[float
     return ratio, low, high
 
 
-def verdict(ratio: float, low: float, high: float, min_effect: float = config.ab.DEFAULT_MIN_EFFECT) -> str:
-    """"faster" / "slower" when the interval excludes 1 and the change is at least `min_effect`."""
-    if high < 1.0 and ratio <= 1.0 - min_effect:
+def min_effect_at(baseline_ms: float | None, min_effect: float = config.ab.DEFAULT_MIN_EFFECT) -> float:
+    """The smallest change a verdict reports at a kernel that takes `baseline_ms` a launch: `min_effect`, or
+    `config.ab.MIN_EFFECT_US` of that time where that is more (a µs-scale kernel, where one build against itself
+    reads tenths of a µs apart); `min_effect` where the time is unknown."""
+    if not baseline_ms or baseline_ms <= 0:
+        return min_effect
+    return max(min_effect, config.ab.MIN_EFFECT_US / (baseline_ms * 1e3))
+
+
+def verdict(ratio: float, low: float, high: float, min_effect: float = config.ab.DEFAULT_MIN_EFFECT,
+            baseline_ms: float | None = None) -> str:
+    """"faster" / "slower" when the interval excludes 1 and the change is at least `min_effect` (at least
+    `min_effect_at(baseline_ms)` where the baseline's time a launch is given)."""
+    effect = min_effect_at(baseline_ms, min_effect)
+    if high < 1.0 and ratio <= 1.0 - effect:
         return "faster"
-    if low > 1.0 and ratio >= 1.0 + min_effect:
+    if low > 1.0 and ratio >= 1.0 + effect:
         return "slower"
     return "no difference"
 

@@ -177,7 +177,7 @@ def analyze_group(row: SweepRow, group: AutotuneGroup, candidates: list[SweepRow
             timing.verdict = candidate_timing.verdict
         else:
             timing.ratio, timing.low, timing.high = ratio_interval(base, own)
-            timing.verdict = verdict(timing.ratio, timing.low, timing.high, min_effect)
+            timing.verdict = verdict(timing.ratio, timing.low, timing.high, min_effect, baseline_ms=median(base))
             same = _timing_of(by_id[reference], label)
             row.autotune["same_config"][label] = {"config": _config_of(by_id[reference]), "ratio": same.ratio,
                                                   "low": same.low, "high": same.high, "verdict": same.verdict}
@@ -218,7 +218,8 @@ def autotune_regret(group: AutotuneGroup, rounds: dict[int, list[float]], worklo
     if best == workload:
         return found
     ratio, low, high = ratio_interval(rounds[workload], rounds[best])
-    found.update(ratio=ratio, low=low, high=high, verdict=verdict(ratio, low, high, min_effect))
+    found.update(ratio=ratio, low=low, high=high,
+                 verdict=verdict(ratio, low, high, min_effect, baseline_ms=median(rounds[workload])))
     found["why"] = _why_missed(group, rounds, workload, best)
     return found
 
@@ -295,7 +296,8 @@ def _config_for(label: str, timed: dict[int, dict[str, list[float]]], reference:
     if fastest in (reference, anchor):
         return reference
     ratio, low, high = ratio_interval(timed[anchor][label], timed[fastest][label])
-    return fastest if verdict(ratio, low, high, min_effect) == "faster" else reference
+    said = verdict(ratio, low, high, min_effect, baseline_ms=median(timed[anchor][label]))
+    return fastest if said == "faster" else reference
 
 
 def _timing_of(candidate: SweepRow, label: str) -> VariantTiming:

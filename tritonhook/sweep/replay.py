@@ -20,7 +20,7 @@ from ..errors import TritonhookError
 from ..files import file_name
 from ..binaries import CAUSES
 from ..measure.sequential import SEQUENCE_MIN_ROUNDS, StopRule
-from ..measure.stats import median
+from ..measure.stats import median, min_effect_at
 from ..measure.variants import Variant, config_of_label
 from ..rename import compile_select
 from ..store import ResultKind, Store, register_result_kind
@@ -370,10 +370,13 @@ def _explain_misses(recording: Recording, store: Store, rows: list[SweepRow],
 
 def stop_rule(signature: Signature, cap: int, min_effect: float) -> StopRule:
     """When `signature`'s rounds stop: an autotune candidate the workload never ran is only ranked (coarse
-    precision, a lower cap); every other signature is a row (or the config a row answers for)."""
+    precision, a lower cap); every other signature is a row (or the config a row answers for). The effect a
+    verdict reports is at least `min_effect_at` the kernel's time inside the workload, so rounds stop once that is
+    decided."""
+    effect = min_effect_at(signature.time_per_launch_ms, min_effect)
     if signature.autotune is not None and not signature.launches:
-        return StopRule(min_effect, config.sweep.CANDIDATE_PRECISION, min(cap, config.sweep.CANDIDATE_CAP))
-    return StopRule(min_effect, config.sweep.ROW_PRECISION, cap)
+        return StopRule(effect, config.sweep.CANDIDATE_PRECISION, min(cap, config.sweep.CANDIDATE_CAP))
+    return StopRule(effect, config.sweep.ROW_PRECISION, cap)
 
 
 def failed_builds_warning(built: dict[int, dict[str, BuiltVariant]]) -> str | None:

@@ -125,7 +125,7 @@ def analyze_row(row: SweepRow, samples: dict[str, list[float]], facts: dict[str,
         elif own and base:
             ratio, low, high = interval(base, own)
             timing.ratio, timing.low, timing.high = ratio, low, high
-            timing.verdict = verdict(ratio, low, high, min_effect)
+            timing.verdict = verdict(ratio, low, high, min_effect, baseline_ms=median(base))
         else:
             timing.verdict = "-"
         row.variants.append(timing)

@@ -34,7 +34,7 @@ from ..ptxas import tune_space
 from ..errors import TritonhookError
 from ..files import file_name
 from ..measure.outputs import BITWISE, NO_OUTPUT, WITHIN_SPREAD
-from ..measure.stats import ratio_interval, verdict
+from ..measure.stats import median, ratio_interval, verdict
 from ..measure.variants import PLAIN, Variant, parse_variant, resolve_ptxas
 from ..rename import DEFAULT_PREFIX, exact_names_pattern
 from ..store import ResultKind, Store, register_result_kind
@@ -543,7 +543,8 @@ def _against(base: VariantTiming | None, own: VariantTiming | None, min_effect: 
     if base is own:
         return {"ratio": 1.0, "low": 1.0, "high": 1.0, "verdict": "no difference"}
     ratio, low, high = ratio_interval(base.samples, own.samples)
-    return {"ratio": ratio, "low": low, "high": high, "verdict": verdict(ratio, low, high, min_effect)}
+    return {"ratio": ratio, "low": low, "high": high,
+            "verdict": verdict(ratio, low, high, min_effect, baseline_ms=median(base.samples))}
 
 
 __all__ = ["ACF_SEARCH", "CHUNK", "DEFAULT_SHARE", "OPTION_SETS", "RESULT_KIND", "AcfSearch", "KernelTune", "Trial",

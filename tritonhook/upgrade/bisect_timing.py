@@ -284,7 +284,8 @@ def _judged(row, label: str, threshold: float, moved_by: str) -> dict | None:
         return None
     own = ((row.output_check or {}).get("variants") or {}).get(label) or {}
     outputs = own.get("verdict", row.outputs)
-    said = verdict(timing.ratio, timing.low, timing.high, threshold)
+    base_ms = row.variants[0].median_ms if row.variants else None
+    said = verdict(timing.ratio, timing.low, timing.high, threshold, baseline_ms=base_ms)
     moved = {"time": said != "no difference", "outputs": outputs in OUTPUTS_MOVED}
     moved["either"] = moved["time"] or moved["outputs"]
     judged = {"ratio": timing.ratio, "low": timing.low, "high": timing.high, "verdict": said, "outputs": outputs,
@@ -292,7 +293,8 @@ def _judged(row, label: str, threshold: float, moved_by: str) -> dict | None:
     if row.autotune:
         judged["config"] = row.autotune["winners"][label]
         if same := row.autotune["same_config"].get(label):
-            judged["same_config"] = {**same, "verdict": verdict(same["ratio"], same["low"], same["high"], threshold)}
+            judged["same_config"] = {**same, "verdict": verdict(same["ratio"], same["low"], same["high"], threshold,
+                                                                baseline_ms=base_ms)}
     return judged
 
 
