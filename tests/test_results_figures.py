@@ -153,6 +153,8 @@ ALLOWED = [
     (r"(?:making|covering|make|makes) (?:up )?90% of", "the share of GPU time the fidelity set covers"),
     (r"(?:making|covering) 80% of", "the share of GPU time `tune` searches by default"),
     (r"`config\.[\w.]+`[,:=( ]*(?:default )?[\d.,]+ ?(?:%|[KMG]i?B|ms|s)(?!\w)", "a setting, its default beside its name"),
+    (r"\(?default [\d.]+ ?%?", "a setting's default, documented beside it"),
+    (r"the bar is [≤≥] ?[\d.]+%|the target of [\d.]+", "a test's or a benchmark's pass bar"),
     (r"(?:over|at most|budget \(|budget of) \d+ [KMG]iB", "a size limit the code enforces"),
     (r"\d+ ms warm-up|at least \d+ ms of calls", "the timer's warm-up and minimum timed span"),
     (r"H100 80GB HBM3", "the GPU's product name"),
