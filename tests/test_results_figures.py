@@ -137,7 +137,7 @@ def test_docs_tell_no_session_history_nor_issue_numbers():
 PAGES = [ROOT / "README.md"] + [p for p in sorted((ROOT / "docs").glob("*.md")) if p != RESULTS_PAGE]
 UNIT = r"(?:µs|us|ns|ms|s|min|h|%|x|×|TFLOPS|GB/s|TB/s|KiB|MiB|GiB|KB|MB|GB|B|bytes)"
 FIGURE = re.compile(r"(?<![\w./^])(?<![A-Za-z_]-)(?:[+\-−±~]?(?:\d[\d,]*(?:\.\d+)?[-–])?\d[\d,]*(?:\.\d+)?[  ]?" + UNIT
-                    + r"(?![\w/])"
+                    + r"(?![\w/])(?<![x×](?=[  ]?\d))"
                     r"|\d[\d,]* of \d[\d,]*(?![\d,]*\.?\d)|\d*\.\d{2,}(?![\d.]*\d|\w))")
 DIGITS = re.compile(r"\d[\d,]*(?:\.\d+)?")
 NOT_PROSE = re.compile(r"`[^`]*`|\]\([^)]*\)|<[^>]+>|\b(?:sm|SM|compute)_?\d+\w*"
