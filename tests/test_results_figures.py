@@ -159,6 +159,8 @@ ALLOWED = [
     (r"\(1024 B in a fresh context\)", "the driver's default stack limit"),
     (r"~14\.6 KB per thread", "the driver routine's frame as publicly reported: a constant of preflight's table"),
     (r"\d+ ms warm-up|at least \d+ ms of calls", "the timer's warm-up and minimum timed span"),
+    (r"in \d+ s phases|every \d+ ms", "a benchmark's phase length and sampling interval"),
+    (r"0\.5% (?:threshold|smallest effect)", "`ab`'s default smallest effect"),
     (r"H100 80GB HBM3", "the GPU's product name"),
     (r"shared memory per block: [\d,]+ B", "the architecture's limit, from NVIDIA's documentation"),
 ]
