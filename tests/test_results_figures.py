@@ -148,7 +148,7 @@ NOT_PROSE = re.compile(r"`[^`]*`|\]\([^)]*\)|<[^>]+>|\b(?:sm|SM|compute)_?\d+\w*
 SECTION_LINK = re.compile(r"(?<![\w/])(?:docs/)?results\.md#([\w-]+)")
 # A constant of the tool or of a setting, not a measurement: (a pattern of the text around it, why it is allowed).
 ALLOWED = [
-    (r"95% (?:confidence )?interval|95%-interval|at 95%", "the confidence level the intervals are computed at"),
+    (r"95% (?:confidence )?interval|95%-interval|at 95%|alpha 0\.05", "the confidence level the intervals are computed at"),
     (r"within ±?10%|±10%|beyond 10%|10% of (?:its|their)", "the fidelity tolerance the sweep reports against"),
     (r"(?:making|covering|make|makes) (?:up )?90% of", "the share of GPU time the fidelity set covers"),
     (r"(?:making|covering) 80% of", "the share of GPU time `tune` searches by default"),
