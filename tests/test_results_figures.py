@@ -150,7 +150,8 @@ SECTION_LINK = re.compile(r"(?<![\w/])(?:docs/)?results\.md#([\w-]+)")
 ALLOWED = [
     (r"95% (?:confidence )?interval|95%-interval|at 95%|alpha 0\.05", "the confidence level the intervals are computed at"),
     (r"within ±?10%|±10%|beyond 10%|10% of (?:its|their)", "the fidelity tolerance the sweep reports against"),
-    (r"(?:making|covering|make|makes) (?:up )?90% of", "the share of GPU time the fidelity set covers"),
+    (r"(?:making|covering|make|makes) (?:up )?90% of|(?:the|its|that) 90%", "the share of GPU time the fidelity set covers"),
+    (r"spanning \d+x the L2", "the span of the replay's input copies, a constant of the code"),
     (r"(?:making|covering) 80% of", "the share of GPU time `tune` searches by default"),
     (r"`config\.[\w.]+`[,:=( ]*(?:default )?[\d.,]+ ?(?:%|[KMG]i?B|ms|s)(?!\w)", "a setting, its default beside its name"),
     (r"\(?default [\d.]+ ?%?", "a setting's default, documented beside it"),
