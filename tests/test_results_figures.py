@@ -20,7 +20,7 @@ RESULTS_PAGE = ROOT / "docs" / "results.md"
 ROW = re.compile(r"^\|(?P<figure>[^|]+)\|(?P<value>[^|]+)\|(?P<device>[^|]+)\|(?P<date>[^|]+)\|"
                  r"\s*`(?P<file>benchmarks/results/[\w.-]+)`\s*\|\s*`(?P<key>[^`]+)`\s*\|$")
 NUMBER = re.compile(r"^-?[\d,]*\.?\d+$")
-HISTORY = re.compile(r"machine start|earlier session|\bissue \d+|\bissues \d+ and \d+", re.I)
+HISTORY = re.compile(r"machine\s+start|earlier session|\bissue \d+|\bissues \d+ and \d+", re.I)
 
 
 def rows() -> list[dict[str, str]]:
@@ -138,7 +138,8 @@ PAGES = [ROOT / "README.md"] + [p for p in sorted((ROOT / "docs").glob("*.md")) 
 UNIT = r"(?:µs|us|ns|ms|s|min|h|%|x|×|TFLOPS|GB/s|TB/s|KiB|MiB|GiB|KB|MB|GB|B|bytes)"
 FIGURE = re.compile(r"(?<![\w./^])(?<![A-Za-z_]-)(?:[+\-−±~]?(?:\d[\d,]*(?:\.\d+)?[-–])?\d[\d,]*(?:\.\d+)?[  ]?" + UNIT
                     + r"(?![\w/])(?<![x×](?=[  ]?\d))"
-                    r"|\d[\d,]* of \d[\d,]*(?![\d,]*\.?\d)|\d*\.\d{2,}(?![\d.]*\d|\w))")
+                    r"|\d[\d,]* of \d[\d,]*(?![\d,]*\.?\d)|\d*\.\d{2,}(?![\d.]*\d|\w)"
+                    r"|(?<=[\s(][x×])\d+\.\d+(?![\d.]*\d|\w)|\d[\d,]* (?:instructions|cycles|ULPs)\b)")
 DIGITS = re.compile(r"\d[\d,]*(?:\.\d+)?")
 NOT_PROSE = re.compile(r"`[^`]*`|\]\([^)]*\)|<[^>]+>|\b(?:sm|SM|compute)_?\d+\w*"
                        r"|\b(?:Python|Triton|triton|torch|CUDA|cu|ptxas|nvcc|ISA|PTX|driver|release|version|"
