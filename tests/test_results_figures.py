@@ -136,7 +136,7 @@ def test_docs_tell_no_session_history_nor_issue_numbers():
 # and version numbers are not prose. Each figure must be a value of a row of a docs/results.md section that the page
 # links to (rounded as above), or match an entry of ALLOWED: a constant that no run measured.
 PAGES = [ROOT / "README.md"] + [p for p in sorted((ROOT / "docs").glob("*.md")) if p != RESULTS_PAGE]
-UNIT = r"(?:µs|us|ns|ms|s|min|h|%|x|×|TFLOPS|GB/s|TB/s|KiB|MiB|GiB|KB|MB|GB|B|bytes)"
+UNIT = r"(?:µs|us|ns|ms|s|min|h|%|pp|x|×|TFLOPS|GB/s|TB/s|KiB|MiB|GiB|KB|MB|GB|B|bytes)"
 FIGURE = re.compile(r"(?<![\w./^])(?<![A-Za-z_]-)(?:[+\-−±~]?(?:\d[\d,]*(?:\.\d+)?[-–])?\d[\d,]*(?:\.\d+)?[  ]?"
                     + UNIT + r"(?![\w/])(?<![x×](?=[  ]?\d))"
                     r"|\d[\d,]* of \d[\d,]*(?![\d,]*\.?\d)|\d*\.\d{2,}(?![\d.]*\d|\w)"
