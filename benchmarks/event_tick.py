@@ -1,5 +1,5 @@
-"""The CUDA event timer's quantum on this GPU, measured: the gate's tick floor (`config.check.EVENT_TICK_MS`,
-docs/check.md#the-tick-floor) assumes 32 ns steps.
+"""The CUDA event timer's quantum on this GPU, measured: the steps that two loads of one short kernel land apart by,
+below the verdicts' µs floor (`config.ab.MIN_EFFECT_US`, docs/check.md#the-us-floor).
 
 Times a short kernel (a 4096-element add, torch's) with the project's timer (`measure.timing.bench_interleaved`,
 the one the replay and the gate time with: CUDA events around each call, the stream held) and prints JSON: the
