@@ -54,6 +54,14 @@ make_deps() {  # the shared dependencies: the test and cute extras with the firs
     pip_install "$deps/bin/python" -e ".[test,cute]" "triton==${first:-3.6.0}"
 }
 
+share_triton_key() {  # every process of the suites, in every release's virtualenv (each reaches $deps's site
+    # directory), reuses Triton's triton_key() for its files, not hashing libtriton again (scripts/triton_key_memo.py)
+    local site; site=$(purelib "$deps/bin/python")
+    ln -sfn "$PWD/scripts/triton_key_memo.py" "$site/tritonhook_test_triton_key_memo.py"
+    echo "import tritonhook_test_triton_key_memo" > "$site/tritonhook-test-triton-key-memo.pth"
+    export TRITONHOOK_TEST_TRITON_KEY_MEMO="$PWD/$deps/triton-key-memo"
+}
+
 triton_venv() {  # triton_venv VERSION: a virtualenv holding Triton VERSION
     local version=$1 venv; venv=$(release_venv "$1")
     [ -x "$venv/bin/python" ] || python3 -m venv --without-pip "$venv"  # pip_install installs into it
@@ -95,6 +103,7 @@ run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among t
 }
 
 make_deps || install_failed "the test dependencies"
+share_triton_key
 # the releases' Triton side by side (each install is mostly unpacking one wheel); tritonhook's editable install
 # after, one at a time, since each builds in the same source tree
 pids=""
