@@ -2,6 +2,8 @@
 ``ptxas -v`` registers and spills of the PTX, and the facts of the cubin. No GPU needed."""
 from __future__ import annotations
 
+import hashlib
+
 from gluon_kernels._compat import TRITON_VERSION
 from tritonhook import binaries as tools
 from tritonhook._triton import triton_ptxas
@@ -18,10 +20,24 @@ def ptxas_report(kernel) -> dict:
     ``CompiledKernel.n_spills`` needs a GPU (it is read at load)."""
     arch = kernel.metadata.target.arch
     sm = f"sm_{arch}a" if arch >= 90 else f"sm_{arch}"
-    log = tools.assemble(kernel.asm["ptx"], triton_ptxas(sm), sm, TRITON_PTXAS_FLAGS, label=kernel.metadata.name).stderr
+    ptx = kernel.asm["ptx"]
+    log = _ptxas_log(hashlib.sha256(ptx.encode()).hexdigest(), ptx, triton_ptxas(sm), sm, kernel.metadata.name)
     info = next(iter(tools.parse_ptxas_verbose(log).values()), tools.PtxasInfo())
     return {"registers": info.registers or 0, "spill_stores": info.spill_stores, "spill_loads": info.spill_loads,
             "stack_frame": info.stack_frame, "log": log}
+
+
+_PTXAS_LOGS: dict[tuple[str, str, str, str], str] = {}
+
+
+def _ptxas_log(ptx_sha256: str, ptx: str, ptxas: str, sm: str, name: str) -> str:
+    """ptxas -v's log of one PTX, assembled once per test process: a family's default build is the baseline of
+    every tuning config's check (tests/gluon_kernels/test_hopper_tune_cpu.py) and an attention kernel takes ptxas
+    seconds. Keyed by the PTX's hash rather than its text, so the cache holds no PTX."""
+    key = (ptx_sha256, ptxas, sm, name)
+    if key not in _PTXAS_LOGS:
+        _PTXAS_LOGS[key] = tools.assemble(ptx, ptxas, sm, TRITON_PTXAS_FLAGS, label=name).stderr
+    return _PTXAS_LOGS[key]
 
 
 def cubin_report(kernel) -> dict:
