@@ -50,7 +50,6 @@ install_failed() {  # install_failed WHAT: say what failed to install and how mu
 purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 
 make_deps() {  # the shared dependencies: the test and cute extras with the first release's Triton
-    [ -x "$deps/bin/python" ] || python3 -m venv "$deps"
     pip_install "$deps/bin/python" -e ".[test,cute]" "triton==${first:-3.6.0}"
 }
 
@@ -102,18 +101,20 @@ run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among t
         || [ $? -eq 5 ] || failed="$failed $version(serial)"
 }
 
-make_deps || install_failed "the test dependencies"
-share_triton_key
-# the releases' Triton side by side (each install is mostly unpacking one wheel); tritonhook's editable install
-# after, one at a time, since each builds in the same source tree
+# the releases' Triton side by side, and beside the shared dependencies' install (each is mostly unpacking wheels;
+# the shared one, 3.0 GB, is pip resolving and unpacking on one core: ~85 s of a CI machine's 2 cores at half use);
+# tritonhook's editable install after, one at a time, since each builds in the same source tree
+[ -x "$deps/bin/python" ] || python3 -m venv "$deps"  # its pip installs into every virtualenv
 pids=""
 others=$(for version in $full $core; do [ "$version" = "$first" ] || echo "$version"; done)
 for version in $others; do
     triton_venv "$version" & pids="$pids $!"
 done
+make_deps || install_failed "the test dependencies"
 for pid in $pids; do
     wait "$pid" || install_failed "a Triton release"
 done
+share_triton_key
 for version in $others; do
     finish_venv "$version"
 done
