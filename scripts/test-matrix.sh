@@ -89,7 +89,10 @@ run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among t
     venv=$(release_venv "$1")
     shift 2
     echo "=== Triton $version: pytest -m '$marks' $* ==="
-    "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider -m "not serial and ($marks)" "$@" \
+    # --dist loadgroup: tests spread one by one over the two workers, but the modules marked with an xdist_group
+    # (whose module or session fixtures start a Ray cluster or build kernels under other releases) on one worker,
+    # so that their fixtures are made once, not once per worker
+    "$venv/bin/python" -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider -m "not serial and ($marks)" "$@" \
         || failed="$failed $version"
     # tests marked `serial` change files the others use (a wheel ptxas wrapped in place): they run alone, after,
     # collected from the files that mark any rather than from the whole suite again (exit 5: none selected); they
