@@ -207,6 +207,20 @@ def timed_bisected(bisect_recording, releases, time_by_text_worker):
                        worker=time_by_text_worker)
 
 
+DEMO_SAMPLES = ("add", "matmul_fp16", "tma_copy")
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory):
+    """One `tritonhook demo` run over three samples without the attention kernels (18 compiles: 3 kernels x 3
+    targets x plain/renamed, and the ptxas matrix), read by both the report's page tests and its browser tests
+    (tests/test_report_page.py, test_report_browser.py: each ran a demo of its own, 26-30 s of a CI core). Both
+    modules are in the pytest-xdist group "demo", so one worker makes it. No test may change it."""
+    from tritonhook.page.demo import run_demo
+
+    return run_demo(tmp_path_factory.mktemp("demo"), samples=list(DEMO_SAMPLES), attention=False, progress=False)
+
+
 @pytest.fixture(scope="session")
 def select_algorithm_cpu(tmp_path_factory) -> subprocess.CompletedProcess:
     """tests/select_algorithm_cpu.py run once for the whole test run, in an Inductor cache of its own: Inductor
