@@ -49,6 +49,24 @@ install_failed() {  # install_failed WHAT: say what failed to install and how mu
 
 purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 
+cpu_seconds() {  # CPU seconds (user + system) of this script's finished children, from /proc (no `times` in a subshell)
+    local stat
+    read -r stat < "/proc/$$/stat"
+    # shellcheck disable=SC2086
+    set -- ${stat##*) }  # from the state on: $14 and $15 are cutime and cstime, in clock ticks
+    echo $(( (${14} + ${15}) / $(getconf CLK_TCK) ))
+}
+
+phase_wall=$SECONDS
+phase_cpu=0
+phase_done() {  # phase_done WHAT: the phase's wall and CPU time since the last one, and the machine's load (a CI
+    # machine shared with other jobs shows it there), so that a run says where its time went
+    local cpu; cpu=$(cpu_seconds)
+    echo "--- $1: $((SECONDS - phase_wall)) s wall, $((cpu - phase_cpu)) s CPU; load $(cut -d' ' -f1-3 /proc/loadavg)"
+    phase_wall=$SECONDS
+    phase_cpu=$cpu
+}
+
 make_deps() {  # the shared dependencies: the test and cute extras with the first release's Triton
     pip_install "$deps/bin/python" -e ".[test,cute]" "triton==${first:-3.6.0}"
 }
@@ -97,11 +115,13 @@ run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among t
     # tests marked `serial` change files the others use (a wheel ptxas wrapped in place): they run alone, after,
     # collected from the files that mark any rather than from the whole suite again (exit 5: none selected); they
     # are release-independent too (conftest.py holds them to it), so only the first release runs them
+    phase_done "Triton $version"
     [ "$version" = "$first" ] || return 0
     serial_files=$(grep -rl --include='test_*.py' 'mark\.serial' tests)
     # shellcheck disable=SC2086
     "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "serial and ($marks)" "$@" $serial_files \
         || [ $? -eq 5 ] || failed="$failed $version(serial)"
+    phase_done "Triton $version, serial tests"
 }
 
 # the releases' Triton side by side, and beside the shared dependencies' install (each is mostly unpacking wheels;
@@ -123,6 +143,7 @@ for version in $others; do
 done
 # shellcheck disable=SC2086
 link_releases $full $core
+phase_done "installs"
 for version in $full $core; do
     marks="not release_independent"
     [ "$version" = "$first" ] && marks="release_independent or not release_independent"
