@@ -107,9 +107,9 @@ run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among t
     venv=$(release_venv "$1")
     shift 2
     echo "=== Triton $version: pytest -m '$marks' $* ==="
-    # --dist loadgroup: tests spread one by one over the two workers, but the modules marked with an xdist_group
-    # (whose module or session fixtures start a Ray cluster or build kernels under other releases) on one worker,
-    # so that their fixtures are made once, not once per worker
+    # --dist loadgroup: tests spread one by one over the two workers, but the groups of conftest.py's WORKER_GROUPS
+    # (modules whose module or session fixtures start a Ray cluster or build kernels under other releases, a tuning
+    # family's configs) each on one worker, so that what they share is made once, not once per worker
     "$venv/bin/python" -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider -m "not serial and ($marks)" "$@" \
         || failed="$failed $version"
     # tests marked `serial` change files the others use (a wheel ptxas wrapped in place): they run alone, after,

@@ -23,8 +23,7 @@ from tritonhook import binaries as tools
 from tritonhook.upgrade.bisect import FAILED, NO_CHANGE, BisectResult
 from tritonhook.upgrade.result import BASELINE, BOTH, PTX_ONLY, PTXAS_ONLY
 
-pytestmark = [pytest.mark.release_independent,  # the other releases run in their own virtualenvs; one run suffices
-              pytest.mark.xdist_group("releases")]  # tests/conftest.py's release results: built by one worker
+pytestmark = pytest.mark.release_independent  # the other releases run in their own virtualenvs; one run suffices
 FIRST, LAST = config.upgrade.SUPPORTED_RELEASES[0], config.upgrade.SUPPORTED_RELEASES[-1]
 
 

@@ -34,8 +34,7 @@ from tritonhook.upgrade.bisect import FAILED, SAME, BisectResult
 from tritonhook.upgrade.bisect_timing import MOVED, NOT_MOVED, bisect_time
 from tritonhook.upgrade.result import BASELINE, BOTH, PTX_ONLY, PTXAS_ONLY
 
-pytestmark = [pytest.mark.release_independent,  # the other releases run in their own virtualenvs; one run suffices
-              pytest.mark.xdist_group("releases")]  # tests/conftest.py's release results: built by one worker
+pytestmark = pytest.mark.release_independent  # the other releases run in their own virtualenvs; one run suffices
 FIRST, LAST = config.upgrade.SUPPORTED_RELEASES[0], config.upgrade.SUPPORTED_RELEASES[-1]
 AFTER = config.upgrade.SUPPORTED_RELEASES[1:]
 ANOTHER_ARCH = "a recording from another arch"

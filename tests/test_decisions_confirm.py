@@ -49,8 +49,6 @@ def _run_arm(store_path, applied: str | None, script: str = COMPILE_ADD) -> tupl
     return Store.of(store_path).captures(after=before), done.stdout.strip()
 
 
-pytestmark = pytest.mark.xdist_group("decisions_confirm")  # its module fixtures' real runs: one worker makes them
-
 @pytest.fixture(scope="module")
 def add_key(tmp_path_factory):
     """The key of the `add` sample's sm_90a build on `GPU`, from a plain capture made in a process of its own."""

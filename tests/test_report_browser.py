@@ -15,8 +15,7 @@ from tritonhook.page import SECTIONS
 from tritonhook.store import Store
 
 pytestmark = [pytest.mark.skipif(find_chromium() is None, reason="no Chromium (apt-get install chromium)"),
-              pytest.mark.release_independent,  # the page in Chromium: the same under every Triton
-              pytest.mark.xdist_group("demo")]  # the demo's report (`demo` in tests/conftest.py), made by one worker
+              pytest.mark.release_independent]  # the page in Chromium: the same under every Triton
 
 
 @pytest.fixture(scope="module")

@@ -31,8 +31,7 @@ from tritonhook.binaries import find_ptxas, one_per_version
 from tritonhook.store import SCHEMA_VERSION, Store
 
 # the page from a store: the same under every Triton (the captures it reads are checked per release elsewhere)
-pytestmark = [pytest.mark.release_independent,
-              pytest.mark.xdist_group("demo")]  # the demo's report (`demo` in tests/conftest.py), made by one worker
+pytestmark = pytest.mark.release_independent
 
 SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3
 

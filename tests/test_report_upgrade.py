@@ -17,8 +17,7 @@ from tritonhook.store import Store
 from tritonhook.upgrade.result import BASELINE, CELLS, PTX_ONLY, one_line
 from tritonhook.upgrade.timing import RESULT_KIND as TIMING_KIND, SPLITS, UpgradeTiming, time_cells
 
-pytestmark = [pytest.mark.release_independent,  # the page of saved results: the same under every Triton
-              pytest.mark.xdist_group("releases")]  # tests/conftest.py's release results: built by one worker
+pytestmark = pytest.mark.release_independent  # the page of saved results: the same under every Triton
 FAKE_WORKER = [str(Path(__file__).with_name("sweep_fake_worker.py")), "--time-by-text"]
 
 

@@ -30,8 +30,7 @@ from tritonhook.sweep.replay import SIGNATURE_KIND
 from tritonhook.sweep.job import ReplayJob
 from tritonhook.sweep.schedule import resolve_gpus, run_workers
 
-pytestmark = [pytest.mark.release_independent,  # the scheduler, retries and Ray: the same under every Triton
-              pytest.mark.xdist_group("ray")]  # one pytest-xdist worker starts the module's Ray cluster, not both
+pytestmark = pytest.mark.release_independent  # the scheduler, retries and Ray: the same under every Triton
 
 torch = pytest.importorskip("torch")
 

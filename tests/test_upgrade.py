@@ -22,8 +22,7 @@ from tritonhook.cubin import Cubin
 from tritonhook.upgrade import CELLS, UpgradeResult, upgrade
 from tritonhook.upgrade.worker import rebuild_captures
 
-pytestmark = [pytest.mark.release_independent,  # the other release runs in its own virtualenv; one run suffices
-              pytest.mark.xdist_group("releases")]  # tests/conftest.py's release results: built by one worker
+pytestmark = pytest.mark.release_independent  # the other release runs in its own virtualenv; one run suffices
 BASELINE, PTXAS_ONLY, PTX_ONLY, BOTH = CELLS
 TARGET = "3.9.0"
 

@@ -15,8 +15,7 @@ from tritonhook.cubin import Cubin
 from tritonhook.store import Store
 from tritonhook.upgrade.timing import LABELS, time_cells
 
-pytestmark = [pytest.mark.release_independent,
-              pytest.mark.xdist_group("releases")]  # tests/conftest.py's release results: built by one worker
+pytestmark = pytest.mark.release_independent
 FAKE_WORKER = [str(Path(__file__).with_name("sweep_fake_worker.py")), "--time-by-text"]
 
 

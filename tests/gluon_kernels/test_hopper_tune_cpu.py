@@ -13,14 +13,12 @@ from benchmark_scripts import load_benchmark
 
 tune = load_benchmark("hopper_attention_tune")
 
-# a family's configs on one pytest-xdist worker (scripts/test-matrix.sh runs --dist loadgroup): each compares against
-# the family's default build (and fp8's against its shortest-S build), which the two workers otherwise both compiled
-# at once when each started on the family
-GRID_CONFIGS = [pytest.param(dtype, D, causal, knobs, id=f"{family}-{tune.label(knobs)}",
-                             marks=pytest.mark.xdist_group(f"hopper-tune-{family}"))
+# a family's configs run on one pytest-xdist worker (`WORKER_GROUPS` in the repository's conftest.py): each compares
+# against the family's default build (and fp8's against its shortest-S build)
+GRID_CONFIGS = [pytest.param(dtype, D, causal, knobs,
+                             id=f"{dtype}-d{D}-{'causal' if causal else 'full'}-{tune.label(knobs)}")
                 for dtype, grids in (("bf16", tune.GRID), ("fp8e4nv", tune.GRID_FP8))
-                for (D, causal), grid in grids.items()
-                for family in [f"{dtype}-d{D}-{'causal' if causal else 'full'}"] for knobs in grid[1:]]
+                for (D, causal), grid in grids.items() for knobs in grid[1:]]
 
 
 def _spills(rep):
