@@ -37,6 +37,12 @@ WORKER_GROUPS = {
     "tests/test_decisions_confirm.py::": "decisions-confirm",  # its arms' real runs
     "tests/test_report_page.py::": "demo",  # the demo (`demo` in tests/conftest.py)
     "tests/test_report_browser.py::": "demo",
+    # module fixtures both workers made in every suite (setups of the full matrix at 9b5e74b, each worker's)
+    "tests/test_divergence.py::": "divergence",  # two ranks recorded: ~10 s
+    "tests/test_exports.py::": "exports",  # a sweep's recording and replay: ~6.5 s
+    "tests/test_sweep.py::": "sweep",  # a recorded workload: ~2.8 s
+    "tests/test_variants_grammar.py::": "variants-grammar",  # a real build: ~2.5 s
+    "tests/test_cubin_delta.py::": "cubin-delta",  # two real builds: ~3 s
 }
 """Test ids (by the start of their id) that scripts/test-matrix.sh's pytest-xdist workers run on one worker: the
 tests of a group go to one worker together, every other test on its own to whichever is free."""
