@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 
 import pytest
 
@@ -23,6 +24,55 @@ def gpu_available() -> bool:
         return False
     count = ctypes.c_int(0)
     return libcuda.cuInit(0) == 0 and libcuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+
+
+WORKER_GROUPS = {
+    # modules whose module or session fixtures cost seconds to tens of seconds: on one worker they are made once
+    "tests/test_sweep_scale.py::": "ray",  # its Ray cluster
+    "tests/test_bisect.py::": "releases",  # tests/conftest.py's builds under the other releases
+    "tests/test_bisect_timing.py::": "releases",
+    "tests/test_upgrade.py::": "releases",
+    "tests/test_upgrade_timing.py::": "releases",
+    "tests/test_report_upgrade.py::": "releases",
+    "tests/test_decisions_confirm.py::": "decisions-confirm",  # its arms' real runs
+    "tests/test_report_page.py::": "demo",  # the demo (`demo` in tests/conftest.py)
+    "tests/test_report_browser.py::": "demo",
+    # module fixtures both workers made in every suite (setups of the full matrix at 9b5e74b, each worker's)
+    "tests/test_divergence.py::": "divergence",  # two ranks recorded: ~10 s
+    "tests/test_exports.py::": "exports",  # a sweep's recording and replay: ~6.5 s
+    "tests/test_sweep.py::": "sweep",  # a recorded workload: ~2.8 s
+    "tests/test_variants_grammar.py::": "variants-grammar",  # a real build: ~2.5 s
+    "tests/test_cubin_delta.py::": "cubin-delta",  # two real builds: ~3 s
+}
+"""Test ids (by the start of their id) that scripts/test-matrix.sh's pytest-xdist workers run on one worker: the
+tests of a group go to one worker together, every other test on its own to whichever is free."""
+_TUNING_FAMILY = re.compile(r"(tests/gluon_kernels/test_hopper_tune_cpu\.py::test_every_tuning_config_compiles\w*"
+                            r"\[\w+-d\d+-(?:causal|full))-")
+"""A Hopper tuning family's grid configs (their ids start with the family's): each compares against the family's
+default build, which both workers would compile at once when each started on the family."""
+
+
+def worker_group(nodeid: str) -> str | None:
+    """The group of `WORKER_GROUPS` (or the tuning family) whose tests run on one pytest-xdist worker, or None."""
+    family = _TUNING_FAMILY.match(nodeid)
+    if family:
+        return family.group(1)
+    return next((group for start, group in WORKER_GROUPS.items() if nodeid.startswith(start)), None)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` with the groups of `worker_group` (pytest-xdist's own reads `xdist_group` marks into the test
+    id, which pytest 9.2 no longer lets it change: every test was scheduled on its own). The largest groups are
+    handed out first, then single tests to whichever worker runs low."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid) or nodeid
+
+    return WorkerGroups(config, log)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -49,9 +49,34 @@ install_failed() {  # install_failed WHAT: say what failed to install and how mu
 
 purelib() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 
+cpu_seconds() {  # CPU seconds (user + system) of this script's finished children, from /proc (no `times` in a subshell)
+    local stat
+    read -r stat < "/proc/$$/stat"
+    # shellcheck disable=SC2086
+    set -- ${stat##*) }  # from the state on: $14 and $15 are cutime and cstime, in clock ticks
+    echo $(( (${14} + ${15}) / $(getconf CLK_TCK) ))
+}
+
+phase_wall=$SECONDS
+phase_cpu=0
+phase_done() {  # phase_done WHAT: the phase's wall and CPU time since the last one, and the machine's load (a CI
+    # machine shared with other jobs shows it there), so that a run says where its time went
+    local cpu; cpu=$(cpu_seconds)
+    echo "--- $1: $((SECONDS - phase_wall)) s wall, $((cpu - phase_cpu)) s CPU; load $(cut -d' ' -f1-3 /proc/loadavg)"
+    phase_wall=$SECONDS
+    phase_cpu=$cpu
+}
+
 make_deps() {  # the shared dependencies: the test and cute extras with the first release's Triton
-    [ -x "$deps/bin/python" ] || python3 -m venv "$deps"
     pip_install "$deps/bin/python" -e ".[test,cute]" "triton==${first:-3.6.0}"
+}
+
+share_triton_key() {  # every process of the suites, in every release's virtualenv (each reaches $deps's site
+    # directory), reuses Triton's triton_key() for its files, not hashing libtriton again (scripts/triton_key_memo.py)
+    local site; site=$(purelib "$deps/bin/python")
+    ln -sfn "$PWD/scripts/triton_key_memo.py" "$site/tritonhook_test_triton_key_memo.py"
+    echo "import tritonhook_test_triton_key_memo" > "$site/tritonhook-test-triton-key-memo.pth"
+    export TRITONHOOK_TEST_TRITON_KEY_MEMO="$PWD/$deps/triton-key-memo"
 }
 
 triton_venv() {  # triton_venv VERSION: a virtualenv holding Triton VERSION
@@ -82,34 +107,43 @@ run_suite() {  # run_suite VERSION MARKS [PYTEST ARGS...]: MARKS selects among t
     venv=$(release_venv "$1")
     shift 2
     echo "=== Triton $version: pytest -m '$marks' $* ==="
-    "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider -m "not serial and ($marks)" "$@" \
+    # --dist loadgroup: tests spread one by one over the two workers, but the groups of conftest.py's WORKER_GROUPS
+    # (modules whose module or session fixtures start a Ray cluster or build kernels under other releases, a tuning
+    # family's configs) each on one worker, so that what they share is made once, not once per worker
+    "$venv/bin/python" -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider -m "not serial and ($marks)" "$@" \
         || failed="$failed $version"
     # tests marked `serial` change files the others use (a wheel ptxas wrapped in place): they run alone, after,
     # collected from the files that mark any rather than from the whole suite again (exit 5: none selected); they
     # are release-independent too (conftest.py holds them to it), so only the first release runs them
+    phase_done "Triton $version"
     [ "$version" = "$first" ] || return 0
     serial_files=$(grep -rl --include='test_*.py' 'mark\.serial' tests)
     # shellcheck disable=SC2086
     "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "serial and ($marks)" "$@" $serial_files \
         || [ $? -eq 5 ] || failed="$failed $version(serial)"
+    phase_done "Triton $version, serial tests"
 }
 
-make_deps || install_failed "the test dependencies"
-# the releases' Triton side by side (each install is mostly unpacking one wheel); tritonhook's editable install
-# after, one at a time, since each builds in the same source tree
+# the releases' Triton side by side, and beside the shared dependencies' install (each is mostly unpacking wheels;
+# the shared one, 3.0 GB, is pip resolving and unpacking on one core: ~85 s of a CI machine's 2 cores at half use);
+# tritonhook's editable install after, one at a time, since each builds in the same source tree
+[ -x "$deps/bin/python" ] || python3 -m venv "$deps"  # its pip installs into every virtualenv
 pids=""
 others=$(for version in $full $core; do [ "$version" = "$first" ] || echo "$version"; done)
 for version in $others; do
     triton_venv "$version" & pids="$pids $!"
 done
+make_deps || install_failed "the test dependencies"
 for pid in $pids; do
     wait "$pid" || install_failed "a Triton release"
 done
+share_triton_key
 for version in $others; do
     finish_venv "$version"
 done
 # shellcheck disable=SC2086
 link_releases $full $core
+phase_done "installs"
 for version in $full $core; do
     marks="not release_independent"
     [ "$version" = "$first" ] && marks="release_independent or not release_independent"

@@ -10,6 +10,9 @@ to its own; without them the fixtures that need them skip."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -202,3 +205,40 @@ def timed_bisected(bisect_recording, releases, time_by_text_worker):
     return bisect_time(recording, store, kernel="_kernel$", from_release=config.upgrade.SUPPORTED_RELEASES[0],
                        to_release=config.upgrade.SUPPORTED_RELEASES[-1], rounds=SEQUENCE_MIN_ROUNDS,
                        worker=time_by_text_worker)
+
+
+DEMO_SAMPLES = ("add", "matmul_fp16", "tma_copy")
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory):
+    """One `tritonhook demo` run over three samples without the attention kernels (18 compiles: 3 kernels x 3
+    targets x plain/renamed, and the ptxas matrix), read by both the report's page tests and its browser tests
+    (tests/test_report_page.py, test_report_browser.py: each ran a demo of its own, 26-30 s of a CI core). Both
+    modules are in the pytest-xdist group "demo", so one worker makes it. No test may change it."""
+    from tritonhook.page.demo import run_demo
+
+    return run_demo(tmp_path_factory.mktemp("demo"), samples=list(DEMO_SAMPLES), attention=False, progress=False)
+
+
+@pytest.fixture(scope="session")
+def select_algorithm_cpu(tmp_path_factory) -> subprocess.CompletedProcess:
+    """tests/select_algorithm_cpu.py run once for the whole test run, in an Inductor cache of its own: Inductor
+    compiling and benchmarking a GEMM two ways takes 15-30 s on a CI core, and both the autotune tracer's test
+    (tests/test_sweep_autotune.py) and the divergence test read the same run. The pytest-xdist workers share it: the
+    first to ask runs it, the other waits for its result (basetemp is per worker; its parent is the run's)."""
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    result = shared / "select-algorithm-cpu.json"
+    with open(shared / "select-algorithm-cpu.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not result.exists():
+            env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path_factory.mktemp("inductor"))}
+            done = subprocess.run([sys.executable, str(Path(__file__).with_name("select_algorithm_cpu.py"))],
+                                  capture_output=True, text=True, timeout=600, env=env)
+            result.write_text(json.dumps({"args": done.args, "returncode": done.returncode, "stdout": done.stdout,
+                                          "stderr": done.stderr}))
+    return subprocess.CompletedProcess(**json.loads(result.read_text()))

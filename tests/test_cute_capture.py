@@ -11,6 +11,8 @@ import pytest
 
 pytest.importorskip("cutlass.cute", reason="nvidia-cutlass-dsl is not installed (pip install 'tritonhook[cute]')")
 
+pytestmark = pytest.mark.release_independent  # CuTe DSL's compiler and its captures: no Triton compile in them
+
 import cute_scale  # noqa: E402  (tests/cute_scale.py; imports the DSL)
 
 from tritonhook.cute import capture as cute_capture  # noqa: E402

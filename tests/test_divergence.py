@@ -135,16 +135,16 @@ def test_replaying_rivals_without_their_kernels_recorded_is_one_line(two_runs):
     assert "no divergent tuning key with its picks' kernels recorded to replay" in done.stderr
 
 
-def test_a_choice_inductor_made_while_compiling_is_compared_across_ranks_and_named_unpinnable(tmp_path):
+@pytest.mark.release_independent  # Inductor's select_algorithm: torch's, whatever the Triton release
+def test_a_choice_inductor_made_while_compiling_is_compared_across_ranks_and_named_unpinnable(select_algorithm_cpu,
+                                                                                              tmp_path):
     """Inductor's compile-time choice among GEMM kernels (`select_algorithm`, recorded by the real tracer on a CPU:
     its CPP template against MKL's extern kernel) counts as a pick like any autotuner's: a rank that chose the other
     kernel makes its key divergent, reported with who decided; `--pin` pins none of it and says why (the choice is
     over before the workload runs)."""
     from tritonhook.decisions.keep import from_divergence
 
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
-    done = subprocess.run([sys.executable, str(SCRIPT.with_name("select_algorithm_cpu.py"))], capture_output=True,
-                          text=True, timeout=600, env=env)
+    done = select_algorithm_cpu
     assert done.returncode == 0, done.stderr[-3000:]
     (decision,) = json.loads(done.stdout)["decisions"]
     other = next(config for config, _ in decision["timings"] if config != decision["chosen"])

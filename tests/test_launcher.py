@@ -245,8 +245,10 @@ def test_a_process_saves_before_a_terminating_signal_ends_it_and_dies_of_it(tmp_
     """What a process keeps only at exit (a recording, a memory timeline) is saved when SIGTERM or SIGHUP ends it,
     and it still dies of the signal; once its region has put the default back, the signal ends it unsaved."""
     saved = tmp_path / "saved"
+    # the child starts with the signal at its default action, as from a shell: a run under nohup (SIGHUP ignored,
+    # which the child would inherit and save_before_terminated rightly leaves alone) would wait out the timeout
     process = subprocess.Popen([sys.executable, "-c", SAVING_PROCESS, str(saved), state], stdout=subprocess.PIPE,
-                               text=True)
+                               text=True, preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL))
     assert process.stdout.readline().strip() == "ready"
     process.send_signal(signum)
     process.wait(timeout=60)

@@ -12,17 +12,10 @@ import pytest
 
 from chromium import Chromium, find_chromium, process_group  # tests/chromium.py
 from tritonhook.page import SECTIONS
-from tritonhook.page.demo import run_demo
 from tritonhook.store import Store
 
 pytestmark = [pytest.mark.skipif(find_chromium() is None, reason="no Chromium (apt-get install chromium)"),
               pytest.mark.release_independent]  # the page in Chromium: the same under every Triton
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo")
-    return run_demo(out, samples=["add", "matmul_fp16", "tma_copy"], attention=False, progress=False)
 
 
 @pytest.fixture(scope="module")

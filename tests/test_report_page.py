@@ -34,14 +34,6 @@ from tritonhook.store import SCHEMA_VERSION, Store
 pytestmark = pytest.mark.release_independent
 
 SCHEMA_3_COMMIT = "8edb4ec"  # the last commit whose store.py writes schema 3
-DEMO_SAMPLES = ["add", "matmul_fp16"]
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """One demo run over two samples (12 compiles: 2 kernels x 3 targets x plain/renamed), shared by the tests."""
-    out = tmp_path_factory.mktemp("demo")
-    return run_demo(out, samples=DEMO_SAMPLES, attention=False, progress=False)
 
 
 def section(page: str, section_id: str) -> str:
@@ -56,9 +48,9 @@ def test_demo_pairs_each_kernel_and_target_and_shows_the_cubins_real_figures(dem
         section(page, section_id)
     store = Store(demo.report.parent / "store", readonly=True)
     captures = store.captures()
-    assert len(captures) == 12 and sum(c.renamed for c in captures) == 6
+    assert len(captures) == 18 and sum(c.renamed for c in captures) == 9
     effect_rows = re.findall(r'<a href="#kernel-(\d+)-(\d+)">', section(page, "cutlass"))
-    assert len(effect_rows) == 6
+    assert len(effect_rows) == 9
     for plain_id, renamed_id in effect_rows:
         plain, renamed = store.get(plain_id), store.get(renamed_id)
         assert (plain.original_entry, plain.arch) == (renamed.original_entry, renamed.arch)
@@ -87,7 +79,7 @@ def test_demo_saves_a_ptxas_matrix_with_every_ptxas_version_found(demo):
 
 def test_demo_summary_is_five_lines_and_says_what_needs_a_gpu(demo):
     assert len(demo.summary) == 5 and demo.summary[0].startswith(f"report: {demo.report.resolve()}")
-    assert "6 plain/renamed pairs" in demo.summary[2]
+    assert "9 plain/renamed pairs" in demo.summary[2]
     assert any("no CUDA GPU" in line for line in demo.skipped)
 
 
@@ -113,7 +105,7 @@ def test_a_corrupt_blob_is_named_and_the_rest_of_the_page_stands(demo, tmp_path)
     page = path.read_text()
     problems = section(page, "problems")
     assert f"capture {victim.id} (cutlass_add_kernel, sm_90a)" in problems and "corrupt" in problems
-    assert len(data.effects) == 5  # the pair that lost its cubin, and only it, is gone
+    assert len(data.effects) == 8  # the pair that lost its cubin, and only it, is gone
     assert all(victim.id != e.renamed.id for e in data.effects)
     for section_id, _ in SECTIONS:
         section(page, section_id)

@@ -785,19 +785,14 @@ def test_a_group_row_renders_as_one_row_feeds_the_estimate_and_round_trips(candi
 
 
 @pytest.mark.release_independent  # Inductor's select_algorithm: torch's, whatever the Triton release
-def test_the_autotune_tracer_records_inductors_compile_time_choice_as_inductor_timed_it(tmp_path):
+def test_the_autotune_tracer_records_inductors_compile_time_choice_as_inductor_timed_it(select_algorithm_cpu):
     """Inductor's `select_algorithm` choosing a GEMM kernel while it compiles (max-autotune; on a CPU its CPP
     template against MKL's extern kernel): one decision by "select_algorithm", each choice with the time Inductor's
     own AUTOTUNE table printed for it and the pick its fastest; uninstalling leaves Inductor's functions as found."""
     import json
     import re
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("select_algorithm_cpu.py"))],
-                          capture_output=True, text=True, timeout=600, env=env)
+    done = select_algorithm_cpu
     assert done.returncode == 0, done.stderr[-3000:]
     printed = {name: float(ms) for name, ms in re.findall(r"^\s+(\S+) (\d+\.\d+) ms", done.stderr, re.M)}
     assert len(printed) >= 2, done.stderr[-3000:]  # Inductor's own table: both choices timed

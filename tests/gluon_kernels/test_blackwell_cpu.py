@@ -58,8 +58,10 @@ def test_rename_gives_the_cutlass_variant_of_the_same_source(tmp_path, monkeypat
     """tritonhook's rename (PTX stage) turns the plain kernel into cutlass_<name>; the launcher's name follows."""
     import tritonhook
 
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "renamed-cache"))  # 3.6: renamed builds share the key
-    plain = compile_blackwell_attention("fp8e4nv", 128, False)
+    plain = compile_blackwell_attention("fp8e4nv", 128, False)  # the grid's build, from the shared kernel cache
+    # the renamed build in a cache of its own: under 3.6 renamed and plain builds share the key, so in the shared
+    # cache the plain build would be a hit here
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "renamed-cache"))
     tritonhook.enable(tmp_path / "store", rename="cutlass_", subprocesses=False)
     try:
         renamed = compile_blackwell_attention("fp8e4nv", 128, False)

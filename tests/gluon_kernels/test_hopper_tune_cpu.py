@@ -13,6 +13,8 @@ from benchmark_scripts import load_benchmark
 
 tune = load_benchmark("hopper_attention_tune")
 
+# a family's configs run on one pytest-xdist worker (`WORKER_GROUPS` in the repository's conftest.py): each compares
+# against the family's default build (and fp8's against its shortest-S build)
 GRID_CONFIGS = [pytest.param(dtype, D, causal, knobs,
                              id=f"{dtype}-d{D}-{'causal' if causal else 'full'}-{tune.label(knobs)}")
                 for dtype, grids in (("bf16", tune.GRID), ("fp8e4nv", tune.GRID_FP8))
@@ -29,14 +31,14 @@ def test_every_tuning_config_compiles_without_spills_where_the_default_has_none(
     ptxas 12.8, docs/hopper_attention.md#line-info-changes-the-register-allocation) and is among the configs."""
     default = ptxas_report(compile_hopper_attention(dtype, head_dim, causal, "ws"))
     k = compile_hopper_attention(dtype, head_dim, causal, "ws", **knobs)
-    rep = ptxas_report(k)
     assert ".target sm_90a" in k.asm["ptx"] and "setmaxnreg" in k.asm["ptx"]
     assert k.metadata.shared <= 232448, k.metadata.shared  # sm_90's opt-in shared memory per block
-    allowed = 0
-    if dtype == "fp8e4nv":
-        allowed = _spills(ptxas_report(compile_hopper_attention(dtype, head_dim, causal, "ws",
-                                                                seq_len=min(tune.SEQLENS))))
-    if _spills(default) == 0:
+    if _spills(default) == 0:  # (the config's own ptxas -v, seconds, only where its spills are judged)
+        allowed = 0
+        if dtype == "fp8e4nv":
+            allowed = _spills(ptxas_report(compile_hopper_attention(dtype, head_dim, causal, "ws",
+                                                                    seq_len=min(tune.SEQLENS))))
+        rep = ptxas_report(k)
         assert _spills(rep) <= allowed, rep["log"]
 
 

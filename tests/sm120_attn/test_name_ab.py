@@ -1,6 +1,10 @@
 """CPU test of the sm120 name experiment's A/B table (benchmarks/sm120_name_ab.py, loaded from its file)."""
 
+import pytest
+
 from benchmark_scripts import load_benchmark
+
+pytestmark = pytest.mark.release_independent  # statistics over given samples: no compile at all
 
 
 def test_summarize_ab_adds_strip_over_ext():
