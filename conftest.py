@@ -112,6 +112,17 @@ def triton_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def no_held_capture_warnings():
+    """No test leaves preflight holding this process's capture warnings: a recorder holds them from its start until
+    its recording is saved (`preflight.hold_warnings`), and one a test builds without finishing it held them for
+    every later test of its pytest worker, whose compiles then warned of nothing."""
+    yield
+    from tritonhook import preflight
+
+    preflight._held = None
+
+
+@pytest.fixture(autouse=True)
 def no_miss_check(request, monkeypatch):
     """A sweep replays the rows that miss the fidelity bar again under other L2 rules (`sweep.misses`); replays by
     tests/sweep_fake_worker.py miss it by construction and would pay two more passes each. Tests of the check
