@@ -307,11 +307,12 @@ class LaunchTracer:
         key = (tuple(grid), signature_key_of(key_function, args))
         signature = signatures.get(key)
         fresh = self.fresh_scalars.get((seen.spec.triton_hash, arity))
+        if signature is not None:  # the common launch: no run of new values to track unless one is under way
+            if fresh is not None:
+                fresh.repeated()
+            return signature
         if fresh is None:
             fresh = self.fresh_scalars[(seen.spec.triton_hash, arity)] = FreshScalars()
-        if signature is not None:
-            fresh.repeated()
-            return signature
         signature = signatures[key] = self._native.SignatureSeen()
         varying = fresh.made(key, signature) if isinstance(key_function, tuple) and not fresh.dropped else None
         if varying:
