@@ -4,6 +4,7 @@
     ... --stages plain,profile --profile-out P.json; then --stages sweep,aa --profile-in P.json (two calls)
     ... --stages sweep[,aa]: the swept workload profiles its own steady state (one cold compile; the profiler's
         CUPTI timings beside the recording's hooks)
+    ... --stages aa --store-in S: the A/A replay of the sweep's recording in store S, in a later call
     ... --stages check --store-in S: the gate of a second cold run against the sweep's recording in store S (its
         checked share: another compile may pick other templates), when the sweep's store is still there
     ... --confirm N: the sweep ends by confirming its decisions in the workload (`sweep --confirm N`: N runs an
@@ -61,15 +62,29 @@ def shares(table: dict[str, float]) -> dict[str, float]:
     return {name: value / total for name, value in table.items()} if total else {}
 
 
+def per_launch(profiled: tuple[float, int], signatures: list) -> dict:
+    """Where a kernel's two shares part: the profiler's launches and mean time a launch against the recording's
+    launches (all steps), timed samples, and their mean and median."""
+    us, launches = profiled
+    times = sorted(t for s in signatures for t in s.times_ms)
+    return {"profiler_launches": launches, "profiler_ms_per_launch": us / 1000 / launches if launches else None,
+            "recorded_launches": sum(s.launches for s in signatures), "recorded_samples": len(times),
+            "recorded_mean_ms": sum(times) / len(times) if times else None,
+            "recorded_median_ms": times[len(times) // 2] if times else None,
+            "recorded_max_ms": times[-1] if times else None}
+
+
 def compare(profiled: dict, recording) -> dict:
     """The profiler's Triton kernels against the recording's workload launches, per kernel name."""
     recorded_names = {s.kernel for s in recording.signatures}
     truth = shares({name: us for name, (us, _) in profiled["kernels"].items()
                     if name.startswith("triton_") or name in recorded_names})
     workload: dict[str, float] = {}
+    launched: dict[str, list] = {}
     for signature in recording.signatures:
         if signature.launches:
             workload[signature.kernel] = workload.get(signature.kernel, 0.0) + signature.gpu_ms
+            launched.setdefault(signature.kernel, []).append(signature)
     recorded = shares(workload)
     rows, covered = [], 0.0
     for name, share in sorted(truth.items(), key=lambda item: item[1], reverse=True):
@@ -77,7 +92,8 @@ def compare(profiled: dict, recording) -> dict:
         covered += share
         rows.append({"kernel": name, "profiler_share": share, "recorded_share": recorded.get(name),
                      "held": held, "matched": name in recorded,
-                     "within": name in recorded and abs(recorded[name] - share) <= SHARE_POINTS})
+                     "within": name in recorded and abs(recorded[name] - share) <= SHARE_POINTS,
+                     **per_launch(profiled["kernels"][name], launched.get(name, []))})
     held = [row for row in rows if row["held"]]
     benchmarked = [s for s in recording.signatures if not s.launches and s.tuning_launches]
     tuners: dict[str, int] = {}
@@ -128,6 +144,9 @@ def main():
         save()
     tritonhook = [sys.executable, "-m", "tritonhook"]
     if "sweep" not in stages:
+        if "aa" in stages:
+            run_aa(results, tritonhook, store, cold_env(scratch, "sweep"))
+            save()
         if "check" in stages:
             run_check(results, tritonhook, store, workload, cold_env(scratch, "check"))
             save()
