@@ -64,14 +64,15 @@ def shares(table: dict[str, float]) -> dict[str, float]:
 
 def per_launch(profiled: tuple[float, int], signatures: list) -> dict:
     """Where a kernel's two shares part: the profiler's launches and mean time a launch against the recording's
-    launches (all steps), timed samples, and their mean and median."""
+    launches (all steps), timed samples, their mean and median, and the launch lead its shares are net of."""
     us, launches = profiled
     times = sorted(t for s in signatures for t in s.times_ms)
     return {"profiler_launches": launches, "profiler_ms_per_launch": us / 1000 / launches if launches else None,
             "recorded_launches": sum(s.launches for s in signatures), "recorded_samples": len(times),
             "recorded_mean_ms": sum(times) / len(times) if times else None,
             "recorded_median_ms": times[len(times) // 2] if times else None,
-            "recorded_max_ms": times[-1] if times else None}
+            "recorded_max_ms": times[-1] if times else None,
+            "recorded_lead_ms": max((s.empty_ms for s in signatures if s.empty_ms is not None), default=None)}
 
 
 def compare(profiled: dict, recording) -> dict:
@@ -193,7 +194,8 @@ def run_aa(results: dict, tritonhook: list[str], store: Path, env: dict) -> None
 
 def run_check(results: dict, tritonhook: list[str], store: Path, workload: list[str], env: dict) -> None:
     """The gate: a second cold run of the workload against the sweep's recording (the newest in `store`), timed,
-    with how many signatures it checked, the share of the GPU time it left unchecked, and its exit status."""
+    with how many signatures it checked, the share of the GPU time it left unchecked and its exit status; the
+    kernels it failed, and each current signature it could not match with its share and why."""
     baseline = Store(store, create=False).results(RECORDING, limit=1)[0]
     results["check_s"], done = timed([*tritonhook, "check", "--store", str(store), "--baseline", str(baseline.id),
                                       "--json", "--", *workload], env, "tritonhook check")
@@ -202,7 +204,14 @@ def run_check(results: dict, tritonhook: list[str], store: Path, workload: list[
         results["check"] = {"exit_code": done.returncode, "signatures": len(gate.kernels),
                             "checked": sum(k.checked for k in gate.kernels),
                             "failures": len(gate.failures), "unchecked_share": gate.unchecked_share,
-                            "unmatched": len(gate.unmatched)}
+                            "unmatched": len(gate.unmatched),
+                            "failed": [{"label": k.label, "share": k.share, "ratio": k.ratio, "low": k.low,
+                                        "high": k.high, "verdict": k.verdict} for k in gate.failures],
+                            "unmatched_current": sorted(({"label": u.label, "share": u.share, "why": u.why}
+                                                         for u in gate.unmatched if u.signature is not None),
+                                                        key=lambda u: -(u["share"] or 0.0)),
+                            "unmatched_baseline_why": sorted({u.why.split(",")[0] for u in gate.unmatched
+                                                              if u.signature is None})}
 
 
 def show(results: dict) -> None:

@@ -682,6 +682,28 @@ def test_a_row_reports_the_launch_lead_difference_and_its_fidelity_net_of_it_bes
     assert SweepResult.from_json(data).rows[0].lead_ms == pytest.approx(measured.lead_ms)
 
 
+def test_a_signatures_share_is_of_its_time_net_of_the_launch_lead():
+    """Shaped on a max-autotune BERT step on an H200: a copy that `torch.profiler` timed at 1.0 µs a launch (44
+    launches) read 5.1 µs a sample between the recorder's events, a GEMM template 30.4 µs against 34.0 (4 launches):
+    every sample ~4 µs over, the launch lead that the empty kernel after each reads (4.1 µs here). Gross, the copy
+    had over twice its profiler share of the pair; net of the lead, within 2 points of it (the issue's bar). An older
+    recording (no lead) stays gross."""
+    def recording(lead_ms):
+        pair = [rec.Signature(id=at, kernel=name, triton_hash=name, capture_id=None, arch="sm_90a", grid=[1, 1, 1],
+                              args=[], arg_names=[], signature={}, constexprs={}, launches=launches,
+                              times_ms=[sample * 0.98, sample * 1.02], empty_ms=lead_ms)
+                for at, (name, launches, sample) in enumerate([("copy", 44, 0.0051), ("gemm", 4, 0.0340)])]
+        return rec.Recording(pair, "sm_90a", "NVIDIA H200", "3.6.0", None, 1)
+
+    profiler = {"copy": 44 * 0.0010, "gemm": 4 * 0.0304}
+    truth = profiler["copy"] / sum(profiler.values())
+    net, gross = recording(0.0041), recording(None)
+    assert net.share(net.signatures[0]) == pytest.approx(truth, abs=0.02)
+    assert gross.share(gross.signatures[0]) > 2 * truth
+    assert net.signatures[1].gpu_ms == pytest.approx(4 * (0.0340 - 0.0041))
+    assert recording(0.0400).signatures[0].gpu_ms == 0.0  # a lead longer than the samples leaves no time, not less
+
+
 def test_the_result_renders_and_round_trips_through_json():
     result = _result()
     again = SweepResult.from_json(json.loads(json.dumps(result.to_json())))

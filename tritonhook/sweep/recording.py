@@ -289,8 +289,13 @@ class Signature:
 
     @property
     def gpu_ms(self) -> float:
-        """Estimated GPU time of all its launches: the mean sampled time x launches."""
-        return sum(self.times_ms) / len(self.times_ms) * self.launches if self.times_ms else 0.0
+        """Estimated GPU time of all its launches: the mean sampled time net of the launch lead (`empty_ms`) x
+        launches. Why net: the events around a kernel add the lead to every sample (3.6-4.1 µs on an H200), most of
+        a µs-scale kernel's sample, so gross times gave a max-autotune BERT's copies and norms twice their share of
+        `torch.profiler`'s kernel time (docs/sweep_fidelity.md#shares-net-of-the-launch-lead)."""
+        if not self.times_ms:
+            return 0.0
+        return max(sum(self.times_ms) / len(self.times_ms) - (self.empty_ms or 0.0), 0.0) * self.launches
 
     @property
     def shapes(self) -> tuple[tuple[int, ...], ...]:
