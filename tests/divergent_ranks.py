@@ -3,7 +3,7 @@ its benchmark (`do_bench`, Triton's own argument for it) giving this rank's timi
 are a near-tie that each rank breaks its own way. No GPU: the launch after the pick fails, where this stops.
 
     python divergent_ranks.py record STORE RUN   # the AutotuneTracer's decisions saved as this process's recording
-    python divergent_ranks.py apply STORE        # under the store's decisions: prints what ran and what was timed
+    python divergent_ranks.py apply STORE [FILE]  # under the store's decisions (or FILE's): what ran, what was timed
     python divergent_ranks.py workload           # on a GPU, under `tritonhook record`: the pick launched 50 times
 
 The rank is what torchrun sets (`RANK`), read as a recording reads it."""
@@ -65,10 +65,10 @@ def record(store: str, run: str) -> None:
     Store(store).add_result(rec.RESULT_KIND, recording.to_json())
 
 
-def apply(store: str) -> None:
+def apply(store: str, source: str | None = None) -> None:
     timed = []
     kernel = autotuned(timed)
-    with tritonhook.session(store, apply=store, subprocesses=False):
+    with tritonhook.session(store, apply=source or store, subprocesses=False):
         call(kernel)
     print(json.dumps({"rank": distributed_rank(), "timed": len(timed), "ran": kernel.best_config.kwargs}))
 
@@ -85,4 +85,4 @@ def workload() -> None:
 
 
 if __name__ == "__main__":
-    {"record": lambda: record(*sys.argv[2:]), "apply": lambda: apply(sys.argv[2]), "workload": workload}[sys.argv[1]]()
+    {"record": lambda: record(*sys.argv[2:]), "apply": lambda: apply(*sys.argv[2:]), "workload": workload}[sys.argv[1]]()

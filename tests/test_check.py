@@ -22,6 +22,7 @@ from rich.console import Console
 import tritonhook
 from tritonhook import check as gate, config
 from tritonhook.check import Baseline, check, gate_plan, load_baseline
+from tritonhook.check.baseline import VERSION
 from tritonhook.cli import main
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
@@ -299,8 +300,13 @@ def test_a_bad_baseline_is_one_line(runs, tmp_path, capsys):
     broken = tmp_path / "broken.json"
     for text, expected in (("not json", "cannot read it as a baseline file"),
                            (json.dumps({"format": "other"}), "not a tritonhook baseline file"),
-                           (json.dumps({"format": "tritonhook-baseline", "version": 1, "builds": [{}]}),
-                            "malformed baseline file")):
+                           (json.dumps({"format": "tritonhook-baseline", "version": 1, "builds": []}),
+                            f"baseline file version 1, this tritonhook reads version {VERSION}"),
+                           (json.dumps({"format": "tritonhook-baseline", "version": VERSION, "builds": [{}]}),
+                            "malformed baseline file"),
+                           (json.dumps({"format": "tritonhook-baseline", "version": VERSION, "builds": [],
+                                        "arch": "sm_90a", "triton_version": "3.6.0", "picks": [{"key": 5}],
+                                        "unpinned": []}), r"picks\[0\]")):
         broken.write_text(text)
         with pytest.raises(TritonhookError, match=expected) as raised:
             Baseline.load(broken)

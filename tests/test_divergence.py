@@ -101,6 +101,36 @@ def test_a_rival_the_replay_measured_faster_is_pinned_instead_of_the_autotuners_
     assert (block, evidence.source_kind) == (256, DIVERGENCE_KIND)
 
 
+def test_the_gates_current_run_runs_the_baseline_picks_and_an_applied_decision_wins_its_key(two_runs, tmp_path):
+    """A gate's second cold run draws its own autotune picks (a 2-rank DDP job's differed at 39 of 42 keys over 3
+    cold runs), and a kernel at another config is a build the baseline never made: `check` pins the baseline's picks
+    in the current run. Rank 1's recording picked BLOCK 512; rank 0, left alone, picks 256; under the baseline's pins
+    file it runs 512 with nothing benchmarked. The picks travel in the portable baseline file; a decision given with
+    --apply at the same key wins there (what the gate then checks is applying it)."""
+    from tritonhook.check import Baseline
+    from tritonhook.decisions import Choice, Decision
+    from tritonhook.decisions.keep import BASELINE_PICK_KIND, write_entries
+    from tritonhook.decisions.model import PLAIN
+
+    store = Store(two_runs)
+    (rank1,) = [r for r in store.results(rec.RESULT_KIND) if (r.label, r.rank) == ("run-a", 1)]
+    baseline = Baseline.from_recording(rank1, store)
+    (pick,) = baseline.picks
+    assert dict(pick.choice.config)["BLOCK"] == 512 and pick.key.gpu == GPU
+    assert (pick.evidence.source_kind, pick.evidence.source_id, baseline.unpinned) == (BASELINE_PICK_KIND, rank1.id, [])
+    carried = Baseline.load(baseline.save(tmp_path / "baseline.json"))
+    assert [p.to_json() for p in carried.picks] == [pick.to_json()]
+    pins = carried.pins_file(tmp_path, None, store)
+    (ran,) = [json.loads(done.stdout) for done in _ranks("apply", two_runs, pins, ranks=(0,))]
+    assert (ran["rank"], ran["timed"], ran["ran"]) == (0, 0, {"BLOCK": 512})
+    block1024 = tuple({**dict(pick.choice.config), "BLOCK": 1024, "num_warps": 8}.items())  # the third config
+    applied = write_entries(tmp_path / "applied.json",
+                            [(Decision(pick.key, Choice(PLAIN, config=block1024), pick.evidence), None)], "a test")
+    both = carried.pins_file(tmp_path / "both", applied, store)
+    (ran,) = [json.loads(done.stdout) for done in _ranks("apply", two_runs, both, ranks=(0,))]
+    assert (ran["timed"], ran["ran"]) == (0, {"BLOCK": 1024})
+
+
 def _ran(recording: rec.Recording, ms_per_launch: float, launches: int = 100) -> rec.Recording:
     """`recording` with the workload's launches of its decision's pick, sampled at `ms_per_launch` (what a GPU
     recording adds: this script's launch fails without one)."""
@@ -199,3 +229,28 @@ def test_the_rival_picks_are_replayed_on_the_gpu_with_an_interval_and_their_cost
     (rival,) = key["replayed"]
     assert rival["config"].startswith("BLOCK=512") and rival["low"] <= rival["ratio"] <= rival["high"], rival
     assert key["cost"]["launches"] == 50 and key["cost"]["best_ms_per_launch"] > 0, key["cost"]
+
+
+@pytest.mark.gpu
+def test_the_gate_checks_a_second_run_at_the_baseline_pick_and_a_retuned_one_at_its_own(tmp_path):
+    """The baseline recorded as rank 1 (its autotuner picks BLOCK 512); the gate's current run as rank 0, whose
+    autotuner picks 256 when left alone. Pinned to the baseline's pick, the current run's kernel is the baseline's
+    build at 512, checked; with --retune it runs its own pick, 256."""
+    store = tmp_path / "store"
+    workload = ["--", sys.executable, str(SCRIPT), "workload"]
+
+    def tritonhook(*args, rank: int) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tritonhook", *args], capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "RANK": str(rank), "WORLD_SIZE": "2"})
+
+    done = tritonhook("record", "--store", str(store), *workload, rank=1)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (baseline,) = Store(store).results(rec.RESULT_KIND)
+    for extra, block in (([], "BLOCK=512"), (["--retune"], "BLOCK=256")):
+        done = tritonhook("check", "--store", str(store), "--baseline", str(baseline.id), "--json", *extra,
+                          *workload, rank=0)
+        gate = json.loads(done.stdout)
+        (checked,) = [k for k in gate["kernels"] if k["kernel"] == "add_kernel"]
+        assert block in checked["key"] and checked["verdict"] != "unmatched", (extra, checked, done.stderr[-3000:])
+        pinned_line = "runs the baseline's autotune picks at 1 tuning key(s)" in done.stderr
+        assert pinned_line == (not extra)

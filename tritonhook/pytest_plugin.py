@@ -25,6 +25,7 @@ import io
 import os
 import re
 import secrets
+import tempfile
 
 import pytest
 
@@ -54,6 +55,9 @@ def pytest_addoption(parser) -> None:
                     help="time every signature --tritonhook-rounds rounds (as tritonhook check --fixed-rounds)")
     group.addoption("--tritonhook-junit", default=None, metavar="FILE",
                     help="also write the gate's per-kernel JUnit XML (as tritonhook check --junit)")
+    group.addoption("--tritonhook-retune", action="store_true",
+                    help="let the tests' autotuners pick their own configs instead of running the baseline's picks "
+                         "(as tritonhook check --retune)")
 
 
 MIRRORED_FLAG = re.compile(r"(?<![\w-])--(threshold|max-unchecked|rounds|fixed-rounds|junit)\b(?!-)")
@@ -105,11 +109,15 @@ class Gate:
         self.result = None
         self.error: str | None = None    # why the gate could not run (fails the session)
         self.held = contextlib.ExitStack()
+        self.retune = config.getoption("tritonhook_retune")
 
     def pytest_sessionstart(self, session) -> None:
         from .ptx_capture import session as capture_session
 
-        self.held.enter_context(capture_session(self.store))  # one capture session: each test's recording joins it
+        # one capture session: each test's recording joins it; the baseline's autotune picks pinned in it
+        folder = self.held.enter_context(tempfile.TemporaryDirectory(prefix="tritonhook-check-"))
+        pins = None if self.retune else self.baseline.pins_file(folder, None, self.store)
+        self.held.enter_context(capture_session(self.store, apply=pins))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):

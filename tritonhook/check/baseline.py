@@ -10,7 +10,8 @@ templates of different code alike (a FlexAttention backward under two masks or s
 (`matched`): a current build meets the one baseline build whose code is its code. A baseline comes from a
 recording in a store or from a baseline file (`Baseline.save`), which carries the builds themselves (cubins base64
 in JSON): a CI job saves one on the main branch and checks every change against it on another machine, no store
-copied.
+copied. A baseline also carries the configs its autotuners picked, as pins (`decisions.keep.baseline_picks`): the
+current run runs them, so that each kernel is built at the baseline's config and the gate has its build to compare.
 """
 
 from __future__ import annotations
@@ -23,12 +24,16 @@ import os
 from pathlib import Path
 
 from .._triton import PYTHON_STAGE
+from ..decisions import Decision
+from ..decisions.apply import load as load_decisions
+from ..decisions.keep import baseline_picks, write_entries
+from ..decisions.model import parse_entry
 from ..errors import TritonhookError
 from ..files import json_text, read_input, write_file
 from ..store import Capture, Store, specialization_label
 from ..sweep.recording import Recording, Signature
 
-FORMAT, VERSION = "tritonhook-baseline", 1
+FORMAT, VERSION = "tritonhook-baseline", 2
 BASELINE_WHAT = "baseline file"
 """What the portable file is called in the line that says it cannot be written (`files.write_file`)."""
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -149,6 +154,8 @@ class Baseline:
     recording_id: int | None = None
     command: list[str] | None = None
     unbuilt: list[str] = dataclasses.field(default_factory=list)
+    picks: list[Decision] = dataclasses.field(default_factory=list)  # the current run's pins: the configs it ran
+    unpinned: list[str] = dataclasses.field(default_factory=list)  # the tuning keys without one, and why
 
     @classmethod
     def from_recording(cls, recording: Recording, store: Store) -> "Baseline":
@@ -166,8 +173,19 @@ class Baseline:
             builds[signature.triton_hash] = BaselineBuild(
                 match_key(signature, capture), capture.entry, signature.triton_hash, store.read(capture, "cubin"),
                 store.read(capture, "json"), [signature.label()], code_of(signature, capture))
+        picks, unpinned = baseline_picks(recording)
         return cls(list(builds.values()), recording.arch, recording.triton_version,
-                   f"recording {recording.id} in {store.path}", recording.id, recording.command, unbuilt)
+                   f"recording {recording.id} in {store.path}", recording.id, recording.command, unbuilt, picks,
+                   unpinned)
+
+    def pins_file(self, folder: str | os.PathLike, apply: str | None, store: Store) -> str | None:
+        """A decisions file for the current run's `--apply`: the baseline's picks, pinned, and `apply`'s decisions
+        (a file or a store), which win at a key both decide (what the gate then checks is applying them); None
+        where neither holds any."""
+        applied = load_decisions(apply, store) if apply is not None else []
+        decided = {decision.key for decision, _ in applied}
+        entries = [(pick, None) for pick in self.picks if pick.key not in decided] + applied
+        return write_entries(Path(folder) / "current-run.json", entries, "the current run's pins") if entries else None
 
     def by_key(self) -> dict[str, list[BaselineBuild]]:
         """Builds by `key_text`; more than one under a key (two kernels of one name and specialization from
@@ -180,7 +198,8 @@ class Baseline:
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": VERSION, "arch": self.arch, "triton_version": self.triton_version,
                 "recording_id": self.recording_id, "command": self.command, "source": self.source,
-                "unbuilt": self.unbuilt, "builds": [b.to_json() for b in self.builds]}
+                "unbuilt": self.unbuilt, "builds": [b.to_json() for b in self.builds],
+                "picks": [d.to_json() for d in self.picks], "unpinned": self.unpinned}
 
     def save(self, path: str | Path) -> Path:
         """Write the portable baseline file (JSON, the cubins base64)."""
@@ -201,8 +220,11 @@ class Baseline:
             raise TritonhookError(f"{path}: baseline file version {data.get('version')}, this tritonhook reads "
                                   f"version {VERSION}")
         try:
+            picks = [parse_entry(entry, where=f"{path}: picks[{at}]", controls_inline=False)[0]
+                     for at, entry in enumerate(data["picks"])]
             return cls([BaselineBuild.from_json(b) for b in data["builds"]], data["arch"], data["triton_version"],
-                       str(path), data.get("recording_id"), data.get("command"), list(data.get("unbuilt", [])))
+                       str(path), data.get("recording_id"), data.get("command"), list(data.get("unbuilt", [])),
+                       picks, list(data["unpinned"]))
         except (KeyError, TypeError, ValueError, binascii.Error) as exc:
             raise TritonhookError(f"{path}: malformed baseline file ({type(exc).__name__}: {_one_line(exc)})") from None
 

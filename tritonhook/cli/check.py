@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 from .. import config
 from ..errors import TritonhookError
@@ -44,6 +45,10 @@ def add_check(sub) -> None:
     parser.add_argument("--time-identical", action="store_true",
                         help="time the kernels whose build did not change too (an A/A of the gate itself)")
     apply_arg(parser, "in the current run (does applying them regress against the baseline?)")
+    parser.add_argument("--retune", action="store_true",
+                        help="let the current run's autotuners pick their own configs; by default it runs the "
+                             "baseline's picks, pinned, so that each kernel is built at the config the baseline "
+                             "built it at (docs/check.md#the-baselines-picks)")
     parser.add_argument("--junit", default=None, metavar="FILE", help="also write the verdicts as JUnit XML")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- python -m pytest ... (the current run)")
@@ -75,7 +80,9 @@ def _check(args) -> int:
     if command is None:
         current = sweep.load(store, args.current)
     else:
-        recorded = sweep.record_command(command, store, stdout=sys.stderr if args.json else None, apply=args.apply)
+        with tempfile.TemporaryDirectory(prefix="tritonhook-check-") as folder:
+            apply = args.apply if args.retune or baseline is None else _pinned(baseline, args.apply, store, folder)
+            recorded = sweep.record_command(command, store, stdout=sys.stderr if args.json else None, apply=apply)
         if (failure := recorded.failure()) is not None:
             print(f"tritonhook check: {failure}", file=sys.stderr)
             workload_failed = True
@@ -94,3 +101,15 @@ def _check(args) -> int:
         result.write_junit(args.junit)
     show(result, as_json=args.json)
     return 1 if workload_failed else result.exit_code
+
+
+def _pinned(baseline, apply: str | None, store, folder: str) -> str | None:
+    """The current run's decisions: the baseline's picks pinned (and `--apply`'s), said in a line."""
+    out = console(stderr=True)
+    for why in baseline.unpinned:
+        out.print(line(f"tritonhook check: {why}"))
+    if not baseline.picks:
+        return apply
+    out.print(line(f"tritonhook check: the current run runs the baseline's autotune picks at {len(baseline.picks)} "
+                   f"tuning key(s) (--retune: let it pick)"))
+    return baseline.pins_file(folder, apply, store)

@@ -25,7 +25,6 @@ from typing import Callable, NamedTuple
 
 from .. import config
 from ..errors import TritonhookError
-from ..files import json_text, write_file
 from ..measure.stats import median, ratio_interval, verdict
 from ..measure.timing import round_order
 from ..store import Store, result_kind_text
@@ -34,11 +33,10 @@ from ..sweep.recorder import record_command
 from ..sweep.recording import Recording, Signature, shapes_text
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
-from .._version import __version__
 from .apply import APPLIED_KEY
 from .confirmation import AGAINST, ARMS, RESULT_KIND, BuildConfirmation, Confirmation, PinConfirmation
-from .keep import _Maker, capture_key, controls_of, get
-from .model import PLAIN, AutotuneKey, Choice, Decision, Key, file_json
+from .keep import _Maker, capture_key, controls_of, get, write_entries
+from .model import PLAIN, AutotuneKey, Choice, Decision, Key
 
 APPLIED, AS_IS = ARMS[1], ARMS[0]
 
@@ -224,8 +222,7 @@ def _compared(ms: dict[str, list[float]], min_effect: float) -> dict:
 
 def _decisions_file(path: Path, decisions: list[Decision], controls: dict[str, bytes], what: str) -> str:
     """A decisions file of `decisions` (their control files inline), for one arm's `record --apply`."""
-    entries = [(d, controls.get(d.choice.controls_sha256)) for d in decisions]
-    return str(write_file(path, json_text(file_json(entries, __version__)), what))
+    return write_entries(path, [(d, controls.get(d.choice.controls_sha256)) for d in decisions], what)
 
 
 class _Swept(NamedTuple):

@@ -23,7 +23,7 @@ from ..measure.variants import config_of_label
 from .. import binaries
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.autotune import config_at_row, config_text, decision_of, tuning_key_of
-from ..sweep.divergence import Divergence
+from ..sweep.divergence import Divergence, divergence
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload, within_fidelity_bar
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
@@ -493,6 +493,40 @@ def from_divergence(store: Store, found: Divergence, gpu: str | None) -> Decisio
         made.append((Decision(AutotuneKey(key.kernel, tuple(key.key), gpu), Choice(PLAIN, config=tuple(config.items())),
                               evidence), None))
     return DecisionList(save(store, made), warnings, title="one pick for every process")
+
+
+def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
+    """A pin per tuning key at the config `recording` ran there (a process's last decision at the key; where its
+    processes picked differently, the one `from_divergence` pins), and why a key has none: what `tritonhook check`
+    runs in its current run. A second cold run's autotuners draw picks of their own (a 2-rank job's picks differed
+    at 39 of 42 keys over 3 cold runs) and a kernel at another config is another build, which the gate cannot set
+    beside the baseline's (docs/check.md#the-baselines-picks)."""
+    if recording.device is None:
+        return [], ["the baseline recording names no GPU; its autotune picks are not pinned"]
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    made, warnings = [], []
+    for key in divergence([recording]).keys:
+        config = key.fastest() if key.divergent else key.picks[-1].config
+        if key.tuner in UNPINNABLE or config is None:
+            why = (f"decided by {key.tuner}, which {UNPINNABLE[key.tuner]}" if key.tuner in UNPINNABLE
+                   else "its processes' picks were never timed by their autotuners")
+            warnings.append(f"{key.kernel} [{' '.join(key.key)}]: {why}; not pinned")
+            continue
+        made.append(Decision(AutotuneKey(key.kernel, tuple(key.key), recording.device),
+                             Choice(PLAIN, config=tuple(config.items())),
+                             Evidence(key.kernel, 1.0, None, None, "-", date, __version__, BASELINE_PICK_KIND,
+                                      recording.id)).checked("the baseline's pick"))
+    return made, warnings
+
+
+BASELINE_PICK_KIND = "baseline pick"
+"""A pin's source: the config the baseline recording ran at its key (`baseline_picks`), not a measurement."""
+
+
+def write_entries(path: str | os.PathLike, entries: list[tuple[Decision, bytes | None]], what: str) -> str:
+    """A decisions file of `entries` (each decision and its control file's bytes, inlined), for a command's
+    `--apply`; `what` names it in the line that says it cannot be written."""
+    return str(write_file(path, json_text(file_json(entries, __version__)), what))
 
 
 DIVERGENCE_KIND = "divergence"
