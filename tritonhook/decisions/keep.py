@@ -512,10 +512,13 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
                    else "its processes' picks were never timed by their autotuners")
             warnings.append(f"{key.kernel} [{' '.join(key.key)}]: {why}; not pinned")
             continue
-        made.append(Decision(AutotuneKey(key.kernel, tuple(key.key), recording.device),
-                             Choice(PLAIN, config=tuple(config.items())),
-                             Evidence(key.kernel, 1.0, None, None, "-", date, __version__, BASELINE_PICK_KIND,
-                                      recording.id)).checked("the baseline's pick"))
+        pick = Decision(AutotuneKey(key.kernel, tuple(key.key), recording.device),
+                        Choice(PLAIN, config=tuple(config.items())),
+                        Evidence(key.kernel, 1.0, None, None, "-", date, __version__, BASELINE_PICK_KIND, recording.id))
+        try:
+            made.append(pick.checked(f"{key.kernel} [{' '.join(key.key)}]"))
+        except TritonhookError as exc:  # a config no decisions file can hold: that key tunes, the others hold
+            warnings.append(f"{exc}; not pinned")
     return made, warnings
 
 
