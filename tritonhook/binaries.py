@@ -27,6 +27,7 @@ import site
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -298,6 +299,11 @@ def ptxas_option(text: str, *, where: str = "opt:") -> str:
 
 
 # ----- running ptxas ---------------------------------------------------------------------------------------------
+PTXAS_SLOTS = threading.BoundedSemaphore(os.cpu_count() or 1)
+"""At most one ptxas a core at once in this process, however many threads assemble: a sweep builds its captures
+in parallel and each capture's variants too, and more ptxas processes than cores only queue for them."""
+
+
 def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[str] = (), *,
              label: str = "PTX", controls: ControlFile | None = None, timeout: float | None = None
              ) -> AssembleResult:
@@ -317,9 +323,10 @@ def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[s
             with open(os.path.join(tmp, "controls.acf"), "wb") as handle:
                 handle.write(controls.data)
             command.append(f"--apply-controls={handle.name}")
-        start = time.perf_counter()
-        returncode, stderr = _run_killable(command + [source, "-o", output], timeout, ptxas, label)
-        seconds = time.perf_counter() - start
+        with PTXAS_SLOTS:
+            start = time.perf_counter()
+            returncode, stderr = _run_killable(command + [source, "-o", output], timeout, ptxas, label)
+            seconds = time.perf_counter() - start
         if returncode is None:
             raise AssembleError("hung", f"{label}: ptxas {version} ran past {timeout:g} s for {gpu_name} and was "
                                         f"killed (${config.ptxas.PTXAS_TIMEOUT_S.name} sets the limit)")

@@ -7,6 +7,7 @@ No GPU needed: everything here is PTX text, ptxas and cubin parsing, so it is te
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import os
 from typing import Sequence
@@ -69,36 +70,50 @@ def build_variants(store: Store, capture: Capture, variants: Sequence[Variant], 
     the captured cubin itself), assembled with Triton's flags, then the variant's options and control file. A
     renamed or re-assembled variant whose kernel `.text` equals an earlier one's is marked `same_text_as` (a
     repeated `plain`, the A/A arm, never is). A variant other than the baseline that ptxas fails to build (an
-    error, a crash, a hang, a control file it cannot read) is kept with `failed` set; a failing baseline raises."""
+    error, a crash, a hang, a control file it cannot read) is kept with `failed` set; a failing baseline raises.
+    The variants are assembled side by side (`binaries.PTXAS_SLOTS` caps the ptxas processes): `tune` searches
+    tens of them on few kernels, and one after another their builds were what a second GPU could not share."""
     ptx = _ptx.as_text(store.read(capture, "ptx"))
     metadata_json = store.read(capture, "json")
     flags = binaries.triton_ptxas_args(capture.options, _triton.parse_version(capture.frontend_version))
+    wanted = with_extra_ptxas(variants, ptxas)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(wanted), os.cpu_count() or 1))) as pool:
+        made = list(pool.map(lambda variant: _assembled(store, capture, ptx, flags, variant), wanted))
     built: list[BuiltVariant] = []
-    for variant in with_extra_ptxas(variants, ptxas):
-        entry, source = _renamed(ptx, capture.entry, variant)
-        captured = variant.rename is None and not variant.assembles
-        tool = capture.ptxas_path if captured else variant.ptxas or captured_ptxas(capture)
-        made = dict(options=variant.options,
-                    controls_sha256=variant.controls.sha256 if variant.controls else None)
+    for variant, (entry, tool, cubin) in zip(wanted, made):
+        facts = dict(options=variant.options, controls_sha256=variant.controls.sha256 if variant.controls else None)
         version = binaries.ptxas_version(tool) if tool else capture.ptxas_version
-        if captured:
-            cubin = store.read(capture, "cubin")
-        else:
-            try:
-                cubin = binaries.assemble(source, tool, capture.arch, [*flags, *variant.options],
-                                       controls=variant.controls,
-                                       label=f"capture {capture.id} ({capture.entry}, {variant.label})").cubin
-            except binaries.AssembleError as exc:
-                if not built:
-                    raise
-                built.append(BuiltVariant(variant.label, entry, b"", metadata_json, tool, version, {}, **made,
-                                          failed=exc.cause, error=str(exc)))
-                continue
+        if isinstance(cubin, binaries.AssembleError):
+            if not built:
+                raise cubin
+            built.append(BuiltVariant(variant.label, entry, b"", metadata_json, tool, version, {}, **facts,
+                                      failed=cubin.cause, error=str(cubin)))
+            continue
         summary = Cubin.from_bytes(cubin, label=f"capture {capture.id} {variant.label}").summary(entry)
-        same = None if captured else next(  # a repeated plain is an A/A arm: timed
+        same = None if _captured(variant) else next(  # a repeated plain is an A/A arm: timed
             (b.label for b in built if b.summary.get("text_sha256") == summary["text_sha256"]), None)
-        built.append(BuiltVariant(variant.label, entry, cubin, metadata_json, tool, version, summary, same, **made))
+        built.append(BuiltVariant(variant.label, entry, cubin, metadata_json, tool, version, summary, same, **facts))
     return built
+
+
+def _captured(variant: Variant) -> bool:
+    """Whether `variant` is the captured cubin itself: not renamed, not assembled again."""
+    return variant.rename is None and not variant.assembles
+
+
+def _assembled(store: Store, capture: Capture, ptx: str, flags: list[str], variant: Variant
+               ) -> tuple[str, str | None, bytes | binaries.AssembleError]:
+    """One variant's (entry name, the ptxas that built it, its cubin or why ptxas refused it)."""
+    entry, source = _renamed(ptx, capture.entry, variant)
+    if _captured(variant):
+        return entry, capture.ptxas_path, store.read(capture, "cubin")
+    tool = variant.ptxas or captured_ptxas(capture)
+    try:
+        return entry, tool, binaries.assemble(source, tool, capture.arch, [*flags, *variant.options],
+                                              controls=variant.controls,
+                                              label=f"capture {capture.id} ({capture.entry}, {variant.label})").cubin
+    except binaries.AssembleError as exc:
+        return entry, tool, exc
 
 
 def _renamed(ptx: str, entry: str, variant: Variant) -> tuple[str, str]:
