@@ -4,8 +4,10 @@
 # tests/sm120_attn/) runs under Triton 3.6.0 and 3.9.0, the releases the bundled kernels target, and tritonhook's
 # own tests (tests/ without those two folders) also under 3.7.1 and 3.8.0, so every supported release is proven.
 # Extra arguments go to pytest (e.g. -k capture). TRITON_VERSIONS / TRITON_CORE_VERSIONS override the two lists.
-# Tests marked `release_independent` (what they check does not change with the Triton release: the sweep's
-# scheduler and Ray, the report in Chromium, pure statistics, the docs' links) run under the first release only.
+# Tests marked `release_independent` (what they check cannot change with the release the suite runs under: they
+# never reach its Triton compiler or tritonhook._triton, or they build under every release's own virtualenv as
+# `bisect` and `upgrade` do; the sweep's scheduler and Ray, the report in Chromium, pure statistics, rendering,
+# argument checks, the docs' links) run under the first release only.
 #
 # The heavy test dependencies (torch, Ray, CuTe DSL, cuTile, TritonParse, ...) are installed once, into
 # .venv-test-deps, with the first release's Triton: that virtualenv is the first release's. Each other release's

@@ -123,6 +123,7 @@ def test_ab_cli_interleaves_fresh_processes_and_saves_the_result_beside_the_capt
     assert store.results(ab.result.RESULT_KIND, label="compile_add") == [saved]  # found by its benchmark names
 
 
+@pytest.mark.release_independent  # argument checks and the exit of a child that compiles nothing: no Triton
 def test_ab_cli_one_line_errors(tmp_path, store_path):
     failing = tmp_path / "fail.py"
     failing.write_text("raise SystemExit('boom')\n")

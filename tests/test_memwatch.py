@@ -182,6 +182,7 @@ def demo_h200_timeline(snapshots: list[Snapshot]) -> list[Sample]:
     return [Sample(t, [used for at, used in levels if at <= t][-1], 644_939_776, None) for t in times]
 
 
+@pytest.mark.release_independent  # matplotlib drawing given snapshots: no Triton
 def test_the_timeline_shows_the_level_a_rise_at_the_regions_end_reached(tmp_path):
     """The demo's timeline ended at the stack jump, its last launch: 3.9 GiB of growth was a vertical line at the
     right edge. The watch samples on after the region and the plot runs a margin past its last reading."""
@@ -208,6 +209,7 @@ def test_the_timeline_shows_the_level_a_rise_at_the_regions_end_reached(tmp_path
     assert result.plot(tmp_path / "mem.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.release_independent  # matplotlib drawing a recorded run: no Triton
 def test_plot_writes_an_image(tmp_path):
     pytest.importorskip("matplotlib")
     path = result_of(recorded_h200_run()).plot(tmp_path / "mem.png")

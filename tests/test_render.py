@@ -118,12 +118,14 @@ def test_cubin_diff_shows_each_sections_sizes_as_readelf_reads_them(tmp_path, ca
         {name: (size, sizes["b"][name][0]) for name, (size, _) in sizes["a"].items()}
 
 
+@pytest.mark.release_independent  # formatting of given numbers: no Triton
 def test_bytes_exact_and_counts():
     assert format.bytes_exact(-4_152_360_960) == "-3.9 GiB (-4,152,360,960 B)"
     assert format.bytes_exact(512) == "512 B" and format.count(None) == "-" and format.delta(3, 1) == "-2"
     assert format.size_ratio(0, 5) == "" and format.times(1.149) == "1.15x"
 
 
+@pytest.mark.release_independent  # the progress lines of a loop that compiles nothing: no Triton
 def test_progress_in_a_log_is_a_line_now_and_then_and_nothing_for_short_work():
     """A sweep running for minutes into a log file (no terminal: no bar) says how far it got, a line at most every
     `LOG_EVERY_S` and one at the end; work shorter than that writes nothing."""

@@ -51,6 +51,7 @@ def test_missing_compileiq_names_the_package(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_COMPILEIQ, reason="compileiq is not installed")
+@pytest.mark.release_independent  # CompileIQ reading a file: no Triton
 def test_unreadable_search_space_is_one_line(tmp_path):
     space = tmp_path / "space.bin"
     space.write_bytes(bytes(range(256)) * 16)

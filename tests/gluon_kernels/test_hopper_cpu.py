@@ -1,6 +1,6 @@
 """Every configuration of the Hopper Gluon attention compiles for sm_90a with no GPU, and the PTX/cubin hold what
 the design promises: wgmma (fp8: e4m3 operands), TMA bulk tensor copies, mbarriers; no spills in the fp16 D=128
-warp-specialized build (read from ptxas -v, run with the ptxas and arch Triton used)."""
+warp-specialized build (read from the cubin Triton's own ptxas built)."""
 from __future__ import annotations
 
 import itertools
@@ -13,7 +13,7 @@ from gluon_kernels._compat import TRITON_VERSION
 from gluon_kernels.hopper import SM90_SHARED_BYTES
 from gluon_kernels.tuning import TUNED_WS_FP8
 
-from _gluon_reports import cubin_report, ptxas_report  # noqa: E402
+from _gluon_reports import cubin_report  # noqa: E402
 
 CONFIGS = [
     pytest.param(variant, dtype, d, causal, id=f"{variant}-{dtype}-d{d}-{'causal' if causal else 'full'}")
@@ -41,15 +41,14 @@ def test_compiles_for_sm90a_with_wgmma_tma_mbarrier(variant, dtype, head_dim, ca
         assert "setmaxnreg" in ptx  # producer/consumer register rebalancing
 
 
-# Triton 3.9 assembles sm_90a with its ptxas-blackwell 13.4.59 (3.6: ptxas 12.8.93) and adds --regAllocOptLevel=2;
-# ptxas_report passes the same flag (_gluon_reports.TRITON_PTXAS_FLAGS). Measured (spill stores/loads, bytes): the
-# 3.9 PTX of the fp16 (and bf16) D=128 ws build is 0/0 under ptxas 12.8, 12.9 and 13.0 with or without the flag, 48/48
-# under 13.4 without it, 88/88 with it (Triton's cubin); causal fp8 0/0 without, 96/132 with. So ptxas 13.4 is the
-# cause, the flag makes it worse. The spills (5 STL.64/LDL.64) sat in the tile epilogue around the last P V wgmma,
-# once per 128-row tile, not in the K/V loop. The 16-bit builds lost them with the TMA-store epilogue (O staged in
-# the Q buffer): 0/0 under Triton 3.9 for every D=128 16-bit ws build, 80-88 B each way with `tma_store=False`. fp8
-# (O staged in a buffer of its own where it fits) keeps some: within their bounds but for two D=64 causal builds
-# (SPILLING_ON_39). gluon_kernels/README.md, "Triton 3.9 spills".
+# Triton 3.9 assembles sm_90a with its ptxas-blackwell 13.4.59 (3.6: ptxas 12.8.93) and adds --regAllocOptLevel=2.
+# Measured (spill stores/loads, bytes): the 3.9 PTX of the fp16 (and bf16) D=128 ws build is 0/0 under ptxas 12.8, 12.9
+# and 13.0 with or without the flag, 48/48 under 13.4 without it, 88/88 with it (Triton's cubin); causal fp8 0/0
+# without, 96/132 with. So ptxas 13.4 is the cause, the flag makes it worse. The spills (5 STL.64/LDL.64) sat in the
+# tile epilogue around the last P V wgmma, once per 128-row tile, not in the K/V loop. The 16-bit builds lost them with
+# the TMA-store epilogue (O staged in the Q buffer): 0/0 under Triton 3.9 for every D=128 16-bit ws build, 80-88 B each
+# way with `tma_store=False`. fp8 (O staged in a buffer of its own where it fits) keeps some: within their bounds but
+# for two D=64 causal builds (SPILLING_ON_39). gluon_kernels/README.md, "Triton 3.9 spills".
 SPILLS_ON_39 = pytest.mark.xfail(TRITON_VERSION >= (3, 9), strict=True,
                                  reason="Triton 3.9's ptxas 13.4 for sm_90a spills past the bound in the D=64 causal fp8 "
                                         "builds at S=2048 and S=16384 (3.6 and 3.7.1 within it); every other fp8 build "
@@ -64,9 +63,9 @@ fail there, so that one that stops spilling says so."""
 def test_16bit_d128_ws_has_no_spills_under_every_triton(dtype, seq_len):
     """Non-causal D=128, the default build and the tuned ones: under Triton 3.9 these spilled 80-88 B in the tile
     epilogue until O went out through shared memory and TMA."""
-    rep = ptxas_report(compile_hopper_attention(dtype, 128, False, "ws", seq_len=seq_len))
-    assert rep["registers"] > 0, rep["log"]
-    assert rep["spill_stores"] == 0 and rep["spill_loads"] == 0, rep["log"]
+    rep = cubin_report(compile_hopper_attention(dtype, 128, False, "ws", seq_len=seq_len))
+    assert rep["registers"] > 0, rep
+    assert rep["spill_stores"] == 0 and rep["spill_loads"] == 0, rep
 
 
 def test_rejects_bad_configuration():
@@ -88,9 +87,9 @@ def test_three_consumer_warpgroups_build_a_192_row_tile_without_spills(dtype, ca
     ptx3, ptx2 = three.asm["ptx"], two.asm["ptx"]
     assert ".reqntid 512" in ptx3 and ".reqntid 384" in ptx2
     assert ptx3.count("wgmma.mma_async") * 2 == ptx2.count("wgmma.mma_async") * 3
-    rep = ptxas_report(three)
+    rep = cubin_report(three)
     stores, loads = (8, 40) if TRITON_VERSION >= (3, 7) and causal and dtype != "fp8e4nv" else (0, 0)
-    assert rep["registers"] <= 128 and rep["spill_stores"] <= stores and rep["spill_loads"] <= loads, rep["log"]
+    assert rep["registers"] <= 128 and rep["spill_stores"] <= stores and rep["spill_loads"] <= loads, rep
     assert three.metadata.shared <= SM90_SHARED_BYTES
 
 
@@ -134,8 +133,8 @@ def test_peeled_diagonal_leaves_the_causal_three_consumer_step_without_mask_or_s
     assert len(steps) == 3, steps
     assert all(mix["FSEL"] == 0 and mix["ISETP"] <= 1 and mix["STL"] == mix["LDL"] == 0 for mix in steps), steps
     if TRITON_VERSION < (3, 7):
-        before, after = ptxas_report(kept), ptxas_report(peeled)
-        assert before["spill_stores"] > 0 and after["spill_stores"] == after["spill_loads"] == 0, after["log"]
+        before, after = cubin_report(kept), cubin_report(peeled)
+        assert before["spill_stores"] > 0 and after["spill_stores"] == after["spill_loads"] == 0, after
     assert peeled.metadata.shared <= SM90_SHARED_BYTES
 
 
@@ -225,8 +224,8 @@ def test_three_consumers_refuse_what_does_not_fit_their_registers(knobs, message
 def test_causal_d128_ws_spills_at_most_its_bound(dtype, bound):
     """bf16 none; fp8's 128-key build 4 B each way with its TMA-store epilogue (0 without it; the epilogue took the
     causal S=1k build from 529 to 619 TFLOPS on the H200, results file in commit c684b4a: benchmarks/results/bench_h200_fp8_tma_store.json)."""
-    rep = ptxas_report(compile_hopper_attention(dtype, 128, True, "ws"))
-    assert rep["spill_stores"] <= bound and rep["spill_loads"] <= bound, rep["log"]
+    rep = cubin_report(compile_hopper_attention(dtype, 128, True, "ws"))
+    assert rep["spill_stores"] <= bound and rep["spill_loads"] <= bound, rep
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -258,8 +257,8 @@ def test_tc_rowsum_moves_the_row_sums_onto_the_tensor_cores(dtype, seq_len):
     # assembles with ptxas 13.4, which spills in this fp8 build. In falling order (masked_first, the
     # table's choice) the non-causal build spills (test_every_tuned_fp8_config_compiles_..._within_its_spill_bound).
     if dtype == "fp8e4nv" and TRITON_VERSION < (3, 7):
-        rep = ptxas_report(tc)
-        assert rep["spill_stores"] == 0 and rep["spill_loads"] == 0, rep["log"]
+        rep = cubin_report(tc)
+        assert rep["spill_stores"] == 0 and rep["spill_loads"] == 0, rep
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp8e4nv"])
@@ -321,9 +320,9 @@ def test_every_tuned_fp8_config_compiles_for_sm90a_within_its_spill_bound(head_d
     * The rest: none (causal block_n 256 in falling order; D=128 spilled 136 B in rising order)."""
     k = compile_hopper_attention("fp8e4nv", head_dim, causal, "ws", seq_len=seq_len)
     assert k.metadata.shared <= SM90_SHARED_BYTES, k.metadata.shared
-    rep = ptxas_report(k)
+    rep = cubin_report(k)
     bound = 112 if causal else {128: 700, 64: 80}[head_dim]
-    assert rep["spill_stores"] <= bound and rep["spill_loads"] <= bound, rep["log"]
+    assert rep["spill_stores"] <= bound and rep["spill_loads"] <= bound, rep
 
 
 def test_a_data_aggregate_is_built_from_exactly_its_fields():
