@@ -149,7 +149,7 @@ class _Maker:
         self.controls: dict[str, bytes] = {}
         self.warnings: list[str] = []
         self._keys: dict[int, Key | None] = {}
-        self._date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        self._date = _today()
 
     def key(self, signature_id: int) -> Key | None:
         """The key of a recorded signature's build: its capture's PTX with any rename undone (the key is the PTX
@@ -468,17 +468,15 @@ def from_divergence(store: Store, found: Divergence, gpu: str | None) -> Decisio
     confirm` confirms it in the workload. Saved in the store; `run --apply` then runs it in every process of the job."""
     if gpu is None:
         raise TritonhookError("the recordings name no GPU; a pin holds for the GPU it was measured on")
-    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    date = _today()
     made, warnings = [], []
     for key in found.divergent:
-        if key.tuner in UNPINNABLE:
-            warnings.append(f"{key.kernel} [{' '.join(key.key)}]: decided by {key.tuner}, which "
-                            f"{UNPINNABLE[key.tuner]}; no pin")
+        if (why := _unpinnable(key)) is not None:
+            warnings.append(f"{_where(key)}: {why}; no pin")
             continue
         config = key.fastest()
         if config is None:
-            warnings.append(f"{key.kernel} [{' '.join(key.key)}]: a rival pick was never timed by its autotuner; "
-                            f"no pin")
+            warnings.append(f"{_where(key)}: a rival pick was never timed by its autotuner; no pin")
             continue
         faster = _replayed_faster(key)
         if faster is not None:  # the replay found a rival faster than the autotuners' fastest: measured beats drawn
@@ -490,8 +488,7 @@ def from_divergence(store: Store, found: Divergence, gpu: str | None) -> Decisio
             slowest = max(key.timings[text][0] for text in key.configs)
             evidence = Evidence(key.kernel, own[0] / slowest, own[1] / slowest, own[2] / slowest, "-", date,
                                 __version__, DIVERGENCE_KIND, None)
-        made.append((Decision(AutotuneKey(key.kernel, tuple(key.key), gpu), Choice(PLAIN, config=tuple(config.items())),
-                              evidence), None))
+        made.append((_pin(key, config, gpu, evidence), None))
     return DecisionList(save(store, made), warnings, title="one pick for every process")
 
 
@@ -503,23 +500,40 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
     beside the baseline's (docs/check.md#the-baselines-picks)."""
     if recording.device is None:
         return [], ["the baseline recording names no GPU; its autotune picks are not pinned"]
-    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    date = _today()
     made, warnings = [], []
     for key in divergence([recording]).keys:
         config = key.fastest() if key.divergent else key.picks[-1].config
-        if key.tuner in UNPINNABLE or config is None:
-            why = (f"decided by {key.tuner}, which {UNPINNABLE[key.tuner]}" if key.tuner in UNPINNABLE
-                   else "its processes' picks were never timed by their autotuners")
-            warnings.append(f"{key.kernel} [{' '.join(key.key)}]: {why}; not pinned")
+        why = _unpinnable(key) or (None if config is not None else "its processes' picks were never timed by their "
+                                                                   "autotuners")
+        if why is not None:
+            warnings.append(f"{_where(key)}: {why}; not pinned")
             continue
-        pick = Decision(AutotuneKey(key.kernel, tuple(key.key), recording.device),
-                        Choice(PLAIN, config=tuple(config.items())),
-                        Evidence(key.kernel, 1.0, None, None, "-", date, __version__, BASELINE_PICK_KIND, recording.id))
+        evidence = Evidence(key.kernel, 1.0, None, None, "-", date, __version__, BASELINE_PICK_KIND, recording.id)
         try:
-            made.append(pick.checked(f"{key.kernel} [{' '.join(key.key)}]"))
+            made.append(_pin(key, config, recording.device, evidence).checked(_where(key)))
         except TritonhookError as exc:  # a config no decisions file can hold: that key tunes, the others hold
             warnings.append(f"{exc}; not pinned")
     return made, warnings
+
+
+def _where(key) -> str:
+    """A tuning key as the pins' warnings name it: the kernel and the key's values."""
+    return f"{key.kernel} [{' '.join(key.key)}]"
+
+
+def _unpinnable(key) -> str | None:
+    """Why no pin can reach `key` (`UNPINNABLE`: who decided it), or None."""
+    return f"decided by {key.tuner}, which {UNPINNABLE[key.tuner]}" if key.tuner in UNPINNABLE else None
+
+
+def _pin(key, config: dict, gpu: str, evidence: Evidence) -> Decision:
+    """`key`'s config pinned for `gpu`, with `evidence`."""
+    return Decision(AutotuneKey(key.kernel, tuple(key.key), gpu), Choice(PLAIN, config=tuple(config.items())), evidence)
+
+
+def _today() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 BASELINE_PICK_KIND = "baseline pick"
