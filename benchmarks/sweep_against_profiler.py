@@ -21,6 +21,7 @@ making 90% of the profiler's time. Prints a table last and writes the JSON.
 """
 
 import argparse
+import collections
 import json
 import subprocess
 import sys
@@ -189,7 +190,15 @@ def run_aa(results: dict, tritonhook: list[str], store: Path, env: dict) -> None
         verdicts = [row["variants"][1]["verdict"] for row in aa["rows"] if len(row["variants"]) > 1]
         results["aa"] = {"rows": len(aa["rows"]), "no_difference": sum(v in ("no difference", "SASS identical")
                                                                         for v in verdicts),
-                         "verdicts": verdicts, "fidelity": aa["fidelity"]}
+                         "verdicts": verdicts, "fidelity": aa["fidelity"], "times_s": aa["times_s"],
+                         "rounds": {kind: rounds_spent(aa[kind]) for kind in ("rows", "candidates")}}
+
+
+def rounds_spent(rows: list[dict]) -> dict:
+    """Where an A/A replay's rounds went: how many signatures, their rounds in all, and why their rounds stopped
+    (decided, precise enough, cap)."""
+    return {"signatures": len(rows), "rounds": sum(row.get("rounds") or 0 for row in rows),
+            "stopped": dict(collections.Counter(str(row.get("stopped")) for row in rows))}
 
 
 def run_check(results: dict, tritonhook: list[str], store: Path, workload: list[str], env: dict) -> None:
