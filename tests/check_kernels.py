@@ -2,8 +2,9 @@
 regression gate (tests/test_check.py): "v1" the baseline; "grown", the same computation with a loop unrolled in
 front of it, so its code is larger (the fake worker's --time-with-text makes it slower by exactly its .text size
 ratio); "changed", another constant (same size, different machine code and results: the fake worker's --interpret
-runs both in Triton's interpreter). And templates of one name
-whose code differs, as Inductor generates (`compile_template`). Compiled for sm_90a with no GPU."""
+runs both in Triton's interpreter). Templates of one name whose code differs, as Inductor generates
+(`compile_template`). And a dropout kernel taking a fresh seed at each launch (`compile_dropout`). Compiled for
+sm_90a with no GPU."""
 
 from __future__ import annotations
 
@@ -83,3 +84,23 @@ def compile_template(folder: Path, modifier: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return triton.compile(ASTSource(module.triton_tem_fused_0, SIGNATURE, CONSTEXPRS), target=GPUTarget("cuda", 90, 32))
+
+
+@triton.jit
+def dropout_kernel(x_ptr, out_ptr, n, seed, p, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    kept = tl.rand(seed, offsets) > p
+    tl.store(out_ptr + offsets, tl.where(kept, tl.load(x_ptr + offsets, mask=mask) / (1 - p), 0.0), mask=mask)
+
+
+DROPOUT_SIGNATURE = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "seed": "i32", "p": "fp32"}
+
+
+def compile_dropout(seed_divisible_by_16: bool):
+    """`dropout_kernel` as a launch specializes it: pointers and `n` divisible by 16, and the seed too when
+    `seed_divisible_by_16` (one launch in 16 of a random seed): another build whose code is the same."""
+    divisible = [["tt.divisibility", 16]]
+    attrs = {(at,): divisible for at in (0, 1, 2, 3) if at != 3 or seed_divisible_by_16}
+    return triton.compile(ASTSource(dropout_kernel, DROPOUT_SIGNATURE, CONSTEXPRS, attrs),
+                          target=GPUTarget("cuda", 90, 32))

@@ -32,7 +32,7 @@ from .compile import (ORIGINAL_NAME_KEY, CubinTransform, HookInstallation, PtxTr
 from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtime_hooks, allocator_var,
                        inductor_launches_through_triton, launch_spec,
                        remove_runtime_hooks, signature_key_of)
-from .rebuild import (HELPERS_STAGE, PYTHON_STAGE, REBUILD_STAGE, RebuiltKernel, compile_rebuilt,
+from .rebuild import (HELPERS_STAGE, PYTHON_STAGE, REBUILD_STAGE, RebuiltKernel, compile_rebuilt, specialized_on,
                       helper_modules)
 from .replay import launch, load_kernel, make_tensor_descriptor, tensor_descriptor_fields
 from .version import REQUIREMENT, check_supported, parse_version, triton_version
@@ -55,4 +55,5 @@ __all__ = [
     "launch", "load_kernel", "make_tensor_descriptor", "tensor_descriptor_fields",
     # rebuild
     "HELPERS_STAGE", "PYTHON_STAGE", "REBUILD_STAGE", "RebuiltKernel", "compile_rebuilt", "helper_modules",
+    "specialized_on",
 ]

@@ -221,6 +221,22 @@ def specialization(module, record: dict) -> tuple:
     return signature, constexprs, attrs
 
 
+def specialized_on(record: dict, arg_names: list[str]) -> dict[str, str]:
+    """What Triton specialized a build on besides its argument types and constexprs, per argument (`arg_names`: the
+    kernel's parameters in order; a tuple argument's element as `name[i]`), from a rebuild record: "%16" for a
+    pointer or integer divisible by 16, else "attribute=value". Two launches of one kernel whose integer argument
+    (a seed) is divisible by 16 at one and not at the other are two builds, often of identical code: this is what
+    tells them apart."""
+    names = list(arg_names)
+    found = {}
+    for path, attributes in record.get("attrs") or []:
+        name = names[path[0]] if path and path[0] < len(names) else str(path[0] if path else "?")
+        name += "".join(f"[{index}]" for index in path[1:])
+        found[name] = " ".join(f"%{value}" if attribute == "tt.divisibility" else f"{attribute}={value}"
+                               for attribute, value in attributes)
+    return found
+
+
 def helper_modules(data: bytes) -> dict:
     """The `helpers` artifact read back ({"modules": [{"module", "file", "text"}, ...], "left_out": [...]}, modules
     in the order they are to be executed); one written in a format this tritonhook does not read is a ValueError

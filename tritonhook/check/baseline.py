@@ -23,7 +23,7 @@ import json
 import os
 from pathlib import Path
 
-from .._triton import PYTHON_STAGE
+from .._triton import PYTHON_STAGE, REBUILD_STAGE, specialized_on
 from ..decisions import Decision
 from ..decisions.apply import load as load_decisions
 from ..decisions.keep import baseline_picks, write_entries
@@ -33,7 +33,7 @@ from ..files import json_text, read_input, write_file
 from ..store import Capture, Store, specialization_label
 from ..sweep.recording import Recording, Signature
 
-FORMAT, VERSION = "tritonhook-baseline", 2
+FORMAT, VERSION = "tritonhook-baseline", 3
 BASELINE_WHAT = "baseline file"
 """What the portable file is called in the line that says it cannot be written (`files.write_file`)."""
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -46,15 +46,26 @@ text that defines it (an Inductor kernel's generated module: the template as ren
 inlined), and of its PTX (which also names the file's path)."""
 
 
-def match_key(signature: Signature, capture: Capture | None) -> dict:
+def match_key(signature: Signature, capture: Capture | None, store: Store) -> dict:
     """What a build of a kernel is matched by across a code change: the kernel's name before any rename (a
     `cutlass_` rename of the current build still meets its plain baseline), its argument types and constexpr
-    values as the recording holds them, and the capture's `LAUNCH_OPTIONS`."""
+    values as the recording holds them, what else Triton specialized it on (`_triton.specialized_on`: an integer
+    divisible by 16 or not is another build, of the same code where the integer is a seed) and the capture's
+    `LAUNCH_OPTIONS`."""
     options = capture.options if capture is not None else {}
     return {"kernel": capture.original_entry if capture is not None else signature.kernel,
             "types": {name: kind for name, kind in signature.signature.items() if kind != "constexpr"},
             "constexprs": dict(signature.constexprs),
+            "specialized": _specialized(signature, capture, store),
             "options": {name: options.get(name) for name in LAUNCH_OPTIONS if name in options}}
+
+
+def _specialized(signature: Signature, capture: Capture | None, store: Store) -> dict[str, str]:
+    """The capture's specialization attributes by argument (its rebuild record); {} for a capture without one (a
+    compile of IR, not of a Python function)."""
+    if capture is None or REBUILD_STAGE not in capture.artifacts:
+        return {}
+    return specialized_on(json.loads(store.read(capture, REBUILD_STAGE)), signature.arg_names)
 
 
 def code_of(signature: Signature, capture: Capture | None) -> dict[str, str]:
@@ -72,12 +83,16 @@ def key_text(key: dict) -> str:
 
 
 def key_label(key: dict) -> str:
-    """'add_kernel [fp32 BLOCK=1024] w4 s3': the kernel, its specialization, its warps and stages."""
+    """'add_kernel [fp32 BLOCK=1024] n%16 w4 s3': the kernel, its specialization (an integer argument's
+    attributes among it: a pointer's are near always "%16" and tell nothing), its warps and stages."""
     options = key.get("options", {})
     launch = " ".join(f"{letter}{options[name]}" for letter, name in (("w", "num_warps"), ("s", "num_stages"))
                       if options.get(name) is not None)
     spec = specialization_label(key.get("types", {}), key.get("constexprs", {}))
-    return " ".join(part for part in (key["kernel"], f"[{spec}]" if spec else "", launch) if part)
+    types = key.get("types", {})
+    integers = " ".join(f"{name}{how}" for name, how in key.get("specialized", {}).items()
+                        if not str(types.get(name.split("[")[0], "*")).startswith("*"))
+    return " ".join(part for part in (key["kernel"], f"[{spec}]" if spec else "", integers, launch) if part)
 
 
 def matched(baseline: list["BaselineBuild"], current: dict[str, dict[str, str]]) -> dict[str, "BaselineBuild"]:
@@ -171,8 +186,9 @@ class Baseline:
                 continue
             capture = store.get(signature.capture_id)
             builds[signature.triton_hash] = BaselineBuild(
-                match_key(signature, capture), capture.entry, signature.triton_hash, store.read(capture, "cubin"),
-                store.read(capture, "json"), [signature.label()], code_of(signature, capture))
+                match_key(signature, capture, store), capture.entry, signature.triton_hash,
+                store.read(capture, "cubin"), store.read(capture, "json"), [signature.label()],
+                code_of(signature, capture))
         picks, unpinned = baseline_picks(recording)
         return cls(list(builds.values()), recording.arch, recording.triton_version,
                    f"recording {recording.id} in {store.path}", recording.id, recording.command, unbuilt, picks,

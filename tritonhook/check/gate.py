@@ -75,7 +75,7 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
         raise TritonhookError(f"{baseline.source}: built for {baseline.arch}, the current run is {recording.arch}; "
                               f"check against a baseline recorded on the same GPU architecture")
     captures = {s.id: store.get(s.capture_id) for s in recording.signatures if s.capture_id is not None}
-    keys = {s.id: match_key(s, captures.get(s.id)) for s in recording.signatures}
+    keys = {s.id: match_key(s, captures.get(s.id), store) for s in recording.signatures}
     found, unmatched = _matching(baseline, recording, captures, keys)
     prebuilt = {sid: _pair(build, store, captures[sid], time_identical) for sid, build in found.items()}
     result = CheckResult(baseline.source, recording.id, plan.min_effect, [], unmatched, plan.rounds, plan.l2,
