@@ -46,15 +46,9 @@ def step(model, compiled, ids, labels, optimizer):
     optimizer.zero_grad(set_to_none=True)
 
 
-def train(build) -> None:
-    """The command line of a max-autotune training workload: `build()` gives (model, compiled, input ids, labels,
-    optimizer), whose steps run under this file's Inductor settings (Triton templates only, coordinate descent)."""
+def main():
     with inductor_config.patch({"max_autotune_gemm_backends": "TRITON", "coordinate_descent_tuning": True}):
         steady_profile.main(lambda: functools.partial(step, *build()), warm=WARM_STEPS)
-
-
-def main():
-    train(build)
 
 
 if __name__ == "__main__":
