@@ -146,6 +146,7 @@ def tune(results: dict, store: Path, env: dict, logs: Path, args) -> None:
         tuned = json.loads(out) if status == 0 and out.strip() else None
         results[f"tune_gpus_{gpus}"] = None if tuned is None else {
             "candidates_per_minute_per_gpu": tuned["candidates_per_minute_per_gpu"], "totals": tuned["totals"],
+            "times_s": tuned["times_s"],
             "winners": {k["label"]: k["winner"] for k in tuned["kernels"]}}
 
 

@@ -223,6 +223,16 @@ def test_an_a_a_check_passes_untimed_and_timed(runs):
     assert all(k.ratio == pytest.approx(1.0) for k in timed.kernels)
 
 
+@pytest.mark.miss_check  # the check on, as outside the tests: the gate must leave it off itself
+def test_the_gate_replays_no_row_again_for_a_fidelity_it_never_reads(runs):
+    """The fake worker's times are not the recording's: every row misses the fidelity bar, which a sweep would
+    replay again under each other L2 rule to say why. The gate compares two builds inside one replay: none."""
+    _, _, store, grown, _, _ = runs
+    result = check(Baseline.from_recording(grown, store), grown, store, PLAN, worker=BY_TEXT, time_identical=True)
+    swept = store.result(result.sweep_id)
+    assert swept.fidelity.within < swept.fidelity.signatures and "miss check" not in swept.times_s
+
+
 def test_a_kernel_whose_code_grew_is_caught_and_named_in_the_junit_xml(runs, tmp_path):
     """The grown scale_kernel unrolls a loop in front of v1's computation (another source, the same name and
     specialization). Its machine code, read here from the two cubins the gate compares (the baseline file's build

@@ -17,6 +17,7 @@ from tritonhook import binaries as tools
 from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import PLAIN, parse_variant
+from tritonhook.sweep.result import RESULT_KIND as RESULT_KIND_SWEEP
 from tritonhook.sweep.tune import CHUNK, OPTION_SETS, TuneResult, TuneSpace, parse_budget, tune
 from tritonhook.sweep.builds import build_variants, captured_ptxas
 
@@ -120,6 +121,20 @@ def test_the_searchs_replays_share_their_workers_and_the_confirmation_starts_its
                   worker=[*FAKE_WORKER, "--started", str(started)])
     assert len(space.candidates()) > CHUNK and result.kernels[0].trials  # the search took more than one replay
     assert len(started.read_text().split()) == 1 + any(k.winner for k in result.kernels)
+
+
+@pytest.mark.miss_check  # the check on, as outside the tests: tune must leave it off itself
+def test_the_search_says_where_its_time_went_and_replays_no_miss_again(recorded):
+    """The fake worker's times are not the recording's, so plain's rows miss the fidelity bar in every chunk; a
+    sweep would replay them again under each other L2 rule to say why, and tune would do it once a chunk for
+    nothing it reads. Its time splits into the chunks' builds and replays instead."""
+    store, recording = recorded
+    result = tune(recording, store, TuneSpace.parse("names"), top=1, rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
+    swept = [r for r in store.results(RESULT_KIND_SWEEP) if r.recording_id == recording.id][-1]
+    assert swept.fidelity.within < swept.fidelity.signatures  # a miss a sweep would have replayed again
+    assert {"search build", "search replay"} <= set(result.times_s)
+    assert not any("miss" in stage for stage in result.times_s)
+    assert result.times_s["search build"] + result.times_s["search replay"] <= result.times_s["search"]
 
 
 def test_every_replay_of_a_tune_takes_its_l2_dirt(recorded):

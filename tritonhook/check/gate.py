@@ -59,7 +59,7 @@ def gate_plan(*, threshold: float = config.check.THRESHOLD, rounds: int = config
     count of every signature's), the threshold as the verdicts' min-effect. Checked when made: the CLI and the
     pytest plugin make it before the workload runs, so bad input is one line and no lost run."""
     return ReplayPlan(rounds=rounds, fixed_rounds=fixed_rounds, min_effect=checked_threshold(threshold), l2=l2,
-                      l2_dirt=l2_dirt)
+                      l2_dirt=l2_dirt, explain_misses=False)
 
 
 def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPlan | None = None, *,

@@ -67,7 +67,10 @@ class ReplayPlan:
     autotuner's own benchmark, plus the config the workload ran; default all). `rounds` is the cap of each
     signature's rounds, which stop once its always-valid intervals have decided (`measure.sequential.StopRule`: rows
     and autotune candidates each their own precision); `fixed_rounds`: every signature times `rounds` rounds.
-    `min_effect`: the smallest change a verdict reports.
+    `min_effect`: the smallest change a verdict reports. `explain_misses`: the rows outside the fidelity bar are
+    replayed again to say why (`config.sweep.SWEEP_EXPLAIN_MISSES` can turn it off everywhere). Off where a
+    replay's figures are ratios inside it and its fidelity is never read: `tune` (which would replay plain's misses
+    again at every chunk of candidates), the gate, `upgrade` and `bisect` (again at every release or commit).
 
     `l2` (`config.sweep.L2_MODES`): "measured", the default (inputs rotated, and the parts of each buffer the
     recording's L2 probe found in L2 inside the workload read into L2 just before each call; `l2probe`; signatures
@@ -87,6 +90,7 @@ class ReplayPlan:
     min_effect: float = config.ab.DEFAULT_MIN_EFFECT
     l2: str = config.sweep.L2_MODES[0]
     l2_dirt: str = config.sweep.L2_DIRT[0]
+    explain_misses: bool = True
 
     def __post_init__(self) -> None:
         if self.l2 not in config.sweep.L2_MODES:
@@ -149,7 +153,7 @@ def _replay(recording: Recording, store: Store, variants: Sequence[Variant], pla
     if _compare_configs(recording, store, shown, built, workers, l2, l2_dirt, min_effect):
         times["config check"] = time.time() - began
     regrets_at_shared_keys(shown, recording)
-    if config.sweep.SWEEP_EXPLAIN_MISSES.get():
+    if plan.explain_misses and config.sweep.SWEEP_EXPLAIN_MISSES.get():
         began = time.time()
         _explain_misses(recording, store, shown, built, workers, l2, dirt_of)
         times["miss check"] = time.time() - began

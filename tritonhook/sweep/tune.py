@@ -316,9 +316,15 @@ class _Replays:
 
     plan: ReplayPlan
     workers: Workers
+    stages: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Seconds each stage of these replays took in all (build, replay, config check): where a search's time went,
+    which a rate per GPU alone does not say (the builds run on the host's cores however many GPUs time)."""
 
     def of(self, recording: Recording, store: Store, variants: list[Variant], **changes) -> SweepResult:
-        return replay(recording, store, variants, dataclasses.replace(self.plan, **changes), workers=self.workers)
+        swept = replay(recording, store, variants, dataclasses.replace(self.plan, **changes), workers=self.workers)
+        for stage, seconds in swept.times_s.items():
+            self.stages[stage] = self.stages.get(stage, 0.0) + seconds
+        return swept
 
 
 def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float | None = None,
@@ -337,7 +343,7 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
     spent = _Budget(budget)
     pattern = chosen_kernels(recording, share=share, top=top, kernel=kernel)
     run = _Replays(ReplayPlan(kernel=pattern, autotune_top=1, rounds=rounds, min_effect=min_effect, l2=l2,
-                              l2_dirt=l2_dirt),
+                              l2_dirt=l2_dirt, explain_misses=False),
                    Workers.at(gpus, ray, worker=worker or WORKER, progress=progress))
     plain = parse_variant(PLAIN)
     kernels: dict[int, KernelTune] = {}
@@ -345,7 +351,7 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
     explored = {"candidates": [v.to_json() for v in candidates]}
     warnings = []
     with run.workers.kept() as kept:  # the search's replays share workers; the confirmation starts its own
-        search = dataclasses.replace(run, workers=kept)
+        search = dataclasses.replace(run, workers=kept, stages={})
         for start in range(0, len(candidates), CHUNK):
             chunk = candidates[start:start + CHUNK][:spent.left(CHUNK)]
             if not chunk:
@@ -360,7 +366,9 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
                                                     kernels, search, spent, searched, warnings)
     tried = spent.tried
     result = TuneResult(sorted(kernels.values(), key=lambda k: -(k.share or 0)), recording.id, explored, rounds,
-                        confirm_rounds, {"search": time.time() - spent.began}, gpus=_gpu_count(gpus),
+                        confirm_rounds, {"search": time.time() - spent.began,
+                                         **{f"search {stage}": seconds for stage, seconds in search.stages.items()}},
+                        gpus=_gpu_count(gpus),
                         skipped=len(candidates) - tried, warnings=warnings)
     _pick_winners(result.kernels)
     began = time.time()

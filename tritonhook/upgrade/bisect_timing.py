@@ -251,7 +251,7 @@ def _replay(recording: Recording, store: Store, release: str, timed: list[_Timed
         return built_cells(*cells) if cells else f"no cells of this kernel under Triton {release}"
 
     sweep = replay(dataclasses.replace(recording, signatures=[s for s in recording.signatures if s.id in wanted]),
-                   store, [], ReplayPlan(rounds=rounds, autotune_top=autotune_top),
+                   store, [], ReplayPlan(rounds=rounds, autotune_top=autotune_top, explain_misses=False),
                    workers=Workers.at(worker=worker, progress=progress), prebuilt=prebuilt)
     return {row.signature: row for row in sweep.rows}, sweep.id
 

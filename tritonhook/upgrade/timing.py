@@ -145,7 +145,7 @@ def time_cells(recording: Recording, store: Store, upgraded: UpgradeResult, cell
             return f"no cells of this kernel in upgrade {upgraded.id}"
         return built_cells(cells, cells_store.path)
 
-    sweep = replay(recording, store, [], ReplayPlan(kernel=kernel, top=top, rounds=rounds, l2=l2),
+    sweep = replay(recording, store, [], ReplayPlan(kernel=kernel, top=top, rounds=rounds, l2=l2, explain_misses=False),
                    workers=Workers.at(worker=worker, progress=progress), prebuilt=prebuilt)
     splits = [KernelSplit(row.signature, row.label, row.share,
                           *(_ratio_of(row, LABELS[c]) for c in (PTX_ONLY, PTXAS_ONLY, BOTH)),
