@@ -323,6 +323,35 @@ def test_confirm_takes_a_sweeps_build_decisions_and_one_the_workload_refuted_is_
     decisions.remove(store, kept.id)
 
 
+def test_the_answer_after_a_confirmation_applies_what_from_result_keeps_and_nothing_the_workload_refuted(recorded):
+    """`sweep/tune --confirm N` ends with one line: the decisions the workload confirmed and the commands that keep
+    and apply them, which keep exactly those; where the workload refuted them, nothing to apply."""
+    from tritonhook.decisions.confirm import Confirmed, decisions_of, identity
+    from tritonhook.decisions.confirmation import RESULT_KIND, BuildConfirmation, Confirmation
+
+    store, recording = recorded
+    sweep = _sweep(store, recording)
+    (made,) = decisions_of(store, sweep).decisions
+    for verdict, ratio in (("faster", 0.9), ("no difference", 1.0)):
+        build = BuildConfirmation("add_kernel", "cutlass_", identity(made), {"ratio": 0.9, "low": 0.89, "high": 0.91},
+                                  {"unpinned": [1.0, 1.0], "pinned": [ratio] * 2}, ratio, ratio - 0.01, ratio + 0.01,
+                                  verdict, applied_ran=True, plain_ran=True)
+        confirmation = Confirmation(sweep.id, ["python", "train.py", "--steps", "6"], 2, [], {}, {}, builds=[build])
+        confirmation.id = store.add_result(RESULT_KIND, confirmation.to_json())
+        answer = Confirmed(sweep, confirmation, store_path=str(store.path))
+        kept = decisions.from_result(store, sweep.id).decisions
+        line = answer.to_json()["answer"]["line"]
+        assert answer.to_json()["answer"]["confirmed"] == [f"add_kernel {d.choice.label}" for d in kept]
+        if kept:
+            assert line == (f"answer: apply what the workload confirmed (add_kernel cutlass_): tritonhook decisions "
+                            f"from-result {sweep.id} --store {store.path}, then tritonhook run --apply {store.path} "
+                            f"-- python train.py --steps 6")
+            decisions.remove(store, kept[0].id)
+        else:
+            assert line == ("answer: nothing to apply: no decision confirmed in the workload: 1 refuted "
+                            "(add_kernel cutlass_)")
+
+
 def test_sweep_and_tune_end_with_a_confirmation_or_the_line_saying_there_is_nothing_to_confirm(recorded):
     """`sweep/tune --confirm N`: a result that supports no decision is shown with the line saying so (nothing
     run); a result whose recording names no command is one line; N below 2 is refused before the workload runs."""
@@ -334,6 +363,8 @@ def test_sweep_and_tune_end_with_a_confirmation_or_the_line_saying_there_is_noth
     assert answer.confirmation is None and answer.warnings == [
         f"sweep result {nothing.id}: no autotune regret, faster config or faster build to confirm"]
     assert answer.to_json()["result"]["rows"] and answer.to_json()["confirmation"] is None
+    assert answer.answer() == (f"answer: nothing to apply (sweep result {nothing.id}: no autotune regret, faster "
+                               f"config or faster build to confirm)")
     with pytest.raises(TritonhookError, match=f"result {nothing.id}: its recording names no command"):
         ending(store, nothing, None, 3)
     refused = subprocess.run([sys.executable, "-m", "tritonhook", "sweep", "--store", str(store.path), "--confirm",

@@ -19,11 +19,12 @@ runs say of the regret (confirmed, a replay bias, or not judged because of what 
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from .. import config
+from .. import config, format
 from ..errors import TritonhookError
 from ..measure.stats import median, ratio_interval, verdict
 from ..measure.timing import round_order
@@ -53,6 +54,7 @@ class Confirmed:
     result: SweepResult | TuneResult
     confirmation: Confirmation | None
     nothing: str = ""
+    store_path: str = "STORE"
 
     @property
     def warnings(self) -> list[str]:
@@ -62,14 +64,36 @@ class Confirmed:
     def warning_prefix(self) -> str:
         return self.result.warning_prefix
 
+    def answer(self) -> str:
+        """The one line a user acts on, last: what to apply (the decisions the workload confirmed, and the commands
+        that keep and apply them) or that there is nothing, and what was left out. The result's own estimate above
+        it is a replay's figure; this is the workload's."""
+        if self.confirmation is None:
+            return f"answer: nothing to apply ({self.nothing})"
+        found = self.confirmation.sorted_out()
+        left = "; ".join(f"{len(found[kind])} {kind} ({', '.join(found[kind])})"
+                         for kind in ("refuted", "not judged") if found[kind])
+        if not found["confirmed"]:
+            return f"answer: nothing to apply: no decision confirmed in the workload: {left}"
+        command = shlex.join(self.confirmation.command)
+        line = (f"answer: apply what the workload confirmed ({', '.join(found['confirmed'])}): tritonhook decisions "
+                f"from-result {self.result.id} --store {self.store_path}, then tritonhook run --apply "
+                f"{self.store_path} -- {command}")
+        if found["not judged"]:
+            line += (f"; from-result keeps the {len(found['not judged'])} not judged too (confirm them with more "
+                     f"runs, or remove them with tritonhook decisions rm)")
+        return line + (f"; it leaves out the {len(found['refuted'])} refuted" if found["refuted"] else "")
+
     def to_json(self) -> dict:
         return {"result": self.result.to_json(),
-                "confirmation": self.confirmation.to_json() if self.confirmation else None, "nothing": self.nothing}
+                "confirmation": self.confirmation.to_json() if self.confirmation else None, "nothing": self.nothing,
+                "answer": {**(self.confirmation.sorted_out() if self.confirmation else {}), "line": self.answer()}}
 
     def __rich_console__(self, console, options):
         yield self.result
         if self.confirmation is not None:
             yield self.confirmation
+        yield format.line(self.answer())
 
 
 def check_runs(runs: int, flag: str = "--runs") -> int:
@@ -86,9 +110,10 @@ def ending(store: Store, result: SweepResult | TuneResult, command: list[str] | 
     if not command:
         raise TritonhookError(f"result {result.id}: its recording names no command to confirm its decisions in")
     try:
-        return Confirmed(result, confirm(store, result.id, command, runs=runs, progress=progress))
+        return Confirmed(result, confirm(store, result.id, command, runs=runs, progress=progress),
+                         store_path=str(store.path))
     except NothingToConfirm as exc:
-        return Confirmed(result, None, str(exc))
+        return Confirmed(result, None, str(exc), str(store.path))
 
 
 class Made(NamedTuple):

@@ -228,6 +228,16 @@ class Confirmation:
     def source(self) -> str:
         return "kept decisions" if self.sweep_id is None else f"result {self.sweep_id}"
 
+    def sorted_out(self) -> dict[str, list[str]]:
+        """Its decisions ("KERNEL CHOICE") by what the workload said of them: "confirmed", "refuted" (measured and
+        not faster: a replay bias, an interval above the estimate) and "not judged"."""
+        found: dict[str, list[str]] = {"confirmed": [], "refuted": [], "not judged": []}
+        for item in [*self.pins, *self.builds]:
+            choice = item.config if isinstance(item, PinConfirmation) else item.choice
+            found[{True: "confirmed", False: "refuted"}.get(item.confirmed, "not judged")].append(
+                f"{item.kernel} {choice}")
+        return found
+
     def _pins_table(self):
         rows = []
         for pin in self.pins:
