@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,39 @@ def test_the_search_says_where_its_time_went_and_replays_no_miss_again(recorded)
     assert {"search build", "search replay"} <= set(result.times_s)
     assert not any("miss" in stage for stage in result.times_s)
     assert result.times_s["search build"] + result.times_s["search replay"] <= result.times_s["search"]
+
+
+def test_the_search_builds_each_chunk_while_the_one_before_it_replays(recorded, monkeypatch):
+    """The builds (ptxas on the host's cores) of a chunk begin before the chunk ahead of it has finished replaying,
+    and run while it does; the replays wait only for what was not built ahead. The real build and replay
+    functions, watched: when each began and ended, per chunk (its variants' labels)."""
+    tune_module = sys.modules[TuneResult.__module__]  # the module (the package exports its function by the name)
+
+    store, recording = recorded
+    space = TuneSpace.parse("names,options")
+    seen: dict[tuple[str, tuple], list[float]] = {}
+
+    def watched(kind: str, function, labels_of):
+        def call(*args, **kwargs):
+            spans = seen.setdefault((kind, labels_of(args)), [])
+            spans.append(time.monotonic())
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spans.append(time.monotonic())
+        return call
+
+    labels = lambda variants: tuple(v.label for v in variants)  # noqa: E731
+    monkeypatch.setattr(tune_module, "build_captures", watched("build", tune_module.build_captures,
+                                                               lambda args: labels(args[2])))
+    monkeypatch.setattr(tune_module, "replay", watched("replay", tune_module.replay, lambda args: labels(args[2])))
+    result = tune(recording, store, space, top=1, rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
+    chunks = [(PLAIN, *(v.label for v in space.candidates()[start:start + CHUNK]))
+              for start in range(0, len(space.candidates()), CHUNK)]
+    assert len(chunks) > 1 and all(k.trials for k in result.kernels)
+    for before, chunk in zip(chunks, chunks[1:]):
+        assert seen[("build", chunk)][0] < seen[("replay", before)][1]  # built while the chunk before replayed
+    assert result.times_s["search build"] < result.times_s["search builds in all"]
 
 
 def test_every_replay_of_a_tune_takes_its_l2_dirt(recorded):

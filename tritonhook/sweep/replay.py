@@ -491,9 +491,7 @@ def _fold_autotune_groups(recording: Recording, rows: dict[int, SweepRow], sampl
 def build_all(store: Store, chosen: list[Signature], variants, rows, prebuilt=None, *, progress: bool = False
                ) -> dict[int, dict[str, BuiltVariant]]:
     """label -> built variant, per signature id; a signature whose capture is missing or whose baseline fails to
-    build gets its row's status set instead (another variant that fails is kept, marked: `build_variants`).
-    Variants are built once per capture, the captures in parallel: each build is mostly ptxas, a subprocess, and an
-    autotune-heavy library's hundreds of builds would take a minute one after another."""
+    build gets its row's status set instead (another variant that fails is kept, marked: `build_variants`)."""
     wanted = []
     for signature in chosen:
         if signature.replayable is not None:
@@ -503,15 +501,8 @@ def build_all(store: Store, chosen: list[Signature], variants, rows, prebuilt=No
         else:
             wanted.append(signature)
     if prebuilt is None:
-        captures = sorted({signature.capture_id for signature in wanted})
-        workers = max(1, min(len(captures), os.cpu_count() or 1))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool, \
-                format.progress(progress, len(captures), "build") as step:
-            builds = {pool.submit(_build_one, store, capture_id, variants): capture_id for capture_id in captures}
-            by_capture = {}
-            for future in concurrent.futures.as_completed(builds):
-                by_capture[builds[future]] = future.result()
-                step(f"capture {builds[future]}")
+        by_capture = build_captures(store, [signature.capture_id for signature in wanted], variants,
+                                    progress=progress)
         outcomes = {signature.id: by_capture[signature.capture_id] for signature in wanted}
     else:
         outcomes = {signature.id: prebuilt(signature) for signature in wanted}
@@ -523,6 +514,23 @@ def build_all(store: Store, chosen: list[Signature], variants, rows, prebuilt=No
         else:
             built[signature.id] = outcome
     return built
+
+
+def build_captures(store: Store, capture_ids, variants, *, progress: bool = False
+                   ) -> dict[int, dict[str, BuiltVariant] | str]:
+    """Per capture id, its variants by label or why they could not be built. Variants are built once per capture,
+    the captures in parallel: each build is mostly ptxas, a subprocess, and an autotune-heavy library's hundreds of
+    builds would take a minute one after another."""
+    captures = sorted(set(capture_ids))
+    workers = max(1, min(len(captures), os.cpu_count() or 1))
+    by_capture = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool, \
+            format.progress(progress, len(captures), "build") as step:
+        builds = {pool.submit(_build_one, store, capture_id, variants): capture_id for capture_id in captures}
+        for future in concurrent.futures.as_completed(builds):
+            by_capture[builds[future]] = future.result()
+            step(f"capture {builds[future]}")
+    return by_capture
 
 
 def _build_one(store: Store, capture_id: int, variants) -> dict[str, BuiltVariant] | str:
