@@ -362,8 +362,11 @@ def test_a_pick_benchmarked_again_at_another_shape_counts_once_among_the_autotun
     ([512, 512, 512], 0.020, "replay bias", False),
     ([256, 256, 256], 0.020, "picked itself", None),
     ([512, 1024, 512], 0.020, "other picks", None),
+    ([512, 1024, 512], 0.025, "slower pinned", False),
     ([None, None, None], 0.020, "picks unseen", None),
-], ids=["faster", "refuted", "both arms one config", "other configs", "a cache's pick"])
+    ([None, None, None], 0.025, "slower pinned", False),
+], ids=["faster", "refuted", "both arms one config", "other configs", "slower than other configs", "a cache's pick",
+        "slower than a cache's pick"])
 def test_a_confirmation_refutes_a_regret_only_where_the_unpinned_runs_ran_the_sweeps_config(
         unpinned_picks, pinned_ms, standing, confirmed):
     """A regret is measured against the config the sweep's run picked, but the unpinned arm tunes again each run.

@@ -35,7 +35,7 @@ AGAINST = {"autotuner": "the unpinned arm: the workload's autotuner tunes again 
            "sweep": "the unpinned arm runs the config the sweep's recorded run picked, pinned too"}
 """What a pinned config is compared with inside the workload (`decisions confirm --against`)."""
 
-CONFIRMED, REPLAY_BIAS, UNDECIDED = "confirmed", "replay bias", "undecided"
+CONFIRMED, REPLAY_BIAS, UNDECIDED, SLOWER = "confirmed", "replay bias", "undecided", "slower pinned"
 STANDINGS = {
     CONFIRMED: "confirmed inside the workload with the config pinned",
     REPLAY_BIAS: "NOT confirmed inside the workload: a replay bias (every unpinned run ran the sweep's config, and "
@@ -45,6 +45,8 @@ STANDINGS = {
     "picked itself": "not judged: the unpinned runs' autotuner picked the pinned config itself, so both arms ran "
                      "one config (the sweep's pick was a draw)",
     "other picks": "not judged against the sweep's config: the unpinned runs' autotuner picked other configs",
+    SLOWER: "NOT confirmed inside the workload: slower with the config pinned than as it is (the runs' interval above "
+            "1), whatever the unpinned runs' autotuner picked",
     "picks unseen": "not judged: the unpinned runs did not tune it (a cache gave their config)",
     "not pinned": "not judged: a run did not launch the config its arm pins",
 }
@@ -102,7 +104,9 @@ class PinConfirmation:
         faster; refuted (a replay bias) only where every unpinned run ran the config the regret was measured
         against (by its pick, pinned to it: `against` "sweep", or, where nothing was tuned, by its launches) and
         the runs' interval excludes the replay's ratio (one that holds it and 1 too decides nothing: a few runs of
-        a kernel whose time varies between runs); otherwise not judged, and why."""
+        a kernel whose time varies between runs); refuted too where the unpinned runs ran other configs and the
+        pinned one was slower than they were (a divergence pin chosen by the autotuners' own µs timings was, at 5
+        of 32 keys of a DDP job); otherwise not judged, and why."""
         if not self.pinned_ran or (self.against == "sweep" and not self.baseline_ran):
             return "not pinned"
         judged = self.at_row
@@ -111,17 +115,21 @@ class PinConfirmation:
         refuted = REPLAY_BIAS if judged["low"] is not None and judged["low"] > self.replay["ratio"] else UNDECIDED
         if self.against == "sweep":
             return refuted
+        slower = judged["verdict"] == "slower"
         if not self.picks:  # nothing tuned: what the unpinned runs launched says which config they ran
-            return refuted if self.baseline_ran else "picks unseen"
+            return refuted if self.baseline_ran else SLOWER if slower else "picks unseen"
         ran = Counter(self.picks)
         if ran[self.config] == len(self.picks):
             return "picked itself"
-        return refuted if ran[self.workload_config] == len(self.picks) else "other picks"
+        if ran[self.workload_config] == len(self.picks):
+            return refuted
+        return SLOWER if slower else "other picks"
 
     @property
     def confirmed(self) -> bool | None:
-        """The regret as a sweep row holds it: True confirmed, False a replay bias, None not judged."""
-        return {CONFIRMED: True, REPLAY_BIAS: False}.get(self.standing)
+        """The regret as a sweep row holds it: True confirmed, False a replay bias or slower pinned, None not
+        judged."""
+        return {CONFIRMED: True, REPLAY_BIAS: False, SLOWER: False}.get(self.standing)
 
     def picks_text(self) -> str:
         """How many configs the unpinned runs' autotuner picked, and how often the sweep's and the pinned one; where
