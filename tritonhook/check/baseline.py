@@ -46,23 +46,24 @@ text that defines it (an Inductor kernel's generated module: the template as ren
 inlined), and of its PTX (which also names the file's path)."""
 
 
-def match_key(signature: Signature, capture: Capture | None, store: Store) -> dict:
+def match_key(signature: Signature, capture: Capture | None, specialized: dict[str, str]) -> dict:
     """What a build of a kernel is matched by across a code change: the kernel's name before any rename (a
     `cutlass_` rename of the current build still meets its plain baseline), its argument types and constexpr
     values as the recording holds them, what else Triton specialized it on (`_triton.specialized_on`: an integer
-    divisible by 16 or not is another build, of the same code where the integer is a seed) and the capture's
-    `LAUNCH_OPTIONS`."""
+    divisible by 16 or not is another build, of the same code where the integer is a seed: `specialized`, from
+    `specialization`) and the capture's `LAUNCH_OPTIONS`."""
     options = capture.options if capture is not None else {}
     return {"kernel": capture.original_entry if capture is not None else signature.kernel,
             "types": {name: kind for name, kind in signature.signature.items() if kind != "constexpr"},
             "constexprs": dict(signature.constexprs),
-            "specialized": _specialized(signature, capture, store),
+            "specialized": specialized,
             "options": {name: options.get(name) for name in LAUNCH_OPTIONS if name in options}}
 
 
-def _specialized(signature: Signature, capture: Capture | None, store: Store) -> dict[str, str]:
-    """The capture's specialization attributes by argument (its rebuild record); {} for a capture without one (a
-    compile of IR, not of a Python function)."""
+def specialization(signature: Signature, capture: Capture | None, store: Store) -> dict[str, str]:
+    """The capture's specialization attributes by argument (its rebuild record, read from `store`: once per
+    capture, however many signatures launched it); {} for a capture without one (a compile of IR, not of a Python
+    function)."""
     if capture is None or REBUILD_STAGE not in capture.artifacts:
         return {}
     return specialized_on(json.loads(store.read(capture, REBUILD_STAGE)), signature.arg_names)
@@ -186,9 +187,9 @@ class Baseline:
                 continue
             capture = store.get(signature.capture_id)
             builds[signature.triton_hash] = BaselineBuild(
-                match_key(signature, capture, store), capture.entry, signature.triton_hash,
-                store.read(capture, "cubin"), store.read(capture, "json"), [signature.label()],
-                code_of(signature, capture))
+                match_key(signature, capture, specialization(signature, capture, store)), capture.entry,
+                signature.triton_hash, store.read(capture, "cubin"), store.read(capture, "json"),
+                [signature.label()], code_of(signature, capture))
         picks, unpinned = baseline_picks(recording)
         return cls(list(builds.values()), recording.arch, recording.triton_version,
                    f"recording {recording.id} in {store.path}", recording.id, recording.command, unbuilt, picks,

@@ -42,7 +42,7 @@ from ..sweep.recording import Recording, capability_of
 from ..sweep.replay import ReplayPlan, Workers, replay
 from ..sweep.schedule import WORKER
 from ..sweep.builds import BuiltVariant
-from .baseline import Baseline, code_of, key_label, key_text, match_key, matched
+from .baseline import Baseline, code_of, key_label, key_text, match_key, matched, specialization
 from .result import OUTPUTS_CHANGED, PASSED, REGRESSED, RESULT_KIND, CheckResult, KernelCheck, Unmatched
 
 BASELINE_LABEL, CURRENT_LABEL = "baseline", "current"
@@ -75,7 +75,11 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
         raise TritonhookError(f"{baseline.source}: built for {baseline.arch}, the current run is {recording.arch}; "
                               f"check against a baseline recorded on the same GPU architecture")
     captures = {s.id: store.get(s.capture_id) for s in recording.signatures if s.capture_id is not None}
-    keys = {s.id: match_key(s, captures.get(s.id), store) for s in recording.signatures}
+    specialized: dict[int, dict[str, str]] = {}  # per capture: its signatures share one rebuild record
+    for s in recording.signatures:
+        if s.id in captures and s.capture_id not in specialized:
+            specialized[s.capture_id] = specialization(s, captures[s.id], store)
+    keys = {s.id: match_key(s, captures.get(s.id), specialized.get(s.capture_id, {})) for s in recording.signatures}
     found, unmatched = _matching(baseline, recording, captures, keys)
     prebuilt = {sid: _pair(build, store, captures[sid], time_identical) for sid, build in found.items()}
     result = CheckResult(baseline.source, recording.id, plan.min_effect, [], unmatched, plan.rounds, plan.l2,

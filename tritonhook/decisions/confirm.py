@@ -53,8 +53,8 @@ class Confirmed:
 
     result: SweepResult | TuneResult
     confirmation: Confirmation | None
+    store_path: str                   # the store the answer's commands keep and apply the decisions from
     nothing: str = ""
-    store_path: str = "STORE"
 
     @property
     def warnings(self) -> list[str]:
@@ -110,10 +110,9 @@ def ending(store: Store, result: SweepResult | TuneResult, command: list[str] | 
     if not command:
         raise TritonhookError(f"result {result.id}: its recording names no command to confirm its decisions in")
     try:
-        return Confirmed(result, confirm(store, result.id, command, runs=runs, progress=progress),
-                         store_path=str(store.path))
+        return Confirmed(result, confirm(store, result.id, command, runs=runs, progress=progress), str(store.path))
     except NothingToConfirm as exc:
-        return Confirmed(result, None, str(exc), str(store.path))
+        return Confirmed(result, None, str(store.path), str(exc))
 
 
 class Made(NamedTuple):

@@ -39,7 +39,7 @@ from ..measure.stats import median, ratio_interval, verdict
 from ..measure.variants import PLAIN, Variant, parse_variant, resolve_ptxas
 from ..rename import DEFAULT_PREFIX, exact_names_pattern
 from ..store import ResultKind, Store, register_result_kind
-from .recording import Recording
+from .recording import Recording, Signature
 from .replay import ReplayPlan, Workers, build_captures, replay, select_signatures
 from .schedule import WORKER
 from .result import SweepResult, VariantTiming
@@ -356,7 +356,8 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
     with run.workers.kept() as kept:  # the search's replays share workers; the confirmation starts its own
         search = dataclasses.replace(run, workers=kept, stages={})
         chunks = [candidates[start:start + CHUNK] for start in range(0, len(candidates), CHUNK)]
-        with _BuildsAhead(store, recording, pattern) as ahead:
+        chosen = select_signatures(recording, kernel=pattern, autotune_top=1)  # what each replay of `run` chooses
+        with _BuildsAhead(store, chosen) as ahead:
             for at, whole in enumerate(chunks):
                 chunk = whole[:spent.left(CHUNK)]
                 if not chunk:
@@ -370,7 +371,7 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
         if space.acf_search is not None and not spent.left(1):
             warnings.append(f"the budget ({budget}) was spent before {ACF_SEARCH} began")
         elif space.acf_search is not None:
-            names = [s.kernel for s in select_signatures(recording, kernel=pattern, autotune_top=1)]
+            names = [s.kernel for s in chosen]
             explored[ACF_SEARCH] = _search_controls(recording, store, space.acf_search, list(dict.fromkeys(names)),
                                                     kernels, search, spent, searched, warnings)
     tried = spent.tried
@@ -418,11 +419,10 @@ class _Budget:
 class _BuildsAhead:
     """The search's chunks built one ahead: while a chunk replays on the GPUs, the next one's variants are assembled
     on the host's cores (ptxas). One after the other, the builds were a share of the search that more GPUs could not
-    take: `tune` on 2 GPUs timed 1.68x the candidates a minute of 1, where its replays alone halved
-    (docs/variants.md#tune). `built_s`: the builds' own seconds in all."""
+    take (`tune` on 2 GPUs timed 1.68x the candidates a minute of 1: docs/variants.md#tune). `chosen`: the
+    signatures each replay of the search chooses. `built_s`: the builds' own seconds in all."""
 
-    def __init__(self, store: Store, recording: Recording, pattern: str):
-        chosen = select_signatures(recording, kernel=pattern, autotune_top=1)
+    def __init__(self, store: Store, chosen: list[Signature]):
         self.store, self.built_s = store, 0.0
         self.captures = [s.capture_id for s in chosen if s.replayable is None and s.capture_id is not None]
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
