@@ -23,6 +23,7 @@ making 90% of the profiler's time. Prints a table last and writes the JSON.
 import argparse
 import collections
 import json
+import os
 import subprocess
 import sys
 import time
@@ -167,7 +168,8 @@ def main():
         swept = swept["result"]
     results["sweep"] = {"rows": len(swept["rows"]), "candidates": len(swept["candidates"]),
                         "fidelity": swept["fidelity"], "times_s": swept["times_s"], "warnings": swept["warnings"],
-                        "estimates": swept["estimates"]}
+                        "estimates": swept["estimates"],
+                        "rounds": {kind: rounds_spent(swept[kind]) for kind in ("rows", "candidates")}}
     recording = Store(store, create=False).results(RECORDING, limit=1)[0]
     results["device"] = recording.device
     results["against_profiler"] = compare(profiled, recording)
@@ -183,15 +185,21 @@ def main():
 
 def run_aa(results: dict, tritonhook: list[str], store: Path, env: dict) -> None:
     """An A/A replay of the sweep's recording (`plain,plain`), timed, with its verdicts."""
-    results["aa_s"], done = timed([*tritonhook, "replay", "--store", str(store), "--variants", "plain,plain",
+    key = f"aa_rep_{os.environ['TRITONHOOK_REPLAY_REP_MS']}_ms" if os.environ.get("TRITONHOOK_REPLAY_REP_MS") else "aa"
+    results[f"{key}_s"], done = timed([*tritonhook, "replay", "--store", str(store), "--variants", "plain,plain",
                                    "--json"], env, "A/A replay")
     if done.returncode == 0:
         aa = json.loads(done.stdout)
-        verdicts = [row["variants"][1]["verdict"] for row in aa["rows"] if len(row["variants"]) > 1]
-        results["aa"] = {"rows": len(aa["rows"]), "no_difference": sum(v in ("no difference", "SASS identical")
-                                                                        for v in verdicts),
-                         "verdicts": verdicts, "fidelity": aa["fidelity"], "times_s": aa["times_s"],
-                         "rounds": {kind: rounds_spent(aa[kind]) for kind in ("rows", "candidates")}}
+        verdicts = {kind: [row["variants"][1]["verdict"] for row in aa[kind] if len(row.get("variants", [])) > 1]
+                    for kind in ("rows", "candidates")}
+        results[key] = {"rows": len(aa["rows"]), "no_difference": sum(v in ("no difference", "SASS identical")
+                                                                        for v in verdicts["rows"]),
+                        "candidates": len(aa["candidates"]),
+                        "candidates_no_difference": sum(v in ("no difference", "SASS identical")
+                                                        for v in verdicts["candidates"]),
+                        "verdicts": collections.Counter(verdicts["rows"] + verdicts["candidates"]),
+                        "fidelity": aa["fidelity"], "times_s": aa["times_s"],
+                        "rounds": {kind: rounds_spent(aa[kind]) for kind in ("rows", "candidates")}}
 
 
 def rounds_spent(rows: list[dict]) -> dict:

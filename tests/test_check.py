@@ -30,7 +30,7 @@ from tritonhook.measure.sequential import StopRule, ratio_sequence, rounds_stop
 from tritonhook.measure.stats import interquartile_mean, median, verdict
 from tritonhook.samples import compile_sample
 from tritonhook.store import Store
-from tritonhook.sweep.replay import MIN_REPS, REP_MS
+from tritonhook.sweep.replay import MIN_REPS
 
 pytestmark = pytest.mark.release_independent
 torch = pytest.importorskip("torch")
@@ -401,7 +401,7 @@ def _gate_calls_regressed(base_round, current_round) -> bool:
 def _gate_runs(kernels, slowdown: float, runs: int) -> list[list[bool]]:
     """Per resampled run, per kernel: does the gate call the current build regressed? A resampled run replays as
     the gate does: each round's figure per build the interquartile mean of as many calls as the replay's timer
-    makes (`REP_MS` worth, at least `MIN_REPS`), the calls drawn with replacement from one recorded run of the
+    makes (`config.sweep.REPLAY_REP_MS` worth, at least `MIN_REPS`), the calls drawn with replacement from one recorded run of the
     kernel (one process, as the gate's single replay), the current build's multiplied by `slowdown`."""
     rng = random.Random(40)
     flagged = []
@@ -409,7 +409,7 @@ def _gate_runs(kernels, slowdown: float, runs: int) -> list[list[bool]]:
         row = []
         for recorded in kernels:
             calls = rng.choice(recorded)
-            per_round = max(MIN_REPS, round(REP_MS / median(calls)))
+            per_round = max(MIN_REPS, round(config.sweep.REPLAY_REP_MS.default / median(calls)))
             figure = lambda: interquartile_mean([rng.choice(calls) for _ in range(per_round)])  # noqa: E731
             row.append(_gate_calls_regressed(figure, lambda: figure() * slowdown))
         flagged.append(row)

@@ -326,3 +326,27 @@ def test_a_cluster_without_room_for_a_task_is_one_error_not_a_hang(recorded, ray
     with pytest.raises(TritonhookError, match="--ray: the cluster has no room for a replay task"):
         replay(recording, store, VARIANTS,
                workers=Workers.at(ray=True, worker=fake()))  # one GPU per task; this cluster has none
+
+
+def test_a_replay_job_hands_out_its_costliest_signatures_first(recorded, tmp_path):
+    """The workers take a job's signatures in its order; a costly one taken last keeps one GPU busy while the others
+    wait at the end (a `tune` chunk on two GPUs waited so). Given cheapest first, the job puts them costliest first:
+    by timed arms, rounds and the recorded time per launch (`replay_cost`)."""
+    from tritonhook.sweep.replay import build_all, replay_cost, replay_job, stop_rule
+
+    store, recording = recorded
+    cheapest_first = sorted(recording.signatures, key=lambda s: s.time_per_launch_ms)
+    built = build_all(store, cheapest_first, VARIANTS, rows={})  # no row: a failed build would be a KeyError
+    rules = {s.id: stop_rule(s, config.sweep.DEFAULT_ROUNDS, 0.01) for s in cheapest_first}
+    fast_span_ms = 1e-3  # a round's span below every kernel's MIN_REPS calls: the time per launch decides
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(config.sweep.REPLAY_REP_MS.name, str(fast_span_ms))
+        job = replay_job(tmp_path, recording, store, cheapest_first, built, {}, rules,
+                         rounds=config.sweep.DEFAULT_ROUNDS, l2="cold", l2_dirt="none")
+    order = [entry["id"] for entry in job.signatures]
+    timed = {entry["id"]: sum(v["timed"] for v in entry["variants"]) for entry in job.signatures}
+    by_id = {s.id: s for s in cheapest_first}
+    costs = [replay_cost(by_id[i], timed[i], rules[i].cap, fast_span_ms) for i in order]
+    assert costs == sorted(costs, reverse=True) and len(set(costs)) == len(costs)
+    assert order != [s.id for s in cheapest_first]
+    assert order[0] == max(by_id, key=lambda i: by_id[i].time_per_launch_ms * timed[i])

@@ -37,8 +37,9 @@ SIGNATURE_KIND = "sweep-signature"
 """The kind each signature's replay result is kept under in the store as it arrives (see `_journal`): a plain
 record, found by its recording."""
 register_result_kind(ResultKind(SIGNATURE_KIND, source="recording"))
-WARMUP_MS, REP_MS, MIN_REPS = 5.0, 20.0, 10
-"""Per round and variant: the timer's warm-up, the time its repetitions span, and the fewest repetitions."""
+MIN_REPS = 10
+"""Per round and variant: the fewest timed calls (their span: `config.sweep.REPLAY_REP_MS`, the warm-up a quarter
+of it)."""
 
 
 def select_signatures(recording: Recording, *, kernel: str | None = None, top: int | None = None,
@@ -568,8 +569,9 @@ def replay_job(work: Path, recording: Recording, store: Store, signatures: list[
                rules: dict[int, StopRule], *, rounds: int, l2: str, l2_dirt: str,
                synthetic_fill: str = config.sweep.SYNTHETIC_FILLS[0]) -> ReplayJob:
     """The job replaying `signatures`' `built` variants, their cubins and metadata written under `work` (once per
-    capture and label)."""
-    entries, dirt_of_group = [], _dirt_of_groups(recording)
+    capture and label), the costliest first (`replay_cost`)."""
+    entries, costs, dirt_of_group = [], {}, _dirt_of_groups(recording)
+    rep_ms = config.sweep.REPLAY_REP_MS.get()
     for signature in signatures:
         variants = []
         for label, variant in built[signature.id].items():
@@ -586,12 +588,25 @@ def replay_job(work: Path, recording: Recording, store: Store, signatures: list[
                 entry["launch"] = _launch_of(other)
             variants.append(entry)
         rule = rules.get(signature.id)
+        costs[signature.id] = replay_cost(signature, sum(v["timed"] for v in variants), rule.cap if rule else rounds,
+                                          rep_ms)
         entries.append({"id": signature.id, "args": signature.args, "l2_resident": signature.l2_resident,
                         "l2_dirt": _probed_dirt(signature, dirt_of_group), **_launch_of(signature),
                         "variants": variants,
                         "stop": rule and rule.to_json()})
+    entries.sort(key=lambda entry: -costs[entry["id"]])
     return ReplayJob(str(store.path), recording.arch, f"recording {recording.id}", tuple(entries), rounds, l2,
-                     l2_dirt, WARMUP_MS, REP_MS, MIN_REPS, synthetic_fill)
+                     l2_dirt, rep_ms / 4, rep_ms, MIN_REPS, synthetic_fill)
+
+
+def replay_cost(signature: Signature, timed_arms: int, most_rounds: int, rep_ms: float) -> float:
+    """What replaying `signature` costs at most, in ms of timed calls: its timed arms, each round's span per arm
+    (`rep_ms`, or `MIN_REPS` calls of a kernel slower than that) and its rounds' cap. Why: the workers take the
+    signatures in the job's order, and a long one taken last keeps one GPU busy while the others wait at the end of
+    the replay (with 2 GPUs, a search chunk's replay waited so on its costliest signature); longest first bounds
+    that wait by the shortest jobs (list scheduling)."""
+    per_call_ms = signature.time_per_launch_ms or 0.0
+    return timed_arms * most_rounds * max(rep_ms, MIN_REPS * per_call_ms)
 
 
 def _launch_of(signature: Signature) -> dict:
