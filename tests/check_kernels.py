@@ -3,7 +3,7 @@ regression gate (tests/test_check.py): "v1" the baseline; "grown", the same comp
 front of it, so its code is larger (the fake worker's --time-with-text makes it slower by exactly its .text size
 ratio); "changed", another constant (same size, different machine code and results: the fake worker's --interpret
 runs both in Triton's interpreter). Templates of one name whose code differs, as Inductor generates
-(`compile_template`). And a dropout kernel taking a fresh seed at each launch (`compile_dropout`). Compiled for
+(`compile_template`); kernels numbered in their graph, as Inductor names them (`compile_numbered`). And a dropout kernel taking a fresh seed at each launch (`compile_dropout`). Compiled for
 sm_90a with no GPU."""
 
 from __future__ import annotations
@@ -84,6 +84,31 @@ def compile_template(folder: Path, modifier: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return triton.compile(ASTSource(module.triton_tem_fused_0, SIGNATURE, CONSTEXPRS), target=GPUTarget("cuda", 90, 32))
+
+
+NUMBERED = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * {factor}, mask=mask)
+'''
+
+
+def compile_numbered(folder: Path, name: str, factor: float):
+    """A pointwise kernel as Inductor generates one, `name` numbered in its graph (`triton_poi_fused_mul_3`), its
+    own module file in `folder`: the same `factor` under two numbers is the same machine code. Triton's
+    CompiledKernel for sm_90a (captured by an active session)."""
+    text = NUMBERED.format(name=name, factor=factor)
+    path = folder / f"c{hashlib.sha256(text.encode()).hexdigest()[:16]}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return triton.compile(ASTSource(getattr(module, name), SIGNATURE, CONSTEXPRS), target=GPUTarget("cuda", 90, 32))
 
 
 @triton.jit

@@ -128,13 +128,15 @@ def test_the_searchs_replays_share_their_workers_and_the_confirmation_starts_its
 def test_the_search_says_where_its_time_went_and_replays_no_miss_again(recorded):
     """The fake worker's times are not the recording's, so plain's rows miss the fidelity bar in every chunk; a
     sweep would replay them again under each other L2 rule to say why, and tune would do it once a chunk for
-    nothing it reads. Its time splits into the chunks' builds and replays instead."""
+    nothing it reads; nor does a chunk explain its rows (the confirmation explains the winners). Its time splits
+    into the chunks' builds and replays instead."""
     store, recording = recorded
     result = tune(recording, store, TuneSpace.parse("names"), top=1, rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
     swept = [r for r in store.results(RESULT_KIND_SWEEP) if r.recording_id == recording.id][-1]
     assert swept.fidelity.within < swept.fidelity.signatures  # a miss a sweep would have replayed again
     assert {"search build", "search replay"} <= set(result.times_s)
     assert not any("miss" in stage for stage in result.times_s)
+    assert not any("explain" in stage for stage in result.times_s)  # the search disassembles nothing to explain
     assert result.times_s["search build"] + result.times_s["search replay"] <= result.times_s["search"]
 
 

@@ -80,10 +80,16 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
         if s.id in captures and s.capture_id not in specialized:
             specialized[s.capture_id] = specialization(s, captures[s.id], store)
     keys = {s.id: match_key(s, captures.get(s.id), specialized.get(s.capture_id, {})) for s in recording.signatures}
-    found, unmatched = _matching(baseline, recording, captures, keys)
+    found, unmatched, renamed = _matching(baseline, recording, captures, keys, store)
     prebuilt = {sid: _pair(build, store, captures[sid], time_identical) for sid, build in found.items()}
     result = CheckResult(baseline.source, recording.id, plan.min_effect, [], unmatched, plan.rounds, plan.l2,
                          fixed_rounds=plan.fixed_rounds, l2_dirt=plan.l2_dirt, max_unchecked=max_unchecked)
+    if renamed:
+        sid, build = next(iter(renamed.items()))
+        signature = next(s for s in recording.signatures if s.id == sid)
+        result.warnings.append(f"{len(renamed)} signature(s) of the current run have no baseline build of their "
+                               f"kernel's name and met one of another name by their machine code (Inductor numbers "
+                               f"its kernels per graph), e.g. {signature.kernel} <- {build.key['kernel']}")
     if prebuilt:
         def replayed(ids) -> list:
             swept = replay(recording, store, [], plan, workers=Workers.at(worker=worker, progress=progress),
@@ -98,9 +104,11 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
     return result
 
 
-def _matching(baseline: Baseline, recording: Recording, captures: dict, keys: dict) -> tuple[dict, list[Unmatched]]:
-    """The baseline build of each current signature that has one (by signature id), and the unmatched of both runs
-    with why: the builds of each key paired by `baseline.matched`."""
+def _matching(baseline: Baseline, recording: Recording, captures: dict, keys: dict, store: Store
+              ) -> tuple[dict, list[Unmatched], dict]:
+    """The baseline build of each current signature that has one (by signature id), the unmatched of both runs
+    with why, and the renamed: the builds of each key paired by `baseline.matched`, then a signature with no
+    baseline build of its key met by its machine code under another name (`_same_machine_code`; by signature)."""
     builds = baseline.by_key()
     current: dict[str, dict[str, dict]] = {}  # per key, the current builds' code by Triton hash
     for signature in recording.signatures:
@@ -108,27 +116,66 @@ def _matching(baseline: Baseline, recording: Recording, captures: dict, keys: di
             current.setdefault(key_text(keys[signature.id]), {})[signature.triton_hash] = \
                 code_of(signature, captures[signature.id])
     pairs = {text: matched(builds.get(text, []), code) for text, code in current.items()}
+    nameless = [s for s in recording.signatures if s.id in captures and key_text(keys[s.id]) not in builds]
+    renamed = _same_machine_code(nameless, [b for b in baseline.builds if key_text(b.key) not in current], captures,
+                                 keys, store)
     found, unmatched = {}, []
     for signature in recording.signatures:
         text = key_text(keys[signature.id])
-        if (build := pairs.get(text, {}).get(signature.triton_hash)) is not None:
+        if (build := pairs.get(text, {}).get(signature.triton_hash) or renamed.get(signature.id)) is not None:
             found[signature.id] = build
             continue
         why = "no build of it in the store (compiled before recording?)" if signature.id not in captures else \
-            "no baseline build of this kernel and specialization" if text not in builds else \
-            _ambiguous(len(builds[text]), len(current[text]), "baseline")
+            "no baseline build of this kernel and specialization, nor of its machine code" if text not in builds \
+            else _ambiguous(len(builds[text]), len(current[text]), "baseline")
         unmatched.append(Unmatched(signature.label(), why, signature.id, recording.share(signature)))
     launched = [keys[s.id] for s in recording.signatures if s.id in captures]
+    met_renamed = list(renamed.values())
     for build in baseline.builds:
         text = key_text(build.key)
         if text not in current:
-            unmatched.append(Unmatched(build.label, _not_launched_why(build.key, launched)))
+            if all(build is not met for met in met_renamed):
+                unmatched.append(Unmatched(build.label, _not_launched_why(build.key, launched)))
         elif all(build is not paired for paired in pairs[text].values()):
             why = _ambiguous(len(builds[text]), len(current[text]), "current")
             unmatched.append(Unmatched(build.label, f"in the baseline, {why}"))
     unmatched += [Unmatched(label, "in the baseline recording with no build in its store")
                   for label in baseline.unbuilt]
-    return found, unmatched
+    return found, unmatched, renamed
+
+
+def _same_machine_code(nameless: list, unlaunched: list, captures: dict, keys: dict, store: Store) -> dict:
+    """The baseline build whose machine code each of the `nameless` current signatures (no baseline build of its
+    key) is, among the `unlaunched` baseline builds (no current build of theirs), by signature: a build of the same
+    argument types, constexprs, specialization and launch options under another kernel name, whose kernel .text,
+    registers, spills and launch metadata are the same (`_machine_code`). Why: Inductor numbers the kernels of a
+    graph in order (`triton_red_fused_sum_29`), so where a second cold run compiled one kernel more or less before
+    them (another template chosen, another fusion) every later name moves, and a gate by name leaves their code
+    unchecked though it is the baseline's. Code that changed under a new name stays unmatched: which baseline
+    build it replaces is not known. Only builds of a key (less the name) both sides have are parsed. By signature
+    id."""
+    unnamed = lambda key: key_text({k: v for k, v in key.items() if k != "kernel"})  # noqa: E731
+    shared = {unnamed(keys[s.id]) for s in nameless} & {unnamed(b.key) for b in unlaunched}
+    by_code = {}
+    for build in unlaunched:
+        if unnamed(build.key) in shared:  # builds of one code alike: any of them is that machine code
+            by_code.setdefault(_machine_code(build.entry, build.cubin, build.metadata_json, unnamed(build.key)), build)
+    found = {}
+    for signature in nameless:
+        if unnamed(keys[signature.id]) in shared:
+            capture = captures[signature.id]
+            code = _machine_code(capture.entry, store.read(capture, "cubin"), store.read(capture, "json"),
+                                 unnamed(keys[signature.id]))
+            if (build := by_code.get(code)) is not None:
+                found[signature.id] = build
+    return found
+
+
+def _machine_code(entry: str, cubin: bytes, metadata_json: bytes, unnamed_key: str) -> str:
+    """What a build is whatever its kernel's name: its key less the name, its kernel's cubin summary (the .text
+    hash among it) and its launch metadata (`UNCOMPARED_METADATA` left out), as one string."""
+    summary = Cubin.from_bytes(cubin, label=f"build of {entry}").summary(entry)
+    return json.dumps([unnamed_key, summary, _launch_metadata(metadata_json)], sort_keys=True, default=str)
 
 
 def _ambiguous(baseline: int, current: int, other: str) -> str:
@@ -194,13 +241,15 @@ def _pair(build, store: Store, capture, time_identical: bool) -> dict[str, Built
         summary = Cubin.from_bytes(cubin, label=f"{label} build of {entry}").summary(entry)
         pairs.append(BuiltVariant(label, entry, cubin, metadata, None, None, summary))
     base, current = pairs
-    if not time_identical and base.summary == current.summary and _launch(base) == _launch(current):
+    if (not time_identical and base.summary == current.summary
+            and _launch_metadata(base.metadata_json) == _launch_metadata(current.metadata_json)):
         current.same_text_as = BASELINE_LABEL
     return {BASELINE_LABEL: base, CURRENT_LABEL: current}
 
 
-def _launch(built: BuiltVariant) -> dict:
-    return {k: v for k, v in json.loads(built.metadata_json).items() if k not in UNCOMPARED_METADATA}
+def _launch_metadata(metadata_json: bytes) -> dict:
+    """A build's Triton metadata less what differs between two builds of the same machine code."""
+    return {k: v for k, v in json.loads(metadata_json).items() if k not in UNCOMPARED_METADATA}
 
 
 def _judged(row, key: str) -> KernelCheck:

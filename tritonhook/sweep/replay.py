@@ -72,6 +72,8 @@ class ReplayPlan:
     replayed again to say why (`config.sweep.SWEEP_EXPLAIN_MISSES` can turn it off everywhere). Off where a
     replay's figures are ratios inside it and its fidelity is never read: `tune` (which would replay plain's misses
     again at every chunk of candidates), the gate, `upgrade` and `bisect` (again at every release or commit).
+    `explain_rows`: what changed in each timed variant's cubin (`result.explain`, a disassembly of each); off for
+    `tune`'s search chunks, whose winners the confirming replay explains.
 
     `l2` (`config.sweep.L2_MODES`): "measured", the default (inputs rotated, and the parts of each buffer the
     recording's L2 probe found in L2 inside the workload read into L2 just before each call; `l2probe`; signatures
@@ -92,6 +94,7 @@ class ReplayPlan:
     l2: str = config.sweep.L2_MODES[0]
     l2_dirt: str = config.sweep.L2_DIRT[0]
     explain_misses: bool = True
+    explain_rows: bool = True
 
     def __post_init__(self) -> None:
         if self.l2 not in config.sweep.L2_MODES:
@@ -149,7 +152,10 @@ def _replay(recording: Recording, store: Store, variants: Sequence[Variant], pla
     replay_s = time.time() - began
     times = {"record": record_s, "build": build_s, "replay": replay_s}
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
-    explain(shown, built)  # the rows shown; the autotune candidates' (JSON only) would cost a disassembly each
+    began = time.time()
+    if plan.explain_rows:  # the rows shown; the autotune candidates' (JSON only) would cost a disassembly each
+        explain(shown, built)
+        times["explain"] = time.time() - began
     began = time.time()
     if _compare_configs(recording, store, shown, built, workers, l2, l2_dirt, min_effect):
         times["config check"] = time.time() - began

@@ -354,7 +354,9 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
     explored = {"candidates": [v.to_json() for v in candidates]}
     warnings = []
     with run.workers.kept() as kept:  # the search's replays share workers; the confirmation starts its own
-        search = dataclasses.replace(run, workers=kept, stages={})
+        # the search's chunks are figures for picking winners: the confirmation explains what it keeps
+        search = dataclasses.replace(run, plan=dataclasses.replace(run.plan, explain_rows=False), workers=kept,
+                                     stages={})
         chunks = [candidates[start:start + CHUNK] for start in range(0, len(candidates), CHUNK)]
         chosen = select_signatures(recording, kernel=pattern, autotune_top=1)  # what each replay of `run` chooses
         with _BuildsAhead(store, chosen) as ahead:
