@@ -152,7 +152,8 @@ def test_a_kernel_numbered_anew_meets_the_baseline_build_of_its_machine_code_and
     store, current = _run(tmp_path / "current", {"poi_4": numbered("triton_poi_fused_mul_4", 2.0),
                                                  "poi_6": numbered("triton_poi_fused_mul_6", 5.0)})
     result = check(Baseline.from_recording(base, base_store), current, store, PLAN, worker=BY_TEXT)
-    assert [(k.kernel, k.verdict) for k in result.kernels] == [("triton_poi_fused_mul_4", "SASS identical")]
+    assert [(k.kernel, k.baseline_kernel, k.verdict) for k in result.kernels] == [
+        ("triton_poi_fused_mul_4", "triton_poi_fused_mul_3", "SASS identical")]
     assert sorted((u.label.split(" ")[0], u.why.split(",")[0]) for u in result.unmatched) == [
         ("triton_poi_fused_mul_5", "in the baseline"),
         ("triton_poi_fused_mul_6", "no baseline build of this kernel and specialization")]

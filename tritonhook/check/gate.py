@@ -100,6 +100,9 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
             return [_judged(row, key_label(keys[row.signature])) for row in swept.rows if row.signature in ids]
 
         result.kernels = _retested(replayed(set(prebuilt)), replayed)
+        for kernel in result.kernels:
+            if kernel.signature in renamed:
+                kernel.baseline_kernel = renamed[kernel.signature].key["kernel"]
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
 

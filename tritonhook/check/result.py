@@ -47,6 +47,8 @@ class KernelCheck:
     rounds: int | None = None           # rounds timed, and why they stopped (measure.sequential)
     stopped: str | None = None
     retest: str | None = None           # a "slower" replayed again in new worker processes: that replay's figures
+    baseline_kernel: str | None = None  # the baseline build's kernel name, where it met one of another name by
+                                        # its machine code (`gate._same_machine_code`)
 
     @property
     def failed(self) -> bool:

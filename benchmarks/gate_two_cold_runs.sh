@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The gate between two cold runs of one workload, on two GPUs of one host at once: GPU 1 records the baseline and
+# saves it as a baseline file (`check --save-baseline`), GPU 0 records the current run (`record`), each from cold
+# Triton and Inductor caches and on half of the cores; then `check --baseline FILE --current ID` of the second
+# against the first. No baseline pick is pinned in the current run (the two ran at once): under `max-autotune` the
+# two runs' autotuners choose apart, so this is the hardest case of the gate's matching. From the repository root:
+#     OUT=/some/dir bash benchmarks/gate_two_cold_runs.sh python3 benchmarks/workloads/bert_max_autotune.py 6
+# Writes OUT/check.json (the gate's result) and OUT/summary.json (checked, unchecked share, the signatures met by
+# machine code under another name and their share), and prints the summary last.
+set -u
+OUT=${OUT:-$PWD/gate-out}
+SCRATCH=${SCRATCH:-/tmp/gate-two}
+PY=${PYTHON:-python3}
+mkdir -p "$OUT" "$SCRATCH"
+began=$(date +%s)
+cold() { echo TRITON_CACHE_DIR="$SCRATCH/$1/triton" TORCHINDUCTOR_CACHE_DIR="$SCRATCH/$1/inductor"; }
+( env $(cold base) CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 $PY -m tritonhook check --store "$SCRATCH/base-store" \
+    --save-baseline "$SCRATCH/baseline.json" -- "$@" > "$OUT/baseline.log" 2>&1
+  echo "baseline exit $? after $(( $(date +%s) - began )) s" >> "$OUT/baseline.log" ) &
+env $(cold current) CUDA_VISIBLE_DEVICES=0 taskset -c 0-15 $PY -m tritonhook record --store "$SCRATCH/store" --json \
+    -- "$@" > "$OUT/current.json" 2> "$OUT/current.log"
+echo "current exit $? after $(( $(date +%s) - began )) s" >> "$OUT/current.log"
+wait
+tail -1 "$OUT/baseline.log" "$OUT/current.log"
+current=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['recording'])" "$OUT/current.json")
+CUDA_VISIBLE_DEVICES=0 $PY -m tritonhook check --store "$SCRATCH/store" --baseline "$SCRATCH/baseline.json" \
+    --current "$current" --json > "$OUT/check.json" 2> "$OUT/check.log"
+echo "check exit $? after $(( $(date +%s) - began )) s" >> "$OUT/check.log"
+$PY - "$OUT" <<'SUMMARY'
+import json, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+gate = json.loads((out / "check.json").read_text())
+kernels, unmatched = gate["kernels"], gate["unmatched"]
+checked = [k for k in kernels if k["status"] in ("passed", "regressed", "outputs changed")]
+renamed = [k for k in kernels if k.get("baseline_kernel")]
+summary = {"signatures": len(kernels), "checked": len(checked), "failures": [k["label"] for k in kernels if k["status"] in ("regressed", "outputs changed")],
+           "renamed": len(renamed), "renamed_share": sum(k["share"] or 0 for k in renamed),
+           "renamed_checked": sum(k in checked for k in renamed),
+           "unchecked_share": 1 - sum(k["share"] or 0 for k in checked),
+           "unmatched_current": sum(u["signature"] is not None for u in unmatched),
+           "unmatched_current_share": sum(u["share"] or 0 for u in unmatched if u["signature"] is not None),
+           "why": sorted({u["why"].split(",")[0] for u in unmatched})}
+(out / "summary.json").write_text(json.dumps(summary, indent=1))
+print(json.dumps(summary))
+SUMMARY
+tail -2 "$OUT/check.log"
