@@ -35,7 +35,7 @@ kernels, unmatched = gate["kernels"], gate["unmatched"]
 checked = [k for k in kernels if k["status"] in ("passed", "regressed", "outputs changed")]
 renamed = [k for k in kernels if k.get("baseline_kernel")]
 summary = {"signatures": len(kernels), "checked": len(checked), "failures": [k["label"] for k in kernels if k["status"] in ("regressed", "outputs changed")],
-           "renamed": len(renamed), "renamed_share": sum(k["share"] or 0 for k in renamed),
+           "outputs_changed": sum(k["status"] == "outputs changed" for k in kernels), "renamed": len(renamed), "renamed_share": sum(k["share"] or 0 for k in renamed),
            "renamed_checked": sum(k in checked for k in renamed),
            "unchecked_share": 1 - sum(k["share"] or 0 for k in checked),
            "unmatched_current": sum(u["signature"] is not None for u in unmatched),

@@ -84,12 +84,6 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
     prebuilt = {sid: _pair(build, store, captures[sid], time_identical) for sid, build in found.items()}
     result = CheckResult(baseline.source, recording.id, plan.min_effect, [], unmatched, plan.rounds, plan.l2,
                          fixed_rounds=plan.fixed_rounds, l2_dirt=plan.l2_dirt, max_unchecked=max_unchecked)
-    if renamed:
-        sid, build = next(iter(renamed.items()))
-        signature = next(s for s in recording.signatures if s.id == sid)
-        result.warnings.append(f"{len(renamed)} signature(s) of the current run have no baseline build of their "
-                               f"kernel's name and met one of another name by their machine code (Inductor numbers "
-                               f"its kernels per graph), e.g. {signature.kernel} <- {build.key['kernel']}")
     if prebuilt:
         def replayed(ids) -> list:
             swept = replay(recording, store, [], plan, workers=Workers.at(worker=worker, progress=progress),
@@ -103,6 +97,10 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
         for kernel in result.kernels:
             if kernel.signature in renamed:
                 kernel.baseline_kernel = renamed[kernel.signature].key["kernel"]
+        if met := [k for k in result.kernels if k.baseline_kernel]:
+            result.warnings.append(f"{len(met)} signature(s) had no baseline build of their kernel's name and met "
+                                   f"one of another name by their machine code (Inductor numbers its kernels per "
+                                   f"graph), e.g. {met[0].kernel} <- {met[0].baseline_kernel}")
     result.id = store.add_result(RESULT_KIND, result.to_json())
     return result
 
