@@ -116,6 +116,46 @@ def test_enable_apply_runs_the_pinned_config_without_benchmarking_for_that_tunin
     assert Autotuner.run is run
 
 
+def test_a_kept_pin_the_workload_refuted_is_not_applied_and_says_why(regret_sweep, monkeypatch):
+    """A kept decision carries its confirmation: a pin the newest confirmation found slower inside the workload
+    (a divergence pin chosen by the autotuners' µs timings was, at 5 of 32 keys of a DDP job) is not applied by
+    `--apply STORE`, in every process alike, with one warning naming that confirmation; the autotuner tunes that
+    key as it would unpinned. A newer confirmation that does not refute it applies it again."""
+    from triton.runtime.autotuner import Autotuner
+
+    from tritonhook.decisions.confirmation import RESULT_KIND, Confirmation, PinConfirmation
+
+    store, result = regret_sweep
+    (pin,) = [d for d in decisions.from_result(store, result.id).decisions if isinstance(d.key, decisions.AutotuneKey)]
+    pinned = pin.choice.label.split("+config:")[1]
+
+    def confirmed(unpinned_ms: float) -> int:
+        found = PinConfirmation("add_kernel", ["4096"], pinned, {"ratio": 0.75, "low": 0.74, "high": 0.76},
+                                {"unpinned": [unpinned_ms] * 3, "pinned": [0.02] * 3}, 0.02 / unpinned_ms,
+                                0.02 / unpinned_ms * 0.99, 0.02 / unpinned_ms * 1.01,
+                                "slower" if unpinned_ms < 0.02 else "no difference", True, ["BLOCK=512"] * 3,
+                                "BLOCK=1024", None, decision=pin.to_json())
+        return store.add_result(RESULT_KIND, Confirmation(result.id, ["python", "w.py"], 3, [found], {}, {}).to_json())
+
+    def tuned_at_4096() -> list:
+        benchmarked = []
+        autotuned = _autotuned(benchmarked)
+        with tritonhook.session(store.path, apply=store.path, subprocesses=False):
+            _call(autotuned, 4096)
+        assert Autotuner.run is run
+        return benchmarked
+
+    monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", GPU)
+    run = Autotuner.run
+    refuted = confirmed(0.015)  # the pinned config ran a third slower than the unpinned runs' picks
+    with pytest.warns(RuntimeWarning) as warned:
+        assert len(tuned_at_4096()) == len(CONFIGS)  # not pinned: tuned as usual
+    assert any(f"decision {pin.id} (add_kernel, {pin.choice.label}) not applied: refuted in the workload by "
+               f"confirmation {refuted}: NOT confirmed inside the workload: slower" in str(w.message) for w in warned)
+    confirmed(0.02)  # a newer confirmation: no difference (not judged), so the pin applies again
+    assert tuned_at_4096() == []
+
+
 def _pruned_into_own_configs(stages_added: int, zeroed: list, benchmarked: list):
     """The add kernel autotuned with a pruner that returns configs of its own making, as GemLite's does (it adds
     constexprs and a `pre_hook` zeroing a split-K output): each config again with `stages_added` more stages and a

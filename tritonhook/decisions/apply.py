@@ -38,6 +38,7 @@ from ..errors import TritonhookError, warn
 from ..preflight import visible_gpu_name
 from ..rename import prefixer, rename_in_stage, strip_name
 from ..store import Store
+from .confirmation import decision_text, newest_confirmations
 from .keep import controls_of, listing
 from .model import PLAIN, STRIP, AutotuneKey, Decision, Key, read_file
 
@@ -65,14 +66,22 @@ def _warn(message: str) -> None:
 
 def load(source: str | os.PathLike, store: Store) -> list[tuple[Decision, bytes | None]]:
     """The decisions of `source` with their control files' bytes: a decisions file (each refused entry one
-    warning), or a store directory (`store` itself when it is that directory)."""
+    warning), or a store directory (`store` itself when it is that directory), less the decisions its newest
+    confirmation of them refuted in the workload (each one warning: a kept decision carries its confirmation, and
+    a pin found slower where the job runs is not applied to the job; a decisions file applies what it holds)."""
     path = Path(source)
     if path.is_dir():
         held = store if path.resolve() == store.path.resolve() else Store.of(path, readonly=True)
         kept, found = listing(held), []
         for line in kept.warnings:
             _warn(f"decision not applied: {line}")
+        confirmations = newest_confirmations(held)
         for decision in kept.decisions:
+            said = confirmations.get(decision_text(decision.to_json()))
+            if said is not None and said["confirmed"] is False:
+                _warn(f"decision {decision.id} ({decision.evidence.kernel}, {decision.choice.label}) not applied: "
+                      f"refuted in the workload by confirmation {said['id']}: {said['in words']}")
+                continue
             try:
                 found.append((decision, controls_of(held, decision)))
             except TritonhookError as exc:
