@@ -10,7 +10,8 @@ machine's ranks share theirs):
 1. `--runs` cold runs of `torchrun --standalone --nproc-per-node N WORKLOAD` under `tritonhook record` (one store);
 2. `tritonhook decisions divergence` over them: the tuning keys, the divergent ones, their flip rates and the cost
    inside the workload; `--replay --top K` (`--replay-top`, default 5): the rival picks of the K costliest
-   divergent keys timed on one GPU, with intervals; `--pin`: one pick a key;
+   divergent keys timed on one GPU, with intervals; `--pin`: one pick a key, every divergent key's rivals replayed
+   first (a rival faster beyond doubt is the pin);
 3. `--pinned-runs` cold runs under `tritonhook record --apply` (a second store), and the divergence among them
    (a pinned key should agree everywhere);
 4. `tritonhook decisions confirm --decision ID ... --runs --confirm-runs` of the pins in the job (ABBA, fresh

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -67,8 +68,25 @@ def test_each_processs_pick_is_recorded_with_its_rank_and_the_divergent_key_foun
     assert {text.split(",")[0] for text in key.timings} == {"BLOCK=256", "BLOCK=512", "BLOCK=1024"}
 
 
+def test_a_pin_replays_the_rival_picks_first_and_says_when_it_could_not(two_runs, tmp_path):
+    """`--pin` times each divergent key's rival picks before it pins (the autotuners' own µs timings are each
+    process's draw: such pins ran slower in a DDP job at 5 of 32 keys): where nothing could be replayed (here: no
+    rival pick's kernel was captured), the pins say they are the autotuners' fastest; `--no-replay` asks for that,
+    and is refused in one line without `--pin`."""
+    store = tmp_path / "store"
+    shutil.copytree(two_runs, store)
+    shown = json.loads(_cli("decisions", "divergence", "--store", store, "--pin", "--json").stdout)
+    (warning,) = [w for w in shown["pins"]["warnings"] if w.startswith("nothing replayed")]
+    assert "no divergent tuning key with its picks' kernels recorded to replay" in warning
+    assert len(shown["pins"]["decisions"]) == 1
+    refused = subprocess.run([sys.executable, "-m", "tritonhook", "decisions", "divergence", "--store", str(store),
+                              "--no-replay"], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
+        "tritonhook: error: --no-replay: only with --pin, and not with --replay"]
+
+
 def test_one_pick_pinned_for_every_rank_runs_in_each_with_nothing_benchmarked(two_runs, tmp_path):
-    shown = json.loads(_cli("decisions", "divergence", "--store", two_runs, "--pin", "--json").stdout)
+    shown = json.loads(_cli("decisions", "divergence", "--store", two_runs, "--pin", "--no-replay", "--json").stdout)
     assert shown["divergent"] == 1
     (pin,) = shown["pins"]["decisions"]
     assert pin["key"]["gpu"] == GPU and dict(pin["choice"]["config"])["BLOCK"] == 256  # the tie's fixed rule

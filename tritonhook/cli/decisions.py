@@ -38,11 +38,16 @@ def add_decisions(sub) -> None:
     spread.add_argument("--recording", action="append", metavar="ID", dest="recordings",
                         help="a recording to read (repeatable; default: every recording in the store)")
     spread.add_argument("--pin", action="store_true",
-                        help="pin each divergent key's fastest pick by the autotuners' own timings (a near-tie "
-                             "broken by a fixed rule) for every rank and run; apply with run --apply STORE")
+                        help="pin one pick per divergent key for every rank and run: its rival picks replayed on "
+                             "this GPU first (as --replay), the one faster beyond doubt, else the fastest by the "
+                             "autotuners' own timings (a near-tie broken by a fixed rule); apply with run --apply "
+                             "STORE")
     spread.add_argument("--replay", action="store_true",
                         help="replay each divergent key's rival picks on this GPU against the fastest, interleaved: "
                              "how far apart they really are (an interval), where the autotuners' timings are draws")
+    spread.add_argument("--no-replay", action="store_true",
+                        help="with --pin: pin by the autotuners' own timings alone, nothing replayed (no GPU needed; "
+                             "at µs scale those timings are each process's draw)")
     spread.add_argument("--top", type=int, default=None, metavar="N",
                         help="with --replay: the N divergent keys whose divergence cost the workload most (default: "
                              "every one)")
@@ -82,12 +87,20 @@ def _divergence(args) -> int:
     merged = [r for r in found if not r.label or r.label.endswith("-merged") or not any(
         other.label == f"{r.label}-merged" for other in found)]  # a run's processes once: its merged recording
     report = divergence(merged)
-    if args.replay:
+    if args.no_replay and (args.replay or not args.pin):
+        raise TritonhookError("--no-replay: only with --pin, and not with --replay")
+    unreplayed = None
+    if args.replay or args.pin and not args.no_replay:
         from ..sweep.replay import Workers
         from ..sweep.rivals import replay_rivals
 
-        replay_rivals(merged, store, report, Workers.at(progress=True),
-                      top=positive_count(args.top, "--top"))
+        try:
+            replay_rivals(merged, store, report, Workers.at(progress=True),
+                          top=positive_count(args.top, "--top"))
+        except TritonhookError as exc:  # asked for: an error; on the way to pins: the pins say so
+            if args.replay:
+                raise
+            unreplayed = str(exc)
     pins = None
     if args.pin:
         gpus = {r.device for r in merged if r.device}
@@ -95,6 +108,9 @@ def _divergence(args) -> int:
             raise TritonhookError(f"recordings of {len(gpus)} GPU kinds ({', '.join(sorted(gpus))}); pin one at a "
                                   f"time with --recording")
         pins = from_divergence(store, report, next(iter(gpus), None))
+        if unreplayed:
+            pins.warnings.insert(0, f"nothing replayed ({unreplayed}): each pin is its key's fastest pick by the "
+                                    f"autotuners' own timings")
     if args.json:
         print_json({**report.to_json(), "pins": None if pins is None else pins.to_json()})
         return 0
