@@ -316,8 +316,8 @@ class sweep:
     REPLAY_REP_MS = EnvVar("TRITONHOOK_REPLAY_REP_MS", 10.0, Number(float, 0, above=True, unit="ms"),
                            "How long each variant's timed calls span in one round of a replay (at least 10 calls; "
                            "its warm-up a quarter of it). The rounds, not the calls in a round, make a verdict's "
-                           "interval: 10 ms, not 20, took a max-autotune model's A/A from 149 s to 97 s with no "
-                           "verdict lost (at 5 ms the rounds grew noisier and more of them were needed). "
+                           "interval: 10 ms, not 20, took a max-autotune model's A/A from 149 s to 97 s, every pair "
+                           "still 'no difference' (at 5 ms the rounds grew noisier and more of them were needed). "
                            "docs/sweep.md#what-a-replay-round-costs")
     ROW_PRECISION, CANDIDATE_PRECISION, CANDIDATE_CAP = 0.02, 0.05, 11
     """Adaptive rounds (`measure.sequential.StopRule`): a row's rounds stop once each variant's always-valid interval

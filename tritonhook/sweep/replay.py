@@ -609,7 +609,7 @@ def replay_cost(signature: Signature, timed_arms: int, most_rounds: int, rep_ms:
     """What replaying `signature` costs at most, in ms of timed calls: its timed arms, each round's span per arm
     (`rep_ms`, or `MIN_REPS` calls of a kernel slower than that) and its rounds' cap. Why: the workers take the
     signatures in the job's order, and a long one taken last keeps one GPU busy while the others wait at the end of
-    the replay (with 2 GPUs, a search chunk's replay waited so on its costliest signature); longest first bounds
+    the replay (each of `tune`'s chunks is a replay of its own, so it waits so once a chunk); longest first bounds
     that wait by the shortest jobs (list scheduling)."""
     per_call_ms = signature.time_per_launch_ms or 0.0
     return timed_arms * most_rounds * max(rep_ms, MIN_REPS * per_call_ms)
