@@ -5,7 +5,7 @@
 # against the first. No baseline pick is pinned in the current run (the two ran at once): under `max-autotune` the
 # two runs' autotuners choose apart, so this is the hardest case of the gate's matching. From the repository root:
 #     OUT=/some/dir bash benchmarks/gate_two_cold_runs.sh python3 benchmarks/workloads/bert_max_autotune.py 6
-# Writes OUT/check.json (the gate's result) and OUT/summary.json (checked, unchecked share, the signatures met by
+# Writes OUT/versions.txt, OUT/check.json (the gate's result) and OUT/summary.json (checked, unchecked share, the signatures met by
 # machine code under another name and their share), and prints the summary last.
 set -u
 OUT=${OUT:-$PWD/gate-out}
@@ -13,6 +13,9 @@ SCRATCH=${SCRATCH:-/tmp/gate-two}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT" "$SCRATCH"
 began=$(date +%s)
+$PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())" \
+    > "$OUT/versions.txt" 2>&1
+nvidia-smi --query-gpu=driver_version --format=csv,noheader >> "$OUT/versions.txt" 2>&1
 cold() { echo TRITON_CACHE_DIR="$SCRATCH/$1/triton" TORCHINDUCTOR_CACHE_DIR="$SCRATCH/$1/inductor"; }
 ( env $(cold base) CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 $PY -m tritonhook check --store "$SCRATCH/base-store" \
     --save-baseline "$SCRATCH/baseline.json" -- "$@" > "$OUT/baseline.log" 2>&1

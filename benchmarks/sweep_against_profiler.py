@@ -24,6 +24,7 @@ import argparse
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -133,6 +134,7 @@ def main():
     global LOGS
     LOGS = out.parent
     results: dict = json.loads(out.read_text()) if out.is_file() else {"command": workload}
+    results.setdefault("versions", versions())
 
     def save():
         out.write_text(json.dumps(results, indent=1))
@@ -181,6 +183,17 @@ def main():
         run_check(results, tritonhook, store, workload, cold_env(scratch, "check"))
         save()
     show(results)
+
+
+def versions() -> str:
+    """torch, Triton, the GPU and its driver, as this machine has them (a results file names them)."""
+    python = subprocess.run([sys.executable, "-c", "import torch, triton; print('torch', torch.__version__, 'triton', "
+                             "triton.__version__, torch.cuda.get_device_name())"], capture_output=True, text=True)
+    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                            capture_output=True, text=True) if shutil.which("nvidia-smi") else None
+    return " ".join(part for part in (python.stdout.strip() or python.stderr.strip()[-200:],
+                                      f"driver {driver.stdout.split()[0]}" if driver and driver.stdout.strip() else "")
+                    if part)
 
 
 def run_aa(results: dict, tritonhook: list[str], store: Path, env: dict) -> None:
