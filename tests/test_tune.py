@@ -19,6 +19,7 @@ from tritonhook.cubin import Cubin
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import PLAIN, parse_variant
 from tritonhook.sweep.result import RESULT_KIND as RESULT_KIND_SWEEP
+from tritonhook.sweep.replay import ReplayPlan
 from tritonhook.sweep.tune import CHUNK, OPTION_SETS, TuneResult, TuneSpace, parse_budget, tune
 from tritonhook.sweep.builds import build_variants, captured_ptxas
 
@@ -125,13 +126,18 @@ def test_the_searchs_replays_share_their_workers_and_the_confirmation_starts_its
 
 
 @pytest.mark.miss_check  # the check on, as outside the tests: tune must leave it off itself
-def test_the_search_says_where_its_time_went_and_replays_no_miss_again(recorded):
+def test_the_search_says_where_its_time_went_and_replays_no_miss_again(recorded, monkeypatch):
     """The fake worker's times are not the recording's, so plain's rows miss the fidelity bar in every chunk; a
     sweep would replay them again under each other L2 rule to say why, and tune would do it once a chunk for
-    nothing it reads; nor does a chunk explain its rows (the confirmation explains the winners). Its time splits
-    into the chunks' builds and replays instead."""
+    nothing it reads; nor does a chunk explain its rows (a disassembly of every timed variant: the confirmation
+    explains the winners). Its time splits into the chunks' builds and replays instead."""
+    replay_module = sys.modules[ReplayPlan.__module__]
+    explained, explain = [], replay_module.explain
+    monkeypatch.setattr(replay_module, "explain", lambda rows, built: explained.append(rows) or explain(rows, built))
     store, recording = recorded
-    result = tune(recording, store, TuneSpace.parse("names"), top=1, rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
+    space = TuneSpace.parse("names,options")
+    result = tune(recording, store, space, top=1, rounds=7, confirm_rounds=7, worker=FAKE_WORKER)
+    assert len(space.candidates()) > CHUNK and len(explained) == 1  # chunks replayed, the confirmation explained
     swept = [r for r in store.results(RESULT_KIND_SWEEP) if r.recording_id == recording.id][-1]
     assert swept.fidelity.within < swept.fidelity.signatures  # a miss a sweep would have replayed again
     assert {"search build", "search replay"} <= set(result.times_s)
