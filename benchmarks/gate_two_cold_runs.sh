@@ -32,18 +32,18 @@ echo "check exit $? after $(( $(date +%s) - began )) s" >> "$OUT/check.log"
 $PY - "$OUT" <<'SUMMARY'
 import json, sys
 from pathlib import Path
+from tritonhook.check.result import OUTPUTS_CHANGED, CheckResult
 out = Path(sys.argv[1])
-gate = json.loads((out / "check.json").read_text())
-kernels, unmatched = gate["kernels"], gate["unmatched"]
-checked = [k for k in kernels if k["status"] in ("passed", "regressed", "outputs changed")]
-renamed = [k for k in kernels if k.get("baseline_kernel")]
-summary = {"signatures": len(kernels), "checked": len(checked), "failures": [k["label"] for k in kernels if k["status"] in ("regressed", "outputs changed")],
-           "outputs_changed": sum(k["status"] == "outputs changed" for k in kernels), "renamed": len(renamed), "renamed_share": sum(k["share"] or 0 for k in renamed),
-           "renamed_checked": sum(k in checked for k in renamed),
-           "unchecked_share": 1 - sum(k["share"] or 0 for k in checked),
-           "unmatched_current": sum(u["signature"] is not None for u in unmatched),
-           "unmatched_current_share": sum(u["share"] or 0 for u in unmatched if u["signature"] is not None),
-           "why": sorted({u["why"].split(",")[0] for u in unmatched})}
+gate = CheckResult.from_json(json.loads((out / "check.json").read_text()))
+checked = [k for k in gate.kernels if k.checked]
+renamed = [k for k in gate.kernels if k.baseline_kernel]
+current_unmatched = [u for u in gate.unmatched if u.signature is not None]
+summary = {"signatures": len(gate.kernels), "checked": len(checked), "failures": [k.label for k in gate.failures],
+           "outputs_changed": sum(k.status == OUTPUTS_CHANGED for k in gate.kernels), "renamed": len(renamed),
+           "renamed_share": sum(k.share or 0 for k in renamed), "renamed_checked": sum(k.checked for k in renamed),
+           "unchecked_share": gate.unchecked_share, "unmatched_current": len(current_unmatched),
+           "unmatched_current_share": sum(u.share or 0 for u in current_unmatched),
+           "why": sorted({u.why.split(",")[0] for u in gate.unmatched})}
 (out / "summary.json").write_text(json.dumps(summary, indent=1))
 print(json.dumps(summary))
 SUMMARY

@@ -161,13 +161,14 @@ def _same_machine_code(nameless: list, unlaunched: list, captures: dict, keys: d
     for build in unlaunched:
         if unnamed(build.key) in shared:  # builds of one code alike: any of them is that machine code
             by_code.setdefault(_machine_code(build.entry, build.cubin, build.metadata_json, unnamed(build.key)), build)
-    found = {}
+    found, codes = {}, {}  # codes: per capture, read and parsed once however many signatures launched it
     for signature in nameless:
         if unnamed(keys[signature.id]) in shared:
             capture = captures[signature.id]
-            code = _machine_code(capture.entry, store.read(capture, "cubin"), store.read(capture, "json"),
-                                 unnamed(keys[signature.id]))
-            if (build := by_code.get(code)) is not None:
+            if capture.id not in codes:
+                codes[capture.id] = _machine_code(capture.entry, store.read(capture, "cubin"),
+                                                  store.read(capture, "json"), unnamed(keys[signature.id]))
+            if (build := by_code.get(codes[capture.id])) is not None:
                 found[signature.id] = build
     return found
 

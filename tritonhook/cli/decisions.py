@@ -77,6 +77,8 @@ def _divergence(args) -> int:
     from ..sweep.divergence import divergence
     from ..sweep.recording import RESULT_KIND, Recording
 
+    if args.no_replay and (args.replay or not args.pin):
+        raise TritonhookError("--no-replay: only with --pin, and not with --replay")
     store = open_store(args, write=args.pin)
     if args.recordings:
         found = [store.result(which) for which in args.recordings]
@@ -87,8 +89,6 @@ def _divergence(args) -> int:
     merged = [r for r in found if not r.label or r.label.endswith("-merged") or not any(
         other.label == f"{r.label}-merged" for other in found)]  # a run's processes once: its merged recording
     report = divergence(merged)
-    if args.no_replay and (args.replay or not args.pin):
-        raise TritonhookError("--no-replay: only with --pin, and not with --replay")
     unreplayed = None
     if args.replay or args.pin and not args.no_replay:
         from ..sweep.replay import Workers

@@ -38,7 +38,7 @@ from ..errors import TritonhookError, warn
 from ..preflight import visible_gpu_name
 from ..rename import prefixer, rename_in_stage, strip_name
 from ..store import Store
-from .confirmation import decision_text, newest_confirmations
+from .confirmation import decision_text
 from .keep import controls_of, listing
 from .model import PLAIN, STRIP, AutotuneKey, Decision, Key, read_file
 
@@ -72,12 +72,11 @@ def load(source: str | os.PathLike, store: Store) -> list[tuple[Decision, bytes 
     path = Path(source)
     if path.is_dir():
         held = store if path.resolve() == store.path.resolve() else Store.of(path, readonly=True)
-        kept, found = listing(held), []
+        kept, found = listing(held, confirmations=True), []
         for line in kept.warnings:
             _warn(f"decision not applied: {line}")
-        confirmations = newest_confirmations(held)
         for decision in kept.decisions:
-            said = confirmations.get(decision_text(decision.to_json()))
+            said = kept.confirmations.get(decision_text(decision.to_json()))
             if said is not None and said["confirmed"] is False:
                 _warn(f"decision {decision.id} ({decision.evidence.kernel}, {decision.choice.label}) not applied: "
                       f"refuted in the workload by confirmation {said['id']}: {said['in words']}")

@@ -411,8 +411,8 @@ def save(store: Store, decisions: list[tuple[Decision, bytes | None]]) -> list[D
 
 def listing(store: Store, *, confirmations: bool = False) -> DecisionList:
     """Every decision in the store; a row that no longer validates is left out with a line saying why.
-    `confirmations`: with what the newest confirmation of each says (read only where shown: an applying process
-    lists the decisions too)."""
+    `confirmations`: with what the newest confirmation of each says (`decisions ls`, and an applying process, which
+    leaves out what a confirmation refuted)."""
     warnings: list[str] = []
     found = store.results(RESULT_KIND, on_error=lambda _, exc: warnings.append(str(exc)))
     return DecisionList(found, warnings, confirmations=newest_confirmations(store) if confirmations else None)
