@@ -97,6 +97,26 @@ def test_one_pick_pinned_for_every_rank_runs_in_each_with_nothing_benchmarked(tw
     assert divergence(Store(again).results(rec.RESULT_KIND)).divergent
 
 
+def test_a_key_every_process_agreed_on_is_pinned_at_its_pick_too(tmp_path):
+    """Agreement over a few cold runs is a draw too: a 2-rank DDP job's key that all six processes of three cold
+    runs picked alike split its ranks in the next run, pinned at its 39 divergent keys (H200). `--pin` pins every
+    key: here one divergent (the tie, BLOCK 256 by the fixed rule) and one both ranks of both runs picked BLOCK 512
+    at; each rank then runs both pins with nothing benchmarked."""
+    from tritonhook.decisions.keep import AGREED_PICK_KIND, DIVERGENCE_KIND
+
+    store = tmp_path / "store"
+    for run in ("run-a", "run-b"):
+        _ranks("record", store, run, "--agreed")
+    shown = json.loads(_cli("decisions", "divergence", "--store", store, "--pin", "--no-replay", "--json").stdout)
+    assert shown["divergent"] == 1 and len(shown["keys"]) == 2
+    pinned = sorted((dict(p["choice"]["config"])["BLOCK"], p["evidence"]["source_kind"])
+                    for p in shown["pins"]["decisions"])
+    assert pinned == [(256, DIVERGENCE_KIND), (512, AGREED_PICK_KIND)]
+    ran = [json.loads(done.stdout) for done in _ranks("apply", store, "--agreed")]
+    assert [(r["timed"], {n: c["BLOCK"] for n, c in r["picks"].items()}) for r in ran] == \
+        [(0, {"4096": 256, "8192": 512})] * 2
+
+
 def test_a_rival_the_replay_measured_faster_is_pinned_instead_of_the_autotuners_fastest(two_runs, tmp_path):
     """The autotuners' own timings are draws: on an H200 a 2-rank job's replay ran a rival pick at 0.966 [0.958,
     0.980] of the pick its autotuners timed fastest. The pin takes the replay's measurement where one beat that pick

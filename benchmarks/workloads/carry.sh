@@ -4,7 +4,7 @@
 #   bash benchmarks/workloads/carry.sh DIR [NAME ...]
 #
 # NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger, fla, gemlite, diffusers, cce,
-# sageattention, aqlm, trifast, fbgemm, conch, mlstm, fat); none = all of them. Installs with
+# sageattention, aqlm, trifast, fbgemm, conch, mlstm, fat, stk, adasplash); none = all of them. Installs with
 # `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
 # carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
 # root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
@@ -52,19 +52,21 @@
 #              for an H200 (an LLVM assertion in the SLP vectorizer), with and without tritonhook
 #   fat        flash-attn-triton 0.1.1 (py3-none-any, 30 kB; FlashAttention-2's interface on Triton kernels: torch,
 #              triton, einops and pytest, which the GPU machine has)
+#   stk        stanford-stk 0.7.1 (py3-none-any; MegaBlocks' Triton block-sparse matmuls: torch and triton only)
+#   adasplash  adasplash 0.2.2 (py3-none-any, 37 kB; entmax attention in Triton: torch, triton and numpy only)
 # Then, e.g.:  PYTHONPATH=/tmp/wl/site python3 benchmarks/workloads/torchao_quant_gemm.py 10
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm|conch|mlstm|fat ...]" >&2
+    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm|conch|mlstm|fat|stk|adasplash ...]" >&2
     exit 2
 fi
 dir=$1
 shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm conch mlstm fat)
+    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm conch mlstm fat stk adasplash)
 fi
 python=${PYTHON:-python3}
 

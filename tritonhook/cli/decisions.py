@@ -38,10 +38,10 @@ def add_decisions(sub) -> None:
     spread.add_argument("--recording", action="append", metavar="ID", dest="recordings",
                         help="a recording to read (repeatable; default: every recording in the store)")
     spread.add_argument("--pin", action="store_true",
-                        help="pin one pick per divergent key for every rank and run: its rival picks replayed on "
-                             "this GPU first (as --replay), the one faster beyond doubt, else the fastest by the "
-                             "autotuners' own timings (a near-tie broken by a fixed rule); apply with run --apply "
-                             "STORE")
+                        help="pin one pick per tuning key for every rank and run: a divergent key's rival picks "
+                             "replayed on this GPU first (as --replay), the one faster beyond doubt, else the fastest "
+                             "by the autotuners' own timings (a near-tie broken by a fixed rule); a key every process "
+                             "agreed on, at that pick; apply with run --apply STORE")
     spread.add_argument("--replay", action="store_true",
                         help="replay each divergent key's rival picks on this GPU against the fastest, interleaved: "
                              "how far apart they really are (an interval), where the autotuners' timings are draws")

@@ -460,36 +460,46 @@ def import_file(store: Store, path: str | os.PathLike) -> DecisionList:
 
 # ----- one pick for every process ---------------------------------------------------------------------------------
 def from_divergence(store: Store, found: Divergence, gpu: str | None) -> DecisionList:
-    """One pick for every rank and run: each divergent tuning key's config pinned for `gpu` (the recordings'), the
-    fastest of its rival picks by the autotuners' own timings, a near-tie broken by a fixed rule
+    """One pick for every rank and run: every tuning key's config pinned for `gpu` (the recordings'). A divergent
+    key's pick is the fastest of its rival picks by the autotuners' own timings, a near-tie broken by a fixed rule
     (`KeyPicks.fastest`), never a vote among draws; where the key's rivals were replayed (`--replay`) and one ran
     faster than that pick beyond doubt, that one (`_replayed_faster`). Its evidence is that estimate (the pick's
-    median over the slowest rival's, the rivals' range as the interval) or that replay; `tritonhook decisions
-    confirm` confirms it in the workload. Saved in the store; `run --apply` then runs it in every process of the job."""
+    median over the slowest rival's, the rivals' range as the interval) or that replay. A key every process agreed
+    on is pinned at that pick (`AGREED_PICK_KIND`): agreement over a few cold runs is a draw too (a DDP job's key
+    that all six processes of three cold runs picked alike split its two ranks in the next run, on an H200).
+    `tritonhook decisions confirm` confirms the pins in the workload. Saved in the store; `run --apply` then runs
+    them in every process of the job."""
     if gpu is None:
         raise TritonhookError("the recordings name no GPU; a pin holds for the GPU it was measured on")
     date = _today()
     made, warnings = [], []
-    for key in found.divergent:
+    for key in found.keys:
         if (why := _unpinnable(key)) is not None:
             warnings.append(f"{_where(key)}: {why}; no pin")
-            continue
-        config = key.fastest()
-        if config is None:
+        elif not key.divergent:
+            evidence = Evidence(key.kernel, 1.0, None, None, "-", date, __version__, AGREED_PICK_KIND, None)
+            made.append((_pin(key, key.picks[-1].config, evidence, gpu), None))
+        elif (pinned := _divergent_pick(key, date)) is None:
             warnings.append(f"{_where(key)}: a rival pick was never timed by its autotuner; no pin")
-            continue
-        faster = _replayed_faster(key)
-        if faster is not None:  # the replay found a rival faster than the autotuners' fastest: measured beats drawn
-            config, rival = faster
-            evidence = Evidence(key.kernel, rival.ratio, rival.low, rival.high, "-", date, __version__,
-                                DIVERGENCE_REPLAY_KIND, None)
         else:
-            own = key.timings[config_text(config)]
-            slowest = max(key.timings[text][0] for text in key.configs)
-            evidence = Evidence(key.kernel, own[0] / slowest, own[1] / slowest, own[2] / slowest, "-", date,
-                                __version__, DIVERGENCE_KIND, None)
-        made.append((_pin(key, config, gpu, evidence), None))
+            made.append((_pin(key, *pinned, gpu), None))
     return DecisionList(save(store, made), warnings, title="one pick for every process")
+
+
+def _divergent_pick(key, date: str) -> tuple[dict, Evidence] | None:
+    """A divergent key's pin and its evidence (`from_divergence`); None where a rival pick was never timed."""
+    config = key.fastest()
+    if config is None:
+        return None
+    faster = _replayed_faster(key)
+    if faster is not None:  # the replay found a rival faster than the autotuners' fastest: measured beats drawn
+        config, rival = faster
+        return config, Evidence(key.kernel, rival.ratio, rival.low, rival.high, "-", date, __version__,
+                                DIVERGENCE_REPLAY_KIND, None)
+    own = key.timings[config_text(config)]
+    slowest = max(key.timings[text][0] for text in key.configs)
+    return config, Evidence(key.kernel, own[0] / slowest, own[1] / slowest, own[2] / slowest, "-", date,
+                            __version__, DIVERGENCE_KIND, None)
 
 
 def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
@@ -511,7 +521,7 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
             continue
         evidence = Evidence(key.kernel, 1.0, None, None, "-", date, __version__, BASELINE_PICK_KIND, recording.id)
         try:
-            made.append(_pin(key, config, recording.device, evidence).checked(_where(key)))
+            made.append(_pin(key, config, evidence, recording.device).checked(_where(key)))
         except TritonhookError as exc:  # a config no decisions file can hold: that key tunes, the others hold
             warnings.append(f"{exc}; not pinned")
     return made, warnings
@@ -527,7 +537,7 @@ def _unpinnable(key) -> str | None:
     return f"decided by {key.tuner}, which {UNPINNABLE[key.tuner]}" if key.tuner in UNPINNABLE else None
 
 
-def _pin(key, config: dict, gpu: str, evidence: Evidence) -> Decision:
+def _pin(key, config: dict, evidence: Evidence, gpu: str) -> Decision:
     """`key`'s config pinned for `gpu`, with `evidence`."""
     return Decision(AutotuneKey(key.kernel, tuple(key.key), gpu), Choice(PLAIN, config=tuple(config.items())), evidence)
 
@@ -548,6 +558,9 @@ def write_entries(path: str | os.PathLike, entries: list[tuple[Decision, bytes |
 
 DIVERGENCE_KIND = "divergence"
 """A pin's source: the autotune picks of several processes (`sweep.divergence`), not a replay."""
+AGREED_PICK_KIND = "agreed pick"
+"""A pin's source: the config every process of several recordings picked at a key (`from_divergence`): no rival to
+measure it against."""
 DIVERGENCE_REPLAY_KIND = "divergence replay"
 """A pin's source: a rival pick the replay of a divergent key (`decisions divergence --replay`) measured faster
 than the autotuners' fastest pick, its interval wholly below 1; its ratio is against that pick."""
