@@ -204,17 +204,20 @@ def test_replaying_rivals_without_their_kernels_recorded_is_one_line(two_runs):
 
 
 @pytest.mark.release_independent  # Inductor's select_algorithm: torch's, whatever the Triton release
-def test_a_choice_inductor_made_while_compiling_is_compared_across_ranks_and_named_unpinnable(select_algorithm_cpu,
-                                                                                              tmp_path):
+def test_a_choice_inductor_made_while_compiling_is_pinned_for_every_rank_and_compiled_without_benchmarking(
+        select_algorithm_cpu, tmp_path):
     """Inductor's compile-time choice among GEMM kernels (`select_algorithm`, recorded by the real tracer on a CPU:
     its CPP template against MKL's extern kernel) counts as a pick like any autotuner's: a rank that chose the other
-    kernel makes its key divergent, reported with who decided; `--pin` pins none of it and says why (the choice is
-    over before the workload runs)."""
-    from tritonhook.decisions.keep import from_divergence
+    kernel makes its key divergent, reported with who decided. `--pin` pins it, and a gate pins its baseline's
+    pick; under a pin of the choice Inductor did not make, it compiles that one (the generated code calls MKL or
+    not, as pinned) with nothing benchmarked: the process's decision at that key is the pin's, none by
+    select_algorithm."""
+    from tritonhook.decisions.keep import baseline_picks, from_divergence, write_entries
 
     done = select_algorithm_cpu
     assert done.returncode == 0, done.stderr[-3000:]
-    (decision,) = json.loads(done.stdout)["decisions"]
+    unpinned = json.loads(done.stdout)
+    (decision,) = unpinned["decisions"]
     other = next(config for config, _ in decision["timings"] if config != decision["chosen"])
     picked = {0: decision, 1: {**decision, "chosen": other}}  # rank 1 chose the other kernel
     recordings = [rec.Recording([], "x86", GPU, "3.6.0", "2.13.0", 100 + rank, label="run-a", rank=rank,
@@ -222,8 +225,19 @@ def test_a_choice_inductor_made_while_compiling_is_compared_across_ranks_and_nam
     (key,) = divergence(recordings).keys
     assert key.tuner == "select_algorithm" and key.divergent and key.flip_rate == 0.5
     assert sorted(key.configs) == sorted(config_text(c) for c in (decision["chosen"], other))
-    pins = from_divergence(Store(tmp_path / "store"), divergence(recordings), GPU)
-    assert pins.decisions == [] and "decided by select_algorithm" in pins.warnings[0], pins.warnings
+    (pin,) = from_divergence(Store(tmp_path / "store"), divergence(recordings), GPU).decisions
+    assert dict(pin.choice.config) == decision["chosen"]  # the faster by Inductor's own timings
+    (pin,), unpinned_keys = baseline_picks(recordings[1])  # a gate pins rank 1's pick: the other choice
+    assert dict(pin.choice.config) == other and unpinned_keys == []
+    pins = write_entries(tmp_path / "pins.json", [(pin, None)], "a test")
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TRITONHOOK_DECISIONS_GPU": GPU}
+    ran = subprocess.run([sys.executable, str(SCRIPT.with_name("select_algorithm_cpu.py")), str(tmp_path / "s"),
+                          str(pins)], capture_output=True, text=True, timeout=600, env=env)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    pinned = json.loads(ran.stdout)
+    assert [(d["tuner"], d["chosen"]) for d in pinned["decisions"]] == [("pinned", other)]
+    assert unpinned["calls_mkl"] == (decision["chosen"]["backend"] == "extern")
+    assert pinned["calls_mkl"] == (other["backend"] == "extern") != unpinned["calls_mkl"]
 
 
 def test_a_process_picks_what_its_last_decision_at_a_key_chose_not_the_benchmark_a_search_moved_on_from():

@@ -45,8 +45,8 @@ INDUCTOR_BENCHMARK_MAIN = "__autotune_main__.py"
 TRITON_AUTOTUNE, SELECT_ALGORITHM, COORDINATE_DESCENT, INDUCTOR_RUNTIME, COMPILE, PINNED = (
     "triton.autotune", "select_algorithm", "coordinate descent", "Inductor's runtime autotuner", "Inductor compile",
     "pinned")
-"""Who made a decision (`AutotuneDecision.tuner`): what a pin can reach differs (all but `select_algorithm`'s can be
-pinned here: `AutotunePinner`), and what the workload runs after it. `PINNED`: a pin ran in place of the
+"""Who made a decision (`AutotuneDecision.tuner`): how a pin reaches it differs (`AutotunePinner`), and what the
+workload runs after it. `PINNED`: a pin ran in place of the
 autotuner (`AutotuneTracer.note_pinned`): the process's pick at that key, with no timings."""
 
 @dataclasses.dataclass(frozen=True)
@@ -716,6 +716,18 @@ class AutotuneTracer(_AutotunerWrapping):
             None if cached is None else _timings_data(cached.items()), made_at))
 
 
+CHOICE = "choice"
+"""The field of a compile-time choice's config (`choice_config`) that names it."""
+
+
+def _numberless_choice_config(choice_or_config) -> dict:
+    """A compile-time choice's config (`choice_config`; or such a config) with its name's number left out:
+    Inductor numbers the template choices of a process as it generates them (`triton_mm_3`), so the number names a
+    place in one compile's order, not the choice; its template, tiles, warps and stages do."""
+    config = dict(choice_or_config) if isinstance(choice_or_config, dict) else choice_config(choice_or_config)
+    return {**config, CHOICE: str(config.get(CHOICE, "")).rstrip("0123456789").rstrip("_")}
+
+
 def choice_config(choice) -> dict:
     """One of Inductor's compile-time choices as plain data: its name (`triton_mm_3`, or the extern kernel's such as
     `mm`) and what its `info_dict()` says of it (tile shape, warps, stages, backend), scalars only."""
@@ -723,7 +735,7 @@ def choice_config(choice) -> dict:
     with contextlib.suppress(Exception):  # a caller type without it, or one whose info needs what is gone
         info = {key: value for key, value in dict(choice.info_dict()).items()
                 if isinstance(value, (str, int, float, bool)) or value is None}
-    return {"choice": str(getattr(choice, "name", "?")), **info}
+    return {CHOICE: str(getattr(choice, "name", "?")), **info}
 
 
 def selector_kernel(choices) -> str:
@@ -807,7 +819,10 @@ class AutotunePinner(_AutotunerWrapping):
     (`CachingAutotuner.coordinate_descent_tuning`, which Inductor runs after that benchmark, or from a kernel's one
     config, when `coordinate_descent_tuning` is on, as max-autotune sets it) is wrapped too: for a pinned kernel it
     runs the pinned config instead of searching from it (a search would walk away from the pin: on an H200 a
-    FlexAttention step's pinned XBLOCK 32 became 8 again). Fail-open: a pin whose values
+    FlexAttention step's pinned XBLOCK 32 became 8 again). Inductor's compile-time choice among templates and
+    extern kernels: once torch imports `select_algorithm`, `AlgorithmSelectorCache.__call__` is wrapped, and a
+    decision with a pin chooses among the pinned choice alone (`pinned_choices`), which Inductor takes without
+    benchmarking; caches off as above (a cached compiled graph holds the template chosen before). Fail-open: a pin whose values
     match none of the configs, or any error reading the call, leaves the autotuner to tune as usual, with one
     warning per kernel. `applied` counts the calls run pinned, per (kernel, tuning key). `uninstall()` puts the
     very same functions back (and Inductor's switch as it was), or turns ours into pass-throughs when another tool
@@ -827,6 +842,8 @@ class AutotunePinner(_AutotunerWrapping):
         self._found: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # autotuner -> {key: pinned or None}
         self._config_wait: AfterImport | None = None
         self._caches_before: tuple[object, bool] | None = None  # Inductor's config module, its switch before ours
+        self._selector_wait: AfterImport | None = None
+        self._selector: _Wrapped | None = None  # AlgorithmSelectorCache.__call__, once select_algorithm is imported
         self._reported = False
 
     def pinned_config(self, autotuner, name: str, args: tuple, kwargs: dict):
@@ -836,7 +853,7 @@ class AutotunePinner(_AutotunerWrapping):
         key = tuning_key(autotuner, args, kwargs)
         found = self._found.setdefault(autotuner, {})
         if key not in found:
-            found[key] = self._pinned(name, key, lambda: pruned_configs(autotuner, args, kwargs), lambda config: config)
+            found[key] = self._pinned(name, key, lambda: pruned_configs(autotuner, args, kwargs), autotune_config)
         elif found[key] is not None:
             self._count_applied(name, key)
         return found[key]
@@ -858,7 +875,7 @@ class AutotunePinner(_AutotunerWrapping):
     def pinned_launcher(self, autotuner):
         """The Inductor launcher of the pinned config of this kernel, None where no pin applies."""
         return self._pinned(_inductor_kernel_name(autotuner), inductor_tuning_key(autotuner),
-                            lambda: autotuner.launchers, lambda launcher: launcher.config)
+                            lambda: autotuner.launchers, lambda launcher: autotune_config(launcher.config))
 
     def launcher_instead_of_search(self, autotuner, start):
         """What an Inductor kernel runs in place of its coordinate descent from launcher `start`: where it has a
@@ -881,16 +898,28 @@ class AutotunePinner(_AutotunerWrapping):
             elif hasattr(config, field):
                 setattr(config, field, value)
         return self._pinned(name, key, lambda: [_inductor_launcher(autotuner, config)],
-                            lambda launcher: launcher.config)
+                            lambda launcher: autotune_config(launcher.config))
+
+    def pinned_choices(self, choices: list, input_nodes) -> list:
+        """What Inductor's compile-time choice (`select_algorithm`) chooses among for this call: where a pin names
+        its kernel and key (`selector_kernel`, `selector_key`, as the tracer records them), the pinned choice alone,
+        which Inductor takes without benchmarking (nor saving a timing to its autotune cache); else `choices`."""
+        name = selector_kernel(choices)
+        if name not in self._pinned_names:
+            return choices
+        pinned = self._pinned(name, tuple(selector_key(input_nodes)), lambda: choices, _numberless_choice_config)
+        return choices if pinned is None else [pinned]
 
     def _pinned(self, name: str, key: tuple[str, ...], options: Callable[[], list], config_of: Callable):
-        """Of `options()` (configs or launchers, asked for only where (name, key) has a pin), the one whose config
-        has the values pinned for (name, key)."""
+        """Of `options()` (configs, launchers or Inductor's choices, asked for only where (name, key) has a pin),
+        the one whose config (`config_of`: as plain data) has the values pinned for (name, key)."""
         self._note_tuned(name, key)
         wanted = self.pins.get((name, key))
         if wanted is None:
             return None
-        found = next((o for o in options() if config_matches(wanted, autotune_config(config_of(o)))), None)
+        if CHOICE in wanted:
+            wanted = _numberless_choice_config(wanted)
+        found = next((o for o in options() if config_matches(wanted, config_of(o))), None)
         if found is None:
             if (name, key) not in self._unmatched:
                 self._unmatched.add((name, key))
@@ -921,8 +950,11 @@ class AutotunePinner(_AutotunerWrapping):
             return
         super().install()
         atexit.register(self.report_not_applied)
-        if any(key[:1] and key[0].startswith(INDUCTOR_KEY_PREFIX) for _, key in self.pins):
+        if any(key[:1] and key[0].startswith(INDUCTOR_KEY_PREFIX) or CHOICE in config
+               for (_, key), config in self.pins.items()):
             self._config_wait = after_import(INDUCTOR_CONFIG_MODULE, self._disable_inductor_caches)
+        if any(CHOICE in config for config in self.pins.values()):
+            self._selector_wait = after_import(INDUCTOR_SELECTOR_MODULE, self._wrap_selector)
 
     def not_applied(self) -> list[str]:
         """One line per pin that no autotune of this run took (its kernel never tuned at that key here), naming
@@ -949,14 +981,44 @@ class AutotunePinner(_AutotunerWrapping):
     def uninstall(self) -> None:
         atexit.unregister(self.report_not_applied)
         self.report_not_applied()
-        if self._config_wait is not None:
-            self._config_wait.remove()
-            self._config_wait = None
+        for wait in (self._config_wait, self._selector_wait):
+            if wait is not None:
+                wait.remove()
+        self._config_wait = self._selector_wait = None
+        if self._selector is not None:
+            self._selector.restore()
+            self._selector = None
         if self._caches_before is not None:
             module, before = self._caches_before
             module.force_disable_caches = before
             self._caches_before = None
         super().uninstall()
+
+    def _wrap_selector(self, module) -> None:
+        """Wrap `AlgorithmSelectorCache.__call__` (name, choices, input nodes, ...: torch 2.11 and 2.13): a pinned
+        decision's choices become the pinned one alone."""
+        self._selector_wait = None
+        selector = getattr(module, "AlgorithmSelectorCache", None)
+        if not self.active or self._selector is not None:
+            return
+        if "__call__" not in getattr(selector, "__dict__", {}):
+            self._warn("pinned choice", TritonhookError("AlgorithmSelectorCache has no __call__"))
+            return
+        self._selector = _Wrapped(selector, ("__call__",), lambda name, original: self._selector_wrapper(original))
+
+    def _selector_wrapper(self, original: Callable) -> Callable:
+        pinner = self
+
+        @functools.wraps(original)
+        def __call__(selector, name, choices, input_nodes, *args, **kwargs):
+            if pinner.active:
+                try:
+                    choices = pinner.pinned_choices(choices, input_nodes)
+                except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it chooses as usual
+                    pinner._warn("pinned choice", exc)
+            return original(selector, name, choices, input_nodes, *args, **kwargs)
+
+        return __call__
 
     def _disable_inductor_caches(self, module) -> None:
         self._config_wait = None

@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 
-from .. import _triton, format, ptx as _ptx
+from .. import format, ptx as _ptx
 from .._version import __version__
 from ..errors import TritonhookError
 from ..files import json_text, write_file
@@ -22,7 +22,7 @@ from ..measure.outputs import DIFFER, VERDICTS
 from ..measure.variants import config_of_label
 from .. import binaries
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
-from ..sweep.autotune import config_at_row, config_text, decision_of, tuning_key_of
+from ..sweep.autotune import config_at_row, config_text, tuning_key_of
 from ..sweep.divergence import Divergence, divergence
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload, within_fidelity_bar
@@ -93,12 +93,6 @@ def confirmation_text(found: dict | None) -> str:
 
 
 # ----- made from results ------------------------------------------------------------------------------------------
-UNPINNABLE = {
-    _triton.SELECT_ALGORITHM: "chose while compiling; the workload runs the template it emitted, which Inductor's "
-                              "autotune cache keeps",
-}
-"""Who decided, for the decisions tritonhook cannot pin, and why (`autotune_key`)."""
-
 def from_result(store: Store, result_id: int | str) -> DecisionList:
     """The decisions a sweep, replay or tune result supports, saved in the store (a decision for a key already
     there replaces it). Sweep/replay: per kernel build (key), the variant that is "faster" than plain on some of
@@ -208,11 +202,7 @@ class _Maker:
     def autotune_key(self, row: SweepRow) -> AutotuneKey | None:
         """The key of an autotuned row's decision: the kernel and tuning key the recording's autotuner decided
         for (Inductor's: its source hash), the recording's GPU. None (with a warning) where pinning cannot apply:
-        a decision recorded with no key, or a recording with no GPU, or one a pin cannot reach (`UNPINNABLE`)."""
-        tuner = (decision_of(row, self.recording) or {}).get("tuner")
-        if tuner in UNPINNABLE:
-            self.warnings.append(f"{row.kernel}: decided by {tuner}, which {UNPINNABLE[tuner]}; no config is pinned")
-            return None
+        a decision recorded with no key, or a recording with no GPU."""
         key = self._tuning_key_of(row)
         if key is None:
             self.warnings.append(f"{row.kernel}: its autotuner's decision has no tuning key (recorded by an older "
@@ -474,9 +464,7 @@ def from_divergence(store: Store, found: Divergence, gpu: str | None) -> Decisio
     date = _today()
     made, warnings = [], []
     for key in found.keys:
-        if (why := _unpinnable(key)) is not None:
-            warnings.append(f"{_where(key)}: {why}; no pin")
-        elif not key.divergent:
+        if not key.divergent:
             evidence = Evidence(key.kernel, 1.0, None, None, "-", date, __version__, AGREED_PICK_KIND, None)
             made.append((_pin(key, key.picks[-1].config, evidence, gpu), None))
         elif (pinned := _divergent_pick(key, date)) is None:
@@ -514,10 +502,8 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
     made, warnings = [], []
     for key in divergence([recording]).keys:
         config = key.fastest() if key.divergent else key.picks[-1].config
-        why = _unpinnable(key) or (None if config is not None else "its processes' picks were never timed by their "
-                                                                   "autotuners")
-        if why is not None:
-            warnings.append(f"{_where(key)}: {why}; not pinned")
+        if config is None:
+            warnings.append(f"{_where(key)}: its processes' picks were never timed by their autotuners; not pinned")
             continue
         evidence = Evidence(key.kernel, 1.0, None, None, "-", date, __version__, BASELINE_PICK_KIND, recording.id)
         try:
@@ -530,11 +516,6 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
 def _where(key) -> str:
     """A tuning key as the pins' warnings name it: the kernel and the key's values."""
     return f"{key.kernel} [{' '.join(key.key)}]"
-
-
-def _unpinnable(key) -> str | None:
-    """Why no pin can reach `key` (`UNPINNABLE`: who decided it), or None."""
-    return f"decided by {key.tuner}, which {UNPINNABLE[key.tuner]}" if key.tuner in UNPINNABLE else None
 
 
 def _pin(key, config: dict, evidence: Evidence, gpu: str) -> Decision:

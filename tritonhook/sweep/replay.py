@@ -429,9 +429,7 @@ def compile_time_warning(recording: Recording) -> str | None:
     decided = ", ".join(f"{count} by {tuner}" for tuner, count in sorted(tuners.items()))
     return (f"not the workload: {len(benchmarked)} signature(s) launched only while compiling or autotuning "
             f"({sum(s.tuning_launches for s in benchmarked)} launches)" + (f"; decisions {decided}" if decided else "")
-            + "; left out of the rows, shares and estimate"
-            + ("; Inductor's compile-time picks are kept in its own autotune cache, not pinned by tritonhook"
-               if tuners else ""))
+            + "; left out of the rows, shares and estimate")
 
 
 def unprobed_warning(recording: Recording, chosen: list[Signature]) -> str | None:
