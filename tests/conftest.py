@@ -223,7 +223,7 @@ def demo(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def select_algorithm_cpu(tmp_path_factory) -> subprocess.CompletedProcess:
-    """tests/select_algorithm_cpu.py run once for the whole test run, in an Inductor cache of its own: Inductor
+    """tests/select_algorithm_choice.py (on the CPU) run once for the whole test run, in an Inductor cache of its own: Inductor
     compiling and benchmarking a GEMM two ways takes 15-30 s on a CI core, and both the autotune tracer's test
     (tests/test_sweep_autotune.py) and the divergence test read the same run. The pytest-xdist workers share it: the
     first to ask runs it, the other waits for its result (basetemp is per worker; its parent is the run's)."""
@@ -237,7 +237,7 @@ def select_algorithm_cpu(tmp_path_factory) -> subprocess.CompletedProcess:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not result.exists():
             env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path_factory.mktemp("inductor"))}
-            done = subprocess.run([sys.executable, str(Path(__file__).with_name("select_algorithm_cpu.py"))],
+            done = subprocess.run([sys.executable, str(Path(__file__).with_name("select_algorithm_choice.py"))],
                                   capture_output=True, text=True, timeout=600, env=env)
             result.write_text(json.dumps({"args": done.args, "returncode": done.returncode, "stdout": done.stdout,
                                           "stderr": done.stderr}))

@@ -212,7 +212,7 @@ def test_a_choice_inductor_made_while_compiling_is_pinned_for_every_rank_and_com
     pick; under a pin of the choice Inductor did not make, it compiles that one (the generated code calls MKL or
     not, as pinned) with nothing benchmarked: the process's decision at that key is the pin's, none by
     select_algorithm."""
-    from tritonhook.decisions.keep import baseline_picks, from_divergence, write_entries
+    from tritonhook.decisions.keep import baseline_picks, from_divergence
 
     done = select_algorithm_cpu
     assert done.returncode == 0, done.stderr[-3000:]
@@ -229,15 +229,46 @@ def test_a_choice_inductor_made_while_compiling_is_pinned_for_every_rank_and_com
     assert dict(pin.choice.config) == decision["chosen"]  # the faster by Inductor's own timings
     (pin,), unpinned_keys = baseline_picks(recordings[1])  # a gate pins rank 1's pick: the other choice
     assert dict(pin.choice.config) == other and unpinned_keys == []
-    pins = write_entries(tmp_path / "pins.json", [(pin, None)], "a test")
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TRITONHOOK_DECISIONS_GPU": GPU}
-    ran = subprocess.run([sys.executable, str(SCRIPT.with_name("select_algorithm_cpu.py")), str(tmp_path / "s"),
-                          str(pins)], capture_output=True, text=True, timeout=600, env=env)
-    assert ran.returncode == 0, ran.stderr[-3000:]
-    pinned = json.loads(ran.stdout)
+    pinned = _run_choice(tmp_path, pin)
     assert [(d["tuner"], d["chosen"]) for d in pinned["decisions"]] == [("pinned", other)]
-    assert unpinned["calls_mkl"] == (decision["chosen"]["backend"] == "extern")
-    assert pinned["calls_mkl"] == (other["backend"] == "extern") != unpinned["calls_mkl"]
+    assert unpinned["calls_extern"] == (decision["chosen"]["backend"] == "extern")
+    assert pinned["calls_extern"] == (other["backend"] == "extern") != unpinned["calls_extern"]
+
+
+def _run_choice(tmp_path: Path, pin=None, *flags: str, gpu: str = GPU) -> dict:
+    """tests/select_algorithm_choice.py run in a fresh process and Inductor cache, under `pin` where given."""
+    from tritonhook.decisions.keep import write_entries
+
+    pinned = [] if pin is None else [str(tmp_path / "s"), write_entries(tmp_path / "pins.json", [(pin, None)], "a test")]
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{pin is None}"),
+           "TRITONHOOK_DECISIONS_GPU": gpu}
+    ran = subprocess.run([sys.executable, str(SCRIPT.with_name("select_algorithm_choice.py")), *flags, *pinned],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return json.loads(ran.stdout)
+
+
+@pytest.mark.gpu
+def test_a_pinned_triton_gemm_template_is_compiled_on_the_gpu_without_benchmarking(tmp_path):
+    """On a GPU, Inductor's choice among Triton's GEMM templates and cuBLAS for an fp16 Linear + ReLU: pinned at a
+    choice it did not make (the baseline pick of a recording that chose it), the next compile takes that choice with
+    nothing benchmarked, and the code calls cuBLAS exactly when the pinned choice is cuBLAS's."""
+    import torch
+
+    from tritonhook.decisions.keep import baseline_picks
+
+    gpu = torch.cuda.get_device_name()
+    unpinned = _run_choice(tmp_path, None, "--cuda", gpu=gpu)
+    (decision,) = [d for d in unpinned["decisions"] if d["tuner"] == "select_algorithm"]
+    timed = [config for config, ms in decision["timings"] if ms and ms[0] is not None]
+    other = next(config for config in reversed(timed) if config != decision["chosen"])
+    recording = rec.Recording([], "sm_90a", gpu, "3.6.0", torch.__version__, 1, autotune=[{**decision, "chosen": other}])
+    (pin,), _ = baseline_picks(recording)
+    pinned = _run_choice(tmp_path, pin, "--cuda", gpu=gpu)
+    assert [(d["tuner"], d["chosen"]) for d in pinned["decisions"] if d["tuner"] != "coordinate descent"] == \
+        [("pinned", other)]
+    assert unpinned["calls_extern"] == (decision["chosen"].get("backend") == "extern")
+    assert pinned["calls_extern"] == (other.get("backend") == "extern")
 
 
 def test_a_process_picks_what_its_last_decision_at_a_key_chose_not_the_benchmark_a_search_moved_on_from():
