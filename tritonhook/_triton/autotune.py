@@ -720,6 +720,12 @@ CHOICE = "choice"
 """The field of a compile-time choice's config (`choice_config`) that names it."""
 
 
+def _searches_after(autotuner) -> bool:
+    """Whether Inductor's coordinate descent searches on from this kernel's benchmark pick (`inductor_meta`'s
+    switch, which max-autotune sets; torch 2.11 and 2.13)."""
+    return bool((getattr(autotuner, "inductor_meta", None) or {}).get("coordinate_descent_tuning"))
+
+
 def _numberless_choice_config(choice_or_config) -> dict:
     """A compile-time choice's config (`choice_config`; or such a config) with its name's number left out:
     Inductor numbers the template choices of a process as it generates them (`triton_mm_3`), so the number names a
@@ -873,9 +879,16 @@ class AutotunePinner(_AutotunerWrapping):
                     self._warn("pinned config", exc)
 
     def pinned_launcher(self, autotuner):
-        """The Inductor launcher of the pinned config of this kernel, None where no pin applies."""
-        return self._pinned(_inductor_kernel_name(autotuner), inductor_tuning_key(autotuner),
-                            lambda: autotuner.launchers, lambda launcher: autotune_config(launcher.config))
+        """The Inductor launcher of the pinned config of this kernel, None where no pin applies. A kernel whose
+        coordinate descent will search on from its benchmark's pick may be pinned at a config the search found,
+        which none of its launchers has: that one is built as the search builds its configs
+        (`launcher_instead_of_search`), so that neither the benchmark nor the search runs."""
+        name, key = _inductor_kernel_name(autotuner), inductor_tuning_key(autotuner)
+        wanted = self.pins.get((name, key))
+        if wanted is not None and _searches_after(autotuner) and not any(
+                config_matches(wanted, autotune_config(launcher.config)) for launcher in autotuner.launchers):
+            return self.launcher_instead_of_search(autotuner, autotuner.launchers[0])
+        return self._pinned(name, key, lambda: autotuner.launchers, lambda launcher: autotune_config(launcher.config))
 
     def launcher_instead_of_search(self, autotuner, start):
         """What an Inductor kernel runs in place of its coordinate descent from launcher `start`: where it has a
