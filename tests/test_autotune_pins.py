@@ -27,6 +27,8 @@ from tritonhook.sweep.result import SweepResult, SweepRow
 sys.path.insert(0, os.path.dirname(__file__))
 from test_sweep_autotune import CONFIGS, _candidate_rows, candidates  # noqa: E402,F401 - the fixture
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 torch = pytest.importorskip("torch")
 GPU = "NVIDIA H200"
 

@@ -16,6 +16,8 @@ from tritonhook.samples import SAMPLES, compile_sample
 
 from compile_warning import compile_warning
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 TARGETS = {90: "sm_90a", 100: "sm_100a", 120: "sm_120a"}
 CASES = [(name, cap) for cap in TARGETS for name in SAMPLES if cap >= SAMPLES[name].min_capability]
 

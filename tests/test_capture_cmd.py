@@ -16,6 +16,8 @@ import pytest
 
 from tritonhook.store import Store
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 TESTS = Path(__file__).resolve().parent
 DEMO = TESTS.parent / "examples" / "capture_demo.py"
 

@@ -28,6 +28,8 @@ jsonschema = pytest.importorskip("jsonschema")
 
 from sample_recording import sample_recording  # noqa: E402 - tests/sample_recording.py, after torch is known
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 FAKE_WORKER = [str(Path(__file__).with_name("sweep_fake_worker.py"))]
 ROUNDS = 7  # the fewest at which the adaptive rule decides
 

@@ -22,6 +22,8 @@ from tritonhook.mem.attribution import StackStart, stack_start
 from tritonhook.mem.scratch import ScratchRecorder
 from tritonhook.mem.watch import tail_seconds
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 EXAMPLE = Path(__file__).parents[1] / "examples" / "stack_reservation.py"
 MIB = 2**20
 H200 = DeviceInfo(ordinal=0, name="NVIDIA H200", pci_bus_id="00000000:19:00.0", total=150_754_820_096, sms=132,

@@ -21,6 +21,8 @@ from tritonhook.samples import compile_sample
 from compile_warning import compile_warning
 from rich_tables import rich_cells
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 EXAMPLE = Path(__file__).parents[1] / "examples" / "stack_reservation.py"
 TMA_SYSCALL_PREFIX = "__cuda_syscall_cp_async_bulk_tensor_"
 TRITON_EMITS_CLUSTER_TMA = _triton.parse_version(triton.__version__) < (3, 7)

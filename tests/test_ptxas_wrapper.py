@@ -24,6 +24,8 @@ from tritonhook.errors import TritonhookError
 from tritonhook.binaries import find_ptxas
 from tritonhook.store import Store
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 DATA = Path(__file__).parent / "data"
 FFMA = DATA / "ffma_loop.ptx"
 MODE = 0o751  # not the usual 0o755, so a lost mode shows

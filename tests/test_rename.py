@@ -22,6 +22,8 @@ from tritonhook.launcher import Capture, ChildSettings
 from tritonhook.rename import make_ptx_transform, make_selector, ptx_entries, rename_ptx, strip_ptx
 from tritonhook.samples import compile_sample
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 REPO = Path(__file__).resolve().parents[1]
 
 @triton.jit

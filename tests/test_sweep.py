@@ -28,6 +28,8 @@ from tritonhook.sweep.replay import synthetic_warning, unprobed_warning
 from tritonhook.sweep.result import SweepResult, SweepRow, VariantTiming, analyze_row, estimate
 from tritonhook.sweep.builds import build_variants, captured_ptxas
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 tl = triton.language

@@ -35,6 +35,8 @@ from tritonhook.sweep.builds import build_variants
 torch = pytest.importorskip("torch")
 from sample_recording import autotune_signatures, compile_configs  # noqa: E402 - tests/sample_recording.py, after torch
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 CONFIGS = [triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 512}, num_warps=4),
            triton.Config({"BLOCK": 1024}, num_warps=8)]
 ADD_TYPES = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}

@@ -21,6 +21,8 @@ from tritonhook.samples import compile_sample
 from tritonhook.ptx import rewrite_tma_scope
 from tritonhook.tma_scope import FIXED_KEY, make_tma_scope_transform
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 TMA_SAMPLES = ("tma_copy", "tma_copy_host_desc")  # device-side and host-side descriptors
 TMA_SYSCALL = "__cuda_syscall_cp_async_bulk_tensor_"
 TRITON_EMITS_CLUSTER_TMA = _triton.parse_version(triton.__version__) < (3, 7)
