@@ -223,9 +223,9 @@ def demo(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def select_algorithm_cpu(tmp_path_factory) -> subprocess.CompletedProcess:
-    """tests/select_algorithm_choice.py (on the CPU) run once for the whole test run, in an Inductor cache of its own: Inductor
-    compiling and benchmarking a GEMM two ways takes 15-30 s on a CI core, and both the autotune tracer's test
-    (tests/test_sweep_autotune.py) and the divergence test read the same run. The pytest-xdist workers share it: the
+    """tests/select_algorithm_choice.py (on the CPU) run once for the whole test run, in an Inductor cache of its own:
+    Inductor compiling and benchmarking a GEMM two ways takes 15-30 s on a CI core, and both the autotune tracer's
+    test (tests/test_sweep_autotune.py) and the divergence test read the same run. The pytest-xdist workers share it: the
     first to ask runs it, the other waits for its result (basetemp is per worker; its parent is the run's)."""
     import fcntl
 

@@ -50,4 +50,5 @@ with pinned, torch.no_grad(), inductor_config.patch(options):
     _, code = run_and_get_code(torch.compile(model), torch.randn(128, 512, device=device, dtype=dtype))
 tracer.uninstall()
 print(json.dumps({"decisions": [dataclasses.asdict(d) for d in decisions], "wrapped": while_installed,
-                  "after_uninstall": wrapped(), "calls_extern": any(call in text for call in EXTERN_CALLS for text in code)}))
+                  "after_uninstall": wrapped(),
+                  "calls_extern": any(call in text for call in EXTERN_CALLS for text in code)}))

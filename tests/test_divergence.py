@@ -239,7 +239,8 @@ def _run_choice(tmp_path: Path, pin=None, *flags: str, gpu: str = GPU) -> dict:
     """tests/select_algorithm_choice.py run in a fresh process and Inductor cache, under `pin` where given."""
     from tritonhook.decisions.keep import write_entries
 
-    pinned = [] if pin is None else [str(tmp_path / "s"), write_entries(tmp_path / "pins.json", [(pin, None)], "a test")]
+    pinned = [] if pin is None else [str(tmp_path / "s"),
+                                     write_entries(tmp_path / "pins.json", [(pin, None)], "a test")]
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{pin is None}"),
            "TRITONHOOK_DECISIONS_GPU": gpu}
     ran = subprocess.run([sys.executable, str(SCRIPT.with_name("select_algorithm_choice.py")), *flags, *pinned],
@@ -262,7 +263,8 @@ def test_a_pinned_triton_gemm_template_is_compiled_on_the_gpu_without_benchmarki
     (decision,) = [d for d in unpinned["decisions"] if d["tuner"] == "select_algorithm"]
     timed = [config for config, ms in decision["timings"] if ms and ms[0] is not None]
     other = next(config for config in reversed(timed) if config != decision["chosen"])
-    recording = rec.Recording([], "sm_90a", gpu, "3.6.0", torch.__version__, 1, autotune=[{**decision, "chosen": other}])
+    recording = rec.Recording([], "sm_90a", gpu, "3.6.0", torch.__version__, 1,
+                              autotune=[{**decision, "chosen": other}])
     (pin,), _ = baseline_picks(recording)
     pinned = _run_choice(tmp_path, pin, "--cuda", gpu=gpu)
     assert [(d["tuner"], d["chosen"]) for d in pinned["decisions"] if d["tuner"] != "coordinate descent"] == \

@@ -1,7 +1,7 @@
 """AdaSplash-2 (Sardine Lab / deep-spin's adaptive sparse attention: causal attention with entmax-1.5 in place of
 softmax; `pip install adasplash`, 0.2.2: pure Python, Triton kernels, needs torch, Triton and numpy, which the GPU
-machine has): one attention training step, forward and backward, fp16, as a user runs it (the library's own autotuning). Batch 1
-x 8 heads x 4,096 tokens, head dim 256, random q, k and v. The forward runs four passes over the causal scores:
+machine has): one attention training step, forward and backward, fp16, as a user runs it (the library's own
+autotuning). Batch 1 x 8 heads x 4,096 tokens, head dim 256, random q, k and v. The forward runs four passes over the causal scores:
 `_get_tau` (row maxima), `_get_tau_v2` (a histogram that initializes each row's entmax threshold), `_get_tau_v3` (a
 Halley-bisection step and the 64 x 64 block mask of blocks with any nonzero weight) and `_get_output` (the masked
 blocks only); the backward runs `_bwd_preprocess`, `_bwd_q_kernel`, `transpose_bmask` and `_bwd_kv_kernel`, all but
