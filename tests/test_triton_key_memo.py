@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "triton_key_memo.py"
 spec = importlib.util.spec_from_file_location("triton_key_memo_under_test", SCRIPT)
 memo = importlib.util.module_from_spec(spec)
@@ -21,8 +23,6 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import triton_key_memo  # installs the wait for triton.runtime.cache when the variable is set
 from triton.runtime import autotuner, cache
-
-pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
 assert autotuner.triton_key is cache.triton_key  # imported by name after the wrapping
 print(cache.triton_key.__qualname__, cache.triton_key())
 """
