@@ -829,8 +829,8 @@ class AutotunePinner(_AutotunerWrapping):
     extern kernels: once torch imports `select_algorithm`, `AlgorithmSelectorCache.__call__` is wrapped, and a
     decision with a pin chooses among the pinned choice alone (`pinned_choices`), which Inductor takes without
     benchmarking; caches off as above (a cached compiled graph holds the template chosen before). Fail-open: a pin
-    whose values match none of the configs, or any error reading the call, leaves the autotuner to tune as usual, with one
-    warning per kernel. `applied` counts the calls run pinned, per (kernel, tuning key). `uninstall()` puts the
+    whose values match none of the configs, or any error reading the call, leaves the autotuner to tune as usual,
+    with one warning per kernel. `applied` counts the calls run pinned, per (kernel, tuning key). `uninstall()` puts the
     very same functions back (and Inductor's switch as it was), or turns ours into pass-throughs when another tool
     wrapped over them."""
 
