@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import json
 import os
 import subprocess
@@ -716,6 +717,83 @@ def test_a_pin_no_autotune_took_is_named_when_the_pinner_is_uninstalled():
             pinner.uninstall()
     (line,) = [str(w.message) for w in caught]
     assert "source:0000" in line and "not applied" in line and f"tuned here: triton_poi_fused_add_0 at {key[0]}" in line
+
+
+INDUCTOR_KERNEL = """
+@triton.jit
+def {name}(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) {op} tl.load(y_ptr + offsets, mask=mask), mask=mask)
+"""
+
+
+def _inductor_kernels(folder: Path, kernels: dict[str, str]):
+    """A module of Triton kernels (name -> the operator of its body) as Inductor writes them, one file of code, each
+    kernel its own JIT function: kernels of the same operator differ in their names alone, as one compile's
+    `triton_poi_fused_add_36` and the next compile's `triton_poi_fused_add_35`."""
+    source = "import triton\nimport triton.language as tl\n" + "".join(
+        INDUCTOR_KERNEL.format(name=name, op=op) for name, op in kernels.items())
+    path = folder / "inductor_kernels.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("inductor_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_inductor_kernel_renumbered_by_another_compile_takes_the_pin_of_its_code(tmp_path):
+    """A pin made in one run (a gate's baseline) names an Inductor kernel by the number that compile gave it; the
+    next compile numbers the same code otherwise. The kernel takes the pin of its code (its key: the source without
+    its name), nothing benchmarked, and the pin is not reported as not applied; a kernel of other code is not
+    pinned by it. (On an H200 a BERT gate left 30 coordinate-descent pins unapplied, 14% of its GPU time unchecked.)"""
+    heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    from test_sweep_autotune import inductor_tuner
+
+    kernels = _inductor_kernels(tmp_path, {"triton_poi_fused_add_35": "+", "triton_poi_fused_add_36": "+",
+                                           "triton_poi_fused_mul_36": "*"})
+    renumbered = inductor_tuner(heuristics, kernel=kernels.triton_poi_fused_add_35, name="triton_poi_fused_add_35")
+    baseline_key = _triton.inductor_tuning_key(inductor_tuner(heuristics, kernel=kernels.triton_poi_fused_add_36))
+    other_code = inductor_tuner(heuristics, kernel=kernels.triton_poi_fused_mul_36, name="triton_poi_fused_mul_36")
+    assert _triton.inductor_tuning_key(other_code) != baseline_key
+    pinner = _triton.AutotunePinner({("triton_poi_fused_add_36", baseline_key): {"BLOCK": 1024}})
+    pinner.install()
+    try:
+        renumbered.autotune_to_one_config()
+        other_code.autotune_to_one_config()
+    finally:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pinner.uninstall()
+    assert [launcher.config.kwargs["BLOCK"] for launcher in renumbered.launchers] == [1024]
+    assert pinner.applied == {("triton_poi_fused_add_35", baseline_key): 1}
+    assert len(other_code.launchers) == 1 and not [w for w in caught if "not applied" in str(w.message)]
+
+
+def test_code_pinned_at_two_configs_under_two_names_pins_neither_on_a_third_and_both_are_reported(tmp_path):
+    """Where pins of one code (its shapes not fixed by it) hold two configs, a kernel of that code under a third
+    name cannot tell which is its own: it is autotuned as usual, and both pins are named as not applied, with the
+    kernel tuned at their key instead."""
+    heuristics = pytest.importorskip(_triton.INDUCTOR_AUTOTUNER_MODULE)
+    from test_sweep_autotune import inductor_tuner
+
+    kernels = _inductor_kernels(tmp_path, {name: "+" for name in ("triton_poi_fused_add_35", "triton_poi_fused_add_36",
+                                                                   "triton_poi_fused_add_37")})
+    third = inductor_tuner(heuristics, kernel=kernels.triton_poi_fused_add_35, name="triton_poi_fused_add_35")
+    key = _triton.inductor_tuning_key(third)
+    pinner = _triton.AutotunePinner({("triton_poi_fused_add_36", key): {"BLOCK": 1024},
+                                     ("triton_poi_fused_add_37", key): {"BLOCK": 512}})
+    pinner.install()
+    try:
+        third.autotune_to_one_config()
+    finally:
+        with pytest.warns(RuntimeWarning) as caught:
+            pinner.uninstall()
+    assert pinner.applied == {} and len(third.launchers) == 1
+    lines = [str(w.message) for w in caught if "not applied" in str(w.message)]
+    assert sorted(line.split(" for ")[1].split(" ")[0] for line in lines) == ["triton_poi_fused_add_36",
+                                                                              "triton_poi_fused_add_37"]
+    assert all(f"tuned here: triton_poi_fused_add_35 at {key[0]}" in line for line in lines)
 
 
 def test_the_pinner_and_a_recordings_tracer_both_take_inductors_autotuner_imported_after_them():

@@ -332,24 +332,25 @@ def test_a_tool_wrapping_over_the_autotune_tracer_keeps_working_after_uninstall(
 # ----- the tracer on Inductor's real CachingAutotuner ----------------------------------------------------------------
 class _SpillingLauncher:
     """A compiled config as Inductor's autotuner sees it, with more spills than it accepts: its `bench` gives it inf
-    without launching anything, so Inductor's own benchmark loop runs on a CPU."""
+    without launching anything, so Inductor's own benchmark loop runs on a CPU (and its pick is marked by the
+    compiled kernel's hash, `cache_hash`, for Inductor's kernel bundle)."""
 
     def __init__(self, config):
         self.config, self.n_spills, self.n_regs, self.shared = config, 1000, 255, 0
+        self.cache_hash = f"spilling {config}"
 
 
-def inductor_tuner(heuristics, autotune_cache_info=None):
-    """Inductor's real `CachingAutotuner` over the add kernel with CONFIGS, as a pointwise kernel on an H100, its
-    launchers ones that spill (so its benchmark runs on a CPU, each config timed inf); `autotune_cache_info` as
-    Inductor's `check_autotune_cache` gives it."""
+def inductor_tuner(heuristics, autotune_cache_info=None, kernel=add_kernel, name="triton_poi_fused_add_0"):
+    """Inductor's real `CachingAutotuner` over `kernel` (the add kernel) with CONFIGS, as a pointwise kernel named
+    `name` on an H100, its launchers ones that spill (so its benchmark runs on a CPU, each config timed inf);
+    `autotune_cache_info` as Inductor's `check_autotune_cache` gives it."""
     from torch._inductor.runtime.hints import DeviceProperties, HeuristicType
 
     h100 = DeviceProperties(type="cuda", index=0, multi_processor_count=132, cc=90, major=9,
                             regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048,
                             max_threads_per_block=1024, warp_size=32)
-    tuner = heuristics.CachingAutotuner(add_kernel, {"device": h100, "signature": {}, "constants": {}}, CONFIGS, None,
-                                        [], False, HeuristicType.POINTWISE,
-                                        inductor_meta={"kernel_name": "triton_poi_fused_add_0"},
+    tuner = heuristics.CachingAutotuner(kernel, {"device": h100, "signature": {}, "constants": {}}, CONFIGS, None,
+                                        [], False, HeuristicType.POINTWISE, inductor_meta={"kernel_name": name},
                                         autotune_cache_info=autotune_cache_info)
     tuner.launchers = [_SpillingLauncher(config) for config in CONFIGS]
     return tuner
@@ -380,7 +381,7 @@ def test_the_autotune_tracer_tags_inductors_benchmarked_configs_and_records_its_
         [(0, 256, 2), (0, 512, 4), (0, 1024, 8)]
     (decision,) = decisions
     assert (decision.group, decision.kernel, decision.key, decision.chosen) == \
-        (0, "triton_poi_fused_add_0", [f"source:{add_kernel.cache_key}"],  # its source tells it from other graphs'
+        (0, "triton_poi_fused_add_0", list(_triton.inductor_tuning_key(tuner)),  # the key the pinner looks up
          _triton.autotune_config(CONFIGS[0]))  # all inf: Inductor keeps the first
     assert [config["BLOCK"] for config, _ in decision.timings] == [256, 512, 1024]
     assert all(times == [None] for _, times in decision.timings)

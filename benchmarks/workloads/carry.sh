@@ -4,7 +4,7 @@
 #   bash benchmarks/workloads/carry.sh DIR [NAME ...]
 #
 # NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger, fla, gemlite, diffusers, cce,
-# sageattention, aqlm, trifast, fbgemm, conch, mlstm, fat, stk, adasplash); none = all of them. Installs with
+# sageattention, aqlm, trifast, fbgemm, conch, mlstm, fat, stk, adasplash, colt5); none = all of them. Installs with
 # `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
 # carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
 # root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
@@ -54,19 +54,24 @@
 #              triton, einops and pytest, which the GPU machine has)
 #   stk        stanford-stk 0.7.1 (py3-none-any; MegaBlocks' Triton block-sparse matmuls: torch and triton only)
 #   adasplash  adasplash 0.2.2 (py3-none-any, 37 kB; entmax attention in Triton: torch, triton and numpy only)
+#   colt5      colt5-attention 0.11.2 (py3-none-any, 24 kB; CoLT5's routed attention and feed-forward, its router's
+#              coordinate descent in Triton), local-attention 1.11.2 (10 kB), hyper-connections 0.4.11 (30 kB) and
+#              torch-einops-utils 0.2.0 (22 kB), all py3-none-any: colt5-attention imports local-attention, which
+#              imports hyper-connections, which imports torch-einops-utils; they need torch, triton, einops, numpy
+#              and packaging too, which the GPU machine has
 # Then, e.g.:  PYTHONPATH=/tmp/wl/site python3 benchmarks/workloads/torchao_quant_gemm.py 10
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm|conch|mlstm|fat|stk|adasplash ...]" >&2
+    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm|conch|mlstm|fat|stk|adasplash|colt5 ...]" >&2
     exit 2
 fi
 dir=$1
 shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm conch mlstm fat stk adasplash)
+    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm conch mlstm fat stk adasplash colt5)
 fi
 python=${PYTHON:-python3}
 

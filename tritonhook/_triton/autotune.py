@@ -14,6 +14,7 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import hashlib
 import os
 import sys
 import threading
@@ -807,10 +808,14 @@ def tuning_key(autotuner, args: tuple, kwargs: dict) -> tuple[str, ...]:
 
 
 def inductor_tuning_key(autotuner) -> tuple[str, ...]:
-    """What tells one Inductor kernel's autotune decision from another's beside its name: Inductor numbers its kernels
-    per graph (`triton_poi_fused_add_0` recurs in every model), so the key is the hash of the kernel's source
-    (`JITFunction.cache_key`, 3.6-3.9), the same in every run that compiles that code."""
-    return (f"{INDUCTOR_KEY_PREFIX}{autotuner.fn.cache_key}",)
+    """What tells one Inductor kernel's autotune decision from another's beside its name: the SHA-256 of the kernel's
+    source (`JITFunction.src`, from its `def`, 3.6-3.9) with its own name left out. Inductor numbers its kernels per
+    graph and per compile (`triton_poi_fused_add_0` recurs in every model, and one compile's `..._view_36` is the
+    next one's `..._view_35`), so the name tells a run's kernels apart and the key says which code a kernel is, the
+    same in every run that compiles that code under whatever number (`AutotunePinner._pin_of`)."""
+    fn = autotuner.fn
+    nameless = fn.src.replace(fn.__name__, "", 1)
+    return (f"{INDUCTOR_KEY_PREFIX}{hashlib.sha256(nameless.encode()).hexdigest()}",)
 
 
 class AutotunePinner(_AutotunerWrapping):
@@ -850,6 +855,7 @@ class AutotunePinner(_AutotunerWrapping):
         self._caches_before: tuple[object, bool] | None = None  # Inductor's config module, its switch before ours
         self._selector_wait: AfterImport | None = None
         self._selector: _Wrapped | None = None  # AlgorithmSelectorCache.__call__, once select_algorithm is imported
+        self._stand_ins: set[tuple[str, tuple[str, ...]]] = set()  # (name, key) pinned by its code's pin (`pin_of`)
         self._reported = False
 
     def pinned_config(self, autotuner, name: str, args: tuple, kwargs: dict):
@@ -884,7 +890,7 @@ class AutotunePinner(_AutotunerWrapping):
         which none of its launchers has: that one is built as the search builds its configs
         (`launcher_instead_of_search`), so that neither the benchmark nor the search runs."""
         name, key = _inductor_kernel_name(autotuner), inductor_tuning_key(autotuner)
-        wanted = self.pins.get((name, key))
+        wanted = self._pin_of(name, key)
         if wanted is not None and _searches_after(autotuner) and not any(
                 config_matches(wanted, autotune_config(launcher.config)) for launcher in autotuner.launchers):
             return self.launcher_instead_of_search(autotuner, autotuner.launchers[0])
@@ -897,7 +903,7 @@ class AutotunePinner(_AutotunerWrapping):
         the search found); None where no pin applies or the build fails (the search then runs as usual, and
         `not_applied` names the pin)."""
         name, key = _inductor_kernel_name(autotuner), inductor_tuning_key(autotuner)
-        wanted = self.pins.get((name, key))
+        wanted = self._pin_of(name, key)
         if wanted is None:
             return None
         if config_matches(wanted, autotune_config(start.config)):
@@ -927,7 +933,7 @@ class AutotunePinner(_AutotunerWrapping):
         """Of `options()` (configs, launchers or Inductor's choices, asked for only where (name, key) has a pin),
         the one whose config (`config_of`: as plain data) has the values pinned for (name, key)."""
         self._note_tuned(name, key)
-        wanted = self.pins.get((name, key))
+        wanted = self._pin_of(name, key)
         if wanted is None:
             return None
         if CHOICE in wanted:
@@ -941,6 +947,24 @@ class AutotunePinner(_AutotunerWrapping):
             return None
         self._count_applied(name, key)
         return found
+
+    def _pin_of(self, name: str, key: tuple[str, ...]) -> dict | None:
+        """The config pinned for kernel `name` at tuning key `key`, None where none is. An Inductor kernel whose own
+        pin is missing takes the pin of its code under another name (its key: the source without the name), where
+        every pin at that key pins one config: Inductor renumbers kernels between compiles, so a pin from another
+        run (a gate's baseline, another rank's compile) names the kernel by a number this run may give another. Taken
+        so, the pin is kept under this name too (`_stand_ins`), and counts for the pins it stands in for."""
+        wanted = self.pins.get((name, key))
+        if wanted is not None or not key[:1] or not key[0].startswith(INDUCTOR_KEY_PREFIX) \
+                or key not in self._pinned_keys:
+            return wanted
+        alike = [config for (_, pinned_key), config in self.pins.items() if pinned_key == key]
+        if any(config != alike[0] for config in alike):
+            return None  # the same code pinned at two configs (shapes the code does not fix): not applied, reported
+        self.pins[(name, key)] = alike[0]
+        self._pinned_names.add(name)
+        self._stand_ins.add((name, key))
+        return alike[0]
 
     def _note_tuned(self, name: str, key: tuple[str, ...]) -> None:
         """Keep (name, key) where a pin has that kernel name or tuning key, for the report of pins not applied."""
@@ -974,8 +998,10 @@ class AutotunePinner(_AutotunerWrapping):
         what was tuned under the pin's kernel name or tuning key instead: a pin that silently did nothing would read
         as the autotuner's own pick."""
         lines = []
+        taken_by_code = {key for name, key in self._stand_ins if (name, key) in self.applied}
         for (name, key), wanted in self.pins.items():
-            if (name, key) in self.applied or (name, key) in self._unmatched:
+            if (name, key) in self.applied or (name, key) in self._unmatched or key in taken_by_code \
+                    or (name, key) in self._stand_ins:
                 continue
             near = sorted(f"{n} at {', '.join(k)}" for n, k in self._tuned_near if n == name or k == key)
             lines.append(f"tritonhook: a decision pins {wanted} for {name} (tuning key {', '.join(key)}), but no "
