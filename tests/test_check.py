@@ -162,6 +162,24 @@ def test_a_kernel_numbered_anew_meets_the_baseline_build_of_its_machine_code_and
     assert any("triton_poi_fused_mul_4 <- triton_poi_fused_mul_3" in w for w in result.warnings)
 
 
+def test_a_kernel_whose_number_another_kernel_had_meets_its_own_code_not_the_name(tmp_path):
+    """Where Inductor's numbers moved by one, a current kernel bears the name of another baseline kernel: a gate by
+    name compares two different kernels (on an H200 two cold compiles of BERT named two transposes alike, and the
+    gate failed "outputs changed", 1.44x "slower"). Each current kernel meets the baseline build of its machine code
+    instead, and the baseline build whose name it took is the one its own code replaced, not a change."""
+    (tmp_path / "modules").mkdir()
+    numbered = lambda name, factor: functools.partial(compile_numbered, tmp_path / "modules", name, factor)  # noqa
+    base_store, base = _run(tmp_path / "base", {"poi_3": numbered("triton_poi_fused_mul_3", 2.0),
+                                                "poi_4": numbered("triton_poi_fused_mul_4", 3.0)})
+    store, current = _run(tmp_path / "current", {"poi_4": numbered("triton_poi_fused_mul_4", 2.0),
+                                                 "poi_5": numbered("triton_poi_fused_mul_5", 3.0)})
+    result = check(Baseline.from_recording(base, base_store), current, store, PLAN, worker=BY_TEXT)
+    assert sorted((k.kernel, k.baseline_kernel, k.verdict) for k in result.kernels) == [
+        ("triton_poi_fused_mul_4", "triton_poi_fused_mul_3", "SASS identical"),
+        ("triton_poi_fused_mul_5", "triton_poi_fused_mul_4", "SASS identical")]
+    assert result.unmatched == [] and result.unchecked_share == 0 and result.exit_code == 0
+
+
 def test_an_edited_template_meets_the_baseline_build_its_unedited_sibling_left(templates):
     """The causal template unchanged meets its own build by its code; the softcap template, edited, matches no
     baseline build by code, and is the one current build left beside the one baseline build left: the same kernel,

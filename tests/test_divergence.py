@@ -273,6 +273,32 @@ def test_a_pinned_triton_gemm_template_is_compiled_on_the_gpu_without_benchmarki
     assert pinned["calls_extern"] == (other.get("backend") == "extern")
 
 
+def test_the_baseline_pins_no_inductor_kernel_that_only_inductors_own_benchmarks_launched():
+    """Inductor compiles fused kernels to benchmark them while it compiles (named `Placeholder.DESCRIPTIVE_NAME`)
+    and tunes them; the workload never launches them. A gate's baseline pins the workload's kernels' picks and not
+    theirs, and says how many it left (on an H200 a BERT gate reported four such pins as not applied). The decisions
+    are the real Inductor autotuner's, recorded by the real tracer."""
+    heuristics = pytest.importorskip("torch._inductor.runtime.triton_heuristics")
+    from test_sweep_autotune import inductor_tuner
+
+    from tritonhook import _triton
+    from tritonhook.decisions.keep import baseline_picks
+
+    decided = []
+    tracer = _triton.AutotuneTracer(lambda decision: decided.append(dataclasses.asdict(decision)))
+    tracer.install()
+    try:
+        for name in ("triton_poi_fused_add_0", "Placeholder.DESCRIPTIVE_NAME"):
+            inductor_tuner(heuristics, name=name).autotune_to_one_config()
+    finally:
+        tracer.uninstall()
+    workload = _ran(rec.Recording([], "sm_90a", GPU, "3.6.0", "2.11.0", 1, autotune=decided[:1]), 0.01)
+    pins, warnings = baseline_picks(dataclasses.replace(workload, autotune=decided))
+    assert [pin.key.kernel for pin in pins] == ["triton_poi_fused_add_0"]
+    assert any(w.startswith("1 Inductor kernel(s) tuned but never launched by the workload") and
+               "Placeholder.DESCRIPTIVE_NAME" in w for w in warnings), warnings
+
+
 def test_a_process_picks_what_its_last_decision_at_a_key_chose_not_the_benchmark_a_search_moved_on_from():
     """Inductor with coordinate descent on decides twice at one kernel and key in each process: its benchmark of
     the kernel's configs, then the search from the winner, whose result is what runs. A 2-rank DDP job on an H200

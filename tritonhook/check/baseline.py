@@ -115,6 +115,12 @@ def matched(baseline: list["BaselineBuild"], current: dict[str, dict[str, str]])
     return pairs
 
 
+def same_code(one: dict[str, str], other: dict[str, str]) -> bool:
+    """Whether two builds' code (`code_of`) is one code: a field of `CODE_FIELDS` known to both and the same (a pair
+    `matched` made by its key alone, one build each side, may be of two codes)."""
+    return any(one.get(field) and one.get(field) == other.get(field) for field in CODE_FIELDS)
+
+
 def _the_one(codes: list[dict[str, str]], code: dict[str, str]) -> int | None:
     """The index of the one code among `codes` that `code` is, narrowing by each of `CODE_FIELDS` in turn (a field
     that none of those left shares narrows nothing: a PTX may still tell apart two builds of one source); None when

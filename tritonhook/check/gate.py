@@ -42,7 +42,7 @@ from ..sweep.recording import Recording, capability_of
 from ..sweep.replay import ReplayPlan, Workers, replay
 from ..sweep.schedule import WORKER
 from ..sweep.builds import BuiltVariant
-from .baseline import Baseline, code_of, key_label, key_text, match_key, matched, specialization
+from .baseline import Baseline, code_of, key_label, key_text, match_key, matched, same_code, specialization
 from .result import OUTPUTS_CHANGED, PASSED, REGRESSED, RESULT_KIND, CheckResult, KernelCheck, Unmatched
 
 BASELINE_LABEL, CURRENT_LABEL = "baseline", "current"
@@ -95,7 +95,7 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
 
         result.kernels = _retested(replayed(set(prebuilt)), replayed)
         for kernel in result.kernels:
-            if kernel.signature in renamed:
+            if kernel.signature in renamed and renamed[kernel.signature].key != keys[kernel.signature]:
                 kernel.baseline_kernel = renamed[kernel.signature].key["kernel"]
         if met := [k for k in result.kernels if k.baseline_kernel]:
             result.warnings.append(f"{len(met)} signature(s) had no baseline build of their kernel's name and met "
@@ -108,8 +108,10 @@ def check(baseline: Baseline, recording: Recording, store: Store, plan: ReplayPl
 def _matching(baseline: Baseline, recording: Recording, captures: dict, keys: dict, store: Store
               ) -> tuple[dict, list[Unmatched], dict]:
     """The baseline build of each current signature that has one (by signature id), the unmatched of both runs
-    with why, and the renamed: the builds of each key paired by `baseline.matched`, then a signature with no
-    baseline build of its key met by its machine code under another name (`_same_machine_code`; by signature)."""
+    with why, and the renamed: the builds of each key paired by `baseline.matched`; a signature with no baseline
+    build of its key, or paired by its name alone with a build of other code, meets the build of its machine code
+    where there is one (`_same_machine_code`; by signature): on an H200 two cold compiles of BERT named two
+    transposes alike, and a gate by name compared them, "outputs changed"."""
     builds = baseline.by_key()
     current: dict[str, dict[str, dict]] = {}  # per key, the current builds' code by Triton hash
     for signature in recording.signatures:
@@ -117,13 +119,20 @@ def _matching(baseline: Baseline, recording: Recording, captures: dict, keys: di
             current.setdefault(key_text(keys[signature.id]), {})[signature.triton_hash] = \
                 code_of(signature, captures[signature.id])
     pairs = {text: matched(builds.get(text, []), code) for text, code in current.items()}
-    nameless = [s for s in recording.signatures if s.id in captures and key_text(keys[s.id]) not in builds]
-    renamed = _same_machine_code(nameless, [b for b in baseline.builds if key_text(b.key) not in current], captures,
-                                 keys, store)
+    by_name = {s.id: pairs.get(key_text(keys[s.id]), {}).get(s.triton_hash) for s in recording.signatures}
+    code_paired = [build for text, paired in pairs.items() for name, build in paired.items()
+                   if same_code(build.code, current[text][name])]
+    # a signature with no baseline build of its name, or paired by its name alone with a build of other code (its
+    # name may be another kernel's in the baseline: Inductor's numbers move between compiles), meets the baseline
+    # build of its machine code under another name, where there is one
+    unsure = [s for s in recording.signatures if s.id in captures and (
+        key_text(keys[s.id]) not in builds or all(by_name[s.id] is not build for build in code_paired))]
+    renamed = _same_machine_code(unsure, [b for b in baseline.builds if all(b is not p for p in code_paired)],
+                                 captures, keys, store)
     found, unmatched = {}, []
     for signature in recording.signatures:
         text = key_text(keys[signature.id])
-        if (build := pairs.get(text, {}).get(signature.triton_hash) or renamed.get(signature.id)) is not None:
+        if (build := renamed.get(signature.id) or by_name[signature.id]) is not None:
             found[signature.id] = build
             continue
         why = "no build of it in the store (compiled before recording?)" if signature.id not in captures else \
@@ -137,32 +146,34 @@ def _matching(baseline: Baseline, recording: Recording, captures: dict, keys: di
         if text not in current:
             if all(build is not met for met in met_renamed):
                 unmatched.append(Unmatched(build.label, _not_launched_why(build.key, launched)))
-        elif all(build is not paired for paired in pairs[text].values()):
-            why = _ambiguous(len(builds[text]), len(current[text]), "current")
+        elif all(build is not met for met in [*found.values(), *met_renamed]):
+            why = "its name's current build is another baseline build's machine code" \
+                if any(pairs[text].get(s.triton_hash) is build for s in recording.signatures if s.id in renamed) \
+                else _ambiguous(len(builds[text]), len(current[text]), "current")
             unmatched.append(Unmatched(build.label, f"in the baseline, {why}"))
     unmatched += [Unmatched(label, "in the baseline recording with no build in its store")
                   for label in baseline.unbuilt]
     return found, unmatched, renamed
 
 
-def _same_machine_code(nameless: list, unlaunched: list, captures: dict, keys: dict, store: Store) -> dict:
-    """The baseline build whose machine code each of the `nameless` current signatures (no baseline build of its
-    key) is, among the `unlaunched` baseline builds (no current build of theirs), by signature: a build of the same
-    argument types, constexprs, specialization and launch options under another kernel name, whose kernel .text,
-    registers, spills and launch metadata are the same (`_machine_code`). Why: Inductor numbers the kernels of a
-    graph in order (`triton_red_fused_sum_29`), so where a second cold run compiled one kernel more or less before
-    them (another template chosen, another fusion) every later name moves, and a gate by name leaves their code
-    unchecked though it is the baseline's. Code that changed under a new name stays unmatched: which baseline
-    build it replaces is not known. Only builds of a key (less the name) both sides have are parsed. By signature
-    id."""
+def _same_machine_code(unsure: list, unclaimed: list, captures: dict, keys: dict, store: Store) -> dict:
+    """The baseline build whose machine code each of the `unsure` current signatures is, among the `unclaimed`
+    baseline builds (no current build's code is theirs), by signature: a build of the same argument types,
+    constexprs, specialization and launch options, under any kernel name, whose kernel .text, registers, spills and
+    launch metadata are the same (`_machine_code`). Why: Inductor numbers the kernels of a graph in order
+    (`triton_red_fused_sum_29`), so where a second cold run compiled one kernel more or less before them (another
+    template chosen, another fusion) every later name moves: a gate by name leaves their code unchecked though it
+    is the baseline's, or compares a kernel with another that took its name. Code that changed under a new name
+    stays unmatched: which baseline build it replaces is not known. Only builds of a key (less the name) both sides
+    have are parsed. By signature id."""
     unnamed = lambda key: key_text({k: v for k, v in key.items() if k != "kernel"})  # noqa: E731
-    shared = {unnamed(keys[s.id]) for s in nameless} & {unnamed(b.key) for b in unlaunched}
+    shared = {unnamed(keys[s.id]) for s in unsure} & {unnamed(b.key) for b in unclaimed}
     by_code = {}
-    for build in unlaunched:
+    for build in unclaimed:
         if unnamed(build.key) in shared:  # builds of one code alike: any of them is that machine code
             by_code.setdefault(_machine_code(build.entry, build.cubin, build.metadata_json, unnamed(build.key)), build)
     found, codes = {}, {}  # codes: per capture, read and parsed once however many signatures launched it
-    for signature in nameless:
+    for signature in unsure:
         if unnamed(keys[signature.id]) in shared:
             capture = captures[signature.id]
             if capture.id not in codes:

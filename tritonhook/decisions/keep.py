@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 
-from .. import format, ptx as _ptx
+from .. import _triton, format, ptx as _ptx
 from .._version import __version__
 from ..errors import TritonhookError
 from ..files import json_text, write_file
@@ -500,7 +500,12 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
         return [], ["the baseline recording names no GPU; its autotune picks are not pinned"]
     date = _today()
     made, warnings = [], []
+    launched = {signature.kernel for signature in recording.signatures if signature.launches}
+    never_launched = []
     for key in divergence([recording]).keys:
+        if key.kernel not in launched and _is_inductor_kernel_key(key.key):
+            never_launched.append(key.kernel)  # compiled for Inductor's own benchmarks while it compiled
+            continue
         config = key.fastest() if key.divergent else key.picks[-1].config
         if config is None:
             warnings.append(f"{_where(key)}: its processes' picks were never timed by their autotuners; not pinned")
@@ -510,7 +515,17 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
             made.append(_pin(key, config, evidence, recording.device).checked(_where(key)))
         except TritonhookError as exc:  # a config no decisions file can hold: that key tunes, the others hold
             warnings.append(f"{exc}; not pinned")
+    if never_launched:
+        warnings.append(f"{len(never_launched)} Inductor kernel(s) tuned but never launched by the workload (compiled "
+                        f"for Inductor's benchmarks while it compiled, e.g. {never_launched[0]}) not pinned: no build "
+                        f"of theirs is the gate's to compare")
     return made, warnings
+
+
+def _is_inductor_kernel_key(key: list[str]) -> bool:
+    """Whether a tuning key is an Inductor kernel's (`_triton.inductor_tuning_key`: its code), not a compile-time
+    choice's (named for the template its benchmark kernels share) or a `triton.autotune` key's."""
+    return bool(key) and key[0].startswith(_triton.INDUCTOR_KEY_PREFIX)
 
 
 def _where(key) -> str:
