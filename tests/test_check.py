@@ -139,19 +139,25 @@ def test_two_builds_apart_only_in_a_seeds_divisibility_each_meet_their_own(tmp_p
     assert sorted(k.key.split("] ")[1] for k in result.kernels) == ["n%16 seed%16 w4 s3", "n%16 w4 s3"]
 
 
+def _numbered_check(folder: Path, baseline: dict[int, float], current: dict[int, float]):
+    """The gate of a current run against a baseline run, each of Inductor-like kernels `triton_poi_fused_mul_N` (N
+    -> the factor it multiplies by: one factor under two numbers is one machine code); (the current run, the
+    result)."""
+    (folder / "modules").mkdir()
+    run = lambda where, kernels: _run(folder / where, {  # noqa: E731
+        f"poi_{n}": functools.partial(compile_numbered, folder / "modules", f"triton_poi_fused_mul_{n}", factor)
+        for n, factor in kernels.items()})
+    (base_store, base), (store, now) = run("base", baseline), run("current", current)
+    return now, check(Baseline.from_recording(base, base_store), now, store, PLAN, worker=BY_TEXT)
+
+
 def test_a_kernel_numbered_anew_meets_the_baseline_build_of_its_machine_code_and_a_changed_one_stays_unmatched(
         tmp_path):
     """Inductor numbers a graph's kernels in order; a second cold run that compiled one kernel more before them
     (another template chosen) names every later one anew: BERT's gate under max-autotune left 0.68 of its GPU time
     unchecked so. A current kernel with no baseline build of its name meets the unlaunched baseline build whose
     machine code it is (not timed: the same code); one whose code changed too stays unmatched, with its share."""
-    (tmp_path / "modules").mkdir()
-    numbered = lambda name, factor: functools.partial(compile_numbered, tmp_path / "modules", name, factor)  # noqa
-    base_store, base = _run(tmp_path / "base", {"poi_3": numbered("triton_poi_fused_mul_3", 2.0),
-                                                "poi_5": numbered("triton_poi_fused_mul_5", 3.0)})
-    store, current = _run(tmp_path / "current", {"poi_4": numbered("triton_poi_fused_mul_4", 2.0),
-                                                 "poi_6": numbered("triton_poi_fused_mul_6", 5.0)})
-    result = check(Baseline.from_recording(base, base_store), current, store, PLAN, worker=BY_TEXT)
+    current, result = _numbered_check(tmp_path, {3: 2.0, 5: 3.0}, {4: 2.0, 6: 5.0})
     assert [(k.kernel, k.baseline_kernel, k.verdict) for k in result.kernels] == [
         ("triton_poi_fused_mul_4", "triton_poi_fused_mul_3", "SASS identical")]
     assert sorted((u.label.split(" ")[0], u.why.split(",")[0]) for u in result.unmatched) == [
@@ -167,13 +173,7 @@ def test_a_kernel_whose_number_another_kernel_had_meets_its_own_code_not_the_nam
     name compares two different kernels (on an H200 two cold compiles of BERT named two transposes alike, and the
     gate failed "outputs changed", 1.44x "slower"). Each current kernel meets the baseline build of its machine code
     instead, and the baseline build whose name it took is the one its own code replaced, not a change."""
-    (tmp_path / "modules").mkdir()
-    numbered = lambda name, factor: functools.partial(compile_numbered, tmp_path / "modules", name, factor)  # noqa
-    base_store, base = _run(tmp_path / "base", {"poi_3": numbered("triton_poi_fused_mul_3", 2.0),
-                                                "poi_4": numbered("triton_poi_fused_mul_4", 3.0)})
-    store, current = _run(tmp_path / "current", {"poi_4": numbered("triton_poi_fused_mul_4", 2.0),
-                                                 "poi_5": numbered("triton_poi_fused_mul_5", 3.0)})
-    result = check(Baseline.from_recording(base, base_store), current, store, PLAN, worker=BY_TEXT)
+    _, result = _numbered_check(tmp_path, {3: 2.0, 4: 3.0}, {4: 2.0, 5: 3.0})
     assert sorted((k.kernel, k.baseline_kernel, k.verdict) for k in result.kernels) == [
         ("triton_poi_fused_mul_4", "triton_poi_fused_mul_3", "SASS identical"),
         ("triton_poi_fused_mul_5", "triton_poi_fused_mul_4", "SASS identical")]
