@@ -207,7 +207,8 @@ def parse_entry(data, *, where: str, controls_inline: bool) -> tuple[Decision, b
 
 def _parse_key(key) -> Key | AutotuneKey:
     """A PTX key, or an autotune key (`tuning_key` present): a kernel name and its tuning key as texts (the
-    autotuner's key values and dtypes, or Inductor's `source:` and the kernel source's 64-digit hash)."""
+    autotuner's key values and dtypes, or Inductor's `source:` and the 64-digit hash of the kernel's source
+    without its name)."""
     if isinstance(key, dict) and "tuning_key" in key:
         key = _fields(key, {"kernel": (str,), "tuning_key": (list,), "gpu": (str,)}, "key")
         if len(key["tuning_key"]) > MAX_OPTIONS:
