@@ -273,16 +273,18 @@ def test_a_pinned_triton_gemm_template_is_compiled_on_the_gpu_without_benchmarki
     assert pinned["calls_extern"] == (other.get("backend") == "extern")
 
 
-def test_the_baseline_pins_no_inductor_kernel_that_only_inductors_own_benchmarks_launched():
+def test_an_inductor_kernel_only_inductors_own_benchmarks_launched_is_neither_counted_divergent_nor_pinned(tmp_path):
     """Inductor compiles fused kernels to benchmark them while it compiles (named `Placeholder.DESCRIPTIVE_NAME`)
-    and tunes them; the workload never launches them. A gate's baseline pins the workload's kernels' picks and not
-    theirs, and says how many it left (on an H200 a BERT gate reported four such pins as not applied). The decisions
-    are the real Inductor autotuner's, recorded by the real tracer."""
+    and tunes them; the workload never launches them, and their picks are draws that cost nothing. The divergence
+    report counts them apart, and neither the gate's baseline nor `--pin` pins them (on an H200 a BERT gate reported
+    four such pins as not applied; a pin of theirs is the code of a kernel the workload runs, in its way). The
+    decisions are the real Inductor autotuner's, recorded by the real tracer; the second run drew another pick at
+    the benchmark kernel."""
     heuristics = pytest.importorskip("torch._inductor.runtime.triton_heuristics")
     from test_sweep_autotune import inductor_tuner
 
     from tritonhook import _triton
-    from tritonhook.decisions.keep import baseline_picks
+    from tritonhook.decisions.keep import baseline_picks, from_divergence
 
     decided = []
     tracer = _triton.AutotuneTracer(lambda decision: decided.append(dataclasses.asdict(decision)))
@@ -293,10 +295,19 @@ def test_the_baseline_pins_no_inductor_kernel_that_only_inductors_own_benchmarks
     finally:
         tracer.uninstall()
     workload = _ran(rec.Recording([], "sm_90a", GPU, "3.6.0", "2.11.0", 1, autotune=decided[:1]), 0.01)
-    pins, warnings = baseline_picks(dataclasses.replace(workload, autotune=decided))
-    assert [pin.key.kernel for pin in pins] == ["triton_poi_fused_add_0"]
-    assert any(w.startswith("1 Inductor kernel(s) tuned but never launched by the workload") and
-               "Placeholder.DESCRIPTIVE_NAME" in w for w in warnings), warnings
+    drawn = {**decided[1], "chosen": {**decided[1]["chosen"], "BLOCK": 1024}}
+    runs = [dataclasses.replace(workload, autotune=decided, label="run-a"),
+            dataclasses.replace(workload, autotune=[decided[0], drawn], label="run-b")]
+    found = divergence(runs)
+    assert [(k.kernel, k.divergent, k.launched) for k in found.keys] == [
+        ("Placeholder.DESCRIPTIVE_NAME", True, False), ("triton_poi_fused_add_0", False, True)]
+    assert found.divergent == [] and found.to_json()["divergent"] == 0
+    pins, warnings = baseline_picks(runs[0])
+    made = from_divergence(Store(tmp_path / "store"), found, GPU)
+    for pinned, said in ((pins, warnings), (made.decisions, made.warnings)):
+        assert [pin.key.kernel for pin in pinned] == ["triton_poi_fused_add_0"]
+        assert any(w.startswith("1 Inductor kernel(s) tuned but never launched by the workload") and
+                   "Placeholder.DESCRIPTIVE_NAME" in w for w in said), said
 
 
 def test_a_process_picks_what_its_last_decision_at_a_key_chose_not_the_benchmark_a_search_moved_on_from():

@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 
-from .. import _triton, format, ptx as _ptx
+from .. import format, ptx as _ptx
 from .._version import __version__
 from ..errors import TritonhookError
 from ..files import json_text, write_file
@@ -462,8 +462,9 @@ def from_divergence(store: Store, found: Divergence, gpu: str | None) -> Decisio
     if gpu is None:
         raise TritonhookError("the recordings name no GPU; a pin holds for the GPU it was measured on")
     date = _today()
-    made, warnings = [], []
-    for key in found.keys:
+    keys, warnings = _workload_keys(found.keys)
+    made = []
+    for key in keys:
         if not key.divergent:
             evidence = Evidence(key.kernel, 1.0, None, None, "-", date, __version__, AGREED_PICK_KIND, None)
             made.append((_pin(key, key.picks[-1].config, evidence, gpu), None))
@@ -499,13 +500,9 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
     if recording.device is None:
         return [], ["the baseline recording names no GPU; its autotune picks are not pinned"]
     date = _today()
-    made, warnings = [], []
-    launched = {signature.kernel for signature in recording.signatures if signature.launches}
-    never_launched = []
-    for key in divergence([recording]).keys:
-        if key.kernel not in launched and _is_inductor_kernel_key(key.key):
-            never_launched.append(key.kernel)  # compiled for Inductor's own benchmarks while it compiled
-            continue
+    keys, warnings = _workload_keys(divergence([recording]).keys)
+    made = []
+    for key in keys:
         config = key.fastest() if key.divergent else key.picks[-1].config
         if config is None:
             warnings.append(f"{_where(key)}: its processes' picks were never timed by their autotuners; not pinned")
@@ -515,17 +512,18 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
             made.append(_pin(key, config, evidence, recording.device).checked(_where(key)))
         except TritonhookError as exc:  # a config no decisions file can hold: that key tunes, the others hold
             warnings.append(f"{exc}; not pinned")
-    if never_launched:
-        warnings.append(f"{len(never_launched)} Inductor kernel(s) tuned but never launched by the workload (compiled "
-                        f"for Inductor's benchmarks while it compiled, e.g. {never_launched[0]}) not pinned: no build "
-                        f"of theirs is the gate's to compare")
     return made, warnings
 
 
-def _is_inductor_kernel_key(key: list[str]) -> bool:
-    """Whether a tuning key is an Inductor kernel's (`_triton.inductor_tuning_key`: its code), not a compile-time
-    choice's (named for the template its benchmark kernels share) or a `triton.autotune` key's."""
-    return bool(key) and key[0].startswith(_triton.INDUCTOR_KEY_PREFIX)
+def _workload_keys(keys: list) -> tuple[list, list[str]]:
+    """The keys a pin is made for, and a warning for those left out: Inductor kernels tuned but never launched by
+    the workload (`KeyPicks.launched`). No step runs them, and their code is the code of a kernel the workload runs
+    under its own name, so a pin of theirs could only stand in the way of that kernel's (`_triton.AutotunePinner`
+    takes a pin of a kernel's code where all agree)."""
+    unlaunched = [key.kernel for key in keys if not key.launched]
+    warning = [f"{len(unlaunched)} Inductor kernel(s) tuned but never launched by the workload (compiled for "
+               f"Inductor's benchmarks while it compiled, e.g. {unlaunched[0]}) not pinned"] if unlaunched else []
+    return [key for key in keys if key.launched], warning
 
 
 def _where(key) -> str:

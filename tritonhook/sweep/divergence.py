@@ -24,7 +24,7 @@ import collections
 import dataclasses
 
 from .. import format
-from .._triton import TRITON_AUTOTUNE
+from .._triton import INDUCTOR_KEY_PREFIX, TRITON_AUTOTUNE
 from ..measure.stats import median
 from .autotune import config_text
 from .recording import Recording
@@ -71,6 +71,7 @@ class KeyPicks:
     timings: dict[str, list[float]]
     replayed: list[RivalTiming] = dataclasses.field(default_factory=list)  # set by `sweep.rivals.replay_rivals`
     tuner: str | None = None  # who decided (`_triton.AutotuneDecision.tuner`): not every tuner's pick can be pinned
+    launched: bool = True  # False: an Inductor kernel no process's workload launched (`divergence`)
 
     @property
     def configs(self) -> list[str]:
@@ -145,7 +146,9 @@ class Divergence:
 
     @property
     def divergent(self) -> list[KeyPicks]:
-        return [key for key in self.keys if key.divergent]
+        """The divergent keys of kernels the workload launched (`KeyPicks.launched`): a kernel no step runs has
+        picks that differ at no cost, and no pin."""
+        return [key for key in self.keys if key.divergent and key.launched]
 
     def to_json(self) -> dict:
         return {"recordings": self.recordings, "divergent": len(self.divergent),
@@ -154,16 +157,31 @@ class Divergence:
                          for key in self.keys]}
 
     def __rich_console__(self, console, options):
-        rows = [[key.kernel if key.tuner in (None, TRITON_AUTOTUNE) else f"{key.kernel} ({key.tuner})",
+        rows = [[_kernel_text(key),
                  " ".join(key.key), str(len(key.picks)), str(len(key.configs)),
                  format.share(key.flip_rate), "-" if key.spread is None else f"{key.spread:.3f}", _cost_text(key),
                  "; ".join(f"{text} ({_runs_ranks(key, text)})" for text in key.configs), _replayed_text(key)]
                 for key in self.keys]
         yield format.table(("kernel", "tuning key", "picks", "configs", "flip rate", "slowest/fastest (own)",
                             "cost in the workload", "config (run:rank, ...)", "replayed / fastest pick"), rows,
-                           title=f"autotune picks across processes: {len(self.divergent)} of {len(self.keys)} "
-                                 f"tuning key(s) divergent, {len(self.recordings)} run(s)",
+                           title=f"autotune picks across processes: {len(self.divergent)} of "
+                                 f"{sum(key.launched for key in self.keys)} tuning key(s) divergent, "
+                                 f"{len(self.recordings)} run(s)" + _unlaunched_text(self.keys),
                            right_align=("picks", "configs", "flip rate", "slowest/fastest (own)"))
+
+
+def _kernel_text(key: KeyPicks) -> str:
+    """The kernel cell: its name, who decided where not `triton.autotune`, and "benchmark only" where no workload
+    launched it."""
+    tuner = "" if key.tuner in (None, TRITON_AUTOTUNE) else f" ({key.tuner})"
+    return f"{key.kernel}{tuner}{'' if key.launched else ' (benchmark only)'}"
+
+
+def _unlaunched_text(keys: list[KeyPicks]) -> str:
+    """The title's note of keys whose kernels only Inductor's benchmarks launched, counted apart."""
+    unlaunched = sum(not key.launched for key in keys)
+    return f"; {unlaunched} more of kernels only Inductor's benchmarks launched (not counted, not pinned)" \
+        if unlaunched else ""
 
 
 def _replayed_text(key: KeyPicks) -> str:
@@ -193,15 +211,18 @@ def divergence(recordings: list[Recording]) -> Divergence:
     shape) is not a pick. Each decision's timings count, the first's too: the autotuners' own times of the configs."""
     final: dict[tuple, tuple[dict, tuple[int, float]]] = {}  # (run, rank, pid, kernel, key) -> its last decision
     timed: dict[tuple, dict[str, list[float]]] = {}
+    launched: dict[tuple, bool] = {}
     for recording in recordings:
         run = recording.label or str(recording.id)
         ran = _workload_of_groups(recording)
+        workload_kernels = {s.kernel for s in recording.signatures if s.launches}
         for decision in recording.autotune:
             if decision.get("made_at") is not None:
                 continue
             at = (decision["kernel"], tuple(decision.get("key") or ()))
             process = (run, decision.get("rank", recording.rank), decision.get("pid", recording.pid))
             final[(*process, *at)] = (decision, ran.get(decision["group"], (0, 0.0)))
+            launched[at] = launched.get(at, False) or not _compiled_to_benchmark(at, recording, workload_kernels)
             for config, ms in decision.get("timings") or []:
                 if ms and ms[0] is not None:
                     timed.setdefault(at, {}).setdefault(config_text(config), []).append(ms[0])
@@ -214,10 +235,21 @@ def divergence(recordings: list[Recording]) -> Divergence:
     keys = [KeyPicks(kernel, list(key), found,
                      {text: [median(values), min(values), max(values)] for text, values in timed.get((kernel, key),
                                                                                                    {}).items()},
-                     tuner=tuners[(kernel, key)])
+                     tuner=tuners[(kernel, key)], launched=launched[(kernel, key)])
             for (kernel, key), found in picks.items()]
     keys.sort(key=lambda k: (not k.divergent, -k.flip_rate, k.kernel, k.key))
     return Divergence(keys, [r.id for r in recordings])
+
+
+def _compiled_to_benchmark(at: tuple, recording: Recording, workload_kernels: set[str]) -> bool:
+    """Whether a decision at `at` (kernel, tuning key) is of an Inductor kernel the recorded workload never launched:
+    Inductor compiles fused kernels to benchmark them while it compiles (named `Placeholder.DESCRIPTIVE_NAME`) and
+    tunes them like any, and no step runs them. Told only where the recording has launches to tell it by (one of
+    decisions alone says nothing of it) and for Inductor's kernels (a compile-time choice is named for the template
+    its benchmark kernels share, and launches under other names)."""
+    kernel, key = at
+    return bool(recording.signatures) and bool(key) and key[0].startswith(INDUCTOR_KEY_PREFIX) \
+        and kernel not in workload_kernels
 
 
 def _workload_of_groups(recording: Recording) -> dict[int, tuple[int, float]]:
