@@ -4,11 +4,13 @@ It speaks the real worker protocol (`tritonhook.sweep.worker.serve`, `hello`, `p
 "replays" a signature by reading every file and snapshot blob the real worker would (so a missing or corrupt one
 fails the signature) and returning fixed timings. Told to, it dies on a signature, as a faulting kernel does:
 
-    python sweep_fake_worker.py [--die ID] [--die-once MARKER ID] [--kill-parent] [--hang ID] [--refuse WHY]
+    python sweep_fake_worker.py [--die ID] [--die-once MARKER ID] [--kill-parent] [--hang ID] [--slow ID S]
+        [--refuse WHY]
         [--expect KEY=JSON] JOB
 
 --die ID: SIGKILL itself on signature ID, every time; --die-once MARKER ID: only when MARKER does not exist yet
 (it creates it); --kill-parent: SIGKILL its parent too (in a Ray task: the Ray worker process); --hang ID: sleep;
+--slow ID SECONDS: take SECONDS longer over signature ID (a kernel whose replay outlasts the others');
 --refuse WHY: refuse the job as a worker on a GPU of another architecture does; --expect KEY=JSON: every
 signature fails unless the job's KEY holds that value; --time-by-text: each variant "takes" a time inversely
 proportional to its kernel's .text size (the larger build is the faster one: a ranking a test computes from the
@@ -102,6 +104,7 @@ def main() -> int:
     parser.add_argument("--die-once", nargs=2, default=None, metavar=("MARKER", "ID"))
     parser.add_argument("--kill-parent", action="store_true")
     parser.add_argument("--hang", type=int, default=None)
+    parser.add_argument("--slow", nargs=2, default=None, metavar=("ID", "SECONDS"))
     parser.add_argument("--refuse", default=None)
     parser.add_argument("--expect", default=None, metavar="KEY=JSON")
     parser.add_argument("--time-by-text", action="store_true")
@@ -143,6 +146,8 @@ def main() -> int:
                 return {"id": signature["id"], "status": "error", "message": f"job {key}: {job.get(key)!r}"}
         if signature["id"] == args.hang:
             time.sleep(3600)
+        if args.slow is not None and signature["id"] == int(args.slow[0]):
+            time.sleep(float(args.slow[1]))
         for variant in signature["variants"]:
             (job_path.parent / variant["metadata"]).read_bytes()
             (job_path.parent / variant["cubin"]).read_bytes()

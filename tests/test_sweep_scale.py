@@ -114,6 +114,19 @@ def test_work_is_spread_over_two_gpus_and_merged_into_the_store(recorded, monkey
     assert not result.warnings
 
 
+def test_the_gpu_seconds_no_signature_was_replaying_are_the_replays_idle_time(recorded, monkeypatch):
+    """`replay idle`: the GPU-seconds a replay's workers replayed no signature (starting, or out of work while
+    another GPU finished its last one), what keeps a second GPU from halving a replay (`tune` on two H200s timed
+    1.41x-1.65x the candidates a minute of one). One signature takes 2 s longer than the rest: on two workers the
+    other one waits nearly all of that, on one nobody waits."""
+    store, recording = recorded
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,7")
+    slow = fake("--slow", str(recording.signatures[0].id), "2")
+    one, two = (replay(recording, store, VARIANTS, ReplayPlan(l2="cold"), workers=Workers.at(gpus=gpus, worker=slow))
+                for gpus in ([0], [0, 1]))
+    assert two.times_s["replay"] >= 2 and two.times_s["replay idle"] - one.times_s["replay idle"] >= 1.5
+
+
 def test_each_timed_row_says_why_it_moved_in_the_table_the_stored_json_and_the_page(recorded, tmp_path):
     """Issue 38: the fp32 matmul renamed `cutlass_` builds other SASS on sm_90a than plain (spills, IMADs): its rows
     carry the two cubins' `CubinDelta`, whose figures are the two variants' own cubin summaries; the add kernel's

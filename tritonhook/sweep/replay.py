@@ -145,12 +145,20 @@ def _replay(recording: Recording, store: Store, variants: Sequence[Variant], pla
     built = build_all(store, chosen, variants, rows, prebuilt, progress=workers.progress)
     build_s = time.time() - began
     labels = next((list(b) for b in built.values()), [v.label for v in variants])
+    busy, journal = [], _journal(store, recording)
+
+    def arrived(record: dict) -> None:
+        busy.append(record.get("worker_s") or 0.0)
+        journal(record)
+
     began = time.time()
     samples = time_signatures(recording, store, [s for s in chosen if s.id in built], built, rows, workers,
-                              rounds=rounds, l2=l2, l2_dirt=l2_dirt, min_effect=min_effect,
-                              arrived=_journal(store, recording), adaptive=not plan.fixed_rounds)
+                              rounds=rounds, l2=l2, l2_dirt=l2_dirt, min_effect=min_effect, arrived=arrived,
+                              adaptive=not plan.fixed_rounds)
     replay_s = time.time() - began
     times = {"record": record_s, "build": build_s, "replay": replay_s}
+    if workers.ray is False:  # local workers, one a GPU: what they were not replaying (starting, or out of work)
+        times["replay idle"] = max(0.0, len(workers.devices) * replay_s - sum(busy))
     shown, candidates = _fold_autotune_groups(recording, rows, samples, labels, min_effect)
     began = time.time()
     if plan.explain_rows:  # the rows shown; the autotune candidates' (JSON only) would cost a disassembly each

@@ -310,7 +310,8 @@ class SweepResult:
     rounds: int
     recording_id: int | None
     command: list[str] | None
-    times_s: dict[str, float]          # record, build, replay
+    times_s: dict[str, float]          # record, build, replay, and with local workers "replay idle": the
+                                       # GPU-seconds they replayed no signature (starting, or out of work)
     min_effect: float = config.ab.DEFAULT_MIN_EFFECT
     estimates: list[WorkloadEstimate] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -305,7 +306,9 @@ def _serve_slot(slot: int, device: str | None, work: _Queue, command, job_path: 
                     worker.close()
                 worker = _Worker(command, job_path, device)
                 worker.start()
+            began = time.monotonic()
             record = worker.replay(signature_id, timeout_s)
+            record["worker_s"] = time.monotonic() - began  # its GPU's busy time (`replay.replay`'s "replay idle")
             if record["status"] == "fault" or record.get("context_lost"):
                 worker.close()
                 worker = None
