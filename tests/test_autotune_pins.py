@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,6 +26,7 @@ from tritonhook.sweep.result import SweepResult, SweepRow
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_sweep_autotune import CONFIGS, _candidate_rows, candidates  # noqa: E402,F401 - the fixture
+from release_subjects import load_module  # noqa: E402 - tests/release_subjects.py
 
 pytestmark = pytest.mark.every_release  # reaches what differs between Triton releases (scripts/test-matrix.sh)
 
@@ -736,10 +736,7 @@ def _inductor_kernels(folder: Path, kernels: dict[str, str]):
         INDUCTOR_KERNEL.format(name=name, op=op) for name, op in kernels.items())
     path = folder / "inductor_kernels.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location("inductor_kernels", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(path)
 
 
 def test_an_inductor_kernel_renumbered_by_another_compile_takes_the_pin_of_its_code(tmp_path):

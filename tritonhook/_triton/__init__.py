@@ -23,10 +23,10 @@ never from a submodule.
 
 from __future__ import annotations
 
-from .autotune import (COMPILE, COORDINATE_DESCENT, INDUCTOR_AUTOTUNER_MODULE, INDUCTOR_CACHE, INDUCTOR_KEY_PREFIX,
-                       INDUCTOR_RUNTIME, PINNED, SELECT_ALGORITHM, TRITON_AUTOTUNE, AutotuneCandidate, AutotuneDecision,
+from .autotune import (COMPILE, COORDINATE_DESCENT, INDUCTOR_AUTOTUNER_MODULE, INDUCTOR_CACHE, INDUCTOR_RUNTIME,
+                       PINNED, SELECT_ALGORITHM, TRITON_AUTOTUNE, AutotuneCandidate, AutotuneDecision,
                        AutotunePinner, AutotuneTracer, CompiledAhead, autotune_config, config_matches, inductor_benchmark_process,
-                       inductor_tuning_key, tuning_key)
+                       inductor_tuning_key, is_inductor_kernel_key, tuning_key)
 from .compile import (ORIGINAL_NAME_KEY, CubinTransform, HookInstallation, PtxTransform, current_hooks, hook_slots, loaded_event,
                       ptxas_args_of, check_ptxas_arm, ptxas_for, ptxases_for, triton_ptxas)
 from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtime_hooks, allocator_var,
@@ -46,7 +46,7 @@ __all__ = [
     # autotune
     "COMPILE", "COORDINATE_DESCENT", "INDUCTOR_RUNTIME", "PINNED", "SELECT_ALGORITHM", "TRITON_AUTOTUNE",
     "inductor_benchmark_process",
-    "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "INDUCTOR_KEY_PREFIX", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "tuning_key",
+    "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "is_inductor_kernel_key", "tuning_key",
     # launches
     "RUNTIME_HOOK_CHAINS", "LaunchSpec", "LaunchTracer", "add_runtime_hooks", "allocator_var",
     "inductor_launches_through_triton", "launch_spec",

@@ -818,6 +818,12 @@ def inductor_tuning_key(autotuner) -> tuple[str, ...]:
     return (f"{INDUCTOR_KEY_PREFIX}{hashlib.sha256(nameless.encode()).hexdigest()}",)
 
 
+def is_inductor_kernel_key(key) -> bool:
+    """Whether a tuning key is an Inductor kernel's (`inductor_tuning_key`: its code), not a `triton.autotune` key's
+    or a compile-time choice's (its inputs' dtypes and sizes)."""
+    return bool(key) and str(key[0]).startswith(INDUCTOR_KEY_PREFIX)
+
+
 class AutotunePinner(_AutotunerWrapping):
     """Runs the config a decision pins for one autotune decision (`pins`: (kernel name, tuning key) -> config
     values) instead of benchmarking. `triton.autotune`: `Autotuner.run` is wrapped on the class (and a subclass's own
@@ -855,7 +861,7 @@ class AutotunePinner(_AutotunerWrapping):
         self._caches_before: tuple[object, bool] | None = None  # Inductor's config module, its switch before ours
         self._selector_wait: AfterImport | None = None
         self._selector: _Wrapped | None = None  # AlgorithmSelectorCache.__call__, once select_algorithm is imported
-        self._stand_ins: set[tuple[str, tuple[str, ...]]] = set()  # (name, key) pinned by its code's pin (`pin_of`)
+        self._stand_ins: set[tuple[str, tuple[str, ...]]] = set()  # (name, key) pinned by its code's pin (`_pin_of`)
         self._reported = False
 
     def pinned_config(self, autotuner, name: str, args: tuple, kwargs: dict):
@@ -955,8 +961,7 @@ class AutotunePinner(_AutotunerWrapping):
         run (a gate's baseline, another rank's compile) names the kernel by a number this run may give another. Taken
         so, the pin is kept under this name too (`_stand_ins`), and counts for the pins it stands in for."""
         wanted = self.pins.get((name, key))
-        if wanted is not None or not key[:1] or not key[0].startswith(INDUCTOR_KEY_PREFIX) \
-                or key not in self._pinned_keys:
+        if wanted is not None or not is_inductor_kernel_key(key) or key not in self._pinned_keys:
             return wanted
         alike = [config for (_, pinned_key), config in self.pins.items() if pinned_key == key]
         if any(config != alike[0] for config in alike):
@@ -987,7 +992,7 @@ class AutotunePinner(_AutotunerWrapping):
             return
         super().install()
         atexit.register(self.report_not_applied)
-        if any(key[:1] and key[0].startswith(INDUCTOR_KEY_PREFIX) or CHOICE in config
+        if any(is_inductor_kernel_key(key) or CHOICE in config
                for (_, key), config in self.pins.items()):
             self._config_wait = after_import(INDUCTOR_CONFIG_MODULE, self._disable_inductor_caches)
         if any(CHOICE in config for config in self.pins.values()):

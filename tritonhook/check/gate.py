@@ -148,7 +148,7 @@ def _matching(baseline: Baseline, recording: Recording, captures: dict, keys: di
                 unmatched.append(Unmatched(build.label, _not_launched_why(build.key, launched)))
         elif all(build is not met for met in [*found.values(), *met_renamed]):
             why = "its name's current build is another baseline build's machine code" \
-                if any(pairs[text].get(s.triton_hash) is build for s in recording.signatures if s.id in renamed) \
+                if any(by_name[sid] is build for sid in renamed) \
                 else _ambiguous(len(builds[text]), len(current[text]), "current")
             unmatched.append(Unmatched(build.label, f"in the baseline, {why}"))
     unmatched += [Unmatched(label, "in the baseline recording with no build in its store")

@@ -517,9 +517,9 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
 
 def _workload_keys(keys: list) -> tuple[list, list[str]]:
     """The keys a pin is made for, and a warning for those left out: Inductor kernels tuned but never launched by
-    the workload (`KeyPicks.launched`). No step runs them, and their code is the code of a kernel the workload runs
-    under its own name, so a pin of theirs could only stand in the way of that kernel's (`_triton.AutotunePinner`
-    takes a pin of a kernel's code where all agree)."""
+    the workload (`KeyPicks.launched`). No step runs them, and their code can be a kernel's the workload runs under
+    its own name, so a pin of theirs could only stand in the way of that kernel's (`_triton.AutotunePinner` takes a
+    pin of a kernel's code where all agree)."""
     unlaunched = [key.kernel for key in keys if not key.launched]
     warning = [f"{len(unlaunched)} Inductor kernel(s) tuned but never launched by the workload (compiled for "
                f"Inductor's benchmarks while it compiled, e.g. {unlaunched[0]}) not pinned"] if unlaunched else []

@@ -24,7 +24,7 @@ import collections
 import dataclasses
 
 from .. import format
-from .._triton import INDUCTOR_KEY_PREFIX, TRITON_AUTOTUNE
+from .._triton import TRITON_AUTOTUNE, is_inductor_kernel_key
 from ..measure.stats import median
 from .autotune import config_text
 from .recording import Recording
@@ -248,8 +248,7 @@ def _compiled_to_benchmark(at: tuple, recording: Recording, workload_kernels: se
     decisions alone says nothing of it) and for Inductor's kernels (a compile-time choice is named for the template
     its benchmark kernels share, and launches under other names)."""
     kernel, key = at
-    return bool(recording.signatures) and bool(key) and key[0].startswith(INDUCTOR_KEY_PREFIX) \
-        and kernel not in workload_kernels
+    return bool(recording.signatures) and is_inductor_kernel_key(key) and kernel not in workload_kernels
 
 
 def _workload_of_groups(recording: Recording) -> dict[int, tuple[int, float]]:
