@@ -1,15 +1,18 @@
 """Inductor's compile-time choice under the autotune tracer: a Linear + ReLU compiled with max-autotune. On a CPU
 (the default): frozen weights and the CPP GEMM template beside MKL's extern kernel (`max_autotune_gemm_backends=
 "CPP,ATEN"`), so `select_algorithm` benchmarks two choices in process with no GPU; with `--cuda`: fp16 on the GPU,
-Triton's GEMM templates beside cuBLAS ("TRITON,ATEN"). Prints the tracer's decisions as JSON on stdout (Inductor
-prints its own AUTOTUNE table on stderr), whether the compiled code calls an extern kernel (MKL's, cuBLAS's) rather
-than a template, then whether uninstalling put Inductor's functions back.
+Triton's GEMM templates beside cuBLAS ("TRITON,ATEN"), or with `--templates-only` the templates alone ("TRITON":
+a template is then always the pick, fused with the ReLU or not by the scheduler's benchmark). Prints the tracer's
+decisions as JSON on stdout (Inductor prints its own AUTOTUNE table on stderr), whether the compiled code calls an
+extern kernel (MKL's, cuBLAS's) rather than a template, the kernels it defines, the GEMM's node in the graph Inductor
+lowered, then whether uninstalling put Inductor's functions back.
 
-    python select_algorithm_choice.py [--cuda] [STORE PINS]   # under file PINS's decisions (`session(apply=)`)"""
+    python select_algorithm_choice.py [--cuda [--templates-only]] [STORE PINS]   # under file PINS's decisions"""
 
 import contextlib
 import dataclasses
 import json
+import re
 import sys
 
 import torch
@@ -37,13 +40,24 @@ EXTERN_CALLS = ("extern_kernels.", "torch.ops.mkl._mkl_linear")
 """How Inductor's generated code calls an extern GEMM: cuBLAS's `extern_kernels.addmm`, and on a CPU with frozen
 weights MKL's packed linear op."""
 
+GEMM_OPS = ("mm", "addmm", "_mkl_linear")
+"""The graph nodes a Linear lowers to a GEMM from, by their op's name."""
+gemm_nodes = []
+
+
+def note_gemm_nodes(graph) -> None:
+    """Inductor's last pass on the graph it lowers (`post_grad_custom_post_pass`): the GEMM nodes' names."""
+    gemm_nodes.extend(node.name for node in graph.nodes
+                      if node.op == "call_function" and getattr(node.target, "__name__", "").split(".")[0] in GEMM_OPS)
+
+
 while_installed = wrapped()
-cuda = "--cuda" in sys.argv
-args = [arg for arg in sys.argv[1:] if arg != "--cuda"]
+cuda, templates_only = "--cuda" in sys.argv, "--templates-only" in sys.argv
+args = [arg for arg in sys.argv[1:] if arg not in ("--cuda", "--templates-only")]
 device, dtype = ("cuda", torch.float16) if cuda else ("cpu", torch.float32)
 model = torch.nn.Sequential(torch.nn.Linear(512, 256), torch.nn.ReLU()).eval().to(device, dtype)
-options = {"max_autotune": True, "autotune_in_subproc": False,
-           **({"max_autotune_gemm_backends": "TRITON,ATEN"} if cuda else
+options = {"max_autotune": True, "autotune_in_subproc": False, "post_grad_custom_post_pass": note_gemm_nodes,
+           **({"max_autotune_gemm_backends": "TRITON" if templates_only else "TRITON,ATEN"} if cuda else
               {"max_autotune_gemm_backends": "CPP,ATEN", "freezing": True})}
 pinned = tritonhook.session(args[0], apply=args[1], subprocesses=False) if args else contextlib.nullcontext()
 with pinned, torch.no_grad(), inductor_config.patch(options):
@@ -51,4 +65,7 @@ with pinned, torch.no_grad(), inductor_config.patch(options):
 tracer.uninstall()
 print(json.dumps({"decisions": [dataclasses.asdict(d) for d in decisions], "wrapped": while_installed,
                   "after_uninstall": wrapped(),
-                  "calls_extern": any(call in text for call in EXTERN_CALLS for text in code)}))
+                  "calls_extern": any(call in text for call in EXTERN_CALLS for text in code),
+                  "kernels": sorted({name for text in code for name in re.findall(r"^(\w+) = async_compile\.", text,
+                                                                                    re.MULTILINE)}),
+                  "gemm_nodes": gemm_nodes}))

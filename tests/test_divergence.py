@@ -235,10 +235,64 @@ def test_a_choice_inductor_made_while_compiling_is_pinned_for_every_rank_and_com
     assert pinned["calls_extern"] == (other["backend"] == "extern") != unpinned["calls_extern"]
 
 
+@pytest.mark.release_independent  # Inductor's scheduler: torch's, whatever the Triton release
+def test_a_gemm_pinned_unfused_is_compiled_apart_from_its_epilogue_and_pinned_fused_with_it(select_algorithm_cpu,
+                                                                                            tmp_path):
+    """Inductor's template fusion (a GEMM template finalized with its neighbour fused in or not, which under
+    max-autotune on a GPU its scheduler decides by a benchmark while it compiles) is a decision a gate pins from its
+    baseline: here on a CPU, the CPP GEMM template pinned for the Linear's GEMM (its graph node, as the tracer
+    records a template fusion), unfused: the template's kernel and the ReLU's apart; fused: one kernel with both
+    (the scheduler fuses by itself where nothing is pinned). The run's decision there is the pin's."""
+    from tritonhook.decisions.keep import baseline_picks
+
+    unpinned = json.loads(select_algorithm_cpu.stdout)
+    (decision,) = unpinned["decisions"]
+    template = next(config for config, _ in decision["timings"] if config.get("backend") == "CPP")
+    (gemm,) = unpinned["gemm_nodes"]
+    kernels = {}
+    for fused in (False, True):
+        recorded = {**decision, "tuner": "template fusion", "key": [*decision["key"], f"at {gemm} (forward)"],
+                    "chosen": {**template, "fused": fused}, "timings": []}
+        (pin,), _ = baseline_picks(rec.Recording([], "x86", GPU, "3.6.0", "2.13.0", 1, autotune=[recorded]))
+        pinned = _run_choice(tmp_path / str(fused), pin)
+        assert [(d["tuner"], d["key"], d["chosen"]) for d in pinned["decisions"]] == \
+            [("pinned", recorded["key"], recorded["chosen"])]
+        assert not pinned["calls_extern"]
+        kernels[fused] = pinned["kernels"]
+    assert len(kernels[True]) == 1 and "relu" in kernels[True][0], kernels
+    assert len(kernels[False]) == 2 and [name for name in kernels[False] if "relu" not in name], kernels
+
+
+@pytest.mark.gpu
+def test_a_gemm_templates_fusion_is_recorded_and_pinned_the_other_way_on_the_gpu(tmp_path):
+    """On a GPU, Inductor's Triton GEMM templates alone for an fp16 Linear + ReLU: the tracer records the template
+    the scheduler finalized the GEMM with, and whether it fused the ReLU into it (a decision of `template fusion`,
+    keyed by the GEMM's graph node); pinned the other way, the next compile fuses, or not, as pinned, with nothing
+    benchmarked."""
+    import torch
+
+    from tritonhook.decisions.keep import baseline_picks
+
+    gpu = torch.cuda.get_device_name()
+    unpinned = _run_choice(tmp_path / "unpinned", None, "--cuda", "--templates-only", gpu=gpu)
+    (gemm,) = unpinned["gemm_nodes"]
+    (fusion,) = [d for d in unpinned["decisions"] if d["tuner"] == "template fusion"]
+    assert fusion["key"][-1] == f"at {gemm} (forward)"
+    fused = fusion["chosen"]["fused"]
+    assert any("relu" in name and "tem" in name for name in unpinned["kernels"]) == fused, unpinned["kernels"]
+    other = {**fusion, "chosen": {**fusion["chosen"], "fused": not fused}}
+    (pin,), _ = baseline_picks(rec.Recording([], "sm_90a", gpu, "3.6.0", torch.__version__, 1, autotune=[other]))
+    pinned = _run_choice(tmp_path / "pinned", pin, "--cuda", "--templates-only", gpu=gpu)
+    assert [(d["tuner"], d["chosen"]) for d in pinned["decisions"] if d["tuner"] != "coordinate descent"] == \
+        [("pinned", other["chosen"])]
+    assert any("relu" in name and "tem" in name for name in pinned["kernels"]) == (not fused), pinned["kernels"]
+
+
 def _run_choice(tmp_path: Path, pin=None, *flags: str, gpu: str = GPU) -> dict:
     """tests/select_algorithm_choice.py run in a fresh process and Inductor cache, under `pin` where given."""
     from tritonhook.decisions.keep import write_entries
 
+    tmp_path.mkdir(parents=True, exist_ok=True)
     pinned = [] if pin is None else [str(tmp_path / "s"),
                                      write_entries(tmp_path / "pins.json", [(pin, None)], "a test")]
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{pin is None}"),

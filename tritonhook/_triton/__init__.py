@@ -9,6 +9,8 @@ records the compile hooks' way):
 * `compile`:  the compile listener and the stage inspection hook (capture records, the "ptx" stage transforms of
   rename and tma_scope, the 3.6 cache keys), the ptxas and options Triton compiles with, what every hook slot
   holds (`hook_slots`, for doctor).
+* `template_fusion`: Inductor's GEMM templates fused with their neighbours or not, as decisions (the autotune
+  tracer records them, the pinner pins them).
 * `autotune`: `AutotuneTracer`, which launches are `triton.autotune`'s or Inductor's benchmark of a config.
 * `launches`: `LaunchTracer` (every launch with its arguments, the C path in `_launchpath.c`), Triton's runtime
   hook chains and scratch allocator (memwatch), and switching Inductor's static launcher off while tracing.
@@ -34,6 +36,7 @@ from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtim
                        remove_runtime_hooks, signature_key_of)
 from .rebuild import (HELPERS_STAGE, PYTHON_STAGE, REBUILD_STAGE, RebuiltKernel, compile_rebuilt, specialized_on,
                       helper_modules)
+from .template_fusion import TEMPLATE_FUSION
 from .replay import launch, load_kernel, make_tensor_descriptor, tensor_descriptor_fields
 from .version import REQUIREMENT, check_supported, parse_version, triton_version
 
@@ -46,6 +49,8 @@ __all__ = [
     # autotune
     "COMPILE", "COORDINATE_DESCENT", "INDUCTOR_RUNTIME", "PINNED", "SELECT_ALGORITHM", "TRITON_AUTOTUNE",
     "inductor_benchmark_process",
+    # template_fusion
+    "TEMPLATE_FUSION",
     "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "is_inductor_kernel_key", "tuning_key",
     # launches
     "RUNTIME_HOOK_CHAINS", "LaunchSpec", "LaunchTracer", "add_runtime_hooks", "allocator_var",

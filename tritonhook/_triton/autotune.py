@@ -25,6 +25,9 @@ from typing import Callable, Iterator
 from .. import config
 from .._imports import AfterImport, after_import
 from ..errors import TritonhookError, warn
+from .template_fusion import (FUSED, INDUCTOR_IR_MODULE, INDUCTOR_SCHEDULER_MODULE, TEMPLATE_FUSION, fused_templates, fusion_key,
+                              is_fusion_config, lowering_instance, multi_templates, no_fusion, template_buffer,
+                              template_instance)
 from .version import _plain_json, _WarnOnce
 
 INDUCTOR_AUTOTUNER_MODULE = "torch._inductor.runtime.triton_heuristics"
@@ -47,7 +50,7 @@ TRITON_AUTOTUNE, SELECT_ALGORITHM, COORDINATE_DESCENT, INDUCTOR_RUNTIME, COMPILE
     "triton.autotune", "select_algorithm", "coordinate descent", "Inductor's runtime autotuner", "Inductor compile",
     "pinned")
 """Who made a decision (`AutotuneDecision.tuner`): how a pin reaches it differs (`AutotunePinner`), and what the
-workload runs after it. `PINNED`: a pin ran in place of the
+workload runs after it (and `template_fusion.TEMPLATE_FUSION`). `PINNED`: a pin ran in place of the
 autotuner (`AutotuneTracer.note_pinned`): the process's pick at that key, with no timings."""
 
 @dataclasses.dataclass(frozen=True)
@@ -338,6 +341,7 @@ class AutotuneTracer(_AutotunerWrapping):
         self.benchmarking = 0             # candidate benchmarks running now, all threads together (a cheap test)
         self._frames = threading.local()
         self._compile_waits: list[AfterImport] = []
+        self._finalized: dict[int, tuple] = {}  # id(MultiTemplateBuffer) -> it and the choice it was finalized with
         self._compile_wrapped: list[_Wrapped] = []
 
     def current(self) -> AutotuneCandidate | None:
@@ -351,8 +355,10 @@ class AutotuneTracer(_AutotunerWrapping):
     def install(self) -> None:
         super().install()
         _TRACERS.append(self)
-        self._compile_waits = [after_import(INDUCTOR_SELECTOR_MODULE, self._wrap_selector),
-                               after_import(INDUCTOR_COMPILE_MODULE, self._wrap_compile)]
+        waits = (after_import(INDUCTOR_SELECTOR_MODULE, self._wrap_selector),
+                 after_import(INDUCTOR_COMPILE_MODULE, self._wrap_compile),
+                 after_import(INDUCTOR_SCHEDULER_MODULE, self._wrap_scheduler))
+        self._compile_waits = [wait for wait in waits if wait is not None]  # None: imported already, wrapped now
 
     def uninstall(self) -> None:
         super().uninstall()
@@ -394,6 +400,75 @@ class AutotuneTracer(_AutotunerWrapping):
             return
         self._compile_wrapped.append(_Wrapped(module, ("_compile_fx_inner",),
                                               lambda name, original: self._wrap_compile_scope(original)))
+
+    def _wrap_scheduler(self, module) -> None:
+        """Wrap what finalizes Inductor's GEMM templates once its scheduler is imported
+        (`MultiTemplateBuffer.finalize_as_triton_caller`, `Scheduler.finalize_multi_template_buffers`): each template
+        finalized is one decision of `TEMPLATE_FUSION` (`_triton.template_fusion`)."""
+        scheduler = getattr(module, "Scheduler", None)
+        multi = getattr(sys.modules.get(INDUCTOR_IR_MODULE), "MultiTemplateBuffer", None)
+        if not self.active:
+            return
+        if "finalize_multi_template_buffers" not in getattr(scheduler, "__dict__", {}) \
+                or "finalize_as_triton_caller" not in getattr(multi, "__dict__", {}):
+            self._warn("the autotune tracer on Inductor's template fusion",
+                       TritonhookError("Inductor's scheduler has no finalize_multi_template_buffers, or its "
+                                       "MultiTemplateBuffer no finalize_as_triton_caller"))
+            return
+        self._compile_wrapped.append(_Wrapped(multi, ("finalize_as_triton_caller",),
+                                              lambda name, original: self._wrap_template_finalized(original)))
+        self._compile_wrapped.append(_Wrapped(scheduler, ("finalize_multi_template_buffers",),
+                                              lambda name, original: self._wrap_templates_finalizing(original)))
+
+    def _wrap_template_finalized(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def finalize_as_triton_caller(template, caller, *args, **kwargs):
+            result = original(template, caller, *args, **kwargs)
+            if tracer.active:  # fused (the scheduler's fusion benchmark) or not (its finalizing): the choice it runs
+                tracer._finalized[id(template)] = (template, caller)
+            return result
+
+        return finalize_as_triton_caller
+
+    def _wrap_templates_finalizing(self, original):
+        tracer = self
+
+        @functools.wraps(original)
+        def finalize_multi_template_buffers(scheduler, *args, **kwargs):
+            if not tracer.active:
+                return original(scheduler, *args, **kwargs)
+            try:
+                templates = multi_templates(scheduler.nodes)  # fused ones are finalized by now, the rest next
+            except Exception as exc:  # noqa: BLE001 - recording must never break the workload
+                tracer._warn("template fusion recording", exc)
+                templates = []
+            result = original(scheduler, *args, **kwargs)
+            for template, fused in templates:
+                tracer._template_decided(template, fused)
+            return result
+
+        return finalize_multi_template_buffers
+
+    def _template_decided(self, template, fused: bool) -> None:
+        """One GEMM template finalized: the choice it runs and whether it was fused, at its decision's kernel and
+        key and the graph node it lowers. A template finalized as an extern kernel (cuBLAS) is no decision here:
+        its choice is its `select_algorithm` pick, and nothing fuses into it."""
+        held = self._finalized.pop(id(template), None)
+        if held is None or held[0] is not template:
+            return
+        try:
+            instance = template_instance(template)
+            if instance is None:
+                return
+            inputs = getattr(template, "original_inputs", None) or template.inputs
+            self.on_decided(AutotuneDecision(
+                self._decision_frame()["group"], selector_kernel(template.choices),
+                list(fusion_key(selector_key(inputs), instance)), {**choice_config(held[1]), FUSED: fused}, [],
+                None, tuner=TEMPLATE_FUSION))
+        except Exception as exc:  # noqa: BLE001 - recording must never break the workload
+            self._warn("template fusion recording", exc)
 
     def _wrap_compile_scope(self, original):
         tracer = self
@@ -730,8 +805,10 @@ def _searches_after(autotuner) -> bool:
 def _numberless_choice_config(choice_or_config) -> dict:
     """A compile-time choice's config (`choice_config`; or such a config) with its name's number left out:
     Inductor numbers the template choices of a process as it generates them (`triton_mm_3`), so the number names a
-    place in one compile's order, not the choice; its template, tiles, warps and stages do."""
+    place in one compile's order, not the choice; its template, tiles, warps and stages do. A template fusion's
+    outcome (`FUSED`) is left out too: no choice has it."""
     config = dict(choice_or_config) if isinstance(choice_or_config, dict) else choice_config(choice_or_config)
+    config.pop(FUSED, None)  # a template fusion's pin (`_triton.template_fusion`): what became of the choice
     return {**config, CHOICE: str(config.get(CHOICE, "")).rstrip("0123456789").rstrip("_")}
 
 
@@ -862,6 +939,9 @@ class AutotunePinner(_AutotunerWrapping):
         self._selector_wait: AfterImport | None = None
         self._selector: _Wrapped | None = None  # AlgorithmSelectorCache.__call__, once select_algorithm is imported
         self._stand_ins: set[tuple[str, tuple[str, ...]]] = set()  # (name, key) pinned by its code's pin (`_pin_of`)
+        self._fusion_wait: AfterImport | None = None
+        self._fusion: _Wrapped | None = None  # Scheduler.speedup_by_fusion, where a pin says a template is unfused
+        self._unfused: dict[int, weakref.ref] = {}  # id(template buffer) -> it: a pinned GEMM that fuses nothing
         self._reported = False
 
     def pinned_config(self, autotuner, name: str, args: tuple, kwargs: dict):
@@ -925,15 +1005,24 @@ class AutotunePinner(_AutotunerWrapping):
         return self._pinned(name, key, lambda: [_inductor_launcher(autotuner, config)],
                             lambda launcher: autotune_config(launcher.config))
 
-    def pinned_choices(self, choices: list, input_nodes) -> list:
+    def pinned_choices(self, choices: list, input_nodes) -> tuple[list, bool | None]:
         """What Inductor's compile-time choice (`select_algorithm`) chooses among for this call: where a pin names
         its kernel and key (`selector_kernel`, `selector_key`, as the tracer records them), the pinned choice alone,
-        which Inductor takes without benchmarking (nor saving a timing to its autotune cache); else `choices`."""
+        which Inductor takes without benchmarking (nor saving a timing to its autotune cache); else `choices`.
+        A template fusion's pin of this very GEMM (`_triton.template_fusion`) comes first: its choice is the one the
+        template ran, fused or not, which the second value says (None: no such pin)."""
         name = selector_kernel(choices)
         if name not in self._pinned_names:
-            return choices
-        pinned = self._pinned(name, tuple(selector_key(input_nodes)), lambda: choices, _numberless_choice_config)
-        return choices if pinned is None else [pinned]
+            return choices, None
+        key = tuple(selector_key(input_nodes))
+        instance = lowering_instance()
+        at = fusion_key(key, instance) if instance is not None else None
+        if at is not None and (name, at) in self.pins:
+            pinned = self._pinned(name, at, lambda: choices, _numberless_choice_config)
+            if pinned is not None:
+                return [pinned], bool(self.pins[(name, at)][FUSED])
+        pinned = self._pinned(name, key, lambda: choices, _numberless_choice_config)
+        return (choices if pinned is None else [pinned]), None
 
     def _pinned(self, name: str, key: tuple[str, ...], options: Callable[[], list], config_of: Callable):
         """Of `options()` (configs, launchers or Inductor's choices, asked for only where (name, key) has a pin),
@@ -997,6 +1086,8 @@ class AutotunePinner(_AutotunerWrapping):
             self._config_wait = after_import(INDUCTOR_CONFIG_MODULE, self._disable_inductor_caches)
         if any(CHOICE in config for config in self.pins.values()):
             self._selector_wait = after_import(INDUCTOR_SELECTOR_MODULE, self._wrap_selector)
+        if any(is_fusion_config(config) for config in self.pins.values()):
+            self._fusion_wait = after_import(INDUCTOR_SCHEDULER_MODULE, self._wrap_fusion)
 
     def not_applied(self) -> list[str]:
         """One line per pin that no autotune of this run took (its kernel never tuned at that key here), naming
@@ -1004,9 +1095,11 @@ class AutotunePinner(_AutotunerWrapping):
         as the autotuner's own pick."""
         lines = []
         taken_by_code = {key for name, key in self._stand_ins if (name, key) in self.applied}
+        # a template decision whose GEMMs each took the choice of their template fusion's pin instead
+        taken_by_fusion = {(name, key[:-1]) for name, key in self.applied if is_fusion_config(self.pins[(name, key)])}
         for (name, key), wanted in self.pins.items():
             if (name, key) in self.applied or (name, key) in self._unmatched or key in taken_by_code \
-                    or (name, key) in self._stand_ins:
+                    or (name, key) in self._stand_ins or (name, key) in taken_by_fusion:
                 continue
             near = sorted(f"{n} at {', '.join(k)}" for n, k in self._tuned_near if n == name or k == key)
             lines.append(f"tritonhook: a decision pins {wanted} for {name} (tuning key {', '.join(key)}), but no "
@@ -1025,13 +1118,15 @@ class AutotunePinner(_AutotunerWrapping):
     def uninstall(self) -> None:
         atexit.unregister(self.report_not_applied)
         self.report_not_applied()
-        for wait in (self._config_wait, self._selector_wait):
+        for wait in (self._config_wait, self._selector_wait, self._fusion_wait):
             if wait is not None:
                 wait.remove()
-        self._config_wait = self._selector_wait = None
-        if self._selector is not None:
-            self._selector.restore()
-            self._selector = None
+        self._config_wait = self._selector_wait = self._fusion_wait = None
+        for wrapped in (self._selector, self._fusion):
+            if wrapped is not None:
+                wrapped.restore()
+        self._selector = self._fusion = None
+        self._unfused.clear()
         if self._caches_before is not None:
             module, before = self._caches_before
             module.force_disable_caches = before
@@ -1055,14 +1150,58 @@ class AutotunePinner(_AutotunerWrapping):
 
         @functools.wraps(original)
         def __call__(selector, name, choices, input_nodes, *args, **kwargs):
+            fused = None
             if pinner.active:
                 try:
-                    choices = pinner.pinned_choices(choices, input_nodes)
+                    choices, fused = pinner.pinned_choices(choices, input_nodes)
                 except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it chooses as usual
                     pinner._warn("pinned choice", exc)
-            return original(selector, name, choices, input_nodes, *args, **kwargs)
+            lowered = original(selector, name, choices, input_nodes, *args, **kwargs)
+            if fused is False:
+                pinner._note_unfused(lowered)
+            return lowered
 
         return __call__
+
+    def _note_unfused(self, lowered) -> None:
+        """The template `select_algorithm` lowered a GEMM to (`lowered`) fuses with nothing, as where its pin was
+        made: `speedup_by_fusion` refuses it every neighbour."""
+        try:
+            template = template_buffer(lowered)
+            self._unfused[id(template)] = weakref.ref(template)
+        except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it fuses as usual
+            self._warn("pinned template fusion", exc)
+
+    def _wrap_fusion(self, module) -> None:
+        """Wrap `Scheduler.speedup_by_fusion` (scheduler nodes `node1`, `node2`: torch 2.11 and 2.13), which Inductor
+        asks before each fusion: a template a pin says fused with nothing is fused with nothing."""
+        self._fusion_wait = None
+        scheduler = getattr(module, "Scheduler", None)
+        if not self.active or self._fusion is not None:
+            return
+        if "speedup_by_fusion" not in getattr(scheduler, "__dict__", {}):
+            self._warn("pinned template fusion", TritonhookError("Inductor's Scheduler has no speedup_by_fusion"))
+            return
+        self._fusion = _Wrapped(scheduler, ("speedup_by_fusion",),
+                                lambda name, original: self._fusion_wrapper(original, module))
+
+    def _fusion_wrapper(self, original: Callable, module) -> Callable:
+        pinner = self
+
+        @functools.wraps(original)
+        def speedup_by_fusion(scheduler, node1, node2, *args, **kwargs):
+            if pinner.active and pinner._unfused:
+                try:
+                    refused = any(pinner._unfused.get(id(template), lambda: None)() is template
+                                  for template in fused_templates(node1, node2))
+                except Exception as exc:  # noqa: BLE001 - a pin must never break the workload: it fuses as usual
+                    pinner._warn("pinned template fusion", exc)
+                    refused = False
+                if refused:
+                    return no_fusion(module)
+            return original(scheduler, node1, node2, *args, **kwargs)
+
+        return speedup_by_fusion
 
     def _disable_inductor_caches(self, module) -> None:
         self._config_wait = None

@@ -381,12 +381,14 @@ def untuned_held_picks(signatures: list[Signature], held_picks: dict[str, set[st
 
 def link_compile_time_picks(signatures: list[Signature], decisions: list[dict], held: set[str]) -> list[str]:
     """Make each workload signature of a kernel in `held` (it ran a pick Inductor's autotune cache held) a member
-    of the last decision this recording saw for that kernel (other than `select_algorithm`'s, whose candidates are
-    other kernels, and a pin's, which has none), at that decision's pick: Inductor tuned it while it compiled (coordinate descent over its
-    fusion benchmarks) and the workload's kernel, compiled later from the same source, found the pick in the cache.
+    of the last decision this recording saw for that kernel (other than `select_algorithm`'s and a template
+    fusion's, whose candidates are other kernels, and a pin's, which has none), at that decision's pick: Inductor
+    tuned it while it compiled (coordinate descent over its fusion benchmarks) and the workload's kernel, compiled
+    later from the same source, found the pick in the cache.
     So the decision's candidates have a workload member, and the sweep replays them and measures the regret.
     Returns the kernels linked, sorted."""
-    last = {d["kernel"]: d for d in decisions if d.get("tuner") not in (_triton.SELECT_ALGORITHM, _triton.PINNED)}
+    last = {d["kernel"]: d for d in decisions
+            if d.get("tuner") not in (_triton.SELECT_ALGORITHM, _triton.TEMPLATE_FUSION, _triton.PINNED)}
     linked = set()
     for signature in signatures:
         decision = last.get(signature.kernel)

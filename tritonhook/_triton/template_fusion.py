@@ -1,0 +1,108 @@
+"""Inductor's template fusion: which GEMM template it fused with its neighbours, as a decision that can be pinned.
+
+Under max-autotune Inductor does not settle a GEMM when it benchmarks the choices (`select_algorithm`): it keeps them
+all in a `MultiTemplateBuffer`, and its scheduler, meeting a pointwise neighbour (an epilogue such as a bias add, or
+a prologue), compiles the template with that neighbour fused in, times it against the template and the neighbour
+apart, and fuses only where that is faster, finalizing the template with the choice it fused
+(`MultiTemplateBuffer.finalize_as_triton_caller`); the rest are finalized at their fastest choice
+(`Scheduler.finalize_multi_template_buffers`). Both are compile-time benchmarks: draws that two cold runs, or two
+ranks, can make differently, and that are invisible in the choice's own timings. A run with the choice pinned has
+one choice, so no `MultiTemplateBuffer`, and the scheduler fuses whatever fits without benchmarking: the pinned run's
+GEMM kernels then differ from the run its pins came from (an H200 BERT step's LM head fused its `add`; the baseline's
+had not).
+
+So the autotune tracer records, per GEMM (its template decision's kernel and key, and the graph node it lowers: two
+GEMMs of one shape can fuse differently), the choice the template was finalized with and whether it was fused
+(`FUSED`), a decision of `TEMPLATE_FUSION`; the pinner, given such a pin, takes that choice for that GEMM and refuses
+every fusion of its template where the pinned run's had none (`Scheduler.speedup_by_fusion`). Torch 2.11 and 2.13.
+"""
+
+from __future__ import annotations
+
+import sys
+
+INDUCTOR_SCHEDULER_MODULE = "torch._inductor.scheduler"
+"""Where Inductor's scheduler lives (`Scheduler.finalize_multi_template_buffers`, `speedup_by_fusion`; it imports
+`torch._inductor.ir`, where `MultiTemplateBuffer` lives)."""
+INDUCTOR_IR_MODULE = "torch._inductor.ir"
+INDUCTOR_VIRTUALIZED_MODULE = "torch._inductor.virtualized"
+TEMPLATE_FUSION = "template fusion"
+"""Who made a decision (`AutotuneDecision.tuner`): Inductor's scheduler, fusing a GEMM template with its neighbours
+or not, by a benchmark while it compiles."""
+FUSED = "fused"
+"""The field of a template fusion's config that says whether the template was fused with a neighbour."""
+AT = "at "
+"""How the last value of a template fusion's key begins: the graph node the GEMM lowers, and its graph's kind."""
+
+
+def fusion_key(key: tuple[str, ...] | list[str], instance: str) -> tuple[str, ...]:
+    """A template fusion's key: its template decision's (`selector_key`), then the GEMM it is (`instance`)."""
+    return (*key, AT + instance)
+
+
+def is_fusion_config(config: dict) -> bool:
+    return FUSED in config
+
+
+def template_instance(buffer) -> str | None:
+    """Which GEMM of the compiled graph a template buffer is: the graph node it was lowered from (the first of its
+    origins: Inductor lowers each node with that node first among the origins of what it makes), and whether the
+    graph is a backward one (a forward and a backward graph number their nodes alike); None where unknown."""
+    origin = next((node for node in getattr(buffer, "origins", ()) if hasattr(node, "name")), None)
+    return None if origin is None else _instance(origin.name)
+
+
+def lowering_instance() -> str | None:
+    """Which GEMM the graph being lowered is lowering now (`template_instance`'s words); None outside a lowering."""
+    virtualized = sys.modules.get(INDUCTOR_VIRTUALIZED_MODULE)
+    try:
+        node = virtualized.V.graph.current_node
+    except Exception:  # noqa: BLE001 - no graph being lowered (or a torch without the attribute): no instance
+        return None
+    return None if node is None else _instance(node.name)
+
+
+def _instance(node_name: str) -> str:
+    graph = None
+    virtualized = sys.modules.get(INDUCTOR_VIRTUALIZED_MODULE)
+    if virtualized is not None:
+        try:
+            graph = virtualized.V.graph
+        except Exception:  # noqa: BLE001 - outside a graph: the node's name alone
+            graph = None
+    return f"{node_name} ({'backward' if getattr(graph, 'is_backward', False) else 'forward'})"
+
+
+def multi_templates(scheduler_nodes) -> list[tuple[object, bool]]:
+    """The `MultiTemplateBuffer`s among a scheduler's nodes, each with whether its node was fused with others."""
+    ir = sys.modules.get(INDUCTOR_IR_MODULE)
+    multi = getattr(ir, "MultiTemplateBuffer", None)
+    found = []
+    for node in scheduler_nodes:
+        template = node.get_template_node() if node.is_template() else None
+        if multi is not None and isinstance(template, multi):
+            found.append((template, len(node.get_nodes()) > 1))
+    return found
+
+
+def template_buffer(lowered):
+    """The buffer behind what `AlgorithmSelectorCache.__call__` returned (torch 2.13: (node, choice); a node
+    before), through Inductor's boxes."""
+    node = lowered[0] if isinstance(lowered, tuple) else lowered
+    ir = sys.modules.get(INDUCTOR_IR_MODULE)
+    box = getattr(ir, "MutableBox", ())
+    while isinstance(node, box):
+        node = node.data
+    return node
+
+
+def fused_templates(node1, node2) -> list:
+    """The template buffers a fusion of scheduler nodes `node1` and `node2` would fuse with a neighbour."""
+    return [node.get_template_node() for node in (node1, node2) if node.is_template()]
+
+
+def no_fusion(scheduler_module):
+    """`Scheduler.speedup_by_fusion`'s answer "do not fuse": a `FusionResult` where the scheduler has one (torch
+    2.13), else False."""
+    result = getattr(scheduler_module, "FusionResult", None)
+    return result.fuse(False) if result is not None else False
