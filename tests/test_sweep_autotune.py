@@ -409,7 +409,9 @@ def test_the_autotune_tracer_names_inductor_kernels_built_with_their_cached_pick
 
 def test_the_autotune_tracer_waits_for_inductor_without_importing_it(tmp_path):
     """A recording starts before torch is imported (sitecustomize): the tracer must wrap Inductor's autotuner when
-    torch imports it, not import it itself, and a `find_spec` probe must not end the wait."""
+    torch imports it, not import it itself, and a `find_spec` probe must not end the wait. One started after torch
+    imported Inductor (`tritonhook.enable()` in a script that imported it first) wraps it at once, and puts it back
+    when it stops."""
     program = f"""
 import importlib.util, sys
 from tritonhook import _triton
@@ -426,11 +428,16 @@ ours = CachingAutotuner.__dict__["bench"]
 assert ours.__wrapped__ is not ours
 tracer.uninstall()
 assert CachingAutotuner.__dict__["bench"] is ours.__wrapped__
+import torch._inductor.compile_fx, torch._inductor.select_algorithm
+from torch._inductor.scheduler import Scheduler
+finalize = Scheduler.__dict__["finalize_multi_template_buffers"]
 later = _triton.AutotuneTracer(lambda decision: None)
-later.install()  # the module is imported now: wrapped at once
+later.install()  # the modules are imported now: wrapped at once
 assert CachingAutotuner.__dict__["bench"] is not ours.__wrapped__ and not waiting_for(module)
+assert Scheduler.__dict__["finalize_multi_template_buffers"] is not finalize
 later.uninstall()
 assert CachingAutotuner.__dict__["bench"] is ours.__wrapped__
+assert Scheduler.__dict__["finalize_multi_template_buffers"] is finalize
 print("waited")
 """
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600,
