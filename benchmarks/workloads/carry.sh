@@ -4,7 +4,8 @@
 #   bash benchmarks/workloads/carry.sh DIR [NAME ...]
 #
 # NAME: a folder of .wheels/ (base, timm, flag-gems, torchao, mamba, liger, fla, gemlite, diffusers, cce,
-# sageattention, aqlm, trifast, fbgemm, conch, mlstm, fat, stk, adasplash, colt5); none = all of them. Installs with
+# sageattention, aqlm, trifast, fbgemm, conch, mlstm, fat, stk, adasplash, colt5,
+# accelerated_scan); none = all of them. Installs with
 # `pip install --no-deps --no-index --target DIR/site` (the GPU machine has no internet: every dependency it lacks is
 # carried beside its package) and prints `export PYTHONPATH=DIR/site...` on its last line. Run from the repository
 # root, where the device machine runs commands; `.wheels/` is git-ignored, so name it in the run's `carry`.
@@ -59,19 +60,21 @@
 #              torch-einops-utils 0.2.0 (22 kB), all py3-none-any: colt5-attention imports local-attention, which
 #              imports hyper-connections, which imports torch-einops-utils; they need torch, triton, einops, numpy
 #              and packaging too, which the GPU machine has
+#   accelerated_scan  accelerated-scan 0.3.1 (py3-none-any, 10 kB; first-order parallel scans in Triton: torch and
+#              triton only)
 # Then, e.g.:  PYTHONPATH=/tmp/wl/site python3 benchmarks/workloads/torchao_quant_gemm.py 10
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ $# -lt 1 ]; then
-    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm|conch|mlstm|fat|stk|adasplash|colt5 ...]" >&2
+    echo "usage: $0 DIR [base|timm|flag-gems|torchao|mamba|liger|fla|gemlite|diffusers|cce|sageattention|aqlm|trifast|fbgemm|conch|mlstm|fat|stk|adasplash|colt5|accelerated_scan ...]" >&2
     exit 2
 fi
 dir=$1
 shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm conch mlstm fat stk adasplash colt5)
+    names=(base timm flag-gems torchao mamba liger fla gemlite diffusers cce sageattention aqlm trifast fbgemm conch mlstm fat stk adasplash colt5 accelerated_scan)
 fi
 python=${PYTHON:-python3}
 
