@@ -25,9 +25,9 @@ from typing import Callable, Iterator
 from .. import config
 from .._imports import AfterImport, after_import
 from ..errors import TritonhookError, warn
-from .template_fusion import (FUSED, INDUCTOR_IR_MODULE, INDUCTOR_SCHEDULER_MODULE, TEMPLATE_FUSION, fused_templates, fusion_key,
-                              is_fusion_config, lowering_instance, multi_templates, no_fusion, template_buffer,
-                              template_instance)
+from .template_fusion import (FUSED, INDUCTOR_IR_MODULE, INDUCTOR_SCHEDULER_MODULE, TEMPLATE_FUSION, fused_templates,
+                              fusion_key, is_fusion_config, lowering_instance, multi_templates, no_fusion,
+                              template_buffer, template_instance)
 from .version import _plain_json, _WarnOnce
 
 INDUCTOR_AUTOTUNER_MODULE = "torch._inductor.runtime.triton_heuristics"
@@ -50,8 +50,9 @@ TRITON_AUTOTUNE, SELECT_ALGORITHM, COORDINATE_DESCENT, INDUCTOR_RUNTIME, COMPILE
     "triton.autotune", "select_algorithm", "coordinate descent", "Inductor's runtime autotuner", "Inductor compile",
     "pinned")
 """Who made a decision (`AutotuneDecision.tuner`): how a pin reaches it differs (`AutotunePinner`), and what the
-workload runs after it (and `template_fusion.TEMPLATE_FUSION`). `PINNED`: a pin ran in place of the
-autotuner (`AutotuneTracer.note_pinned`): the process's pick at that key, with no timings."""
+workload runs after it; a GEMM template's end in Inductor's scheduler is `template_fusion.TEMPLATE_FUSION`'s.
+`PINNED`: a pin ran in place of the autotuner (`AutotuneTracer.note_pinned`): the process's pick at that key, with
+no timings."""
 
 @dataclasses.dataclass(frozen=True)
 class AutotuneCandidate:
