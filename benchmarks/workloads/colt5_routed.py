@@ -41,14 +41,8 @@ def build():
     return model, x, torch.optim.AdamW(model.parameters(), lr=1e-4)
 
 
-def step(model, x, optimizer):
-    model(x).square().mean().backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-
-
 def main():
-    steady_profile.main(lambda: functools.partial(step, *build()))
+    steady_profile.main(lambda: functools.partial(steady_profile.training_step, *build()))
 
 
 if __name__ == "__main__":

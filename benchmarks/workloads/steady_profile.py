@@ -3,6 +3,7 @@ workload runs, shared by the workloads that `benchmarks/sweep_against_profiler.p
 
     steps(step, total, profile_path, warm=2)   # runs `total` steps; with a path, the steps after `warm` profiled
     main(make_step)                            # a workload's command line: [STEPS] [--profile OUT.json]
+    training_step(model, x, optimizer)         # a model's training step on random data
 
 The profiled steps are those after the warm-up (the first compiles and tunes, the second runs what they chose);
 the table is {kernel name: [total µs, launches]}, saved as JSON with the profiled step count."""
@@ -39,6 +40,14 @@ def steps(step, total: int, profile_path: str | None, warm: int = 2) -> None:
         with open(profile_path, "w") as out:
             json.dump({"steps": total - warm, "kernels": kernel_table(profiler)}, out)
     torch.cuda.synchronize()
+
+
+def training_step(model, x, optimizer) -> None:
+    """One training step of `model` on input `x` (a workload of random data: the loss, its output's mean square, is
+    there to run the backward pass)."""
+    model(x).square().mean().backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
 
 
 def main(make_step: Callable[[], Callable[[], None]], warm: int = 2) -> None:
