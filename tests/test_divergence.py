@@ -236,31 +236,31 @@ def test_a_choice_inductor_made_while_compiling_is_pinned_for_every_rank_and_com
 
 
 @pytest.mark.release_independent  # Inductor's scheduler: torch's, whatever the Triton release
-def test_a_gemm_pinned_unfused_is_compiled_apart_from_its_epilogue_and_pinned_fused_with_it(select_algorithm_cpu,
-                                                                                            tmp_path):
+def test_two_gemms_of_one_shape_pinned_one_unfused_and_one_fused_are_compiled_each_as_pinned(tmp_path):
     """Inductor's template fusion (a GEMM template finalized with its neighbour fused in or not, which under
-    max-autotune on a GPU its scheduler decides by a benchmark while it compiles) is a decision a gate pins from its
-    baseline: here on a CPU, the CPP GEMM template pinned for the Linear's GEMM (its graph node, as the tracer
-    records a template fusion), unfused: the template's kernel and the ReLU's apart; fused: one kernel with both
-    (the scheduler fuses by itself where nothing is pinned). The run's decision there is the pin's."""
+    max-autotune on a GPU its scheduler decides by a benchmark while it compiles) is a decision per GEMM, keyed by
+    the graph node the GEMM lowers, not by its shape alone: two GEMMs of one shape can end apart. Here on a CPU, two
+    Linear + ReLU layers of one shape (one `select_algorithm` decision: the second GEMM takes the first's timings),
+    the CPP GEMM template pinned for both through a gate's baseline, the first GEMM unfused and the second fused:
+    the compiled module runs the first GEMM alone, then its ReLU, then the second GEMM with its ReLU in it (unpinned,
+    both run MKL with the ReLUs apart); the run's decisions are the two pins."""
     from tritonhook.decisions.keep import baseline_picks
 
-    unpinned = json.loads(select_algorithm_cpu.stdout)
+    unpinned = _run_choice(tmp_path / "unpinned", None, "--two-layers")
     (decision,) = unpinned["decisions"]
+    assert unpinned["calls_extern"] and not any(call["gemm"] for call in unpinned["kernel_calls"])
     template = next(config for config, _ in decision["timings"] if config.get("backend") == "CPP")
-    (gemm,) = unpinned["gemm_nodes"]
-    kernels = {}
-    for fused in (False, True):
-        recorded = {**decision, "tuner": "template fusion", "key": [*decision["key"], f"at {gemm} (forward)"],
-                    "chosen": {**template, "fused": fused}, "timings": []}
-        (pin,), _ = baseline_picks(rec.Recording([], "x86", GPU, "3.6.0", "2.13.0", 1, autotune=[recorded]))
-        pinned = _run_choice(tmp_path / str(fused), pin)
-        assert [(d["tuner"], d["key"], d["chosen"]) for d in pinned["decisions"]] == \
-            [("pinned", recorded["key"], recorded["chosen"])]
-        assert not pinned["calls_extern"]
-        kernels[fused] = pinned["kernels"]
-    assert len(kernels[True]) == 1 and "relu" in kernels[True][0], kernels
-    assert len(kernels[False]) == 2 and [name for name in kernels[False] if "relu" not in name], kernels
+    recorded = [{**decision, "tuner": "template fusion", "key": [*decision["key"], f"at {node} (forward)"],
+                 "chosen": {**template, "fused": fused}, "timings": []}
+                for node, fused in zip(unpinned["gemm_nodes"], (False, True))]
+    pins, unpinned_keys = baseline_picks(rec.Recording([], "x86", GPU, "3.6.0", "2.13.0", 1, autotune=recorded))
+    assert len(pins) == 2 and unpinned_keys == []
+    pinned = _run_choice(tmp_path / "pinned", pins, "--two-layers")
+    assert sorted((d["tuner"], d["key"][-1], d["chosen"]["fused"]) for d in pinned["decisions"]) == \
+        sorted(("pinned", d["key"][-1], d["chosen"]["fused"]) for d in recorded)
+    assert not pinned["calls_extern"]
+    assert [(call["gemm"], call["relu"]) for call in pinned["kernel_calls"]] == \
+        [(True, False), (False, True), (True, True)], pinned["kernel_calls"]
 
 
 @pytest.mark.gpu
@@ -288,14 +288,15 @@ def test_a_gemm_templates_fusion_is_recorded_and_pinned_the_other_way_on_the_gpu
     assert any("relu" in name and "tem" in name for name in pinned["kernels"]) == (not fused), pinned["kernels"]
 
 
-def _run_choice(tmp_path: Path, pin=None, *flags: str, gpu: str = GPU) -> dict:
-    """tests/select_algorithm_choice.py run in a fresh process and Inductor cache, under `pin` where given."""
+def _run_choice(tmp_path: Path, pins=None, *flags: str, gpu: str = GPU) -> dict:
+    """tests/select_algorithm_choice.py run in a fresh process and Inductor cache, under `pins` (a decision, or a
+    list of them) where given."""
     from tritonhook.decisions.keep import write_entries
 
     tmp_path.mkdir(parents=True, exist_ok=True)
-    pinned = [] if pin is None else [str(tmp_path / "s"),
-                                     write_entries(tmp_path / "pins.json", [(pin, None)], "a test")]
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{pin is None}"),
+    entries = [(pin, None) for pin in (pins if isinstance(pins, list) else [pins])]
+    pinned = [] if pins is None else [str(tmp_path / "s"), write_entries(tmp_path / "pins.json", entries, "a test")]
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{pins is None}"),
            "TRITONHOOK_DECISIONS_GPU": gpu}
     ran = subprocess.run([sys.executable, str(SCRIPT.with_name("select_algorithm_choice.py")), *flags, *pinned],
                          capture_output=True, text=True, timeout=600, env=env)
