@@ -53,7 +53,7 @@ def note_gemm_nodes(graph) -> None:
                       if node.op == "call_function" and getattr(node.target, "__name__", "").split(".")[0] in GEMM_OPS)
 
 
-GEMM_MARKS, RELU_MARKS = ("micro_gemm", "tl.dot("), ("max_propagate_nan", "clamp_min", "maximum(")
+GEMM_MARKS, RELU_MARKS = ("micro_gemm", "tl.dot("), ("max_propagate_nan", "clamp_min", "triton_helpers.maximum(")
 """What a generated kernel's source holds where it runs a GEMM (the CPP template's micro-kernel, a Triton dot) and a
 ReLU."""
 
@@ -61,7 +61,7 @@ ReLU."""
 def kernel_calls(module_code: str) -> list[dict]:
     """The kernels a generated module's `call` launches, in order, each with whether its source runs a GEMM and a
     ReLU: which GEMM a ReLU was fused into, or left apart from."""
-    sources = dict(re.findall(r"^(\w+) = async_compile\.(.*?)^'''\)", module_code, re.MULTILINE | re.DOTALL))
+    sources = dict(re.findall(r"^(\w+) = async_compile\.(.*?)^'''", module_code, re.MULTILINE | re.DOTALL))
     body = module_code[module_code.find("def call("):]
     called = [name for name in re.findall(r"^\s+(\w+)(?:\.run)?\(", body, re.MULTILINE) if name in sources]
     return [{"kernel": name, "gemm": any(mark in sources[name] for mark in GEMM_MARKS),

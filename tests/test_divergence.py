@@ -265,27 +265,32 @@ def test_two_gemms_of_one_shape_pinned_one_unfused_and_one_fused_are_compiled_ea
 
 @pytest.mark.gpu
 def test_a_gemm_templates_fusion_is_recorded_and_pinned_the_other_way_on_the_gpu(tmp_path):
-    """On a GPU, Inductor's Triton GEMM templates alone for an fp16 Linear + ReLU: the tracer records the template
-    the scheduler finalized the GEMM with, and whether it fused the ReLU into it (a decision of `template fusion`,
-    keyed by the GEMM's graph node); pinned the other way, the next compile fuses, or not, as pinned, with nothing
-    benchmarked."""
+    """On a GPU, Inductor's Triton GEMM templates alone for two fp16 Linear + ReLU layers of one shape: the tracer
+    records, per GEMM (a decision of `template fusion`, keyed by the GEMM's graph node), the template the scheduler
+    finalized it with and whether it fused the ReLU into it, as the compiled module runs them. Pinned with the first
+    GEMM's fusion the other way and the second's as recorded, the next compile runs each GEMM as pinned, with
+    nothing benchmarked."""
     import torch
 
     from tritonhook.decisions.keep import baseline_picks
 
+    def expected(fused: list[bool]) -> list[tuple[bool, bool]]:  # per GEMM in order: (runs a GEMM, runs a ReLU)
+        return [step for one in fused for step in ([(True, True)] if one else [(True, False), (False, True)])]
+
     gpu = torch.cuda.get_device_name()
-    unpinned = _run_choice(tmp_path / "unpinned", None, "--cuda", "--templates-only", gpu=gpu)
-    (gemm,) = unpinned["gemm_nodes"]
-    (fusion,) = [d for d in unpinned["decisions"] if d["tuner"] == "template fusion"]
-    assert fusion["key"][-1] == f"at {gemm} (forward)"
-    fused = fusion["chosen"]["fused"]
-    assert any("relu" in name and "tem" in name for name in unpinned["kernels"]) == fused, unpinned["kernels"]
-    other = {**fusion, "chosen": {**fusion["chosen"], "fused": not fused}}
-    (pin,), _ = baseline_picks(rec.Recording([], "sm_90a", gpu, "3.6.0", torch.__version__, 1, autotune=[other]))
-    pinned = _run_choice(tmp_path / "pinned", pin, "--cuda", "--templates-only", gpu=gpu)
-    assert [(d["tuner"], d["chosen"]) for d in pinned["decisions"] if d["kernel"] == fusion["kernel"]] == \
-        [("pinned", other["chosen"])]  # (a ReLU apart is a kernel of its own, tuned at run time)
-    assert any("relu" in name and "tem" in name for name in pinned["kernels"]) == (not fused), pinned["kernels"]
+    unpinned = _run_choice(tmp_path / "unpinned", None, "--cuda", "--templates-only", "--two-layers", gpu=gpu)
+    fusions = {d["key"][-1]: d for d in unpinned["decisions"] if d["tuner"] == "template fusion"}
+    recorded = [fusions[f"at {node} (forward)"] for node in unpinned["gemm_nodes"]]
+    fused = [d["chosen"]["fused"] for d in recorded]
+    assert [(c["gemm"], c["relu"]) for c in unpinned["kernel_calls"] if c["gemm"] or c["relu"]] == expected(fused)
+    wanted = [{**recorded[0], "chosen": {**recorded[0]["chosen"], "fused": not fused[0]}}, recorded[1]]
+    pins, _ = baseline_picks(rec.Recording([], "sm_90a", gpu, "3.6.0", torch.__version__, 1, autotune=wanted))
+    pinned = _run_choice(tmp_path / "pinned", pins, "--cuda", "--templates-only", "--two-layers", gpu=gpu)
+    assert sorted((d["key"][-1], d["chosen"]["fused"]) for d in pinned["decisions"] if d["tuner"] == "pinned") == \
+        sorted((d["key"][-1], d["chosen"]["fused"]) for d in wanted)
+    assert not [d for d in pinned["decisions"] if d["tuner"] in ("select_algorithm", "template fusion")]
+    assert [(c["gemm"], c["relu"]) for c in pinned["kernel_calls"] if c["gemm"] or c["relu"]] == \
+        expected([not fused[0], fused[1]]), pinned["kernel_calls"]
 
 
 def _run_choice(tmp_path: Path, pins=None, *flags: str, gpu: str = GPU) -> dict:
