@@ -5,9 +5,8 @@ Triton's GEMM templates beside cuBLAS ("TRITON,ATEN"), or with `--templates-only
 a template is then always the pick, fused with the ReLU or not by the scheduler's benchmark). `--two-layers`: two
 Linear + ReLU layers of one shape (two GEMMs at one tuning key). Prints the tracer's decisions as JSON on stdout
 (Inductor prints its own AUTOTUNE table on stderr), whether the compiled code calls an extern kernel (MKL's,
-cuBLAS's) rather than a template, the kernels it defines and those it calls in order (each with whether it runs a
-GEMM and a ReLU), the GEMM nodes of the graph Inductor lowered, in order, then whether uninstalling put Inductor's
-functions back.
+cuBLAS's) rather than a template, the kernels it calls in order (each with whether it runs a GEMM and a ReLU), the
+GEMM nodes of the graph Inductor lowered, in order, then whether uninstalling put Inductor's functions back.
 
     python select_algorithm_choice.py [--cuda [--templates-only]] [--two-layers] [STORE PINS]   # under PINS"""
 
@@ -86,7 +85,5 @@ tracer.uninstall()
 print(json.dumps({"decisions": [dataclasses.asdict(d) for d in decisions], "wrapped": while_installed,
                   "after_uninstall": wrapped(),
                   "calls_extern": any(call in text for call in EXTERN_CALLS for text in code),
-                  "kernels": sorted({name for text in code for name in re.findall(r"^(\w+) = async_compile\.", text,
-                                                                                    re.MULTILINE)}),
                   "kernel_calls": [call for text in code for call in kernel_calls(text)],
                   "gemm_nodes": gemm_nodes}))
