@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tritonhook._triton import pick_identity
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
 from tritonhook.sweep.autotune import config_text
@@ -224,15 +225,37 @@ def test_a_choice_inductor_made_while_compiling_is_pinned_for_every_rank_and_com
                                 autotune=[picked[rank]]) for rank in (0, 1)]
     (key,) = divergence(recordings).keys
     assert key.tuner == "select_algorithm" and key.divergent and key.flip_rate == 0.5
-    assert sorted(key.configs) == sorted(config_text(c) for c in (decision["chosen"], other))
+    assert sorted(key.configs) == sorted(config_text(pick_identity(c)) for c in (decision["chosen"], other))
     (pin,) = from_divergence(Store(tmp_path / "store"), divergence(recordings), GPU).decisions
-    assert dict(pin.choice.config) == decision["chosen"]  # the faster by Inductor's own timings
+    assert dict(pin.choice.config) == pick_identity(decision["chosen"])  # the faster by Inductor's own timings
     (pin,), unpinned_keys = baseline_picks(recordings[1])  # a gate pins rank 1's pick: the other choice
-    assert dict(pin.choice.config) == other and unpinned_keys == []
+    assert dict(pin.choice.config) == pick_identity(other) and unpinned_keys == []
     pinned = _run_choice(tmp_path, pin)
-    assert [(d["tuner"], d["chosen"]) for d in pinned["decisions"]] == [("pinned", other)]
+    assert [(d["tuner"], d["chosen"]) for d in pinned["decisions"]] == [("pinned", pick_identity(other))]
     assert unpinned["calls_extern"] == (decision["chosen"]["backend"] == "extern")
     assert pinned["calls_extern"] == (other["backend"] == "extern") != unpinned["calls_extern"]
+
+
+def test_processes_that_chose_one_template_config_under_other_numbers_picked_alike():
+    """Inductor numbers a process's template choices as it generates them, so one template config is `triton_mm_12`
+    in one process and `triton_mm_15` in another (another rank, another cold run, one more benchmark compiled
+    first): picks of one config under two numbers are one pick, not a divergence; another config is one, and the
+    autotuners' timings of a config under its two numbers are one config's."""
+    decided = {"group": 0, "kernel": "triton_mm", "key": ["bf16 [2048, 256]", "bf16 [256, 256]"], "bench_s": None,
+               "tuner": "select_algorithm"}
+    config = {"choice": "triton_mm_12", "BLOCK_M": 64, "num_warps": 4}
+
+    def key_of(*chosen: dict):
+        recordings = [rec.Recording([], "sm_90a", GPU, "3.6.0", "2.11.0", 100 + rank, label="run-a", rank=rank,
+                                    autotune=[{**decided, "chosen": pick, "timings": [[pick, [0.01 * (rank + 1)]]]}])
+                      for rank, pick in enumerate(chosen)]
+        (key,) = divergence(recordings).keys
+        return key
+
+    renumbered = key_of(config, {**config, "choice": "triton_mm_15"})
+    assert not renumbered.divergent and renumbered.configs == ["choice=triton_mm, BLOCK_M=64, num_warps=4"]
+    assert renumbered.timings == {renumbered.configs[0]: [0.015, 0.01, 0.02]}
+    assert key_of(config, {**config, "choice": "triton_mm_15", "BLOCK_M": 128}).divergent
 
 
 @pytest.mark.release_independent  # Inductor's scheduler: torch's, whatever the Triton release
@@ -322,13 +345,13 @@ def test_a_pinned_triton_gemm_template_is_compiled_on_the_gpu_without_benchmarki
     unpinned = _run_choice(tmp_path, None, "--cuda", gpu=gpu)
     (decision,) = [d for d in unpinned["decisions"] if d["tuner"] == "select_algorithm"]
     timed = [config for config, ms in decision["timings"] if ms and ms[0] is not None]
-    other = next(config for config in reversed(timed) if config != decision["chosen"])
+    other = next(config for config in reversed(timed) if pick_identity(config) != pick_identity(decision["chosen"]))
     recording = rec.Recording([], "sm_90a", gpu, "3.6.0", torch.__version__, 1,
                               autotune=[{**decision, "chosen": other}])
     (pin,), _ = baseline_picks(recording)
     pinned = _run_choice(tmp_path, pin, "--cuda", gpu=gpu)
     assert [(d["tuner"], d["chosen"]) for d in pinned["decisions"] if d["tuner"] != "coordinate descent"] == \
-        [("pinned", other)]
+        [("pinned", pick_identity(other))]
     assert unpinned["calls_extern"] == (decision["chosen"].get("backend") == "extern")
     assert pinned["calls_extern"] == (other.get("backend") == "extern")
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from .autotune import (COMPILE, COORDINATE_DESCENT, INDUCTOR_AUTOTUNER_MODULE, INDUCTOR_CACHE, INDUCTOR_RUNTIME,
                        PINNED, SELECT_ALGORITHM, TRITON_AUTOTUNE, AutotuneCandidate, AutotuneDecision,
                        AutotunePinner, AutotuneTracer, CompiledAhead, autotune_config, config_matches, inductor_benchmark_process,
-                       inductor_tuning_key, is_inductor_kernel_key, tuning_key)
+                       inductor_tuning_key, is_inductor_kernel_key, pick_identity, tuning_key)
 from .compile import (ORIGINAL_NAME_KEY, CubinTransform, HookInstallation, PtxTransform, current_hooks, hook_slots, loaded_event,
                       ptxas_args_of, check_ptxas_arm, ptxas_for, ptxases_for, triton_ptxas)
 from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtime_hooks, allocator_var,
@@ -51,7 +51,7 @@ __all__ = [
     "inductor_benchmark_process",
     # template_fusion
     "TEMPLATE_FUSION",
-    "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "is_inductor_kernel_key", "tuning_key",
+    "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "is_inductor_kernel_key", "pick_identity", "tuning_key",
     # launches
     "RUNTIME_HOOK_CHAINS", "LaunchSpec", "LaunchTracer", "add_runtime_hooks", "allocator_var",
     "inductor_launches_through_triton", "launch_spec",

@@ -803,14 +803,22 @@ def _searches_after(autotuner) -> bool:
     return bool((getattr(autotuner, "inductor_meta", None) or {}).get("coordinate_descent_tuning"))
 
 
+def pick_identity(config: dict) -> dict:
+    """What a decision picked, as it compares with another process's pick: a compile-time choice's config
+    (`choice_config`, or a template fusion's) with its name's number left out, any other config as it is. Inductor
+    numbers the template choices of a process as it generates them (`triton_mm_3`), so the number names a place in
+    one compile's order, not the choice; its template, tiles, warps and stages do."""
+    if CHOICE not in config:
+        return config
+    return {**config, CHOICE: str(config[CHOICE]).rstrip("0123456789").rstrip("_")}
+
+
 def _numberless_choice_config(choice_or_config) -> dict:
-    """A compile-time choice's config (`choice_config`; or such a config) with its name's number left out:
-    Inductor numbers the template choices of a process as it generates them (`triton_mm_3`), so the number names a
-    place in one compile's order, not the choice; its template, tiles, warps and stages do. A template fusion's
-    outcome (`FUSED`) is left out too: no choice has it."""
+    """A compile-time choice's config (`choice_config`; or such a config) as a pin of it matches Inductor's choices:
+    its `pick_identity`, less a template fusion's outcome (`FUSED`), which no choice has."""
     config = dict(choice_or_config) if isinstance(choice_or_config, dict) else choice_config(choice_or_config)
     config.pop(FUSED, None)  # a template fusion's pin (`_triton.template_fusion`): what became of the choice
-    return {**config, CHOICE: str(config.get(CHOICE, "")).rstrip("0123456789").rstrip("_")}
+    return pick_identity({CHOICE: "", **config})
 
 
 def choice_config(choice) -> dict:

@@ -24,7 +24,7 @@ import collections
 import dataclasses
 
 from .. import format
-from .._triton import TRITON_AUTOTUNE, is_inductor_kernel_key
+from .._triton import TRITON_AUTOTUNE, is_inductor_kernel_key, pick_identity
 from ..measure.stats import median
 from .autotune import config_text
 from .recording import Recording
@@ -208,7 +208,8 @@ def divergence(recordings: list[Recording]) -> Divergence:
     config its last decision at that key chose, the one it ran. Inductor benchmarks a kernel's configs and then,
     with coordinate descent on, searches on from the winner: two decisions at one key in one process, the first
     of which it never ran. A decision that did not pick at its own call (`made_at`: the pick made at another input
-    shape) is not a pick. Each decision's timings count, the first's too: the autotuners' own times of the configs."""
+    shape) is not a pick. Each decision's timings count, the first's too: the autotuners' own times of the configs.
+    A compile-time choice is compared by what it is (`_triton.pick_identity`), not by the number in its name."""
     final: dict[tuple, tuple[dict, tuple[int, float]]] = {}  # (run, rank, pid, kernel, key) -> its last decision
     timed: dict[tuple, dict[str, list[float]]] = {}
     launched: dict[tuple, bool] = {}
@@ -225,13 +226,13 @@ def divergence(recordings: list[Recording]) -> Divergence:
             launched[at] = launched.get(at, False) or not _compiled_to_benchmark(at, recording, workload_kernels)
             for config, ms in decision.get("timings") or []:
                 if ms and ms[0] is not None:
-                    timed.setdefault(at, {}).setdefault(config_text(config), []).append(ms[0])
+                    timed.setdefault(at, {}).setdefault(config_text(pick_identity(config)), []).append(ms[0])
     picks: dict[tuple, list[Pick]] = {}
     tuners: dict[tuple, str | None] = {}
     for (run, rank, pid, kernel, key), (decision, (launches, gpu_ms)) in final.items():
         at = (kernel, key)
         tuners.setdefault(at, decision.get("tuner"))
-        picks.setdefault(at, []).append(Pick(run, rank, pid, decision["chosen"], launches, gpu_ms))
+        picks.setdefault(at, []).append(Pick(run, rank, pid, pick_identity(decision["chosen"]), launches, gpu_ms))
     keys = [KeyPicks(kernel, list(key), found,
                      {text: [median(values), min(values), max(values)] for text, values in timed.get((kernel, key),
                                                                                                    {}).items()},

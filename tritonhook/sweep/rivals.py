@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import config
+from .._triton import pick_identity
 from ..errors import TritonhookError
 from ..measure.variants import PLAIN, parse_variant
 from ..store import Store
@@ -34,7 +35,7 @@ def rival_signatures(merged: Recording, key: KeyPicks) -> dict[str, Signature]:
     for signature in merged.signatures:
         if signature.autotune is None or signature.autotune["group"] not in groups:
             continue
-        text = config_text(signature.autotune["config"])
+        text = config_text(pick_identity(signature.autotune["config"]))
         if text in key.configs and (text not in found or signature.launches and not found[text].launches):
             found[text] = signature
     return found
