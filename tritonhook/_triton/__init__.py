@@ -36,8 +36,8 @@ from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtim
                        remove_runtime_hooks, signature_key_of)
 from .rebuild import (HELPERS_STAGE, PYTHON_STAGE, REBUILD_STAGE, RebuiltKernel, compile_rebuilt, specialized_on,
                       helper_modules)
-from .template_fusion import TEMPLATE_FUSION
 from .replay import launch, load_kernel, make_tensor_descriptor, tensor_descriptor_fields
+from .template_fusion import TEMPLATE_FUSION
 from .version import REQUIREMENT, check_supported, parse_version, triton_version
 
 __all__ = [
@@ -49,9 +49,9 @@ __all__ = [
     # autotune
     "COMPILE", "COORDINATE_DESCENT", "INDUCTOR_RUNTIME", "PINNED", "SELECT_ALGORITHM", "TRITON_AUTOTUNE",
     "inductor_benchmark_process",
+    "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "is_inductor_kernel_key", "pick_identity", "tuning_key",
     # template_fusion
     "TEMPLATE_FUSION",
-    "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "is_inductor_kernel_key", "pick_identity", "tuning_key",
     # launches
     "RUNTIME_HOOK_CHAINS", "LaunchSpec", "LaunchTracer", "add_runtime_hooks", "allocator_var",
     "inductor_launches_through_triton", "launch_spec",

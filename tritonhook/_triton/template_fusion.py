@@ -49,27 +49,26 @@ def template_instance(buffer) -> str | None:
     origins: Inductor lowers each node with that node first among the origins of what it makes), and whether the
     graph is a backward one (a forward and a backward graph number their nodes alike); None where unknown."""
     origin = next((node for node in getattr(buffer, "origins", ()) if hasattr(node, "name")), None)
-    return None if origin is None else _instance(origin.name)
+    return None if origin is None else _instance(origin.name, _graph())
 
 
 def lowering_instance() -> str | None:
     """Which GEMM the graph being lowered is lowering now (`template_instance`'s words); None outside a lowering."""
+    graph = _graph()
+    node = getattr(graph, "current_node", None)
+    return None if node is None else _instance(node.name, graph)
+
+
+def _graph():
+    """The graph Inductor is lowering or scheduling now (`V.graph`); None outside one."""
     virtualized = sys.modules.get(INDUCTOR_VIRTUALIZED_MODULE)
     try:
-        node = virtualized.V.graph.current_node
-    except Exception:  # noqa: BLE001 - no graph being lowered (or a torch without the attribute): no instance
+        return virtualized.V.graph
+    except Exception:  # noqa: BLE001 - no graph now (or no virtualized module yet)
         return None
-    return None if node is None else _instance(node.name)
 
 
-def _instance(node_name: str) -> str:
-    graph = None
-    virtualized = sys.modules.get(INDUCTOR_VIRTUALIZED_MODULE)
-    if virtualized is not None:
-        try:
-            graph = virtualized.V.graph
-        except Exception:  # noqa: BLE001 - outside a graph: the node's name alone
-            graph = None
+def _instance(node_name: str, graph) -> str:
     return f"{node_name} ({'backward' if getattr(graph, 'is_backward', False) else 'forward'})"
 
 
