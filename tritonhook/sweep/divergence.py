@@ -246,8 +246,8 @@ def _compiled_to_benchmark(at: tuple, recording: Recording, workload_kernels: se
     """Whether a decision at `at` (kernel, tuning key) is of an Inductor kernel the recorded workload never launched:
     Inductor compiles fused kernels to benchmark them while it compiles (named `Placeholder.DESCRIPTIVE_NAME`) and
     tunes them like any, and no step runs them. Told only where the recording has launches to tell it by (a
-    recording of decisions alone says nothing of it) and for Inductor's kernels (a compile-time choice is named for the template
-    its benchmark kernels share, and launches under other names)."""
+    recording of decisions alone says nothing of it) and for Inductor's kernels (a compile-time choice is named for
+    the template its benchmark kernels share, and launches under other names)."""
     kernel, key = at
     return bool(recording.signatures) and is_inductor_kernel_key(key) and kernel not in workload_kernels
 
