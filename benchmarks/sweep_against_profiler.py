@@ -9,6 +9,8 @@
         checked share: another compile may pick other templates), when the sweep's store is still there
     ... --confirm N: the sweep ends by confirming its decisions in the workload (`sweep --confirm N`: N runs an
         arm, ABBA in fresh processes), and the confirmation is kept
+    ... --caches DIR: each stage's caches in DIR/STAGE, kept after the run (`decisions confirm` of the sweep's
+        decisions in a later call, warm as a user's second run is)
 
 The workload takes STEPS as its first argument and `--profile OUT.json` (its own `torch.profiler` table of the steps
 after its warm-up: `benchmarks/workloads/bert_max_autotune.py`). Each stage runs in a fresh process with cold
@@ -123,11 +125,13 @@ def main():
     parser.add_argument("--profile-in", default=None, help="the profiler's table of an earlier --stages profile")
     parser.add_argument("--store-in", default=None, help="the store of an earlier --stages sweep (for check alone)")
     parser.add_argument("--confirm", type=int, default=None, help="the sweep's --confirm N")
+    parser.add_argument("--caches", default=None, help="each stage's Triton and Inductor caches here, kept")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     workload = [*command, str(args.steps)]
     scratch = scratch_dir("sweep-vs-profiler-")
+    caches = Path(args.caches) if args.caches else scratch
     store = Path(args.store_in) if args.store_in else scratch / "store"
     stages = args.stages.split(",")
     out = Path(args.out)
@@ -140,20 +144,20 @@ def main():
         out.write_text(json.dumps(results, indent=1))
 
     if "plain" in stages:
-        results["plain_s"], _ = timed(workload, cold_env(scratch, "plain"), "plain run")
+        results["plain_s"], _ = timed(workload, cold_env(caches, "plain"), "plain run")
         save()
     profile = Path(args.profile_in or args.profile_out or scratch / "profile.json")
     if "profile" in stages:
-        _, done = timed([*workload, "--profile", str(profile)], cold_env(scratch, "profile"), "profiled run")
+        _, done = timed([*workload, "--profile", str(profile)], cold_env(caches, "profile"), "profiled run")
         results["profiled_steps"] = json.loads(profile.read_text())["steps"]
         save()
     tritonhook = [sys.executable, "-m", "tritonhook"]
     if "sweep" not in stages:
         if "aa" in stages:
-            run_aa(results, tritonhook, store, cold_env(scratch, "sweep"))
+            run_aa(results, tritonhook, store, cold_env(caches, "sweep"))
             save()
         if "check" in stages:
-            run_check(results, tritonhook, store, workload, cold_env(scratch, "check"))
+            run_check(results, tritonhook, store, workload, cold_env(caches, "check"))
             save()
         return
     # no profiled run of its own: the swept workload profiles its own steady state (one cold compile, not two)
@@ -162,7 +166,7 @@ def main():
     swept_command = [*workload, "--profile", str(profile)] if inside else workload
     confirm = ["--confirm", str(args.confirm)] if args.confirm else []
     results["sweep_s"], done = timed([*tritonhook, "sweep", "--store", str(store), "--json", *confirm, "--",
-                                      *swept_command], cold_env(scratch, "sweep"), "tritonhook sweep")
+                                      *swept_command], cold_env(caches, "sweep"), "tritonhook sweep")
     profiled = json.loads(profile.read_text())
     swept = json.loads(done.stdout)
     if args.confirm:  # the sweep's result, then what the workload said of its decisions
@@ -177,10 +181,10 @@ def main():
     results["against_profiler"] = compare(profiled, recording)
     save()
     if "aa" in stages:
-        run_aa(results, tritonhook, store, cold_env(scratch, "sweep"))
+        run_aa(results, tritonhook, store, cold_env(caches, "sweep"))
     save()
     if "check" in stages:
-        run_check(results, tritonhook, store, workload, cold_env(scratch, "check"))
+        run_check(results, tritonhook, store, workload, cold_env(caches, "check"))
         save()
     show(results)
 
