@@ -9,12 +9,14 @@ end (`-m gpu`)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+import rich.console
 
 from tritonhook import _triton, decisions
 from tritonhook.decisions.confirm import APPLIED, AS_IS, BuiltKernel, _measure_build, arm_files, built_text
@@ -24,6 +26,7 @@ from tritonhook.decisions.keep import capture_key
 from tritonhook import binaries as tools
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
+from tritonhook.sweep.replay import mixed_ptxas_warning
 
 GPU = "NVIDIA H200"
 COMPILE_ADD = "from tritonhook.samples import compile_sample; print(compile_sample('add', 90).metadata.name)"
@@ -31,29 +34,31 @@ OTHER_PTXAS = [b for b in tools.one_per_version(tools.find_ptxas()) if b.release
 READS_CONTROLS = [b for b in OTHER_PTXAS if tools.supports_controls(b.path)]
 
 
-def _tritonhook(*args: str, gpu: str | None = GPU) -> subprocess.CompletedProcess:
-    """`python -m tritonhook ARGS`, its decisions' keys matched against `gpu` (None: the visible one)."""
-    env = {**os.environ, **({"TRITONHOOK_DECISIONS_GPU": gpu} if gpu else {})}
+def _tritonhook(*args: str, gpu: str | None = GPU, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m tritonhook ARGS`, its decisions' keys matched against `gpu` (None: the visible one), with `env`
+    besides this process's environment."""
+    env = {**os.environ, **(env or {}), **({"TRITONHOOK_DECISIONS_GPU": gpu} if gpu else {})}
     done = subprocess.run([sys.executable, "-m", "tritonhook", *args], capture_output=True, text=True, timeout=600,
                           env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
 
-def _run_arm(store_path, applied: str | None, script: str = COMPILE_ADD) -> tuple[list, str]:
-    """One arm's run in a fresh process, as `confirm` runs it (`run --apply` its file): the captures it made and
-    what it printed."""
+def _run_arm(store_path, applied: str | None, script: str = COMPILE_ADD, env: dict | None = None
+             ) -> tuple[list, str, str]:
+    """One arm's run in a fresh process, as `confirm` runs it (`run --apply` its file): the captures it made, what
+    it printed and what it warned."""
     before = Store.of(store_path).last_id()
     done = _tritonhook("run", "--store", str(store_path), *(["--apply", applied] if applied else []), "--",
-                       sys.executable, "-c", script)
-    return Store.of(store_path).captures(after=before), done.stdout.strip()
+                       sys.executable, "-c", script, env=env)
+    return Store.of(store_path).captures(after=before), done.stdout.strip(), done.stderr
 
 
 @pytest.fixture(scope="module")
 def add_key(tmp_path_factory):
     """The key of the `add` sample's sm_90a build on `GPU`, from a plain capture made in a process of its own."""
     path = tmp_path_factory.mktemp("plain")
-    (capture,), _ = _run_arm(path, None)
+    (capture,), _, _ = _run_arm(path, None)
     return capture_key(Store.of(path), capture, GPU)
 
 
@@ -109,7 +114,7 @@ def test_the_applied_arm_builds_the_kernel_with_its_decision_and_the_arm_as_it_i
     assert files[AS_IS] is None and decisions.read_file(files[APPLIED]).decisions[0][0].choice == decision.choice
     built, cubins = {}, {}
     for arm in ARMS:
-        captures, printed = _run_arm(tmp_path / "store", files[arm])
+        captures, printed, _ = _run_arm(tmp_path / "store", files[arm])
         store = Store.of(tmp_path / "store")
         kernel = BuiltKernel(store, decision)
         (capture,) = [c for c in captures if kernel.of_kernel(c, GPU)]  # found by its key in either arm
@@ -181,6 +186,46 @@ def test_a_comparison_whose_arms_did_not_build_as_asked_judges_nothing(renamed_a
                              {AS_IS: [_recording([captures[AS_IS]], 0.02)] * 2, APPLIED: [_recording([], 0.01)] * 2},
                              0.01)
     assert missing.standing == "not applied" and missing.ratio is None and missing.built[APPLIED] == []
+
+
+def test_a_kernel_the_runs_build_with_another_ptxas_is_named_not_applied_and_not_judged(add_key, tmp_path):
+    """What torch's Inductor does between a cold run and a warm one (it points Triton at torch's own ptxas, through
+    TRITON_PTXAS_PATH, once it compiles asynchronously): the arms' runs build the decision's kernel with another
+    ptxas than its key's, so Triton writes other PTX too and the decision cannot apply. Each run that compiles it
+    says so in one line, naming the ptxas; confirm's reading says which build the runs launched instead, and its
+    standing is "other build", not a bare "not applied". The sweep's warning names the two ptxas of a recording
+    that launched both builds. Real compiles in real processes, a real second ptxas."""
+    other = [b for b in OTHER_PTXAS if b.version != add_key.ptxas_version]
+    if not other:
+        pytest.skip("needs a ptxas 13.x besides the one Triton builds with (tritonhook ptxas list)")
+    ptxas = max(other, key=lambda binary: binary.release)
+    decision = _decision(add_key, name="cutlass_")
+    files = arm_files(tmp_path / "arms", [decision], {})
+    ran = {arm: _run_arm(tmp_path / "store", files[arm], env={"TRITON_PTXAS_PATH": ptxas.path}) for arm in ARMS}
+    assert ran[APPLIED][1] == "add_kernel"  # built, and not renamed
+    release = ".".join(map(str, ptxas.release[:2]))  # as Triton names a ptxas: its release
+    unlike = f"ptxas {release}, not {add_key.ptxas_version}"
+    assert f"(add_kernel, cutlass_) not applied: this process builds the kernel with {unlike}" in ran[APPLIED][2]
+    assert "not applied" not in ran[AS_IS][2]
+    store = Store.of(tmp_path / "store")
+    ids = {arm: ran[arm][0][0].id for arm in ARMS}
+    found = _arms_measured(tmp_path / "store", decision, ids, [0.010, 0.01001, 0.01002])
+    assert (found.standing, found.confirmed, found.built) == ("other build", None, {APPLIED: [], AS_IS: []})
+    assert found.built_unlike[APPLIED] == [f"add_kernel by triton, ptxas {release} ({ptxas.path}): {unlike}; "
+                                           f"other PTX"]
+    assert "other build: add_kernel by triton" in found_text(found)
+    plain_build, = _run_arm(tmp_path / "store", None)[0]
+    warning = mixed_ptxas_warning(_recording([plain_build.id, ids[AS_IS]], 0.02), store)
+    assert f"sm_90a by ptxas {release} ({ptxas.path}): 1 kernel(s), add_kernel" in warning
+    assert f"sm_90a by ptxas {add_key.ptxas_version} (" in warning
+    assert mixed_ptxas_warning(_recording([ids[APPLIED], ids[AS_IS]], 0.02), store) is None
+
+
+def found_text(found: BuildConfirmation) -> str:
+    """A confirmation of `found` alone, rendered as a terminal shows it."""
+    console = rich.console.Console(width=400, record=True, file=io.StringIO())
+    console.print(Confirmation(None, ["python", "w.py"], 3, [], {}, {}, builds=[found]))
+    return console.export_text()
 
 
 @pytest.mark.skipif(not READS_CONTROLS, reason="needs a ptxas that reads control files (CUDA >= 13.3)")

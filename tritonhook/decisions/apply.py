@@ -129,8 +129,10 @@ class Applier:
     def __init__(self, resolved: list[Resolved], gpu: str | None):
         self.gpu = gpu
         self.by_sha: dict[str, list[Resolved]] = {}
+        self.by_kernel: dict[str, list[Resolved]] = {}
         for item in resolved:
             self.by_sha.setdefault(item.decision.key.ptx_sha256, []).append(item)
+            self.by_kernel.setdefault(item.decision.evidence.kernel, []).append(item)
         self._warned: set[str] = set()
 
     @property
@@ -145,18 +147,42 @@ class Applier:
     def lookup(self, ptx: str) -> Resolved | None:
         """The decision whose key this compile matches exactly, None for any other (the common case costs one
         sha256 and one dict lookup)."""
-        candidates = self.by_sha.get(hashlib.sha256(ptx.encode()).hexdigest())
+        sha = hashlib.sha256(ptx.encode()).hexdigest()
+        candidates = self.by_sha.get(sha)
         if not candidates or self.gpu is None:
             return None
+        key = self._key(ptx, sha)
+        return next((r for r in candidates if r.decision.key == key), None)
+
+    def _key(self, ptx: str, sha: str) -> Key:
+        """This compile's key: its PTX's hash, its target, the ptxas Triton runs for it now, the GPU."""
         arch = _ptx.target(ptx)
         match = re.fullmatch(r"sm_(\d+)[af]?", arch)
         _, ptxas_version = _triton.ptxas_for(int(match.group(1))) if match else (None, None)
-        key = Key(candidates[0].decision.key.ptx_sha256, arch, ptxas_version or "", self.gpu)
-        return next((r for r in candidates if r.decision.key == key), None)
+        return Key(sha, arch, ptxas_version or "", self.gpu)
+
+    def _warn_built_unlike(self, ptx: str, metadata: dict) -> None:
+        """One warning per decision whose kernel this process builds with another ptxas, for another arch or GPU
+        than the decision's key: it can never apply here (torch's Inductor, for one, points Triton at its own
+        ptxas once it compiles asynchronously, so a kernel a cold run built with Triton's ptxas is built with
+        torch's in a warm one). Other PTX alone is another specialization of the kernel and says nothing."""
+        held = self.by_kernel.get(metadata.get("name") or _ptx.entries(ptx)[0])
+        if not held or self.gpu is None or all(item.name in self._warned for item in held):
+            return
+        built = self._key(ptx, hashlib.sha256(ptx.encode()).hexdigest())
+        for item in held:
+            key = item.decision.key
+            if item.name not in self._warned and (key.ptxas_version, key.arch, key.gpu) != (
+                    built.ptxas_version, built.arch, built.gpu):
+                self._warned.add(item.name)
+                _warn(f"decision {item.name} ({item.decision.evidence.kernel}, {item.decision.choice.label}) not "
+                      f"applied: this process builds the kernel with {key.unlike(built)}; a decision holds for "
+                      f"the build it was measured on")
 
     def ptx_stage(self, ptx: str, metadata: dict) -> str:
         found = self.lookup(ptx)
         if found is None:
+            self._warn_built_unlike(ptx, metadata)
             return ptx
         choice = found.decision.choice
         metadata[APPLIED_KEY] = {"decision": found.name, "choice": choice.label,

@@ -378,6 +378,21 @@ class BuiltKernel:
         return found
 
 
+    def launched_unlike(self, recording: Recording) -> list[str]:
+        """The run's launched builds of the decision's kernel (its name) under another key, each in words: who
+        assembled it and how it differs from the decision's key (`Key.unlike`)."""
+        kernel, found = self.decision.evidence.kernel, set()
+        for signature in recording.signatures:
+            if signature.capture_id is None or not signature.launches or kernel not in signature.kernel:
+                continue
+            capture = self.store.get(signature.capture_id)
+            if capture.original_entry == kernel and not self.of_kernel(capture, recording.device):
+                key = self._keys[capture.id, recording.device]
+                found.add(f"{built_text(capture)}, ptxas {capture.ptxas_version or '?'} ({capture.ptxas_path or '?'}): "
+                          + (self.decision.key.unlike(key) if key else "no ptxas or GPU recorded"))
+        return sorted(found)
+
+
 def built_text(capture) -> str:
     """What a capture says was built: its entry and who assembled its cubin."""
     return f"{capture.entry} by {(capture.metadata.get(APPLIED_KEY) or {}).get('cubin', 'triton')}"
@@ -391,16 +406,19 @@ def _measure_build(built: BuiltKernel, recordings: dict[str, list[Recording]], m
     ms: dict[str, list[float]] = {arm: [] for arm in ARMS}
     ran = {arm: True for arm in ARMS}
     seen: dict[str, set[str]] = {arm: set() for arm in ARMS}
+    unlike: dict[str, set[str]] = {arm: set() for arm in ARMS}
     for arm in ARMS:
         for recording in recordings[arm]:
             launched = built.launched(recording)
             ms[arm].append(_per_launch_ms([signature for signature, _ in launched]))
             ran[arm] &= bool(launched) and all(built.as_arm(capture, arm) for _, capture in launched)
             seen[arm] |= {built_text(capture) for _, capture in launched}
+            unlike[arm] |= set(built.launched_unlike(recording))
     ev = decision.evidence
     found = BuildConfirmation(ev.kernel, decision.choice.label, identity(decision),
                               {"ratio": ev.ratio, "low": ev.low, "high": ev.high}, ms, applied_ran=ran[APPLIED],
-                              plain_ran=ran[AS_IS], built={arm: sorted(texts) for arm, texts in seen.items()})
+                              plain_ran=ran[AS_IS], built={arm: sorted(texts) for arm, texts in seen.items()},
+                              built_unlike={arm: sorted(texts) for arm, texts in unlike.items()})
     figures = _compared(ms, min_effect)
     found.ratio, found.low, found.high, found.verdict = (figures[k] for k in ("ratio", "low", "high", "verdict"))
     return found

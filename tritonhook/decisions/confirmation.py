@@ -52,7 +52,7 @@ STANDINGS = {
 }
 """What a confirmation says of a regret (`PinConfirmation.standing`), in words."""
 
-NOT_CONFIRMED, NOT_APPLIED = "not confirmed", "not applied"
+NOT_CONFIRMED, NOT_APPLIED, OTHER_BUILD = "not confirmed", "not applied", "other build"
 BUILD_STANDINGS = {
     CONFIRMED: "confirmed inside the workload with the decision applied",
     NOT_CONFIRMED: "NOT confirmed inside the workload: the runs' interval lies above the decision's estimate",
@@ -60,6 +60,9 @@ BUILD_STANDINGS = {
                "kernel's spread)",
     NOT_APPLIED: "not judged: a run with the decision did not build the kernel with it, or a run without did (or a "
                  "run did not launch it), as their captures say",
+    OTHER_BUILD: "not judged: the runs launched the kernel only as another build than the decision's (another "
+                 "ptxas, arch or PTX: see what differs); a decision holds for the build it was measured on, so "
+                 "sweep the workload as these runs build it",
 }
 """What a confirmation says of a build decision (`BuildConfirmation.standing`), in words."""
 
@@ -149,8 +152,9 @@ class BuildConfirmation:
     """One build decision (a name, a ptxas, options, a control file) measured inside the workload: its kernel's GPU
     time per launch in each run of each arm, their ratio (applied / as is) with its interval and verdict, the
     decision's estimate it confirms or not, and what each arm's captures say it built (`built`: arm -> the distinct
-    "ENTRY by CUBIN" of its runs) and whether every run of the arm built it as the arm asks (`applied_ran`: with the
-    decision; `plain_ran`: without)."""
+    "ENTRY by CUBIN" of its runs; `built_unlike`: the builds of the kernel they launched under another key, and
+    what differs) and whether every run of the arm built it as the arm asks (`applied_ran`: with the decision;
+    `plain_ran`: without)."""
 
     kernel: str
     choice: str                       # the decision's choice (`Choice.label`)
@@ -164,14 +168,17 @@ class BuildConfirmation:
     applied_ran: bool = False
     plain_ran: bool = False
     built: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    built_unlike: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     @property
     def standing(self) -> str:
         """A key of `BUILD_STANDINGS`: judged only where every applied run built the kernel with the decision and
         every plain run without it; confirmed where it ran faster; not confirmed where the runs' interval lies above
-        the estimate; otherwise undecided."""
+        the estimate; otherwise undecided. Where no run of either arm launched the decision's build and some
+        launched another build of the kernel, that is why (`OTHER_BUILD`)."""
         if not (self.applied_ran and self.plain_ran):
-            return NOT_APPLIED
+            launched_other = not any(self.built.get(arm) for arm in ARMS) and any(self.built_unlike.values())
+            return OTHER_BUILD if launched_other else NOT_APPLIED
         if self.verdict == "faster":
             return CONFIRMED
         return NOT_CONFIRMED if self.low is not None and self.low > self.estimate["ratio"] else UNDECIDED
@@ -224,7 +231,7 @@ class Confirmation:
                                [(b.kernel, b.choice, _interval(b.estimate["ratio"], b.estimate.get("low"),
                                                                b.estimate.get("high")),
                                  _interval(b.ratio, b.low, b.high), b.verdict, BUILD_STANDINGS[b.standing],
-                                 " / ".join("; ".join(b.built.get(arm) or ["not launched"]) for arm in ARMS[::-1]))
+                                 _built_text(b))
                                 for b in self.builds],
                                title=f"tritonhook decisions confirm: {self.source}, {self.runs} runs per arm; "
                                      f"build decisions applied against the workload as it is")
@@ -264,6 +271,14 @@ class Confirmation:
 def _stored(row: dict) -> dict:
     """A stored pin's or build's fields, without what `to_json` derives."""
     return {k: v for k, v in row.items() if k not in ("confirmed", "standing")}
+
+
+def _built_text(found: BuildConfirmation) -> str:
+    """What the arms built, with / without the decision; where an arm never launched the decision's build, the
+    other builds of the kernel it launched."""
+    return " / ".join("; ".join(found.built.get(arm) or [f"other build: {other}" for other in
+                                                         found.built_unlike.get(arm, [])] or ["not launched"])
+                      for arm in ARMS[::-1])
 
 
 def _interval(ratio, low, high) -> str:

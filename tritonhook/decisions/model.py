@@ -58,6 +58,14 @@ class Key:
     def short(self) -> str:
         return f"{self.ptx_sha256[:12]} {self.arch} ptxas {self.ptxas_version} {self.gpu}"
 
+    def unlike(self, other: "Key") -> str:
+        """How a build under `other` differs from this key, in words: why a decision keyed so did not apply to it
+        (one kernel built by another ptxas gets other PTX too: Triton writes the PTX ISA that ptxas reads)."""
+        parts = [f"{what} {theirs}, not {ours}" for what, ours, theirs in (
+            ("ptxas", self.ptxas_version, other.ptxas_version), ("arch", self.arch, other.arch),
+            ("GPU", self.gpu, other.gpu)) if ours != theirs]
+        return "; ".join([*parts, *(["other PTX"] if other.ptx_sha256 != self.ptx_sha256 else [])]) or "the same key"
+
 
 @dataclasses.dataclass(frozen=True)
 class AutotuneKey:

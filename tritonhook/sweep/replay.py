@@ -187,6 +187,8 @@ def _replay(recording: Recording, store: Store, variants: Sequence[Variant], pla
         result.warnings.append(warning)
     if warning := compile_time_warning(recording):
         result.warnings.append(warning)
+    if warning := mixed_ptxas_warning(recording, store):
+        result.warnings.append(warning)
     result.warnings += [f"{row.label}: {row.status}" for row in replayed if row.status != "ok"]
     result.warnings += [f"{row.label}: replayed again on {row.replayed_on} after its worker died ({row.retried_after})"
                         for row in replayed if row.retried_after and row.status == "ok"]
@@ -438,6 +440,30 @@ def compile_time_warning(recording: Recording) -> str | None:
     return (f"not the workload: {len(benchmarked)} signature(s) launched only while compiling or autotuning "
             f"({sum(s.tuning_launches for s in benchmarked)} launches)" + (f"; decisions {decided}" if decided else "")
             + "; left out of the rows, shares and estimate")
+
+
+def mixed_ptxas_warning(recording: Recording, store: Store) -> str | None:
+    """What the sweep says where the workload's kernels for one arch were built by more than one ptxas: which
+    ptxas built how many. A process that repoints Triton's ptxas on the way builds a kernel with one ptxas in one
+    run and the other in the next (torch's Inductor points it at torch's own once it compiles asynchronously: a
+    kernel tuned in process on a cold run gets Triton's, a warm run's gets torch's), and a decision measured on
+    one build does not apply to the other (`Key`)."""
+    kernels: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
+    for capture_id, kernel in {(s.capture_id, s.kernel) for s in recording.signatures
+                               if s.launches and s.capture_id is not None}:
+        capture = store.get(capture_id)
+        if capture.ptxas_version:
+            kernels[capture.arch, f"{capture.ptxas_version} ({capture.ptxas_path})"].add(kernel)
+    archs = collections.Counter(arch for arch, _ in kernels)
+    mixed = [(arch, tool, sorted(names)) for (arch, tool), names in sorted(kernels.items()) if archs[arch] > 1]
+    if not mixed:
+        return None
+    built = "; ".join(f"{arch} by ptxas {tool}: {len(names)} kernel(s), {', '.join(names[:2])}"
+                      f"{', ...' if len(names) > 2 else ''}" for arch, tool, names in mixed)
+    return (f"the workload's kernels were built by more than one ptxas ({built}): another run may build a kernel "
+            f"with the other one (torch's Inductor points Triton at its own ptxas once it compiles "
+            f"asynchronously, so a cold run and a warm one differ), and a decision applies only to the build it "
+            f"was measured on; sweep the workload as it usually runs")
 
 
 def unprobed_warning(recording: Recording, chosen: list[Signature]) -> str | None:
