@@ -9,6 +9,7 @@ end (`-m gpu`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -19,7 +20,8 @@ import pytest
 import rich.console
 
 from tritonhook import _triton, decisions
-from tritonhook.decisions.confirm import APPLIED, AS_IS, BuiltKernel, _measure_build, arm_files, built_text
+from tritonhook.decisions.confirm import (APPLIED, AS_IS, BuiltKernel, Made, _measure_build, arm_files, built_text,
+                                         runs_cold)
 from tritonhook.decisions.confirmation import (ARMS, BUILD_STANDINGS, RESULT_KIND, BuildConfirmation, Confirmation,
                                                decision_text, newest_confirmations)
 from tritonhook.decisions.keep import capture_key
@@ -219,6 +221,28 @@ def test_a_kernel_the_runs_build_with_another_ptxas_is_named_not_applied_and_not
     assert f"sm_90a by ptxas {release} ({ptxas.path}): 1 kernel(s), add_kernel" in warning
     assert f"sm_90a by ptxas {add_key.ptxas_version} (" in warning
     assert mixed_ptxas_warning(_recording([ids[APPLIED], ids[AS_IS]], 0.02), store) is None
+
+
+def test_every_run_is_cold_where_the_decisions_were_measured_on_a_first_runs_builds_or_a_pin_turns_caches_off(
+        add_key):
+    """`confirm` runs both arms with Inductor's caches off where its decisions come from a recording that compiled
+    as a first run does (it holds Inductor's compile-time decisions) or where a pin of an Inductor kernel or of a
+    compile-time choice turns them off in the applied arm; a build decision kept alone, or a pin of a
+    `triton.autotune` kernel, runs as the workload usually does."""
+    build = _decision(add_key, name="cutlass_")
+    triton_pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096",), GPU),
+                                    decisions.Choice(config=(("BLOCK", 1024),)), build.evidence)
+    choice_pin = dataclasses.replace(  # a pick of Inductor's select_algorithm: its config names the choice
+        triton_pin, choice=decisions.Choice(config=(("choice", "triton_mm"),)))
+    cold_compile = _recording([], 0.02)
+    cold_compile.autotune = [{"tuner": _triton.SELECT_ALGORITHM, "kernel": "mm"}]
+
+    def made(*kept, recording=None):
+        return Made(list(kept), {}, recording, {})
+
+    assert not runs_cold(made(build)) and not runs_cold(made(build, triton_pin))
+    assert not runs_cold(made(build, recording=_recording([], 0.02)))
+    assert runs_cold(made(build, recording=cold_compile)) and runs_cold(made(build, choice_pin))
 
 
 def found_text(found: BuildConfirmation) -> str:

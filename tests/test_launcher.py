@@ -52,7 +52,7 @@ def test_every_part_reaches_a_child_as_given(tmp_path):
                              ptxas=Ptxas("/opt/ptxas", "/opt/ptxas-bw", ("-O2", "--fmad=false"), str(tmp_path / "p"),
                                          str(tmp_path / "cache")),
                              cute_keep=CuteKeep(str(tmp_path / "dump")), token="t0k", notes=str(tmp_path / "notes"),
-                             inductor_through_triton=True, visible_devices="1")
+                             inductor_through_triton=True, inductor_cold=True, visible_devices="1")
     seen = _child_sees(settings)
     assert seen["capture"] == {"store": str((tmp_path / "store").resolve()), "rename": "tritonhook.STRIP",
                                "select": "^(?:add_kernel)$", "fix_tma_scope": "sm_12",
@@ -70,8 +70,21 @@ def test_every_part_reaches_a_child_as_given(tmp_path):
     assert env[config.cute.CUTE_DSL_DUMP_DIR.name] == str(tmp_path / "dump")
     assert set(env[config.cute.CUTE_DSL_KEEP.name].split(",")) >= {"ptx", "cubin"}
     assert env[config.memwatch.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER.name] == "0"
+    assert env[config.decisions.INDUCTOR_CACHES_OFF.name] == "1"
     assert env[config.sweep.CUDA_VISIBLE_DEVICES.name] == "1"
     assert env[config.paths.PYTHONPATH.name].split(os.pathsep)[0] == str(config.capture.BOOTSTRAP_DIR)
+
+
+def test_a_cold_child_has_every_inductor_cache_off_as_torch_reads_it(monkeypatch):
+    """`inductor_cold` as torch itself reads it in the child (`decisions confirm`'s arms rely on it): Inductor's
+    `force_disable_caches` on, which turns its FX graph and autotune caches off; a child without it has torch's
+    default."""
+    pytest.importorskip("torch")
+    script = "import torch._inductor.config as c; print(c.force_disable_caches)"
+    monkeypatch.delenv(config.decisions.INDUCTOR_CACHES_OFF.name, raising=False)
+    seen = {cold: run([sys.executable, "-c", script], ChildSettings(inductor_cold=cold), capture_output=True,
+                      text=True, check=True).stdout.split()[-1] for cold in (True, False)}
+    assert seen == {True: "True", False: "False"}
 
 
 def test_off_turns_a_capturing_parents_capture_and_recording_off_and_none_inherits(tmp_path):

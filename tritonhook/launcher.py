@@ -150,6 +150,8 @@ class ChildSettings:
     """A folder where the child notes what `tritonhook run` cannot see otherwise (`_autoload`)."""
     inductor_through_triton: bool = False
     """Inductor's static CUDA launcher off from the child's first line, so Triton's launch hooks see its kernels."""
+    inductor_cold: bool = False
+    """Inductor's caches off in the child: it compiles and tunes as a first run does."""
     visible_devices: str | None = None
     import_from: str | None = None
     """A source tree put first on the child's import path (another release's Python runs our rebuild worker)."""
@@ -174,6 +176,8 @@ class ChildSettings:
         values.update(self._cute_values(base))
         if self.inductor_through_triton:
             values[config.memwatch.TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER] = "0"
+        if self.inductor_cold:
+            values[config.decisions.INDUCTOR_CACHES_OFF] = "1"
         if self.capture is not None or self.import_from:
             values[config.paths.PYTHONPATH] = self._import_path(base)
         return {var.name: var.encode(value) for var, value in values.items()}

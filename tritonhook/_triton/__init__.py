@@ -27,10 +27,11 @@ from __future__ import annotations
 
 from .autotune import (COMPILE, COORDINATE_DESCENT, INDUCTOR_AUTOTUNER_MODULE, INDUCTOR_CACHE, INDUCTOR_RUNTIME,
                        PINNED, SELECT_ALGORITHM, TRITON_AUTOTUNE, AutotuneCandidate, AutotuneDecision,
-                       AutotunePinner, AutotuneTracer, CompiledAhead, autotune_config, config_matches, inductor_benchmark_process,
-                       inductor_tuning_key, is_inductor_kernel_key, pick_identity, tuning_key)
-from .compile import (ORIGINAL_NAME_KEY, CubinTransform, HookInstallation, PtxTransform, current_hooks, hook_slots, loaded_event,
-                      ptxas_args_of, check_ptxas_arm, ptxas_for, ptxases_for, triton_ptxas)
+                       AutotunePinner, AutotuneTracer, CompiledAhead, autotune_config, config_matches,
+                       inductor_benchmark_process, inductor_tuning_key, is_inductor_kernel_key, pick_identity,
+                       pins_turn_inductor_caches_off, tuning_key)
+from .compile import (ORIGINAL_NAME_KEY, CubinTransform, HookInstallation, PtxTransform, current_hooks, hook_slots,
+                      loaded_event, ptxas_args_of, check_ptxas_arm, ptxas_for, ptxases_for, triton_ptxas)
 from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtime_hooks, allocator_var,
                        inductor_launches_through_triton, launch_spec,
                        remove_runtime_hooks, signature_key_of)
@@ -44,12 +45,14 @@ __all__ = [
     # version
     "REQUIREMENT", "check_supported", "parse_version", "triton_version",
     # compile
-    "ORIGINAL_NAME_KEY", "CubinTransform", "HookInstallation", "PtxTransform", "current_hooks", "hook_slots", "loaded_event",
-    "ptxas_args_of", "check_ptxas_arm", "ptxas_for", "ptxases_for", "triton_ptxas",
+    "ORIGINAL_NAME_KEY", "CubinTransform", "HookInstallation", "PtxTransform", "current_hooks", "hook_slots",
+    "loaded_event", "ptxas_args_of", "check_ptxas_arm", "ptxas_for", "ptxases_for", "triton_ptxas",
     # autotune
     "COMPILE", "COORDINATE_DESCENT", "INDUCTOR_RUNTIME", "PINNED", "SELECT_ALGORITHM", "TRITON_AUTOTUNE",
     "inductor_benchmark_process",
-    "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer", "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key", "is_inductor_kernel_key", "pick_identity", "tuning_key",
+    "INDUCTOR_AUTOTUNER_MODULE", "INDUCTOR_CACHE", "AutotuneCandidate", "AutotuneDecision", "AutotuneTracer",
+    "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key",
+    "is_inductor_kernel_key", "pick_identity", "pins_turn_inductor_caches_off", "tuning_key",
     # template_fusion
     "TEMPLATE_FUSION",
     # launches

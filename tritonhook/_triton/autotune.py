@@ -904,6 +904,12 @@ def inductor_tuning_key(autotuner) -> tuple[str, ...]:
     return (f"{INDUCTOR_KEY_PREFIX}{hashlib.sha256(nameless.encode()).hexdigest()}",)
 
 
+def pins_turn_inductor_caches_off(pins: dict[tuple[str, tuple[str, ...]], dict]) -> bool:
+    """Whether pinning these configs ((kernel name, tuning key) -> config) turns Inductor's caches off in the
+    process (`AutotunePinner.install`): a pin of an Inductor kernel or of a compile-time choice."""
+    return any(is_inductor_kernel_key(key) or CHOICE in config for (_, key), config in pins.items())
+
+
 def is_inductor_kernel_key(key) -> bool:
     """Whether a tuning key is an Inductor kernel's (`inductor_tuning_key`: its code), not a `triton.autotune` key's
     or a compile-time choice's (its inputs' dtypes and sizes)."""
@@ -1090,8 +1096,7 @@ class AutotunePinner(_AutotunerWrapping):
             return
         super().install()
         atexit.register(self.report_not_applied)
-        if any(is_inductor_kernel_key(key) or CHOICE in config
-               for (_, key), config in self.pins.items()):
+        if pins_turn_inductor_caches_off(self.pins):
             self._config_wait = after_import(INDUCTOR_CONFIG_MODULE, self._disable_inductor_caches)
         if any(CHOICE in config for config in self.pins.values()):
             self._selector_wait = after_import(INDUCTOR_SELECTOR_MODULE, self._wrap_selector)

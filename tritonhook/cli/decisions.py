@@ -67,6 +67,9 @@ def add_decisions(sub) -> None:
                          help="what the pinned config is compared with: the workload's autotuner tuning again each "
                               "run (default), or the config the sweep's recorded run picked, pinned too (measures "
                               "the replay's regret as it is where the autotuner's pick is a draw)")
+    confirm.add_argument("--cold", action="store_true",
+                         help="every run with Inductor's caches off, as a first run compiles (the default where the "
+                              "result's recording compiled so, or where a pin turns them off in its arm)")
     confirm.add_argument("--json", action="store_true", help="print the result as JSON")
     confirm.add_argument("command", nargs=argparse.REMAINDER, help="-- python train.py ARGS...")
     confirm.set_defaults(handler=_confirm)
@@ -169,7 +172,7 @@ def _confirm(args) -> int:
 
     command = command_after_dashes(args.command, "decisions confirm")
     result = confirm(open_store(args, write=True), args.sweep, command, runs=args.runs, against=args.against,
-                     decision_ids=args.decisions, progress=confirm_progress)
+                     decision_ids=args.decisions, cold=args.cold, progress=confirm_progress)
     show(result, as_json=args.json)
     return 0
 

@@ -24,7 +24,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from .. import config, format
+from .. import _triton, config, format
 from ..errors import TritonhookError
 from ..measure.stats import median, ratio_interval, verdict
 from ..measure.timing import round_order
@@ -169,7 +169,7 @@ def kept(store: Store, decision_ids: list[int | str]) -> Made:
 
 def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, runs: int = 3,
             against: str = "autotuner", min_effect: float = config.ab.DEFAULT_MIN_EFFECT,
-            decision_ids: list[int | str] | None = None,
+            decision_ids: list[int | str] | None = None, cold: bool = False,
             progress: Callable[[str], None] = lambda line: None) -> Confirmation:
     """Run `command` `runs` times as it is and `runs` times with the decisions of a sweep, replay or tune result
     applied (`decisions_of`; or the kept decisions `decision_ids`), alternating (ABBA, so a drift of the machine
@@ -177,7 +177,8 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     costs a run its copy and hash); compare each decision's kernel's in-workload time and the step's GPU time
     between the arms. Saved in the store. `sweep_id` None: the newest sweep result. `against` "sweep": the unpinned
     arm runs, pinned, the configs the sweep's recorded run picked, so a replay's regret (that config against the
-    pinned one) is measured as it is even where the autotuner's pick is a draw."""
+    pinned one) is measured as it is even where the autotuner's pick is a draw.
+    Every run has Inductor's caches off where `cold` asks or `runs_cold` finds it must."""
     if against not in AGAINST or (decision_ids and against == "sweep"):
         raise TritonhookError(f"--against {against}: one of {', '.join(AGAINST)} (sweep only with a sweep result)")
     if decision_ids and sweep_id is not None:
@@ -190,7 +191,8 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     baseline = {pin.key: swept[pin.key].decision["chosen"] for pin in pins if pin.key in swept} \
         if against == "sweep" else {}
     applied = arm_files(store.run_folder("confirm"), made.decisions, made.controls, baseline)
-    recordings = _run_arms(command, store, applied, runs, progress)
+    cold = cold or runs_cold(made)
+    recordings = _run_arms(command, store, applied, runs, cold, progress)
     found = []
     for pin in pins:
         row = swept.get(pin.key, _Swept(None, "", {}, None))
@@ -203,20 +205,32 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
               if isinstance(d.key, Key)]
     step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
     confirmation = Confirmation(result and int(result.id), list(command), runs, found, step_ms,
-                                _compared(step_ms, min_effect), builds=builds)
+                                _compared(step_ms, min_effect), builds=builds, inductor_cold=cold)
     confirmation.id = store.add_result(RESULT_KIND, confirmation.to_json())
     return confirmation
 
 
-def _run_arms(command: list[str], store: Store, applied: dict[str, str | None], runs: int,
+def runs_cold(made: Made) -> bool:
+    """Whether every run of a confirmation needs Inductor's caches off: where the result's recording compiled as a
+    first run does (`Recording.inductor_tuning`: its decisions were measured on a first run's builds, and a warm run
+    builds some kernels otherwise, with another ptxas among them), or where the applied arm's pins turn the caches
+    off anyway (`_triton.pins_turn_inductor_caches_off`: a warm arm beside it would differ in every kernel Inductor
+    tunes afresh, not only in the decisions)."""
+    pins = {(d.key.kernel, d.key.tuning_key): dict(d.choice.config) for d in made.decisions
+            if isinstance(d.key, AutotuneKey)}
+    return bool(made.recording and made.recording.inductor_tuning) or _triton.pins_turn_inductor_caches_off(pins)
+
+
+def _run_arms(command: list[str], store: Store, applied: dict[str, str | None], runs: int, inductor_cold: bool,
               progress: Callable[[str], None]) -> dict[str, list[Recording]]:
-    """`runs` recorded runs of `command` per arm, each arm's with its decisions file applied, in ABBA order."""
+    """`runs` recorded runs of `command` per arm, each arm's with its decisions file applied, in ABBA order
+    (`inductor_cold`: every run with Inductor's caches off)."""
     recordings: dict[str, list[Recording]] = {arm: [] for arm in ARMS}
     for run in range(runs):
         for arm in (ARMS[a] for a in round_order(run, len(ARMS))):
             progress(f"run {run + 1}/{runs}, {arm}")
             result = record_command(command, store, apply=applied[arm], stdout=subprocess.DEVNULL, budget=0,
-                                    snapshot_budget=0)
+                                    snapshot_budget=0, inductor_cold=inductor_cold)
             if result.recording is None or result.exit_code != 0:
                 raise TritonhookError(f"{' '.join(command)}: the {arm} run {run + 1} exited {result.exit_code} "
                                       f"with no recording ({result.failure or 'see its stderr above'})")

@@ -61,8 +61,8 @@ BUILD_STANDINGS = {
     NOT_APPLIED: "not judged: a run with the decision did not build the kernel with it, or a run without did (or a "
                  "run did not launch it), as their captures say",
     OTHER_BUILD: "not judged: the runs launched the kernel only as another build than the decision's (another "
-                 "ptxas, arch or PTX: see what differs); a decision holds for the build it was measured on, so "
-                 "sweep the workload as these runs build it",
+                 "ptxas, arch or PTX: see what differs); a decision holds for the build it was measured on: confirm "
+                 "with --cold where the sweep recorded a first run, or sweep the workload as these runs build it",
 }
 """What a confirmation says of a build decision (`BuildConfirmation.standing`), in words."""
 
@@ -203,6 +203,7 @@ class Confirmation:
     step: dict
     id: int | None = None
     builds: list[BuildConfirmation] = dataclasses.field(default_factory=list)
+    inductor_cold: bool = False       # every run with Inductor's caches off (`confirm`)
     warning_prefix = "tritonhook decisions confirm"
 
     def to_json(self) -> dict:
@@ -217,7 +218,7 @@ class Confirmation:
             pins = [PinConfirmation(**_stored(p)) for p in data["pins"]]
             builds = [BuildConfirmation(**_stored(b)) for b in data.get("builds", [])]  # none before builds were
             return cls(data["sweep_id"], data["command"], data["runs"], pins, data["step_ms"], data["step"],
-                       data.get("id"), builds)
+                       data.get("id"), builds, data.get("inductor_cold", False))
         except (KeyError, TypeError) as exc:
             raise TritonhookError(f"{source}: malformed confirmation ({type(exc).__name__}: {exc})") from None
 
@@ -241,7 +242,9 @@ class Confirmation:
 
     @property
     def source(self) -> str:
-        return "kept decisions" if self.sweep_id is None else f"result {self.sweep_id}"
+        """Whose decisions, and how the runs were made."""
+        whose = "kept decisions" if self.sweep_id is None else f"result {self.sweep_id}"
+        return f"{whose}, Inductor's caches off in every run" if self.inductor_cold else whose
 
     def sorted_out(self) -> dict[str, list[str]]:
         """Its decisions ("KERNEL CHOICE") by what the workload said of them: "confirmed", "refuted" (measured and

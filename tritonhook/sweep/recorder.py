@@ -642,15 +642,15 @@ def check_can_record(command: list[str]) -> None:
 
 
 def record_command(command: list[str], store: Store, *, budget: int | None = None, sample_every: int | None = None,
-                   stdout=None, snapshot_budget: int | None = None, apply: str | os.PathLike | None = None
-                   ) -> RecordResult:
+                   stdout=None, snapshot_budget: int | None = None, apply: str | os.PathLike | None = None,
+                   inductor_cold: bool = False) -> RecordResult:
     """Run `command` with every Python process it starts recording (and capturing) into `store`; the processes'
     recordings merged into one, saved in the store. The command's stderr is passed through and its tail kept;
     `stdout` redirects its own output (the CLI's --json keeps stdout for its result). `budget` / `snapshot_budget`:
     input snapshot bytes per signature / per recording process. `apply`: decisions applied at compile time, as
     `tritonhook run --apply` does (what `tritonhook check --apply` gates), a source its caller has checked
-    (`decisions.apply.check_source`: the CLI's --apply does). Without torch or a CUDA GPU here, the one line saying
-    so, before the command starts."""
+    (`decisions.apply.check_source`: the CLI's --apply does). `inductor_cold`: Inductor's caches off in its
+    processes. Without torch or a CUDA GPU here, the one line saying so, before the command starts."""
     check_can_record(command)
     label = f"record-{os.getpid()}-{secrets.token_hex(4)}"
     given = {"snapshot_budget": budget, "snapshot_total_budget": snapshot_budget,
@@ -658,8 +658,10 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     for value in (budget, snapshot_budget):
         if value is not None and value < 0:
             raise TritonhookError(f"snapshot budget {value}: a number of bytes, 0 or more")
-    settings = recording_settings(store.path, label, apply=apply,
-                                  **{field: value for field, value in given.items() if value is not None})
+    settings = dataclasses.replace(
+        recording_settings(store.path, label, apply=apply,
+                           **{field: value for field, value in given.items() if value is not None}),
+        inductor_cold=inductor_cold)
     began = time.time()
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
     try:

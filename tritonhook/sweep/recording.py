@@ -49,6 +49,7 @@ import sys
 from typing import Callable, Hashable, Sequence
 
 from .. import config
+from .._triton import COORDINATE_DESCENT, SELECT_ALGORITHM
 from ..errors import TritonhookError
 from ..measure.stats import median
 from ..store import BlobHold, ResultKind, register_result_kind
@@ -335,6 +336,13 @@ class Recording:
     @property
     def total_gpu_ms(self) -> float:
         return sum(s.gpu_ms for s in self.signatures)
+
+    @property
+    def inductor_tuning(self) -> list[dict]:
+        """The decisions Inductor's compile-time tuning made while this run was recorded (its choice among
+        templates, coordinate descent): none where a warm cache handed it every pick, so a run that has some
+        compiled as a first run does."""
+        return [d for d in self.autotune if d.get("tuner") in (SELECT_ALGORITHM, COORDINATE_DESCENT)]
 
     def share(self, signature: Signature) -> float | None:
         total = self.total_gpu_ms

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from .. import config, format
-from .._triton import COORDINATE_DESCENT, SELECT_ALGORITHM
 from ..errors import TritonhookError
 from ..files import file_name
 from ..binaries import CAUSES
@@ -431,8 +430,7 @@ def compile_time_warning(recording: Recording) -> str | None:
     """What the recording saw launched only on the way to the workload, left out of its rows and shares: the
     decisions of Inductor's compile-time choice and coordinate descent, and the kernels launched only while
     Inductor compiled or an autotuner benchmarked (their launch count)."""
-    tuners = collections.Counter(d.get("tuner") for d in recording.autotune
-                                 if d.get("tuner") in (SELECT_ALGORITHM, COORDINATE_DESCENT))
+    tuners = collections.Counter(d.get("tuner") for d in recording.inductor_tuning)
     benchmarked = [s for s in recording.signatures if not s.launches and s.tuning_launches]
     if not tuners and not benchmarked:
         return None
