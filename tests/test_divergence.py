@@ -266,12 +266,12 @@ def test_two_gemms_of_one_shape_pinned_one_unfused_and_one_fused_are_compiled_ea
     Linear + ReLU layers of one shape (one `select_algorithm` decision: the second GEMM takes the first's timings),
     the CPP GEMM template pinned for both through a gate's baseline, the first GEMM unfused and the second fused:
     the compiled module runs the first GEMM alone, then its ReLU, then the second GEMM with its ReLU in it (unpinned,
-    both run MKL with the ReLUs apart); the run's decisions are the two pins."""
+    whatever Inductor's benchmark picked, MKL on an idle machine, ran); the run's decisions are the two pins."""
     from tritonhook.decisions.keep import baseline_picks
 
     unpinned = _run_choice(tmp_path / "unpinned", None, "--two-layers")
     (decision,) = unpinned["decisions"]
-    assert unpinned["calls_extern"] and not any(call["gemm"] for call in unpinned["kernel_calls"])
+    assert unpinned["calls_extern"] == (decision["chosen"]["backend"] == "extern")
     template = next(config for config, _ in decision["timings"] if config.get("backend") == "CPP")
     recorded = [{**decision, "tuner": "template fusion", "key": [*decision["key"], f"at {node} (forward)"],
                  "chosen": {**template, "fused": fused}, "timings": []}
