@@ -75,16 +75,16 @@ def test_every_part_reaches_a_child_as_given(tmp_path):
     assert env[config.paths.PYTHONPATH.name].split(os.pathsep)[0] == str(config.capture.BOOTSTRAP_DIR)
 
 
+@pytest.mark.release_independent  # torch's config, whatever the Triton release
 def test_a_cold_child_has_every_inductor_cache_off_as_torch_reads_it(monkeypatch):
     """`inductor_cold` as torch itself reads it in the child (`decisions confirm`'s arms rely on it): Inductor's
-    `force_disable_caches` on, which turns its FX graph and autotune caches off; a child without it has torch's
-    default."""
+    `force_disable_caches` on (torch's default is off), which turns its FX graph and autotune caches off."""
     pytest.importorskip("torch")
     script = "import torch._inductor.config as c; print(c.force_disable_caches)"
     monkeypatch.delenv(config.decisions.INDUCTOR_CACHES_OFF.name, raising=False)
-    seen = {cold: run([sys.executable, "-c", script], ChildSettings(inductor_cold=cold), capture_output=True,
-                      text=True, check=True).stdout.split()[-1] for cold in (True, False)}
-    assert seen == {True: "True", False: "False"}
+    done = run([sys.executable, "-c", script], ChildSettings(inductor_cold=True), capture_output=True, text=True,
+               check=True)
+    assert done.stdout.split()[-1] == "True"
 
 
 def test_off_turns_a_capturing_parents_capture_and_recording_off_and_none_inherits(tmp_path):
