@@ -191,7 +191,10 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     baseline = {pin.key: swept[pin.key].decision["chosen"] for pin in pins if pin.key in swept} \
         if against == "sweep" else {}
     applied = arm_files(store.run_folder("confirm"), made.decisions, made.controls, baseline)
-    cold = cold or runs_cold(made)
+    why_cold = "--cold" if cold else runs_cold(made)
+    if why_cold:
+        progress(f"every run with Inductor's caches off ({why_cold}), so each compiles and tunes as a first run")
+    cold = bool(why_cold)
     recordings = _run_arms(command, store, applied, runs, cold, progress)
     found = []
     for pin in pins:
@@ -210,15 +213,19 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     return confirmation
 
 
-def runs_cold(made: Made) -> bool:
-    """Whether every run of a confirmation needs Inductor's caches off: where the result's recording compiled as a
-    first run does (`Recording.inductor_tuning`: its decisions were measured on a first run's builds, and a warm run
+def runs_cold(made: Made) -> str | None:
+    """Why every run of a confirmation needs Inductor's caches off (None where it does not): where the result's
+    recording compiled as a first run does (`Recording.inductor_tuning`: its decisions were measured on a first run's builds, and a warm run
     builds some kernels otherwise, with another ptxas among them), or where the applied arm's pins turn the caches
     off anyway (`_triton.pins_turn_inductor_caches_off`: a warm arm beside it would differ in every kernel Inductor
     tunes afresh, not only in the decisions)."""
     pins = {(d.key.kernel, d.key.tuning_key): dict(d.choice.config) for d in made.decisions
             if isinstance(d.key, AutotuneKey)}
-    return bool(made.recording and made.recording.inductor_tuning) or _triton.pins_turn_inductor_caches_off(pins)
+    if made.recording and made.recording.inductor_tuning:
+        return f"recording {made.recording.id} compiled as a first run does: its decisions were measured on its builds"
+    if _triton.pins_turn_inductor_caches_off(pins):
+        return "a pin of an Inductor kernel or choice turns them off in the applied arm"
+    return None
 
 
 def _run_arms(command: list[str], store: Store, applied: dict[str, str | None], runs: int, inductor_cold: bool,
