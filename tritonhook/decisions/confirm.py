@@ -215,10 +215,10 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
 
 def runs_cold(made: Made) -> str | None:
     """Why every run of a confirmation needs Inductor's caches off (None where it does not): where the result's
-    recording compiled as a first run does (`Recording.inductor_tuning`: its decisions were measured on a first run's builds, and a warm run
-    builds some kernels otherwise, with another ptxas among them), or where the applied arm's pins turn the caches
-    off anyway (`_triton.pins_turn_inductor_caches_off`: a warm arm beside it would differ in every kernel Inductor
-    tunes afresh, not only in the decisions)."""
+    recording compiled as a first run does (`Recording.inductor_tuning`: its decisions were measured on a first
+    run's builds, and a warm run builds some kernels otherwise, with another ptxas among them), or where the applied
+    arm's pins turn the caches off anyway (`_triton.pins_turn_inductor_caches_off`: a warm arm beside it would
+    differ in every kernel Inductor tunes afresh, not only in the decisions)."""
     pins = {(d.key.kernel, d.key.tuning_key): dict(d.choice.config) for d in made.decisions
             if isinstance(d.key, AutotuneKey)}
     if made.recording and made.recording.inductor_tuning:
