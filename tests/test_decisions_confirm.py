@@ -19,7 +19,7 @@ import sys
 import pytest
 import rich.console
 
-from tritonhook import _triton, decisions
+from tritonhook import _triton, config, decisions
 from tritonhook.decisions.confirm import (APPLIED, AS_IS, BuiltKernel, Made, _measure_build, arm_files, built_text,
                                          runs_cold)
 from tritonhook.decisions.confirmation import (ARMS, BUILD_STANDINGS, RESULT_KIND, BuildConfirmation, Confirmation,
@@ -196,29 +196,34 @@ def test_a_kernel_the_runs_build_with_another_ptxas_is_named_not_applied_and_not
     ptxas than its key's, so Triton writes other PTX too and the decision cannot apply. Each run that compiles it
     says so in one line, naming the ptxas; confirm's reading says which build the runs launched instead, and its
     standing is "other build", not a bare "not applied". The sweep's warning names the two ptxas of a recording
-    that launched both builds. Real compiles in real processes, a real second ptxas."""
-    other = [b for b in OTHER_PTXAS if b.version != add_key.ptxas_version]
+    that launched both builds. Real compiles in real processes, a real second ptxas (through both of Triton's ptxas
+    variables: Triton 3.9 assembles sm_90a with the one for Blackwell)."""
+    def release(binary) -> str:  # as Triton names a ptxas's version: its release
+        return ".".join(map(str, binary.release[:2]))
+
+    other = [b for b in OTHER_PTXAS if release(b) != add_key.ptxas_version]
     if not other:
         pytest.skip("needs a ptxas 13.x besides the one Triton builds with (tritonhook ptxas list)")
     ptxas = max(other, key=lambda binary: binary.release)
     decision = _decision(add_key, name="cutlass_")
     files = arm_files(tmp_path / "arms", [decision], {})
-    ran = {arm: _run_arm(tmp_path / "store", files[arm], env={"TRITON_PTXAS_PATH": ptxas.path}) for arm in ARMS}
+    pointed = {var.name: ptxas.path for var in (config.ptxas.TRITON_PTXAS_PATH,
+                                                config.ptxas.TRITON_PTXAS_BLACKWELL_PATH)}  # 3.9 reads the second
+    ran = {arm: _run_arm(tmp_path / "store", files[arm], env=pointed) for arm in ARMS}
     assert ran[APPLIED][1] == "add_kernel"  # built, and not renamed
-    release = ".".join(map(str, ptxas.release[:2]))  # as Triton names a ptxas: its release
-    unlike = f"ptxas {release}, not {add_key.ptxas_version}"
+    unlike = f"ptxas {release(ptxas)}, not {add_key.ptxas_version}"
     assert f"(add_kernel, cutlass_) not applied: this process builds the kernel with {unlike}" in ran[APPLIED][2]
     assert "not applied" not in ran[AS_IS][2]
     store = Store.of(tmp_path / "store")
     ids = {arm: ran[arm][0][0].id for arm in ARMS}
     found = _arms_measured(tmp_path / "store", decision, ids, [0.010, 0.01001, 0.01002])
     assert (found.standing, found.confirmed, found.built) == ("other build", None, {APPLIED: [], AS_IS: []})
-    assert found.built_unlike[APPLIED] == [f"add_kernel by triton, ptxas {release} ({ptxas.path}): {unlike}; "
+    assert found.built_unlike[APPLIED] == [f"add_kernel by triton, ptxas {release(ptxas)} ({ptxas.path}): {unlike}; "
                                            f"other PTX"]
     assert "other build: add_kernel by triton" in found_text(found)
     plain_build, = _run_arm(tmp_path / "store", None)[0]
     warning = mixed_ptxas_warning(_recording([plain_build.id, ids[AS_IS]], 0.02), store)
-    assert f"sm_90a by ptxas {release} ({ptxas.path}): 1 kernel(s), add_kernel" in warning
+    assert f"sm_90a by ptxas {release(ptxas)} ({ptxas.path}): 1 kernel(s), add_kernel" in warning
     assert f"sm_90a by ptxas {add_key.ptxas_version} (" in warning
     assert mixed_ptxas_warning(_recording([ids[APPLIED], ids[AS_IS]], 0.02), store) is None
 
