@@ -228,6 +228,7 @@ def test_a_kernel_the_runs_build_with_another_ptxas_is_named_not_applied_and_not
     assert mixed_ptxas_warning(_recording([ids[APPLIED], ids[AS_IS]], 0.02), store) is None
 
 
+@pytest.mark.release_independent  # which decisions ask for cold runs: no compile
 def test_every_run_is_cold_where_the_decisions_were_measured_on_a_first_runs_builds_or_a_pin_turns_caches_off(
         add_key):
     """`confirm` runs both arms with Inductor's caches off where its decisions come from a recording that compiled
