@@ -179,8 +179,9 @@ class decisions:
     INDUCTOR_CACHES_OFF = EnvVar(
         "TORCHINDUCTOR_FORCE_DISABLE_CACHES", None, str,
         "Inductor's switch for all its caches (FX graph, autotune): '1' compiles and tunes as a first run does. "
-        "`decisions confirm` sets it for both arms where the applied arm's pins turn the caches off in-process, or "
-        "with --cold, so that the arms differ only in the decisions.")
+        "`decisions confirm` sets it in every run where its decisions were measured on a first run's builds, where "
+        "the applied arm's pins turn the caches off anyway, or with --cold (`decisions.confirm.runs_cold`), so that "
+        "the arms differ only in the decisions.")
     DECISIONS_GPU = EnvVar("TRITONHOOK_DECISIONS_GPU", None, str,
                            "The GPU name decisions' keys are matched against (as torch names it: 'NVIDIA H200'), for a "
                            "build without a visible GPU (compiling ahead of time on a CPU host); overrides the visible "
