@@ -147,7 +147,9 @@ class Applier:
     def lookup(self, ptx: str) -> Resolved | None:
         """The decision whose key this compile matches exactly, None for any other (the common case costs one
         sha256 and one dict lookup)."""
-        sha = hashlib.sha256(ptx.encode()).hexdigest()
+        return self._matching(ptx, hashlib.sha256(ptx.encode()).hexdigest())
+
+    def _matching(self, ptx: str, sha: str) -> Resolved | None:
         candidates = self.by_sha.get(sha)
         if not candidates or self.gpu is None:
             return None
@@ -161,7 +163,7 @@ class Applier:
         _, ptxas_version = _triton.ptxas_for(int(match.group(1))) if match else (None, None)
         return Key(sha, arch, ptxas_version or "", self.gpu)
 
-    def _warn_built_unlike(self, ptx: str, metadata: dict) -> None:
+    def _warn_built_unlike(self, ptx: str, sha: str, metadata: dict) -> None:
         """One warning per decision whose kernel this process builds with another ptxas, for another arch or GPU
         than the decision's key: it can never apply here (torch's Inductor, for one, points Triton at its own
         ptxas once it compiles asynchronously, so a kernel a cold run built with Triton's ptxas is built with
@@ -169,7 +171,7 @@ class Applier:
         held = self.by_kernel.get(metadata.get("name") or _ptx.entries(ptx)[0])
         if not held or self.gpu is None or all(item.name in self._warned for item in held):
             return
-        built = self._key(ptx, hashlib.sha256(ptx.encode()).hexdigest())
+        built = self._key(ptx, sha)
         for item in held:
             key = item.decision.key
             if item.name not in self._warned and (key.ptxas_version, key.arch, key.gpu) != (
@@ -180,9 +182,10 @@ class Applier:
                       f"the build it was measured on")
 
     def ptx_stage(self, ptx: str, metadata: dict) -> str:
-        found = self.lookup(ptx)
+        sha = hashlib.sha256(ptx.encode()).hexdigest()
+        found = self._matching(ptx, sha)
         if found is None:
-            self._warn_built_unlike(ptx, metadata)
+            self._warn_built_unlike(ptx, sha, metadata)
             return ptx
         choice = found.decision.choice
         metadata[APPLIED_KEY] = {"decision": found.name, "choice": choice.label,

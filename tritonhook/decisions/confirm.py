@@ -388,30 +388,25 @@ class BuiltKernel:
                 and (not choice.assembles or cubin.startswith("ptxas "))
                 and (not choice.ptxas_version or cubin == f"ptxas {choice.ptxas_version}"))
 
-    def launched(self, recording: Recording) -> list[tuple[Signature, object]]:
-        """The run's timed launch signatures of the kernel, with their captures."""
-        found = []
+    def launched(self, recording: Recording) -> tuple[list[tuple[Signature, object]], list[str]]:
+        """The run's timed launch signatures of the decision's build, with their captures; and the builds of the
+        kernel (its name) it launched under another key, each in words: who assembled it and how it differs from
+        the decision's key (`Key.unlike`). One reading of each capture."""
+        found, unlike, kernel = [], set(), self.decision.evidence.kernel
         for signature in recording.signatures:
-            if signature.capture_id is not None and signature.launches > 0 and signature.times_ms:
-                capture = self.store.get(signature.capture_id)
-                if self.of_kernel(capture, recording.device):
-                    found.append((signature, capture))
-        return found
-
-
-    def launched_unlike(self, recording: Recording) -> list[str]:
-        """The run's launched builds of the decision's kernel (its name) under another key, each in words: who
-        assembled it and how it differs from the decision's key (`Key.unlike`)."""
-        kernel, found = self.decision.evidence.kernel, set()
-        for signature in recording.signatures:
-            if signature.capture_id is None or not signature.launches or kernel not in signature.kernel:
+            timed = bool(signature.times_ms)
+            if signature.capture_id is None or not signature.launches or not (timed or kernel in signature.kernel):
                 continue
             capture = self.store.get(signature.capture_id)
-            if capture.original_entry == kernel and not self.of_kernel(capture, recording.device):
+            if self.of_kernel(capture, recording.device):
+                if timed:
+                    found.append((signature, capture))
+            elif capture.original_entry == kernel:
                 key = self._keys[capture.id, recording.device]
-                found.add(f"{built_text(capture)}, ptxas {capture.ptxas_version or '?'} ({capture.ptxas_path or '?'}): "
-                          + (self.decision.key.unlike(key) if key else "no ptxas or GPU recorded"))
-        return sorted(found)
+                how = self.decision.key.unlike(key) if key else "no ptxas or GPU recorded"
+                unlike.add(f"{built_text(capture)}, ptxas {capture.ptxas_version or '?'} "
+                           f"({capture.ptxas_path or '?'}): {how}")
+        return found, sorted(unlike)
 
 
 def built_text(capture) -> str:
@@ -430,11 +425,11 @@ def _measure_build(built: BuiltKernel, recordings: dict[str, list[Recording]], m
     unlike: dict[str, set[str]] = {arm: set() for arm in ARMS}
     for arm in ARMS:
         for recording in recordings[arm]:
-            launched = built.launched(recording)
+            launched, launched_unlike = built.launched(recording)
             ms[arm].append(_per_launch_ms([signature for signature, _ in launched]))
             ran[arm] &= bool(launched) and all(built.as_arm(capture, arm) for _, capture in launched)
             seen[arm] |= {built_text(capture) for _, capture in launched}
-            unlike[arm] |= set(built.launched_unlike(recording))
+            unlike[arm] |= set(launched_unlike)
     ev = decision.evidence
     found = BuildConfirmation(ev.kernel, decision.choice.label, identity(decision),
                               {"ratio": ev.ratio, "low": ev.low, "high": ev.high}, ms, applied_ran=ran[APPLIED],

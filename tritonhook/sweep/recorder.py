@@ -658,10 +658,8 @@ def record_command(command: list[str], store: Store, *, budget: int | None = Non
     for value in (budget, snapshot_budget):
         if value is not None and value < 0:
             raise TritonhookError(f"snapshot budget {value}: a number of bytes, 0 or more")
-    settings = dataclasses.replace(
-        recording_settings(store.path, label, apply=apply,
-                           **{field: value for field, value in given.items() if value is not None}),
-        inductor_cold=inductor_cold)
+    settings = recording_settings(store.path, label, apply=apply, inductor_cold=inductor_cold,
+                                  **{field: value for field, value in given.items() if value is not None})
     began = time.time()
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
     try:
@@ -688,13 +686,15 @@ def _merge_parts(store: Store, label: str, command: list[str], exit_code: int, b
     return recording
 
 
-def recording_settings(store_path: os.PathLike, label: str, apply: str | None = None, **given) -> ChildSettings:
+def recording_settings(store_path: os.PathLike, label: str, apply: str | None = None, inductor_cold: bool = False,
+                       **given) -> ChildSettings:
     """What makes a Python process record (and capture, applying the decisions of `apply` when given) into
     `store_path` from its start (`start_from_env`), its recording saved with `label`, with Inductor's launches
-    through Triton's hooks; `given` (`launcher.Record` fields) replace this process's own (the sampling and
-    budgets a user set in the environment travel on)."""
+    through Triton's hooks (and its caches off where `inductor_cold`); `given` (`launcher.Record` fields) replace
+    this process's own (the sampling and budgets a user set in the environment travel on)."""
     record = dataclasses.replace(Record.configured(), label=label, **given)
-    return ChildSettings(capture=Capture.of(store_path, apply=apply), record=record, inductor_through_triton=True)
+    return ChildSettings(capture=Capture.of(store_path, apply=apply), record=record, inductor_through_triton=True,
+                         inductor_cold=inductor_cold)
 
 
 def load(store: Store, which: str | None = None) -> Recording:
