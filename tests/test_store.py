@@ -1029,3 +1029,20 @@ def test_a_schema_7_store_upgrades_with_the_blobs_of_its_results_indexed_as_thei
     report = json.loads(subprocess.run([sys.executable, "-m", "tritonhook", "store", "verify", "--repair", "--json",
                                         "--store", str(store.path)], capture_output=True, text=True).stdout)
     assert report["ok"] and report["removed"] == [] and report["blobs_checked"] == 3
+
+
+def test_runs_started_in_one_second_of_one_process_get_a_folder_each(tmp_path, monkeypatch):
+    """A bisect upgrades to several releases within a second when their builds are cached: each upgrade's cells
+    in a folder of its own (one shared folder had a later release's cells overwrite an earlier one's)."""
+    store = Store(tmp_path / "store")
+    monkeypatch.setattr(time, "strftime", lambda *_: "20261129-070000")  # the same second, however slow this runs
+    folders = [store.run_folder("upgrades") for _ in range(3)]
+    stem = f"20261129-070000-{os.getpid()}"
+    assert [f.name for f in folders] == [stem, f"{stem}-2", f"{stem}-3"] and all(f.is_dir() for f in folders)
+
+
+def test_a_run_folder_that_cannot_be_made_is_one_error_naming_it(tmp_path):
+    store = Store(tmp_path / "store")
+    (store.path / "tune").write_text("a file where the runs' folder goes\n")
+    with pytest.raises(tritonhook.TritonhookError, match=r"/store/tune/[0-9-]+: cannot make this run's folder \("):
+        store.run_folder("tune")

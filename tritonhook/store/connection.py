@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
 import secrets
@@ -159,9 +160,21 @@ class IndexConnection:
 
     # ----- opening -------------------------------------------------------------------------------------------
     def run_folder(self, feature: str) -> Path:
-        """Where one run of `feature` (upgrade, bisect, tune) keeps its files in this store: `FEATURE/<time>-<pid>`,
-        so runs never share a folder and a listing sorts them by start (the caller creates it)."""
-        return self.path / feature / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        """Where one run of `feature` (upgrade, bisect, tune, confirm) keeps its files in this store, made here:
+        `FEATURE/<time>-<pid>`, so a listing sorts runs by start, with `-2`, `-3`, ... for a run that starts in the
+        same second and process as another (a bisect upgrades to several releases in a second when their builds
+        are cached): a run that took another's folder would overwrite its cells."""
+        stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        for n in itertools.count(1):
+            folder = self.path / feature / (stem if n == 1 else f"{stem}-{n}")
+            try:
+                folder.mkdir(parents=True)
+                return folder
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise TritonhookError(f"{folder}: cannot make this run's folder "
+                                      f"({disk_full_reason(folder.parent, exc) or exc.strerror})") from None
 
     @property
     def blobs_dir(self) -> Path:
