@@ -64,10 +64,13 @@ cpu_seconds() {  # CPU seconds (user + system) of this script's finished childre
 
 phase_wall=$SECONDS
 phase_cpu=0
+phases=""
 phase_done() {  # phase_done WHAT: the phase's wall and CPU time since the last one, and the machine's load (a CI
-    # machine shared with other jobs shows it there), so that a run says where its time went
+    # machine shared with other jobs shows it there), so that a run says where its time went; the walls again in
+    # one line at the end (`phases`), where a log cut to its tail still shows them
     local cpu; cpu=$(cpu_seconds)
     echo "--- $1: $((SECONDS - phase_wall)) s wall, $((cpu - phase_cpu)) s CPU; load $(cut -d' ' -f1-3 /proc/loadavg)"
+    phases="$phases${phases:+, }$1 $((SECONDS - phase_wall)) s"
     phase_wall=$SECONDS
     phase_cpu=$cpu
 }
@@ -158,6 +161,7 @@ for version in $full $core; do
         *) run_suite "$version" "$marks" "$@" ;;
     esac
 done
+echo "--- $SECONDS s in all: $phases"
 if [ -n "$failed" ]; then
     echo "tests failed under Triton:$failed"
     exit 1
