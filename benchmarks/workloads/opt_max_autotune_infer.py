@@ -11,10 +11,7 @@ is minutes.
 `--profile OUT.json`: `torch.profiler`'s kernel table of the steps after the first two (`steady_profile`).
 """
 
-import functools
-
 import torch
-import torch._inductor.config as inductor_config
 import transformers
 
 import steady_profile
@@ -29,18 +26,8 @@ def build():
     torch.manual_seed(0)
     model = transformers.OPTForCausalLM(config).cuda().to(torch.bfloat16).eval()
     ids = torch.randint(0, config.vocab_size, (BATCH, TOKENS), device="cuda")
-    return torch.compile(model, mode="max-autotune-no-cudagraphs"), ids
-
-
-def step(compiled, ids):
-    with torch.inference_mode():
-        compiled(input_ids=ids)
-
-
-def main():
-    with inductor_config.patch({"max_autotune_gemm_backends": "TRITON", "coordinate_descent_tuning": True}):
-        steady_profile.main(lambda: functools.partial(step, *build()))
+    return torch.compile(model, mode="max-autotune-no-cudagraphs"), {"input_ids": ids}
 
 
 if __name__ == "__main__":
-    main()
+    steady_profile.inference_main(build)

@@ -11,10 +11,7 @@ cross-attention from the decoder into the encoder. 1 encoder and 1 decoder layer
 `--profile OUT.json`: `torch.profiler`'s kernel table of the steps after the first two (`steady_profile`).
 """
 
-import functools
-
 import torch
-import torch._inductor.config as inductor_config
 import transformers
 
 import steady_profile
@@ -29,18 +26,8 @@ def build():
     model = transformers.T5ForConditionalGeneration(config).cuda().to(torch.bfloat16).eval()
     source = torch.randint(0, config.vocab_size, (BATCH, SOURCE_TOKENS), device="cuda")
     target = torch.randint(0, config.vocab_size, (BATCH, TARGET_TOKENS), device="cuda")
-    return torch.compile(model, mode="max-autotune-no-cudagraphs"), source, target
-
-
-def step(compiled, source, target):
-    with torch.inference_mode():
-        compiled(input_ids=source, decoder_input_ids=target)
-
-
-def main():
-    with inductor_config.patch({"max_autotune_gemm_backends": "TRITON", "coordinate_descent_tuning": True}):
-        steady_profile.main(lambda: functools.partial(step, *build()))
+    return torch.compile(model, mode="max-autotune-no-cudagraphs"), {"input_ids": source, "decoder_input_ids": target}
 
 
 if __name__ == "__main__":
-    main()
+    steady_profile.inference_main(build)

@@ -13,10 +13,7 @@ encoder positions), 4,096-token vocabulary; batch 4, 64 target tokens; bf16 weig
 `--profile OUT.json`: `torch.profiler`'s kernel table of the steps after the first two (`steady_profile`).
 """
 
-import functools
-
 import torch
-import torch._inductor.config as inductor_config
 import transformers
 
 import steady_profile
@@ -34,19 +31,9 @@ def build():
     model = transformers.WhisperForConditionalGeneration(config).cuda().to(torch.bfloat16).eval()
     features = torch.randn(BATCH, MEL_BINS, FRAMES, device="cuda", dtype=torch.bfloat16)
     target = torch.randint(0, config.vocab_size, (BATCH, TARGET_TOKENS), device="cuda")
-    return torch.compile(model, mode="max-autotune-no-cudagraphs"), features, target
-
-
-def step(compiled, features, target):
-    with torch.inference_mode():
-        compiled(input_features=features, decoder_input_ids=target)
-
-
-def main():
-    with inductor_config.patch({"max_autotune_gemm_backends": "TRITON", "max_autotune_conv_backends": "TRITON",
-                                "coordinate_descent_tuning": True}):
-        steady_profile.main(lambda: functools.partial(step, *build()))
+    return torch.compile(model, mode="max-autotune-no-cudagraphs"), {"input_features": features,
+                                                                    "decoder_input_ids": target}
 
 
 if __name__ == "__main__":
-    main()
+    steady_profile.inference_main(build, max_autotune_conv_backends="TRITON")
