@@ -168,14 +168,14 @@ class Applier:
         than the decision's key: it can never apply here (torch's Inductor, for one, points Triton at its own
         ptxas once it compiles asynchronously, so a kernel a cold run built with Triton's ptxas is built with
         torch's in a warm one). Other PTX alone is another specialization of the kernel and says nothing."""
-        held = self.by_kernel.get(metadata.get("name") or _ptx.entries(ptx)[0])
-        if not held or self.gpu is None or all(item.name in self._warned for item in held):
+        held = self.by_kernel.get(metadata.get("name") or _ptx.entries(ptx)[0], [])
+        pending = [item for item in held if item.name not in self._warned]
+        if not pending or self.gpu is None:
             return
         built = self._key(ptx, sha)
-        for item in held:
+        for item in pending:
             key = item.decision.key
-            if item.name not in self._warned and (key.ptxas_version, key.arch, key.gpu) != (
-                    built.ptxas_version, built.arch, built.gpu):
+            if dataclasses.replace(built, ptx_sha256=key.ptx_sha256) != key:  # more than the PTX differs
                 self._warned.add(item.name)
                 _warn(f"decision {item.name} ({item.decision.evidence.kernel}, {item.decision.choice.label}) not "
                       f"applied: this process builds the kernel with {key.unlike(built)}; a decision holds for "

@@ -194,8 +194,7 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     why_cold = "--cold" if cold else runs_cold(made)
     if why_cold:
         progress(f"every run with Inductor's caches off ({why_cold}), so each compiles and tunes as a first run")
-    cold = bool(why_cold)
-    recordings = _run_arms(command, store, applied, runs, cold, progress)
+    recordings = _run_arms(command, store, applied, runs, why_cold is not None, progress)
     found = []
     for pin in pins:
         row = swept.get(pin.key, _Swept(None, "", {}, None))
@@ -208,7 +207,8 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
               if isinstance(d.key, Key)]
     step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
     confirmation = Confirmation(result and int(result.id), list(command), runs, found, step_ms,
-                                _compared(step_ms, min_effect), builds=builds, inductor_cold=cold)
+                                _compared(step_ms, min_effect), builds=builds,
+                                inductor_cold=why_cold is not None)
     confirmation.id = store.add_result(RESULT_KIND, confirmation.to_json())
     return confirmation
 
@@ -219,10 +219,10 @@ def runs_cold(made: Made) -> str | None:
     run's builds, and a warm run builds some kernels otherwise, with another ptxas among them), or where the applied
     arm's pins turn the caches off anyway (`_triton.pins_turn_inductor_caches_off`: a warm arm beside it would
     differ in every kernel Inductor tunes afresh, not only in the decisions)."""
-    pins = {(d.key.kernel, d.key.tuning_key): dict(d.choice.config) for d in made.decisions
-            if isinstance(d.key, AutotuneKey)}
     if made.recording and made.recording.inductor_tuning:
         return f"recording {made.recording.id} compiled as a first run does: its decisions were measured on its builds"
+    pins = {(d.key.kernel, d.key.tuning_key): dict(d.choice.config) for d in made.decisions
+            if isinstance(d.key, AutotuneKey)}
     if _triton.pins_turn_inductor_caches_off(pins):
         return "a pin of an Inductor kernel or choice turns them off in the applied arm"
     return None
