@@ -21,14 +21,15 @@ import rich.console
 
 from tritonhook import _triton, config, decisions
 from tritonhook.decisions.confirm import (APPLIED, AS_IS, BuiltKernel, Made, _measure_build, arm_files, built_text,
-                                         runs_cold)
+                                         kept, runs_cold)
 from tritonhook.decisions.confirmation import (ARMS, BUILD_STANDINGS, RESULT_KIND, BuildConfirmation, Confirmation,
                                                decision_text, newest_confirmations)
-from tritonhook.decisions.keep import capture_key
+from tritonhook.decisions.keep import BASELINE_PICK_KIND, capture_key
 from tritonhook import binaries as tools
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
 from tritonhook.sweep.replay import mixed_ptxas_warning
+from tritonhook.sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult
 
 GPU = "NVIDIA H200"
 COMPILE_ADD = "from tritonhook.samples import compile_sample; print(compile_sample('add', 90).metadata.name)"
@@ -230,11 +231,13 @@ def test_a_kernel_the_runs_build_with_another_ptxas_is_named_not_applied_and_not
 
 @pytest.mark.release_independent  # which decisions ask for cold runs: no compile
 def test_every_run_is_cold_where_the_decisions_were_measured_on_a_first_runs_builds_or_a_pin_turns_caches_off(
-        add_key):
+        add_key, tmp_path):
     """`confirm` runs both arms with Inductor's caches off where its decisions come from a recording that compiled
-    as a first run does (it holds Inductor's compile-time decisions) or where a pin of an Inductor kernel or of a
-    compile-time choice turns them off in the applied arm; a build decision kept alone, or a pin of a
-    `triton.autotune` kernel, runs as the workload usually does."""
+    as a first run does (it holds Inductor's compile-time decisions), a result's or, for decisions kept in the
+    store, the one their evidence was measured on (through its sweep result, or itself), or where a pin of an
+    Inductor kernel or of a compile-time choice turns them off in the applied arm; a build decision from a warm
+    recording or from none the store holds, or a pin of a `triton.autotune` kernel, runs as the workload usually
+    does. (On an H200 a kept `cutlass_` decision of a max-autotune template ran warm in both arms before.)"""
     build = _decision(add_key, name="cutlass_")
     triton_pin = decisions.Decision(decisions.AutotuneKey("add_kernel", ("4096",), GPU),
                                     decisions.Choice(config=(("BLOCK", 1024),)), build.evidence)
@@ -248,8 +251,27 @@ def test_every_run_is_cold_where_the_decisions_were_measured_on_a_first_runs_bui
 
     assert runs_cold(made(build)) is None and runs_cold(made(build, triton_pin)) is None
     assert runs_cold(made(build, recording=_recording([], 0.02))) is None
-    assert "compiled as a first run does" in runs_cold(made(build, recording=cold_compile))
+    assert "compiled as a first run does" in runs_cold(made(build, recording=cold_compile)._replace(
+        measured_on=(cold_compile,)))
     assert "turns them off in the applied arm" in runs_cold(made(build, choice_pin))
+
+    store = Store(tmp_path / "store")
+    cold_compile.id, warm = store.add_result(rec.RESULT_KIND, cold_compile.to_json()), _recording([], 0.02)
+    warm.id = store.add_result(rec.RESULT_KIND, warm.to_json())
+    swept = SweepResult([], ["plain", "cutlass_"], 9, cold_compile.id, None, {})
+    swept_id = store.add_result(SWEEP_KIND, swept.to_json())
+
+    def kept_from(kind: str, source_id: int | None) -> str | None:
+        evidence = dataclasses.replace(build.evidence, source_kind=kind, source_id=source_id)
+        (saved,) = decisions.save(store, [(dataclasses.replace(build, evidence=evidence), None)])
+        return runs_cold(kept(store, [saved.id]))
+
+    assert f"recording {cold_compile.id} compiled as a first run does" in kept_from(SWEEP_KIND, swept_id)
+    assert f"recording {cold_compile.id} compiled as a first run does" in kept_from(BASELINE_PICK_KIND,
+                                                                                     cold_compile.id)
+    assert kept_from(BASELINE_PICK_KIND, warm.id) is None
+    assert kept_from(SWEEP_KIND, cold_compile.id) is None  # a sweep's id from another store: a recording here
+    assert kept_from(SWEEP_KIND, 999) is None and kept_from(SWEEP_KIND, None) is None
 
 
 def found_text(found: BuildConfirmation) -> str:
@@ -380,3 +402,54 @@ def test_confirm_times_build_decisions_inside_the_workload_on_a_gpu(tmp_path):
     listed = json.loads(_tritonhook("decisions", "ls", "--store", str(store_path), "--json", gpu=None).stdout)
     assert {d["choice"]["name"]: d["confirmation"]["standing"] for d in listed["decisions"]}["plain"] == \
         "not confirmed"
+
+
+MAX_AUTOTUNE_WORKLOAD = """
+import torch
+import torch._inductor.config as inductor_config
+
+inductor_config.max_autotune_gemm_backends = "TRITON"
+model = torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.ReLU()).cuda().half()
+compiled = torch.compile(model, mode="max-autotune-no-cudagraphs")
+x = torch.randn(4096, 2048, device="cuda", dtype=torch.half)
+with torch.inference_mode():
+    for _ in range(100):
+        compiled(x)
+torch.cuda.synchronize()
+"""
+
+
+@pytest.mark.gpu
+def test_a_max_autotune_workloads_decision_is_confirmed_with_every_run_compiling_cold_on_a_gpu(tmp_path):
+    """On a GPU: a GEMM + ReLU compiled with max-autotune (Inductor's Triton GEMM templates, chosen by benchmarking
+    while compiling), recorded cold, and a `cutlass_` decision kept for its template kernel, measured on that
+    recording. It holds Inductor's compile-time decisions, so `confirm` runs every run of both arms with Inductor's
+    caches off (`runs_cold`): each of the four runs chose among the templates again (its recording holds the
+    choice), the applied arm built the renamed template and the arm as it is the plain one, and the kernel's time
+    per launch came from every run. On an H200 (before `runs_cold` read a kept decision's recording) the four runs
+    reused the recording's Inductor cache."""
+    store_path = tmp_path / "store"
+    workload = tmp_path / "w.py"
+    workload.write_text(MAX_AUTOTUNE_WORKLOAD)
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    _tritonhook("record", "--store", str(store_path), "--", sys.executable, str(workload), gpu=None, env=env)
+    store = Store.of(store_path)
+    recording = store.results(rec.RESULT_KIND, limit=1)[0]
+    assert any(d["tuner"] == "select_algorithm" for d in recording.inductor_tuning), recording.autotune
+    template = max((s for s in recording.signatures if s.kernel.startswith("triton_tem_") and s.launches),
+                   key=lambda s: s.gpu_ms)
+    key = capture_key(store, store.get(template.capture_id), recording.device)
+    renamed = _decision(key, name="cutlass_")
+    measured_there = dataclasses.replace(renamed.evidence, source_kind=rec.RESULT_KIND, source_id=recording.id)
+    (kept_rename,) = decisions.save(store, [(dataclasses.replace(renamed, evidence=measured_there), None)])
+    done = _tritonhook("decisions", "confirm", "--store", str(store_path), "--runs", "2", "--json", "--decision",
+                       str(kept_rename.id), "--", sys.executable, str(workload), gpu=None, env=env)
+    assert "Inductor's caches off" in done.stderr, done.stderr[-2000:]
+    confirmation = json.loads(done.stdout)
+    assert confirmation["inductor_cold"]
+    (build,) = confirmation["builds"]
+    assert build["applied_ran"] and build["plain_ran"] and all(len(v) == 2 for v in build["ms"].values()), build
+    assert build["built"][APPLIED] == [f"cutlass_{template.kernel} by triton"], build["built"]
+    runs = store.results(rec.RESULT_KIND, limit=4)
+    assert len(runs) == 4 and all(any(d["tuner"] == "select_algorithm" for d in run.inductor_tuning)
+                                  for run in runs), [len(run.inductor_tuning) for run in runs]

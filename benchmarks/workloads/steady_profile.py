@@ -3,7 +3,7 @@ workload runs, shared by the workloads that `benchmarks/sweep_against_profiler.p
 
     steps(step, total, profile_path, warm=2)   # runs `total` steps; with a path, the steps after `warm` profiled
     main(make_step)                            # a workload's command line: [STEPS] [--profile OUT.json]
-    inference_main(build, **inductor)          # main for a model's forward pass compiled under max-autotune
+    inference_main(build)                      # main for a model's forward pass compiled under max-autotune
     training_step(model, x, optimizer)         # a model's training step on random data
 
 The profiled steps are those after the warm-up (the first compiles and tunes, the second runs what they chose);
@@ -66,10 +66,10 @@ MAX_AUTOTUNE_TRITON = {"max_autotune_gemm_backends": "TRITON", "coordinate_desce
 compile-time choice among template configs), coordinate-descent tuning on."""
 
 
-def inference_main(build: Callable[[], tuple[Callable, dict]], **inductor) -> None:
+def inference_main(build: Callable[[], tuple[Callable, dict]]) -> None:
     """`main` for a model's forward pass: `build()` returns the model compiled under
     `mode="max-autotune-no-cudagraphs"` and its keyword inputs; a step calls it under `torch.inference_mode()`,
-    Inductor configured as `MAX_AUTOTUNE_TRITON` and `inductor` (other Inductor settings) while it compiles."""
+    Inductor configured as `MAX_AUTOTUNE_TRITON` while it compiles."""
     import torch._inductor.config as inductor_config
 
     def make_step() -> Callable[[], None]:
@@ -80,5 +80,5 @@ def inference_main(build: Callable[[], tuple[Callable, dict]], **inductor) -> No
                 compiled(**inputs)
         return step
 
-    with inductor_config.patch({**MAX_AUTOTUNE_TRITON, **inductor}):
+    with inductor_config.patch(MAX_AUTOTUNE_TRITON):
         main(make_step)

@@ -1,8 +1,8 @@
 """Inference of Hugging Face transformers' Whisper (OpenAI's speech encoder-decoder; random weights from a config:
-nothing downloaded) compiled under `torch.compile(mode="max-autotune-no-cudagraphs")`, GEMMs and convolutions from
-Inductor's Triton templates only and coordinate-descent tuning on, as `t5_max_autotune_infer.py` compiles T5.
-Whisper adds what the text models lack: its encoder's two 1-D convolutions over a log-mel spectrogram (stride 1 and
-2, each followed by a GELU), which max-autotune times as Inductor's Triton convolution template against ATen's,
+nothing downloaded) compiled under `torch.compile(mode="max-autotune-no-cudagraphs")`, GEMMs from Inductor's
+Triton templates only and coordinate-descent tuning on, as `t5_max_autotune_infer.py` compiles T5. Whisper adds
+what the text models lack: its encoder's two 1-D convolutions over a log-mel spectrogram (stride 1 and 2, each
+followed by a GELU; ATen's: Inductor's Triton convolution template takes 2-D ones and depthwise 1-D ones only),
 sinusoidal position embeddings, LayerNorms with a bias, and cross-attention from the decoder into the audio
 encoding. 2 encoder and 2 decoder layers, d_model 256, 4 heads of 64, MLP 1024, 80 mel bins over 512 frames (256
 encoder positions), 4,096-token vocabulary; batch 4, 64 target tokens; bf16 weights, forward only under
@@ -36,4 +36,4 @@ def build():
 
 
 if __name__ == "__main__":
-    steady_profile.inference_main(build, max_autotune_conv_backends="TRITON")
+    steady_profile.inference_main(build)

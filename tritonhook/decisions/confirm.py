@@ -117,12 +117,15 @@ def ending(store: Store, result: SweepResult | TuneResult, command: list[str] | 
 
 class Made(NamedTuple):
     """The decisions a result supports, not saved (what `decisions from-result` would make of it): its control
-    files' bytes by sha256, its recording, the autotuned row each pin's evidence is from."""
+    files' bytes by sha256, its recording, the autotuned row each pin's evidence is from; or kept decisions, with
+    no result (`recording` None) and the recordings they were measured on (`measured_on`, where the store holds
+    them)."""
 
     decisions: list[Decision]
     controls: dict[str, bytes]
     recording: Recording | None
     rows: dict[AutotuneKey, SweepRow]
+    measured_on: tuple[Recording, ...] = ()
 
 
 def decisions_of(store: Store, result: SweepResult | TuneResult) -> Made:
@@ -143,7 +146,7 @@ def decisions_of(store: Store, result: SweepResult | TuneResult) -> Made:
         what = "no confirmed winner" if tuned else "no autotune regret, faster config or faster build"
         raise NothingToConfirm(f"{TUNE_KIND if tuned else 'sweep'} result {result.id}: {what} to confirm"
                               f"{'; ' + '; '.join(made.warnings) if made.warnings else ''}")
-    return Made(list(made.decisions.values()), made.controls, recording, made.rows)
+    return Made(list(made.decisions.values()), made.controls, recording, made.rows, (recording,))
 
 
 def _result(store: Store, result_id: int | str | None) -> SweepResult | TuneResult:
@@ -164,7 +167,26 @@ def kept(store: Store, decision_ids: list[int | str]) -> Made:
     """Decisions kept in the store, by id, with their control files (no result, so no row for a pin's regret)."""
     decisions = [get(store, decision_id) for decision_id in decision_ids]
     return Made(decisions, {d.choice.controls_sha256: controls_of(store, d) for d in decisions
-                            if d.choice.controls_sha256}, None, {})
+                            if d.choice.controls_sha256}, None, {}, _measured_on(store, decisions))
+
+
+_RESULTS_WITH_RECORDINGS = {SWEEP_KIND: SweepResult, TUNE_KIND: TuneResult}
+"""The evidence kinds whose source is a result measured on a recording, and that result's type."""
+
+
+def _measured_on(store: Store, decisions: list[Decision]) -> tuple[Recording, ...]:
+    """The recordings in `store` that kept decisions were measured on: each decision's source result's (a sweep's,
+    replay's or tune's recording; a baseline pick's source is the recording itself). A source the store does not
+    hold as the kind its evidence names (a decision imported from another store) gives none."""
+    found = {}
+    for kind, source_id in {(d.evidence.source_kind, d.evidence.source_id) for d in decisions}:
+        result = None if source_id is None else store.result(source_id)
+        if kind in _RESULTS_WITH_RECORDINGS:
+            result = store.result(result.recording_id) if isinstance(result, _RESULTS_WITH_RECORDINGS[kind]) \
+                and result.recording_id is not None else None
+        if isinstance(result, Recording):
+            found[result.id] = result
+    return tuple(found.values())
 
 
 def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, runs: int = 3,
@@ -214,13 +236,15 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
 
 
 def runs_cold(made: Made) -> str | None:
-    """Why every run of a confirmation needs Inductor's caches off (None where it does not): where the result's
-    recording compiled as a first run does (`Recording.inductor_tuning`: its decisions were measured on a first
-    run's builds, and a warm run builds some kernels otherwise, with another ptxas among them), or where the applied
-    arm's pins turn the caches off anyway (`_triton.pins_turn_inductor_caches_off`: a warm arm beside it would
-    differ in every kernel Inductor tunes afresh, not only in the decisions)."""
-    if made.recording and made.recording.inductor_tuning:
-        return f"recording {made.recording.id} compiled as a first run does: its decisions were measured on its builds"
+    """Why every run of a confirmation needs Inductor's caches off (None where it does not): where a recording the
+    decisions were measured on compiled as a first run does (`Recording.inductor_tuning`: they were measured on a
+    first run's builds, and a warm run builds some kernels otherwise, with another ptxas among them: a kept
+    decision's key then matches no build of a warm arm), or where the applied arm's pins turn the caches off anyway
+    (`_triton.pins_turn_inductor_caches_off`: a warm arm beside it would differ in every kernel Inductor tunes
+    afresh, not only in the decisions)."""
+    cold = next((recording for recording in made.measured_on if recording.inductor_tuning), None)
+    if cold is not None:
+        return f"recording {cold.id} compiled as a first run does: its decisions were measured on its builds"
     pins = {(d.key.kernel, d.key.tuning_key): dict(d.choice.config) for d in made.decisions
             if isinstance(d.key, AutotuneKey)}
     if _triton.pins_turn_inductor_caches_off(pins):
