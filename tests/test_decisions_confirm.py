@@ -21,10 +21,11 @@ import rich.console
 
 from tritonhook import _triton, config, decisions
 from tritonhook.decisions.confirm import (APPLIED, AS_IS, BuiltKernel, Made, _measure_build, arm_files, built_text,
-                                         kept, runs_cold)
+                                         held_picks, kept, runs_cold)
 from tritonhook.decisions.confirmation import (ARMS, BUILD_STANDINGS, RESULT_KIND, BuildConfirmation, Confirmation,
                                                decision_text, newest_confirmations)
 from tritonhook.decisions.keep import BASELINE_PICK_KIND, capture_key
+from tritonhook.decisions.model import read_file
 from tritonhook import binaries as tools
 from tritonhook.store import Store
 from tritonhook.sweep import recording as rec
@@ -274,6 +275,44 @@ def test_every_run_is_cold_where_the_decisions_were_measured_on_a_first_runs_bui
     assert kept_from(SWEEP_KIND, 999) is None and kept_from(SWEEP_KIND, None) is None
 
 
+@pytest.mark.release_independent  # which picks each arm holds: files only, no compile
+def test_both_arms_hold_the_first_runs_picks_but_where_a_decision_pins_the_key_or_a_fusion_under_it(add_key,
+                                                                                                     tmp_path):
+    """Where the decisions were measured on a first run's builds, both arms hold that recording's autotune picks
+    (compile-time choices, template fusions, tuned configs), so each run builds the kernels the decisions were
+    measured on and benchmarks nothing while it compiles; a key a decision pins, and a template fusion under it
+    (its GEMM's choice key and the graph node), is left to the autotuner in the arm as it is and pinned by the
+    decision in the other. The confirmation says how many picks were held."""
+    pinned_key, held_key = ["torch.float16", "[4096, 2048]"], ["torch.float16", "[256, 2048]"]
+    recorded = [{"tuner": _triton.SELECT_ALGORITHM, "kernel": "mm", "key": key, "group": group,
+                 "chosen": {"choice": f"triton_mm_{group}"}, "timings": []}
+                for group, key in ((1, pinned_key), (2, held_key))]
+    recorded += [{"tuner": "template fusion", "kernel": "mm", "key": [*key, "at mm_default (forward)"],
+                  "group": group, "chosen": {"choice": f"triton_mm_{group - 2}", "fused": True}, "timings": []}
+                 for group, key in ((3, pinned_key), (4, held_key))]
+    first_run = _recording([], 0.02)
+    first_run.autotune, first_run.id = recorded, 7
+    choice_pin = decisions.Decision(decisions.AutotuneKey("mm", tuple(pinned_key), GPU),
+                                    decisions.Choice(config=(("choice", "triton_mm_9"),)),
+                                    _decision(add_key).evidence)
+    build = _decision(add_key, name="cutlass_")
+    said = []
+    held = held_picks(first_run, [choice_pin, build], said.append)
+    assert sorted(list(pick.key.tuning_key) for pick in held) == [held_key, [*held_key, "at mm_default (forward)"]]
+    assert said == ["both arms hold the 2 autotune picks recording 7 ran (compile-time choices, template fusions, "
+                    "tuned configs), so each builds the kernels the decisions were measured on"]
+    files = arm_files(tmp_path / "arms", [choice_pin, build], {}, held=held)
+    in_file = {arm: [d.key.tuning_key if isinstance(d.key, decisions.AutotuneKey) else d.choice.name
+                     for d, _ in read_file(files[arm]).decisions] for arm in ARMS}
+    held_keys = [tuple(held_key), (*held_key, "at mm_default (forward)")]
+    assert in_file[AS_IS] == held_keys
+    assert in_file[APPLIED] == [tuple(pinned_key), "cutlass_", *held_keys]
+    made = Confirmation(None, ["python", "w.py"], 2, [], {}, {}, inductor_cold=True, held_picks=len(held))
+    assert made.source == "kept decisions, Inductor's caches off in every run, its recording's 2 autotune picks " \
+                          "held in both arms"
+    assert Confirmation.from_json(made.to_json()).held_picks == 2
+
+
 def found_text(found: BuildConfirmation) -> str:
     """A confirmation of `found` alone, rendered as a terminal shows it."""
     console = rich.console.Console(width=400, record=True, file=io.StringIO())
@@ -424,10 +463,11 @@ def test_a_max_autotune_workloads_decision_is_confirmed_with_every_run_compiling
     """On a GPU: a GEMM + ReLU compiled with max-autotune (Inductor's Triton GEMM templates, chosen by benchmarking
     while compiling), recorded cold, and a `cutlass_` decision kept for its template kernel, measured on that
     recording. It holds Inductor's compile-time decisions, so `confirm` runs every run of both arms with Inductor's
-    caches off (`runs_cold`): each of the four runs chose among the templates again (its recording holds the
-    choice), the applied arm built the renamed template and the arm as it is the plain one, and the kernel's time
-    per launch came from every run. On an H200 (before `runs_cold` read a kept decision's recording) the four runs
-    reused the recording's Inductor cache."""
+    caches off (`runs_cold`) and the recording's picks held (`held_picks`): each of the four runs compiled the
+    recorded template choice without benchmarking any (its recording holds the pin, no choice of its own), the
+    applied arm built the renamed template and the arm as it is the plain one, and the kernel's time per launch
+    came from every run. On an H200 (before `runs_cold` read a kept decision's recording) the four runs reused the
+    recording's Inductor cache."""
     store_path = tmp_path / "store"
     workload = tmp_path / "w.py"
     workload.write_text(MAX_AUTOTUNE_WORKLOAD)
@@ -446,10 +486,10 @@ def test_a_max_autotune_workloads_decision_is_confirmed_with_every_run_compiling
                        str(kept_rename.id), "--", sys.executable, str(workload), gpu=None, env=env)
     assert "Inductor's caches off" in done.stderr, done.stderr[-2000:]
     confirmation = json.loads(done.stdout)
-    assert confirmation["inductor_cold"]
+    assert confirmation["inductor_cold"] and confirmation["held_picks"] >= 1, confirmation
     (build,) = confirmation["builds"]
     assert build["applied_ran"] and build["plain_ran"] and all(len(v) == 2 for v in build["ms"].values()), build
     assert build["built"][APPLIED] == [f"cutlass_{template.kernel} by triton"], build["built"]
     runs = store.results(rec.RESULT_KIND, limit=4)
-    assert len(runs) == 4 and all(any(d["tuner"] == "select_algorithm" for d in run.inductor_tuning)
-                                  for run in runs), [len(run.inductor_tuning) for run in runs]
+    tuners = [{d["tuner"] for d in run.autotune} for run in runs]
+    assert len(runs) == 4 and all("pinned" in found and "select_algorithm" not in found for found in tuners), tuners

@@ -36,7 +36,7 @@ from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
 from .apply import APPLIED_KEY
 from .confirmation import AGAINST, ARMS, RESULT_KIND, BuildConfirmation, Confirmation, PinConfirmation
-from .keep import _Maker, capture_key, controls_of, get, write_entries
+from .keep import _Maker, baseline_picks, capture_key, controls_of, get, write_entries
 from .model import PLAIN, AutotuneKey, Choice, Decision, Key
 
 APPLIED, AS_IS = ARMS[1], ARMS[0]
@@ -212,10 +212,12 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     swept = _swept_decisions(made.rows, made.recording) if made.recording else {}
     baseline = {pin.key: swept[pin.key].decision["chosen"] for pin in pins if pin.key in swept} \
         if against == "sweep" else {}
-    applied = arm_files(store.run_folder("confirm"), made.decisions, made.controls, baseline)
     why_cold = "--cold" if cold else runs_cold(made)
     if why_cold:
         progress(f"every run with Inductor's caches off ({why_cold}), so each compiles and tunes as a first run")
+    first_run = _first_run(made)
+    held = held_picks(first_run, made.decisions, progress) if first_run else []
+    applied = arm_files(store.run_folder("confirm"), made.decisions, made.controls, baseline, held)
     recordings = _run_arms(command, store, applied, runs, why_cold is not None, progress)
     found = []
     for pin in pins:
@@ -230,7 +232,7 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     step_ms = {arm: [r.total_gpu_ms for r in recordings[arm]] for arm in ARMS}
     confirmation = Confirmation(result and int(result.id), list(command), runs, found, step_ms,
                                 _compared(step_ms, min_effect), builds=builds,
-                                inductor_cold=why_cold is not None)
+                                inductor_cold=why_cold is not None, held_picks=len(held))
     confirmation.id = store.add_result(RESULT_KIND, confirmation.to_json())
     return confirmation
 
@@ -242,14 +244,39 @@ def runs_cold(made: Made) -> str | None:
     decision's key then matches no build of a warm arm), or where the applied arm's pins turn the caches off anyway
     (`_triton.pins_turn_inductor_caches_off`: a warm arm beside it would differ in every kernel Inductor tunes
     afresh, not only in the decisions)."""
-    cold = next((recording for recording in made.measured_on if recording.inductor_tuning), None)
-    if cold is not None:
-        return f"recording {cold.id} compiled as a first run does: its decisions were measured on its builds"
+    first_run = _first_run(made)
+    if first_run is not None:
+        return f"recording {first_run.id} compiled as a first run does: its decisions were measured on its builds"
     pins = {(d.key.kernel, d.key.tuning_key): dict(d.choice.config) for d in made.decisions
             if isinstance(d.key, AutotuneKey)}
     if _triton.pins_turn_inductor_caches_off(pins):
         return "a pin of an Inductor kernel or choice turns them off in the applied arm"
     return None
+
+
+def _first_run(made: Made) -> Recording | None:
+    """The recording the decisions were measured on that compiled as a first run does (it holds Inductor's
+    compile-time tuning, `Recording.inductor_tuning`), if one."""
+    return next((recording for recording in made.measured_on if recording.inductor_tuning), None)
+
+
+def held_picks(recording: Recording, decisions: list[Decision],
+               progress: Callable[[str], None] = lambda line: None) -> list[Decision]:
+    """The autotune picks `recording` ran (`keep.baseline_picks`: Inductor's compile-time choices among templates,
+    its template fusions, its tuned and coordinate-descent configs, `triton.autotune`'s) as pins for both arms,
+    less those at a tuning key a decision pins (its arms compare the pin with the autotuner) or under it (a template
+    fusion's key is its GEMM's choice key and the graph node: the fusion of another choice). A first run draws its
+    picks afresh: another template config is another kernel, built from other PTX, which a build decision measured
+    on the recording's does not match; and its compile would benchmark every choice again (most of a max-autotune
+    model's cold compile). Held, both arms build what the decisions were measured on, and differ in the decisions
+    alone. `progress` hears how many are held, and of the keys left to tune."""
+    pinned = [d.key.tuning_key for d in decisions if isinstance(d.key, AutotuneKey)]
+    picks, unpinned = baseline_picks(recording)
+    held = [pick for pick in picks if not any(pick.key.tuning_key[:len(key)] == key for key in pinned)]
+    progress(f"both arms hold the {len(held)} autotune picks recording {recording.id} ran (compile-time choices, "
+             f"template fusions, tuned configs), so each builds the kernels the decisions were measured on"
+             + "".join(f"; {line}" for line in unpinned))
+    return held
 
 
 def _run_arms(command: list[str], store: Store, applied: dict[str, str | None], runs: int, inductor_cold: bool,
@@ -270,15 +297,17 @@ def _run_arms(command: list[str], store: Store, applied: dict[str, str | None], 
 
 
 def arm_files(folder: Path, decisions: list[Decision], controls: dict[str, bytes],
-              baseline: dict[AutotuneKey, dict] | None = None) -> dict[str, str | None]:
+              baseline: dict[AutotuneKey, dict] | None = None, held: list[Decision] = ()) -> dict[str, str | None]:
     """Each arm's decisions file for its runs' `--apply`: the applied arm's holds every decision (configs pinned,
     kernels built as chosen, control files inline); the arm as it is has none, or, where `baseline` gives a pin's
-    key the config the sweep's run picked, those configs pinned (`--against sweep`)."""
+    key the config the sweep's run picked, those configs pinned (`--against sweep`). Both hold the `held` picks
+    (`held_picks`)."""
     pinned_baseline = [dataclasses.replace(d, choice=Choice(PLAIN, config=tuple(baseline[d.key].items())))
                        for d in decisions if d.key in (baseline or {})]
-    return {APPLIED: _decisions_file(folder / "applied.json", decisions, controls, "the decisions confirmed"),
-            AS_IS: _decisions_file(folder / "baseline.json", pinned_baseline, {}, "the sweep's configs")
-            if pinned_baseline else None}
+    as_is = [*pinned_baseline, *held]
+    return {APPLIED: _decisions_file(folder / "applied.json", [*decisions, *held], controls,
+                                     "the decisions confirmed"),
+            AS_IS: _decisions_file(folder / "baseline.json", as_is, {}, "the arm as it is") if as_is else None}
 
 
 def _compared(ms: dict[str, list[float]], min_effect: float) -> dict:

@@ -204,6 +204,7 @@ class Confirmation:
     id: int | None = None
     builds: list[BuildConfirmation] = dataclasses.field(default_factory=list)
     inductor_cold: bool = False       # every run with Inductor's caches off (`confirm`)
+    held_picks: int = 0               # the recording's autotune picks both arms held (`confirm.held_picks`)
     warning_prefix = "tritonhook decisions confirm"
 
     def to_json(self) -> dict:
@@ -218,7 +219,7 @@ class Confirmation:
             pins = [PinConfirmation(**_stored(p)) for p in data["pins"]]
             builds = [BuildConfirmation(**_stored(b)) for b in data.get("builds", [])]  # none before builds were
             return cls(data["sweep_id"], data["command"], data["runs"], pins, data["step_ms"], data["step"],
-                       data.get("id"), builds, data.get("inductor_cold", False))
+                       data.get("id"), builds, data.get("inductor_cold", False), data.get("held_picks", 0))
         except (KeyError, TypeError) as exc:
             raise TritonhookError(f"{source}: malformed confirmation ({type(exc).__name__}: {exc})") from None
 
@@ -244,7 +245,8 @@ class Confirmation:
     def source(self) -> str:
         """Whose decisions, and how the runs were made."""
         whose = "kept decisions" if self.sweep_id is None else f"result {self.sweep_id}"
-        return f"{whose}, Inductor's caches off in every run" if self.inductor_cold else whose
+        held = f", its recording's {self.held_picks} autotune picks held in both arms" if self.held_picks else ""
+        return f"{whose}, Inductor's caches off in every run{held}" if self.inductor_cold else whose + held
 
     def sorted_out(self) -> dict[str, list[str]]:
         """Its decisions ("KERNEL CHOICE") by what the workload said of them: "confirmed", "refuted" (measured and
