@@ -22,7 +22,7 @@ import dataclasses
 import shlex
 import subprocess
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 from .. import _triton, config, format
 from ..errors import TritonhookError
@@ -297,7 +297,8 @@ def _run_arms(command: list[str], store: Store, applied: dict[str, str | None], 
 
 
 def arm_files(folder: Path, decisions: list[Decision], controls: dict[str, bytes],
-              baseline: dict[AutotuneKey, dict] | None = None, held: list[Decision] = ()) -> dict[str, str | None]:
+              baseline: dict[AutotuneKey, dict] | None = None, held: Sequence[Decision] = ()
+              ) -> dict[str, str | None]:
     """Each arm's decisions file for its runs' `--apply`: the applied arm's holds every decision (configs pinned,
     kernels built as chosen, control files inline); the arm as it is has none, or, where `baseline` gives a pin's
     key the config the sweep's run picked, those configs pinned (`--against sweep`). Both hold the `held` picks
