@@ -352,6 +352,39 @@ def test_the_answer_after_a_confirmation_applies_what_from_result_keeps_and_noth
                             "(add_kernel cutlass_)")
 
 
+def test_from_result_keeps_the_picks_its_newest_confirmation_held_with_the_decisions_it_confirmed(recorded):
+    """Where the newest confirmation of a sweep ran both arms with its recording's autotune picks held (the
+    recording compiled as a first run does), what it confirmed holds with those picks: `from-result` keeps them
+    with the decisions, pinned as the recording ran them, and the answer says so; where the newest confirmation held
+    none, the decisions alone."""
+    from tritonhook.decisions.confirm import Confirmed, decisions_of, identity
+    from tritonhook.decisions.confirmation import RESULT_KIND, BuildConfirmation, Confirmation
+
+    store, recording = recorded
+    first_run = dataclasses.replace(recording, id=None, autotune=[
+        {"tuner": "select_algorithm", "kernel": "mm", "key": ["torch.float16", f"[{m}, 2048]"], "group": m,
+         "chosen": {"choice": f"triton_mm_{m}"}, "timings": []} for m in (256, 4096)])
+    first_run.id = store.add_result(rec.RESULT_KIND, first_run.to_json())
+    sweep = _sweep(store, first_run)
+    (made,) = decisions_of(store, sweep).decisions
+    build = BuildConfirmation("add_kernel", "cutlass_", identity(made), {"ratio": 0.9, "low": 0.89, "high": 0.91},
+                              {"unpinned": [1.0, 1.0], "pinned": [0.9] * 2}, 0.9, 0.89, 0.91, "faster",
+                              applied_ran=True, plain_ran=True)
+    for held in (2, 0):
+        confirmation = Confirmation(sweep.id, ["python", "w.py"], 2, [], {}, {}, builds=[build], inductor_cold=True,
+                                    held_picks=held)
+        confirmation.id = store.add_result(RESULT_KIND, confirmation.to_json())
+        kept = decisions.from_result(store, sweep.id)
+        assert sorted(d.key.tuning_key[1] if isinstance(d.key, decisions.AutotuneKey) else d.choice.label
+                      for d in kept.decisions) == (["[256, 2048]", "[4096, 2048]", "cutlass_"] if held else
+                                                   ["cutlass_"]), kept.decisions
+        assert kept.title.endswith(", with the 2 autotune picks its confirmation held" if held else str(sweep.id))
+        line = Confirmed(sweep, confirmation, str(store.path)).answer()
+        assert ("(it keeps the 2 autotune picks both arms held too), then tritonhook run" in line) == bool(held)
+        for decision in decisions.listing(store).decisions:
+            decisions.remove(store, decision.id)
+
+
 def test_sweep_and_tune_end_with_a_confirmation_or_the_line_saying_there_is_nothing_to_confirm(recorded):
     """`sweep/tune --confirm N`: a result that supports no decision is shown with the line saying so (nothing
     run); a result whose recording names no command is one line; N below 2 is refused before the workload runs."""

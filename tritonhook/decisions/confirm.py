@@ -36,7 +36,7 @@ from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
 from .apply import APPLIED_KEY
 from .confirmation import AGAINST, ARMS, RESULT_KIND, BuildConfirmation, Confirmation, PinConfirmation
-from .keep import _Maker, baseline_picks, capture_key, controls_of, get, write_entries
+from .keep import _Maker, capture_key, controls_of, get, held_picks, write_entries
 from .model import PLAIN, AutotuneKey, Choice, Decision, Key
 
 APPLIED, AS_IS = ARMS[1], ARMS[0]
@@ -76,9 +76,11 @@ class Confirmed:
         if not found["confirmed"]:
             return f"answer: nothing to apply: no decision confirmed in the workload: {left}"
         command = shlex.join(self.confirmation.command)
+        held = self.confirmation.held_picks
         line = (f"answer: apply what the workload confirmed ({', '.join(found['confirmed'])}): tritonhook decisions "
-                f"from-result {self.result.id} --store {self.store_path}, then tritonhook run --apply "
-                f"{self.store_path} -- {command}")
+                f"from-result {self.result.id} --store {self.store_path}"
+                f"{f' (it keeps the {held} autotune picks both arms held too)' if held else ''}, then tritonhook run "
+                f"--apply {self.store_path} -- {command}")
         if found["not judged"]:
             line += (f"; from-result keeps the {len(found['not judged'])} not judged too (confirm them with more "
                      f"runs, or remove them with tritonhook decisions rm)")
@@ -216,7 +218,7 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     if why_cold:
         progress(f"every run with Inductor's caches off ({why_cold}), so each compiles and tunes as a first run")
     first_run = _first_run(made)
-    held = held_picks(first_run, made.decisions, progress) if first_run else []
+    held = _held(first_run, made.decisions, progress) if first_run else []
     applied = arm_files(store.run_folder("confirm"), made.decisions, made.controls, baseline, held)
     recordings = _run_arms(command, store, applied, runs, why_cold is not None, progress)
     found = []
@@ -260,19 +262,9 @@ def _first_run(made: Made) -> Recording | None:
     return next((recording for recording in made.measured_on if recording.inductor_tuning), None)
 
 
-def held_picks(recording: Recording, decisions: list[Decision],
-               progress: Callable[[str], None] = lambda line: None) -> list[Decision]:
-    """The autotune picks `recording` ran (`keep.baseline_picks`: Inductor's compile-time choices among templates,
-    its template fusions, its tuned and coordinate-descent configs, `triton.autotune`'s) as pins for both arms,
-    less those at a tuning key a decision pins (its arms compare the pin with the autotuner) or under it (a template
-    fusion's key is its GEMM's choice key and the graph node: the fusion of another choice). A first run draws its
-    picks afresh: another template config is another kernel, built from other PTX, which a build decision measured
-    on the recording's does not match; and its compile would benchmark every choice again (most of a max-autotune
-    model's cold compile). Held, both arms build what the decisions were measured on, and differ in the decisions
-    alone. `progress` hears how many are held, and of the keys left to tune."""
-    pinned = [d.key.tuning_key for d in decisions if isinstance(d.key, AutotuneKey)]
-    picks, unpinned = baseline_picks(recording)
-    held = [pick for pick in picks if not any(pick.key.tuning_key[:len(key)] == key for key in pinned)]
+def _held(recording: Recording, decisions: list[Decision], progress: Callable[[str], None]) -> list[Decision]:
+    """`keep.held_picks`, said: how many both arms hold, and the keys left to tune."""
+    held, unpinned = held_picks(recording, decisions)
     progress(f"both arms hold the {len(held)} autotune picks recording {recording.id} ran (compile-time choices, "
              f"template fusions, tuned configs), so each builds the kernels the decisions were measured on"
              + "".join(f"; {line}" for line in unpinned))
@@ -302,7 +294,7 @@ def arm_files(folder: Path, decisions: list[Decision], controls: dict[str, bytes
     """Each arm's decisions file for its runs' `--apply`: the applied arm's holds every decision (configs pinned,
     kernels built as chosen, control files inline); the arm as it is has none, or, where `baseline` gives a pin's
     key the config the sweep's run picked, those configs pinned (`--against sweep`). Both hold the `held` picks
-    (`held_picks`)."""
+    (`keep.held_picks`)."""
     pinned_baseline = [dataclasses.replace(d, choice=Choice(PLAIN, config=tuple(baseline[d.key].items())))
                        for d in decisions if d.key in (baseline or {})]
     as_is = [*pinned_baseline, *held]

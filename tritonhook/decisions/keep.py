@@ -27,7 +27,8 @@ from ..sweep.divergence import Divergence, divergence
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload, within_fidelity_bar
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
-from .confirmation import decision_text, newest_confirmations, with_confirmations
+from .confirmation import (RESULT_KIND as CONFIRMATION_KIND, decision_text, newest_confirmations,
+                           with_confirmations)
 from .model import (PLAIN, RESULT_KIND, VERSION, AutotuneKey, Choice, Decision, Evidence, FileContents, Key,
                     file_json, read_file)
 
@@ -115,8 +116,18 @@ def from_result(store: Store, result_id: int | str) -> DecisionList:
         made.from_sweep(with_confirmations(store, result))  # a regret the workload refuted is pinned by none
     else:
         made.from_tune(result)
-    saved = save(store, [(d, made.controls.get(d.choice.controls_sha256)) for d in _unrefuted(store, made)])
-    return DecisionList(saved, made.warnings, title=f"decisions from {kind} result {result.id}")
+    kept = _unrefuted(store, made)
+    held = held_picks(recording, kept)[0] if _confirmed_with_held_picks(store, result) else []
+    saved = save(store, [(d, made.controls.get(d.choice.controls_sha256)) for d in [*held, *kept]])
+    return DecisionList(saved, made.warnings, title=f"decisions from {kind} result {result.id}" + (
+        f", with the {len(held)} autotune picks its confirmation held" if held else ""))
+
+
+def _confirmed_with_held_picks(store: Store, result: SweepResult | TuneResult) -> bool:
+    """Whether the newest confirmation of `result` ran both arms with its recording's picks held (`held_picks`):
+    then what it confirmed holds with them, and they are kept with the decisions."""
+    newest = store.results(CONFIRMATION_KIND, source=int(result.id), limit=1)
+    return bool(newest) and newest[0].held_picks > 0
 
 
 def _unrefuted(store: Store, made: "_Maker") -> list[Decision]:
@@ -513,6 +524,21 @@ def baseline_picks(recording: Recording) -> tuple[list[Decision], list[str]]:
         except TritonhookError as exc:  # a config no decisions file can hold: that key tunes, the others hold
             warnings.append(f"{exc}; not pinned")
     return made, warnings
+
+
+def held_picks(recording: Recording, decisions: list[Decision]) -> tuple[list[Decision], list[str]]:
+    """The autotune picks `recording` ran (`baseline_picks`: Inductor's compile-time choices among templates, its
+    template fusions, its tuned and coordinate-descent configs, `triton.autotune`'s) as pins beside `decisions`,
+    less those at a tuning key a decision pins (a confirmation's arms compare that pin with the autotuner) or under
+    it (a template fusion's key is its GEMM's choice key and the graph node: the fusion of another choice); and why
+    a key has none. What both arms of a confirmation hold where the decisions were measured on a first run's builds
+    (`confirm.confirm`), and what `from_result` keeps with the decisions it confirmed: a first run draws its picks
+    afresh, another template config is another kernel, built from other PTX, which a build decision measured on the
+    recording's does not match, and its compile benchmarks every choice again (most of a max-autotune model's cold
+    compile). Held, the decisions' kernels are built as they were measured."""
+    pinned = [d.key.tuning_key for d in decisions if isinstance(d.key, AutotuneKey)]
+    picks, unpinned = baseline_picks(recording)
+    return [pick for pick in picks if not any(pick.key.tuning_key[:len(key)] == key for key in pinned)], unpinned
 
 
 def _workload_keys(keys: list) -> tuple[list, list[str]]:
