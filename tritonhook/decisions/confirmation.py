@@ -204,7 +204,7 @@ class Confirmation:
     id: int | None = None
     builds: list[BuildConfirmation] = dataclasses.field(default_factory=list)
     inductor_cold: bool = False       # every run with Inductor's caches off (`confirm`)
-    held_picks: int = 0               # the recording's autotune picks both arms held (`confirm.held_picks`)
+    held_picks: int = 0               # the recording's autotune picks both arms held (`keep.held_picks`)
     warning_prefix = "tritonhook decisions confirm"
 
     def to_json(self) -> dict:
