@@ -182,12 +182,12 @@ def _measured_on(store: Store, decisions: list[Decision]) -> tuple[Recording, ..
     hold as the kind its evidence names (a decision imported from another store) gives none."""
     found = {}
     for kind, source_id in {(d.evidence.source_kind, d.evidence.source_id) for d in decisions}:
-        result = None if source_id is None else store.result(source_id)
-        if kind in _RESULTS_WITH_RECORDINGS:
-            result = store.result(result.recording_id) if isinstance(result, _RESULTS_WITH_RECORDINGS[kind]) \
-                and result.recording_id is not None else None
-        if isinstance(result, Recording):
-            found[result.id] = result
+        source = None if source_id is None else store.result(source_id)
+        if kind in _RESULTS_WITH_RECORDINGS:  # the source is a result, which names its recording
+            names_one = isinstance(source, _RESULTS_WITH_RECORDINGS[kind]) and source.recording_id is not None
+            source = store.result(source.recording_id) if names_one else None
+        if isinstance(source, Recording):
+            found[source.id] = source
     return tuple(found.values())
 
 
