@@ -18,7 +18,7 @@ import time
 
 from tritonhook import format
 from tritonhook.decisions.apply import Applier, Resolved
-from tritonhook.decisions.keep import ptx_sha256
+from tritonhook.ptx import code_sha256
 from tritonhook.decisions.model import Choice, Decision, Evidence, Key
 from tritonhook.samples import compile_sample
 
@@ -54,7 +54,7 @@ def main() -> None:
             compile_ms = (time.perf_counter() - start) * 1e3
         ptx = kernel.asm["ptx"]
         miss = Applier(others, GPU)
-        hit_decision = _decision(ptx_sha256(ptx), "")
+        hit_decision = _decision(code_sha256(ptx), "")
         hit = Applier([*others, hit_decision], GPU)
         hit.lookup(ptx)  # Triton's ptxas version, cached after the first ask
         miss_us = _per_call_us(lambda: miss.ptx_stage(ptx, {}), args.repeat)

@@ -10,9 +10,8 @@ import argparse
 import json
 
 from tritonhook import __version__
-from tritonhook import ptx as ptx_text
-from tritonhook.decisions.keep import ptx_sha256
-from tritonhook.decisions.model import Choice, Decision, Evidence, Key, file_json
+from tritonhook.decisions.keep import capture_key
+from tritonhook.decisions.model import Choice, Decision, Evidence, file_json
 from tritonhook.store import Store
 from tritonhook.sweep import load
 
@@ -27,8 +26,7 @@ def seed(store: Store, recording: str, kernel: str, constexprs: dict, name: str)
         raise SystemExit(f"recording {loaded.id}: {len(chosen)} builds of {kernel} with {constexprs}, want 1")
     chosen = list(chosen.values())
     capture = store.get(chosen[0].capture_id)
-    key = Key(ptx_sha256(ptx_text.as_text(store.read(capture, "ptx"))), capture.arch, capture.ptxas_version,
-              loaded.device)
+    key = capture_key(store, capture, loaded.device)
     evidence = Evidence(kernel, 1.0, None, None, "seeded for the gate's proof", "-", __version__, "seed", None)
     return Decision(key, Choice(name), evidence)
 

@@ -148,6 +148,7 @@ def main():
         save()
     profile = Path(args.profile_in or args.profile_out or scratch / "profile.json")
     if "profile" in stages:
+        profile.unlink(missing_ok=True)  # the workload keeps a table already there (steady_profile.steps)
         _, done = timed([*workload, "--profile", str(profile)], cold_env(caches, "profile"), "profiled run")
         results["profiled_steps"] = json.loads(profile.read_text())["steps"]
         save()
@@ -164,6 +165,8 @@ def main():
     inside = "profile" not in stages and args.profile_in is None
     results["profiled_inside_sweep"] = inside
     swept_command = [*workload, "--profile", str(profile)] if inside else workload
+    if inside:
+        profile.unlink(missing_ok=True)
     confirm = ["--confirm", str(args.confirm)] if args.confirm else []
     results["sweep_s"], done = timed([*tritonhook, "sweep", "--store", str(store), "--json", *confirm, "--",
                                       *swept_command], cold_env(caches, "sweep"), "tritonhook sweep")
@@ -176,7 +179,8 @@ def main():
                         "fidelity": swept["fidelity"], "times_s": swept["times_s"], "warnings": swept["warnings"],
                         "estimates": swept["estimates"],
                         "rounds": {kind: rounds_spent(swept[kind]) for kind in ("rows", "candidates")}}
-    recording = Store(store, create=False).results(RECORDING, limit=1)[0]
+    results["recording_id"] = swept["recording_id"]  # the sweep's: with --confirm, the newest is a confirming run's
+    recording = Store(store, create=False).result(swept["recording_id"])
     results["device"] = recording.device
     results["against_profiler"] = compare(profiled, recording)
     save()
@@ -227,11 +231,12 @@ def rounds_spent(rows: list[dict]) -> dict:
 
 
 def run_check(results: dict, tritonhook: list[str], store: Path, workload: list[str], env: dict) -> None:
-    """The gate: a second cold run of the workload against the sweep's recording (the newest in `store`), timed,
-    with how many signatures it checked, the share of the GPU time it left unchecked and its exit status; the
-    kernels it failed, and each current signature it could not match with its share and why."""
-    baseline = Store(store, create=False).results(RECORDING, limit=1)[0]
-    results["check_s"], done = timed([*tritonhook, "check", "--store", str(store), "--baseline", str(baseline.id),
+    """The gate: a second cold run of the workload against the sweep's recording (`results["recording_id"]`; from an
+    earlier run's results file without one, the newest in `store`), timed, with how many signatures it checked, the
+    share of the GPU time it left unchecked and its exit status; the kernels it failed, and each current signature
+    it could not match with its share and why."""
+    baseline = results.get("recording_id") or Store(store, create=False).results(RECORDING, limit=1)[0].id
+    results["check_s"], done = timed([*tritonhook, "check", "--store", str(store), "--baseline", str(baseline),
                                       "--json", "--", *workload], env, "tritonhook check")
     if done.stdout.strip():
         gate = CheckResult.from_json(json.loads(done.stdout))

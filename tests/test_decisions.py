@@ -64,7 +64,7 @@ def _sweep(store, recording, *, outputs=("bitwise", "bitwise"), in_workload_ms=0
 
 def _key_of(store, signature) -> str:
     capture = store.get(signature.capture_id)
-    return hashlib.sha256(_ptx.as_text(store.read(capture, "ptx")).encode()).hexdigest()
+    return _ptx.code_sha256(store.read(capture, "ptx"))
 
 
 def test_a_sweep_gives_a_decision_for_the_kernel_that_got_faster_only(recorded):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import io
 import json
 import subprocess
@@ -23,7 +24,7 @@ import tritonhook
 from tritonhook import ptx as _ptx
 from tritonhook import binaries as tools
 from tritonhook.decisions.apply import APPLIED_KEY
-from tritonhook.decisions.keep import ptx_sha256
+from tritonhook.decisions.keep import capture_key
 from tritonhook.samples import SAMPLES, compile_sample
 
 GPU = "NVIDIA H200"
@@ -48,13 +49,13 @@ def plain_add(tmp_path):
         compile_sample("add", 90)
     [capture] = session.captures()
     ptx = _ptx.as_text(session.store.read(capture, "ptx"))
-    return {"ptx_sha256": ptx_sha256(ptx), "arch": capture.arch, "ptxas_version": capture.ptxas_version, "gpu": GPU}
+    return {"ptx_sha256": _ptx.code_sha256(ptx), "arch": capture.arch, "ptxas_version": capture.ptxas_version, "gpu": GPU}
 
 
-def decisions_file(path, key: dict, **choice) -> str:
+def decisions_file(path, key: dict, kernel: str = "add_kernel", **choice) -> str:
     entry = {"key": key, "choice": {"name": "cutlass_", "ptxas_version": None, "options": [], "controls": None,
                                     **choice},
-             "evidence": {"kernel": "add_kernel", "ratio": 0.97, "low": 0.96, "high": 0.98, "outputs": "bitwise",
+             "evidence": {"kernel": kernel, "ratio": 0.97, "low": 0.96, "high": 0.98, "outputs": "bitwise",
                           "date": "2026-11-24", "tritonhook_version": "0.1.0", "source_kind": "sweep",
                           "source_id": 1}}
     path.write_text(json.dumps({"format": "tritonhook-decisions", "version": 1, "decisions": [entry]}))
@@ -82,6 +83,54 @@ def test_an_exact_key_renames_the_kernel_and_a_changed_ptx_applies_nothing(plain
     [hit] = session.captures()
     assert (hit.event, again.metadata.name, hit.metadata[APPLIED_KEY]["choice"]) == ("cache_hit", "cutlass_add_kernel",
                                                                                      "cutlass_")
+
+
+COPY_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offsets, tl.load(src + offsets, mask=offsets < n), mask=offsets < n)
+"""
+
+
+def compile_copy_from(directory):
+    """`copy_kernel` written to and imported from a file in `directory`, compiled for sm_90a: its PTX names that
+    file (Inductor writes each kernel under its cache directory, so a run with another one builds the kernel so)."""
+    directory.mkdir(parents=True)
+    (directory / "copy_kernel.py").write_text(COPY_KERNEL)
+    spec = importlib.util.spec_from_file_location(f"copy_kernel_{directory.name}", directory / "copy_kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    signature = {"src": "*fp32", "dst": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+    return triton.compile(ASTSource(module.copy_kernel, signature, {"BLOCK": 256}), target=GPUTarget("cuda", 90, 32))
+
+
+def test_a_decision_applies_to_its_kernels_code_wherever_its_source_file_lives(tmp_path, monkeypatch):
+    """A cold run with another Inductor cache directory (`decisions confirm`'s runs) built a kernel measured in a
+    first run as other PTX text: Triton writes the source's path into the PTX. The key is of the code: a decision
+    made on the build from one directory applies to the build from another, and to nothing else."""
+    monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", GPU)
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+    with tritonhook.session(tmp_path / "first-store") as session:
+        compile_copy_from(tmp_path / "first-cache")
+    [first] = session.captures()
+    first_ptx = _ptx.as_text(session.store.read(first, "ptx"))
+    key = capture_key(session.store, first, GPU)
+    applied = decisions_file(tmp_path / "d.json", {"ptx_sha256": key.ptx_sha256, "arch": key.arch,
+                                                   "ptxas_version": key.ptxas_version, "gpu": GPU},
+                             kernel="copy_kernel")
+    with tritonhook.session(tmp_path / "store", apply=applied) as session:
+        kernel = compile_copy_from(tmp_path / "another-cache")
+        compile_add()  # another kernel: nothing applied
+    second, other = session.captures()
+    second_ptx = _ptx.as_text(session.store.read(second, "ptx"))
+    assert f'"{tmp_path}/first-cache/' in first_ptx and f'"{tmp_path}/another-cache/' in second_ptx
+    assert elf_functions(kernel.asm["cubin"]) == ["cutlass_copy_kernel"]
+    assert second.metadata[APPLIED_KEY]["choice"] == "cutlass_" and APPLIED_KEY not in other.metadata
 
 
 def test_another_gpu_or_ptxas_version_in_the_key_applies_nothing(plain_add, tmp_path, monkeypatch):

@@ -465,7 +465,8 @@ def test_a_max_autotune_workloads_decision_is_confirmed_with_every_run_compiling
     recorded template choice without benchmarking any (its recording holds the pin, no choice of its own), the
     applied arm built the renamed template and the arm as it is the plain one, and the kernel's time per launch
     came from every run. On an H200 (before `runs_cold` read a kept decision's recording) the four runs reused the
-    recording's Inductor cache."""
+    recording's Inductor cache; then (its key the PTX text, which names the source file Inductor wrote under a cold
+    run's own cache directory) neither arm built the decision's kernel."""
     store_path = tmp_path / "store"
     workload = tmp_path / "w.py"
     workload.write_text(MAX_AUTOTUNE_WORKLOAD)
@@ -478,7 +479,8 @@ def test_a_max_autotune_workloads_decision_is_confirmed_with_every_run_compiling
                    key=lambda s: s.gpu_ms)
     key = capture_key(store, store.get(template.capture_id), recording.device)
     renamed = _decision(key, name="cutlass_")
-    measured_there = dataclasses.replace(renamed.evidence, source_kind=rec.RESULT_KIND, source_id=recording.id)
+    measured_there = dataclasses.replace(renamed.evidence, kernel=template.kernel, source_kind=rec.RESULT_KIND,
+                                         source_id=recording.id)
     (kept_rename,) = decisions.save(store, [(dataclasses.replace(renamed, evidence=measured_there), None)])
     done = _tritonhook("decisions", "confirm", "--store", str(store_path), "--runs", "2", "--json", "--decision",
                        str(kept_rename.id), "--", sys.executable, str(workload), gpu=None, env=env)

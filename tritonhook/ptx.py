@@ -1,4 +1,5 @@
-"""PTX text, read and rewritten: `.entry` names, the `.target`, the ISA `.version`, symbol renames, TMA scope.
+"""PTX text, read and rewritten: `.entry` names, the `.target`, the ISA `.version`, symbol renames, TMA scope, the
+hash of its code.
 
 Pure functions (text in, text or facts out) in one place, because every layer above reads the same few facts from
 PTX (the capture hook its entry and target, ptxas runs their `--gpu-name`, `diff` whether an input is PTX at all)
@@ -7,6 +8,7 @@ and a second regex for the same directive drifts from the first. Nothing here ru
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from .errors import TritonhookError
@@ -18,6 +20,9 @@ _VERSION = re.compile(r"^\s*\.version\s+(\d+)\.(\d+)", re.MULTILINE)
 _TOKEN = re.compile(r'"[^"\n]*"|(?<![\w$.])[A-Za-z_$%][\w$]*')
 _PARAM = "_param_"
 _ENTRY_PARAMS = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)\s*\(([^)]*)\)")
+# Where the PTX came from: a `.file` path, a DWARF section that spells the paths (and their lengths) as bytes. Each
+# alternative begins with a literal, so a search skips to it (one pass over 160 KB of PTX costs about a sha256).
+_SOURCE_PATHS = re.compile(r"\.file[ \t][^\n]*\n?|\.section[ \t]+\.debug_\w+\s*\{[^}]*\}")
 # The opcode of a TMA tensor load into a cluster-scoped destination, and its qualifiers after `.global`.
 _CLUSTER_LOAD = re.compile(r"\bcp\.async\.bulk\.tensor\.[1-5]d\.shared::cluster\.global((?:\.[\w:]+)*)")
 
@@ -25,6 +30,15 @@ _CLUSTER_LOAD = re.compile(r"\bcp\.async\.bulk\.tensor\.[1-5]d\.shared::cluster\
 def as_text(ptx: str | bytes) -> str:
     """PTX as text: bytes are decoded leniently (a stray byte in a comment must not lose the whole module)."""
     return ptx.decode("utf-8", errors="replace") if isinstance(ptx, bytes) else ptx
+
+
+def code_sha256(ptx: str | bytes) -> str:
+    """The sha256 of a PTX module's code: its text less the paths of the source it was generated from (`.file`
+    directives, `.debug_*` sections). Why: Triton writes the source file's path into the PTX, and Inductor writes its
+    kernels under its cache directory, so one kernel compiled in a run with another cache directory (a cold run, a
+    rank, another user's) is other PTX text for the same code; a build is known by its code, wherever it lived."""
+    code = _SOURCE_PATHS.sub("", as_text(ptx))
+    return hashlib.sha256(code.encode()).hexdigest()
 
 
 def entries(ptx: str | bytes) -> list[str]:

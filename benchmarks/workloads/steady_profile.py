@@ -29,7 +29,8 @@ def kernel_table(profiler) -> dict:
 
 def steps(step, total: int, profile_path: str | None, warm: int = 2) -> None:
     """Run `step()` `total` times; with `profile_path`, the steps after the first `warm` under the profiler, and
-    its kernel table written there."""
+    its kernel table written there unless a table is there already: a sweep with `--confirm` runs its command again
+    in each arm, and the table the sweep is held against is its own run's."""
     for _ in range(min(warm, total) if profile_path else total):
         step()
     if profile_path:
@@ -38,8 +39,11 @@ def steps(step, total: int, profile_path: str | None, warm: int = 2) -> None:
             for _ in range(total - warm):
                 step()
             torch.cuda.synchronize()
-        with open(profile_path, "w") as out:
-            json.dump({"steps": total - warm, "kernels": kernel_table(profiler)}, out)
+        try:
+            with open(profile_path, "x") as out:
+                json.dump({"steps": total - warm, "kernels": kernel_table(profiler)}, out)
+        except FileExistsError:  # a later run of the same command (a sweep's --confirm runs): the first one's kept
+            pass
     torch.cuda.synchronize()
 
 

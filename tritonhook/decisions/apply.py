@@ -1,8 +1,8 @@
 """Decisions applied at compile time (`tritonhook.enable(apply=...)`, `tritonhook run --apply ...`), and the autotune
 configs they pin applied at launch.
 
-In the "ptx" stage each compile's key is looked up: the sha256 of the PTX Triton just generated first (one hash and
-one dict lookup per compile; benchmarks/decisions_lookup.py), then, for a hash a decision names, the target, the
+In the "ptx" stage each compile's key is looked up: the sha256 of the code of the PTX Triton just generated first
+(`ptx.code_sha256`: one pass, one hash and one dict lookup per compile; benchmarks/decisions_lookup.py), then, for a hash a decision names, the target, the
 ptxas version Triton runs for it and the GPU's name. On an exact match the choice is applied: its name through
 the rename the pipeline already does (`rename.rename_in_stage`), its ptxas / options / control file by building the
 "cubin" stage with `binaries.assemble` (the flags Triton passes, `binaries.triton_ptxas_args`, then the choice's), all
@@ -147,7 +147,7 @@ class Applier:
     def lookup(self, ptx: str) -> Resolved | None:
         """The decision whose key this compile matches exactly, None for any other (the common case costs one
         sha256 and one dict lookup)."""
-        return self._matching(ptx, hashlib.sha256(ptx.encode()).hexdigest())
+        return self._matching(ptx, _ptx.code_sha256(ptx))
 
     def _matching(self, ptx: str, sha: str) -> Resolved | None:
         candidates = self.by_sha.get(sha)
@@ -182,7 +182,7 @@ class Applier:
                       f"the build it was measured on")
 
     def ptx_stage(self, ptx: str, metadata: dict) -> str:
-        sha = hashlib.sha256(ptx.encode()).hexdigest()
+        sha = _ptx.code_sha256(ptx)
         found = self._matching(ptx, sha)
         if found is None:
             self._warn_built_unlike(ptx, sha, metadata)

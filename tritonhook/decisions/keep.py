@@ -357,16 +357,11 @@ def capture_key(store: Store, capture, gpu: str | None) -> Key | None:
     ptx = _ptx.as_text(store.read(capture, "ptx"))
     if capture.renamed:
         ptx = _ptx.rename_symbols(ptx, {capture.entry: capture.original_entry})
-    return Key(_sha256(ptx), capture.arch, capture.ptxas_version, gpu)
+    return Key(_ptx.code_sha256(ptx), capture.arch, capture.ptxas_version, gpu)
 
 
 def _sha256(text: str | bytes) -> str:
     return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
-
-
-def ptx_sha256(ptx: str) -> str:
-    """The key's hash of a PTX text (as Triton's PTX stage returns it)."""
-    return _sha256(ptx)
 
 
 def _name_of(label: str) -> str:
