@@ -97,12 +97,13 @@ def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
 """
 
 
-def compile_copy_from(directory):
-    """`copy_kernel` written to and imported from a file in `directory`, compiled for sm_90a: its PTX names that
-    file (Inductor writes each kernel under its cache directory, so a run with another one builds the kernel so)."""
-    directory.mkdir(parents=True)
-    (directory / "copy_kernel.py").write_text(COPY_KERNEL)
-    spec = importlib.util.spec_from_file_location(f"copy_kernel_{directory.name}", directory / "copy_kernel.py")
+def compile_copy_from(path):
+    """`copy_kernel` written to and imported from the file `path`, compiled for sm_90a: its PTX names that file
+    (Inductor writes each kernel under its cache directory, in a module named by the hash of its whole text, so a
+    cold run builds one kernel from another path)."""
+    path.parent.mkdir(parents=True)
+    path.write_text(COPY_KERNEL)
+    spec = importlib.util.spec_from_file_location(f"copy_kernel_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     signature = {"src": "*fp32", "dst": "*fp32", "n": "i32", "BLOCK": "constexpr"}
@@ -111,12 +112,13 @@ def compile_copy_from(directory):
 
 def test_a_decision_applies_to_its_kernels_code_wherever_its_source_file_lives(tmp_path, monkeypatch):
     """A cold run with another Inductor cache directory (`decisions confirm`'s runs) built a kernel measured in a
-    first run as other PTX text: Triton writes the source's path into the PTX. The key is of the code: a decision
-    made on the build from one directory applies to the build from another, and to nothing else."""
+    first run as other PTX text: Triton writes the source's path into the PTX, and its file name into every `.loc`
+    comment (on an H200 a pinned run's GEMM template differed from its recording's in those alone). The key is of
+    the code: a decision made on the build from one file applies to the build from another, and to nothing else."""
     monkeypatch.setenv("TRITONHOOK_DECISIONS_GPU", GPU)
     monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
     with tritonhook.session(tmp_path / "first-store") as session:
-        compile_copy_from(tmp_path / "first-cache")
+        compile_copy_from(tmp_path / "first-cache" / "cdnu2qp7.py")
     [first] = session.captures()
     first_ptx = _ptx.as_text(session.store.read(first, "ptx"))
     key = capture_key(session.store, first, GPU)
@@ -124,11 +126,12 @@ def test_a_decision_applies_to_its_kernels_code_wherever_its_source_file_lives(t
                                                    "ptxas_version": key.ptxas_version, "gpu": GPU},
                              kernel="copy_kernel")
     with tritonhook.session(tmp_path / "store", apply=applied) as session:
-        kernel = compile_copy_from(tmp_path / "another-cache")
+        kernel = compile_copy_from(tmp_path / "another-cache" / "csdodw6v.py")
         compile_add()  # another kernel: nothing applied
     second, other = session.captures()
     second_ptx = _ptx.as_text(session.store.read(second, "ptx"))
-    assert f'"{tmp_path}/first-cache/' in first_ptx and f'"{tmp_path}/another-cache/' in second_ptx
+    assert f'"{tmp_path}/first-cache/cdnu2qp7.py"' in first_ptx and "// cdnu2qp7.py:" in first_ptx
+    assert f'"{tmp_path}/another-cache/csdodw6v.py"' in second_ptx and "// csdodw6v.py:" in second_ptx
     assert elf_functions(kernel.asm["cubin"]) == ["cutlass_copy_kernel"]
     assert second.metadata[APPLIED_KEY]["choice"] == "cutlass_" and APPLIED_KEY not in other.metadata
 

@@ -20,9 +20,11 @@ _VERSION = re.compile(r"^\s*\.version\s+(\d+)\.(\d+)", re.MULTILINE)
 _TOKEN = re.compile(r'"[^"\n]*"|(?<![\w$.])[A-Za-z_$%][\w$]*')
 _PARAM = "_param_"
 _ENTRY_PARAMS = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)\s*\(([^)]*)\)")
-# Where the PTX came from: a `.file` path, a DWARF section that spells the paths (and their lengths) as bytes. Each
-# alternative begins with a literal, so a search skips to it (one pass over 160 KB of PTX costs about a sha256).
-_SOURCE_PATHS = re.compile(r"\.file[ \t][^\n]*\n?|\.section[ \t]+\.debug_\w+\s*\{[^}]*\}")
+# What is not code: a `.file` path, a DWARF section that spells the paths (and their lengths) as bytes; then a comment
+# (a `.loc` line's names the source file). Each begins with a literal, so a search skips to it: two passes over
+# 160 KB of PTX cost about two of its sha256.
+_SOURCE_PATHS = re.compile(r"\.file[ \t].*\n?|\.section[ \t]+\.debug_\w+\s*\{[^}]*\}")
+_COMMENT = re.compile(r"//.*")
 # The opcode of a TMA tensor load into a cluster-scoped destination, and its qualifiers after `.global`.
 _CLUSTER_LOAD = re.compile(r"\bcp\.async\.bulk\.tensor\.[1-5]d\.shared::cluster\.global((?:\.[\w:]+)*)")
 
@@ -33,11 +35,13 @@ def as_text(ptx: str | bytes) -> str:
 
 
 def code_sha256(ptx: str | bytes) -> str:
-    """The sha256 of a PTX module's code: its text less the paths of the source it was generated from (`.file`
-    directives, `.debug_*` sections). Why: Triton writes the source file's path into the PTX, and Inductor writes its
-    kernels under its cache directory, so one kernel compiled in a run with another cache directory (a cold run, a
-    rank, another user's) is other PTX text for the same code; a build is known by its code, wherever it lived."""
-    code = _SOURCE_PATHS.sub("", as_text(ptx))
+    """The sha256 of a PTX module's code: its text less its comments and the paths of the source it was generated
+    from (`.file` directives, `.debug_*` sections). Why: Triton writes the source file's path into the PTX (and its
+    name into each `.loc` line's comment), and Inductor writes its kernels under its cache directory, each module
+    named by the hash of its whole text: one kernel compiled in a run with another cache directory (a cold run, a
+    rank, another user's), or rendered in a module that differs elsewhere (a template a pin chose, not a benchmark),
+    is other PTX text for the same code. A build is known by its code, wherever it lived."""
+    code = _COMMENT.sub("", _SOURCE_PATHS.sub("", as_text(ptx)))
     return hashlib.sha256(code.encode()).hexdigest()
 
 
