@@ -49,7 +49,8 @@ def plain_add(tmp_path):
         compile_sample("add", 90)
     [capture] = session.captures()
     ptx = _ptx.as_text(session.store.read(capture, "ptx"))
-    return {"ptx_sha256": _ptx.code_sha256(ptx), "arch": capture.arch, "ptxas_version": capture.ptxas_version, "gpu": GPU}
+    return {"ptx_sha256": _ptx.code_sha256(ptx), "arch": capture.arch, "ptxas_version": capture.ptxas_version,
+            "gpu": GPU}
 
 
 def decisions_file(path, key: dict, kernel: str = "add_kernel", **choice) -> str:

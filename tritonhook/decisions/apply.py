@@ -2,12 +2,12 @@
 configs they pin applied at launch.
 
 In the "ptx" stage each compile's key is looked up: the sha256 of the code of the PTX Triton just generated first
-(`ptx.code_sha256`: one pass, one hash and one dict lookup per compile; benchmarks/decisions_lookup.py), then, for a hash a decision names, the target, the
-ptxas version Triton runs for it and the GPU's name. On an exact match the choice is applied: its name through
-the rename the pipeline already does (`rename.rename_in_stage`), its ptxas / options / control file by building the
-"cubin" stage with `binaries.assemble` (the flags Triton passes, `binaries.triton_ptxas_args`, then the choice's), all
-in-process and per kernel. Every applied compile's metadata says what was applied (`APPLIED_KEY`), so its capture,
-and a cache hit of it, records it.
+(`ptx.code_sha256`: two searches, one hash and one dict lookup per compile; benchmarks/decisions_lookup.py), then, for a
+hash a decision names, the target, the ptxas version Triton runs for it and the GPU's name. On an exact match the choice
+is applied: its name through the rename the pipeline already does (`rename.rename_in_stage`), its ptxas / options /
+control file by building the "cubin" stage with `binaries.assemble` (the flags Triton passes,
+`binaries.triton_ptxas_args`, then the choice's), all in-process and per kernel. Every applied compile's metadata says
+what was applied (`APPLIED_KEY`), so its capture, and a cache hit of it, records it.
 
 A decision keyed by an autotuned kernel and its tuning key (`AutotuneKey`) pins a config: `triton.autotune`'s
 autotuner, called with that tuning key on that GPU, runs the pinned config without benchmarking
@@ -145,7 +145,7 @@ class Applier:
         return f"decisions:{digest}"
 
     def lookup(self, ptx: str) -> Resolved | None:
-        """The decision whose key this compile matches exactly, None for any other (the common case costs one
+        """The decision whose key this compile matches exactly, None for any other (the common case costs the code's
         sha256 and one dict lookup)."""
         return self._matching(ptx, _ptx.code_sha256(ptx))
 

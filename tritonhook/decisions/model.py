@@ -47,7 +47,8 @@ MAX_CONFIG_ITEMS = 32
 @dataclasses.dataclass(frozen=True)
 class Key:
     """What a compile must match exactly for a decision to apply: the sha256 of its PTX's code as Triton generated
-    it (before any rename; `ptx.code_sha256`, the source file's path left out), the PTX target, the version of the ptxas Triton would run for it, the GPU's name."""
+    it (before any rename; `ptx.code_sha256`: comments and the source file's path left out), the PTX target, the
+    version of the ptxas Triton would run for it, the GPU's name."""
 
     ptx_sha256: str
     arch: str
