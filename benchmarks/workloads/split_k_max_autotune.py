@@ -9,7 +9,7 @@ template out from 64 times M on); at K = 12,288 (48 times M) it competes with th
 it is an epilogue the scheduler may fuse into a template, by a benchmark. So: a pick among subgraphs, a pick that
 may be a subgraph or a template, and the compile-time benchmarks of every split, none of them the workload's
 (`torch._inductor.config.triton.decompose_k_threshold`, 32, and `num_decompose_k_splits`, 10, by default in torch
-2.13). Not yet run on a GPU. bf16, forward only under
+2.13). bf16, forward only under
 `torch.inference_mode()`; on a CUDA GPU only (decompose-K is Inductor's for CUDA).
 
     python benchmarks/workloads/split_k_max_autotune.py [STEPS] [--profile OUT.json]
