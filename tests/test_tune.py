@@ -125,6 +125,29 @@ def test_the_searchs_replays_share_their_workers_and_the_confirmation_starts_its
     assert len(started.read_text().split()) == 1 + any(k.winner for k in result.kernels)
 
 
+def test_on_two_gpus_the_searchs_chunks_run_side_by_side_each_whole_on_one_gpu(recorded, tmp_path, monkeypatch):
+    """Spread over both GPUs, every chunk of the search ended with one GPU waiting for the other's last signature
+    and then for the chunk's results to be kept. Now each chunk replays whole on one GPU beside the other GPU's
+    chunk, and the search's figures, counts and winners are the ones a single GPU finds (the fake worker's timings
+    depend on the builds alone). One worker per GPU for the whole search."""
+    store, recording = recorded
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,7")
+    space = TuneSpace.parse("names,options")
+    assert len(space.candidates()) > CHUNK  # two chunks
+    one = tune(recording, store, space, share=1.0, rounds=7, confirm_rounds=7, worker=FAKE_WORKER, gpus=[0])
+    before = {r.id for r in store.results(RESULT_KIND_SWEEP)}
+    started = tmp_path / "started"
+    two = tune(recording, store, space, share=1.0, rounds=7, confirm_rounds=7, gpus=[0, 1],
+               worker=[*FAKE_WORKER, "--started", str(started)])
+    chunks = [r for r in store.results(RESULT_KIND_SWEEP) if r.id not in before][:2]
+    gpus = [{row.replayed_on.rsplit("/", 1)[1] for row in chunk.rows} for chunk in chunks]
+    assert sorted(map(len, gpus)) == [1, 1] and set.union(*gpus) == {"gpu4", "gpu7"}
+    assert len(started.read_text().split()) == 2 + any(k.winner for k in two.kernels)  # a lane each, the confirmation
+    assert [(k.kernel, k.winner, k.counts, [(t.label, t.outcome) for t in k.trials]) for k in two.kernels] == \
+        [(k.kernel, k.winner, k.counts, [(t.label, t.outcome) for t in k.trials]) for k in one.kernels]
+    assert two.gpus == 2 and two.skipped == 0
+
+
 @pytest.mark.miss_check  # the check on, as outside the tests: tune must leave it off itself
 def test_the_search_says_where_its_time_went_and_replays_no_miss_again(recorded, monkeypatch):
     """The fake worker's times are not the recording's, so plain's rows miss the fidelity bar in every chunk; a

@@ -27,12 +27,16 @@ BATCH, TOKENS = 8, 512
 WARM_STEPS = 2
 
 
-def build(rank: int):
-    config = transformers.MistralConfig(vocab_size=16000, hidden_size=512, intermediate_size=1536,
-                                        num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=4,
-                                        max_position_embeddings=TOKENS, sliding_window=4096)
+def mistral_config():
+    return transformers.MistralConfig(vocab_size=16000, hidden_size=512, intermediate_size=1536, num_hidden_layers=2,
+                                      num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=TOKENS,
+                                      sliding_window=4096)
+
+
+def build(rank: int, config):
+    """The DDP-wrapped model of `config` compiled, this rank's tokens, its optimizer."""
     torch.manual_seed(0)  # one model on every rank
-    model = transformers.MistralForCausalLM(config).cuda()
+    model = transformers.AutoModelForCausalLM.from_config(config).cuda()
     generator = torch.Generator(device="cuda").manual_seed(1 + rank)  # each rank its own tokens
     ids = torch.randint(0, config.vocab_size, (BATCH, TOKENS), device="cuda", generator=generator)
     wrapped = DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])
@@ -47,13 +51,14 @@ def step(compiled, ids, optimizer) -> None:
     optimizer.zero_grad(set_to_none=True)
 
 
-def main() -> None:
+def main(config) -> None:
+    """Train the causal LM of `config` (a transformers config) for argv[1] steps on this torchrun rank."""
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 6
     rank = int(os.environ["RANK"])
     torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     dist.init_process_group("nccl")
     with inductor_config.patch({"coordinate_descent_tuning": True}):
-        workload = build(rank)
+        workload = build(rank, config)
         times = []
         for _ in range(steps):
             began = time.perf_counter()
@@ -66,4 +71,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(mistral_config())

@@ -23,9 +23,10 @@ import dataclasses
 import hashlib
 import itertools
 import re
+import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from .. import config, format
 
@@ -318,15 +319,18 @@ class _Replays:
     plan: ReplayPlan
     workers: Workers
     stages: dict[str, float] = dataclasses.field(default_factory=dict)
-    """Seconds each stage of these replays took in all (build, replay, config check): where a search's time went,
-    which a rate per GPU alone does not say (the builds run on the host's cores however many GPUs time)."""
+    """Seconds each stage of these replays took in all (build, replay, config check), summed over the lanes that
+    ran side by side: where a search's time went, which a rate per GPU alone does not say (the builds run on the
+    host's cores however many GPUs time)."""
+    stages_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, compare=False, repr=False)
 
     def of(self, recording: Recording, store: Store, variants: list[Variant], prebuilt=None, **changes
            ) -> SweepResult:
         swept = replay(recording, store, variants, dataclasses.replace(self.plan, **changes), workers=self.workers,
                        prebuilt=prebuilt)
-        for stage, seconds in swept.times_s.items():
-            self.stages[stage] = self.stages.get(stage, 0.0) + seconds
+        with self.stages_lock:  # the lanes of a search add theirs from their threads
+            for stage, seconds in swept.times_s.items():
+                self.stages[stage] = self.stages.get(stage, 0.0) + seconds
         return swept
 
 
@@ -360,15 +364,8 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
         chunks = [candidates[start:start + CHUNK] for start in range(0, len(candidates), CHUNK)]
         chosen = select_signatures(recording, kernel=pattern, autotune_top=1)  # what each replay of `run` chooses
         with _BuildsAhead(store, chosen) as ahead:
-            for at, whole in enumerate(chunks):
-                chunk = whole[:spent.left(CHUNK)]
-                if not chunk:
-                    break
-                prebuilt = ahead.take([plain, *chunk])
-                if at + 1 < len(chunks) and (following := chunks[at + 1][:spent.left_after(len(chunk), CHUNK)]):
-                    ahead.start([plain, *following])
-                _add_trials(kernels, search.of(recording, store, [plain, *chunk], prebuilt=prebuilt))
-                spent.spend(len(chunk))
+            for swept in _search_chunks(recording, store, search, chunks, plain, ahead, spent, progress):
+                _add_trials(kernels, swept)
         search.stages["builds in all"] = ahead.built_s
         if space.acf_search is not None and not spent.left(1):
             warnings.append(f"the budget ({budget}) was spent before {ACF_SEARCH} began")
@@ -395,6 +392,39 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
     return result
 
 
+def _search_chunks(recording: Recording, store: Store, search: _Replays, chunks: list[list[Variant]], plain: Variant,
+                   ahead: _BuildsAhead, spent: _Budget, progress: bool) -> Iterator[SweepResult]:
+    """The fixed candidates' chunks replayed, each with plain, and their results in chunk order (an earlier chunk's
+    candidate is the one a later identical build is counted "identical" to). With several local GPUs the chunks run
+    side by side, each whole on one GPU (`Workers.lanes`): spread over every GPU, each chunk ended with all but one
+    waiting for its slowest signature, and then for its results to be kept (`tune` on 2 GPUs timed 1.39x the
+    candidates a minute of 1 on a 32-second search: docs/variants.md#tune). The budget is spent as a chunk starts."""
+    with search.workers.lanes() as lanes, format.progress(progress, len(chunks), "search") as step, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+        idle = [dataclasses.replace(lane, progress=False) for lane in lanes]  # one bar: the chunks'
+        running, done = {}, {}
+        for at, whole in enumerate(chunks):
+            if not (chunk := whole[:spent.left(CHUNK)]):
+                break
+            if not idle:
+                finished = next(concurrent.futures.as_completed(running))
+                done[running[finished][0]] = finished.result()
+                idle.append(running.pop(finished)[1])
+                step(f"chunk {len(done)}")
+            prebuilt = ahead.take([plain, *chunk])
+            spent.spend(len(chunk))
+            if at + 1 < len(chunks) and (following := chunks[at + 1][:spent.left(CHUNK)]):
+                ahead.start([plain, *following])
+            lane = idle.pop()
+            running[pool.submit(dataclasses.replace(search, workers=lane).of, recording, store, [plain, *chunk],
+                                prebuilt=prebuilt)] = (at, lane)
+        for finished in concurrent.futures.as_completed(running):
+            done[running[finished][0]] = finished.result()
+            step(f"chunk {len(done)}")
+    for at in sorted(done):
+        yield done[at]
+
+
 class _Budget:
     """`--budget` as the search spends it: candidates tried so far and the time since the search began."""
 
@@ -411,11 +441,6 @@ class _Budget:
     def spend(self, tried: int) -> None:
         self.tried += tried
 
-    def left_after(self, trying: int, wanted: int) -> int:
-        """`left(wanted)` once `trying` more are tried: the size of the chunk after this one, built ahead."""
-        if self.max_candidates is None:
-            return self.left(wanted)
-        return max(0, min(wanted, self.max_candidates - self.tried - trying))
 
 
 class _BuildsAhead:
