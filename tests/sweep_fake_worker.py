@@ -25,7 +25,9 @@ given and the job fills synthetic inputs with zeros (a kernel whose time moves w
 dirt it evicts and with its data: the miss check's tests); --slow-once MARKER ENTRY FACTOR: the first worker
 process (MARKER does not exist yet: it creates it) times the second variant of ENTRY's signatures FACTOR times
 slower, the processes after it do not (a short kernel's steady offset within one process, drawn afresh in the next:
-the gate's retest); --started FILE: append its pid to FILE (how many workers a replay started).
+the gate's retest); --started FILE: append its pid to FILE (how many workers a replay started); --log FILE: append
+a JSON line per signature replayed, its job's path, id and the seconds it began and ended (which jobs ran side by
+side).
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ def main() -> int:
     parser.add_argument("--time-by-l2", default=None, metavar="MODE=MS,...")
     parser.add_argument("--slow-once", nargs=3, default=None, metavar=("MARKER", "ENTRY", "FACTOR"))
     parser.add_argument("--started", default=None, metavar="FILE", help="append this process's pid to FILE")
+    parser.add_argument("--log", default=None, metavar="FILE", help="append a line per signature replayed to FILE")
     parser.add_argument("job")
     args = parser.parse_args()
     if args.started:
@@ -177,7 +180,19 @@ def main() -> int:
             emit({"status": "refused", "message": args.refuse})
             return REFUSED_EXIT
         emit(hello(device="fake", capability=job["arch"]))
-        return serve(job_path, emit, replay_one)
+        return serve(job_path, emit, logged(args.log, replay_one) if args.log else replay_one)
+
+
+def logged(log: str, replay_one):
+    """`replay_one` that appends what it replayed, and when, to the file `log`."""
+    def replay_logged(current: ReplayJob, job_path: Path, signature: dict) -> dict:
+        began = time.time()
+        record = replay_one(current, job_path, signature)
+        with open(log, "a") as lines:
+            lines.write(json.dumps({"job": str(job_path), "id": signature["id"], "began": began,
+                                    "ended": time.time()}) + "\n")
+        return record
+    return replay_logged
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ size), so the test knows which candidate must win from the cubins alone; what a 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -125,27 +126,30 @@ def test_the_searchs_replays_share_their_workers_and_the_confirmation_starts_its
     assert len(started.read_text().split()) == 1 + any(k.winner for k in result.kernels)
 
 
-def test_on_two_gpus_the_searchs_chunks_run_side_by_side_each_whole_on_one_gpu(recorded, tmp_path, monkeypatch):
-    """Spread over both GPUs, every chunk of the search ended with one GPU waiting for the other's last signature
-    and then for the chunk's results to be kept. Now each chunk replays whole on one GPU beside the other GPU's
-    chunk, and the search's figures, counts and winners are the ones a single GPU finds (the fake worker's timings
-    depend on the builds alone). One worker per GPU for the whole search."""
+def test_on_two_gpus_a_chunk_waiting_for_its_slowest_signature_leaves_the_other_gpu_to_the_next(recorded, tmp_path,
+                                                                                                  monkeypatch):
+    """One after the other, every chunk of the search ended with one GPU waiting for the other's last signature
+    (and then for the chunk's results to be kept). Now two chunks replay side by side over the two workers: while
+    the first waits for a signature slowed by 4 s, the second chunk's signatures run on the free GPU. The search's
+    counts and winners are the ones a single GPU finds (the fake worker's timings depend on the builds alone), with
+    one worker per GPU for the whole search."""
     store, recording = recorded
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,7")
     space = TuneSpace.parse("names,options")
     assert len(space.candidates()) > CHUNK  # two chunks
     one = tune(recording, store, space, share=1.0, rounds=7, confirm_rounds=7, worker=FAKE_WORKER, gpus=[0])
-    before = {r.id for r in store.results(RESULT_KIND_SWEEP)}
-    started = tmp_path / "started"
+    started, log = tmp_path / "started", tmp_path / "log"
+    slow = str(recording.signatures[0].id)
     two = tune(recording, store, space, share=1.0, rounds=7, confirm_rounds=7, gpus=[0, 1],
-               worker=[*FAKE_WORKER, "--started", str(started)])
-    chunks = [r for r in store.results(RESULT_KIND_SWEEP) if r.id not in before][:2]
-    gpus = [{row.replayed_on.rsplit("/", 1)[1] for row in chunk.rows} for chunk in chunks]
-    assert sorted(map(len, gpus)) == [1, 1] and set.union(*gpus) == {"gpu4", "gpu7"}
-    assert len(started.read_text().split()) == 2 + any(k.winner for k in two.kernels)  # a lane each, the confirmation
+               worker=[*FAKE_WORKER, "--slow", slow, "4", "--started", str(started), "--log", str(log)])
+    replayed = [json.loads(line) for line in log.read_text().splitlines()]
+    jobs = list(dict.fromkeys(r["job"] for r in sorted(replayed, key=lambda r: r["began"])))
+    first, second = ([r for r in replayed if r["job"] == job] for job in jobs[:2])
+    assert len(jobs) == 3 and min(r["began"] for r in second) < max(r["ended"] for r in first)  # and the confirmation
+    assert len(started.read_text().split()) == 2 + any(k.winner for k in two.kernels)  # a worker a GPU, confirmation's
     assert [(k.kernel, k.winner, k.counts, [(t.label, t.outcome) for t in k.trials]) for k in two.kernels] == \
         [(k.kernel, k.winner, k.counts, [(t.label, t.outcome) for t in k.trials]) for k in one.kernels]
-    assert two.gpus == 2 and two.skipped == 0
+    assert two.gpus == 2 and two.skipped == 0 and two.times_s["search replay idle"] >= 0
 
 
 @pytest.mark.miss_check  # the check on, as outside the tests: tune must leave it off itself

@@ -233,19 +233,6 @@ class Workers:
         finally:
             pool.close()
 
-    @contextlib.contextmanager
-    def lanes(self) -> Iterator[list["Workers"]]:
-        """These workers as lanes of replays that run side by side: one per local GPU, each keeping its own worker
-        for the block (`kept`), so that a replay runs whole on one GPU and none waits at the end of another's for
-        its slowest signature. Ray, or one GPU: one lane, these workers kept."""
-        if self.ray is not False or len(self.devices) < 2:
-            with self.kept() as kept:
-                yield [kept]
-            return
-        with contextlib.ExitStack() as stack:
-            yield [stack.enter_context(dataclasses.replace(self, devices=[device], pool=None).kept())
-                   for device in self.devices]
-
     def run(self, work: Path, job: ReplayJob, store: Store, arrived: Callable[[dict], None]) -> dict[int, dict]:
         if self.ray is not False:
             return run_on_ray(work, job, store, address=None if self.ray is True else self.ray,

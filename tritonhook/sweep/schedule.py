@@ -264,16 +264,24 @@ class _Queue:
 
 class WorkerPool:
     """Workers kept from one job of a replay to the next (its stages: the replay, the config check, each miss
-    check's condition), one per slot: each stage would otherwise start its own, torch and a CUDA context, seconds
-    each. Only for stages that do not need a fresh process (the gate's retest does). `close()` ends them."""
+    check's condition; `tune`'s chunks), one per slot: each job would otherwise start its own, torch and a CUDA
+    context, seconds each. A slot's worker is checked out for one signature at a time, so jobs that run side by
+    side share the slots: while one job waits for its last signature, the other's take the free GPU. Only for
+    stages that do not need a fresh process (the gate's retest does). `close()` ends them."""
 
     def __init__(self):
         self.kept: dict[int, _Worker] = {}
-        self.lock = threading.Lock()
+        self.busy: set[int] = set()
+        self.cond = threading.Condition()
 
     def take(self, slot: int, command, job_path: Path, device: str | None) -> _Worker | None:
-        """The slot's kept worker moved to `job_path`, or None (none kept, another program or GPU, or dead)."""
-        with self.lock:
+        """The slot's kept worker moved to `job_path`, once no other job has it; None when there is none to
+        reuse (none yet, another program or GPU, or dead): the caller starts one. Either way the slot is this
+        caller's until `give`."""
+        with self.cond:
+            while slot in self.busy:
+                self.cond.wait()
+            self.busy.add(slot)
             worker = self.kept.pop(slot, None)
         if worker is None:
             return None
@@ -283,12 +291,16 @@ class WorkerPool:
         worker.take_job(job_path)
         return worker
 
-    def keep(self, slot: int, worker: _Worker) -> None:
-        with self.lock:
-            self.kept[slot] = worker
+    def give(self, slot: int, worker: _Worker | None) -> None:
+        """The slot back, with its worker to keep (None: it died or was closed)."""
+        with self.cond:
+            if worker is not None:
+                self.kept[slot] = worker
+            self.busy.discard(slot)
+            self.cond.notify_all()
 
     def close(self) -> None:
-        with self.lock:
+        with self.cond:
             kept, self.kept = list(self.kept.values()), {}
         for worker in kept:
             worker.close()
@@ -296,32 +308,51 @@ class WorkerPool:
 
 def _serve_slot(slot: int, device: str | None, work: _Queue, command, job_path: Path, timeout_s: float,
                 pool: WorkerPool | None = None) -> None:
+    """Replay the queue's signatures on `slot`'s worker: the pool's, checked out a signature at a time, or one
+    started here for the job and closed after it."""
     worker = None
     try:
         while (signature_id := work.take(slot)) is not None:
-            if worker is None and pool is not None:
+            if pool is not None:
                 worker = pool.take(slot, command, job_path, device)
-            if worker is None or not worker.alive:  # the first, or one killed while idle: not this one's fault
-                if worker is not None:
-                    worker.close()
-                worker = _Worker(command, job_path, device)
-                worker.start()
-            began = time.monotonic()
-            record = worker.replay(signature_id, timeout_s)
-            record["worker_s"] = time.monotonic() - began  # its GPU's busy time (`replay.replay`'s "replay idle")
-            if record["status"] == "fault" or record.get("context_lost"):
-                worker.close()
-                worker = None
-            work.done(record)
+            going_on = None
+            try:
+                going_on = _replay_on(worker, command, job_path, device, signature_id, work, timeout_s)
+            finally:
+                worker = going_on  # None: it died, or was closed when the replay failed
+                if pool is not None:
+                    pool.give(slot, worker)
+                    worker = None
     except BaseException as exc:  # noqa: BLE001 - stops every slot; raised by run_workers
         work.fail(exc)
-        pool = None  # a failed replay keeps nothing
     finally:
         if worker is not None:
-            if pool is not None and worker.alive:
-                pool.keep(slot, worker)
-            else:
+            worker.close()
+
+
+def _replay_on(worker: _Worker | None, command, job_path: Path, device: str | None, signature_id: int,
+               work: _Queue, timeout_s: float) -> _Worker | None:
+    """Replay one signature on `worker` (a fresh one when there is none or it was killed while idle: not this
+    signature's fault) and hand its record to the queue; the worker to go on with, None when it died on it. A
+    replay that fails closes its worker."""
+    try:
+        if worker is None or not worker.alive:
+            if worker is not None:
                 worker.close()
+            worker = _Worker(command, job_path, device)
+            worker.start()
+        began = time.monotonic()
+        record = worker.replay(signature_id, timeout_s)
+        record["worker_s"] = time.monotonic() - began  # its GPU's busy time (`replay.replay`'s "replay idle")
+        if record["status"] == "fault" or record.get("context_lost"):
+            worker.close()
+            worker = None
+        work.done(record)
+        return worker
+    except BaseException:
+        if worker is not None:
+            worker.close()
+        raise
 
 
 def run_workers(work: Path, job: ReplayJob, devices: Sequence[str | None] = (None,), *, progress: bool = False,

@@ -26,7 +26,7 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from .. import config, format
 
@@ -393,36 +393,41 @@ def tune(recording: Recording, store: Store, space: TuneSpace, *, share: float |
 
 
 def _search_chunks(recording: Recording, store: Store, search: _Replays, chunks: list[list[Variant]], plain: Variant,
-                   ahead: _BuildsAhead, spent: _Budget, progress: bool) -> Iterator[SweepResult]:
-    """The fixed candidates' chunks replayed, each with plain, and their results in chunk order (an earlier chunk's
-    candidate is the one a later identical build is counted "identical" to). With several local GPUs the chunks run
-    side by side, each whole on one GPU (`Workers.lanes`): spread over every GPU, each chunk ended with all but one
-    waiting for its slowest signature, and then for its results to be kept (`tune` on 2 GPUs timed 1.39x the
-    candidates a minute of 1 on a 32-second search: docs/variants.md#tune). The budget is spent as a chunk starts."""
-    with search.workers.lanes() as lanes, format.progress(progress, len(chunks), "search") as step, \
-            concurrent.futures.ThreadPoolExecutor(max_workers=len(lanes)) as pool:
-        idle = [dataclasses.replace(lane, progress=False) for lane in lanes]  # one bar: the chunks'
+                   ahead: _BuildsAhead, spent: _Budget, progress: bool) -> list[SweepResult]:
+    """The fixed candidates' chunks replayed, each with plain; their results in chunk order (an earlier chunk's
+    candidate is the one a later identical build is counted "identical" to). With several local GPUs, as many chunks
+    replay side by side over the same workers (`schedule.WorkerPool` hands a GPU's worker out a signature at a
+    time): one after the other, each chunk ended with all GPUs but one waiting for its slowest signature, and then
+    for its results to be kept (`tune` on 2 GPUs timed 1.39x the candidates a minute of 1 on a 32-second search:
+    docs/variants.md#tune). The budget is spent as a chunk starts. The search's "replay" is then the chunks'
+    replays' seconds summed (more than the stage's own when they ran side by side), and its "replay idle" the
+    GPU-seconds of the stage that replayed nothing."""
+    side_by_side = 1 if search.workers.ray is not False else len(search.workers.devices)
+    quiet = dataclasses.replace(search, workers=dataclasses.replace(search.workers, progress=False))  # one bar
+    began = time.time()
+    with format.progress(progress, len(chunks), "search") as step, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=side_by_side) as pool:
         running, done = {}, {}
         for at, whole in enumerate(chunks):
             if not (chunk := whole[:spent.left(CHUNK)]):
                 break
-            if not idle:
+            if len(running) == side_by_side:
                 finished = next(concurrent.futures.as_completed(running))
-                done[running[finished][0]] = finished.result()
-                idle.append(running.pop(finished)[1])
+                done[running.pop(finished)] = finished.result()
                 step(f"chunk {len(done)}")
             prebuilt = ahead.take([plain, *chunk])
             spent.spend(len(chunk))
             if at + 1 < len(chunks) and (following := chunks[at + 1][:spent.left(CHUNK)]):
                 ahead.start([plain, *following])
-            lane = idle.pop()
-            running[pool.submit(dataclasses.replace(search, workers=lane).of, recording, store, [plain, *chunk],
-                                prebuilt=prebuilt)] = (at, lane)
+            running[pool.submit(quiet.of, recording, store, [plain, *chunk], prebuilt=prebuilt)] = at
         for finished in concurrent.futures.as_completed(running):
-            done[running[finished][0]] = finished.result()
+            done[running[finished]] = finished.result()
             step(f"chunk {len(done)}")
-    for at in sorted(done):
-        yield done[at]
+    stages = search.stages
+    if "replay idle" in stages:  # each chunk's GPU-seconds replaying: its workers' seconds less their idle ones
+        busy = side_by_side * stages["replay"] - stages["replay idle"]
+        stages["replay idle"] = max(0.0, side_by_side * (time.time() - began) - busy)
+    return [done[at] for at in sorted(done)]
 
 
 class _Budget:
