@@ -319,16 +319,16 @@ class _Replays:
     plan: ReplayPlan
     workers: Workers
     stages: dict[str, float] = dataclasses.field(default_factory=dict)
-    """Seconds each stage of these replays took in all (build, replay, config check), summed over the lanes that
-    ran side by side: where a search's time went, which a rate per GPU alone does not say (the builds run on the
-    host's cores however many GPUs time)."""
+    """Seconds each stage of these replays took in all (build, replay, config check), summed over replays that ran
+    side by side: where a search's time went, which a rate per GPU alone does not say (the builds run on the host's
+    cores however many GPUs time)."""
     stages_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, compare=False, repr=False)
 
     def of(self, recording: Recording, store: Store, variants: list[Variant], prebuilt=None, **changes
            ) -> SweepResult:
         swept = replay(recording, store, variants, dataclasses.replace(self.plan, **changes), workers=self.workers,
                        prebuilt=prebuilt)
-        with self.stages_lock:  # the lanes of a search add theirs from their threads
+        with self.stages_lock:  # a search's chunks replaying side by side add theirs from their threads
             for stage, seconds in swept.times_s.items():
                 self.stages[stage] = self.stages.get(stage, 0.0) + seconds
         return swept
@@ -445,7 +445,6 @@ class _Budget:
 
     def spend(self, tried: int) -> None:
         self.tried += tried
-
 
 
 class _BuildsAhead:
