@@ -2,7 +2,7 @@
 GPUs against one.
 
     python benchmarks/divergence_across_ranks.py --out div.json --runs 3 --nproc 2 -- WORKLOAD.py [ARGS...]
-    ... --tune-top 2: also `tune` the last cold run's recording on GPU 0 alone, then on GPUs 0 and 1
+    ... --tune-top 16: also `tune` the last cold run's recording on GPU 0 and on GPUs 0 and 1 (ABBA)
     ... --scratch DIR --stages runs,reports (one call), then --stages pinned,confirm,tune (the next, same DIR)
 
 Stages, each with cold Triton and Inductor caches of its own (a folder per run, shared by the run's ranks as one
@@ -16,8 +16,8 @@ machine's ranks share theirs):
    (a pinned key should agree everywhere);
 4. `tritonhook decisions confirm --decision ID ... --runs --confirm-runs` of the pins in the job (ABBA, fresh
    processes): per kernel and for the step;
-5. with `--tune-top K`: `tritonhook tune --top K --gpus 0` and `--gpus 0,1` on the last run's recording, their
-   candidates per minute and winners.
+5. with `--tune-top K`: `tritonhook tune --top K` on the last run's recording, on GPU 0 and on GPUs 0 and 1 in ABBA
+   order (`TUNE_ORDER`): candidates a minute per GPU, two GPUs over one per pair, the confirmed winners.
 Every stage is timed and bounded (`--stage-timeout`), its standard error kept beside --out; the JSON is written after
 each stage (and read back by a later call with the same --out), so a run cut short keeps what it finished. `--stages`
 (runs, reports, pinned, confirm, tune; default all) splits the work over calls that share `--scratch` (kept when
@@ -26,6 +26,7 @@ given; else a temporary folder removed at exit). Prints a table last.
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -137,18 +138,39 @@ def main() -> None:
     show(results)
 
 
+TUNE_ORDER = ("0", "0,1", "0,1", "0")
+"""`tune`'s GPUs in ABBA order: each two-GPU search beside a one-GPU search, so that a drift of the machine over the
+four (clocks, caches, the host's load) falls on both sides alike."""
+
+
 def tune(results: dict, store: Path, env: dict, logs: Path, args) -> None:
-    """`tune --top K` of the last cold run's recording (tune's default, the store's newest) on one GPU, then on two:
-    candidates per minute and winners."""
-    for gpus in ("0", "0,1"):
+    """`tune --top K` of the last cold run's recording (tune's default, the store's newest) on one GPU and on two,
+    in `TUNE_ORDER`: candidates a minute per GPU, 2 GPUs over 1 for each adjacent pair, the median search seconds,
+    and the winners each search confirmed (a kernel's best that its confirmation found faster than plain)."""
+    runs = []
+    for at, gpus in enumerate(TUNE_ORDER):
+        log = logs / f"tune_{at}_gpus_{gpus.replace(',', '_')}.stderr"
         _, status, out = run_stage([*TRITONHOOK, "tune", "--store", str(store), "--top", str(args.tune_top),
-                                    "--gpus", gpus, "--json"], env, logs / f"tune_gpus_{gpus.replace(',', '_')}.stderr",
-                                   args.stage_timeout)
+                                    "--gpus", gpus, "--json"], env, log, args.stage_timeout)
         tuned = json.loads(out) if status == 0 and out.strip() else None
-        results[f"tune_gpus_{gpus}"] = None if tuned is None else {
-            "candidates_per_minute_per_gpu": tuned["candidates_per_minute_per_gpu"], "totals": tuned["totals"],
-            "times_s": tuned["times_s"],
-            "winners": {k["label"]: k["winner"] for k in tuned["kernels"]}}
+        runs.append({"gpus": gpus, "exit": status} if tuned is None else {
+            "gpus": gpus, "candidates_per_minute_per_gpu": tuned["candidates_per_minute_per_gpu"],
+            "totals": tuned["totals"], "times_s": tuned["times_s"],
+            "confirmed_winners": sorted([k["signature"], k["winner"]] for k in tuned["kernels"]
+                                        if k["winner"] and (k.get("vs_plain") or {}).get("verdict") == "faster")})
+    results["tune"] = {"top": args.tune_top, "runs": runs, **tune_summary(runs)}
+
+
+def tune_summary(runs: list[dict]) -> dict:
+    """Two GPUs over one: per adjacent pair of `TUNE_ORDER` (the first two runs, the last two), the median search
+    seconds of each side, and whether every run confirmed the same winners."""
+    if any("times_s" not in run for run in runs):
+        return {}
+    rate = [run["candidates_per_minute_per_gpu"] for run in runs]
+    one, two = ([run["times_s"]["search"] for run in runs if run["gpus"] == gpus] for gpus in ("0", "0,1"))
+    return {"rate_ratio_pairs": [2 * rate[1] / rate[0], 2 * rate[2] / rate[3]],
+            "search_s_median_1_gpu": statistics.median(one), "search_s_median_2_gpus": statistics.median(two),
+            "same_confirmed_winners": all(run["confirmed_winners"] == runs[0]["confirmed_winners"] for run in runs)}
 
 
 def show(results: dict) -> None:
@@ -165,8 +187,13 @@ def show(results: dict) -> None:
     print(f"pinned runs: divergence    {after.get('divergent')} of {after.get('keys')} key(s) divergent")
     step = (results.get("confirmation") or {}).get("step")
     print(f"confirmed step             {step}")
-    for gpus in ("0", "0,1"):
-        print(f"tune on GPUs {gpus:5}         {results.get(f'tune_gpus_{gpus}')}")
+    tuned = results.get("tune") or {}
+    for run in tuned.get("runs", []):
+        print(f"tune on GPUs {run['gpus']:5}         {run.get('candidates_per_minute_per_gpu', 'failed')} candidates a "
+              f"minute per GPU")
+    if tuned.get("rate_ratio_pairs"):
+        print(f"tune, 2 GPUs over 1          {', '.join(f'{r:.2f}x' for r in tuned['rate_ratio_pairs'])}; the same "
+              f"confirmed winners: {tuned['same_confirmed_winners']}")
 
 
 if __name__ == "__main__":
