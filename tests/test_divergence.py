@@ -290,9 +290,10 @@ def test_two_gemms_of_one_shape_pinned_one_unfused_and_one_fused_are_compiled_ea
 def test_a_gemm_templates_fusion_is_recorded_and_pinned_the_other_way_on_the_gpu(tmp_path):
     """On a GPU, Inductor's Triton GEMM templates alone for two fp16 Linear + ReLU layers of one shape: the tracer
     records, per GEMM (a decision of `template fusion`, keyed by the GEMM's graph node), the template the scheduler
-    finalized it with and whether it fused the ReLU into it, as the compiled module runs them. Pinned with the first
-    GEMM's fusion the other way and the second's as recorded, the next compile runs each GEMM as pinned, with
-    nothing benchmarked."""
+    finalized it with and whether it fused the ReLU into it, as the compiled module runs them, with what the
+    scheduler timed to decide (fused, per choice it timed so; the template's best and the ReLU apart). Pinned with
+    the first GEMM's fusion the other way and the second's as recorded, the next compile runs each GEMM as pinned,
+    with nothing benchmarked."""
     import torch
 
     from tritonhook.decisions.keep import baseline_picks
@@ -306,6 +307,12 @@ def test_a_gemm_templates_fusion_is_recorded_and_pinned_the_other_way_on_the_gpu
     recorded = [fusions[f"at {node} (forward)"] for node in unpinned["gemm_nodes"]]
     fused = [d["chosen"]["fused"] for d in recorded]
     assert [(c["gemm"], c["relu"]) for c in unpinned["kernel_calls"] if c["gemm"] or c["relu"]] == expected(fused)
+    for decision in recorded:  # what the scheduler timed, carried by the decision, and the way it went by them
+        times = {way: [ms[0] for config, ms in decision["timings"] if config["fused"] is way and ms[0] is not None]
+                 for way in (True, False)}
+        assert len(times[False]) == 1, decision["timings"]  # the template's best alone and the ReLU alone
+        assert decision["chosen"]["fused"] == bool(times[True] and min(times[True]) < times[False][0])
+    assert any(d["timings"] and any(config["fused"] for config, _ in d["timings"]) for d in recorded)
     wanted = [{**recorded[0], "chosen": {**recorded[0]["chosen"], "fused": not fused[0]}}, recorded[1]]
     pins, _ = baseline_picks(rec.Recording([], "sm_90a", gpu, "3.6.0", torch.__version__, 1, autotune=wanted))
     pinned = _run_choice(tmp_path / "pinned", pins, "--cuda", "--templates-only", "--two-layers", gpu=gpu)

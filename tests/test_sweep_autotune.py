@@ -430,14 +430,19 @@ tracer.uninstall()
 assert CachingAutotuner.__dict__["bench"] is ours.__wrapped__
 import torch._inductor.compile_fx, torch._inductor.select_algorithm
 from torch._inductor.scheduler import Scheduler
-finalize = Scheduler.__dict__["finalize_multi_template_buffers"]
+from torch._inductor.ir import MultiTemplateBuffer
+scheduler = ("finalize_multi_template_buffers", "speedup_by_fusion", "benchmark_fused_nodes",
+             "benchmark_codegened_module")  # the template's end, and what the scheduler times to weigh its fusion
+found = [Scheduler.__dict__[name] for name in scheduler] + [MultiTemplateBuffer.__dict__["swap_as_triton_caller"]]
+def now():
+    return [Scheduler.__dict__[name] for name in scheduler] + [MultiTemplateBuffer.__dict__["swap_as_triton_caller"]]
 later = _triton.AutotuneTracer(lambda decision: None)
 later.install()  # the modules are imported now: wrapped at once
 assert CachingAutotuner.__dict__["bench"] is not ours.__wrapped__ and not waiting_for(module)
-assert Scheduler.__dict__["finalize_multi_template_buffers"] is not finalize
+assert all(wrapper is not original for wrapper, original in zip(now(), found))
 later.uninstall()
 assert CachingAutotuner.__dict__["bench"] is ours.__wrapped__
-assert Scheduler.__dict__["finalize_multi_template_buffers"] is finalize
+assert now() == found
 print("waited")
 """
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600,

@@ -25,9 +25,9 @@ from typing import Callable, Iterator
 from .. import config
 from .._imports import AfterImport, after_import
 from ..errors import TritonhookError, warn
-from .template_fusion import (FUSED, INDUCTOR_IR_MODULE, INDUCTOR_SCHEDULER_MODULE, TEMPLATE_FUSION, fused_templates,
-                              fusion_key, is_fusion_config, lowering_instance, multi_templates, no_fusion,
-                              template_buffer, template_instance)
+from .template_fusion import (FUSED, INDUCTOR_IR_MODULE, INDUCTOR_SCHEDULER_MODULE, TEMPLATE_FUSION, FusionTimes,
+                              fused_templates, fusion_key, is_fusion_config, lowering_instance, multi_templates,
+                              no_fusion, template_buffer, template_instance)
 from .version import _plain_json, _WarnOnce
 
 INDUCTOR_AUTOTUNER_MODULE = "torch._inductor.runtime.triton_heuristics"
@@ -343,6 +343,8 @@ class AutotuneTracer(_AutotunerWrapping):
         self._frames = threading.local()
         self._compile_waits: list[AfterImport] = []
         self._finalized: dict[int, tuple] = {}  # id(MultiTemplateBuffer) -> it and the choice it was finalized with
+        self._fusion_times = FusionTimes()
+        self._selector_best: dict[tuple, tuple] = {}  # a choice key -> its fastest choice and ms (the unfused way)
         self._compile_wrapped: list[_Wrapped] = []
 
     def current(self) -> AutotuneCandidate | None:
@@ -370,6 +372,8 @@ class AutotuneTracer(_AutotunerWrapping):
         for wrapped in self._compile_wrapped:
             wrapped.restore()
         self._compile_waits, self._compile_wrapped = [], []
+        self._fusion_times.clear()
+        self._selector_best.clear()
 
     def note_pinned(self, kernel: str, key: tuple[str, ...], config: dict) -> None:
         """A pin ran `config` at `kernel` and `key` in place of the autotuner (`AutotunePinner`): a decision of
@@ -420,6 +424,24 @@ class AutotuneTracer(_AutotunerWrapping):
                                               lambda name, original: self._wrap_template_finalized(original)))
         self._compile_wrapped.append(_Wrapped(scheduler, ("finalize_multi_template_buffers",),
                                               lambda name, original: self._wrap_templates_finalizing(original)))
+        self._wrap_fusion_benchmarks(scheduler, multi)
+
+    def _wrap_fusion_benchmarks(self, scheduler, multi) -> None:
+        """Wrap what the scheduler times when it weighs a template's fusion (`FusionTimes`): the decision carries
+        those timings; without them it still says which way the template ended."""
+        times = self._fusion_times
+        on_scheduler = {"speedup_by_fusion": times.weighing, "benchmark_fused_nodes": times.timing_neighbour,
+                        "benchmark_codegened_module": times.timing_fused}
+        missing = [name for name in on_scheduler if name not in scheduler.__dict__]
+        if missing or "swap_as_triton_caller" not in multi.__dict__:
+            self._warn("template fusion timings", TritonhookError(
+                f"Inductor's Scheduler has no {', '.join(missing) or '-'}, or its MultiTemplateBuffer no "
+                f"swap_as_triton_caller: template fusions are recorded without their timings"))
+            return
+        self._compile_wrapped.append(_Wrapped(scheduler, tuple(on_scheduler),
+                                              lambda name, original: on_scheduler[name](original)))
+        self._compile_wrapped.append(_Wrapped(multi, ("swap_as_triton_caller",),
+                                              lambda name, original: times.swapping(original)))
 
     def _wrap_template_finalized(self, original):
         tracer = self
@@ -464,12 +486,24 @@ class AutotuneTracer(_AutotunerWrapping):
             if instance is None:
                 return
             inputs = getattr(template, "original_inputs", None) or template.inputs
+            key = selector_key(inputs)
             self.on_decided(AutotuneDecision(
-                self._decision_frame()["group"], selector_kernel(template.choices),
-                list(fusion_key(selector_key(inputs), instance)), {**choice_config(held[1]), FUSED: fused}, [],
-                None, tuner=TEMPLATE_FUSION))
+                self._decision_frame()["group"], selector_kernel(template.choices), list(fusion_key(key, instance)),
+                {**choice_config(held[1]), FUSED: fused}, self._fusion_timings(template, key), None,
+                tuner=TEMPLATE_FUSION))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("template fusion recording", exc)
+
+    def _fusion_timings(self, template, key) -> list:
+        """What the scheduler timed for `template`'s fusion, as a decision's timings: each choice it timed with the
+        neighbour fused, and the unfused way (the fastest choice alone, by its `select_algorithm` timings at `key`,
+        plus the neighbour alone); none where it timed no fusion."""
+        fused, apart = self._fusion_times.take(template)
+        timings = [[{**choice_config(choice), FUSED: True}, _finite_ms(ms)] for choice, ms in fused]
+        best = self._selector_best.get(tuple(key))
+        if apart is not None and best is not None:
+            timings.append([{**choice_config(best[0]), FUSED: False}, _finite_ms(best[1] + apart)])
+        return timings
 
     def _wrap_compile_scope(self, original):
         tracer = self
@@ -513,6 +547,8 @@ class AutotuneTracer(_AutotunerWrapping):
             ms = {choice: _finite_ms(timing)[0] for choice, timing in timings.items()}
             timed = [choice for choice, value in ms.items() if value is not None]
             chosen = min(timed, key=ms.get) if timed else next(iter(timings))
+            if timed:  # a template's unfused way, should the scheduler weigh fusing it (`_fusion_timings`)
+                self._selector_best[tuple(selector_key(input_nodes))] = (chosen, ms[chosen])
             self.on_decided(AutotuneDecision(
                 frame["group"], selector_kernel(choices), selector_key(input_nodes), choice_config(chosen),
                 [[choice_config(choice), _finite_ms(timing)] for choice, timing in timings.items()], bench_s,

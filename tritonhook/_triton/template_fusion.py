@@ -15,11 +15,18 @@ So the autotune tracer records, per GEMM (its template decision's kernel and key
 GEMMs of one shape can fuse differently), the choice the template was finalized with and whether it was fused
 (`FUSED`), a decision of `TEMPLATE_FUSION`; the pinner, given such a pin, takes that choice for that GEMM and refuses
 every fusion of its template where the pinned run's had none (`Scheduler.speedup_by_fusion`). Torch 2.11 and 2.13.
+
+The decision carries what the scheduler timed to make it (`FusionTimes`): the template with its neighbour fused, per
+choice it compiled so, and the neighbour alone, which with the template's best choice alone (its `select_algorithm`
+timings) is the unfused way; it fused where the fused time was the lower.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import sys
+import threading
 
 INDUCTOR_SCHEDULER_MODULE = "torch._inductor.scheduler"
 """Where Inductor's scheduler lives (`Scheduler.finalize_multi_template_buffers`, `speedup_by_fusion`; it imports
@@ -105,3 +112,118 @@ def no_fusion(scheduler_module):
     2.13), else False."""
     result = getattr(scheduler_module, "FusionResult", None)
     return result.fuse(False) if result is not None else False
+
+
+class FusionTimes:
+    """What Inductor's scheduler timed while it weighed fusing a GEMM template with a neighbour: the template with
+    the neighbour fused in, per choice (`Scheduler.benchmark_codegened_module` inside
+    `MultiTemplateBuffer.swap_as_triton_caller`: torch 2.11 times the fastest choice alone so, 2.13 more), and the
+    neighbour alone (`Scheduler.benchmark_fused_nodes` of nodes that hold no template, inside
+    `Scheduler.speedup_by_fusion`). Kept per template buffer until its decision takes them (`take`). The wrappers
+    (`weighing`, `swapping`, `timing_neighbour`, `timing_fused`) pass every call through unchanged."""
+
+    def __init__(self):
+        self._local = threading.local()  # per thread: the templates being weighed, the choices swapped in
+        self._fused: dict[int, dict[int, tuple[object, float]]] = {}  # id(template) -> id(choice) -> (choice, ms)
+        self._apart: dict[int, float] = {}  # id(template) -> the neighbour alone, ms
+
+    def take(self, template) -> tuple[list[tuple[object, float]], float | None]:
+        """The template's fused times, (choice, ms) each, and its neighbour's time alone (None: not timed)."""
+        return list(self._fused.pop(id(template), {}).values()), self._apart.pop(id(template), None)
+
+    def clear(self) -> None:
+        self._fused.clear()
+        self._apart.clear()
+
+    def _stack(self, name: str) -> list:
+        return self._local.__dict__.setdefault(name, [])
+
+    def weighing(self, original):
+        """`Scheduler.speedup_by_fusion(node1, node2)`: which template the neighbour's time is for."""
+        times = self
+
+        @functools.wraps(original)
+        def speedup_by_fusion(scheduler, node1, node2, *args, **kwargs):
+            weighed = times._stack("weighed")
+            weighed.append(_multi_template_of(node1, node2))
+            try:
+                return original(scheduler, node1, node2, *args, **kwargs)
+            finally:
+                weighed.pop()
+
+        return speedup_by_fusion
+
+    def swapping(self, original):
+        """`MultiTemplateBuffer.swap_as_triton_caller(choice)` (a context manager): which choice a fused time is
+        of."""
+        times = self
+
+        @functools.wraps(original)
+        def swap_as_triton_caller(template, choice, *args, **kwargs):
+            return times._swapped(original(template, choice, *args, **kwargs), template, choice)
+
+        return swap_as_triton_caller
+
+    @contextlib.contextmanager
+    def _swapped(self, inner, template, choice):
+        with inner as value:
+            swapped = self._stack("swapped")
+            swapped.append((template, choice))
+            try:
+                yield value
+            finally:
+                swapped.pop()
+
+    def timing_fused(self, original):
+        """`Scheduler.benchmark_codegened_module`: (ms, path); inside a swap, the swapped choice fused."""
+        times = self
+
+        @functools.wraps(original)
+        def benchmark_codegened_module(scheduler, *args, **kwargs):
+            result = original(scheduler, *args, **kwargs)
+            swapped = times._stack("swapped")
+            if swapped and (ms := _ms(result)) is not None:
+                template, choice = swapped[-1]
+                times._fused.setdefault(id(template), {})[id(choice)] = (choice, ms)
+            return result
+
+        return benchmark_codegened_module
+
+    def timing_neighbour(self, original):
+        """`Scheduler.benchmark_fused_nodes(nodes)`: (ms, path); of nodes without a template, while a template is
+        weighed, its neighbour alone."""
+        times = self
+
+        @functools.wraps(original)
+        def benchmark_fused_nodes(scheduler, nodes, *args, **kwargs):
+            result = original(scheduler, nodes, *args, **kwargs)
+            weighed = times._stack("weighed")
+            template = weighed[-1] if weighed else None
+            if template is not None and (ms := _ms(result)) is not None and not _holds_a_template(nodes):
+                times._apart[id(template)] = ms
+            return result
+
+        return benchmark_fused_nodes
+
+
+def _ms(result) -> float | None:
+    """The milliseconds of a scheduler benchmark's result ((ms, path) in torch 2.11 and 2.13)."""
+    ms = result[0] if isinstance(result, tuple) else result
+    return float(ms) if isinstance(ms, (int, float)) else None
+
+
+def _multi_template_of(node1, node2):
+    """The `MultiTemplateBuffer` a fusion of scheduler nodes `node1` and `node2` would fuse a neighbour into; None
+    when neither is one."""
+    multi = getattr(sys.modules.get(INDUCTOR_IR_MODULE), "MultiTemplateBuffer", None)
+    try:
+        return next((t for t in fused_templates(node1, node2) if multi is not None and isinstance(t, multi)), None)
+    except Exception:  # noqa: BLE001 - a node of a kind we do not know: nothing to attribute
+        return None
+
+
+def _holds_a_template(nodes) -> bool:
+    try:
+        return any(node.is_template() for node in nodes)
+    except Exception:  # noqa: BLE001 - unknown nodes: attribute nothing to them
+        return True
