@@ -478,7 +478,7 @@ class AutotuneTracer(_AutotunerWrapping):
         """One GEMM template finalized: the choice it runs and whether it was fused, at its decision's kernel and
         key and the graph node it lowers. A template finalized as an extern kernel (cuBLAS) is no decision here:
         its choice is its `select_algorithm` pick, and nothing fuses into it."""
-        held = self._finalized.pop(id(template), None)
+        held, timed = self._finalized.pop(id(template), None), self._fusion_times.take(template)
         if held is None or held[0] is not template:
             return
         try:
@@ -489,16 +489,15 @@ class AutotuneTracer(_AutotunerWrapping):
             key = selector_key(inputs)
             self.on_decided(AutotuneDecision(
                 self._decision_frame()["group"], selector_kernel(template.choices), list(fusion_key(key, instance)),
-                {**choice_config(held[1]), FUSED: fused}, self._fusion_timings(template, key), None,
+                {**choice_config(held[1]), FUSED: fused}, self._fusion_timings(*timed, key), None,
                 tuner=TEMPLATE_FUSION))
         except Exception as exc:  # noqa: BLE001 - recording must never break the workload
             self._warn("template fusion recording", exc)
 
-    def _fusion_timings(self, template, key) -> list:
-        """What the scheduler timed for `template`'s fusion, as a decision's timings: each choice it timed with the
-        neighbour fused, and the unfused way (the fastest choice alone, by its `select_algorithm` timings at `key`,
-        plus the neighbour alone); none where it timed no fusion."""
-        fused, apart = self._fusion_times.take(template)
+    def _fusion_timings(self, fused: list, apart: float | None, key) -> list:
+        """What the scheduler timed for a template's fusion (`FusionTimes.take`), as a decision's timings: each
+        choice it timed with the neighbour fused, and the unfused way (the fastest choice alone, by its
+        `select_algorithm` timings at `key`, plus the neighbour alone); none where it timed no fusion."""
         timings = [[{**choice_config(choice), FUSED: True}, _finite_ms(ms)] for choice, ms in fused]
         best = self._selector_best.get(tuple(key))
         if apart is not None and best is not None:

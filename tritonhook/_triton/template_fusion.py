@@ -124,12 +124,16 @@ class FusionTimes:
 
     def __init__(self):
         self._local = threading.local()  # per thread: the templates being weighed, the choices swapped in
-        self._fused: dict[int, dict[int, tuple[object, float]]] = {}  # id(template) -> id(choice) -> (choice, ms)
-        self._apart: dict[int, float] = {}  # id(template) -> the neighbour alone, ms
+        # id(template) -> the template (an id is reused once its object is gone) and what was timed for it
+        self._fused: dict[int, tuple[object, dict[int, tuple[object, float]]]] = {}  # id(choice) -> (choice, ms)
+        self._apart: dict[int, tuple[object, float]] = {}  # the neighbour alone, ms
 
     def take(self, template) -> tuple[list[tuple[object, float]], float | None]:
         """The template's fused times, (choice, ms) each, and its neighbour's time alone (None: not timed)."""
-        return list(self._fused.pop(id(template), {}).values()), self._apart.pop(id(template), None)
+        fused = self._fused.pop(id(template), (None, {}))
+        apart = self._apart.pop(id(template), (None, None))
+        return (list(fused[1].values()) if fused[0] is template else [],
+                apart[1] if apart[0] is template else None)
 
     def clear(self) -> None:
         self._fused.clear()
@@ -184,7 +188,10 @@ class FusionTimes:
             swapped = times._stack("swapped")
             if swapped and (ms := _ms(result)) is not None:
                 template, choice = swapped[-1]
-                times._fused.setdefault(id(template), {})[id(choice)] = (choice, ms)
+                held = times._fused.get(id(template))
+                if held is None or held[0] is not template:
+                    held = times._fused[id(template)] = (template, {})
+                held[1][id(choice)] = (choice, ms)
             return result
 
         return benchmark_codegened_module
@@ -200,7 +207,7 @@ class FusionTimes:
             weighed = times._stack("weighed")
             template = weighed[-1] if weighed else None
             if template is not None and (ms := _ms(result)) is not None and not _holds_a_template(nodes):
-                times._apart[id(template)] = ms
+                times._apart[id(template)] = (template, ms)
             return result
 
         return benchmark_fused_nodes
