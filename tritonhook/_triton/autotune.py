@@ -343,7 +343,7 @@ class AutotuneTracer(_AutotunerWrapping):
         self._frames = threading.local()
         self._compile_waits: list[AfterImport] = []
         self._finalized: dict[int, tuple] = {}  # id(MultiTemplateBuffer) -> it and the choice it was finalized with
-        self._fusion_times = FusionTimes()
+        self._fusion_times = FusionTimes(lambda: self.active)
         self._selector_best: dict[tuple, tuple] = {}  # a choice key -> its fastest choice and ms (the unfused way)
         self._compile_wrapped: list[_Wrapped] = []
 

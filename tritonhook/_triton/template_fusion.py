@@ -27,6 +27,7 @@ import contextlib
 import functools
 import sys
 import threading
+from typing import Callable
 
 INDUCTOR_SCHEDULER_MODULE = "torch._inductor.scheduler"
 """Where Inductor's scheduler lives (`Scheduler.finalize_multi_template_buffers`, `speedup_by_fusion`; it imports
@@ -120,9 +121,11 @@ class FusionTimes:
     `MultiTemplateBuffer.swap_as_triton_caller`: torch 2.11 times the fastest choice alone so, 2.13 more), and the
     neighbour alone (`Scheduler.benchmark_fused_nodes` of nodes that hold no template, inside
     `Scheduler.speedup_by_fusion`). Kept per template buffer until its decision takes them (`take`). The wrappers
-    (`weighing`, `swapping`, `timing_neighbour`, `timing_fused`) pass every call through unchanged."""
+    (`weighing`, `swapping`, `timing_neighbour`, `timing_fused`) pass every call through unchanged, and keep
+    nothing while `active()` is false (their owner uninstalled, another tool's wrapper over them)."""
 
-    def __init__(self):
+    def __init__(self, active: Callable[[], bool]):
+        self.active = active
         self._local = threading.local()  # per thread: the templates being weighed, the choices swapped in
         # id(template) -> the template (an id is reused once its object is gone) and what was timed for it
         self._fused: dict[int, tuple[object, dict[int, tuple[object, float]]]] = {}  # id(choice) -> (choice, ms)
@@ -186,7 +189,7 @@ class FusionTimes:
         def benchmark_codegened_module(scheduler, *args, **kwargs):
             result = original(scheduler, *args, **kwargs)
             swapped = times._stack("swapped")
-            if swapped and (ms := _ms(result)) is not None:
+            if swapped and times.active() and (ms := _ms(result)) is not None:
                 template, choice = swapped[-1]
                 held = times._fused.get(id(template))
                 if held is None or held[0] is not template:
@@ -206,7 +209,8 @@ class FusionTimes:
             result = original(scheduler, nodes, *args, **kwargs)
             weighed = times._stack("weighed")
             template = weighed[-1] if weighed else None
-            if template is not None and (ms := _ms(result)) is not None and not _holds_a_template(nodes):
+            if template is not None and times.active() and (ms := _ms(result)) is not None \
+                    and not _holds_a_template(nodes):
                 times._apart[id(template)] = (template, ms)
             return result
 
