@@ -24,6 +24,7 @@ timings) is the unfused way; it fused where the fused time was the lower.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import sys
 import threading
@@ -127,20 +128,24 @@ class FusionTimes:
     def __init__(self, active: Callable[[], bool]):
         self.active = active
         self._local = threading.local()  # per thread: the templates being weighed, the choices swapped in
-        # id(template) -> the template (an id is reused once its object is gone) and what was timed for it
-        self._fused: dict[int, tuple[object, dict[int, tuple[object, float]]]] = {}  # id(choice) -> (choice, ms)
-        self._apart: dict[int, tuple[object, float]] = {}  # the neighbour alone, ms
+        self._held: dict[int, _Timed] = {}  # id(template) -> what was timed for it
 
     def take(self, template) -> tuple[list[tuple[object, float]], float | None]:
         """The template's fused times, (choice, ms) each, and its neighbour's time alone (None: not timed)."""
-        fused = self._fused.pop(id(template), (None, {}))
-        apart = self._apart.pop(id(template), (None, None))
-        return (list(fused[1].values()) if fused[0] is template else [],
-                apart[1] if apart[0] is template else None)
+        held = self._held.pop(id(template), None)
+        if held is None or held.template is not template:
+            return [], None
+        return list(held.fused.values()), held.apart
 
     def clear(self) -> None:
-        self._fused.clear()
-        self._apart.clear()
+        self._held.clear()
+
+    def _of(self, template) -> "_Timed":
+        """What is held for `template`, a new record where none is (or where its id was another template's)."""
+        held = self._held.get(id(template))
+        if held is None or held.template is not template:
+            held = self._held[id(template)] = _Timed(template)
+        return held
 
     def _stack(self, name: str) -> list:
         return self._local.__dict__.setdefault(name, [])
@@ -191,10 +196,7 @@ class FusionTimes:
             swapped = times._stack("swapped")
             if swapped and times.active() and (ms := _ms(result)) is not None:
                 template, choice = swapped[-1]
-                held = times._fused.get(id(template))
-                if held is None or held[0] is not template:
-                    held = times._fused[id(template)] = (template, {})
-                held[1][id(choice)] = (choice, ms)
+                times._of(template).fused[id(choice)] = (choice, ms)
             return result
 
         return benchmark_codegened_module
@@ -211,10 +213,20 @@ class FusionTimes:
             template = weighed[-1] if weighed else None
             if template is not None and times.active() and (ms := _ms(result)) is not None \
                     and not _holds_a_template(nodes):
-                times._apart[id(template)] = (template, ms)
+                times._of(template).apart = ms
             return result
 
         return benchmark_fused_nodes
+
+
+@dataclasses.dataclass
+class _Timed:
+    """What the scheduler timed for one template: per choice (by id), the choice and its time with the neighbour
+    fused; the neighbour's time alone. The template is held too: an id is reused once its object is gone."""
+
+    template: object
+    fused: dict[int, tuple[object, float]] = dataclasses.field(default_factory=dict)
+    apart: float | None = None
 
 
 def _ms(result) -> float | None:

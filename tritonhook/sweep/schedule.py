@@ -307,27 +307,17 @@ class WorkerPool:
 
 
 def _serve_slot(slot: int, device: str | None, work: _Queue, command, job_path: Path, timeout_s: float,
-                pool: WorkerPool | None = None) -> None:
-    """Replay the queue's signatures on `slot`'s worker: the pool's, checked out a signature at a time, or one
-    started here for the job and closed after it."""
-    worker = None
+                pool: WorkerPool) -> None:
+    """Replay the queue's signatures on `slot`'s worker, checked out of `pool` a signature at a time."""
     try:
         while (signature_id := work.take(slot)) is not None:
-            if pool is not None:
-                worker = pool.take(slot, command, job_path, device)
-            going_on = None
+            worker, going_on = pool.take(slot, command, job_path, device), None
             try:
                 going_on = _replay_on(worker, command, job_path, device, signature_id, work, timeout_s)
             finally:
-                worker = going_on  # None: it died, or was closed when the replay failed
-                if pool is not None:
-                    pool.give(slot, worker)
-                    worker = None
+                pool.give(slot, going_on)  # None: it died, or was closed when the replay failed
     except BaseException as exc:  # noqa: BLE001 - stops every slot; raised by run_workers
         work.fail(exc)
-    finally:
-        if worker is not None:
-            worker.close()
 
 
 def _replay_on(worker: _Worker | None, command, job_path: Path, device: str | None, signature_id: int,
@@ -362,7 +352,9 @@ def run_workers(work: Path, job: ReplayJob, devices: Sequence[str | None] = (Non
     """Replay every signature of `job` (written to `work`/job.json) on one worker per entry of `devices` (a
     CUDA_VISIBLE_DEVICES value, None: inherit); signature id -> result record, each also handed to `arrived` the
     moment it is final. `pool`: take the workers an earlier job of the replay left there, and leave them there
-    after. See the module docstring."""
+    after (else the job's own, closed at its end). See the module docstring."""
+    own_pool = pool is None
+    pool = pool or WorkerPool()
     job_path = work / "job.json"
     job_path.write_text(json.dumps(job.to_json()))
     with format.progress(progress, len(job.signatures), "replay") as step:
@@ -380,6 +372,8 @@ def run_workers(work: Path, job: ReplayJob, devices: Sequence[str | None] = (Non
             thread.start()
         for thread in threads:
             thread.join()
+    if own_pool:
+        pool.close()
     if shared.error is not None:
         raise shared.error
     return shared.results
