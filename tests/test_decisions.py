@@ -394,10 +394,11 @@ def test_sweep_and_tune_end_with_a_confirmation_or_the_line_saying_there_is_noth
     nothing = _sweep(store, recording, outputs=("differ", "bitwise"))
     answer = ending(store, nothing, ["python", "w.py"], 3)
     assert answer.confirmation is None and answer.warnings == [
-        f"sweep result {nothing.id}: no autotune regret, faster config or faster build to confirm"]
+        f"sweep result {nothing.id}: no autotune regret, faster config, faster build or template fusion near a tie "
+        f"to confirm"]
     assert answer.to_json()["result"]["rows"] and answer.to_json()["confirmation"] is None
     assert answer.answer() == (f"answer: nothing to apply (sweep result {nothing.id}: no autotune regret, faster "
-                               f"config or faster build to confirm)")
+                               f"config, faster build or template fusion near a tie to confirm)")
     with pytest.raises(TritonhookError, match=f"result {nothing.id}: its recording names no command"):
         ending(store, nothing, None, 3)
     refused = subprocess.run([sys.executable, "-m", "tritonhook", "sweep", "--store", str(store.path), "--confirm",

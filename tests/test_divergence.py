@@ -259,31 +259,88 @@ def test_processes_that_chose_one_template_config_under_other_numbers_picked_ali
 
 
 @pytest.mark.release_independent  # Inductor's scheduler: torch's, whatever the Triton release
-def test_two_gemms_of_one_shape_pinned_one_unfused_and_one_fused_are_compiled_each_as_pinned(tmp_path):
+def test_a_template_fusion_near_a_tie_is_run_the_other_way_against_its_recorded_way_each_gemm_as_pinned(tmp_path):
     """Inductor's template fusion (a GEMM template finalized with its neighbour fused in or not, which under
     max-autotune on a GPU its scheduler decides by a benchmark while it compiles) is a decision per GEMM, keyed by
     the graph node the GEMM lowers, not by its shape alone: two GEMMs of one shape can end apart. Here on a CPU, two
-    Linear + ReLU layers of one shape (one `select_algorithm` decision: the second GEMM takes the first's timings),
-    the CPP GEMM template pinned for both through a gate's baseline, the first GEMM unfused and the second fused:
-    the compiled module runs the first GEMM alone, then its ReLU, then the second GEMM with its ReLU in it (unpinned,
-    whatever Inductor's benchmark picked, MKL on an idle machine, ran); the run's decisions are the two pins."""
-    from tritonhook.decisions.keep import baseline_picks
+    Linear + ReLU layers of one shape, recorded (as the scheduler's timings would have it) with the first GEMM left
+    apart by a near tie (1.01x the other way) and the second fused by a wide margin, the CPP GEMM template for both.
+    A sweep of that recording names the one near tie, and its confirmation runs the first GEMM the other way in one
+    arm and as recorded in the other, the second as recorded in both: each arm's compiled module runs its GEMMs as
+    pinned (as it is: the first GEMM alone, its ReLU, the second with its ReLU in it; the other way: both fused), and
+    the pins are the run's only decisions. Which arm ran which way is read from the runs' decisions; the step then
+    judges the fusion (given times here; its timing is the GPU test's)."""
+    from tritonhook.decisions.confirm import (APPLIED, AS_IS, _measure_fusion, _only, _recorded_ways, arm_files,
+                                             decisions_of)
+    from tritonhook.errors import TritonhookError
+    from tritonhook.decisions.confirmation import ARMS
+    from tritonhook.decisions.keep import held_picks
+    from tritonhook.decisions.model import read_file
+    from tritonhook.sweep.fusion import near_ties, template_fusions
+    from tritonhook.sweep.result import SweepResult
 
     unpinned = _run_choice(tmp_path / "unpinned", None, "--two-layers")
     (decision,) = unpinned["decisions"]
     assert unpinned["calls_extern"] == (decision["chosen"]["backend"] == "extern")
     template = next(config for config, _ in decision["timings"] if config.get("backend") == "CPP")
-    recorded = [{**decision, "tuner": "template fusion", "key": [*decision["key"], f"at {node} (forward)"],
-                 "chosen": {**template, "fused": fused}, "timings": []}
-                for node, fused in zip(unpinned["gemm_nodes"], (False, True))]
-    pins, unpinned_keys = baseline_picks(rec.Recording([], "x86", GPU, "3.6.0", "2.13.0", 1, autotune=recorded))
-    assert len(pins) == 2 and unpinned_keys == []
-    pinned = _run_choice(tmp_path / "pinned", pins, "--two-layers")
-    assert sorted((d["tuner"], d["key"][-1], d["chosen"]["fused"]) for d in pinned["decisions"]) == \
-        sorted(("pinned", d["key"][-1], d["chosen"]["fused"]) for d in recorded)
-    assert not pinned["calls_extern"]
-    assert [(call["gemm"], call["relu"]) for call in pinned["kernel_calls"]] == \
-        [(True, False), (False, True), (True, True)], pinned["kernel_calls"]
+
+    def recorded_fusion(group: int, node: str, fused: bool, fused_ms: float, apart_ms: float) -> dict:
+        return {**decision, "group": group, "tuner": "template fusion",
+                "key": [*decision["key"], f"at {node} (forward)"], "chosen": {**template, "fused": fused},
+                "timings": [[{**template, "fused": True}, [fused_ms]], [{**template, "fused": False}, [apart_ms]]]}
+
+    first, second = unpinned["gemm_nodes"]
+    recorded = [recorded_fusion(1, first, False, 0.101, 0.100), recorded_fusion(2, second, True, 0.050, 0.080)]
+    store = Store(tmp_path / "store")
+    recording = rec.Recording([], "x86", GPU, "3.6.0", "2.13.0", 1, autotune=recorded)
+    recording.id = store.add_result(rec.RESULT_KIND, recording.to_json())
+    fusions = template_fusions(recording.autotune)
+    assert [round(f.margin, 3) for f in fusions] == [1.01, 1.6] and near_ties(fusions, 0.05) == fusions[:1]
+    sweep = SweepResult([], ["plain", "cutlass_"], 3, recording.id, ["python", "w.py"], {},
+                        fusions=[f.to_json() for f in fusions], fusion_near_tie=0.05)
+    sweep.id = store.add_result("sweep", sweep.to_json())
+    made = decisions_of(store, store.result(sweep.id))  # as saved
+    (flip,) = made.decisions
+    assert flip.key.tuning_key == tuple(recorded[0]["key"]) and dict(flip.choice.config)["fused"] is True
+    ways = _recorded_ways(made)
+    assert ways == {flip.key: recorded[0]["chosen"]}
+    assert _only(made, f"at {first} ", "the sweep").decisions == [flip]  # `decisions confirm --only`
+    with pytest.raises(TritonhookError, match=r"--only 'at nowhere': no decision of the sweep matches; its "
+                                              r"decisions: triton_mm|cpp"):
+        _only(made, "at nowhere", "the sweep")
+    held, _ = held_picks(recording, made.decisions)
+    files = arm_files(tmp_path / "arms", made.decisions, {}, ways, held)
+    ran = {arm: _run_choice(tmp_path / arm, [d for d, _ in read_file(files[arm]).decisions], "--two-layers")
+           for arm in ARMS}
+    pinned_ways = {arm: sorted((d["tuner"], d["key"][-1], d["chosen"]["fused"]) for d in ran[arm]["decisions"])
+                   for arm in ARMS}
+    assert pinned_ways[AS_IS] == sorted(("pinned", d["key"][-1], d["chosen"]["fused"]) for d in recorded)
+    assert pinned_ways[APPLIED] == sorted(("pinned", d["key"][-1], True) for d in recorded)
+    assert not any(ran[arm]["calls_extern"] for arm in ARMS)
+    calls = {arm: [(call["gemm"], call["relu"]) for call in ran[arm]["kernel_calls"]] for arm in ARMS}
+    assert calls == {AS_IS: [(True, False), (False, True), (True, True)], APPLIED: [(True, True), (True, True)]}
+
+    def judged(applied_ms: list[float], others: int = 0):
+        runs = {AS_IS: [_step(ran[AS_IS], ms) for ms in (0.200, 0.2001, 0.2002)],
+                APPLIED: [_step(ran[APPLIED], ms) for ms in applied_ms]}
+        return _measure_fusion(flip, ways[flip.key], runs, 0.01, others)
+
+    faster = judged([0.180, 0.1801, 0.1802])
+    assert (faster.pinned_ran, faster.baseline_ran, faster.standing) == (True, True, "confirmed")
+    assert faster.confirmed is True
+    assert judged([0.230, 0.2301, 0.2302]).standing == "slower pinned"
+    assert judged([0.195, 0.205, 0.200]).standing == "no gain"
+    assert judged([0.180, 0.1801, 0.1802], others=1).standing == "step shared"
+    swapped = _measure_fusion(flip, ways[flip.key], {AS_IS: [_step(ran[APPLIED], 0.2)] * 2,
+                                                     APPLIED: [_step(ran[AS_IS], 0.18)] * 2}, 0.01, 0)
+    assert (swapped.pinned_ran, swapped.baseline_ran, swapped.standing) == (False, False, "not pinned")
+
+
+def _step(run: dict, ms: float) -> rec.Recording:
+    """A recorded run of an arm: its real decisions, one launch signature timed at `ms` (the step's time)."""
+    signature = rec.Signature(id=0, kernel="k", triton_hash="h", capture_id=None, arch="x86", grid=[1, 1, 1], args=[],
+                              arg_names=[], signature={}, constexprs={}, launches=1, times_ms=[ms])
+    return rec.Recording([signature], "x86", GPU, "3.6.0", "2.13.0", 1, autotune=run["decisions"])
 
 
 @pytest.mark.gpu

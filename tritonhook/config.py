@@ -319,6 +319,11 @@ class sweep:
     SWEEP_EXPLAIN_MISSES = EnvVar("TRITONHOOK_SWEEP_EXPLAIN_MISSES", True, _flag,
                                   "'0': a sweep replay does not replay the rows that miss the fidelity bar again under "
                                   "the other L2 rules to say why they missed it (`sweep.misses`).")
+    FUSION_NEAR_TIE = EnvVar("TRITONHOOK_FUSION_NEAR_TIE", 0.05, Number(float, 0, unit="fraction"),
+                             "How near (a fraction of its time) Inductor's scheduler timed the way it did not take "
+                             "for a GEMM template's fusion (fused with a neighbour, or apart) to the way it took for a "
+                             "sweep to count that fusion a draw, and its `--confirm` to run it the other way inside "
+                             "the workload (`sweep.fusion`). docs/decisions.md#template-fusions-the-other-way")
     REPLAY_REP_MS = EnvVar("TRITONHOOK_REPLAY_REP_MS", 10.0, Number(float, 0, above=True, unit="ms"),
                            "How long each variant's timed calls span in one round of a replay (at least 10 calls; "
                            "its warm-up a quarter of it). The rounds, not the calls in a round, make a verdict's "

@@ -38,7 +38,7 @@ from .launches import (RUNTIME_HOOK_CHAINS, LaunchSpec, LaunchTracer, add_runtim
 from .rebuild import (HELPERS_STAGE, PYTHON_STAGE, REBUILD_STAGE, RebuiltKernel, compile_rebuilt, specialized_on,
                       helper_modules)
 from .replay import launch, load_kernel, make_tensor_descriptor, tensor_descriptor_fields
-from .template_fusion import TEMPLATE_FUSION
+from .template_fusion import FUSED, TEMPLATE_FUSION
 from .version import REQUIREMENT, check_supported, parse_version, triton_version
 
 __all__ = [
@@ -54,7 +54,7 @@ __all__ = [
     "CompiledAhead", "autotune_config", "AutotunePinner", "config_matches", "inductor_tuning_key",
     "is_inductor_kernel_key", "pick_identity", "pins_turn_inductor_caches_off", "tuning_key",
     # template_fusion
-    "TEMPLATE_FUSION",
+    "FUSED", "TEMPLATE_FUSION",
     # launches
     "RUNTIME_HOOK_CHAINS", "LaunchSpec", "LaunchTracer", "add_runtime_hooks", "allocator_var",
     "inductor_launches_through_triton", "launch_spec",

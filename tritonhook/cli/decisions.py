@@ -62,6 +62,10 @@ def add_decisions(sub) -> None:
                               "sweep in the store)")
     confirm.add_argument("--decision", action="append", metavar="ID", dest="decisions",
                          help="confirm this decision kept in the store instead of a result's (repeatable)")
+    confirm.add_argument("--only", metavar="REGEX",
+                         help="confirm only the decisions whose kernel and key (KERNEL [TUNING KEY]) or kernel and "
+                              "choice this regex finds: a template fusion run the other way, measured by the step, "
+                              "alone")
     confirm.add_argument("--runs", type=int, default=3, help="runs per arm (default 3)")
     confirm.add_argument("--against", choices=sorted(AGAINST), default="autotuner",
                          help="what the pinned config is compared with: the workload's autotuner tuning again each "
@@ -172,7 +176,8 @@ def _confirm(args) -> int:
 
     command = command_after_dashes(args.command, "decisions confirm")
     result = confirm(open_store(args, write=True), args.sweep, command, runs=args.runs, against=args.against,
-                     decision_ids=args.decisions, cold=args.cold, progress=confirm_progress)
+                     decision_ids=args.decisions, cold=args.cold, only=args.only,
+                     progress=confirm_progress)
     show(result, as_json=args.json)
     return 0
 

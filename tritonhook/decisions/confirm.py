@@ -28,6 +28,7 @@ from .. import _triton, config, format
 from ..errors import TritonhookError
 from ..measure.stats import median, ratio_interval, verdict
 from ..measure.timing import round_order
+from ..rename import compile_select
 from ..store import Store, result_kind_text
 from ..sweep.autotune import config_text
 from ..sweep.recorder import record_command
@@ -144,8 +145,10 @@ def decisions_of(store: Store, result: SweepResult | TuneResult) -> Made:
         made.pin_all_configs(result.rows)
         if result.variants[:1] == [PLAIN]:
             made.builds_of(result.rows)
+        made.flip_near_ties(result)
     if not made.decisions:
-        what = "no confirmed winner" if tuned else "no autotune regret, faster config or faster build"
+        what = "no confirmed winner" if tuned else \
+            "no autotune regret, faster config, faster build or template fusion near a tie"
         raise NothingToConfirm(f"{TUNE_KIND if tuned else 'sweep'} result {result.id}: {what} to confirm"
                               f"{'; ' + '; '.join(made.warnings) if made.warnings else ''}")
     return Made(list(made.decisions.values()), made.controls, recording, made.rows, (recording,))
@@ -193,7 +196,7 @@ def _measured_on(store: Store, decisions: list[Decision]) -> tuple[Recording, ..
 
 def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, runs: int = 3,
             against: str = "autotuner", min_effect: float = config.ab.DEFAULT_MIN_EFFECT,
-            decision_ids: list[int | str] | None = None, cold: bool = False,
+            decision_ids: list[int | str] | None = None, cold: bool = False, only: str | None = None,
             progress: Callable[[str], None] = lambda line: None) -> Confirmation:
     """Run `command` `runs` times as it is and `runs` times with the decisions of a sweep, replay or tune result
     applied (`decisions_of`; or the kept decisions `decision_ids`), alternating (ABBA, so a drift of the machine
@@ -202,7 +205,9 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     between the arms. Saved in the store. `sweep_id` None: the newest sweep result. `against` "sweep": the unpinned
     arm runs, pinned, the configs the sweep's recorded run picked, so a replay's regret (that config against the
     pinned one) is measured as it is even where the autotuner's pick is a draw.
-    Every run has Inductor's caches off where `cold` asks or `runs_cold` finds it must."""
+    Every run has Inductor's caches off where `cold` asks or `runs_cold` finds it must. `only`: a regex; the
+    decisions whose kernel and key it finds (`_decision_text`) alone, as a decision only the step measures (a
+    template fusion the other way) must be confirmed."""
     if against not in AGAINST or (decision_ids and against == "sweep"):
         raise TritonhookError(f"--against {against}: one of {', '.join(AGAINST)} (sweep only with a sweep result)")
     if decision_ids and sweep_id is not None:
@@ -210,10 +215,14 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     result = None if decision_ids else _result(store, sweep_id)
     check_runs(runs)
     made = kept(store, decision_ids) if decision_ids else decisions_of(store, result)
+    if only is not None:
+        made = _only(made, only, f"result {result.id}" if result else "the decisions given")
     pins = [d for d in made.decisions if isinstance(d.key, AutotuneKey)]
     swept = _swept_decisions(made.rows, made.recording) if made.recording else {}
     baseline = {pin.key: swept[pin.key].decision["chosen"] for pin in pins if pin.key in swept} \
         if against == "sweep" else {}
+    ways = _recorded_ways(made)  # a template fusion run the other way is compared with its way as recorded
+    baseline.update(ways)
     why_cold = "--cold" if cold else runs_cold(made)
     if why_cold:
         progress(f"every run with Inductor's caches off ({why_cold}), so each compiles and tunes as a first run")
@@ -223,6 +232,9 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
     recordings = _run_arms(command, store, applied, runs, why_cold is not None, progress)
     found = []
     for pin in pins:
+        if pin.key in ways:
+            found.append(_measure_fusion(pin, ways[pin.key], recordings, min_effect, len(made.decisions) - 1))
+            continue
         row = swept.get(pin.key, _Swept(None, "", {}, None))
         at_pin = _PinnedKernel(pin, row.decision.get("key_names") or [],
                                _sources(made.recording, row.group) if made.recording else frozenset())
@@ -237,6 +249,23 @@ def confirm(store: Store, sweep_id: int | str | None, command: list[str], *, run
                                 inductor_cold=why_cold is not None, held_picks=len(held))
     confirmation.id = store.add_result(RESULT_KIND, confirmation.to_json())
     return confirmation
+
+
+def _only(made: Made, pattern: str, whose: str) -> Made:
+    """`made` with the decisions whose kernel and key `pattern` finds (`re.search`) alone."""
+    found = compile_select(pattern)
+    chosen = [d for d in made.decisions if found.search(_decision_text(d))]
+    if not chosen:
+        raise TritonhookError(f"--only {pattern!r}: no decision of {whose} matches; its decisions: "
+                              + "; ".join(_decision_text(d) for d in made.decisions))
+    return made._replace(decisions=chosen)
+
+
+def _decision_text(decision: Decision) -> str:
+    """A decision's kernel and key as `--only` searches them: "KERNEL [TUNING KEY]" or "KERNEL CHOICE"."""
+    if isinstance(decision.key, AutotuneKey):
+        return f"{decision.key.kernel} [{', '.join(decision.key.tuning_key)}]"
+    return f"{decision.evidence.kernel} {decision.choice.label}"
 
 
 def runs_cold(made: Made) -> str | None:
@@ -397,6 +426,45 @@ def _measure_pin(at_pin: _PinnedKernel, recordings: dict[str, list[Recording]],
     if len(by_shapes) > 1:
         found.shapes = [{"shapes": ", ".join(map(shapes_text, shapes)), "row": shapes == row_shapes, "ms": arm_ms,
                          **_compared(arm_ms, min_effect)} for shapes, arm_ms in sorted(by_shapes.items())]
+    return found
+
+
+def _recorded_ways(made: Made) -> dict[AutotuneKey, dict]:
+    """Per template fusion pinned the other way among `made`'s decisions (`keep._Maker.flip_near_ties`), the way
+    the recording it was measured on ran (its config): what the arm as it is pins, since a run whose GEMM choice is
+    held fuses whatever fits without the scheduler's benchmark. A fusion whose recording is not here has none."""
+    recorded = {(d["kernel"], tuple(d.get("key") or ())): d["chosen"] for recording in made.measured_on
+                for d in recording.autotune if d.get("tuner") == _triton.TEMPLATE_FUSION and d.get("chosen")}
+    return {d.key: recorded[d.key.kernel, d.key.tuning_key] for d in made.decisions
+            if isinstance(d.key, AutotuneKey) and _triton.FUSED in dict(d.choice.config)
+            and (d.key.kernel, d.key.tuning_key) in recorded}
+
+
+def _measure_fusion(pin: Decision, recorded: dict, recordings: dict[str, list[Recording]], min_effect: float,
+                    others: int) -> PinConfirmation:
+    """A template fusion pinned the other way, against its way as recorded: measured by the step (the recorded
+    Triton GPU time of each run), since its GEMM runs other kernels in each arm (one fused kernel, or the template
+    and its neighbour apart); `others`: the confirmation's other decisions, which that step holds too. Each arm
+    ran its way where every run's pinner took it (a `pinned` decision at the fusion's key with its `fused`)."""
+    config = dict(pin.choice.config)
+
+    def ran(arm: str, way: dict) -> bool:
+        return bool(recordings[arm]) and all(
+            any(d.get("tuner") == _triton.PINNED and d["kernel"] == pin.key.kernel
+                and tuple(d.get("key") or ()) == pin.key.tuning_key
+                and bool((d.get("chosen") or {}).get(_triton.FUSED)) == bool(way.get(_triton.FUSED))
+                for d in recording.autotune)
+            for recording in recordings[arm])
+
+    ms = {arm: [recording.total_gpu_ms for recording in recordings[arm]] for arm in ARMS}
+    ev = pin.evidence
+    found = PinConfirmation(pin.key.kernel, list(pin.key.tuning_key), config_text(config),
+                            {"ratio": ev.ratio, "low": ev.low, "high": ev.high}, ms,
+                            pinned_ran=ran("pinned", config), workload_config=config_text(recorded),
+                            against="sweep", baseline_ran=ran("unpinned", recorded), decision=identity(pin),
+                            by_step=others)
+    figures = _compared(ms, min_effect)
+    found.ratio, found.low, found.high, found.verdict = (figures[k] for k in ("ratio", "low", "high", "verdict"))
     return found
 
 

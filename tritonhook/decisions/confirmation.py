@@ -36,6 +36,7 @@ AGAINST = {"autotuner": "the unpinned arm: the workload's autotuner tunes again 
 """What a pinned config is compared with inside the workload (`decisions confirm --against`)."""
 
 CONFIRMED, REPLAY_BIAS, UNDECIDED, SLOWER = "confirmed", "replay bias", "undecided", "slower pinned"
+STEP_SHARED, NO_GAIN = "step shared", "no gain"
 STANDINGS = {
     CONFIRMED: "confirmed inside the workload with the config pinned",
     REPLAY_BIAS: "NOT confirmed inside the workload: a replay bias (every unpinned run ran the sweep's config, and "
@@ -49,6 +50,11 @@ STANDINGS = {
             "1), whatever the unpinned runs' autotuner picked",
     "picks unseen": "not judged: the unpinned runs did not tune it (a cache gave their config)",
     "not pinned": "not judged: a run did not launch the config its arm pins",
+    STEP_SHARED: "not judged: a template fusion the other way is measured by the step alone (its GEMM runs other "
+                 "kernels in each arm), and this step holds other decisions too; confirm it alone (tritonhook "
+                 "decisions confirm --only 'GRAPH NODE')",
+    NO_GAIN: "not judged: no difference in the step either way (its interval holds 1); the scheduler's way stands "
+             "unless more --runs find the other way faster",
 }
 """What a confirmation says of a regret (`PinConfirmation.standing`), in words."""
 
@@ -93,6 +99,8 @@ class PinConfirmation:
     shapes: list[dict] = dataclasses.field(default_factory=list)  # per input shape of a key that ran at several:
     # {"shapes": text, "row": the regret's row's, "ms", "ratio", "low", "high", "verdict"}
     decision: dict | None = None      # the pin's key and choice as its JSON holds them (`decision_text`)
+    by_step: int | None = None        # a template fusion the other way, judged by the step: the confirmation's
+    # other decisions, which the step holds too (0: it measures this one alone); None for any other pin
 
     @property
     def at_row(self) -> dict:
@@ -112,6 +120,8 @@ class PinConfirmation:
         of 32 keys of a DDP job); otherwise not judged, and why."""
         if not self.pinned_ran or (self.against == "sweep" and not self.baseline_ran):
             return "not pinned"
+        if self.by_step is not None:  # the scheduler timed the other way slower: the step says whether it pays
+            return STEP_SHARED if self.by_step else {"faster": CONFIRMED, "slower": SLOWER}.get(self.verdict, NO_GAIN)
         judged = self.at_row
         if judged["verdict"] == "faster":
             return CONFIRMED
@@ -138,6 +148,8 @@ class PinConfirmation:
         """How many configs the unpinned runs' autotuner picked, and how often the sweep's and the pinned one; where
         it tuned in none of them, that a cache gave the pick (Inductor's, or Triton's autotune cache), so its
         reproducibility was not seen."""
+        if self.by_step is not None:
+            return "not tuned: the recorded way pinned as it is"
         if self.against == "sweep":
             return "not tuned: the sweep's config pinned"
         if not self.picks:
@@ -262,8 +274,10 @@ class Confirmation:
         rows = []
         for pin in self.pins:
             replay = pin.replay
+            whose = " (the scheduler's)" if pin.by_step is not None else ""
             rows.append((pin.kernel, ", ".join(pin.tuning_key), pin.config,
-                         f"{replay['ratio']:.3f} [{replay['low']:.3f}, {replay['high']:.3f}]", _in_workload(pin),
+                         _interval(replay["ratio"], replay.get("low"), replay.get("high")) + whose,
+                         _in_workload(pin) + (" (the step)" if pin.by_step is not None else ""),
                          pin.at_row["verdict"] if pin.pinned_ran else "not pinned",
                          STANDINGS[pin.standing], pin.picks_text()))
         against = {pin.against for pin in self.pins}

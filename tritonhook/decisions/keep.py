@@ -24,6 +24,7 @@ from .. import binaries
 from ..store import ResultKind, Store, register_result_kind, result_kind_text
 from ..sweep.autotune import config_at_row, config_text, tuning_key_of
 from ..sweep.divergence import Divergence, divergence
+from ..sweep.fusion import near_ties
 from ..sweep.recording import Recording
 from ..sweep.result import RESULT_KIND as SWEEP_KIND, SweepResult, SweepRow, against_workload, within_fidelity_bar
 from ..sweep.tune import RESULT_KIND as TUNE_KIND, TuneResult
@@ -297,6 +298,22 @@ class _Maker:
                                   f"a decision's evidence is a ratio to plain")
         self.pin_all_configs(result.rows)
         self.builds_of(result.rows)
+        self.flip_near_ties(result, confirmed_only=True)
+
+    def flip_near_ties(self, result: SweepResult, *, confirmed_only: bool = False) -> None:
+        """Offer each template fusion the sweep found a near tie (`sweep.fusion`) pinned the other way: what a
+        confirmation runs against the way the scheduler took. The scheduler timed that way slower (its evidence:
+        the other way over the way taken), so only the workload can say it pays: `confirmed_only` keeps a flip
+        only where the newest confirmation of it found it faster (what `from-result` keeps)."""
+        if not self.recording.device:
+            return
+        confirmed = newest_confirmations(self.store) if confirmed_only else {}
+        for fusion in near_ties(result.template_fusions, result.fusion_near_tie):
+            decision = Decision(AutotuneKey(fusion.kernel, tuple(fusion.key), self.recording.device),
+                                Choice(PLAIN, config=tuple(fusion.other.items())),
+                                self.evidence(fusion.kernel, {"ratio": fusion.margin}, "-"))
+            if not confirmed_only or (confirmed.get(decision_text(decision.to_json())) or {}).get("confirmed"):
+                self.offer(decision.key, decision.choice, decision.evidence)
 
     def builds_of(self, rows: list[SweepRow]) -> None:
         """Offer per build (key) the variant "faster" on some of its rows, "slower" or with outputs that differ on

@@ -24,6 +24,7 @@ from ..measure.variants import Variant, config_of_label
 from ..rename import compile_select
 from ..store import ResultKind, Store, register_result_kind
 from .autotune import analyze_group, autotune_groups, config_text, regrets_at_shared_keys
+from .fusion import template_fusions
 from .recording import PARTLY_SYNTHETIC, SYNTHETIC, Recording, Signature, synthetic_tensors
 from .misses import ZEROS_FILLED, check_conditions, miss_reason, missed_rows
 from .result import RESULT_KIND, SweepResult, SweepRow, analyze_row, explain
@@ -173,7 +174,9 @@ def _replay(recording: Recording, store: Store, variants: Sequence[Variant], pla
         times["miss check"] = time.time() - began
     result = SweepResult(shown, labels, rounds, recording.id, recording.command,
                          {k: v for k, v in times.items() if v is not None}, min_effect,
-                         candidates=candidates, l2=l2, l2_dirt=l2_dirt).finish()
+                         candidates=candidates, l2=l2, l2_dirt=l2_dirt,
+                         fusions=[fusion.to_json() for fusion in template_fusions(recording.autotune)],
+                         fusion_near_tie=config.sweep.FUSION_NEAR_TIE.get()).finish()
     replayed = result.rows + candidates
     if recording.sample_every > 1:
         result.warnings.append(f"recorded with --sample {recording.sample_every}: launch counts, shares and the "

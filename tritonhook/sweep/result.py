@@ -16,6 +16,7 @@ from ..errors import TritonhookError
 from ..rename import exact_names_pattern
 from ..store import ResultKind, register_result_kind
 from .builds import IDENTICAL, BuiltVariant
+from .fusion import TemplateFusion, fusions_line
 
 
 TRITON_CACHE = "Triton's autotune cache (an earlier run's benchmark)"
@@ -318,8 +319,14 @@ class SweepResult:
     candidates: list[SweepRow] = dataclasses.field(default_factory=list)  # autotune candidates (rows: per group)
     l2: str = "cold"                   # the replay's L2 rule (see `replay.replay`)
     l2_dirt: str = "none"              # the L2 dirt set before each call (`config.sweep.L2_DIRT`)
+    fusions: list[dict] = dataclasses.field(default_factory=list)  # Inductor's template fusions (`fusion`)
+    fusion_near_tie: float = config.sweep.FUSION_NEAR_TIE.default   # within it a fusion is a draw
     id: int | None = None              # in the store's results table
     warning_prefix = "tritonhook sweep"
+
+    @property
+    def template_fusions(self) -> list[TemplateFusion]:
+        return [TemplateFusion.from_json(data) for data in self.fusions]
 
     def finish(self) -> "SweepResult":
         """The workload estimate of every variant that is not the baseline again (an A/A's `plain#2` estimates
@@ -418,6 +425,8 @@ class SweepResult:
             yield format.line(f"autotune: {cached} row(s) ran a pick not made at their own call (Triton's autotune "
                               f"cache; the autotuner's decision at another input shape); the recording's own "
                               f"benchmark there picks another config for {other} of them")
+        if self.fusions:
+            yield format.line(fusions_line(self.template_fusions, self.fusion_near_tie))
         for est in self.estimates:
             yield format.line(self._estimate_line(est))
             for unconfirmed in est.unconfirmed:
