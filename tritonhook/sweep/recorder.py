@@ -216,17 +216,23 @@ class Recorder:
         self.held_picks.setdefault(holder, set()).add(kernel)
 
     def on_launched(self, token) -> None:
+        """The end event, and the empty kernel queued after every timed kernel, as the replay does; both inside the
+        stream hold where the host was in time (the hold covers the host's time up to the empty kernel queued). Only
+        a held empty kernel's time is the launch lead: on a GPU the host starves (µs kernels of a small model's
+        inference) an empty kernel queued after the hold ran out times the host's launch latency, 20 µs against
+        an H200's 3.6, which taken out of every sample left a GPT-NeoX step's GEMMs with no share at all."""
         pending, start, queued_from, hold_us = token
         end = self.torch.cuda.Event(enable_timing=True)
         end.record()
+        empty = time_empty_kernel(self.torch)
         host_us = (time.perf_counter() - queued_from) * 1e6
         if host_us < hold_us:
             pending.held.append((start, end))
+            if empty is not None and len(pending.empties) < self.timed_first:
+                pending.empties.append(empty)
         else:
             pending.late.append((start, end, host_us - hold_us))
         self.host_us = 0.8 * self.host_us + 0.2 * host_us
-        if (empty := time_empty_kernel(self.torch)) is not None and len(pending.empties) < self.timed_first:
-            pending.empties.append(empty)  # queued after every timed kernel, as the replay does; the first timed
 
     def finish(self) -> Recording:
         """Read every event (after a synchronize), link each signature to its capture, and return the recording.
@@ -239,6 +245,8 @@ class Recorder:
         self._fold_fresh_scalars()
         if self.pending:
             self.torch.cuda.synchronize()
+        leads = {id(pending): [start.elapsed_time(end) for start, end in pending.empties] for pending in self.pending}
+        pooled = [ms for lead in leads.values() for ms in lead]  # the GPU's lead, for a signature never held
         for pending in self.pending:  # samples queued after their hold ran out only where none was in time
             events = pending.held or pending.late
             pending.signature.times_ms += [start.elapsed_time(end) for start, end, *_ in events]
@@ -246,7 +254,7 @@ class Recorder:
                 pending.signature.late_us += [round(late, 3) for *_, late in pending.late]
             pending.held, pending.late = [], []
             pending.signature.behind_ms = _behind_ms(pending.marks)
-            lead = [start.elapsed_time(end) for start, end in pending.empties]
+            lead = leads[id(pending)] or pooled
             pending.signature.empty_ms = round(median(lead), 6) if lead else None
             pending.marks, pending.empties = [], []
         clock = sm_clock_mhz(self.torch) if self.pending else None  # the GPU still at the workload's clocks

@@ -25,8 +25,9 @@ Lag (version 4): a signature's `behind_ms` is how far the GPU ran behind the hos
 were measured in, milliseconds where its launches waited in a deep queue, near 0 where the GPU waited for the host.
 A sweep row carries it (JSON). Trailing empty kernel (version 4): every timed launch's end event is followed by an
 empty kernel between two events (`measure.timing.time_empty_kernel`), as the replay follows each call's; `empty_ms` is
-its median time after those first timed launches (the launch lead there; `result.SweepRow.lead_ms`). Versions 1 to
-3 load without either (None), and their times were taken without the empty kernel.
+its median time after those first timed launches the stream hold covered (the launch lead there;
+`result.SweepRow.lead_ms`), the recording's held ones where the signature had none. Versions 1 to 3 load without
+either (None), and their times were taken without the empty kernel.
 
 L2 dirt (version 5): a signature's `l2_dirt` is where its dirt probes' read time lay (the median, at its first timed
 launches, just before the L2 probe) from the recording's `dirt_calibration` clean (0) to dirty (1): how much of what
