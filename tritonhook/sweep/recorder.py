@@ -218,9 +218,9 @@ class Recorder:
     def on_launched(self, token) -> None:
         """The end event, and the empty kernel queued after every timed kernel, as the replay does; both inside the
         stream hold where the host was in time (the hold covers the host's time up to the empty kernel queued). Only
-        a held empty kernel's time is the launch lead: on a GPU the host starves (µs kernels of a small model's
-        inference) an empty kernel queued after the hold ran out times the host's launch latency, 20 µs against
-        an H200's 3.6, which taken out of every sample left a GPT-NeoX step's GEMMs with no share at all."""
+        a held empty kernel's time is the launch lead: one queued after the hold ran out, on a GPU the host starves,
+        times the host's launch latency too, and the lead is taken out of every sample of the signature
+        (`Signature.gpu_ms`)."""
         pending, start, queued_from, hold_us = token
         end = self.torch.cuda.Event(enable_timing=True)
         end.record()
