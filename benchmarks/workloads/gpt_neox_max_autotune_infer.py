@@ -11,7 +11,6 @@ vocabulary; batch 8 x 256 tokens; bf16 weights, forward only under `torch.infere
 `--profile OUT.json`: `torch.profiler`'s kernel table of the steps after the first two (`steady_profile`).
 """
 
-import torch
 import transformers
 
 import steady_profile
@@ -22,10 +21,7 @@ BATCH, TOKENS = 8, 256
 def build():
     config = transformers.GPTNeoXConfig(vocab_size=4096, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
                                         intermediate_size=1024, max_position_embeddings=TOKENS, use_cache=False)
-    torch.manual_seed(0)
-    model = transformers.GPTNeoXForCausalLM(config).cuda().to(torch.bfloat16).eval()
-    ids = torch.randint(0, config.vocab_size, (BATCH, TOKENS), device="cuda")
-    return torch.compile(model, mode="max-autotune-no-cudagraphs"), {"input_ids": ids}
+    return steady_profile.causal_lm_inference(transformers.GPTNeoXForCausalLM, config, BATCH, TOKENS)
 
 
 if __name__ == "__main__":

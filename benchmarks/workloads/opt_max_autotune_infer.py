@@ -11,7 +11,6 @@ is minutes.
 `--profile OUT.json`: `torch.profiler`'s kernel table of the steps after the first two (`steady_profile`).
 """
 
-import torch
 import transformers
 
 import steady_profile
@@ -23,10 +22,7 @@ def build():
     config = transformers.OPTConfig(vocab_size=4096, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
                                     ffn_dim=1024, max_position_embeddings=TOKENS, word_embed_proj_dim=256,
                                     use_cache=False)
-    torch.manual_seed(0)
-    model = transformers.OPTForCausalLM(config).cuda().to(torch.bfloat16).eval()
-    ids = torch.randint(0, config.vocab_size, (BATCH, TOKENS), device="cuda")
-    return torch.compile(model, mode="max-autotune-no-cudagraphs"), {"input_ids": ids}
+    return steady_profile.causal_lm_inference(transformers.OPTForCausalLM, config, BATCH, TOKENS)
 
 
 if __name__ == "__main__":

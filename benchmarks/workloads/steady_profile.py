@@ -70,6 +70,16 @@ MAX_AUTOTUNE_TRITON = {"max_autotune_gemm_backends": "TRITON", "coordinate_desce
 compile-time choice among template configs), coordinate-descent tuning on."""
 
 
+def causal_lm_inference(model_class, config, batch: int, tokens: int) -> tuple[Callable, dict]:
+    """A transformers causal LM of `model_class` built from `config` (random weights, seed 0: nothing downloaded),
+    bf16 on the GPU in eval mode, compiled under `mode="max-autotune-no-cudagraphs"`, and `batch` x `tokens` random
+    token ids: what `inference_main`'s `build()` returns."""
+    torch.manual_seed(0)
+    model = model_class(config).cuda().to(torch.bfloat16).eval()
+    ids = torch.randint(0, config.vocab_size, (batch, tokens), device="cuda")
+    return torch.compile(model, mode="max-autotune-no-cudagraphs"), {"input_ids": ids}
+
+
 def inference_main(build: Callable[[], tuple[Callable, dict]]) -> None:
     """`main` for a model's forward pass: `build()` returns the model compiled under
     `mode="max-autotune-no-cudagraphs"` and its keyword inputs; a step calls it under `torch.inference_mode()`,

@@ -120,7 +120,7 @@ class PinConfirmation:
         of 32 keys of a DDP job); otherwise not judged, and why."""
         if not self.pinned_ran or (self.against == "sweep" and not self.baseline_ran):
             return "not pinned"
-        if self.by_step is not None:  # the scheduler timed the other way slower: the step says whether it pays
+        if self.by_step is not None:  # the scheduler's timing was a draw: the step says whether the other way pays
             return STEP_SHARED if self.by_step else {"faster": CONFIRMED, "slower": SLOWER}.get(self.verdict, NO_GAIN)
         judged = self.at_row
         if judged["verdict"] == "faster":

@@ -302,9 +302,9 @@ class _Maker:
 
     def flip_near_ties(self, result: SweepResult, *, confirmed_only: bool = False) -> None:
         """Offer each template fusion the sweep found a near tie (`sweep.fusion`) pinned the other way: what a
-        confirmation runs against the way the scheduler took. The scheduler timed that way slower (its evidence:
-        the other way over the way taken), so only the workload can say it pays: `confirmed_only` keeps a flip
-        only where the newest confirmation of it found it faster (what `from-result` keeps)."""
+        confirmation runs against the way the scheduler took. The scheduler's own timing (its evidence: the other
+        way over the way taken) is a draw, so only the workload can say it pays: `confirmed_only` keeps a flip only
+        where the newest confirmation of it found it faster (what `from-result` keeps)."""
         if not self.recording.device:
             return
         confirmed = newest_confirmations(self.store) if confirmed_only else {}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import config
 from .._triton import FUSED, TEMPLATE_FUSION
 
 
@@ -86,9 +85,8 @@ def _fusion(decision: dict) -> TemplateFusion:
                           own[1] if own else None, other[0] if other else None, other[1] if other else None)
 
 
-def near_ties(fusions: list[TemplateFusion], within: float | None = None) -> list[TemplateFusion]:
-    """The fusions whose other way the scheduler timed within `within` (default `config.sweep.FUSION_NEAR_TIE`)."""
-    within = config.sweep.FUSION_NEAR_TIE.get() if within is None else within
+def near_ties(fusions: list[TemplateFusion], within: float) -> list[TemplateFusion]:
+    """The fusions whose other way the scheduler timed within `within` (a sweep's `config.sweep.FUSION_NEAR_TIE`)."""
     return [fusion for fusion in fusions if fusion.near_tie(within)]
 
 
