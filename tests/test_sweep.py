@@ -991,20 +991,3 @@ def _one_signature(tensor: dict) -> dict:
                               times_ms=[0.01])
     return rec.Recording([signature], arch="sm_90a", device=None, triton_version="3.6.0", torch_version=None,
                          pid=1).to_json()
-
-
-@pytest.mark.release_independent  # torch's profiler state, no compile
-def test_a_recording_times_no_launch_once_torch_profiler_has_traced_the_workload():
-    """The recorder asks torch whether its profiler traces the workload before it times a launch; once it has, it
-    times none for the rest of the process (kernel tracing lengthens what events read, during and after it: the GPU
-    test `test_launches_under_torch_profiler_and_after_it_are_not_timed`). A real profiler, on the CPU."""
-    import types
-
-    torch = pytest.importorskip("torch")
-    from tritonhook.sweep.recorder import Recorder
-
-    recorder = types.SimpleNamespace(torch=torch, profiler_seen=False)
-    assert not Recorder._profiler_seen(recorder)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
-        assert Recorder._profiler_seen(recorder)
-    assert Recorder._profiler_seen(recorder) and not torch._C._autograd._profiler_enabled()

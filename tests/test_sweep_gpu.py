@@ -240,11 +240,11 @@ def test_a_workload_that_fails_after_launching_keeps_its_recording(tmp_path):
     assert [s.kernel for s in load(Store(tmp_path / "s")).signatures] == ["add_kernel"]  # the latest recording
 
 
-def test_launches_under_torch_profiler_and_after_it_are_not_timed(tmp_path):
+def test_launches_while_torch_profiler_traces_the_workload_are_not_timed(tmp_path):
     """A workload that runs the add a few times, then under `torch.profiler` (CUDA activity, as a user profiling
     steps does), then after it: CUPTI's kernel tracing lengthens what events read around the add (on an H200 a held
-    3.2 µs add read 28.5 µs under it, 15.0 µs after it), so the recording times only the launches before it, says
-    how many it left untimed, and its time per launch replays near it (a launch-bound add: within 30%)."""
+    3.2 µs add read 28.5 µs under it), so the recording times no launch while it traces, says how many it left
+    untimed, and its time per launch replays near it (a launch-bound add: within 30%)."""
     import subprocess
     import sys
 
@@ -265,13 +265,14 @@ def test_launches_under_torch_profiler_and_after_it_are_not_timed(tmp_path):
                            sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     untimed = re.search(r"(\d+) launch\(es\) not timed: torch.profiler traced the workload", done.stderr)
-    assert untimed and int(untimed.group(1)) >= 5, done.stderr[-2000:]  # launches 5-9 and the 256th
+    assert untimed and int(untimed.group(1)) == 5, done.stderr[-2000:]  # launches 5 to 9, under it
     store = Store(tmp_path)
     (signature,) = load(store).signatures
-    assert signature.launches == 324 and len(signature.times_ms) == 3  # launches 2 to 4
+    print(f"\nlaunches {signature.launches}, samples {signature.times_ms}")
+    assert len(signature.times_ms) == 4  # launches 2 to 4, and the 256th, after it
     result = sweep.replay(load(store), store, parse_variants("plain,plain"), sweep.ReplayPlan(rounds=9))
     (row,) = result.rows
-    print(f"\nrecorded {row.recorded_ms * 1e3:.2f} µs, replay/workload {row.fidelity:.3f}")
+    print(f"recorded {row.recorded_ms * 1e3:.2f} µs, replay/workload {row.fidelity:.3f}")
     assert 0.7 <= row.fidelity <= 1.3  # timed under the profiler: about 0.1
 
 

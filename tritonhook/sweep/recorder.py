@@ -69,8 +69,9 @@ class Recorder:
         self.launch_tracer: _triton.LaunchTracer | None = None   # set by `_tracers`
         self.loaded: dict[str, object] = {}
         self.host_us = HOLD_EXTRA_US     # the host's time from a stream hold to the kernel queued, smoothed
-        self.profiler_seen = False       # torch.profiler traced the workload (`_profiler_seen`)
-        self.untimed_for_profiler = 0    # launches not timed since
+        # launches not timed because torch.profiler traced the workload then: its kernel tracing (CUPTI) lengthens
+        # what CUDA events read around a kernel, held or not (on an H200 a held 3.2 µs add read 28.5 µs under it)
+        self.untimed_for_profiler = 0
         self.decisions: list[dict] = []
         self.held_picks: dict[str, set[str]] = {}  # who held a pick -> the kernels that ran it untuned here
         self.tuning_snapshots: dict[int, dict] = {}  # autotune group -> its configs' shared snapshots (describe_tensor)
@@ -117,19 +118,10 @@ class Recorder:
         first_timed = 1 < calls <= self.timed_first + 1
         if not first_timed and calls // self.time_every <= before // self.time_every:
             return None
-        if self._profiler_seen():
-            self.untimed_for_profiler += 1
+        if self.torch._C._autograd._profiler_enabled():
+            self.untimed_for_profiler += 1  # see `untimed_for_profiler`
             return None
         return self._start_timing(pending, args if first_timed and self.l2_probe else None)
-
-    def _profiler_seen(self) -> bool:
-        """Whether torch.profiler traces the workload now or has since the recording began. Its kernel tracing
-        (CUPTI) lengthens what CUDA events read around a kernel, held or not, and stays attached after it stops: on
-        an H200 a held 3.2 µs add read 28.5 µs under it and 15.0 µs after it. So no launch is timed from then on
-        (`finish` says how many were not). A profiler's warm-up phase traces before it reports itself enabled."""
-        if not self.profiler_seen:
-            self.profiler_seen = bool(self.torch._C._autograd._profiler_enabled())
-        return self.profiler_seen
 
     def _described(self, spec: _triton.LaunchSpec, args: tuple, candidate) -> list[dict]:
         """The launch's arguments as data, snapshotted unless Inductor is compiling (its benchmarks of template
@@ -277,8 +269,8 @@ class Recorder:
         self._release_warnings(signatures)
         if self.untimed_for_profiler:
             print(f"tritonhook sweep: {self.untimed_for_profiler} launch(es) not timed: torch.profiler traced the "
-                  f"workload, and its kernel tracing lengthens what CUDA events read around a kernel from then on; "
-                  f"their signatures' times are those taken before it", file=sys.stderr)
+                  f"workload then, and its kernel tracing lengthens what CUDA events read around a kernel; their "
+                  f"signatures' times are those taken outside it", file=sys.stderr)
         self._resolve_held_picks(signatures)
         self._compiled_ahead_line()
         device = self.torch.cuda.get_device_name() if self.torch.cuda.is_available() else None
