@@ -269,7 +269,7 @@ def test_launches_while_torch_profiler_traces_the_workload_are_not_timed(tmp_pat
     store = Store(tmp_path)
     (signature,) = load(store).signatures
     print(f"\nlaunches {signature.launches}, samples {signature.times_ms}")
-    assert 3 <= len(signature.times_ms) <= 4  # launches 2 to 4; the 256th, after it, where its hold was in time
+    assert 1 <= len(signature.times_ms) <= 4  # of launches 2 to 4 and the 256th, those whose hold was in time
     assert max(signature.times_ms) < 0.010  # under the profiler a sample read about 0.028 ms
     result = sweep.replay(load(store), store, parse_variants("plain,plain"), sweep.ReplayPlan(rounds=9))
     (row,) = result.rows
