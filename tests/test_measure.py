@@ -285,3 +285,17 @@ def test_the_neighbour_study_finds_the_arm_behind_which_calls_read_slow():
             behind = row["by_predecessor"][name]
             assert behind["a"] == max(behind.values()) == 1.05 * min(behind.values())
         assert set(row["pair_ratios"]) == {"c/b"}
+
+
+@pytest.mark.release_independent  # torch's profiler state, no compile
+def test_the_recorder_knows_while_torch_profiler_traces_the_process():
+    """`timing.profiler_traces`, which the recorder asks before it times a launch (on a GPU, kernel tracing lengthens
+    what events read: `test_launches_while_torch_profiler_traces_the_workload_are_not_timed`): a real profiler, on
+    the CPU, on only while it runs."""
+    torch = pytest.importorskip("torch")
+    from tritonhook.measure import timing
+
+    assert not timing.profiler_traces(torch)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        assert timing.profiler_traces(torch)
+    assert not timing.profiler_traces(torch)

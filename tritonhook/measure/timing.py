@@ -111,6 +111,13 @@ def hold_cycles_per_us(torch) -> float | None:
     return _CYCLES_PER_US[device]
 
 
+def profiler_traces(torch) -> bool:
+    """Whether torch.profiler traces the process now. Its kernel tracing (CUPTI) lengthens what CUDA events read
+    around a kernel, held or not: on an H200 a held 3.2 µs add read 28.5 µs under it
+    (`benchmarks/profiler_event_timing.py`), so a kernel timed then is not timed as it runs."""
+    return bool(torch._C._autograd._profiler_enabled())
+
+
 def time_empty_kernel(torch) -> tuple | None:
     """Queue an empty kernel (a one-cycle spin, `torch.cuda._sleep`) between two CUDA events; the events, or None
     when this torch has no spin kernel. A sweep queues one right after the end event of every kernel it times, in

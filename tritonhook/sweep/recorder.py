@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 from .. import _triton, config, preflight, processes
 from ..measure.stats import median
 from ..measure.timing import (HOLD_EXTRA_US, HOLD_MARGIN, cuda_torch, hold_cycles_per_us, hold_stream,
-                              sm_clock_mhz, time_empty_kernel)
+                              profiler_traces, sm_clock_mhz, time_empty_kernel)
 from ..launcher import Capture, ChildSettings, Record, Workload
 from ..ptx_capture import active_session, session as capture_session
 from ..errors import Stopped, TritonhookError
@@ -69,9 +69,7 @@ class Recorder:
         self.launch_tracer: _triton.LaunchTracer | None = None   # set by `_tracers`
         self.loaded: dict[str, object] = {}
         self.host_us = HOLD_EXTRA_US     # the host's time from a stream hold to the kernel queued, smoothed
-        # launches not timed because torch.profiler traced the workload then: its kernel tracing (CUPTI) lengthens
-        # what CUDA events read around a kernel, held or not (on an H200 a held 3.2 µs add read 28.5 µs under it)
-        self.untimed_for_profiler = 0
+        self.untimed_for_profiler = 0    # launches not timed: torch.profiler traced the workload then
         self.decisions: list[dict] = []
         self.held_picks: dict[str, set[str]] = {}  # who held a pick -> the kernels that ran it untuned here
         self.tuning_snapshots: dict[int, dict] = {}  # autotune group -> its configs' shared snapshots (describe_tensor)
@@ -118,8 +116,8 @@ class Recorder:
         first_timed = 1 < calls <= self.timed_first + 1
         if not first_timed and calls // self.time_every <= before // self.time_every:
             return None
-        if self.torch._C._autograd._profiler_enabled():
-            self.untimed_for_profiler += 1  # see `untimed_for_profiler`
+        if profiler_traces(self.torch):  # what events read then is not the kernel's time
+            self.untimed_for_profiler += 1
             return None
         return self._start_timing(pending, args if first_timed and self.l2_probe else None)
 
