@@ -94,7 +94,7 @@ def fusions_line(fusions: list[TemplateFusion], within: float) -> str:
     """What a sweep says of its template fusions: how many, how many fused, and the near ties its confirmation runs
     the other way."""
     timed = [f for f in fusions if f.margin is not None]
-    ties = [f for f in timed if f.near_tie(within)]
+    ties = near_ties(timed, within)
     closest = min(timed, key=lambda f: abs(f.margin - 1.0), default=None)
     line = (f"template fusions: {len(fusions)} GEMM(s) decided by Inductor's scheduler, "
             f"{sum(f.fused for f in fusions)} fused; {len(timed)} timed both ways")
