@@ -14,6 +14,11 @@ import pytest
 from tritonhook import config
 
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # silences Triton 3.9's start-up warning
+# Inductor on a CPU probes each vector ISA the CPU's flags claim by compiling and loading a program per ISA into its
+# cache; every test's Inductor compile has a cache of its own, so each paid the probe again (~8 s of a 2-core
+# machine's CPU per process, 45 of tests/test_divergence.py's 118 s). The tests check what Inductor autotunes and
+# compiles, not its ISA probe: the CPU's flags are taken as they are (inherited by every child process).
+os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
 
 
 def gpu_available() -> bool:

@@ -7,6 +7,9 @@ entry runs the defaults.
 """
 from __future__ import annotations
 
+TUNED_WITH_TRITON = (3, 6)
+"""The Triton release every table entry was measured with (benchmarks/hopper_attention_tune.py on the H200)."""
+
 WS_KNOBS = {"block_n": "BLOCK_N", "stages": "STAGES", "pingpong": "PINGPONG", "overlap": "OVERLAP",
             "head_group": "HEAD_GROUP", "tma_store": "TMA_STORE", "defer_wait": "DEFER_WAIT",
             "consumer_regs": "CONSUMER_REGS", "producer_regs": "PRODUCER_REGS", "tc_rowsum": "TC_ROWSUM",
