@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -30,7 +31,6 @@ GPUS = ("sm_80", "sm_90a", "sm_100a", "sm_120a")
 @functools.lru_cache(maxsize=None)
 def triton_ptx(sample: str, capability: int) -> str:
     """Triton's PTX for a sample kernel, at PTX ISA 8.7 so that every ptxas from 12.8 on reads it."""
-    import os
     import tempfile
 
     from tritonhook.samples import compile_sample
@@ -158,6 +158,39 @@ def test_opcode_counts_agree_with_nvdisasm_listing(source, gpu):
     cubin = Cubin.from_bytes(data)
     assert {name: k.instructions for name, k in cubin.kernels.items()} == {
         name: sum(counts.values()) for name, counts in expected.items()}
+
+
+def test_a_cubin_listed_once_is_not_listed_again_by_the_same_nvdisasm(tmp_path, monkeypatch):
+    """nvdisasm's listings are kept by cubin, arguments and nvdisasm (`binaries.listing_file`): the same cubin listed
+    again runs no nvdisasm and reads what it printed; another modification time of the binary, other arguments or a
+    damaged entry list it anew. The nvdisasm here is Triton's, behind a script that logs each run."""
+    monkeypatch.setenv("TRITONHOOK_CACHE", str(tmp_path / "cache"))
+    log = tmp_path / "runs"
+    logging = tmp_path / "nvdisasm"
+    logging.write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec {tools.find_nvdisasm()} \"$@\"\n")
+    logging.chmod(0o755)
+    data = assembled("matmul_fp16", "sm_90a", "triton").cubin
+    direct = subprocess.run([tools.find_nvdisasm(), "-c", str(_written(tmp_path / "k.cubin", data))],
+                            capture_output=True, text=True, check=True).stdout
+
+    def listed(*args: str) -> tuple[str, int]:
+        text = tools.run_nvdisasm(data, args, nvdisasm=str(logging))
+        return text, len(log.read_text().splitlines())
+
+    assert listed("-c") == (direct, 1)
+    assert listed("-c") == (direct, 1)  # kept
+    assert listed("-c", "-hex")[1] == 2
+    kept = tools.listing_file(str(logging), ["-c"], data)
+    kept.write_bytes(kept.read_bytes()[:20])
+    assert listed("-c") == (direct, 3)
+    os.utime(logging, ns=(1, 1))
+    assert listed("-c") == (direct, 4)
+    assert listed("-c") == (direct, 4)
+
+
+def _written(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
 
 
 def nvdisasm_eiattr_names(data: bytes) -> list[str]:

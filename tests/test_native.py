@@ -10,7 +10,7 @@ from tritonhook.errors import TritonhookError
 
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRITONHOOK_NATIVE_CACHE", str(tmp_path / "native"))
+    monkeypatch.setenv("TRITONHOOK_CACHE", str(tmp_path / "native"))
     _native.load.cache_clear()
     yield tmp_path / "native"
     _native.load.cache_clear()

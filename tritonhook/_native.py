@@ -2,7 +2,7 @@
 
 Why built at first use rather than at install: an editable or pure-Python install stays what it is, and any machine
 that launches Triton kernels already has what this needs, since Triton builds its own launchers the same way: a C
-compiler (`$CC`, else cc, gcc or clang) and Python's headers. The built module sits in `$TRITONHOOK_NATIVE_CACHE`,
+compiler (`$CC`, else cc, gcc or clang) and Python's headers. The built module sits in `$TRITONHOOK_CACHE`,
 named by a hash of its source, the interpreter's ABI tag and the compiler, so an edit or another Python builds
 afresh; it is written to a temporary name and renamed, so processes building at once do not read half a file.
 """
@@ -43,7 +43,7 @@ def load(name: str) -> ModuleType:
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     cc = compiler()
     digest = hashlib.sha256(source.read_bytes() + suffix.encode() + cc.encode()).hexdigest()[:16]
-    built = Path(os.path.expanduser(config.paths.NATIVE_CACHE.get())) / f"{name}-{digest}{suffix}"
+    built = Path(os.path.expanduser(config.paths.CACHE.get())) / f"{name}-{digest}{suffix}"
     if not built.exists():
         _build(source, built, cc)
     spec = importlib.util.spec_from_file_location(f"tritonhook.{name}", built)
@@ -57,7 +57,7 @@ def _build(source: Path, target: Path, cc: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise TritonhookError(f"{target.parent}: cannot create the C helper cache ({exc.strerror or exc}); "
-                              f"set TRITONHOOK_NATIVE_CACHE to a writable folder") from None
+                              f"set TRITONHOOK_CACHE to a writable folder") from None
     include = sysconfig.get_paths()["include"]
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
         partial = Path(scratch) / target.name

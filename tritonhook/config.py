@@ -441,9 +441,10 @@ class paths:
                         "Where tritonhook's sitecustomize is put first for child processes.")
     PATH = EnvVar("PATH", [], _path_list,
                   "Searched for ptxas and nvdisasm; a recording ptxas wrapper goes first on it.")
-    NATIVE_CACHE = EnvVar("TRITONHOOK_NATIVE_CACHE", "~/.cache/tritonhook", str,
-                          "Where tritonhook keeps the C helpers it builds (the launch tracer's per-launch path), one "
-                          "file per source, Python and platform.")
+    CACHE = EnvVar("TRITONHOOK_CACHE", "~/.cache/tritonhook", str,
+                   "What tritonhook makes once per machine and keeps: the C helpers it builds (the launch tracer's "
+                   "per-launch path), one file per source, Python and platform, and nvdisasm's listings, one per "
+                   "cubin, arguments and nvdisasm (nvdisasm/).")
     CC = EnvVar("CC", None, str, "The C compiler for tritonhook's C helpers (as for Triton's launchers); else cc, gcc, "
                 "clang on PATH.")
 
