@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The project's test command. Each supported Triton release gets its own virtualenv (.venv-triton-X.Y.Z, made on
 # first use): the whole suite (tests/: tritonhook's, and the kernel packages' in tests/gluon_kernels/ and
-# tests/sm120_attn/) runs under Triton 3.6.0 and 3.9.0, the releases the bundled kernels target, and the tests marked
-# `every_release` also under 3.7.1 and 3.8.0: those that reach what differs from one release to the next (the hook
-# points of tritonhook._triton, the only code that touches Triton's internals; the launch path; the release's ptxas
-# and what it writes). What stands on them (the sweep's statistics, the gate, decisions, tune, the CLI) is proven
-# under the first and the newest release; every release between them is proven where it can differ.
+# tests/sm120_attn/) runs under Triton 3.6.0 and 3.9.0, the releases the bundled kernels target (the Hopper kernel's
+# tuning grid under 3.6.0, the release its tables are tuned with: gluon_kernels.tuning.TUNED_WITH_TRITON), and the
+# tests marked `every_release` also under 3.7.1 and 3.8.0: those that reach what differs from one release to the
+# next (the hook points of tritonhook._triton, the only code that touches Triton's internals; the launch path; the
+# release's ptxas and what it writes). What stands on them (the sweep's statistics, the gate, decisions, tune, the
+# CLI) is proven under the first and the newest release; every release between them is proven where it can differ.
 # Extra arguments go to pytest (e.g. -k capture). TRITON_VERSIONS / TRITON_CORE_VERSIONS override the two lists.
 # Tests marked `release_independent` (what they check cannot change with the release the suite runs under: they
 # never reach its Triton compiler or tritonhook._triton, or they build under every release's own virtualenv as
