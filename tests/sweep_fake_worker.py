@@ -5,12 +5,14 @@ It speaks the real worker protocol (`tritonhook.sweep.worker.serve`, `hello`, `p
 fails the signature) and returning fixed timings. Told to, it dies on a signature, as a faulting kernel does:
 
     python sweep_fake_worker.py [--die ID] [--die-once MARKER ID] [--kill-parent] [--hang ID] [--slow ID S]
-        [--refuse WHY]
+        [--seconds-per-signature S] [--refuse WHY]
         [--expect KEY=JSON] JOB
 
 --die ID: SIGKILL itself on signature ID, every time; --die-once MARKER ID: only when MARKER does not exist yet
 (it creates it); --kill-parent: SIGKILL its parent too (in a Ray task: the Ray worker process); --hang ID: sleep;
 --slow ID SECONDS: take SECONDS longer over signature ID (a kernel whose replay outlasts the others');
+--seconds-per-signature SECONDS: take SECONDS over every signature (workers busy side by side, as the scheduling
+tests need; none by default: a test of what a replay measures waits for nothing);
 --refuse WHY: refuse the job as a worker on a GPU of another architecture does; --expect KEY=JSON: every
 signature fails unless the job's KEY holds that value; --time-by-text: each variant "takes" a time inversely
 proportional to its kernel's .text size (the larger build is the faster one: a ranking a test computes from the
@@ -48,9 +50,6 @@ from tritonhook.sweep.job import ReplayJob
 from tritonhook.sweep.misses import DIRT_WORDS
 from tritonhook.sweep.recording import tensors_of
 from tritonhook.sweep.worker import BASELINE_RUNS, REFUSED_EXIT, _arguments, _buffers, hello, protocol, serve
-
-SECONDS_PER_SIGNATURE = 0.3
-
 
 def _text_size(cubin: Path, entry: str) -> int:
     return Cubin.from_bytes(cubin.read_bytes(), label=str(cubin)).summary(entry)["text_size"]
@@ -107,6 +106,7 @@ def main() -> int:
     parser.add_argument("--kill-parent", action="store_true")
     parser.add_argument("--hang", type=int, default=None)
     parser.add_argument("--slow", nargs=2, default=None, metavar=("ID", "SECONDS"))
+    parser.add_argument("--seconds-per-signature", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--refuse", default=None)
     parser.add_argument("--expect", default=None, metavar="KEY=JSON")
     parser.add_argument("--time-by-text", action="store_true")
@@ -157,7 +157,7 @@ def main() -> int:
         for tensor in tensors_of(signature["args"]):
             if tensor.get("blob"):
                 store.read_blob(tensor["blob"])
-        time.sleep(SECONDS_PER_SIGNATURE)
+        time.sleep(args.seconds_per_signature)
         timed = [v for v in signature["variants"] if v["timed"]]
         rule = StopRule(**signature["stop"]) if signature.get("stop") else None
         samples, stopped = {v["label"]: [] for v in timed}, FIXED

@@ -41,8 +41,12 @@ SIGNATURES = 6
 VARIANTS = parse_variants("plain,cutlass_")
 
 
+BUSY = ["--seconds-per-signature", "0.3"]
+"""Each signature's replay takes this long: the scheduler's workers are busy side by side, as on GPUs."""
+
+
 def fake(*flags: str) -> list[str]:
-    return [FAKE_WORKER, *flags]
+    return [FAKE_WORKER, *BUSY, *flags]
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +185,7 @@ def test_each_result_is_in_the_store_as_it_arrives_so_a_replay_killed_half_way_k
               "from tritonhook.measure.variants import parse_variants\n"
               f"store = Store({str(store.path)!r})\n"
               f"sweep.replay(sweep.load(store, '{recording.id}'), store, parse_variants('plain,cutlass_'), "
-              f"workers=sweep.Workers.at([0, 1], worker=[{FAKE_WORKER!r}, '--hang', '{hung}']))\n")
+              f"workers=sweep.Workers.at([0, 1], worker={fake('--hang', str(hung))!r}))\n")
     before = {r["id"] for r in store.results(SIGNATURE_KIND)}
     process = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
                                env={**os.environ, "CUDA_VISIBLE_DEVICES": "0,1"})  # one worker hangs, one goes on

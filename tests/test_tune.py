@@ -31,7 +31,8 @@ pytestmark = pytest.mark.release_independent
 
 from sample_recording import sample_recording  # noqa: E402 - tests/sample_recording.py, after torch is known
 
-FAKE_WORKER = [str(Path(__file__).with_name("sweep_fake_worker.py")), "--time-by-text"]
+FAKE_WORKER = [str(Path(__file__).with_name("sweep_fake_worker.py")), "--time-by-text",
+               "--seconds-per-signature", "0.3"]  # replays take time: the chunks' workers are busy at once
 
 
 @pytest.fixture(scope="module")
