@@ -80,9 +80,14 @@ def pytest_xdist_make_scheduler(config, log):
     return WorkerGroups(config, log)
 
 
+BUNDLED_KERNEL_TESTS = ("tests/gluon_kernels/", "tests/sm120_attn/", "tests/test_golden_ptx.py")
+"""The bundled kernels' tests, by the start of their id: marked `bundled_kernels` at collection."""
+
+
 def pytest_collection_modifyitems(config, items):
     """`gpu` tests skip without a GPU; `nogpu` tests (what tritonhook says when there is none) skip with one;
-    a `serial` test not also `release_independent` is a usage error.
+    a `serial` test not also `release_independent` is a usage error; the bundled kernels' tests are marked
+    `bundled_kernels` (scripts/test-matrix.sh selects them by it).
     A marker, not `from conftest import ...`: tests/gluon_kernels has a conftest.py of its own, and which one a
     plain import finds depends on the order pytest puts folders on sys.path."""
     has_gpu = gpu_available()
@@ -90,6 +95,8 @@ def pytest_collection_modifyitems(config, items):
         if "serial" in item.keywords and "release_independent" not in item.keywords:
             raise pytest.UsageError(f"{item.nodeid}: a `serial` test must be `release_independent` too "
                                     f"(scripts/test-matrix.sh runs the serial step under the first release only)")
+        if item.nodeid.startswith(BUNDLED_KERNEL_TESTS):
+            item.add_marker(pytest.mark.bundled_kernels)
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
         if "nogpu" in item.keywords and has_gpu:

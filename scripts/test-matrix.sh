@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The project's test command. Each supported Triton release gets its own virtualenv (.venv-triton-X.Y.Z, made on
-# first use): the whole suite (tests/: tritonhook's, and the kernel packages' in tests/gluon_kernels/ and
-# tests/sm120_attn/) runs under Triton 3.6.0 and 3.9.0, the releases the bundled kernels target (the Hopper kernel's
-# tuning grid under 3.6.0, the release its tables are tuned with: gluon_kernels.tuning.TUNED_WITH_TRITON), and the
-# tests marked `every_release` also under 3.7.1 and 3.8.0: those that reach what differs from one release to the
-# next (the hook points of tritonhook._triton, the only code that touches Triton's internals; the launch path; the
-# release's ptxas and what it writes). What stands on them (the sweep's statistics, the gate, decisions, tune, the
-# CLI) is proven under the first and the newest release; every release between them is proven where it can differ.
-# Extra arguments go to pytest (e.g. -k capture). TRITON_VERSIONS / TRITON_CORE_VERSIONS override the two lists.
+# first use). The first release runs the whole suite (tests/: tritonhook's, and the kernel packages' in
+# tests/gluon_kernels/ and tests/sm120_attn/). Every later release runs the tests marked `every_release`: those that
+# reach what differs from one release to the next (the hook points of tritonhook._triton, the only code that touches
+# Triton's internals; the launch path; the release's ptxas and what it writes). What stands on them (the sweep's
+# statistics, the gate, decisions, tune, the CLI) is release-independent code over those hook points, proven under
+# the first release: so a test that reaches a line of tritonhook._triton no `every_release` test reaches is marked
+# `every_release` itself. The releases of TRITON_VERSIONS are those the bundled kernels target: each also runs the
+# kernels' tests (`bundled_kernels`; the Hopper kernel's tuning grid under the first, the release its tables are tuned
+# with: gluon_kernels.tuning.TUNED_WITH_TRITON). TRITON_CORE_VERSIONS: the releases between, which run the
+# `every_release` tests alone. Extra arguments go to pytest (e.g. -k capture).
 # Tests marked `release_independent` (what they check cannot change with the release the suite runs under: they
 # never reach its Triton compiler or tritonhook._triton, or they build under every release's own virtualenv as
 # `bisect` and `upgrade` do; the sweep's scheduler and Ray, the report in Chromium, pure statistics, rendering,
-# argument checks, the docs' links) run under the first release only.
+# argument checks, the docs' links) run under the first release only, like everything not marked.
 #
 # The heavy test dependencies (torch, Ray, CuTe DSL, cuTile, TritonParse, ...) are installed once, into
 # .venv-test-deps, with the first release's Triton: that virtualenv is the first release's. Each other release's
@@ -153,14 +155,24 @@ done
 # shellcheck disable=SC2086
 link_releases $full $core
 phase_done "installs"
+later_release_files() {  # later_release_files [kernels]: what a later release collects, the files that mark any
+    # test every_release (and the bundled kernels' tests, conftest.py's BUNDLED_KERNEL_TESTS): not the whole suite
+    # again, whose collection costs each worker seconds
+    grep -l 'mark\.every_release' tests/test_*.py
+    if [ "${1-}" = kernels ]; then echo tests/gluon_kernels tests/sm120_attn tests/test_golden_ptx.py; fi
+}
+
 for version in $full $core; do
-    marks="not release_independent"
-    [ "$version" = "$first" ] && marks="release_independent or not release_independent"
-    case " $core " in
-        *" $version "*) run_suite "$version" "every_release and not release_independent" --ignore=tests/gluon_kernels \
-                            --ignore=tests/sm120_attn "$@" ;;
-        *) run_suite "$version" "$marks" "$@" ;;
-    esac
+    if [ "$version" = "$first" ]; then
+        run_suite "$version" "release_independent or not release_independent" "$@"
+    elif case " $full " in *" $version "*) true ;; *) false ;; esac; then  # a release the kernels target
+        # shellcheck disable=SC2046
+        run_suite "$version" "(every_release or bundled_kernels) and not release_independent" \
+            $(later_release_files kernels) "$@"
+    else
+        # shellcheck disable=SC2046
+        run_suite "$version" "every_release and not release_independent" $(later_release_files) "$@"
+    fi
 done
 echo "--- $SECONDS s in all: $phases"
 if [ -n "$failed" ]; then

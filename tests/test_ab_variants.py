@@ -1,7 +1,8 @@
 """`ab` honours the whole variant grammar (docs/variants.md): each arm's children compile through Triton's own
 pipeline with the variant's ptxas, options and control file, in a Triton cache of their own, and every capture
 records what built it. Real Triton, real ptxas, fresh child processes; no GPU: the children report their compile
-wall time (as in tests/test_ab.py). Run under each Triton venv (3.6 and 3.9 pick different ptxas binaries for sm_90).
+wall time (as in tests/test_ab.py). What an arm's child is given reaches Triton's compile under every release (3.6
+and 3.9 pick different ptxas binaries for sm_90).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import textwrap
 
 import pytest
 
-from tritonhook import _triton, ab, preflight
+from tritonhook import _triton, ab, launcher, preflight
 
 from tritonhook import binaries as tools
+from tritonhook.ab.runner import kernel_summaries
 from tritonhook.errors import TritonhookError
 from tritonhook.measure.variants import parse_variants
 from tritonhook.store import Store
@@ -58,6 +60,39 @@ def run(store_path, bench, spec: str, sample: str = "matmul_fp32_ieee") -> ab.AB
                               store=Store(store_path), select=None, check=None, progress=False)
 
 
+def other_ptxas():
+    """The newest ptxas found of another version than Triton's own for sm_90 (under 3.6 the cu13 wheel's 13.4.92
+    against Triton's 12.8.93, under 3.9 the same against Triton's ptxas-blackwell 13.4.59), or None."""
+    own = tools.ptxas_version(_triton.triton_ptxas("sm_90a"))
+    others = [b for b in tools.find_ptxas() if b.version != own]
+    return max(others, key=lambda b: tuple(map(int, b.version.split(".")))) if others else None
+
+
+@pytest.mark.every_release  # Triton's ptxas knobs and compile options (_triton.check_ptxas_arm) differ by release
+@pytest.mark.parametrize("arm", ["options", "another ptxas"])
+def test_an_arms_child_builds_with_its_ptxas_and_options_through_tritons_own_compile(arm, store_path, tmp_path):
+    """What `ab` gives each arm's child (`launcher.Ptxas`) reaches Triton's own compile there: the fp32 matmul for
+    sm_90a at 128 registers under --maxrregcount=128 (255 plain: the A/B test below), assembled by the arm's ptxas,
+    and its capture says what built it. One child an arm, under every release's knobs."""
+    ptxas = None
+    if arm == "another ptxas":
+        other = other_ptxas()
+        if other is None:
+            pytest.skip("no ptxas of another version than Triton's own for sm_90 found")
+        ptxas = other.path
+    args = ("--maxrregcount=128", "--override-directive-values")
+    _triton.check_ptxas_arm(arm, ptxas, args)
+    settings = launcher.ChildSettings(capture=launcher.Capture.of(store_path),
+                                      ptxas=launcher.Ptxas(ptxas, ptxas, args, cache_dir=str(tmp_path / "cache")))
+    done = launcher.run([sys.executable, "-c", "from tritonhook.samples import compile_sample; "
+                         "compile_sample('matmul_fp32_ieee', 90)"], settings, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    store = Store(store_path, create=False)
+    [row] = kernel_summaries(store, [c.id for c in store.captures()])
+    assert (row["registers"], tuple(row["ptxas_options"])) == (128, args), row
+    assert row["ptxas"] == (ptxas or _triton.triton_ptxas("sm_90a"))
+
+
 def test_an_arm_with_ptxas_options_builds_with_them_and_plain_keeps_its_build_in_the_same_run(store_path, bench):
     """docs/variants.md#ptxas-options: the fp32 matmul for sm_90a keeps 255 registers plain and gets 128 with
     --maxrregcount=128 and --override-directive-values; the two arms' builds never meet in a cache."""
@@ -80,13 +115,10 @@ def test_an_arm_with_ptxas_options_builds_with_them_and_plain_keeps_its_build_in
 
 
 def test_an_arm_with_another_ptxas_records_that_ptxas_in_its_captures(store_path, bench):
-    """The newest ptxas found of another version than Triton's own for sm_90 (under 3.6 the cu13 wheel's 13.4.92
-    against Triton's 12.8.93, under 3.9 the same against Triton's ptxas-blackwell 13.4.59)."""
-    own = _triton.triton_ptxas("sm_90a")
-    others = [b for b in tools.find_ptxas() if b.version != tools.ptxas_version(own)]
-    if not others:
+    """An arm of another ptxas (`other_ptxas`) records that ptxas in each of its captures and its report's rows."""
+    own, other = _triton.triton_ptxas("sm_90a"), other_ptxas()
+    if other is None:
         pytest.skip("no ptxas of another version than Triton's own for sm_90 found")
-    other = max(others, key=lambda b: tuple(map(int, b.version.split("."))))
     report = run(store_path, bench, f"plain,plain@{other.path}", sample="add")
     assert report.variants[1].label == f"plain@{other.version}"
     store = Store(store_path, create=False)
@@ -112,6 +144,7 @@ WITH_CONTROLS = [b for b in tools.find_ptxas() if tools.supports_controls(b.path
 WITHOUT_CONTROLS = [b for b in tools.find_ptxas() if not tools.supports_controls(b.path)]
 
 
+@pytest.mark.every_release  # Triton's ptxas knobs and compile options (_triton.check_ptxas_arm) differ by release
 @pytest.mark.skipif(not WITH_CONTROLS, reason="no ptxas with --apply-controls (CUDA >= 13.3) found")
 def test_an_arm_hands_its_control_file_to_ptxas_through_triton(store_path, bench, acf):
     """The file reaches ptxas (which refuses this one): the child's failure is ptxas's own line."""
@@ -128,6 +161,7 @@ def tritonhook_ab(store_path, *args) -> subprocess.CompletedProcess:
                           capture_output=True, text=True)
 
 
+@pytest.mark.every_release  # Triton's ptxas knobs and compile options (_triton.check_ptxas_arm) differ by release
 @pytest.mark.skipif(not WITHOUT_CONTROLS, reason="no ptxas without --apply-controls (< 13.3) found")
 def test_a_control_file_for_a_ptxas_that_cannot_read_it_is_one_line(store_path, bench, acf):
     old = WITHOUT_CONTROLS[0]

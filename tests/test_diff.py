@@ -171,6 +171,7 @@ def _helper_calling_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, acc, mask=offsets < n)
 
 
+@pytest.mark.every_release  # the source rename rebuilds a kernel and its callees (_triton.rebuild)
 def test_source_rename_and_ptx_rename_differ_only_in_the_debug_text(store_path, capsys, tmp_path):
     """docs/rename_ab.md: Triton's DWARF names the kernel; renaming the PTX (what tritonhook does) leaves that name,
     renaming at the source (`repr=`) does not. The cubins differ in the embedded PTX text (and, from Triton 3.9's

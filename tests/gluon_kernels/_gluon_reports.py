@@ -8,7 +8,19 @@ again costs seconds."""
 
 from __future__ import annotations
 
+import pytest
+
+from gluon_kernels._compat import TRITON_VERSION
+from gluon_kernels.tuning import TUNED_WITH_TRITON
 from tritonhook.cubin import Cubin
+
+UNDER_THE_TUNERS_RELEASE = pytest.mark.skipif(TRITON_VERSION[:2] != TUNED_WITH_TRITON,
+                                              reason="the kernel is designed and its tables tuned with Triton "
+                                                     + ".".join(map(str, TUNED_WITH_TRITON)))
+"""For the tests of what a knob does, which build configurations no table ships to compare them with the shipped
+ones, and for the tuning grid: run under the release the knobs were designed and timed with (`TUNED_WITH_TRITON`).
+Under every release the kernels target, each configuration a table ships is compiled and checked (its spill bound,
+tests/gluon_kernels/test_hopper_cpu.py; its PTX, tests/test_golden_ptx.py)."""
 
 
 def cubin_report(kernel) -> dict:

@@ -7,21 +7,14 @@ from __future__ import annotations
 import pytest
 
 from gluon_kernels import compile_hopper_attention
-from gluon_kernels._compat import TRITON_VERSION
-from gluon_kernels.tuning import TUNED_WITH_TRITON
-
-from _gluon_reports import cubin_report  # noqa: E402
+from _gluon_reports import UNDER_THE_TUNERS_RELEASE, cubin_report  # noqa: E402
 from benchmark_scripts import load_benchmark
 
 tune = load_benchmark("hopper_attention_tune")
 
 # a family's configs run on one pytest-xdist worker (`WORKER_GROUPS` in the repository's conftest.py): each compares
-# against the family's default build (and fp8's against its shortest-S build). The grid is checked under the release
-# the tuner measures the tables with (`TUNED_WITH_TRITON`), the only one whose GPU minutes it saves; under every
-# release each configuration a table ships is compiled and checked (test_hopper_cpu.py, tests/test_golden_ptx.py).
-UNDER_THE_TUNERS_RELEASE = pytest.mark.skipif(TRITON_VERSION[:2] != TUNED_WITH_TRITON,
-                                              reason="the tables are tuned with Triton "
-                                                     + ".".join(map(str, TUNED_WITH_TRITON)))
+# against the family's default build (and fp8's against its shortest-S build); the tuner's GPU minutes are spent
+# under the release the tables are tuned with, so that is the one release whose grid is checked
 GRID_CONFIGS = [pytest.param(dtype, D, causal, knobs, marks=[UNDER_THE_TUNERS_RELEASE],
                              id=f"{dtype}-d{D}-{'causal' if causal else 'full'}-{tune.label(knobs)}")
                 for dtype, grids in (("bf16", tune.GRID), ("fp8e4nv", tune.GRID_FP8))
@@ -65,6 +58,7 @@ def test_the_fp8_grid_holds_the_shipped_entry_it_tunes_around():
         assert TUNED_WS_FP8[(causal, D)][0][1] in grid
 
 
+@UNDER_THE_TUNERS_RELEASE
 def test_head_group_reorders_causal_tiles_only():
     def ptx(causal, **knobs):
         return compile_hopper_attention("bf16", 128, causal, "ws", **knobs).asm["ptx"]
@@ -99,6 +93,7 @@ def test_unknown_knob_is_refused():
         compile_hopper_attention("bf16", 128, True, "simple", head_group=8)
 
 
+@UNDER_THE_TUNERS_RELEASE
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 def test_16bit_ws_kernels_store_full_tiles_of_o_by_tma(dtype):
     """The 16-bit ws kernel stages O in the tile's own Q buffer and writes it with one TMA store per consumer (the
@@ -110,6 +105,7 @@ def test_16bit_ws_kernels_store_full_tiles_of_o_by_tma(dtype):
     assert BULK_STORE not in ptx(tma_store=False)
 
 
+@UNDER_THE_TUNERS_RELEASE
 def test_deferred_store_wait_waits_in_the_next_tile_and_before_exit():
     """`defer_wait` (the default) leaves O's TMA store in flight: each consumer waits for it after the next tile's
     first block (to hand Q's buffer back), before writing O again and once before the kernel ends; 3 waits per
@@ -122,6 +118,7 @@ def test_deferred_store_wait_waits_in_the_next_tile_and_before_exit():
     assert ptx(tma_store=False) == ptx(tma_store=False, defer_wait=False)
 
 
+@UNDER_THE_TUNERS_RELEASE
 def test_fp8_stores_o_by_tma_where_its_own_o_buffer_fits_in_shared_memory():
     """fp8 stages O (bf16) in a buffer of its own: the 128-key causal S <= 1k build and the 2-stage 256-key
     builds of the table have room (and use it), a 3-stage 256-key build does not (default off; asked for, a clear
