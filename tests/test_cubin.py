@@ -161,7 +161,7 @@ def test_opcode_counts_agree_with_nvdisasm_listing(source, gpu):
 
 
 def test_a_cubin_listed_once_is_not_listed_again_by_the_same_nvdisasm(tmp_path, monkeypatch):
-    """nvdisasm's listings are kept by cubin, arguments and nvdisasm (`binaries.listing_file`): the same cubin listed
+    """nvdisasm's listings are kept by cubin, arguments and nvdisasm (`binaries.kept_file`): the same cubin listed
     again runs no nvdisasm and reads what it printed; another modification time of the binary, other arguments or a
     damaged entry list it anew. The nvdisasm here is Triton's, behind a script that logs each run."""
     monkeypatch.setenv("TRITONHOOK_CACHE", str(tmp_path / "cache"))
@@ -180,7 +180,7 @@ def test_a_cubin_listed_once_is_not_listed_again_by_the_same_nvdisasm(tmp_path, 
     assert listed("-c") == (direct, 1)
     assert listed("-c") == (direct, 1)  # kept
     assert listed("-c", "-hex")[1] == 2
-    kept = tools.listing_file(str(logging), ["-c"], data)
+    kept = tools.kept_file("nvdisasm", str(logging), ["-c"], data)
     kept.write_bytes(kept.read_bytes()[:20])
     assert listed("-c") == (direct, 3)
     os.utime(logging, ns=(1, 1))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from tritonhook import cli
 from tritonhook.cubin import Cubin
 from tritonhook._triton import triton_ptxas
 from tritonhook.ptxas_matrix import ptxas_matrix
-from tritonhook.binaries import assemble, find_ptxas, one_per_version, ptxas_version
+from tritonhook.binaries import assemble, find_ptxas, kept_file, one_per_version, ptxas_version
 from tritonhook.rename import rename_ptx
 from tritonhook.errors import TritonhookError
 
@@ -40,6 +41,39 @@ def test_rejected_ptx_carries_ptxas_message():
         assemble(ptx, triton_ptxas("sm_80"), "sm_80", label="bogus.ptx")
     message = str(info.value)
     assert message.startswith("bogus.ptx: ptxas ") and "bogus.ptx, line" in message and "error" in message
+
+
+def test_a_build_made_once_is_not_made_again_by_the_same_ptxas(tmp_path, monkeypatch):
+    """ptxas's builds are kept by PTX, target, arguments, control file and ptxas (`binaries.kept_file`): the same
+    build asked again runs no ptxas and gives its cubin and its `-v` report; another target or argument, a damaged
+    entry, another modification time of the binary, or `reuse=False` build anew, and a failed build is not kept.
+    The ptxas here is Triton's, behind a script that logs each run."""
+    monkeypatch.setenv("TRITONHOOK_CACHE", str(tmp_path / "cache"))
+    log, logging = tmp_path / "runs", tmp_path / "ptxas"
+    logging.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] || echo \"$*\" >> {log}\n"
+                       f"exec {triton_ptxas('sm_80')} \"$@\"\n")
+    logging.chmod(0o755)
+    ptx = (DATA / "ffma_loop.ptx").read_text()
+    runs = lambda: len(log.read_text().splitlines())  # noqa: E731
+    first = assemble(ptx, str(logging), "sm_80")
+    again = assemble(ptx, str(logging), "sm_80")
+    assert runs() == 1 and (again.cubin, again.stderr) == (first.cubin, first.stderr)
+    assert again.cubin == assemble(ptx, triton_ptxas("sm_80"), "sm_80", reuse=False).cubin  # what ptxas makes
+    assemble(ptx, str(logging), "sm_86")
+    assemble(ptx, str(logging), "sm_80", ["-O2"])
+    assert runs() == 3
+    kept = kept_file("ptxas", str(logging), ["sm_80", ""], ptx.rstrip("\0").encode())
+    kept.write_bytes(kept.read_bytes()[:20])
+    assert assemble(ptx, str(logging), "sm_80").cubin == first.cubin and runs() == 4
+    os.utime(logging, ns=(1, 1))
+    assemble(ptx, str(logging), "sm_80")
+    assemble(ptx, str(logging), "sm_80", reuse=False)
+    assert runs() == 6
+    bogus = ptx.replace("fma.rn.f32 \t%f3,", "fma.bogus.f32 \t%f3,")
+    for _ in range(2):
+        with pytest.raises(TritonhookError, match="rejected it"):
+            assemble(bogus, str(logging), "sm_80")
+    assert runs() == 8
 
 
 def blackwell_ptxas() -> list[str]:

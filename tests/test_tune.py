@@ -174,10 +174,12 @@ def test_the_search_says_where_its_time_went_and_replays_no_miss_again(recorded,
     assert result.times_s["search build"] + result.times_s["search replay"] <= result.times_s["search"]
 
 
-def test_the_search_builds_each_chunk_while_the_one_before_it_replays(recorded, monkeypatch):
+def test_the_search_builds_each_chunk_while_the_one_before_it_replays(recorded, monkeypatch, tmp_path):
     """The builds (ptxas on the host's cores) of a chunk begin before the chunk ahead of it has finished replaying,
     and run while it does; the replays wait only for what was not built ahead. The real build and replay
-    functions, watched: when each began and ended, per chunk (its variants' labels)."""
+    functions, watched: when each began and ended, per chunk (its variants' labels); every build made anew (none
+    kept from the other tests' searches)."""
+    monkeypatch.setenv("TRITONHOOK_CACHE", str(tmp_path / "cache"))
     tune_module = sys.modules[TuneResult.__module__]  # the module (the package exports its function by the name)
 
     store, recording = recorded

@@ -8,7 +8,8 @@ target is a Triton-internal question: `_triton.triton_ptxas`.
 The ptxas "cutlass" path changes from one ptxas release to the next, so a PTX file is often assembled by several
 of them (`ptxas_matrix.ptxas_matrix`); `assemble` runs one with `-v` and times it, with the codegen options of
 `CODEGEN_OPTIONS` and a control file (`--apply-controls`, CUDA 13.3+), and says why a build failed
-(`AssembleError.cause`: error, crashed, hung, unsupported; docs/variants.md#failed-builds).
+(`AssembleError.cause`: error, crashed, hung, unsupported; docs/variants.md#failed-builds). What a tool made of an
+input is kept by input, arguments and binary (`kept_file`): a build or a listing is made once per machine.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import functools
 import glob
 import hashlib
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -74,9 +76,23 @@ class PtxasBinary:
 
 @dataclasses.dataclass(frozen=True)
 class AssembleResult:
+    """A build: the cubin, what `ptxas -v` printed, and how long ptxas took to make it (when it made it: a build
+    read from those kept took that long once)."""
+
     cubin: bytes
     stderr: str
     seconds: float
+
+    def packed(self) -> bytes:
+        """The build as kept (`kept_file`): a JSON line of what ptxas printed and its time, then the cubin."""
+        header = json.dumps({"stderr": self.stderr, "seconds": self.seconds}).encode()
+        return zlib.compress(header + b"\n" + self.cubin)
+
+    @classmethod
+    def unpacked(cls, data: bytes) -> AssembleResult:
+        header, cubin = zlib.decompress(data).split(b"\n", 1)
+        fields = json.loads(header)
+        return cls(cubin, fields["stderr"], fields["seconds"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,19 +322,39 @@ in parallel and each capture's variants too, and more ptxas processes than cores
 
 
 def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[str] = (), *,
-             label: str = "PTX", controls: ControlFile | None = None, timeout: float | None = None
-             ) -> AssembleResult:
+             label: str = "PTX", controls: ControlFile | None = None, timeout: float | None = None,
+             reuse: bool = True) -> AssembleResult:
     """Assemble with `ptxas -v` (and `--apply-controls` with `controls`' bytes), killed after `timeout` seconds
-    (default `config.ptxas.PTXAS_TIMEOUT_S`). Raises `AssembleError` with its cause and ptxas's own message."""
+    (default `config.ptxas.PTXAS_TIMEOUT_S`). Raises `AssembleError` with its cause and ptxas's own message. A build
+    this ptxas made before of the same PTX for the same target, arguments and control file is read from those kept
+    (`kept_file`) instead: ptxas's output is a function of these, and a sweep, `tune`'s chunks and `upgrade`'s
+    cells build the same captures run after run. `reuse=False` runs ptxas anyway (a caller that times it, or that
+    builds inside a compile whose caches the user turned off); a failure is never kept."""
     version = ptxas_version(ptxas) or ptxas
     if controls is not None and (refusal := controls_refusal(controls, ptxas)):
         raise AssembleError("unsupported", f"{label}: {refusal}")
-    text = ptx.decode("utf-8", errors="replace") if isinstance(ptx, bytes) else ptx
-    timeout = config.ptxas.PTXAS_TIMEOUT_S.get() if timeout is None else timeout
+    text = (ptx.decode("utf-8", errors="replace") if isinstance(ptx, bytes) else ptx).rstrip("\0")
+    try:
+        kept = kept_file("ptxas", ptxas, [gpu_name, *extra_args, controls.sha256 if controls else ""], text.encode())
+    except OSError:  # no such ptxas: running it says so
+        kept = None
+    if reuse and kept is not None:
+        with contextlib.suppress(OSError, ValueError, KeyError, zlib.error):  # none kept, or not whole: built again
+            return AssembleResult.unpacked(kept.read_bytes())
+    built = _run_ptxas(text, ptxas, version, gpu_name, extra_args, label, controls,
+                       config.ptxas.PTXAS_TIMEOUT_S.get() if timeout is None else timeout)
+    if kept is not None:
+        _keep(kept, built.packed())
+    return built
+
+
+def _run_ptxas(text: str, ptxas: str, version: str, gpu_name: str, extra_args: Sequence[str], label: str,
+               controls: ControlFile | None, timeout: float) -> AssembleResult:
+    """One run of `ptxas -v` on `text` (`assemble`)."""
     with tempfile.TemporaryDirectory(prefix="tritonhook-ptxas-") as tmp:
         source, output = os.path.join(tmp, "input.ptx"), os.path.join(tmp, "output.cubin")
         with open(source, "w") as handle:
-            handle.write(text.rstrip("\0"))
+            handle.write(text)
         command = [ptxas, "-v", f"--gpu-name={gpu_name}", *extra_args]
         if controls is not None:
             with open(os.path.join(tmp, "controls.acf"), "wb") as handle:
@@ -410,12 +446,12 @@ def find_nvdisasm(explicit: str | None = None) -> str:
 
 
 def run_nvdisasm(data: bytes, args: Iterable[str], *, nvdisasm: str | None = None, label: str = "") -> str:
-    """nvdisasm's listing of the cubin `data` with `args`, from the listings kept by cubin (`listing_file`) when this
+    """nvdisasm's listing of the cubin `data` with `args`, from the listings kept by cubin (`kept_file`) when this
     nvdisasm made it before: a run costs ~0.3 s of CPU however small the cubin, and a report, a sweep's cubin deltas
     and `tune`'s chunks list the same cubins run after run."""
     tool = find_nvdisasm(nvdisasm)
     args = list(args)
-    kept = listing_file(tool, args, data)
+    kept = kept_file("nvdisasm", tool, args, data)
     with contextlib.suppress(OSError, ValueError, zlib.error):  # none kept, or not whole: listed again
         return zlib.decompress(kept.read_bytes()).decode()
     with tempfile.TemporaryDirectory(prefix="tritonhook-sass-") as tmp:
@@ -430,19 +466,20 @@ def run_nvdisasm(data: bytes, args: Iterable[str], *, nvdisasm: str | None = Non
     return completed.stdout
 
 
-def listing_file(tool: str, args: Sequence[str], data: bytes) -> Path:
-    """Where nvdisasm's listing of `data` is kept (`config.paths.CACHE`/nvdisasm): named by the cubin, the arguments
-    and the nvdisasm binary (its real path, size and modification time), so another nvdisasm or build lists anew."""
+def kept_file(kind: str, tool: str, args: Sequence[str], data: bytes) -> Path:
+    """Where what `tool` made of `data` with `args` is kept (`config.paths.CACHE`/`kind`: ptxas's builds, nvdisasm's
+    listings): named by the input, the arguments and the binary (its real path, size and modification time), so
+    another binary or input makes it anew."""
     real = os.path.realpath(tool)
     found = os.stat(real)
     identity = "\0".join([real, str(found.st_size), str(found.st_mtime_ns), *args, ""]).encode()
     digest = hashlib.sha256(identity + data).hexdigest()
-    return Path(os.path.expanduser(config.paths.CACHE.get())) / "nvdisasm" / f"{digest}.z"
+    return Path(os.path.expanduser(config.paths.CACHE.get())) / kind / f"{digest}.z"
 
 
 def _keep(path: Path, content: bytes) -> None:
-    """Writes `content` to `path` under a temporary name, then renames it (processes listing at once never read half
-    a file); a cache that cannot be written only costs the next run its listing again."""
+    """Writes `content` to `path` under a temporary name, then renames it (processes making it at once never read
+    half a file); a cache that cannot be written only costs the next run its build or listing again."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, delete=False) as partial:

@@ -443,8 +443,9 @@ class paths:
                   "Searched for ptxas and nvdisasm; a recording ptxas wrapper goes first on it.")
     CACHE = EnvVar("TRITONHOOK_CACHE", "~/.cache/tritonhook", str,
                    "What tritonhook makes once per machine and keeps: the C helpers it builds (the launch tracer's "
-                   "per-launch path), one file per source, Python and platform, and nvdisasm's listings, one per "
-                   "cubin, arguments and nvdisasm (nvdisasm/).")
+                   "per-launch path), one file per source, Python and platform; ptxas's builds, one per PTX, "
+                   "target, arguments, control file and ptxas (ptxas/); nvdisasm's listings, one per cubin, "
+                   "arguments and nvdisasm (nvdisasm/).")
     CC = EnvVar("CC", None, str, "The C compiler for tritonhook's C helpers (as for Triton's launchers); else cc, gcc, "
                 "clang on PATH.")
 

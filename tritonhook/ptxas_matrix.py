@@ -137,7 +137,8 @@ def ptxas_matrix(ptx: str, ptxas_paths: Sequence[str], *, gpu_name: str | None =
             skipped.append(SkippedPtxas(path, version, refusal, "cannot read the control file"))
             continue
         try:
-            built = {variant: assemble(source, path, gpu, extra_args, label=f"{label} ({variant})", controls=controls)
+            built = {variant: assemble(source, path, gpu, extra_args, label=f"{label} ({variant})", controls=controls,
+                                       reuse=False)  # each row says how long ptxas took
                      for variant, source in variants}
         except TritonhookError as exc:
             if (refusal := skip_reason(str(exc))) is None:

@@ -210,7 +210,8 @@ class Applier:
         try:
             cubin = binaries.assemble(ptx, tool, _ptx.target(ptx), [*flags, *found.decision.choice.options],
                                    controls=found.controls, label=f"{metadata.get('name')} (decision "
-                                                                  f"{found.name})").cubin
+                                                                  f"{found.name})",
+                                   reuse=False).cubin  # Triton's compile: its own cache, or none where turned off
         except binaries.AssembleError as exc:
             if found.name not in self._warned:
                 self._warned.add(found.name)
