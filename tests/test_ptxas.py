@@ -62,7 +62,7 @@ def test_a_build_made_once_is_not_made_again_by_the_same_ptxas(tmp_path, monkeyp
     assemble(ptx, str(logging), "sm_86")
     assemble(ptx, str(logging), "sm_80", ["-O2"])
     assert runs() == 3
-    kept = kept_file("ptxas", str(logging), ["sm_80", ""], ptx.rstrip("\0").encode())
+    kept = kept_file("ptxas", str(logging), [ptxas_version(str(logging)), "sm_80", ""], ptx.rstrip("\0").encode())
     kept.write_bytes(kept.read_bytes()[:20])
     assert assemble(ptx, str(logging), "sm_80").cubin == first.cubin and runs() == 4
     os.utime(logging, ns=(1, 1))

@@ -335,7 +335,8 @@ def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[s
         raise AssembleError("unsupported", f"{label}: {refusal}")
     text = (ptx.decode("utf-8", errors="replace") if isinstance(ptx, bytes) else ptx).rstrip("\0")
     try:
-        kept = kept_file("ptxas", ptxas, [gpu_name, *extra_args, controls.sha256 if controls else ""], text.encode())
+        kept = kept_file("ptxas", ptxas, [version, gpu_name, *extra_args, controls.sha256 if controls else ""],
+                         text.encode())  # the version too: a wrapper script may front another ptxas tomorrow
     except OSError:  # no such ptxas: running it says so
         kept = None
     if reuse and kept is not None:
