@@ -138,7 +138,6 @@ def test_ab_cli_one_line_errors(tmp_path, store_path):
     assert "reported no timings (round 1, variant plain)" in done.stderr
 
 
-@pytest.mark.every_release  # both arms built through Triton's compile with its ptxas knobs
 @pytest.mark.parametrize("sample,identical", [("matmul_fp8", True), ("matmul_fp32_ieee", False)])
 def test_sass_identical_compares_real_builds(store_path, sample, identical):
     """docs/ptxas_cutlass.md#the-cutlass-name-path: on sm_90a the name leaves wgmma matmuls byte-identical but changes FFMA loops."""
