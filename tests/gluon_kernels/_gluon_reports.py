@@ -1,5 +1,6 @@
 """What the CPU tests read from a compiled Gluon kernel with tritonhook (the kernel packages never import it): the
-facts of the cubin Triton built, registers and spill bytes among them. No GPU needed.
+facts of the cubin Triton built, registers and spill bytes among them; and the release a test of the kernels' design
+runs under (`UNDER_THE_TUNERS_RELEASE`). No GPU needed.
 
 The spills are read from the cubin, not from a second ``ptxas -v`` of the PTX: the cubin is the build Triton's own
 ptxas made with Triton's own flags (``CompiledKernel.n_spills`` needs a GPU: it is read at load), its figures are the
