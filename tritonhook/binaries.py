@@ -328,18 +328,15 @@ def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[s
     (default `config.ptxas.PTXAS_TIMEOUT_S`). Raises `AssembleError` with its cause and ptxas's own message. A build
     this ptxas made before of the same PTX for the same target, arguments and control file is read from those kept
     (`kept_file`) instead: ptxas's output is a function of these, and a sweep, `tune`'s chunks and `upgrade`'s
-    cells build the same captures run after run. `reuse=False` runs ptxas anyway (a caller that times it, or that
-    builds inside a compile whose caches the user turned off); a failure is never kept."""
+    cells build the same captures run after run. `reuse=False` runs ptxas and keeps nothing (a caller that times it,
+    or that builds inside a compile whose caches the user turned off); a failure is never kept."""
     version = ptxas_version(ptxas) or ptxas
     if controls is not None and (refusal := controls_refusal(controls, ptxas)):
         raise AssembleError("unsupported", f"{label}: {refusal}")
     text = (ptx.decode("utf-8", errors="replace") if isinstance(ptx, bytes) else ptx).rstrip("\0")
-    try:
-        kept = kept_file("ptxas", ptxas, [version, gpu_name, *extra_args, controls.sha256 if controls else ""],
-                         text.encode())  # the version too: a wrapper script may front another ptxas tomorrow
-    except OSError:  # no such ptxas: running it says so
-        kept = None
-    if reuse and kept is not None:
+    kept = _kept_build(ptxas, [version, gpu_name, *extra_args, controls.sha256 if controls else ""], text) \
+        if reuse else None
+    if kept is not None:
         with contextlib.suppress(OSError, ValueError, KeyError, zlib.error):  # none kept, or not whole: built again
             return AssembleResult.unpacked(kept.read_bytes())
     built = _run_ptxas(text, ptxas, version, gpu_name, extra_args, label, controls,
@@ -347,6 +344,15 @@ def assemble(ptx: str | bytes, ptxas: str, gpu_name: str, extra_args: Sequence[s
     if kept is not None:
         _keep(kept, built.packed())
     return built
+
+
+def _kept_build(ptxas: str, args: Sequence[str], text: str) -> Path | None:
+    """Where ptxas's build of `text` with `args` (its version among them: a wrapper script may front another ptxas
+    tomorrow) is kept; None where there is no such ptxas (running it says so)."""
+    try:
+        return kept_file("ptxas", ptxas, args, text.encode())
+    except OSError:
+        return None
 
 
 def _run_ptxas(text: str, ptxas: str, version: str, gpu_name: str, extra_args: Sequence[str], label: str,
